@@ -1,0 +1,1 @@
+//! The ovs-ofctl style flow, group and meter text syntax.

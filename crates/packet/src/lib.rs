@@ -1,0 +1,1 @@
+//! Zero-copy packet header views and in-place rewrites.
