@@ -13,7 +13,9 @@ pub mod flow_mod;
 pub mod group_mod;
 pub mod instruction;
 pub mod meter_mod;
+pub mod multipart;
 pub mod oxm;
+pub mod port;
 pub mod wire;
 
 pub use action::Action;
@@ -23,6 +25,7 @@ pub use group_mod::{Bucket, GroupMod, GroupModCommand, GroupType};
 pub use instruction::Instruction;
 pub use meter_mod::{MeterBand, MeterMod, MeterModCommand};
 pub use oxm::{MacAddr, Match, Oxm, OxmField, OxmValue};
+pub use port::Port;
 
 /// Serializes opaque bytes as a lowercase hex string in JSON output.
 pub fn serde_hex<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
