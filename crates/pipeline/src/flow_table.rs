@@ -688,6 +688,18 @@ impl Tables {
             .collect()
     }
 
+    /// Everything observable, in a canonical order: for "a failed
+    /// modification changed nothing" checks. For tests.
+    #[cfg(test)]
+    pub(crate) fn snapshot(&self) -> (Vec<FlowEntry>, Vec<TableStats>, u64) {
+        let entries = self
+            .tables
+            .iter()
+            .flat_map(|t| t.entries.values().cloned())
+            .collect();
+        (entries, self.table_stats(), self.next_id)
+    }
+
     /// Checks every invariant of the module comment; panics naming the
     /// broken one. For tests.
     #[cfg(test)]
@@ -731,6 +743,975 @@ fn unref(index: &mut HashMap<u32, BTreeSet<FlowId>>, key: u32, id: FlowId) {
         set.remove(&id);
         if set.is_empty() {
             index.remove(&key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group_table::GroupsConfig;
+    use crate::meter_table::MetersConfig;
+    use ofp::consts::{group_no, port_no};
+    use ofp::error::{BadActionCode, BadInstructionCode, BadMatchCode, MeterModFailedCode};
+    use ofp::{Action, GroupMod, GroupModCommand, GroupType, MeterBand, MeterMod};
+    use ofp::{MeterModCommand, Oxm, OxmField, OxmValue};
+    use proptest::prelude::*;
+    use std::net::Ipv4Addr;
+
+    const SEND: u16 = flow_mod_flags::SEND_FLOW_REM;
+
+    fn exact(field: OxmField, value: OxmValue) -> Oxm {
+        Oxm::Basic {
+            field,
+            value,
+            mask: None,
+        }
+    }
+
+    fn in_port(p: u32) -> Oxm {
+        exact(OxmField::InPort, OxmValue::U32(p))
+    }
+
+    fn eth_type(t: u16) -> Oxm {
+        exact(OxmField::EthType, OxmValue::U16(t))
+    }
+
+    fn ipv4_dst(a: [u8; 4], prefix: u32) -> Oxm {
+        let mask = if prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - prefix)
+        };
+        Oxm::Basic {
+            field: OxmField::Ipv4Dst,
+            value: OxmValue::Ipv4(Ipv4Addr::from(u32::from(Ipv4Addr::from(a)) & mask)),
+            mask: Some(OxmValue::Ipv4(Ipv4Addr::from(mask))),
+        }
+    }
+
+    fn output(port: u32) -> Vec<Instruction> {
+        vec![Instruction::ApplyActions {
+            actions: vec![Action::Output { port, max_len: 0 }],
+        }]
+    }
+
+    fn flow(command: FlowModCommand, table_id: u8, priority: u16, fields: Vec<Oxm>) -> FlowMod {
+        FlowMod {
+            command,
+            table_id,
+            priority,
+            match_: Match { fields },
+            ..FlowMod::default()
+        }
+    }
+
+    fn add(table_id: u8, priority: u16, fields: Vec<Oxm>, port: u32) -> FlowMod {
+        FlowMod {
+            instructions: output(port),
+            ..flow(FlowModCommand::Add, table_id, priority, fields)
+        }
+    }
+
+    struct Switch {
+        tables: Tables,
+        groups: Groups,
+        meters: Meters,
+    }
+
+    impl Switch {
+        fn new(n_tables: u8, max_entries: usize) -> Switch {
+            Switch {
+                tables: Tables::new(TablesConfig {
+                    n_tables,
+                    max_entries,
+                    policy: ActionPolicy::default(),
+                }),
+                groups: Groups::new(GroupsConfig::default()),
+                meters: Meters::new(MetersConfig::default()),
+            }
+        }
+
+        fn apply(&mut self, fm: &FlowMod, now: Time) -> Result<FlowModOutcome, OfpError> {
+            let r = self
+                .tables
+                .apply_flow_mod(fm, now, &self.groups, &self.meters);
+            self.tables.check_invariants();
+            r
+        }
+
+        /// Applies a modification that must fail with `err` and checks
+        /// that it changed nothing.
+        fn refuse(&mut self, fm: &FlowMod, err: OfpError) {
+            let before = self.tables.snapshot();
+            assert_eq!(self.apply(fm, Time::from_secs(99)), Err(err), "{fm:?}");
+            assert_eq!(self.tables.snapshot(), before, "failed mod changed state");
+        }
+
+        fn ok(&mut self, fm: &FlowMod, now: Time) -> FlowModOutcome {
+            self.apply(fm, now).unwrap()
+        }
+
+        fn add_group(&mut self, id: u32) {
+            let gm = GroupMod {
+                command: GroupModCommand::Add,
+                group_type: GroupType::All,
+                group_id: id,
+                buckets: vec![],
+            };
+            self.groups
+                .apply_group_mod(&gm, &mut self.tables, Time(0))
+                .unwrap();
+        }
+
+        fn add_meter(&mut self, id: u32) {
+            let mm = MeterMod {
+                command: MeterModCommand::Add,
+                flags: ofp::meter_mod::meter_flags::KBPS,
+                meter_id: id,
+                bands: vec![MeterBand::Drop {
+                    rate: 1000,
+                    burst_size: 0,
+                }],
+            };
+            self.meters
+                .apply_meter_mod(&mm, &mut self.tables, Time(0))
+                .unwrap();
+        }
+
+        fn stats(&self, filter: &FlowFilter, now: Time) -> Vec<FlowStats> {
+            self.tables.flow_stats(filter, now).unwrap()
+        }
+
+        fn all(&self) -> Vec<FlowStats> {
+            self.stats(&FlowFilter::default(), Time::from_secs(1000))
+        }
+    }
+
+    fn fmf(code: FlowModFailedCode) -> OfpError {
+        OfpError::FlowModFailed(code)
+    }
+
+    #[test]
+    fn add_installs_an_entry_that_stats_report_as_sent() {
+        let mut sw = Switch::new(4, 100);
+        // Prerequisite after the field that needs it: order kept as sent.
+        let fields = vec![ipv4_dst([10, 0, 0, 0], 8), eth_type(0x0800), in_port(3)];
+        let mut fm = add(1, 100, fields.clone(), 2);
+        fm.cookie = 0xabc;
+        fm.idle_timeout = 10;
+        fm.hard_timeout = 20;
+        fm.flags = SEND;
+        let out = sw.ok(&fm, Time::from_secs(5));
+        assert!(out.installed.is_some() && !out.replaced);
+        assert_eq!(out.release_buffer, None);
+        let stats = sw.stats(&FlowFilter::default(), Time(5_000_000_000 + 2_500_000_000));
+        assert_eq!(stats.len(), 1);
+        let s = &stats[0];
+        assert_eq!(s.match_.fields, fields);
+        assert_eq!(
+            (
+                s.table_id,
+                s.priority,
+                s.cookie,
+                s.idle_timeout,
+                s.hard_timeout,
+                s.flags
+            ),
+            (1, 100, 0xabc, 10, 20, SEND)
+        );
+        assert_eq!((s.duration_sec, s.duration_nsec), (2, 500_000_000));
+        assert_eq!((s.packet_count, s.byte_count), (0, 0));
+        assert_eq!(s.instructions, output(2));
+    }
+
+    #[test]
+    fn add_with_identical_match_replaces_and_keeps_counters_unless_reset() {
+        let mut sw = Switch::new(4, 100);
+        let a = vec![in_port(1), eth_type(0x0800)];
+        let b = vec![eth_type(0x0800), in_port(1)]; // same set, other order
+        let mut first = add(0, 10, a, 2);
+        first.flags = SEND;
+        let id = sw.ok(&first, Time::from_secs(1)).installed.unwrap();
+        assert!(sw.tables.note_hit(id, Time::from_secs(2), 100));
+        assert!(sw.tables.note_hit(id, Time::from_secs(2), 60));
+
+        let mut second = add(0, 10, b.clone(), 3);
+        second.cookie = 7;
+        let out = sw.ok(&second, Time::from_secs(4));
+        assert_eq!((out.installed, out.replaced), (Some(id), true));
+        assert!(out.flow_removed.is_empty(), "no FLOW_REMOVED on replace");
+        let s = sw.stats(&FlowFilter::default(), Time::from_secs(5));
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].packet_count, s[0].byte_count), (2, 160));
+        assert_eq!(s[0].duration_sec, 1, "duration restarts");
+        assert_eq!((s[0].cookie, s[0].flags), (7, 0), "new cookie and flags");
+        assert_eq!(s[0].match_.fields, b, "new match TLVs as sent");
+        assert_eq!(s[0].instructions, output(3));
+
+        let mut third = add(0, 10, b, 4);
+        third.flags = flow_mod_flags::RESET_COUNTS;
+        assert!(sw.ok(&third, Time::from_secs(6)).replaced);
+        let s = sw.all();
+        assert_eq!((s[0].packet_count, s[0].byte_count), (0, 0));
+
+        // A different priority is a different entry.
+        let other = sw.ok(&add(0, 11, vec![in_port(1)], 2), Time(0));
+        assert!(!other.replaced);
+        assert_eq!(sw.tables.len(), 2);
+    }
+
+    #[test]
+    fn check_overlap_refuses_entries_a_packet_could_match_together() {
+        let mut sw = Switch::new(2, 100);
+        sw.ok(
+            &add(0, 5, vec![eth_type(0x0800), ipv4_dst([10, 0, 0, 0], 8)], 1),
+            Time(0),
+        );
+        let mut fm = add(0, 5, vec![in_port(1)], 1);
+        fm.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.refuse(&fm, fmf(FlowModFailedCode::Overlap));
+        let mut narrower = add(0, 5, vec![eth_type(0x0800), ipv4_dst([10, 1, 0, 0], 16)], 1);
+        narrower.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.refuse(&narrower, fmf(FlowModFailedCode::Overlap));
+        let mut identical = add(0, 5, vec![ipv4_dst([10, 0, 0, 0], 8), eth_type(0x0800)], 1);
+        identical.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.refuse(&identical, fmf(FlowModFailedCode::Overlap));
+        // Disjoint, other priority or other table: fine.
+        let mut disjoint = add(0, 5, vec![eth_type(0x0800), ipv4_dst([11, 0, 0, 0], 8)], 1);
+        disjoint.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.ok(&disjoint, Time(0));
+        let mut ipv6 = add(0, 5, vec![eth_type(0x86dd)], 1);
+        ipv6.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.ok(&ipv6, Time(0));
+        fm.priority = 6;
+        sw.ok(&fm, Time(0));
+        fm.table_id = 1;
+        fm.priority = 5;
+        sw.ok(&fm, Time(0));
+        assert_eq!(sw.tables.len(), 5);
+    }
+
+    #[test]
+    fn a_full_table_refuses_new_entries_but_accepts_replacements() {
+        let mut sw = Switch::new(2, 2);
+        sw.ok(&add(0, 1, vec![in_port(1)], 2), Time(0));
+        sw.ok(&add(0, 1, vec![in_port(2)], 2), Time(0));
+        sw.refuse(
+            &add(0, 1, vec![in_port(3)], 2),
+            fmf(FlowModFailedCode::TableFull),
+        );
+        assert!(sw.ok(&add(0, 1, vec![in_port(2)], 5), Time(0)).replaced);
+        sw.ok(&add(1, 1, vec![in_port(3)], 2), Time(0));
+        assert_eq!(sw.tables.len(), 3);
+    }
+
+    #[test]
+    fn table_ids_and_flags_are_checked() {
+        let mut sw = Switch::new(4, 10);
+        sw.ok(&add(3, 1, vec![], 1), Time(0));
+        sw.refuse(&add(4, 1, vec![], 1), fmf(FlowModFailedCode::BadTableId));
+        sw.refuse(
+            &add(table_no::ALL, 1, vec![], 1),
+            fmf(FlowModFailedCode::BadTableId),
+        );
+        for cmd in [FlowModCommand::Modify, FlowModCommand::ModifyStrict] {
+            sw.refuse(
+                &flow(cmd, table_no::ALL, 1, vec![]),
+                fmf(FlowModFailedCode::BadTableId),
+            );
+        }
+        for cmd in [FlowModCommand::Delete, FlowModCommand::DeleteStrict] {
+            sw.refuse(
+                &flow(cmd, 200, 1, vec![]),
+                fmf(FlowModFailedCode::BadTableId),
+            );
+        }
+        for bit in 5..16 {
+            let mut fm = add(0, 1, vec![], 1);
+            fm.flags = 1 << bit;
+            sw.refuse(&fm, fmf(FlowModFailedCode::BadFlags));
+            let mut del = flow(FlowModCommand::Delete, 0, 1, vec![]);
+            del.flags = 1 << bit;
+            sw.refuse(&del, fmf(FlowModFailedCode::BadFlags));
+        }
+        assert_eq!(sw.tables.len(), 1);
+        let out = sw.ok(
+            &flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]),
+            Time(0),
+        );
+        assert_eq!(out.deleted.len(), 1);
+    }
+
+    #[test]
+    fn bad_matches_and_instructions_are_refused_with_their_codes() {
+        let mut sw = Switch::new(4, 10);
+        sw.add_group(7);
+        sw.add_meter(3);
+        sw.ok(&add(0, 1, vec![in_port(1)], 1), Time(0));
+        let with = |instructions: Vec<Instruction>| FlowMod {
+            instructions,
+            ..flow(FlowModCommand::Add, 1, 1, vec![])
+        };
+        sw.refuse(
+            &add(0, 1, vec![ipv4_dst([10, 0, 0, 0], 8)], 1),
+            OfpError::BadMatch(BadMatchCode::BadPrereq),
+        );
+        sw.refuse(
+            &add(0, 1, vec![in_port(1), in_port(2)], 1),
+            OfpError::BadMatch(BadMatchCode::DupField),
+        );
+        // Match errors also for modify and delete.
+        sw.refuse(
+            &flow(FlowModCommand::Delete, 0, 1, vec![in_port(1), in_port(1)]),
+            OfpError::BadMatch(BadMatchCode::DupField),
+        );
+        sw.refuse(
+            &flow(
+                FlowModCommand::Modify,
+                0,
+                1,
+                vec![ipv4_dst([1, 0, 0, 0], 8)],
+            ),
+            OfpError::BadMatch(BadMatchCode::BadPrereq),
+        );
+        sw.refuse(
+            &with(vec![Instruction::GotoTable { table_id: 1 }]),
+            OfpError::BadInstruction(BadInstructionCode::BadTableId),
+        );
+        sw.refuse(
+            &with(vec![Instruction::GotoTable { table_id: 4 }]),
+            OfpError::BadInstruction(BadInstructionCode::BadTableId),
+        );
+        sw.refuse(
+            &with(vec![Instruction::ClearActions, Instruction::ClearActions]),
+            OfpError::BadInstruction(BadInstructionCode::UnsupInst),
+        );
+        sw.refuse(
+            &with(vec![Instruction::Experimenter {
+                experimenter: 1,
+                data: vec![],
+            }]),
+            OfpError::BadInstruction(BadInstructionCode::UnsupInst),
+        );
+        sw.refuse(
+            &with(vec![Instruction::Meter { meter_id: 4 }]),
+            OfpError::MeterModFailed(MeterModFailedCode::UnknownMeter),
+        );
+        sw.refuse(
+            &with(vec![Instruction::WriteActions {
+                actions: vec![Action::Group { group_id: 8 }],
+            }]),
+            OfpError::BadAction(BadActionCode::BadOutGroup),
+        );
+        sw.refuse(
+            &with(output(0)),
+            OfpError::BadAction(BadActionCode::BadOutPort),
+        );
+        sw.refuse(
+            &with(output(port_no::TABLE)),
+            OfpError::BadAction(BadActionCode::BadOutPort),
+        );
+        sw.refuse(
+            &with(vec![Instruction::ApplyActions {
+                actions: vec![Action::Experimenter {
+                    experimenter: 1,
+                    data: vec![],
+                }],
+            }]),
+            OfpError::BadAction(BadActionCode::BadExperimenter),
+        );
+        sw.refuse(
+            &with(vec![Instruction::ApplyActions {
+                actions: vec![Action::SetField {
+                    field: exact(OxmField::Ipv4Src, OxmValue::Ipv4(Ipv4Addr::LOCALHOST)),
+                }],
+            }]),
+            OfpError::BadAction(BadActionCode::MatchInconsistent),
+        );
+        // Instruction errors on MODIFY too, and nothing changes.
+        let mut m = flow(FlowModCommand::Modify, 0, 1, vec![]);
+        m.instructions = output(0);
+        sw.refuse(&m, OfpError::BadAction(BadActionCode::BadOutPort));
+        // The same instructions with existing group and meter pass.
+        let good = with(vec![
+            Instruction::Meter { meter_id: 3 },
+            Instruction::WriteActions {
+                actions: vec![Action::Group { group_id: 7 }],
+            },
+            Instruction::GotoTable { table_id: 3 },
+        ]);
+        sw.ok(&good, Time(0));
+        assert_eq!(sw.tables.group_ref_count(7), 1);
+        assert_eq!(sw.tables.meter_flow_count(3), 1);
+        // DELETE ignores its (invalid) instructions.
+        let mut del = flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]);
+        del.instructions = output(0);
+        assert_eq!(sw.ok(&del, Time(0)).deleted.len(), 2);
+        assert_eq!(sw.tables.group_ref_count(7), 0);
+    }
+
+    #[test]
+    fn modify_changes_instructions_of_selected_entries_only() {
+        let mut sw = Switch::new(2, 100);
+        let mut wide = add(0, 1, vec![eth_type(0x0800), ipv4_dst([10, 0, 0, 0], 8)], 1);
+        wide.cookie = 0x10;
+        wide.idle_timeout = 30;
+        wide.flags = SEND;
+        let a = sw.ok(&wide, Time::from_secs(1)).installed.unwrap();
+        let mut narrow = add(0, 2, vec![eth_type(0x0800), ipv4_dst([10, 1, 0, 0], 16)], 1);
+        narrow.cookie = 0x20;
+        let b = sw.ok(&narrow, Time::from_secs(1)).installed.unwrap();
+        let c = sw
+            .ok(&add(0, 3, vec![eth_type(0x86dd)], 1), Time::from_secs(1))
+            .installed
+            .unwrap();
+        sw.tables.note_hit(a, Time::from_secs(2), 10);
+
+        // Non-strict with a /8: both IPv4 entries, not the IPv6 one.
+        let mut m = flow(
+            FlowModCommand::Modify,
+            0,
+            999,
+            vec![eth_type(0x0800), ipv4_dst([10, 0, 0, 0], 8)],
+        );
+        m.instructions = output(9);
+        m.idle_timeout = 1; // ignored by modify
+        m.cookie = 0x99; // not a filter: cookie_mask is 0
+        let out = sw.ok(&m, Time::from_secs(3));
+        assert_eq!(out.modified, vec![a, b]);
+        let e = sw.tables.entry(a).unwrap();
+        assert_eq!(e.instructions, output(9));
+        assert_eq!((e.cookie, e.idle_timeout, e.flags), (0x10, 30, SEND));
+        assert_eq!(e.packet_count, 1, "counters kept");
+        assert_eq!(e.installed_at, Time::from_secs(1), "duration kept");
+        assert_eq!(sw.tables.entry(c).unwrap().instructions, output(1));
+
+        // Cookie filter.
+        m.cookie = 0x20;
+        m.cookie_mask = 0xff;
+        m.instructions = output(8);
+        assert_eq!(sw.ok(&m, Time(0)).modified, vec![b]);
+
+        // RESET_COUNTS.
+        let mut r = flow(FlowModCommand::Modify, 0, 0, vec![]);
+        r.instructions = output(7);
+        r.flags = flow_mod_flags::RESET_COUNTS;
+        assert_eq!(sw.ok(&r, Time(0)).modified, vec![a, b, c]);
+        assert_eq!(sw.tables.entry(a).unwrap().packet_count, 0);
+
+        // Selecting nothing adds nothing (1.3) and is not an error, but a
+        // buffered packet is still released.
+        let mut none = flow(FlowModCommand::Modify, 1, 0, vec![in_port(4)]);
+        none.instructions = output(7);
+        none.buffer_id = 42;
+        let out = sw.ok(&none, Time(0));
+        assert!(out.modified.is_empty());
+        assert_eq!(out.release_buffer, Some(42));
+        assert_eq!(sw.tables.len(), 3);
+    }
+
+    #[test]
+    fn modify_strict_needs_the_same_match_set_and_priority() {
+        let mut sw = Switch::new(1, 100);
+        let a = sw
+            .ok(&add(0, 5, vec![in_port(1), eth_type(0x0800)], 1), Time(0))
+            .installed
+            .unwrap();
+        sw.ok(&add(0, 6, vec![in_port(1), eth_type(0x0800)], 1), Time(0));
+        sw.ok(&add(0, 5, vec![in_port(1)], 1), Time(0));
+        let mut m = flow(
+            FlowModCommand::ModifyStrict,
+            0,
+            5,
+            vec![eth_type(0x0800), in_port(1)],
+        );
+        m.instructions = output(3);
+        assert_eq!(sw.ok(&m, Time(0)).modified, vec![a]);
+        m.cookie_mask = u64::MAX;
+        m.cookie = 1;
+        assert!(sw.ok(&m, Time(0)).modified.is_empty(), "cookie filter");
+        let mut wider = flow(FlowModCommand::ModifyStrict, 0, 5, vec![eth_type(0x0800)]);
+        wider.instructions = output(3);
+        assert!(sw.ok(&wider, Time(0)).modified.is_empty());
+    }
+
+    #[test]
+    fn delete_filters_by_match_cookie_out_port_and_out_group() {
+        let mut sw = Switch::new(3, 100);
+        sw.add_group(1);
+        let mut ids = Vec::new();
+        for (table, prio, port, cookie, flags) in [
+            (0u8, 1u16, 1u32, 0x100u64, SEND),
+            (0, 2, 2, 0x200, 0),
+            (1, 1, 1, 0x100, SEND),
+            (2, 1, 3, 0x300, SEND),
+        ] {
+            let mut fm = add(
+                table,
+                prio,
+                vec![in_port(u32::from(prio) + u32::from(table))],
+                port,
+            );
+            fm.cookie = cookie;
+            fm.flags = flags;
+            ids.push(sw.ok(&fm, Time::from_secs(1)).installed.unwrap());
+        }
+        let mut g = add(2, 9, vec![], 0);
+        g.instructions = vec![Instruction::WriteActions {
+            actions: vec![Action::Group { group_id: 1 }],
+        }];
+        let gid = sw.ok(&g, Time(0)).installed.unwrap();
+        sw.tables.note_hit(ids[0], Time::from_secs(2), 64);
+
+        // out_port 1 across all tables.
+        let mut d = flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]);
+        d.out_port = 1;
+        d.buffer_id = 5;
+        let out = sw.ok(&d, Time::from_secs(4));
+        assert_eq!(out.deleted, vec![ids[0], ids[2]]);
+        assert_eq!(out.release_buffer, None, "DELETE ignores buffer_id");
+        assert_eq!(out.flow_removed.len(), 2);
+        let ev = &out.flow_removed[0];
+        assert_eq!(ev.reason, RemovalReason::Delete);
+        assert_eq!(ev.reason.wire_v13(), 2);
+        assert_eq!((ev.packet_count, ev.byte_count), (1, 64));
+        assert_eq!((ev.duration_sec, ev.cookie, ev.table_id), (3, 0x100, 0));
+        assert_eq!(ev.match_.fields, vec![in_port(1)]);
+
+        // out_group.
+        let mut d = flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]);
+        d.out_group = 1;
+        assert_eq!(sw.ok(&d, Time(0)).deleted, vec![gid]);
+
+        // Cookie filter; no SEND_FLOW_REM -> no event.
+        let mut d = flow(FlowModCommand::Delete, 0, 0, vec![]);
+        d.cookie = 0x200;
+        d.cookie_mask = 0xf00;
+        let out = sw.ok(&d, Time(0));
+        assert_eq!(out.deleted, vec![ids[1]]);
+        assert!(out.flow_removed.is_empty());
+
+        // Delete with a match selecting nothing is not an error.
+        let out = sw.ok(
+            &flow(FlowModCommand::Delete, 2, 0, vec![in_port(77)]),
+            Time(0),
+        );
+        assert!(out.deleted.is_empty());
+        assert_eq!(sw.tables.len(), 1);
+    }
+
+    #[test]
+    fn delete_strict_removes_exactly_one_entry_in_any_table() {
+        let mut sw = Switch::new(3, 100);
+        let a = sw
+            .ok(&add(0, 5, vec![in_port(1)], 1), Time(0))
+            .installed
+            .unwrap();
+        let b = sw
+            .ok(&add(2, 5, vec![in_port(1)], 1), Time(0))
+            .installed
+            .unwrap();
+        sw.ok(&add(2, 5, vec![in_port(1), eth_type(0x0800)], 1), Time(0));
+        sw.ok(&add(2, 4, vec![in_port(1)], 1), Time(0));
+        let d = flow(FlowModCommand::DeleteStrict, 2, 5, vec![in_port(1)]);
+        assert_eq!(sw.ok(&d, Time(0)).deleted, vec![b]);
+        let d = flow(
+            FlowModCommand::DeleteStrict,
+            table_no::ALL,
+            5,
+            vec![in_port(1)],
+        );
+        assert_eq!(sw.ok(&d, Time(0)).deleted, vec![a]);
+        let mut d = flow(
+            FlowModCommand::DeleteStrict,
+            table_no::ALL,
+            4,
+            vec![in_port(1)],
+        );
+        d.out_port = 9;
+        assert!(sw.ok(&d, Time(0)).deleted.is_empty(), "out_port filter");
+        assert_eq!(sw.tables.len(), 2);
+    }
+
+    #[test]
+    fn buffered_packets_are_released_after_add() {
+        let mut sw = Switch::new(1, 10);
+        let mut fm = add(0, 1, vec![], 1);
+        fm.buffer_id = 77;
+        assert_eq!(sw.ok(&fm, Time(0)).release_buffer, Some(77));
+        fm.buffer_id = OFP_NO_BUFFER;
+        assert_eq!(sw.ok(&fm, Time(0)).release_buffer, None);
+    }
+
+    #[test]
+    fn timeouts_expire_entries_on_the_simulated_clock() {
+        let mut sw = Switch::new(1, 10);
+        let mut idle = add(0, 1, vec![in_port(1)], 1);
+        idle.idle_timeout = 10;
+        idle.flags = SEND;
+        let idle_id = sw.ok(&idle, Time::from_secs(0)).installed.unwrap();
+        let mut hard = add(0, 1, vec![in_port(2)], 1);
+        hard.hard_timeout = 15;
+        hard.idle_timeout = 5;
+        hard.flags = SEND;
+        let hard_id = sw.ok(&hard, Time::from_secs(0)).installed.unwrap();
+        let mut quiet = add(0, 1, vec![in_port(3)], 1);
+        quiet.hard_timeout = 3; // no SEND_FLOW_REM: removed silently
+        sw.ok(&quiet, Time::from_secs(0));
+        sw.ok(&add(0, 1, vec![in_port(4)], 1), Time(0)); // permanent
+
+        assert!(sw.tables.expire(Time::from_millis(2999)).is_empty());
+        assert_eq!(sw.tables.len(), 4);
+        assert!(sw.tables.expire(Time::from_secs(3)).is_empty());
+        assert_eq!(sw.tables.len(), 3, "silent expiry");
+
+        // Traffic keeps both busy.
+        for s in [4, 8, 12] {
+            sw.tables.note_hit(idle_id, Time::from_secs(s), 1);
+            sw.tables.note_hit(hard_id, Time::from_secs(s), 1);
+            assert!(sw.tables.expire(Time::from_secs(s)).is_empty());
+        }
+        let ev = sw.tables.expire(Time::from_secs(15));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].id, ev[0].reason),
+            (hard_id, RemovalReason::HardTimeout)
+        );
+        assert_eq!((ev[0].duration_sec, ev[0].packet_count), (15, 3));
+        assert!(sw.tables.expire(Time::from_millis(21_999)).is_empty());
+        let ev = sw.tables.expire(Time::from_secs(22));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].id, ev[0].reason),
+            (idle_id, RemovalReason::IdleTimeout)
+        );
+        assert_eq!(ev[0].reason.wire_v13(), 0);
+        assert_eq!(sw.tables.len(), 1);
+        sw.tables.check_invariants();
+        assert!(sw.tables.expire(Time::from_secs(1_000_000)).is_empty());
+    }
+
+    #[test]
+    fn hard_timeout_wins_when_both_run_out_together() {
+        let mut sw = Switch::new(1, 10);
+        let mut fm = add(0, 1, vec![], 1);
+        fm.idle_timeout = 5;
+        fm.hard_timeout = 5;
+        fm.flags = SEND;
+        sw.ok(&fm, Time(0));
+        let ev = sw.tables.expire(Time::from_secs(5));
+        assert_eq!(ev[0].reason, RemovalReason::HardTimeout);
+        assert_eq!(ev[0].reason.wire_v13(), 1);
+    }
+
+    #[test]
+    fn unavailable_counters_read_all_ones() {
+        let mut sw = Switch::new(1, 10);
+        let mut fm = add(0, 1, vec![in_port(1)], 1);
+        fm.flags = flow_mod_flags::NO_PKT_COUNTS | SEND;
+        let a = sw.ok(&fm, Time(0)).installed.unwrap();
+        let mut fm = add(0, 1, vec![in_port(2)], 1);
+        fm.flags = flow_mod_flags::NO_BYT_COUNTS;
+        let b = sw.ok(&fm, Time(0)).installed.unwrap();
+        let c = sw
+            .ok(&add(0, 1, vec![in_port(3)], 1), Time(0))
+            .installed
+            .unwrap();
+        for id in [a, b, c] {
+            sw.tables.note_hit(id, Time(1), 100);
+        }
+        let s = sw.all();
+        assert_eq!((s[0].packet_count, s[0].byte_count), (u64::MAX, 100));
+        assert_eq!((s[1].packet_count, s[1].byte_count), (1, u64::MAX));
+        assert_eq!((s[2].packet_count, s[2].byte_count), (1, 100));
+        let agg = sw.tables.aggregate_stats(&FlowFilter::default()).unwrap();
+        assert_eq!(
+            agg,
+            AggregateStats {
+                packet_count: 2,
+                byte_count: 200,
+                flow_count: 3
+            }
+        );
+        let out = sw.ok(
+            &flow(FlowModCommand::DeleteStrict, 0, 1, vec![in_port(1)]),
+            Time(2),
+        );
+        assert_eq!(out.flow_removed[0].packet_count, u64::MAX);
+        assert_eq!(out.flow_removed[0].byte_count, 100);
+    }
+
+    #[test]
+    fn flow_and_aggregate_stats_apply_every_filter() {
+        let mut sw = Switch::new(3, 100);
+        sw.add_group(4);
+        let mut specs = vec![
+            (0u8, vec![in_port(1), eth_type(0x0800)], 1u32, 0x1u64),
+            (0, vec![in_port(2)], 2, 0x2),
+            (1, vec![in_port(1)], 1, 0x3),
+            (2, vec![eth_type(0x0806)], 3, 0x1),
+        ];
+        for (i, (t, fields, port, cookie)) in specs.drain(..).enumerate() {
+            let mut fm = add(t, 1, fields, port);
+            fm.cookie = cookie;
+            let id = sw.ok(&fm, Time(0)).installed.unwrap();
+            sw.tables.note_hit(id, Time(1), 10 * (i as u64 + 1));
+        }
+        let mut g = add(2, 2, vec![], 1);
+        g.instructions.push(Instruction::WriteActions {
+            actions: vec![Action::Group { group_id: 4 }],
+        });
+        sw.ok(&g, Time(0));
+
+        let count = |f: &FlowFilter| sw.stats(f, Time(5)).len();
+        let all = FlowFilter::default();
+        assert_eq!(count(&all), 5);
+        assert_eq!(
+            count(&FlowFilter {
+                table_id: 0,
+                ..all.clone()
+            }),
+            2
+        );
+        assert_eq!(
+            count(&FlowFilter {
+                out_port: 1,
+                ..all.clone()
+            }),
+            3
+        );
+        assert_eq!(
+            count(&FlowFilter {
+                out_group: 4,
+                ..all.clone()
+            }),
+            1
+        );
+        let c1 = FlowFilter {
+            cookie: 1,
+            cookie_mask: 0xf,
+            ..all.clone()
+        };
+        assert_eq!(count(&c1), 2);
+        let m = FlowFilter {
+            match_: Match {
+                fields: vec![in_port(1)],
+            },
+            ..all.clone()
+        };
+        assert_eq!(count(&m), 2);
+        let agg = sw.tables.aggregate_stats(&m).unwrap();
+        assert_eq!(
+            (agg.flow_count, agg.packet_count, agg.byte_count),
+            (2, 2, 40)
+        );
+        let stats = sw.stats(
+            &FlowFilter {
+                table_id: 2,
+                ..all.clone()
+            },
+            Time(5),
+        );
+        assert_eq!(stats[0].cookie, 1);
+        assert_eq!(
+            sw.tables.flow_stats(
+                &FlowFilter {
+                    table_id: 3,
+                    ..all.clone()
+                },
+                Time(0)
+            ),
+            Err(OfpError::BadRequest(BadRequestCode::BadTableId))
+        );
+        let bad = FlowFilter {
+            match_: Match {
+                fields: vec![ipv4_dst([1, 2, 3, 4], 32)],
+            },
+            ..all
+        };
+        assert_eq!(
+            sw.tables.aggregate_stats(&bad),
+            Err(OfpError::BadMatch(BadMatchCode::BadPrereq))
+        );
+    }
+
+    #[test]
+    fn table_stats_count_entries_and_lookups() {
+        let mut sw = Switch::new(3, 100);
+        sw.ok(&add(0, 1, vec![in_port(1)], 1), Time(0));
+        sw.ok(&add(0, 1, vec![in_port(2)], 1), Time(0));
+        sw.ok(&add(2, 1, vec![in_port(2)], 1), Time(0));
+        sw.tables.note_lookup(0, true);
+        sw.tables.note_lookup(0, false);
+        sw.tables.note_lookup(2, true);
+        sw.tables.note_lookup(200, true); // no such table: ignored
+        let ts = sw.tables.table_stats();
+        assert_eq!(ts.len(), 3);
+        assert_eq!(
+            ts[0],
+            TableStats {
+                table_id: 0,
+                active_count: 2,
+                lookup_count: 2,
+                matched_count: 1
+            }
+        );
+        assert_eq!((ts[1].active_count, ts[1].lookup_count), (0, 0));
+        assert_eq!(
+            (ts[2].table_id, ts[2].active_count, ts[2].matched_count),
+            (2, 1, 1)
+        );
+        assert_eq!(Tables::default().table_stats().len(), 255);
+    }
+
+    #[test]
+    fn note_hit_on_a_removed_entry_is_harmless() {
+        let mut sw = Switch::new(1, 10);
+        let id = sw.ok(&add(0, 1, vec![], 1), Time(0)).installed.unwrap();
+        sw.ok(&flow(FlowModCommand::Delete, 0, 0, vec![]), Time(0));
+        assert!(!sw.tables.note_hit(id, Time(1), 1));
+        assert!(!sw.tables.note_hit(FlowId(12345), Time(1), 1));
+    }
+
+    #[test]
+    fn deleting_groups_and_meters_removes_their_flows() {
+        let mut sw = Switch::new(2, 10);
+        sw.add_group(1);
+        sw.add_meter(2);
+        let mut fg = add(0, 1, vec![in_port(1)], 1);
+        fg.flags = SEND;
+        fg.instructions.push(Instruction::WriteActions {
+            actions: vec![Action::Group { group_id: 1 }],
+        });
+        sw.ok(&fg, Time(0));
+        let mut fm = add(1, 1, vec![in_port(1)], 1);
+        fm.flags = SEND;
+        fm.instructions.push(Instruction::Meter { meter_id: 2 });
+        sw.ok(&fm, Time(0));
+        sw.ok(&add(1, 1, vec![in_port(2)], 1), Time(0));
+
+        let gd = GroupMod {
+            command: GroupModCommand::Delete,
+            group_type: GroupType::All,
+            group_id: group_no::ALL,
+            buckets: vec![],
+        };
+        let ev = sw
+            .groups
+            .apply_group_mod(&gd, &mut sw.tables, Time::from_secs(2))
+            .unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].reason, RemovalReason::GroupDelete);
+        assert_eq!((ev[0].reason.wire_v13(), ev[0].table_id), (3, 0));
+        sw.tables.check_invariants();
+
+        let md = MeterMod {
+            command: MeterModCommand::Delete,
+            flags: 0,
+            meter_id: 2,
+            bands: vec![],
+        };
+        let ev = sw
+            .meters
+            .apply_meter_mod(&md, &mut sw.tables, Time::from_secs(3))
+            .unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].reason, ev[0].table_id),
+            (RemovalReason::MeterDelete, 1)
+        );
+        assert_eq!(ev[0].reason.wire_v13(), 2, "1.3 has no METER_DELETE");
+        sw.tables.check_invariants();
+        assert_eq!(sw.tables.len(), 1);
+    }
+
+    /// One random flow-mod over a small field space, so that commands
+    /// collide with each other often.
+    fn arb_flow_mod() -> impl Strategy<Value = FlowMod> {
+        let cmd = prop_oneof![
+            3 => Just(FlowModCommand::Add),
+            1 => Just(FlowModCommand::Modify),
+            1 => Just(FlowModCommand::ModifyStrict),
+            1 => Just(FlowModCommand::Delete),
+            1 => Just(FlowModCommand::DeleteStrict),
+        ];
+        let field = prop_oneof![
+            (1u32..4).prop_map(in_port),
+            Just(eth_type(0x0800)),
+            (0u32..3).prop_map(|p| ipv4_dst([10, p as u8, 0, 0], 8 + 8 * p)),
+            Just(exact(OxmField::TcpDst, OxmValue::U16(80))),
+        ];
+        let table = prop_oneof![4 => 0u8..3, 1 => Just(table_no::ALL), 1 => Just(5u8)];
+        let port = prop_oneof![4 => 1u32..4, 1 => Just(0u32), 1 => Just(port_no::ANY)];
+        let flags = prop_oneof![
+            4 => Just(0u16),
+            2 => Just(flow_mod_flags::CHECK_OVERLAP),
+            1 => Just(SEND),
+            1 => Just(flow_mod_flags::RESET_COUNTS),
+            1 => Just(1u16 << 7),
+        ];
+        (
+            cmd,
+            table,
+            0u16..3,
+            proptest::collection::vec(field, 0..4),
+            port,
+            flags,
+            0u64..3,
+        )
+            .prop_map(
+                |(command, table_id, priority, fields, port, flags, cookie)| FlowMod {
+                    command,
+                    table_id,
+                    priority,
+                    flags,
+                    cookie,
+                    cookie_mask: if cookie == 2 { 0 } else { 3 },
+                    out_port: if port == 0 { port_no::ANY } else { port },
+                    match_: Match { fields },
+                    instructions: output(port),
+                    ..FlowMod::default()
+                },
+            )
+    }
+
+    proptest! {
+        /// Any sequence of flow-mods keeps every invariant; a refused one
+        /// changes nothing; an accepted ADD leaves an entry with its exact
+        /// match and priority; a DELETE of the same leaves none.
+        #[test]
+        fn random_flow_mods_keep_invariants(mods in proptest::collection::vec(arb_flow_mod(), 1..40)) {
+            let mut sw = Switch::new(3, 6);
+            for (i, fm) in mods.iter().enumerate() {
+                let before = sw.tables.snapshot();
+                let now = Time::from_secs(i as u64);
+                match sw.apply(fm, now) {
+                    Err(_) => prop_assert_eq!(sw.tables.snapshot(), before),
+                    Ok(out) => {
+                        let key = MatchKey::new(&fm.match_).unwrap();
+                        let here = |sw: &Switch| sw.tables.table(fm.table_id).map_or(0, |t| {
+                            t.entries().filter(|e| e.key == key && e.priority == fm.priority).count()
+                        });
+                        match fm.command {
+                            FlowModCommand::Add => {
+                                prop_assert_eq!(here(&sw), 1);
+                                let e = sw.tables.entry(out.installed.unwrap()).unwrap();
+                                prop_assert_eq!(&e.match_, &fm.match_);
+                                prop_assert_eq!(&e.instructions, &fm.instructions);
+                            }
+                            FlowModCommand::DeleteStrict | FlowModCommand::Delete
+                                if fm.out_port == port_no::ANY && fm.cookie_mask == 0 =>
+                            {
+                                prop_assert_eq!(here(&sw), 0);
+                            }
+                            _ => {}
+                        }
+                        // Events only for entries that asked.
+                        prop_assert!(out.flow_removed.len() <= out.deleted.len());
+                    }
+                }
+            }
         }
     }
 }
