@@ -139,7 +139,7 @@ pub const OFPGFC_CHAINING: u32 = 1 << 2;
 pub const OFPGFC_CHAINING_CHECKS: u32 = 1 << 3;
 
 /// The group table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Groups {
     config: GroupsConfig,
     groups: BTreeMap<u32, Group>,
@@ -419,5 +419,400 @@ impl Groups {
             max_groups: [max; 4],
             actions: [actions; 4],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow_table::TablesConfig;
+    use crate::meter_table::Meters;
+    use ofp::error::BadActionCode;
+    use ofp::{FlowMod, Instruction, Oxm, OxmField, OxmValue};
+
+    fn bucket(actions: Vec<Action>) -> Bucket {
+        Bucket {
+            actions,
+            ..Bucket::default()
+        }
+    }
+
+    fn out(port: u32) -> Vec<Action> {
+        vec![Action::Output { port, max_len: 0 }]
+    }
+
+    fn to_group(g: u32) -> Vec<Action> {
+        vec![Action::Group { group_id: g }]
+    }
+
+    fn gm(
+        command: GroupModCommand,
+        group_type: GroupType,
+        id: u32,
+        buckets: Vec<Bucket>,
+    ) -> GroupMod {
+        GroupMod {
+            command,
+            group_type,
+            group_id: id,
+            buckets,
+        }
+    }
+
+    fn add(id: u32, buckets: Vec<Bucket>) -> GroupMod {
+        gm(GroupModCommand::Add, GroupType::All, id, buckets)
+    }
+
+    fn delete(id: u32) -> GroupMod {
+        gm(GroupModCommand::Delete, GroupType::All, id, vec![])
+    }
+
+    struct Sw {
+        groups: Groups,
+        tables: Tables,
+    }
+
+    impl Sw {
+        fn new(config: GroupsConfig) -> Sw {
+            Sw {
+                groups: Groups::new(config),
+                tables: Tables::new(TablesConfig {
+                    n_tables: 2,
+                    ..TablesConfig::default()
+                }),
+            }
+        }
+
+        fn apply(&mut self, m: &GroupMod) -> Result<Vec<FlowRemoved>, OfpError> {
+            self.groups
+                .apply_group_mod(m, &mut self.tables, Time::from_secs(10))
+        }
+
+        fn ok(&mut self, m: &GroupMod) {
+            self.apply(m).unwrap();
+        }
+
+        fn refuse(&mut self, m: &GroupMod, err: GroupModFailedCode) {
+            self.refuse_with(m, OfpError::GroupModFailed(err));
+        }
+
+        fn refuse_with(&mut self, m: &GroupMod, err: OfpError) {
+            let before = self.groups.clone();
+            let flows = self.tables.snapshot();
+            assert_eq!(self.apply(m), Err(err), "{m:?}");
+            assert_eq!(self.groups, before, "failed group mod changed groups");
+            assert_eq!(
+                self.tables.snapshot(),
+                flows,
+                "failed group mod changed flows"
+            );
+        }
+
+        fn flow_to_group(&mut self, table: u8, port: u32, g: u32, flags: u16) {
+            let fm = FlowMod {
+                table_id: table,
+                flags,
+                match_: ofp::Match {
+                    fields: vec![Oxm::Basic {
+                        field: OxmField::InPort,
+                        value: OxmValue::U32(port),
+                        mask: None,
+                    }],
+                },
+                instructions: vec![Instruction::ApplyActions {
+                    actions: to_group(g),
+                }],
+                ..FlowMod::default()
+            };
+            self.tables
+                .apply_flow_mod(&fm, Time(0), &self.groups, &Meters::default())
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn add_modify_delete_and_desc() {
+        let mut sw = Sw::new(GroupsConfig::default());
+        sw.ok(&add(1, vec![bucket(out(1)), bucket(out(2))]));
+        sw.refuse(&add(1, vec![]), GroupModFailedCode::GroupExists);
+        sw.refuse(
+            &gm(GroupModCommand::Modify, GroupType::All, 2, vec![]),
+            GroupModFailedCode::UnknownGroup,
+        );
+        assert_eq!(
+            sw.groups.desc(),
+            vec![GroupDesc {
+                group_type: GroupType::All,
+                group_id: 1,
+                buckets: vec![bucket(out(1)), bucket(out(2))],
+            }]
+        );
+        assert!(sw.groups.note_bucket_hit(1, 1, 100));
+        assert!(!sw.groups.note_bucket_hit(1, 2, 100));
+        assert!(!sw.groups.note_bucket_hit(9, 0, 100));
+        let select = Bucket {
+            weight: 3,
+            ..bucket(out(3))
+        };
+        sw.ok(&gm(
+            GroupModCommand::Modify,
+            GroupType::Select,
+            1,
+            vec![select.clone()],
+        ));
+        let g = sw.groups.get(1).unwrap();
+        assert_eq!(
+            (g.group_type, g.buckets.clone()),
+            (GroupType::Select, vec![select])
+        );
+        assert_eq!(
+            (g.packet_count, g.byte_count),
+            (1, 100),
+            "group counters kept"
+        );
+        assert_eq!(g.bucket_counts, vec![(0, 0)], "bucket counters restart");
+        // Deleting an absent group is fine; deleting a present one works.
+        assert_eq!(sw.apply(&delete(5)), Ok(vec![]));
+        sw.ok(&delete(1));
+        assert!(sw.groups.is_empty());
+    }
+
+    #[test]
+    fn reserved_and_out_of_range_ids_are_invalid() {
+        let mut sw = Sw::new(GroupsConfig::default());
+        for id in [group_no::MAX + 1, group_no::ALL, group_no::ANY] {
+            sw.refuse(&add(id, vec![]), GroupModFailedCode::InvalidGroup);
+            sw.refuse(
+                &gm(GroupModCommand::Modify, GroupType::All, id, vec![]),
+                GroupModFailedCode::InvalidGroup,
+            );
+        }
+        sw.refuse(&delete(group_no::ANY), GroupModFailedCode::InvalidGroup);
+        sw.ok(&add(group_no::MAX, vec![]));
+        sw.ok(&add(0, vec![]));
+        assert_eq!(sw.groups.len(), 2);
+    }
+
+    #[test]
+    fn type_rules_for_buckets_weights_and_watches() {
+        let mut sw = Sw::new(GroupsConfig::default());
+        let ind = |buckets| gm(GroupModCommand::Add, GroupType::Indirect, 1, buckets);
+        sw.refuse(&ind(vec![]), GroupModFailedCode::InvalidGroup);
+        sw.refuse(
+            &ind(vec![bucket(out(1)), bucket(out(2))]),
+            GroupModFailedCode::InvalidGroup,
+        );
+        let weighted = Bucket {
+            weight: 1,
+            ..bucket(out(1))
+        };
+        for t in [GroupType::All, GroupType::Indirect] {
+            sw.refuse(
+                &gm(GroupModCommand::Add, t, 1, vec![weighted.clone()]),
+                GroupModFailedCode::InvalidGroup,
+            );
+        }
+        sw.ok(&ind(vec![bucket(out(1))]));
+        sw.ok(&gm(
+            GroupModCommand::Add,
+            GroupType::Select,
+            2,
+            vec![
+                weighted.clone(),
+                Bucket {
+                    weight: 0,
+                    ..bucket(out(2))
+                },
+            ],
+        ));
+
+        let ff = |id, buckets| gm(GroupModCommand::Add, GroupType::FastFailover, id, buckets);
+        sw.refuse(&ff(3, vec![bucket(out(1))]), GroupModFailedCode::BadWatch);
+        let watch_port = |p| Bucket {
+            watch_port: p,
+            ..bucket(out(1))
+        };
+        let watch_group = |g| Bucket {
+            watch_group: g,
+            ..bucket(out(1))
+        };
+        sw.refuse(&ff(3, vec![watch_port(0)]), GroupModFailedCode::BadWatch);
+        sw.refuse(
+            &ff(3, vec![watch_port(port_no::CONTROLLER)]),
+            GroupModFailedCode::BadWatch,
+        );
+        sw.refuse(&ff(3, vec![watch_group(9)]), GroupModFailedCode::BadWatch);
+        sw.refuse(&ff(3, vec![watch_group(3)]), GroupModFailedCode::BadWatch);
+        sw.refuse(
+            &ff(
+                3,
+                vec![Bucket {
+                    weight: 2,
+                    ..watch_port(1)
+                }],
+            ),
+            GroupModFailedCode::InvalidGroup,
+        );
+        sw.ok(&ff(3, vec![watch_port(1), watch_group(2)]));
+    }
+
+    #[test]
+    fn bucket_actions_are_validated() {
+        let mut sw = Sw::new(GroupsConfig::default());
+        let ba = OfpError::BadAction;
+        sw.refuse_with(&add(1, vec![bucket(out(0))]), ba(BadActionCode::BadOutPort));
+        sw.refuse_with(
+            &add(1, vec![bucket(to_group(2))]),
+            ba(BadActionCode::BadOutGroup),
+        );
+        sw.refuse_with(
+            &add(
+                1,
+                vec![bucket(vec![Action::Experimenter {
+                    experimenter: 9,
+                    data: vec![],
+                }])],
+            ),
+            ba(BadActionCode::BadExperimenter),
+        );
+        let set = |field, value| Action::SetField {
+            field: Oxm::Basic {
+                field,
+                value,
+                mask: None,
+            },
+        };
+        sw.refuse_with(
+            &add(
+                1,
+                vec![bucket(vec![set(OxmField::InPort, OxmValue::U32(1))])],
+            ),
+            ba(BadActionCode::BadSetType),
+        );
+        // No match in a bucket: prerequisites are the flow's business.
+        sw.ok(&add(
+            1,
+            vec![bucket(vec![set(
+                OxmField::Ipv4Src,
+                OxmValue::Ipv4(std::net::Ipv4Addr::LOCALHOST),
+            )])],
+        ));
+    }
+
+    #[test]
+    fn chaining_is_allowed_but_loops_are_not() {
+        let mut sw = Sw::new(GroupsConfig::default());
+        sw.ok(&add(1, vec![bucket(out(1))]));
+        sw.ok(&add(2, vec![bucket(to_group(1))]));
+        sw.ok(&add(3, vec![bucket(to_group(2)), bucket(to_group(1))]));
+        sw.refuse(&add(4, vec![bucket(to_group(4))]), GroupModFailedCode::Loop);
+        let modify = |id, buckets| gm(GroupModCommand::Modify, GroupType::All, id, buckets);
+        sw.refuse(
+            &modify(1, vec![bucket(to_group(1))]),
+            GroupModFailedCode::Loop,
+        );
+        sw.refuse(
+            &modify(1, vec![bucket(to_group(3))]),
+            GroupModFailedCode::Loop,
+        );
+        sw.refuse(
+            &modify(2, vec![bucket(out(1)), bucket(to_group(3))]),
+            GroupModFailedCode::Loop,
+        );
+        // Re-pointing without a cycle is fine.
+        sw.ok(&modify(2, vec![bucket(out(5))]));
+        sw.ok(&modify(1, vec![bucket(to_group(2))]));
+    }
+
+    #[test]
+    fn delete_refuses_chained_groups_and_removes_flows() {
+        let mut sw = Sw::new(GroupsConfig::default());
+        sw.ok(&add(1, vec![bucket(out(1))]));
+        sw.ok(&add(2, vec![bucket(to_group(1))]));
+        sw.flow_to_group(0, 1, 1, ofp::flow_mod::flow_mod_flags::SEND_FLOW_REM);
+        sw.flow_to_group(1, 1, 1, 0);
+        sw.flow_to_group(1, 2, 2, ofp::flow_mod::flow_mod_flags::SEND_FLOW_REM);
+        let stats = sw
+            .groups
+            .stats(group_no::ALL, &sw.tables, Time::from_secs(12));
+        assert_eq!(stats.len(), 2);
+        assert_eq!(
+            (stats[0].group_id, stats[0].ref_count),
+            (1, 3),
+            "2 flows + group 2"
+        );
+        assert_eq!((stats[1].group_id, stats[1].ref_count), (2, 1));
+        assert_eq!(stats[0].duration_sec, 2);
+        assert_eq!(stats[0].bucket_stats.len(), 1);
+        assert_eq!(sw.groups.stats(2, &sw.tables, Time(0)).len(), 1);
+        assert!(sw.groups.stats(7, &sw.tables, Time(0)).is_empty());
+
+        sw.refuse(&delete(1), GroupModFailedCode::ChainedGroup);
+        let ev = sw.apply(&delete(2)).unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].reason, ev[0].table_id),
+            (crate::RemovalReason::GroupDelete, 1)
+        );
+        assert_eq!(sw.tables.len(), 2);
+        let ev = sw.apply(&delete(1)).unwrap();
+        assert_eq!(ev.len(), 1, "only the flow with SEND_FLOW_REM reports");
+        assert!(sw.tables.is_empty());
+        sw.tables.check_invariants();
+
+        // ALL deletes chains too.
+        sw.ok(&add(1, vec![bucket(out(1))]));
+        sw.ok(&add(2, vec![bucket(to_group(1))]));
+        sw.ok(&delete(group_no::ALL));
+        assert!(sw.groups.is_empty());
+    }
+
+    #[test]
+    fn limits_on_groups_and_buckets() {
+        let mut sw = Sw::new(GroupsConfig {
+            max_groups: 2,
+            max_buckets: 2,
+            policy: ActionPolicy::default(),
+        });
+        sw.ok(&add(1, vec![bucket(out(1)), bucket(out(2))]));
+        sw.refuse(
+            &add(2, vec![bucket(out(1)), bucket(out(2)), bucket(out(3))]),
+            GroupModFailedCode::OutOfBuckets,
+        );
+        sw.refuse(
+            &gm(
+                GroupModCommand::Modify,
+                GroupType::All,
+                1,
+                vec![bucket(out(1)), bucket(out(2)), bucket(out(3))],
+            ),
+            GroupModFailedCode::OutOfBuckets,
+        );
+        sw.ok(&add(2, vec![]));
+        sw.refuse(&add(3, vec![]), GroupModFailedCode::OutOfGroups);
+        // Modify never needs a new slot.
+        sw.ok(&gm(
+            GroupModCommand::Modify,
+            GroupType::All,
+            2,
+            vec![bucket(out(4))],
+        ));
+        let f = sw.groups.features();
+        assert_eq!(f.max_groups, [2; 4]);
+    }
+
+    #[test]
+    fn features_tell_what_is_supported() {
+        let f = Groups::default().features();
+        assert_eq!(f.types, 0b1111);
+        assert_eq!(
+            f.capabilities,
+            OFPGFC_SELECT_WEIGHT | OFPGFC_CHAINING | OFPGFC_CHAINING_CHECKS
+        );
+        assert_eq!(f.capabilities & OFPGFC_SELECT_LIVENESS, 0);
+        // Output (0) and group (22) supported, experimenter not.
+        assert_ne!(f.actions[0] & 1, 0);
+        assert_ne!(f.actions[1] & (1 << 22), 0);
+        assert_eq!(f.actions[0] & (1 << 1), 0, "1 is not an action type");
     }
 }

@@ -255,7 +255,7 @@ pub struct MeterFeatures {
 }
 
 /// The meter table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Meters {
     config: MetersConfig,
     meters: BTreeMap<u32, Meter>,
