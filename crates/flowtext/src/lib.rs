@@ -1,1 +1,12 @@
-//! The ovs-ofctl style flow, group and meter text syntax.
+//! The ovs-ofctl style flow, group and meter text syntax, parsed into and
+//! printed from the `ofp` structures.
+
+mod error;
+#[allow(dead_code)]
+mod lexer;
+#[allow(dead_code)]
+mod match_text;
+#[allow(dead_code)]
+mod value;
+
+pub use error::ParseError;
