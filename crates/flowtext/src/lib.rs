@@ -1,6 +1,8 @@
 //! The ovs-ofctl style flow, group and meter text syntax, parsed into and
 //! printed from the `ofp` structures.
 
+#[allow(dead_code)]
+pub mod actions;
 mod error;
 #[allow(dead_code)]
 mod lexer;
