@@ -198,7 +198,7 @@ pub(crate) fn parse_action(t: Tok<'_>, ctx: Context) -> Result<Action, ParseErro
                     _ => max_len = parse_u16(v, "max_len")?,
                 }
             }
-            let port = port.ok_or_else(|| t.err("output(...) needs port=N"))?;
+            let port = port.ok_or_else(|| t.err(format!("{} needs port=N", t.quoted())))?;
             Action::Output { port, max_len }
         }
         "output" => output(parse_port(c.arg()?)?),
@@ -851,9 +851,10 @@ pub(crate) mod tests {
     fn err(text: &str) -> (String, usize) {
         let e = parse_instructions(Tok::whole(text), Context::default()).unwrap_err();
         assert!(
-            e.message.contains(&format!("{:?}", e.token))
-                || e.token.len() <= 1
-                || !e.message.is_empty()
+            e.message.contains(&e.token),
+            "{text}: {} does not name {:?}",
+            e.message,
+            e.token
         );
         (e.token, e.position)
     }
