@@ -176,15 +176,14 @@ pub(crate) fn format_other(class: u16, field: u8, hasmask: bool, body: &[u8]) ->
 impl<'a> MatchBuilder<'a> {
     /// Takes one `key[=value]` piece if it is a match field or shorthand;
     /// `Ok(false)` when the key is not one.
-    pub fn take(
-        &mut self,
-        key: Tok<'a>,
-        value: Option<Tok<'a>>,
-        whole: Tok<'a>,
-    ) -> Result<bool, ParseError> {
+    pub fn take(&mut self, key: Tok<'a>, value: Option<Tok<'a>>) -> Result<bool, ParseError> {
         if let Some(&(_, eth, proto)) = SHORTHANDS.iter().find(|(n, _, _)| *n == key.text) {
-            if value.is_some() {
-                return Err(whole.err(format!("{} takes no value", key.quoted())));
+            if let Some(v) = value {
+                return Err(v.err(format!(
+                    "{} takes no value (got {})",
+                    key.quoted(),
+                    v.quoted()
+                )));
             }
             let ty = basic(OxmField::EthType, OxmValue::U16(eth), None);
             self.slots.push((Slot::Done(ty), key));
@@ -432,7 +431,7 @@ pub(crate) mod tests {
         let mut b = MatchBuilder::default();
         for piece in split_list(Tok::whole(text))? {
             let (k, v) = key_value(piece);
-            if !b.take(k, v, piece)? {
+            if !b.take(k, v)? {
                 return Err(k.err(format!("unknown field {}", k.quoted())));
             }
         }
@@ -719,7 +718,7 @@ pub(crate) mod tests {
         assert_eq!((t.as_str(), p), ("tp_dst", 3));
         assert!(m.contains("ip_proto"), "{m}");
         assert_eq!(err("in_port").0, "in_port");
-        assert_eq!(err("tcp=1").0, "tcp=1");
+        assert_eq!(err("tcp=1").0, "1");
         assert_eq!(err("nw_tos=1").0, "1");
         assert_eq!(err("oxm=0xffff:5:2:00").0, "2");
         assert_eq!(err("oxm=0xffff:5:0:0").0, "0");
