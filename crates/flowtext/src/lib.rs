@@ -4,9 +4,11 @@
 pub mod actions;
 mod error;
 pub mod flow;
+pub mod group;
 mod lexer;
 mod match_text;
 mod value;
 
 pub use error::ParseError;
 pub use flow::{format_flow, parse_flow, parse_flow_command};
+pub use group::{format_group, parse_group, parse_group_command};
