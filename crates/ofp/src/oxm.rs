@@ -7,6 +7,8 @@
 //! basic field numbers) is carried opaquely in [`Oxm::Other`] so it
 //! round-trips byte for byte.
 
+use crate::error::{BadMatchCode, DecodeError, OfpError};
+use crate::wire::{round_up_8, Reader, Writer};
 use serde::Serialize;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -247,25 +249,522 @@ pub struct Match {
     pub fields: Vec<Oxm>,
 }
 
-// Codec: the bodies are written by the OXM work (placeholders until then).
-impl Oxm {
-    /// Decodes one OXM TLV (header and payload).
-    pub fn decode(_r: &mut crate::wire::Reader) -> Result<Oxm, crate::DecodeError> {
-        unimplemented!("oxm codec")
+impl OxmValue {
+    /// Parses a value of shape `kind` from exactly `kind.len()` big-endian
+    /// bytes; `None` when the length is wrong. `U24` yields `OxmValue::U32`.
+    pub fn from_bytes(kind: ValueKind, bytes: &[u8]) -> Option<OxmValue> {
+        if bytes.len() != kind.len() {
+            return None;
+        }
+        let mut v: u128 = 0;
+        for b in bytes {
+            v = (v << 8) | u128::from(*b);
+        }
+        Some(OxmValue::from_u128(kind, v))
     }
-    /// Encodes one OXM TLV.
-    pub fn encode(&self, _w: &mut Vec<u8>) {
-        unimplemented!("oxm codec")
+
+    /// Appends the value as `kind.len()` big-endian bytes (`U24` writes 3).
+    /// A value wider than `kind` is truncated to its low-order bytes.
+    pub fn write(&self, kind: ValueKind, w: &mut Vec<u8>) {
+        let bytes = self.to_u128().to_be_bytes();
+        let n = kind.len();
+        w.extend_from_slice(bytes.get(16 - n..).unwrap_or(&[]));
+    }
+
+    /// The value as an unsigned big-endian number (a MAC is its 48 bits, an
+    /// IPv6 address its 128 bits). Used for masking and for printing.
+    pub fn to_u128(&self) -> u128 {
+        match *self {
+            OxmValue::U8(v) => v.into(),
+            OxmValue::U16(v) => v.into(),
+            OxmValue::U32(v) => v.into(),
+            OxmValue::U64(v) => v.into(),
+            OxmValue::Mac(m) => m.0.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b)),
+            OxmValue::Ipv4(a) => u32::from(a).into(),
+            OxmValue::Ipv6(a) => u128::from(a),
+        }
+    }
+
+    /// The value of shape `kind` for a number; bits beyond `kind.len()`
+    /// bytes are dropped.
+    pub fn from_u128(kind: ValueKind, v: u128) -> OxmValue {
+        match kind {
+            ValueKind::U8 => OxmValue::U8(v as u8),
+            ValueKind::U16 => OxmValue::U16(v as u16),
+            ValueKind::U24 => OxmValue::U32((v as u32) & 0x00ff_ffff),
+            ValueKind::U32 => OxmValue::U32(v as u32),
+            ValueKind::U64 => OxmValue::U64(v as u64),
+            ValueKind::Mac => {
+                let b = v.to_be_bytes();
+                let mut m = [0u8; 6];
+                m.copy_from_slice(&b[10..16]);
+                OxmValue::Mac(MacAddr(m))
+            }
+            ValueKind::Ipv4 => OxmValue::Ipv4(Ipv4Addr::from(v as u32)),
+            ValueKind::Ipv6 => OxmValue::Ipv6(Ipv6Addr::from(v)),
+        }
+    }
+}
+
+/// The length error of a match (`BAD_MATCH/BAD_LEN`).
+const MATCH_BAD_LEN: OfpError = OfpError::BadMatch(BadMatchCode::BadLen);
+
+impl Oxm {
+    /// An exact-match basic field.
+    pub fn basic(field: OxmField, value: OxmValue) -> Oxm {
+        Oxm::Basic {
+            field,
+            value,
+            mask: None,
+        }
+    }
+
+    /// A masked basic field.
+    pub fn masked(field: OxmField, value: OxmValue, mask: OxmValue) -> Oxm {
+        Oxm::Basic {
+            field,
+            value,
+            mask: Some(mask),
+        }
+    }
+
+    /// Bytes this TLV takes on the wire, header included.
+    pub fn wire_len(&self) -> usize {
+        match self {
+            Oxm::Basic { field, mask, .. } => {
+                let n = field.kind().len();
+                4 + if mask.is_some() { 2 * n } else { n }
+            }
+            Oxm::Other { body, .. } => 4 + body.len().min(255),
+        }
+    }
+
+    /// Whether the TLV carries a mask.
+    pub fn has_mask(&self) -> bool {
+        match self {
+            Oxm::Basic { mask, .. } => mask.is_some(),
+            Oxm::Other { hasmask, .. } => *hasmask,
+        }
+    }
+
+    /// Decodes one OXM TLV (header and payload).
+    ///
+    /// Errors: a TLV that overruns the reader, a basic field whose payload
+    /// is not its value size (or twice it, masked), and an experimenter TLV
+    /// too short for its experimenter id are `BAD_MATCH/BAD_LEN`; a mask on
+    /// a field that allows none is `BAD_MATCH/BAD_MASK`.
+    pub fn decode(r: &mut Reader) -> Result<Oxm, DecodeError> {
+        let start = r.offset();
+        let header = r.u32().map_err(|e| e.length_error_as(MATCH_BAD_LEN))?;
+        let class = (header >> 16) as u16;
+        let field_no = ((header >> 9) & 0x7f) as u8;
+        let hasmask = header & 0x100 != 0;
+        let len = (header & 0xff) as usize;
+        let body = r.bytes(len).map_err(|e| e.length_error_as(MATCH_BAD_LEN))?;
+        let known = match class {
+            OXM_CLASS_OPENFLOW_BASIC => OxmField::from_u8(field_no),
+            _ => None,
+        };
+        let Some(field) = known else {
+            if class == OXM_CLASS_EXPERIMENTER && len < 4 {
+                return Err(DecodeError::new(
+                    MATCH_BAD_LEN,
+                    start,
+                    format!("experimenter OXM of {len} bytes has no room for its experimenter id"),
+                ));
+            }
+            return Ok(Oxm::Other {
+                class,
+                field: field_no,
+                hasmask,
+                body: body.to_vec(),
+            });
+        };
+        if hasmask && !field.maskable() {
+            return Err(DecodeError::new(
+                OfpError::BadMatch(BadMatchCode::BadMask),
+                start,
+                format!("{} cannot be masked", field.name()),
+            ));
+        }
+        let n = field.kind().len();
+        let want = if hasmask { 2 * n } else { n };
+        if len != want {
+            return Err(DecodeError::new(
+                MATCH_BAD_LEN,
+                start,
+                format!("{} payload is {len} bytes, expected {want}", field.name()),
+            ));
+        }
+        let (v, m) = body.split_at(n);
+        // Both conversions succeed: the lengths were checked above.
+        let value = OxmValue::from_bytes(field.kind(), v);
+        let mask = if hasmask {
+            OxmValue::from_bytes(field.kind(), m)
+        } else {
+            None
+        };
+        match value {
+            Some(value) => Ok(Oxm::Basic { field, value, mask }),
+            None => Err(DecodeError::new(MATCH_BAD_LEN, start, "bad OXM payload")),
+        }
+    }
+
+    /// Encodes one OXM TLV. An `Other` body longer than 255 bytes (which no
+    /// decoded TLV has) is cut to 255 so the header stays truthful.
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        match self {
+            Oxm::Basic { field, value, mask } => {
+                let kind = field.kind();
+                w.put_u16(OXM_CLASS_OPENFLOW_BASIC);
+                w.put_u8(((*field as u8) << 1) | u8::from(mask.is_some()));
+                w.put_u8((self.wire_len() - 4) as u8);
+                value.write(kind, w);
+                if let Some(m) = mask {
+                    m.write(kind, w);
+                }
+            }
+            Oxm::Other {
+                class,
+                field,
+                hasmask,
+                body,
+            } => {
+                let body = body.get(..255).unwrap_or(body);
+                w.put_u16(*class);
+                w.put_u8(((field & 0x7f) << 1) | u8::from(*hasmask));
+                w.put_u8(body.len() as u8);
+                w.put_bytes(body);
+            }
+        }
     }
 }
 
 impl Match {
-    /// Decodes an `ofp_match` (type, length, fields, padding to 8 bytes).
-    pub fn decode(_r: &mut crate::wire::Reader) -> Result<Match, crate::DecodeError> {
-        unimplemented!("oxm codec")
+    /// A match over the given fields, in that order.
+    pub fn new(fields: Vec<Oxm>) -> Match {
+        Match { fields }
     }
-    /// Encodes an `ofp_match` with its padding.
-    pub fn encode(&self, _w: &mut Vec<u8>) {
-        unimplemented!("oxm codec")
+
+    /// The value and mask of the first basic TLV for `field`, if any.
+    pub fn get(&self, field: OxmField) -> Option<(OxmValue, Option<OxmValue>)> {
+        self.fields.iter().find_map(|o| match o {
+            Oxm::Basic {
+                field: f,
+                value,
+                mask,
+            } if *f == field => Some((*value, *mask)),
+            _ => None,
+        })
+    }
+
+    /// The `length` field of the encoded `ofp_match`: 4 plus the fields,
+    /// padding not included.
+    pub fn wire_len(&self) -> usize {
+        4 + self.fields.iter().map(Oxm::wire_len).sum::<usize>()
+    }
+
+    /// Bytes the encoded match takes, padding included.
+    pub fn padded_len(&self) -> usize {
+        round_up_8(self.wire_len())
+    }
+
+    /// Decodes an `ofp_match` (type, length, fields, padding to 8 bytes).
+    ///
+    /// A type other than `OFPMT_OXM` is `BAD_MATCH/BAD_TYPE`; a length below
+    /// 4, past the end of the reader, missing padding, or a malformed TLV
+    /// length is `BAD_MATCH/BAD_LEN`. Padding content is ignored.
+    pub fn decode(r: &mut Reader) -> Result<Match, DecodeError> {
+        let start = r.offset();
+        let typ = r.u16().map_err(|e| e.length_error_as(MATCH_BAD_LEN))?;
+        let len = r.u16().map_err(|e| e.length_error_as(MATCH_BAD_LEN))? as usize;
+        if typ != OFPMT_OXM {
+            return Err(DecodeError::new(
+                OfpError::BadMatch(BadMatchCode::BadType),
+                start,
+                format!("match type {typ} is not OFPMT_OXM"),
+            ));
+        }
+        if len < 4 {
+            return Err(DecodeError::new(
+                MATCH_BAD_LEN,
+                start,
+                format!("match length {len} is below 4"),
+            ));
+        }
+        let mut body = r
+            .sub(len - 4)
+            .map_err(|e| e.length_error_as(MATCH_BAD_LEN))?;
+        r.skip(round_up_8(len) - len)
+            .map_err(|e| e.length_error_as(MATCH_BAD_LEN))?;
+        let mut fields = Vec::new();
+        while !body.is_empty() {
+            fields.push(Oxm::decode(&mut body)?);
+        }
+        Ok(Match { fields })
+    }
+
+    /// Encodes an `ofp_match` with its padding (zeros).
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        let start = w.len();
+        w.put_u16(OFPMT_OXM);
+        w.put_u16(0);
+        for f in &self.fields {
+            f.encode(w);
+        }
+        let len = w.len() - start;
+        w.patch_u16(start + 2, u16::try_from(len).unwrap_or(u16::MAX));
+        w.pad_to_8(start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_match(bytes: &[u8]) -> Result<Match, DecodeError> {
+        Match::decode(&mut Reader::new(bytes))
+    }
+
+    fn encoded(m: &Match) -> Vec<u8> {
+        let mut w = Vec::new();
+        m.encode(&mut w);
+        w
+    }
+
+    fn match_err(bytes: &[u8]) -> OfpError {
+        decode_match(bytes).unwrap_err().error
+    }
+
+    #[test]
+    fn exact_eth_dst_from_spec_layout() {
+        // type=1, length=14, eth_dst (field 3 -> 0x06), len 6, value, 2 pad.
+        let b = [
+            0x00, 0x01, 0x00, 0x0e, 0x80, 0x00, 0x06, 0x06, 0xf2, 0x0b, 0xa4, 0x7d, 0xf8, 0xea,
+            0x00, 0x00,
+        ];
+        let m = decode_match(&b).unwrap();
+        assert_eq!(
+            m.fields,
+            vec![Oxm::basic(
+                OxmField::EthDst,
+                OxmValue::Mac(MacAddr([0xf2, 0x0b, 0xa4, 0x7d, 0xf8, 0xea]))
+            )]
+        );
+        assert_eq!(m.wire_len(), 14);
+        assert_eq!(m.padded_len(), 16);
+        assert_eq!(encoded(&m), b);
+    }
+
+    #[test]
+    fn masked_fields_keep_order_and_values() {
+        let m = Match::new(vec![
+            Oxm::basic(OxmField::EthType, OxmValue::U16(0x0800)),
+            Oxm::masked(
+                OxmField::Ipv4Src,
+                OxmValue::Ipv4(Ipv4Addr::new(10, 0, 0, 0)),
+                OxmValue::Ipv4(Ipv4Addr::new(255, 0, 0, 0)),
+            ),
+            Oxm::masked(
+                OxmField::PbbIsid,
+                OxmValue::U32(0xabcdef),
+                OxmValue::U32(0xff00ff),
+            ),
+            Oxm::basic(OxmField::InPort, OxmValue::U32(7)),
+        ]);
+        let b = encoded(&m);
+        #[rustfmt::skip]
+        let want = [
+            0x00, 0x01, 0x00, 0x28,
+            0x80, 0x00, 0x0a, 0x02, 0x08, 0x00,
+            0x80, 0x00, 0x17, 0x08, 10, 0, 0, 0, 255, 0, 0, 0,
+            0x80, 0x00, 0x4b, 0x06, 0xab, 0xcd, 0xef, 0xff, 0x00, 0xff,
+            0x80, 0x00, 0x00, 0x04, 0, 0, 0, 7,
+        ];
+        assert_eq!(b, want);
+        assert_eq!(m.wire_len(), 0x28);
+        assert_eq!(decode_match(&b).unwrap(), m);
+        assert_eq!(
+            m.get(OxmField::Ipv4Src),
+            Some((
+                OxmValue::Ipv4(Ipv4Addr::new(10, 0, 0, 0)),
+                Some(OxmValue::Ipv4(Ipv4Addr::new(255, 0, 0, 0)))
+            ))
+        );
+        assert_eq!(m.get(OxmField::InPort), Some((OxmValue::U32(7), None)));
+        assert_eq!(m.get(OxmField::TcpDst), None);
+    }
+
+    #[test]
+    fn empty_match_is_eight_bytes() {
+        let m = Match::default();
+        assert_eq!(encoded(&m), [0, 1, 0, 4, 0, 0, 0, 0]);
+        assert_eq!(decode_match(&[0, 1, 0, 4, 9, 9, 9, 9]).unwrap(), m);
+    }
+
+    #[test]
+    fn other_classes_round_trip_opaquely() {
+        #[rustfmt::skip]
+        let b = [
+            0x00, 0x01, 0x00, 0x20,
+            // experimenter class, field 5 with mask, len 7: ONF id + 3 bytes
+            0xff, 0xff, 0x0b, 0x07, 0x4f, 0x4e, 0x46, 0x00, 0x01, 0x02, 0x03,
+            // Nicira class 1, field 0x10, len 4
+            0x00, 0x01, 0x20, 0x04, 0xde, 0xad, 0xbe, 0xef,
+            // unknown basic field 40, len 5
+            0x80, 0x00, 0x50, 0x05, 1, 2, 3, 4, 5,
+        ];
+        let m = decode_match(&b).unwrap();
+        assert_eq!(
+            m.fields,
+            vec![
+                Oxm::Other {
+                    class: 0xffff,
+                    field: 5,
+                    hasmask: true,
+                    body: vec![0x4f, 0x4e, 0x46, 0x00, 1, 2, 3]
+                },
+                Oxm::Other {
+                    class: 1,
+                    field: 0x10,
+                    hasmask: false,
+                    body: vec![0xde, 0xad, 0xbe, 0xef]
+                },
+                Oxm::Other {
+                    class: 0x8000,
+                    field: 40,
+                    hasmask: false,
+                    body: vec![1, 2, 3, 4, 5]
+                },
+            ]
+        );
+        assert_eq!(encoded(&m), b);
+    }
+
+    #[test]
+    fn wrong_type_is_bad_type() {
+        assert_eq!(
+            match_err(&[0, 0, 0, 4, 0, 0, 0, 0]),
+            OfpError::BadMatch(BadMatchCode::BadType)
+        );
+    }
+
+    #[test]
+    fn length_errors_are_bad_match_bad_len() {
+        let bad_len = OfpError::BadMatch(BadMatchCode::BadLen);
+        // Truncated header.
+        assert_eq!(match_err(&[0, 1, 0]), bad_len);
+        // Length below 4.
+        assert_eq!(match_err(&[0, 1, 0, 3, 0, 0, 0, 0]), bad_len);
+        // Length past the buffer.
+        assert_eq!(
+            match_err(&[0, 1, 0, 12, 0x80, 0, 0, 4, 0, 0, 0, 1]),
+            bad_len
+        );
+        // Padding missing.
+        assert_eq!(match_err(&[0, 1, 0, 6, 0x80, 0, 0x0a, 0x02, 0x08]), bad_len);
+        // OXM payload overruns the match.
+        assert_eq!(
+            match_err(&[0, 1, 0, 8, 0x80, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0]),
+            bad_len
+        );
+        // OXM header cut by the match length.
+        assert_eq!(match_err(&[0, 1, 0, 6, 0x80, 0, 0, 0]), bad_len);
+        // in_port with a 3-byte payload.
+        assert_eq!(
+            match_err(&[0, 1, 0, 11, 0x80, 0, 0, 3, 0, 0, 1, 0, 0, 0, 0, 0]),
+            bad_len
+        );
+        // masked eth_dst with only 6 payload bytes.
+        assert_eq!(
+            match_err(&[0, 1, 0, 14, 0x80, 0, 7, 6, 1, 2, 3, 4, 5, 6, 0, 0]),
+            bad_len
+        );
+        // experimenter TLV too short for its id.
+        assert_eq!(
+            match_err(&[0, 1, 0, 10, 0xff, 0xff, 0, 2, 1, 2, 0, 0]),
+            bad_len
+        );
+    }
+
+    #[test]
+    fn mask_on_unmaskable_field_is_bad_mask() {
+        // in_port (field 0) with hasmask and 8 bytes.
+        let b = [
+            0, 1, 0, 16, 0x80, 0, 0x01, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff,
+        ];
+        assert_eq!(match_err(&b), OfpError::BadMatch(BadMatchCode::BadMask));
+    }
+
+    #[test]
+    fn errors_carry_absolute_offsets() {
+        let b = [
+            0, 1, 0, 16, 0x80, 0, 0x01, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff,
+        ];
+        let e = decode_match(&b).unwrap_err();
+        assert_eq!(e.offset, 4);
+    }
+
+    #[test]
+    fn value_helpers_agree() {
+        let v = OxmValue::from_bytes(ValueKind::U24, &[0x12, 0x34, 0x56]).unwrap();
+        assert_eq!(v, OxmValue::U32(0x123456));
+        let mut w = Vec::new();
+        v.write(ValueKind::U24, &mut w);
+        assert_eq!(w, [0x12, 0x34, 0x56]);
+        assert_eq!(OxmValue::from_bytes(ValueKind::U24, &[1, 2]), None);
+        let mac = OxmValue::from_bytes(ValueKind::Mac, &[1, 2, 3, 4, 5, 6]).unwrap();
+        assert_eq!(mac, OxmValue::Mac(MacAddr([1, 2, 3, 4, 5, 6])));
+        assert_eq!(mac.to_u128(), 0x0102_0304_0506);
+        assert_eq!(OxmValue::from_u128(ValueKind::Mac, 0x0102_0304_0506), mac);
+        let ip6: Ipv6Addr = "2001:db8::1".parse().unwrap();
+        assert_eq!(
+            OxmValue::from_u128(ValueKind::Ipv6, u128::from(ip6)),
+            OxmValue::Ipv6(ip6)
+        );
+        assert_eq!(
+            OxmValue::Ipv4(Ipv4Addr::new(1, 2, 3, 4)).to_u128(),
+            0x0102_0304
+        );
+        assert_eq!(
+            OxmValue::from_u128(ValueKind::U8, 0x1ff),
+            OxmValue::U8(0xff)
+        );
+        for kind in [
+            ValueKind::U8,
+            ValueKind::U16,
+            ValueKind::U24,
+            ValueKind::U32,
+            ValueKind::U64,
+            ValueKind::Mac,
+            ValueKind::Ipv4,
+            ValueKind::Ipv6,
+        ] {
+            let bytes: Vec<u8> = (1..=kind.len() as u8).collect();
+            let v = OxmValue::from_bytes(kind, &bytes).unwrap();
+            let mut w = Vec::new();
+            v.write(kind, &mut w);
+            assert_eq!(w, bytes, "{kind:?}");
+            assert_eq!(OxmValue::from_u128(kind, v.to_u128()), v);
+        }
+    }
+
+    #[test]
+    fn oxm_wire_len_matches_encoding() {
+        for o in [
+            Oxm::basic(OxmField::Ipv6NdTarget, OxmValue::Ipv6(Ipv6Addr::LOCALHOST)),
+            Oxm::masked(OxmField::Metadata, OxmValue::U64(1), OxmValue::U64(3)),
+            Oxm::Other {
+                class: 0xffff,
+                field: 1,
+                hasmask: false,
+                body: vec![0, 0, 0x23, 0x20, 7],
+            },
+        ] {
+            let mut w = Vec::new();
+            o.encode(&mut w);
+            assert_eq!(w.len(), o.wire_len());
+            assert_eq!(Oxm::decode(&mut Reader::new(&w)).unwrap(), o);
+        }
     }
 }
