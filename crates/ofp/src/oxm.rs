@@ -249,6 +249,13 @@ pub struct Match {
     pub fields: Vec<Oxm>,
 }
 
+impl ValueKind {
+    /// Always false: every value has at least one byte (pairs with `len`).
+    pub fn is_empty(self) -> bool {
+        false
+    }
+}
+
 impl OxmValue {
     /// Parses a value of shape `kind` from exactly `kind.len()` big-endian
     /// bytes; `None` when the length is wrong. `U24` yields `OxmValue::U32`.
