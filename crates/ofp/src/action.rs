@@ -280,6 +280,66 @@ impl Action {
     }
 }
 
+/// Semantic checks, separate from decoding.
+impl Action {
+    /// Checks the OXM of a `set_field` action (spec 1.3.5 §7.2.5):
+    /// an opaque (experimenter/Nicira) TLV or a field that cannot be set
+    /// (`in_port`, `in_phy_port`, `metadata`, `ipv6_exthdr`) is
+    /// `BAD_ACTION/BAD_SET_TYPE`; a mask, or a value with bits above the
+    /// field's width, is `BAD_ACTION/BAD_SET_ARGUMENT`.
+    pub fn validate_set_field(field: &Oxm) -> Result<(), OfpError> {
+        let bad = |c| Err(OfpError::BadAction(c));
+        match field {
+            Oxm::Other { .. } => bad(BadActionCode::BadSetType),
+            Oxm::Basic { field, .. } if !field.settable() => bad(BadActionCode::BadSetType),
+            Oxm::Basic { mask: Some(_), .. } => bad(BadActionCode::BadSetArgument),
+            Oxm::Basic { field, value, .. } if value.to_u128() > field.max_value() => {
+                bad(BadActionCode::BadSetArgument)
+            }
+            Oxm::Basic { .. } => Ok(()),
+        }
+    }
+
+    /// Checks one action's arguments without regard to the switch's ports,
+    /// groups or queues:
+    ///
+    /// - `output` to `OFPP_ANY` or to a number between `OFPP_MAX` and the
+    ///   reserved ports is `BAD_OUT_PORT`;
+    /// - `group` to a reserved group number (above `OFPG_MAX`) is
+    ///   `BAD_OUT_GROUP`;
+    /// - `push_vlan` with an ethertype other than 0x8100/0x88a8,
+    ///   `push_mpls` other than 0x8847/0x8848 and `push_pbb` other than
+    ///   0x88e7 are `BAD_ARGUMENT`;
+    /// - `set_field` is checked by [`Action::validate_set_field`].
+    pub fn validate(&self) -> Result<(), OfpError> {
+        use crate::consts::{group_no, port_no};
+        let bad = |c| Err(OfpError::BadAction(c));
+        match self {
+            Action::Output { port, .. } => {
+                if *port == port_no::ANY || (*port > port_no::MAX && *port < port_no::IN_PORT) {
+                    bad(BadActionCode::BadOutPort)
+                } else {
+                    Ok(())
+                }
+            }
+            Action::Group { group_id } if *group_id > group_no::MAX => {
+                bad(BadActionCode::BadOutGroup)
+            }
+            Action::PushVlan { ethertype } if !matches!(ethertype, 0x8100 | 0x88a8) => {
+                bad(BadActionCode::BadArgument)
+            }
+            Action::PushMpls { ethertype } if !matches!(ethertype, 0x8847 | 0x8848) => {
+                bad(BadActionCode::BadArgument)
+            }
+            Action::PushPbb { ethertype } if *ethertype != 0x88e7 => {
+                bad(BadActionCode::BadArgument)
+            }
+            Action::SetField { field } => Action::validate_set_field(field),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Decodes the OXM of a `set_field` action whose body (after the 4-byte
 /// action header) is `b` and whose declared length is `len`.
 fn decode_set_field(b: &mut Reader, start: usize, len: usize) -> Result<Oxm, DecodeError> {
@@ -505,5 +565,102 @@ mod tests {
             err(&[0, 25, 0, 16, 0x80, 0, 0x01, 8, 0, 0, 0, 1, 0, 0, 0, 1]),
             OfpError::BadAction(BadActionCode::BadSetArgument)
         );
+    }
+
+    #[test]
+    fn set_field_validation() {
+        let set = |f: OxmField, v: u128| Oxm::basic(f, OxmValue::from_u128(f.kind(), v));
+        let code = |c| Err(OfpError::BadAction(c));
+        for f in [
+            OxmField::InPort,
+            OxmField::InPhyPort,
+            OxmField::Metadata,
+            OxmField::Ipv6Exthdr,
+        ] {
+            assert_eq!(
+                Action::validate_set_field(&set(f, 1)),
+                code(BadActionCode::BadSetType),
+                "{f:?}"
+            );
+        }
+        for &f in OxmField::ALL.iter().filter(|f| f.settable()) {
+            assert_eq!(Action::validate_set_field(&set(f, 1)), Ok(()), "{f:?}");
+            let a = Action::SetField {
+                field: set(f, f.max_value()),
+            };
+            assert_eq!(a.validate(), Ok(()), "{f:?} at its maximum");
+        }
+        assert_eq!(
+            Action::validate_set_field(&Oxm::Other {
+                class: 0xffff,
+                field: 0,
+                hasmask: false,
+                body: vec![0x4f, 0x4e, 0x46, 0, 0x0a, 0, 1],
+            }),
+            code(BadActionCode::BadSetType)
+        );
+        assert_eq!(
+            Action::validate_set_field(&Oxm::masked(
+                OxmField::EthDst,
+                OxmValue::Mac(MacAddr([1; 6])),
+                OxmValue::Mac(MacAddr([0xff; 6]))
+            )),
+            code(BadActionCode::BadSetArgument)
+        );
+        for (f, v) in [
+            (OxmField::VlanVid, 0x2000),
+            (OxmField::VlanPcp, 8),
+            (OxmField::IpDscp, 64),
+            (OxmField::MplsLabel, 0x10_0000),
+        ] {
+            assert_eq!(
+                Action::SetField { field: set(f, v) }.validate(),
+                code(BadActionCode::BadSetArgument),
+                "{f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn argument_validation() {
+        use crate::consts::{group_no, port_no};
+        let code = |c| Err(OfpError::BadAction(c));
+        let out = |port| Action::Output { port, max_len: 0 };
+        for p in [
+            1,
+            port_no::MAX,
+            port_no::IN_PORT,
+            port_no::CONTROLLER,
+            port_no::LOCAL,
+        ] {
+            assert_eq!(out(p).validate(), Ok(()), "{p:#x}");
+        }
+        for p in [port_no::ANY, port_no::MAX + 1, port_no::IN_PORT - 1] {
+            assert_eq!(out(p).validate(), code(BadActionCode::BadOutPort), "{p:#x}");
+        }
+        assert_eq!(Action::Group { group_id: 5 }.validate(), Ok(()));
+        assert_eq!(
+            Action::Group {
+                group_id: group_no::ALL
+            }
+            .validate(),
+            code(BadActionCode::BadOutGroup)
+        );
+        assert_eq!(Action::PushVlan { ethertype: 0x88a8 }.validate(), Ok(()));
+        assert_eq!(
+            Action::PushVlan { ethertype: 0x0800 }.validate(),
+            code(BadActionCode::BadArgument)
+        );
+        assert_eq!(Action::PushMpls { ethertype: 0x8848 }.validate(), Ok(()));
+        assert_eq!(
+            Action::PushMpls { ethertype: 0x8100 }.validate(),
+            code(BadActionCode::BadArgument)
+        );
+        assert_eq!(
+            Action::PushPbb { ethertype: 0x8100 }.validate(),
+            code(BadActionCode::BadArgument)
+        );
+        assert_eq!(Action::PopMpls { ethertype: 0x0800 }.validate(), Ok(()));
+        assert_eq!(Action::DecNwTtl.validate(), Ok(()));
     }
 }

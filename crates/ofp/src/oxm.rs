@@ -525,6 +525,138 @@ impl Match {
     }
 }
 
+impl OxmField {
+    /// The largest value whose bits fit the field's width.
+    pub fn max_value(self) -> u128 {
+        match self.bits() {
+            b if b >= 128 => u128::MAX,
+            b => (1u128 << b) - 1,
+        }
+    }
+
+    /// Whether a `set_field` action may write this field. The pipeline
+    /// fields `in_port`, `in_phy_port`, `metadata` and the `ipv6_exthdr`
+    /// pseudo-field cannot be set (spec 1.3.5 §7.2.3.7).
+    pub fn settable(self) -> bool {
+        !matches!(
+            self,
+            OxmField::InPort | OxmField::InPhyPort | OxmField::Metadata | OxmField::Ipv6Exthdr
+        )
+    }
+}
+
+/// Semantic checks, separate from decoding: a match that decodes may still
+/// be one the switch must refuse.
+impl Match {
+    /// The value of `field` if the match pins it exactly: present without a
+    /// mask, or with a mask covering every bit of the field.
+    fn exact(&self, field: OxmField) -> Option<u128> {
+        let (v, m) = self.get(field)?;
+        match m {
+            Some(m) if m.to_u128() & field.max_value() != field.max_value() => None,
+            _ => Some(v.to_u128()),
+        }
+    }
+
+    fn eth_type_is(&self, types: &[u16]) -> bool {
+        self.exact(OxmField::EthType)
+            .is_some_and(|t| types.iter().any(|x| u128::from(*x) == t))
+    }
+
+    fn ip_proto_is(&self, proto: u8) -> bool {
+        self.exact(OxmField::IpProto) == Some(u128::from(proto))
+    }
+
+    fn icmpv6_type_in(&self, types: &[u8]) -> bool {
+        self.exact(OxmField::Icmpv6Type)
+            .is_some_and(|t| types.iter().any(|x| u128::from(*x) == t))
+    }
+
+    /// Whether the match satisfies `field`'s prerequisites (spec 1.3.5
+    /// §7.2.3.6 and the "Header match fields" table). Prerequisites may
+    /// appear anywhere in the match, before or after the field; each must be
+    /// matched exactly. Prerequisites of prerequisites are checked when the
+    /// prerequisite field itself is checked.
+    pub fn prerequisites_met(&self, field: OxmField) -> bool {
+        use OxmField as F;
+        const IPV4: u16 = 0x0800;
+        const IPV6: u16 = 0x86dd;
+        match field {
+            F::InPhyPort => self.get(F::InPort).is_some(),
+            F::VlanPcp => self.get(F::VlanVid).is_some_and(|(v, m)| {
+                // The match must require a tag: OFPVID_PRESENT set in both
+                // value and mask (an absent mask is all ones).
+                let m = m.map_or(u128::MAX, |m| m.to_u128());
+                v.to_u128() & m & u128::from(OFPVID_PRESENT) != 0
+            }),
+            F::IpDscp | F::IpEcn | F::IpProto => self.eth_type_is(&[IPV4, IPV6]),
+            F::Ipv4Src | F::Ipv4Dst => self.eth_type_is(&[IPV4]),
+            F::TcpSrc | F::TcpDst => self.ip_proto_is(6),
+            F::UdpSrc | F::UdpDst => self.ip_proto_is(17),
+            F::SctpSrc | F::SctpDst => self.ip_proto_is(132),
+            F::Icmpv4Type | F::Icmpv4Code => self.ip_proto_is(1) && self.eth_type_is(&[IPV4]),
+            F::ArpOp | F::ArpSpa | F::ArpTpa | F::ArpSha | F::ArpTha => self.eth_type_is(&[0x0806]),
+            F::Ipv6Src | F::Ipv6Dst | F::Ipv6Flabel | F::Ipv6Exthdr => self.eth_type_is(&[IPV6]),
+            F::Icmpv6Type | F::Icmpv6Code => self.ip_proto_is(58) && self.eth_type_is(&[IPV6]),
+            F::Ipv6NdTarget => self.icmpv6_type_in(&[135, 136]),
+            F::Ipv6NdSll => self.icmpv6_type_in(&[135]),
+            F::Ipv6NdTll => self.icmpv6_type_in(&[136]),
+            F::MplsLabel | F::MplsTc | F::MplsBos => self.eth_type_is(&[0x8847, 0x8848]),
+            F::PbbIsid | F::PbbUca => self.eth_type_is(&[0x88e7]),
+            F::InPort
+            | F::Metadata
+            | F::EthDst
+            | F::EthSrc
+            | F::EthType
+            | F::VlanVid
+            | F::TunnelId => true,
+        }
+    }
+
+    /// Checks that the switch can install this match (spec 1.3.5 §7.2.3,
+    /// §7.4.4.5), returning the first problem as a `BAD_MATCH` error:
+    ///
+    /// - `BAD_FIELD`: a TLV other than a typed basic field (the switch
+    ///   supports no experimenter or Nicira fields);
+    /// - `DUP_FIELD`: a field that appears twice;
+    /// - `BAD_VALUE`: a value with bits above the field's width (e.g. a
+    ///   `vlan_vid` above `0x1fff`);
+    /// - `BAD_WILDCARDS`: a value with bits set where its mask is 0;
+    /// - `BAD_PREREQ`: a field whose prerequisites are missing, masked, or
+    ///   contradicted (see [`Match::prerequisites_met`]).
+    ///
+    /// Mask bits above the field's width are ignored. The fields are checked
+    /// in order for the first four codes, then for prerequisites.
+    pub fn validate(&self) -> Result<(), OfpError> {
+        let bad = |c| Err(OfpError::BadMatch(c));
+        let mut seen: Vec<OxmField> = Vec::with_capacity(self.fields.len());
+        for oxm in &self.fields {
+            let Oxm::Basic { field, value, mask } = oxm else {
+                return bad(BadMatchCode::BadField);
+            };
+            if seen.contains(field) {
+                return bad(BadMatchCode::DupField);
+            }
+            seen.push(*field);
+            let v = value.to_u128();
+            if v > field.max_value() {
+                return bad(BadMatchCode::BadValue);
+            }
+            if let Some(m) = mask {
+                if v & !m.to_u128() != 0 {
+                    return bad(BadMatchCode::BadWildcards);
+                }
+            }
+        }
+        for field in seen {
+            if !self.prerequisites_met(field) {
+                return bad(BadMatchCode::BadPrereq);
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -773,5 +905,246 @@ mod tests {
             assert_eq!(w.len(), o.wire_len());
             assert_eq!(Oxm::decode(&mut Reader::new(&w)).unwrap(), o);
         }
+    }
+
+    // ---- validation ----
+
+    fn ex(field: OxmField, v: u128) -> Oxm {
+        Oxm::basic(field, OxmValue::from_u128(field.kind(), v))
+    }
+
+    fn mk(field: OxmField, v: u128, m: u128) -> Oxm {
+        let k = field.kind();
+        Oxm::masked(field, OxmValue::from_u128(k, v), OxmValue::from_u128(k, m))
+    }
+
+    fn check(fields: Vec<Oxm>) -> Result<(), OfpError> {
+        Match::new(fields).validate()
+    }
+
+    const PREREQ: Result<(), OfpError> = Err(OfpError::BadMatch(BadMatchCode::BadPrereq));
+
+    /// Prerequisites that satisfy each field (test table, from the spec's
+    /// "Header match fields" table).
+    fn prereqs_for(f: OxmField) -> Vec<Oxm> {
+        use OxmField as F;
+        let eth = |t| ex(F::EthType, t);
+        match f {
+            F::InPhyPort => vec![ex(F::InPort, 1)],
+            F::VlanPcp => vec![ex(F::VlanVid, 0x1005)],
+            F::IpDscp | F::IpEcn | F::IpProto | F::Ipv4Src | F::Ipv4Dst => vec![eth(0x0800)],
+            F::TcpSrc | F::TcpDst => vec![eth(0x0800), ex(F::IpProto, 6)],
+            F::UdpSrc | F::UdpDst => vec![eth(0x86dd), ex(F::IpProto, 17)],
+            F::SctpSrc | F::SctpDst => vec![eth(0x0800), ex(F::IpProto, 132)],
+            F::Icmpv4Type | F::Icmpv4Code => vec![eth(0x0800), ex(F::IpProto, 1)],
+            F::ArpOp | F::ArpSpa | F::ArpTpa | F::ArpSha | F::ArpTha => vec![eth(0x0806)],
+            F::Ipv6Src | F::Ipv6Dst | F::Ipv6Flabel | F::Ipv6Exthdr => vec![eth(0x86dd)],
+            F::Icmpv6Type | F::Icmpv6Code => vec![eth(0x86dd), ex(F::IpProto, 58)],
+            F::Ipv6NdTarget | F::Ipv6NdSll => {
+                vec![eth(0x86dd), ex(F::IpProto, 58), ex(F::Icmpv6Type, 135)]
+            }
+            F::Ipv6NdTll => vec![eth(0x86dd), ex(F::IpProto, 58), ex(F::Icmpv6Type, 136)],
+            F::MplsLabel | F::MplsTc | F::MplsBos => vec![eth(0x8847)],
+            F::PbbIsid | F::PbbUca => vec![eth(0x88e7)],
+            _ => vec![],
+        }
+    }
+
+    #[test]
+    fn every_field_validates_with_its_prerequisites_and_not_without() {
+        for &f in OxmField::ALL {
+            let pre = prereqs_for(f);
+            let mut fields = vec![ex(f, 1)];
+            fields.extend(pre.clone());
+            assert_eq!(check(fields.clone()), Ok(()), "{f:?} after its prereqs");
+            fields.reverse();
+            assert_eq!(check(fields), Ok(()), "{f:?} before its prereqs");
+            if !pre.is_empty() {
+                assert_eq!(check(vec![ex(f, 1)]), PREREQ, "{f:?} alone");
+                // Dropping any one prerequisite breaks the chain.
+                for skip in 0..pre.len() {
+                    let mut fields = vec![ex(f, 1)];
+                    fields.extend(
+                        pre.iter()
+                            .enumerate()
+                            .filter(|(i, _)| *i != skip)
+                            .map(|(_, o)| o.clone()),
+                    );
+                    assert_eq!(check(fields), PREREQ, "{f:?} without prereq {skip}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn contradicting_prerequisites_are_bad_prereq() {
+        use OxmField as F;
+        assert_eq!(
+            check(vec![ex(F::EthType, 0x86dd), ex(F::Ipv4Src, 1)]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![ex(F::EthType, 0x0800), ex(F::Ipv6Flabel, 1)]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![
+                ex(F::EthType, 0x0800),
+                ex(F::IpProto, 17),
+                ex(F::TcpDst, 80)
+            ]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![
+                ex(F::EthType, 0x86dd),
+                ex(F::IpProto, 1),
+                ex(F::Icmpv4Type, 8)
+            ]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![
+                ex(F::EthType, 0x0800),
+                ex(F::IpProto, 58),
+                ex(F::Icmpv6Type, 8)
+            ]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![
+                ex(F::EthType, 0x86dd),
+                ex(F::IpProto, 58),
+                ex(F::Icmpv6Type, 135),
+                ex(F::Ipv6NdTll, 1)
+            ]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![
+                ex(F::EthType, 0x86dd),
+                ex(F::IpProto, 58),
+                ex(F::Icmpv6Type, 128),
+                ex(F::Ipv6NdTarget, 1)
+            ]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![ex(F::EthType, 0x0800), ex(F::MplsTc, 1)]),
+            PREREQ
+        );
+        assert_eq!(
+            check(vec![ex(F::EthType, 0x8100), ex(F::PbbIsid, 1)]),
+            PREREQ
+        );
+        assert_eq!(check(vec![ex(F::EthType, 0x0800), ex(F::ArpOp, 1)]), PREREQ);
+        // A masked prerequisite does not count (built by hand: eth_type
+        // cannot be masked on the wire).
+        assert_eq!(
+            check(vec![mk(F::EthType, 0x0800, 0xff00), ex(F::Ipv4Src, 1)]),
+            PREREQ
+        );
+    }
+
+    #[test]
+    fn vlan_pcp_needs_a_tag() {
+        use OxmField as F;
+        let pcp = ex(F::VlanPcp, 3);
+        assert_eq!(check(vec![ex(F::VlanVid, 0x1000), pcp.clone()]), Ok(()));
+        assert_eq!(
+            check(vec![pcp.clone(), mk(F::VlanVid, 0x1000, 0x1000)]),
+            Ok(())
+        );
+        assert_eq!(
+            check(vec![ex(F::VlanVid, u128::from(OFPVID_NONE)), pcp.clone()]),
+            PREREQ
+        );
+        assert_eq!(check(vec![mk(F::VlanVid, 0, 0), pcp.clone()]), PREREQ);
+        assert_eq!(
+            check(vec![mk(F::VlanVid, 0x0005, 0x0fff), pcp.clone()]),
+            PREREQ
+        );
+        assert_eq!(check(vec![pcp]), PREREQ);
+    }
+
+    #[test]
+    fn field_level_errors() {
+        use OxmField as F;
+        let code = |c| Err(OfpError::BadMatch(c));
+        assert_eq!(
+            check(vec![ex(F::InPort, 1), ex(F::InPort, 2)]),
+            code(BadMatchCode::DupField)
+        );
+        assert_eq!(
+            check(vec![
+                ex(F::EthType, 0x0800),
+                mk(F::Ipv4Src, 0, 0),
+                ex(F::EthType, 0x0800)
+            ]),
+            code(BadMatchCode::DupField)
+        );
+        assert_eq!(
+            check(vec![Oxm::Other {
+                class: 0xffff,
+                field: 1,
+                hasmask: false,
+                body: vec![0, 0, 0x23, 0x20]
+            }]),
+            code(BadMatchCode::BadField)
+        );
+        assert_eq!(
+            check(vec![
+                ex(F::EthType, 0x0800),
+                mk(F::Ipv4Src, 0x0a00_0001, 0xff00_0000)
+            ]),
+            code(BadMatchCode::BadWildcards)
+        );
+        assert_eq!(
+            check(vec![mk(F::EthDst, 0x0100_0000_0000, 0x0100_0000_0000)]),
+            Ok(())
+        );
+        // Values one past each narrow field's width.
+        for (f, v) in [
+            (F::VlanVid, 0x2000),
+            (F::VlanPcp, 8),
+            (F::IpDscp, 64),
+            (F::IpEcn, 4),
+            (F::Ipv6Flabel, 0x10_0000),
+            (F::MplsLabel, 0x10_0000),
+            (F::MplsTc, 8),
+            (F::MplsBos, 2),
+            (F::PbbIsid, 0x100_0000),
+            (F::Ipv6Exthdr, 0x200),
+            (F::PbbUca, 2),
+        ] {
+            let mut fields = prereqs_for(f);
+            let k = f.kind();
+            // U24 values are held in a u32, so 0x1000000 is representable.
+            let value = match k {
+                ValueKind::U24 => OxmValue::U32(v as u32),
+                _ => OxmValue::from_u128(k, v),
+            };
+            fields.push(Oxm::basic(f, value));
+            assert_eq!(check(fields.clone()), code(BadMatchCode::BadValue), "{f:?}");
+            fields.pop();
+            fields.push(Oxm::basic(f, OxmValue::from_u128(k, v - 1)));
+            assert_eq!(check(fields), Ok(()), "{f:?} at its maximum");
+        }
+    }
+
+    #[test]
+    fn settable_fields() {
+        let not: Vec<_> = OxmField::ALL.iter().filter(|f| !f.settable()).collect();
+        assert_eq!(
+            not,
+            [
+                &OxmField::InPort,
+                &OxmField::InPhyPort,
+                &OxmField::Metadata,
+                &OxmField::Ipv6Exthdr
+            ]
+        );
+        assert_eq!(OxmField::VlanVid.max_value(), 0x1fff);
+        assert_eq!(OxmField::Ipv6Src.max_value(), u128::MAX);
     }
 }

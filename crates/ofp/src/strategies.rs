@@ -121,6 +121,131 @@ pub fn arb_match() -> BoxedStrategy<Match> {
         .boxed()
 }
 
+/// A match that passes [`Match::validate`]: one protocol stack (none,
+/// IPv4/IPv6 with TCP/UDP/SCTP/ICMP, neighbour discovery, ARP, MPLS, PBB)
+/// with its prerequisites, a random subset of that stack's fields, and
+/// optional in_port/in_phy_port, metadata, Ethernet addresses, tunnel id
+/// and VLAN (tagged, masked-present or untagged, with vlan_pcp only when
+/// tagged), in shuffled order.
+pub fn arb_valid_match() -> BoxedStrategy<Match> {
+    use OxmField as F;
+    const V4: (OxmField, u128) = (F::EthType, 0x0800);
+    const V6: (OxmField, u128) = (F::EthType, 0x86dd);
+    let ip4 = [F::IpDscp, F::IpEcn, F::Ipv4Src, F::Ipv4Dst];
+    let ip6 = [
+        F::IpDscp,
+        F::IpEcn,
+        F::Ipv6Src,
+        F::Ipv6Dst,
+        F::Ipv6Flabel,
+        F::Ipv6Exthdr,
+    ];
+    let with = |a: &[OxmField], b: &[OxmField]| [a, b].concat();
+    let stacks: Vec<(Vec<(OxmField, u128)>, Vec<OxmField>)> = vec![
+        (vec![], vec![]),
+        (vec![V4], ip4.to_vec()),
+        (
+            vec![V4, (F::IpProto, 6)],
+            with(&ip4, &[F::TcpSrc, F::TcpDst]),
+        ),
+        (
+            vec![V6, (F::IpProto, 6)],
+            with(&ip6, &[F::TcpSrc, F::TcpDst]),
+        ),
+        (
+            vec![V4, (F::IpProto, 17)],
+            with(&ip4, &[F::UdpSrc, F::UdpDst]),
+        ),
+        (
+            vec![V6, (F::IpProto, 17)],
+            with(&ip6, &[F::UdpSrc, F::UdpDst]),
+        ),
+        (
+            vec![V4, (F::IpProto, 132)],
+            with(&ip4, &[F::SctpSrc, F::SctpDst]),
+        ),
+        (
+            vec![V4, (F::IpProto, 1)],
+            with(&ip4, &[F::Icmpv4Type, F::Icmpv4Code]),
+        ),
+        (
+            vec![V6, (F::IpProto, 58)],
+            with(&ip6, &[F::Icmpv6Type, F::Icmpv6Code]),
+        ),
+        (
+            vec![V6, (F::IpProto, 58), (F::Icmpv6Type, 135)],
+            vec![F::Icmpv6Code, F::Ipv6NdTarget, F::Ipv6NdSll, F::Ipv6Src],
+        ),
+        (
+            vec![V6, (F::IpProto, 58), (F::Icmpv6Type, 136)],
+            vec![F::Icmpv6Code, F::Ipv6NdTarget, F::Ipv6NdTll, F::Ipv6Dst],
+        ),
+        (
+            vec![(F::EthType, 0x0806)],
+            vec![F::ArpOp, F::ArpSpa, F::ArpTpa, F::ArpSha, F::ArpTha],
+        ),
+        (
+            vec![(F::EthType, 0x8847)],
+            vec![F::MplsLabel, F::MplsTc, F::MplsBos],
+        ),
+        (vec![(F::EthType, 0x8848)], vec![F::MplsLabel]),
+        (vec![(F::EthType, 0x88e7)], vec![F::PbbIsid, F::PbbUca]),
+    ];
+    (
+        proptest::sample::select(stacks),
+        vec(any::<bool>(), 24),
+        0u8..4,
+        0u16..0x1000,
+    )
+        .prop_flat_map(|((required, optional), picks, vlan, vid)| {
+            let mut picks = picks.into_iter();
+            let mut pick = move || picks.next().unwrap_or(false);
+            let mut parts: Vec<BoxedStrategy<Oxm>> = required
+                .iter()
+                .map(|&(f, v)| Just(Oxm::basic(f, OxmValue::from_u128(f.kind(), v))).boxed())
+                .collect();
+            for f in optional {
+                if pick() {
+                    parts.push(arb_basic_oxm_for(f));
+                }
+            }
+            for f in [F::Metadata, F::EthSrc, F::EthDst, F::TunnelId] {
+                if pick() {
+                    parts.push(arb_basic_oxm_for(f));
+                }
+            }
+            if pick() {
+                parts.push(arb_basic_oxm_for(F::InPort));
+                if pick() {
+                    parts.push(arb_basic_oxm_for(F::InPhyPort));
+                }
+            }
+            let present = u128::from(crate::oxm::OFPVID_PRESENT);
+            let tag = match vlan {
+                1 => Some(Oxm::basic(
+                    F::VlanVid,
+                    OxmValue::U16(crate::oxm::OFPVID_NONE),
+                )),
+                2 => Some(Oxm::basic(F::VlanVid, OxmValue::U16(0x1000 | vid))),
+                3 => Some(Oxm::masked(
+                    F::VlanVid,
+                    OxmValue::from_u128(F::VlanVid.kind(), present),
+                    OxmValue::from_u128(F::VlanVid.kind(), present),
+                )),
+                _ => None,
+            };
+            if let Some(tag) = tag {
+                parts.push(Just(tag).boxed());
+                if vlan >= 2 && pick() {
+                    parts.push(arb_basic_oxm_for(F::VlanPcp));
+                }
+            }
+            parts.prop_shuffle()
+        })
+        .prop_map(|fields| Match { fields })
+        .boxed()
+}
+
 /// Fields that `set_field` may write (all but `in_port`, `in_phy_port`,
 /// `metadata` and `ipv6_exthdr`).
 pub fn settable_fields() -> Vec<OxmField> {
@@ -388,6 +513,45 @@ mod tests {
             let n = b.len();
             b[at % n] = v;
             let _ = Match::decode(&mut Reader::new(&b));
+        }
+
+        #[test]
+        fn valid_matches_validate_and_round_trip(m in arb_valid_match()) {
+            prop_assert_eq!(m.validate(), Ok(()));
+            let b = enc_match(&m);
+            prop_assert_eq!(Match::decode(&mut Reader::new(&b)).unwrap(), m);
+        }
+
+        /// Removing eth_type from a valid match that has any field needing
+        /// it makes the match fail with BAD_PREREQ.
+        #[test]
+        fn dropping_eth_type_breaks_prereqs(m in arb_valid_match()) {
+            let mut stripped = m.clone();
+            stripped.fields.retain(|o| !matches!(o, Oxm::Basic { field: OxmField::EthType, .. }));
+            let needs_eth = stripped.fields.iter().any(|o| match o {
+                Oxm::Basic { field, .. } => !Match::default().prerequisites_met(*field)
+                    && !matches!(field, OxmField::InPhyPort | OxmField::VlanPcp),
+                Oxm::Other { .. } => false,
+            });
+            if needs_eth {
+                prop_assert_eq!(
+                    stripped.validate(),
+                    Err(crate::error::OfpError::BadMatch(crate::error::BadMatchCode::BadPrereq))
+                );
+            } else {
+                prop_assert_eq!(stripped.validate(), Ok(()));
+            }
+        }
+
+        #[test]
+        fn generated_set_fields_validate(a in arb_action()) {
+            match &a {
+                Action::SetField { field: Oxm::Other { .. } } => prop_assert!(a.validate().is_err()),
+                Action::SetField { field } => {
+                    prop_assert_eq!(Action::validate_set_field(field), Ok(()));
+                }
+                _ => {}
+            }
         }
     }
 }
