@@ -121,6 +121,10 @@ pub fn arb_match() -> BoxedStrategy<Match> {
         .boxed()
 }
 
+/// A protocol stack for [`arb_valid_match`]: exact prerequisite fields and
+/// the fields they allow.
+type Stack = (Vec<(OxmField, u128)>, Vec<OxmField>);
+
 /// A match that passes [`Match::validate`]: one protocol stack (none,
 /// IPv4/IPv6 with TCP/UDP/SCTP/ICMP, neighbour discovery, ARP, MPLS, PBB)
 /// with its prerequisites, a random subset of that stack's fields, and
@@ -141,7 +145,7 @@ pub fn arb_valid_match() -> BoxedStrategy<Match> {
         F::Ipv6Exthdr,
     ];
     let with = |a: &[OxmField], b: &[OxmField]| [a, b].concat();
-    let stacks: Vec<(Vec<(OxmField, u128)>, Vec<OxmField>)> = vec![
+    let stacks: Vec<Stack> = vec![
         (vec![], vec![]),
         (vec![V4], ip4.to_vec()),
         (
