@@ -1,4 +1,9 @@
-//! Actions (spec 1.3.5 §7.2.5).
+//! Actions (spec 1.3.5 §7.2.5): the [`Action`] type, its byte-exact wire
+//! codec, and the argument checks a switch makes before installing one.
+//!
+//! Every action is a multiple of 8 bytes long; decoding checks the declared
+//! length against the type before reading the body, so a malformed action
+//! yields `BAD_ACTION/BAD_LEN` (or `BAD_TYPE`, `BAD_SET_*`), never a panic.
 
 use crate::error::{BadActionCode, BadMatchCode, DecodeError, OfpError};
 use crate::oxm::Oxm;
@@ -350,10 +355,10 @@ fn decode_set_field(b: &mut Reader, start: usize, len: usize) -> Result<Oxm, Dec
             format!("set_field: {why}"),
         )
     };
-    let Some(h) = b.peek(4) else {
+    let Some(&[_, _, type_low, oxm_len]) = b.peek(4) else {
         return Err(set_len("no room for the OXM header"));
     };
-    let (hasmask, oxm_len) = (h[2] & 1 != 0, usize::from(h[3]));
+    let (hasmask, oxm_len) = (type_low & 1 != 0, usize::from(oxm_len));
     if 4 + oxm_len > b.remaining() {
         return Err(set_len("OXM overruns the action"));
     }

@@ -1,4 +1,7 @@
-//! Instructions (spec 1.3.5 §7.2.4).
+//! Instructions (spec 1.3.5 §7.2.4): the [`Instruction`] type and its
+//! byte-exact wire codec. Malformed instructions decode to
+//! `BAD_INSTRUCTION/BAD_LEN` or `UNKNOWN_INST`; errors in the actions of
+//! `write_actions`/`apply_actions` keep their `BAD_ACTION` codes.
 
 use crate::action::Action;
 use crate::error::{BadInstructionCode, DecodeError, OfpError};

@@ -6,6 +6,10 @@
 //! class (experimenter `0xffff`, Nicira `0x0000`/`0x0001`, and unknown
 //! basic field numbers) is carried opaquely in [`Oxm::Other`] so it
 //! round-trips byte for byte.
+//!
+//! Decoding checks only the wire format (`BAD_MATCH/BAD_LEN`, `BAD_TYPE`,
+//! `BAD_MASK`); whether the switch can install a match (duplicates,
+//! widths, wildcards, prerequisites) is [`Match::validate`], a separate step.
 
 use crate::error::{BadMatchCode, DecodeError, OfpError};
 use crate::wire::{round_up_8, Reader, Writer};
