@@ -482,6 +482,16 @@ mod tests {
     }
 
     #[test]
+    fn every_truncation_is_a_length_error() {
+        for (bytes, _) in vectors() {
+            for n in 0..bytes.len() {
+                let e = Action::decode(&mut Reader::new(&bytes[..n])).unwrap_err();
+                assert_eq!(e.error, ACTION_BAD_LEN, "{bytes:?} cut to {n}");
+            }
+        }
+    }
+
+    #[test]
     fn list_consumes_everything_in_order() {
         let mut all = Vec::new();
         let mut want = Vec::new();

@@ -277,6 +277,16 @@ mod tests {
     }
 
     #[test]
+    fn every_truncation_is_a_length_error() {
+        for (bytes, _) in vectors() {
+            for n in 0..bytes.len() {
+                let e = Instruction::decode(&mut Reader::new(&bytes[..n])).unwrap_err();
+                assert_eq!(e.error, INST_BAD_LEN, "{bytes:?} cut to {n}");
+            }
+        }
+    }
+
+    #[test]
     fn list_consumes_everything_in_order() {
         let mut all = Vec::new();
         let mut want = Vec::new();
@@ -453,7 +463,22 @@ mod tests {
         let mut w = Vec::new();
         m.encode(&mut w);
         Instruction::encode_list(&insts, &mut w);
-        assert_eq!(w, bytes.get(48..).unwrap(), "{name}");
+        let body = bytes.get(48..).unwrap();
+        assert_eq!(w, body, "{name}");
+        // Every cut of the body either fails or falls on an instruction
+        // boundary and then re-encodes to exactly the bytes kept.
+        for n in 0..body.len() {
+            let cut = &body[..n];
+            let mut r = Reader::new(cut);
+            let decoded =
+                Match::decode(&mut r).and_then(|m| Ok((m, Instruction::decode_list(&mut r)?)));
+            if let Ok((m, insts)) = decoded {
+                let mut w = Vec::new();
+                m.encode(&mut w);
+                Instruction::encode_list(&insts, &mut w);
+                assert_eq!(w, cut, "{name} cut to {n}");
+            }
+        }
     }
 
     /// Decodes standard base64 (os-ken prints opaque data that way).

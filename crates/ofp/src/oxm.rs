@@ -785,6 +785,33 @@ mod tests {
     }
 
     #[test]
+    fn every_truncation_is_a_length_error() {
+        let m = Match::new(vec![
+            Oxm::basic(OxmField::EthType, OxmValue::U16(0x86dd)),
+            Oxm::masked(
+                OxmField::Ipv6Src,
+                OxmValue::Ipv6(Ipv6Addr::LOCALHOST),
+                OxmValue::Ipv6(Ipv6Addr::from(u128::MAX)),
+            ),
+            Oxm::Other {
+                class: 0xffff,
+                field: 3,
+                hasmask: false,
+                body: vec![0, 0, 0x23, 0x20, 9],
+            },
+        ]);
+        let b = encoded(&m);
+        for n in 0..b.len() {
+            assert_eq!(
+                match_err(&b[..n]),
+                OfpError::BadMatch(BadMatchCode::BadLen),
+                "cut to {n}"
+            );
+        }
+        assert_eq!(decode_match(&b).unwrap(), m);
+    }
+
+    #[test]
     fn wrong_type_is_bad_type() {
         assert_eq!(
             match_err(&[0, 0, 0, 4, 0, 0, 0, 0]),
