@@ -575,6 +575,16 @@ mod tests {
             err(&[0, 25, 0, 16, 0x80, 0, 0x0d, 4, 0x10, 0, 0x10, 0, 0, 0, 0, 0]),
             OfpError::BadAction(BadActionCode::BadSetArgument)
         );
+        // Masked opaque OXM.
+        assert_eq!(
+            err(&[0, 25, 0, 16, 0xff, 0xff, 0x03, 4, 0, 0, 0x23, 0x20, 0, 0, 0, 0]),
+            OfpError::BadAction(BadActionCode::BadSetArgument)
+        );
+        // An experimenter OXM too short for its experimenter id.
+        assert_eq!(
+            err(&[0, 25, 0, 16, 0xff, 0xff, 0x00, 2, 0, 0, 0, 0, 0, 0, 0, 0]),
+            set_len
+        );
         // Masked OXM on a field that cannot be masked.
         assert_eq!(
             err(&[0, 25, 0, 16, 0x80, 0, 0x01, 8, 0, 0, 0, 1, 0, 0, 0, 1]),

@@ -356,6 +356,12 @@ mod tests {
             err(&[0, 3, 0, 16, 0, 0, 0, 0, 0, 11, 0, 4, 0, 0, 0, 0]),
             OfpError::BadAction(BadActionCode::BadLen)
         );
+        // Offsets are counted from the start of the outermost buffer.
+        let mut b = vec![0xaa; 8];
+        b.extend_from_slice(&[0, 4, 0, 16, 0, 0, 0, 0, 0, 99, 0, 8, 0, 0, 0, 0]);
+        let mut r = Reader::new(&b);
+        r.skip(8).unwrap();
+        assert_eq!(Instruction::decode(&mut r).unwrap_err().offset, 16);
         // Unknown action type inside.
         assert_eq!(
             err(&[0, 4, 0, 16, 0, 0, 0, 0, 0, 99, 0, 8, 0, 0, 0, 0]),

@@ -500,6 +500,16 @@ mod tests {
             }
         }
 
+        #[test]
+        fn random_oxm_bytes_never_panic(b in vec(any::<u8>(), 0..40)) {
+            let mut r = Reader::new(&b);
+            if let Ok(o) = Oxm::decode(&mut r) {
+                let mut w = Vec::new();
+                o.encode(&mut w);
+                prop_assert_eq!(&w[..], &b[..b.len() - r.remaining()]);
+            }
+        }
+
         /// Mutating one byte of a well-formed encoding never panics.
         #[test]
         fn mutated_instructions_never_panic(i in arb_instructions(), at in any::<usize>(), v in any::<u8>()) {
