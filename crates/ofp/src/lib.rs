@@ -16,6 +16,8 @@ pub mod meter_mod;
 pub mod multipart;
 pub mod oxm;
 pub mod port;
+#[cfg(any(test, feature = "proptest"))]
+pub mod strategies;
 pub mod wire;
 
 pub use action::Action;
