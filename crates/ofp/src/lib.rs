@@ -16,6 +16,8 @@ pub mod meter_mod;
 pub mod multipart;
 pub mod oxm;
 pub mod port;
+pub mod stats;
+pub mod table_features;
 pub mod wire;
 
 pub use action::Action;

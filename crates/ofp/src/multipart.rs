@@ -1,17 +1,63 @@
 //! `OFPT_MULTIPART_REQUEST` and `OFPT_MULTIPART_REPLY` bodies (spec 1.3.5
-//! §7.3.5).
+//! §7.3.5): the part of the message after the common 8-byte header.
 //!
-//! Placeholder types: the multipart work replaces this file with every
-//! request and reply body. The message layer relies only on the two types
-//! and their `decode`/`encode` signatures below.
+//! Layout: `type: u16, flags: u16, pad[4]`, then a body whose shape the
+//! type selects. Requests and replies have one enum each
+//! ([`MultipartRequestBody`], [`MultipartReplyBody`]) with a variant per
+//! multipart type; the records inside the bodies live in [`crate::stats`]
+//! and [`crate::table_features`].
+//!
+//! Decoding checks every length: a fixed-size body must fill the message
+//! exactly, a list must consist of whole records. Any length problem is
+//! `BAD_REQUEST/BAD_LEN` (inside table-features properties:
+//! `TABLE_FEATURES_FAILED/BAD_LEN`), an unknown type is
+//! `BAD_REQUEST/BAD_MULTIPART`, and errors of nested matches, actions and
+//! instructions pass through unchanged.
 
+use crate::error::{BadRequestCode, DecodeError, OfpError};
+use crate::port::Port;
+use crate::stats::{
+    bad_len, decode_all, AggregateStats, FlowStats, FlowStatsRequest, GroupDesc, GroupFeatures,
+    GroupStats, MeterConfig, MeterFeatures, MeterStats, PortStats, QueueStats, TableStats,
+};
+use crate::table_features::TableFeatures;
+use crate::wire::{Reader, Writer};
 use serde::Serialize;
+
+/// `OFPMPF_REQ_MORE`: more requests follow.
+pub const OFPMPF_REQ_MORE: u16 = 1;
+/// `OFPMPF_REPLY_MORE`: more replies follow.
+pub const OFPMPF_REPLY_MORE: u16 = 1;
+
+/// Length of the multipart header after the common header
+/// (`type, flags, pad[4]`).
+pub const MULTIPART_HEADER_LEN: usize = 8;
+
+/// `OFPMP_*` multipart type numbers.
+pub mod multipart_type {
+    pub const DESC: u16 = 0;
+    pub const FLOW: u16 = 1;
+    pub const AGGREGATE: u16 = 2;
+    pub const TABLE: u16 = 3;
+    pub const PORT_STATS: u16 = 4;
+    pub const QUEUE: u16 = 5;
+    pub const GROUP: u16 = 6;
+    pub const GROUP_DESC: u16 = 7;
+    pub const GROUP_FEATURES: u16 = 8;
+    pub const METER: u16 = 9;
+    pub const METER_CONFIG: u16 = 10;
+    pub const METER_FEATURES: u16 = 11;
+    pub const TABLE_FEATURES: u16 = 12;
+    pub const PORT_DESC: u16 = 13;
+    pub const EXPERIMENTER: u16 = 0xffff;
+}
 
 /// A multipart request: everything after the common OpenFlow header.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MultipartRequest {
     /// `OFPMPF_REQ_MORE` etc.
     pub flags: u16,
+    pub body: MultipartRequestBody,
 }
 
 /// A multipart reply: everything after the common OpenFlow header.
@@ -19,28 +65,743 @@ pub struct MultipartRequest {
 pub struct MultipartReply {
     /// `OFPMPF_REPLY_MORE` etc.
     pub flags: u16,
+    pub body: MultipartReplyBody,
+}
+
+/// The body of a multipart request, one variant per `OFPMP_*` type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MultipartRequestBody {
+    /// Switch description; empty body.
+    Desc,
+    /// Individual flow statistics.
+    Flow(FlowStatsRequest),
+    /// Aggregate flow statistics.
+    Aggregate(FlowStatsRequest),
+    /// Table statistics; empty body.
+    Table,
+    /// Port statistics of one port or `OFPP_ANY`.
+    PortStats { port_no: u32 },
+    /// Queue statistics (`OFPP_ANY` / `OFPQ_ALL` for all).
+    Queue { port_no: u32, queue_id: u32 },
+    /// Group statistics of one group or `OFPG_ALL`.
+    Group { group_id: u32 },
+    /// Group descriptions; empty body.
+    GroupDesc,
+    /// Group features; empty body.
+    GroupFeatures,
+    /// Meter statistics of one meter or `OFPM_ALL`.
+    Meter { meter_id: u32 },
+    /// Meter configuration of one meter or `OFPM_ALL`.
+    MeterConfig { meter_id: u32 },
+    /// Meter features; empty body.
+    MeterFeatures,
+    /// Table features: empty to query, or the tables to configure.
+    TableFeatures { tables: Vec<TableFeatures> },
+    /// Port descriptions; empty body.
+    PortDesc,
+    /// An experimenter request, kept opaque.
+    Experimenter(ExperimenterBody),
+}
+
+/// The body of a multipart reply, one variant per `OFPMP_*` type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MultipartReplyBody {
+    Desc(Desc),
+    Flow { stats: Vec<FlowStats> },
+    Aggregate(AggregateStats),
+    Table { stats: Vec<TableStats> },
+    PortStats { stats: Vec<PortStats> },
+    Queue { stats: Vec<QueueStats> },
+    Group { stats: Vec<GroupStats> },
+    GroupDesc { groups: Vec<GroupDesc> },
+    GroupFeatures(GroupFeatures),
+    Meter { stats: Vec<MeterStats> },
+    MeterConfig { configs: Vec<MeterConfig> },
+    MeterFeatures(MeterFeatures),
+    TableFeatures { tables: Vec<TableFeatures> },
+    PortDesc { ports: Vec<Port> },
+    Experimenter(ExperimenterBody),
+}
+
+/// `ofp_desc`: the DESC reply. Each string is NUL-padded on the wire to a
+/// fixed size (256, 256, 256, 32, 256 bytes); longer strings are cut at
+/// that size when encoded, and bytes that are not UTF-8 are replaced on
+/// decode.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Desc {
+    pub mfr_desc: String,
+    pub hw_desc: String,
+    pub sw_desc: String,
+    pub serial_num: String,
+    pub dp_desc: String,
+}
+
+/// `DESC_STR_LEN`.
+pub const DESC_STR_LEN: usize = 256;
+/// `SERIAL_NUM_LEN`.
+pub const SERIAL_NUM_LEN: usize = 32;
+
+impl Desc {
+    pub const LEN: usize = 4 * DESC_STR_LEN + SERIAL_NUM_LEN;
+
+    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        Ok(Desc {
+            mfr_desc: decode_fixed_str(r, DESC_STR_LEN)?,
+            hw_desc: decode_fixed_str(r, DESC_STR_LEN)?,
+            sw_desc: decode_fixed_str(r, DESC_STR_LEN)?,
+            serial_num: decode_fixed_str(r, SERIAL_NUM_LEN)?,
+            dp_desc: decode_fixed_str(r, DESC_STR_LEN)?,
+        })
+    }
+
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        encode_fixed_str(&self.mfr_desc, DESC_STR_LEN, w);
+        encode_fixed_str(&self.hw_desc, DESC_STR_LEN, w);
+        encode_fixed_str(&self.sw_desc, DESC_STR_LEN, w);
+        encode_fixed_str(&self.serial_num, SERIAL_NUM_LEN, w);
+        encode_fixed_str(&self.dp_desc, DESC_STR_LEN, w);
+    }
+}
+
+/// Reads an `n`-byte NUL-padded string: everything before the first NUL
+/// (or all `n` bytes when there is none).
+pub(crate) fn decode_fixed_str(r: &mut Reader, n: usize) -> Result<String, DecodeError> {
+    let raw = r.bytes(n)?;
+    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    let text = raw.get(..end).unwrap_or(raw);
+    Ok(String::from_utf8_lossy(text).into_owned())
+}
+
+/// Writes `s` NUL-padded to `n` bytes, cut at `n` bytes if longer.
+pub(crate) fn encode_fixed_str(s: &str, n: usize, w: &mut Vec<u8>) {
+    let b = s.as_bytes();
+    let b = b.get(..n).unwrap_or(b);
+    w.put_bytes(b);
+    w.put_zeros(n - b.len());
+}
+
+/// `ofp_experimenter_multipart_header` and what follows it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ExperimenterBody {
+    pub experimenter: u32,
+    pub exp_type: u32,
+    /// Everything after `exp_type`.
+    #[serde(serialize_with = "crate::serde_hex")]
+    pub data: Vec<u8>,
+}
+
+impl ExperimenterBody {
+    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        Ok(ExperimenterBody {
+            experimenter: r.u32()?,
+            exp_type: r.u32()?,
+            data: r.rest().to_vec(),
+        })
+    }
+
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_u32(self.experimenter);
+        w.put_u32(self.exp_type);
+        w.put_bytes(&self.data);
+    }
+}
+
+/// Reads `type, flags, pad[4]`.
+fn decode_header(r: &mut Reader) -> Result<(u16, u16), DecodeError> {
+    let t = r.u16()?;
+    let flags = r.u16()?;
+    r.skip(4)?;
+    Ok((t, flags))
+}
+
+fn encode_header(t: u16, flags: u16, w: &mut Vec<u8>) {
+    w.put_u16(t);
+    w.put_u16(flags);
+    w.put_zeros(4);
+}
+
+fn unknown_type(r: &Reader, t: u16) -> DecodeError {
+    r.error(
+        OfpError::BadRequest(BadRequestCode::BadMultipart),
+        format!("unknown multipart type {t}"),
+    )
+}
+
+/// Fails unless `r` has been read to its end: fixed-size bodies must fill
+/// the message exactly.
+fn expect_end(r: &Reader, what: &str) -> Result<(), DecodeError> {
+    if r.is_empty() {
+        Ok(())
+    } else {
+        Err(bad_len(
+            r,
+            format!("{what}: {} unexpected bytes at the end", r.remaining()),
+        ))
+    }
+}
+
+/// Reads a `u32` followed by 4 bytes of padding.
+fn u32_pad4(r: &mut Reader) -> Result<u32, DecodeError> {
+    let v = r.u32()?;
+    r.skip(4)?;
+    Ok(v)
+}
+
+impl MultipartRequestBody {
+    /// The `OFPMP_*` number of this body.
+    pub fn multipart_type(&self) -> u16 {
+        use multipart_type as t;
+        match self {
+            Self::Desc => t::DESC,
+            Self::Flow(_) => t::FLOW,
+            Self::Aggregate(_) => t::AGGREGATE,
+            Self::Table => t::TABLE,
+            Self::PortStats { .. } => t::PORT_STATS,
+            Self::Queue { .. } => t::QUEUE,
+            Self::Group { .. } => t::GROUP,
+            Self::GroupDesc => t::GROUP_DESC,
+            Self::GroupFeatures => t::GROUP_FEATURES,
+            Self::Meter { .. } => t::METER,
+            Self::MeterConfig { .. } => t::METER_CONFIG,
+            Self::MeterFeatures => t::METER_FEATURES,
+            Self::TableFeatures { .. } => t::TABLE_FEATURES,
+            Self::PortDesc => t::PORT_DESC,
+            Self::Experimenter(_) => t::EXPERIMENTER,
+        }
+    }
+}
+
+impl MultipartReplyBody {
+    /// The `OFPMP_*` number of this body.
+    pub fn multipart_type(&self) -> u16 {
+        use multipart_type as t;
+        match self {
+            Self::Desc(_) => t::DESC,
+            Self::Flow { .. } => t::FLOW,
+            Self::Aggregate(_) => t::AGGREGATE,
+            Self::Table { .. } => t::TABLE,
+            Self::PortStats { .. } => t::PORT_STATS,
+            Self::Queue { .. } => t::QUEUE,
+            Self::Group { .. } => t::GROUP,
+            Self::GroupDesc { .. } => t::GROUP_DESC,
+            Self::GroupFeatures(_) => t::GROUP_FEATURES,
+            Self::Meter { .. } => t::METER,
+            Self::MeterConfig { .. } => t::METER_CONFIG,
+            Self::MeterFeatures(_) => t::METER_FEATURES,
+            Self::TableFeatures { .. } => t::TABLE_FEATURES,
+            Self::PortDesc { .. } => t::PORT_DESC,
+            Self::Experimenter(_) => t::EXPERIMENTER,
+        }
+    }
 }
 
 impl MultipartRequest {
     /// Decodes from the first byte after the 8-byte header to the end of
     /// the message.
-    pub fn decode(_r: &mut crate::wire::Reader) -> Result<Self, crate::DecodeError> {
-        unimplemented!("multipart codec")
+    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        use multipart_type as t;
+        let (mp_type, flags) = decode_header(r)?;
+        let body = match mp_type {
+            t::DESC => MultipartRequestBody::Desc,
+            t::FLOW => MultipartRequestBody::Flow(FlowStatsRequest::decode(r)?),
+            t::AGGREGATE => MultipartRequestBody::Aggregate(FlowStatsRequest::decode(r)?),
+            t::TABLE => MultipartRequestBody::Table,
+            t::PORT_STATS => MultipartRequestBody::PortStats {
+                port_no: u32_pad4(r)?,
+            },
+            t::QUEUE => MultipartRequestBody::Queue {
+                port_no: r.u32()?,
+                queue_id: r.u32()?,
+            },
+            t::GROUP => MultipartRequestBody::Group {
+                group_id: u32_pad4(r)?,
+            },
+            t::GROUP_DESC => MultipartRequestBody::GroupDesc,
+            t::GROUP_FEATURES => MultipartRequestBody::GroupFeatures,
+            t::METER => MultipartRequestBody::Meter {
+                meter_id: u32_pad4(r)?,
+            },
+            t::METER_CONFIG => MultipartRequestBody::MeterConfig {
+                meter_id: u32_pad4(r)?,
+            },
+            t::METER_FEATURES => MultipartRequestBody::MeterFeatures,
+            t::TABLE_FEATURES => MultipartRequestBody::TableFeatures {
+                tables: decode_all(r, TableFeatures::decode)?,
+            },
+            t::PORT_DESC => MultipartRequestBody::PortDesc,
+            t::EXPERIMENTER => MultipartRequestBody::Experimenter(ExperimenterBody::decode(r)?),
+            other => return Err(unknown_type(r, other)),
+        };
+        expect_end(r, "multipart request")?;
+        Ok(MultipartRequest { flags, body })
     }
+
     /// Encodes the body (without the 8-byte header).
-    pub fn encode(&self, _w: &mut Vec<u8>) {
-        unimplemented!("multipart codec")
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        encode_header(self.body.multipart_type(), self.flags, w);
+        match &self.body {
+            MultipartRequestBody::Desc
+            | MultipartRequestBody::Table
+            | MultipartRequestBody::GroupDesc
+            | MultipartRequestBody::GroupFeatures
+            | MultipartRequestBody::MeterFeatures
+            | MultipartRequestBody::PortDesc => {}
+            MultipartRequestBody::Flow(f) | MultipartRequestBody::Aggregate(f) => f.encode(w),
+            MultipartRequestBody::PortStats { port_no: id }
+            | MultipartRequestBody::Group { group_id: id }
+            | MultipartRequestBody::Meter { meter_id: id }
+            | MultipartRequestBody::MeterConfig { meter_id: id } => {
+                w.put_u32(*id);
+                w.put_zeros(4);
+            }
+            MultipartRequestBody::Queue { port_no, queue_id } => {
+                w.put_u32(*port_no);
+                w.put_u32(*queue_id);
+            }
+            MultipartRequestBody::TableFeatures { tables } => {
+                for t in tables {
+                    t.encode(w);
+                }
+            }
+            MultipartRequestBody::Experimenter(e) => e.encode(w),
+        }
     }
 }
 
 impl MultipartReply {
     /// Decodes from the first byte after the 8-byte header to the end of
     /// the message.
-    pub fn decode(_r: &mut crate::wire::Reader) -> Result<Self, crate::DecodeError> {
-        unimplemented!("multipart codec")
+    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+        use multipart_type as t;
+        let (mp_type, flags) = decode_header(r)?;
+        let body = match mp_type {
+            t::DESC => MultipartReplyBody::Desc(Desc::decode(r)?),
+            t::FLOW => MultipartReplyBody::Flow {
+                stats: decode_all(r, FlowStats::decode)?,
+            },
+            t::AGGREGATE => MultipartReplyBody::Aggregate(AggregateStats::decode(r)?),
+            t::TABLE => MultipartReplyBody::Table {
+                stats: decode_all(r, TableStats::decode)?,
+            },
+            t::PORT_STATS => MultipartReplyBody::PortStats {
+                stats: decode_all(r, PortStats::decode)?,
+            },
+            t::QUEUE => MultipartReplyBody::Queue {
+                stats: decode_all(r, QueueStats::decode)?,
+            },
+            t::GROUP => MultipartReplyBody::Group {
+                stats: decode_all(r, GroupStats::decode)?,
+            },
+            t::GROUP_DESC => MultipartReplyBody::GroupDesc {
+                groups: decode_all(r, GroupDesc::decode)?,
+            },
+            t::GROUP_FEATURES => MultipartReplyBody::GroupFeatures(GroupFeatures::decode(r)?),
+            t::METER => MultipartReplyBody::Meter {
+                stats: decode_all(r, MeterStats::decode)?,
+            },
+            t::METER_CONFIG => MultipartReplyBody::MeterConfig {
+                configs: decode_all(r, MeterConfig::decode)?,
+            },
+            t::METER_FEATURES => MultipartReplyBody::MeterFeatures(MeterFeatures::decode(r)?),
+            t::TABLE_FEATURES => MultipartReplyBody::TableFeatures {
+                tables: decode_all(r, TableFeatures::decode)?,
+            },
+            t::PORT_DESC => MultipartReplyBody::PortDesc {
+                ports: decode_all(r, Port::decode)?,
+            },
+            t::EXPERIMENTER => MultipartReplyBody::Experimenter(ExperimenterBody::decode(r)?),
+            other => return Err(unknown_type(r, other)),
+        };
+        expect_end(r, "multipart reply")?;
+        Ok(MultipartReply { flags, body })
     }
+
     /// Encodes the body (without the 8-byte header).
-    pub fn encode(&self, _w: &mut Vec<u8>) {
-        unimplemented!("multipart codec")
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        encode_header(self.body.multipart_type(), self.flags, w);
+        match &self.body {
+            MultipartReplyBody::Desc(d) => d.encode(w),
+            MultipartReplyBody::Flow { stats } => stats.iter().for_each(|s| s.encode(w)),
+            MultipartReplyBody::Aggregate(a) => a.encode(w),
+            MultipartReplyBody::Table { stats } => stats.iter().for_each(|s| s.encode(w)),
+            MultipartReplyBody::PortStats { stats } => stats.iter().for_each(|s| s.encode(w)),
+            MultipartReplyBody::Queue { stats } => stats.iter().for_each(|s| s.encode(w)),
+            MultipartReplyBody::Group { stats } => stats.iter().for_each(|s| s.encode(w)),
+            MultipartReplyBody::GroupDesc { groups } => groups.iter().for_each(|g| g.encode(w)),
+            MultipartReplyBody::GroupFeatures(f) => f.encode(w),
+            MultipartReplyBody::Meter { stats } => stats.iter().for_each(|s| s.encode(w)),
+            MultipartReplyBody::MeterConfig { configs } => configs.iter().for_each(|c| c.encode(w)),
+            MultipartReplyBody::MeterFeatures(f) => f.encode(w),
+            MultipartReplyBody::TableFeatures { tables } => tables.iter().for_each(|t| t.encode(w)),
+            MultipartReplyBody::PortDesc { ports } => ports.iter().for_each(|p| p.encode(w)),
+            MultipartReplyBody::Experimenter(e) => e.encode(w),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::error::TableFeaturesFailedCode;
+
+    /// The multipart header: type, flags, pad[4].
+    pub(crate) fn mp_header(t: u16, flags: u16) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.put_u16(t);
+        b.put_u16(flags);
+        b.put_zeros(4);
+        b
+    }
+
+    pub(crate) fn request(bytes: &[u8]) -> Result<MultipartRequest, DecodeError> {
+        MultipartRequest::decode(&mut Reader::new(bytes))
+    }
+
+    pub(crate) fn reply(bytes: &[u8]) -> Result<MultipartReply, DecodeError> {
+        MultipartReply::decode(&mut Reader::new(bytes))
+    }
+
+    /// Decodes a request, checks it re-encodes to the same bytes, returns it.
+    pub(crate) fn request_round_trip(bytes: &[u8]) -> MultipartRequest {
+        let m = request(bytes).unwrap_or_else(|e| panic!("decode failed: {e}"));
+        let mut out = Vec::new();
+        m.encode(&mut out);
+        assert_eq!(out, bytes, "re-encoded request differs");
+        m
+    }
+
+    /// Decodes a reply, checks it re-encodes to the same bytes, returns it.
+    pub(crate) fn reply_round_trip(bytes: &[u8]) -> MultipartReply {
+        let m = reply(bytes).unwrap_or_else(|e| panic!("decode failed: {e}"));
+        let mut out = Vec::new();
+        m.encode(&mut out);
+        assert_eq!(out, bytes, "re-encoded reply differs");
+        m
+    }
+
+    pub(crate) const BAD_LEN: OfpError = OfpError::BadRequest(BadRequestCode::BadLen);
+
+    #[test]
+    fn empty_requests_round_trip_and_reject_trailing_bytes() {
+        use multipart_type as t;
+        for (ty, body) in [
+            (t::DESC, MultipartRequestBody::Desc),
+            (t::TABLE, MultipartRequestBody::Table),
+            (t::GROUP_DESC, MultipartRequestBody::GroupDesc),
+            (t::GROUP_FEATURES, MultipartRequestBody::GroupFeatures),
+            (t::METER_FEATURES, MultipartRequestBody::MeterFeatures),
+            (t::PORT_DESC, MultipartRequestBody::PortDesc),
+        ] {
+            let bytes = mp_header(ty, OFPMPF_REQ_MORE);
+            let m = request_round_trip(&bytes);
+            assert_eq!(m.body, body);
+            assert_eq!(m.flags, OFPMPF_REQ_MORE);
+            let mut long = bytes.clone();
+            long.put_u32(0);
+            let e = request(&long).unwrap_err();
+            assert_eq!(e.error, BAD_LEN, "type {ty}");
+            assert_eq!(e.offset, 8);
+        }
+    }
+
+    #[test]
+    fn id_requests_round_trip() {
+        use multipart_type as t;
+        let cases = [
+            (
+                t::PORT_STATS,
+                MultipartRequestBody::PortStats { port_no: 7 },
+            ),
+            (t::GROUP, MultipartRequestBody::Group { group_id: 7 }),
+            (t::METER, MultipartRequestBody::Meter { meter_id: 7 }),
+            (
+                t::METER_CONFIG,
+                MultipartRequestBody::MeterConfig { meter_id: 7 },
+            ),
+        ];
+        for (ty, body) in cases {
+            let mut b = mp_header(ty, 0);
+            b.put_u32(7);
+            b.put_zeros(4);
+            assert_eq!(request_round_trip(&b).body, body);
+            // Without its padding the body is too short.
+            let e = request(&b[..12]).unwrap_err();
+            assert_eq!(e.error, BAD_LEN);
+        }
+        let mut b = mp_header(t::QUEUE, 0);
+        b.put_u32(crate::consts::port_no::ANY);
+        b.put_u32(crate::consts::OFPQ_ALL);
+        assert_eq!(
+            request_round_trip(&b).body,
+            MultipartRequestBody::Queue {
+                port_no: 0xffff_ffff,
+                queue_id: 0xffff_ffff
+            }
+        );
+        assert_eq!(request(&b[..14]).unwrap_err().error, BAD_LEN);
+    }
+
+    #[test]
+    fn padding_is_ignored_on_decode_and_zeroed_on_encode() {
+        let mut b = mp_header(multipart_type::PORT_STATS, 0);
+        b[6] = 0xaa; // multipart header pad
+        b.put_u32(3);
+        b.put_u32(0xdead_beef); // request pad
+        let m = request(&b).unwrap();
+        assert_eq!(m.body, MultipartRequestBody::PortStats { port_no: 3 });
+        let mut out = Vec::new();
+        m.encode(&mut out);
+        let mut zeroed = b.clone();
+        zeroed[6] = 0;
+        zeroed[12..16].fill(0);
+        assert_eq!(out, zeroed);
+    }
+
+    #[test]
+    fn unknown_type_is_bad_multipart_and_short_header_bad_len() {
+        for ty in [14u16, 100, 0xfffe] {
+            let b = mp_header(ty, 0);
+            let want = OfpError::BadRequest(BadRequestCode::BadMultipart);
+            assert_eq!(request(&b).unwrap_err().error, want);
+            assert_eq!(reply(&b).unwrap_err().error, want);
+        }
+        for n in 0..8 {
+            let b = mp_header(0, 0);
+            assert_eq!(request(&b[..n]).unwrap_err().error, BAD_LEN);
+            assert_eq!(reply(&b[..n]).unwrap_err().error, BAD_LEN);
+        }
+    }
+
+    /// `s` NUL-padded to `n` bytes.
+    fn padded(s: &str, n: usize) -> Vec<u8> {
+        let mut v = s.as_bytes().to_vec();
+        v.resize(n, 0);
+        v
+    }
+
+    #[test]
+    fn desc_reply_has_five_fixed_strings() {
+        let mut b = mp_header(multipart_type::DESC, 0);
+        b.extend(padded("Fulmar Project", 256));
+        b.extend(padded("x86", 256));
+        b.extend(padded("0.1", 256));
+        b.extend(padded("SN-1", 32));
+        b.extend(padded("bridge br0", 256));
+        assert_eq!(b.len(), 8 + 1056);
+        let MultipartReplyBody::Desc(d) = reply_round_trip(&b).body else {
+            panic!("not a desc reply")
+        };
+        assert_eq!(d.mfr_desc, "Fulmar Project");
+        assert_eq!(d.hw_desc, "x86");
+        assert_eq!(d.sw_desc, "0.1");
+        assert_eq!(d.serial_num, "SN-1");
+        assert_eq!(d.dp_desc, "bridge br0");
+        assert_eq!(reply(&b[..b.len() - 1]).unwrap_err().error, BAD_LEN);
+        let mut long = b.clone();
+        long.push(0);
+        assert_eq!(reply(&long).unwrap_err().error, BAD_LEN);
+    }
+
+    #[test]
+    fn desc_strings_fill_the_whole_field_or_are_cut() {
+        // A serial number of exactly 32 bytes has no NUL and survives.
+        let full = "0123456789abcdef0123456789abcdef";
+        let d = Desc {
+            serial_num: full.into(),
+            dp_desc: "y".repeat(300),
+            ..Desc::default()
+        };
+        let mut w = Vec::new();
+        d.encode(&mut w);
+        assert_eq!(w.len(), Desc::LEN);
+        let back = Desc::decode(&mut Reader::new(&w)).unwrap();
+        assert_eq!(back.serial_num, full);
+        assert_eq!(back.dp_desc, "y".repeat(256));
+    }
+
+    #[test]
+    fn fixed_size_replies_decode_each_field() {
+        // Aggregate: packet_count, byte_count, flow_count, pad[4].
+        let mut b = mp_header(multipart_type::AGGREGATE, 0);
+        b.put_u64(10);
+        b.put_u64(1500);
+        b.put_u32(3);
+        b.put_zeros(4);
+        assert_eq!(b.len() - 8, 24);
+        assert_eq!(
+            reply_round_trip(&b).body,
+            MultipartReplyBody::Aggregate(AggregateStats {
+                packet_count: 10,
+                byte_count: 1500,
+                flow_count: 3
+            })
+        );
+        assert_eq!(reply(&b[..b.len() - 4]).unwrap_err().error, BAD_LEN);
+
+        // Group features: types, capabilities, max_groups[4], actions[4].
+        let mut b = mp_header(multipart_type::GROUP_FEATURES, 0);
+        for v in 1..=10u32 {
+            b.put_u32(v);
+        }
+        let MultipartReplyBody::GroupFeatures(f) = reply_round_trip(&b).body else {
+            panic!()
+        };
+        assert_eq!(f.types, 1);
+        assert_eq!(f.capabilities, 2);
+        assert_eq!(f.max_groups, [3, 4, 5, 6]);
+        assert_eq!(f.actions, [7, 8, 9, 10]);
+
+        // Meter features: max_meter, band_types, capabilities, max_bands,
+        // max_color, pad[2].
+        let mut b = mp_header(multipart_type::METER_FEATURES, 0);
+        b.put_u32(100);
+        b.put_u32(0b110);
+        b.put_u32(0xf);
+        b.put_u8(2);
+        b.put_u8(1);
+        b.put_zeros(2);
+        assert_eq!(
+            reply_round_trip(&b).body,
+            MultipartReplyBody::MeterFeatures(MeterFeatures {
+                max_meter: 100,
+                band_types: 6,
+                capabilities: 15,
+                max_bands: 2,
+                max_color: 1
+            })
+        );
+    }
+
+    #[test]
+    fn table_port_queue_stats_lists() {
+        let mut b = mp_header(multipart_type::TABLE, OFPMPF_REPLY_MORE);
+        for id in 0..2u8 {
+            b.put_u8(id);
+            b.put_zeros(3);
+            b.put_u32(5 + u32::from(id));
+            b.put_u64(1000);
+            b.put_u64(900);
+        }
+        assert_eq!(b.len() - 8, 2 * 24);
+        let m = reply_round_trip(&b);
+        assert_eq!(m.flags, OFPMPF_REPLY_MORE);
+        let MultipartReplyBody::Table { stats } = m.body else {
+            panic!()
+        };
+        assert_eq!(stats.len(), 2);
+        assert_eq!(stats[1].table_id, 1);
+        assert_eq!(stats[1].active_count, 6);
+        assert_eq!(stats[1].lookup_count, 1000);
+        assert_eq!(stats[1].matched_count, 900);
+        // A partial third record.
+        let mut bad = b.clone();
+        bad.put_zeros(8);
+        assert_eq!(reply(&bad).unwrap_err().error, BAD_LEN);
+
+        let mut b = mp_header(multipart_type::PORT_STATS, 0);
+        b.put_u32(1);
+        b.put_zeros(4);
+        for v in 1..=12u64 {
+            b.put_u64(v * 100);
+        }
+        b.put_u32(30);
+        b.put_u32(500);
+        assert_eq!(b.len() - 8, 112);
+        let MultipartReplyBody::PortStats { stats } = reply_round_trip(&b).body else {
+            panic!()
+        };
+        let s = stats[0];
+        assert_eq!((s.port_no, s.rx_packets, s.tx_packets), (1, 100, 200));
+        assert_eq!((s.rx_crc_err, s.collisions), (1100, 1200));
+        assert_eq!((s.duration_sec, s.duration_nsec), (30, 500));
+        assert_eq!(reply(&b[..b.len() - 1]).unwrap_err().error, BAD_LEN);
+
+        let mut b = mp_header(multipart_type::QUEUE, 0);
+        b.put_u32(2);
+        b.put_u32(9);
+        b.put_u64(1);
+        b.put_u64(2);
+        b.put_u64(3);
+        b.put_u32(4);
+        b.put_u32(5);
+        assert_eq!(b.len() - 8, 40);
+        assert_eq!(
+            reply_round_trip(&b).body,
+            MultipartReplyBody::Queue {
+                stats: vec![QueueStats {
+                    port_no: 2,
+                    queue_id: 9,
+                    tx_bytes: 1,
+                    tx_packets: 2,
+                    tx_errors: 3,
+                    duration_sec: 4,
+                    duration_nsec: 5
+                }]
+            }
+        );
+        assert_eq!(reply(&b[..b.len() - 8]).unwrap_err().error, BAD_LEN);
+    }
+
+    #[test]
+    fn experimenter_bodies_are_opaque() {
+        let mut b = mp_header(multipart_type::EXPERIMENTER, 0);
+        b.put_u32(0x2320);
+        b.put_u32(7);
+        b.put_bytes(&[1, 2, 3]);
+        let want = ExperimenterBody {
+            experimenter: 0x2320,
+            exp_type: 7,
+            data: vec![1, 2, 3],
+        };
+        assert_eq!(
+            request_round_trip(&b).body,
+            MultipartRequestBody::Experimenter(want.clone())
+        );
+        assert_eq!(
+            reply_round_trip(&b).body,
+            MultipartReplyBody::Experimenter(want)
+        );
+        assert_eq!(request(&b[..15]).unwrap_err().error, BAD_LEN);
+    }
+
+    #[test]
+    fn json_uses_spec_names() {
+        let m = MultipartReply {
+            flags: 0,
+            body: MultipartReplyBody::Experimenter(ExperimenterBody {
+                experimenter: 1,
+                exp_type: 2,
+                data: vec![0xab],
+            }),
+        };
+        let j = serde_json::to_value(&m).unwrap();
+        assert_eq!(j["body"]["type"], "experimenter");
+        assert_eq!(j["body"]["data"], "ab");
+        let r = MultipartRequest {
+            flags: 1,
+            body: MultipartRequestBody::PortStats { port_no: 4 },
+        };
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["body"]["type"], "port_stats");
+        assert_eq!(j["body"]["port_no"], 4);
+    }
+
+    #[test]
+    fn table_features_request_errors_are_table_features_failed() {
+        // A property whose length runs past its record.
+        let mut b = mp_header(multipart_type::TABLE_FEATURES, 0);
+        b.put_u16(64 + 8);
+        b.put_zeros(62);
+        b.put_u16(crate::table_features::prop_type::NEXT_TABLES);
+        b.put_u16(12);
+        b.put_zeros(4);
+        let e = request(&b).unwrap_err();
+        assert_eq!(
+            e.error,
+            OfpError::TableFeaturesFailed(TableFeaturesFailedCode::BadLen)
+        );
+        assert_eq!(e.offset, 8 + 64);
     }
 }
