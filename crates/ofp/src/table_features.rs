@@ -458,3 +458,300 @@ impl TableFeatures {
         patch_len(w, at, start);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::multipart::tests::{mp_header, reply, request, request_round_trip, BAD_LEN};
+    use crate::multipart::{multipart_type, MultipartRequestBody};
+
+    /// Appends a property with payload `p`, padded to 8.
+    fn prop(b: &mut Vec<u8>, t: u16, p: &[u8]) {
+        let start = b.len();
+        b.put_u16(t);
+        b.put_u16((4 + p.len()) as u16);
+        b.put_bytes(p);
+        while !(b.len() - start).is_multiple_of(8) {
+            b.push(0);
+        }
+    }
+
+    /// A table-features record around the property bytes `props`.
+    fn table(id: u8, name: &str, props: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.put_u16((64 + props.len()) as u16);
+        b.put_u8(id);
+        b.put_zeros(5);
+        let mut n = name.as_bytes().to_vec();
+        n.resize(32, 0);
+        b.put_bytes(&n);
+        b.put_u64(u64::MAX);
+        b.put_u64(0xff00);
+        b.put_u32(3);
+        b.put_u32(1 << 20);
+        b.put_bytes(props);
+        b
+    }
+
+    fn be16(v: &[u16]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_be_bytes()).collect()
+    }
+    fn be32(v: &[u32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_be_bytes()).collect()
+    }
+
+    /// One property of every type the spec defines, plus an unknown one.
+    fn every_property() -> (Vec<u8>, Vec<TableFeatureProp>) {
+        use prop_type as t;
+        let mut b = Vec::new();
+        let mut want = Vec::new();
+        // Instruction ids: goto-table (4 bytes), experimenter (8 bytes).
+        let ids = [be16(&[1, 4]), be16(&[0xffff, 8]), be32(&[0x2320])].concat();
+        let inst = vec![
+            InstructionId {
+                instruction_type: 1,
+                data: vec![],
+            },
+            InstructionId {
+                instruction_type: 0xffff,
+                data: vec![0, 0, 0x23, 0x20],
+            },
+        ];
+        prop(&mut b, t::INSTRUCTIONS, &ids);
+        want.push(TableFeatureProp::Instructions {
+            instruction_ids: inst.clone(),
+        });
+        prop(&mut b, t::INSTRUCTIONS_MISS, &ids);
+        want.push(TableFeatureProp::InstructionsMiss {
+            instruction_ids: inst,
+        });
+        prop(&mut b, t::NEXT_TABLES, &[1, 2, 3]);
+        want.push(TableFeatureProp::NextTables {
+            table_ids: vec![1, 2, 3],
+        });
+        prop(&mut b, t::NEXT_TABLES_MISS, &[]);
+        want.push(TableFeatureProp::NextTablesMiss { table_ids: vec![] });
+        let aids = [be16(&[0, 4, 25, 4]), be16(&[0xffff, 8]), be32(&[7])].concat();
+        let acts = vec![
+            ActionId {
+                action_type: 0,
+                data: vec![],
+            },
+            ActionId {
+                action_type: 25,
+                data: vec![],
+            },
+            ActionId {
+                action_type: 0xffff,
+                data: vec![0, 0, 0, 7],
+            },
+        ];
+        for (ty, mk) in [
+            (t::WRITE_ACTIONS, 0),
+            (t::WRITE_ACTIONS_MISS, 1),
+            (t::APPLY_ACTIONS, 2),
+            (t::APPLY_ACTIONS_MISS, 3),
+        ] {
+            prop(&mut b, ty, &aids);
+            let action_ids = acts.clone();
+            want.push(match mk {
+                0 => TableFeatureProp::WriteActions { action_ids },
+                1 => TableFeatureProp::WriteActionsMiss { action_ids },
+                2 => TableFeatureProp::ApplyActions { action_ids },
+                _ => TableFeatureProp::ApplyActionsMiss { action_ids },
+            });
+        }
+        // OXM ids: in_port (0x80000004), eth_dst with mask
+        // (0x8000070c), and an experimenter id (class 0xffff, 8 bytes).
+        let oxm = be32(&[0x8000_0004, 0x8000_070c, 0xffff_0204, 0x00aa_bbcc]);
+        let ids = vec![
+            OxmId {
+                class: 0x8000,
+                field: 0,
+                hasmask: false,
+                length: 4,
+                experimenter: None,
+            },
+            OxmId {
+                class: 0x8000,
+                field: 3,
+                hasmask: true,
+                length: 12,
+                experimenter: None,
+            },
+            OxmId {
+                class: 0xffff,
+                field: 1,
+                hasmask: false,
+                length: 4,
+                experimenter: Some(0xaabbcc),
+            },
+        ];
+        for (ty, mk) in [
+            (t::MATCH, 0),
+            (t::WILDCARDS, 1),
+            (t::WRITE_SETFIELD, 2),
+            (t::WRITE_SETFIELD_MISS, 3),
+            (t::APPLY_SETFIELD, 4),
+            (t::APPLY_SETFIELD_MISS, 5),
+        ] {
+            prop(&mut b, ty, &oxm);
+            let oxm_ids = ids.clone();
+            want.push(match mk {
+                0 => TableFeatureProp::Match { oxm_ids },
+                1 => TableFeatureProp::Wildcards { oxm_ids },
+                2 => TableFeatureProp::WriteSetfield { oxm_ids },
+                3 => TableFeatureProp::WriteSetfieldMiss { oxm_ids },
+                4 => TableFeatureProp::ApplySetfield { oxm_ids },
+                _ => TableFeatureProp::ApplySetfieldMiss { oxm_ids },
+            });
+        }
+        prop(
+            &mut b,
+            t::EXPERIMENTER,
+            &[be32(&[0x2320, 5]), vec![9]].concat(),
+        );
+        want.push(TableFeatureProp::Experimenter {
+            experimenter: 0x2320,
+            exp_type: 5,
+            data: vec![9],
+        });
+        prop(&mut b, t::EXPERIMENTER_MISS, &be32(&[1, 2]));
+        want.push(TableFeatureProp::ExperimenterMiss {
+            experimenter: 1,
+            exp_type: 2,
+            data: vec![],
+        });
+        prop(&mut b, 0x20, &[0xde, 0xad]);
+        want.push(TableFeatureProp::Unknown {
+            prop_type: 0x20,
+            data: vec![0xde, 0xad],
+        });
+        (b, want)
+    }
+
+    #[test]
+    fn every_property_type_decodes_and_round_trips() {
+        let (props, want) = every_property();
+        let mut b = mp_header(multipart_type::TABLE_FEATURES, 0);
+        b.extend(table(0, "classifier", &props));
+        b.extend(table(1, "", &[]));
+        let MultipartRequestBody::TableFeatures { tables } = request_round_trip(&b).body else {
+            panic!()
+        };
+        assert_eq!(tables.len(), 2);
+        let t0 = &tables[0];
+        assert_eq!(t0.table_id, 0);
+        assert_eq!(t0.name, "classifier");
+        assert_eq!(t0.metadata_match, u64::MAX);
+        assert_eq!(t0.metadata_write, 0xff00);
+        assert_eq!(t0.config, 3);
+        assert_eq!(t0.max_entries, 1 << 20);
+        assert_eq!(t0.properties, want);
+        assert!(tables[1].properties.is_empty());
+        // Replies share the layout.
+        let rep = reply(&b).unwrap();
+        let mut out = Vec::new();
+        rep.encode(&mut out);
+        assert_eq!(out, b);
+    }
+
+    #[test]
+    fn empty_table_features_request_queries() {
+        let b = mp_header(multipart_type::TABLE_FEATURES, 0);
+        assert_eq!(
+            request_round_trip(&b).body,
+            MultipartRequestBody::TableFeatures { tables: vec![] }
+        );
+    }
+
+    const TF_LEN: OfpError = OfpError::TableFeaturesFailed(TableFeaturesFailedCode::BadLen);
+
+    fn request_with_props(props: &[u8]) -> Vec<u8> {
+        let mut b = mp_header(multipart_type::TABLE_FEATURES, 0);
+        b.extend(table(0, "t", props));
+        b
+    }
+
+    #[test]
+    fn property_length_problems_are_table_features_bad_len() {
+        use prop_type as t;
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            // Property length below its 4-byte header.
+            ("len 2", [be16(&[t::NEXT_TABLES, 2]), vec![0; 4]].concat()),
+            // Length past the record.
+            ("len 20", [be16(&[t::NEXT_TABLES, 20]), vec![0; 4]].concat()),
+            // Padding to 8 missing at the end of the record.
+            ("no pad", [be16(&[t::NEXT_TABLES, 5]), vec![1]].concat()),
+            // A 2-byte header fragment.
+            ("fragment", be16(&[t::MATCH])),
+            // An instruction id shorter than its header.
+            (
+                "inst id len 2",
+                [be16(&[t::INSTRUCTIONS, 8, 1, 2])].concat(),
+            ),
+            // An action id running past the property.
+            (
+                "action id len 12",
+                [be16(&[t::APPLY_ACTIONS, 8, 0, 12])].concat(),
+            ),
+            // OXM ids not a multiple of 4 bytes.
+            (
+                "oxm 6",
+                [be16(&[t::MATCH, 10]), be32(&[0x8000_0004]), vec![0; 2 + 6]].concat(),
+            ),
+            // An experimenter OXM id missing its experimenter field.
+            (
+                "exp oxm",
+                [be16(&[t::MATCH, 8]), be32(&[0xffff_0004])].concat(),
+            ),
+            // An experimenter property without exp_type.
+            (
+                "exp prop",
+                [be16(&[t::EXPERIMENTER, 8]), be32(&[1])].concat(),
+            ),
+        ];
+        for (what, props) in cases {
+            let b = request_with_props(&props);
+            let e = request(&b).unwrap_err();
+            assert_eq!(e.error, TF_LEN, "{what}");
+            assert!(e.offset >= 8 + 64, "{what}: offset {}", e.offset);
+        }
+    }
+
+    #[test]
+    fn record_length_problems_are_bad_request_bad_len() {
+        let mut b = request_with_props(&[]);
+        b[8..10].copy_from_slice(&63u16.to_be_bytes());
+        assert_eq!(request(&b).unwrap_err().error, BAD_LEN);
+        let mut b = request_with_props(&[]);
+        b[8..10].copy_from_slice(&72u16.to_be_bytes());
+        assert_eq!(request(&b).unwrap_err().error, BAD_LEN);
+        let b = request_with_props(&[]);
+        assert_eq!(request(&b[..b.len() - 1]).unwrap_err().error, BAD_LEN);
+    }
+
+    #[test]
+    fn oxm_id_header_packs_fields() {
+        let id = OxmId::from_header(0x8000_070c);
+        assert_eq!(
+            (id.class, id.field, id.hasmask, id.length),
+            (0x8000, 3, true, 12)
+        );
+        assert_eq!(id.header(), 0x8000_070c);
+    }
+
+    #[test]
+    fn json_names_properties_by_spec_name() {
+        let p = TableFeatureProp::ApplySetfieldMiss { oxm_ids: vec![] };
+        let j = serde_json::to_value(&p).unwrap();
+        assert_eq!(j["type"], "apply_setfield_miss");
+        let p = TableFeatureProp::Unknown {
+            prop_type: 9,
+            data: vec![1],
+        };
+        let j = serde_json::to_value(&p).unwrap();
+        assert_eq!(j["type"], "unknown");
+        assert_eq!(j["data"], "01");
+    }
+}
