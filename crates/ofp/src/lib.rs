@@ -16,8 +16,10 @@ pub mod meter_mod;
 pub mod multipart;
 pub mod oxm;
 pub mod port;
+pub mod stats;
 #[cfg(any(test, feature = "proptest"))]
 pub mod strategies;
+pub mod table_features;
 pub mod wire;
 
 pub use action::Action;
