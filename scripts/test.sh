@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The project's test command (the README's second command; CI runs exactly this).
+#
+# It installs what the tests need on a fresh Debian 12 machine — the Rust
+# toolchain components, and a Python venv (.venv) from PyPI with os-ken 3.1.0
+# (its OpenFlow 1.3 test vectors), scapy (an independent packet encoder and
+# decoder) and pytest — then runs, in order: formatting and lint checks, the
+# Rust tests, the OpenFlow vector round trip through the `fulmar` binary, the
+# Python tests against scapy, and a compile check of the fuzz targets.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "toolchain"
+if command -v rustup >/dev/null 2>&1; then
+    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+fi
+cargo --version
+
+step "python venv (.venv: os-ken==3.1.0, scapy, pytest)"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest' 2>/dev/null; then
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+fi
+OSKEN_DIR=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
+export OSKEN_DIR
+echo "os-ken vectors: $OSKEN_DIR/tests/packet_data/of13"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test"
+cargo test --workspace --locked
+
+step "fulmar ofp decode --roundtrip on the os-ken OpenFlow 1.3 vectors"
+cargo build --locked -p fulmar -p packet --example packet_tool 2>/dev/null || cargo build --locked -p fulmar
+vectors=()
+for f in "$OSKEN_DIR"/tests/packet_data/of13/4-*.packet "$OSKEN_DIR"/tests/packet_data/of13/libofproto-OFP13-*.packet; do
+    vectors+=("$f")
+done
+echo "${#vectors[@]} vector files"
+target/debug/fulmar ofp decode --roundtrip "${vectors[@]}" > /dev/null
+echo "all ${#vectors[@]} round-trip byte-exactly"
+
+step "python tests (scapy as the independent decoder)"
+export PACKET_TOOL="$root/target/debug/examples/packet_tool"
+.venv/bin/python -m pytest -q tests
+
+step "fuzz targets compile"
+cargo check --quiet --manifest-path fuzz/Cargo.toml --bins
+
+echo
+echo "all checks passed"
