@@ -60,6 +60,28 @@ impl Framer {
         n
     }
 
+    /// Appends all of `bytes`, or nothing: fails when the framer already
+    /// failed, or when the bytes do not fit (`BAD_REQUEST/BAD_LEN`; the
+    /// caller should pop messages before pushing more).
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if bytes.len() > self.space() {
+            return Err(DecodeError::new(
+                OfpError::BadRequest(BadRequestCode::BadLen),
+                0,
+                format!(
+                    "framer buffer full: {} bytes buffered, {} more pushed",
+                    self.buffered(),
+                    bytes.len()
+                ),
+            ));
+        }
+        self.feed(bytes);
+        Ok(())
+    }
+
     /// Pops the next whole message (header included) if one is buffered.
     /// `Ok(None)` means more bytes are needed. An error is final: every
     /// later call returns it again.
@@ -151,6 +173,7 @@ mod tests {
         assert!(e.reason.contains("stream offset 8"), "{}", e.reason);
         f.feed(&msg(8, 0));
         assert!(f.next_message().is_err());
+        assert!(f.push(&msg(8, 0)).is_err());
     }
 
     #[test]
@@ -161,6 +184,7 @@ mod tests {
         assert_eq!(f.feed(&big), 65535);
         assert_eq!(f.feed(&big), 0);
         assert_eq!(f.space(), 0);
+        assert!(f.push(&[0]).is_err());
         assert_eq!(f.next_message().unwrap().map(|m| m.len()), Some(65535));
         // Popping frees room (reclaimed on the next feed).
         assert_eq!(f.feed(&big[..100]), 100);

@@ -1,7 +1,7 @@
 //! `ofp_port` (spec 1.3.5 §7.2.1): the port description carried by
 //! PORT_STATUS and the PORT_DESC multipart reply.
 
-use crate::error::DecodeError;
+use crate::error::{BadRequestCode, DecodeError, OfpError};
 use crate::oxm::MacAddr;
 use crate::wire::{Reader, Writer};
 use serde::Serialize;
@@ -41,19 +41,30 @@ pub mod port_state {
     pub const LIVE: u32 = 1 << 2;
 }
 
-/// Decodes a NUL-padded name field: the bytes before the first NUL (all 16
-/// when there is none). Invalid UTF-8 is replaced, so such a name does not
-/// round-trip byte for byte.
-pub(crate) fn decode_name(raw: &[u8]) -> String {
+/// Decodes a NUL-padded name field: the bytes before the first NUL (all of
+/// them when there is none). A name that is not UTF-8 is an error
+/// (`BAD_REQUEST/BAD_PORT`) rather than a silently altered string, so that
+/// whatever decodes re-encodes to the same name.
+pub(crate) fn decode_name(r: &Reader, raw: &[u8]) -> Result<String, DecodeError> {
     let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-    String::from_utf8_lossy(raw.get(..end).unwrap_or_default()).into_owned()
+    let bytes = raw.get(..end).unwrap_or_default();
+    String::from_utf8(bytes.to_vec()).map_err(|_| {
+        DecodeError::new(
+            OfpError::BadRequest(BadRequestCode::BadPort),
+            r.offset().saturating_sub(raw.len()),
+            "port name is not UTF-8",
+        )
+    })
 }
 
-/// Writes `name` into a NUL-padded field of `len` bytes, cutting it at
-/// `len` bytes.
+/// Writes `name` into a NUL-padded field of `len` bytes, cutting it at the
+/// last character boundary within `len` bytes.
 pub(crate) fn encode_name(name: &str, len: usize, w: &mut Vec<u8>) {
     let bytes = name.as_bytes();
-    let n = bytes.len().min(len);
+    let mut n = bytes.len().min(len);
+    while !name.is_char_boundary(n) {
+        n -= 1;
+    }
     w.put_bytes(bytes.get(..n).unwrap_or_default());
     w.put_zeros(len - n);
 }
@@ -68,7 +79,8 @@ impl Port {
         r.skip(4)?;
         let hw_addr = MacAddr(r.array()?);
         r.skip(2)?;
-        let name = decode_name(r.bytes(OFP_MAX_PORT_NAME_LEN)?);
+        let raw = r.bytes(OFP_MAX_PORT_NAME_LEN)?;
+        let name = decode_name(r, raw)?;
         Ok(Port {
             port_no,
             hw_addr,
@@ -146,9 +158,23 @@ mod tests {
     #[test]
     fn name_without_nul_uses_all_16_bytes() {
         let raw = *b"abcdefghijklmnop";
-        assert_eq!(decode_name(&raw), "abcdefghijklmnop");
+        let r = Reader::new(&[]);
+        assert_eq!(decode_name(&r, &raw).unwrap(), "abcdefghijklmnop");
         let mut w = Vec::new();
         encode_name("abcdefghijklmnopqrs", 16, &mut w);
         assert_eq!(w, raw);
+        // A multi-byte character is never cut in half.
+        let mut w = Vec::new();
+        encode_name("abcdefghijklmno\u{e9}", 16, &mut w);
+        assert_eq!(&w[..], b"abcdefghijklmno\0");
+    }
+
+    #[test]
+    fn non_utf8_name_is_bad_port() {
+        let mut b = sample();
+        b[16] = 0xff;
+        let e = Port::decode(&mut Reader::new(&b)).unwrap_err();
+        assert_eq!(e.error, OfpError::BadRequest(BadRequestCode::BadPort));
+        assert_eq!(e.offset, 16);
     }
 }
