@@ -161,15 +161,6 @@ fn set_field(field: OxmField, value: OxmValue) -> Action {
     }
 }
 
-/// Fields `set_field` may not write: the physical port, metadata (that is
-/// `write_metadata`) and the `ipv6_exthdr` pseudo-field.
-fn settable(field: OxmField) -> bool {
-    !matches!(
-        field,
-        OxmField::InPhyPort | OxmField::Metadata | OxmField::Ipv6Exthdr
-    )
-}
-
 fn output(port: u32) -> Action {
     Action::Output {
         port,
@@ -279,7 +270,7 @@ pub(crate) fn parse_action(t: Tok<'_>, ctx: Context) -> Result<Action, ParseErro
                 .ok_or_else(|| a.err(format!("{} is not VALUE->FIELD", a.quoted())))?;
             let field = field_by_name(name.text)
                 .ok_or_else(|| name.err(format!("unknown field {}", name.quoted())))?;
-            if !settable(field) {
+            if !field.settable() {
                 return Err(name.err(format!("field {} cannot be set", name.quoted())));
             }
             Action::SetField {
@@ -660,7 +651,7 @@ pub(crate) mod tests {
             let (v, _) = crate::match_text::tests::sample(field);
             let a = sf(field, v);
             let text = format_action(&a);
-            if settable(field) {
+            if field.settable() {
                 assert_eq!(act(&text), a, "{text}");
             } else {
                 let e = parse_action(Tok::whole(&text), Context::default()).unwrap_err();

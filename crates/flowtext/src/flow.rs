@@ -171,14 +171,10 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
     }
     fm.match_ = matcher.finish()?;
     let ctx = Context {
-        ip_proto: fm.match_.fields.iter().find_map(|o| match o {
-            ofp::Oxm::Basic {
-                field: OxmField::IpProto,
-                value: OxmValue::U8(p),
-                mask: None,
-            } => Some(*p),
+        ip_proto: match fm.match_.get(OxmField::IpProto) {
+            Some((OxmValue::U8(p), None)) => Some(p),
             _ => None,
-        }),
+        },
     };
     match actions {
         Some(a) => fm.instructions = parse_instructions(a, ctx)?,

@@ -12,7 +12,7 @@
 use crate::lexer::Tok;
 use crate::value::{
     format_field_mask, format_field_value, format_hex_bytes, parse_field_mask, parse_field_value,
-    parse_hex_bytes, parse_u16, parse_u8, parse_uint, value_from_u128, value_to_u128,
+    parse_hex_bytes, parse_u16, parse_u8, parse_uint,
 };
 use crate::ParseError;
 use ofp::oxm::OFPVID_PRESENT;
@@ -109,7 +109,7 @@ pub(crate) struct MatchBuilder<'a> {
 /// A basic field with the value cleared outside the mask.
 fn basic(field: OxmField, value: OxmValue, mask: Option<OxmValue>) -> Oxm {
     let value = match (&value, &mask) {
-        (_, Some(m)) => value_from_u128(field.kind(), value_to_u128(&value) & value_to_u128(m)),
+        (_, Some(m)) => OxmValue::from_u128(field.kind(), value.to_u128() & m.to_u128()),
         _ => value,
     };
     Oxm::Basic { field, value, mask }
@@ -223,9 +223,7 @@ impl<'a> MatchBuilder<'a> {
     pub fn finish(self) -> Result<Match, ParseError> {
         let done = |f: OxmField| {
             self.slots.iter().find_map(|(s, _)| match s {
-                Slot::Done(Oxm::Basic { field, value, .. }) if *field == f => {
-                    Some(value_to_u128(value))
-                }
+                Slot::Done(Oxm::Basic { field, value, .. }) if *field == f => Some(value.to_u128()),
                 _ => None,
             })
         };
@@ -479,7 +477,7 @@ pub(crate) mod tests {
                 OxmValue::Ipv6("2001:db8::".parse().unwrap()),
                 OxmValue::Ipv6("ffff:ffff::".parse().unwrap()),
             ),
-            k => (value_from_u128(k, v & m), value_from_u128(k, m)),
+            k => (OxmValue::from_u128(k, v & m), OxmValue::from_u128(k, m)),
         }
     }
 

@@ -142,39 +142,6 @@ pub(crate) fn format_hex_bytes(b: &[u8]) -> String {
     ofp::HexBytes(b).to_string()
 }
 
-// Until the shared OxmValue::to_u128/from_u128 reach main.
-pub(crate) fn value_to_u128(v: &OxmValue) -> u128 {
-    match *v {
-        OxmValue::U8(v) => v.into(),
-        OxmValue::U16(v) => v.into(),
-        OxmValue::U32(v) => v.into(),
-        OxmValue::U64(v) => v.into(),
-        OxmValue::Mac(m) => m.0.iter().fold(0u128, |a, b| (a << 8) | u128::from(*b)),
-        OxmValue::Ipv4(a) => u32::from(a).into(),
-        OxmValue::Ipv6(a) => u128::from(a),
-    }
-}
-
-pub(crate) fn value_from_u128(kind: ValueKind, v: u128) -> OxmValue {
-    match kind {
-        ValueKind::U8 => OxmValue::U8(v as u8),
-        ValueKind::U16 => OxmValue::U16(v as u16),
-        ValueKind::U24 => OxmValue::U32((v as u32) & 0x00ff_ffff),
-        ValueKind::U32 => OxmValue::U32(v as u32),
-        ValueKind::U64 => OxmValue::U64(v as u64),
-        ValueKind::Mac => {
-            let b = v.to_be_bytes();
-            let mut m = [0u8; 6];
-            for (i, x) in m.iter_mut().enumerate() {
-                *x = b.get(10 + i).copied().unwrap_or(0);
-            }
-            OxmValue::Mac(MacAddr(m))
-        }
-        ValueKind::Ipv4 => OxmValue::Ipv4(Ipv4Addr::from(v as u32)),
-        ValueKind::Ipv6 => OxmValue::Ipv6(Ipv6Addr::from(v)),
-    }
-}
-
 /// Parses the value of `field`: a number for integer fields (a port name
 /// too for `in_port`/`in_phy_port`), a MAC, or an IP address.
 pub(crate) fn parse_field_value(field: OxmField, t: Tok<'_>) -> Result<OxmValue, ParseError> {
@@ -201,7 +168,7 @@ pub(crate) fn parse_field_value(field: OxmField, t: Tok<'_>) -> Result<OxmValue,
             } else {
                 parse_uint(t, field.bits(), field.name())?
             };
-            Ok(value_from_u128(kind, v))
+            Ok(OxmValue::from_u128(kind, v))
         }
     }
 }
@@ -244,13 +211,13 @@ pub(crate) fn parse_field_mask(field: OxmField, t: Tok<'_>) -> Result<OxmValue, 
                     t.quoted()
                 )));
             }
-            return Ok(value_from_u128(kind, prefix_mask(len as u32, width)));
+            return Ok(OxmValue::from_u128(kind, prefix_mask(len as u32, width)));
         }
         return parse_field_value(field, t);
     }
     match kind {
         ValueKind::Mac => parse_field_value(field, t),
-        _ => Ok(value_from_u128(
+        _ => Ok(OxmValue::from_u128(
             kind,
             parse_uint(t, field.bits(), &format!("the mask of {}", field.name()))?,
         )),
@@ -264,7 +231,7 @@ pub(crate) fn format_field_value(field: OxmField, v: &OxmValue, masked: bool) ->
         OxmValue::Ipv4(a) => a.to_string(),
         OxmValue::Ipv6(a) => a.to_string(),
         _ => {
-            let n = value_to_u128(v);
+            let n = v.to_u128();
             match field {
                 OxmField::InPort | OxmField::InPhyPort if !masked => format_port(n as u32),
                 OxmField::EthType => format!("0x{n:04x}"),
@@ -292,7 +259,7 @@ pub(crate) fn format_field_mask(v: &OxmValue) -> String {
             Some(l) => l.to_string(),
             None => a.to_string(),
         },
-        _ => format!("0x{:x}", value_to_u128(v)),
+        _ => format!("0x{:x}", v.to_u128()),
     }
 }
 
