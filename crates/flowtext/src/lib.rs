@@ -21,6 +21,8 @@ pub mod group;
 mod lexer;
 mod match_text;
 pub mod meter;
+#[cfg(test)]
+mod proptests;
 mod value;
 
 pub use error::ParseError;
