@@ -6,7 +6,7 @@
 //! `actions=...`, which takes the rest of the text.
 //!
 //! Flow keys: `table` (a number; `all` = 255), `priority`,
-//! `cookie=V[/MASK]` (a mask only for modify/delete), `idle_timeout`,
+//! `cookie=V[/MASK]` (a mask only for modify/delete; `/-1` is all ones), `idle_timeout`,
 //! `hard_timeout`, `out_port` (number or port name), `out_group` (number,
 //! `any`, `all`), `buffer_id`, the flag words `send_flow_rem`,
 //! `check_overlap`, `reset_counts`, `no_packet_counts`, `no_byte_counts`,
@@ -151,7 +151,12 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
                 };
                 fm.cookie = parse_u64(c, "a cookie")?;
                 if let Some(m) = m {
-                    fm.cookie_mask = parse_u64(m, "a cookie mask")?;
+                    // "-1" is ovs's spelling of the all-ones mask.
+                    fm.cookie_mask = if m.text == "-1" {
+                        u64::MAX
+                    } else {
+                        parse_u64(m, "a cookie mask")?
+                    };
                     cookie_mask = Some(m);
                 }
             }
@@ -333,6 +338,9 @@ mod tests {
         let fm = parse_flow("modify_strict cookie=1/0xff,priority=5,actions=output:1").unwrap();
         assert_eq!(fm.command, FlowModCommand::ModifyStrict);
         assert_eq!((fm.cookie, fm.cookie_mask), (1, 0xff));
+        round_trip(&fm);
+        let fm = parse_flow("delete cookie=0x5/-1").unwrap();
+        assert_eq!((fm.cookie, fm.cookie_mask), (5, u64::MAX));
         round_trip(&fm);
         let fm = parse_flow_command("in_port=1,table=all", FlowModCommand::DeleteStrict).unwrap();
         assert_eq!(fm.command, FlowModCommand::DeleteStrict);
