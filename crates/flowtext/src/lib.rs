@@ -2,16 +2,70 @@
 //! printed from the `ofp` structures.
 //!
 //! * Flows: [`parse_flow`], [`parse_flow_command`], [`format_flow`]
-//!   (syntax and canonical form in [`flow`]; matches in `match_text`,
-//!   actions and instructions in [`actions`]).
-//! * Groups: [`parse_group`], [`parse_group_command`], [`format_group`].
-//! * Meters: [`parse_meter`], [`parse_meter_command`], [`format_meter`].
-//! * Files of them, one per line: [`parse_flow_file`], [`parse_group_file`],
-//!   [`parse_meter_file`].
+//!   (keys, defaults and the canonical printed form in [`flow`]; actions
+//!   and instructions in [`actions`]).
+//! * Groups: [`parse_group`], [`parse_group_command`], [`format_group`]
+//!   (see [`group`]).
+//! * Meters: [`parse_meter`], [`parse_meter_command`], [`format_meter`]
+//!   (see [`meter`]).
+//! * Files of them, one per line, `#` comments: [`parse_flow_file`],
+//!   [`parse_group_file`], [`parse_meter_file`].
 //!
-//! Every parser returns a [`ParseError`] naming the offending token and its
-//! byte offset; none panics on any input. For everything the syntax can
-//! express, parsing the printed form gives back an equal structure.
+//! ```
+//! let fm = flowtext::parse_flow(
+//!     "table=0,priority=100,in_port=1,dl_type=0x8847,mpls_label=16,\
+//!      actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4097->vlan_vid,output:2",
+//! )
+//! .unwrap();
+//! let text = flowtext::format_flow(&fm);
+//! assert_eq!(
+//!     text,
+//!     "table=0,priority=100,in_port=1,mpls,mpls_label=16,\
+//!      actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:0x1001->vlan_vid,output:2"
+//! );
+//! assert_eq!(flowtext::parse_flow(&text).unwrap(), fm);
+//!
+//! let e = flowtext::parse_flow("in_port=1,eth_dts=00:00:00:00:00:01,actions=drop").unwrap_err();
+//! assert_eq!(e.to_string(), "at column 11: unknown field \"eth_dts\"");
+//! assert_eq!((e.token.as_str(), e.position), ("eth_dts", 10));
+//! ```
+//!
+//! # Match fields
+//!
+//! Pieces are separated by commas or white space. A match field is
+//! `NAME=VALUE` or `NAME=VALUE/MASK` (only on maskable fields).
+//!
+//! * Names: every OXM name (`in_port`, `eth_dst`, `vlan_vid`, `ipv4_src`,
+//!   `tcp_dst`, `mpls_label`, `pbb_uca`, ...) and the classic ovs names
+//!   `dl_src`, `dl_dst`, `dl_type`, `dl_vlan` (12-bit VID, sets
+//!   OFPVID_PRESENT; `0xffff` = no tag), `dl_vlan_pcp`, `nw_src`/`nw_dst`
+//!   (`arp_spa`/`arp_tpa` in an ARP or RARP match, else IPv4), `nw_proto`
+//!   (`arp_op` in an ARP match, else `ip_proto`), `nw_tos` (TOS byte; its
+//!   ECN bits are ignored, stored as `ip_dscp`), `nw_ecn`, `tp_src`/`tp_dst`
+//!   (tcp/udp/sctp by the match's `ip_proto`, which must be there),
+//!   `icmp_type`/`icmp_code` (ICMPv6 in an IPv6 match, else ICMPv4),
+//!   `tun_id`, `ipv6_label`, `nd_target`, `nd_sll`, `nd_tll`.
+//! * Shorthands: `ip`, `ipv6`, `arp`, `rarp`, `mpls`, `mplsm`, `icmp`,
+//!   `tcp`, `udp`, `sctp`, `icmp6`, `tcp6`, `udp6`, `sctp6` insert
+//!   `eth_type` (and `ip_proto`) where they stand.
+//! * Values: decimal or `0x` hex numbers no wider than the field; MACs
+//!   `aa:bb:cc:dd:ee:ff`; IPv4/IPv6 literals; port names (`LOCAL`,
+//!   `CONTROLLER`, `IN_PORT`, `ANY`, `ALL`, `FLOOD`, `NORMAL`, `TABLE`) for
+//!   `in_port`/`in_phy_port`. Masks: numbers, MACs, and for IP fields an
+//!   address or a prefix length (`10.0.0.0/8`, `2001:db8::/32`). Value bits
+//!   outside the mask are cleared.
+//! * Opaque (non-basic) OXMs: `oxm=CLASS:FIELD:HASMASK:HEXBODY`, e.g.
+//!   `oxm=0xffff:5:0:00002320aabb` (a fulmar extension).
+//!
+//! Fields keep the order of the text; a field may appear once.
+//!
+//! # Round trips
+//!
+//! For every structure the syntax can express (values within their
+//! fields' widths and of their fields' kinds, no mask on a non-maskable
+//! field or in a `set_field`, no field twice, no cookie mask on an add),
+//! `parse(format(x)) == x`. Errors never panic: every [`ParseError`] names
+//! the offending token and its byte offset.
 
 pub mod actions;
 mod error;
