@@ -49,13 +49,24 @@ macro_rules! view_common {
     };
 }
 
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod fixup;
+pub mod flow_key;
+pub mod icmpv4;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod mpls;
+pub mod pbb;
+pub mod sctp;
 pub mod tcp;
 pub mod udp;
 pub mod vlan;
+
+#[cfg(test)]
+mod testutil;
 
 /// Why a header view could not be built over a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +121,6 @@ pub(crate) fn mac_at(b: &[u8], o: usize) -> MacAddr {
     m
 }
 #[inline]
-#[allow(dead_code)]
 pub(crate) fn addr16_at(b: &[u8], o: usize) -> [u8; 16] {
     let mut m = [0u8; 16];
     m.copy_from_slice(&b[o..o + 16]);
