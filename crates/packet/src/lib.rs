@@ -50,6 +50,7 @@ macro_rules! view_common {
 }
 
 pub mod arp;
+pub mod buffer;
 pub mod checksum;
 pub mod ethernet;
 pub mod fixup;
@@ -61,9 +62,14 @@ pub mod ipv6;
 pub mod mpls;
 pub mod pbb;
 pub mod sctp;
+pub mod set_field;
 pub mod tcp;
+pub mod ttl;
 pub mod udp;
 pub mod vlan;
+
+mod fuzz;
+pub use fuzz::parse_for_fuzz;
 
 #[cfg(test)]
 mod testutil;
@@ -89,6 +95,39 @@ impl core::fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Why a packet action (push/pop, TTL, set-field) could not be applied.
+/// The packet is left unchanged when an action fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionError {
+    /// The packet lacks the header the action works on (a VLAN pop on an
+    /// untagged frame, an MPLS TTL action without MPLS, a set-field whose
+    /// OpenFlow prerequisites do not hold...).
+    MissingHeader,
+    /// The header the action needs is cut short by the end of the packet.
+    Truncated,
+    /// A TTL action met a TTL of 0 or 1 before decrementing: the pipeline
+    /// must drop the packet and may send it to the controller with reason
+    /// OFPR_INVALID_TTL.
+    InvalidTtl,
+    /// The action's argument is not allowed (push_vlan with a TPID other
+    /// than 0x8100/0x88a8, push_mpls other than 0x8847/0x8848, push_pbb
+    /// other than 0x88e7).
+    BadArgument,
+}
+
+impl core::fmt::Display for ActionError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ActionError::MissingHeader => "packet lacks the header the action needs",
+            ActionError::Truncated => "header cut short",
+            ActionError::InvalidTtl => "invalid TTL",
+            ActionError::BadArgument => "bad action argument",
+        })
+    }
+}
+
+impl std::error::Error for ActionError {}
 
 /// Result of building a header view.
 pub type Result<T> = core::result::Result<T, Error>;
