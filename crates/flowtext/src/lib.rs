@@ -10,6 +10,10 @@
 //!   (see [`meter`]).
 //! * Files of them, one per line, `#` comments: [`parse_flow_file`],
 //!   [`parse_group_file`], [`parse_meter_file`].
+//! * Pieces, for commands that take only a match (`dump-flows`, a packet
+//!   description for `trace`) or only actions (`packet-out`):
+//!   [`parse_match`], [`format_match`], [`parse_actions`],
+//!   [`format_actions`], [`parse_instructions`], [`format_instructions`].
 //!
 //! ```
 //! let fm = flowtext::parse_flow(
@@ -84,3 +88,86 @@ pub use file::{parse_flow_file, parse_group_file, parse_meter_file};
 pub use flow::{format_flow, parse_flow, parse_flow_command};
 pub use group::{format_group, parse_group, parse_group_command};
 pub use meter::{format_meter, parse_meter, parse_meter_command};
+
+use lexer::{key_value, split_list, Tok};
+use ofp::{Action, Instruction, Match};
+
+/// Parses a text of match fields only (as in a flow, without flow keys or
+/// actions), e.g. `in_port=1,tcp,nw_dst=10.0.0.0/8`.
+pub fn parse_match(text: &str) -> Result<Match, ParseError> {
+    let mut builder = match_text::MatchBuilder::default();
+    for piece in split_list(Tok::whole(text))? {
+        let (key, value) = key_value(piece);
+        if !builder.take(key, value)? {
+            return Err(key.err(format!("unknown field {}", key.quoted())));
+        }
+    }
+    builder.finish()
+}
+
+/// Prints a match as [`format_flow`] does (empty for the match-all).
+pub fn format_match(m: &Match) -> String {
+    let mut parts = Vec::new();
+    match_text::format_match(m, &mut parts);
+    parts.join(",")
+}
+
+/// Parses an action list (`drop` or nothing is the empty list). `mod_tp_*`
+/// are refused here: without a match there is no `ip_proto` to pick the
+/// field by.
+pub fn parse_actions(text: &str) -> Result<Vec<Action>, ParseError> {
+    actions::parse_action_list(Tok::whole(text), actions::Context::default())
+}
+
+/// Prints an action list (`drop` when empty).
+pub fn format_actions(list: &[Action]) -> String {
+    if list.is_empty() {
+        "drop".to_string()
+    } else {
+        actions::format_action_list(list)
+    }
+}
+
+/// Parses what follows `actions=` in a flow into instructions.
+pub fn parse_instructions(text: &str) -> Result<Vec<Instruction>, ParseError> {
+    actions::parse_instructions(Tok::whole(text), actions::Context::default())
+}
+
+/// Prints instructions as they follow `actions=` in [`format_flow`].
+pub fn format_instructions(list: &[Instruction]) -> String {
+    actions::format_instructions(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_round_trip() {
+        let m = parse_match("in_port=1 tcp nw_dst=10.0.0.0/8 tp_dst=80").unwrap();
+        assert_eq!(m.fields.len(), 5);
+        assert_eq!(
+            format_match(&m),
+            "in_port=1,tcp,ipv4_dst=10.0.0.0/8,tcp_dst=80"
+        );
+        assert_eq!(parse_match(&format_match(&m)).unwrap(), m);
+        assert_eq!(format_match(&Match::default()), "");
+        assert_eq!(parse_match("").unwrap(), Match::default());
+        let e = parse_match("in_port=1,actions=drop").unwrap_err();
+        assert_eq!((e.token.as_str(), e.position), ("actions", 10));
+
+        let a = parse_actions("pop_vlan,output:1").unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(format_actions(&a), "pop_vlan,output:1");
+        assert_eq!(parse_actions("drop").unwrap(), vec![]);
+        assert_eq!(format_actions(&[]), "drop");
+        assert_eq!(
+            parse_actions("goto_table:1").unwrap_err().token,
+            "goto_table"
+        );
+
+        let i = parse_instructions("output:1,goto_table:2").unwrap();
+        assert_eq!(i.len(), 2);
+        assert_eq!(format_instructions(&i), "output:1,goto_table:2");
+    }
+}

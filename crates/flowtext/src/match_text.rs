@@ -425,25 +425,11 @@ pub(crate) fn format_match(m: &Match, out: &mut Vec<String>) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::lexer::{key_value, split_list};
+    use crate::{format_match as print_match, parse_match};
     use std::net::{Ipv4Addr, Ipv6Addr};
 
-    /// Parses a text that holds only match pieces.
-    pub(crate) fn parse_match(text: &str) -> Result<Match, ParseError> {
-        let mut b = MatchBuilder::default();
-        for piece in split_list(Tok::whole(text))? {
-            let (k, v) = key_value(piece);
-            if !b.take(k, v)? {
-                return Err(k.err(format!("unknown field {}", k.quoted())));
-            }
-        }
-        b.finish()
-    }
-
     fn print(m: &Match) -> String {
-        let mut parts = Vec::new();
-        format_match(m, &mut parts);
-        parts.join(",")
+        print_match(m)
     }
 
     fn b(field: OxmField, value: OxmValue) -> Oxm {
