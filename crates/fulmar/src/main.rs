@@ -1,6 +1,10 @@
-//! The `fulmar` command.
+//! The `fulmar` command: parses the command line and dispatches to the
+//! subcommand modules, which hold the logic.
+
+mod cmd_ofp;
 
 use clap::{Parser, Subcommand};
+use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
@@ -14,9 +18,17 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// OpenFlow 1.3 message tools.
+    Ofp {
+        #[command(subcommand)]
+        command: cmd_ofp::OfpCommand,
+    },
+}
 
-fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Ofp { command } => cmd_ofp::run(command),
+    }
 }

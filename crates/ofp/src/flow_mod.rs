@@ -1,7 +1,9 @@
 //! `OFPT_FLOW_MOD` (spec 1.3.5 §7.3.4.2).
 
+use crate::error::{DecodeError, FlowModFailedCode, OfpError};
 use crate::instruction::Instruction;
 use crate::oxm::Match;
+use crate::wire::{Reader, Writer};
 use serde::Serialize;
 
 /// `OFPFC_*`.
@@ -63,5 +65,139 @@ impl Default for FlowMod {
             match_: Match::default(),
             instructions: Vec::new(),
         }
+    }
+}
+
+impl FlowModCommand {
+    /// The command for a wire value.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            0 => FlowModCommand::Add,
+            1 => FlowModCommand::Modify,
+            2 => FlowModCommand::ModifyStrict,
+            3 => FlowModCommand::Delete,
+            4 => FlowModCommand::DeleteStrict,
+            _ => return None,
+        })
+    }
+}
+
+impl FlowMod {
+    /// Fixed part of the body before the match (the message is at least
+    /// 8 + 40 + 8 = 56 bytes).
+    pub const FIXED_LEN: usize = 40;
+
+    /// Decodes the body (everything after the header). An unknown command
+    /// is `FLOW_MOD_FAILED/BAD_COMMAND`; match and instruction errors
+    /// propagate.
+    pub fn decode(r: &mut Reader) -> Result<FlowMod, DecodeError> {
+        let cookie = r.u64()?;
+        let cookie_mask = r.u64()?;
+        let table_id = r.u8()?;
+        let command_at = r.offset();
+        let command_raw = r.u8()?;
+        let idle_timeout = r.u16()?;
+        let hard_timeout = r.u16()?;
+        let priority = r.u16()?;
+        let buffer_id = r.u32()?;
+        let out_port = r.u32()?;
+        let out_group = r.u32()?;
+        let flags = r.u16()?;
+        r.skip(2)?;
+        let command = FlowModCommand::from_u8(command_raw).ok_or_else(|| {
+            DecodeError::new(
+                OfpError::FlowModFailed(FlowModFailedCode::BadCommand),
+                command_at,
+                format!("unknown flow-mod command {command_raw}"),
+            )
+        })?;
+        let match_ = Match::decode(r)?;
+        let instructions = Instruction::decode_list(r)?;
+        Ok(FlowMod {
+            cookie,
+            cookie_mask,
+            table_id,
+            command,
+            idle_timeout,
+            hard_timeout,
+            priority,
+            buffer_id,
+            out_port,
+            out_group,
+            flags,
+            match_,
+            instructions,
+        })
+    }
+
+    /// Encodes the body (everything after the header).
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_u64(self.cookie);
+        w.put_u64(self.cookie_mask);
+        w.put_u8(self.table_id);
+        w.put_u8(self.command as u8);
+        w.put_u16(self.idle_timeout);
+        w.put_u16(self.hard_timeout);
+        w.put_u16(self.priority);
+        w.put_u32(self.buffer_id);
+        w.put_u32(self.out_port);
+        w.put_u32(self.out_group);
+        w.put_u16(self.flags);
+        w.put_zeros(2);
+        self.match_.encode(w);
+        Instruction::encode_list(&self.instructions, w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::BadRequestCode;
+
+    fn body(command: u8) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend(0x1122u64.to_be_bytes()); // cookie
+        b.extend(u64::MAX.to_be_bytes()); // cookie_mask
+        b.extend([3, command, 0, 10, 0, 20, 0x80, 0]); // table, cmd, idle, hard, prio
+        b.extend([0xff; 12]); // buffer_id, out_port, out_group
+        b.extend([0, 1, 0, 0]); // flags, pad
+        b.extend([0, 1, 0, 4, 0, 0, 0, 0]); // empty match
+        b
+    }
+
+    #[test]
+    fn layout_and_round_trip() {
+        let b = body(4);
+        let f = FlowMod::decode(&mut Reader::new(&b)).unwrap();
+        assert_eq!(f.cookie, 0x1122);
+        assert_eq!(f.cookie_mask, u64::MAX);
+        assert_eq!(f.table_id, 3);
+        assert_eq!(f.command, FlowModCommand::DeleteStrict);
+        assert_eq!(
+            (f.idle_timeout, f.hard_timeout, f.priority),
+            (10, 20, 0x8000)
+        );
+        assert_eq!(f.flags, flow_mod_flags::SEND_FLOW_REM);
+        assert!(f.instructions.is_empty());
+        let mut w = Vec::new();
+        f.encode(&mut w);
+        assert_eq!(w, b);
+    }
+
+    #[test]
+    fn unknown_command_is_bad_command() {
+        let e = FlowMod::decode(&mut Reader::new(&body(5))).unwrap_err();
+        assert_eq!(
+            e.error,
+            OfpError::FlowModFailed(FlowModFailedCode::BadCommand)
+        );
+        assert_eq!(e.offset, 17);
+    }
+
+    #[test]
+    fn short_fixed_part_is_bad_len() {
+        let b = body(0);
+        let e = FlowMod::decode(&mut Reader::new(&b[..39])).unwrap_err();
+        assert_eq!(e.error, OfpError::BadRequest(BadRequestCode::BadLen));
     }
 }

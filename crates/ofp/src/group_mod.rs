@@ -1,6 +1,8 @@
 //! `OFPT_GROUP_MOD` (spec 1.3.5 §7.3.4.3).
 
 use crate::action::Action;
+use crate::error::{BadRequestCode, DecodeError, GroupModFailedCode, OfpError};
+use crate::wire::{Reader, Writer};
 use serde::Serialize;
 
 /// `OFPGC_*`.
@@ -52,4 +54,179 @@ pub struct GroupMod {
     pub group_type: GroupType,
     pub group_id: u32,
     pub buckets: Vec<Bucket>,
+}
+
+fn bad_len(at: usize, reason: String) -> DecodeError {
+    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
+}
+
+impl GroupModCommand {
+    /// The command for a wire value.
+    pub fn from_u16(v: u16) -> Option<Self> {
+        Some(match v {
+            0 => GroupModCommand::Add,
+            1 => GroupModCommand::Modify,
+            2 => GroupModCommand::Delete,
+            _ => return None,
+        })
+    }
+}
+
+impl GroupType {
+    /// The group type for a wire value.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            0 => GroupType::All,
+            1 => GroupType::Select,
+            2 => GroupType::Indirect,
+            3 => GroupType::FastFailover,
+            _ => return None,
+        })
+    }
+}
+
+impl Bucket {
+    /// Length of the fixed part before the actions.
+    pub const FIXED_LEN: usize = 16;
+
+    /// Decodes one `ofp_bucket`.
+    pub fn decode(r: &mut Reader) -> Result<Bucket, DecodeError> {
+        let at = r.offset();
+        let len = usize::from(r.u16()?);
+        if len < Self::FIXED_LEN {
+            return Err(bad_len(at, format!("bucket length {len} below 16")));
+        }
+        let weight = r.u16()?;
+        let watch_port = r.u32()?;
+        let watch_group = r.u32()?;
+        r.skip(4)?;
+        let mut actions_r = r
+            .sub(len - Self::FIXED_LEN)
+            .map_err(|_| bad_len(at, format!("bucket length {len} exceeds the message")))?;
+        Ok(Bucket {
+            weight,
+            watch_port,
+            watch_group,
+            actions: Action::decode_list(&mut actions_r)?,
+        })
+    }
+
+    /// Encodes one `ofp_bucket`.
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        let start = w.len();
+        w.put_u16(0);
+        w.put_u16(self.weight);
+        w.put_u32(self.watch_port);
+        w.put_u32(self.watch_group);
+        w.put_zeros(4);
+        Action::encode_list(&self.actions, w);
+        let len = w.len() - start;
+        w.patch_u16(start, len as u16);
+    }
+}
+
+impl GroupMod {
+    /// Fixed part of the body before the buckets (the message is at least
+    /// 16 bytes).
+    pub const FIXED_LEN: usize = 8;
+
+    /// Decodes the body (everything after the header). Unknown commands are
+    /// `GROUP_MOD_FAILED/BAD_COMMAND`, unknown types
+    /// `GROUP_MOD_FAILED/BAD_TYPE`; action errors propagate.
+    pub fn decode(r: &mut Reader) -> Result<GroupMod, DecodeError> {
+        let command_at = r.offset();
+        let command_raw = r.u16()?;
+        let type_raw = r.u8()?;
+        r.skip(1)?;
+        let group_id = r.u32()?;
+        let command = GroupModCommand::from_u16(command_raw).ok_or_else(|| {
+            DecodeError::new(
+                OfpError::GroupModFailed(GroupModFailedCode::BadCommand),
+                command_at,
+                format!("unknown group-mod command {command_raw}"),
+            )
+        })?;
+        let group_type = GroupType::from_u8(type_raw).ok_or_else(|| {
+            DecodeError::new(
+                OfpError::GroupModFailed(GroupModFailedCode::BadType),
+                command_at + 2,
+                format!("unknown group type {type_raw}"),
+            )
+        })?;
+        let mut buckets = Vec::new();
+        while !r.is_empty() {
+            buckets.push(Bucket::decode(r)?);
+        }
+        Ok(GroupMod {
+            command,
+            group_type,
+            group_id,
+            buckets,
+        })
+    }
+
+    /// Encodes the body (everything after the header).
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_u16(self.command as u16);
+        w.put_u8(self.group_type as u8);
+        w.put_zeros(1);
+        w.put_u32(self.group_id);
+        for b in &self.buckets {
+            b.encode(w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(command: u16, group_type: u8) -> Vec<u8> {
+        let mut b = command.to_be_bytes().to_vec();
+        b.extend([group_type, 0, 0, 0, 0, 7]);
+        // two empty buckets
+        b.extend([0, 16, 0, 5, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+        b.extend([0, 16, 0, 6, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]);
+        b
+    }
+
+    #[test]
+    fn layout_and_round_trip() {
+        let b = body(1, 1);
+        let g = GroupMod::decode(&mut Reader::new(&b)).unwrap();
+        assert_eq!(g.command, GroupModCommand::Modify);
+        assert_eq!(g.group_type, GroupType::Select);
+        assert_eq!(g.group_id, 7);
+        assert_eq!(g.buckets.len(), 2);
+        assert_eq!((g.buckets[1].weight, g.buckets[1].watch_port), (6, 2));
+        let mut w = Vec::new();
+        g.encode(&mut w);
+        assert_eq!(w, b);
+    }
+
+    #[test]
+    fn bad_command_type_and_bucket_len() {
+        let e = GroupMod::decode(&mut Reader::new(&body(3, 0))).unwrap_err();
+        assert_eq!(
+            e.error,
+            OfpError::GroupModFailed(GroupModFailedCode::BadCommand)
+        );
+        let e = GroupMod::decode(&mut Reader::new(&body(0, 4))).unwrap_err();
+        assert_eq!(
+            e.error,
+            OfpError::GroupModFailed(GroupModFailedCode::BadType)
+        );
+        assert_eq!(e.offset, 2);
+        let mut b = body(0, 0);
+        b[9] = 8; // bucket length 8
+        let e = GroupMod::decode(&mut Reader::new(&b)).unwrap_err();
+        assert_eq!(e.error, OfpError::BadRequest(BadRequestCode::BadLen));
+        assert_eq!(e.offset, 8);
+        let mut b = body(0, 0);
+        b[25] = 24; // second bucket runs past the end
+        let e = GroupMod::decode(&mut Reader::new(&b)).unwrap_err();
+        assert_eq!(e.error, OfpError::BadRequest(BadRequestCode::BadLen));
+        let e = GroupMod::decode(&mut Reader::new(&b[..7])).unwrap_err();
+        assert_eq!(e.error, OfpError::BadRequest(BadRequestCode::BadLen));
+    }
 }

@@ -1,5 +1,7 @@
 //! `OFPT_METER_MOD` (spec 1.3.5 §7.3.4.4).
 
+use crate::error::{BadRequestCode, DecodeError, MeterModFailedCode, OfpError};
+use crate::wire::{Reader, Writer};
 use serde::Serialize;
 
 /// `OFPMC_*`.
@@ -57,4 +59,255 @@ pub struct MeterMod {
     pub flags: u16,
     pub meter_id: u32,
     pub bands: Vec<MeterBand>,
+}
+
+fn bad_len(at: usize, reason: String) -> DecodeError {
+    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
+}
+
+impl MeterModCommand {
+    /// The command for a wire value.
+    pub fn from_u16(v: u16) -> Option<Self> {
+        Some(match v {
+            0 => MeterModCommand::Add,
+            1 => MeterModCommand::Modify,
+            2 => MeterModCommand::Delete,
+            _ => return None,
+        })
+    }
+}
+
+impl MeterBand {
+    /// Length of a drop or DSCP-remark band, and the least length of any.
+    pub const LEN: usize = 16;
+
+    /// Decodes one band. An unknown type is `METER_MOD_FAILED/BAD_BAND`;
+    /// drop and DSCP-remark bands must be exactly 16 bytes.
+    pub fn decode(r: &mut Reader) -> Result<MeterBand, DecodeError> {
+        let at = r.offset();
+        let band_type = r.u16()?;
+        let len = usize::from(r.u16()?);
+        if len < Self::LEN {
+            return Err(bad_len(at, format!("meter band length {len} below 16")));
+        }
+        let mut b = r
+            .sub(len - 4)
+            .map_err(|_| bad_len(at, format!("meter band length {len} exceeds the message")))?;
+        let rate = b.u32()?;
+        let burst_size = b.u32()?;
+        let fixed = |kind: &str| {
+            if len == Self::LEN {
+                Ok(())
+            } else {
+                Err(bad_len(at, format!("{kind} band length {len}, not 16")))
+            }
+        };
+        Ok(match band_type {
+            meter_band_type::DROP => {
+                fixed("drop")?;
+                MeterBand::Drop { rate, burst_size }
+            }
+            meter_band_type::DSCP_REMARK => {
+                fixed("dscp_remark")?;
+                MeterBand::DscpRemark {
+                    rate,
+                    burst_size,
+                    prec_level: b.u8()?,
+                }
+            }
+            meter_band_type::EXPERIMENTER => MeterBand::Experimenter {
+                rate,
+                burst_size,
+                experimenter: b.u32()?,
+                data: b.rest().to_vec(),
+            },
+            other => {
+                return Err(DecodeError::new(
+                    OfpError::MeterModFailed(MeterModFailedCode::BadBand),
+                    at,
+                    format!("unknown meter band type {other}"),
+                ))
+            }
+        })
+    }
+
+    /// Encodes one band.
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        let start = w.len();
+        match self {
+            MeterBand::Drop { rate, burst_size } => {
+                w.put_u16(meter_band_type::DROP);
+                w.put_u16(0);
+                w.put_u32(*rate);
+                w.put_u32(*burst_size);
+                w.put_zeros(4);
+            }
+            MeterBand::DscpRemark {
+                rate,
+                burst_size,
+                prec_level,
+            } => {
+                w.put_u16(meter_band_type::DSCP_REMARK);
+                w.put_u16(0);
+                w.put_u32(*rate);
+                w.put_u32(*burst_size);
+                w.put_u8(*prec_level);
+                w.put_zeros(3);
+            }
+            MeterBand::Experimenter {
+                rate,
+                burst_size,
+                experimenter,
+                data,
+            } => {
+                w.put_u16(meter_band_type::EXPERIMENTER);
+                w.put_u16(0);
+                w.put_u32(*rate);
+                w.put_u32(*burst_size);
+                w.put_u32(*experimenter);
+                w.put_bytes(data);
+            }
+        }
+        let len = w.len() - start;
+        w.patch_u16(start + 2, len as u16);
+    }
+
+    /// Decodes bands until the reader is empty (also used by the meter
+    /// config multipart reply).
+    pub fn decode_list(r: &mut Reader) -> Result<Vec<MeterBand>, DecodeError> {
+        let mut bands = Vec::new();
+        while !r.is_empty() {
+            bands.push(MeterBand::decode(r)?);
+        }
+        Ok(bands)
+    }
+
+    /// Encodes a list of bands.
+    pub fn encode_list(bands: &[MeterBand], w: &mut Vec<u8>) {
+        for b in bands {
+            b.encode(w);
+        }
+    }
+}
+
+impl MeterMod {
+    /// Fixed part of the body before the bands (the message is at least
+    /// 16 bytes).
+    pub const FIXED_LEN: usize = 8;
+
+    /// Decodes the body (everything after the header). An unknown command
+    /// is `METER_MOD_FAILED/BAD_COMMAND`.
+    pub fn decode(r: &mut Reader) -> Result<MeterMod, DecodeError> {
+        let command_at = r.offset();
+        let command_raw = r.u16()?;
+        let flags = r.u16()?;
+        let meter_id = r.u32()?;
+        let command = MeterModCommand::from_u16(command_raw).ok_or_else(|| {
+            DecodeError::new(
+                OfpError::MeterModFailed(MeterModFailedCode::BadCommand),
+                command_at,
+                format!("unknown meter-mod command {command_raw}"),
+            )
+        })?;
+        Ok(MeterMod {
+            command,
+            flags,
+            meter_id,
+            bands: MeterBand::decode_list(r)?,
+        })
+    }
+
+    /// Encodes the body (everything after the header).
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_u16(self.command as u16);
+        w.put_u16(self.flags);
+        w.put_u32(self.meter_id);
+        MeterBand::encode_list(&self.bands, w);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body() -> Vec<u8> {
+        let mut b = vec![0, 1, 0, 0b101, 0, 0, 0, 9];
+        b.extend([0, 1, 0, 16, 0, 0, 0, 100, 0, 0, 0, 10, 0, 0, 0, 0]);
+        b.extend([0, 2, 0, 16, 0, 0, 0, 200, 0, 0, 0, 20, 3, 0, 0, 0]);
+        b.extend([
+            0xff, 0xff, 0, 20, 0, 0, 1, 0x2c, 0, 0, 0, 30, 0, 0, 0, 42, 1, 2, 3, 4,
+        ]);
+        b
+    }
+
+    #[test]
+    fn layout_and_round_trip() {
+        let b = body();
+        let m = MeterMod::decode(&mut Reader::new(&b)).unwrap();
+        assert_eq!(m.command, MeterModCommand::Modify);
+        assert_eq!(m.flags, meter_flags::KBPS | meter_flags::BURST);
+        assert_eq!(m.meter_id, 9);
+        assert_eq!(
+            m.bands,
+            vec![
+                MeterBand::Drop {
+                    rate: 100,
+                    burst_size: 10
+                },
+                MeterBand::DscpRemark {
+                    rate: 200,
+                    burst_size: 20,
+                    prec_level: 3
+                },
+                MeterBand::Experimenter {
+                    rate: 300,
+                    burst_size: 30,
+                    experimenter: 42,
+                    data: vec![1, 2, 3, 4]
+                },
+            ]
+        );
+        let mut w = Vec::new();
+        m.encode(&mut w);
+        assert_eq!(w, b);
+    }
+
+    #[test]
+    fn errors() {
+        let mut b = body();
+        b[1] = 3;
+        let e = MeterMod::decode(&mut Reader::new(&b)).unwrap_err();
+        assert_eq!(
+            e.error,
+            OfpError::MeterModFailed(MeterModFailedCode::BadCommand)
+        );
+        let mut b = body();
+        b[9] = 3; // band type 3
+        let e = MeterMod::decode(&mut Reader::new(&b)).unwrap_err();
+        assert_eq!(
+            e.error,
+            OfpError::MeterModFailed(MeterModFailedCode::BadBand)
+        );
+        assert_eq!(e.offset, 8);
+        let bad = OfpError::BadRequest(BadRequestCode::BadLen);
+        let mut b = body();
+        b[11] = 12; // band shorter than 16
+        assert_eq!(
+            MeterMod::decode(&mut Reader::new(&b)).unwrap_err().error,
+            bad
+        );
+        let mut b = body();
+        b[11] = 24; // drop band of 24
+        assert_eq!(
+            MeterMod::decode(&mut Reader::new(&b)).unwrap_err().error,
+            bad
+        );
+        let b = body();
+        assert_eq!(
+            MeterMod::decode(&mut Reader::new(&b[..b.len() - 1]))
+                .unwrap_err()
+                .error,
+            bad
+        );
+    }
 }

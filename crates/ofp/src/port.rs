@@ -1,7 +1,9 @@
 //! `ofp_port` (spec 1.3.5 §7.2.1): the port description carried by
 //! PORT_STATUS and the PORT_DESC multipart reply.
 
+use crate::error::{BadRequestCode, DecodeError, OfpError};
 use crate::oxm::MacAddr;
+use crate::wire::{Reader, Writer};
 use serde::Serialize;
 
 /// A port description.
@@ -21,16 +23,158 @@ pub struct Port {
     pub max_speed: u32,
 }
 
-// Codec: the bodies are written by the message work (placeholders until then).
+/// Length of the name field (`OFP_MAX_PORT_NAME_LEN`).
+pub const OFP_MAX_PORT_NAME_LEN: usize = 16;
+
+/// `OFPPC_*` bits of [`Port::config`] and `PortMod::config`/`mask`.
+pub mod port_config {
+    pub const PORT_DOWN: u32 = 1 << 0;
+    pub const NO_RECV: u32 = 1 << 2;
+    pub const NO_FWD: u32 = 1 << 5;
+    pub const NO_PACKET_IN: u32 = 1 << 6;
+}
+
+/// `OFPPS_*` bits of [`Port::state`].
+pub mod port_state {
+    pub const LINK_DOWN: u32 = 1 << 0;
+    pub const BLOCKED: u32 = 1 << 1;
+    pub const LIVE: u32 = 1 << 2;
+}
+
+/// Decodes a NUL-padded name field: the bytes before the first NUL (all of
+/// them when there is none). A name that is not UTF-8 is an error
+/// (`BAD_REQUEST/BAD_PORT`) rather than a silently altered string, so that
+/// whatever decodes re-encodes to the same name.
+pub(crate) fn decode_name(r: &Reader, raw: &[u8]) -> Result<String, DecodeError> {
+    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    let bytes = raw.get(..end).unwrap_or_default();
+    String::from_utf8(bytes.to_vec()).map_err(|_| {
+        DecodeError::new(
+            OfpError::BadRequest(BadRequestCode::BadPort),
+            r.offset().saturating_sub(raw.len()),
+            "port name is not UTF-8",
+        )
+    })
+}
+
+/// Writes `name` into a NUL-padded field of `len` bytes, cutting it at the
+/// last character boundary within `len` bytes.
+pub(crate) fn encode_name(name: &str, len: usize, w: &mut Vec<u8>) {
+    let bytes = name.as_bytes();
+    let mut n = bytes.len().min(len);
+    while !name.is_char_boundary(n) {
+        n -= 1;
+    }
+    w.put_bytes(bytes.get(..n).unwrap_or_default());
+    w.put_zeros(len - n);
+}
+
 impl Port {
     /// Wire length of `ofp_port`.
     pub const LEN: usize = 64;
+
     /// Decodes one `ofp_port`.
-    pub fn decode(_r: &mut crate::wire::Reader) -> Result<Port, crate::DecodeError> {
-        unimplemented!("port codec")
+    pub fn decode(r: &mut Reader) -> Result<Port, DecodeError> {
+        let port_no = r.u32()?;
+        r.skip(4)?;
+        let hw_addr = MacAddr(r.array()?);
+        r.skip(2)?;
+        let raw = r.bytes(OFP_MAX_PORT_NAME_LEN)?;
+        let name = decode_name(r, raw)?;
+        Ok(Port {
+            port_no,
+            hw_addr,
+            name,
+            config: r.u32()?,
+            state: r.u32()?,
+            curr: r.u32()?,
+            advertised: r.u32()?,
+            supported: r.u32()?,
+            peer: r.u32()?,
+            curr_speed: r.u32()?,
+            max_speed: r.u32()?,
+        })
     }
+
     /// Encodes one `ofp_port`.
-    pub fn encode(&self, _w: &mut Vec<u8>) {
-        unimplemented!("port codec")
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_u32(self.port_no);
+        w.put_zeros(4);
+        w.put_bytes(&self.hw_addr.0);
+        w.put_zeros(2);
+        encode_name(&self.name, OFP_MAX_PORT_NAME_LEN, w);
+        for v in [
+            self.config,
+            self.state,
+            self.curr,
+            self.advertised,
+            self.supported,
+            self.peer,
+            self.curr_speed,
+            self.max_speed,
+        ] {
+            w.put_u32(v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let mut b = vec![
+            0, 0, 0, 7, 0, 0, 0, 0, 0xf2, 0x0b, 0xa4, 0xd0, 0x3f, 0x70, 0, 0,
+        ];
+        let mut name = b"eth0".to_vec();
+        name.resize(16, 0);
+        b.extend(name);
+        for v in 1..=8u32 {
+            b.extend(v.to_be_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn layout_and_round_trip() {
+        let b = sample();
+        assert_eq!(b.len(), Port::LEN);
+        let p = Port::decode(&mut Reader::new(&b)).unwrap();
+        assert_eq!(p.port_no, 7);
+        assert_eq!(p.hw_addr.to_string(), "f2:0b:a4:d0:3f:70");
+        assert_eq!(p.name, "eth0");
+        assert_eq!((p.config, p.state, p.max_speed), (1, 2, 8));
+        let mut w = Vec::new();
+        p.encode(&mut w);
+        assert_eq!(w, b);
+    }
+
+    #[test]
+    fn truncated_port_is_an_error() {
+        let b = sample();
+        assert!(Port::decode(&mut Reader::new(&b[..63])).is_err());
+    }
+
+    #[test]
+    fn name_without_nul_uses_all_16_bytes() {
+        let raw = *b"abcdefghijklmnop";
+        let r = Reader::new(&[]);
+        assert_eq!(decode_name(&r, &raw).unwrap(), "abcdefghijklmnop");
+        let mut w = Vec::new();
+        encode_name("abcdefghijklmnopqrs", 16, &mut w);
+        assert_eq!(w, raw);
+        // A multi-byte character is never cut in half.
+        let mut w = Vec::new();
+        encode_name("abcdefghijklmno\u{e9}", 16, &mut w);
+        assert_eq!(&w[..], b"abcdefghijklmno\0");
+    }
+
+    #[test]
+    fn non_utf8_name_is_bad_port() {
+        let mut b = sample();
+        b[16] = 0xff;
+        let e = Port::decode(&mut Reader::new(&b)).unwrap_err();
+        assert_eq!(e.error, OfpError::BadRequest(BadRequestCode::BadPort));
+        assert_eq!(e.offset, 16);
     }
 }

@@ -1,0 +1,79 @@
+//! `OFPT_ECHO_REQUEST` / `OFPT_ECHO_REPLY` (spec 1.3.5 §7.5.2, §7.5.3) and
+//! `OFPT_EXPERIMENTER` (§7.5.4): messages whose body is (mostly) opaque.
+
+use crate::error::DecodeError;
+use crate::wire::{Reader, Writer};
+use serde::Serialize;
+
+/// An echo request or reply: arbitrary data the reply returns unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Echo {
+    #[serde(serialize_with = "crate::serde_hex")]
+    pub data: Vec<u8>,
+}
+
+impl Echo {
+    /// Takes the whole body as data.
+    pub fn decode(r: &mut Reader) -> Result<Echo, DecodeError> {
+        Ok(Echo {
+            data: r.rest().to_vec(),
+        })
+    }
+    /// Writes the data.
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_bytes(&self.data);
+    }
+}
+
+/// `ofp_experimenter_header` message: vendor id, vendor-defined type, data.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Experimenter {
+    pub experimenter: u32,
+    pub exp_type: u32,
+    #[serde(serialize_with = "crate::serde_hex")]
+    pub data: Vec<u8>,
+}
+
+impl Experimenter {
+    /// Decodes the body (8 fixed bytes, then data).
+    pub fn decode(r: &mut Reader) -> Result<Experimenter, DecodeError> {
+        Ok(Experimenter {
+            experimenter: r.u32()?,
+            exp_type: r.u32()?,
+            data: r.rest().to_vec(),
+        })
+    }
+    /// Encodes the body.
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_u32(self.experimenter);
+        w.put_u32(self.exp_type);
+        w.put_bytes(&self.data);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experimenter_fields_and_data() {
+        let body = [0, 0, 0x23, 0x20, 0, 0, 0, 7, b'h', b'i'];
+        let e = Experimenter::decode(&mut Reader::new(&body)).unwrap();
+        assert_eq!(e.experimenter, 0x2320);
+        assert_eq!(e.exp_type, 7);
+        assert_eq!(e.data, b"hi");
+        let mut w = Vec::new();
+        e.encode(&mut w);
+        assert_eq!(w, body);
+        assert!(Experimenter::decode(&mut Reader::new(&body[..7])).is_err());
+    }
+
+    #[test]
+    fn echo_keeps_data() {
+        let e = Echo::decode(&mut Reader::new(b"ping")).unwrap();
+        assert_eq!(e.data, b"ping");
+        let mut w = Vec::new();
+        e.encode(&mut w);
+        assert_eq!(w, b"ping");
+    }
+}

@@ -1,0 +1,108 @@
+//! `OFPT_PACKET_IN` (spec 1.3.5 §7.4.1): a packet sent to the controller.
+
+use crate::error::DecodeError;
+use crate::oxm::Match;
+use crate::wire::{Reader, Writer};
+use serde::Serialize;
+
+/// `OFPR_*` values of [`PacketIn::reason`].
+pub mod packet_in_reason {
+    pub const NO_MATCH: u8 = 0;
+    pub const ACTION: u8 = 1;
+    pub const INVALID_TTL: u8 = 2;
+}
+
+/// `ofp_packet_in` (after the header). The reason is kept raw.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct PacketIn {
+    /// Buffer id, or `OFP_NO_BUFFER`.
+    pub buffer_id: u32,
+    /// Length of the frame as received (`data` may be shorter).
+    pub total_len: u16,
+    /// `OFPR_*`.
+    pub reason: u8,
+    pub table_id: u8,
+    /// Cookie of the flow entry that sent the packet.
+    pub cookie: u64,
+    /// Pipeline fields (`in_port` first, then others).
+    #[serde(rename = "match")]
+    pub match_: Match,
+    /// The frame (or its first `max_len` / `miss_send_len` bytes).
+    #[serde(serialize_with = "crate::serde_hex")]
+    pub data: Vec<u8>,
+}
+
+impl Default for PacketIn {
+    fn default() -> Self {
+        PacketIn {
+            buffer_id: crate::consts::OFP_NO_BUFFER,
+            total_len: 0,
+            reason: packet_in_reason::NO_MATCH,
+            table_id: 0,
+            cookie: 0,
+            match_: Match::default(),
+            data: Vec::new(),
+        }
+    }
+}
+
+impl PacketIn {
+    /// Decodes the body.
+    pub fn decode(r: &mut Reader) -> Result<PacketIn, DecodeError> {
+        let buffer_id = r.u32()?;
+        let total_len = r.u16()?;
+        let reason = r.u8()?;
+        let table_id = r.u8()?;
+        let cookie = r.u64()?;
+        let match_ = Match::decode(r)?;
+        r.skip(2)?;
+        Ok(PacketIn {
+            buffer_id,
+            total_len,
+            reason,
+            table_id,
+            cookie,
+            match_,
+            data: r.rest().to_vec(),
+        })
+    }
+
+    /// Encodes the body.
+    pub fn encode(&self, w: &mut Vec<u8>) {
+        w.put_u32(self.buffer_id);
+        w.put_u16(self.total_len);
+        w.put_u8(self.reason);
+        w.put_u8(self.table_id);
+        w.put_u64(self.cookie);
+        self.match_.encode(w);
+        w.put_zeros(2);
+        w.put_bytes(&self.data);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_with_empty_match() {
+        let body = [
+            0xff, 0xff, 0xff, 0xff, 0, 60, 1, 3, // buffer_id, total_len, reason, table
+            0, 0, 0, 0, 0, 0, 0, 9, // cookie
+            0, 1, 0, 4, 0, 0, 0, 0, // empty OXM match
+            0, 0, 0xab, 0xcd, // pad, data
+        ];
+        let p = PacketIn::decode(&mut Reader::new(&body)).unwrap();
+        assert_eq!(p.total_len, 60);
+        assert_eq!(p.reason, packet_in_reason::ACTION);
+        assert_eq!(p.table_id, 3);
+        assert_eq!(p.cookie, 9);
+        assert!(p.match_.fields.is_empty());
+        assert_eq!(p.data, [0xab, 0xcd]);
+        let mut w = Vec::new();
+        p.encode(&mut w);
+        assert_eq!(w, body);
+        // The two pad bytes after the match are required.
+        assert!(PacketIn::decode(&mut Reader::new(&body[..25])).is_err());
+    }
+}
