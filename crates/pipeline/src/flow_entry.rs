@@ -33,11 +33,12 @@ pub enum RemovalReason {
 impl RemovalReason {
     /// The `reason` byte of an OpenFlow 1.3 FLOW_REMOVED message.
     pub fn wire_v13(self) -> u8 {
+        use ofp::flow_removed::flow_removed_reason as r;
         match self {
-            RemovalReason::IdleTimeout => 0,
-            RemovalReason::HardTimeout => 1,
-            RemovalReason::Delete | RemovalReason::MeterDelete => 2,
-            RemovalReason::GroupDelete => 3,
+            RemovalReason::IdleTimeout => r::IDLE_TIMEOUT,
+            RemovalReason::HardTimeout => r::HARD_TIMEOUT,
+            RemovalReason::Delete | RemovalReason::MeterDelete => r::DELETE,
+            RemovalReason::GroupDelete => r::GROUP_DELETE,
         }
     }
 }
@@ -62,6 +63,26 @@ pub struct FlowRemoved {
     pub byte_count: u64,
     /// The match exactly as the controller sent it.
     pub match_: Match,
+}
+
+impl FlowRemoved {
+    /// The OpenFlow 1.3 FLOW_REMOVED body for this event (reason as
+    /// [`RemovalReason::wire_v13`]).
+    pub fn to_message(&self) -> ofp::FlowRemoved {
+        ofp::FlowRemoved {
+            cookie: self.cookie,
+            priority: self.priority,
+            reason: self.reason.wire_v13(),
+            table_id: self.table_id,
+            duration_sec: self.duration_sec,
+            duration_nsec: self.duration_nsec,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            packet_count: self.packet_count,
+            byte_count: self.byte_count,
+            match_: self.match_.clone(),
+        }
+    }
 }
 
 /// One entry of a flow table.
@@ -210,4 +231,48 @@ pub fn instruction_actions(instructions: &[Instruction]) -> impl Iterator<Item =
         }
         _ => &[],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_removed_message_carries_every_field() {
+        let ev = FlowRemoved {
+            id: FlowId(1),
+            cookie: 2,
+            priority: 3,
+            reason: RemovalReason::GroupDelete,
+            table_id: 4,
+            duration_sec: 5,
+            duration_nsec: 6,
+            idle_timeout: 7,
+            hard_timeout: 8,
+            packet_count: 9,
+            byte_count: 10,
+            match_: Match::default(),
+        };
+        let m = ev.to_message();
+        assert_eq!(
+            (
+                m.cookie,
+                m.priority,
+                m.reason,
+                m.table_id,
+                m.duration_sec,
+                m.duration_nsec
+            ),
+            (2, 3, 3, 4, 5, 6)
+        );
+        assert_eq!(
+            (m.idle_timeout, m.hard_timeout, m.packet_count, m.byte_count),
+            (7, 8, 9, 10)
+        );
+        let meter = FlowRemoved {
+            reason: RemovalReason::MeterDelete,
+            ..ev
+        };
+        assert_eq!(meter.to_message().reason, 2);
+    }
 }

@@ -62,7 +62,8 @@ use crate::Time;
 use ofp::consts::{table_no, OFP_NO_BUFFER};
 use ofp::error::{BadRequestCode, FlowModFailedCode};
 use ofp::flow_mod::flow_mod_flags;
-use ofp::{FlowMod, FlowModCommand, Instruction, Match, OfpError};
+use ofp::stats::{AggregateStats, FlowStats, TableStats};
+use ofp::{FlowMod, FlowModCommand, Match, OfpError};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Every `OFPFF_*` bit OpenFlow 1.3 defines.
@@ -141,71 +142,21 @@ pub struct FlowModOutcome {
 }
 
 /// The selection of a flow or aggregate statistics request (spec 1.3.5
-/// §7.3.5.2), also usable for any other "which entries" question.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlowFilter {
-    /// A table or `OFPTT_ALL`.
-    pub table_id: u8,
-    /// Entries that output to this port, or `OFPP_ANY`.
-    pub out_port: u32,
-    /// Entries that forward to this group, or `OFPG_ANY`.
-    pub out_group: u32,
-    pub cookie: u64,
-    pub cookie_mask: u64,
-    /// Entries at least as specific as this match (non-strict).
-    pub match_: Match,
-}
+/// §7.3.5.2): table (or `OFPTT_ALL`), out_port (or `OFPP_ANY`), out_group
+/// (or `OFPG_ANY`), cookie/cookie_mask, and a match that selected entries
+/// are at least as specific as. It is the request body itself.
+pub type FlowFilter = ofp::stats::FlowStatsRequest;
 
-impl Default for FlowFilter {
-    /// Everything: all tables, any port, any group, any cookie, empty match.
-    fn default() -> Self {
-        FlowFilter {
-            table_id: table_no::ALL,
-            out_port: ofp::consts::port_no::ANY,
-            out_group: ofp::consts::group_no::ANY,
-            cookie: 0,
-            cookie_mask: 0,
-            match_: Match::default(),
-        }
+/// A filter selecting every entry of every table.
+pub fn any_flow() -> FlowFilter {
+    FlowFilter {
+        table_id: table_no::ALL,
+        out_port: ofp::consts::port_no::ANY,
+        out_group: ofp::consts::group_no::ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        match_: Match::default(),
     }
-}
-
-/// One `ofp_flow_stats` (spec 1.3.5 §7.3.5.2).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlowStats {
-    pub table_id: u8,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub priority: u16,
-    pub idle_timeout: u16,
-    pub hard_timeout: u16,
-    pub flags: u16,
-    pub cookie: u64,
-    /// All-ones for an entry with `OFPFF_NO_PKT_COUNTS`.
-    pub packet_count: u64,
-    /// All-ones for an entry with `OFPFF_NO_BYT_COUNTS`.
-    pub byte_count: u64,
-    /// The match as the controller sent it.
-    pub match_: Match,
-    pub instructions: Vec<Instruction>,
-}
-
-/// `ofp_aggregate_stats_reply`. Entries whose counters are unavailable
-/// (`NO_PKT_COUNTS` / `NO_BYT_COUNTS`) add nothing to that sum.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AggregateStats {
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub flow_count: u32,
-}
-
-/// One `ofp_table_stats`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TableStats {
-    pub table_id: u8,
-    pub active_count: u32,
-    pub lookup_count: u64,
-    pub matched_count: u64,
 }
 
 /// All flow tables of one switch. See the module comment.
@@ -659,7 +610,9 @@ impl Tables {
             .collect())
     }
 
-    /// The AGGREGATE multipart reply body for a request.
+    /// The AGGREGATE multipart reply body for a request. Entries whose
+    /// counters are unavailable (`NO_PKT_COUNTS` / `NO_BYT_COUNTS`) add
+    /// nothing to that sum.
     pub fn aggregate_stats(&self, filter: &FlowFilter) -> Result<AggregateStats, OfpError> {
         let mut agg = AggregateStats::default();
         for e in self.filter(filter)? {
@@ -754,7 +707,7 @@ mod tests {
     use crate::meter_table::MetersConfig;
     use ofp::consts::{group_no, port_no};
     use ofp::error::{BadActionCode, BadInstructionCode, BadMatchCode, MeterModFailedCode};
-    use ofp::{Action, GroupMod, GroupModCommand, GroupType, MeterBand, MeterMod};
+    use ofp::{Action, GroupMod, GroupModCommand, GroupType, Instruction, MeterBand, MeterMod};
     use ofp::{MeterModCommand, Oxm, OxmField, OxmValue};
     use proptest::prelude::*;
     use std::net::Ipv4Addr;
@@ -884,7 +837,7 @@ mod tests {
         }
 
         fn all(&self) -> Vec<FlowStats> {
-            self.stats(&FlowFilter::default(), Time::from_secs(1000))
+            self.stats(&any_flow(), Time::from_secs(1000))
         }
     }
 
@@ -905,7 +858,7 @@ mod tests {
         let out = sw.ok(&fm, Time::from_secs(5));
         assert!(out.installed.is_some() && !out.replaced);
         assert_eq!(out.release_buffer, None);
-        let stats = sw.stats(&FlowFilter::default(), Time(5_000_000_000 + 2_500_000_000));
+        let stats = sw.stats(&any_flow(), Time(5_000_000_000 + 2_500_000_000));
         assert_eq!(stats.len(), 1);
         let s = &stats[0];
         assert_eq!(s.match_.fields, fields);
@@ -941,7 +894,7 @@ mod tests {
         let out = sw.ok(&second, Time::from_secs(4));
         assert_eq!((out.installed, out.replaced), (Some(id), true));
         assert!(out.flow_removed.is_empty(), "no FLOW_REMOVED on replace");
-        let s = sw.stats(&FlowFilter::default(), Time::from_secs(5));
+        let s = sw.stats(&any_flow(), Time::from_secs(5));
         assert_eq!(s.len(), 1);
         assert_eq!((s[0].packet_count, s[0].byte_count), (2, 160));
         assert_eq!(s[0].duration_sec, 1, "duration restarts");
@@ -1425,7 +1378,7 @@ mod tests {
         assert_eq!((s[0].packet_count, s[0].byte_count), (u64::MAX, 100));
         assert_eq!((s[1].packet_count, s[1].byte_count), (1, u64::MAX));
         assert_eq!((s[2].packet_count, s[2].byte_count), (1, 100));
-        let agg = sw.tables.aggregate_stats(&FlowFilter::default()).unwrap();
+        let agg = sw.tables.aggregate_stats(&any_flow()).unwrap();
         assert_eq!(
             agg,
             AggregateStats {
@@ -1465,7 +1418,7 @@ mod tests {
         sw.ok(&g, Time(0));
 
         let count = |f: &FlowFilter| sw.stats(f, Time(5)).len();
-        let all = FlowFilter::default();
+        let all = any_flow();
         assert_eq!(count(&all), 5);
         assert_eq!(
             count(&FlowFilter {

@@ -33,6 +33,7 @@ use crate::validate::{validate_action_list, ActionPolicy};
 use crate::Time;
 use ofp::consts::{group_no, port_no};
 use ofp::error::GroupModFailedCode;
+use ofp::stats::{BucketCounter, GroupDesc, GroupFeatures, GroupStats};
 use ofp::{Action, Bucket, GroupMod, GroupModCommand, GroupType, OfpError};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -86,47 +87,6 @@ fn bucket_groups(buckets: &[Bucket]) -> impl Iterator<Item = u32> + '_ {
             _ => None,
         })
     })
-}
-
-/// One `ofp_group_desc`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupDesc {
-    pub group_type: GroupType,
-    pub group_id: u32,
-    pub buckets: Vec<Bucket>,
-}
-
-/// One `ofp_bucket_counter`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BucketStats {
-    pub packet_count: u64,
-    pub byte_count: u64,
-}
-
-/// One `ofp_group_stats`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupStats {
-    pub group_id: u32,
-    /// Flows and groups that directly forward to it.
-    pub ref_count: u32,
-    pub packet_count: u64,
-    pub byte_count: u64,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub bucket_stats: Vec<BucketStats>,
-}
-
-/// `ofp_group_features`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GroupFeatures {
-    /// Bitmap of `1 << OFPGT_*` supported.
-    pub types: u32,
-    /// `OFPGFC_*` bits.
-    pub capabilities: u32,
-    /// Most groups per type (`[all, select, indirect, fast failover]`).
-    pub max_groups: [u32; 4],
-    /// Bitmap of `1 << OFPAT_*` supported, per type.
-    pub actions: [u32; 4],
 }
 
 /// `OFPGFC_SELECT_WEIGHT`.
@@ -375,7 +335,7 @@ impl Groups {
                     bucket_stats: g
                         .bucket_counts
                         .iter()
-                        .map(|(p, b)| BucketStats {
+                        .map(|(p, b)| BucketCounter {
                             packet_count: *p,
                             byte_count: *b,
                         })

@@ -20,14 +20,11 @@ pub mod meter_table;
 pub mod validate;
 
 pub use flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
-pub use flow_table::{
-    AggregateStats, FlowFilter, FlowModOutcome, FlowStats, TableStats, Tables, TablesConfig,
-};
-pub use group_table::{BucketStats, GroupDesc, GroupFeatures, GroupStats, Groups, GroupsConfig};
+pub use flow_table::{any_flow, FlowFilter, FlowModOutcome, Tables, TablesConfig};
+pub use group_table::{Groups, GroupsConfig};
 pub use match_key::MatchKey;
-pub use meter_table::{
-    BandStats, MeterConfig, MeterFeatures, MeterStats, MeterVerdict, Meters, MetersConfig,
-};
+pub use meter_table::{Meter, MeterVerdict, Meters, MetersConfig};
+pub use validate::ActionPolicy;
 
 /// A point in time: nanoseconds since an arbitrary epoch of a monotonic
 /// clock chosen by the caller. Only differences between two `Time`s mean

@@ -5,8 +5,10 @@
 //! in, so the key is what strict flow-mods compare, what the table indexes
 //! on, and what overlap and "at least as specific" questions are asked of.
 //!
-//! Also here: the OXM prerequisite table (spec 1.3.5 §7.2.3.8, table 12),
-//! used both to validate matches and to check set-field actions.
+//! Also here: the OXM prerequisite table (spec 1.3.5 table 12) over a
+//! canonical key, used to check set-field actions against what the match
+//! and earlier actions guarantee about the packet (match validation itself
+//! is `ofp`'s [`Match::validate`]).
 
 use ofp::error::BadMatchCode;
 use ofp::oxm::OFPVID_PRESENT;
@@ -43,15 +45,7 @@ pub fn full_mask(field: OxmField) -> u128 {
 
 /// A field value as a right-aligned integer.
 pub fn value_bits(v: &OxmValue) -> u128 {
-    match *v {
-        OxmValue::U8(x) => x.into(),
-        OxmValue::U16(x) => x.into(),
-        OxmValue::U32(x) => x.into(),
-        OxmValue::U64(x) => x.into(),
-        OxmValue::Mac(m) => m.0.iter().fold(0u128, |acc, b| (acc << 8) | u128::from(*b)),
-        OxmValue::Ipv4(a) => u32::from(a).into(),
-        OxmValue::Ipv6(a) => u128::from(a),
-    }
+    v.to_u128()
 }
 
 const fn bad_match(code: BadMatchCode) -> OfpError {
@@ -59,73 +53,35 @@ const fn bad_match(code: BadMatchCode) -> OfpError {
 }
 
 impl MatchKey {
-    /// Validates `m` and builds its canonical form.
-    ///
-    /// Errors (`BAD_MATCH/*`): a TLV outside the basic class or of a field
-    /// this switch cannot match on (`BAD_FIELD`); a field twice
-    /// (`DUP_FIELD`); a mask on a field that cannot have one (`BAD_MASK`);
-    /// a value wider than its field (`BAD_VALUE`); a value bit set where
-    /// the mask is clear (`BAD_WILDCARDS`, spec 1.3.5 §7.2.3.5); a missing
-    /// prerequisite (`BAD_PREREQ`). Prerequisites may appear anywhere in
-    /// the list, as in Open vSwitch.
-    ///
-    /// The `ofp` crate's `Match::validate` will own the first five checks
-    /// once it is merged; this function then keeps only the canonical form
-    /// and delegates the rest.
+    /// Validates `m` with [`Match::validate`] (`BAD_MATCH/BAD_FIELD`,
+    /// `DUP_FIELD`, `BAD_VALUE`, `BAD_WILDCARDS`, `BAD_PREREQ`, with
+    /// prerequisites anywhere in the list) and builds its canonical form.
+    /// A mask on a field that cannot have one is `BAD_MATCH/BAD_MASK` (the
+    /// decoder already refuses it on the wire; matches built in memory are
+    /// checked here). Mask bits above the field's width are ignored.
     pub fn new(m: &Match) -> Result<MatchKey, OfpError> {
+        m.validate()?;
         let mut fields: Vec<KeyField> = Vec::with_capacity(m.fields.len());
-        let mut seen: u64 = 0;
         for oxm in &m.fields {
-            let (field, value, mask) = match oxm {
-                Oxm::Basic { field, value, mask } => (*field, value, mask),
-                Oxm::Other { .. } => return Err(bad_match(BadMatchCode::BadField)),
-            };
-            // `PbbUca` is an OpenFlow 1.4 field: not matchable in 1.3.
-            if field == OxmField::PbbUca {
+            let Oxm::Basic { field, value, mask } = oxm else {
                 return Err(bad_match(BadMatchCode::BadField));
-            }
-            let bit = 1u64 << (field as u8 & 63);
-            if seen & bit != 0 {
-                return Err(bad_match(BadMatchCode::DupField));
-            }
-            seen |= bit;
-            let full = full_mask(field);
-            let v = value_bits(value);
+            };
+            let full = full_mask(*field);
             let mk = match mask {
                 None => full,
-                Some(mv) => {
-                    if !field.maskable() {
-                        return Err(bad_match(BadMatchCode::BadMask));
-                    }
-                    let mk = value_bits(mv);
-                    if mk & !full != 0 {
-                        return Err(bad_match(BadMatchCode::BadMask));
-                    }
-                    mk
-                }
+                Some(_) if !field.maskable() => return Err(bad_match(BadMatchCode::BadMask)),
+                Some(mv) => mv.to_u128() & full,
             };
-            if v & !full != 0 {
-                return Err(bad_match(BadMatchCode::BadValue));
-            }
-            if v & !mk != 0 {
-                return Err(bad_match(BadMatchCode::BadWildcards));
-            }
             if mk != 0 {
                 fields.push(KeyField {
-                    field,
-                    value: v,
+                    field: *field,
+                    value: value.to_u128() & mk,
                     mask: mk,
                 });
             }
         }
         fields.sort();
-        let key = MatchKey { fields };
-        for f in &key.fields {
-            if !prerequisite_met(f.field, &key) {
-                return Err(bad_match(BadMatchCode::BadPrereq));
-            }
-        }
-        Ok(key)
+        Ok(MatchKey { fields })
     }
 
     /// The canonical fields, sorted by field.

@@ -42,6 +42,7 @@ use crate::Time;
 use ofp::consts::meter_no;
 use ofp::error::MeterModFailedCode;
 use ofp::meter_mod::{meter_band_type, meter_flags};
+use ofp::stats::{MeterBandStats, MeterConfig, MeterFeatures, MeterStats};
 use ofp::{MeterBand, MeterMod, MeterModCommand, OfpError};
 use std::collections::BTreeMap;
 
@@ -215,45 +216,6 @@ impl Meter {
     }
 }
 
-/// One `ofp_meter_band_stats`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BandStats {
-    pub packet_band_count: u64,
-    pub byte_band_count: u64,
-}
-
-/// One `ofp_meter_stats`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MeterStats {
-    pub meter_id: u32,
-    pub flow_count: u32,
-    pub packet_in_count: u64,
-    pub byte_in_count: u64,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub band_stats: Vec<BandStats>,
-}
-
-/// One `ofp_meter_config`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MeterConfig {
-    pub flags: u16,
-    pub meter_id: u32,
-    pub bands: Vec<MeterBand>,
-}
-
-/// `ofp_meter_features`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MeterFeatures {
-    pub max_meter: u32,
-    /// Bitmap of `1 << OFPMBT_*` supported.
-    pub band_types: u32,
-    /// `OFPMF_*` flags supported.
-    pub capabilities: u32,
-    pub max_bands: u8,
-    pub max_color: u8,
-}
-
 /// The meter table.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Meters {
@@ -410,7 +372,7 @@ impl Meters {
                     band_stats: m
                         .bands
                         .iter()
-                        .map(|b| BandStats {
+                        .map(|b| MeterBandStats {
                             packet_band_count: b.packet_count,
                             byte_band_count: b.byte_count,
                         })

@@ -16,25 +16,23 @@
 //!   switch says it supports it ([`ActionPolicy::normal_supported`]).
 //!   Port existence is not checked: flows may name ports that come later,
 //!   as in Open vSwitch.
-//! * Set-field: `in_port`, `in_phy_port`, `metadata`, `ipv6_exthdr`
-//!   (not header fields, spec §7.2.5) and non-basic classes give
-//!   `BAD_SET_TYPE`; a mask or a value wider than the field gives
-//!   `BAD_SET_ARGUMENT`; a field whose OXM prerequisite (table 12) is not
-//!   guaranteed by the flow's match, as changed by the push/pop and
+//! * Action arguments (reserved port and group numbers, push ethertypes,
+//!   set-field type, mask and value) are checked by `ofp`'s
+//!   `Action::validate`: `BAD_OUT_PORT`, `BAD_OUT_GROUP`, `BAD_ARGUMENT`,
+//!   `BAD_SET_TYPE`, `BAD_SET_ARGUMENT`.
+//! * Set-field prerequisites: a field whose OXM prerequisite (table 12) is
+//!   not guaranteed by the flow's match, as changed by the push/pop and
 //!   set-field actions before it, gives `BAD_ACTION/MATCH_INCONSISTENT`
 //!   (the code's spec comment: "Set-Field missing prerequisite"). Open
 //!   vSwitch checks the same way. Group buckets have no match, so their
 //!   set-fields are checked for type and argument only.
-//! * Push actions with an ethertype the spec does not allow
-//!   (VLAN: 0x8100/0x88a8, MPLS: 0x8847/0x8848, PBB: 0x88e7):
-//!   `BAD_ACTION/BAD_ARGUMENT`.
 //! * A group action naming a group that does not exist (or a reserved
 //!   number): `BAD_ACTION/BAD_OUT_GROUP`. A meter instruction naming a
-//!   meter that does not exist: `METER_MOD_FAILED/UNKNOWN_METER` (spec
-//!   §7.4.4 comment: "bad meter in meter action" is listed with it).
+//!   meter that does not exist: `METER_MOD_FAILED/UNKNOWN_METER`, the
+//!   spec's code for a meter id that names no meter.
 
 use crate::match_key::{full_mask, prerequisite_met, value_bits, MatchKey};
-use ofp::consts::{group_no, port_no};
+use ofp::consts::port_no;
 use ofp::error::{BadActionCode, BadInstructionCode, MeterModFailedCode};
 use ofp::{Action, Instruction, OfpError, Oxm, OxmField};
 
@@ -204,70 +202,27 @@ fn check_action(
     group_exists: &dyn Fn(u32) -> bool,
     policy: ActionPolicy,
 ) -> Result<(), OfpError> {
+    // Arguments first (reserved numbers, push ethertypes, set-field type
+    // and value), then what depends on this switch.
+    a.validate()?;
     match a {
-        Action::Output { port, .. } => {
-            if !valid_output_port(*port, policy) {
-                return Err(bad_action(BadActionCode::BadOutPort));
+        Action::Output { port, .. } if !valid_output_port(*port, policy) => {
+            return Err(bad_action(BadActionCode::BadOutPort));
+        }
+        Action::Group { group_id } if !group_exists(*group_id) => {
+            return Err(bad_action(BadActionCode::BadOutGroup));
+        }
+        Action::SetField {
+            field: Oxm::Basic { field, .. },
+        } => {
+            if let Some(p) = packet {
+                if !prerequisite_met(*field, p) {
+                    return Err(bad_action(BadActionCode::MatchInconsistent));
+                }
             }
         }
-        Action::Group { group_id } => {
-            if *group_id > group_no::MAX || !group_exists(*group_id) {
-                return Err(bad_action(BadActionCode::BadOutGroup));
-            }
-        }
-        Action::PushVlan { ethertype } => {
-            if !matches!(*ethertype, 0x8100 | 0x88a8) {
-                return Err(bad_action(BadActionCode::BadArgument));
-            }
-        }
-        Action::PushMpls { ethertype } => {
-            if !matches!(*ethertype, 0x8847 | 0x8848) {
-                return Err(bad_action(BadActionCode::BadArgument));
-            }
-        }
-        Action::PushPbb { ethertype } => {
-            if *ethertype != 0x88e7 {
-                return Err(bad_action(BadActionCode::BadArgument));
-            }
-        }
-        Action::SetField { field } => check_set_field(field, packet)?,
         Action::Experimenter { .. } => return Err(bad_action(BadActionCode::BadExperimenter)),
-        Action::CopyTtlOut
-        | Action::CopyTtlIn
-        | Action::SetMplsTtl { .. }
-        | Action::DecMplsTtl
-        | Action::PopVlan
-        | Action::PopMpls { .. }
-        | Action::SetQueue { .. }
-        | Action::SetNwTtl { .. }
-        | Action::DecNwTtl
-        | Action::PopPbb => {}
-    }
-    Ok(())
-}
-
-fn check_set_field(field: &Oxm, packet: Option<&MatchKey>) -> Result<(), OfpError> {
-    let (f, value, mask) = match field {
-        Oxm::Basic { field, value, mask } => (*field, value, mask),
-        Oxm::Other { .. } => return Err(bad_action(BadActionCode::BadSetType)),
-    };
-    if matches!(
-        f,
-        OxmField::InPort
-            | OxmField::InPhyPort
-            | OxmField::Metadata
-            | OxmField::Ipv6Exthdr
-            | OxmField::PbbUca
-    ) {
-        return Err(bad_action(BadActionCode::BadSetType));
-    }
-    if mask.is_some() || value_bits(value) & !full_mask(f) != 0 {
-        return Err(bad_action(BadActionCode::BadSetArgument));
-    }
-    if let Some(p) = packet {
-        if !prerequisite_met(f, p) {
-            return Err(bad_action(BadActionCode::MatchInconsistent));
-        }
+        _ => {}
     }
     Ok(())
 }
@@ -323,6 +278,7 @@ fn prune(p: &mut MatchKey) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ofp::consts::group_no;
     use ofp::{Match, OxmValue};
     use std::net::Ipv4Addr;
 
