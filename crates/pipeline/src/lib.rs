@@ -17,6 +17,7 @@ pub mod flow_table;
 pub mod group_table;
 pub mod match_key;
 pub mod meter_table;
+pub mod switch_state;
 pub mod validate;
 
 pub use flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
@@ -24,6 +25,7 @@ pub use flow_table::{any_flow, FlowFilter, FlowModOutcome, Tables, TablesConfig}
 pub use group_table::{Groups, GroupsConfig};
 pub use match_key::MatchKey;
 pub use meter_table::{Meter, MeterVerdict, Meters, MetersConfig};
+pub use switch_state::SwitchState;
 pub use validate::ActionPolicy;
 
 /// A point in time: nanoseconds since an arbitrary epoch of a monotonic
