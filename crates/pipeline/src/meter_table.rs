@@ -23,16 +23,19 @@
 //!
 //! * Meter ids `0`, above `OFPM_MAX`, and the virtual meters
 //!   `OFPM_SLOWPATH` / `OFPM_CONTROLLER` (not supported) are
-//!   `INVALID_METER` for ADD and MODIFY. DELETE of `OFPM_ALL` deletes all;
-//!   DELETE of an absent meter is `UNKNOWN_METER`.
+//!   `INVALID_METER` for ADD, MODIFY and DELETE, except that DELETE of
+//!   `OFPM_ALL` deletes every meter. DELETE of an absent meter is not an
+//!   error and changes nothing (spec 1.3.5 §6.6, as for flows and groups);
+//!   only MODIFY of an absent meter is `UNKNOWN_METER`.
 //! * Flags: unknown bits, or not exactly one of KBPS and PKTPS:
 //!   `BAD_FLAGS`. Bands: experimenter bands `BAD_BAND`; rate 0
 //!   `BAD_RATE`; a DSCP-remark `prec_level` above 63 `BAD_BAND_VALUE`;
 //!   more bands than configured `OUT_OF_BANDS`; more meters
 //!   `OUT_OF_METERS`. A meter without bands is accepted: it only counts.
 //! * Counters are kept whether or not `OFPMF_STATS` is set.
-//! * MODIFY keeps the meter's counters and age; the bands (and their
-//!   buckets and counters) are replaced.
+//! * MODIFY removes the meter, bands and counters included, and adds the
+//!   new one (spec §6.6): counters and duration restart; the flows that
+//!   use it stay.
 //! * Deleting a meter removes the flows using it
 //!   ([`crate::RemovalReason::MeterDelete`]).
 
@@ -276,13 +279,7 @@ impl Meters {
         match mm.command {
             MeterModCommand::Add | MeterModCommand::Modify => {
                 self.check(mm)?;
-                let mut meter = Meter::new(mm, now);
-                if let Some(old) = self.meters.get(&mm.meter_id) {
-                    meter.installed_at = old.installed_at;
-                    meter.packet_in_count = old.packet_in_count;
-                    meter.byte_in_count = old.byte_in_count;
-                }
-                self.meters.insert(mm.meter_id, meter);
+                self.meters.insert(mm.meter_id, Meter::new(mm, now));
                 Ok(Vec::new())
             }
             MeterModCommand::Delete => {
@@ -300,7 +297,7 @@ impl Meters {
                     return Err(mm_failed(MeterModFailedCode::InvalidMeter));
                 }
                 if self.meters.remove(&id).is_none() {
-                    return Err(mm_failed(MeterModFailedCode::UnknownMeter));
+                    return Ok(Vec::new());
                 }
                 Ok(tables.remove_meter_users(id, now))
             }
@@ -499,7 +496,10 @@ mod tests {
             &mm(MeterModCommand::Modify, 2, KBPS, vec![]),
             MeterModFailedCode::UnknownMeter,
         );
-        sw.refuse(&del(2), MeterModFailedCode::UnknownMeter);
+        // Deleting an absent meter is not an error and changes nothing.
+        let before = sw.meters.clone();
+        assert_eq!(sw.apply(&del(2)), Ok(vec![]));
+        assert_eq!(sw.meters, before);
         for id in [
             0,
             meter_no::MAX + 1,
@@ -543,10 +543,11 @@ mod tests {
         let st = sw.meters.stats(1, &sw.tables, Time::from_secs(4));
         assert_eq!(
             (st[0].packet_in_count, st[0].byte_in_count),
-            (1, 100),
-            "kept"
+            (0, 0),
+            "counters restart"
         );
-        assert_eq!(st[0].duration_sec, 3, "age kept");
+        assert_eq!(st[0].duration_sec, 3, "modified at 1 s");
+        assert_eq!(st[0].band_stats.len(), 1);
         sw.ok(&del(1));
         assert!(sw.meters.configs(1).is_empty());
         sw.ok(&del(meter_no::ALL));
