@@ -26,6 +26,13 @@
 //!   (the code's spec comment: "Set-Field missing prerequisite"). Open
 //!   vSwitch checks the same way. Group buckets have no match, so their
 //!   set-fields are checked for type and argument only.
+//! * Header actions whose header the packet is not sure to have: a
+//!   `pop_vlan` without a VLAN tag, `pop_mpls`/`set_mpls_ttl`/
+//!   `dec_mpls_ttl` without an MPLS ethertype, `set_nw_ttl`/`dec_nw_ttl`
+//!   without IPv4/IPv6, `pop_pbb` without PBB: `MATCH_INCONSISTENT` (the
+//!   spec lets the switch refuse these, §6.4, and names `pop_vlan` on an
+//!   untagged match as its example). In write-actions only the pops are
+//!   checked this way: the TTL actions run after the set's pushes.
 //! * A group action naming a group that does not exist (or a reserved
 //!   number): `BAD_ACTION/BAD_OUT_GROUP`. A meter instruction naming a
 //!   meter that does not exist: `METER_MOD_FAILED/UNKNOWN_METER`, the
@@ -177,7 +184,10 @@ fn validate_action_set(
     let mut ordered: Vec<&Action> = actions.iter().collect();
     ordered.sort_by_key(|a| rank(a));
     for a in ordered {
-        check_action(a, Some(packet), group_exists, policy)?;
+        // TTL actions run after the pushes in the set, on a header the
+        // spec leaves open: they are not checked against the packet here.
+        let checked = rank(a) < 4 || matches!(a, Action::SetField { .. });
+        check_action(a, checked.then_some(&*packet), group_exists, policy)?;
         track(a, packet);
     }
     Ok(())
@@ -222,9 +232,34 @@ fn check_action(
             }
         }
         Action::Experimenter { .. } => return Err(bad_action(BadActionCode::BadExperimenter)),
-        _ => {}
+        _ => {
+            if let Some(p) = packet {
+                if !header_present(a, p) {
+                    return Err(bad_action(BadActionCode::MatchInconsistent));
+                }
+            }
+        }
     }
     Ok(())
+}
+
+/// Whether the header action `a` works on is sure to be there: a VLAN tag
+/// for `pop_vlan`, an MPLS ethertype for `pop_mpls` and the MPLS TTL
+/// actions, IPv4/IPv6 for the IP TTL actions, the PBB ethertype for
+/// `pop_pbb`. The spec's own example of `MATCH_INCONSISTENT` is a
+/// `pop_vlan` on a match without a VLAN (§6.4); Open vSwitch refuses the
+/// same set.
+fn header_present(a: &Action, p: &MatchKey) -> bool {
+    match a {
+        // vlan_pcp's prerequisite is exactly "a tag is present".
+        Action::PopVlan => prerequisite_met(OxmField::VlanPcp, p),
+        Action::PopMpls { .. } | Action::SetMplsTtl { .. } | Action::DecMplsTtl => {
+            prerequisite_met(OxmField::MplsLabel, p)
+        }
+        Action::SetNwTtl { .. } | Action::DecNwTtl => prerequisite_met(OxmField::IpProto, p),
+        Action::PopPbb => prerequisite_met(OxmField::PbbIsid, p),
+        _ => true,
+    }
 }
 
 /// Updates what is known about the packet after action `a`.
@@ -578,6 +613,89 @@ mod tests {
                 0
             ),
             mi
+        );
+    }
+
+    #[test]
+    fn header_actions_need_their_header() {
+        let none = MatchKey::default();
+        let ipv4 = key(vec![exact(OxmField::EthType, OxmValue::U16(0x0800))]);
+        let mpls = key(vec![exact(OxmField::EthType, OxmValue::U16(0x8847))]);
+        let tagged = key(vec![exact(OxmField::VlanVid, OxmValue::U16(0x1005))]);
+        let any_tag = key(vec![Oxm::Basic {
+            field: OxmField::VlanVid,
+            value: OxmValue::U16(0x1000),
+            mask: Some(OxmValue::U16(0x1000)),
+        }]);
+        let untagged = key(vec![exact(OxmField::VlanVid, OxmValue::U16(0))]);
+        let mi = Err(OfpError::BadAction(BadActionCode::MatchInconsistent));
+        let pop_mpls = Action::PopMpls { ethertype: 0x0800 };
+        for (actions, k, want) in [
+            (vec![Action::PopVlan], &none, mi),
+            (vec![Action::PopVlan], &untagged, mi),
+            (vec![Action::PopVlan], &tagged, Ok(())),
+            (vec![Action::PopVlan], &any_tag, Ok(())),
+            (vec![Action::PopVlan, Action::PopVlan], &tagged, mi),
+            (
+                vec![Action::PushVlan { ethertype: 0x8100 }, Action::PopVlan],
+                &none,
+                Ok(()),
+            ),
+            (vec![Action::DecNwTtl], &none, mi),
+            (vec![Action::DecNwTtl], &ipv4, Ok(())),
+            (vec![Action::SetNwTtl { nw_ttl: 9 }], &mpls, mi),
+            (vec![Action::DecMplsTtl], &ipv4, mi),
+            (vec![Action::SetMplsTtl { mpls_ttl: 3 }], &mpls, Ok(())),
+            (vec![pop_mpls.clone()], &ipv4, mi),
+            (vec![pop_mpls.clone()], &mpls, Ok(())),
+            (
+                vec![
+                    Action::PushMpls { ethertype: 0x8847 },
+                    pop_mpls.clone(),
+                    Action::DecNwTtl,
+                ],
+                &ipv4,
+                Ok(()),
+            ),
+            (vec![pop_mpls, Action::DecMplsTtl], &mpls, mi),
+            (vec![Action::PopPbb], &none, mi),
+            (
+                vec![Action::PushPbb { ethertype: 0x88e7 }, Action::PopPbb],
+                &none,
+                Ok(()),
+            ),
+        ] {
+            assert_eq!(
+                check(&apply(actions.clone()), k, 0),
+                want,
+                "{actions:?} on {k:?}"
+            );
+        }
+        // In write-actions the pops are checked against the packet before
+        // the set runs; the TTL actions are not (pushes come first).
+        let write = |actions| vec![Instruction::WriteActions { actions }];
+        assert_eq!(check(&write(vec![Action::PopVlan]), &none, 0), mi);
+        assert_eq!(
+            check(
+                &write(vec![
+                    Action::DecNwTtl,
+                    Action::PushMpls { ethertype: 0x8847 }
+                ]),
+                &ipv4,
+                0
+            ),
+            Ok(())
+        );
+        // Buckets have no match: nothing to check against.
+        let no_group = |_: u32| false;
+        assert_eq!(
+            validate_action_list(
+                &[Action::PopVlan, Action::DecNwTtl],
+                None,
+                &no_group,
+                ActionPolicy::default()
+            ),
+            Ok(())
         );
     }
 }
