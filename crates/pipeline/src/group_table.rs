@@ -12,7 +12,10 @@
 //!   support).
 //! * A fast-failover bucket must watch a port or a group (`BAD_WATCH`
 //!   otherwise); a watched port must be a real port number (`1..=MAX`)
-//!   and a watched group must exist (`BAD_WATCH`).
+//!   and a watched group must exist (`BAD_WATCH`). Liveness is only
+//!   implemented for fast-failover groups, so a watch in a bucket of any
+//!   other type is `WATCH_UNSUPPORTED` (spec §6.5: "specifying watch_port
+//!   or watch_group for a group that does not support liveness").
 //! * A group action in a bucket is checked like one in a flow: a group
 //!   that does not exist is `BAD_ACTION/BAD_OUT_GROUP`; one that leads
 //!   back to the group being added or modified is `LOOP`.
@@ -24,8 +27,9 @@
 //! * `BAD_TYPE` and `BAD_COMMAND` cannot arise here: the decoder only
 //!   produces the four types and three commands, and all are supported.
 //!   `BAD_BUCKET` is not used.
-//! * MODIFY keeps the group's counters and age; bucket counters restart
-//!   with the new buckets.
+//! * MODIFY removes the group, type and buckets included, and adds the new
+//!   one (spec §6.5): counters and duration restart; flows and groups that
+//!   forward to it keep doing so.
 
 use crate::flow_entry::FlowRemoved;
 use crate::flow_table::Tables;
@@ -150,28 +154,18 @@ impl Groups {
         match gm.command {
             GroupModCommand::Add | GroupModCommand::Modify => {
                 self.check(gm)?;
-                let bucket_counts = vec![(0, 0); gm.buckets.len()];
-                match self.groups.get_mut(&gm.group_id) {
-                    Some(g) => {
-                        g.group_type = gm.group_type;
-                        g.buckets = gm.buckets.clone();
-                        g.bucket_counts = bucket_counts;
-                    }
-                    None => {
-                        self.groups.insert(
-                            gm.group_id,
-                            Group {
-                                group_id: gm.group_id,
-                                group_type: gm.group_type,
-                                buckets: gm.buckets.clone(),
-                                installed_at: now,
-                                packet_count: 0,
-                                byte_count: 0,
-                                bucket_counts,
-                            },
-                        );
-                    }
-                }
+                self.groups.insert(
+                    gm.group_id,
+                    Group {
+                        group_id: gm.group_id,
+                        group_type: gm.group_type,
+                        buckets: gm.buckets.clone(),
+                        installed_at: now,
+                        packet_count: 0,
+                        byte_count: 0,
+                        bucket_counts: vec![(0, 0); gm.buckets.len()],
+                    },
+                );
                 Ok(Vec::new())
             }
             GroupModCommand::Delete => self.delete(gm.group_id, tables, now),
@@ -205,6 +199,14 @@ impl Groups {
         }
         if gm.group_type != GroupType::Select && gm.buckets.iter().any(|b| b.weight != 0) {
             return Err(gm_failed(GroupModFailedCode::InvalidGroup));
+        }
+        if gm.group_type != GroupType::FastFailover
+            && gm
+                .buckets
+                .iter()
+                .any(|b| b.watch_port != port_no::ANY || b.watch_group != group_no::ANY)
+        {
+            return Err(gm_failed(GroupModFailedCode::WatchUnsupported));
         }
         if gm.group_type == GroupType::FastFailover {
             for b in &gm.buckets {
@@ -525,12 +527,8 @@ mod tests {
             (g.group_type, g.buckets.clone()),
             (GroupType::Select, vec![select])
         );
-        assert_eq!(
-            (g.packet_count, g.byte_count),
-            (1, 100),
-            "group counters kept"
-        );
-        assert_eq!(g.bucket_counts, vec![(0, 0)], "bucket counters restart");
+        assert_eq!((g.packet_count, g.byte_count), (0, 0), "counters restart");
+        assert_eq!(g.bucket_counts, vec![(0, 0)]);
         // Deleting an absent group is fine; deleting a present one works.
         assert_eq!(sw.apply(&delete(5)), Ok(vec![]));
         sw.ok(&delete(1));
@@ -614,6 +612,15 @@ mod tests {
             GroupModFailedCode::InvalidGroup,
         );
         sw.ok(&ff(3, vec![watch_port(1), watch_group(2)]));
+        // Only fast-failover groups watch.
+        for t in [GroupType::All, GroupType::Select, GroupType::Indirect] {
+            for b in [watch_port(1), watch_group(2), watch_port(0)] {
+                sw.refuse(
+                    &gm(GroupModCommand::Add, t, 4, vec![b]),
+                    GroupModFailedCode::WatchUnsupported,
+                );
+            }
+        }
     }
 
     #[test]
