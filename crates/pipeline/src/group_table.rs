@@ -782,4 +782,89 @@ mod tests {
         assert_ne!(f.actions[1] & (1 << 22), 0);
         assert_eq!(f.actions[0] & (1 << 1), 0, "1 is not an action type");
     }
+
+    fn arb_group_mod() -> impl proptest::strategy::Strategy<Value = GroupMod> {
+        use proptest::prelude::*;
+        let action = prop_oneof![
+            (0u32..4).prop_map(|p| Action::Output {
+                port: p,
+                max_len: 0
+            }),
+            (0u32..5).prop_map(|g| Action::Group { group_id: g }),
+        ];
+        let bucket = (
+            0u16..2,
+            prop_oneof![3 => Just(port_no::ANY), 1 => 0u32..3],
+            prop_oneof![3 => Just(group_no::ANY), 1 => 0u32..5],
+            proptest::collection::vec(action, 0..3),
+        )
+            .prop_map(|(weight, watch_port, watch_group, actions)| Bucket {
+                weight,
+                watch_port,
+                watch_group,
+                actions,
+            });
+        let command = prop_oneof![
+            3 => Just(GroupModCommand::Add),
+            1 => Just(GroupModCommand::Modify),
+            2 => Just(GroupModCommand::Delete),
+        ];
+        let group_type = prop_oneof![
+            Just(GroupType::All),
+            Just(GroupType::Select),
+            Just(GroupType::Indirect),
+            Just(GroupType::FastFailover),
+        ];
+        let id = prop_oneof![8 => 0u32..5, 1 => Just(group_no::ALL)];
+        (
+            command,
+            group_type,
+            id,
+            proptest::collection::vec(bucket, 0..3),
+        )
+            .prop_map(|(command, group_type, group_id, buckets)| GroupMod {
+                command,
+                group_type,
+                group_id,
+                buckets,
+            })
+    }
+
+    proptest::proptest! {
+        /// Any sequence of group-mods (with flows forwarding to groups in
+        /// between): a refused one changes nothing; every group action in
+        /// a bucket or a flow names a group that exists; following group
+        /// actions never comes back to where it started.
+        #[test]
+        fn random_group_mods_keep_the_graph_sound(
+            mods in proptest::collection::vec(arb_group_mod(), 1..30)
+        ) {
+            let mut sw = Sw::new(GroupsConfig { max_groups: 4, max_buckets: 2, policy: ActionPolicy::default() });
+            for (i, m) in mods.iter().enumerate() {
+                let before = sw.groups.clone();
+                let flows = sw.tables.snapshot();
+                if sw.apply(m).is_err() {
+                    proptest::prop_assert_eq!(&sw.groups, &before);
+                    proptest::prop_assert_eq!(sw.tables.snapshot(), flows);
+                }
+                if let Some(g) = sw.groups.groups.keys().next().copied() {
+                    sw.flow_to_group(0, i as u32 + 1, g, 0);
+                }
+                sw.tables.check_invariants();
+                for g in sw.groups.groups.values() {
+                    for t in g.forwards_to() {
+                        proptest::prop_assert!(sw.groups.contains(t), "dangling {t}");
+                    }
+                    proptest::prop_assert!(!sw.groups.reaches(g.forwards_to().collect(), g.group_id));
+                }
+                for t in 0..2u8 {
+                    for e in sw.tables.table(t).unwrap().entries() {
+                        for g in e.groups() {
+                            proptest::prop_assert!(sw.groups.contains(g), "flow to deleted {g}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

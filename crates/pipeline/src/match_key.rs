@@ -186,10 +186,10 @@ pub fn prerequisite_met(field: OxmField, key: &MatchKey) -> bool {
         TcpSrc | TcpDst => proto(6),
         UdpSrc | UdpDst => proto(17),
         SctpSrc | SctpDst => proto(132),
-        Icmpv4Type | Icmpv4Code => proto(1),
+        Icmpv4Type | Icmpv4Code => proto(1) && eth(&[ETH_IPV4]),
         ArpOp | ArpSpa | ArpTpa | ArpSha | ArpTha => eth(&[ETH_ARP]),
         Ipv6Src | Ipv6Dst | Ipv6Flabel | Ipv6Exthdr => eth(&[ETH_IPV6]),
-        Icmpv6Type | Icmpv6Code => proto(58),
+        Icmpv6Type | Icmpv6Code => proto(58) && eth(&[ETH_IPV6]),
         Ipv6NdTarget => key.is_exact(Icmpv6Type, 135) || key.is_exact(Icmpv6Type, 136),
         Ipv6NdSll => key.is_exact(Icmpv6Type, 135),
         Ipv6NdTll => key.is_exact(Icmpv6Type, 136),
@@ -406,6 +406,38 @@ mod tests {
             prop_assert_eq!(ka.is_within(&kb), all_a_in_b);
             prop_assert_eq!(ka.overlaps(&kb), some_both);
             prop_assert_eq!(ka.overlaps(&kb), kb.overlaps(&ka));
+        }
+    }
+
+    proptest! {
+        /// Every valid match has a key; its TLV order does not matter; the
+        /// key is within and overlaps itself; and the prerequisite table
+        /// here (used for set-field checks) agrees with `ofp`'s.
+        #[test]
+        fn valid_matches_have_order_free_keys(m in ofp::strategies::arb_valid_match()) {
+            let key = MatchKey::new(&m).unwrap();
+            let mut reversed = m.clone();
+            reversed.fields.reverse();
+            prop_assert_eq!(MatchKey::new(&reversed).unwrap(), key.clone());
+            prop_assert!(key.is_within(&key));
+            prop_assert!(key.overlaps(&key));
+            prop_assert!(key.is_within(&MatchKey::default()));
+            for f in key.fields() {
+                prop_assert!(prerequisite_met(f.field, &key), "{:?}", f.field);
+            }
+        }
+
+        /// Any match, valid or not: no panic, and a key exactly when
+        /// `Match::validate` accepts it (bar masks on unmaskable fields,
+        /// which the decoder refuses and this refuses too).
+        #[test]
+        fn keys_exist_exactly_for_valid_matches(m in ofp::strategies::arb_match()) {
+            match (m.validate(), MatchKey::new(&m)) {
+                (Ok(()), Ok(_)) => {}
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                (Ok(()), Err(e)) => prop_assert_eq!(e, OfpError::BadMatch(BadMatchCode::BadMask)),
+                (Err(e), Ok(_)) => prop_assert!(false, "accepted what validate refused: {e}"),
+            }
         }
     }
 }
