@@ -29,7 +29,11 @@ pub mod port;
 pub mod port_status;
 pub mod queue_config;
 pub mod role;
+pub mod stats;
+#[cfg(any(test, feature = "proptest"))]
+pub mod strategies;
 pub mod switch_config;
+pub mod table_features;
 pub mod table_mod;
 pub mod wire;
 
