@@ -252,6 +252,10 @@ impl Message {
 }
 
 #[cfg(test)]
+#[path = "message_proptests.rs"]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::{FlowModFailedCode, GroupModFailedCode, MeterModFailedCode};
