@@ -464,6 +464,71 @@ mod tests {
         );
     }
 
+    /// A flow-mod body with the given match and instruction bytes.
+    fn flow_mod(match_: &[u8], instructions: &[u8]) -> Vec<u8> {
+        let mut fm = vec![0u8; 16];
+        fm.extend([0, 0, 0, 0, 0, 0, 0x80, 0]); // table 0, ADD, timeouts, prio
+        fm.extend([0xff; 12]);
+        fm.extend([0, 0, 0, 0]);
+        fm.extend(match_);
+        fm.extend(instructions);
+        msg(4, t::FLOW_MOD, 9, &fm)
+    }
+
+    const EMPTY_MATCH: [u8; 8] = [0, 1, 0, 4, 0, 0, 0, 0];
+
+    #[test]
+    fn nested_errors_propagate_with_absolute_offsets() {
+        // A well-formed flow-mod: output to port 1 in an apply-actions.
+        let output = [0, 0, 0, 16, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0, 0, 0, 0];
+        let mut apply = vec![0, 4, 0, 24, 0, 0, 0, 0];
+        apply.extend(output);
+        round_trip(&flow_mod(&EMPTY_MATCH, &apply));
+
+        // Match of type 0 (OFPMT_STANDARD): a BAD_MATCH error at byte 48.
+        let e = err(&flow_mod(&[0, 0, 0, 4, 0, 0, 0, 0], &[]));
+        assert!(matches!(e.error, OfpError::BadMatch(_)), "{e}");
+        assert_eq!(e.offset, 48);
+
+        // Unknown instruction type 9 right after the match.
+        let e = err(&flow_mod(&EMPTY_MATCH, &[0, 9, 0, 8, 0, 0, 0, 0]));
+        assert!(matches!(e.error, OfpError::BadInstruction(_)), "{e}");
+        assert_eq!(e.offset, 56);
+
+        // Unknown action type 99 inside the apply-actions.
+        let mut bad_apply = vec![0, 4, 0, 16, 0, 0, 0, 0];
+        bad_apply.extend([0, 99, 0, 8, 0, 0, 0, 0]);
+        let e = err(&flow_mod(&EMPTY_MATCH, &bad_apply));
+        assert!(matches!(e.error, OfpError::BadAction(_)), "{e}");
+        assert_eq!(e.offset, 64);
+
+        // The same bad action in a packet-out and in a group bucket.
+        let mut po = vec![0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0];
+        po.extend([0, 99, 0, 8, 0, 0, 0, 0]);
+        let e = err(&msg(4, t::PACKET_OUT, 0, &po));
+        assert!(matches!(e.error, OfpError::BadAction(_)), "{e}");
+        assert_eq!(e.offset, 24);
+        let mut gm = vec![0, 0, 0, 0, 0, 0, 0, 1];
+        gm.extend([
+            0, 24, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+        ]);
+        gm.extend([0, 99, 0, 8, 0, 0, 0, 0]);
+        let e = err(&msg(4, t::GROUP_MOD, 0, &gm));
+        assert!(matches!(e.error, OfpError::BadAction(_)), "{e}");
+        assert_eq!(e.offset, 32);
+
+        // A packet-in whose match runs past the message.
+        let mut pi = vec![0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+        pi.extend([0u8; 8]);
+        pi.extend([0, 1, 0, 12, 0x80, 0, 0, 4]);
+        let e = err(&msg(4, t::PACKET_IN, 0, &pi));
+        assert!(e.is_length_error(), "{e}");
+
+        // A flow-mod without room for its match.
+        let e = err(&flow_mod(&[], &[]));
+        assert!(e.is_length_error(), "{e}");
+    }
+
     #[test]
     fn error_message_accessor() {
         let b = msg(4, t::ERROR, 0, &[0, 5, 0, 6]);
