@@ -190,4 +190,58 @@ mod tests {
         assert_eq!(f.feed(&big[..100]), 100);
         assert_eq!(f.buffered(), 65535 + 100);
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any chunking of a stream of messages yields exactly the messages.
+        #[test]
+        fn any_chunking_yields_the_messages(
+            lens in proptest::collection::vec(8u16..600, 0..20),
+            cuts in proptest::collection::vec(1usize..700, 1..50),
+        ) {
+            let msgs: Vec<Vec<u8>> =
+                lens.iter().enumerate().map(|(i, l)| msg(*l, i as u8)).collect();
+            let stream = msgs.concat();
+            let mut f = Framer::new();
+            let mut out = Vec::new();
+            let mut pos = 0;
+            let mut cut = cuts.iter().cycle();
+            while pos < stream.len() {
+                let n = (*cut.next().unwrap()).min(stream.len() - pos);
+                f.push(&stream[pos..pos + n]).unwrap();
+                pos += n;
+                while let Some(m) = f.next_message().unwrap() {
+                    out.push(m);
+                }
+            }
+            prop_assert_eq!(out, msgs);
+            prop_assert_eq!(f.buffered(), 0);
+        }
+
+        /// Random bytes never panic the framer, and every frame it pops is
+        /// at least a header long and as long as its header says.
+        #[test]
+        fn random_streams_frame_or_fail_cleanly(
+            data in proptest::collection::vec(any::<u8>(), 0..2000),
+            chunk in 1usize..64,
+        ) {
+            let mut f = Framer::new();
+            'feed: for c in data.chunks(chunk) {
+                if f.push(c).is_err() {
+                    break;
+                }
+                loop {
+                    match f.next_slice() {
+                        Ok(Some(m)) => {
+                            prop_assert!(m.len() >= 8);
+                            prop_assert_eq!(usize::from(u16::from_be_bytes([m[2], m[3]])), m.len());
+                        }
+                        Ok(None) => break,
+                        Err(_) => break 'feed,
+                    }
+                }
+            }
+        }
+    }
 }
