@@ -1,0 +1,364 @@
+//! Groups: `parse_group` / `format_group`.
+//!
+//! Text: an optional command word (`add`, `modify`, `delete`), then
+//! `group_id=N` (a number, `all` or `any`), `type=all|select|indirect|ff`
+//! (`fast_failover` too), then the buckets, last:
+//! `bucket=[weight:N,][watch_port:P,][watch_group:G,]actions=ACTIONS`.
+//! Bucket parameters take `:` or `=`; without `actions=` the rest of the
+//! bucket is its actions (`bucket=output:1`). A bucket ends where the next
+//! `bucket=` starts. `group_id` is required except for delete (default
+//! `all`), `type` except for delete (default `all`). A bucket's weight
+//! defaults to 1 in a select group and 0 otherwise; watch port and group
+//! default to `ANY`.
+//!
+//! Canonical printed form: the command word and a space unless add, then
+//! `group_id=N,type=T` and each bucket as `bucket=weight:W,` (printed in
+//! select groups, or when not 0) `watch_port:P,` and `watch_group:G,`
+//! (when not ANY) `actions=ACTIONS` (`drop` when empty).
+
+use crate::actions::{format_action_list, parse_action_list, Context};
+use crate::lexer::{key_value, split_list, Tok};
+use crate::value::{format_group_id, format_port, parse_group_id, parse_port, parse_u16};
+use crate::ParseError;
+use ofp::consts::{group_no, port_no};
+use ofp::{Bucket, GroupMod, GroupModCommand, GroupType};
+
+const COMMAND_WORDS: &[(&str, GroupModCommand)] = &[
+    ("add", GroupModCommand::Add),
+    ("modify", GroupModCommand::Modify),
+    ("delete", GroupModCommand::Delete),
+];
+
+const TYPES: &[(&str, GroupType)] = &[
+    ("all", GroupType::All),
+    ("select", GroupType::Select),
+    ("indirect", GroupType::Indirect),
+    ("ff", GroupType::FastFailover),
+    ("fast_failover", GroupType::FastFailover),
+];
+
+/// Parses one group; the command is add unless the text starts with a
+/// command word.
+pub fn parse_group(text: &str) -> Result<GroupMod, ParseError> {
+    parse_group_command(text, GroupModCommand::Add)
+}
+
+/// Parses one group with `command` unless the text starts with a command
+/// word.
+pub fn parse_group_command(text: &str, command: GroupModCommand) -> Result<GroupMod, ParseError> {
+    let whole = Tok::whole(text);
+    let pieces = split_list(whole)?;
+    let mut pieces = pieces.as_slice();
+    let mut gm = GroupMod {
+        command,
+        group_type: GroupType::All,
+        group_id: group_no::ALL,
+        buckets: Vec::new(),
+    };
+    if let Some((first, rest)) = pieces.split_first() {
+        if let Some(&(_, c)) = COMMAND_WORDS.iter().find(|(w, _)| *w == first.text) {
+            gm.command = c;
+            pieces = rest;
+        }
+    }
+    let mut id_seen = false;
+    let mut type_seen = false;
+    // Start offsets of the buckets' texts (after "bucket=").
+    let mut bucket_starts: Vec<Tok<'_>> = Vec::new();
+    for &piece in pieces {
+        let (key, value) = key_value(piece);
+        if key.text == "bucket" {
+            bucket_starts.push(piece);
+            continue;
+        }
+        if !bucket_starts.is_empty() {
+            continue; // inside a bucket
+        }
+        let v = match (key.text, value) {
+            ("group_id" | "type", Some(v)) => v,
+            ("group_id" | "type", None) => {
+                return Err(key.err(format!("{} needs a value", key.quoted())))
+            }
+            _ => return Err(key.err(format!("unknown group key {}", key.quoted()))),
+        };
+        if key.text == "group_id" {
+            if id_seen {
+                return Err(key.err("duplicate key \"group_id\""));
+            }
+            id_seen = true;
+            gm.group_id = parse_group_id(v)?;
+        } else {
+            if type_seen {
+                return Err(key.err("duplicate key \"type\""));
+            }
+            type_seen = true;
+            gm.group_type = TYPES
+                .iter()
+                .find(|(n, _)| *n == v.text)
+                .map(|&(_, t)| t)
+                .ok_or_else(|| v.err(format!("unknown group type {}", v.quoted())))?;
+        }
+    }
+    if gm.command != GroupModCommand::Delete {
+        if !id_seen {
+            return Err(ParseError::new("missing \"group_id=\"", "", text.len()));
+        }
+        if !type_seen {
+            return Err(ParseError::new("missing \"type=\"", "", text.len()));
+        }
+    }
+    for (i, start) in bucket_starts.iter().enumerate() {
+        let end = bucket_starts.get(i + 1).map_or(text.len(), |next| next.pos);
+        let body = whole.range(start.pos + "bucket=".len(), end);
+        if !start.text.starts_with("bucket=") {
+            return Err(start.err("\"bucket\" needs \"=\""));
+        }
+        gm.buckets.push(parse_bucket(body, gm.group_type)?);
+    }
+    Ok(gm)
+}
+
+fn parse_bucket(body: Tok<'_>, group_type: GroupType) -> Result<Bucket, ParseError> {
+    let mut b = Bucket {
+        weight: u16::from(group_type == GroupType::Select),
+        ..Bucket::default()
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    let pieces = split_list(body)?;
+    let mut actions = body.from(body.text.len());
+    for piece in pieces {
+        let cut = piece.text.find([':', '=']);
+        let (key, value) = match cut {
+            Some(i) => (piece.range(0, i), Some(piece.from(i + 1))),
+            None => (piece, None),
+        };
+        if !matches!(key.text, "weight" | "watch_port" | "watch_group") {
+            let from = piece.pos - body.pos;
+            actions = if key.text == "actions" && piece.text.as_bytes().get(7) == Some(&b'=') {
+                body.from(from + "actions=".len())
+            } else {
+                body.from(from)
+            };
+            break;
+        }
+        if seen.contains(&key.text) {
+            return Err(key.err(format!("duplicate bucket key {}", key.quoted())));
+        }
+        seen.push(key.text);
+        let v = value.ok_or_else(|| key.err(format!("{} needs a value", key.quoted())))?;
+        match key.text {
+            "weight" => b.weight = parse_u16(v, "a weight")?,
+            "watch_port" => b.watch_port = parse_port(v)?,
+            _ => b.watch_group = parse_group_id(v)?,
+        }
+    }
+    b.actions = parse_action_list(actions, Context::default())?;
+    Ok(b)
+}
+
+/// Prints a group in the canonical form described in the module comment.
+pub fn format_group(gm: &GroupMod) -> String {
+    let type_name = match gm.group_type {
+        GroupType::All => "all",
+        GroupType::Select => "select",
+        GroupType::Indirect => "indirect",
+        GroupType::FastFailover => "ff",
+    };
+    let mut parts = vec![
+        format!("group_id={}", format_group_id(gm.group_id)),
+        format!("type={type_name}"),
+    ];
+    for b in &gm.buckets {
+        let mut p: Vec<String> = Vec::new();
+        if gm.group_type == GroupType::Select || b.weight != 0 {
+            p.push(format!("weight:{}", b.weight));
+        }
+        if b.watch_port != port_no::ANY {
+            p.push(format!("watch_port:{}", format_port(b.watch_port)));
+        }
+        if b.watch_group != group_no::ANY {
+            p.push(format!("watch_group:{}", format_group_id(b.watch_group)));
+        }
+        let actions = if b.actions.is_empty() {
+            "drop".to_string()
+        } else {
+            format_action_list(&b.actions)
+        };
+        p.push(format!("actions={actions}"));
+        parts.push(format!("bucket={}", p.join(",")));
+    }
+    let body = parts.join(",");
+    match gm.command {
+        GroupModCommand::Add => body,
+        GroupModCommand::Modify => format!("modify {body}"),
+        GroupModCommand::Delete => format!("delete {body}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ofp::Action;
+
+    fn out(port: u32) -> Action {
+        Action::Output { port, max_len: 0 }
+    }
+
+    fn round_trip(gm: &GroupMod) {
+        let text = format_group(gm);
+        let back = parse_group(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(&back, gm, "{text}");
+        assert_eq!(format_group(&back), text);
+    }
+
+    #[test]
+    fn select_group() {
+        let text = "group_id=1,type=select,bucket=weight:50,actions=output:1,bucket=weight:50,actions=output:2";
+        let gm = parse_group(text).unwrap();
+        let bucket = |w, p| Bucket {
+            weight: w,
+            actions: vec![out(p)],
+            ..Bucket::default()
+        };
+        assert_eq!(
+            gm,
+            GroupMod {
+                command: GroupModCommand::Add,
+                group_type: GroupType::Select,
+                group_id: 1,
+                buckets: vec![bucket(50, 1), bucket(50, 2)],
+            }
+        );
+        assert_eq!(format_group(&gm), text);
+        round_trip(&gm);
+    }
+
+    #[test]
+    fn bucket_forms() {
+        let gm = parse_group(
+            "group_id=7 type=ff bucket=watch_port:3,watch_group:4,actions=output:3,output:4 \
+             bucket=watch_port=LOCAL,output:5 bucket=output:6,group:2 bucket=actions=drop",
+        )
+        .unwrap();
+        assert_eq!(gm.group_type, GroupType::FastFailover);
+        assert_eq!(
+            gm.buckets,
+            vec![
+                Bucket {
+                    watch_port: 3,
+                    watch_group: 4,
+                    actions: vec![out(3), out(4)],
+                    ..Bucket::default()
+                },
+                Bucket {
+                    watch_port: port_no::LOCAL,
+                    actions: vec![out(5)],
+                    ..Bucket::default()
+                },
+                Bucket {
+                    actions: vec![out(6), Action::Group { group_id: 2 }],
+                    ..Bucket::default()
+                },
+                Bucket::default(),
+            ]
+        );
+        round_trip(&gm);
+        // Select buckets default to weight 1.
+        let gm = parse_group("group_id=1,type=select,bucket=output:1").unwrap();
+        assert_eq!(gm.buckets[0].weight, 1);
+        round_trip(&gm);
+    }
+
+    #[test]
+    fn every_type_and_command_round_trips() {
+        for (name, ty) in TYPES {
+            let gm =
+                parse_group(&format!("group_id=2,type={name},bucket=weight:3,output:1")).unwrap();
+            assert_eq!(gm.group_type, *ty);
+            assert_eq!(gm.buckets[0].weight, 3);
+            round_trip(&gm);
+        }
+        for command in [
+            GroupModCommand::Add,
+            GroupModCommand::Modify,
+            GroupModCommand::Delete,
+        ] {
+            round_trip(&GroupMod {
+                command,
+                group_type: GroupType::Indirect,
+                group_id: group_no::ALL,
+                buckets: vec![Bucket {
+                    weight: 0,
+                    watch_port: 1,
+                    watch_group: 2,
+                    actions: vec![],
+                }],
+            });
+        }
+        let gm = parse_group("delete group_id=all").unwrap();
+        assert_eq!(gm.command, GroupModCommand::Delete);
+        assert_eq!(gm.group_id, group_no::ALL);
+        let gm = parse_group_command("", GroupModCommand::Delete).unwrap();
+        assert_eq!(gm.group_id, group_no::ALL);
+        for (a, _) in crate::actions::tests::every_action() {
+            round_trip(&GroupMod {
+                command: GroupModCommand::Add,
+                group_type: GroupType::All,
+                group_id: 1,
+                buckets: vec![Bucket {
+                    actions: vec![a.clone(), a],
+                    ..Bucket::default()
+                }],
+            });
+        }
+    }
+
+    fn err(text: &str) -> ParseError {
+        let e = parse_group(text).unwrap_err();
+        assert!(e.message.contains(&e.token), "{text}: {}", e.message);
+        assert_eq!(
+            text.get(e.position..e.position + e.token.len()),
+            Some(e.token.as_str())
+        );
+        e
+    }
+
+    #[test]
+    fn errors_name_the_token_and_position() {
+        assert_eq!(err("group_id=1,type=selct").token, "selct");
+        assert_eq!(err("group_id=1,tpye=all").token, "tpye");
+        assert_eq!(err("group_id=x,type=all").token, "x");
+        assert_eq!(err("group_id=1,group_id=2,type=all").position, 11);
+        assert_eq!(err("type=all").position, 8);
+        assert_eq!(err("group_id=1").position, 10);
+        assert_eq!(
+            err("group_id=1,type=all,bucket=weight:x,output:1").token,
+            "x"
+        );
+        assert_eq!(
+            err("group_id=1,type=all,bucket=weight:1,weight:2").position,
+            36
+        );
+        assert_eq!(err("group_id=1,type=all,bucket=outptu:1").token, "outptu");
+        assert_eq!(
+            err("group_id=1,type=all,bucket=goto_table:1").token,
+            "goto_table"
+        );
+        assert_eq!(
+            err("group_id=1,type=all,bucket=mod_tp_dst:1").token,
+            "mod_tp_dst"
+        );
+        assert_eq!(err("group_id=1,type=all,bucket").token, "bucket");
+        assert_eq!(err("group_id=1,type=all,bucket=output(port=1").token, "(");
+        for text in [
+            "",
+            "bucket=",
+            "bucket=bucket=",
+            "group_id=é",
+            "delete bucket=(",
+            "type=é",
+        ] {
+            let _ = parse_group(text);
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Splitting text into positioned tokens.
+//!
+//! A [`Tok`] is a slice of the input together with its byte offset, so every
+//! error can point at the text it is about. Lists are split at commas and
+//! white space that are not inside parentheses; parentheses must balance.
+
+use crate::ParseError;
+
+/// A piece of the input and its byte offset in the whole input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Tok<'a> {
+    pub text: &'a str,
+    pub pos: usize,
+}
+
+impl<'a> Tok<'a> {
+    /// The whole input as one token.
+    pub fn whole(text: &'a str) -> Tok<'a> {
+        Tok { text, pos: 0 }
+    }
+
+    /// The part of this token from byte `start` (which must be a char
+    /// boundary; callers only pass offsets found by searching ASCII bytes).
+    pub fn from(&self, start: usize) -> Tok<'a> {
+        let start = start.min(self.text.len());
+        Tok {
+            text: self.text.get(start..).unwrap_or(""),
+            pos: self.pos + start,
+        }
+    }
+
+    /// The part of this token between byte offsets `start..end`.
+    pub fn range(&self, start: usize, end: usize) -> Tok<'a> {
+        let end = end.min(self.text.len());
+        let start = start.min(end);
+        Tok {
+            text: self.text.get(start..end).unwrap_or(""),
+            pos: self.pos + start,
+        }
+    }
+
+    /// Splits at the first occurrence of `pat`.
+    pub fn split_once(&self, pat: &str) -> Option<(Tok<'a>, Tok<'a>)> {
+        let i = self.text.find(pat)?;
+        Some((self.range(0, i), self.from(i + pat.len())))
+    }
+
+    /// An error about this token.
+    pub fn err(&self, message: impl Into<String>) -> ParseError {
+        ParseError::new(message, self.text, self.pos)
+    }
+
+    /// The token as a quoted string for messages.
+    pub fn quoted(&self) -> String {
+        format!("{:?}", self.text)
+    }
+}
+
+fn is_separator(c: char) -> bool {
+    c == ',' || c.is_whitespace()
+}
+
+/// Splits `t` at commas and white space outside parentheses. Empty pieces
+/// are dropped. Unbalanced parentheses are an error.
+pub(crate) fn split_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
+    let mut out = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut start: Option<usize> = None;
+    for (i, c) in t.text.char_indices() {
+        match c {
+            '(' => open.push(i),
+            ')' if open.pop().is_none() => {
+                return Err(ParseError::new(
+                    "unbalanced parentheses: \")\" without \"(\"",
+                    ")",
+                    t.pos + i,
+                ));
+            }
+            _ => {}
+        }
+        if open.is_empty() && is_separator(c) {
+            if let Some(s) = start.take() {
+                out.push(t.range(s, i));
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(&i) = open.first() {
+        return Err(ParseError::new(
+            "unbalanced parentheses: \"(\" without \")\"",
+            "(",
+            t.pos + i,
+        ));
+    }
+    if let Some(s) = start {
+        out.push(t.from(s));
+    }
+    Ok(out)
+}
+
+/// Splits `key=value`; `None` value when there is no `=`.
+pub(crate) fn key_value(t: Tok<'_>) -> (Tok<'_>, Option<Tok<'_>>) {
+    match t.split_once("=") {
+        Some((k, v)) => (k, Some(v)),
+        None => (t, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(s: &str) -> Vec<(String, usize)> {
+        split_list(Tok::whole(s))
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.text.to_string(), t.pos))
+            .collect()
+    }
+
+    #[test]
+    fn splits_at_commas_and_spaces_outside_parentheses() {
+        assert_eq!(
+            texts("a=1, b  write_actions(x,y),c"),
+            vec![
+                ("a=1".to_string(), 0),
+                ("b".to_string(), 5),
+                ("write_actions(x,y)".to_string(), 8),
+                ("c".to_string(), 27)
+            ]
+        );
+        assert!(texts(" ,, ").is_empty());
+    }
+
+    #[test]
+    fn unbalanced_parentheses_point_at_the_paren() {
+        let e = split_list(Tok::whole("a,b(c,d")).unwrap_err();
+        assert_eq!((e.token.as_str(), e.position), ("(", 3));
+        let e = split_list(Tok::whole("a,b)c")).unwrap_err();
+        assert_eq!((e.token.as_str(), e.position), (")", 3));
+    }
+
+    #[test]
+    fn sub_tokens_keep_offsets() {
+        let t = Tok {
+            text: "key=val",
+            pos: 10,
+        };
+        let (k, v) = key_value(t);
+        assert_eq!((k.text, k.pos), ("key", 10));
+        let v = v.unwrap();
+        assert_eq!((v.text, v.pos), ("val", 14));
+        assert_eq!(t.range(5, 100).text, "al");
+        assert_eq!(t.from(100).text, "");
+    }
+}

@@ -1,0 +1,436 @@
+//! A packet buffer with headroom, and the OpenFlow 1.3 push/pop actions
+//! (push_vlan/pop_vlan, push_mpls/pop_mpls, push_pbb/pop_pbb).
+//!
+//! Why headroom: every push inserts bytes near the front of the packet and
+//! every pop removes bytes there. [`PacketBuf`] keeps the packet at
+//! `data[start..]` inside a `Vec<u8>` with free space before `start`, so a
+//! push moves only the few header bytes that precede the insertion point
+//! (12 to ~30 bytes) into the headroom, and a pop moves them forward; the
+//! payload never moves. Only when the headroom runs out does a push
+//! reallocate (once, adding [`DEFAULT_HEADROOM`] more).
+//!
+//! Field initialisation follows OpenFlow 1.3.5 §5.12 (table "existing
+//! fields that may be copied into new fields"): a new tag takes its values
+//! from the existing outermost tag of the same kind, else zero:
+//! - push_vlan: VID and PCP from the outer VLAN tag if any, else 0 (DEI 0).
+//!   The tag goes right after the Ethernet addresses, before other tags.
+//! - push_mpls: label, TC and TTL from the outer MPLS label if any (BOS 0);
+//!   otherwise label 0, TC 0, BOS 1 and the TTL from the IPv4 TTL / IPv6
+//!   hop limit (0 if not IP). The label goes after the Ethernet header and
+//!   VLAN tags, and the EtherType there becomes the action's EtherType.
+//! - push_pbb: a backbone header is inserted after the Ethernet addresses:
+//!   EtherType 0x88e7, an I-TAG with I-SID from an existing I-TAG (else 0)
+//!   and I-PCP from the outer VLAN PCP (else 0), then C-DA/C-SA copied from
+//!   the frame's addresses. The outer (backbone) addresses keep their
+//!   values until the controller sets them; existing VLAN tags now belong to
+//!   the customer frame.
+//! - pop_vlan removes the outer tag; pop_mpls removes the outer label and
+//!   writes the action's EtherType; pop_pbb removes the backbone addresses,
+//!   any backbone VLAN tags and the I-TAG, leaving the customer frame.
+
+use crate::ethernet::ethertype;
+use crate::flow_key::{field, FlowKey};
+use crate::{be16, be32, put16, put32, ActionError};
+
+/// Headroom given to a new buffer (and added when a push runs out).
+pub const DEFAULT_HEADROOM: usize = 64;
+
+/// A packet in a `Vec<u8>` with headroom in front (see the module comment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PacketBuf {
+    data: Vec<u8>,
+    start: usize,
+}
+
+impl PacketBuf {
+    /// Copies `pkt` into a new buffer with `headroom` bytes in front.
+    pub fn with_headroom(pkt: &[u8], headroom: usize) -> Self {
+        let mut data = Vec::with_capacity(headroom + pkt.len());
+        data.resize(headroom, 0);
+        data.extend_from_slice(pkt);
+        PacketBuf {
+            data,
+            start: headroom,
+        }
+    }
+
+    /// Copies `pkt` into a new buffer with [`DEFAULT_HEADROOM`].
+    pub fn from_slice(pkt: &[u8]) -> Self {
+        Self::with_headroom(pkt, DEFAULT_HEADROOM)
+    }
+
+    /// Takes a vector holding a packet (no headroom: the first push
+    /// reallocates).
+    pub fn from_vec(v: Vec<u8>) -> Self {
+        PacketBuf { data: v, start: 0 }
+    }
+
+    /// The packet bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.data[self.start..]
+    }
+
+    /// The packet bytes, mutable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.data[self.start..]
+    }
+
+    /// Packet length.
+    pub fn len(&self) -> usize {
+        self.data.len() - self.start
+    }
+
+    /// True for an empty packet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Free bytes in front of the packet.
+    pub fn headroom(&self) -> usize {
+        self.start
+    }
+
+    /// The packet as a vector (moves the bytes down if there is headroom).
+    pub fn into_vec(mut self) -> Vec<u8> {
+        self.data.drain(..self.start);
+        self.data
+    }
+
+    /// Opens `n` bytes at packet offset `at` (`at <= len`) by moving the
+    /// first `at` bytes into the headroom; returns the gap's range in the
+    /// packet.
+    fn open_gap(&mut self, at: usize, n: usize) -> core::ops::Range<usize> {
+        if self.start < n {
+            let extra = n + DEFAULT_HEADROOM;
+            let mut v = Vec::with_capacity(self.data.len() + extra);
+            v.resize(extra, 0);
+            v.extend_from_slice(&self.data);
+            self.data = v;
+            self.start += extra;
+        }
+        let s = self.start;
+        self.data.copy_within(s..s + at, s - n);
+        self.start = s - n;
+        at..at + n
+    }
+
+    /// Removes `n` bytes at packet offset `at` (`at + n <= len`) by moving
+    /// the first `at` bytes forward.
+    fn close_gap(&mut self, at: usize, n: usize) {
+        let s = self.start;
+        self.data.copy_within(s..s + at, s + n);
+        self.start = s + n;
+    }
+
+    /// OpenFlow push_vlan: pushes a new outermost tag with TPID `tpid`
+    /// (0x8100 or 0x88a8).
+    pub fn push_vlan(&mut self, tpid: u16) -> Result<(), ActionError> {
+        if !ethertype::is_vlan(tpid) {
+            return Err(ActionError::BadArgument);
+        }
+        let p = self.as_slice();
+        if p.len() < 14 {
+            return Err(ActionError::Truncated);
+        }
+        let tci = if ethertype::is_vlan(be16(p, 12)) && p.len() >= 16 {
+            be16(p, 14) & 0xefff // VID and PCP; DEI starts clear
+        } else {
+            0
+        };
+        let g = self.open_gap(12, 4);
+        let b = self.as_mut_slice();
+        put16(b, g.start, tpid);
+        put16(b, g.start + 2, tci);
+        Ok(())
+    }
+
+    /// OpenFlow pop_vlan: removes the outermost tag.
+    pub fn pop_vlan(&mut self) -> Result<(), ActionError> {
+        let p = self.as_slice();
+        if p.len() < 14 || !ethertype::is_vlan(be16(p, 12)) {
+            return Err(if p.len() < 14 {
+                ActionError::Truncated
+            } else {
+                ActionError::MissingHeader
+            });
+        }
+        if p.len() < 18 {
+            return Err(ActionError::Truncated);
+        }
+        self.close_gap(12, 4);
+        Ok(())
+    }
+
+    /// OpenFlow push_mpls: pushes a new outermost label; `ethertype` is
+    /// 0x8847 or 0x8848.
+    pub fn push_mpls(&mut self, ethertype: u16) -> Result<(), ActionError> {
+        if !ethertype::is_mpls(ethertype) {
+            return Err(ActionError::BadArgument);
+        }
+        let k = FlowKey::parse(self.as_slice());
+        if !k.has(field::ETH_TYPE) {
+            return Err(ActionError::Truncated);
+        }
+        let lse = if k.has(field::MPLS_LABEL) {
+            // Copy label, TC and TTL from the current outer label; BOS 0.
+            be32(self.as_slice(), k.l3_offset as usize) & !0x100
+        } else {
+            let ttl = if k.has(field::IPV4_SRC) || k.has(field::IPV6_SRC) {
+                k.ip_ttl
+            } else {
+                0
+            };
+            0x100 | u32::from(ttl)
+        };
+        let et_off = k.ethertype_offset as usize;
+        let g = self.open_gap(et_off + 2, 4);
+        let b = self.as_mut_slice();
+        put32(b, g.start, lse);
+        put16(b, et_off, ethertype);
+        Ok(())
+    }
+
+    /// OpenFlow pop_mpls: removes the outermost label and sets the
+    /// EtherType to `ethertype`.
+    pub fn pop_mpls(&mut self, ethertype: u16) -> Result<(), ActionError> {
+        let k = FlowKey::parse(self.as_slice());
+        if !k.has(field::MPLS_LABEL) {
+            return Err(
+                if k.has(field::ETH_TYPE) && !ethertype::is_mpls(k.eth_type) {
+                    ActionError::MissingHeader
+                } else {
+                    ActionError::Truncated
+                },
+            );
+        }
+        let et_off = k.ethertype_offset as usize;
+        self.close_gap(et_off + 2, 4);
+        // The EtherType moved 4 bytes forward with the bytes before it.
+        put16(self.as_mut_slice(), et_off, ethertype);
+        Ok(())
+    }
+
+    /// OpenFlow push_pbb: encapsulates the frame behind a backbone header;
+    /// `ethertype` must be 0x88e7.
+    pub fn push_pbb(&mut self, ethertype: u16) -> Result<(), ActionError> {
+        if ethertype != ethertype::PBB {
+            return Err(ActionError::BadArgument);
+        }
+        let k = FlowKey::parse(self.as_slice());
+        if self.len() < 14 {
+            return Err(ActionError::Truncated);
+        }
+        let isid = if k.has(field::PBB_ISID) {
+            k.pbb_isid
+        } else {
+            0
+        };
+        let pcp = if k.has(field::VLAN_PCP) {
+            k.vlan_pcp
+        } else {
+            0
+        };
+        let tci = (u32::from(pcp & 7) << 29) | (isid & 0x00ff_ffff);
+        let g = self.open_gap(12, 18);
+        let b = self.as_mut_slice();
+        put16(b, g.start, ethertype::PBB);
+        put32(b, g.start + 2, tci);
+        b.copy_within(0..12, g.start + 6);
+        Ok(())
+    }
+
+    /// OpenFlow pop_pbb: removes the backbone header, leaving the customer
+    /// frame (C-DA, C-SA, ...).
+    pub fn pop_pbb(&mut self) -> Result<(), ActionError> {
+        let k = FlowKey::parse(self.as_slice());
+        if !k.has(field::PBB_ISID) {
+            return Err(if k.has(field::ETH_TYPE) && k.eth_type != ethertype::PBB {
+                ActionError::MissingHeader
+            } else {
+                ActionError::Truncated
+            });
+        }
+        let itag_end = k.l3_offset as usize + 4;
+        if self.len() < itag_end + 14 {
+            return Err(ActionError::Truncated);
+        }
+        self.close_gap(0, itag_end);
+        Ok(())
+    }
+}
+
+impl AsRef<[u8]> for PacketBuf {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsMut<[u8]> for PacketBuf {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self.as_mut_slice()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixup::verify_checksums;
+    use crate::testutil::*;
+
+    #[test]
+    fn push_vlan_untagged_and_tagged() {
+        let p = eth_ipv4_tcp();
+        let mut b = PacketBuf::from_slice(&p);
+        let room = b.headroom();
+        b.push_vlan(0x8100).unwrap();
+        assert_eq!(b.headroom(), room - 4);
+        assert_eq!(b.as_slice(), &with_tags(&p, &[(0x8100, 0)])[..]);
+        let k = FlowKey::parse(b.as_slice());
+        assert_eq!(k.vlan_vid, 0x1000);
+        assert!(k.has(field::TCP_SRC));
+        assert_eq!(verify_checksums(b.as_slice()), Ok(()));
+        // Push over a tag copies VID and PCP (not DEI).
+        let t = with_tags(&p, &[(0x8100, 0xb123)]);
+        let mut b = PacketBuf::from_slice(&t);
+        b.push_vlan(0x88a8).unwrap();
+        assert_eq!(
+            b.as_slice(),
+            &with_tags(&p, &[(0x88a8, 0xa123), (0x8100, 0xb123)])[..]
+        );
+        b.pop_vlan().unwrap();
+        assert_eq!(b.as_slice(), &t[..]);
+        b.pop_vlan().unwrap();
+        assert_eq!(b.as_slice(), &p[..]);
+        assert_eq!(b.pop_vlan(), Err(ActionError::MissingHeader));
+        assert_eq!(b.push_vlan(0x0800), Err(ActionError::BadArgument));
+        assert_eq!(b.as_slice(), &p[..]);
+    }
+
+    #[test]
+    fn push_mpls_initialisation() {
+        // From IPv4: label 0, BOS, TTL from IP (64).
+        let p = eth_ipv4_udp();
+        let mut b = PacketBuf::from_slice(&p);
+        b.push_mpls(0x8847).unwrap();
+        let k = FlowKey::parse(b.as_slice());
+        assert_eq!(k.eth_type, 0x8847);
+        assert_eq!(
+            (k.mpls_label, k.mpls_tc, k.mpls_bos, k.mpls_ttl),
+            (0, 0, 1, 64)
+        );
+        assert_eq!(&b.as_slice()[18..], &p[14..]);
+        b.pop_mpls(0x0800).unwrap();
+        assert_eq!(b.as_slice(), &p[..]);
+        // From IPv6: hop limit 255.
+        let mut b = PacketBuf::from_slice(&eth_ipv6_udp());
+        b.push_mpls(0x8848).unwrap();
+        let k = FlowKey::parse(b.as_slice());
+        assert_eq!((k.eth_type, k.mpls_bos, k.mpls_ttl), (0x8848, 1, 255));
+        // Over MPLS: copy label/TC/TTL, BOS 0.
+        let m = eth_mpls2_ipv4();
+        let mut b = PacketBuf::from_slice(&m);
+        b.push_mpls(0x8847).unwrap();
+        let k = FlowKey::parse(b.as_slice());
+        assert_eq!(
+            (k.mpls_label, k.mpls_tc, k.mpls_bos, k.mpls_ttl),
+            (100, 3, 0, 20)
+        );
+        assert_eq!(&b.as_slice()[18..], &m[14..]);
+        b.pop_mpls(0x8847).unwrap();
+        assert_eq!(b.as_slice(), &m[..]);
+        // Non-IP: TTL 0. ARP.
+        let mut b = PacketBuf::from_slice(&eth_arp());
+        b.push_mpls(0x8847).unwrap();
+        assert_eq!(FlowKey::parse(b.as_slice()).mpls_ttl, 0);
+        // Behind VLAN tags.
+        let v = with_tags(&eth_ipv4_udp(), &[(0x8100, 0x0064)]);
+        let mut b = PacketBuf::from_slice(&v);
+        b.push_mpls(0x8847).unwrap();
+        let k = FlowKey::parse(b.as_slice());
+        assert_eq!((k.vlan_vid, k.eth_type, k.l3_offset), (0x1064, 0x8847, 18));
+        assert_eq!(&b.as_slice()[..16], &v[..16]);
+        b.pop_mpls(0x0800).unwrap();
+        assert_eq!(b.as_slice(), &v[..]);
+        assert_eq!(b.pop_mpls(0x0800), Err(ActionError::MissingHeader));
+        assert_eq!(b.push_mpls(0x0800), Err(ActionError::BadArgument));
+    }
+
+    #[test]
+    fn pop_mpls_to_ip_is_parseable() {
+        let mut b = PacketBuf::from_slice(&eth_mpls1_ipv4());
+        b.pop_mpls(0x0800).unwrap();
+        assert_eq!(b.as_slice(), &eth_ipv4_udp()[..]);
+        assert_eq!(verify_checksums(b.as_slice()), Ok(()));
+    }
+
+    #[test]
+    fn push_pop_pbb() {
+        let p = with_tags(&eth_ipv4_udp(), &[(0x8100, 0xa005)]);
+        let mut b = PacketBuf::from_slice(&p);
+        b.push_pbb(0x88e7).unwrap();
+        let s = b.as_slice();
+        assert_eq!(s.len(), p.len() + 18);
+        assert_eq!(&s[..12], &p[..12]);
+        assert_eq!(be16(s, 12), 0x88e7);
+        assert_eq!(be32(s, 14), 5 << 29); // I-PCP from the VLAN PCP, I-SID 0
+        assert_eq!(&s[18..30], &p[..12]); // C-DA, C-SA
+        assert_eq!(&s[30..], &p[12..]); // the customer's tags and payload
+        let k = FlowKey::parse(s);
+        assert_eq!((k.eth_type, k.pbb_isid, k.vlan_vid), (0x88e7, 0, 0));
+        b.pop_pbb().unwrap();
+        assert_eq!(b.as_slice(), &p[..]);
+        // Push over PBB copies the I-SID.
+        let q = eth_pbb();
+        let mut b = PacketBuf::from_slice(&q);
+        b.push_pbb(0x88e7).unwrap();
+        assert_eq!(FlowKey::parse(b.as_slice()).pbb_isid, 0x0abcde);
+        b.pop_pbb().unwrap();
+        assert_eq!(b.as_slice(), &q[..]);
+        b.pop_pbb().unwrap();
+        assert_eq!(b.as_slice()[..12], [[0xc1u8; 6], [0xc2; 6]].concat()[..]);
+        assert_eq!(&b.as_slice()[12..], &eth_ipv4_udp()[12..]);
+        assert_eq!(b.pop_pbb(), Err(ActionError::MissingHeader));
+        assert_eq!(b.push_pbb(0x8100), Err(ActionError::BadArgument));
+    }
+
+    #[test]
+    fn headroom_runs_out_and_grows() {
+        let p = eth_ipv4_tcp();
+        let mut b = PacketBuf::from_vec(p.clone());
+        assert_eq!(b.headroom(), 0);
+        for _ in 0..30 {
+            b.push_vlan(0x8100).unwrap();
+        }
+        assert_eq!(b.len(), p.len() + 120);
+        for _ in 0..30 {
+            b.pop_vlan().unwrap();
+        }
+        assert_eq!(b.clone().into_vec(), p);
+        assert!(!b.is_empty());
+    }
+
+    #[test]
+    fn truncated_prefixes_never_panic() {
+        type Act = fn(&mut PacketBuf) -> Result<(), ActionError>;
+        let acts: [Act; 6] = [
+            |b| b.push_vlan(0x8100),
+            |b| b.pop_vlan(),
+            |b| b.push_mpls(0x8847),
+            |b| b.pop_mpls(0x0800),
+            |b| b.push_pbb(0x88e7),
+            |b| b.pop_pbb(),
+        ];
+        for (name, p) in samples() {
+            for n in 0..=p.len() {
+                for (i, act) in acts.iter().enumerate() {
+                    let mut b = PacketBuf::from_slice(&p[..n]);
+                    match act(&mut b) {
+                        // A failed action leaves the packet alone.
+                        Err(_) => assert_eq!(b.as_slice(), &p[..n], "{name} {n} {i}"),
+                        Ok(()) => assert!(n >= 14, "{name} {n} {i}"),
+                    }
+                }
+            }
+        }
+    }
+}
