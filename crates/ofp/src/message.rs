@@ -40,35 +40,65 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Message {
+    /// `OFPT_HELLO` (0).
     Hello(Hello),
+    /// `OFPT_ERROR` (1).
     Error(ErrorMsg),
+    /// `OFPT_ECHO_REQUEST` (2).
     EchoRequest(Echo),
+    /// `OFPT_ECHO_REPLY` (3).
     EchoReply(Echo),
+    /// `OFPT_EXPERIMENTER` (4).
     Experimenter(Experimenter),
+    /// `OFPT_FEATURES_REQUEST` (5).
     FeaturesRequest,
+    /// `OFPT_FEATURES_REPLY` (6).
     FeaturesReply(FeaturesReply),
+    /// `OFPT_GET_CONFIG_REQUEST` (7).
     GetConfigRequest,
+    /// `OFPT_GET_CONFIG_REPLY` (8).
     GetConfigReply(SwitchConfig),
+    /// `OFPT_SET_CONFIG` (9).
     SetConfig(SwitchConfig),
+    /// `OFPT_PACKET_IN` (10).
     PacketIn(PacketIn),
+    /// `OFPT_FLOW_REMOVED` (11).
     FlowRemoved(FlowRemoved),
+    /// `OFPT_PORT_STATUS` (12).
     PortStatus(PortStatus),
+    /// `OFPT_PACKET_OUT` (13).
     PacketOut(PacketOut),
+    /// `OFPT_FLOW_MOD` (14).
     FlowMod(FlowMod),
+    /// `OFPT_GROUP_MOD` (15).
     GroupMod(GroupMod),
+    /// `OFPT_PORT_MOD` (16).
     PortMod(PortMod),
+    /// `OFPT_TABLE_MOD` (17).
     TableMod(TableMod),
+    /// `OFPT_MULTIPART_REQUEST` (18).
     MultipartRequest(MultipartRequest),
+    /// `OFPT_MULTIPART_REPLY` (19).
     MultipartReply(MultipartReply),
+    /// `OFPT_BARRIER_REQUEST` (20).
     BarrierRequest,
+    /// `OFPT_BARRIER_REPLY` (21).
     BarrierReply,
+    /// `OFPT_QUEUE_GET_CONFIG_REQUEST` (22).
     QueueGetConfigRequest(QueueGetConfigRequest),
+    /// `OFPT_QUEUE_GET_CONFIG_REPLY` (23).
     QueueGetConfigReply(QueueGetConfigReply),
+    /// `OFPT_ROLE_REQUEST` (24).
     RoleRequest(Role),
+    /// `OFPT_ROLE_REPLY` (25).
     RoleReply(Role),
+    /// `OFPT_GET_ASYNC_REQUEST` (26).
     GetAsyncRequest,
+    /// `OFPT_GET_ASYNC_REPLY` (27).
     GetAsyncReply(AsyncConfig),
+    /// `OFPT_SET_ASYNC` (28).
     SetAsync(AsyncConfig),
+    /// `OFPT_METER_MOD` (29).
     MeterMod(MeterMod),
 }
 
