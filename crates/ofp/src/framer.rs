@@ -10,6 +10,24 @@
 //! be framed: the framer reports `BAD_REQUEST/BAD_LEN` and stays in that
 //! state so the caller closes the channel. The framer checks nothing else
 //! (version, type and body are [`crate::Message::decode`]'s job).
+//!
+//! ```
+//! use ofp::{ErrorMsg, Framer, Message};
+//!
+//! let mut framer = Framer::new();
+//! let mut stream = Message::BarrierRequest.encode(7);
+//! stream.extend([4, 99, 0, 8, 0, 0, 0, 8]); // an unknown message type
+//! framer.push(&stream).unwrap();
+//! let mut replies = Vec::new();
+//! while let Some(bytes) = framer.next_message().unwrap() {
+//!     match Message::decode(&bytes) {
+//!         Ok((xid, msg)) => assert_eq!((xid, msg.type_name()), (7, "BARRIER_REQUEST")),
+//!         // Answer with the error the decoder names, echoing the message.
+//!         Err(e) => replies.push(Message::Error(ErrorMsg::from_decode_error(&e, &bytes)).encode(8)),
+//!     }
+//! }
+//! assert_eq!(replies[0], [4, 1, 0, 20, 0, 0, 0, 8, 0, 1, 0, 1, 4, 99, 0, 8, 0, 0, 0, 8]);
+//! ```
 
 use crate::consts::OFP_HEADER_LEN;
 use crate::error::{BadRequestCode, DecodeError, OfpError};
