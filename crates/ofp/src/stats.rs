@@ -995,4 +995,64 @@ mod tests {
             OfpError::GroupModFailed(GroupModFailedCode::BadType)
         );
     }
+
+    #[test]
+    fn nested_match_action_and_instruction_errors_propagate() {
+        // Flow stats request whose match has type 0 (OFPMT_STANDARD).
+        let mut b = mp_header(multipart_type::FLOW, 0);
+        b.put_u8(0);
+        b.put_zeros(3);
+        b.put_u32(0xffff_ffff);
+        b.put_u32(0xffff_ffff);
+        b.put_zeros(4);
+        b.put_u64(0);
+        b.put_u64(0);
+        b.put_bytes(&[0, 0, 0, 4, 0, 0, 0, 0]);
+        let e = crate::multipart::tests::request(&b).unwrap_err();
+        assert!(matches!(e.error, OfpError::BadMatch(_)), "{e}");
+        assert_eq!(e.offset, 8 + 32);
+
+        // Flow stats whose only instruction has an unknown type.
+        let mut b = mp_header(multipart_type::FLOW, 0);
+        b.put_u16(48 + 8 + 8);
+        b.put_zeros(46);
+        b.put_bytes(&[0, 1, 0, 4, 0, 0, 0, 0]);
+        b.put_u16(0x77);
+        b.put_u16(8);
+        b.put_zeros(4);
+        let e = reply(&b).unwrap_err();
+        assert!(matches!(e.error, OfpError::BadInstruction(_)), "{e}");
+
+        // Group desc whose bucket holds an action of unknown type.
+        let mut b = mp_header(multipart_type::GROUP_DESC, 0);
+        b.put_u16(8 + 16 + 8);
+        b.put_u8(0);
+        b.put_zeros(1);
+        b.put_u32(1);
+        b.put_u16(16 + 8);
+        b.put_u16(0);
+        b.put_u32(0xffff_ffff);
+        b.put_u32(0xffff_ffff);
+        b.put_zeros(4);
+        b.put_u16(0x99);
+        b.put_u16(8);
+        b.put_zeros(4);
+        let e = reply(&b).unwrap_err();
+        assert!(matches!(e.error, OfpError::BadAction(_)), "{e}");
+    }
+
+    #[test]
+    fn record_errors_point_at_the_record() {
+        let mut b = mp_header(multipart_type::GROUP, 0);
+        b.extend(group_stats(40, 1, 0));
+        b.extend(group_stats(20, 2, 0));
+        let e = reply(&b).unwrap_err();
+        assert_eq!(e.error, BAD_LEN);
+        assert_eq!(e.offset, 8 + 40);
+        // A record cut inside its length field.
+        let mut b = mp_header(multipart_type::METER, 0);
+        b.put_bytes(&[0, 0, 0, 1, 0]);
+        let e = reply(&b).unwrap_err();
+        assert_eq!((e.error, e.offset), (BAD_LEN, 8));
+    }
 }
