@@ -108,20 +108,35 @@ pub enum MultipartRequestBody {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum MultipartReplyBody {
+    /// Switch description.
     Desc(Desc),
+    /// One record per flow entry.
     Flow { stats: Vec<FlowStats> },
+    /// Totals over the requested flows.
     Aggregate(AggregateStats),
+    /// One record per table.
     Table { stats: Vec<TableStats> },
+    /// One record per port.
     PortStats { stats: Vec<PortStats> },
+    /// One record per queue.
     Queue { stats: Vec<QueueStats> },
+    /// One record per group, with bucket counters.
     Group { stats: Vec<GroupStats> },
+    /// One description per group, with its buckets.
     GroupDesc { groups: Vec<GroupDesc> },
+    /// Group capabilities.
     GroupFeatures(GroupFeatures),
+    /// One record per meter, with band counters.
     Meter { stats: Vec<MeterStats> },
+    /// One configuration per meter, with its bands.
     MeterConfig { configs: Vec<MeterConfig> },
+    /// Meter capabilities.
     MeterFeatures(MeterFeatures),
+    /// One record per table.
     TableFeatures { tables: Vec<TableFeatures> },
+    /// One `ofp_port` per port.
     PortDesc { ports: Vec<Port> },
+    /// An experimenter reply, kept opaque.
     Experimenter(ExperimenterBody),
 }
 
@@ -144,8 +159,10 @@ pub const DESC_STR_LEN: usize = 256;
 pub const SERIAL_NUM_LEN: usize = 32;
 
 impl Desc {
+    /// Wire length.
     pub const LEN: usize = 4 * DESC_STR_LEN + SERIAL_NUM_LEN;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(Desc {
             mfr_desc: decode_fixed_str(r, DESC_STR_LEN)?,
@@ -156,6 +173,7 @@ impl Desc {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         encode_fixed_str(&self.mfr_desc, DESC_STR_LEN, w);
         encode_fixed_str(&self.hw_desc, DESC_STR_LEN, w);
@@ -205,6 +223,7 @@ pub struct ExperimenterBody {
 }
 
 impl ExperimenterBody {
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(ExperimenterBody {
             experimenter: r.u32()?,
@@ -213,6 +232,7 @@ impl ExperimenterBody {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u32(self.experimenter);
         w.put_u32(self.exp_type);

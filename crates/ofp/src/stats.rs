@@ -118,6 +118,7 @@ impl FlowStatsRequest {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u8(self.table_id);
         w.put_zeros(3);
@@ -153,6 +154,7 @@ impl FlowStats {
     /// Bytes before the match.
     pub const FIXED_LEN: usize = 48;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let mut s = record(r, 0, Self::FIXED_LEN, "flow stats")?;
         s.skip(2)?;
@@ -186,6 +188,7 @@ impl FlowStats {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         let start = w.len();
         let at = len_placeholder(w);
@@ -216,8 +219,10 @@ pub struct AggregateStats {
 }
 
 impl AggregateStats {
+    /// Wire length.
     pub const LEN: usize = 24;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let packet_count = r.u64()?;
         let byte_count = r.u64()?;
@@ -230,6 +235,7 @@ impl AggregateStats {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u64(self.packet_count);
         w.put_u64(self.byte_count);
@@ -248,8 +254,10 @@ pub struct TableStats {
 }
 
 impl TableStats {
+    /// Wire length.
     pub const LEN: usize = 24;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let table_id = r.u8()?;
         r.skip(3)?;
@@ -261,6 +269,7 @@ impl TableStats {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u8(self.table_id);
         w.put_zeros(3);
@@ -291,8 +300,10 @@ pub struct PortStats {
 }
 
 impl PortStats {
+    /// Wire length.
     pub const LEN: usize = 112;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let port_no = r.u32()?;
         r.skip(4)?;
@@ -315,6 +326,7 @@ impl PortStats {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u32(self.port_no);
         w.put_zeros(4);
@@ -352,8 +364,10 @@ pub struct QueueStats {
 }
 
 impl QueueStats {
+    /// Wire length.
     pub const LEN: usize = 40;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         Ok(QueueStats {
             port_no: r.u32()?,
@@ -366,6 +380,7 @@ impl QueueStats {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u32(self.port_no);
         w.put_u32(self.queue_id);
@@ -400,6 +415,7 @@ impl GroupStats {
     /// Bytes before the bucket counters (each 16 bytes).
     pub const FIXED_LEN: usize = 40;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let mut s = record(r, 0, Self::FIXED_LEN, "group stats")?;
         s.skip(4)?;
@@ -436,6 +452,7 @@ impl GroupStats {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         let start = w.len();
         let at = len_placeholder(w);
@@ -468,6 +485,7 @@ impl GroupDesc {
     /// Bytes before the buckets.
     pub const FIXED_LEN: usize = 8;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let mut s = record(r, 0, Self::FIXED_LEN, "group desc")?;
         s.skip(2)?;
@@ -488,6 +506,7 @@ impl GroupDesc {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         let start = w.len();
         let at = len_placeholder(w);
@@ -515,8 +534,10 @@ pub struct GroupFeatures {
 }
 
 impl GroupFeatures {
+    /// Wire length.
     pub const LEN: usize = 40;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let types = r.u32()?;
         let capabilities = r.u32()?;
@@ -536,6 +557,7 @@ impl GroupFeatures {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u32(self.types);
         w.put_u32(self.capabilities);
@@ -568,6 +590,7 @@ impl MeterStats {
     /// Bytes before the band counters (each 16 bytes).
     pub const FIXED_LEN: usize = 40;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let mut s = record(r, 4, Self::FIXED_LEN, "meter stats")?;
         let meter_id = s.u32()?;
@@ -603,6 +626,7 @@ impl MeterStats {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         let start = w.len();
         w.put_u32(self.meter_id);
@@ -634,6 +658,7 @@ impl MeterConfig {
     /// Bytes before the bands.
     pub const FIXED_LEN: usize = 8;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let mut s = record(r, 0, Self::FIXED_LEN, "meter config")?;
         s.skip(2)?;
@@ -647,6 +672,7 @@ impl MeterConfig {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         let start = w.len();
         let at = len_placeholder(w);
@@ -670,8 +696,10 @@ pub struct MeterFeatures {
 }
 
 impl MeterFeatures {
+    /// Wire length.
     pub const LEN: usize = 16;
 
+    /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let f = MeterFeatures {
             max_meter: r.u32()?,
@@ -684,6 +712,7 @@ impl MeterFeatures {
         Ok(f)
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         w.put_u32(self.max_meter);
         w.put_u32(self.band_types);
