@@ -28,8 +28,10 @@
 //! `mod_nw_ttl:N`, `dec_nw_ttl`, and the ovs `mod_*` actions, which become
 //! `set_field`: `mod_dl_src`, `mod_dl_dst`, `mod_vlan_vid` (12-bit VID,
 //! sets OFPVID_PRESENT), `mod_vlan_pcp`, `mod_nw_src`, `mod_nw_dst`,
-//! `mod_nw_tos` (TOS byte, stored as `ip_dscp`), `mod_tp_src`/`mod_tp_dst`
-//! (tcp/udp/sctp by the flow's `ip_proto`; an error where there is none).
+//! `mod_nw_tos` (TOS byte, a multiple of 4, stored as `ip_dscp`),
+//! `mod_nw_ecn`, `set_mpls_label`, `set_mpls_tc`, `set_tunnel`,
+//! `set_tunnel64`, `mod_tp_src`/`mod_tp_dst` (tcp/udp/sctp by the flow's
+//! `ip_proto`; an error where there is none).
 
 use crate::lexer::{split_list, Tok};
 use crate::match_text::{
@@ -290,6 +292,17 @@ pub(crate) fn parse_action(t: Tok<'_>, ctx: Context) -> Result<Action, ParseErro
                 "mod_nw_src" => OxmField::Ipv4Src,
                 "mod_nw_dst" => OxmField::Ipv4Dst,
                 _ => OxmField::VlanPcp,
+            };
+            Action::SetField {
+                field: parse_value_and_mask(field, c.arg()?, false)?,
+            }
+        }
+        "mod_nw_ecn" | "set_mpls_label" | "set_mpls_tc" | "set_tunnel" | "set_tunnel64" => {
+            let field = match what {
+                "mod_nw_ecn" => OxmField::IpEcn,
+                "set_mpls_label" => OxmField::MplsLabel,
+                "set_mpls_tc" => OxmField::MplsTc,
+                _ => OxmField::TunnelId,
             };
             Action::SetField {
                 field: parse_value_and_mask(field, c.arg()?, false)?,
@@ -702,6 +715,17 @@ pub(crate) mod tests {
             ("mod_nw_src:10.0.0.1", sf(OxmField::Ipv4Src, ip)),
             ("mod_nw_dst:10.0.0.1", sf(OxmField::Ipv4Dst, ip)),
             ("mod_nw_tos:0xb8", sf(OxmField::IpDscp, OxmValue::U8(46))),
+            ("mod_nw_ecn:3", sf(OxmField::IpEcn, OxmValue::U8(3))),
+            (
+                "set_mpls_label:17",
+                sf(OxmField::MplsLabel, OxmValue::U32(17)),
+            ),
+            ("set_mpls_tc:5", sf(OxmField::MplsTc, OxmValue::U8(5))),
+            (
+                "set_tunnel:0x99",
+                sf(OxmField::TunnelId, OxmValue::U64(0x99)),
+            ),
+            ("set_tunnel64:7", sf(OxmField::TunnelId, OxmValue::U64(7))),
             (
                 "set_field:00:00:00:00:00:01->dl_dst",
                 sf(OxmField::EthDst, mac),
@@ -881,5 +905,8 @@ pub(crate) mod tests {
         assert_eq!(err("experimenter:1:abc"), ("abc".to_string(), 15));
         assert_eq!(err("push_vlan:0x10000"), ("0x10000".to_string(), 10));
         assert_eq!(err("ANY"), ("ANY".to_string(), 0));
+        assert_eq!(err("mod_nw_tos:1"), ("1".to_string(), 11));
+        assert_eq!(err("set_mpls_label:0x100000"), ("0x100000".to_string(), 15));
+        assert_eq!(err("mod_nw_ecn:4"), ("4".to_string(), 11));
     }
 }

@@ -6,7 +6,7 @@
 //! `actions=...`, which takes the rest of the text.
 //!
 //! Flow keys: `table` (a number; `all` = 255), `priority`,
-//! `cookie=V[/MASK]` (a mask only for modify/delete), `idle_timeout`,
+//! `cookie=V[/MASK]` (a mask only for modify/delete; `/-1` is all ones), `idle_timeout`,
 //! `hard_timeout`, `out_port` (number or port name), `out_group` (number,
 //! `any`, `all`), `buffer_id`, the flag words `send_flow_rem`,
 //! `check_overlap`, `reset_counts`, `no_packet_counts`, `no_byte_counts`,
@@ -151,7 +151,12 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
                 };
                 fm.cookie = parse_u64(c, "a cookie")?;
                 if let Some(m) = m {
-                    fm.cookie_mask = parse_u64(m, "a cookie mask")?;
+                    // "-1" is ovs's spelling of the all-ones mask.
+                    fm.cookie_mask = if m.text == "-1" {
+                        u64::MAX
+                    } else {
+                        parse_u64(m, "a cookie mask")?
+                    };
                     cookie_mask = Some(m);
                 }
             }
@@ -334,6 +339,9 @@ mod tests {
         assert_eq!(fm.command, FlowModCommand::ModifyStrict);
         assert_eq!((fm.cookie, fm.cookie_mask), (1, 0xff));
         round_trip(&fm);
+        let fm = parse_flow("delete cookie=0x5/-1").unwrap();
+        assert_eq!((fm.cookie, fm.cookie_mask), (5, u64::MAX));
+        round_trip(&fm);
         let fm = parse_flow_command("in_port=1,table=all", FlowModCommand::DeleteStrict).unwrap();
         assert_eq!(fm.command, FlowModCommand::DeleteStrict);
         assert_eq!(fm.table_id, 255);
@@ -391,6 +399,35 @@ mod tests {
                 instructions: list,
                 ..FlowMod::default()
             });
+        }
+    }
+
+    #[test]
+    fn everyday_ovs_ofctl_lines() {
+        for text in [
+            "priority=10,in_port=1,dl_vlan=100,actions=strip_vlan,output:2",
+            "table=0,priority=100,arp,arp_tpa=10.0.0.1,actions=NORMAL",
+            "ip,nw_dst=192.168.0.0/16,actions=mod_dl_dst:00:00:00:00:00:01,output:3",
+            "in_port=1,actions=output:2,output:3",
+            "tcp,tp_dst=80,actions=controller",
+            "priority=0,actions=CONTROLLER:65535",
+            "dl_dst=ff:ff:ff:ff:ff:ff,actions=flood",
+            "dl_dst=01:00:00:00:00:00/01:00:00:00:00:00,actions=drop",
+            "table=0,in_port=1,actions=goto_table:1",
+            "table=1 actions=write_actions(output:2),write_metadata:0x1/0xff,goto_table:2",
+            "in_port=LOCAL actions=meter:1,output:2",
+            "in_port=1 actions=mod_vlan_vid:10,output:2",
+            "udp,nw_src=10.0.0.0/24,tp_dst=53,actions=set_queue:1,normal",
+            "ipv6,ipv6_dst=2001:db8::/64,actions=dec_ttl,output:4",
+            "mpls,mpls_label=100,mpls_bos=1,actions=pop_mpls:0x0800,output:1",
+            "in_port=2,actions=push_mpls:0x8847,set_field:200->mpls_label,output:1",
+            "in_port=3,actions=push_pbb:0x88e7,set_field:0x123456->pbb_isid,output:1",
+            "dl_type=0x0800,nw_proto=6,actions=group:1",
+            "icmp6,icmp_type=135,nd_target=fe80::1,actions=LOCAL",
+            "metadata=0x1/0x1,actions=clear_actions,apply_actions(output:1)",
+        ] {
+            let fm = parse_flow(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            round_trip(&fm);
         }
     }
 

@@ -209,7 +209,11 @@ impl<'a> MatchBuilder<'a> {
         } else if key.text == "dl_vlan" {
             Slot::Done(parse_dl_vlan(v)?)
         } else if key.text == "nw_tos" {
-            let tos = parse_tos(v)?;
+            if let Some((_, m)) = v.split_once("/") {
+                return Err(m.err(format!("nw_tos does not take a mask (\"/{}\")", m.text)));
+            }
+            // As in ovs, the two low (ECN) bits of the TOS byte are ignored.
+            let tos = parse_u8(v, "a TOS byte")?;
             Slot::Done(basic(OxmField::IpDscp, OxmValue::U8(tos >> 2), None))
         } else {
             Slot::Done(parse_other(v)?)
@@ -338,7 +342,7 @@ fn parse_dl_vlan(v: Tok<'_>) -> Result<Oxm, ParseError> {
     Ok(basic(OxmField::VlanVid, OxmValue::U16(vid), None))
 }
 
-/// A TOS byte (`nw_tos`, `mod_nw_tos`): its low two (ECN) bits must be 0.
+/// A TOS byte for `mod_nw_tos`: its low two (ECN) bits must be 0.
 pub(crate) fn parse_tos(v: Tok<'_>) -> Result<u8, ParseError> {
     let tos = parse_u8(v, "a TOS byte")?;
     if tos & 3 != 0 {
@@ -421,25 +425,11 @@ pub(crate) fn format_match(m: &Match, out: &mut Vec<String>) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::lexer::{key_value, split_list};
+    use crate::{format_match as print_match, parse_match};
     use std::net::{Ipv4Addr, Ipv6Addr};
 
-    /// Parses a text that holds only match pieces.
-    pub(crate) fn parse_match(text: &str) -> Result<Match, ParseError> {
-        let mut b = MatchBuilder::default();
-        for piece in split_list(Tok::whole(text))? {
-            let (k, v) = key_value(piece);
-            if !b.take(k, v)? {
-                return Err(k.err(format!("unknown field {}", k.quoted())));
-            }
-        }
-        b.finish()
-    }
-
     fn print(m: &Match) -> String {
-        let mut parts = Vec::new();
-        format_match(m, &mut parts);
-        parts.join(",")
+        print_match(m)
     }
 
     fn b(field: OxmField, value: OxmValue) -> Oxm {
@@ -717,7 +707,12 @@ pub(crate) mod tests {
         assert!(m.contains("ip_proto"), "{m}");
         assert_eq!(err("in_port").0, "in_port");
         assert_eq!(err("tcp=1").0, "1");
-        assert_eq!(err("nw_tos=1").0, "1");
+        assert_eq!(err("nw_tos=256").0, "256");
+        assert_eq!(err("nw_tos=4/4").0, "4");
+        assert_eq!(
+            parse_match("nw_tos=0xbb").unwrap(),
+            parse_match("ip_dscp=46").unwrap()
+        );
         assert_eq!(err("oxm=0xffff:5:2:00").0, "2");
         assert_eq!(err("oxm=0xffff:5:0:0").0, "0");
         assert_eq!(err("oxm=0xffff:128:0:").0, "128");
