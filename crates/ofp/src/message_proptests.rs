@@ -430,8 +430,35 @@ fn check_stable(bytes: &[u8]) {
     }
 }
 
+/// Every object key in `v` is snake_case; every string that holds bytes is
+/// checked by the caller.
+fn keys_are_snake_case(v: &serde_json::Value) -> Result<(), String> {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, child) in map {
+                let ok = !k.is_empty()
+                    && k.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                if !ok {
+                    return Err(format!("key `{k}` is not snake_case"));
+                }
+                keys_are_snake_case(child)?;
+            }
+            Ok(())
+        }
+        serde_json::Value::Array(list) => list.iter().try_for_each(keys_are_snake_case),
+        _ => Ok(()),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn json_uses_snake_case_names(msg in arb_message()) {
+        let v = serde_json::to_value(&msg).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        keys_are_snake_case(&v).map_err(TestCaseError::fail)?;
+    }
 
     #[test]
     fn every_message_round_trips(msg in arb_message(), xid in any::<u32>()) {
