@@ -1,0 +1,278 @@
+//! One flow entry (spec 1.3.5 §5.2): its match, priority, instructions,
+//! cookie, timeouts, flags and counters, and the FLOW_REMOVED event it
+//! produces when it leaves its table.
+
+use crate::match_key::MatchKey;
+use crate::{Time, COUNTER_UNAVAILABLE};
+use ofp::flow_mod::flow_mod_flags;
+use ofp::{Action, Instruction, Match};
+
+/// A flow entry's identity: unique among all entries ever installed in one
+/// [`crate::Tables`], never reused, kept when MODIFY or a replacing ADD
+/// changes the entry. A classifier or cache can index entries by it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowId(pub u64);
+
+/// Why an entry left its table (`OFPRR_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RemovalReason {
+    /// `OFPRR_IDLE_TIMEOUT`.
+    IdleTimeout,
+    /// `OFPRR_HARD_TIMEOUT`.
+    HardTimeout,
+    /// `OFPRR_DELETE`: a DELETE or DELETE_STRICT flow-mod.
+    Delete,
+    /// `OFPRR_GROUP_DELETE`: a group it forwards to was deleted.
+    GroupDelete,
+    /// A meter it uses was deleted. OpenFlow 1.3 has no reason code for
+    /// this (1.4 added `OFPRR_METER_DELETE` = 4); on a 1.3 channel it is
+    /// sent as `OFPRR_DELETE`, see [`RemovalReason::wire_v13`].
+    MeterDelete,
+}
+
+impl RemovalReason {
+    /// The `reason` byte of an OpenFlow 1.3 FLOW_REMOVED message.
+    pub fn wire_v13(self) -> u8 {
+        use ofp::flow_removed::flow_removed_reason as r;
+        match self {
+            RemovalReason::IdleTimeout => r::IDLE_TIMEOUT,
+            RemovalReason::HardTimeout => r::HARD_TIMEOUT,
+            RemovalReason::Delete | RemovalReason::MeterDelete => r::DELETE,
+            RemovalReason::GroupDelete => r::GROUP_DELETE,
+        }
+    }
+}
+
+/// The content of a FLOW_REMOVED message (spec 1.3.5 §7.4.2), produced
+/// only for entries installed with `OFPFF_SEND_FLOW_REM`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowRemoved {
+    /// The entry that left.
+    pub id: FlowId,
+    pub cookie: u64,
+    pub priority: u16,
+    pub reason: RemovalReason,
+    pub table_id: u8,
+    pub duration_sec: u32,
+    pub duration_nsec: u32,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    /// All-ones when the entry had `OFPFF_NO_PKT_COUNTS`.
+    pub packet_count: u64,
+    /// All-ones when the entry had `OFPFF_NO_BYT_COUNTS`.
+    pub byte_count: u64,
+    /// The match exactly as the controller sent it.
+    pub match_: Match,
+}
+
+impl FlowRemoved {
+    /// The OpenFlow 1.3 FLOW_REMOVED body for this event (reason as
+    /// [`RemovalReason::wire_v13`]).
+    pub fn to_message(&self) -> ofp::FlowRemoved {
+        ofp::FlowRemoved {
+            cookie: self.cookie,
+            priority: self.priority,
+            reason: self.reason.wire_v13(),
+            table_id: self.table_id,
+            duration_sec: self.duration_sec,
+            duration_nsec: self.duration_nsec,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            packet_count: self.packet_count,
+            byte_count: self.byte_count,
+            match_: self.match_.clone(),
+        }
+    }
+}
+
+/// One entry of a flow table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowEntry {
+    /// Stable identity.
+    pub id: FlowId,
+    /// The table holding it.
+    pub table_id: u8,
+    pub priority: u16,
+    /// The match as sent (TLV order kept), for stats and FLOW_REMOVED.
+    pub match_: Match,
+    /// The canonical form of `match_`, for comparisons and indexing.
+    pub key: MatchKey,
+    pub instructions: Vec<Instruction>,
+    pub cookie: u64,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    /// `OFPFF_*` as installed.
+    pub flags: u16,
+    /// When it was installed (a replacing ADD restarts it).
+    pub installed_at: Time,
+    /// Last time a packet matched it (for the idle timeout).
+    pub last_used: Time,
+    /// Packets matched (kept even when `NO_PKT_COUNTS` hides it).
+    pub packet_count: u64,
+    /// Bytes matched (kept even when `NO_BYT_COUNTS` hides it).
+    pub byte_count: u64,
+}
+
+impl FlowEntry {
+    /// The packet count as statistics report it: all-ones when the entry
+    /// was installed with `OFPFF_NO_PKT_COUNTS`.
+    pub fn reported_packet_count(&self) -> u64 {
+        if self.flags & flow_mod_flags::NO_PKT_COUNTS != 0 {
+            COUNTER_UNAVAILABLE
+        } else {
+            self.packet_count
+        }
+    }
+
+    /// The byte count as statistics report it: all-ones when the entry was
+    /// installed with `OFPFF_NO_BYT_COUNTS`.
+    pub fn reported_byte_count(&self) -> u64 {
+        if self.flags & flow_mod_flags::NO_BYT_COUNTS != 0 {
+            COUNTER_UNAVAILABLE
+        } else {
+            self.byte_count
+        }
+    }
+
+    /// Whether the controller asked for a FLOW_REMOVED when it leaves.
+    pub fn sends_flow_removed(&self) -> bool {
+        self.flags & flow_mod_flags::SEND_FLOW_REM != 0
+    }
+
+    /// The FLOW_REMOVED content for this entry leaving at `now`.
+    pub fn removed_event(&self, reason: RemovalReason, now: Time) -> FlowRemoved {
+        let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);
+        FlowRemoved {
+            id: self.id,
+            cookie: self.cookie,
+            priority: self.priority,
+            reason,
+            table_id: self.table_id,
+            duration_sec,
+            duration_nsec,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            packet_count: self.reported_packet_count(),
+            byte_count: self.reported_byte_count(),
+            match_: self.match_.clone(),
+        }
+    }
+
+    /// Which timeout, if any, has run out at `now`. The hard timeout wins
+    /// when both run out at once.
+    pub fn expired(&self, now: Time) -> Option<RemovalReason> {
+        const NS: u64 = 1_000_000_000;
+        if self.hard_timeout != 0
+            && now.nanos_since(self.installed_at) >= u64::from(self.hard_timeout) * NS
+        {
+            return Some(RemovalReason::HardTimeout);
+        }
+        if self.idle_timeout != 0
+            && now.nanos_since(self.last_used) >= u64::from(self.idle_timeout) * NS
+        {
+            return Some(RemovalReason::IdleTimeout);
+        }
+        None
+    }
+
+    /// Every action in the entry's apply-actions and write-actions
+    /// instructions.
+    pub fn actions(&self) -> impl Iterator<Item = &Action> {
+        instruction_actions(&self.instructions)
+    }
+
+    /// True when an output action of the entry sends to `port`
+    /// (`OFPP_ANY` always true): the `out_port` filter of delete and stats
+    /// requests (spec 1.3.5 §6.4).
+    pub fn outputs_to(&self, port: u32) -> bool {
+        port == ofp::consts::port_no::ANY
+            || self
+                .actions()
+                .any(|a| matches!(a, Action::Output { port: p, .. } if *p == port))
+    }
+
+    /// True when a group action of the entry forwards to `group`
+    /// (`OFPG_ANY` always true): the `out_group` filter.
+    pub fn forwards_to_group(&self, group: u32) -> bool {
+        group == ofp::consts::group_no::ANY
+            || self
+                .actions()
+                .any(|a| matches!(a, Action::Group { group_id } if *group_id == group))
+    }
+
+    /// The meter of the entry's meter instruction, if any.
+    pub fn meter(&self) -> Option<u32> {
+        self.instructions.iter().find_map(|i| match i {
+            Instruction::Meter { meter_id } => Some(*meter_id),
+            _ => None,
+        })
+    }
+
+    /// The groups its group actions forward to (may repeat).
+    pub fn groups(&self) -> impl Iterator<Item = u32> + '_ {
+        self.actions().filter_map(|a| match a {
+            Action::Group { group_id } => Some(*group_id),
+            _ => None,
+        })
+    }
+
+    /// True when `(cookie & mask) == (self.cookie & mask)`.
+    pub fn cookie_matches(&self, cookie: u64, mask: u64) -> bool {
+        self.cookie & mask == cookie & mask
+    }
+}
+
+/// Every action inside the apply-actions and write-actions instructions of
+/// a list.
+pub fn instruction_actions(instructions: &[Instruction]) -> impl Iterator<Item = &Action> {
+    instructions.iter().flat_map(|i| match i {
+        Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
+            actions.as_slice()
+        }
+        _ => &[],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flow_removed_message_carries_every_field() {
+        let ev = FlowRemoved {
+            id: FlowId(1),
+            cookie: 2,
+            priority: 3,
+            reason: RemovalReason::GroupDelete,
+            table_id: 4,
+            duration_sec: 5,
+            duration_nsec: 6,
+            idle_timeout: 7,
+            hard_timeout: 8,
+            packet_count: 9,
+            byte_count: 10,
+            match_: Match::default(),
+        };
+        let m = ev.to_message();
+        assert_eq!(
+            (
+                m.cookie,
+                m.priority,
+                m.reason,
+                m.table_id,
+                m.duration_sec,
+                m.duration_nsec
+            ),
+            (2, 3, 3, 4, 5, 6)
+        );
+        assert_eq!(
+            (m.idle_timeout, m.hard_timeout, m.packet_count, m.byte_count),
+            (7, 8, 9, 10)
+        );
+        let meter = FlowRemoved {
+            reason: RemovalReason::MeterDelete,
+            ..ev
+        };
+        assert_eq!(meter.to_message().reason, 2);
+    }
+}

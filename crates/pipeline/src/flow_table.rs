@@ -1,0 +1,1670 @@
+//! The flow tables as the control side sees them: FLOW_MOD semantics,
+//! timeouts, counters and the flow/aggregate/table statistics answers
+//! (spec 1.3.5 §5.2–§5.5, §6.4, §7.3.4.2, §7.3.5).
+//!
+//! # Data structures
+//!
+//! [`Tables`] holds `n_tables` (1..=255, ids `0..n_tables`) [`FlowTable`]s
+//! and three indexes across them:
+//!
+//! * `location: FlowId -> table id`, so an entry is found from its id
+//!   alone (counter updates from the data side arrive by id);
+//! * `group_refs: group id -> {FlowId}` and `meter_refs: meter id ->
+//!   {FlowId}`: which entries forward to a group (through a group action
+//!   in apply-actions or write-actions) or use a meter (meter
+//!   instruction). Deleting a group or meter removes exactly those
+//!   entries, and group/meter statistics report their sizes as
+//!   `ref_count` / `flow_count` without a scan.
+//!
+//! Each [`FlowTable`] holds
+//!
+//! * `entries: BTreeMap<FlowId, FlowEntry>` — the entries, iterated in id
+//!   (= installation) order so statistics replies are deterministic;
+//! * `by_key: HashMap<(priority, MatchKey), FlowId>` — the strict index:
+//!   an entry's identity in OpenFlow is its table, priority and match as a
+//!   set of fields, so ADD finds the entry it replaces and the strict
+//!   commands find their one entry in O(1);
+//! * `lookup_count` / `matched_count` — the table counters the data side
+//!   feeds through [`Tables::note_lookup`].
+//!
+//! [`FlowId`]s come from one counter per `Tables`, are never reused, and
+//! stay with an entry when MODIFY or a replacing ADD changes its
+//! instructions — the entry's (table, priority, match) cannot change, so a
+//! classifier that indexes entries by id never has to move one for those.
+//!
+//! # Invariants (checked by `Tables::check_invariants` in tests)
+//!
+//! 1. `location[id] == t` exactly when `tables[t].entries` has `id`, and
+//!    `entries[id].id == id`, `entries[id].table_id == t`.
+//! 2. `by_key` has exactly one key per entry, `(e.priority, e.key)`, and
+//!    no two entries of a table share one.
+//! 3. `e.key == MatchKey::new(&e.match_)`; `e.match_` is the TLV list as
+//!    the controller sent it.
+//! 4. `group_refs[g]` holds `id` exactly when entry `id` has a group
+//!    action to `g`; likewise `meter_refs`. Empty sets are removed.
+//! 5. No table has more than `max_entries` entries.
+//! 6. A modification that returns an error has changed nothing: every
+//!    check (flags, table id, match, instructions, overlap, capacity) runs
+//!    before the first write.
+//!
+//! # Costs
+//!
+//! ADD/strict commands are O(1) plus instruction validation; CHECK_OVERLAP
+//! and the non-strict commands scan the table; [`Tables::expire`] scans
+//! every entry. A timer wheel and a classifier come with packet processing.
+
+use crate::flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
+use crate::group_table::Groups;
+use crate::match_key::MatchKey;
+use crate::meter_table::Meters;
+use crate::validate::{validate_instructions, ActionPolicy, InstructionContext};
+use crate::Time;
+use ofp::consts::{table_no, OFP_NO_BUFFER};
+use ofp::error::{BadRequestCode, FlowModFailedCode};
+use ofp::flow_mod::flow_mod_flags;
+use ofp::stats::{AggregateStats, FlowStats, TableStats};
+use ofp::{FlowMod, FlowModCommand, Match, OfpError};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Every `OFPFF_*` bit OpenFlow 1.3 defines.
+const KNOWN_FLAGS: u16 = flow_mod_flags::SEND_FLOW_REM
+    | flow_mod_flags::CHECK_OVERLAP
+    | flow_mod_flags::RESET_COUNTS
+    | flow_mod_flags::NO_PKT_COUNTS
+    | flow_mod_flags::NO_BYT_COUNTS;
+
+/// Size limits and policies of the flow tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TablesConfig {
+    /// Number of tables, 1..=255 (ids `0..n_tables`; 0 is treated as 1).
+    pub n_tables: u8,
+    /// Most entries one table holds; an ADD beyond it fails with
+    /// `FLOW_MOD_FAILED/TABLE_FULL`.
+    pub max_entries: usize,
+    /// Which output ports actions may name.
+    pub policy: ActionPolicy,
+}
+
+impl Default for TablesConfig {
+    /// 255 tables of a million entries each, no `OFPP_NORMAL`.
+    fn default() -> Self {
+        TablesConfig {
+            n_tables: 255,
+            max_entries: 1 << 20,
+            policy: ActionPolicy::default(),
+        }
+    }
+}
+
+/// One flow table.
+#[derive(Clone, Debug, Default)]
+pub struct FlowTable {
+    entries: BTreeMap<FlowId, FlowEntry>,
+    by_key: HashMap<(u16, MatchKey), FlowId>,
+    lookup_count: u64,
+    matched_count: u64,
+}
+
+impl FlowTable {
+    /// The entries in installation order.
+    pub fn entries(&self) -> impl Iterator<Item = &FlowEntry> {
+        self.entries.values()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the table has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// What a successful FLOW_MOD did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowModOutcome {
+    /// ADD: the entry installed (a replaced entry keeps its id).
+    pub installed: Option<FlowId>,
+    /// ADD: true when it replaced an entry with the same match and priority.
+    pub replaced: bool,
+    /// MODIFY*: the entries whose instructions changed.
+    pub modified: Vec<FlowId>,
+    /// DELETE*: every entry removed.
+    pub deleted: Vec<FlowId>,
+    /// FLOW_REMOVED events to send (deleted entries with SEND_FLOW_REM).
+    pub flow_removed: Vec<FlowRemoved>,
+    /// ADD/MODIFY*: the buffered packet to run through the pipeline now
+    /// (`buffer_id` when it was not `OFP_NO_BUFFER`; spec §6.4). DELETE*
+    /// ignore `buffer_id`.
+    pub release_buffer: Option<u32>,
+}
+
+/// The selection of a flow or aggregate statistics request (spec 1.3.5
+/// §7.3.5.2): table (or `OFPTT_ALL`), out_port (or `OFPP_ANY`), out_group
+/// (or `OFPG_ANY`), cookie/cookie_mask, and a match that selected entries
+/// are at least as specific as. It is the request body itself.
+pub type FlowFilter = ofp::stats::FlowStatsRequest;
+
+/// A filter selecting every entry of every table.
+pub fn any_flow() -> FlowFilter {
+    FlowFilter {
+        table_id: table_no::ALL,
+        out_port: ofp::consts::port_no::ANY,
+        out_group: ofp::consts::group_no::ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        match_: Match::default(),
+    }
+}
+
+/// All flow tables of one switch. See the module comment.
+#[derive(Clone, Debug)]
+pub struct Tables {
+    config: TablesConfig,
+    tables: Vec<FlowTable>,
+    next_id: u64,
+    location: HashMap<FlowId, u8>,
+    group_refs: HashMap<u32, BTreeSet<FlowId>>,
+    meter_refs: HashMap<u32, BTreeSet<FlowId>>,
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        Tables::new(TablesConfig::default())
+    }
+}
+
+const fn fm_failed(code: FlowModFailedCode) -> OfpError {
+    OfpError::FlowModFailed(code)
+}
+
+impl Tables {
+    /// Empty tables.
+    pub fn new(mut config: TablesConfig) -> Tables {
+        config.n_tables = config.n_tables.max(1);
+        Tables {
+            tables: vec![FlowTable::default(); usize::from(config.n_tables)],
+            config,
+            next_id: 1,
+            location: HashMap::new(),
+            group_refs: HashMap::new(),
+            meter_refs: HashMap::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TablesConfig {
+        &self.config
+    }
+
+    /// Number of tables.
+    pub fn n_tables(&self) -> u8 {
+        self.config.n_tables
+    }
+
+    /// One table.
+    pub fn table(&self, table_id: u8) -> Option<&FlowTable> {
+        self.tables.get(usize::from(table_id))
+    }
+
+    /// An entry by id.
+    pub fn entry(&self, id: FlowId) -> Option<&FlowEntry> {
+        let t = self.location.get(&id)?;
+        self.tables.get(usize::from(*t))?.entries.get(&id)
+    }
+
+    /// Total entries in all tables.
+    pub fn len(&self) -> usize {
+        self.location.len()
+    }
+
+    /// True when no table has an entry.
+    pub fn is_empty(&self) -> bool {
+        self.location.is_empty()
+    }
+
+    /// Number of entries forwarding to `group`.
+    pub fn group_ref_count(&self, group: u32) -> usize {
+        self.group_refs.get(&group).map_or(0, BTreeSet::len)
+    }
+
+    /// Number of entries using `meter`.
+    pub fn meter_flow_count(&self, meter: u32) -> usize {
+        self.meter_refs.get(&meter).map_or(0, BTreeSet::len)
+    }
+
+    /// Applies one FLOW_MOD at time `now`. `groups` and `meters` are the
+    /// switch's group and meter tables, against which group actions and
+    /// meter instructions are checked. On error nothing has changed.
+    pub fn apply_flow_mod(
+        &mut self,
+        fm: &FlowMod,
+        now: Time,
+        groups: &Groups,
+        meters: &Meters,
+    ) -> Result<FlowModOutcome, OfpError> {
+        if fm.flags & !KNOWN_FLAGS != 0 {
+            return Err(fm_failed(FlowModFailedCode::BadFlags));
+        }
+        let is_delete = matches!(
+            fm.command,
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict
+        );
+        let all_tables = is_delete && fm.table_id == table_no::ALL;
+        if !all_tables && fm.table_id >= self.config.n_tables {
+            return Err(fm_failed(FlowModFailedCode::BadTableId));
+        }
+        let key = MatchKey::new(&fm.match_)?;
+        if !is_delete {
+            let group_exists = |g: u32| groups.contains(g);
+            let meter_exists = |m: u32| meters.contains(m);
+            let ctx = InstructionContext {
+                table_id: fm.table_id,
+                n_tables: self.config.n_tables,
+                group_exists: &group_exists,
+                meter_exists: &meter_exists,
+                policy: self.config.policy,
+            };
+            validate_instructions(&fm.instructions, &key, &ctx)?;
+        }
+        let mut outcome = match fm.command {
+            FlowModCommand::Add => self.add(fm, key, now)?,
+            FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
+                let strict = fm.command == FlowModCommand::ModifyStrict;
+                self.modify(fm, &key, strict)
+            }
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
+                let strict = fm.command == FlowModCommand::DeleteStrict;
+                self.delete(fm, &key, strict, now)
+            }
+        };
+        if !is_delete && fm.buffer_id != OFP_NO_BUFFER {
+            outcome.release_buffer = Some(fm.buffer_id);
+        }
+        Ok(outcome)
+    }
+
+    /// ADD (spec §6.4): overlap check, then replace an identical entry
+    /// (same match as a set of fields and same priority) or insert.
+    fn add(&mut self, fm: &FlowMod, key: MatchKey, now: Time) -> Result<FlowModOutcome, OfpError> {
+        let t = usize::from(fm.table_id);
+        let max_entries = self.config.max_entries;
+        let table = self
+            .tables
+            .get(t)
+            .ok_or(fm_failed(FlowModFailedCode::BadTableId))?;
+        if fm.flags & flow_mod_flags::CHECK_OVERLAP != 0
+            && table
+                .entries
+                .values()
+                .any(|e| e.priority == fm.priority && e.key.overlaps(&key))
+        {
+            return Err(fm_failed(FlowModFailedCode::Overlap));
+        }
+        let slot = (fm.priority, key);
+        let existing = table.by_key.get(&slot).copied();
+        if existing.is_none() && table.entries.len() >= max_entries {
+            return Err(fm_failed(FlowModFailedCode::TableFull));
+        }
+        // From here on nothing can fail.
+        let (priority, key) = slot;
+        let old = existing.and_then(|id| self.detach(id));
+        let id = match &old {
+            Some(e) => e.id,
+            None => {
+                let id = FlowId(self.next_id);
+                self.next_id += 1;
+                id
+            }
+        };
+        let (packet_count, byte_count) = match &old {
+            Some(e) if fm.flags & flow_mod_flags::RESET_COUNTS == 0 => {
+                (e.packet_count, e.byte_count)
+            }
+            _ => (0, 0),
+        };
+        let entry = FlowEntry {
+            id,
+            table_id: fm.table_id,
+            priority,
+            match_: fm.match_.clone(),
+            key,
+            instructions: fm.instructions.clone(),
+            cookie: fm.cookie,
+            idle_timeout: fm.idle_timeout,
+            hard_timeout: fm.hard_timeout,
+            flags: fm.flags,
+            installed_at: now,
+            last_used: now,
+            packet_count,
+            byte_count,
+        };
+        self.attach(entry);
+        Ok(FlowModOutcome {
+            installed: Some(id),
+            replaced: old.is_some(),
+            ..FlowModOutcome::default()
+        })
+    }
+
+    /// MODIFY / MODIFY_STRICT (spec §6.4): new instructions for every
+    /// selected entry; cookie, timeouts, flags, counters and duration stay
+    /// unless RESET_COUNTS clears the counters. Selecting nothing is not
+    /// an error and adds nothing (OpenFlow 1.3).
+    fn modify(&mut self, fm: &FlowMod, key: &MatchKey, strict: bool) -> FlowModOutcome {
+        let ids = self.select(
+            fm.table_id,
+            key,
+            strict.then_some(fm.priority),
+            fm.cookie,
+            fm.cookie_mask,
+            ofp::consts::port_no::ANY,
+            ofp::consts::group_no::ANY,
+        );
+        let reset = fm.flags & flow_mod_flags::RESET_COUNTS != 0;
+        for id in &ids {
+            if let Some(mut e) = self.detach(*id) {
+                e.instructions = fm.instructions.clone();
+                if reset {
+                    e.packet_count = 0;
+                    e.byte_count = 0;
+                }
+                self.attach(e);
+            }
+        }
+        FlowModOutcome {
+            modified: ids,
+            ..FlowModOutcome::default()
+        }
+    }
+
+    /// DELETE / DELETE_STRICT (spec §6.4), with the cookie, out_port and
+    /// out_group filters; `OFPTT_ALL` covers every table.
+    fn delete(&mut self, fm: &FlowMod, key: &MatchKey, strict: bool, now: Time) -> FlowModOutcome {
+        let ids = self.select(
+            fm.table_id,
+            key,
+            strict.then_some(fm.priority),
+            fm.cookie,
+            fm.cookie_mask,
+            fm.out_port,
+            fm.out_group,
+        );
+        let flow_removed = self.remove_ids(&ids, RemovalReason::Delete, now);
+        FlowModOutcome {
+            deleted: ids,
+            flow_removed,
+            ..FlowModOutcome::default()
+        }
+    }
+
+    /// The entries a modify/delete/stats request selects. `priority` set
+    /// means strict: the same match as a set of fields and the same
+    /// priority; otherwise every entry at least as specific as `key`.
+    #[allow(clippy::too_many_arguments)]
+    fn select(
+        &self,
+        table_id: u8,
+        key: &MatchKey,
+        priority: Option<u16>,
+        cookie: u64,
+        cookie_mask: u64,
+        out_port: u32,
+        out_group: u32,
+    ) -> Vec<FlowId> {
+        let tables: Vec<&FlowTable> = if table_id == table_no::ALL {
+            self.tables.iter().collect()
+        } else {
+            self.tables.get(usize::from(table_id)).into_iter().collect()
+        };
+        let keep = |e: &FlowEntry| {
+            e.cookie_matches(cookie, cookie_mask)
+                && e.outputs_to(out_port)
+                && e.forwards_to_group(out_group)
+        };
+        let mut ids = Vec::new();
+        for table in tables {
+            match priority {
+                Some(p) => {
+                    if let Some(e) = table
+                        .by_key
+                        .get(&(p, key.clone()))
+                        .and_then(|id| table.entries.get(id))
+                    {
+                        if keep(e) {
+                            ids.push(e.id);
+                        }
+                    }
+                }
+                None => ids.extend(
+                    table
+                        .entries
+                        .values()
+                        .filter(|e| e.key.is_within(key) && keep(e))
+                        .map(|e| e.id),
+                ),
+            }
+        }
+        ids
+    }
+
+    /// Removes entries, returning FLOW_REMOVED events for those that asked.
+    fn remove_ids(&mut self, ids: &[FlowId], reason: RemovalReason, now: Time) -> Vec<FlowRemoved> {
+        let mut events = Vec::new();
+        for id in ids {
+            if let Some(e) = self.detach(*id) {
+                if e.sends_flow_removed() {
+                    events.push(e.removed_event(reason, now));
+                }
+            }
+        }
+        events
+    }
+
+    /// Inserts an entry and indexes it. The caller has checked capacity
+    /// and that its (priority, key) slot is free.
+    fn attach(&mut self, e: FlowEntry) {
+        let id = e.id;
+        for g in e.groups() {
+            self.group_refs.entry(g).or_default().insert(id);
+        }
+        if let Some(m) = e.meter() {
+            self.meter_refs.entry(m).or_default().insert(id);
+        }
+        self.location.insert(id, e.table_id);
+        if let Some(table) = self.tables.get_mut(usize::from(e.table_id)) {
+            table.by_key.insert((e.priority, e.key.clone()), id);
+            table.entries.insert(id, e);
+        }
+    }
+
+    /// Takes an entry out of its table and every index.
+    fn detach(&mut self, id: FlowId) -> Option<FlowEntry> {
+        let t = self.location.remove(&id)?;
+        let table = self.tables.get_mut(usize::from(t))?;
+        let e = table.entries.remove(&id)?;
+        table.by_key.remove(&(e.priority, e.key.clone()));
+        for g in e.groups() {
+            unref(&mut self.group_refs, g, id);
+        }
+        if let Some(m) = e.meter() {
+            unref(&mut self.meter_refs, m, id);
+        }
+        Some(e)
+    }
+
+    /// Removes every entry forwarding to `group` (it was deleted), with
+    /// reason `GROUP_DELETE`.
+    pub fn remove_group_users(&mut self, group: u32, now: Time) -> Vec<FlowRemoved> {
+        let ids: Vec<FlowId> = self
+            .group_refs
+            .get(&group)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
+        self.remove_ids(&ids, RemovalReason::GroupDelete, now)
+    }
+
+    /// Removes every entry using `meter` (it was deleted), with reason
+    /// [`RemovalReason::MeterDelete`].
+    pub fn remove_meter_users(&mut self, meter: u32, now: Time) -> Vec<FlowRemoved> {
+        let ids: Vec<FlowId> = self
+            .meter_refs
+            .get(&meter)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
+        self.remove_ids(&ids, RemovalReason::MeterDelete, now)
+    }
+
+    /// Removes every entry whose idle or hard timeout has run out at `now`,
+    /// returning FLOW_REMOVED events for those installed with
+    /// SEND_FLOW_REM (all expired entries are removed).
+    pub fn expire(&mut self, now: Time) -> Vec<FlowRemoved> {
+        let due: Vec<(FlowId, RemovalReason)> = self
+            .tables
+            .iter()
+            .flat_map(|t| t.entries.values())
+            .filter_map(|e| e.expired(now).map(|r| (e.id, r)))
+            .collect();
+        let mut events = Vec::new();
+        for (id, reason) in due {
+            events.extend(self.remove_ids(&[id], reason, now));
+        }
+        events
+    }
+
+    /// Records that a packet of `bytes` bytes matched entry `id` at `now`:
+    /// counters grow and the idle timeout restarts. False if no such entry.
+    pub fn note_hit(&mut self, id: FlowId, now: Time, bytes: u64) -> bool {
+        let Some(t) = self.location.get(&id) else {
+            return false;
+        };
+        let Some(e) = self
+            .tables
+            .get_mut(usize::from(*t))
+            .and_then(|table| table.entries.get_mut(&id))
+        else {
+            return false;
+        };
+        e.packet_count = e.packet_count.wrapping_add(1);
+        e.byte_count = e.byte_count.wrapping_add(bytes);
+        if now > e.last_used {
+            e.last_used = now;
+        }
+        true
+    }
+
+    /// Records one lookup in `table_id` and whether it matched an entry.
+    pub fn note_lookup(&mut self, table_id: u8, matched: bool) {
+        if let Some(t) = self.tables.get_mut(usize::from(table_id)) {
+            t.lookup_count = t.lookup_count.wrapping_add(1);
+            if matched {
+                t.matched_count = t.matched_count.wrapping_add(1);
+            }
+        }
+    }
+
+    /// The entries a statistics request selects, in table then
+    /// installation order. Errors: `BAD_REQUEST/BAD_TABLE_ID` for a table
+    /// that does not exist, `BAD_MATCH/*` for an invalid match.
+    pub fn filter(&self, filter: &FlowFilter) -> Result<Vec<&FlowEntry>, OfpError> {
+        if filter.table_id != table_no::ALL && filter.table_id >= self.config.n_tables {
+            return Err(OfpError::BadRequest(BadRequestCode::BadTableId));
+        }
+        let key = MatchKey::new(&filter.match_)?;
+        let ids = self.select(
+            filter.table_id,
+            &key,
+            None,
+            filter.cookie,
+            filter.cookie_mask,
+            filter.out_port,
+            filter.out_group,
+        );
+        Ok(ids.iter().filter_map(|id| self.entry(*id)).collect())
+    }
+
+    /// The FLOW multipart reply body for a request.
+    pub fn flow_stats(&self, filter: &FlowFilter, now: Time) -> Result<Vec<FlowStats>, OfpError> {
+        Ok(self
+            .filter(filter)?
+            .into_iter()
+            .map(|e| {
+                let (duration_sec, duration_nsec) = now.duration_since(e.installed_at);
+                FlowStats {
+                    table_id: e.table_id,
+                    duration_sec,
+                    duration_nsec,
+                    priority: e.priority,
+                    idle_timeout: e.idle_timeout,
+                    hard_timeout: e.hard_timeout,
+                    flags: e.flags,
+                    cookie: e.cookie,
+                    packet_count: e.reported_packet_count(),
+                    byte_count: e.reported_byte_count(),
+                    match_: e.match_.clone(),
+                    instructions: e.instructions.clone(),
+                }
+            })
+            .collect())
+    }
+
+    /// The AGGREGATE multipart reply body for a request. Entries whose
+    /// counters are unavailable (`NO_PKT_COUNTS` / `NO_BYT_COUNTS`) add
+    /// nothing to that sum.
+    pub fn aggregate_stats(&self, filter: &FlowFilter) -> Result<AggregateStats, OfpError> {
+        let mut agg = AggregateStats::default();
+        for e in self.filter(filter)? {
+            agg.flow_count = agg.flow_count.saturating_add(1);
+            if e.flags & flow_mod_flags::NO_PKT_COUNTS == 0 {
+                agg.packet_count = agg.packet_count.wrapping_add(e.packet_count);
+            }
+            if e.flags & flow_mod_flags::NO_BYT_COUNTS == 0 {
+                agg.byte_count = agg.byte_count.wrapping_add(e.byte_count);
+            }
+        }
+        Ok(agg)
+    }
+
+    /// The TABLE multipart reply body: one entry per table.
+    pub fn table_stats(&self) -> Vec<TableStats> {
+        self.tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TableStats {
+                table_id: u8::try_from(i).unwrap_or(table_no::MAX),
+                active_count: u32::try_from(t.entries.len()).unwrap_or(u32::MAX),
+                lookup_count: t.lookup_count,
+                matched_count: t.matched_count,
+            })
+            .collect()
+    }
+
+    /// Everything observable, in a canonical order: for "a failed
+    /// modification changed nothing" checks. For tests.
+    #[cfg(test)]
+    pub(crate) fn snapshot(&self) -> (Vec<FlowEntry>, Vec<TableStats>, u64) {
+        let entries = self
+            .tables
+            .iter()
+            .flat_map(|t| t.entries.values().cloned())
+            .collect();
+        (entries, self.table_stats(), self.next_id)
+    }
+
+    /// Checks every invariant of the module comment; panics naming the
+    /// broken one. For tests.
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        let mut total = 0;
+        let mut groups: HashMap<u32, BTreeSet<FlowId>> = HashMap::new();
+        let mut meters: HashMap<u32, BTreeSet<FlowId>> = HashMap::new();
+        for (t, table) in self.tables.iter().enumerate() {
+            assert!(
+                table.entries.len() <= self.config.max_entries,
+                "5: capacity"
+            );
+            assert_eq!(table.by_key.len(), table.entries.len(), "2: by_key size");
+            for (id, e) in &table.entries {
+                total += 1;
+                assert_eq!(*id, e.id, "1: id");
+                assert_eq!(usize::from(e.table_id), t, "1: table id");
+                assert_eq!(self.location.get(id).map(|x| usize::from(*x)), Some(t), "1");
+                assert_eq!(
+                    table.by_key.get(&(e.priority, e.key.clone())),
+                    Some(id),
+                    "2"
+                );
+                assert_eq!(MatchKey::new(&e.match_).as_ref(), Ok(&e.key), "3");
+                for g in e.groups() {
+                    groups.entry(g).or_default().insert(*id);
+                }
+                if let Some(m) = e.meter() {
+                    meters.entry(m).or_default().insert(*id);
+                }
+            }
+        }
+        assert_eq!(total, self.location.len(), "1: location size");
+        assert_eq!(groups, self.group_refs, "4: group refs");
+        assert_eq!(meters, self.meter_refs, "4: meter refs");
+    }
+}
+
+fn unref(index: &mut HashMap<u32, BTreeSet<FlowId>>, key: u32, id: FlowId) {
+    if let Some(set) = index.get_mut(&key) {
+        set.remove(&id);
+        if set.is_empty() {
+            index.remove(&key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group_table::GroupsConfig;
+    use crate::meter_table::MetersConfig;
+    use ofp::consts::{group_no, port_no};
+    use ofp::error::{BadActionCode, BadInstructionCode, BadMatchCode, MeterModFailedCode};
+    use ofp::{Action, GroupMod, GroupModCommand, GroupType, Instruction, MeterBand, MeterMod};
+    use ofp::{MeterModCommand, Oxm, OxmField, OxmValue};
+    use proptest::prelude::*;
+    use std::net::Ipv4Addr;
+
+    const SEND: u16 = flow_mod_flags::SEND_FLOW_REM;
+
+    fn exact(field: OxmField, value: OxmValue) -> Oxm {
+        Oxm::Basic {
+            field,
+            value,
+            mask: None,
+        }
+    }
+
+    fn in_port(p: u32) -> Oxm {
+        exact(OxmField::InPort, OxmValue::U32(p))
+    }
+
+    fn eth_type(t: u16) -> Oxm {
+        exact(OxmField::EthType, OxmValue::U16(t))
+    }
+
+    fn ipv4_dst(a: [u8; 4], prefix: u32) -> Oxm {
+        let mask = if prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - prefix)
+        };
+        Oxm::Basic {
+            field: OxmField::Ipv4Dst,
+            value: OxmValue::Ipv4(Ipv4Addr::from(u32::from(Ipv4Addr::from(a)) & mask)),
+            mask: Some(OxmValue::Ipv4(Ipv4Addr::from(mask))),
+        }
+    }
+
+    fn output(port: u32) -> Vec<Instruction> {
+        vec![Instruction::ApplyActions {
+            actions: vec![Action::Output { port, max_len: 0 }],
+        }]
+    }
+
+    fn flow(command: FlowModCommand, table_id: u8, priority: u16, fields: Vec<Oxm>) -> FlowMod {
+        FlowMod {
+            command,
+            table_id,
+            priority,
+            match_: Match { fields },
+            ..FlowMod::default()
+        }
+    }
+
+    fn add(table_id: u8, priority: u16, fields: Vec<Oxm>, port: u32) -> FlowMod {
+        FlowMod {
+            instructions: output(port),
+            ..flow(FlowModCommand::Add, table_id, priority, fields)
+        }
+    }
+
+    struct Switch {
+        tables: Tables,
+        groups: Groups,
+        meters: Meters,
+    }
+
+    impl Switch {
+        fn new(n_tables: u8, max_entries: usize) -> Switch {
+            Switch {
+                tables: Tables::new(TablesConfig {
+                    n_tables,
+                    max_entries,
+                    policy: ActionPolicy::default(),
+                }),
+                groups: Groups::new(GroupsConfig::default()),
+                meters: Meters::new(MetersConfig::default()),
+            }
+        }
+
+        fn apply(&mut self, fm: &FlowMod, now: Time) -> Result<FlowModOutcome, OfpError> {
+            let r = self
+                .tables
+                .apply_flow_mod(fm, now, &self.groups, &self.meters);
+            self.tables.check_invariants();
+            r
+        }
+
+        /// Applies a modification that must fail with `err` and checks
+        /// that it changed nothing.
+        fn refuse(&mut self, fm: &FlowMod, err: OfpError) {
+            let before = self.tables.snapshot();
+            assert_eq!(self.apply(fm, Time::from_secs(99)), Err(err), "{fm:?}");
+            assert_eq!(self.tables.snapshot(), before, "failed mod changed state");
+        }
+
+        fn ok(&mut self, fm: &FlowMod, now: Time) -> FlowModOutcome {
+            self.apply(fm, now).unwrap()
+        }
+
+        fn add_group(&mut self, id: u32) {
+            let gm = GroupMod {
+                command: GroupModCommand::Add,
+                group_type: GroupType::All,
+                group_id: id,
+                buckets: vec![],
+            };
+            self.groups
+                .apply_group_mod(&gm, &mut self.tables, Time(0))
+                .unwrap();
+        }
+
+        fn add_meter(&mut self, id: u32) {
+            let mm = MeterMod {
+                command: MeterModCommand::Add,
+                flags: ofp::meter_mod::meter_flags::KBPS,
+                meter_id: id,
+                bands: vec![MeterBand::Drop {
+                    rate: 1000,
+                    burst_size: 0,
+                }],
+            };
+            self.meters
+                .apply_meter_mod(&mm, &mut self.tables, Time(0))
+                .unwrap();
+        }
+
+        fn stats(&self, filter: &FlowFilter, now: Time) -> Vec<FlowStats> {
+            self.tables.flow_stats(filter, now).unwrap()
+        }
+
+        fn all(&self) -> Vec<FlowStats> {
+            self.stats(&any_flow(), Time::from_secs(1000))
+        }
+    }
+
+    fn fmf(code: FlowModFailedCode) -> OfpError {
+        OfpError::FlowModFailed(code)
+    }
+
+    #[test]
+    fn add_installs_an_entry_that_stats_report_as_sent() {
+        let mut sw = Switch::new(4, 100);
+        // Prerequisite after the field that needs it: order kept as sent.
+        let fields = vec![ipv4_dst([10, 0, 0, 0], 8), eth_type(0x0800), in_port(3)];
+        let mut fm = add(1, 100, fields.clone(), 2);
+        fm.cookie = 0xabc;
+        fm.idle_timeout = 10;
+        fm.hard_timeout = 20;
+        fm.flags = SEND;
+        let out = sw.ok(&fm, Time::from_secs(5));
+        assert!(out.installed.is_some() && !out.replaced);
+        assert_eq!(out.release_buffer, None);
+        let stats = sw.stats(&any_flow(), Time(5_000_000_000 + 2_500_000_000));
+        assert_eq!(stats.len(), 1);
+        let s = &stats[0];
+        assert_eq!(s.match_.fields, fields);
+        assert_eq!(
+            (
+                s.table_id,
+                s.priority,
+                s.cookie,
+                s.idle_timeout,
+                s.hard_timeout,
+                s.flags
+            ),
+            (1, 100, 0xabc, 10, 20, SEND)
+        );
+        assert_eq!((s.duration_sec, s.duration_nsec), (2, 500_000_000));
+        assert_eq!((s.packet_count, s.byte_count), (0, 0));
+        assert_eq!(s.instructions, output(2));
+    }
+
+    #[test]
+    fn add_with_identical_match_replaces_and_keeps_counters_unless_reset() {
+        let mut sw = Switch::new(4, 100);
+        let a = vec![in_port(1), eth_type(0x0800)];
+        let b = vec![eth_type(0x0800), in_port(1)]; // same set, other order
+        let mut first = add(0, 10, a, 2);
+        first.flags = SEND;
+        let id = sw.ok(&first, Time::from_secs(1)).installed.unwrap();
+        assert!(sw.tables.note_hit(id, Time::from_secs(2), 100));
+        assert!(sw.tables.note_hit(id, Time::from_secs(2), 60));
+
+        let mut second = add(0, 10, b.clone(), 3);
+        second.cookie = 7;
+        let out = sw.ok(&second, Time::from_secs(4));
+        assert_eq!((out.installed, out.replaced), (Some(id), true));
+        assert!(out.flow_removed.is_empty(), "no FLOW_REMOVED on replace");
+        let s = sw.stats(&any_flow(), Time::from_secs(5));
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].packet_count, s[0].byte_count), (2, 160));
+        assert_eq!(s[0].duration_sec, 1, "duration restarts");
+        assert_eq!((s[0].cookie, s[0].flags), (7, 0), "new cookie and flags");
+        assert_eq!(s[0].match_.fields, b, "new match TLVs as sent");
+        assert_eq!(s[0].instructions, output(3));
+
+        let mut third = add(0, 10, b, 4);
+        third.flags = flow_mod_flags::RESET_COUNTS;
+        assert!(sw.ok(&third, Time::from_secs(6)).replaced);
+        let s = sw.all();
+        assert_eq!((s[0].packet_count, s[0].byte_count), (0, 0));
+
+        // A different priority is a different entry.
+        let other = sw.ok(&add(0, 11, vec![in_port(1)], 2), Time(0));
+        assert!(!other.replaced);
+        assert_eq!(sw.tables.len(), 2);
+    }
+
+    #[test]
+    fn check_overlap_refuses_entries_a_packet_could_match_together() {
+        let mut sw = Switch::new(2, 100);
+        sw.ok(
+            &add(0, 5, vec![eth_type(0x0800), ipv4_dst([10, 0, 0, 0], 8)], 1),
+            Time(0),
+        );
+        let mut fm = add(0, 5, vec![in_port(1)], 1);
+        fm.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.refuse(&fm, fmf(FlowModFailedCode::Overlap));
+        let mut narrower = add(0, 5, vec![eth_type(0x0800), ipv4_dst([10, 1, 0, 0], 16)], 1);
+        narrower.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.refuse(&narrower, fmf(FlowModFailedCode::Overlap));
+        let mut identical = add(0, 5, vec![ipv4_dst([10, 0, 0, 0], 8), eth_type(0x0800)], 1);
+        identical.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.refuse(&identical, fmf(FlowModFailedCode::Overlap));
+        // Disjoint, other priority or other table: fine.
+        let mut disjoint = add(0, 5, vec![eth_type(0x0800), ipv4_dst([11, 0, 0, 0], 8)], 1);
+        disjoint.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.ok(&disjoint, Time(0));
+        let mut ipv6 = add(0, 5, vec![eth_type(0x86dd)], 1);
+        ipv6.flags = flow_mod_flags::CHECK_OVERLAP;
+        sw.ok(&ipv6, Time(0));
+        fm.priority = 6;
+        sw.ok(&fm, Time(0));
+        fm.table_id = 1;
+        fm.priority = 5;
+        sw.ok(&fm, Time(0));
+        assert_eq!(sw.tables.len(), 5);
+    }
+
+    #[test]
+    fn a_full_table_refuses_new_entries_but_accepts_replacements() {
+        let mut sw = Switch::new(2, 2);
+        sw.ok(&add(0, 1, vec![in_port(1)], 2), Time(0));
+        sw.ok(&add(0, 1, vec![in_port(2)], 2), Time(0));
+        sw.refuse(
+            &add(0, 1, vec![in_port(3)], 2),
+            fmf(FlowModFailedCode::TableFull),
+        );
+        assert!(sw.ok(&add(0, 1, vec![in_port(2)], 5), Time(0)).replaced);
+        sw.ok(&add(1, 1, vec![in_port(3)], 2), Time(0));
+        assert_eq!(sw.tables.len(), 3);
+    }
+
+    #[test]
+    fn table_ids_and_flags_are_checked() {
+        let mut sw = Switch::new(4, 10);
+        sw.ok(&add(3, 1, vec![], 1), Time(0));
+        sw.refuse(&add(4, 1, vec![], 1), fmf(FlowModFailedCode::BadTableId));
+        sw.refuse(
+            &add(table_no::ALL, 1, vec![], 1),
+            fmf(FlowModFailedCode::BadTableId),
+        );
+        for cmd in [FlowModCommand::Modify, FlowModCommand::ModifyStrict] {
+            sw.refuse(
+                &flow(cmd, table_no::ALL, 1, vec![]),
+                fmf(FlowModFailedCode::BadTableId),
+            );
+        }
+        for cmd in [FlowModCommand::Delete, FlowModCommand::DeleteStrict] {
+            sw.refuse(
+                &flow(cmd, 200, 1, vec![]),
+                fmf(FlowModFailedCode::BadTableId),
+            );
+        }
+        for bit in 5..16 {
+            let mut fm = add(0, 1, vec![], 1);
+            fm.flags = 1 << bit;
+            sw.refuse(&fm, fmf(FlowModFailedCode::BadFlags));
+            let mut del = flow(FlowModCommand::Delete, 0, 1, vec![]);
+            del.flags = 1 << bit;
+            sw.refuse(&del, fmf(FlowModFailedCode::BadFlags));
+        }
+        assert_eq!(sw.tables.len(), 1);
+        let out = sw.ok(
+            &flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]),
+            Time(0),
+        );
+        assert_eq!(out.deleted.len(), 1);
+    }
+
+    #[test]
+    fn bad_matches_and_instructions_are_refused_with_their_codes() {
+        let mut sw = Switch::new(4, 10);
+        sw.add_group(7);
+        sw.add_meter(3);
+        sw.ok(&add(0, 1, vec![in_port(1)], 1), Time(0));
+        let with = |instructions: Vec<Instruction>| FlowMod {
+            instructions,
+            ..flow(FlowModCommand::Add, 1, 1, vec![])
+        };
+        sw.refuse(
+            &add(0, 1, vec![ipv4_dst([10, 0, 0, 0], 8)], 1),
+            OfpError::BadMatch(BadMatchCode::BadPrereq),
+        );
+        sw.refuse(
+            &add(0, 1, vec![in_port(1), in_port(2)], 1),
+            OfpError::BadMatch(BadMatchCode::DupField),
+        );
+        // Match errors also for modify and delete.
+        sw.refuse(
+            &flow(FlowModCommand::Delete, 0, 1, vec![in_port(1), in_port(1)]),
+            OfpError::BadMatch(BadMatchCode::DupField),
+        );
+        sw.refuse(
+            &flow(
+                FlowModCommand::Modify,
+                0,
+                1,
+                vec![ipv4_dst([1, 0, 0, 0], 8)],
+            ),
+            OfpError::BadMatch(BadMatchCode::BadPrereq),
+        );
+        sw.refuse(
+            &with(vec![Instruction::GotoTable { table_id: 1 }]),
+            OfpError::BadInstruction(BadInstructionCode::BadTableId),
+        );
+        sw.refuse(
+            &with(vec![Instruction::GotoTable { table_id: 4 }]),
+            OfpError::BadInstruction(BadInstructionCode::BadTableId),
+        );
+        sw.refuse(
+            &with(vec![Instruction::ClearActions, Instruction::ClearActions]),
+            OfpError::BadInstruction(BadInstructionCode::UnsupInst),
+        );
+        sw.refuse(
+            &with(vec![Instruction::Experimenter {
+                experimenter: 1,
+                data: vec![],
+            }]),
+            OfpError::BadInstruction(BadInstructionCode::UnsupInst),
+        );
+        sw.refuse(
+            &with(vec![Instruction::Meter { meter_id: 4 }]),
+            OfpError::MeterModFailed(MeterModFailedCode::UnknownMeter),
+        );
+        sw.refuse(
+            &with(vec![Instruction::WriteActions {
+                actions: vec![Action::Group { group_id: 8 }],
+            }]),
+            OfpError::BadAction(BadActionCode::BadOutGroup),
+        );
+        sw.refuse(
+            &with(output(0)),
+            OfpError::BadAction(BadActionCode::BadOutPort),
+        );
+        sw.refuse(
+            &with(output(port_no::TABLE)),
+            OfpError::BadAction(BadActionCode::BadOutPort),
+        );
+        sw.refuse(
+            &with(vec![Instruction::ApplyActions {
+                actions: vec![Action::Experimenter {
+                    experimenter: 1,
+                    data: vec![],
+                }],
+            }]),
+            OfpError::BadAction(BadActionCode::BadExperimenter),
+        );
+        sw.refuse(
+            &with(vec![Instruction::ApplyActions {
+                actions: vec![Action::SetField {
+                    field: exact(OxmField::Ipv4Src, OxmValue::Ipv4(Ipv4Addr::LOCALHOST)),
+                }],
+            }]),
+            OfpError::BadAction(BadActionCode::MatchInconsistent),
+        );
+        // Instruction errors on MODIFY too, and nothing changes.
+        let mut m = flow(FlowModCommand::Modify, 0, 1, vec![]);
+        m.instructions = output(0);
+        sw.refuse(&m, OfpError::BadAction(BadActionCode::BadOutPort));
+        // The same instructions with existing group and meter pass.
+        let good = with(vec![
+            Instruction::Meter { meter_id: 3 },
+            Instruction::WriteActions {
+                actions: vec![Action::Group { group_id: 7 }],
+            },
+            Instruction::GotoTable { table_id: 3 },
+        ]);
+        sw.ok(&good, Time(0));
+        assert_eq!(sw.tables.group_ref_count(7), 1);
+        assert_eq!(sw.tables.meter_flow_count(3), 1);
+        // DELETE ignores its (invalid) instructions.
+        let mut del = flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]);
+        del.instructions = output(0);
+        assert_eq!(sw.ok(&del, Time(0)).deleted.len(), 2);
+        assert_eq!(sw.tables.group_ref_count(7), 0);
+    }
+
+    #[test]
+    fn modify_changes_instructions_of_selected_entries_only() {
+        let mut sw = Switch::new(2, 100);
+        let mut wide = add(0, 1, vec![eth_type(0x0800), ipv4_dst([10, 0, 0, 0], 8)], 1);
+        wide.cookie = 0x10;
+        wide.idle_timeout = 30;
+        wide.flags = SEND;
+        let a = sw.ok(&wide, Time::from_secs(1)).installed.unwrap();
+        let mut narrow = add(0, 2, vec![eth_type(0x0800), ipv4_dst([10, 1, 0, 0], 16)], 1);
+        narrow.cookie = 0x20;
+        let b = sw.ok(&narrow, Time::from_secs(1)).installed.unwrap();
+        let c = sw
+            .ok(&add(0, 3, vec![eth_type(0x86dd)], 1), Time::from_secs(1))
+            .installed
+            .unwrap();
+        sw.tables.note_hit(a, Time::from_secs(2), 10);
+
+        // Non-strict with a /8: both IPv4 entries, not the IPv6 one.
+        let mut m = flow(
+            FlowModCommand::Modify,
+            0,
+            999,
+            vec![eth_type(0x0800), ipv4_dst([10, 0, 0, 0], 8)],
+        );
+        m.instructions = output(9);
+        m.idle_timeout = 1; // ignored by modify
+        m.cookie = 0x99; // not a filter: cookie_mask is 0
+        let out = sw.ok(&m, Time::from_secs(3));
+        assert_eq!(out.modified, vec![a, b]);
+        let e = sw.tables.entry(a).unwrap();
+        assert_eq!(e.instructions, output(9));
+        assert_eq!((e.cookie, e.idle_timeout, e.flags), (0x10, 30, SEND));
+        assert_eq!(e.packet_count, 1, "counters kept");
+        assert_eq!(e.installed_at, Time::from_secs(1), "duration kept");
+        assert_eq!(sw.tables.entry(c).unwrap().instructions, output(1));
+
+        // Cookie filter.
+        m.cookie = 0x20;
+        m.cookie_mask = 0xff;
+        m.instructions = output(8);
+        assert_eq!(sw.ok(&m, Time(0)).modified, vec![b]);
+
+        // RESET_COUNTS.
+        let mut r = flow(FlowModCommand::Modify, 0, 0, vec![]);
+        r.instructions = output(7);
+        r.flags = flow_mod_flags::RESET_COUNTS;
+        assert_eq!(sw.ok(&r, Time(0)).modified, vec![a, b, c]);
+        assert_eq!(sw.tables.entry(a).unwrap().packet_count, 0);
+
+        // Selecting nothing adds nothing (1.3) and is not an error, but a
+        // buffered packet is still released.
+        let mut none = flow(FlowModCommand::Modify, 1, 0, vec![in_port(4)]);
+        none.instructions = output(7);
+        none.buffer_id = 42;
+        let out = sw.ok(&none, Time(0));
+        assert!(out.modified.is_empty());
+        assert_eq!(out.release_buffer, Some(42));
+        assert_eq!(sw.tables.len(), 3);
+    }
+
+    #[test]
+    fn modify_strict_needs_the_same_match_set_and_priority() {
+        let mut sw = Switch::new(1, 100);
+        let a = sw
+            .ok(&add(0, 5, vec![in_port(1), eth_type(0x0800)], 1), Time(0))
+            .installed
+            .unwrap();
+        sw.ok(&add(0, 6, vec![in_port(1), eth_type(0x0800)], 1), Time(0));
+        sw.ok(&add(0, 5, vec![in_port(1)], 1), Time(0));
+        let mut m = flow(
+            FlowModCommand::ModifyStrict,
+            0,
+            5,
+            vec![eth_type(0x0800), in_port(1)],
+        );
+        m.instructions = output(3);
+        assert_eq!(sw.ok(&m, Time(0)).modified, vec![a]);
+        m.cookie_mask = u64::MAX;
+        m.cookie = 1;
+        assert!(sw.ok(&m, Time(0)).modified.is_empty(), "cookie filter");
+        let mut wider = flow(FlowModCommand::ModifyStrict, 0, 5, vec![eth_type(0x0800)]);
+        wider.instructions = output(3);
+        assert!(sw.ok(&wider, Time(0)).modified.is_empty());
+    }
+
+    #[test]
+    fn delete_filters_by_match_cookie_out_port_and_out_group() {
+        let mut sw = Switch::new(3, 100);
+        sw.add_group(1);
+        let mut ids = Vec::new();
+        for (table, prio, port, cookie, flags) in [
+            (0u8, 1u16, 1u32, 0x100u64, SEND),
+            (0, 2, 2, 0x200, 0),
+            (1, 1, 1, 0x100, SEND),
+            (2, 1, 3, 0x300, SEND),
+        ] {
+            let mut fm = add(
+                table,
+                prio,
+                vec![in_port(u32::from(prio) + u32::from(table))],
+                port,
+            );
+            fm.cookie = cookie;
+            fm.flags = flags;
+            ids.push(sw.ok(&fm, Time::from_secs(1)).installed.unwrap());
+        }
+        let mut g = add(2, 9, vec![], 0);
+        g.instructions = vec![Instruction::WriteActions {
+            actions: vec![Action::Group { group_id: 1 }],
+        }];
+        let gid = sw.ok(&g, Time(0)).installed.unwrap();
+        sw.tables.note_hit(ids[0], Time::from_secs(2), 64);
+
+        // out_port 1 across all tables.
+        let mut d = flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]);
+        d.out_port = 1;
+        d.buffer_id = 5;
+        let out = sw.ok(&d, Time::from_secs(4));
+        assert_eq!(out.deleted, vec![ids[0], ids[2]]);
+        assert_eq!(out.release_buffer, None, "DELETE ignores buffer_id");
+        assert_eq!(out.flow_removed.len(), 2);
+        let ev = &out.flow_removed[0];
+        assert_eq!(ev.reason, RemovalReason::Delete);
+        assert_eq!(ev.reason.wire_v13(), 2);
+        assert_eq!((ev.packet_count, ev.byte_count), (1, 64));
+        assert_eq!((ev.duration_sec, ev.cookie, ev.table_id), (3, 0x100, 0));
+        assert_eq!(ev.match_.fields, vec![in_port(1)]);
+
+        // out_group.
+        let mut d = flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]);
+        d.out_group = 1;
+        assert_eq!(sw.ok(&d, Time(0)).deleted, vec![gid]);
+
+        // Cookie filter; no SEND_FLOW_REM -> no event.
+        let mut d = flow(FlowModCommand::Delete, 0, 0, vec![]);
+        d.cookie = 0x200;
+        d.cookie_mask = 0xf00;
+        let out = sw.ok(&d, Time(0));
+        assert_eq!(out.deleted, vec![ids[1]]);
+        assert!(out.flow_removed.is_empty());
+
+        // Delete with a match selecting nothing is not an error.
+        let out = sw.ok(
+            &flow(FlowModCommand::Delete, 2, 0, vec![in_port(77)]),
+            Time(0),
+        );
+        assert!(out.deleted.is_empty());
+        assert_eq!(sw.tables.len(), 1);
+    }
+
+    #[test]
+    fn delete_strict_removes_exactly_one_entry_in_any_table() {
+        let mut sw = Switch::new(3, 100);
+        let a = sw
+            .ok(&add(0, 5, vec![in_port(1)], 1), Time(0))
+            .installed
+            .unwrap();
+        let b = sw
+            .ok(&add(2, 5, vec![in_port(1)], 1), Time(0))
+            .installed
+            .unwrap();
+        sw.ok(&add(2, 5, vec![in_port(1), eth_type(0x0800)], 1), Time(0));
+        sw.ok(&add(2, 4, vec![in_port(1)], 1), Time(0));
+        let d = flow(FlowModCommand::DeleteStrict, 2, 5, vec![in_port(1)]);
+        assert_eq!(sw.ok(&d, Time(0)).deleted, vec![b]);
+        let d = flow(
+            FlowModCommand::DeleteStrict,
+            table_no::ALL,
+            5,
+            vec![in_port(1)],
+        );
+        assert_eq!(sw.ok(&d, Time(0)).deleted, vec![a]);
+        let mut d = flow(
+            FlowModCommand::DeleteStrict,
+            table_no::ALL,
+            4,
+            vec![in_port(1)],
+        );
+        d.out_port = 9;
+        assert!(sw.ok(&d, Time(0)).deleted.is_empty(), "out_port filter");
+        assert_eq!(sw.tables.len(), 2);
+    }
+
+    #[test]
+    fn buffered_packets_are_released_after_add() {
+        let mut sw = Switch::new(1, 10);
+        let mut fm = add(0, 1, vec![], 1);
+        fm.buffer_id = 77;
+        assert_eq!(sw.ok(&fm, Time(0)).release_buffer, Some(77));
+        fm.buffer_id = OFP_NO_BUFFER;
+        assert_eq!(sw.ok(&fm, Time(0)).release_buffer, None);
+    }
+
+    #[test]
+    fn timeouts_expire_entries_on_the_simulated_clock() {
+        let mut sw = Switch::new(1, 10);
+        let mut idle = add(0, 1, vec![in_port(1)], 1);
+        idle.idle_timeout = 10;
+        idle.flags = SEND;
+        let idle_id = sw.ok(&idle, Time::from_secs(0)).installed.unwrap();
+        let mut hard = add(0, 1, vec![in_port(2)], 1);
+        hard.hard_timeout = 15;
+        hard.idle_timeout = 5;
+        hard.flags = SEND;
+        let hard_id = sw.ok(&hard, Time::from_secs(0)).installed.unwrap();
+        let mut quiet = add(0, 1, vec![in_port(3)], 1);
+        quiet.hard_timeout = 3; // no SEND_FLOW_REM: removed silently
+        sw.ok(&quiet, Time::from_secs(0));
+        sw.ok(&add(0, 1, vec![in_port(4)], 1), Time(0)); // permanent
+
+        assert!(sw.tables.expire(Time::from_millis(2999)).is_empty());
+        assert_eq!(sw.tables.len(), 4);
+        assert!(sw.tables.expire(Time::from_secs(3)).is_empty());
+        assert_eq!(sw.tables.len(), 3, "silent expiry");
+
+        // Traffic keeps both busy.
+        for s in [4, 8, 12] {
+            sw.tables.note_hit(idle_id, Time::from_secs(s), 1);
+            sw.tables.note_hit(hard_id, Time::from_secs(s), 1);
+            assert!(sw.tables.expire(Time::from_secs(s)).is_empty());
+        }
+        let ev = sw.tables.expire(Time::from_secs(15));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].id, ev[0].reason),
+            (hard_id, RemovalReason::HardTimeout)
+        );
+        assert_eq!((ev[0].duration_sec, ev[0].packet_count), (15, 3));
+        assert!(sw.tables.expire(Time::from_millis(21_999)).is_empty());
+        let ev = sw.tables.expire(Time::from_secs(22));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].id, ev[0].reason),
+            (idle_id, RemovalReason::IdleTimeout)
+        );
+        assert_eq!(ev[0].reason.wire_v13(), 0);
+        assert_eq!(sw.tables.len(), 1);
+        sw.tables.check_invariants();
+        assert!(sw.tables.expire(Time::from_secs(1_000_000)).is_empty());
+    }
+
+    #[test]
+    fn hard_timeout_wins_when_both_run_out_together() {
+        let mut sw = Switch::new(1, 10);
+        let mut fm = add(0, 1, vec![], 1);
+        fm.idle_timeout = 5;
+        fm.hard_timeout = 5;
+        fm.flags = SEND;
+        sw.ok(&fm, Time(0));
+        let ev = sw.tables.expire(Time::from_secs(5));
+        assert_eq!(ev[0].reason, RemovalReason::HardTimeout);
+        assert_eq!(ev[0].reason.wire_v13(), 1);
+    }
+
+    #[test]
+    fn unavailable_counters_read_all_ones() {
+        let mut sw = Switch::new(1, 10);
+        let mut fm = add(0, 1, vec![in_port(1)], 1);
+        fm.flags = flow_mod_flags::NO_PKT_COUNTS | SEND;
+        let a = sw.ok(&fm, Time(0)).installed.unwrap();
+        let mut fm = add(0, 1, vec![in_port(2)], 1);
+        fm.flags = flow_mod_flags::NO_BYT_COUNTS;
+        let b = sw.ok(&fm, Time(0)).installed.unwrap();
+        let c = sw
+            .ok(&add(0, 1, vec![in_port(3)], 1), Time(0))
+            .installed
+            .unwrap();
+        for id in [a, b, c] {
+            sw.tables.note_hit(id, Time(1), 100);
+        }
+        let s = sw.all();
+        assert_eq!((s[0].packet_count, s[0].byte_count), (u64::MAX, 100));
+        assert_eq!((s[1].packet_count, s[1].byte_count), (1, u64::MAX));
+        assert_eq!((s[2].packet_count, s[2].byte_count), (1, 100));
+        let agg = sw.tables.aggregate_stats(&any_flow()).unwrap();
+        assert_eq!(
+            agg,
+            AggregateStats {
+                packet_count: 2,
+                byte_count: 200,
+                flow_count: 3
+            }
+        );
+        let out = sw.ok(
+            &flow(FlowModCommand::DeleteStrict, 0, 1, vec![in_port(1)]),
+            Time(2),
+        );
+        assert_eq!(out.flow_removed[0].packet_count, u64::MAX);
+        assert_eq!(out.flow_removed[0].byte_count, 100);
+    }
+
+    #[test]
+    fn flow_and_aggregate_stats_apply_every_filter() {
+        let mut sw = Switch::new(3, 100);
+        sw.add_group(4);
+        let mut specs = vec![
+            (0u8, vec![in_port(1), eth_type(0x0800)], 1u32, 0x1u64),
+            (0, vec![in_port(2)], 2, 0x2),
+            (1, vec![in_port(1)], 1, 0x3),
+            (2, vec![eth_type(0x0806)], 3, 0x1),
+        ];
+        for (i, (t, fields, port, cookie)) in specs.drain(..).enumerate() {
+            let mut fm = add(t, 1, fields, port);
+            fm.cookie = cookie;
+            let id = sw.ok(&fm, Time(0)).installed.unwrap();
+            sw.tables.note_hit(id, Time(1), 10 * (i as u64 + 1));
+        }
+        let mut g = add(2, 2, vec![], 1);
+        g.instructions.push(Instruction::WriteActions {
+            actions: vec![Action::Group { group_id: 4 }],
+        });
+        sw.ok(&g, Time(0));
+
+        let count = |f: &FlowFilter| sw.stats(f, Time(5)).len();
+        let all = any_flow();
+        assert_eq!(count(&all), 5);
+        assert_eq!(
+            count(&FlowFilter {
+                table_id: 0,
+                ..all.clone()
+            }),
+            2
+        );
+        assert_eq!(
+            count(&FlowFilter {
+                out_port: 1,
+                ..all.clone()
+            }),
+            3
+        );
+        assert_eq!(
+            count(&FlowFilter {
+                out_group: 4,
+                ..all.clone()
+            }),
+            1
+        );
+        let c1 = FlowFilter {
+            cookie: 1,
+            cookie_mask: 0xf,
+            ..all.clone()
+        };
+        assert_eq!(count(&c1), 2);
+        let m = FlowFilter {
+            match_: Match {
+                fields: vec![in_port(1)],
+            },
+            ..all.clone()
+        };
+        assert_eq!(count(&m), 2);
+        let agg = sw.tables.aggregate_stats(&m).unwrap();
+        assert_eq!(
+            (agg.flow_count, agg.packet_count, agg.byte_count),
+            (2, 2, 40)
+        );
+        let stats = sw.stats(
+            &FlowFilter {
+                table_id: 2,
+                ..all.clone()
+            },
+            Time(5),
+        );
+        assert_eq!(stats[0].cookie, 1);
+        assert_eq!(
+            sw.tables.flow_stats(
+                &FlowFilter {
+                    table_id: 3,
+                    ..all.clone()
+                },
+                Time(0)
+            ),
+            Err(OfpError::BadRequest(BadRequestCode::BadTableId))
+        );
+        let bad = FlowFilter {
+            match_: Match {
+                fields: vec![ipv4_dst([1, 2, 3, 4], 32)],
+            },
+            ..all
+        };
+        assert_eq!(
+            sw.tables.aggregate_stats(&bad),
+            Err(OfpError::BadMatch(BadMatchCode::BadPrereq))
+        );
+    }
+
+    #[test]
+    fn table_stats_count_entries_and_lookups() {
+        let mut sw = Switch::new(3, 100);
+        sw.ok(&add(0, 1, vec![in_port(1)], 1), Time(0));
+        sw.ok(&add(0, 1, vec![in_port(2)], 1), Time(0));
+        sw.ok(&add(2, 1, vec![in_port(2)], 1), Time(0));
+        sw.tables.note_lookup(0, true);
+        sw.tables.note_lookup(0, false);
+        sw.tables.note_lookup(2, true);
+        sw.tables.note_lookup(200, true); // no such table: ignored
+        let ts = sw.tables.table_stats();
+        assert_eq!(ts.len(), 3);
+        assert_eq!(
+            ts[0],
+            TableStats {
+                table_id: 0,
+                active_count: 2,
+                lookup_count: 2,
+                matched_count: 1
+            }
+        );
+        assert_eq!((ts[1].active_count, ts[1].lookup_count), (0, 0));
+        assert_eq!(
+            (ts[2].table_id, ts[2].active_count, ts[2].matched_count),
+            (2, 1, 1)
+        );
+        assert_eq!(Tables::default().table_stats().len(), 255);
+    }
+
+    #[test]
+    fn note_hit_on_a_removed_entry_is_harmless() {
+        let mut sw = Switch::new(1, 10);
+        let id = sw.ok(&add(0, 1, vec![], 1), Time(0)).installed.unwrap();
+        sw.ok(&flow(FlowModCommand::Delete, 0, 0, vec![]), Time(0));
+        assert!(!sw.tables.note_hit(id, Time(1), 1));
+        assert!(!sw.tables.note_hit(FlowId(12345), Time(1), 1));
+    }
+
+    #[test]
+    fn deleting_groups_and_meters_removes_their_flows() {
+        let mut sw = Switch::new(2, 10);
+        sw.add_group(1);
+        sw.add_meter(2);
+        let mut fg = add(0, 1, vec![in_port(1)], 1);
+        fg.flags = SEND;
+        fg.instructions.push(Instruction::WriteActions {
+            actions: vec![Action::Group { group_id: 1 }],
+        });
+        sw.ok(&fg, Time(0));
+        let mut fm = add(1, 1, vec![in_port(1)], 1);
+        fm.flags = SEND;
+        fm.instructions.push(Instruction::Meter { meter_id: 2 });
+        sw.ok(&fm, Time(0));
+        sw.ok(&add(1, 1, vec![in_port(2)], 1), Time(0));
+
+        let gd = GroupMod {
+            command: GroupModCommand::Delete,
+            group_type: GroupType::All,
+            group_id: group_no::ALL,
+            buckets: vec![],
+        };
+        let ev = sw
+            .groups
+            .apply_group_mod(&gd, &mut sw.tables, Time::from_secs(2))
+            .unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].reason, RemovalReason::GroupDelete);
+        assert_eq!((ev[0].reason.wire_v13(), ev[0].table_id), (3, 0));
+        sw.tables.check_invariants();
+
+        let md = MeterMod {
+            command: MeterModCommand::Delete,
+            flags: 0,
+            meter_id: 2,
+            bands: vec![],
+        };
+        let ev = sw
+            .meters
+            .apply_meter_mod(&md, &mut sw.tables, Time::from_secs(3))
+            .unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            (ev[0].reason, ev[0].table_id),
+            (RemovalReason::MeterDelete, 1)
+        );
+        assert_eq!(ev[0].reason.wire_v13(), 2, "1.3 has no METER_DELETE");
+        sw.tables.check_invariants();
+        assert_eq!(sw.tables.len(), 1);
+    }
+
+    /// One random flow-mod over a small field space, so that commands
+    /// collide with each other often.
+    fn arb_flow_mod() -> impl Strategy<Value = FlowMod> {
+        let cmd = prop_oneof![
+            3 => Just(FlowModCommand::Add),
+            1 => Just(FlowModCommand::Modify),
+            1 => Just(FlowModCommand::ModifyStrict),
+            1 => Just(FlowModCommand::Delete),
+            1 => Just(FlowModCommand::DeleteStrict),
+        ];
+        let field = prop_oneof![
+            (1u32..4).prop_map(in_port),
+            Just(eth_type(0x0800)),
+            (0u32..3).prop_map(|p| ipv4_dst([10, p as u8, 0, 0], 8 + 8 * p)),
+            Just(exact(OxmField::TcpDst, OxmValue::U16(80))),
+        ];
+        let table = prop_oneof![4 => 0u8..3, 1 => Just(table_no::ALL), 1 => Just(5u8)];
+        let port = prop_oneof![4 => 1u32..4, 1 => Just(0u32), 1 => Just(port_no::ANY)];
+        let flags = prop_oneof![
+            4 => Just(0u16),
+            2 => Just(flow_mod_flags::CHECK_OVERLAP),
+            1 => Just(SEND),
+            1 => Just(flow_mod_flags::RESET_COUNTS),
+            1 => Just(1u16 << 7),
+        ];
+        (
+            cmd,
+            table,
+            0u16..3,
+            proptest::collection::vec(field, 0..4),
+            port,
+            flags,
+            0u64..3,
+        )
+            .prop_map(
+                |(command, table_id, priority, fields, port, flags, cookie)| FlowMod {
+                    command,
+                    table_id,
+                    priority,
+                    flags,
+                    cookie,
+                    cookie_mask: if cookie == 2 { 0 } else { 3 },
+                    out_port: if port == 0 { port_no::ANY } else { port },
+                    match_: Match { fields },
+                    instructions: output(port),
+                    ..FlowMod::default()
+                },
+            )
+    }
+
+    proptest! {
+        /// Any sequence of flow-mods keeps every invariant; a refused one
+        /// changes nothing; an accepted ADD leaves an entry with its exact
+        /// match and priority; a DELETE of the same leaves none.
+        #[test]
+        fn random_flow_mods_keep_invariants(mods in proptest::collection::vec(arb_flow_mod(), 1..40)) {
+            let mut sw = Switch::new(3, 6);
+            for (i, fm) in mods.iter().enumerate() {
+                let before = sw.tables.snapshot();
+                let now = Time::from_secs(i as u64);
+                match sw.apply(fm, now) {
+                    Err(_) => prop_assert_eq!(sw.tables.snapshot(), before),
+                    Ok(out) => {
+                        let key = MatchKey::new(&fm.match_).unwrap();
+                        let here = |sw: &Switch| sw.tables.table(fm.table_id).map_or(0, |t| {
+                            t.entries().filter(|e| e.key == key && e.priority == fm.priority).count()
+                        });
+                        match fm.command {
+                            FlowModCommand::Add => {
+                                prop_assert_eq!(here(&sw), 1);
+                                let e = sw.tables.entry(out.installed.unwrap()).unwrap();
+                                prop_assert_eq!(&e.match_, &fm.match_);
+                                prop_assert_eq!(&e.instructions, &fm.instructions);
+                            }
+                            FlowModCommand::DeleteStrict | FlowModCommand::Delete
+                                if fm.out_port == port_no::ANY && fm.cookie_mask == 0 =>
+                            {
+                                prop_assert_eq!(here(&sw), 0);
+                            }
+                            _ => {}
+                        }
+                        // Events only for entries that asked.
+                        prop_assert!(out.flow_removed.len() <= out.deleted.len());
+                    }
+                }
+            }
+        }
+    }
+}
