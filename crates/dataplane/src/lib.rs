@@ -14,7 +14,7 @@
 
 // pub mod afpacket;
 // pub mod link;
-// pub mod memory;
+pub mod memory;
 // pub mod pcap;
 pub mod port;
 // pub mod spsc;
