@@ -17,7 +17,7 @@
 pub mod memory;
 // pub mod pcap;
 pub mod port;
-// pub mod spsc;
+pub mod spsc;
 // pub mod tap;
 
 // mod sys;
