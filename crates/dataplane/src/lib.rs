@@ -12,7 +12,7 @@
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
 //! - [`link`]: a netlink watcher for link up/down events.
 
-// pub mod afpacket;
+pub mod afpacket;
 // pub mod link;
 pub mod memory;
 // pub mod pcap;
@@ -20,10 +20,10 @@ pub mod port;
 pub mod spsc;
 // pub mod tap;
 
-// mod sys;
+mod sys;
 
-// #[cfg(test)]
-// mod testnet;
+#[cfg(test)]
+mod testnet;
 
 pub use port::{
     Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
