@@ -128,19 +128,31 @@ pub fn decode_bytes(data: &[u8], roundtrip: bool) -> (Vec<Decoded>, Vec<Problem>
     (decoded, problems)
 }
 
+/// The JSON line printed for one message, fields in this order.
+#[derive(serde::Serialize)]
+pub struct JsonLine {
+    pub file: String,
+    pub offset: usize,
+    pub xid: u32,
+    #[serde(rename = "type")]
+    pub msg_type: &'static str,
+    /// The message body (`{}` for messages without one).
+    pub msg: serde_json::Value,
+}
+
 /// The JSON line printed for one message.
-pub fn json_line(file: &Path, d: &Decoded) -> serde_json::Value {
+pub fn json_line(file: &Path, d: &Decoded) -> JsonLine {
     let mut msg = serde_json::to_value(&d.msg).unwrap_or(serde_json::Value::Null);
     if msg.is_null() {
         msg = serde_json::Value::Object(serde_json::Map::new());
     }
-    serde_json::json!({
-        "file": file.display().to_string(),
-        "offset": d.offset,
-        "xid": d.xid,
-        "type": d.msg.type_name(),
-        "msg": msg,
-    })
+    JsonLine {
+        file: file.display().to_string(),
+        offset: d.offset,
+        xid: d.xid,
+        msg_type: d.msg.type_name(),
+        msg,
+    }
 }
 
 fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
@@ -151,7 +163,8 @@ fn decode(args: &DecodeArgs) -> anyhow::Result<ExitCode> {
         let data = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
         let (decoded, problems) = decode_bytes(&data, args.roundtrip);
         for d in &decoded {
-            writeln!(out, "{}", json_line(file, d))?;
+            serde_json::to_writer(&mut out, &json_line(file, d))?;
+            writeln!(out)?;
         }
         out.flush()?;
         for p in &problems {
@@ -180,13 +193,12 @@ mod tests {
         assert!(p.is_empty(), "{p:?}");
         assert_eq!(d.len(), 2);
         assert_eq!((d[1].offset, d[1].xid), (10, 6));
-        let line = json_line(Path::new("f"), &d[0]);
-        assert_eq!(line["type"], "ECHO_REQUEST");
-        assert_eq!(line["msg"]["data"], "6869");
+        let line = serde_json::to_string(&json_line(Path::new("f"), &d[0])).unwrap();
         assert_eq!(
-            json_line(Path::new("f"), &d[1])["msg"],
-            serde_json::json!({})
+            line,
+            r#"{"file":"f","offset":0,"xid":5,"type":"ECHO_REQUEST","msg":{"data":"6869"}}"#
         );
+        assert_eq!(json_line(Path::new("f"), &d[1]).msg, serde_json::json!({}));
     }
 
     #[test]

@@ -104,3 +104,22 @@ fn missing_file_is_an_error() {
     let out = fulmar(&["ofp", "decode", "/nonexistent/fulmar-test-file"]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn several_files_report_each_and_fail_if_any_fails() {
+    let good = write_temp("multi-good.bin", &good_stream());
+    let bad = write_temp("multi-bad.bin", &[4, 2, 0, 9, 0, 0, 0, 1]);
+    let out = fulmar(&[
+        "ofp",
+        "decode",
+        "--roundtrip",
+        good.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 4, "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("multi-bad.bin: offset 0"), "{stderr}");
+    assert!(!stderr.contains("multi-good.bin"), "{stderr}");
+}

@@ -8,6 +8,7 @@ use serde::Serialize;
 /// An echo request or reply: arbitrary data the reply returns unchanged.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Echo {
+    /// Opaque bytes.
     #[serde(serialize_with = "crate::serde_hex")]
     pub data: Vec<u8>,
 }
@@ -28,8 +29,11 @@ impl Echo {
 /// `ofp_experimenter_header` message: vendor id, vendor-defined type, data.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Experimenter {
+    /// Experimenter id (an OUI or ONF-assigned id).
     pub experimenter: u32,
+    /// Experimenter-defined type.
     pub exp_type: u32,
+    /// Opaque bytes.
     #[serde(serialize_with = "crate::serde_hex")]
     pub data: Vec<u8>,
 }

@@ -17,17 +17,27 @@ pub mod flow_removed_reason {
 /// `ofp_flow_removed` (after the header). The reason is kept raw.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct FlowRemoved {
+    /// Cookie of the removed entry.
     pub cookie: u64,
+    /// Priority of the removed entry.
     pub priority: u16,
     /// `OFPRR_*`.
     pub reason: u8,
+    /// Table the entry was in.
     pub table_id: u8,
+    /// Time the entry was alive, seconds part.
     pub duration_sec: u32,
+    /// Time the entry was alive beyond `duration_sec`, nanoseconds.
     pub duration_nsec: u32,
+    /// Idle timeout from the original flow-mod.
     pub idle_timeout: u16,
+    /// Hard timeout from the original flow-mod.
     pub hard_timeout: u16,
+    /// Packets the entry matched.
     pub packet_count: u64,
+    /// Bytes the entry matched.
     pub byte_count: u64,
+    /// Match of the removed entry.
     #[serde(rename = "match")]
     pub match_: Match,
 }

@@ -10,6 +10,24 @@
 //! be framed: the framer reports `BAD_REQUEST/BAD_LEN` and stays in that
 //! state so the caller closes the channel. The framer checks nothing else
 //! (version, type and body are [`crate::Message::decode`]'s job).
+//!
+//! ```
+//! use ofp::{ErrorMsg, Framer, Message};
+//!
+//! let mut framer = Framer::new();
+//! let mut stream = Message::BarrierRequest.encode(7);
+//! stream.extend([4, 99, 0, 8, 0, 0, 0, 8]); // an unknown message type
+//! framer.push(&stream).unwrap();
+//! let mut replies = Vec::new();
+//! while let Some(bytes) = framer.next_message().unwrap() {
+//!     match Message::decode(&bytes) {
+//!         Ok((xid, msg)) => assert_eq!((xid, msg.type_name()), (7, "BARRIER_REQUEST")),
+//!         // Answer with the error the decoder names, echoing the message.
+//!         Err(e) => replies.push(Message::Error(ErrorMsg::from_decode_error(&e, &bytes)).encode(8)),
+//!     }
+//! }
+//! assert_eq!(replies[0], [4, 1, 0, 20, 0, 0, 0, 8, 0, 1, 0, 1, 4, 99, 0, 8, 0, 0, 0, 8]);
+//! ```
 
 use crate::consts::OFP_HEADER_LEN;
 use crate::error::{BadRequestCode, DecodeError, OfpError};
@@ -189,5 +207,59 @@ mod tests {
         // Popping frees room (reclaimed on the next feed).
         assert_eq!(f.feed(&big[..100]), 100);
         assert_eq!(f.buffered(), 65535 + 100);
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any chunking of a stream of messages yields exactly the messages.
+        #[test]
+        fn any_chunking_yields_the_messages(
+            lens in proptest::collection::vec(8u16..600, 0..20),
+            cuts in proptest::collection::vec(1usize..700, 1..50),
+        ) {
+            let msgs: Vec<Vec<u8>> =
+                lens.iter().enumerate().map(|(i, l)| msg(*l, i as u8)).collect();
+            let stream = msgs.concat();
+            let mut f = Framer::new();
+            let mut out = Vec::new();
+            let mut pos = 0;
+            let mut cut = cuts.iter().cycle();
+            while pos < stream.len() {
+                let n = (*cut.next().unwrap()).min(stream.len() - pos);
+                f.push(&stream[pos..pos + n]).unwrap();
+                pos += n;
+                while let Some(m) = f.next_message().unwrap() {
+                    out.push(m);
+                }
+            }
+            prop_assert_eq!(out, msgs);
+            prop_assert_eq!(f.buffered(), 0);
+        }
+
+        /// Random bytes never panic the framer, and every frame it pops is
+        /// at least a header long and as long as its header says.
+        #[test]
+        fn random_streams_frame_or_fail_cleanly(
+            data in proptest::collection::vec(any::<u8>(), 0..2000),
+            chunk in 1usize..64,
+        ) {
+            let mut f = Framer::new();
+            'feed: for c in data.chunks(chunk) {
+                if f.push(c).is_err() {
+                    break;
+                }
+                loop {
+                    match f.next_slice() {
+                        Ok(Some(m)) => {
+                            prop_assert!(m.len() >= 8);
+                            prop_assert_eq!(usize::from(u16::from_be_bytes([m[2], m[3]])), m.len());
+                        }
+                        Ok(None) => break,
+                        Err(_) => break 'feed,
+                    }
+                }
+            }
+        }
     }
 }

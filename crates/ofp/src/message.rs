@@ -40,35 +40,65 @@ use serde::Serialize;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Message {
+    /// `OFPT_HELLO` (0).
     Hello(Hello),
+    /// `OFPT_ERROR` (1).
     Error(ErrorMsg),
+    /// `OFPT_ECHO_REQUEST` (2).
     EchoRequest(Echo),
+    /// `OFPT_ECHO_REPLY` (3).
     EchoReply(Echo),
+    /// `OFPT_EXPERIMENTER` (4).
     Experimenter(Experimenter),
+    /// `OFPT_FEATURES_REQUEST` (5).
     FeaturesRequest,
+    /// `OFPT_FEATURES_REPLY` (6).
     FeaturesReply(FeaturesReply),
+    /// `OFPT_GET_CONFIG_REQUEST` (7).
     GetConfigRequest,
+    /// `OFPT_GET_CONFIG_REPLY` (8).
     GetConfigReply(SwitchConfig),
+    /// `OFPT_SET_CONFIG` (9).
     SetConfig(SwitchConfig),
+    /// `OFPT_PACKET_IN` (10).
     PacketIn(PacketIn),
+    /// `OFPT_FLOW_REMOVED` (11).
     FlowRemoved(FlowRemoved),
+    /// `OFPT_PORT_STATUS` (12).
     PortStatus(PortStatus),
+    /// `OFPT_PACKET_OUT` (13).
     PacketOut(PacketOut),
+    /// `OFPT_FLOW_MOD` (14).
     FlowMod(FlowMod),
+    /// `OFPT_GROUP_MOD` (15).
     GroupMod(GroupMod),
+    /// `OFPT_PORT_MOD` (16).
     PortMod(PortMod),
+    /// `OFPT_TABLE_MOD` (17).
     TableMod(TableMod),
+    /// `OFPT_MULTIPART_REQUEST` (18).
     MultipartRequest(MultipartRequest),
+    /// `OFPT_MULTIPART_REPLY` (19).
     MultipartReply(MultipartReply),
+    /// `OFPT_BARRIER_REQUEST` (20).
     BarrierRequest,
+    /// `OFPT_BARRIER_REPLY` (21).
     BarrierReply,
+    /// `OFPT_QUEUE_GET_CONFIG_REQUEST` (22).
     QueueGetConfigRequest(QueueGetConfigRequest),
+    /// `OFPT_QUEUE_GET_CONFIG_REPLY` (23).
     QueueGetConfigReply(QueueGetConfigReply),
+    /// `OFPT_ROLE_REQUEST` (24).
     RoleRequest(Role),
+    /// `OFPT_ROLE_REPLY` (25).
     RoleReply(Role),
+    /// `OFPT_GET_ASYNC_REQUEST` (26).
     GetAsyncRequest,
+    /// `OFPT_GET_ASYNC_REPLY` (27).
     GetAsyncReply(AsyncConfig),
+    /// `OFPT_SET_ASYNC` (28).
     SetAsync(AsyncConfig),
+    /// `OFPT_METER_MOD` (29).
     MeterMod(MeterMod),
 }
 
@@ -250,6 +280,10 @@ impl Message {
         msg_type_name(self.msg_type()).unwrap_or("UNKNOWN")
     }
 }
+
+#[cfg(test)]
+#[path = "message_proptests.rs"]
+mod proptests;
 
 #[cfg(test)]
 mod tests {
@@ -458,6 +492,71 @@ mod tests {
             (e.error, e.offset),
             (OfpError::FlowModFailed(FlowModFailedCode::BadCommand), 25)
         );
+    }
+
+    /// A flow-mod body with the given match and instruction bytes.
+    fn flow_mod(match_: &[u8], instructions: &[u8]) -> Vec<u8> {
+        let mut fm = vec![0u8; 16];
+        fm.extend([0, 0, 0, 0, 0, 0, 0x80, 0]); // table 0, ADD, timeouts, prio
+        fm.extend([0xff; 12]);
+        fm.extend([0, 0, 0, 0]);
+        fm.extend(match_);
+        fm.extend(instructions);
+        msg(4, t::FLOW_MOD, 9, &fm)
+    }
+
+    const EMPTY_MATCH: [u8; 8] = [0, 1, 0, 4, 0, 0, 0, 0];
+
+    #[test]
+    fn nested_errors_propagate_with_absolute_offsets() {
+        // A well-formed flow-mod: output to port 1 in an apply-actions.
+        let output = [0, 0, 0, 16, 0, 0, 0, 1, 0xff, 0xff, 0, 0, 0, 0, 0, 0];
+        let mut apply = vec![0, 4, 0, 24, 0, 0, 0, 0];
+        apply.extend(output);
+        round_trip(&flow_mod(&EMPTY_MATCH, &apply));
+
+        // Match of type 0 (OFPMT_STANDARD): a BAD_MATCH error at byte 48.
+        let e = err(&flow_mod(&[0, 0, 0, 4, 0, 0, 0, 0], &[]));
+        assert!(matches!(e.error, OfpError::BadMatch(_)), "{e}");
+        assert_eq!(e.offset, 48);
+
+        // Unknown instruction type 9 right after the match.
+        let e = err(&flow_mod(&EMPTY_MATCH, &[0, 9, 0, 8, 0, 0, 0, 0]));
+        assert!(matches!(e.error, OfpError::BadInstruction(_)), "{e}");
+        assert_eq!(e.offset, 56);
+
+        // Unknown action type 99 inside the apply-actions.
+        let mut bad_apply = vec![0, 4, 0, 16, 0, 0, 0, 0];
+        bad_apply.extend([0, 99, 0, 8, 0, 0, 0, 0]);
+        let e = err(&flow_mod(&EMPTY_MATCH, &bad_apply));
+        assert!(matches!(e.error, OfpError::BadAction(_)), "{e}");
+        assert_eq!(e.offset, 64);
+
+        // The same bad action in a packet-out and in a group bucket.
+        let mut po = vec![0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0];
+        po.extend([0, 99, 0, 8, 0, 0, 0, 0]);
+        let e = err(&msg(4, t::PACKET_OUT, 0, &po));
+        assert!(matches!(e.error, OfpError::BadAction(_)), "{e}");
+        assert_eq!(e.offset, 24);
+        let mut gm = vec![0, 0, 0, 0, 0, 0, 0, 1];
+        gm.extend([
+            0, 24, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0,
+        ]);
+        gm.extend([0, 99, 0, 8, 0, 0, 0, 0]);
+        let e = err(&msg(4, t::GROUP_MOD, 0, &gm));
+        assert!(matches!(e.error, OfpError::BadAction(_)), "{e}");
+        assert_eq!(e.offset, 32);
+
+        // A packet-in whose match runs past the message.
+        let mut pi = vec![0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+        pi.extend([0u8; 8]);
+        pi.extend([0, 1, 0, 12, 0x80, 0, 0, 4]);
+        let e = err(&msg(4, t::PACKET_IN, 0, &pi));
+        assert!(e.is_length_error(), "{e}");
+
+        // A flow-mod without room for its match.
+        let e = err(&flow_mod(&[], &[]));
+        assert!(e.is_length_error(), "{e}");
     }
 
     #[test]

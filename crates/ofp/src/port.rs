@@ -9,17 +9,27 @@ use serde::Serialize;
 /// A port description.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Port {
+    /// Port number.
     pub port_no: u32,
+    /// Ethernet address.
     pub hw_addr: MacAddr,
     /// At most 15 bytes; written NUL-padded to 16.
     pub name: String,
+    /// `OFPPC_*` bits (see [`port_config`]).
     pub config: u32,
+    /// `OFPPS_*` bits (see [`port_state`]).
     pub state: u32,
+    /// Current features (`OFPPF_*`).
     pub curr: u32,
+    /// Features advertised by the port.
     pub advertised: u32,
+    /// Features supported by the port.
     pub supported: u32,
+    /// Features advertised by the peer.
     pub peer: u32,
+    /// Current bit rate in kbit/s.
     pub curr_speed: u32,
+    /// Maximum bit rate in kbit/s.
     pub max_speed: u32,
 }
 

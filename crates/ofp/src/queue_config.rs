@@ -67,15 +67,20 @@ pub enum QueueProperty {
 /// `ofp_packet_queue`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct PacketQueue {
+    /// Queue id.
     pub queue_id: u32,
+    /// Port the queue is attached to (or, in the reply, the port asked for).
     pub port: u32,
+    /// Properties in wire order.
     pub properties: Vec<QueueProperty>,
 }
 
 /// `ofp_queue_get_config_reply` (after the header).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct QueueGetConfigReply {
+    /// Port the queue is attached to (or, in the reply, the port asked for).
     pub port: u32,
+    /// The queues, in wire order.
     pub queues: Vec<PacketQueue>,
 }
 

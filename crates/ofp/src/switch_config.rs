@@ -28,11 +28,17 @@ pub mod config_flags {
 /// `ofp_switch_features` (after the header).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct FeaturesReply {
+    /// Datapath id: the low 48 bits are usually a MAC address.
     pub datapath_id: u64,
+    /// Packets the switch can buffer at once.
     pub n_buffers: u32,
+    /// Number of flow tables.
     pub n_tables: u8,
+    /// Auxiliary connection id (0 on the main connection).
     pub auxiliary_id: u8,
+    /// `OFPC_*` bits (see [`capabilities`]).
     pub capabilities: u32,
+    /// Reserved; kept as sent.
     pub reserved: u32,
 }
 

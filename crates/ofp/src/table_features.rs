@@ -442,6 +442,7 @@ impl TableFeatures {
         })
     }
 
+    /// Encodes it, computing length fields and writing padding as zeros.
     pub fn encode(&self, w: &mut Vec<u8>) {
         let start = w.len();
         let at = len_placeholder(w);

@@ -72,6 +72,8 @@ mod fuzz;
 pub use fuzz::parse_for_fuzz;
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 mod testutil;
 
 /// Why a header view could not be built over a buffer.

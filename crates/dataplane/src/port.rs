@@ -1,0 +1,756 @@
+//! The port abstraction: packet buffers, bursts of them, per-port counters and
+//! the [`PortBackend`] trait every backend (memory, AF_PACKET, pcap, TAP, and
+//! later AF_XDP and DPDK) implements.
+//!
+//! # Packet buffers and who owns the bytes
+//!
+//! A [`PacketBuf`] is one frame plus its metadata. Its bytes live in one of two
+//! kinds of storage:
+//!
+//! - **owned**: a heap slice the buffer owns outright. Memory, pcap and TAP
+//!   ports produce these; so does any code that builds a packet from scratch.
+//! - **lent**: memory that belongs to a backend — a slot of an AF_PACKET mmap
+//!   ring, later a DPDK mbuf or an AF_XDP UMEM frame. The buffer holds a raw
+//!   pointer to the slot plus a [`BufferLender`] handle and a token; when the
+//!   buffer is dropped it calls [`BufferLender::release`] exactly once with
+//!   that token, and only then may the backend reuse the slot. The lender is
+//!   reference counted, so the memory stays mapped even if the port itself is
+//!   dropped first.
+//!
+//! A buffer is therefore `'static` and `Send`: it can cross an SPSC ring to a
+//! worker thread and on to a TX thread without copying and without a lifetime
+//! tying it to the port that read it. The price is that a backend's slot is
+//! held as long as the buffer lives, so a consumer that hoards buffers starves
+//! the backend's ring (the kernel then drops and counts it, which shows up as
+//! `rx_drops.ring_full`).
+//!
+//! Both kinds have **headroom** in front of the frame so pushing a header
+//! (VLAN, MPLS, PBB) is a pointer move, not a copy. Lent AF_PACKET slots get
+//! their headroom from `PACKET_RESERVE` plus the ring's own frame header, which
+//! is dead once the frame has been handed out.
+//!
+//! Copies happen only where stated:
+//! - [`PacketBuf::push_front`] with too little headroom moves the frame into a
+//!   new owned buffer (one copy, then the buffer is owned);
+//! - [`PacketBuf::push_back`] past the end of the storage does the same;
+//! - a backend that cannot send from arbitrary memory copies on TX (the
+//!   AF_PACKET backend hands the kernel an iovec and the kernel copies into
+//!   its skb — no user-space copy).
+//!
+//! # Bursts
+//!
+//! A [`Burst`] is a bounded vector of buffers (default [`DEFAULT_BURST`]). RX
+//! appends up to [`Burst::room`] buffers; TX consumes buffers from the front.
+//!
+//! # Counters
+//!
+//! [`PortCounters`] counts packets and bytes each way, plus every drop under a
+//! name: a packet the port lost is in exactly one of the `rx_drops`/`tx_drops`
+//! fields or in `rx_errors`/`tx_errors`, never silently gone.
+
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// Default number of buffers in a burst.
+pub const DEFAULT_BURST: usize = 32;
+
+/// Default bytes of headroom in front of a frame in owned buffers: room for
+/// several pushed headers (PBB is 18 bytes, a VLAN tag 4, an MPLS label 4).
+pub const DEFAULT_HEADROOM: usize = 128;
+
+/// Something that lends memory to [`PacketBuf`]s and wants it back.
+///
+/// Implementations are backend ring managers: the AF_PACKET RX ring, later a
+/// DPDK mempool or an AF_XDP fill ring.
+pub trait BufferLender: Send + Sync {
+    /// Called exactly once for each buffer built by [`PacketBuf::from_lent`]
+    /// with this lender, when that buffer is dropped. After this call the
+    /// buffer never touches the memory again.
+    fn release(&self, token: usize);
+}
+
+/// Where a buffer's bytes live.
+enum Storage {
+    /// A heap slice the buffer owns.
+    Owned(Box<[u8]>),
+    /// Memory lent by a backend; returned through `lender.release(token)`.
+    Lent {
+        ptr: NonNull<u8>,
+        cap: usize,
+        /// Held only for its `Drop`, which gives the region back.
+        #[allow(dead_code)]
+        lease: Lease,
+    },
+}
+
+/// The right to use a lent region; dropping it gives the region back. Kept
+/// apart from [`PacketBuf`] so that replacing the storage (a reallocation)
+/// releases the slot at once, not when the buffer dies.
+struct Lease {
+    lender: Arc<dyn BufferLender>,
+    token: usize,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.lender.release(self.token);
+    }
+}
+
+/// Metadata that travels with a packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// The port number the dispatcher assigned to the port the packet came
+    /// in on (backends leave it 0; the RX thread sets it).
+    pub in_port: u32,
+    /// Receive time in nanoseconds since the Unix epoch, when the backend
+    /// knows it (0 otherwise).
+    pub timestamp_ns: u64,
+    /// Length of the frame on the wire; larger than the buffer's length when
+    /// the backend captured only part of it.
+    pub wire_len: u32,
+}
+
+/// Error from a buffer operation that would leave the frame's bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufError {
+    /// Asked to remove `wanted` bytes from a frame of only `len` bytes.
+    TooShort {
+        /// Bytes requested.
+        wanted: usize,
+        /// Bytes in the frame.
+        len: usize,
+    },
+}
+
+impl fmt::Display for BufError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BufError::TooShort { wanted, len } => {
+                write!(f, "cannot remove {wanted} bytes from a {len}-byte frame")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BufError {}
+
+/// One packet: a frame in owned or lent storage, with headroom and metadata.
+///
+/// Invariant: `head + len <= capacity of the storage`.
+pub struct PacketBuf {
+    storage: Storage,
+    head: usize,
+    len: usize,
+    /// Metadata set by the backend and the dispatcher.
+    pub meta: PacketMeta,
+}
+
+// SAFETY: owned storage is a Box (Send). Lent storage points at memory that
+// `from_lent`'s contract makes exclusive to this buffer until release, and the
+// lender is `Send + Sync`; nothing in the buffer is tied to the creating thread.
+unsafe impl Send for PacketBuf {}
+
+impl PacketBuf {
+    /// An empty owned buffer with `headroom` bytes in front and room for a
+    /// frame of `capacity` bytes after it.
+    pub fn new(headroom: usize, capacity: usize) -> Self {
+        PacketBuf {
+            storage: Storage::Owned(
+                vec![0u8; headroom.saturating_add(capacity)].into_boxed_slice(),
+            ),
+            head: headroom,
+            len: 0,
+            meta: PacketMeta::default(),
+        }
+    }
+
+    /// An owned buffer holding a copy of `frame`, with [`DEFAULT_HEADROOM`].
+    pub fn from_slice(frame: &[u8]) -> Self {
+        Self::with_headroom(frame, DEFAULT_HEADROOM)
+    }
+
+    /// An owned buffer holding a copy of `frame` after `headroom` bytes.
+    pub fn with_headroom(frame: &[u8], headroom: usize) -> Self {
+        let mut storage = vec![0u8; headroom.saturating_add(frame.len())].into_boxed_slice();
+        if let Some(dst) = storage.get_mut(headroom..) {
+            dst.copy_from_slice(frame);
+        }
+        PacketBuf {
+            storage: Storage::Owned(storage),
+            head: headroom,
+            len: frame.len(),
+            meta: PacketMeta {
+                wire_len: u32::try_from(frame.len()).unwrap_or(u32::MAX),
+                ..PacketMeta::default()
+            },
+        }
+    }
+
+    /// A buffer over memory lent by a backend; the frame is `len` bytes at
+    /// offset `head` of the `cap`-byte region at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// - `ptr..ptr+cap` is valid for reads and writes, and nothing else reads
+    ///   or writes it, until `lender.release(token)` is called (which the
+    ///   buffer does once, on drop);
+    /// - `head + len <= cap`.
+    pub unsafe fn from_lent(
+        ptr: NonNull<u8>,
+        cap: usize,
+        head: usize,
+        len: usize,
+        lender: Arc<dyn BufferLender>,
+        token: usize,
+    ) -> Self {
+        debug_assert!(head.checked_add(len).is_some_and(|end| end <= cap));
+        PacketBuf {
+            storage: Storage::Lent {
+                ptr,
+                cap,
+                lease: Lease { lender, token },
+            },
+            head,
+            len,
+            meta: PacketMeta {
+                wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+                ..PacketMeta::default()
+            },
+        }
+    }
+
+    fn storage(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Owned(b) => b,
+            // SAFETY: `from_lent`'s contract: the region is valid and ours
+            // until release, which only happens in Drop.
+            Storage::Lent { ptr, cap, .. } => unsafe {
+                std::slice::from_raw_parts(ptr.as_ptr(), *cap)
+            },
+        }
+    }
+
+    fn storage_mut(&mut self) -> &mut [u8] {
+        match &mut self.storage {
+            Storage::Owned(b) => b,
+            // SAFETY: as in `storage`, and `&mut self` makes this the only
+            // live reference into the region.
+            Storage::Lent { ptr, cap, .. } => unsafe {
+                std::slice::from_raw_parts_mut(ptr.as_ptr(), *cap)
+            },
+        }
+    }
+
+    /// The frame's bytes.
+    pub fn data(&self) -> &[u8] {
+        let (head, len) = (self.head, self.len);
+        self.storage().get(head..head + len).unwrap_or(&[])
+    }
+
+    /// The frame's bytes, writable (header rewrites happen in place).
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        let (head, len) = (self.head, self.len);
+        self.storage_mut()
+            .get_mut(head..head + len)
+            .unwrap_or(&mut [])
+    }
+
+    /// Length of the frame in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the frame has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes free in front of the frame.
+    pub fn headroom(&self) -> usize {
+        self.head
+    }
+
+    /// Bytes free after the frame.
+    pub fn tailroom(&self) -> usize {
+        self.storage().len().saturating_sub(self.head + self.len)
+    }
+
+    /// True when the bytes are lent by a backend rather than owned.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.storage, Storage::Lent { .. })
+    }
+
+    /// Moves the frame into a new owned buffer with `headroom` in front and
+    /// `tailroom` behind; a lent slot is given back to its backend.
+    fn reallocate(&mut self, headroom: usize, tailroom: usize) {
+        let mut storage = vec![0u8; headroom.saturating_add(self.len).saturating_add(tailroom)]
+            .into_boxed_slice();
+        if let Some(dst) = storage.get_mut(headroom..headroom + self.len) {
+            dst.copy_from_slice(self.data());
+        }
+        // Dropping the old storage releases a lent slot.
+        self.storage = Storage::Owned(storage);
+        self.head = headroom;
+    }
+
+    /// Copies a lent frame into owned storage (keeping the headroom size) and
+    /// gives the slot back to the backend. Does nothing for owned buffers.
+    pub fn make_owned(&mut self) {
+        if self.is_lent() {
+            let (h, t) = (self.head.max(DEFAULT_HEADROOM), self.tailroom());
+            self.reallocate(h, t);
+        }
+    }
+
+    /// Grows the frame by `n` bytes at the front and returns them (zeroed
+    /// only if freshly allocated; otherwise they hold stale bytes the caller
+    /// overwrites). Moves the frame to a larger owned buffer (one copy) when
+    /// the headroom is too small.
+    pub fn push_front(&mut self, n: usize) -> &mut [u8] {
+        if n > self.head {
+            let t = self.tailroom();
+            self.reallocate(n.saturating_add(DEFAULT_HEADROOM), t);
+        }
+        self.head -= n;
+        self.len += n;
+        let head = self.head;
+        self.storage_mut()
+            .get_mut(head..head + n)
+            .unwrap_or(&mut [])
+    }
+
+    /// Removes `n` bytes from the front of the frame (they become headroom).
+    pub fn pull_front(&mut self, n: usize) -> Result<(), BufError> {
+        if n > self.len {
+            return Err(BufError::TooShort {
+                wanted: n,
+                len: self.len,
+            });
+        }
+        self.head += n;
+        self.len -= n;
+        Ok(())
+    }
+
+    /// Grows the frame by `n` bytes at the back and returns them; moves the
+    /// frame to a larger owned buffer (one copy) when the tailroom is too small.
+    pub fn push_back(&mut self, n: usize) -> &mut [u8] {
+        if n > self.tailroom() {
+            let h = self.head;
+            self.reallocate(h, n);
+        }
+        let start = self.head + self.len;
+        self.len += n;
+        self.storage_mut()
+            .get_mut(start..start + n)
+            .unwrap_or(&mut [])
+    }
+
+    /// Shortens the frame to `len` bytes (no effect if it is already shorter).
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Appends a copy of `bytes` to the frame.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.push_back(bytes.len()).copy_from_slice(bytes);
+    }
+}
+
+impl Clone for PacketBuf {
+    /// Clones into an owned buffer with the same headroom (a copy; a lent
+    /// slot is never shared between two buffers).
+    fn clone(&self) -> Self {
+        let mut copy = PacketBuf::with_headroom(self.data(), self.head);
+        copy.meta = self.meta;
+        copy
+    }
+}
+
+impl fmt::Debug for PacketBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacketBuf")
+            .field("len", &self.len)
+            .field("headroom", &self.head)
+            .field("lent", &self.is_lent())
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+/// A bounded batch of packets moving through a port or a ring.
+#[derive(Debug, Default)]
+pub struct Burst {
+    pkts: Vec<PacketBuf>,
+    limit: usize,
+}
+
+/// A burst being filled by [`PortBackend::rx_burst`].
+pub type RxBurst = Burst;
+/// A burst being consumed by [`PortBackend::tx_burst`].
+pub type TxBurst = Burst;
+
+impl Burst {
+    /// An empty burst that holds at most `limit` packets.
+    pub fn with_limit(limit: usize) -> Self {
+        Burst {
+            pkts: Vec::with_capacity(limit),
+            limit,
+        }
+    }
+
+    /// An empty burst of [`DEFAULT_BURST`] packets.
+    pub fn new() -> Self {
+        Self::with_limit(DEFAULT_BURST)
+    }
+
+    /// The most packets this burst holds.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Number of packets in the burst.
+    pub fn len(&self) -> usize {
+        self.pkts.len()
+    }
+
+    /// True when the burst holds no packets.
+    pub fn is_empty(&self) -> bool {
+        self.pkts.is_empty()
+    }
+
+    /// How many more packets fit.
+    pub fn room(&self) -> usize {
+        self.limit.saturating_sub(self.pkts.len())
+    }
+
+    /// True when no more packets fit.
+    pub fn is_full(&self) -> bool {
+        self.room() == 0
+    }
+
+    /// Appends a packet; gives it back when the burst is full.
+    pub fn push(&mut self, pkt: PacketBuf) -> Result<(), PacketBuf> {
+        if self.is_full() {
+            return Err(pkt);
+        }
+        self.pkts.push(pkt);
+        Ok(())
+    }
+
+    /// The packets, in order.
+    pub fn pkts(&self) -> &[PacketBuf] {
+        &self.pkts
+    }
+
+    /// The packets, in order, writable.
+    pub fn pkts_mut(&mut self) -> &mut [PacketBuf] {
+        &mut self.pkts
+    }
+
+    /// Iterates over the packets.
+    pub fn iter(&self) -> std::slice::Iter<'_, PacketBuf> {
+        self.pkts.iter()
+    }
+
+    /// Removes the first `n` packets (all of them if fewer) and returns them.
+    pub fn drain_front(&mut self, n: usize) -> std::vec::Drain<'_, PacketBuf> {
+        let n = n.min(self.pkts.len());
+        self.pkts.drain(..n)
+    }
+
+    /// Removes and returns every packet.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, PacketBuf> {
+        self.pkts.drain(..)
+    }
+
+    /// Drops every packet.
+    pub fn clear(&mut self) {
+        self.pkts.clear();
+    }
+}
+
+/// Whether a port's link can carry packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    /// Administratively up with carrier.
+    Up,
+    /// Down (administratively, or no carrier).
+    Down,
+    /// The backend cannot tell (pcap files, memory ports report `Up`).
+    Unknown,
+}
+
+/// Why received packets were lost; each field is one named reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxDrops {
+    /// The receive ring/queue had no free slot (for AF_PACKET: counted by
+    /// the kernel, `PACKET_STATISTICS` `tp_drops`).
+    pub ring_full: u64,
+    /// The frame did not fit the buffer and was dropped.
+    pub truncated: u64,
+    /// The source handed over something that is not a frame (a corrupt pcap
+    /// record, a runt).
+    pub malformed: u64,
+}
+
+/// Why packets given to the port for sending were lost; each field is one
+/// named reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxDrops {
+    /// Larger than the link can carry (`EMSGSIZE`).
+    pub oversize: u64,
+    /// The link was down.
+    pub link_down: u64,
+    /// The device queue was full and the kernel/device dropped the packet
+    /// (`ENOBUFS`). Packets the port merely did not accept stay with the
+    /// caller instead; see [`PortBackend::tx_burst`].
+    pub queue_full: u64,
+    /// Runts the port refused to send (shorter than an Ethernet header).
+    pub runt: u64,
+}
+
+/// Per-port counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Packets handed out by `rx_burst`.
+    pub rx_packets: u64,
+    /// Bytes (frame lengths) handed out by `rx_burst`.
+    pub rx_bytes: u64,
+    /// Packets lost on receive, by reason.
+    pub rx_drops: RxDrops,
+    /// Receive errors (the packet was lost because of an I/O error).
+    pub rx_errors: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets lost on send, by reason.
+    pub tx_drops: TxDrops,
+    /// Send errors (the packet was lost because of an unexpected I/O error).
+    pub tx_errors: u64,
+}
+
+impl PortCounters {
+    /// Total packets lost on receive, all reasons.
+    pub fn rx_dropped(&self) -> u64 {
+        let d = &self.rx_drops;
+        d.ring_full + d.truncated + d.malformed
+    }
+
+    /// Total packets lost on send, all reasons.
+    pub fn tx_dropped(&self) -> u64 {
+        let d = &self.tx_drops;
+        d.oversize + d.link_down + d.queue_full + d.runt
+    }
+}
+
+/// A port backend: moves bursts of packets between the switch and a device,
+/// socket, file or memory.
+///
+/// Calls never block; "nothing to do right now" is `Ok(0)`. `Err` means the
+/// port itself failed (its socket was closed under it, the file is gone) and
+/// is not a per-packet outcome.
+pub trait PortBackend: Send {
+    /// A human-readable name (the interface name, the file path).
+    fn name(&self) -> &str;
+
+    /// Appends up to `out.room()` received packets to `out` and returns how
+    /// many it appended.
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize>;
+
+    /// Sends packets from the front of `pkts`. Every packet the port took —
+    /// sent, or dropped and counted in `tx_drops`/`tx_errors` — is removed
+    /// from `pkts`; the return value is how many were removed. Packets left
+    /// in `pkts` found no room (the socket/device queue is full right now):
+    /// the caller retries later or drops them and counts the drop itself.
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize>;
+
+    /// Pushes out anything the port has buffered (files, TX rings).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Current link state.
+    fn link_state(&self) -> LinkState;
+
+    /// A snapshot of the port's counters.
+    fn stats(&self) -> PortCounters;
+
+    /// A file descriptor that becomes readable when `rx_burst` may return
+    /// packets, for threads that sleep instead of polling; `None` if the
+    /// backend has none.
+    fn rx_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    #[test]
+    fn owned_push_pull_keeps_bytes() {
+        let mut p = PacketBuf::from_slice(&[1, 2, 3, 4]);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM);
+        p.push_front(2).copy_from_slice(&[9, 8]);
+        assert_eq!(p.data(), &[9, 8, 1, 2, 3, 4]);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM - 2);
+        p.pull_front(3).unwrap();
+        assert_eq!(p.data(), &[2, 3, 4]);
+        assert_eq!(
+            p.pull_front(4),
+            Err(BufError::TooShort { wanted: 4, len: 3 })
+        );
+        p.extend_from_slice(&[5, 6]);
+        assert_eq!(p.data(), &[2, 3, 4, 5, 6]);
+        p.truncate(1);
+        assert_eq!(p.data(), &[2]);
+        p.truncate(10);
+        assert_eq!(p.data(), &[2]);
+    }
+
+    #[test]
+    fn push_front_without_headroom_reallocates() {
+        let mut p = PacketBuf::with_headroom(&[1, 2], 1);
+        p.push_front(4).copy_from_slice(&[5, 6, 7, 8]);
+        assert_eq!(p.data(), &[5, 6, 7, 8, 1, 2]);
+        assert!(p.headroom() >= DEFAULT_HEADROOM);
+        let mut q = PacketBuf::new(0, 0);
+        assert!(q.is_empty());
+        q.push_back(3).copy_from_slice(&[1, 2, 3]);
+        assert_eq!(q.data(), &[1, 2, 3]);
+    }
+
+    /// A lender that records which tokens came back.
+    struct Recorder {
+        released: Mutex<Vec<usize>>,
+        count: AtomicUsize,
+    }
+
+    impl BufferLender for Recorder {
+        fn release(&self, token: usize) {
+            self.count.fetch_add(1, Ordering::SeqCst);
+            self.released.lock().unwrap().push(token);
+        }
+    }
+
+    fn lent(
+        region: &mut [u8],
+        lender: &Arc<Recorder>,
+        token: usize,
+        head: usize,
+        len: usize,
+    ) -> PacketBuf {
+        let l: Arc<dyn BufferLender> = lender.clone();
+        // SAFETY: the test keeps `region` alive and untouched until the buffer
+        // is dropped, and head + len <= region.len().
+        unsafe {
+            PacketBuf::from_lent(
+                NonNull::new(region.as_mut_ptr()).unwrap(),
+                region.len(),
+                head,
+                len,
+                l,
+                token,
+            )
+        }
+    }
+
+    #[test]
+    fn lent_buffer_released_once_on_drop_and_writes_in_place() {
+        let rec = Arc::new(Recorder {
+            released: Mutex::new(Vec::new()),
+            count: AtomicUsize::new(0),
+        });
+        let mut region = vec![0u8; 64];
+        region[16..20].copy_from_slice(&[1, 2, 3, 4]);
+        {
+            let mut p = lent(&mut region, &rec, 7, 16, 4);
+            assert!(p.is_lent());
+            assert_eq!(p.data(), &[1, 2, 3, 4]);
+            assert_eq!(p.headroom(), 16);
+            assert_eq!(p.tailroom(), 44);
+            p.push_front(4).copy_from_slice(&[0xaa; 4]);
+            p.data_mut()[4] = 0x11;
+            assert!(p.is_lent(), "push within headroom must not copy");
+            let c = p.clone();
+            assert!(!c.is_lent());
+            assert_eq!(c.data(), &[0xaa, 0xaa, 0xaa, 0xaa, 0x11, 2, 3, 4]);
+            drop(c);
+            assert_eq!(rec.count.load(Ordering::SeqCst), 0);
+        }
+        assert_eq!(*rec.released.lock().unwrap(), vec![7]);
+        assert_eq!(&region[12..20], &[0xaa, 0xaa, 0xaa, 0xaa, 0x11, 2, 3, 4]);
+    }
+
+    #[test]
+    fn lent_buffer_released_when_moved_to_owned() {
+        let rec = Arc::new(Recorder {
+            released: Mutex::new(Vec::new()),
+            count: AtomicUsize::new(0),
+        });
+        let mut region = vec![5u8; 32];
+        let mut p = lent(&mut region, &rec, 3, 2, 10);
+        p.push_front(8).fill(1);
+        assert!(!p.is_lent());
+        assert_eq!(
+            rec.count.load(Ordering::SeqCst),
+            1,
+            "slot released at reallocation"
+        );
+        assert_eq!(p.len(), 18);
+        assert_eq!(&p.data()[8..], &[5; 10]);
+        drop(p);
+        assert_eq!(rec.count.load(Ordering::SeqCst), 1, "released exactly once");
+
+        let mut region2 = vec![6u8; 32];
+        let mut q = lent(&mut region2, &rec, 4, 0, 4);
+        q.make_owned();
+        assert!(!q.is_lent());
+        assert_eq!(q.data(), &[6; 4]);
+        assert_eq!(*rec.released.lock().unwrap(), vec![3, 4]);
+    }
+
+    #[test]
+    fn burst_limits_and_drains_from_front() {
+        let mut b = Burst::with_limit(2);
+        assert_eq!(b.room(), 2);
+        b.push(PacketBuf::from_slice(&[1])).unwrap();
+        b.push(PacketBuf::from_slice(&[2])).unwrap();
+        assert!(b.is_full());
+        let back = b.push(PacketBuf::from_slice(&[3])).unwrap_err();
+        assert_eq!(back.data(), &[3]);
+        let first: Vec<_> = b.drain_front(1).collect();
+        assert_eq!(first[0].data(), &[1]);
+        assert_eq!(b.pkts()[0].data(), &[2]);
+        assert_eq!(b.drain_front(5).count(), 1);
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn counters_sum_named_drops() {
+        let c = PortCounters {
+            rx_drops: RxDrops {
+                ring_full: 1,
+                truncated: 2,
+                malformed: 3,
+            },
+            tx_drops: TxDrops {
+                oversize: 1,
+                link_down: 1,
+                queue_full: 1,
+                runt: 2,
+            },
+            ..Default::default()
+        };
+        assert_eq!(c.rx_dropped(), 6);
+        assert_eq!(c.tx_dropped(), 5);
+    }
+}
