@@ -12,6 +12,7 @@
 //! handed a [`Time`] (nanoseconds on some monotonic clock the caller
 //! chooses), so tests drive timeouts and meters with a simulated clock.
 
+pub mod datapath;
 pub mod flow_entry;
 pub mod flow_table;
 pub mod group_table;
