@@ -75,7 +75,8 @@ pub enum MeterVerdict {
     Pass,
     /// Band `band` (index in the meter's band list) drops the packet.
     Drop { band: usize },
-    /// Band `band` lowers the packet's drop precedence by `prec_level`.
+    /// Band `band` raises the drop precedence in the packet's DSCP by
+    /// `prec_level` levels (spec §7.3.4.4, `OFPMBT_DSCP_REMARK`).
     DscpRemark { band: usize, prec_level: u8 },
 }
 
