@@ -1800,4 +1800,64 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn all_255_tables_are_usable() {
+        let mut sw = Switch::new(255, 10);
+        let mut fm = add(0, 1, vec![], 1);
+        fm.instructions
+            .push(Instruction::GotoTable { table_id: 254 });
+        sw.ok(&fm, Time(0));
+        sw.ok(&add(254, 1, vec![], 1), Time(0));
+        let mut last = add(254, 2, vec![], 1);
+        last.instructions
+            .push(Instruction::GotoTable { table_id: 254 });
+        sw.refuse(
+            &last,
+            OfpError::BadInstruction(BadInstructionCode::BadTableId),
+        );
+        assert_eq!(sw.tables.table_stats()[254].active_count, 1);
+    }
+
+    proptest! {
+        /// An entry leaves exactly when one of its timeouts has run out
+        /// since install (hard) or since its last hit (idle), whatever the
+        /// timeouts and hits.
+        #[test]
+        fn expiry_follows_the_timeouts(
+            idle in 0u16..5, hard in 0u16..8, hits in proptest::collection::vec(0u64..8000, 0..5),
+            at in 0u64..9000
+        ) {
+            let mut sw = Switch::new(1, 10);
+            let mut fm = add(0, 1, vec![], 1);
+            fm.idle_timeout = idle;
+            fm.hard_timeout = hard;
+            fm.flags = SEND;
+            let id = sw.ok(&fm, Time(0)).installed.unwrap();
+            let mut hits = hits;
+            hits.sort();
+            let mut last = 0;
+            for h in hits.iter().copied().filter(|h| *h < at) {
+                // Expire as time goes by, as a timer would.
+                if !sw.tables.expire(Time::from_millis(h)).is_empty() {
+                    break;
+                }
+                sw.tables.note_hit(id, Time::from_millis(h), 1);
+                last = h;
+            }
+            let gone_before = sw.tables.is_empty();
+            let ev = sw.tables.expire(Time::from_millis(at));
+            let hard_due = hard != 0 && at >= u64::from(hard) * 1000;
+            let idle_due = idle != 0 && at >= last + u64::from(idle) * 1000;
+            if !gone_before {
+                prop_assert_eq!(ev.len(), usize::from(hard_due || idle_due));
+                if let Some(e) = ev.first() {
+                    let want = if hard_due { RemovalReason::HardTimeout } else { RemovalReason::IdleTimeout };
+                    prop_assert_eq!(e.reason, want);
+                }
+            } else {
+                prop_assert!(hard_due || idle_due);
+            }
+        }
+    }
 }

@@ -799,4 +799,24 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn kbps_burst_is_in_kilobits() {
+        let mut sw = Sw::new(MetersConfig::default());
+        // 100 kbit bucket = ten 1250-byte frames back to back.
+        sw.ok(&add(1, KBPS | BURST, vec![remark(1000, 100, 3)]));
+        let m = sw.meters.get_mut(1).unwrap();
+        let t = Time::from_secs(5);
+        let verdicts: Vec<_> = (0..11).map(|_| m.apply(t, 1250)).collect();
+        assert_eq!(verdicts[..10], [MeterVerdict::Pass; 10]);
+        assert_eq!(
+            verdicts[10],
+            MeterVerdict::DscpRemark {
+                band: 0,
+                prec_level: 3
+            }
+        );
+        // 10 ms at 1 Mbit/s refills 10 kbit: one more frame.
+        assert_eq!(m.apply(Time(5_010_000_000), 1250), MeterVerdict::Pass);
+    }
 }
