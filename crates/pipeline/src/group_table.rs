@@ -6,10 +6,11 @@
 //!
 //! * An indirect group must have exactly one bucket, and a non-select
 //!   group's buckets must have weight 0; both answer
-//!   `GROUP_MOD_FAILED/INVALID_GROUP`, the code the OFTest conformance
-//!   suite expects (`WEIGHT_UNSUPPORTED` is, by its spec comment, about a
-//!   switch without unequal load sharing in *select* groups, which we
-//!   support).
+//!   `GROUP_MOD_FAILED/INVALID_GROUP` (spec §6.5: a group "that includes
+//!   fields such as weight that are undefined for the specified group
+//!   type" is invalid; the OFTest suite expects the same code).
+//!   `WEIGHT_UNSUPPORTED` is for a switch without unequal load sharing in
+//!   *select* groups, which we support, so it is not used.
 //! * A fast-failover bucket must watch a port or a group (`BAD_WATCH`
 //!   otherwise); a watched port must be a real port number (`1..=MAX`)
 //!   and a watched group must exist (`BAD_WATCH`). Liveness is only
