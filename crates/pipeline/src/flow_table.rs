@@ -238,6 +238,14 @@ impl Tables {
     /// Applies one FLOW_MOD at time `now`. `groups` and `meters` are the
     /// switch's group and meter tables, against which group actions and
     /// meter instructions are checked. On error nothing has changed.
+    ///
+    /// Checks, in this order (the first failing one is answered):
+    /// unknown flag bits (`FLOW_MOD_FAILED/BAD_FLAGS`); the table id
+    /// (`FLOW_MOD_FAILED/BAD_TABLE_ID`, also for `OFPTT_ALL` outside
+    /// DELETE*); the match (`BAD_MATCH/*`); for ADD and MODIFY*, the
+    /// instructions and their actions (see [`crate::validate`]); for ADD,
+    /// CHECK_OVERLAP (`FLOW_MOD_FAILED/OVERLAP`) and then room in the
+    /// table (`FLOW_MOD_FAILED/TABLE_FULL`).
     pub fn apply_flow_mod(
         &mut self,
         fm: &FlowMod,

@@ -258,6 +258,12 @@ impl Meters {
         self.meters.get_mut(&id)
     }
 
+    /// Measures one packet with meter `id` (see [`Meter::apply`]); `None`
+    /// when there is no such meter.
+    pub fn apply(&mut self, id: u32, now: Time, packet_len: u32) -> Option<MeterVerdict> {
+        self.meters.get_mut(&id).map(|m| m.apply(now, packet_len))
+    }
+
     /// Number of meters.
     pub fn len(&self) -> usize {
         self.meters.len()
@@ -721,6 +727,19 @@ mod tests {
             }
         }
         assert!(saw_remark);
+    }
+
+    #[test]
+    fn apply_by_id() {
+        let mut sw = Sw::new(MetersConfig::default());
+        sw.ok(&add(3, PKTPS | BURST, vec![drop_band(1, 1)]));
+        let t = Time::from_secs(2);
+        assert_eq!(sw.meters.apply(3, t, 60), Some(MeterVerdict::Pass));
+        assert_eq!(
+            sw.meters.apply(3, t, 60),
+            Some(MeterVerdict::Drop { band: 0 })
+        );
+        assert_eq!(sw.meters.apply(4, t, 60), None);
     }
 
     #[test]
