@@ -6,10 +6,11 @@
 //!
 //! * An indirect group must have exactly one bucket, and a non-select
 //!   group's buckets must have weight 0; both answer
-//!   `GROUP_MOD_FAILED/INVALID_GROUP`, the code the OFTest conformance
-//!   suite expects (`WEIGHT_UNSUPPORTED` is, by its spec comment, about a
-//!   switch without unequal load sharing in *select* groups, which we
-//!   support).
+//!   `GROUP_MOD_FAILED/INVALID_GROUP` (spec §6.5: a group "that includes
+//!   fields such as weight that are undefined for the specified group
+//!   type" is invalid; the OFTest suite expects the same code).
+//!   `WEIGHT_UNSUPPORTED` is for a switch without unequal load sharing in
+//!   *select* groups, which we support, so it is not used.
 //! * A fast-failover bucket must watch a port or a group (`BAD_WATCH`
 //!   otherwise); a watched port must be a real port number (`1..=MAX`)
 //!   and a watched group must exist (`BAD_WATCH`). Liveness is only
@@ -284,20 +285,31 @@ impl Groups {
         Ok(tables.remove_group_users(id, now))
     }
 
-    /// Records that a packet of `bytes` bytes went through `bucket` of
-    /// `group` (group counters count it too). False if there is no such
-    /// group or bucket.
-    pub fn note_bucket_hit(&mut self, group: u32, bucket: usize, bytes: u64) -> bool {
+    /// Records that a packet of `bytes` bytes was processed by `group`
+    /// (once per packet, however many buckets it went through). False if
+    /// there is no such group.
+    pub fn note_group_hit(&mut self, group: u32, bytes: u64) -> bool {
         let Some(g) = self.groups.get_mut(&group) else {
             return false;
         };
-        let Some(c) = g.bucket_counts.get_mut(bucket) else {
+        g.packet_count = g.packet_count.wrapping_add(1);
+        g.byte_count = g.byte_count.wrapping_add(bytes);
+        true
+    }
+
+    /// Records that a packet of `bytes` bytes went through `bucket` of
+    /// `group` (bucket counters only; see [`Groups::note_group_hit`]).
+    /// False if there is no such group or bucket.
+    pub fn note_bucket_hit(&mut self, group: u32, bucket: usize, bytes: u64) -> bool {
+        let Some(c) = self
+            .groups
+            .get_mut(&group)
+            .and_then(|g| g.bucket_counts.get_mut(bucket))
+        else {
             return false;
         };
         c.0 = c.0.wrapping_add(1);
         c.1 = c.1.wrapping_add(bytes);
-        g.packet_count = g.packet_count.wrapping_add(1);
-        g.byte_count = g.byte_count.wrapping_add(bytes);
         true
     }
 
@@ -509,9 +521,21 @@ mod tests {
                 buckets: vec![bucket(out(1)), bucket(out(2))],
             }]
         );
+        // An ALL group: one packet, both buckets.
+        assert!(sw.groups.note_group_hit(1, 100));
+        assert!(sw.groups.note_bucket_hit(1, 0, 100));
         assert!(sw.groups.note_bucket_hit(1, 1, 100));
         assert!(!sw.groups.note_bucket_hit(1, 2, 100));
         assert!(!sw.groups.note_bucket_hit(9, 0, 100));
+        assert!(!sw.groups.note_group_hit(9, 100));
+        let st = sw.groups.stats(1, &sw.tables, Time::from_secs(10));
+        assert_eq!((st[0].packet_count, st[0].byte_count), (1, 100));
+        let buckets: Vec<(u64, u64)> = st[0]
+            .bucket_stats
+            .iter()
+            .map(|b| (b.packet_count, b.byte_count))
+            .collect();
+        assert_eq!(buckets, vec![(1, 100), (1, 100)]);
         let select = Bucket {
             weight: 3,
             ..bucket(out(3))

@@ -75,7 +75,8 @@ pub enum MeterVerdict {
     Pass,
     /// Band `band` (index in the meter's band list) drops the packet.
     Drop { band: usize },
-    /// Band `band` lowers the packet's drop precedence by `prec_level`.
+    /// Band `band` raises the drop precedence in the packet's DSCP by
+    /// `prec_level` levels (spec §7.3.4.4, `OFPMBT_DSCP_REMARK`).
     DscpRemark { band: usize, prec_level: u8 },
 }
 
@@ -255,6 +256,12 @@ impl Meters {
     /// A meter by id, to measure packets with.
     pub fn get_mut(&mut self, id: u32) -> Option<&mut Meter> {
         self.meters.get_mut(&id)
+    }
+
+    /// Measures one packet with meter `id` (see [`Meter::apply`]); `None`
+    /// when there is no such meter.
+    pub fn apply(&mut self, id: u32, now: Time, packet_len: u32) -> Option<MeterVerdict> {
+        self.meters.get_mut(&id).map(|m| m.apply(now, packet_len))
     }
 
     /// Number of meters.
@@ -723,6 +730,19 @@ mod tests {
     }
 
     #[test]
+    fn apply_by_id() {
+        let mut sw = Sw::new(MetersConfig::default());
+        sw.ok(&add(3, PKTPS | BURST, vec![drop_band(1, 1)]));
+        let t = Time::from_secs(2);
+        assert_eq!(sw.meters.apply(3, t, 60), Some(MeterVerdict::Pass));
+        assert_eq!(
+            sw.meters.apply(3, t, 60),
+            Some(MeterVerdict::Drop { band: 0 })
+        );
+        assert_eq!(sw.meters.apply(4, t, 60), None);
+    }
+
+    #[test]
     fn a_meter_without_bands_only_counts() {
         let mut sw = Sw::new(MetersConfig::default());
         sw.ok(&add(1, PKTPS, vec![]));
@@ -797,5 +817,25 @@ mod tests {
                 prop_assert!(pass + 1 >= u64::from(rate) * secs * 9 / 10);
             }
         }
+    }
+
+    #[test]
+    fn kbps_burst_is_in_kilobits() {
+        let mut sw = Sw::new(MetersConfig::default());
+        // 100 kbit bucket = ten 1250-byte frames back to back.
+        sw.ok(&add(1, KBPS | BURST, vec![remark(1000, 100, 3)]));
+        let m = sw.meters.get_mut(1).unwrap();
+        let t = Time::from_secs(5);
+        let verdicts: Vec<_> = (0..11).map(|_| m.apply(t, 1250)).collect();
+        assert_eq!(verdicts[..10], [MeterVerdict::Pass; 10]);
+        assert_eq!(
+            verdicts[10],
+            MeterVerdict::DscpRemark {
+                band: 0,
+                prec_level: 3
+            }
+        );
+        // 10 ms at 1 Mbit/s refills 10 kbit: one more frame.
+        assert_eq!(m.apply(Time(5_010_000_000), 1250), MeterVerdict::Pass);
     }
 }

@@ -24,7 +24,8 @@
 //!   not guaranteed by the flow's match, as changed by the push/pop and
 //!   set-field actions before it, gives `BAD_ACTION/MATCH_INCONSISTENT`
 //!   (the code's spec comment: "Set-Field missing prerequisite"). Open
-//!   vSwitch checks the same way. Group buckets have no match, so their
+//!   vSwitch checks the same way, and like it we also require a VLAN tag
+//!   for setting `vlan_vid` (there is no tag to write into otherwise). Group buckets have no match, so their
 //!   set-fields are checked for type and argument only.
 //! * Header actions whose header the packet is not sure to have: a
 //!   `pop_vlan` without a VLAN tag, `pop_mpls`/`set_mpls_ttl`/
@@ -226,7 +227,14 @@ fn check_action(
             field: Oxm::Basic { field, .. },
         } => {
             if let Some(p) = packet {
-                if !prerequisite_met(*field, p) {
+                // vlan_vid has no prerequisite as a match field, but
+                // setting it needs a tag to write into (as in Open
+                // vSwitch): the same condition as vlan_pcp's prerequisite.
+                let needs = match field {
+                    OxmField::VlanVid => OxmField::VlanPcp,
+                    f => *f,
+                };
+                if !prerequisite_met(needs, p) {
                     return Err(bad_action(BadActionCode::MatchInconsistent));
                 }
             }
@@ -697,5 +705,19 @@ mod tests {
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn setting_vlan_vid_needs_a_tag() {
+        let mi = Err(OfpError::BadAction(BadActionCode::MatchInconsistent));
+        let none = MatchKey::default();
+        let tagged = key(vec![exact(OxmField::VlanVid, OxmValue::U16(0x1005))]);
+        let vid = set(OxmField::VlanVid, OxmValue::U16(0x1000 | 7));
+        assert_eq!(check(&apply(vec![vid.clone()]), &none, 0), mi);
+        assert_eq!(check(&apply(vec![vid.clone()]), &tagged, 0), Ok(()));
+        let pushed = vec![Action::PushVlan { ethertype: 0x88a8 }, vid.clone()];
+        assert_eq!(check(&apply(pushed), &none, 0), Ok(()));
+        let popped = vec![Action::PopVlan, vid];
+        assert_eq!(check(&apply(popped), &tagged, 0), mi);
     }
 }
