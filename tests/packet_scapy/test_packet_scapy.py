@@ -7,13 +7,8 @@ encode of the expected result. For rewrites, the expected packet is made by
 changing the field in scapy and deleting every checksum so scapy recomputes
 it from scratch: our incremental checksum updates must give the same bytes.
 
-The tool is built with `cargo build -p packet --example packet_tool` unless
-the PACKET_TOOL environment variable names a binary.
+The tool fixture lives in conftest.py.
 """
-
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 from scapy.all import (
@@ -45,46 +40,11 @@ from scapy.layers.inet6 import (
 from scapy.layers.ipsec import AH
 from scapy.layers.sctp import SCTP, SCTPChunkData
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
 DST = "01:02:03:04:05:06"
 SRC = "0a:0b:0c:0d:0e:0f"
 V6S = "2001:db8::1"
 V6D = "2001:db8::2"
 PAY = b"scapy payload!"
-
-
-@pytest.fixture(scope="session")
-def tool_path():
-    env = os.environ.get("PACKET_TOOL")
-    if env:
-        return env
-    subprocess.run(
-        ["cargo", "build", "-q", "-p", "packet", "--example", "packet_tool"],
-        cwd=ROOT,
-        check=True,
-    )
-    return str(ROOT / "target" / "debug" / "examples" / "packet_tool")
-
-
-@pytest.fixture
-def tool(tool_path):
-    def run(args, pkts):
-        pkts = [bytes(p) for p in pkts]
-        inp = "".join(p.hex() + "\n" for p in pkts)
-        res = subprocess.run(
-            [tool_path] + args.split(),
-            input=inp,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        lines = res.stdout.splitlines()
-        assert len(lines) == len(pkts), res.stderr
-        return lines
-
-    return run
 
 
 @pytest.fixture

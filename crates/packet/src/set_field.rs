@@ -8,6 +8,10 @@
 //!   port change: incremental. A UDP-over-IPv4 checksum of zero means "no
 //!   checksum" and stays zero; an updated UDP checksum of zero is written
 //!   as 0xffff.
+//! - IP_PROTO: the IPv4 header checksum, and the checksum of the transport
+//!   header already there (TCP, UDP, ICMPv6), whose pseudo-header holds the
+//!   protocol; the header itself is not reinterpreted. (os-ken's switch test
+//!   vectors expect exactly this.)
 //! - ICMPv4 (type/code) and ICMPv6 (type/code, addresses in the
 //!   pseudo-header, ND target and link-layer options): incremental.
 //! - SCTP port: CRC32c recomputed in full over the SCTP packet, when the
@@ -257,11 +261,17 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
         }
         IpProto(p) => {
             let at = k.ip_proto_offset as usize;
+            let old = k.ip_proto;
             if v6 {
                 pkt[at] = p;
             } else {
                 let w = (be16(pkt, l3 + 8) & 0xff00) | u16::from(p);
                 rewrite16(pkt, l3 + 8, w, Some(l3 + 10));
+            }
+            // The transport header stays where it is; its checksum covers
+            // the protocol through the pseudo-header.
+            if let Some(cs) = l4_csum(k, pkt, v6) {
+                fix_l4(pkt, cs, &[0, old], &[0, p]);
             }
         }
         Ipv4Src(a) | Ipv4Dst(a) => {
@@ -457,6 +467,19 @@ mod tests {
         assert!(crate::ipv4::Ipv4Packet::new_checked(&p[14..])
             .unwrap()
             .verify_checksum());
+        // The TCP checksum now sums right with protocol 17 in the pseudo-header.
+        let ph =
+            checksum::pseudo_header_v4([192, 168, 0, 1], [10, 0, 0, 2], 17, (p.len() - 34) as u32);
+        assert!(checksum::verify(&p[34..], ph));
+        let mut q = eth_ipv6_echo();
+        set_field(&mut q, &IpProto(6)).unwrap();
+        let ph = checksum::pseudo_header_v6(
+            &V6_SRC.to_be_bytes(),
+            &V6_DST.to_be_bytes(),
+            6,
+            (q.len() - 54) as u32,
+        );
+        assert!(checksum::verify(&q[54..], ph));
         let mut p = eth_ipv6_exthdr_udp();
         set_field(&mut p, &IpProto(6)).unwrap();
         let k = FlowKey::parse(&p);
