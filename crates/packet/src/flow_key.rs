@@ -245,6 +245,8 @@ pub struct FlowKey {
     pub ip_proto_offset: u32,
     /// Offset of the transport header, 0 when none was reached.
     pub l4_offset: u32,
+    /// Length of the buffer that was parsed.
+    pub packet_len: u32,
 }
 
 impl FlowKey {
@@ -341,6 +343,7 @@ impl FlowKey {
             l3_end: _,
             ip_proto_offset: _,
             l4_offset: _,
+            packet_len: _,
         } = *self;
         (
             (
@@ -482,7 +485,10 @@ impl FlowKey {
 
     /// Parses `data` (an Ethernet frame). Never panics, never allocates.
     pub fn parse(data: &[u8]) -> FlowKey {
-        let mut k = FlowKey::default();
+        let mut k = FlowKey {
+            packet_len: data.len().min(u32::MAX as usize) as u32,
+            ..FlowKey::default()
+        };
         if data.len() < 14 {
             k.flags |= flags::TRUNCATED;
             return k;

@@ -216,9 +216,16 @@ fn fix_sctp(pkt: &mut [u8], k: &FlowKey) {
     }
 }
 
-/// Applies one set-field using an already parsed key of this very packet.
+/// Applies one set-field using an already parsed key of this very packet
+/// (parsed since its last push, pop or IP_PROTO/MPLS_BOS rewrite). A key of
+/// a packet of another length is refused with [`ActionError::Truncated`];
+/// one of another packet of the same length cannot make this panic (every
+/// offset it holds is within that length) but rewrites the wrong bytes.
 pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result<(), ActionError> {
     use FieldValue::*;
+    if pkt.len() != k.packet_len as usize {
+        return Err(ActionError::Truncated);
+    }
     let f = v.oxm_field();
     // VLAN_VID is present on untagged frames too (as OFPVID_NONE), but can
     // only be rewritten in a tag.
@@ -667,6 +674,31 @@ mod tests {
         let mut q = p.clone();
         set_field(&mut q, &PbbIsid(0x42)).unwrap();
         assert_eq!(q[14] & 0xf0, 0x60); // PCP and flags kept
+    }
+
+    #[test]
+    fn stale_keys_never_panic() {
+        // A key from one packet used on another: refused when the length
+        // differs, harmless (no panic) when it is the same.
+        let all: Vec<Vec<u8>> = samples().into_iter().map(|(_, p)| p).collect();
+        for a in &all {
+            let k = FlowKey::parse(a);
+            for b in &all {
+                for v in [
+                    TcpSrc(1),
+                    Ipv6NdSll([1; 6]),
+                    MplsTc(1),
+                    Ipv4Dst(1),
+                    PbbIsid(1),
+                ] {
+                    let mut q = b.clone();
+                    let r = set_field_with_key(&mut q, &k, &v);
+                    if a.len() != b.len() {
+                        assert_eq!(r, Err(ActionError::Truncated));
+                    }
+                }
+            }
+        }
     }
 
     #[test]
