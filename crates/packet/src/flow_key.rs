@@ -26,6 +26,13 @@
 //! IN_PORT, IN_PHY_PORT, METADATA and TUNNEL_ID are not in the packet: the
 //! caller fills them (with [`FlowKey::set_metadata_fields`]).
 //!
+//! Nothing is parsed inside MPLS or PBB (OpenFlow 1.3 has no fields there:
+//! pop first, then match in a later table). An 802.3 frame (length field
+//! < 0x0600 where the EtherType would be) reports that length as ETH_TYPE.
+//!
+//! These rules are checked against os-ken's OpenFlow 1.3 switch test
+//! vectors (`tests/packet_scapy/test_ryu_vectors.py`) and scapy.
+//!
 //! A header that is cut short contributes no fields and sets
 //! [`flags::TRUNCATED`]; a header whose contents make it unreadable (IPv4
 //! IHL < 5, wrong IP version) sets [`flags::MALFORMED`]. Neither ever panics.

@@ -29,6 +29,11 @@
 //! Values wider than their field are masked to the field width
 //! (`VlanVid` accepts the OFPVID_PRESENT bit and ignores it).
 //!
+//! Known limit: the IPv6 pseudo-header is taken to hold the IPv6 header's
+//! destination; with a routing header whose segments-left is non-zero the
+//! real pseudo-header holds the final destination instead, and a rewrite of
+//! IPV6_DST then leaves the transport checksum wrong.
+//!
 //! After IP_PROTO or MPLS_BOS is rewritten, a [`FlowKey`] of the old packet
 //! no longer describes it: parse again before using it.
 
