@@ -36,6 +36,7 @@ from scapy.layers.inet6 import (
     IPv6ExtHdrFragment,
     IPv6ExtHdrHopByHop,
     IPv6ExtHdrRouting,
+    IPv6ExtHdrSegmentRouting,
 )
 from scapy.layers.ipsec import AH
 from scapy.layers.sctp import SCTP, SCTPChunkData
@@ -157,6 +158,29 @@ def ipv6_exthdr_udp():
     )
 
 
+def ipv6_routing_udp():
+    """Type 0 routing header with a segment left: scapy's checksum uses the
+    final destination (RFC 8200 §8.1)."""
+    return (
+        Ether(dst=DST, src=SRC)
+        / IPv6(src=V6S, dst=V6D)
+        / IPv6ExtHdrRouting(addresses=["2001:db8::a", "2001:db8::99"], segleft=2)
+        / UDP(sport=1000, dport=2000)
+        / PAY
+    )
+
+
+def ipv6_srh_tcp():
+    """Segment routing header: the final segment is segment list[0]."""
+    return (
+        Ether(dst=DST, src=SRC)
+        / IPv6(src=V6S, dst="2001:db8::a")
+        / IPv6ExtHdrSegmentRouting(addresses=["2001:db8::99", "2001:db8::a"], segleft=1)
+        / TCP(sport=1, dport=2)
+        / PAY
+    )
+
+
 def arp():
     return Ether(dst="ff:ff:ff:ff:ff:ff", src=SRC) / ARP(op=1, hwsrc=SRC, psrc="10.0.0.1", pdst="10.0.0.2")
 
@@ -202,6 +226,8 @@ SAMPLES = {
     "ipv6_ns": ipv6_ns,
     "ipv6_na": ipv6_na,
     "ipv6_exthdr_udp": ipv6_exthdr_udp,
+    "ipv6_routing_udp": ipv6_routing_udp,
+    "ipv6_srh_tcp": ipv6_srh_tcp,
     "arp": arp,
     "mpls2": mpls2,
     "pbb": pbb,
@@ -252,6 +278,7 @@ def expected_fields(p):
             IPv6ExtHdrHopByHop: 64,
             IPv6ExtHdrDestOpt: 8,
             IPv6ExtHdrRouting: 32,
+            IPv6ExtHdrSegmentRouting: 32,
             IPv6ExtHdrFragment: 16,
             AH: 4,
         }
@@ -539,6 +566,10 @@ SET_CASES = [
     ("ipv6_sctp", "ipv6_dst ::2", IPv6, "dst", "::2"),
     ("ipv6_ns", "ipv6_dst ff02::1", IPv6, "dst", "ff02::1"),
     ("ipv6_exthdr_udp", "ipv6_src 2001:db8::99", IPv6, "src", "2001:db8::99"),
+    ("ipv6_routing_udp", "ipv6_dst 2001:db8::5", IPv6, "dst", "2001:db8::5"),
+    ("ipv6_routing_udp", "ipv6_src 2001:db8::6", IPv6, "src", "2001:db8::6"),
+    ("ipv6_srh_tcp", "ipv6_dst 2001:db8::7", IPv6, "dst", "2001:db8::7"),
+    ("ipv6_srh_tcp", "tcp_dst 443", TCP, "dport", 443),
     ("ipv6_tcp", "ipv6_flabel 0xfffff", IPv6, "fl", 0xFFFFF),
     ("ipv6_echo", "icmpv6_type 129", ICMPv6EchoRequest, "type", 129),
     ("ipv6_echo", "icmpv6_code 3", ICMPv6EchoRequest, "code", 3),

@@ -254,6 +254,10 @@ pub struct FlowKey {
     pub l4_offset: u32,
     /// Length of the buffer that was parsed.
     pub packet_len: u32,
+    /// Offset of the IPv6 final destination inside a routing header with
+    /// segments left (the address the transport pseudo-header uses), 0 when
+    /// the IPv6 header's destination is the final one.
+    pub ipv6_final_dst_offset: u32,
 }
 
 impl FlowKey {
@@ -351,6 +355,7 @@ impl FlowKey {
             ip_proto_offset: _,
             l4_offset: _,
             packet_len: _,
+            ipv6_final_dst_offset: _,
         } = *self;
         (
             (
@@ -669,6 +674,9 @@ impl FlowKey {
         if w.truncated {
             self.flags |= flags::TRUNCATED;
             return;
+        }
+        if let Some(o) = w.final_dst_offset {
+            self.ipv6_final_dst_offset = (l3 + o) as u32;
         }
         // IP_PROTO and IPV6_EXTHDR need the whole walk.
         self.ipv6_exthdr = w.exthdr;

@@ -29,10 +29,10 @@
 //! Values wider than their field are masked to the field width
 //! (`VlanVid` accepts the OFPVID_PRESENT bit and ignores it).
 //!
-//! Known limit: the IPv6 pseudo-header is taken to hold the IPv6 header's
-//! destination; with a routing header whose segments-left is non-zero the
-//! real pseudo-header holds the final destination instead, and a rewrite of
-//! IPV6_DST then leaves the transport checksum wrong.
+//! With an IPv6 routing header that still has segments left, the transport
+//! pseudo-header holds the final destination from the routing header, not
+//! the IPv6 destination: rewriting IPV6_DST then leaves the transport
+//! checksum alone (RFC 8200 §8.1).
 //!
 //! After IP_PROTO or MPLS_BOS is rewritten, a [`FlowKey`] of the old packet
 //! no longer describes it: parse again before using it.
@@ -346,7 +346,8 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
             old.copy_from_slice(&pkt[at..at + 16]);
             let new = a.to_be_bytes();
             pkt[at..at + 16].copy_from_slice(&new);
-            if let Some(cs) = l4_csum(k, pkt, true) {
+            let in_pseudo = at == l3 + 8 || k.ipv6_final_dst_offset == 0;
+            if let Some(cs) = l4_csum(k, pkt, true).filter(|_| in_pseudo) {
                 fix_l4(pkt, cs, &old, &new);
             }
         }
@@ -619,6 +620,7 @@ mod tests {
             eth_ipv6_echo(),
             eth_ipv6_sctp(),
             eth_ipv6_exthdr_udp(),
+            eth_ipv6_routing_udp(),
         ] {
             for a in [0u128, u128::MAX, 0xfe80 << 112 | 5] {
                 check(&p, Ipv6Src(a), a);
