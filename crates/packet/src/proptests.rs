@@ -130,6 +130,13 @@ proptest! {
             }
         }
         let _ = crate::set_field::set_field_with_key(&mut q, &k, &v);
+        use crate::ttl::*;
+        let _ = dec_nw_ttl_with_key(&mut q, &k);
+        let _ = set_nw_ttl_with_key(&mut q, &k, 9);
+        let _ = dec_mpls_ttl_with_key(&mut q, &k);
+        let _ = set_mpls_ttl_with_key(&mut q, &k, 9);
+        let _ = copy_ttl_out_with_key(&mut q, &k);
+        let _ = copy_ttl_in_with_key(&mut q, &k);
     }
 
     #[test]
