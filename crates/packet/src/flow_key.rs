@@ -957,6 +957,13 @@ mod tests {
     }
 
     #[test]
+    fn key_is_compact() {
+        // Fits in four cache lines; a change that grows it should be deliberate.
+        let n = std::mem::size_of::<FlowKey>();
+        assert!(n <= 256, "{n}");
+    }
+
+    #[test]
     fn metadata_fields() {
         let mut k = FlowKey::parse(&eth_arp());
         k.set_metadata_fields(3, 4, 5, 6);
