@@ -233,7 +233,7 @@ pub struct ExtHeaderWalk {
     /// Offset of the final destination address when a routing header still
     /// has segments left (RFC 8200 §8.1: the upper-layer pseudo-header uses
     /// it instead of the header's destination). Known for routing types 0
-    /// (last address), 2 (home address) and 4 (SRH, segment list[0]).
+    /// (last address), 2 (home address) and 4 (SRH, first segment-list entry).
     pub final_dst_offset: Option<usize>,
 }
 
