@@ -74,6 +74,10 @@ pub struct QueueCounter {
 /// Counters of one group and its buckets.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupCounter {
+    /// Packets processed by the group (once each, however many buckets).
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
     /// `(packets, bytes)` per bucket, by bucket index.
     pub buckets: Vec<(u64, u64)>,
 }
@@ -219,6 +223,13 @@ impl Counters {
         c.tx_bytes += bytes;
     }
 
+    /// A packet of `bytes` bytes was processed by group `g`.
+    pub fn group_hit(&mut self, g: u32, bytes: u64) {
+        let c = self.groups.entry(g).or_default();
+        c.packets += 1;
+        c.bytes += bytes;
+    }
+
     /// A packet of `bytes` bytes went through bucket `b` of group `g`.
     pub fn bucket_hit(&mut self, g: u32, b: usize, bytes: u64) {
         bump_pair(&mut self.groups.entry(g).or_default().buckets, b, bytes);
@@ -263,7 +274,10 @@ impl Counters {
             c.tx_bytes += f.tx_bytes;
         }
         for (g, f) in &o.groups {
-            add_pairs(&mut self.groups.entry(*g).or_default().buckets, &f.buckets);
+            let c = self.groups.entry(*g).or_default();
+            c.packets += f.packets;
+            c.bytes += f.bytes;
+            add_pairs(&mut c.buckets, &f.buckets);
         }
         for (m, f) in &o.meters {
             let c = self.meters.entry(*m).or_default();
@@ -307,6 +321,12 @@ impl Counters {
             }
         }
         for (g, c) in &self.groups {
+            for i in 0..c.packets {
+                let n = if i == 0 { c.bytes } else { 0 };
+                if !state.groups.note_group_hit(*g, n) {
+                    break;
+                }
+            }
             for (b, (packets, bytes)) in c.buckets.iter().enumerate() {
                 for i in 0..*packets {
                     let n = if i == 0 { *bytes } else { 0 };
@@ -370,6 +390,7 @@ mod tests {
         a.table_lookup(0, true);
         a.port(1).rx_packets += 1;
         a.queue_tx(2, 1, 60);
+        a.group_hit(7, 60);
         a.bucket_hit(7, 1, 60);
         a.meter_hit(3, Some(0), 60);
         a.drops.no_match += 1;
@@ -403,6 +424,7 @@ mod tests {
         assert_eq!(s.ports[&1].rx_packets, 3);
         assert_eq!(s.queues[&(2, 1)].tx_bytes, 100);
         assert_eq!(s.groups[&7].buckets, vec![(1, 40), (2, 100)]);
+        assert_eq!((s.groups[&7].packets, s.groups[&7].bytes), (1, 60));
         assert_eq!(s.meters[&3].packets, 2);
         assert_eq!(s.meters[&3].bands, vec![(1, 60)]);
         assert_eq!(s.drops.no_match, 3);

@@ -388,11 +388,10 @@ impl<'a> Exec<'a> {
     /// Asks meter `id` about the packet; `Err` when a band drops it.
     fn meter(&mut self, pkt: &mut Pkt, id: u32) -> Result<(), Stopped> {
         let len = u32::try_from(pkt.buf.len()).unwrap_or(u32::MAX);
-        let Some(m) = self.meters.get_mut(id) else {
+        let Some(verdict) = self.meters.apply(id, self.now, len) else {
             // Deleted meters remove their flows; nothing to enforce.
             return Ok(());
         };
-        let verdict = m.apply(self.now, len);
         let band = match verdict {
             MeterVerdict::Pass => None,
             MeterVerdict::Drop { band } | MeterVerdict::DscpRemark { band, .. } => Some(band),
@@ -437,6 +436,7 @@ impl<'a> Exec<'a> {
             }
         };
         let len = pkt.buf.len() as u64;
+        self.counters.group_hit(id, len);
         match g.group_type {
             GroupType::All => {
                 for (i, b) in g.buckets.iter().enumerate() {

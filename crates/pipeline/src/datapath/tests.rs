@@ -218,8 +218,8 @@ fn apply_outputs_see_the_packet_as_it_is_then() {
 fn action_set_runs_at_the_end_in_spec_order() {
     // Written out of order across two tables; the set pushes the VLAN
     // before setting its VID, decrements the TTL, then outputs.
-    let mut d = dp("table=0,priority=1,actions=write_actions(output:4,set_field:4099->vlan_vid),goto_table:1\n\
-         table=1,priority=1,actions=write_actions(dec_ttl,push_vlan:0x8100,output:2)");
+    let mut d = dp("table=0,priority=1,ip,actions=write_actions(output:4,set_field:4099->vlan_vid,push_vlan:0x8100),goto_table:1\n\
+         table=1,priority=1,ip,actions=write_actions(dec_ttl,output:2)");
     let o = send(&mut d, 1, &udp4(64));
     assert_eq!(out_ports(&o), vec![2], "later write replaced output:4");
     let k = key_of(&o, 0);
@@ -459,7 +459,7 @@ fn all_group_clones_to_every_bucket_and_counts() {
     assert_eq!(d.counters().groups[&1].buckets, vec![(1, n); 3]);
     d.sync_counters();
     let gs = d.state.groups.stats(1, &d.state.tables, T0);
-    assert_eq!(gs[0].packet_count, 3);
+    assert_eq!(gs[0].packet_count, 1, "one packet, however many buckets");
     assert_eq!(gs[0].bucket_stats[1].byte_count, n);
 }
 
