@@ -15,7 +15,7 @@
 pub mod afpacket;
 // pub mod link;
 pub mod memory;
-// pub mod pcap;
+pub mod pcap;
 pub mod port;
 pub mod spsc;
 // pub mod tap;
