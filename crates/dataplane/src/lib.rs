@@ -18,7 +18,7 @@ pub mod memory;
 pub mod pcap;
 pub mod port;
 pub mod spsc;
-// pub mod tap;
+pub mod tap;
 
 mod sys;
 
