@@ -13,7 +13,7 @@
 //! - [`link`]: a netlink watcher for link up/down events.
 
 pub mod afpacket;
-// pub mod link;
+pub mod link;
 pub mod memory;
 pub mod pcap;
 pub mod port;
