@@ -68,6 +68,9 @@ mod block {
     pub const STATUS: usize = 8;
     pub const NUM_PKTS: usize = 12;
     pub const FIRST_PKT: usize = 16;
+    /// Size of the descriptor; frames start after it, so a lent frame never
+    /// overlaps the status word the release path writes.
+    pub const HDR_LEN: usize = 48;
 }
 
 /// Byte offsets inside `struct tpacket3_hdr`.
@@ -414,7 +417,7 @@ impl AfPacketPort {
     fn next_frame(&mut self, blk: usize) -> Option<Result<PacketBuf, ()>> {
         let ring = &self.ring;
         let off = self.reader.offset;
-        if off.checked_add(frame::MIN_HDR)? > ring.block_size {
+        if off < block::HDR_LEN || off.checked_add(frame::MIN_HDR)? > ring.block_size {
             return None;
         }
         let next = ring.read_u32(blk, off + frame::NEXT_OFFSET)? as usize;
