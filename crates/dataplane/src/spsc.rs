@@ -619,6 +619,46 @@ mod tests {
         assert_eq!(handle.bytes(), tx_stats.tx_bytes);
     }
 
+    /// Throughput figure, not a check: `cargo test -p dataplane --release
+    /// -- --ignored --nocapture spsc_throughput`.
+    #[test]
+    #[ignore]
+    fn spsc_throughput() {
+        const N: u64 = 50_000_000;
+        let (mut p, mut c) = ring::<u64>(1024);
+        let t0 = std::time::Instant::now();
+        let prod = std::thread::spawn(move || {
+            let mut batch = Vec::with_capacity(32);
+            let mut next = 0;
+            while next < N {
+                if batch.is_empty() {
+                    batch.extend(next..(next + 32).min(N));
+                }
+                let n = p.push_from_vec(&mut batch);
+                next += n as u64;
+                if n == 0 {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let mut sum = 0u64;
+        let mut got = 0u64;
+        while got < N {
+            let n = c.pop_many(32, |v| sum = sum.wrapping_add(v));
+            got += n as u64;
+            if n == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        prod.join().unwrap();
+        let secs = t0.elapsed().as_secs_f64();
+        assert_eq!(sum, N * (N - 1) / 2);
+        eprintln!(
+            "spsc: {:.1} M values/s in bursts of 32",
+            N as f64 / secs / 1e6
+        );
+    }
+
     #[test]
     fn two_thread_stress_keeps_order_and_loses_nothing() {
         const N: u64 = 1_000_000;
