@@ -42,6 +42,14 @@
 //! A [`Burst`] is a bounded vector of buffers (default [`DEFAULT_BURST`]). RX
 //! appends up to [`Burst::room`] buffers; TX consumes buffers from the front.
 //!
+//! # Threads
+//!
+//! A backend is `Send` and used through `&mut`, so one thread drives it at a
+//! time. For an RX thread and a TX thread on the same port,
+//! [`PortBackend::split_sender`] makes a second handle with its own socket or
+//! descriptor that only sends (AF_PACKET, TAP and the memory sink can;
+//! others answer `None`).
+//!
 //! # Counters
 //!
 //! [`PortCounters`] counts packets and bytes each way, plus every drop under a
@@ -586,6 +594,15 @@ pub trait PortBackend: Send {
     /// backend has none.
     fn rx_fd(&self) -> Option<RawFd> {
         None
+    }
+
+    /// A second, independent handle that sends out of the same port, so a
+    /// TX thread can send while another thread receives (both calls need
+    /// `&mut`). The sender's `rx_burst` returns nothing and its counters
+    /// count only what it sent: add them to this port's for the totals.
+    /// `Ok(None)` when the backend cannot send from two handles.
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        Ok(None)
     }
 }
 

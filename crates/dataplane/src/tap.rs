@@ -126,31 +126,23 @@ impl PortBackend for TapPort {
     }
 
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        let mut taken = 0;
-        while let Some(p) = pkts.pkts().first() {
-            if p.len() < 14 {
-                self.counters.tx_drops.runt += 1;
-            } else {
-                match self.dev.write(p.data()) {
-                    Ok(_) => {
-                        self.counters.tx_packets += 1;
-                        self.counters.tx_bytes += p.len() as u64;
-                    }
-                    Err(e) if sys::would_block(&e) => break,
-                    Err(e) => match e.raw_os_error() {
-                        Some(libc::EIO) | Some(libc::ENETDOWN) => {
-                            self.counters.tx_drops.link_down += 1
-                        }
-                        Some(libc::EMSGSIZE) => self.counters.tx_drops.oversize += 1,
-                        Some(libc::EBADF) | Some(libc::EBADFD) => return Err(e),
-                        _ => self.counters.tx_errors += 1,
-                    },
-                }
-            }
-            pkts.drain_front(1);
-            taken += 1;
-        }
-        Ok(taken)
+        send(&mut self.dev, pkts, &mut self.counters)
+    }
+
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        let ctx = |what: &str| format!("TAP port {:?}: {what}", self.name);
+        let dev = self
+            .dev
+            .try_clone()
+            .map_err(|e| sys::context(e, ctx("dup")))?;
+        let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)
+            .map_err(|e| sys::context(e, ctx("control socket")))?;
+        Ok(Some(Box::new(TapSender {
+            name: self.name.clone(),
+            dev,
+            ctl,
+            counters: PortCounters::default(),
+        })))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -167,6 +159,65 @@ impl PortBackend for TapPort {
 
     fn rx_fd(&self) -> Option<RawFd> {
         Some(self.dev.as_raw_fd())
+    }
+}
+
+/// Writes frames from the front of `pkts` to the TAP device; the
+/// [`PortBackend::tx_burst`] contract.
+fn send(dev: &mut File, pkts: &mut TxBurst, counters: &mut PortCounters) -> io::Result<usize> {
+    let mut taken = 0;
+    while let Some(p) = pkts.pkts().first() {
+        if p.len() < 14 {
+            counters.tx_drops.runt += 1;
+        } else {
+            match dev.write(p.data()) {
+                Ok(_) => {
+                    counters.tx_packets += 1;
+                    counters.tx_bytes += p.len() as u64;
+                }
+                Err(e) if sys::would_block(&e) => break,
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EIO) | Some(libc::ENETDOWN) => counters.tx_drops.link_down += 1,
+                    Some(libc::EMSGSIZE) => counters.tx_drops.oversize += 1,
+                    Some(libc::EBADF) | Some(libc::EBADFD) => return Err(e),
+                    _ => counters.tx_errors += 1,
+                },
+            }
+        }
+        pkts.drain_front(1);
+        taken += 1;
+    }
+    Ok(taken)
+}
+
+/// A second sender on a TAP port (a duplicate of its descriptor), made by
+/// [`PortBackend::split_sender`]; counts only what it sends, receives nothing.
+pub struct TapSender {
+    name: String,
+    dev: File,
+    ctl: OwnedFd,
+    counters: PortCounters,
+}
+
+impl PortBackend for TapSender {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
+        Ok(0)
+    }
+
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        send(&mut self.dev, pkts, &mut self.counters)
+    }
+
+    fn link_state(&self) -> LinkState {
+        sys::link_state_of(self.ctl.as_raw_fd(), &self.name)
+    }
+
+    fn stats(&self) -> PortCounters {
+        self.counters
     }
 }
 
@@ -237,6 +288,20 @@ mod tests {
             assert_eq!(tap.tx_burst(&mut b).unwrap(), 1);
             let c = tap.stats();
             assert_eq!((c.tx_packets, c.tx_drops.link_down), (10, 1), "{c:?}");
+            // A split sender writes through its own descriptor.
+            tap.set_up(true).unwrap();
+            let mut sender = tap.split_sender().unwrap().expect("TAP can split");
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let mut b = Burst::new();
+                    b.push(PacketBuf::from_slice(&test_frame(7, 500, 100)))
+                        .unwrap();
+                    assert_eq!(sender.tx_burst(&mut b).unwrap(), 1);
+                });
+            });
+            assert_eq!(sender.stats().tx_packets, 1);
+            let got = host.recv_matching(TEST_ETHERTYPE, 1, Duration::from_secs(5));
+            assert_eq!(got, vec![test_frame(7, 500, 100)]);
         });
     }
 }
