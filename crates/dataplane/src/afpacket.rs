@@ -929,6 +929,44 @@ mod tests {
     }
 
     #[test]
+    fn oversize_and_truncated_frames_are_counted_as_root() {
+        let Some(ns) = NetNs::for_test("afp-size") else {
+            return;
+        };
+        ns.veth("ova", "ovb");
+        ns.exec(&["ip", "link", "set", "ova", "mtu", "9000"]);
+        ns.exec(&["ip", "link", "set", "ovb", "mtu", "9000"]);
+        ns.run(|| {
+            // One-page blocks: a 6000-byte frame cannot fit and arrives truncated.
+            let cfg = AfPacketConfig {
+                block_size: 4096,
+                block_count: 4,
+                frame_size: 2048,
+                ..AfPacketConfig::default()
+            };
+            let mut port = AfPacketPort::open_with("ova", &cfg).unwrap();
+            let peer = RawSocket::bind("ovb");
+            peer.send(&test_frame(14, 1, 6000));
+            peer.send(&test_frame(14, 2, 100));
+            let got = rx_test_frames(&mut port, 1, Duration::from_secs(5));
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].data(), &test_frame(14, 2, 100)[..]);
+            assert_eq!(port.stats().rx_drops.truncated, 1);
+            // Larger than the 9000-byte MTU: refused and counted.
+            let mut b = Burst::new();
+            b.push(PacketBuf::from_slice(&test_frame(15, 1, 9100)))
+                .unwrap();
+            b.push(PacketBuf::from_slice(&test_frame(15, 2, 100)))
+                .unwrap();
+            assert_eq!(port.tx_burst(&mut b).unwrap(), 2);
+            let c = port.stats();
+            assert_eq!((c.tx_packets, c.tx_drops.oversize), (1, 1), "{c:?}");
+            let got = peer.recv_matching(TEST_ETHERTYPE, 2, Duration::from_millis(300));
+            assert_eq!(got, vec![test_frame(15, 2, 100)]);
+        });
+    }
+
+    #[test]
     fn forward_between_two_ports_as_root() {
         // peer1 -> [a1 port] -> forward -> [a2 port] -> peer2, frames lent
         // from one ring and sent out of the other without a user-space copy.

@@ -956,6 +956,33 @@ mod tests {
     }
 
     #[test]
+    fn xdp_frames_outlive_the_port_on_another_thread_as_root() {
+        let Some(ns) = NetNs::for_test("xdp-xthr") else {
+            return;
+        };
+        ns.veth_single_queue("xoa", "xob");
+        ns.run(|| {
+            let mut port = AfXdpPort::open("xoa").unwrap();
+            let peer = RawSocket::bind("xob");
+            for seq in 0..5 {
+                peer.send(&test_frame(16, seq, 90));
+            }
+            let got = rx_test_frames(&mut port, 5, Duration::from_secs(5));
+            assert_eq!(got.len(), 5);
+            drop(port);
+            let frames = std::thread::spawn(move || {
+                got.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>()
+            })
+            .join()
+            .unwrap();
+            assert_eq!(
+                frames,
+                (0..5).map(|s| test_frame(16, s, 90)).collect::<Vec<_>>()
+            );
+        });
+    }
+
+    #[test]
     fn held_frames_starve_the_fill_ring_and_drops_are_counted_as_root() {
         let Some(ns) = NetNs::for_test("xdp-hold") else {
             return;
