@@ -391,10 +391,17 @@ impl fmt::Debug for PacketBuf {
 }
 
 /// A bounded batch of packets moving through a port or a ring.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Burst {
     pkts: Vec<PacketBuf>,
     limit: usize,
+}
+
+impl Default for Burst {
+    /// An empty burst of [`DEFAULT_BURST`] packets.
+    fn default() -> Self {
+        Burst::new()
+    }
 }
 
 /// A burst being filled by [`PortBackend::rx_burst`].
@@ -554,6 +561,31 @@ impl PortCounters {
     pub fn tx_dropped(&self) -> u64 {
         let d = &self.tx_drops;
         d.oversize + d.link_down + d.queue_full + d.runt
+    }
+
+    /// Field-by-field sum, e.g. a port and its split sender, or several
+    /// queues of one port.
+    pub fn merged(&self, other: &PortCounters) -> PortCounters {
+        let (a, b) = (self, other);
+        PortCounters {
+            rx_packets: a.rx_packets + b.rx_packets,
+            rx_bytes: a.rx_bytes + b.rx_bytes,
+            rx_drops: RxDrops {
+                ring_full: a.rx_drops.ring_full + b.rx_drops.ring_full,
+                truncated: a.rx_drops.truncated + b.rx_drops.truncated,
+                malformed: a.rx_drops.malformed + b.rx_drops.malformed,
+            },
+            rx_errors: a.rx_errors + b.rx_errors,
+            tx_packets: a.tx_packets + b.tx_packets,
+            tx_bytes: a.tx_bytes + b.tx_bytes,
+            tx_drops: TxDrops {
+                oversize: a.tx_drops.oversize + b.tx_drops.oversize,
+                link_down: a.tx_drops.link_down + b.tx_drops.link_down,
+                queue_full: a.tx_drops.queue_full + b.tx_drops.queue_full,
+                runt: a.tx_drops.runt + b.tx_drops.runt,
+            },
+            tx_errors: a.tx_errors + b.tx_errors,
+        }
     }
 }
 
@@ -769,5 +801,16 @@ mod tests {
         };
         assert_eq!(c.rx_dropped(), 6);
         assert_eq!(c.tx_dropped(), 5);
+        let other = PortCounters {
+            rx_packets: 4,
+            tx_bytes: 9,
+            tx_errors: 1,
+            ..c
+        };
+        let m = c.merged(&other);
+        assert_eq!((m.rx_packets, m.tx_bytes, m.tx_errors), (4, 9, 1));
+        assert_eq!((m.rx_dropped(), m.tx_dropped()), (12, 10));
+        assert_eq!(m.rx_drops.truncated, 4);
+        assert_eq!(Burst::default().limit(), DEFAULT_BURST);
     }
 }
