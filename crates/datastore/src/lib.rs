@@ -139,6 +139,9 @@ pub struct InterfaceRef<'a> {
 /// Where messages about flag values say they are.
 pub const COMMAND_LINE: &str = "command line";
 
+/// Where messages of [`Config::revalidate`] say they are.
+pub const MODEL: &str = "running config";
+
 impl Config {
     /// Reads and validates a configuration file; core ids are checked
     /// against this machine's CPU count ([`Host::detect`]).
@@ -326,6 +329,39 @@ impl Config {
     /// The bridge with this name.
     pub fn bridge(&self, name: &str) -> Option<&Bridge> {
         self.bridges.iter().find(|b| b.name == name)
+    }
+
+    /// Validates a model built or changed in code (by the management API)
+    /// exactly as a file is, by writing it as TOML and loading that text.
+    /// Messages name [`MODEL`] and the field path; their lines are those of
+    /// [`to_toml_string`](Self::to_toml_string). The returned model holds
+    /// fresh warnings.
+    ///
+    /// Inline flows, groups and meters keep the [`Source`] they have in
+    /// `self` (matched by bridge name, position and text).
+    pub fn revalidate(&self, host: Host) -> Result<Config, ConfigError> {
+        let mut c = Config::from_str_for(&self.to_toml_string(), MODEL, host)?;
+        for nb in &mut c.bridges {
+            let Some(ob) = self.bridge(&nb.name) else {
+                continue;
+            };
+            for (n, o) in nb.flows.iter_mut().zip(&ob.flows) {
+                if n.source.inline && o.source.inline && n.text == o.text {
+                    n.source = o.source.clone();
+                }
+            }
+            for (n, o) in nb.groups.iter_mut().zip(&ob.groups) {
+                if n.source.inline && o.source.inline && n.text == o.text {
+                    n.source = o.source.clone();
+                }
+            }
+            for (n, o) in nb.meters.iter_mut().zip(&ob.meters) {
+                if n.source.inline && o.source.inline && n.text == o.text {
+                    n.source = o.source.clone();
+                }
+            }
+        }
+        Ok(c)
     }
 
     /// The configuration as a TOML file that loads back to the same model

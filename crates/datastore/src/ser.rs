@@ -288,5 +288,6 @@ pub(crate) fn to_toml(c: &Config) -> String {
     };
     // Every field is a string, integer, array or table of them: the
     // serializer cannot fail on this shape.
-    toml::to_string(&out).unwrap_or_else(|e| format!("# cannot write the configuration: {e}\n"))
+    toml::to_string_pretty(&out)
+        .unwrap_or_else(|e| format!("# cannot write the configuration: {e}\n"))
 }

@@ -1284,3 +1284,111 @@ fn path_at_finds_the_deepest_key() {
     assert_eq!(at("\"q\""), "bridges[1].flows[1]");
     assert_eq!(validate::path_at("not toml [", 3), "");
 }
+
+#[test]
+fn revalidate_checks_a_model_changed_in_code() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/gateway.toml");
+    let c = Config::load_for(path, HOST).unwrap();
+    let again = c.revalidate(HOST).unwrap();
+    assert_eq!(again, c, "unchanged: the same model, sources included");
+    let mut changed = c.clone();
+    changed.bridges[0].flows.remove(0);
+    let again = changed.revalidate(HOST).unwrap();
+    assert_eq!(again.bridges[0].flows, changed.bridges[0].flows);
+    assert_eq!(
+        again.bridges[0].flows[1].source,
+        c.bridges[0].flows[2].source
+    );
+
+    let mut bad = c.clone();
+    bad.bridges[1].ports[0].number = 0;
+    bad.dataplane.burst.tx_read = 24;
+    let e = bad.revalidate(HOST).unwrap_err();
+    let got: Vec<(&str, &str)> = e
+        .errors
+        .iter()
+        .map(|d| (d.field.as_str(), d.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "bridges[1].ports[0].port",
+                "port number 0 is not valid (1..=4294967040)"
+            ),
+            (
+                "dataplane.burst.tx_read",
+                "burst size 24 is not valid (a power of two, 1..=1024)"
+            ),
+        ]
+    );
+    assert!(e
+        .errors
+        .iter()
+        .all(|d| d.file == std::path::Path::new(MODEL) && d.line.is_some()));
+
+    let mut dup = c;
+    dup.bridges[1].name = "gw1".into();
+    let e = dup.revalidate(HOST).unwrap_err();
+    assert!(
+        e.errors
+            .iter()
+            .any(|d| d.message == "bridge name \"gw1\" is already used by bridges[0]"),
+        "{e}"
+    );
+}
+
+mod no_panic {
+    //! Whatever the text, loading returns a value or an error; it never
+    //! panics (spans, columns and offsets into strings are all checked).
+    use super::*;
+    use proptest::prelude::*;
+
+    const SEED: &str = include_str!("../examples/gateway.toml");
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn mutated_gateway(cut in 0..SEED.len(), len in 0usize..40, insert in "[\\[\\]\"'=,.:a-z0-9 \\n\\\\é{}#-]{0,12}") {
+            let mut text = SEED.to_string();
+            let start = (0..=cut).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let end = (start + len).min(text.len());
+            let end = (end..=text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(text.len());
+            text.replace_range(start..end, &insert);
+            let origin = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/gateway.toml");
+            if let Ok(c) = Config::from_str_for(&text, origin, HOST) {
+                // What loads also writes and loads back.
+                let out = c.to_toml_string();
+                prop_assert!(Config::from_str_for(&out, origin, HOST).is_ok(), "{}", out);
+            }
+        }
+
+        #[test]
+        fn arbitrary_text(text in "\\PC{0,200}") {
+            let _ = load(&text);
+        }
+
+        #[test]
+        fn arbitrary_flow_strings(flow in "\\PC{0,80}") {
+            let text = one_bridge(&format!("flows = [{}]", toml_quote(&flow)));
+            let _ = load(&text);
+            let text = one_bridge(&format!("flows = ['{}']", flow.replace(['\'', '\n', '\r'], "")));
+            let _ = load(&text);
+        }
+    }
+
+    fn toml_quote(s: &str) -> String {
+        let mut out = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+}

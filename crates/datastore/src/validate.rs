@@ -161,7 +161,7 @@ impl<'a> Checker<'a> {
             drafts.push(ports);
         }
         self.across_bridges(raw, &bridges, &drafts);
-        let links = self.patch_links(raw, &bridges, &mut drafts);
+        let links = self.patch_links(raw, &mut drafts);
         let tls = self.tls(raw, &bridges);
         let dataplane = self.dataplane(raw.dataplane.as_ref());
         if !self.errors.is_empty() {
@@ -1036,7 +1036,6 @@ impl<'a> Checker<'a> {
     fn patch_links(
         &mut self,
         raw: &RawConfig,
-        bridges: &[Option<Bridge>],
         drafts: &mut [Vec<Option<PortDraft>>],
     ) -> Vec<PatchLink> {
         let index: HashMap<&str, usize> = raw
@@ -1046,7 +1045,6 @@ impl<'a> Checker<'a> {
             .rev()
             .map(|(i, b)| (b.get_ref().name.get_ref().as_str(), i))
             .collect();
-        let _ = bridges;
         let mut linked: HashMap<(usize, u32), String> = HashMap::new();
         let mut links = Vec::new();
         for (li, rl) in raw.patch_links.iter().enumerate() {
