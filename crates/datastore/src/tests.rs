@@ -560,6 +560,12 @@ fn controllers() {
         errors(text),
         vec!["fulmar.toml:6:27: bridges[1].controllers[0]: ptcp:6653:0.0.0.0 is already listened on by bridges[0].controllers[0]"]
     );
+    // The wildcard address overlaps every address of its family.
+    let text = "[[bridges]]\nname = \"a\"\ncontrollers = [{ target = \"ptcp:6653:10.0.0.1\" }, { target = \"ptcp:6653:[::]\" }]\n[[bridges]]\nname = \"b\"\ncontrollers = [{ listen = \"tcp:0.0.0.0:6653\" }, { listen = \"tcp:10.0.0.1:6654\" }]\n";
+    assert_eq!(
+        errors(text),
+        vec!["fulmar.toml:6:27: bridges[1].controllers[0]: ptcp:6653:0.0.0.0 is already listened on by bridges[0].controllers[0]"]
+    );
     // A listener with a backoff: a warning.
     assert_eq!(
         warnings(&one_bridge("[[bridges.controllers]]\ntarget = \"ptcp:6653\"\nbackoff_min_ms = 10")),
@@ -866,6 +872,12 @@ fn flow_semantic_errors_and_warnings() {
             "fulmar.toml:4:40: bridges[0].flows[1]: meter 3 is not defined in this file (a controller must add it)",
             "fulmar.toml:4:79: bridges[0].flows[2]: output:5: the bridge has no port 5",
         ]
+    );
+    assert_eq!(
+        warnings(&flows(
+            "\"in_port=3,actions=drop\", \"in_port=LOCAL,actions=drop\""
+        )),
+        vec!["fulmar.toml:4:10: bridges[0].flows[0]: in_port=3: the bridge has no port 3"]
     );
     // Defined statically: no warnings.
     let text = one_bridge("groups = [\"group_id=7,type=all,bucket=output:1\"]\nmeters = [\"meter=3,kbps,bands=type=drop,rate=100\"]\nflows = [\"priority=1,actions=group:7\", \"priority=2,actions=meter:3,output:1\"]");

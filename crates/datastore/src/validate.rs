@@ -13,7 +13,9 @@ use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 
 use ofp::consts::{group_no, meter_no, port_no};
-use ofp::{Action, FlowModCommand, GroupModCommand, Instruction, MeterModCommand};
+use ofp::{
+    Action, FlowModCommand, GroupModCommand, Instruction, MeterModCommand, Oxm, OxmField, OxmValue,
+};
 use toml::Spanned;
 
 use crate::error::{Diagnostic, SourceText};
@@ -819,6 +821,22 @@ impl<'a> Checker<'a> {
                     ),
                 );
             }
+            for oxm in &fm.match_.fields {
+                if let Oxm::Basic {
+                    field: OxmField::InPort,
+                    value: OxmValue::U32(port),
+                    ..
+                } = oxm
+                {
+                    if *port <= port_no::MAX && !ctx.ports.contains(port) {
+                        self.warn_at(
+                            &at,
+                            &f.field,
+                            format!("in_port={port}: the bridge has no port {port}"),
+                        );
+                    }
+                }
+            }
             for ins in &fm.instructions {
                 match ins {
                     Instruction::GotoTable { table_id } => {
@@ -994,7 +1012,7 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        let mut listeners: HashMap<(std::net::IpAddr, u16), String> = HashMap::new();
+        let mut listeners: Vec<((std::net::IpAddr, u16), String)> = Vec::new();
         for (bi, rb) in raw.bridges.iter().enumerate() {
             let Some(Some(b)) = bridges.get(bi) else {
                 continue;
@@ -1005,7 +1023,16 @@ impl<'a> Checker<'a> {
                         continue;
                     }
                     let path = format!("bridges[{bi}].controllers[{ci}]");
-                    if let Some(prev) = listeners.get(&(*addr, *port)) {
+                    // The same port on the same address, or on the
+                    // wildcard address of the same family, cannot both
+                    // be bound.
+                    let clash = listeners.iter().find(|((a, p), _)| {
+                        p == port
+                            && (a == addr
+                                || (a.is_ipv4() == addr.is_ipv4()
+                                    && (a.is_unspecified() || addr.is_unspecified())))
+                    });
+                    if let Some((_, prev)) = clash {
                         let span = rb
                             .get_ref()
                             .controllers
@@ -1024,7 +1051,7 @@ impl<'a> Checker<'a> {
                             format!("{} is already listened on by {prev}", c.target),
                         );
                     } else {
-                        listeners.insert((*addr, *port), path);
+                        listeners.push(((*addr, *port), path));
                     }
                 }
             }
