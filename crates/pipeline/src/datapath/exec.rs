@@ -294,7 +294,14 @@ impl<'a> Exec<'a> {
         if let Some(g) = set.group() {
             self.group(pkt, g, 0);
         } else if let Some((port, max_len)) = output {
-            self.output(&pkt, port, max_len);
+            let single = port <= port_no::MAX && port != pkt.in_port;
+            if single && self.ports.can_send(port) {
+                // The common case: the packet leaves by one port and is
+                // not needed any more, so it moves instead of being copied.
+                self.tx_owned(pkt, port);
+            } else {
+                self.output(&pkt, port, max_len);
+            }
         }
     }
 
@@ -589,6 +596,25 @@ impl<'a> Exec<'a> {
     }
 
     fn tx(&mut self, pkt: &Pkt, p: u32) {
+        self.count_tx(pkt, p);
+        self.out.tx.push(TxPacket {
+            port: p,
+            queue_id: pkt.queue_id,
+            packet: pkt.buf.clone(),
+        });
+    }
+
+    /// As `tx`, giving the packet away.
+    fn tx_owned(&mut self, pkt: Pkt, p: u32) {
+        self.count_tx(&pkt, p);
+        self.out.tx.push(TxPacket {
+            port: p,
+            queue_id: pkt.queue_id,
+            packet: pkt.buf,
+        });
+    }
+
+    fn count_tx(&mut self, pkt: &Pkt, p: u32) {
         let len = pkt.buf.len() as u64;
         let c = self.counters.port(p);
         c.tx_packets += 1;
@@ -597,11 +623,6 @@ impl<'a> Exec<'a> {
         self.trace(|| TraceEvent::Output {
             port: p,
             queue_id: pkt.queue_id,
-        });
-        self.out.tx.push(TxPacket {
-            port: p,
-            queue_id: pkt.queue_id,
-            packet: pkt.buf.clone(),
         });
     }
 
