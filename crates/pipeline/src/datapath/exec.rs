@@ -326,9 +326,13 @@ impl<'a> Exec<'a> {
             }
             Action::SetQueue { queue_id } => {
                 pkt.queue_id = *queue_id;
-                Ok(())
+                self.trace(|| TraceEvent::Action {
+                    action: a.clone(),
+                    error: None,
+                });
+                return Ok(());
             }
-            Action::Experimenter { .. } => Ok(()),
+            Action::Experimenter { .. } => return Ok(()),
             Action::SetField { field } => self.set_field(pkt, field),
             Action::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
             Action::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),

@@ -20,9 +20,10 @@
 //!   prerequisite no longer holds) is skipped and counted
 //!   (`action_failed`); the packet goes on.
 //! - A packet-in carries the output action's `max_len` whatever the reason
-//!   (a table-miss entry's `output:CONTROLLER` included, as Open vSwitch
-//!   does); `miss_send_len` is used for packet-ins with no action
-//!   (`OFPR_INVALID_TTL`).
+//!   (a table-miss entry's `output:CONTROLLER` included); `miss_send_len`
+//!   is used for packet-ins that no output action made (`OFPR_INVALID_TTL`),
+//!   as spec 1.3.5 §7.3.2 defines it ("when not using an output action to
+//!   the OFPP_CONTROLLER logical port"). Open vSwitch does the same.
 //! - Packet-ins not caused by a flow entry (from a packet-out) report table
 //!   0 and cookie `0xffffffffffffffff`.
 //! - DSCP remark raises the AF drop precedence (DSCP bits 1-2) by the
