@@ -1,7 +1,7 @@
 """Shared fixtures: the fulmar binary and a runner for `fulmar trace --json`.
 
-The binary is <repo>/target/debug/fulmar (built with `cargo build -p fulmar`
-when missing) unless the FULMAR environment variable names another one.
+The binary is <repo>/target/debug/fulmar (built first with
+`cargo build -p fulmar`) unless the FULMAR environment variable names another one.
 """
 
 import json
@@ -19,10 +19,9 @@ def fulmar_bin():
     env = os.environ.get("FULMAR")
     if env:
         return env
-    path = ROOT / "target" / "debug" / "fulmar"
-    if not path.exists():
-        subprocess.run(["cargo", "build", "-q", "-p", "fulmar"], cwd=ROOT, check=True)
-    return str(path)
+    # Build (a no-op when up to date) so a stale binary is never tested.
+    subprocess.run(["cargo", "build", "-q", "-p", "fulmar"], cwd=ROOT, check=True)
+    return str(ROOT / "target" / "debug" / "fulmar")
 
 
 class TraceResult:
