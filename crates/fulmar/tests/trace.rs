@@ -223,3 +223,58 @@ fn pcap_input_and_down_ports() {
     ]);
     assert!(json_lines(&o).iter().all(|l| l["port"] == 2));
 }
+
+#[test]
+fn meters_see_the_pcap_capture_times() {
+    let d = dir("meter");
+    let flows = write(&d, "flows.txt", "priority=1,actions=meter:1,output:2\n");
+    let meters = write(
+        &d,
+        "meters.txt",
+        "meter=1,pktps,burst,bands=type=drop,rate=1,burst_size=1\n",
+    );
+    let frame: Vec<u8> = (0..UDP.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&UDP[i..i + 2], 16).unwrap())
+        .collect();
+    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    pcap.extend(65535u32.to_le_bytes());
+    pcap.extend(1u32.to_le_bytes());
+    // Two packets in the same second (the second is over the rate), then
+    // one two seconds later (a token is back).
+    for (sec, usec) in [(10u32, 0u32), (10, 500_000), (12, 600_000)] {
+        pcap.extend(sec.to_le_bytes());
+        pcap.extend(usec.to_le_bytes());
+        pcap.extend((frame.len() as u32).to_le_bytes());
+        pcap.extend((frame.len() as u32).to_le_bytes());
+        pcap.extend(&frame);
+    }
+    let path = d.join("in.pcap");
+    std::fs::write(&path, &pcap).unwrap();
+    let p = path.to_str().unwrap();
+    let o = fulmar(&[
+        "--flows",
+        &flows,
+        "--meters",
+        &meters,
+        "--in-port",
+        "1",
+        "--pcap",
+        p,
+        "--json",
+    ]);
+    assert_eq!(json_lines(&o).len(), 2, "the middle packet is metered out");
+    let o = fulmar(&[
+        "--flows",
+        &flows,
+        "--meters",
+        &meters,
+        "--in-port",
+        "1",
+        "--pcap",
+        p,
+    ]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("meter 1: drop (band 0)"), "{text}");
+    assert!(text.contains("drops: meter_drop=1"), "{text}");
+}
