@@ -198,6 +198,24 @@ impl PacketBuf {
         }
     }
 
+    /// An owned buffer over `storage` whose frame starts at `head` (the
+    /// bytes before it are headroom) and runs to the end. Takes the vector
+    /// over without copying its bytes (a `head` past the end gives an empty
+    /// frame).
+    pub fn from_vec(storage: Vec<u8>, head: usize) -> Self {
+        let head = head.min(storage.len());
+        let len = storage.len() - head;
+        PacketBuf {
+            storage: Storage::Owned(storage.into_boxed_slice()),
+            head,
+            len,
+            meta: PacketMeta {
+                wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+                ..PacketMeta::default()
+            },
+        }
+    }
+
     /// A buffer over memory lent by a backend; the frame is `len` bytes at
     /// offset `head` of the `cap`-byte region at `ptr`.
     ///
@@ -663,6 +681,16 @@ mod tests {
         assert_eq!(p.data(), &[2]);
         p.truncate(10);
         assert_eq!(p.data(), &[2]);
+    }
+
+    #[test]
+    fn from_vec_takes_headroom_and_frame() {
+        let p = PacketBuf::from_vec(vec![0, 0, 7, 8], 2);
+        assert_eq!(
+            (p.data(), p.headroom(), p.meta.wire_len),
+            (&[7, 8][..], 2, 2)
+        );
+        assert!(PacketBuf::from_vec(vec![1], 5).is_empty());
     }
 
     #[test]

@@ -807,6 +807,12 @@ impl Threads {
         self.shutdown();
     }
 
+    /// As [`Threads::stop`], keeping the counters readable afterwards (the
+    /// final values). Calling it again does nothing.
+    pub fn halt(&mut self) {
+        self.shutdown();
+    }
+
     fn shutdown(&mut self) {
         let stages = [
             (self.stop_rx.clone(), std::mem::take(&mut self.rx_handles)),

@@ -1,0 +1,162 @@
+//! The pipeline as a dataplane [`BurstProcessor`], and the table snapshot
+//! the control side publishes to it.
+//!
+//! # The buffer seam
+//!
+//! Ports hand out [`dataplane::PacketBuf`] (owned, or lent from an
+//! AF_PACKET/AF_XDP ring); the pipeline works on
+//! [`packet::buffer::PacketBuf`] (a `Vec` with headroom). On the way in the
+//! frame is copied once into a pipeline buffer (the ring slot goes back to
+//! the kernel at once, which also keeps a slow flow from pinning ring
+//! blocks); on the way out the pipeline buffer's vector is handed to a
+//! dataplane buffer with its headroom intact ([`packet::buffer::PacketBuf::into_raw_parts`]
+//! and [`dataplane::PacketBuf::from_vec`]), so there is no second copy.
+//! Zero copies would need the pipeline to be generic over its buffer type,
+//! which it is not today.
+//!
+//! # Table updates
+//!
+//! Each worker owns a [`Datapath`]; between bursts it asks its
+//! [`Reader`] for a newer [`Tables`] and, when there is one, installs a
+//! clone of it (tables, groups, meters and port states). Meters therefore
+//! run per worker (a rate applies to each worker's share of the traffic),
+//! and a new version costs each worker one clone of the tables. The
+//! worker's counters are folded into a shared per-worker slot every
+//! [`SYNC_EVERY`] with `try_lock` (the control side reads the slots; a
+//! worker never waits for it) and summed on read.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dataplane::snapshot::Reader;
+use dataplane::threads::BurstProcessor;
+use dataplane::Burst;
+use pipeline::datapath::{BurstOutput, Counters, Datapath, DatapathConfig, Ports};
+use pipeline::{SwitchState, Time};
+
+/// Headroom of pipeline buffers (room for PBB + MPLS + VLAN pushes).
+const HEADROOM: usize = 64;
+
+/// How often a worker hands its counters to the control side.
+pub const SYNC_EVERY: Duration = Duration::from_millis(20);
+
+/// One immutable version of what the workers read.
+#[derive(Clone, Debug, Default)]
+pub struct Tables {
+    /// Flow tables, groups and meters.
+    pub state: SwitchState,
+    /// Port config and state bits (link down, admin down).
+    pub ports: Ports,
+}
+
+/// What a worker shares with the control side.
+#[derive(Default)]
+pub struct WorkerShared {
+    /// The worker's pipeline counters since start.
+    pub counters: Mutex<Counters>,
+    /// Packet-ins produced (dropped until an agent takes them).
+    pub packet_ins: AtomicU64,
+}
+
+/// A pipeline instance driven by a dataplane worker.
+pub struct PipelineWorker {
+    reader: Reader<Tables>,
+    dp: Datapath,
+    pkts: Vec<packet::buffer::PacketBuf>,
+    out: BurstOutput,
+    epoch: Instant,
+    shared: Arc<WorkerShared>,
+    pending: Counters,
+    last_sync: Instant,
+}
+
+impl PipelineWorker {
+    /// A worker reading versions from `reader`, with times measured from
+    /// `epoch`.
+    pub fn new(
+        reader: Reader<Tables>,
+        config: DatapathConfig,
+        epoch: Instant,
+        shared: Arc<WorkerShared>,
+    ) -> PipelineWorker {
+        let t = reader.get().clone();
+        PipelineWorker {
+            dp: Datapath::new(t.state.clone(), t.ports.clone(), config),
+            reader,
+            pkts: Vec::new(),
+            out: BurstOutput::default(),
+            epoch,
+            shared,
+            pending: Counters::default(),
+            last_sync: Instant::now(),
+        }
+    }
+
+    fn now(&self) -> Time {
+        Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    fn sync(&mut self, force: bool) {
+        let c = self.dp.take_counters();
+        self.pending.merge(&c);
+        let slot = if force {
+            Some(
+                self.shared
+                    .counters
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            )
+        } else {
+            self.shared.counters.try_lock().ok()
+        };
+        if let Some(mut s) = slot {
+            s.merge(&std::mem::take(&mut self.pending));
+        }
+    }
+}
+
+impl BurstProcessor for PipelineWorker {
+    fn process(
+        &mut self,
+        in_port: u32,
+        burst: &mut Burst,
+        out: &mut dyn FnMut(u32, dataplane::PacketBuf),
+    ) {
+        let now = self.now();
+        self.pkts.extend(
+            burst
+                .drain()
+                .map(|p| packet::buffer::PacketBuf::with_headroom(p.data(), HEADROOM)),
+        );
+        self.out.clear();
+        self.dp
+            .process_burst_into(in_port, &mut self.pkts, now, &mut self.out);
+        for tx in self.out.tx.drain(..) {
+            let (v, head) = tx.packet.into_raw_parts();
+            out(tx.port, dataplane::PacketBuf::from_vec(v, head));
+        }
+        if !self.out.packet_ins.is_empty() {
+            // TODO(agent): hand packet-ins to the OpenFlow agent.
+            self.shared
+                .packet_ins
+                .fetch_add(self.out.packet_ins.len() as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn between_bursts(&mut self) {
+        if self.reader.refresh() {
+            let t = self.reader.get().clone();
+            self.dp.state = t.state.clone();
+            self.dp.ports = t.ports.clone();
+        }
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.last_sync = Instant::now();
+            self.sync(false);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.sync(true);
+    }
+}
