@@ -14,11 +14,13 @@
 //! chooses), so tests drive timeouts and meters with a simulated clock.
 
 pub mod datapath;
+pub mod features;
 pub mod flow_entry;
 pub mod flow_table;
 pub mod group_table;
 pub mod match_key;
 pub mod meter_table;
+pub mod port_table;
 pub mod switch_state;
 pub mod validate;
 
@@ -27,6 +29,7 @@ pub use flow_table::{any_flow, FlowFilter, FlowModOutcome, Tables, TablesConfig}
 pub use group_table::{Groups, GroupsConfig};
 pub use match_key::MatchKey;
 pub use meter_table::{Meter, MeterVerdict, Meters, MetersConfig};
+pub use port_table::{PortTable, QueueConfig};
 pub use switch_state::SwitchState;
 pub use validate::ActionPolicy;
 

@@ -2,18 +2,23 @@
 //! switch together, with one entry point per controller operation, so the
 //! agent never has to wire the three together itself (a flow-mod is
 //! checked against the groups and meters; deleting a group or meter
-//! removes flows).
+//! removes flows). It also holds the port table and the switch
+//! description, so that every multipart request, TABLE_MOD, PORT_MOD and
+//! QUEUE_GET_CONFIG is answered here.
 
+use crate::datapath::Counters;
+use crate::features;
 use crate::flow_entry::FlowRemoved;
 use crate::flow_table::{FlowModOutcome, Tables, TablesConfig};
 use crate::group_table::{Groups, GroupsConfig};
 use crate::meter_table::{Meters, MetersConfig};
+use crate::port_table::PortTable;
 use crate::Time;
-use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
-use ofp::{FlowMod, GroupMod, MeterMod, OfpError};
+use ofp::multipart::{Desc, MultipartReplyBody, MultipartRequestBody};
+use ofp::{FlowMod, GroupMod, MeterMod, OfpError, Port, PortMod, QueueGetConfigReply, TableMod};
 
 /// The control-side state of one switch.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SwitchState {
     /// The flow tables.
     pub tables: Tables,
@@ -21,6 +26,21 @@ pub struct SwitchState {
     pub groups: Groups,
     /// The meter table.
     pub meters: Meters,
+    /// The ports, their queues and their folded counters.
+    pub port_table: PortTable,
+    /// The DESC reply (set `dp_desc` and the others as configured).
+    pub desc: Desc,
+}
+
+impl Default for SwitchState {
+    /// Default-sized tables, no ports, [`features::default_desc`].
+    fn default() -> Self {
+        SwitchState::new(
+            TablesConfig::default(),
+            GroupsConfig::default(),
+            MetersConfig::default(),
+        )
+    }
 }
 
 impl SwitchState {
@@ -30,7 +50,35 @@ impl SwitchState {
             tables: Tables::new(tables),
             groups: Groups::new(groups),
             meters: Meters::new(meters),
+            port_table: PortTable::default(),
+            desc: features::default_desc(""),
         }
+    }
+
+    /// Folds (summed, taken) worker counters into every control-side
+    /// counter: flows, tables, groups, meters ([`Counters::fold_into`]),
+    /// ports and queues ([`PortTable::fold`]). O(keys in `c`).
+    pub fn fold(&mut self, c: &Counters) {
+        c.fold_into(self);
+        self.port_table.fold(c);
+    }
+
+    /// Checks a TABLE_MOD (see [`crate::features`]): accepted ones have
+    /// no effect in 1.3.
+    pub fn table_mod(&mut self, tm: &TableMod) -> Result<(), OfpError> {
+        features::check_table_mod(&self.tables, tm)
+    }
+
+    /// Applies a PORT_MOD (see [`PortTable::port_mod`]); the port's new
+    /// description when it changed. The packet side must then see the
+    /// new config bits ([`PortTable::datapath_ports`]).
+    pub fn port_mod(&mut self, pm: &PortMod) -> Result<Option<Port>, OfpError> {
+        self.port_table.port_mod(pm)
+    }
+
+    /// Answers QUEUE_GET_CONFIG for `port` (or `OFPP_ANY`).
+    pub fn queue_get_config(&self, port: u32) -> Result<QueueGetConfigReply, OfpError> {
+        self.port_table.queue_get_config(port)
     }
 
     /// Applies a FLOW_MOD (see [`Tables::apply_flow_mod`]).
@@ -55,9 +103,10 @@ impl SwitchState {
         self.tables.expire(now)
     }
 
-    /// Answers the multipart requests about flows, tables, groups and
-    /// meters. `None` for the others (description, ports, queues, table
-    /// features, experimenter), which other parts of the switch answer.
+    /// Answers every multipart request but experimenter ones (`None`).
+    /// Counters are those folded so far ([`SwitchState::fold`]). A
+    /// TABLE_FEATURES request with a body is accepted only when it
+    /// describes the pipeline as it is (see [`crate::features`]).
     pub fn multipart(
         &self,
         req: &MultipartRequestBody,
@@ -66,6 +115,7 @@ impl SwitchState {
         use MultipartReplyBody as Rep;
         use MultipartRequestBody as Req;
         Some(match req {
+            Req::Desc => Ok(Rep::Desc(self.desc.clone())),
             Req::Flow(filter) => self
                 .tables
                 .flow_stats(filter, now)
@@ -74,6 +124,13 @@ impl SwitchState {
             Req::Table => Ok(Rep::Table {
                 stats: self.tables.table_stats(),
             }),
+            Req::PortStats { port_no } => Ok(Rep::PortStats {
+                stats: self.port_table.port_stats(*port_no, now),
+            }),
+            Req::Queue { port_no, queue_id } => self
+                .port_table
+                .queue_stats(*port_no, *queue_id, now)
+                .map(|stats| Rep::Queue { stats }),
             Req::Group { group_id } => Ok(Rep::Group {
                 stats: self.groups.stats(*group_id, &self.tables, now),
             }),
@@ -88,12 +145,17 @@ impl SwitchState {
                 configs: self.meters.configs(*meter_id),
             }),
             Req::MeterFeatures => Ok(Rep::MeterFeatures(self.meters.features())),
-            Req::Desc
-            | Req::PortStats { .. }
-            | Req::Queue { .. }
-            | Req::TableFeatures { .. }
-            | Req::PortDesc
-            | Req::Experimenter(_) => return None,
+            Req::TableFeatures { tables } if tables.is_empty() => Ok(Rep::TableFeatures {
+                tables: features::all_table_features(&self.tables),
+            }),
+            Req::TableFeatures { tables } => {
+                features::check_table_features_request(&self.tables, tables)
+                    .map(|tables| Rep::TableFeatures { tables })
+            }
+            Req::PortDesc => Ok(Rep::PortDesc {
+                ports: self.port_table.port_desc(),
+            }),
+            Req::Experimenter(_) => return None,
         })
     }
 }
@@ -237,8 +299,10 @@ mod tests {
             s.multipart(&MultipartRequestBody::Flow(bad), now),
             Some(Err(OfpError::BadRequest(BadRequestCode::BadTableId)))
         );
-        assert_eq!(s.multipart(&MultipartRequestBody::Desc, now), None);
-        assert_eq!(s.multipart(&MultipartRequestBody::PortDesc, now), None);
+        assert!(matches!(
+            s.multipart(&MultipartRequestBody::Desc, now),
+            Some(Ok(MultipartReplyBody::Desc(_)))
+        ));
 
         // Hard timeout through the facade.
         assert!(s.expire(Time::from_secs(10)).is_empty());
