@@ -263,6 +263,36 @@ impl Datapath {
         self.worker.buffers()
     }
 
+    /// Answers a multipart request (see [`SwitchState::multipart`]) after
+    /// folding this instance's counters into the state, so the answer
+    /// counts every packet processed so far. `None` for experimenter
+    /// requests.
+    pub fn multipart(
+        &mut self,
+        req: &ofp::multipart::MultipartRequestBody,
+        now: Time,
+    ) -> Option<Result<ofp::multipart::MultipartReplyBody, OfpError>> {
+        self.sync_counters();
+        self.state.multipart(req, now)
+    }
+
+    /// Applies a PORT_MOD to the state's port table
+    /// ([`SwitchState::port_mod`]) and gives the port's new config bits to
+    /// the packet side. Returns the new description when it changed.
+    pub fn port_mod(&mut self, pm: &ofp::PortMod) -> Result<Option<ofp::Port>, OfpError> {
+        let changed = self.state.port_mod(pm)?;
+        if let Some(p) = &changed {
+            self.ports.set(
+                p.port_no,
+                PortInfo {
+                    config: p.config,
+                    state: p.state,
+                },
+            );
+        }
+        Ok(changed)
+    }
+
     /// Turns step recording on or off (off by default; costs a branch per
     /// step when off).
     pub fn set_tracing(&mut self, on: bool) {

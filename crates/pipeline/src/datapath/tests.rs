@@ -1036,6 +1036,42 @@ mod props {
 }
 
 #[test]
+fn datapath_port_mod_reaches_the_packet_side_and_multipart_counts_everything() {
+    let mut d = dp("priority=1,actions=output:2");
+    d.state.port_table.add_port(
+        ofp::Port {
+            port_no: 2,
+            hw_addr: ofp::MacAddr(DST),
+            ..ofp::Port::default()
+        },
+        T0,
+    );
+    assert_eq!(send(&mut d, 1, &udp4(64)).tx.len(), 1);
+    let pm = ofp::PortMod {
+        port_no: 2,
+        hw_addr: ofp::MacAddr(DST),
+        config: port_config::NO_FWD,
+        mask: port_config::NO_FWD,
+        advertise: 0,
+    };
+    assert!(d.port_mod(&pm).unwrap().is_some());
+    let o = send(&mut d, 1, &udp4(64));
+    assert!(o.tx.is_empty());
+    assert_eq!(o.drops.port_down, 1);
+    let req = ofp::multipart::MultipartRequestBody::PortStats { port_no: 2 };
+    let Some(Ok(ofp::multipart::MultipartReplyBody::PortStats { stats })) = d.multipart(&req, T0)
+    else {
+        panic!()
+    };
+    assert_eq!((stats[0].tx_packets, stats[0].tx_dropped), (1, 1));
+    let req = ofp::multipart::MultipartRequestBody::Flow(crate::any_flow());
+    let Some(Ok(ofp::multipart::MultipartReplyBody::Flow { stats })) = d.multipart(&req, T0) else {
+        panic!()
+    };
+    assert_eq!(stats[0].packet_count, 2);
+}
+
+#[test]
 fn workers_split_a_meter_rate_and_follow_meter_mods() {
     let mut s = state(
         "priority=1,actions=meter:1,output:2",
