@@ -597,7 +597,7 @@ mod wire_tests {
         }
     }
 
-    fn prop<'a>(t: &'a TableFeatures, ty: u16) -> &'a TableFeatureProp {
+    fn prop(t: &TableFeatures, ty: u16) -> &TableFeatureProp {
         use ofp::table_features::prop_type as pt;
         t.properties
             .iter()
