@@ -14,11 +14,15 @@
 //! port numbers, `(port, queue)` pairs, meter ids); a key that no longer
 //! exists when folded (the flow was deleted meanwhile) is ignored.
 //!
-//! Meters are the exception: a meter's token bucket is one shared rate
-//! limit, so the meter's own band and input counters (kept by
-//! [`crate::Meter::apply`]) are authoritative; the per-worker meter
-//! counters here count what this worker sent through each meter and are
-//! for diagnostics.
+//! Meters too: each worker measures with its own share of a meter (see
+//! [`super::worker`]), so the per-worker meter counters here are the only
+//! record of what the meter saw; [`Counters::fold_into`] adds them to the
+//! control-side meter, whose statistics then report the total.
+//!
+//! Folding is O(keys): one bulk add per flow, table, group and meter
+//! ([`crate::Tables::add_hits`], [`crate::Tables::note_lookups`],
+//! [`crate::Groups::add_counts`], [`crate::Meters::add_counts`]), never one
+//! call per packet.
 
 use crate::flow_entry::FlowId;
 use crate::SwitchState;

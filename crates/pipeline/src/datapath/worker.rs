@@ -28,7 +28,13 @@
 //! atomic, or a lock as Open vSwitch's userspace datapath uses), is exact
 //! but puts a cache line that every worker writes on the path of every
 //! metered packet, and keeps mutable state inside the published snapshot
-//! (which must then survive republishing). With `W = 1` (the
+//! (which must then survive republishing). Measured on the 2-core build
+//! machine (rustc -O, 20 M packets per thread, one meter, every worker
+//! hitting it): a local token bucket as here costs 4–6 ns per packet with
+//! 1 or 2 threads; a shared one-atomic bucket (GCRA, one compare-and-swap
+//! per packet) costs 6–10 ns uncontended and 15–26 ns per packet with 2
+//! threads contending, and contention grows with the worker count. With
+//! `W = 1` (the
 //! [`super::Datapath`] wrapper) the copy measures exactly as the meter.
 //! The local copy is replaced when the published meter's
 //! [`Meter::generation`] changes (a METER_MOD replaced it). Meter counters
