@@ -48,8 +48,9 @@ use ofp::error::{TableFeaturesFailedCode, TableModFailedCode};
 use ofp::instruction::instruction_type as it;
 use ofp::multipart::Desc;
 use ofp::oxm::OXM_CLASS_OPENFLOW_BASIC;
+use ofp::switch_config::capabilities;
 use ofp::table_features::{ActionId, InstructionId, OxmId, TableFeatureProp, TableFeatures};
-use ofp::{OfpError, OxmField, TableMod};
+use ofp::{FeaturesReply, OfpError, OxmField, TableMod};
 use std::collections::BTreeSet;
 
 /// `OFPTC_DEPRECATED_MASK`: the only table config bits 1.3 knows.
@@ -65,6 +66,31 @@ pub fn default_desc(dp_desc: &str) -> Desc {
         sw_desc: format!("fulmar {}", env!("CARGO_PKG_VERSION")),
         serial_num: "none".to_string(),
         dp_desc: dp_desc.to_string(),
+    }
+}
+
+/// The `OFPC_*` capabilities of the FEATURES_REPLY: flow, table, port,
+/// group and queue statistics (all answered by
+/// [`crate::SwitchState::multipart`]); no IP reassembly, and no
+/// `PORT_BLOCKED` (no spanning tree runs here, though FLOOD honours a
+/// `BLOCKED` state set from outside).
+pub const CAPABILITIES: u32 = capabilities::FLOW_STATS
+    | capabilities::TABLE_STATS
+    | capabilities::PORT_STATS
+    | capabilities::GROUP_STATS
+    | capabilities::QUEUE_STATS;
+
+/// The FEATURES_REPLY for this pipeline: `n_tables` from the tables,
+/// `n_buffers` as given (the buffers of all workers together),
+/// [`CAPABILITIES`].
+pub fn features_reply(tables: &Tables, datapath_id: u64, n_buffers: u32) -> FeaturesReply {
+    FeaturesReply {
+        datapath_id,
+        n_buffers,
+        n_tables: tables.n_tables(),
+        auxiliary_id: 0,
+        capabilities: CAPABILITIES,
+        reserved: 0,
     }
 }
 
@@ -330,4 +356,94 @@ pub fn check_table_mod(tables: &Tables, tm: &TableMod) -> Result<(), OfpError> {
         return Err(OfpError::TableModFailed(TableModFailedCode::BadConfig));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow_table::TablesConfig;
+    use proptest::prelude::*;
+
+    #[test]
+    fn features_reply_counts_tables_and_claims_what_is_answered() {
+        let t = Tables::new(TablesConfig {
+            n_tables: 7,
+            ..TablesConfig::default()
+        });
+        let f = features_reply(&t, 0xabc, 512);
+        assert_eq!((f.n_tables, f.n_buffers, f.datapath_id), (7, 512, 0xabc));
+        assert_eq!(f.capabilities, 0x4f);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A set request is accepted exactly when, table by table, it is
+        /// our features up to the order of properties and ids.
+        #[test]
+        fn only_our_own_pipeline_is_accepted(
+            drop_prop in proptest::option::of(0usize..14),
+            drop_id in proptest::option::of((0usize..14, 0usize..64)),
+            shuffle in any::<u64>(),
+            table in 0u8..3,
+        ) {
+            let t = Tables::new(TablesConfig { n_tables: 3, ..TablesConfig::default() });
+            let ours = all_table_features(&t);
+            let mut req = ours.clone();
+            let Some(target) = req.get_mut(usize::from(table)) else { unreachable!() };
+            let n = target.properties.len();
+            target.properties.rotate_left((shuffle as usize) % n);
+            let mut changed = false;
+            if let Some((p, i)) = drop_id {
+                if let Some(prop) = target.properties.get_mut(p) {
+                    changed |= remove_id(prop, i);
+                }
+            }
+            if let Some(p) = drop_prop {
+                if p < target.properties.len() {
+                    target.properties.remove(p);
+                    changed = true;
+                }
+            }
+            let got = check_table_features_request(&t, &req);
+            if changed {
+                prop_assert_eq!(
+                    got,
+                    Err(OfpError::TableFeaturesFailed(TableFeaturesFailedCode::Eperm))
+                );
+            } else {
+                prop_assert_eq!(got, Ok(ours));
+            }
+        }
+    }
+
+    /// Removes id `i` of a property's list; false when there is none.
+    fn remove_id(p: &mut TableFeatureProp, i: usize) -> bool {
+        use TableFeatureProp as P;
+        fn rm<T>(v: &mut Vec<T>, i: usize) -> bool {
+            if i < v.len() {
+                v.remove(i);
+                true
+            } else {
+                false
+            }
+        }
+        match p {
+            P::Instructions { instruction_ids } | P::InstructionsMiss { instruction_ids } => {
+                rm(instruction_ids, i)
+            }
+            P::NextTables { table_ids } | P::NextTablesMiss { table_ids } => rm(table_ids, i),
+            P::WriteActions { action_ids }
+            | P::WriteActionsMiss { action_ids }
+            | P::ApplyActions { action_ids }
+            | P::ApplyActionsMiss { action_ids } => rm(action_ids, i),
+            P::Match { oxm_ids }
+            | P::Wildcards { oxm_ids }
+            | P::WriteSetfield { oxm_ids }
+            | P::WriteSetfieldMiss { oxm_ids }
+            | P::ApplySetfield { oxm_ids }
+            | P::ApplySetfieldMiss { oxm_ids } => rm(oxm_ids, i),
+            _ => false,
+        }
+    }
 }
