@@ -50,7 +50,7 @@ pub use counters::{Counters, DropCounters};
 pub use exec::remark_dscp;
 pub use lookup::{Classifier, LinearScan};
 pub use ports::{PortInfo, Ports};
-pub use worker::{LocalMeters, PipelineView, WorkerState};
+pub use worker::{LocalMeters, PipelineView, Snapshot, WorkerState};
 
 use crate::flow_entry::FlowId;
 use crate::meter_table::MeterVerdict;

@@ -1072,6 +1072,85 @@ fn datapath_port_mod_reaches_the_packet_side_and_multipart_counts_everything() {
 }
 
 #[test]
+fn snapshot_and_workers_can_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Snapshot>();
+    send_sync::<SwitchState>();
+    send::<WorkerState>();
+    send::<Counters>();
+}
+
+/// Real threads: four workers over one `Arc<Snapshot>` count what one
+/// worker counts for the same packets.
+#[test]
+fn threads_over_one_snapshot_sum_to_one_worker() {
+    let flows = "priority=9,udp,actions=group:1\npriority=1,actions=output:3";
+    let groups = "group_id=1,type=select,bucket=output:4,bucket=output:5";
+    let mut st = state(flows, groups, "");
+    for n in 1..=8 {
+        st.port_table.add_port(
+            ofp::Port {
+                port_no: n,
+                ..ofp::Port::default()
+            },
+            T0,
+        );
+    }
+    let snap = std::sync::Arc::new(Snapshot::new(st, DatapathConfig::default()));
+    let packets: Vec<Vec<u8>> = (0..400u16)
+        .map(|i| {
+            if i % 3 == 0 {
+                tcp4()
+            } else {
+                udp4_ports(64, 1000 + i, 2000)
+            }
+        })
+        .collect();
+    let mut single = WorkerState::new(0, 1, 0);
+    let mut o = BurstOutput::default();
+    let mut all: Vec<PacketBuf> = packets.iter().map(|p| PacketBuf::from_slice(p)).collect();
+    single.process_burst_into(&snap.view(), 1, &mut all, T0, &mut o);
+    let per_thread: Vec<Counters> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..4u32)
+            .map(|k| {
+                let snap = std::sync::Arc::clone(&snap);
+                let mine: Vec<Vec<u8>> = packets
+                    .iter()
+                    .skip(k as usize)
+                    .step_by(4)
+                    .cloned()
+                    .collect();
+                sc.spawn(move || {
+                    let mut w = WorkerState::new(k, 4, 0);
+                    let mut out = BurstOutput::default();
+                    for chunk in mine.chunks(32) {
+                        let mut b: Vec<PacketBuf> =
+                            chunk.iter().map(|p| PacketBuf::from_slice(p)).collect();
+                        w.process_burst_into(&snap.view(), 1, &mut b, T0, &mut out);
+                        out.clear();
+                    }
+                    w.take_counters()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let sum = Counters::sum(&per_thread);
+    assert_eq!(&sum, single.counters());
+    assert_eq!(sum.ports[&1].rx_packets, 400);
+    let mut control = snap.state.clone();
+    control.fold(&sum);
+    let tx: u64 = control
+        .port_table
+        .port_stats(ofp::consts::port_no::ANY, T0)
+        .iter()
+        .map(|s| s.tx_packets)
+        .sum();
+    assert_eq!(tx, 400);
+}
+
+#[test]
 fn workers_split_a_meter_rate_and_follow_meter_mods() {
     let mut s = state(
         "priority=1,actions=meter:1,output:2",

@@ -6,8 +6,8 @@
 //!
 //! The runtime's design: the control side applies FLOW_MOD, GROUP_MOD,
 //! METER_MOD and PORT_MOD to its own [`SwitchState`], then publishes an
-//! immutable copy (e.g. an `Arc<(SwitchState, Ports, DatapathConfig)>`);
-//! each worker builds a `PipelineView` over the copy it last saw and calls
+//! immutable copy (an `Arc<`[`Snapshot`]`>`); each worker builds a `PipelineView` over the copy it
+//! last saw ([`Snapshot::view`]) and calls
 //! [`WorkerState::process_burst_into`]. Nothing here locks or uses atomics.
 //! The control side collects the workers' counters (`take_counters`), sums
 //! them ([`Counters::sum`]) and folds them into its state
@@ -143,6 +143,35 @@ impl<'a> PipelineView<'a> {
             config,
             classifier: &LinearScan,
         }
+    }
+}
+
+/// A published, immutable copy of everything workers read: share it as
+/// `Arc<Snapshot>` and build a [`PipelineView`] from it per burst (or per
+/// snapshot change).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// Tables, groups, meters (configurations), ports, description.
+    pub state: SwitchState,
+    /// The packet side's copy of the ports' config and state bits.
+    pub ports: Ports,
+    /// Settings.
+    pub config: DatapathConfig,
+}
+
+impl Snapshot {
+    /// A snapshot of `state`, with the ports of its port table.
+    pub fn new(state: SwitchState, config: DatapathConfig) -> Snapshot {
+        Snapshot {
+            ports: state.port_table.datapath_ports(),
+            state,
+            config,
+        }
+    }
+
+    /// A view of it with the linear-scan classifier.
+    pub fn view(&self) -> PipelineView<'_> {
+        PipelineView::new(&self.state, &self.ports, &self.config)
     }
 }
 
