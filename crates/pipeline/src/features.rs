@@ -58,7 +58,7 @@ pub const OFPTC_DEPRECATED_MASK: u32 = 3;
 
 /// The switch description with fulmar's defaults: manufacturer "fulmar
 /// project", hardware "userspace software switch", software "fulmar
-/// <version>", serial "none" and datapath description `dp_desc`.
+/// VERSION" (the crate version), serial "none" and datapath description `dp_desc`.
 pub fn default_desc(dp_desc: &str) -> Desc {
     Desc {
         mfr_desc: "fulmar project".to_string(),

@@ -25,7 +25,8 @@
 //!   set of fields, so ADD finds the entry it replaces and the strict
 //!   commands find their one entry in O(1);
 //! * `lookup_count` / `matched_count` — the table counters the data side
-//!   feeds through [`Tables::note_lookup`].
+//!   feeds through [`Tables::note_lookup`] or, folded in bulk,
+//!   [`Tables::note_lookups`].
 //!
 //! [`FlowId`]s come from one counter per `Tables`, are never reused, and
 //! stay with an entry when MODIFY or a replacing ADD changes its

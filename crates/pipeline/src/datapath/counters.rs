@@ -309,8 +309,7 @@ impl Counters {
     /// meter), whatever the number of packets counted.
     ///
     /// Ports and queues are not folded here: see
-    /// [`crate::SwitchState::fold_port_counters`] (called by
-    /// [`crate::SwitchState::fold`]).
+    /// [`crate::PortTable::fold`] (called by [`crate::SwitchState::fold`]).
     pub fn fold_into(&self, state: &mut SwitchState) {
         for (id, f) in &self.flows {
             state.tables.add_hits(*id, f.packets, f.bytes, f.last_hit);
