@@ -409,6 +409,56 @@ impl Counters {
 mod tests {
     use super::*;
 
+    /// Folding a trillion counted packets is one add per key (a
+    /// per-packet fold would never finish this test).
+    #[test]
+    fn folding_costs_keys_not_packets() {
+        use crate::{GroupsConfig, MetersConfig, TablesConfig};
+        let mut s = SwitchState::new(
+            TablesConfig {
+                n_tables: 2,
+                ..TablesConfig::default()
+            },
+            GroupsConfig::default(),
+            MetersConfig::default(),
+        );
+        let fm = ofp::FlowMod {
+            instructions: vec![ofp::Instruction::GotoTable { table_id: 1 }],
+            ..ofp::FlowMod::default()
+        };
+        let id = s.flow_mod(&fm, Time(0)).unwrap().installed.unwrap();
+        let mut c = Counters::default();
+        let huge = 1_000_000_000_000u64;
+        c.flows.insert(
+            id,
+            FlowCounter {
+                packets: huge,
+                bytes: huge * 64,
+                last_hit: Time(7),
+            },
+        );
+        c.tables.insert(
+            0,
+            TableCounter {
+                lookups: huge,
+                matched: huge - 1,
+            },
+        );
+        c.fold_into(&mut s);
+        c.fold_into(&mut s);
+        let e = s.tables.entry(id).unwrap();
+        assert_eq!((e.packet_count, e.byte_count), (2 * huge, 128 * huge));
+        assert_eq!(e.last_used, Time(7));
+        let t = &s.tables.table_stats()[0];
+        assert_eq!((t.lookup_count, t.matched_count), (2 * huge, 2 * huge - 2));
+        // Zero packets never moves the last hit; unknown ids are ignored.
+        assert!(s.tables.add_hits(id, 0, 0, Time(99)));
+        assert_eq!(s.tables.entry(id).unwrap().last_used, Time(7));
+        assert!(!s.tables.add_hits(FlowId(999), 1, 1, Time(1)));
+        assert!(!s.groups.add_counts(5, 1, 1, &[]));
+        assert!(!s.meters.add_counts(5, 1, 1, &[]));
+    }
+
     #[test]
     fn merge_adds_everything_and_keeps_latest_hit() {
         let mut a = Counters::default();
