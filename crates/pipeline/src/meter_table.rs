@@ -749,6 +749,56 @@ mod tests {
     }
 
     #[test]
+    fn worker_copies_split_the_rate_and_keep_one_frame() {
+        let mut sw = Sw::new(MetersConfig::default());
+        sw.ok(&add(1, PKTPS | BURST, vec![drop_band(10, 4)]));
+        sw.ok(&add(2, PKTPS | BURST, vec![drop_band(3, 1)]));
+        sw.ok(&add(3, KBPS, vec![drop_band(100, 0)]));
+        let g1 = sw.meters.get(1).unwrap().generation();
+        let t = Time::from_secs(1);
+        // Rate 10, burst 4, split two ways: 5 pps and 2 packets each; two
+        // copies at 10 pps offered each pass what one meter passes.
+        let mut halves: Vec<Meter> = (0..2)
+            .map(|_| sw.meters.get(1).unwrap().worker_copy(2))
+            .collect();
+        let mut whole = sw.meters.get(1).unwrap().worker_copy(1);
+        assert_eq!(whole, *sw.meters.get(1).unwrap(), "share 1 is the meter");
+        let split: u64 = halves.iter_mut().map(|m| drive(m, t, 10, 10, 64).0).sum();
+        let (one, _, _) = drive(&mut whole, t, 20, 10, 64);
+        // burst 4 + ~10 s at 10 pps, and 2 × (burst 2 + ~10 s at 5 pps);
+        // the last refill before the end differs by a packet or two.
+        assert!((100..=104).contains(&one), "one {one}");
+        assert!((100..=104).contains(&split), "split {split}");
+        assert!(one.abs_diff(split) <= 2, "{one} vs {split}");
+        assert_eq!(halves[0].id(), 1);
+        // Rate 3 split 4 ways rounds up to 1 pps each; a 1-packet bucket
+        // stays a 1-packet bucket.
+        let mut q = sw.meters.get(2).unwrap().worker_copy(4);
+        assert_eq!(q.apply(t, 64), MeterVerdict::Pass);
+        assert_eq!(q.apply(t, 64), MeterVerdict::Drop { band: 0 });
+        assert_eq!(q.apply(Time::from_secs(2), 64), MeterVerdict::Pass);
+        // 100 kbit/s split 8 ways: 12.5 kbit/s each, but a full frame
+        // still fits the bucket.
+        let mut k = sw.meters.get(3).unwrap().worker_copy(8);
+        assert_eq!(k.apply(t, 1518), MeterVerdict::Pass);
+        assert_eq!(k.apply(t, 1518), MeterVerdict::Drop { band: 0 });
+        // Copies count nothing into the meter; a METER_MOD changes the
+        // generation.
+        assert_eq!(sw.meters.stats(1, &sw.tables, t)[0].packet_in_count, 0);
+        sw.ok(&mm(
+            MeterModCommand::Modify,
+            1,
+            PKTPS,
+            vec![drop_band(10, 0)],
+        ));
+        assert_ne!(sw.meters.get(1).unwrap().generation(), g1);
+        assert!(sw.meters.add_counts(1, 5, 500, &[(2, 200), (9, 9)]));
+        let st = sw.meters.stats(1, &sw.tables, t);
+        assert_eq!((st[0].packet_in_count, st[0].byte_in_count), (5, 500));
+        assert_eq!(st[0].band_stats[0].packet_band_count, 2);
+    }
+
+    #[test]
     fn kbps_meter_measures_bits() {
         let mut sw = Sw::new(MetersConfig::default());
         // 1000 kbit/s = 100 packets/s of 1250 bytes; default burst 100 ms.
