@@ -42,11 +42,11 @@ use dataplane::{LinkState, PortCounters};
 use datastore::{Config, DispatchKey, ThreadMode as CfgMode};
 use ofp::port::port_state;
 use ofp::{FlowMod, OfpError};
-use pipeline::datapath::{Counters, DatapathConfig, PortInfo, Ports};
+use pipeline::datapath::{Counters, DatapathConfig, PortInfo, Ports, Snapshot};
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 
 pub use ports::{BackendOptions, PortError};
-pub use worker::{PipelineWorker, Tables, WorkerShared};
+pub use worker::{PipelineWorker, WorkerShared};
 
 /// Why the runtime did not start.
 #[derive(Debug)]
@@ -130,14 +130,14 @@ impl Default for RuntimeOptions {
 
 /// The control-side copy of a bridge's tables.
 struct Control {
-    tables: Tables,
+    tables: Snapshot,
 }
 
 struct BridgeRt {
     name: String,
     dpid: u64,
     control: Mutex<Control>,
-    publisher: Publisher<Tables>,
+    publisher: Publisher<Snapshot>,
     threads: Threads,
     workers: Vec<Arc<WorkerShared>>,
     /// Port number → interface name, in port order.
@@ -294,22 +294,25 @@ impl Runtime {
                     backend: p.backend,
                 });
             }
-            let publisher = Publisher::new(Tables {
-                state: state.clone(),
-                ports: table_ports.clone(),
-            });
-            let tcfg = threads_config(&br.name, config);
-            let dp_cfg = DatapathConfig {
-                miss_send_len: br.miss_send_len,
-                ..DatapathConfig::default()
+            let snapshot = Snapshot {
+                state,
+                ports: table_ports,
+                config: DatapathConfig {
+                    miss_send_len: br.miss_send_len,
+                    ..DatapathConfig::default()
+                },
             };
+            let publisher = Publisher::new(snapshot.clone());
+            let tcfg = threads_config(&br.name, config);
             let mut workers = Vec::new();
-            let threads = Threads::start(&tcfg, specs, &mut |_| {
+            let n_workers = u32::try_from(tcfg.workers).unwrap_or(u32::MAX);
+            let threads = Threads::start(&tcfg, specs, &mut |i| {
                 let shared = Arc::new(WorkerShared::default());
                 workers.push(shared.clone());
                 Box::new(PipelineWorker::new(
                     publisher.reader(),
-                    dp_cfg.clone(),
+                    u32::try_from(i).unwrap_or(0),
+                    n_workers,
                     epoch,
                     shared,
                 ))
@@ -324,18 +327,13 @@ impl Runtime {
                 ports = ?interfaces,
                 threads = threads.thread_count(),
                 mode = tcfg_mode(&tcfg),
-                flows = state.tables.len(),
+                flows = snapshot.state.tables.len(),
                 "bridge started"
             );
             bridges.push(Arc::new(BridgeRt {
                 name: br.name.clone(),
                 dpid: br.dpid,
-                control: Mutex::new(Control {
-                    tables: Tables {
-                        state,
-                        ports: table_ports,
-                    },
-                }),
+                control: Mutex::new(Control { tables: snapshot }),
                 publisher,
                 threads,
                 workers,
@@ -507,7 +505,7 @@ fn flow_lines(b: &BridgeRt) -> Vec<FlowLine> {
         .tables
         .state
         .clone();
-    c.fold_into(&mut state);
+    state.fold(&c);
     let tables = &state.tables;
     (0..tables.n_tables())
         .filter_map(|t| tables.table(t))

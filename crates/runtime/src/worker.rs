@@ -16,14 +16,16 @@
 //!
 //! # Table updates
 //!
-//! Each worker owns a [`Datapath`]; between bursts it asks its
-//! [`Reader`] for a newer [`Tables`] and, when there is one, installs a
-//! clone of it (tables, groups, meters and port states). Meters therefore
-//! run per worker (a rate applies to each worker's share of the traffic),
-//! and a new version costs each worker one clone of the tables. The
-//! worker's counters are folded into a shared per-worker slot every
-//! [`SYNC_EVERY`] with `try_lock` (the control side reads the slots; a
-//! worker never waits for it) and summed on read.
+//! The control side publishes an immutable [`Snapshot`] (tables, groups,
+//! meter configurations, port states, settings) through a
+//! [`dataplane::snapshot::Publisher`]; every worker holds a [`Reader`] and
+//! a [`WorkerState`] (its counters, buffer pool and meter token buckets)
+//! and processes each burst against a view of the snapshot it last saw,
+//! moving to a newer one between bursts. Nothing is copied per worker;
+//! meters run as per-worker shares of the rate (see
+//! `pipeline::datapath::worker`). The worker's counters are handed to a
+//! shared per-worker slot every [`SYNC_EVERY`] with `try_lock` (the control
+//! side reads the slots; a worker never waits for it) and summed on read.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,23 +34,14 @@ use std::time::{Duration, Instant};
 use dataplane::snapshot::Reader;
 use dataplane::threads::BurstProcessor;
 use dataplane::Burst;
-use pipeline::datapath::{BurstOutput, Counters, Datapath, DatapathConfig, Ports};
-use pipeline::{SwitchState, Time};
+use pipeline::datapath::{BurstOutput, Counters, Snapshot, WorkerState};
+use pipeline::Time;
 
 /// Headroom of pipeline buffers (room for PBB + MPLS + VLAN pushes).
 const HEADROOM: usize = 64;
 
 /// How often a worker hands its counters to the control side.
 pub const SYNC_EVERY: Duration = Duration::from_millis(20);
-
-/// One immutable version of what the workers read.
-#[derive(Clone, Debug, Default)]
-pub struct Tables {
-    /// Flow tables, groups and meters.
-    pub state: SwitchState,
-    /// Port config and state bits (link down, admin down).
-    pub ports: Ports,
-}
 
 /// What a worker shares with the control side.
 #[derive(Default)]
@@ -61,8 +54,8 @@ pub struct WorkerShared {
 
 /// A pipeline instance driven by a dataplane worker.
 pub struct PipelineWorker {
-    reader: Reader<Tables>,
-    dp: Datapath,
+    reader: Reader<Snapshot>,
+    ws: WorkerState,
     pkts: Vec<packet::buffer::PacketBuf>,
     out: BurstOutput,
     epoch: Instant,
@@ -72,17 +65,18 @@ pub struct PipelineWorker {
 }
 
 impl PipelineWorker {
-    /// A worker reading versions from `reader`, with times measured from
-    /// `epoch`.
+    /// Worker `index` of `n_workers`, reading versions from `reader`, with
+    /// times measured from `epoch`.
     pub fn new(
-        reader: Reader<Tables>,
-        config: DatapathConfig,
+        reader: Reader<Snapshot>,
+        index: u32,
+        n_workers: u32,
         epoch: Instant,
         shared: Arc<WorkerShared>,
     ) -> PipelineWorker {
-        let t = reader.get().clone();
+        let n_buffers = reader.get().config.n_buffers;
         PipelineWorker {
-            dp: Datapath::new(t.state.clone(), t.ports.clone(), config),
+            ws: WorkerState::new(index, n_workers, n_buffers),
             reader,
             pkts: Vec::new(),
             out: BurstOutput::default(),
@@ -98,7 +92,7 @@ impl PipelineWorker {
     }
 
     fn sync(&mut self, force: bool) {
-        let c = self.dp.take_counters();
+        let c = self.ws.take_counters();
         self.pending.merge(&c);
         let slot = if force {
             Some(
@@ -130,8 +124,9 @@ impl BurstProcessor for PipelineWorker {
                 .map(|p| packet::buffer::PacketBuf::with_headroom(p.data(), HEADROOM)),
         );
         self.out.clear();
-        self.dp
-            .process_burst_into(in_port, &mut self.pkts, now, &mut self.out);
+        let snap = self.reader.get();
+        self.ws
+            .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
         for tx in self.out.tx.drain(..) {
             let (v, head) = tx.packet.into_raw_parts();
             out(tx.port, dataplane::PacketBuf::from_vec(v, head));
@@ -146,9 +141,9 @@ impl BurstProcessor for PipelineWorker {
 
     fn between_bursts(&mut self) {
         if self.reader.refresh() {
-            let t = self.reader.get().clone();
-            self.dp.state = t.state.clone();
-            self.dp.ports = t.ports.clone();
+            // Meter copies of meters that are gone are dropped.
+            let snap = self.reader.get().clone();
+            self.ws.meters_mut().prune(&snap.state.meters);
         }
         if self.last_sync.elapsed() >= SYNC_EVERY {
             self.last_sync = Instant::now();
