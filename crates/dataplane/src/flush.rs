@@ -23,8 +23,10 @@
 //! A thread that found nothing to do spins briefly ([`SPIN_ROUNDS`] polls,
 //! for back-to-back bursts), then yields the core for [`YIELD_ROUNDS`]
 //! more, then sleeps (see [`crate::wake`]) until its ports' descriptors or
-//! its doorbell wake it, or a timeout. It never sleeps while it holds a
-//! partly filled burst: it yields instead, so the flush deadline is kept.
+//! its doorbell wake it, or a timeout. While it holds a partly filled burst
+//! it neither sleeps nor yields but spins (at most `max_wait`, 100 µs by
+//! default), so the flush deadline is kept even on a loaded machine where
+//! a yield can cost a whole scheduler time slice.
 //! An idle switch thus costs no CPU beyond a wake-up per timeout, and the
 //! first packet after a pause pays one wake-up (tens of microseconds).
 
@@ -90,9 +92,12 @@ impl Backoff {
     /// partly filled burst (then it never sleeps).
     pub fn step(&mut self, holding: bool) -> IdleStep {
         self.empty = self.empty.saturating_add(1);
-        if self.empty <= SPIN_ROUNDS {
+        if holding || self.empty <= SPIN_ROUNDS {
+            // Holding a partial burst: keep the core until the flush
+            // deadline (at most `max_wait`); a yield on a busy machine can
+            // lose it for a whole time slice (milliseconds).
             IdleStep::Spin
-        } else if holding || self.empty <= SPIN_ROUNDS + YIELD_ROUNDS {
+        } else if self.empty <= SPIN_ROUNDS + YIELD_ROUNDS {
             IdleStep::Yield
         } else {
             IdleStep::Sleep
@@ -128,7 +133,7 @@ mod tests {
         assert_eq!(steps[0], IdleStep::Spin);
         assert_eq!(steps[SPIN_ROUNDS as usize], IdleStep::Yield);
         assert_eq!(*steps.last().unwrap(), IdleStep::Sleep);
-        assert_eq!(b.step(true), IdleStep::Yield);
+        assert_eq!(b.step(true), IdleStep::Spin);
         b.reset();
         assert_eq!(b.step(false), IdleStep::Spin);
     }

@@ -8,6 +8,8 @@
 //! Backends:
 //! - [`memory`]: generator and sink ports for tests and benchmarks;
 //! - [`afpacket`]: Linux AF_PACKET with a TPACKET_V3 mmap RX ring;
+//! - [`rawsock`]: Linux AF_PACKET without a ring (`recvmmsg`/`sendmmsg`),
+//!   for low latency at low rates;
 //! - [`afxdp`]: AF_XDP on one interface queue (raw syscalls, own XDP program);
 //! - [`pcap`]: replay a capture file (RX) and write one (TX);
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
@@ -28,6 +30,7 @@ pub mod memory;
 pub mod patch;
 pub mod pcap;
 pub mod port;
+pub mod rawsock;
 pub mod snapshot;
 pub mod spsc;
 pub mod tap;

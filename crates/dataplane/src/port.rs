@@ -381,6 +381,22 @@ impl PacketBuf {
         self.len = self.len.min(len);
     }
 
+    /// Inserts an 802.1Q/802.1ad tag (`tpid`, `tci`) after the Ethernet
+    /// addresses (for backends whose kernel stripped it into metadata).
+    /// Frames shorter than the two addresses are left alone.
+    pub fn insert_vlan_tag(&mut self, tpid: u16, tci: u16) {
+        if self.len < 12 {
+            return;
+        }
+        self.push_front(4);
+        let d = self.data_mut();
+        d.copy_within(4..16, 0);
+        if let Some(tag) = d.get_mut(12..16) {
+            tag[..2].copy_from_slice(&tpid.to_be_bytes());
+            tag[2..].copy_from_slice(&tci.to_be_bytes());
+        }
+    }
+
     /// Appends a copy of `bytes` to the frame.
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.push_back(bytes.len()).copy_from_slice(bytes);
@@ -681,6 +697,19 @@ mod tests {
         assert_eq!(p.data(), &[2]);
         p.truncate(10);
         assert_eq!(p.data(), &[2]);
+    }
+
+    #[test]
+    fn vlan_tag_inserted_after_addresses() {
+        let mut p = PacketBuf::from_slice(&[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 8, 0, 0x45]);
+        p.insert_vlan_tag(0x8100, 0x000a);
+        assert_eq!(
+            p.data(),
+            &[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0x81, 0, 0, 10, 8, 0, 0x45]
+        );
+        let mut short = PacketBuf::from_slice(&[1; 11]);
+        short.insert_vlan_tag(0x8100, 1);
+        assert_eq!(short.len(), 11);
     }
 
     #[test]

@@ -45,7 +45,7 @@ use ofp::{FlowMod, OfpError};
 use pipeline::datapath::{Counters, DatapathConfig, PortInfo, Ports, Snapshot};
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 
-pub use ports::{BackendOptions, PortError};
+pub use ports::{AfPacketMode, BackendOptions, PortError};
 pub use worker::{PipelineWorker, WorkerShared};
 
 /// Why the runtime did not start.

@@ -11,6 +11,7 @@ use dataplane::afpacket::{AfPacketConfig, AfPacketPort};
 use dataplane::afxdp::{AfXdpConfig, AfXdpPort};
 use dataplane::patch::{self, PatchPort};
 use dataplane::pcap::{PcapCapture, PcapReplay};
+use dataplane::rawsock::RawSocketPort;
 use dataplane::tap::TapPort;
 use dataplane::{LinkState, PortBackend, PortCounters, RxBurst, TxBurst};
 use datastore::{Backend, Config, PcapRate, PortKind};
@@ -43,10 +44,24 @@ impl fmt::Display for PortError {
     }
 }
 
+/// How `afpacket` ports receive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AfPacketMode {
+    /// A plain packet socket (`recvmmsg`): every frame handed over at once
+    /// (default; see `dataplane::rawsock` for why).
+    #[default]
+    Socket,
+    /// A TPACKET_V3 ring: no RX system call per burst and no copy, but at
+    /// low rates a frame waits for its block's timer (one kernel tick).
+    Ring,
+}
+
 /// Backend options.
 #[derive(Clone, Debug, Default)]
 pub struct BackendOptions {
-    /// AF_PACKET ring and socket settings.
+    /// How `afpacket` ports receive.
+    pub afpacket_mode: AfPacketMode,
+    /// AF_PACKET ring and socket settings (ring mode).
     pub afpacket: AfPacketConfig,
     /// AF_XDP settings.
     pub afxdp: AfXdpConfig,
@@ -110,10 +125,13 @@ impl PortBackend for PcapPort {
 
 fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::Result<OpenPort> {
     let (b, kernel): (Box<dyn PortBackend>, bool) = match backend {
-        Backend::AfPacket => (
-            Box::new(AfPacketPort::open_with(name, &opts.afpacket)?),
-            true,
-        ),
+        Backend::AfPacket => match opts.afpacket_mode {
+            AfPacketMode::Ring => (
+                Box::new(AfPacketPort::open_with(name, &opts.afpacket)?),
+                true,
+            ),
+            AfPacketMode::Socket => (Box::new(RawSocketPort::open(name)?), true),
+        },
         Backend::AfXdp => (Box::new(AfXdpPort::open_with(name, &opts.afxdp)?), true),
         Backend::Tap => {
             let t = TapPort::open(name)?;
