@@ -14,10 +14,18 @@
 //! - [`packet_in`]: bounded, rate-limited packet-in queues.
 //! - [`switch`]: the [`Switch`] trait and the in-memory [`MemorySwitch`].
 
+pub mod agent;
 pub mod conn;
+pub mod packet_in;
 pub mod roles;
 pub mod switch;
+pub mod target;
+pub mod tls;
 
+pub use agent::{Agent, AgentConfig, AgentStats, FailMode};
 pub use conn::{CloseReason, ConnConfig, Connection};
+pub use packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
 pub use roles::{ConnId, Controllers};
 pub use switch::{MemorySwitch, MemorySwitchConfig, Switch, SwitchEvent};
+pub use target::{Target, Transport};
+pub use tls::TlsSettings;
