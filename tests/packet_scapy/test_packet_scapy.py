@@ -7,13 +7,8 @@ encode of the expected result. For rewrites, the expected packet is made by
 changing the field in scapy and deleting every checksum so scapy recomputes
 it from scratch: our incremental checksum updates must give the same bytes.
 
-The tool is built with `cargo build -p packet --example packet_tool` unless
-the PACKET_TOOL environment variable names a binary.
+The tool fixture lives in conftest.py.
 """
-
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 from scapy.all import (
@@ -41,50 +36,16 @@ from scapy.layers.inet6 import (
     IPv6ExtHdrFragment,
     IPv6ExtHdrHopByHop,
     IPv6ExtHdrRouting,
+    IPv6ExtHdrSegmentRouting,
 )
 from scapy.layers.ipsec import AH
 from scapy.layers.sctp import SCTP, SCTPChunkData
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 DST = "01:02:03:04:05:06"
 SRC = "0a:0b:0c:0d:0e:0f"
 V6S = "2001:db8::1"
 V6D = "2001:db8::2"
 PAY = b"scapy payload!"
-
-
-@pytest.fixture(scope="session")
-def tool_path():
-    env = os.environ.get("PACKET_TOOL")
-    if env:
-        return env
-    subprocess.run(
-        ["cargo", "build", "-q", "-p", "packet", "--example", "packet_tool"],
-        cwd=ROOT,
-        check=True,
-    )
-    return str(ROOT / "target" / "debug" / "examples" / "packet_tool")
-
-
-@pytest.fixture
-def tool(tool_path):
-    def run(args, pkts):
-        pkts = [bytes(p) for p in pkts]
-        inp = "".join(p.hex() + "\n" for p in pkts)
-        res = subprocess.run(
-            [tool_path] + args.split(),
-            input=inp,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        lines = res.stdout.splitlines()
-        assert len(lines) == len(pkts), res.stderr
-        return lines
-
-    return run
 
 
 @pytest.fixture
@@ -197,6 +158,29 @@ def ipv6_exthdr_udp():
     )
 
 
+def ipv6_routing_udp():
+    """Type 0 routing header with a segment left: scapy's checksum uses the
+    final destination (RFC 8200 §8.1)."""
+    return (
+        Ether(dst=DST, src=SRC)
+        / IPv6(src=V6S, dst=V6D)
+        / IPv6ExtHdrRouting(addresses=["2001:db8::a", "2001:db8::99"], segleft=2)
+        / UDP(sport=1000, dport=2000)
+        / PAY
+    )
+
+
+def ipv6_srh_tcp():
+    """Segment routing header: the final segment is segment list[0]."""
+    return (
+        Ether(dst=DST, src=SRC)
+        / IPv6(src=V6S, dst="2001:db8::a")
+        / IPv6ExtHdrSegmentRouting(addresses=["2001:db8::99", "2001:db8::a"], segleft=1)
+        / TCP(sport=1, dport=2)
+        / PAY
+    )
+
+
 def arp():
     return Ether(dst="ff:ff:ff:ff:ff:ff", src=SRC) / ARP(op=1, hwsrc=SRC, psrc="10.0.0.1", pdst="10.0.0.2")
 
@@ -242,6 +226,8 @@ SAMPLES = {
     "ipv6_ns": ipv6_ns,
     "ipv6_na": ipv6_na,
     "ipv6_exthdr_udp": ipv6_exthdr_udp,
+    "ipv6_routing_udp": ipv6_routing_udp,
+    "ipv6_srh_tcp": ipv6_srh_tcp,
     "arp": arp,
     "mpls2": mpls2,
     "pbb": pbb,
@@ -292,6 +278,7 @@ def expected_fields(p):
             IPv6ExtHdrHopByHop: 64,
             IPv6ExtHdrDestOpt: 8,
             IPv6ExtHdrRouting: 32,
+            IPv6ExtHdrSegmentRouting: 32,
             IPv6ExtHdrFragment: 16,
             AH: 4,
         }
@@ -579,6 +566,10 @@ SET_CASES = [
     ("ipv6_sctp", "ipv6_dst ::2", IPv6, "dst", "::2"),
     ("ipv6_ns", "ipv6_dst ff02::1", IPv6, "dst", "ff02::1"),
     ("ipv6_exthdr_udp", "ipv6_src 2001:db8::99", IPv6, "src", "2001:db8::99"),
+    ("ipv6_routing_udp", "ipv6_dst 2001:db8::5", IPv6, "dst", "2001:db8::5"),
+    ("ipv6_routing_udp", "ipv6_src 2001:db8::6", IPv6, "src", "2001:db8::6"),
+    ("ipv6_srh_tcp", "ipv6_dst 2001:db8::7", IPv6, "dst", "2001:db8::7"),
+    ("ipv6_srh_tcp", "tcp_dst 443", TCP, "dport", 443),
     ("ipv6_tcp", "ipv6_flabel 0xfffff", IPv6, "fl", 0xFFFFF),
     ("ipv6_echo", "icmpv6_type 129", ICMPv6EchoRequest, "type", 129),
     ("ipv6_echo", "icmpv6_code 3", ICMPv6EchoRequest, "code", 3),

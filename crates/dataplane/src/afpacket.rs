@@ -68,6 +68,9 @@ mod block {
     pub const STATUS: usize = 8;
     pub const NUM_PKTS: usize = 12;
     pub const FIRST_PKT: usize = 16;
+    /// Size of the descriptor; frames start after it, so a lent frame never
+    /// overlaps the status word the release path writes.
+    pub const HDR_LEN: usize = 48;
 }
 
 /// Byte offsets inside `struct tpacket3_hdr`.
@@ -222,7 +225,9 @@ pub struct AfPacketPort {
     name: String,
     ring: Arc<RxRing>,
     reader: Reader,
-    tx: OwnedFd,
+    tx: Sender,
+    ifindex: u32,
+    qdisc_bypass: bool,
     counters: PortCounters,
     /// Kernel drop count accumulated from PACKET_STATISTICS (which resets on read).
     kernel_drops: Cell<u64>,
@@ -241,12 +246,15 @@ impl AfPacketPort {
         let ctx = |what: &str| format!("AF_PACKET port {ifname:?}: {what}");
         let ring =
             Self::open_rx(ifname, ifindex, cfg).map_err(|e| sys::context(e, ctx("RX ring")))?;
-        let tx = Self::open_tx(ifindex, cfg).map_err(|e| sys::context(e, ctx("TX socket")))?;
+        let tx = open_tx_socket(ifindex, cfg.qdisc_bypass)
+            .map_err(|e| sys::context(e, ctx("TX socket")))?;
         Ok(AfPacketPort {
             name: ifname.to_string(),
             ring: Arc::new(ring),
             reader: Reader::default(),
-            tx,
+            tx: Sender::new(tx),
+            ifindex,
+            qdisc_bypass: cfg.qdisc_bypass,
             counters: PortCounters::default(),
             kernel_drops: Cell::new(0),
         })
@@ -360,61 +368,12 @@ impl AfPacketPort {
         Ok(ring)
     }
 
-    fn open_tx(ifindex: u32, cfg: &AfPacketConfig) -> io::Result<OwnedFd> {
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
-        if cfg.qdisc_bypass {
-            // Older kernels lack it; sending through the qdisc still works.
-            let _ = sys::setsockopt(
-                &fd,
-                libc::SOL_PACKET,
-                libc::PACKET_QDISC_BYPASS,
-                &(1 as libc::c_int),
-            );
-        }
-        bind(&fd, ifindex, 0)?;
-        Ok(fd)
-    }
-
-    /// Sends the leading packets of `pkts` (at most [`TX_BATCH`], none a
-    /// runt) with one `sendmmsg`; returns how many the kernel took, or the
-    /// error of the first one.
-    fn send_batch(&self, pkts: &TxBurst, n: usize) -> io::Result<usize> {
-        // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
-        let mut iov: [libc::iovec; TX_BATCH] = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; TX_BATCH] = unsafe { std::mem::zeroed() };
-        let n = n.min(TX_BATCH);
-        for ((p, v), m) in pkts.iter().take(n).zip(iov.iter_mut()).zip(msgs.iter_mut()) {
-            let data = p.data();
-            v.iov_base = data.as_ptr() as *mut libc::c_void;
-            v.iov_len = data.len();
-            m.msg_hdr.msg_iov = v as *mut libc::iovec;
-            m.msg_hdr.msg_iovlen = 1;
-        }
-        // SAFETY: msgs[..n] point at iovecs in `iov`, which point at packet
-        // bytes borrowed from `pkts`; all outlive the call, and the kernel
-        // only reads them.
-        let rc = unsafe {
-            libc::sendmmsg(
-                self.tx.as_raw_fd(),
-                msgs.as_mut_ptr(),
-                n as libc::c_uint,
-                libc::MSG_DONTWAIT,
-            )
-        };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
-    }
-
     /// Reads the next frame of the current block; `None` when the block's
     /// headers are inconsistent (the rest of the block is then skipped).
     fn next_frame(&mut self, blk: usize) -> Option<Result<PacketBuf, ()>> {
         let ring = &self.ring;
         let off = self.reader.offset;
-        if off.checked_add(frame::MIN_HDR)? > ring.block_size {
+        if off < block::HDR_LEN || off.checked_add(frame::MIN_HDR)? > ring.block_size {
             return None;
         }
         let next = ring.read_u32(blk, off + frame::NEXT_OFFSET)? as usize;
@@ -454,6 +413,148 @@ impl AfPacketPort {
         pkt.meta.timestamp_ns = u64::from(sec) * 1_000_000_000 + u64::from(nsec);
         pkt.meta.wire_len = wire_len;
         Some(Ok(pkt))
+    }
+}
+
+/// The sending socket of an AF_PACKET port and what it counted.
+struct Sender {
+    fd: OwnedFd,
+    /// Only the `tx_*` fields are used.
+    counters: PortCounters,
+}
+
+impl Sender {
+    fn new(fd: OwnedFd) -> Self {
+        Sender {
+            fd,
+            counters: PortCounters::default(),
+        }
+    }
+
+    /// Sends the leading packets of `pkts` (at most [`TX_BATCH`], none a
+    /// runt) with one `sendmmsg`; returns how many the kernel took, or the
+    /// error of the first one.
+    fn send_batch(&self, pkts: &TxBurst, n: usize) -> io::Result<usize> {
+        // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
+        let mut iov: [libc::iovec; TX_BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; TX_BATCH] = unsafe { std::mem::zeroed() };
+        let n = n.min(TX_BATCH);
+        for ((p, v), m) in pkts.iter().take(n).zip(iov.iter_mut()).zip(msgs.iter_mut()) {
+            let data = p.data();
+            v.iov_base = data.as_ptr() as *mut libc::c_void;
+            v.iov_len = data.len();
+            m.msg_hdr.msg_iov = v as *mut libc::iovec;
+            m.msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: msgs[..n] point at iovecs in `iov`, which point at packet
+        // bytes borrowed from `pkts`; all outlive the call, and the kernel
+        // only reads them.
+        let rc = unsafe {
+            libc::sendmmsg(
+                self.fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc as usize)
+        }
+    }
+
+    /// Sends from the front of `pkts`; the [`PortBackend::tx_burst`] contract.
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        let mut taken = 0;
+        loop {
+            while pkts.pkts().first().is_some_and(|p| p.len() < MIN_FRAME) {
+                pkts.drain_front(1);
+                self.counters.tx_drops.runt += 1;
+                taken += 1;
+            }
+            let n = pkts
+                .pkts()
+                .iter()
+                .take(TX_BATCH)
+                .take_while(|p| p.len() >= MIN_FRAME)
+                .count();
+            if n == 0 {
+                break;
+            }
+            match self.send_batch(pkts, n) {
+                Ok(0) => break,
+                Ok(sent) => {
+                    for p in pkts.drain_front(sent) {
+                        self.counters.tx_packets += 1;
+                        self.counters.tx_bytes += p.len() as u64;
+                    }
+                    taken += sent;
+                }
+                Err(e) => {
+                    let d = &mut self.counters.tx_drops;
+                    match e.raw_os_error() {
+                        Some(libc::EAGAIN) => break,
+                        Some(libc::EINTR) => continue,
+                        Some(libc::EMSGSIZE) => d.oversize += 1,
+                        Some(libc::ENETDOWN) | Some(libc::ENXIO) => d.link_down += 1,
+                        Some(libc::ENOBUFS) => d.queue_full += 1,
+                        Some(libc::EBADF) | Some(libc::ENOTSOCK) => return Err(e),
+                        _ => self.counters.tx_errors += 1,
+                    }
+                    pkts.drain_front(1);
+                    taken += 1;
+                }
+            }
+        }
+        Ok(taken)
+    }
+}
+
+/// A TX socket bound to `ifindex` with protocol 0, so it receives nothing.
+fn open_tx_socket(ifindex: u32, qdisc_bypass: bool) -> io::Result<OwnedFd> {
+    let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
+    if qdisc_bypass {
+        // Older kernels lack it; sending through the qdisc still works.
+        let _ = sys::setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_QDISC_BYPASS,
+            &(1 as libc::c_int),
+        );
+    }
+    bind(&fd, ifindex, 0)?;
+    Ok(fd)
+}
+
+/// A second sender on an AF_PACKET port's interface, made by
+/// [`PortBackend::split_sender`], for a TX thread apart from the RX thread.
+/// It has its own socket and counts only what it sends; it receives nothing.
+pub struct AfPacketSender {
+    name: String,
+    tx: Sender,
+}
+
+impl PortBackend for AfPacketSender {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
+        Ok(0)
+    }
+
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        self.tx.send(pkts)
+    }
+
+    fn link_state(&self) -> LinkState {
+        sys::link_state_of(self.tx.fd.as_raw_fd(), &self.name)
+    }
+
+    fn stats(&self) -> PortCounters {
+        self.tx.counters
     }
 }
 
@@ -529,52 +630,20 @@ impl PortBackend for AfPacketPort {
     }
 
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        let mut taken = 0;
-        loop {
-            while pkts.pkts().first().is_some_and(|p| p.len() < MIN_FRAME) {
-                pkts.drain_front(1);
-                self.counters.tx_drops.runt += 1;
-                taken += 1;
-            }
-            let n = pkts
-                .pkts()
-                .iter()
-                .take(TX_BATCH)
-                .take_while(|p| p.len() >= MIN_FRAME)
-                .count();
-            if n == 0 {
-                break;
-            }
-            match self.send_batch(pkts, n) {
-                Ok(0) => break,
-                Ok(sent) => {
-                    for p in pkts.drain_front(sent) {
-                        self.counters.tx_packets += 1;
-                        self.counters.tx_bytes += p.len() as u64;
-                    }
-                    taken += sent;
-                }
-                Err(e) => {
-                    let d = &mut self.counters.tx_drops;
-                    match e.raw_os_error() {
-                        Some(libc::EAGAIN) => break,
-                        Some(libc::EINTR) => continue,
-                        Some(libc::EMSGSIZE) => d.oversize += 1,
-                        Some(libc::ENETDOWN) | Some(libc::ENXIO) => d.link_down += 1,
-                        Some(libc::ENOBUFS) => d.queue_full += 1,
-                        Some(libc::EBADF) | Some(libc::ENOTSOCK) => return Err(e),
-                        _ => self.counters.tx_errors += 1,
-                    }
-                    pkts.drain_front(1);
-                    taken += 1;
-                }
-            }
-        }
-        Ok(taken)
+        self.tx.send(pkts)
+    }
+
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        let fd = open_tx_socket(self.ifindex, self.qdisc_bypass)
+            .map_err(|e| sys::context(e, format!("AF_PACKET port {:?}: TX socket", self.name)))?;
+        Ok(Some(Box::new(AfPacketSender {
+            name: self.name.clone(),
+            tx: Sender::new(fd),
+        })))
     }
 
     fn link_state(&self) -> LinkState {
-        sys::link_state_of(self.tx.as_raw_fd(), &self.name)
+        sys::link_state_of(self.tx.fd.as_raw_fd(), &self.name)
     }
 
     fn stats(&self) -> PortCounters {
@@ -588,6 +657,9 @@ impl PortBackend for AfPacketPort {
         }
         let mut c = self.counters;
         c.rx_drops.ring_full = self.kernel_drops.get();
+        let t = &self.tx.counters;
+        (c.tx_packets, c.tx_bytes, c.tx_drops, c.tx_errors) =
+            (t.tx_packets, t.tx_bytes, t.tx_drops, t.tx_errors);
         c
     }
 
@@ -811,6 +883,86 @@ mod tests {
             .join()
             .unwrap();
             assert_eq!(seqs, (0..10).collect::<Vec<_>>());
+        });
+    }
+
+    #[test]
+    fn split_sender_sends_while_port_receives_as_root() {
+        let Some(ns) = NetNs::for_test("afp-split") else {
+            return;
+        };
+        ns.veth("spa", "spb");
+        ns.run(|| {
+            let mut port = AfPacketPort::open("spa").unwrap();
+            let mut sender = port.split_sender().unwrap().expect("AF_PACKET can split");
+            let peer = RawSocket::bind("spb");
+            std::thread::scope(|s| {
+                s.spawn(move || {
+                    let mut b = Burst::with_limit(100);
+                    for seq in 0..100 {
+                        b.push(PacketBuf::from_slice(&test_frame(12, seq, 64)))
+                            .unwrap();
+                    }
+                    while !b.is_empty() {
+                        sender.tx_burst(&mut b).unwrap();
+                    }
+                    assert_eq!(sender.stats().tx_packets, 100);
+                    assert_eq!(sender.rx_burst(&mut Burst::new()).unwrap(), 0);
+                });
+                for seq in 0..100 {
+                    peer.send(&test_frame(13, seq, 64));
+                }
+                let got = rx_test_frames(&mut port, 100, Duration::from_secs(5));
+                assert_eq!(got.len(), 100);
+                assert!(
+                    got.iter().all(|p| p.data()[11] == 13),
+                    "only the peer's frames come back"
+                );
+            });
+            let sent = peer.recv_matching(TEST_ETHERTYPE, 100, Duration::from_secs(5));
+            assert_eq!(
+                sent,
+                (0..100).map(|s| test_frame(12, s, 64)).collect::<Vec<_>>()
+            );
+            assert_eq!(port.stats().tx_packets, 0, "the sender counts its own");
+        });
+    }
+
+    #[test]
+    fn oversize_and_truncated_frames_are_counted_as_root() {
+        let Some(ns) = NetNs::for_test("afp-size") else {
+            return;
+        };
+        ns.veth("ova", "ovb");
+        ns.exec(&["ip", "link", "set", "ova", "mtu", "9000"]);
+        ns.exec(&["ip", "link", "set", "ovb", "mtu", "9000"]);
+        ns.run(|| {
+            // One-page blocks: a 6000-byte frame cannot fit and arrives truncated.
+            let cfg = AfPacketConfig {
+                block_size: 4096,
+                block_count: 4,
+                frame_size: 2048,
+                ..AfPacketConfig::default()
+            };
+            let mut port = AfPacketPort::open_with("ova", &cfg).unwrap();
+            let peer = RawSocket::bind("ovb");
+            peer.send(&test_frame(14, 1, 6000));
+            peer.send(&test_frame(14, 2, 100));
+            let got = rx_test_frames(&mut port, 1, Duration::from_secs(5));
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].data(), &test_frame(14, 2, 100)[..]);
+            assert_eq!(port.stats().rx_drops.truncated, 1);
+            // Larger than the 9000-byte MTU: refused and counted.
+            let mut b = Burst::new();
+            b.push(PacketBuf::from_slice(&test_frame(15, 1, 9100)))
+                .unwrap();
+            b.push(PacketBuf::from_slice(&test_frame(15, 2, 100)))
+                .unwrap();
+            assert_eq!(port.tx_burst(&mut b).unwrap(), 2);
+            let c = port.stats();
+            assert_eq!((c.tx_packets, c.tx_drops.oversize), (1, 1), "{c:?}");
+            let got = peer.recv_matching(TEST_ETHERTYPE, 2, Duration::from_millis(300));
+            assert_eq!(got, vec![test_frame(15, 2, 100)]);
         });
     }
 

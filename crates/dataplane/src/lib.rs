@@ -8,17 +8,19 @@
 //! Backends:
 //! - [`memory`]: generator and sink ports for tests and benchmarks;
 //! - [`afpacket`]: Linux AF_PACKET with a TPACKET_V3 mmap RX ring;
+//! - [`afxdp`]: AF_XDP on one interface queue (raw syscalls, own XDP program);
 //! - [`pcap`]: replay a capture file (RX) and write one (TX);
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
 //! - [`link`]: a netlink watcher for link up/down events.
 
 pub mod afpacket;
-// pub mod link;
+pub mod afxdp;
+pub mod link;
 pub mod memory;
-// pub mod pcap;
+pub mod pcap;
 pub mod port;
 pub mod spsc;
-// pub mod tap;
+pub mod tap;
 
 mod sys;
 

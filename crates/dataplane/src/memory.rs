@@ -240,6 +240,16 @@ impl PortBackend for MemorySink {
         Ok(n)
     }
 
+    /// Another sink feeding the same handle (shared counts and kept frames).
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        Ok(Some(Box::new(MemorySink {
+            name: self.name.clone(),
+            keep_limit: self.keep_limit,
+            shared: self.shared.clone(),
+            counters: PortCounters::default(),
+        })))
+    }
+
     fn link_state(&self) -> LinkState {
         LinkState::Up
     }
@@ -328,6 +338,12 @@ mod tests {
         assert_eq!(h.kept(), vec![vec![0; 10], vec![1; 10]]);
         assert_eq!(sink.stats().tx_packets, 3);
         assert_eq!(sink.rx_burst(&mut b).unwrap(), 0);
+        let mut other = sink.split_sender().unwrap().unwrap();
+        b.push(PacketBuf::from_slice(&[9; 5])).unwrap();
+        other.tx_burst(&mut b).unwrap();
+        assert_eq!((h.packets(), h.bytes()), (4, 35));
+        assert_eq!(other.stats().tx_packets, 1);
+        assert_eq!(sink.stats().tx_packets, 3);
     }
 
     #[test]

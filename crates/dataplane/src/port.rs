@@ -42,6 +42,14 @@
 //! A [`Burst`] is a bounded vector of buffers (default [`DEFAULT_BURST`]). RX
 //! appends up to [`Burst::room`] buffers; TX consumes buffers from the front.
 //!
+//! # Threads
+//!
+//! A backend is `Send` and used through `&mut`, so one thread drives it at a
+//! time. For an RX thread and a TX thread on the same port,
+//! [`PortBackend::split_sender`] makes a second handle with its own socket or
+//! descriptor that only sends (AF_PACKET, TAP and the memory sink can;
+//! others answer `None`).
+//!
 //! # Counters
 //!
 //! [`PortCounters`] counts packets and bytes each way, plus every drop under a
@@ -383,10 +391,17 @@ impl fmt::Debug for PacketBuf {
 }
 
 /// A bounded batch of packets moving through a port or a ring.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Burst {
     pkts: Vec<PacketBuf>,
     limit: usize,
+}
+
+impl Default for Burst {
+    /// An empty burst of [`DEFAULT_BURST`] packets.
+    fn default() -> Self {
+        Burst::new()
+    }
 }
 
 /// A burst being filled by [`PortBackend::rx_burst`].
@@ -547,6 +562,31 @@ impl PortCounters {
         let d = &self.tx_drops;
         d.oversize + d.link_down + d.queue_full + d.runt
     }
+
+    /// Field-by-field sum, e.g. a port and its split sender, or several
+    /// queues of one port.
+    pub fn merged(&self, other: &PortCounters) -> PortCounters {
+        let (a, b) = (self, other);
+        PortCounters {
+            rx_packets: a.rx_packets + b.rx_packets,
+            rx_bytes: a.rx_bytes + b.rx_bytes,
+            rx_drops: RxDrops {
+                ring_full: a.rx_drops.ring_full + b.rx_drops.ring_full,
+                truncated: a.rx_drops.truncated + b.rx_drops.truncated,
+                malformed: a.rx_drops.malformed + b.rx_drops.malformed,
+            },
+            rx_errors: a.rx_errors + b.rx_errors,
+            tx_packets: a.tx_packets + b.tx_packets,
+            tx_bytes: a.tx_bytes + b.tx_bytes,
+            tx_drops: TxDrops {
+                oversize: a.tx_drops.oversize + b.tx_drops.oversize,
+                link_down: a.tx_drops.link_down + b.tx_drops.link_down,
+                queue_full: a.tx_drops.queue_full + b.tx_drops.queue_full,
+                runt: a.tx_drops.runt + b.tx_drops.runt,
+            },
+            tx_errors: a.tx_errors + b.tx_errors,
+        }
+    }
 }
 
 /// A port backend: moves bursts of packets between the switch and a device,
@@ -586,6 +626,15 @@ pub trait PortBackend: Send {
     /// backend has none.
     fn rx_fd(&self) -> Option<RawFd> {
         None
+    }
+
+    /// A second, independent handle that sends out of the same port, so a
+    /// TX thread can send while another thread receives (both calls need
+    /// `&mut`). The sender's `rx_burst` returns nothing and its counters
+    /// count only what it sent: add them to this port's for the totals.
+    /// `Ok(None)` when the backend cannot send from two handles.
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        Ok(None)
     }
 }
 
@@ -752,5 +801,16 @@ mod tests {
         };
         assert_eq!(c.rx_dropped(), 6);
         assert_eq!(c.tx_dropped(), 5);
+        let other = PortCounters {
+            rx_packets: 4,
+            tx_bytes: 9,
+            tx_errors: 1,
+            ..c
+        };
+        let m = c.merged(&other);
+        assert_eq!((m.rx_packets, m.tx_bytes, m.tx_errors), (4, 9, 1));
+        assert_eq!((m.rx_dropped(), m.tx_dropped()), (12, 10));
+        assert_eq!(m.rx_drops.truncated, 4);
+        assert_eq!(Burst::default().limit(), DEFAULT_BURST);
     }
 }

@@ -95,7 +95,6 @@ pub fn if_flags(fd: RawFd, name: &str) -> io::Result<libc::c_int> {
 }
 
 /// Sets or clears `IFF_UP` on interface `name` through socket `fd`.
-#[allow(dead_code)] // used by the TAP backend, next
 pub fn set_if_up(fd: RawFd, name: &str, up: bool) -> io::Result<()> {
     let mut req = IfreqFlags::new(name)?;
     // SAFETY: as in `if_flags`.
@@ -166,16 +165,6 @@ pub fn getsockopt<T: Default>(fd: RawFd, level: libc::c_int, name: libc::c_int) 
     Ok(value)
 }
 
-/// Sets `O_NONBLOCK` on `fd`.
-#[allow(dead_code)] // used by the TAP backend, next
-pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor the caller owns; no pointers.
-    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
-    // SAFETY: as above.
-    cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
-    Ok(())
-}
-
 /// A `sockaddr_ll` naming interface `ifindex` and ethertype `protocol`
 /// (host order; stored in network order).
 pub fn sockaddr_ll(ifindex: u32, protocol: u16) -> libc::sockaddr_ll {
@@ -188,7 +177,6 @@ pub fn sockaddr_ll(ifindex: u32, protocol: u16) -> libc::sockaddr_ll {
 }
 
 /// True when the error means "try again later" on a non-blocking descriptor.
-#[allow(dead_code)] // used by the TAP backend, next
 pub fn would_block(err: &io::Error) -> bool {
     matches!(err.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR))
         || err.kind() == io::ErrorKind::WouldBlock

@@ -70,6 +70,32 @@ impl NetNs {
         self.exec(&["ip", "link", "set", b, "up"]);
     }
 
+    /// Like [`NetNs::veth`] with one RX and one TX queue per end, so every
+    /// frame lands on queue 0 (AF_XDP sockets serve one queue).
+    pub fn veth_single_queue(&self, a: &str, b: &str) {
+        self.exec(&[
+            "ip",
+            "link",
+            "add",
+            a,
+            "numtxqueues",
+            "1",
+            "numrxqueues",
+            "1",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            b,
+            "numtxqueues",
+            "1",
+            "numrxqueues",
+            "1",
+        ]);
+        self.exec(&["ip", "link", "set", a, "up"]);
+        self.exec(&["ip", "link", "set", b, "up"]);
+    }
+
     /// Runs `f` on a new thread that has entered the namespace; sockets it
     /// opens live in the namespace. Panics in `f` propagate.
     pub fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {

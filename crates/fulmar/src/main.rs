@@ -2,6 +2,7 @@
 //! subcommand modules, which hold the logic.
 
 mod cmd_ofp;
+mod cmd_trace;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,11 +25,15 @@ enum Command {
         #[command(subcommand)]
         command: cmd_ofp::OfpCommand,
     },
+    /// Send packets through an in-memory pipeline built from flow, group
+    /// and meter files, and show what happens to them.
+    Trace(cmd_trace::TraceArgs),
 }
 
 fn main() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     match cli.command {
         Command::Ofp { command } => cmd_ofp::run(command),
+        Command::Trace(args) => cmd_trace::run(&args),
     }
 }

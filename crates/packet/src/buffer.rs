@@ -18,6 +18,11 @@
 //!   otherwise label 0, TC 0, BOS 1 and the TTL from the IPv4 TTL / IPv6
 //!   hop limit (0 if not IP). The label goes after the Ethernet header and
 //!   VLAN tags, and the EtherType there becomes the action's EtherType.
+//!   (OpenFlow 1.3 §5.12 words it as "immediately after the Ethernet header
+//!   and before other tags"; read literally that would put the VLAN tag
+//!   inside the MPLS payload, which no receiver can parse, so VLAN tags are
+//!   treated as part of the Ethernet header here, as 802.1Q does and as
+//!   the Linux/OVS datapath push_mpls does.)
 //! - push_pbb: a backbone header is inserted after the Ethernet addresses:
 //!   EtherType 0x88e7, an I-TAG with I-SID from an existing I-TAG (else 0)
 //!   and I-PCP from the outer VLAN PCP (else 0), then C-DA/C-SA copied from

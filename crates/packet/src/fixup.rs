@@ -6,8 +6,8 @@
 //! (see [`crate::set_field`]) and the tests check them against this. The
 //! transport checksum of a fragment of a larger datagram or a truncated datagram cannot be
 //! computed and is left alone (and reported by [`verify_checksums`]). The
-//! IPv6 pseudo-header uses the destination in the IPv6 header (a routing
-//! header's final destination is not looked up).
+//! IPv6 pseudo-header uses the final destination (RFC 8200 §8.1): from a
+//! routing header with segments left when there is one.
 
 use crate::checksum;
 use crate::ethernet::ethertype;
@@ -34,7 +34,10 @@ fn pseudo(pkt: &[u8], k: &FlowKey, proto: u8, len: usize) -> u64 {
         checksum::pseudo_header_v4(s, d, proto, len as u32)
     } else {
         let s = crate::addr16_at(pkt, l3 + 8);
-        let d = crate::addr16_at(pkt, l3 + 24);
+        let d = match k.ipv6_final_dst_offset as usize {
+            0 => crate::addr16_at(pkt, l3 + 24),
+            fin => crate::addr16_at(pkt, fin),
+        };
         checksum::pseudo_header_v6(&s, &d, proto, len as u32)
     }
 }

@@ -26,6 +26,13 @@
 //! IN_PORT, IN_PHY_PORT, METADATA and TUNNEL_ID are not in the packet: the
 //! caller fills them (with [`FlowKey::set_metadata_fields`]).
 //!
+//! Nothing is parsed inside MPLS or PBB (OpenFlow 1.3 has no fields there:
+//! pop first, then match in a later table). An 802.3 frame (length field
+//! < 0x0600 where the EtherType would be) reports that length as ETH_TYPE.
+//!
+//! These rules are checked against os-ken's OpenFlow 1.3 switch test
+//! vectors (`tests/packet_scapy/test_ryu_vectors.py`) and scapy.
+//!
 //! A header that is cut short contributes no fields and sets
 //! [`flags::TRUNCATED`]; a header whose contents make it unreadable (IPv4
 //! IHL < 5, wrong IP version) sets [`flags::MALFORMED`]. Neither ever panics.
@@ -147,7 +154,12 @@ pub const OFPVID_PRESENT: u16 = 0x1000;
 /// The match fields of one packet plus the header offsets. Values are held
 /// as numbers in host order (an IPv4 address 10.0.0.1 is `0x0a000001`);
 /// MAC addresses as their 6 wire bytes. Fields not present are zero.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+///
+/// Equality and hashing look at the match fields only (`present` and the
+/// OXM field values): two packets of one flow compare equal even when their
+/// lengths, IP options, TTLs or flags differ, so a `FlowKey` can key a flow
+/// cache directly.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct FlowKey {
     /// Bit `n` set when OXM field number `n` is present.
     pub present: u64,
@@ -240,6 +252,159 @@ pub struct FlowKey {
     pub ip_proto_offset: u32,
     /// Offset of the transport header, 0 when none was reached.
     pub l4_offset: u32,
+    /// Length of the buffer that was parsed.
+    pub packet_len: u32,
+    /// Offset of the IPv6 final destination inside a routing header with
+    /// segments left (the address the transport pseudo-header uses), 0 when
+    /// the IPv6 header's destination is the final one.
+    pub ipv6_final_dst_offset: u32,
+}
+
+impl FlowKey {
+    /// The match-field part of the key, as a tuple (exhaustive: adding a
+    /// field to `FlowKey` without deciding here fails to compile).
+    #[allow(clippy::type_complexity)]
+    fn match_fields(
+        &self,
+    ) -> (
+        (
+            u64,
+            u32,
+            u32,
+            u64,
+            u64,
+            MacAddr,
+            MacAddr,
+            u16,
+            u16,
+            u8,
+            u8,
+            u8,
+        ),
+        (
+            u8,
+            u32,
+            u32,
+            u16,
+            u16,
+            u8,
+            u8,
+            u16,
+            u32,
+            u32,
+            MacAddr,
+            MacAddr,
+        ),
+        (
+            u128,
+            u128,
+            u32,
+            u128,
+            MacAddr,
+            MacAddr,
+            u32,
+            u8,
+            u8,
+            u32,
+            u16,
+        ),
+    ) {
+        let FlowKey {
+            present,
+            in_port,
+            in_phy_port,
+            metadata,
+            tunnel_id,
+            eth_dst,
+            eth_src,
+            eth_type,
+            vlan_vid,
+            vlan_pcp,
+            ip_dscp,
+            ip_ecn,
+            ip_proto,
+            ipv4_src,
+            ipv4_dst,
+            tp_src,
+            tp_dst,
+            icmp_type,
+            icmp_code,
+            arp_op,
+            arp_spa,
+            arp_tpa,
+            arp_sha,
+            arp_tha,
+            ipv6_src,
+            ipv6_dst,
+            ipv6_flabel,
+            nd_target,
+            nd_sll,
+            nd_tll,
+            mpls_label,
+            mpls_tc,
+            mpls_bos,
+            pbb_isid,
+            ipv6_exthdr,
+            ip_ttl: _,
+            mpls_ttl: _,
+            flags: _,
+            vlan_tags: _,
+            ethertype_offset: _,
+            l3_offset: _,
+            l3_end: _,
+            ip_proto_offset: _,
+            l4_offset: _,
+            packet_len: _,
+            ipv6_final_dst_offset: _,
+        } = *self;
+        (
+            (
+                present,
+                in_port,
+                in_phy_port,
+                metadata,
+                tunnel_id,
+                eth_dst,
+                eth_src,
+                eth_type,
+                vlan_vid,
+                vlan_pcp,
+                ip_dscp,
+                ip_ecn,
+            ),
+            (
+                ip_proto, ipv4_src, ipv4_dst, tp_src, tp_dst, icmp_type, icmp_code, arp_op,
+                arp_spa, arp_tpa, arp_sha, arp_tha,
+            ),
+            (
+                ipv6_src,
+                ipv6_dst,
+                ipv6_flabel,
+                nd_target,
+                nd_sll,
+                nd_tll,
+                mpls_label,
+                mpls_tc,
+                mpls_bos,
+                pbb_isid,
+                ipv6_exthdr,
+            ),
+        )
+    }
+}
+
+impl PartialEq for FlowKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.match_fields() == other.match_fields()
+    }
+}
+
+impl Eq for FlowKey {}
+
+impl core::hash::Hash for FlowKey {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.match_fields().hash(state);
+    }
 }
 
 #[inline]
@@ -332,7 +497,10 @@ impl FlowKey {
 
     /// Parses `data` (an Ethernet frame). Never panics, never allocates.
     pub fn parse(data: &[u8]) -> FlowKey {
-        let mut k = FlowKey::default();
+        let mut k = FlowKey {
+            packet_len: data.len().min(u32::MAX as usize) as u32,
+            ..FlowKey::default()
+        };
         if data.len() < 14 {
             k.flags |= flags::TRUNCATED;
             return k;
@@ -506,6 +674,9 @@ impl FlowKey {
         if w.truncated {
             self.flags |= flags::TRUNCATED;
             return;
+        }
+        if let Some(o) = w.final_dst_offset {
+            self.ipv6_final_dst_offset = (l3 + o) as u32;
         }
         // IP_PROTO and IPV6_EXTHDR need the whole walk.
         self.ipv6_exthdr = w.exthdr;
@@ -756,6 +927,40 @@ mod tests {
             ["eth_dst", "eth_src", "eth_type", "vlan_vid", "pbb_isid"]
         );
         assert_eq!(k.pbb_isid, 0x0abcde);
+    }
+
+    #[test]
+    fn equality_is_on_match_fields_only() {
+        use std::collections::hash_map::DefaultHasher;
+        use std::hash::{Hash, Hasher};
+        let h = |k: &FlowKey| {
+            let mut s = DefaultHasher::new();
+            k.hash(&mut s);
+            s.finish()
+        };
+        let a = FlowKey::parse(&eth_ipv4_udp());
+        // Same flow, another TTL and a longer payload (other l3_end).
+        let mut p = eth_ipv4_udp();
+        p.extend_from_slice(&[0; 20]);
+        crate::ttl::set_nw_ttl(&mut p, 3).unwrap();
+        let b = FlowKey::parse(&p);
+        assert_ne!((a.l3_end, a.ip_ttl), (b.l3_end, b.ip_ttl));
+        assert_eq!(a, b);
+        assert_eq!(h(&a), h(&b));
+        let mut q = eth_ipv4_udp();
+        crate::set_field::set_field(&mut q, &crate::set_field::FieldValue::UdpDst(54)).unwrap();
+        let c = FlowKey::parse(&q);
+        assert_ne!(a, c);
+        let mut d = a;
+        d.set_metadata_fields(1, 1, 0, 0);
+        assert_ne!(a, d);
+    }
+
+    #[test]
+    fn key_is_compact() {
+        // Fits in four cache lines; a change that grows it should be deliberate.
+        let n = std::mem::size_of::<FlowKey>();
+        assert!(n <= 256, "{n}");
     }
 
     #[test]

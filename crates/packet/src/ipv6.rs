@@ -230,6 +230,11 @@ pub struct ExtHeaderWalk {
     pub later_fragment: bool,
     /// An extension header ran past the end of the data.
     pub truncated: bool,
+    /// Offset of the final destination address when a routing header still
+    /// has segments left (RFC 8200 §8.1: the upper-layer pseudo-header uses
+    /// it instead of the header's destination). Known for routing types 0
+    /// (last address), 2 (home address) and 4 (SRH, first segment-list entry).
+    pub final_dst_offset: Option<usize>,
 }
 
 // Position of each header in the recommended order (RFC 8200 §4.1).
@@ -337,6 +342,18 @@ pub fn walk_ext_headers(ip: &[u8]) -> ExtHeaderWalk {
         if off + len > ip.len() {
             w.truncated = true;
             return w;
+        }
+        if nh == next_header::ROUTING && w.final_dst_offset.is_none() {
+            // Type and segments left are within the header (len >= 8).
+            let (rtype, segs_left) = (ip[off + 2], ip[off + 3]);
+            let addrs = usize::from(len_byte) / 2;
+            if segs_left > 0 && addrs > 0 {
+                w.final_dst_offset = match rtype {
+                    0 => Some(off + 8 + 16 * (addrs - 1)),
+                    2 | 4 => Some(off + 8),
+                    _ => None,
+                };
+            }
         }
         if nh == next_header::FRAGMENT {
             w.fragment = true;
@@ -479,6 +496,35 @@ mod tests {
         ext.extend_from_slice(&opts(17));
         let w = walk_ext_headers(&ip6(51, &ext, &[0; 8]));
         assert_eq!(w.exthdr, exthdr::AUTH | exthdr::DEST);
+    }
+
+    #[test]
+    fn routing_header_final_destination() {
+        // Type 0 with two addresses and one segment left: the last one.
+        let mut rh = vec![17, 4, 0, 1, 0, 0, 0, 0];
+        rh.extend_from_slice(&[0xaa; 16]);
+        rh.extend_from_slice(&[0xbb; 16]);
+        let w = walk_ext_headers(&ip6(43, &rh, &[0; 8]));
+        assert_eq!(w.final_dst_offset, Some(40 + 8 + 16));
+        // No segments left: the header's destination is final.
+        rh[3] = 0;
+        assert_eq!(
+            walk_ext_headers(&ip6(43, &rh, &[0; 8])).final_dst_offset,
+            None
+        );
+        // SRH (type 4): segment list[0].
+        rh[2] = 4;
+        rh[3] = 1;
+        assert_eq!(
+            walk_ext_headers(&ip6(43, &rh, &[0; 8])).final_dst_offset,
+            Some(48)
+        );
+        // Unknown type: not known.
+        rh[2] = 3;
+        assert_eq!(
+            walk_ext_headers(&ip6(43, &rh, &[0; 8])).final_dst_offset,
+            None
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //!   [`flow_key::FlowKey`];
 //! - [`buffer`]: a packet buffer with headroom, and the push/pop actions;
 //! - [`ttl`]: TTL actions (dec/set/copy for IP and MPLS);
-//! - [`set_field`]: OpenFlow set-field rewrites that keep every checksum right.
+//! - [`set_field`]: OpenFlow set-field rewrites that keep every checksum right;
+//! - [`fixup`]: from-scratch checksum fill and verification (slow path, tests);
+//! - [`parse_for_fuzz`]: the entry point for a fuzz target.
 //!
 //! Nothing in this crate panics on packet data: views are only built through
 //! `new_checked`, and the parser and rewrites treat every length as untrusted.

@@ -116,6 +116,30 @@ proptest! {
     }
 
     #[test]
+    fn stale_key_same_length_never_panics(
+        p in mutated_packet(),
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        v in any_field_value(),
+    ) {
+        let k = FlowKey::parse(&p);
+        let mut q = p.clone();
+        if !q.is_empty() {
+            for (i, b) in edits {
+                let n = q.len();
+                q[i.index(n)] = b;
+            }
+        }
+        let _ = crate::set_field::set_field_with_key(&mut q, &k, &v);
+        use crate::ttl::*;
+        let _ = dec_nw_ttl_with_key(&mut q, &k);
+        let _ = set_nw_ttl_with_key(&mut q, &k, 9);
+        let _ = dec_mpls_ttl_with_key(&mut q, &k);
+        let _ = set_mpls_ttl_with_key(&mut q, &k, 9);
+        let _ = copy_ttl_out_with_key(&mut q, &k);
+        let _ = copy_ttl_in_with_key(&mut q, &k);
+    }
+
+    #[test]
     fn set_field_keeps_checksums(p in sample_packet(), vs in proptest::collection::vec(any_field_value(), 1..5)) {
         prop_assume!(verify_checksums(&p).is_ok());
         let mut q = p.clone();

@@ -8,6 +8,10 @@
 //!   port change: incremental. A UDP-over-IPv4 checksum of zero means "no
 //!   checksum" and stays zero; an updated UDP checksum of zero is written
 //!   as 0xffff.
+//! - IP_PROTO: the IPv4 header checksum, and the checksum of the transport
+//!   header already there (TCP, UDP, ICMPv6), whose pseudo-header holds the
+//!   protocol; the header itself is not reinterpreted. (os-ken's switch test
+//!   vectors expect exactly this.)
 //! - ICMPv4 (type/code) and ICMPv6 (type/code, addresses in the
 //!   pseudo-header, ND target and link-layer options): incremental.
 //! - SCTP port: CRC32c recomputed in full over the SCTP packet, when the
@@ -24,6 +28,11 @@
 //! [`ActionError::MissingHeader`] and leaves the packet untouched.
 //! Values wider than their field are masked to the field width
 //! (`VlanVid` accepts the OFPVID_PRESENT bit and ignores it).
+//!
+//! With an IPv6 routing header that still has segments left, the transport
+//! pseudo-header holds the final destination from the routing header, not
+//! the IPv6 destination: rewriting IPV6_DST then leaves the transport
+//! checksum alone (RFC 8200 §8.1).
 //!
 //! After IP_PROTO or MPLS_BOS is rewritten, a [`FlowKey`] of the old packet
 //! no longer describes it: parse again before using it.
@@ -212,9 +221,16 @@ fn fix_sctp(pkt: &mut [u8], k: &FlowKey) {
     }
 }
 
-/// Applies one set-field using an already parsed key of this very packet.
+/// Applies one set-field using an already parsed key of this very packet
+/// (parsed since its last push, pop or IP_PROTO/MPLS_BOS rewrite). A key of
+/// a packet of another length is refused with [`ActionError::Truncated`];
+/// one of another packet of the same length cannot make this panic (every
+/// offset it holds is within that length) but rewrites the wrong bytes.
 pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result<(), ActionError> {
     use FieldValue::*;
+    if pkt.len() != k.packet_len as usize {
+        return Err(ActionError::Truncated);
+    }
     let f = v.oxm_field();
     // VLAN_VID is present on untagged frames too (as OFPVID_NONE), but can
     // only be rewritten in a tag.
@@ -257,11 +273,17 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
         }
         IpProto(p) => {
             let at = k.ip_proto_offset as usize;
+            let old = k.ip_proto;
             if v6 {
                 pkt[at] = p;
             } else {
                 let w = (be16(pkt, l3 + 8) & 0xff00) | u16::from(p);
                 rewrite16(pkt, l3 + 8, w, Some(l3 + 10));
+            }
+            // The transport header stays where it is; its checksum covers
+            // the protocol through the pseudo-header.
+            if let Some(cs) = l4_csum(k, pkt, v6) {
+                fix_l4(pkt, cs, &[0, old], &[0, p]);
             }
         }
         Ipv4Src(a) | Ipv4Dst(a) => {
@@ -324,7 +346,8 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
             old.copy_from_slice(&pkt[at..at + 16]);
             let new = a.to_be_bytes();
             pkt[at..at + 16].copy_from_slice(&new);
-            if let Some(cs) = l4_csum(k, pkt, true) {
+            let in_pseudo = at == l3 + 8 || k.ipv6_final_dst_offset == 0;
+            if let Some(cs) = l4_csum(k, pkt, true).filter(|_| in_pseudo) {
                 fix_l4(pkt, cs, &old, &new);
             }
         }
@@ -457,6 +480,19 @@ mod tests {
         assert!(crate::ipv4::Ipv4Packet::new_checked(&p[14..])
             .unwrap()
             .verify_checksum());
+        // The TCP checksum now sums right with protocol 17 in the pseudo-header.
+        let ph =
+            checksum::pseudo_header_v4([192, 168, 0, 1], [10, 0, 0, 2], 17, (p.len() - 34) as u32);
+        assert!(checksum::verify(&p[34..], ph));
+        let mut q = eth_ipv6_echo();
+        set_field(&mut q, &IpProto(6)).unwrap();
+        let ph = checksum::pseudo_header_v6(
+            &V6_SRC.to_be_bytes(),
+            &V6_DST.to_be_bytes(),
+            6,
+            (q.len() - 54) as u32,
+        );
+        assert!(checksum::verify(&q[54..], ph));
         let mut p = eth_ipv6_exthdr_udp();
         set_field(&mut p, &IpProto(6)).unwrap();
         let k = FlowKey::parse(&p);
@@ -584,6 +620,7 @@ mod tests {
             eth_ipv6_echo(),
             eth_ipv6_sctp(),
             eth_ipv6_exthdr_udp(),
+            eth_ipv6_routing_udp(),
         ] {
             for a in [0u128, u128::MAX, 0xfe80 << 112 | 5] {
                 check(&p, Ipv6Src(a), a);
@@ -644,6 +681,31 @@ mod tests {
         let mut q = p.clone();
         set_field(&mut q, &PbbIsid(0x42)).unwrap();
         assert_eq!(q[14] & 0xf0, 0x60); // PCP and flags kept
+    }
+
+    #[test]
+    fn stale_keys_never_panic() {
+        // A key from one packet used on another: refused when the length
+        // differs, harmless (no panic) when it is the same.
+        let all: Vec<Vec<u8>> = samples().into_iter().map(|(_, p)| p).collect();
+        for a in &all {
+            let k = FlowKey::parse(a);
+            for b in &all {
+                for v in [
+                    TcpSrc(1),
+                    Ipv6NdSll([1; 6]),
+                    MplsTc(1),
+                    Ipv4Dst(1),
+                    PbbIsid(1),
+                ] {
+                    let mut q = b.clone();
+                    let r = set_field_with_key(&mut q, &k, &v);
+                    if a.len() != b.len() {
+                        assert_eq!(r, Err(ActionError::Truncated));
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -191,6 +191,15 @@ pub fn eth_ipv6_exthdr_udp() -> Vec<u8> {
     finish(eth(0x86dd, &ipv6(0, 0, 0, 64, V6_SRC, V6_DST, &ext, &l4)))
 }
 
+/// Routing header type 0 with one segment left (final destination
+/// 2001:db8::99) -> UDP: the pseudo-header uses the final destination.
+pub fn eth_ipv6_routing_udp() -> Vec<u8> {
+    let mut ext = vec![17, 2, 0, 1, 0, 0, 0, 0];
+    ext.extend_from_slice(&0x2001_0db8_0000_0000_0000_0000_0000_0099u128.to_be_bytes());
+    let l4 = udp(1000, 2000, PAYLOAD);
+    finish(eth(0x86dd, &ipv6(0, 0, 43, 64, V6_SRC, V6_DST, &ext, &l4)))
+}
+
 pub fn arp_body(op: u16) -> Vec<u8> {
     let mut v = vec![0, 1, 8, 0, 6, 4];
     v.extend_from_slice(&op.to_be_bytes());
@@ -281,6 +290,7 @@ pub fn samples() -> Vec<(&'static str, Vec<u8>)> {
         ("ipv6_na", eth_ipv6_na()),
         ("ipv6_echo", eth_ipv6_echo()),
         ("ipv6_exthdr_udp", eth_ipv6_exthdr_udp()),
+        ("ipv6_routing_udp", eth_ipv6_routing_udp()),
         ("arp", eth_arp()),
         ("mpls2_ipv4", eth_mpls2_ipv4()),
         ("mpls1_ipv4", eth_mpls1_ipv4()),

@@ -9,6 +9,12 @@
 //! [`ActionError::InvalidTtl`] and leaves the packet unchanged: the
 //! pipeline drops it and may send it to the controller (OFPR_INVALID_TTL),
 //! which then sees the TTL the packet arrived with.
+//!
+//! Each action also has a `*_with_key` form taking a [`FlowKey`] already
+//! parsed from the packet (TTL actions never move headers, so one key
+//! serves a whole run of them); a key of a packet of another length is
+//! refused with [`ActionError::Truncated`]. TTL values are always read from
+//! the packet, never from the key.
 
 use crate::checksum;
 use crate::ethernet::ethertype;
@@ -50,29 +56,56 @@ fn write_ip_ttl(pkt: &mut [u8], at: &IpTtl, ttl: u8) {
     }
 }
 
+fn same_len(pkt: &[u8], k: &FlowKey) -> Result<(), ActionError> {
+    if pkt.len() == k.packet_len as usize {
+        Ok(())
+    } else {
+        Err(ActionError::Truncated)
+    }
+}
+
+fn read_ip_ttl(pkt: &[u8], at: &IpTtl) -> u8 {
+    match *at {
+        IpTtl::V4(l3) => pkt[l3 + 8],
+        IpTtl::V6(l3) => pkt[l3 + 7],
+    }
+}
+
 /// OpenFlow dec_nw_ttl. Returns the new TTL.
 pub fn dec_nw_ttl(pkt: &mut [u8]) -> Result<u8, ActionError> {
     let k = FlowKey::parse(pkt);
-    let at = ip_ttl_at(&k)?;
-    if k.ip_ttl <= 1 {
+    dec_nw_ttl_with_key(pkt, &k)
+}
+
+/// [`dec_nw_ttl`] with a key parsed from this packet.
+pub fn dec_nw_ttl_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<u8, ActionError> {
+    same_len(pkt, k)?;
+    let at = ip_ttl_at(k)?;
+    let ttl = read_ip_ttl(pkt, &at);
+    if ttl <= 1 {
         return Err(ActionError::InvalidTtl);
     }
-    write_ip_ttl(pkt, &at, k.ip_ttl - 1);
-    Ok(k.ip_ttl - 1)
+    write_ip_ttl(pkt, &at, ttl - 1);
+    Ok(ttl - 1)
 }
 
 /// OpenFlow set_nw_ttl.
 pub fn set_nw_ttl(pkt: &mut [u8], ttl: u8) -> Result<(), ActionError> {
     let k = FlowKey::parse(pkt);
-    let at = ip_ttl_at(&k)?;
+    set_nw_ttl_with_key(pkt, &k, ttl)
+}
+
+/// [`set_nw_ttl`] with a key parsed from this packet.
+pub fn set_nw_ttl_with_key(pkt: &mut [u8], k: &FlowKey, ttl: u8) -> Result<(), ActionError> {
+    same_len(pkt, k)?;
+    let at = ip_ttl_at(k)?;
     write_ip_ttl(pkt, &at, ttl);
     Ok(())
 }
 
-fn outer_label(pkt: &[u8]) -> Result<(FlowKey, usize), ActionError> {
-    let k = FlowKey::parse(pkt);
+fn outer_label(k: &FlowKey) -> Result<usize, ActionError> {
     if k.has(field::MPLS_LABEL) {
-        Ok((k, k.l3_offset as usize))
+        Ok(k.l3_offset as usize)
     } else if ethertype::is_mpls(k.eth_type) {
         Err(ActionError::Truncated)
     } else {
@@ -82,17 +115,32 @@ fn outer_label(pkt: &[u8]) -> Result<(FlowKey, usize), ActionError> {
 
 /// OpenFlow dec_mpls_ttl (outermost label). Returns the new TTL.
 pub fn dec_mpls_ttl(pkt: &mut [u8]) -> Result<u8, ActionError> {
-    let (k, at) = outer_label(pkt)?;
-    if k.mpls_ttl <= 1 {
+    let k = FlowKey::parse(pkt);
+    dec_mpls_ttl_with_key(pkt, &k)
+}
+
+/// [`dec_mpls_ttl`] with a key parsed from this packet.
+pub fn dec_mpls_ttl_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<u8, ActionError> {
+    same_len(pkt, k)?;
+    let at = outer_label(k)?;
+    let ttl = pkt[at + 3];
+    if ttl <= 1 {
         return Err(ActionError::InvalidTtl);
     }
-    pkt[at + 3] = k.mpls_ttl - 1;
-    Ok(k.mpls_ttl - 1)
+    pkt[at + 3] = ttl - 1;
+    Ok(ttl - 1)
 }
 
 /// OpenFlow set_mpls_ttl (outermost label).
 pub fn set_mpls_ttl(pkt: &mut [u8], ttl: u8) -> Result<(), ActionError> {
-    let (_, at) = outer_label(pkt)?;
+    let k = FlowKey::parse(pkt);
+    set_mpls_ttl_with_key(pkt, &k, ttl)
+}
+
+/// [`set_mpls_ttl`] with a key parsed from this packet.
+pub fn set_mpls_ttl_with_key(pkt: &mut [u8], k: &FlowKey, ttl: u8) -> Result<(), ActionError> {
+    same_len(pkt, k)?;
+    let at = outer_label(k)?;
     pkt[at + 3] = ttl;
     Ok(())
 }
@@ -135,7 +183,14 @@ fn inner_of(pkt: &[u8], at: usize) -> Result<Inner, ActionError> {
 /// OpenFlow copy_ttl_out: copies the TTL of the next-to-outermost header
 /// (inner label, or IP under the bottom label) to the outermost label.
 pub fn copy_ttl_out(pkt: &mut [u8]) -> Result<(), ActionError> {
-    let (_, at) = outer_label(pkt)?;
+    let k = FlowKey::parse(pkt);
+    copy_ttl_out_with_key(pkt, &k)
+}
+
+/// [`copy_ttl_out`] with a key parsed from this packet.
+pub fn copy_ttl_out_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<(), ActionError> {
+    same_len(pkt, k)?;
+    let at = outer_label(k)?;
     let ttl = match inner_of(pkt, at)? {
         Inner::Label(n) => pkt[n + 3],
         Inner::V4(n) => pkt[n + 8],
@@ -148,8 +203,15 @@ pub fn copy_ttl_out(pkt: &mut [u8]) -> Result<(), ActionError> {
 /// OpenFlow copy_ttl_in: copies the outermost label's TTL to the
 /// next-to-outermost header (IPv4 checksum updated).
 pub fn copy_ttl_in(pkt: &mut [u8]) -> Result<(), ActionError> {
-    let (k, at) = outer_label(pkt)?;
-    let ttl = k.mpls_ttl;
+    let k = FlowKey::parse(pkt);
+    copy_ttl_in_with_key(pkt, &k)
+}
+
+/// [`copy_ttl_in`] with a key parsed from this packet.
+pub fn copy_ttl_in_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<(), ActionError> {
+    same_len(pkt, k)?;
+    let at = outer_label(k)?;
+    let ttl = pkt[at + 3];
     match inner_of(pkt, at)? {
         Inner::Label(n) => {
             let v = (be32(pkt, n) & !0xff) | u32::from(ttl);
@@ -249,6 +311,38 @@ mod tests {
         let mut p = eth_ipv4_udp();
         assert_eq!(copy_ttl_out(&mut p), Err(ActionError::MissingHeader));
         assert_eq!(copy_ttl_in(&mut p), Err(ActionError::MissingHeader));
+    }
+
+    #[test]
+    fn one_key_serves_a_run_of_ttl_actions() {
+        let mut p = eth_mpls1_ipv4(); // label ttl 9, IP ttl 64
+        let k = FlowKey::parse(&p);
+        assert_eq!(copy_ttl_out_with_key(&mut p, &k), Ok(()));
+        assert_eq!(dec_mpls_ttl_with_key(&mut p, &k), Ok(63));
+        assert_eq!(dec_mpls_ttl_with_key(&mut p, &k), Ok(62));
+        assert_eq!(copy_ttl_in_with_key(&mut p, &k), Ok(()));
+        assert_eq!(set_mpls_ttl_with_key(&mut p, &k, 1), Ok(()));
+        assert_eq!(
+            dec_mpls_ttl_with_key(&mut p, &k),
+            Err(ActionError::InvalidTtl)
+        );
+        let mut b = crate::buffer::PacketBuf::from_slice(&p);
+        b.pop_mpls(0x0800).unwrap();
+        let mut q = b.into_vec();
+        assert_eq!(q[22], 62);
+        assert_eq!(verify_checksums(&q), Ok(()));
+        let k = FlowKey::parse(&q);
+        assert_eq!(dec_nw_ttl_with_key(&mut q, &k), Ok(61));
+        assert_eq!(set_nw_ttl_with_key(&mut q, &k, 2), Ok(()));
+        assert_eq!(dec_nw_ttl_with_key(&mut q, &k), Ok(1));
+        assert_eq!(
+            dec_nw_ttl_with_key(&mut q, &k),
+            Err(ActionError::InvalidTtl)
+        );
+        assert_eq!(verify_checksums(&q), Ok(()));
+        // A key of another length is refused.
+        let mut r = q[..q.len() - 1].to_vec();
+        assert_eq!(dec_nw_ttl_with_key(&mut r, &k), Err(ActionError::Truncated));
     }
 
     #[test]

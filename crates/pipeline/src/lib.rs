@@ -1,17 +1,19 @@
 //! OpenFlow 1.3 switch semantics (spec 1.3.5 §5–§6): flow tables, groups
-//! and meters as the control side sees them.
+//! and meters, and the packet processing that reads them.
 //!
-//! This crate holds the state a controller changes with FLOW_MOD,
-//! GROUP_MOD and METER_MOD, validates every change completely before it
-//! applies anything (a failed modification leaves the state exactly as it
-//! was), and answers the statistics requests about that state. Packet
-//! processing (lookup, instructions, action set) comes later and will read
-//! the same structures.
+//! The control side ([`SwitchState`]) holds the state a controller changes
+//! with FLOW_MOD, GROUP_MOD and METER_MOD, validates every change completely
+//! before it applies anything (a failed modification leaves the state
+//! exactly as it was), and answers the statistics requests about that
+//! state. The packet side ([`datapath`]) runs bursts of packets through the
+//! tables (lookup, instructions, action set, groups, meters, packet-ins)
+//! with no I/O and no threads of its own.
 //!
 //! Time is never read from a clock here: every operation that needs it is
 //! handed a [`Time`] (nanoseconds on some monotonic clock the caller
 //! chooses), so tests drive timeouts and meters with a simulated clock.
 
+pub mod datapath;
 pub mod flow_entry;
 pub mod flow_table;
 pub mod group_table;

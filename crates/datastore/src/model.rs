@@ -1,0 +1,616 @@
+//! The validated configuration model: what a [`Config`](crate::Config)
+//! holds once the file (or the flags) passed every check. Every value here
+//! is in range and every cross reference resolves; the runtime can take it
+//! as is.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use ofp::{FlowMod, GroupMod, MeterMod};
+
+/// One OpenFlow switch instance: its identity, its ports, the controllers
+/// it talks to and the flows, groups and meters it starts with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bridge {
+    /// Unique in the process; letters, digits, `_`, `-`, `.`; 1 to 32
+    /// characters.
+    pub name: String,
+    /// Datapath id; unique in the process. Default: the bridge's position
+    /// in the file, counting from 1.
+    pub dpid: u64,
+    /// What to do while no controller is connected.
+    pub fail_mode: FailMode,
+    /// Number of flow tables, 1..=254 (default 254).
+    pub n_tables: u8,
+    /// Bytes of a packet sent to the controller on a table miss, 0..=65535
+    /// (default 128; 65535 = the whole packet, `OFPCML_NO_BUFFER`).
+    pub miss_send_len: u16,
+    /// Most flows one table holds, 1..=16777216 (default 65536); a flow-mod
+    /// beyond it fails with `OFPFMFC_TABLE_FULL`.
+    pub flow_table_capacity: u32,
+    /// Ports in the order written; numbers unique in the bridge.
+    pub ports: Vec<Port>,
+    /// Controllers (active connections and passive listeners).
+    pub controllers: Vec<Controller>,
+    /// Static flows: the inline ones first, then those of `flows_file`.
+    pub flows: Vec<StaticFlow>,
+    /// Static groups: inline, then `groups_file`.
+    pub groups: Vec<StaticGroup>,
+    /// Static meters: inline, then `meters_file`.
+    pub meters: Vec<StaticMeter>,
+    /// The flows file as resolved against the config file's directory.
+    pub flows_file: Option<PathBuf>,
+    /// The groups file, resolved.
+    pub groups_file: Option<PathBuf>,
+    /// The meters file, resolved.
+    pub meters_file: Option<PathBuf>,
+}
+
+impl Bridge {
+    /// The port with this OpenFlow number.
+    pub fn port(&self, number: u32) -> Option<&Port> {
+        self.ports.iter().find(|p| p.number == number)
+    }
+}
+
+/// Behaviour without a controller (as `ovs-vsctl set-fail-mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FailMode {
+    /// Keep the flow table as it is; misses are dropped (default).
+    #[default]
+    Secure,
+    /// Act as a learning switch until a controller connects.
+    Standalone,
+}
+
+impl FailMode {
+    /// The config-file spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailMode::Secure => "secure",
+            FailMode::Standalone => "standalone",
+        }
+    }
+}
+
+/// One OpenFlow port of a bridge.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Port {
+    /// OpenFlow port number, 1..=0xffffff00 (`OFPP_MAX`).
+    pub number: u32,
+    /// What the port is attached to.
+    pub kind: PortKind,
+}
+
+/// What a port sends to and receives from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PortKind {
+    /// A network interface (or, for `pcap`/`memory`, a named stand-in for
+    /// one) opened through a backend. An interface name belongs to at most
+    /// one port in the process.
+    Interface {
+        /// Interface name (at most 15 bytes for kernel-backed backends).
+        name: String,
+        /// How packets are read and written.
+        backend: Backend,
+    },
+    /// One end of a patch link: what is output here enters `peer_bridge`
+    /// on `peer_port`, with no interface in between.
+    Patch {
+        /// The bridge at the other end.
+        peer_bridge: String,
+        /// The port number at the other end.
+        peer_port: u32,
+    },
+}
+
+/// The packet I/O backend of an interface port.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// `AF_PACKET` sockets (TPACKET ring): works on any Linux interface
+    /// (default).
+    #[default]
+    AfPacket,
+    /// `AF_XDP` sockets.
+    AfXdp,
+    /// A tap device that fulmar creates.
+    Tap,
+    /// Packets read from and/or written to pcap files.
+    Pcap(PcapBackend),
+    /// In-process queues, for tests.
+    Memory,
+}
+
+impl Backend {
+    /// The config-file spelling of the kind (`afpacket`, `afxdp`, `tap`,
+    /// `pcap`, `memory`).
+    pub fn kind_str(&self) -> &'static str {
+        match self {
+            Backend::AfPacket => "afpacket",
+            Backend::AfXdp => "afxdp",
+            Backend::Tap => "tap",
+            Backend::Pcap(_) => "pcap",
+            Backend::Memory => "memory",
+        }
+    }
+
+    /// Whether the interface name is a kernel interface name (and so
+    /// limited to 15 bytes).
+    pub fn is_kernel(&self) -> bool {
+        matches!(self, Backend::AfPacket | Backend::AfXdp | Backend::Tap)
+    }
+}
+
+/// A pcap-file port: packets come from `read` at `rate`, and what the
+/// switch outputs goes to `write`. At least one of the two is set.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct PcapBackend {
+    /// File whose packets are received on the port (resolved path).
+    pub read: Option<PathBuf>,
+    /// File the port's output is written to (resolved path).
+    pub write: Option<PathBuf>,
+    /// Replay rate of `read`.
+    pub rate: PcapRate,
+}
+
+/// How fast a pcap file is replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PcapRate {
+    /// As fast as the switch takes them (default; config `"max"`).
+    #[default]
+    Max,
+    /// This many packets per second (1..=1_000_000_000).
+    Pps(u64),
+}
+
+/// Both ends of a patch link between two bridges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatchLink {
+    /// One end: (bridge name, port number).
+    pub a: (String, u32),
+    /// The other end.
+    pub b: (String, u32),
+}
+
+/// One controller connection of a bridge, with its liveness timers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Controller {
+    /// Where to connect or listen.
+    pub target: ControllerTarget,
+    /// Send an echo request after this long without traffic, ms
+    /// (100..=3600000, default 5000).
+    pub echo_interval_ms: u32,
+    /// Drop the connection after this long without traffic, ms; more than
+    /// `echo_interval_ms` (default 15000, at most 3600000).
+    pub dead_peer_timeout_ms: u32,
+    /// First reconnect delay of an active connection, ms (1..=3600000,
+    /// default 1000); doubled after each failure up to `backoff_max_ms`.
+    pub backoff_min_ms: u32,
+    /// Largest reconnect delay, ms (`backoff_min_ms`..=3600000, default
+    /// 8000).
+    pub backoff_max_ms: u32,
+}
+
+/// Default echo interval, ms.
+pub const DEFAULT_ECHO_INTERVAL_MS: u32 = 5000;
+/// Default dead-peer timeout, ms.
+pub const DEFAULT_DEAD_PEER_TIMEOUT_MS: u32 = 15000;
+/// Default first reconnect delay, ms.
+pub const DEFAULT_BACKOFF_MIN_MS: u32 = 1000;
+/// Default largest reconnect delay, ms.
+pub const DEFAULT_BACKOFF_MAX_MS: u32 = 8000;
+/// The IANA OpenFlow port, used when a target leaves the port out.
+pub const OPENFLOW_PORT: u16 = 6653;
+
+impl Controller {
+    /// A controller with the default timers.
+    pub fn new(target: ControllerTarget) -> Controller {
+        Controller {
+            target,
+            echo_interval_ms: DEFAULT_ECHO_INTERVAL_MS,
+            dead_peer_timeout_ms: DEFAULT_DEAD_PEER_TIMEOUT_MS,
+            backoff_min_ms: DEFAULT_BACKOFF_MIN_MS,
+            backoff_max_ms: DEFAULT_BACKOFF_MAX_MS,
+        }
+    }
+}
+
+/// Plain TCP or TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Plain TCP.
+    Tcp,
+    /// TLS over TCP; needs the `[tls]` files.
+    Tls,
+}
+
+/// A controller connection: the switch connects out (`tcp:HOST[:PORT]`,
+/// `tls:HOST[:PORT]`) or listens (`ptcp:[PORT][:ADDR]`,
+/// `ptls:[PORT][:ADDR]`). See [`ControllerTarget::parse_target`] and
+/// [`ControllerTarget::parse_listen`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ControllerTarget {
+    /// The switch connects to a controller.
+    Connect {
+        /// TCP or TLS.
+        transport: Transport,
+        /// IP literal or host name (IPv6 without brackets).
+        host: String,
+        /// TCP port.
+        port: u16,
+    },
+    /// The switch listens for controllers.
+    Listen {
+        /// TCP or TLS.
+        transport: Transport,
+        /// Local address to bind.
+        addr: IpAddr,
+        /// TCP port (0: any free port).
+        port: u16,
+    },
+}
+
+impl ControllerTarget {
+    /// The transport of either kind.
+    pub fn transport(&self) -> Transport {
+        match self {
+            ControllerTarget::Connect { transport, .. }
+            | ControllerTarget::Listen { transport, .. } => *transport,
+        }
+    }
+}
+
+impl fmt::Display for ControllerTarget {
+    /// The canonical `ovs-vsctl set-controller` form: `tcp:HOST:PORT`,
+    /// `tls:[V6]:PORT`, `ptcp:PORT:ADDR`, `ptls:PORT:[V6]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControllerTarget::Connect {
+                transport,
+                host,
+                port,
+            } => {
+                let scheme = match transport {
+                    Transport::Tcp => "tcp",
+                    Transport::Tls => "tls",
+                };
+                if host.contains(':') {
+                    write!(f, "{scheme}:[{host}]:{port}")
+                } else {
+                    write!(f, "{scheme}:{host}:{port}")
+                }
+            }
+            ControllerTarget::Listen {
+                transport,
+                addr,
+                port,
+            } => {
+                let scheme = match transport {
+                    Transport::Tcp => "ptcp",
+                    Transport::Tls => "ptls",
+                };
+                match addr {
+                    IpAddr::V4(a) => write!(f, "{scheme}:{port}:{a}"),
+                    IpAddr::V6(a) => write!(f, "{scheme}:{port}:[{a}]"),
+                }
+            }
+        }
+    }
+}
+
+/// The TLS files shared by every `tls:`/`ptls:` controller (paths resolved
+/// against the config file's directory; their existence is the runtime's
+/// to check).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// PEM private key of the switch.
+    pub private_key: PathBuf,
+    /// PEM certificate of the switch.
+    pub certificate: PathBuf,
+    /// PEM CA certificate that controllers' certificates must chain to.
+    pub ca_cert: PathBuf,
+}
+
+/// A flow installed when the bridge starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticFlow {
+    /// The text as written (trimmed).
+    pub text: String,
+    /// Its parse.
+    pub flow_mod: FlowMod,
+    /// Where it was written.
+    pub source: Source,
+}
+
+/// A group installed when the bridge starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticGroup {
+    /// The text as written (trimmed).
+    pub text: String,
+    /// Its parse.
+    pub group_mod: GroupMod,
+    /// Where it was written.
+    pub source: Source,
+}
+
+/// A meter installed when the bridge starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticMeter {
+    /// The text as written (trimmed).
+    pub text: String,
+    /// Its parse.
+    pub meter_mod: MeterMod,
+    /// Where it was written.
+    pub source: Source,
+}
+
+/// Where a static flow, group or meter was written, for messages when the
+/// runtime refuses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The config file (inline) or the flows/groups/meters file.
+    pub file: PathBuf,
+    /// 1-based line in `file` (0 when given on the command line with no
+    /// file).
+    pub line: usize,
+    /// Whether the text was inline in the config file (an array string)
+    /// rather than a line of a `*_file`.
+    pub inline: bool,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// How the dataplane threads are arranged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ThreadMode {
+    /// Each thread receives, runs the pipeline and transmits its own
+    /// packets (`run-to-completion`; default).
+    #[default]
+    RunToCompletion,
+    /// Lagopus-style pipeline: RX threads read ports and hand packets over
+    /// rings to worker threads, which run the flow tables and hand the
+    /// results to TX threads (`rx-worker-tx`).
+    RxWorkerTx,
+}
+
+impl ThreadMode {
+    /// The config-file spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadMode::RunToCompletion => "run-to-completion",
+            ThreadMode::RxWorkerTx => "rx-worker-tx",
+        }
+    }
+}
+
+/// The six burst sizes of the Lagopus switch (Nakajima et al.), each the
+/// most packets moved in one call at one hand-over point. Larger bursts
+/// amortize per-call costs (system calls, ring atomics, cache misses on
+/// the descriptor) over more packets and raise throughput; smaller bursts
+/// hold fewer packets back and lower latency. All are powers of two in
+/// 1..=1024, default 32.
+///
+/// * `rx_read`: packets an RX thread reads from a port per poll.
+/// * `rx_write`: packets an RX thread enqueues to a worker's ring at once.
+/// * `worker_read`: packets a worker dequeues from its input ring at once.
+/// * `worker_write`: packets a worker enqueues to a TX ring at once.
+/// * `tx_read`: packets a TX thread dequeues from its ring at once.
+/// * `tx_write`: packets a TX thread writes to a port per send call.
+///
+/// In `run-to-completion` mode only `rx_read` (port read) and `tx_write`
+/// (port write) apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BurstSizes {
+    /// Port → RX thread.
+    pub rx_read: u16,
+    /// RX thread → worker ring.
+    pub rx_write: u16,
+    /// Worker ring → worker.
+    pub worker_read: u16,
+    /// Worker → TX ring.
+    pub worker_write: u16,
+    /// TX ring → TX thread.
+    pub tx_read: u16,
+    /// TX thread → port.
+    pub tx_write: u16,
+}
+
+/// The default burst size.
+pub const DEFAULT_BURST: u16 = 32;
+/// The largest burst size.
+pub const MAX_BURST: u16 = 1024;
+
+impl Default for BurstSizes {
+    fn default() -> Self {
+        BurstSizes {
+            rx_read: DEFAULT_BURST,
+            rx_write: DEFAULT_BURST,
+            worker_read: DEFAULT_BURST,
+            worker_write: DEFAULT_BURST,
+            tx_read: DEFAULT_BURST,
+            tx_write: DEFAULT_BURST,
+        }
+    }
+}
+
+/// When partly filled bursts are sent on rather than waiting to fill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlushPolicy {
+    /// A thread that found no new input for this long flushes what it
+    /// holds, µs (0..=1000, default 50; 0 flushes on every idle poll).
+    pub flush_idle_us: u32,
+    /// No packet waits in a partial burst longer than this even under a
+    /// steady trickle, µs (`flush_idle_us`..=10000, default 100).
+    pub max_batch_wait_us: u32,
+}
+
+impl Default for FlushPolicy {
+    fn default() -> Self {
+        FlushPolicy {
+            flush_idle_us: 50,
+            max_batch_wait_us: 100,
+        }
+    }
+}
+
+/// Entries of the rings between thread stages (`rx-worker-tx` mode):
+/// powers of two in 64..=65536, default 1024, each at least the bursts
+/// written to and read from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RingSizes {
+    /// Each RX → worker ring.
+    pub rx_ring: u32,
+    /// Each worker → TX ring.
+    pub tx_ring: u32,
+}
+
+impl Default for RingSizes {
+    fn default() -> Self {
+        RingSizes {
+            rx_ring: 1024,
+            tx_ring: 1024,
+        }
+    }
+}
+
+/// How an RX thread picks the worker for a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum DispatchKey {
+    /// By input port: one port's packets stay on one worker (`port`).
+    Port,
+    /// By a hash of the Ethernet addresses and VLAN (`l2`).
+    L2,
+    /// By a hash of the IP addresses, protocol and L4 ports; non-IP by L2
+    /// (`5tuple`; default).
+    #[default]
+    FiveTuple,
+    /// By the first matching [`PriorityClassRule`], else by the fallback
+    /// key (`priority-class`).
+    PriorityClass,
+}
+
+impl DispatchKey {
+    /// The config-file spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DispatchKey::Port => "port",
+            DispatchKey::L2 => "l2",
+            DispatchKey::FiveTuple => "5tuple",
+            DispatchKey::PriorityClass => "priority-class",
+        }
+    }
+}
+
+/// A traffic class given a worker of its own (`priority-class`
+/// dispatch). Every condition given must hold; at least one is given;
+/// `tcp_*` and `udp_*` do not mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct PriorityClassRule {
+    /// IP DSCP, 0..=63.
+    pub ip_dscp: Option<u8>,
+    /// VLAN priority, 0..=7.
+    pub vlan_pcp: Option<u8>,
+    /// IP protocol number.
+    pub ip_proto: Option<u8>,
+    /// UDP source port.
+    pub udp_src: Option<u16>,
+    /// UDP destination port.
+    pub udp_dst: Option<u16>,
+    /// TCP source port.
+    pub tcp_src: Option<u16>,
+    /// TCP destination port.
+    pub tcp_dst: Option<u16>,
+    /// Index of the worker thread (0-based, below `worker_threads`).
+    pub worker: usize,
+}
+
+/// RX dispatch: the key, and for `priority-class` its rules and the key
+/// for packets no rule takes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Dispatch {
+    /// The key.
+    pub key: DispatchKey,
+    /// For [`DispatchKey::PriorityClass`]: the key that spreads unclassified
+    /// packets over the workers no rule names (all workers if every one is
+    /// named). Never `PriorityClass`. Default `5tuple`.
+    pub fallback: DispatchKey,
+    /// First match wins. Empty unless the key is `PriorityClass`.
+    pub rules: Vec<PriorityClassRule>,
+}
+
+/// The dataplane threads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Dataplane {
+    /// Thread arrangement.
+    pub mode: ThreadMode,
+    /// RX threads (`rx-worker-tx`: 1..=256, default 1; 0 in
+    /// `run-to-completion`).
+    pub rx_threads: usize,
+    /// Worker threads (1..=256, default 1); in `run-to-completion` these
+    /// are the only threads.
+    pub worker_threads: usize,
+    /// TX threads (as `rx_threads`).
+    pub tx_threads: usize,
+    /// Cores the RX threads are pinned to, one per thread, if given.
+    pub rx_cores: Option<Vec<usize>>,
+    /// Cores of the worker threads, one per thread, if given.
+    pub worker_cores: Option<Vec<usize>>,
+    /// Cores of the TX threads, one per thread, if given.
+    pub tx_cores: Option<Vec<usize>>,
+    /// The six burst sizes.
+    pub burst: BurstSizes,
+    /// Partial-burst flushing.
+    pub flush: FlushPolicy,
+    /// Ring sizes.
+    pub rings: RingSizes,
+    /// RX dispatch.
+    pub dispatch: Dispatch,
+}
+
+/// Most threads of one kind.
+pub const MAX_THREADS: usize = 256;
+
+impl Default for Dataplane {
+    /// One run-to-completion thread, no pinning, default bursts, flushing,
+    /// rings and dispatch.
+    fn default() -> Self {
+        Dataplane {
+            mode: ThreadMode::RunToCompletion,
+            rx_threads: 0,
+            worker_threads: 1,
+            tx_threads: 0,
+            rx_cores: None,
+            worker_cores: None,
+            tx_cores: None,
+            burst: BurstSizes::default(),
+            flush: FlushPolicy::default(),
+            rings: RingSizes::default(),
+            dispatch: Dispatch::default(),
+        }
+    }
+}
+
+/// Facts about the machine that validation checks against, passed in so
+/// that validation reads nothing from the system itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Host {
+    /// Number of CPUs; pinned core ids must be below it.
+    pub cpus: usize,
+}
+
+impl Host {
+    /// This machine, by `std::thread::available_parallelism` (1 if it
+    /// cannot tell).
+    pub fn detect() -> Host {
+        Host {
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        }
+    }
+}

@@ -1,0 +1,687 @@
+//! The executor: walks one packet through the tables (instructions in the
+//! spec's order, §5.9), runs actions (§5.12), the action set (§5.10),
+//! groups (§5.6, §6.5) and meters (§5.7), and emits transmissions and
+//! packet-ins into a [`BurstOutput`].
+//!
+//! An [`Exec`] borrows everything one burst needs, split so that the flow
+//! entries (read-only) can be used while counters, meters and the buffer
+//! pool are written: entries are never cloned on the fast path.
+
+use super::action_set::ActionSet;
+use super::buffers::BufferPool;
+use super::counters::Counters;
+use super::lookup::Classifier;
+use super::ports::Ports;
+use super::OFPC_INVALID_TTL_TO_CONTROLLER;
+use super::{BurstOutput, DatapathConfig, PacketInEvent, TraceEvent, TxPacket};
+use crate::flow_table::Tables;
+use crate::group_table::Groups;
+use crate::meter_table::{MeterVerdict, Meters};
+use crate::Time;
+use ofp::action::OFPCML_NO_BUFFER;
+use ofp::consts::{group_no, port_no, OFP_NO_BUFFER};
+use ofp::packet_in::packet_in_reason;
+use ofp::{Action, Bucket, GroupType, Instruction, Match, Oxm, OxmField, OxmValue};
+use packet::buffer::PacketBuf;
+use packet::flow_key::{field, FlowKey};
+use packet::set_field::FieldValue;
+use packet::{ttl, ActionError};
+
+/// Where a packet's current processing came from, for packet-ins.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Origin {
+    pub table_id: u8,
+    pub cookie: u64,
+    /// The entry is a table-miss entry (priority 0, empty match).
+    pub miss: bool,
+}
+
+/// Cookie reported by packet-ins not caused by a flow entry (packet-out).
+pub(super) const NO_COOKIE: u64 = u64::MAX;
+
+/// One packet on its way through the pipeline.
+#[derive(Clone, Debug)]
+pub(super) struct Pkt {
+    pub buf: PacketBuf,
+    pub key: FlowKey,
+    pub in_port: u32,
+    pub in_phy_port: u32,
+    pub metadata: u64,
+    pub tunnel_id: u64,
+    pub queue_id: u32,
+    pub origin: Origin,
+    /// Processing actions of a PACKET_OUT (OFPP_TABLE allowed).
+    pub packet_out: bool,
+}
+
+impl Pkt {
+    pub fn new(buf: PacketBuf, in_port: u32) -> Pkt {
+        let mut p = Pkt {
+            buf,
+            key: FlowKey::default(),
+            in_port,
+            in_phy_port: in_port,
+            metadata: 0,
+            tunnel_id: 0,
+            queue_id: 0,
+            origin: Origin {
+                table_id: 0,
+                cookie: NO_COOKIE,
+                miss: false,
+            },
+            packet_out: false,
+        };
+        p.reparse();
+        p
+    }
+
+    /// Parses the headers again (after an action changed them) and sets
+    /// the pipeline fields.
+    pub fn reparse(&mut self) {
+        self.key = FlowKey::parse(self.buf.as_slice());
+        self.key.set_metadata_fields(
+            self.in_port,
+            self.in_phy_port,
+            self.metadata,
+            self.tunnel_id,
+        );
+    }
+}
+
+/// Processing of this packet ended (dropped by a meter or a TTL check).
+pub(super) struct Stopped;
+
+/// Everything one burst needs, borrowed. See the module comment.
+pub(super) struct Exec<'a> {
+    pub tables: &'a Tables,
+    pub groups: &'a Groups,
+    pub meters: &'a mut Meters,
+    pub classifier: &'a dyn Classifier,
+    pub ports: &'a Ports,
+    pub config: &'a DatapathConfig,
+    pub counters: &'a mut Counters,
+    pub buffers: &'a mut BufferPool,
+    pub trace: Option<&'a mut Vec<TraceEvent>>,
+    pub out: &'a mut BurstOutput,
+    pub now: Time,
+}
+
+fn mac_of(v: u128) -> [u8; 6] {
+    let b = v.to_be_bytes();
+    let mut m = [0u8; 6];
+    if let Some(src) = b.get(10..16) {
+        m.copy_from_slice(src);
+    }
+    m
+}
+
+/// The packet rewrite for a set-field of `f` to `v` (`None` for fields
+/// that are not packet bytes).
+pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
+    use FieldValue as F;
+    let f8 = f as u8;
+    Some(match f8 {
+        field::ETH_DST => F::EthDst(mac_of(v)),
+        field::ETH_SRC => F::EthSrc(mac_of(v)),
+        field::VLAN_VID => F::VlanVid(v as u16),
+        field::VLAN_PCP => F::VlanPcp(v as u8),
+        field::IP_DSCP => F::IpDscp(v as u8),
+        field::IP_ECN => F::IpEcn(v as u8),
+        field::IP_PROTO => F::IpProto(v as u8),
+        field::IPV4_SRC => F::Ipv4Src(v as u32),
+        field::IPV4_DST => F::Ipv4Dst(v as u32),
+        field::TCP_SRC => F::TcpSrc(v as u16),
+        field::TCP_DST => F::TcpDst(v as u16),
+        field::UDP_SRC => F::UdpSrc(v as u16),
+        field::UDP_DST => F::UdpDst(v as u16),
+        field::SCTP_SRC => F::SctpSrc(v as u16),
+        field::SCTP_DST => F::SctpDst(v as u16),
+        field::ICMPV4_TYPE => F::Icmpv4Type(v as u8),
+        field::ICMPV4_CODE => F::Icmpv4Code(v as u8),
+        field::ARP_OP => F::ArpOp(v as u16),
+        field::ARP_SPA => F::ArpSpa(v as u32),
+        field::ARP_TPA => F::ArpTpa(v as u32),
+        field::ARP_SHA => F::ArpSha(mac_of(v)),
+        field::ARP_THA => F::ArpTha(mac_of(v)),
+        field::IPV6_SRC => F::Ipv6Src(v),
+        field::IPV6_DST => F::Ipv6Dst(v),
+        field::IPV6_FLABEL => F::Ipv6Flabel(v as u32),
+        field::ICMPV6_TYPE => F::Icmpv6Type(v as u8),
+        field::ICMPV6_CODE => F::Icmpv6Code(v as u8),
+        field::IPV6_ND_TARGET => F::Ipv6NdTarget(v),
+        field::IPV6_ND_SLL => F::Ipv6NdSll(mac_of(v)),
+        field::IPV6_ND_TLL => F::Ipv6NdTll(mac_of(v)),
+        field::MPLS_LABEL => F::MplsLabel(v as u32),
+        field::MPLS_TC => F::MplsTc(v as u8),
+        field::MPLS_BOS => F::MplsBos(v as u8),
+        field::PBB_ISID => F::PbbIsid(v as u32),
+        _ => return None,
+    })
+}
+
+/// A hash of the flow's L2 and 5-tuple fields: the same for every packet
+/// of one flow, so a select group keeps a flow on one bucket.
+pub(super) fn flow_hash(k: &FlowKey) -> u64 {
+    const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = FNV_OFFSET;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(FNV_PRIME);
+        }
+    };
+    eat(&k.eth_src);
+    eat(&k.eth_dst);
+    eat(&k.eth_type.to_be_bytes());
+    eat(&k.vlan_vid.to_be_bytes());
+    eat(&k.ipv4_src.to_be_bytes());
+    eat(&k.ipv4_dst.to_be_bytes());
+    eat(&k.ipv6_src.to_be_bytes());
+    eat(&k.ipv6_dst.to_be_bytes());
+    eat(&[k.ip_proto]);
+    eat(&k.tp_src.to_be_bytes());
+    eat(&k.tp_dst.to_be_bytes());
+    eat(&k.mpls_label.to_be_bytes());
+    h
+}
+
+impl<'a> Exec<'a> {
+    fn trace(&mut self, ev: impl FnOnce() -> TraceEvent) {
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.push(ev());
+        }
+    }
+
+    /// Runs `pkt` through the tables from `table_id`, then its action set.
+    pub fn pipeline(&mut self, mut pkt: Pkt, start: u8) {
+        pkt.packet_out = false;
+        let tables = self.tables;
+        let classifier = self.classifier;
+        let mut set = ActionSet::default();
+        let mut table_id = start;
+        loop {
+            let entry = classifier.lookup(tables, table_id, &pkt.key);
+            self.counters.table_lookup(table_id, entry.is_some());
+            self.trace(|| TraceEvent::Lookup {
+                table_id,
+                entry: entry.map(|e| e.id),
+                key: Box::new(pkt.key),
+            });
+            let Some(e) = entry else {
+                self.out.drops.no_match += 1;
+                self.trace(|| TraceEvent::Drop { reason: "no_match" });
+                return;
+            };
+            self.counters.flow_hit(e.id, pkt.buf.len() as u64, self.now);
+            pkt.origin = Origin {
+                table_id,
+                cookie: e.cookie,
+                miss: e.priority == 0 && e.key.fields().is_empty(),
+            };
+            let inst = &e.instructions;
+            for i in inst {
+                if let Instruction::Meter { meter_id } = i {
+                    if self.meter(&mut pkt, *meter_id).is_err() {
+                        return;
+                    }
+                }
+            }
+            for i in inst {
+                if let Instruction::ApplyActions { actions } = i {
+                    for a in actions {
+                        if self.action(&mut pkt, a, 0).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            if inst.iter().any(|i| matches!(i, Instruction::ClearActions)) {
+                set.clear();
+                self.trace(|| TraceEvent::ClearActions);
+            }
+            for i in inst {
+                if let Instruction::WriteActions { actions } = i {
+                    set.write(actions);
+                    self.trace(|| TraceEvent::WriteActions {
+                        actions: actions.clone(),
+                    });
+                }
+            }
+            for i in inst {
+                if let Instruction::WriteMetadata {
+                    metadata,
+                    metadata_mask,
+                } = i
+                {
+                    pkt.metadata = (pkt.metadata & !metadata_mask) | (metadata & metadata_mask);
+                    pkt.key.metadata = pkt.metadata;
+                    let m = pkt.metadata;
+                    self.trace(|| TraceEvent::WriteMetadata { metadata: m });
+                }
+            }
+            let goto = inst.iter().find_map(|i| match i {
+                Instruction::GotoTable { table_id } => Some(*table_id),
+                _ => None,
+            });
+            match goto {
+                // Validation only installs forward gotos; a backward one
+                // would loop, so it ends the pipeline.
+                Some(next) if next > table_id => table_id = next,
+                _ => break,
+            }
+        }
+        self.action_set(pkt, &set);
+    }
+
+    /// Executes an action set at the end of the pipeline.
+    fn action_set(&mut self, mut pkt: Pkt, set: &ActionSet) {
+        self.trace(|| TraceEvent::ActionSet {
+            actions: set.iter().cloned().collect(),
+        });
+        let mut output = None;
+        for a in set.iter() {
+            match a {
+                Action::Output { port, max_len } => output = Some((*port, *max_len)),
+                Action::Group { .. } => {}
+                _ => {
+                    if self.action(&mut pkt, a, 0).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        if let Some(g) = set.group() {
+            self.group(pkt, g, 0);
+        } else if let Some((port, max_len)) = output {
+            let single = port <= port_no::MAX && port != pkt.in_port;
+            if single && self.ports.can_send(port) {
+                // The common case: the packet leaves by one port and is
+                // not needed any more, so it moves instead of being copied.
+                self.tx_owned(pkt, port);
+            } else {
+                self.output(&pkt, port, max_len);
+            }
+        }
+    }
+
+    /// Runs one action on `pkt`. `depth` is the group nesting depth.
+    pub fn action(&mut self, pkt: &mut Pkt, a: &Action, depth: u8) -> Result<(), Stopped> {
+        let r: Result<(), ActionError> = match a {
+            Action::Output { port, max_len } => {
+                self.trace(|| TraceEvent::Action {
+                    action: a.clone(),
+                    error: None,
+                });
+                self.output(pkt, *port, *max_len);
+                return Ok(());
+            }
+            Action::Group { group_id } => {
+                self.trace(|| TraceEvent::Action {
+                    action: a.clone(),
+                    error: None,
+                });
+                self.group(pkt.clone(), *group_id, depth);
+                return Ok(());
+            }
+            Action::SetQueue { queue_id } => {
+                pkt.queue_id = *queue_id;
+                self.trace(|| TraceEvent::Action {
+                    action: a.clone(),
+                    error: None,
+                });
+                return Ok(());
+            }
+            Action::Experimenter { .. } => return Ok(()),
+            Action::SetField { field } => self.set_field(pkt, field),
+            Action::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
+            Action::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),
+            Action::SetMplsTtl { mpls_ttl } => ttl::set_mpls_ttl(pkt.buf.as_mut_slice(), *mpls_ttl),
+            Action::DecMplsTtl => ttl::dec_mpls_ttl(pkt.buf.as_mut_slice()).map(|_| ()),
+            Action::SetNwTtl { nw_ttl } => ttl::set_nw_ttl(pkt.buf.as_mut_slice(), *nw_ttl),
+            Action::DecNwTtl => ttl::dec_nw_ttl(pkt.buf.as_mut_slice()).map(|_| ()),
+            Action::PushVlan { ethertype } => pkt.buf.push_vlan(*ethertype),
+            Action::PopVlan => pkt.buf.pop_vlan(),
+            Action::PushMpls { ethertype } => pkt.buf.push_mpls(*ethertype),
+            Action::PopMpls { ethertype } => pkt.buf.pop_mpls(*ethertype),
+            Action::PushPbb { ethertype } => pkt.buf.push_pbb(*ethertype),
+            Action::PopPbb => pkt.buf.pop_pbb(),
+        };
+        let err = r.err();
+        self.trace(|| TraceEvent::Action {
+            action: a.clone(),
+            error: err,
+        });
+        match err {
+            None => {
+                pkt.reparse();
+                Ok(())
+            }
+            Some(ActionError::InvalidTtl) => {
+                self.invalid_ttl(pkt);
+                Err(Stopped)
+            }
+            Some(_) => {
+                self.out.drops.action_failed += 1;
+                Ok(())
+            }
+        }
+    }
+
+    fn set_field(&mut self, pkt: &mut Pkt, oxm: &Oxm) -> Result<(), ActionError> {
+        let Oxm::Basic { field, value, .. } = oxm else {
+            return Err(ActionError::BadArgument);
+        };
+        if *field == OxmField::TunnelId {
+            pkt.tunnel_id = value.to_u128() as u64;
+            return Ok(());
+        }
+        let Some(fv) = field_value(*field, value.to_u128()) else {
+            return Err(ActionError::BadArgument);
+        };
+        packet::set_field::set_field_with_key(pkt.buf.as_mut_slice(), &pkt.key, &fv)
+    }
+
+    fn invalid_ttl(&mut self, pkt: &Pkt) {
+        self.out.drops.invalid_ttl += 1;
+        self.trace(|| TraceEvent::Drop {
+            reason: "invalid_ttl",
+        });
+        if self.config.flags & OFPC_INVALID_TTL_TO_CONTROLLER != 0 {
+            self.packet_in(
+                pkt,
+                packet_in_reason::INVALID_TTL,
+                self.config.miss_send_len,
+            );
+        }
+    }
+
+    /// Asks meter `id` about the packet; `Err` when a band drops it.
+    fn meter(&mut self, pkt: &mut Pkt, id: u32) -> Result<(), Stopped> {
+        let len = u32::try_from(pkt.buf.len()).unwrap_or(u32::MAX);
+        let Some(verdict) = self.meters.apply(id, self.now, len) else {
+            // Deleted meters remove their flows; nothing to enforce.
+            return Ok(());
+        };
+        let band = match verdict {
+            MeterVerdict::Pass => None,
+            MeterVerdict::Drop { band } | MeterVerdict::DscpRemark { band, .. } => Some(band),
+        };
+        self.counters.meter_hit(id, band, u64::from(len));
+        self.trace(|| TraceEvent::Meter {
+            meter_id: id,
+            verdict,
+        });
+        match verdict {
+            MeterVerdict::Pass => Ok(()),
+            MeterVerdict::Drop { .. } => {
+                self.out.drops.meter_drop += 1;
+                Err(Stopped)
+            }
+            MeterVerdict::DscpRemark { prec_level, .. } => {
+                if pkt.key.has(field::IP_DSCP) {
+                    let dscp = remark_dscp(pkt.key.ip_dscp, prec_level);
+                    let fv = FieldValue::IpDscp(dscp);
+                    if packet::set_field::set_field_with_key(pkt.buf.as_mut_slice(), &pkt.key, &fv)
+                        .is_ok()
+                    {
+                        pkt.reparse();
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs group `id` on `pkt`.
+    pub fn group(&mut self, pkt: Pkt, id: u32, depth: u8) {
+        let groups = self.groups;
+        let g = match groups.get(id) {
+            Some(g) if depth < self.config.max_group_depth => g,
+            _ => {
+                self.out.drops.group_drop += 1;
+                self.trace(|| TraceEvent::Drop {
+                    reason: "group_drop",
+                });
+                return;
+            }
+        };
+        let len = pkt.buf.len() as u64;
+        self.counters.group_hit(id, len);
+        match g.group_type {
+            GroupType::All => {
+                for (i, b) in g.buckets.iter().enumerate() {
+                    self.counters.bucket_hit(id, i, len);
+                    self.trace(|| TraceEvent::Group {
+                        group_id: id,
+                        bucket: Some(i),
+                    });
+                    self.bucket(pkt.clone(), b, depth);
+                }
+            }
+            GroupType::Indirect | GroupType::Select | GroupType::FastFailover => {
+                let chosen = match g.group_type {
+                    GroupType::Indirect => (!g.buckets.is_empty()).then_some(0),
+                    GroupType::Select => self.select_bucket(&g.buckets, &pkt.key, depth),
+                    _ => g.buckets.iter().position(|b| self.bucket_live(b, depth)),
+                };
+                self.trace(|| TraceEvent::Group {
+                    group_id: id,
+                    bucket: chosen,
+                });
+                match chosen.and_then(|i| g.buckets.get(i).map(|b| (i, b))) {
+                    Some((i, b)) => {
+                        self.counters.bucket_hit(id, i, len);
+                        self.bucket(pkt, b, depth);
+                    }
+                    None => self.out.drops.group_drop += 1,
+                }
+            }
+        }
+    }
+
+    fn bucket(&mut self, mut pkt: Pkt, b: &Bucket, depth: u8) {
+        for a in &b.actions {
+            let r = match a {
+                Action::Group { group_id } => {
+                    self.trace(|| TraceEvent::Action {
+                        action: a.clone(),
+                        error: None,
+                    });
+                    self.group(pkt.clone(), *group_id, depth.saturating_add(1));
+                    Ok(())
+                }
+                _ => self.action(&mut pkt, a, depth),
+            };
+            if r.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// A live bucket chosen by weight from the flow's hash.
+    fn select_bucket(&self, buckets: &[Bucket], key: &FlowKey, depth: u8) -> Option<usize> {
+        let live = |b: &Bucket| b.weight > 0 && self.bucket_live(b, depth);
+        let total: u64 = buckets
+            .iter()
+            .filter(|b| live(b))
+            .map(|b| u64::from(b.weight))
+            .sum();
+        if total == 0 {
+            return None;
+        }
+        let mut pick = flow_hash(key) % total;
+        for (i, b) in buckets.iter().enumerate() {
+            if !live(b) {
+                continue;
+            }
+            let w = u64::from(b.weight);
+            if pick < w {
+                return Some(i);
+            }
+            pick -= w;
+        }
+        None
+    }
+
+    /// Bucket liveness (spec §6.5): its watched port is live and its
+    /// watched group has a live bucket. Unwatched counts as live.
+    pub fn bucket_live(&self, b: &Bucket, depth: u8) -> bool {
+        let port_ok = b.watch_port == port_no::ANY || self.ports.is_live(b.watch_port);
+        port_ok && (b.watch_group == group_no::ANY || self.group_live(b.watch_group, depth + 1))
+    }
+
+    fn group_live(&self, id: u32, depth: u8) -> bool {
+        depth < self.config.max_group_depth
+            && self
+                .groups
+                .get(id)
+                .is_some_and(|g| g.buckets.iter().any(|b| self.bucket_live(b, depth)))
+    }
+
+    /// The output action.
+    pub fn output(&mut self, pkt: &Pkt, port: u32, max_len: u16) {
+        match port {
+            p if p <= port_no::MAX => {
+                if p == pkt.in_port {
+                    // Spec §5.12: output to the ingress port only via IN_PORT.
+                    self.trace(|| TraceEvent::Skipped { port: p });
+                } else {
+                    self.send(pkt, p);
+                }
+            }
+            port_no::IN_PORT => match pkt.in_port {
+                p if p <= port_no::MAX => self.send(pkt, p),
+                port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
+                _ => self.out.drops.unsupported_output += 1,
+            },
+            port_no::ALL | port_no::FLOOD => {
+                let ports = self.ports;
+                for p in ports.numbers() {
+                    let ok = if port == port_no::FLOOD {
+                        ports.floods_to(p)
+                    } else {
+                        ports.can_send(p)
+                    };
+                    if p != pkt.in_port && ok {
+                        self.tx(pkt, p);
+                    }
+                }
+            }
+            port_no::CONTROLLER => {
+                let reason = if pkt.origin.miss {
+                    packet_in_reason::NO_MATCH
+                } else {
+                    packet_in_reason::ACTION
+                };
+                self.packet_in(pkt, reason, max_len);
+            }
+            port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
+            port_no::TABLE if pkt.packet_out => self.pipeline(pkt.clone(), 0),
+            _ => {
+                self.out.drops.unsupported_output += 1;
+                self.trace(|| TraceEvent::Drop {
+                    reason: "unsupported_output",
+                });
+            }
+        }
+    }
+
+    fn send(&mut self, pkt: &Pkt, p: u32) {
+        if self.ports.can_send(p) {
+            self.tx(pkt, p);
+        } else {
+            self.out.drops.port_down += 1;
+            self.counters.port(p).tx_dropped += 1;
+            self.trace(|| TraceEvent::Drop {
+                reason: "port_down",
+            });
+        }
+    }
+
+    fn tx(&mut self, pkt: &Pkt, p: u32) {
+        self.count_tx(pkt, p);
+        self.out.tx.push(TxPacket {
+            port: p,
+            queue_id: pkt.queue_id,
+            packet: pkt.buf.clone(),
+        });
+    }
+
+    /// As `tx`, giving the packet away.
+    fn tx_owned(&mut self, pkt: Pkt, p: u32) {
+        self.count_tx(&pkt, p);
+        self.out.tx.push(TxPacket {
+            port: p,
+            queue_id: pkt.queue_id,
+            packet: pkt.buf,
+        });
+    }
+
+    fn count_tx(&mut self, pkt: &Pkt, p: u32) {
+        let len = pkt.buf.len() as u64;
+        let c = self.counters.port(p);
+        c.tx_packets += 1;
+        c.tx_bytes += len;
+        self.counters.queue_tx(p, pkt.queue_id, len);
+        self.trace(|| TraceEvent::Output {
+            port: p,
+            queue_id: pkt.queue_id,
+        });
+    }
+
+    /// Sends the packet to the controller: buffers it unless `max_len` is
+    /// `OFPCML_NO_BUFFER` or the pool is disabled, and truncates the data
+    /// to `max_len` when buffered.
+    pub fn packet_in(&mut self, pkt: &Pkt, reason: u8, max_len: u16) {
+        if !self.ports.packet_in_allowed(pkt.in_port) {
+            self.out.drops.packet_in_blocked += 1;
+            return;
+        }
+        let total = pkt.buf.len();
+        let (buffer_id, keep) = if max_len == OFPCML_NO_BUFFER {
+            (OFP_NO_BUFFER, total)
+        } else {
+            match self.buffers.store(pkt.in_port, pkt.buf.clone()) {
+                Some(id) => (id, total.min(usize::from(max_len))),
+                None => (OFP_NO_BUFFER, total),
+            }
+        };
+        let data = pkt.buf.as_slice().get(..keep).unwrap_or_default().to_vec();
+        let mut fields = vec![Oxm::basic(OxmField::InPort, OxmValue::U32(pkt.in_port))];
+        if pkt.in_phy_port != pkt.in_port {
+            fields.push(Oxm::basic(
+                OxmField::InPhyPort,
+                OxmValue::U32(pkt.in_phy_port),
+            ));
+        }
+        if pkt.metadata != 0 {
+            fields.push(Oxm::basic(OxmField::Metadata, OxmValue::U64(pkt.metadata)));
+        }
+        if pkt.tunnel_id != 0 {
+            fields.push(Oxm::basic(OxmField::TunnelId, OxmValue::U64(pkt.tunnel_id)));
+        }
+        self.trace(|| TraceEvent::PacketIn { reason });
+        self.out.packet_ins.push(PacketInEvent {
+            in_port: pkt.in_port,
+            message: ofp::PacketIn {
+                buffer_id,
+                total_len: u16::try_from(total).unwrap_or(u16::MAX),
+                reason,
+                table_id: pkt.origin.table_id,
+                cookie: pkt.origin.cookie,
+                match_: Match { fields },
+                data,
+            },
+        });
+    }
+}
+
+/// Meter DSCP remark (spec §5.7: "increase the drop precedence of the
+/// DSCP field"): the drop-precedence bits of an AF code point (bits 1-2
+/// of the DSCP) grow by `prec_level`, capped at 3 (high drop precedence).
+pub fn remark_dscp(dscp: u8, prec_level: u8) -> u8 {
+    let dp = (dscp >> 1) & 0b11;
+    let new = dp.saturating_add(prec_level).min(3);
+    (dscp & !0b110 & 0x3f) | (new << 1)
+}

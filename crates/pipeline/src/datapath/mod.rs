@@ -1,0 +1,443 @@
+//! The packet-processing half of the OpenFlow 1.3.5 pipeline (spec §5):
+//! table lookup, instructions (§5.9), the action set (§5.10), actions
+//! (§5.12), groups (§5.6, §6.5), meters (§5.7), packet-ins with buffer
+//! ids, and per-worker counters.
+//!
+//! A [`Datapath`] is one pipeline instance, owned by one worker: it holds
+//! the control-side [`SwitchState`] it reads (tables, groups) and whose
+//! meters it drives, the port table, a bounded buffer pool, and its own
+//! [`Counters`]. It does no I/O, spawns no thread and never reads a
+//! clock: [`Datapath::process_burst`] takes the ingress port, a burst of
+//! packets and the time, and returns what to transmit, what to send to the
+//! controller and what was dropped.
+//!
+//! Decisions where the spec leaves room:
+//! - Group bucket actions run in list order, as in Open vSwitch (the spec
+//!   calls them an action set; the two agree on every bucket that lists
+//!   its actions in set order, and list order allows several outputs).
+//! - An action that cannot apply to this packet (pop_vlan of an untagged
+//!   frame reached through an earlier apply-action, a set-field whose
+//!   prerequisite no longer holds) is skipped and counted
+//!   (`action_failed`); the packet goes on.
+//! - A packet-in carries the output action's `max_len` whatever the reason
+//!   (a table-miss entry's `output:CONTROLLER` included); `miss_send_len`
+//!   is used for packet-ins that no output action made (`OFPR_INVALID_TTL`),
+//!   as spec 1.3.5 §7.3.2 defines it ("when not using an output action to
+//!   the OFPP_CONTROLLER logical port"). Open vSwitch does the same.
+//! - Packet-ins not caused by a flow entry (from a packet-out) report table
+//!   0 and cookie `0xffffffffffffffff`.
+//! - DSCP remark raises the AF drop precedence (DSCP bits 1-2) by the
+//!   band's `prec_level`, capped at 3.
+//! - Select groups hash the L2 addresses, EtherType, VLAN, IP addresses,
+//!   IP protocol, transport ports and MPLS label, skip buckets of weight 0
+//!   and dead buckets (watch port/group), and pick by weight.
+
+pub mod action_set;
+pub mod buffers;
+pub mod counters;
+mod exec;
+pub mod lookup;
+pub mod ports;
+#[cfg(test)]
+mod tests;
+
+pub use action_set::ActionSet;
+pub use buffers::BufferPool;
+pub use counters::{Counters, DropCounters};
+pub use exec::remark_dscp;
+pub use lookup::{Classifier, LinearScan};
+pub use ports::{PortInfo, Ports};
+
+use crate::flow_entry::FlowId;
+use crate::meter_table::MeterVerdict;
+use crate::{SwitchState, Time};
+use exec::{Exec, Pkt, NO_COOKIE};
+use ofp::consts::{port_no, OFP_NO_BUFFER};
+use ofp::error::BadRequestCode;
+use ofp::{Action, OfpError, PacketOut};
+use packet::buffer::PacketBuf;
+use packet::flow_key::FlowKey;
+use packet::ActionError;
+
+/// `OFPC_INVALID_TTL_TO_CONTROLLER` (switch config flag, bit 2): send
+/// packets whose TTL expires to the controller.
+pub const OFPC_INVALID_TTL_TO_CONTROLLER: u16 = 1 << 2;
+
+/// Settings of a pipeline instance.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatapathConfig {
+    /// Packet buffers for packet-ins (0: never buffer).
+    pub n_buffers: usize,
+    /// `miss_send_len` of the switch config (bytes sent with packet-ins
+    /// that have no action `max_len`).
+    pub miss_send_len: u16,
+    /// Switch config flags (`OFPC_*`).
+    pub flags: u16,
+    /// Deepest group chain followed (deeper: dropped, `group_drop`).
+    pub max_group_depth: u8,
+}
+
+impl Default for DatapathConfig {
+    /// 256 buffers, miss_send_len 128 (`OFPCML_DEFAULT`), no flags, groups
+    /// nested up to 8 deep.
+    fn default() -> Self {
+        DatapathConfig {
+            n_buffers: 256,
+            miss_send_len: 128,
+            flags: 0,
+            max_group_depth: 8,
+        }
+    }
+}
+
+/// A packet to transmit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxPacket {
+    /// Output port (a standard port or `OFPP_LOCAL`).
+    pub port: u32,
+    /// Queue chosen by set_queue (0 when none).
+    pub queue_id: u32,
+    /// The packet as it leaves.
+    pub packet: PacketBuf,
+}
+
+/// A packet-in for the agent to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PacketInEvent {
+    /// Ingress port (also in the message's match).
+    pub in_port: u32,
+    /// The message body.
+    pub message: ofp::PacketIn,
+}
+
+/// What processing produced. Reuse one across bursts (call
+/// [`BurstOutput::clear`]) so its vectors keep their capacity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BurstOutput {
+    /// Packets to transmit, in the order the actions emitted them.
+    pub tx: Vec<TxPacket>,
+    /// Packet-ins, in order.
+    pub packet_ins: Vec<PacketInEvent>,
+    /// Drops by cause during this burst.
+    pub drops: DropCounters,
+}
+
+impl BurstOutput {
+    /// Empties the output, keeping capacity.
+    pub fn clear(&mut self) {
+        self.tx.clear();
+        self.packet_ins.clear();
+        self.drops = DropCounters::default();
+    }
+}
+
+/// One step of a packet's trip, recorded when tracing is on
+/// ([`Datapath::set_tracing`]) for `fulmar trace`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// A lookup in a table, the packet's fields then, and the entry hit.
+    Lookup {
+        /// Table number.
+        table_id: u8,
+        /// The entry hit, if any.
+        entry: Option<FlowId>,
+        /// The packet's fields at lookup.
+        key: Box<FlowKey>,
+    },
+    /// A meter's verdict.
+    Meter {
+        /// Meter id.
+        meter_id: u32,
+        /// What it decided.
+        verdict: MeterVerdict,
+    },
+    /// An action ran (apply-actions, action set, bucket or packet-out),
+    /// with the reason it could not apply, if any.
+    Action {
+        /// The action.
+        action: Action,
+        /// Why it failed.
+        error: Option<ActionError>,
+    },
+    /// The clear-actions instruction.
+    ClearActions,
+    /// A write-actions instruction.
+    WriteActions {
+        /// The actions written.
+        actions: Vec<Action>,
+    },
+    /// Metadata after a write-metadata instruction.
+    WriteMetadata {
+        /// The new metadata.
+        metadata: u64,
+    },
+    /// The action set about to run, in execution order.
+    ActionSet {
+        /// The actions.
+        actions: Vec<Action>,
+    },
+    /// A group and the bucket it used (`None`: no bucket could be used).
+    Group {
+        /// Group id.
+        group_id: u32,
+        /// Bucket index.
+        bucket: Option<usize>,
+    },
+    /// A packet transmitted.
+    Output {
+        /// Port.
+        port: u32,
+        /// Queue.
+        queue_id: u32,
+    },
+    /// An output to the ingress port, skipped (spec §5.12).
+    Skipped {
+        /// The port.
+        port: u32,
+    },
+    /// A packet-in.
+    PacketIn {
+        /// `OFPR_*`.
+        reason: u8,
+    },
+    /// The packet was dropped (the name of the drop counter).
+    Drop {
+        /// Counter name.
+        reason: &'static str,
+    },
+}
+
+/// One pipeline instance. See the module comment.
+pub struct Datapath {
+    /// The control-side state this instance reads (and whose meters it
+    /// drives). The agent applies flow/group/meter mods here.
+    pub state: SwitchState,
+    /// The ports.
+    pub ports: Ports,
+    /// Settings.
+    pub config: DatapathConfig,
+    classifier: Box<dyn Classifier + Send>,
+    counters: Counters,
+    buffers: BufferPool,
+    trace: Option<Vec<TraceEvent>>,
+}
+
+impl Datapath {
+    /// A pipeline over `state` with `ports`.
+    pub fn new(state: SwitchState, ports: Ports, config: DatapathConfig) -> Datapath {
+        Datapath {
+            state,
+            ports,
+            buffers: BufferPool::new(config.n_buffers),
+            config,
+            classifier: Box::new(LinearScan),
+            counters: Counters::default(),
+            trace: None,
+        }
+    }
+
+    /// Replaces the per-table lookup.
+    pub fn set_classifier(&mut self, c: Box<dyn Classifier + Send>) {
+        self.classifier = c;
+    }
+
+    /// This instance's counters (not yet folded into the state).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Takes this instance's counters, leaving zeros.
+    pub fn take_counters(&mut self) -> Counters {
+        std::mem::take(&mut self.counters)
+    }
+
+    /// Folds this instance's flow, table and group counters into its
+    /// state (so the state's multipart answers include them) and returns
+    /// the taken counters (ports, queues, meters and drops are read from
+    /// them).
+    pub fn sync_counters(&mut self) -> Counters {
+        let c = self.take_counters();
+        c.fold_into(&mut self.state);
+        c
+    }
+
+    /// The buffer pool.
+    pub fn buffers(&self) -> &BufferPool {
+        &self.buffers
+    }
+
+    /// Turns step recording on or off (off by default; costs a branch per
+    /// step when off).
+    pub fn set_tracing(&mut self, on: bool) {
+        self.trace = on.then(Vec::new);
+    }
+
+    /// The steps recorded since the last call.
+    pub fn take_trace(&mut self) -> Vec<TraceEvent> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn exec<'a>(&'a mut self, out: &'a mut BurstOutput, now: Time) -> Exec<'a> {
+        Exec {
+            tables: &self.state.tables,
+            groups: &self.state.groups,
+            meters: &mut self.state.meters,
+            classifier: &*self.classifier,
+            ports: &self.ports,
+            config: &self.config,
+            counters: &mut self.counters,
+            buffers: &mut self.buffers,
+            trace: self.trace.as_mut(),
+            out,
+            now,
+        }
+    }
+
+    /// Processes a burst received on `in_port`, draining `packets` (the
+    /// vector keeps its capacity) and appending to `out`.
+    pub fn process_burst_into(
+        &mut self,
+        in_port: u32,
+        packets: &mut Vec<PacketBuf>,
+        now: Time,
+        out: &mut BurstOutput,
+    ) {
+        let drops_before = out.drops;
+        let receives = self.ports.receives(in_port);
+        let mut ex = self.exec(out, now);
+        for buf in packets.drain(..) {
+            let len = buf.len() as u64;
+            let pc = ex.counters.port(in_port);
+            pc.rx_packets += 1;
+            pc.rx_bytes += len;
+            if !receives {
+                pc.rx_dropped += 1;
+                ex.out.drops.port_no_recv += 1;
+                continue;
+            }
+            let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
+            let dropped = ex.out.drops;
+            ex.pipeline(Pkt::new(buf, in_port), 0);
+            if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
+                ex.out.drops.no_output += 1;
+            }
+        }
+        let mut delta = out.drops;
+        subtract(&mut delta, &drops_before);
+        self.counters.drops.merge(&delta);
+    }
+
+    /// Processes a burst received on `in_port` (see
+    /// [`Self::process_burst_into`] to reuse an output).
+    pub fn process_burst(
+        &mut self,
+        in_port: u32,
+        packets: &mut Vec<PacketBuf>,
+        now: Time,
+    ) -> BurstOutput {
+        let mut out = BurstOutput::default();
+        self.process_burst_into(in_port, packets, now, &mut out);
+        out
+    }
+
+    /// Executes a PACKET_OUT (spec §7.3.7): its actions run as an action
+    /// list on the given or buffered packet; `output:TABLE` sends it
+    /// through the pipeline from table 0.
+    ///
+    /// Errors: `BAD_REQUEST/BAD_PORT` for an `in_port` that is neither a
+    /// standard port, LOCAL nor CONTROLLER; `BAD_REQUEST/BUFFER_UNKNOWN`
+    /// for a buffer id the pool does not hold; the action errors of
+    /// [`crate::validate::validate_action_list`] (output to TABLE allowed
+    /// here).
+    pub fn packet_out(&mut self, po: &PacketOut, now: Time) -> Result<BurstOutput, OfpError> {
+        let mut out = BurstOutput::default();
+        self.packet_out_into(po, now, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::packet_out`] appending to `out`.
+    pub fn packet_out_into(
+        &mut self,
+        po: &PacketOut,
+        now: Time,
+        out: &mut BurstOutput,
+    ) -> Result<(), OfpError> {
+        let in_port_ok = po.in_port <= port_no::MAX
+            || po.in_port == port_no::CONTROLLER
+            || po.in_port == port_no::LOCAL;
+        if !in_port_ok || po.in_port == 0 {
+            return Err(OfpError::BadRequest(BadRequestCode::BadPort));
+        }
+        let groups = &self.state.groups;
+        let policy = self.state.tables.config().policy;
+        for a in &po.actions {
+            if matches!(
+                a,
+                Action::Output {
+                    port: port_no::TABLE,
+                    ..
+                }
+            ) {
+                continue;
+            }
+            crate::validate::validate_action_list(
+                std::slice::from_ref(a),
+                None,
+                &|g| groups.contains(g),
+                policy,
+            )?;
+        }
+        let buf = if po.buffer_id == OFP_NO_BUFFER {
+            PacketBuf::from_slice(&po.data)
+        } else {
+            self.buffers
+                .take(po.buffer_id)
+                .ok_or(OfpError::BadRequest(BadRequestCode::BufferUnknown))?
+                .packet
+        };
+        let drops_before = out.drops;
+        let mut ex = self.exec(out, now);
+        let mut pkt = Pkt::new(buf, po.in_port);
+        pkt.packet_out = true;
+        pkt.origin.cookie = NO_COOKIE;
+        for a in &po.actions {
+            if ex.action(&mut pkt, a, 0).is_err() {
+                break;
+            }
+        }
+        let mut delta = out.drops;
+        subtract(&mut delta, &drops_before);
+        self.counters.drops.merge(&delta);
+        Ok(())
+    }
+
+    /// Sends a buffered packet through the pipeline from table 0 (a
+    /// FLOW_MOD that named a buffer id: [`crate::FlowModOutcome`]'s
+    /// `release_buffer`). `BAD_REQUEST/BUFFER_UNKNOWN` when the pool does
+    /// not hold it.
+    pub fn release_buffer(&mut self, buffer_id: u32, now: Time) -> Result<BurstOutput, OfpError> {
+        let b = self
+            .buffers
+            .take(buffer_id)
+            .ok_or(OfpError::BadRequest(BadRequestCode::BufferUnknown))?;
+        let mut out = BurstOutput::default();
+        self.exec(&mut out, now)
+            .pipeline(Pkt::new(b.packet, b.in_port), 0);
+        self.counters.drops.merge(&out.drops);
+        Ok(out)
+    }
+}
+
+/// `a -= b`, counter by counter (b was an earlier value of a).
+fn subtract(a: &mut DropCounters, b: &DropCounters) {
+    a.no_match = a.no_match.saturating_sub(b.no_match);
+    a.meter_drop = a.meter_drop.saturating_sub(b.meter_drop);
+    a.invalid_ttl = a.invalid_ttl.saturating_sub(b.invalid_ttl);
+    a.port_down = a.port_down.saturating_sub(b.port_down);
+    a.port_no_recv = a.port_no_recv.saturating_sub(b.port_no_recv);
+    a.unsupported_output = a.unsupported_output.saturating_sub(b.unsupported_output);
+    a.action_failed = a.action_failed.saturating_sub(b.action_failed);
+    a.group_drop = a.group_drop.saturating_sub(b.group_drop);
+    a.packet_in_blocked = a.packet_in_blocked.saturating_sub(b.packet_in_blocked);
+    a.no_output = a.no_output.saturating_sub(b.no_output);
+}

@@ -1,0 +1,135 @@
+//! The ports the pipeline can send to, as the pipeline sees them: number,
+//! config bits (`OFPPC_*`) and state bits (`OFPPS_*`). The dataplane or the
+//! agent keeps this table current (port-status, port-mod).
+//!
+//! Rules used by the executor:
+//! - a port is *live* (fast-failover, spec §6.5) when it exists, is not
+//!   administratively down (`OFPPC_PORT_DOWN`) and its link is up (no
+//!   `OFPPS_LINK_DOWN`);
+//! - a port *can send* when it is live and not `OFPPC_NO_FWD`;
+//! - FLOOD also skips ports in `OFPPS_BLOCKED` (spanning tree).
+
+use ofp::port::{port_config, port_state};
+use std::collections::BTreeMap;
+
+/// One port's config and state bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortInfo {
+    /// `OFPPC_*` bits.
+    pub config: u32,
+    /// `OFPPS_*` bits.
+    pub state: u32,
+}
+
+/// The port table, ordered by port number so ALL and FLOOD emit in a
+/// deterministic order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ports {
+    ports: BTreeMap<u32, PortInfo>,
+}
+
+impl Ports {
+    /// Ports `1..=n`, all up.
+    pub fn with_range(n: u32) -> Ports {
+        let mut p = Ports::default();
+        for i in 1..=n {
+            p.set(i, PortInfo::default());
+        }
+        p
+    }
+
+    /// Adds or replaces a port.
+    pub fn set(&mut self, port_no: u32, info: PortInfo) {
+        self.ports.insert(port_no, info);
+    }
+
+    /// Removes a port.
+    pub fn remove(&mut self, port_no: u32) {
+        self.ports.remove(&port_no);
+    }
+
+    /// A port's bits.
+    pub fn get(&self, port_no: u32) -> Option<PortInfo> {
+        self.ports.get(&port_no).copied()
+    }
+
+    /// Every port number, ascending.
+    pub fn numbers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.ports.keys().copied()
+    }
+
+    /// Whether the port exists, is not down and its link is up.
+    pub fn is_live(&self, port_no: u32) -> bool {
+        self.get(port_no).is_some_and(|p| {
+            p.config & port_config::PORT_DOWN == 0 && p.state & port_state::LINK_DOWN == 0
+        })
+    }
+
+    /// Whether a packet may be sent out of the port.
+    pub fn can_send(&self, port_no: u32) -> bool {
+        self.is_live(port_no)
+            && self
+                .get(port_no)
+                .is_some_and(|p| p.config & port_config::NO_FWD == 0)
+    }
+
+    /// Whether FLOOD sends out of the port (as `can_send`, and not blocked).
+    pub fn floods_to(&self, port_no: u32) -> bool {
+        self.can_send(port_no)
+            && self
+                .get(port_no)
+                .is_some_and(|p| p.state & port_state::BLOCKED == 0)
+    }
+
+    /// Whether packets received on the port are processed (no `NO_RECV`).
+    /// A port the table does not know (the controller, LOCAL) receives.
+    pub fn receives(&self, port_no: u32) -> bool {
+        self.get(port_no)
+            .is_none_or(|p| p.config & port_config::NO_RECV == 0)
+    }
+
+    /// Whether packet-ins for packets from this port are allowed (no
+    /// `NO_PACKET_IN`).
+    pub fn packet_in_allowed(&self, port_no: u32) -> bool {
+        self.get(port_no)
+            .is_none_or(|p| p.config & port_config::NO_PACKET_IN == 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn liveness_and_forwarding_rules() {
+        let mut p = Ports::with_range(4);
+        p.set(
+            2,
+            PortInfo {
+                config: port_config::PORT_DOWN,
+                state: 0,
+            },
+        );
+        p.set(
+            3,
+            PortInfo {
+                config: port_config::NO_FWD,
+                state: port_state::BLOCKED,
+            },
+        );
+        p.set(
+            4,
+            PortInfo {
+                config: 0,
+                state: port_state::LINK_DOWN | port_state::BLOCKED,
+            },
+        );
+        assert!(p.is_live(1) && p.can_send(1) && p.floods_to(1));
+        assert!(!p.is_live(2) && !p.can_send(2));
+        assert!(p.is_live(3) && !p.can_send(3) && !p.floods_to(3));
+        assert!(!p.is_live(4));
+        assert!(!p.is_live(9));
+        assert!(p.receives(9) && p.receives(1));
+        assert_eq!(p.numbers().collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    }
+}
