@@ -2,7 +2,8 @@
 //! machine drives (one method per controller operation), the
 //! [`SwitchEvent`]s that flow the other way (packet-in, flow-removed,
 //! port-status), and [`MemorySwitch`], an implementation over
-//! [`pipeline::SwitchState`] with no datapath behind it.
+//! [`pipeline::datapath::Datapath`] (which owns the
+//! [`pipeline::SwitchState`]) with no port I/O behind it.
 //!
 //! The runtime plugs the real datapath in later by implementing [`Switch`]
 //! for it. Every method except [`Switch::barrier`] is synchronous and must
@@ -10,7 +11,7 @@
 //! once every operation handed over before it is fully applied, which for
 //! an in-memory state is at once.
 
-use ofp::consts::{port_no, table_no, OFP_NO_BUFFER};
+use ofp::consts::{port_no, table_no};
 use ofp::error::{
     BadRequestCode, PortModFailedCode, SwitchConfigFailedCode, TableFeaturesFailedCode,
     TableModFailedCode,
@@ -23,7 +24,9 @@ use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketIn, PacketOut, PacketQueue, Port,
     PortMod, PortStatus, SwitchConfig, TableMod,
 };
+use pipeline::datapath::{BurstOutput, Datapath, DatapathConfig, PortInfo, Ports, TxPacket};
 use pipeline::{SwitchState, Time};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -91,6 +94,8 @@ pub struct MemorySwitchConfig {
     pub ports: Vec<Port>,
     /// DESC reply.
     pub desc: Desc,
+    /// Packet buffers, miss_send_len and flags of the datapath.
+    pub datapath: DatapathConfig,
 }
 
 impl Default for MemorySwitchConfig {
@@ -108,22 +113,29 @@ impl Default for MemorySwitchConfig {
                 serial_num: "None".into(),
                 dp_desc: "fulmar in-memory switch".into(),
             },
+            datapath: DatapathConfig::default(),
         }
     }
 }
 
 struct Inner {
-    state: SwitchState,
+    dp: Datapath,
     ports: Vec<Port>,
-    config: SwitchConfig,
+    transmitted: VecDeque<TxPacket>,
 }
 
-/// A [`Switch`] over [`pipeline::SwitchState`] alone: flow, group and meter
-/// tables with their statistics, a fixed port list, no queues, no packet
-/// buffers, and no datapath (PACKET_OUT is refused with
-/// `BAD_REQUEST/EPERM` until one is plugged in). FLOW_REMOVED and
-/// PORT_STATUS events go to the channel given at construction; when it is
-/// full they are dropped and counted ([`MemorySwitch::events_dropped`]).
+/// Most transmitted packets a [`MemorySwitch`] keeps for inspection.
+pub const TRANSMITTED_KEPT: usize = 1024;
+
+/// A [`Switch`] over one [`Datapath`] with no port I/O: flow, group and
+/// meter tables with their statistics, packet buffers, a fixed port list
+/// and no queues. PACKET_OUT (and a FLOW_MOD naming a buffer) runs through
+/// the datapath; what it transmits is kept (the last
+/// [`TRANSMITTED_KEPT`] packets, [`MemorySwitch::take_transmitted`]) and
+/// its packet-ins become events. Packets can be injected with
+/// [`MemorySwitch::inject`]. PACKET_IN, FLOW_REMOVED and PORT_STATUS
+/// events go to the channel given at construction; when it is full they
+/// are dropped and counted ([`MemorySwitch::events_dropped`]).
 pub struct MemorySwitch {
     inner: Mutex<Inner>,
     datapath_id: u64,
@@ -138,12 +150,13 @@ impl MemorySwitch {
     pub fn new(config: MemorySwitchConfig, events: Option<mpsc::Sender<SwitchEvent>>) -> Self {
         MemorySwitch {
             inner: Mutex::new(Inner {
-                state: SwitchState::new(config.tables, config.groups, config.meters),
+                dp: Datapath::new(
+                    SwitchState::new(config.tables, config.groups, config.meters),
+                    dp_ports(&config.ports),
+                    config.datapath,
+                ),
                 ports: config.ports,
-                config: SwitchConfig {
-                    flags: config_flags::FRAG_NORMAL,
-                    miss_send_len: 128,
-                },
+                transmitted: VecDeque::new(),
             }),
             datapath_id: config.datapath_id,
             desc: config.desc,
@@ -160,7 +173,46 @@ impl MemorySwitch {
 
     /// Runs `f` on the pipeline state (for tests and the runtime).
     pub fn with_state<R>(&self, f: impl FnOnce(&mut SwitchState) -> R) -> R {
-        f(&mut self.lock().state)
+        f(&mut self.lock().dp.state)
+    }
+
+    /// Runs `f` on the datapath.
+    pub fn with_datapath<R>(&self, f: impl FnOnce(&mut Datapath) -> R) -> R {
+        f(&mut self.lock().dp)
+    }
+
+    /// Sends `packets` received on `in_port` through the pipeline; their
+    /// packet-ins become events, what they transmit is returned.
+    pub fn inject(&self, in_port: u32, packets: &[&[u8]]) -> Vec<TxPacket> {
+        let now = self.now();
+        let mut bufs: Vec<_> = packets
+            .iter()
+            .map(|p| packet::buffer::PacketBuf::from_slice(p))
+            .collect();
+        let out = self.lock().dp.process_burst(in_port, &mut bufs, now);
+        for pi in out.packet_ins {
+            self.emit(SwitchEvent::PacketIn(pi.message));
+        }
+        out.tx
+    }
+
+    /// Takes the packets PACKET_OUTs and released buffers transmitted.
+    pub fn take_transmitted(&self) -> Vec<TxPacket> {
+        self.lock().transmitted.drain(..).collect()
+    }
+
+    /// Keeps what `out` transmitted, and returns its packet-ins as events.
+    fn absorb(inner: &mut Inner, out: BurstOutput) -> Vec<SwitchEvent> {
+        for tx in out.tx {
+            if inner.transmitted.len() >= TRANSMITTED_KEPT {
+                inner.transmitted.pop_front();
+            }
+            inner.transmitted.push_back(tx);
+        }
+        out.packet_ins
+            .into_iter()
+            .map(|p| SwitchEvent::PacketIn(p.message))
+            .collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -202,6 +254,20 @@ impl MemorySwitch {
     }
 }
 
+fn dp_ports(ports: &[Port]) -> Ports {
+    let mut p = Ports::default();
+    for port in ports {
+        p.set(
+            port.port_no,
+            PortInfo {
+                config: port.config,
+                state: port.state,
+            },
+        );
+    }
+    p
+}
+
 fn counters_unavailable(port: u32) -> PortStats {
     let na = pipeline::COUNTER_UNAVAILABLE;
     PortStats {
@@ -225,10 +291,11 @@ fn counters_unavailable(port: u32) -> PortStats {
 
 impl Switch for MemorySwitch {
     fn features(&self) -> FeaturesReply {
-        let n_tables = self.lock().state.tables.n_tables();
+        let inner = self.lock();
+        let n_tables = inner.dp.state.tables.n_tables();
         FeaturesReply {
             datapath_id: self.datapath_id,
-            n_buffers: 0,
+            n_buffers: u32::try_from(inner.dp.buffers().capacity()).unwrap_or(u32::MAX),
             n_tables,
             auxiliary_id: 0,
             // What this implementation really answers: flow, table and
@@ -241,12 +308,17 @@ impl Switch for MemorySwitch {
     }
 
     fn config(&self) -> SwitchConfig {
-        self.lock().config.clone()
+        let inner = self.lock();
+        SwitchConfig {
+            flags: inner.dp.config.flags,
+            miss_send_len: inner.dp.config.miss_send_len,
+        }
     }
 
     fn set_config(&self, config: &SwitchConfig) -> Result<(), OfpError> {
         let frag = config.flags & config_flags::FRAG_MASK;
-        if config.flags & !config_flags::FRAG_MASK != 0 || frag == config_flags::FRAG_REASM {
+        let known = config_flags::FRAG_MASK | pipeline::datapath::OFPC_INVALID_TTL_TO_CONTROLLER;
+        if config.flags & !known != 0 || frag == config_flags::FRAG_REASM {
             // Reassembly is not implemented (no IP_REASM capability);
             // value 3 is undefined.
             return Err(OfpError::SwitchConfigFailed(
@@ -258,31 +330,45 @@ impl Switch for MemorySwitch {
                 SwitchConfigFailedCode::BadFlags,
             ));
         }
-        self.lock().config = config.clone();
+        let mut inner = self.lock();
+        inner.dp.config.flags = config.flags;
+        inner.dp.config.miss_send_len = config.miss_send_len;
         Ok(())
     }
 
     fn flow_mod(&self, fm: &FlowMod) -> Result<(), OfpError> {
         let now = self.now();
-        let outcome = self.lock().state.flow_mod(fm, now)?;
-        self.emit_removed(outcome.flow_removed);
-        if outcome.release_buffer.is_some() {
-            // The flow-mod is applied; there are no buffers to release.
-            return Err(OfpError::BadRequest(BadRequestCode::BufferUnknown));
+        let (removed, released) = {
+            let mut inner = self.lock();
+            let outcome = inner.dp.state.flow_mod(fm, now)?;
+            // The flow-mod is applied even when its buffer is unknown
+            // (spec 1.3.5 §6.4); the error still goes back.
+            let released = match outcome.release_buffer {
+                None => Ok(Vec::new()),
+                Some(id) => inner
+                    .dp
+                    .release_buffer(id, now)
+                    .map(|out| Self::absorb(&mut inner, out)),
+            };
+            (outcome.flow_removed, released)
+        };
+        self.emit_removed(removed);
+        for ev in released? {
+            self.emit(ev);
         }
         Ok(())
     }
 
     fn group_mod(&self, gm: &GroupMod) -> Result<(), OfpError> {
         let now = self.now();
-        let removed = self.lock().state.group_mod(gm, now)?;
+        let removed = self.lock().dp.state.group_mod(gm, now)?;
         self.emit_removed(removed);
         Ok(())
     }
 
     fn meter_mod(&self, mm: &MeterMod) -> Result<(), OfpError> {
         let now = self.now();
-        let removed = self.lock().state.meter_mod(mm, now)?;
+        let removed = self.lock().dp.state.meter_mod(mm, now)?;
         self.emit_removed(removed);
         Ok(())
     }
@@ -311,10 +397,20 @@ impl Switch for MemorySwitch {
             if pm.advertise != 0 {
                 port.advertised = pm.advertise;
             }
-            (*port != before).then(|| PortStatus {
+            let changed = *port != before;
+            let (port_no, info) = (
+                port.port_no,
+                PortInfo {
+                    config: port.config,
+                    state: port.state,
+                },
+            );
+            let status = changed.then(|| PortStatus {
                 reason: ofp::port_status::port_reason::MODIFY,
                 desc: port.clone(),
-            })
+            });
+            inner.dp.ports.set(port_no, info);
+            status
         };
         if let Some(s) = status {
             self.emit(SwitchEvent::PortStatus(s));
@@ -323,7 +419,7 @@ impl Switch for MemorySwitch {
     }
 
     fn table_mod(&self, tm: &TableMod) -> Result<(), OfpError> {
-        let n = self.lock().state.tables.n_tables();
+        let n = self.lock().dp.state.tables.n_tables();
         if tm.table_id != table_no::ALL && tm.table_id >= n {
             return Err(OfpError::TableModFailed(TableModFailedCode::BadTable));
         }
@@ -335,19 +431,27 @@ impl Switch for MemorySwitch {
     }
 
     fn packet_out(&self, po: &PacketOut) -> Result<(), OfpError> {
-        if po.buffer_id != OFP_NO_BUFFER {
-            return Err(OfpError::BadRequest(BadRequestCode::BufferUnknown));
+        let now = self.now();
+        let events = {
+            let mut inner = self.lock();
+            let out = inner.dp.packet_out(po, now)?;
+            Self::absorb(&mut inner, out)
+        };
+        for ev in events {
+            self.emit(ev);
         }
-        // No datapath behind this switch yet.
-        Err(OfpError::BadRequest(BadRequestCode::Eperm))
+        Ok(())
     }
 
     fn multipart(&self, req: &MultipartRequestBody) -> Result<MultipartReplyBody, OfpError> {
         use MultipartReplyBody as Rep;
         use MultipartRequestBody as Req;
         let now = self.now();
-        let inner = self.lock();
-        if let Some(answer) = inner.state.multipart(req, now) {
+        let mut inner = self.lock();
+        // Fold the datapath's flow, table and group counters in first.
+        inner.dp.sync_counters();
+        let inner = inner;
+        if let Some(answer) = inner.dp.state.multipart(req, now) {
             return answer;
         }
         let known_port = |p: u32| p == port_no::ANY || inner.ports.iter().any(|x| x.port_no == p);
@@ -383,9 +487,9 @@ impl Switch for MemorySwitch {
                         TableFeaturesFailedCode::Eperm,
                     ));
                 }
-                let cfg = inner.state.tables.config();
+                let cfg = inner.dp.state.tables.config();
                 Ok(Rep::TableFeatures {
-                    tables: self.table_features(inner.state.tables.n_tables(), cfg.max_entries),
+                    tables: self.table_features(inner.dp.state.tables.n_tables(), cfg.max_entries),
                 })
             }
             _ => Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
@@ -414,7 +518,7 @@ impl Switch for MemorySwitch {
 
     fn tick(&self) {
         let now = self.now();
-        let removed = self.lock().state.expire(now);
+        let removed = self.lock().dp.state.expire(now);
         self.emit_removed(removed);
     }
 }
@@ -523,5 +627,6 @@ mod tests {
             Err(OfpError::BadRequest(BadRequestCode::BufferUnknown))
         );
         assert_eq!(sw.features().n_tables, 4);
+        assert_eq!(sw.features().n_buffers, 256);
     }
 }

@@ -236,7 +236,7 @@ async fn features_report_the_switch() {
         [(2, Message::FeaturesReply(f))] => {
             assert_eq!(f.datapath_id, 1);
             assert_eq!(f.n_tables, 4);
-            assert_eq!(f.n_buffers, 0);
+            assert_eq!(f.n_buffers, 256);
             assert_eq!(f.auxiliary_id, 0);
             use ofp::switch_config::capabilities as cap;
             assert_eq!(
@@ -446,6 +446,7 @@ async fn group_meter_port_table_mods_and_packet_out_errors_pass_through() {
         config: 0,
     });
     let po = Message::PacketOut(ofp::PacketOut {
+        in_port: 0,
         data: vec![0; 60],
         ..Default::default()
     });
@@ -467,7 +468,7 @@ async fn group_meter_port_table_mods_and_packet_out_errors_pass_through() {
             tm,
             OfpError::TableModFailed(ofp::error::TableModFailedCode::BadTable),
         ),
-        (po, OfpError::BadRequest(BadRequestCode::Eperm)),
+        (po, OfpError::BadRequest(BadRequestCode::BadPort)),
         (q, OfpError::QueueOpFailed(QueueOpFailedCode::BadPort)),
     ] {
         let out = ask(&mut c, 5, m.clone()).await;
@@ -974,6 +975,154 @@ async fn flow_removed_from_delete_reaches_the_controller() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+fn frame() -> Vec<u8> {
+    let mut f = vec![0xff; 6];
+    f.extend([0, 0, 0, 0, 0, 1, 0x88, 0xb5]);
+    f.resize(60, 0xee);
+    f
+}
+
+#[tokio::test]
+async fn packet_out_runs_through_the_datapath() {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let sw = Arc::new(MemorySwitch::new(
+        MemorySwitchConfig {
+            ports: (1..=2)
+                .map(|n| ofp::Port {
+                    port_no: n,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+        Some(tx),
+    ));
+    let ctl = Arc::new(Controllers::new());
+    let mut c = open(&sw, &ctl).await;
+    let po = Message::PacketOut(ofp::PacketOut {
+        in_port: ofp::consts::port_no::CONTROLLER,
+        actions: vec![
+            ofp::Action::Output {
+                port: 2,
+                max_len: 0,
+            },
+            ofp::Action::Output {
+                port: ofp::consts::port_no::CONTROLLER,
+                max_len: 0xffff,
+            },
+        ],
+        data: frame(),
+        ..Default::default()
+    });
+    assert!(ask(&mut c, 1, po).await.is_empty());
+    let sent = sw.take_transmitted();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].port, 2);
+    assert_eq!(sent[0].packet.as_slice(), frame().as_slice());
+    match rx.try_recv().unwrap() {
+        SwitchEvent::PacketIn(p) => {
+            assert_eq!(p.reason, packet_in_reason::ACTION);
+            assert_eq!(p.data, frame());
+            assert!(c.on_event(&SwitchEvent::PacketIn(p)));
+            assert!(matches!(
+                decode_all(&c.take_output()).as_slice(),
+                [(0, Message::PacketIn(_))]
+            ));
+        }
+        other => panic!("{other:?}"),
+    }
+    // A bad output port is refused by the datapath's action check.
+    let bad = Message::PacketOut(ofp::PacketOut {
+        in_port: 1,
+        actions: vec![ofp::Action::Output {
+            port: 0,
+            max_len: 0,
+        }],
+        data: frame(),
+        ..Default::default()
+    });
+    let out = ask(&mut c, 2, bad).await;
+    assert!(
+        matches!(out.as_slice(), [(2, Message::Error(e))]
+        if e.error() == Some(OfpError::BadAction(ofp::error::BadActionCode::BadOutPort))),
+        "{out:?}"
+    );
+}
+
+#[tokio::test]
+async fn table_miss_packet_in_is_buffered_and_released_by_flow_mod() {
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let sw = Arc::new(MemorySwitch::new(
+        MemorySwitchConfig {
+            ports: (1..=2)
+                .map(|n| ofp::Port {
+                    port_no: n,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+        Some(tx),
+    ));
+    let ctl = Arc::new(Controllers::new());
+    let mut c = open(&sw, &ctl).await;
+    // Table-miss entry: to the controller, buffered (max_len 64).
+    let miss = FlowMod {
+        command: FlowModCommand::Add,
+        priority: 0,
+        instructions: vec![ofp::Instruction::ApplyActions {
+            actions: vec![ofp::Action::Output {
+                port: ofp::consts::port_no::CONTROLLER,
+                max_len: 64,
+            }],
+        }],
+        ..FlowMod::default()
+    };
+    assert!(ask(&mut c, 1, Message::FlowMod(miss)).await.is_empty());
+    assert!(sw.inject(1, &[&frame()]).is_empty());
+    let pi = match rx.try_recv().unwrap() {
+        SwitchEvent::PacketIn(p) => p,
+        other => panic!("{other:?}"),
+    };
+    // A table-miss entry's packet-in reports NO_MATCH (spec 1.3.5 §5.4).
+    assert_eq!(pi.reason, packet_in_reason::NO_MATCH);
+    assert_eq!(
+        pi.data.len(),
+        60,
+        "max_len 64 keeps the whole 60-byte frame"
+    );
+    assert_ne!(pi.buffer_id, ofp::consts::OFP_NO_BUFFER);
+    // The controller installs a flow naming the buffer: the packet goes out.
+    let mut fwd = flow(1, 10);
+    fwd.buffer_id = pi.buffer_id;
+    fwd.instructions = vec![ofp::Instruction::ApplyActions {
+        actions: vec![ofp::Action::Output {
+            port: 2,
+            max_len: 0,
+        }],
+    }];
+    assert!(ask(&mut c, 2, Message::FlowMod(fwd.clone()))
+        .await
+        .is_empty());
+    let sent = sw.take_transmitted();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].port, 2);
+    // The buffer is gone now: applied, but BUFFER_UNKNOWN.
+    fwd.priority = 11;
+    let m = Message::FlowMod(fwd);
+    assert_eq!(
+        ask(&mut c, 3, m.clone()).await,
+        vec![(
+            3,
+            err(
+                OfpError::BadRequest(BadRequestCode::BufferUnknown),
+                &m.encode(3)
+            )
+        )]
+    );
+    assert_eq!(flow_count(&sw), 3);
 }
 
 mod fuzz {
