@@ -106,6 +106,7 @@ struct Counters {
     queued: AtomicU64,
     queue_full: AtomicU64,
     rate_limited: AtomicU64,
+    depth: AtomicU64,
     event_queue_full: AtomicU64,
     channels_opened: AtomicU64,
     tls_handshake_failed: AtomicU64,
@@ -176,6 +177,7 @@ impl<S: Switch> Agent<S> {
                 packet_in_queued: get(&c.queued),
                 packet_in_queue_full: get(&c.queue_full),
                 packet_in_rate_limited: get(&c.rate_limited),
+                packet_in_queue_depth: get(&c.depth),
             },
             event_queue_full: get(&c.event_queue_full),
             channels_opened: get(&c.channels_opened),
@@ -391,6 +393,7 @@ impl<S: Switch> Agent<S> {
             .store(s.packet_in_queue_full, Ordering::Relaxed);
         c.rate_limited
             .store(s.packet_in_rate_limited, Ordering::Relaxed);
+        c.depth.store(s.packet_in_queue_depth, Ordering::Relaxed);
     }
 
     /// Reads switch events until the channel closes and fans them out (see

@@ -55,6 +55,8 @@ pub struct PacketInStats {
     pub packet_in_queue_full: u64,
     /// Dropped by the token bucket.
     pub packet_in_rate_limited: u64,
+    /// Queued now (at most [`PacketInQueues::capacity`]).
+    pub packet_in_queue_depth: u64,
 }
 
 /// Why [`PacketInQueues::offer`] dropped a packet-in.
@@ -129,7 +131,10 @@ impl PacketInQueues {
 
     /// The counters.
     pub fn stats(&self) -> PacketInStats {
-        self.stats
+        PacketInStats {
+            packet_in_queue_depth: self.len as u64,
+            ..self.stats
+        }
     }
 
     fn take_token(&mut self, now: Instant) -> bool {

@@ -309,6 +309,12 @@ async fn packet_in_flood_stays_bounded_and_flow_mods_go_on() {
         s.packet_in.packet_in_queued < 200_000,
         "the bucket limits admission: {s:?}"
     );
+    // Whatever waits is in the bounded queues (8 queues of 50 at most).
+    assert!(s.packet_in.packet_in_queue_depth <= 400, "{s:?}");
+    assert!(
+        s.event_queue_full > 0 || s.packet_in.packet_in_queue_full > 0,
+        "{s:?}"
+    );
 }
 
 #[tokio::test]
