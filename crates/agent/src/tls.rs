@@ -7,6 +7,7 @@
 //! configured CA certificates. As a client (`tls:HOST:PORT`) the switch
 //! also checks that the controller's certificate names HOST.
 
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
@@ -44,7 +45,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 fn read_certs(pem: &[u8], what: &str) -> io::Result<Vec<CertificateDer<'static>>> {
-    let certs = rustls_pemfile::certs(&mut &pem[..])
+    let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| invalid(what, e))?;
     if certs.is_empty() {
@@ -57,9 +58,7 @@ impl TlsSettings {
     /// Parses PEM text: a certificate chain, a private key (PKCS#8, PKCS#1
     /// or SEC1) and one or more CA certificates.
     pub fn from_pem(cert: &[u8], key: &[u8], ca: &[u8]) -> io::Result<Self> {
-        let key = rustls_pemfile::private_key(&mut &key[..])
-            .map_err(|e| invalid("private key", e))?
-            .ok_or_else(|| invalid("private key", "no PEM private key found"))?;
+        let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| invalid("private key", e))?;
         Ok(TlsSettings {
             certs: read_certs(cert, "certificate")?,
             key,
