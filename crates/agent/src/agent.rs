@@ -225,6 +225,12 @@ impl<S: Switch> Agent<S> {
                 tracing::info!(conn = conn.id(), ?reason, "channel closed");
                 return reason;
             }
+            if conn.is_paused() {
+                // Output written: handle what is still held back before
+                // reading more (the socket pushes back meanwhile).
+                conn.resume().await;
+                continue;
+            }
             let deadline = tokio::time::Instant::from_std(conn.next_deadline());
             tokio::select! {
                 r = rd.read(&mut buf) => match r {

@@ -67,6 +67,11 @@ pub struct ConnConfig {
     /// Largest multipart reply message written (bytes, at most 65535); a
     /// longer reply is split with `OFPMPF_REPLY_MORE`.
     pub max_reply_len: usize,
+    /// Output bytes after which handling pauses until the caller has
+    /// written them (so a controller that sends many requests and reads
+    /// slowly is slowed down instead of growing memory). One reply (a
+    /// whole flow dump) may still exceed it.
+    pub max_pending_output: usize,
 }
 
 impl Default for ConnConfig {
@@ -77,6 +82,7 @@ impl Default for ConnConfig {
             hello_timeout: Duration::from_secs(10),
             max_multipart_request: 1 << 20,
             max_reply_len: MAX_MESSAGE_LEN,
+            max_pending_output: 1 << 20,
         }
     }
 }
@@ -124,6 +130,9 @@ pub struct Connection<S: Switch> {
     controllers: Arc<Controllers>,
     config: ConnConfig,
     framer: Framer,
+    /// Bytes not yet fed to the framer (held back by a pause).
+    input: Vec<u8>,
+    paused: bool,
     out: Vec<u8>,
     negotiated: bool,
     closed: Option<CloseReason>,
@@ -180,6 +189,8 @@ impl<S: Switch> Connection<S> {
             controllers,
             config,
             framer: Framer::new(),
+            input: Vec::new(),
+            paused: false,
             out: Vec::new(),
             negotiated: false,
             closed: None,
@@ -285,18 +296,52 @@ impl<S: Switch> Connection<S> {
     }
 
     /// Feeds bytes read from the channel and handles every whole message
-    /// in them, in order. Replies and errors go to the output.
-    pub async fn receive(&mut self, mut bytes: &[u8], now: Instant) {
+    /// in them, in order. Replies and errors go to the output. When the
+    /// output reaches `max_pending_output` handling pauses
+    /// ([`Connection::is_paused`]) and the rest of the bytes wait inside
+    /// the connection: the caller writes the output, then calls
+    /// [`Connection::resume`] before reading more from the channel.
+    pub async fn receive(&mut self, bytes: &[u8], now: Instant) {
         if self.closed.is_some() {
             return;
         }
         self.last_rx = now;
         self.echo_outstanding = false;
+        if self.input.is_empty() {
+            self.run(bytes).await;
+        } else {
+            let mut input = std::mem::take(&mut self.input);
+            input.extend_from_slice(bytes);
+            self.run(&input).await;
+        }
+    }
+
+    /// Whether handling paused on a full output (see
+    /// [`Connection::receive`]).
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Goes on handling the bytes held back by a pause.
+    pub async fn resume(&mut self) {
+        if self.closed.is_some() {
+            return;
+        }
+        let input = std::mem::take(&mut self.input);
+        self.run(&input).await;
+    }
+
+    async fn run(&mut self, mut bytes: &[u8]) {
+        self.paused = false;
         let mut framer = std::mem::take(&mut self.framer);
         'feed: loop {
             let n = framer.feed(bytes);
             bytes = bytes.get(n..).unwrap_or_default();
             loop {
+                if self.out.len() >= self.config.max_pending_output {
+                    self.paused = true;
+                    break 'feed;
+                }
                 match framer.next_slice() {
                     Ok(Some(raw)) => {
                         self.handle_raw(raw).await;
@@ -317,6 +362,9 @@ impl<S: Switch> Connection<S> {
             }
         }
         self.framer = framer;
+        if self.paused {
+            self.input.extend_from_slice(bytes);
+        }
     }
 
     fn hello_failed(&mut self, xid: u32, why: &str) {

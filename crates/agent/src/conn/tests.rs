@@ -228,6 +228,61 @@ async fn keepalive_sends_echo_then_declares_dead_peer() {
 }
 
 #[tokio::test]
+async fn handling_pauses_on_a_full_output_and_resumes_in_order() {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let mut c = new_conn(
+        &sw,
+        &ctl,
+        ConnConfig {
+            max_pending_output: 1000,
+            ..ConnConfig::default()
+        },
+    );
+    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
+        .await;
+    c.take_output();
+    let mut stream = Vec::new();
+    for i in 0..20u32 {
+        let echo = ofp::Echo {
+            data: vec![i as u8; 200],
+        };
+        stream.extend(Message::EchoRequest(echo).encode(i));
+    }
+    c.receive(&stream, Instant::now()).await;
+    let mut xids = Vec::new();
+    let mut rounds = 0;
+    loop {
+        let out = c.take_output();
+        assert!(out.len() < 1000 + 300, "{}", out.len());
+        xids.extend(decode_all(&out).into_iter().map(|(x, _)| x));
+        if !c.is_paused() {
+            break;
+        }
+        rounds += 1;
+        c.resume().await;
+    }
+    assert!(rounds >= 3, "{rounds}");
+    assert_eq!(xids, (0..20).collect::<Vec<_>>());
+    // New bytes during a pause queue behind the held-back ones.
+    c.receive(&stream, Instant::now()).await;
+    assert!(c.is_paused());
+    c.receive(&Message::BarrierRequest.encode(99), Instant::now())
+        .await;
+    let mut last = None;
+    loop {
+        if let Some((x, _)) = decode_all(&c.take_output()).last() {
+            last = Some(*x);
+        }
+        if !c.is_paused() {
+            break;
+        }
+        c.resume().await;
+    }
+    assert_eq!(last, Some(99));
+}
+
+#[tokio::test]
 async fn features_report_the_switch() {
     let sw = switch();
     let ctl = Arc::new(Controllers::new());
@@ -341,6 +396,10 @@ async fn decode_errors_get_the_exact_error_and_the_channel_stays_open() {
         mask: Some(OxmValue::U32(0xff)),
     }];
     let bad_oxm = Message::FlowMod(fm).encode(14);
+    // A length longer than the type allows: trailing bytes.
+    let mut oversized = Message::FeaturesRequest.encode(16);
+    oversized[3] = 24;
+    oversized.extend([0; 16]);
     // A long message with a bad type: only 64 bytes echoed.
     let mut long_bad = vec![4u8, 98, 0, 200, 0, 0, 0, 15];
     long_bad.resize(200, 0xab);
@@ -363,6 +422,7 @@ async fn decode_errors_get_the_exact_error_and_the_channel_stays_open() {
         ),
         (bad_oxm, 14, OfpError::BadMatch(BadMatchCode::BadMask)),
         (long_bad, 15, OfpError::BadRequest(BadRequestCode::BadType)),
+        (oversized, 16, OfpError::BadRequest(BadRequestCode::BadLen)),
     ];
     for (raw, xid, error) in cases {
         let out = ask_raw(&mut c, &raw).await;
@@ -371,9 +431,24 @@ async fn decode_errors_get_the_exact_error_and_the_channel_stays_open() {
         assert!(c.closed().is_none());
     }
     assert_eq!(
-        ask(&mut c, 16, Message::BarrierRequest).await,
-        vec![(16, Message::BarrierReply)]
+        ask(&mut c, 17, Message::BarrierRequest).await,
+        vec![(17, Message::BarrierReply)]
     );
+}
+
+#[tokio::test]
+async fn malformed_hello_is_answered_and_closes() {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
+    c.take_output();
+    // A HELLO element of length 3.
+    let raw = [4u8, 0, 0, 16, 0, 0, 0, 2, 0, 1, 0, 3, 0, 0, 0, 0];
+    assert_eq!(
+        ask_raw(&mut c, &raw).await,
+        vec![(2, err(OfpError::BadRequest(BadRequestCode::BadLen), &raw))]
+    );
+    assert!(matches!(c.closed(), Some(CloseReason::HelloFailed(_))));
 }
 
 #[tokio::test]
