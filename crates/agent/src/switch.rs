@@ -241,16 +241,107 @@ impl MemorySwitch {
 
     fn table_features(&self, n_tables: u8, max_entries: usize) -> Vec<TableFeatures> {
         (0..n_tables)
-            .map(|t| TableFeatures {
-                table_id: t,
-                name: format!("table{t}"),
-                metadata_match: u64::MAX,
-                metadata_write: u64::MAX,
-                config: 0,
-                max_entries: u32::try_from(max_entries).unwrap_or(u32::MAX),
-                properties: Vec::new(),
-            })
+            .map(|t| table_features(t, n_tables, max_entries))
             .collect()
+    }
+}
+
+/// What one table of the pipeline supports, as TABLE_FEATURES reports
+/// it: every instruction (GOTO_TABLE only to later tables), every action
+/// in both action lists and sets, every basic OXM field of 1.3 for
+/// matching (masks where the spec allows them) and wildcarding, and every
+/// settable field for set-field. The `*_MISS` properties are left out:
+/// the table-miss entry supports the same.
+pub fn table_features(table_id: u8, n_tables: u8, max_entries: usize) -> TableFeatures {
+    use ofp::action::action_type as at;
+    use ofp::instruction::instruction_type as it;
+    use ofp::table_features::{ActionId, InstructionId, OxmId, TableFeatureProp as P};
+    let last = table_id.saturating_add(1) >= n_tables;
+    let instruction_ids = [
+        it::GOTO_TABLE,
+        it::WRITE_METADATA,
+        it::WRITE_ACTIONS,
+        it::APPLY_ACTIONS,
+        it::CLEAR_ACTIONS,
+        it::METER,
+    ]
+    .into_iter()
+    .filter(|t| !(last && *t == it::GOTO_TABLE))
+    .map(|instruction_type| InstructionId {
+        instruction_type,
+        data: Vec::new(),
+    })
+    .collect();
+    let action_ids: Vec<ActionId> = [
+        at::OUTPUT,
+        at::COPY_TTL_OUT,
+        at::COPY_TTL_IN,
+        at::SET_MPLS_TTL,
+        at::DEC_MPLS_TTL,
+        at::PUSH_VLAN,
+        at::POP_VLAN,
+        at::PUSH_MPLS,
+        at::POP_MPLS,
+        at::SET_QUEUE,
+        at::GROUP,
+        at::SET_NW_TTL,
+        at::DEC_NW_TTL,
+        at::SET_FIELD,
+        at::PUSH_PBB,
+        at::POP_PBB,
+    ]
+    .into_iter()
+    .map(|action_type| ActionId {
+        action_type,
+        data: Vec::new(),
+    })
+    .collect();
+    // The fields of OpenFlow 1.3 (numbers 0..=39).
+    let fields = || {
+        ofp::OxmField::ALL
+            .iter()
+            .copied()
+            .filter(|f| (*f as u8) <= 39)
+    };
+    let id = |f: ofp::OxmField, hasmask: bool| {
+        let len = f.kind().len() as u8;
+        OxmId {
+            class: 0x8000,
+            field: f as u8,
+            hasmask,
+            length: if hasmask { len * 2 } else { len },
+            experimenter: None,
+        }
+    };
+    let matchable = fields().map(|f| id(f, f.maskable())).collect();
+    let wildcards = fields().map(|f| id(f, false)).collect();
+    let settable: Vec<OxmId> = fields()
+        .filter(|f| f.settable())
+        .map(|f| id(f, false))
+        .collect();
+    TableFeatures {
+        table_id,
+        name: format!("table{table_id}"),
+        metadata_match: u64::MAX,
+        metadata_write: u64::MAX,
+        config: 0,
+        max_entries: u32::try_from(max_entries).unwrap_or(u32::MAX),
+        properties: vec![
+            P::Instructions { instruction_ids },
+            P::NextTables {
+                table_ids: (table_id.saturating_add(1)..n_tables).collect(),
+            },
+            P::WriteActions {
+                action_ids: action_ids.clone(),
+            },
+            P::ApplyActions { action_ids },
+            P::Match { oxm_ids: matchable },
+            P::Wildcards { oxm_ids: wildcards },
+            P::WriteSetfield {
+                oxm_ids: settable.clone(),
+            },
+            P::ApplySetfield { oxm_ids: settable },
+        ],
     }
 }
 
