@@ -14,8 +14,9 @@
 //!    bit 4 or, without a bitmap, when its header version is at least 4
 //!    (the negotiated version is the smaller of the two highest). Anything
 //!    else, or any other message before the HELLO, is answered with
-//!    `HELLO_FAILED/INCOMPATIBLE` (an ASCII explanation as data) and the
-//!    channel closes.
+//!    `HELLO_FAILED/INCOMPATIBLE` (an ASCII explanation as data, in the
+//!    peer's version when that is older) and the channel closes; a
+//!    malformed HELLO gets its decode error instead.
 //! 2. After that every message is decoded and handled in arrival order,
 //!    synchronously against the [`Switch`]; only BARRIER waits (for
 //!    [`Switch::barrier`]), so a BARRIER_REPLY is written after every reply
@@ -367,23 +368,30 @@ impl<S: Switch> Connection<S> {
         }
     }
 
-    fn hello_failed(&mut self, xid: u32, why: &str) {
-        self.send(
-            xid,
-            &Message::Error(ErrorMsg::Standard {
-                err_type: 0,
-                code: HelloFailedCode::Incompatible as u16,
-                data: why.as_bytes().to_vec(),
-            }),
-        );
+    /// Sends `HELLO_FAILED/INCOMPATIBLE` with `why` as its data, in the
+    /// peer's version when that is older (so an older peer can read it),
+    /// and closes.
+    fn hello_failed(&mut self, peer_version: u8, xid: u32, why: &str) {
+        let mut bytes = Message::Error(ErrorMsg::Standard {
+            err_type: 0,
+            code: HelloFailedCode::Incompatible as u16,
+            data: why.as_bytes().to_vec(),
+        })
+        .encode(xid);
+        if let Some(v) = bytes.first_mut() {
+            *v = peer_version.clamp(1, OFP_VERSION);
+        }
+        self.out.extend_from_slice(&bytes);
         self.close(CloseReason::HelloFailed(why.to_string()));
     }
 
     async fn handle_raw(&mut self, raw: &[u8]) {
         let decoded = Message::decode(raw);
         if !self.negotiated {
+            let peer_version = raw.first().copied().unwrap_or(OFP_VERSION);
+            let xid = xid_of(raw);
             match decoded {
-                Ok((xid, Message::Hello(h))) => {
+                Ok((_, Message::Hello(h))) => {
                     let has_bitmap = h
                         .elements
                         .iter()
@@ -398,6 +406,7 @@ impl<S: Switch> Connection<S> {
                         self.controllers.register(self.id);
                     } else {
                         self.hello_failed(
+                            peer_version,
                             xid,
                             &format!(
                                 "no common version: this switch speaks OpenFlow 1.3 (0x04) only, peer offered {:?}",
@@ -406,13 +415,19 @@ impl<S: Switch> Connection<S> {
                         );
                     }
                 }
-                Ok((xid, other)) => {
-                    let why = format!("expected HELLO, got {}", other.type_name());
-                    self.hello_failed(xid, &why);
-                }
-                Err(e) => {
-                    self.send_error(xid_of(raw), e.error, raw);
+                // A malformed HELLO: its own error, then close.
+                Err(e) if raw.get(1) == Some(&msg_type::HELLO) => {
+                    self.send_error(xid, e.error, raw);
                     self.close(CloseReason::HelloFailed(e.to_string()));
+                }
+                // Anything else first, decodable or not.
+                _ => {
+                    let name = raw
+                        .get(1)
+                        .and_then(|t| ofp::header::msg_type_name(*t))
+                        .unwrap_or("an unknown message type");
+                    let why = format!("expected HELLO, got {name}");
+                    self.hello_failed(peer_version, xid, &why);
                 }
             }
             return;

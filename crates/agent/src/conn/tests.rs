@@ -131,21 +131,39 @@ async fn incompatible_hello_fails_and_closes() {
     ] {
         let mut c = new_conn(&sw, &ctl, ConnConfig::default());
         c.take_output();
-        let out = ask(&mut c, 9, Message::Hello(hello)).await;
-        assert_eq!(out.len(), 1);
-        match &out[0] {
-            (9, Message::Error(e)) => {
-                assert_eq!(
-                    e.error(),
-                    Some(OfpError::HelloFailed(HelloFailedCode::Incompatible))
-                );
-                assert!(std::str::from_utf8(e.data()).unwrap().contains("1.3"));
-            }
-            other => panic!("{other:?}"),
-        }
+        let version = hello.version.min(4);
+        c.receive(&Message::Hello(hello).encode(9), Instant::now())
+            .await;
+        let out = c.take_output();
+        // One ERROR, HELLO_FAILED/INCOMPATIBLE, xid 9, in the peer's
+        // version when older.
+        assert_eq!(usize::from(u16::from_be_bytes([out[2], out[3]])), out.len());
+        assert_eq!(&out[..2], &[version, 1]);
+        assert_eq!(&out[4..12], &[0, 0, 0, 9, 0, 0, 0, 0]);
+        assert!(String::from_utf8_lossy(&out[12..]).contains("1.3"));
         assert!(matches!(c.closed(), Some(CloseReason::HelloFailed(_))));
         assert_eq!(ctl.connected(), 0);
     }
+}
+
+#[tokio::test]
+async fn hello_failure_speaks_an_older_peers_version() {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
+    c.take_output();
+    // An OpenFlow 1.0 HELLO (no elements).
+    c.receive(&[1, 0, 0, 8, 0, 0, 0, 5], Instant::now()).await;
+    let out = c.take_output();
+    assert_eq!(&out[..12], &[1, 1, 0, out[3], 0, 0, 0, 5, 0, 0, 0, 0]);
+    assert!(c.closed().is_some());
+    // A 1.0 FEATURES_REQUEST before any HELLO: the same, not BAD_VERSION.
+    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
+    c.take_output();
+    c.receive(&[1, 5, 0, 8, 0, 0, 0, 6], Instant::now()).await;
+    let out = c.take_output();
+    assert_eq!(&out[..12], &[1, 1, 0, out[3], 0, 0, 0, 6, 0, 0, 0, 0]);
+    assert!(String::from_utf8_lossy(&out[12..]).contains("FEATURES_REQUEST"));
 }
 
 #[tokio::test]
