@@ -24,9 +24,10 @@ use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketIn, PacketOut, PacketQueue, Port,
     PortMod, PortStatus, SwitchConfig, TableMod,
 };
+use pipeline::datapath::counters::PortCounter;
 use pipeline::datapath::{BurstOutput, Datapath, DatapathConfig, PortInfo, Ports, TxPacket};
 use pipeline::{SwitchState, Time};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -122,6 +123,7 @@ struct Inner {
     dp: Datapath,
     ports: Vec<Port>,
     transmitted: VecDeque<TxPacket>,
+    port_totals: HashMap<u32, PortCounter>,
 }
 
 /// Most transmitted packets a [`MemorySwitch`] keeps for inspection.
@@ -157,6 +159,7 @@ impl MemorySwitch {
                 ),
                 ports: config.ports,
                 transmitted: VecDeque::new(),
+                port_totals: HashMap::new(),
             }),
             datapath_id: config.datapath_id,
             desc: config.desc,
@@ -359,24 +362,27 @@ fn dp_ports(ports: &[Port]) -> Ports {
     p
 }
 
-fn counters_unavailable(port: u32) -> PortStats {
+/// Port statistics from the datapath's counters; the error counters it
+/// does not keep are reported as unavailable (all ones).
+fn port_stats(port: u32, c: Option<&PortCounter>, (sec, nsec): (u32, u32)) -> PortStats {
     let na = pipeline::COUNTER_UNAVAILABLE;
+    let c = c.copied().unwrap_or_default();
     PortStats {
         port_no: port,
-        rx_packets: na,
-        tx_packets: na,
-        rx_bytes: na,
-        tx_bytes: na,
-        rx_dropped: na,
-        tx_dropped: na,
+        rx_packets: c.rx_packets,
+        tx_packets: c.tx_packets,
+        rx_bytes: c.rx_bytes,
+        tx_bytes: c.tx_bytes,
+        rx_dropped: c.rx_dropped,
+        tx_dropped: c.tx_dropped,
         rx_errors: na,
         tx_errors: na,
         rx_frame_err: na,
         rx_over_err: na,
         rx_crc_err: na,
         collisions: na,
-        duration_sec: 0,
-        duration_nsec: 0,
+        duration_sec: sec,
+        duration_nsec: nsec,
     }
 }
 
@@ -389,10 +395,11 @@ impl Switch for MemorySwitch {
             n_buffers: u32::try_from(inner.dp.buffers().capacity()).unwrap_or(u32::MAX),
             n_tables,
             auxiliary_id: 0,
-            // What this implementation really answers: flow, table and
-            // group statistics. No port counters, queues or reassembly.
+            // What this implementation really answers: flow, table, group
+            // and port statistics. No queue statistics or reassembly.
             capabilities: capabilities::FLOW_STATS
                 | capabilities::TABLE_STATS
+                | capabilities::PORT_STATS
                 | capabilities::GROUP_STATS,
             reserved: 0,
         }
@@ -539,8 +546,18 @@ impl Switch for MemorySwitch {
         use MultipartRequestBody as Req;
         let now = self.now();
         let mut inner = self.lock();
-        // Fold the datapath's flow, table and group counters in first.
-        inner.dp.sync_counters();
+        // Fold the datapath's flow, table and group counters into the
+        // state, and its port counters into the running totals.
+        let taken = inner.dp.sync_counters();
+        for (port, c) in taken.ports {
+            let t = inner.port_totals.entry(port).or_default();
+            t.rx_packets += c.rx_packets;
+            t.rx_bytes += c.rx_bytes;
+            t.tx_packets += c.tx_packets;
+            t.tx_bytes += c.tx_bytes;
+            t.rx_dropped += c.rx_dropped;
+            t.tx_dropped += c.tx_dropped;
+        }
         let inner = inner;
         if let Some(answer) = inner.dp.state.multipart(req, now) {
             return answer;
@@ -559,7 +576,13 @@ impl Switch for MemorySwitch {
                     .ports
                     .iter()
                     .filter(|x| *p == port_no::ANY || x.port_no == *p)
-                    .map(|x| counters_unavailable(x.port_no))
+                    .map(|x| {
+                        port_stats(
+                            x.port_no,
+                            inner.port_totals.get(&x.port_no),
+                            now.duration_since(Time(0)),
+                        )
+                    })
                     .collect();
                 Ok(Rep::PortStats { stats })
             }

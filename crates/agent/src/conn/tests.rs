@@ -314,7 +314,7 @@ async fn features_report_the_switch() {
             use ofp::switch_config::capabilities as cap;
             assert_eq!(
                 f.capabilities,
-                cap::FLOW_STATS | cap::TABLE_STATS | cap::GROUP_STATS
+                cap::FLOW_STATS | cap::TABLE_STATS | cap::PORT_STATS | cap::GROUP_STATS
             );
         }
         other => panic!("{other:?}"),
@@ -1114,6 +1114,27 @@ async fn packet_out_runs_through_the_datapath() {
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0].port, 2);
     assert_eq!(sent[0].packet.as_slice(), frame().as_slice());
+    match ask(
+        &mut c,
+        9,
+        mp(0, MultipartRequestBody::PortStats { port_no: 2 }),
+    )
+    .await
+    .as_slice()
+    {
+        [(
+            9,
+            Message::MultipartReply(MultipartReply {
+                body: MultipartReplyBody::PortStats { stats },
+                ..
+            }),
+        )] => {
+            assert_eq!(stats.len(), 1);
+            assert_eq!((stats[0].tx_packets, stats[0].tx_bytes), (1, 60));
+            assert_eq!(stats[0].rx_errors, pipeline::COUNTER_UNAVAILABLE);
+        }
+        other => panic!("{other:?}"),
+    }
     match rx.try_recv().unwrap() {
         SwitchEvent::PacketIn(p) => {
             assert_eq!(p.reason, packet_in_reason::ACTION);
