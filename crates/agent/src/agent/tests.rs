@@ -408,9 +408,13 @@ mod tls {
     /// A leaf certificate (for localhost) signed by `pki`, with `trust`
     /// as the CA it accepts.
     fn settings(pki: &Pki, trust: &Pki) -> TlsSettings {
+        settings_for(pki, trust, &["localhost", "127.0.0.1"])
+    }
+
+    fn settings_for(pki: &Pki, trust: &Pki, names: &[&str]) -> TlsSettings {
         let key = KeyPair::generate().unwrap();
-        let mut p =
-            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut p = CertificateParams::new(names).unwrap();
         p.extended_key_usages = vec![
             ExtendedKeyUsagePurpose::ServerAuth,
             ExtendedKeyUsagePurpose::ClientAuth,
@@ -545,6 +549,72 @@ mod tls {
         let mut c = Client::new(tls).await;
         c.send(8, &Message::BarrierRequest).await;
         assert_eq!(c.reply(8).await, Message::BarrierReply);
+    }
+
+    #[tokio::test]
+    async fn client_without_a_certificate_is_refused() {
+        let pki = ca("fulmar test CA");
+        let (agent, addr) = tls_listener(settings(&pki, &pki)).await;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(settings(&pki, &pki).ca[0].clone()).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let s = TcpStream::connect(addr).await.unwrap();
+        let result = async {
+            let stream = connector.connect(server_name("localhost")?, s).await?;
+            let mut c = Client {
+                io: stream,
+                framer: Framer::new(),
+                buf: vec![0; 4096],
+            };
+            c.send(1, &Message::Hello(Hello::default())).await;
+            Ok::<_, io::Error>(c.recv().await)
+        }
+        .await;
+        assert!(matches!(result, Err(_) | Ok(None)), "{result:?}");
+        timeout(WAIT, async {
+            while agent.stats().tls_handshake_failed == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn switch_checks_the_controllers_name() {
+        let pki = ca("fulmar test CA");
+        // Signed by the right CA, but for another host.
+        let ctl_cfg = settings_for(&pki, &pki, &["controller.example"])
+            .server_config()
+            .unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let acceptor = tokio_rustls::TlsAcceptor::from(ctl_cfg);
+        tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                let _ = acceptor.accept(s).await;
+            }
+        });
+        let agent = Agent::new(
+            memory_switch(None),
+            AgentConfig {
+                tls: Some(settings(&pki, &pki)),
+                ..AgentConfig::default()
+            },
+        );
+        let target: Target = format!("tls:localhost:{port}").parse().unwrap();
+        let err = timeout(WAIT, agent.connect_once(&target))
+            .await
+            .unwrap()
+            .unwrap_err();
+        assert!(err.to_string().to_lowercase().contains("name"), "{err}");
     }
 
     #[test]
