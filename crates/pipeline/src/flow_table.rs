@@ -25,7 +25,8 @@
 //!   set of fields, so ADD finds the entry it replaces and the strict
 //!   commands find their one entry in O(1);
 //! * `lookup_count` / `matched_count` — the table counters the data side
-//!   feeds through [`Tables::note_lookup`].
+//!   feeds through [`Tables::note_lookup`] or, folded in bulk,
+//!   [`Tables::note_lookups`].
 //!
 //! [`FlowId`]s come from one counter per `Tables`, are never reused, and
 //! stay with an entry when MODIFY or a replacing ADD changes its
@@ -561,6 +562,38 @@ impl Tables {
             e.last_used = now;
         }
         true
+    }
+
+    /// Records `packets` packets of `bytes` bytes in total matching entry
+    /// `id`, the latest at `last_hit` (the bulk form of
+    /// [`Tables::note_hit`], for folding worker counters: O(1) whatever the
+    /// packet count). False if no such entry.
+    pub fn add_hits(&mut self, id: FlowId, packets: u64, bytes: u64, last_hit: Time) -> bool {
+        let Some(t) = self.location.get(&id) else {
+            return false;
+        };
+        let Some(e) = self
+            .tables
+            .get_mut(usize::from(*t))
+            .and_then(|table| table.entries.get_mut(&id))
+        else {
+            return false;
+        };
+        e.packet_count = e.packet_count.wrapping_add(packets);
+        e.byte_count = e.byte_count.wrapping_add(bytes);
+        if packets > 0 && last_hit > e.last_used {
+            e.last_used = last_hit;
+        }
+        true
+    }
+
+    /// Records `lookups` lookups in `table_id`, `matched` of which hit an
+    /// entry (the bulk form of [`Tables::note_lookup`]).
+    pub fn note_lookups(&mut self, table_id: u8, lookups: u64, matched: u64) {
+        if let Some(t) = self.tables.get_mut(usize::from(table_id)) {
+            t.lookup_count = t.lookup_count.wrapping_add(lookups);
+            t.matched_count = t.matched_count.wrapping_add(matched);
+        }
     }
 
     /// Records one lookup in `table_id` and whether it matched an entry.

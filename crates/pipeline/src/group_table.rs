@@ -313,6 +313,30 @@ impl Groups {
         true
     }
 
+    /// Adds `packets` packets of `bytes` bytes to `group`'s counters and
+    /// `(packets, bytes)` per bucket index to its bucket counters (the bulk
+    /// form of [`Groups::note_group_hit`] and [`Groups::note_bucket_hit`]);
+    /// bucket indexes the group does not have are ignored. False if there
+    /// is no such group.
+    pub fn add_counts(
+        &mut self,
+        group: u32,
+        packets: u64,
+        bytes: u64,
+        buckets: &[(u64, u64)],
+    ) -> bool {
+        let Some(g) = self.groups.get_mut(&group) else {
+            return false;
+        };
+        g.packet_count = g.packet_count.wrapping_add(packets);
+        g.byte_count = g.byte_count.wrapping_add(bytes);
+        for (c, (p, b)) in g.bucket_counts.iter_mut().zip(buckets) {
+            c.0 = c.0.wrapping_add(*p);
+            c.1 = c.1.wrapping_add(*b);
+        }
+        true
+    }
+
     /// The GROUP_DESC multipart reply body: every group, by id.
     pub fn desc(&self) -> Vec<GroupDesc> {
         self.groups

@@ -2,23 +2,30 @@
 //! and meters, and the packet processing that reads them.
 //!
 //! The control side ([`SwitchState`]) holds the state a controller changes
-//! with FLOW_MOD, GROUP_MOD and METER_MOD, validates every change completely
-//! before it applies anything (a failed modification leaves the state
-//! exactly as it was), and answers the statistics requests about that
-//! state. The packet side ([`datapath`]) runs bursts of packets through the
-//! tables (lookup, instructions, action set, groups, meters, packet-ins)
-//! with no I/O and no threads of its own.
+//! with FLOW_MOD, GROUP_MOD, METER_MOD and PORT_MOD (tables, groups,
+//! meters, the [`PortTable`] with queues, the switch description),
+//! validates every change completely before it applies anything (a failed
+//! modification leaves the state exactly as it was), and answers every
+//! multipart request, TABLE_MOD and QUEUE_GET_CONFIG ([`features`] derives
+//! the table features from what the implementation does). The packet side
+//! ([`datapath`]) runs bursts of packets through the tables (lookup,
+//! instructions, action set, groups, meters, packet-ins) with no I/O and
+//! no threads of its own; several workers can share one read-only state,
+//! each with its own [`datapath::WorkerState`], and the control side folds
+//! their counters back ([`SwitchState::fold`]).
 //!
 //! Time is never read from a clock here: every operation that needs it is
 //! handed a [`Time`] (nanoseconds on some monotonic clock the caller
 //! chooses), so tests drive timeouts and meters with a simulated clock.
 
 pub mod datapath;
+pub mod features;
 pub mod flow_entry;
 pub mod flow_table;
 pub mod group_table;
 pub mod match_key;
 pub mod meter_table;
+pub mod port_table;
 pub mod switch_state;
 pub mod validate;
 
@@ -27,6 +34,7 @@ pub use flow_table::{any_flow, FlowFilter, FlowModOutcome, Tables, TablesConfig}
 pub use group_table::{Groups, GroupsConfig};
 pub use match_key::MatchKey;
 pub use meter_table::{Meter, MeterVerdict, Meters, MetersConfig};
+pub use port_table::{PortTable, QueueConfig};
 pub use switch_state::SwitchState;
 pub use validate::ActionPolicy;
 

@@ -145,11 +145,14 @@ pub struct Meter {
     last: Time,
     packet_in_count: u64,
     byte_in_count: u64,
+    /// Which METER_MOD made this meter (see [`Meter::generation`]).
+    generation: u64,
 }
 
 impl Meter {
-    fn new(mm: &MeterMod, now: Time) -> Meter {
+    fn new(mm: &MeterMod, now: Time, generation: u64) -> Meter {
         Meter {
+            generation,
             meter_id: mm.meter_id,
             flags: mm.flags,
             bands: mm
@@ -167,6 +170,44 @@ impl Meter {
     /// The meter's id.
     pub fn id(&self) -> u32 {
         self.meter_id
+    }
+
+    /// A number that changes whenever a METER_MOD adds or replaces the
+    /// meter with this id (unique within one [`Meters`]): a worker's local
+    /// copy ([`Meter::worker_copy`]) is stale when its generation differs
+    /// from the published meter's.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// A fresh copy of this meter for one of `share` workers that split
+    /// its rate evenly (see [`crate::datapath::worker`]): each band's rate
+    /// and bucket size are divided by `share` (rounded up, so no band
+    /// drops to zero; a bucket keeps room for one 1518-byte frame or one
+    /// packet if the original had it), the buckets start full, and counters start at zero.
+    /// `share` 0 is treated as 1; with 1 the copy measures exactly as the
+    /// original.
+    pub fn worker_copy(&self, share: u32) -> Meter {
+        let n = u128::from(share.max(1));
+        // A worker's bucket still holds one full frame (or one packet)
+        // when the whole bucket did, so a conforming stream is not cut
+        // off by the split.
+        let one = if self.flags & meter_flags::KBPS != 0 {
+            1518 * 8 * NS
+        } else {
+            NS
+        };
+        let mut m = self.clone();
+        m.packet_in_count = 0;
+        m.byte_in_count = 0;
+        for b in &mut m.bands {
+            b.rate = b.rate.div_ceil(n);
+            b.capacity = b.capacity.div_ceil(n).max(b.capacity.min(one));
+            b.tokens = b.capacity;
+            b.packet_count = 0;
+            b.byte_count = 0;
+        }
+        m
     }
 
     /// Measures one packet of `packet_len` bytes arriving at `now` and
@@ -225,6 +266,7 @@ impl Meter {
 pub struct Meters {
     config: MetersConfig,
     meters: BTreeMap<u32, Meter>,
+    next_generation: u64,
 }
 
 const fn mm_failed(code: MeterModFailedCode) -> OfpError {
@@ -240,6 +282,7 @@ impl Meters {
         Meters {
             config,
             meters: BTreeMap::new(),
+            next_generation: 0,
         }
     }
 
@@ -264,6 +307,24 @@ impl Meters {
         self.meters.get_mut(&id).map(|m| m.apply(now, packet_len))
     }
 
+    /// Adds what workers measured with their copies of meter `id`:
+    /// `packets` packets of `bytes` bytes in, and `(packets, bytes)` per
+    /// band index that applied (band indexes the meter lacks are ignored).
+    /// The bulk fold of [`crate::datapath::Counters`]; false if there is
+    /// no such meter.
+    pub fn add_counts(&mut self, id: u32, packets: u64, bytes: u64, bands: &[(u64, u64)]) -> bool {
+        let Some(m) = self.meters.get_mut(&id) else {
+            return false;
+        };
+        m.packet_in_count = m.packet_in_count.wrapping_add(packets);
+        m.byte_in_count = m.byte_in_count.wrapping_add(bytes);
+        for (b, (p, n)) in m.bands.iter_mut().zip(bands) {
+            b.packet_count = b.packet_count.wrapping_add(*p);
+            b.byte_count = b.byte_count.wrapping_add(*n);
+        }
+        true
+    }
+
     /// Number of meters.
     pub fn len(&self) -> usize {
         self.meters.len()
@@ -286,7 +347,9 @@ impl Meters {
         match mm.command {
             MeterModCommand::Add | MeterModCommand::Modify => {
                 self.check(mm)?;
-                self.meters.insert(mm.meter_id, Meter::new(mm, now));
+                self.next_generation = self.next_generation.wrapping_add(1);
+                self.meters
+                    .insert(mm.meter_id, Meter::new(mm, now, self.next_generation));
                 Ok(Vec::new())
             }
             MeterModCommand::Delete => {
@@ -683,6 +746,56 @@ mod tests {
         assert_eq!(st[0].byte_in_count, 64 * (7 + 3 + 200 + 50));
         assert_eq!(st[0].band_stats[0].packet_band_count, 2 + 2 + dropped);
         assert_eq!(st[0].band_stats[0].byte_band_count, 64 * (4 + dropped));
+    }
+
+    #[test]
+    fn worker_copies_split_the_rate_and_keep_one_frame() {
+        let mut sw = Sw::new(MetersConfig::default());
+        sw.ok(&add(1, PKTPS | BURST, vec![drop_band(10, 4)]));
+        sw.ok(&add(2, PKTPS | BURST, vec![drop_band(3, 1)]));
+        sw.ok(&add(3, KBPS, vec![drop_band(100, 0)]));
+        let g1 = sw.meters.get(1).unwrap().generation();
+        let t = Time::from_secs(1);
+        // Rate 10, burst 4, split two ways: 5 pps and 2 packets each; two
+        // copies at 10 pps offered each pass what one meter passes.
+        let mut halves: Vec<Meter> = (0..2)
+            .map(|_| sw.meters.get(1).unwrap().worker_copy(2))
+            .collect();
+        let mut whole = sw.meters.get(1).unwrap().worker_copy(1);
+        assert_eq!(whole, *sw.meters.get(1).unwrap(), "share 1 is the meter");
+        let split: u64 = halves.iter_mut().map(|m| drive(m, t, 10, 10, 64).0).sum();
+        let (one, _, _) = drive(&mut whole, t, 20, 10, 64);
+        // burst 4 + ~10 s at 10 pps, and 2 × (burst 2 + ~10 s at 5 pps);
+        // the last refill before the end differs by a packet or two.
+        assert!((100..=104).contains(&one), "one {one}");
+        assert!((100..=104).contains(&split), "split {split}");
+        assert!(one.abs_diff(split) <= 2, "{one} vs {split}");
+        assert_eq!(halves[0].id(), 1);
+        // Rate 3 split 4 ways rounds up to 1 pps each; a 1-packet bucket
+        // stays a 1-packet bucket.
+        let mut q = sw.meters.get(2).unwrap().worker_copy(4);
+        assert_eq!(q.apply(t, 64), MeterVerdict::Pass);
+        assert_eq!(q.apply(t, 64), MeterVerdict::Drop { band: 0 });
+        assert_eq!(q.apply(Time::from_secs(2), 64), MeterVerdict::Pass);
+        // 100 kbit/s split 8 ways: 12.5 kbit/s each, but a full frame
+        // still fits the bucket.
+        let mut k = sw.meters.get(3).unwrap().worker_copy(8);
+        assert_eq!(k.apply(t, 1518), MeterVerdict::Pass);
+        assert_eq!(k.apply(t, 1518), MeterVerdict::Drop { band: 0 });
+        // Copies count nothing into the meter; a METER_MOD changes the
+        // generation.
+        assert_eq!(sw.meters.stats(1, &sw.tables, t)[0].packet_in_count, 0);
+        sw.ok(&mm(
+            MeterModCommand::Modify,
+            1,
+            PKTPS,
+            vec![drop_band(10, 0)],
+        ));
+        assert_ne!(sw.meters.get(1).unwrap().generation(), g1);
+        assert!(sw.meters.add_counts(1, 5, 500, &[(2, 200), (9, 9)]));
+        let st = sw.meters.stats(1, &sw.tables, t);
+        assert_eq!((st[0].packet_in_count, st[0].byte_in_count), (5, 500));
+        assert_eq!(st[0].band_stats[0].packet_band_count, 2);
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! recognised as unknown. Ids skip `OFP_NO_BUFFER`. `N = 0` disables
 //! buffering: every packet-in then carries the whole packet (as allowed by
 //! the spec when the switch cannot buffer).
+//!
+//! Several workers: worker `k` of `W` uses [`BufferPool::with_stride`]`(n,
+//! k, W)`, so its ids are `k, k+W, k+2W, …` and the agent finds the worker
+//! holding a buffer id as `id % W` ([`BufferPool::owner`]).
 
 use ofp::consts::OFP_NO_BUFFER;
 use packet::buffer::PacketBuf;
@@ -27,6 +31,8 @@ pub struct Buffered {
 pub struct BufferPool {
     slots: Vec<Option<(u32, Buffered)>>,
     next_id: u32,
+    first_id: u32,
+    stride: u32,
     /// Packets evicted to make room before anyone claimed them.
     pub evicted: u64,
 }
@@ -34,11 +40,28 @@ pub struct BufferPool {
 impl BufferPool {
     /// A pool of `n` buffers (`0` disables buffering).
     pub fn new(n: usize) -> BufferPool {
+        BufferPool::with_stride(n, 0, 1)
+    }
+
+    /// A pool of `n` buffers whose ids are `first, first+stride, …` (see
+    /// the module comment; `stride` 0 is treated as 1, `first` is taken
+    /// modulo `stride`).
+    pub fn with_stride(n: usize, first: u32, stride: u32) -> BufferPool {
+        let stride = stride.max(1);
+        let first = first % stride;
         BufferPool {
             slots: vec![None; n],
-            next_id: 0,
+            next_id: first,
+            first_id: first,
+            stride,
             evicted: 0,
         }
+    }
+
+    /// The worker (of `n_workers`, each with a strided pool) whose pool
+    /// gave buffer id `id`.
+    pub fn owner(id: u32, n_workers: u32) -> u32 {
+        id % n_workers.max(1)
     }
 
     /// Number of buffers.
@@ -54,11 +77,14 @@ impl BufferPool {
             return None;
         }
         if self.next_id == OFP_NO_BUFFER {
-            self.next_id = 0;
+            self.next_id = self.first_id;
         }
         let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
-        let slot = self.slots.get_mut(id as usize % n)?;
+        // On wrap-around start again at `first_id`, so every id stays
+        // `first_id` modulo the stride.
+        self.next_id = id.checked_add(self.stride).unwrap_or(self.first_id);
+        let at = self.slot_of(id, n);
+        let slot = self.slots.get_mut(at)?;
         if slot.is_some() {
             self.evicted += 1;
         }
@@ -73,11 +99,19 @@ impl BufferPool {
         if n == 0 || id == OFP_NO_BUFFER {
             return None;
         }
-        let slot = self.slots.get_mut(id as usize % n)?;
+        if id % self.stride.max(1) != self.first_id {
+            return None;
+        }
+        let at = self.slot_of(id, n);
+        let slot = self.slots.get_mut(at)?;
         match slot {
             Some((stored, _)) if *stored == id => slot.take().map(|(_, b)| b),
             _ => None,
         }
+    }
+
+    fn slot_of(&self, id: u32, n: usize) -> usize {
+        (id / self.stride.max(1)) as usize % n
     }
 
     /// Number of packets held now.
@@ -124,5 +158,26 @@ mod tests {
         let mut q = BufferPool::new(3);
         q.next_id = OFP_NO_BUFFER;
         assert_eq!(q.store(1, pkt(1)), Some(0));
+    }
+
+    #[test]
+    fn strided_pools_give_disjoint_ids_and_name_their_owner() {
+        let mut a = BufferPool::with_stride(2, 0, 3);
+        let mut b = BufferPool::with_stride(2, 1, 3);
+        let ia: Vec<u32> = (0..3).map(|i| a.store(1, pkt(i)).unwrap()).collect();
+        let ib: Vec<u32> = (0..3).map(|i| b.store(1, pkt(i)).unwrap()).collect();
+        assert_eq!(ia, vec![0, 3, 6]);
+        assert_eq!(ib, vec![1, 4, 7]);
+        assert!(ia.iter().all(|i| BufferPool::owner(*i, 3) == 0));
+        assert!(ib.iter().all(|i| BufferPool::owner(*i, 3) == 1));
+        assert_eq!(a.evicted, 1);
+        assert_eq!(a.take(0), None, "evicted by id 6");
+        assert_eq!(a.take(4), None, "another worker's id");
+        assert_eq!(a.take(6).unwrap().packet, pkt(2));
+        assert_eq!(b.take(7).unwrap().packet, pkt(2));
+        // Wrap-around keeps the residue.
+        b.next_id = u32::MAX - 1;
+        let _ = b.store(1, pkt(9));
+        assert_eq!(b.next_id, 1);
     }
 }

@@ -14,11 +14,15 @@
 //! port numbers, `(port, queue)` pairs, meter ids); a key that no longer
 //! exists when folded (the flow was deleted meanwhile) is ignored.
 //!
-//! Meters are the exception: a meter's token bucket is one shared rate
-//! limit, so the meter's own band and input counters (kept by
-//! [`crate::Meter::apply`]) are authoritative; the per-worker meter
-//! counters here count what this worker sent through each meter and are
-//! for diagnostics.
+//! Meters too: each worker measures with its own share of a meter (see
+//! [`super::worker`]), so the per-worker meter counters here are the only
+//! record of what the meter saw; [`Counters::fold_into`] adds them to the
+//! control-side meter, whose statistics then report the total.
+//!
+//! Folding is O(keys): one bulk add per flow, table, group and meter
+//! ([`crate::Tables::add_hits`], [`crate::Tables::note_lookups`],
+//! [`crate::Groups::add_counts`], [`crate::Meters::add_counts`]), never one
+//! call per packet.
 
 use crate::flow_entry::FlowId;
 use crate::SwitchState;
@@ -297,16 +301,35 @@ impl Counters {
         total
     }
 
-    /// Adds the flow, table and group counters to the control-side
-    /// entries (so flow, aggregate, table and group statistics report
-    /// them, and idle timeouts see the last hit). Call it with counters
-    /// taken from the workers (`std::mem::take`), so nothing is added
-    /// twice.
+    /// Adds the flow, table, group and meter counters to the control-side
+    /// entries (so flow, aggregate, table, group and meter statistics
+    /// report them, and idle timeouts see the last hit). Call it with
+    /// counters taken from the workers (`std::mem::take`), so nothing is
+    /// added twice. Costs one bulk add per key (flow, table, group,
+    /// meter), whatever the number of packets counted.
     ///
-    /// The control side offers only per-packet `note_*` calls, so this
-    /// costs one call per counted packet; a bulk add on the control side
-    /// would make it O(keys).
+    /// Ports and queues are not folded here: see
+    /// [`crate::PortTable::fold`] (called by [`crate::SwitchState::fold`]).
     pub fn fold_into(&self, state: &mut SwitchState) {
+        for (id, f) in &self.flows {
+            state.tables.add_hits(*id, f.packets, f.bytes, f.last_hit);
+        }
+        for (t, c) in &self.tables {
+            state.tables.note_lookups(*t, c.lookups, c.matched);
+        }
+        for (g, c) in &self.groups {
+            state.groups.add_counts(*g, c.packets, c.bytes, &c.buckets);
+        }
+        for (m, c) in &self.meters {
+            state.meters.add_counts(*m, c.packets, c.bytes, &c.bands);
+        }
+    }
+
+    /// The fold as it was first written: one control-side `note_*` call
+    /// per counted packet. The reference [`Counters::fold_into`] is tested
+    /// against.
+    #[cfg(test)]
+    pub(crate) fn fold_per_packet(&self, state: &mut SwitchState) {
         for (id, f) in &self.flows {
             for i in 0..f.packets {
                 let bytes = if i == 0 { f.bytes } else { 0 };
@@ -335,6 +358,9 @@ impl Counters {
                     }
                 }
             }
+        }
+        for (m, c) in &self.meters {
+            state.meters.add_counts(*m, c.packets, c.bytes, &c.bands);
         }
     }
 
@@ -382,6 +408,56 @@ impl Counters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Folding a trillion counted packets is one add per key (a
+    /// per-packet fold would never finish this test).
+    #[test]
+    fn folding_costs_keys_not_packets() {
+        use crate::{GroupsConfig, MetersConfig, TablesConfig};
+        let mut s = SwitchState::new(
+            TablesConfig {
+                n_tables: 2,
+                ..TablesConfig::default()
+            },
+            GroupsConfig::default(),
+            MetersConfig::default(),
+        );
+        let fm = ofp::FlowMod {
+            instructions: vec![ofp::Instruction::GotoTable { table_id: 1 }],
+            ..ofp::FlowMod::default()
+        };
+        let id = s.flow_mod(&fm, Time(0)).unwrap().installed.unwrap();
+        let mut c = Counters::default();
+        let huge = 1_000_000_000_000u64;
+        c.flows.insert(
+            id,
+            FlowCounter {
+                packets: huge,
+                bytes: huge * 64,
+                last_hit: Time(7),
+            },
+        );
+        c.tables.insert(
+            0,
+            TableCounter {
+                lookups: huge,
+                matched: huge - 1,
+            },
+        );
+        c.fold_into(&mut s);
+        c.fold_into(&mut s);
+        let e = s.tables.entry(id).unwrap();
+        assert_eq!((e.packet_count, e.byte_count), (2 * huge, 128 * huge));
+        assert_eq!(e.last_used, Time(7));
+        let t = &s.tables.table_stats()[0];
+        assert_eq!((t.lookup_count, t.matched_count), (2 * huge, 2 * huge - 2));
+        // Zero packets never moves the last hit; unknown ids are ignored.
+        assert!(s.tables.add_hits(id, 0, 0, Time(99)));
+        assert_eq!(s.tables.entry(id).unwrap().last_used, Time(7));
+        assert!(!s.tables.add_hits(FlowId(999), 1, 1, Time(1)));
+        assert!(!s.groups.add_counts(5, 1, 1, &[]));
+        assert!(!s.meters.add_counts(5, 1, 1, &[]));
+    }
 
     #[test]
     fn merge_adds_everything_and_keeps_latest_hit() {

@@ -12,6 +12,7 @@ use super::buffers::BufferPool;
 use super::counters::Counters;
 use super::lookup::Classifier;
 use super::ports::Ports;
+use super::worker::LocalMeters;
 use super::OFPC_INVALID_TTL_TO_CONTROLLER;
 use super::{BurstOutput, DatapathConfig, PacketInEvent, TraceEvent, TxPacket};
 use crate::flow_table::Tables;
@@ -95,7 +96,8 @@ pub(super) struct Stopped;
 pub(super) struct Exec<'a> {
     pub tables: &'a Tables,
     pub groups: &'a Groups,
-    pub meters: &'a mut Meters,
+    pub meters: &'a Meters,
+    pub local_meters: &'a mut LocalMeters,
     pub classifier: &'a dyn Classifier,
     pub ports: &'a Ports,
     pub config: &'a DatapathConfig,
@@ -399,7 +401,7 @@ impl<'a> Exec<'a> {
     /// Asks meter `id` about the packet; `Err` when a band drops it.
     fn meter(&mut self, pkt: &mut Pkt, id: u32) -> Result<(), Stopped> {
         let len = u32::try_from(pkt.buf.len()).unwrap_or(u32::MAX);
-        let Some(verdict) = self.meters.apply(id, self.now, len) else {
+        let Some(verdict) = self.local_meters.apply(self.meters, id, self.now, len) else {
             // Deleted meters remove their flows; nothing to enforce.
             return Ok(());
         };

@@ -4,9 +4,11 @@
 //! ids, and per-worker counters.
 //!
 //! A [`Datapath`] is one pipeline instance, owned by one worker: it holds
-//! the control-side [`SwitchState`] it reads (tables, groups) and whose
-//! meters it drives, the port table, a bounded buffer pool, and its own
-//! [`Counters`]. It does no I/O, spawns no thread and never reads a
+//! the control-side [`SwitchState`] it reads (tables, groups, meters), the
+//! port table, and a [`WorkerState`] (bounded buffer pool, meter token
+//! buckets, its own [`Counters`]). Several workers over one shared,
+//! read-only state use [`WorkerState`] and [`PipelineView`] directly (see
+//! [`worker`]). It does no I/O, spawns no thread and never reads a
 //! clock: [`Datapath::process_burst`] takes the ingress port, a burst of
 //! packets and the time, and returns what to transmit, what to send to the
 //! controller and what was dropped.
@@ -40,6 +42,7 @@ pub mod lookup;
 pub mod ports;
 #[cfg(test)]
 mod tests;
+pub mod worker;
 
 pub use action_set::ActionSet;
 pub use buffers::BufferPool;
@@ -47,13 +50,11 @@ pub use counters::{Counters, DropCounters};
 pub use exec::remark_dscp;
 pub use lookup::{Classifier, LinearScan};
 pub use ports::{PortInfo, Ports};
+pub use worker::{LocalMeters, PipelineView, Snapshot, WorkerState};
 
 use crate::flow_entry::FlowId;
 use crate::meter_table::MeterVerdict;
 use crate::{SwitchState, Time};
-use exec::{Exec, Pkt, NO_COOKIE};
-use ofp::consts::{port_no, OFP_NO_BUFFER};
-use ofp::error::BadRequestCode;
 use ofp::{Action, OfpError, PacketOut};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
@@ -209,17 +210,15 @@ pub enum TraceEvent {
 
 /// One pipeline instance. See the module comment.
 pub struct Datapath {
-    /// The control-side state this instance reads (and whose meters it
-    /// drives). The agent applies flow/group/meter mods here.
+    /// The control-side state this instance reads. The agent applies
+    /// flow/group/meter mods here.
     pub state: SwitchState,
     /// The ports.
     pub ports: Ports,
     /// Settings.
     pub config: DatapathConfig,
     classifier: Box<dyn Classifier + Send>,
-    counters: Counters,
-    buffers: BufferPool,
-    trace: Option<Vec<TraceEvent>>,
+    worker: WorkerState,
 }
 
 impl Datapath {
@@ -228,11 +227,9 @@ impl Datapath {
         Datapath {
             state,
             ports,
-            buffers: BufferPool::new(config.n_buffers),
+            worker: WorkerState::new(0, 1, config.n_buffers),
             config,
             classifier: Box::new(LinearScan),
-            counters: Counters::default(),
-            trace: None,
         }
     }
 
@@ -243,54 +240,82 @@ impl Datapath {
 
     /// This instance's counters (not yet folded into the state).
     pub fn counters(&self) -> &Counters {
-        &self.counters
+        self.worker.counters()
     }
 
     /// Takes this instance's counters, leaving zeros.
     pub fn take_counters(&mut self) -> Counters {
-        std::mem::take(&mut self.counters)
+        self.worker.take_counters()
     }
 
-    /// Folds this instance's flow, table and group counters into its
-    /// state (so the state's multipart answers include them) and returns
-    /// the taken counters (ports, queues, meters and drops are read from
-    /// them).
+    /// Folds this instance's counters into its state (so the state's
+    /// multipart answers include them: flows, tables, groups, meters,
+    /// ports and queues; see [`SwitchState::fold`]) and returns the taken
+    /// counters (drops are read from them).
     pub fn sync_counters(&mut self) -> Counters {
         let c = self.take_counters();
-        c.fold_into(&mut self.state);
+        self.state.fold(&c);
         c
     }
 
     /// The buffer pool.
     pub fn buffers(&self) -> &BufferPool {
-        &self.buffers
+        self.worker.buffers()
+    }
+
+    /// Answers a multipart request (see [`SwitchState::multipart`]) after
+    /// folding this instance's counters into the state, so the answer
+    /// counts every packet processed so far. `None` for experimenter
+    /// requests.
+    pub fn multipart(
+        &mut self,
+        req: &ofp::multipart::MultipartRequestBody,
+        now: Time,
+    ) -> Option<Result<ofp::multipart::MultipartReplyBody, OfpError>> {
+        self.sync_counters();
+        self.state.multipart(req, now)
+    }
+
+    /// Applies a PORT_MOD to the state's port table
+    /// ([`SwitchState::port_mod`]) and gives the port's new config bits to
+    /// the packet side. Returns the new description when it changed.
+    pub fn port_mod(&mut self, pm: &ofp::PortMod) -> Result<Option<ofp::Port>, OfpError> {
+        let changed = self.state.port_mod(pm)?;
+        if let Some(p) = &changed {
+            self.ports.set(
+                p.port_no,
+                PortInfo {
+                    config: p.config,
+                    state: p.state,
+                },
+            );
+        }
+        Ok(changed)
     }
 
     /// Turns step recording on or off (off by default; costs a branch per
     /// step when off).
     pub fn set_tracing(&mut self, on: bool) {
-        self.trace = on.then(Vec::new);
+        self.worker.set_tracing(on);
     }
 
     /// The steps recorded since the last call.
     pub fn take_trace(&mut self) -> Vec<TraceEvent> {
-        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+        self.worker.take_trace()
     }
 
-    fn exec<'a>(&'a mut self, out: &'a mut BurstOutput, now: Time) -> Exec<'a> {
-        Exec {
-            tables: &self.state.tables,
-            groups: &self.state.groups,
-            meters: &mut self.state.meters,
-            classifier: &*self.classifier,
-            ports: &self.ports,
-            config: &self.config,
-            counters: &mut self.counters,
-            buffers: &mut self.buffers,
-            trace: self.trace.as_mut(),
-            out,
-            now,
-        }
+    /// The worker half (counters, buffers, meter buckets) and a view of
+    /// the rest, split so both can be used at once.
+    fn split(&mut self) -> (&mut WorkerState, PipelineView<'_>) {
+        (
+            &mut self.worker,
+            PipelineView {
+                state: &self.state,
+                ports: &self.ports,
+                config: &self.config,
+                classifier: &*self.classifier,
+            },
+        )
     }
 
     /// Processes a burst received on `in_port`, draining `packets` (the
@@ -302,29 +327,8 @@ impl Datapath {
         now: Time,
         out: &mut BurstOutput,
     ) {
-        let drops_before = out.drops;
-        let receives = self.ports.receives(in_port);
-        let mut ex = self.exec(out, now);
-        for buf in packets.drain(..) {
-            let len = buf.len() as u64;
-            let pc = ex.counters.port(in_port);
-            pc.rx_packets += 1;
-            pc.rx_bytes += len;
-            if !receives {
-                pc.rx_dropped += 1;
-                ex.out.drops.port_no_recv += 1;
-                continue;
-            }
-            let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
-            let dropped = ex.out.drops;
-            ex.pipeline(Pkt::new(buf, in_port), 0);
-            if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
-                ex.out.drops.no_output += 1;
-            }
-        }
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
+        let (w, view) = self.split();
+        w.process_burst_into(&view, in_port, packets, now, out);
     }
 
     /// Processes a burst received on `in_port` (see
@@ -362,53 +366,8 @@ impl Datapath {
         now: Time,
         out: &mut BurstOutput,
     ) -> Result<(), OfpError> {
-        let in_port_ok = po.in_port <= port_no::MAX
-            || po.in_port == port_no::CONTROLLER
-            || po.in_port == port_no::LOCAL;
-        if !in_port_ok || po.in_port == 0 {
-            return Err(OfpError::BadRequest(BadRequestCode::BadPort));
-        }
-        let groups = &self.state.groups;
-        let policy = self.state.tables.config().policy;
-        for a in &po.actions {
-            if matches!(
-                a,
-                Action::Output {
-                    port: port_no::TABLE,
-                    ..
-                }
-            ) {
-                continue;
-            }
-            crate::validate::validate_action_list(
-                std::slice::from_ref(a),
-                None,
-                &|g| groups.contains(g),
-                policy,
-            )?;
-        }
-        let buf = if po.buffer_id == OFP_NO_BUFFER {
-            PacketBuf::from_slice(&po.data)
-        } else {
-            self.buffers
-                .take(po.buffer_id)
-                .ok_or(OfpError::BadRequest(BadRequestCode::BufferUnknown))?
-                .packet
-        };
-        let drops_before = out.drops;
-        let mut ex = self.exec(out, now);
-        let mut pkt = Pkt::new(buf, po.in_port);
-        pkt.packet_out = true;
-        pkt.origin.cookie = NO_COOKIE;
-        for a in &po.actions {
-            if ex.action(&mut pkt, a, 0).is_err() {
-                break;
-            }
-        }
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
-        Ok(())
+        let (w, view) = self.split();
+        w.packet_out_into(&view, po, now, out)
     }
 
     /// Sends a buffered packet through the pipeline from table 0 (a
@@ -416,20 +375,15 @@ impl Datapath {
     /// `release_buffer`). `BAD_REQUEST/BUFFER_UNKNOWN` when the pool does
     /// not hold it.
     pub fn release_buffer(&mut self, buffer_id: u32, now: Time) -> Result<BurstOutput, OfpError> {
-        let b = self
-            .buffers
-            .take(buffer_id)
-            .ok_or(OfpError::BadRequest(BadRequestCode::BufferUnknown))?;
         let mut out = BurstOutput::default();
-        self.exec(&mut out, now)
-            .pipeline(Pkt::new(b.packet, b.in_port), 0);
-        self.counters.drops.merge(&out.drops);
+        let (w, view) = self.split();
+        w.release_buffer_into(&view, buffer_id, now, &mut out)?;
         Ok(out)
     }
 }
 
 /// `a -= b`, counter by counter (b was an earlier value of a).
-fn subtract(a: &mut DropCounters, b: &DropCounters) {
+pub(crate) fn subtract(a: &mut DropCounters, b: &DropCounters) {
     a.no_match = a.no_match.saturating_sub(b.no_match);
     a.meter_drop = a.meter_drop.saturating_sub(b.meter_drop);
     a.invalid_ttl = a.invalid_ttl.saturating_sub(b.invalid_ttl);
@@ -440,4 +394,11 @@ fn subtract(a: &mut DropCounters, b: &DropCounters) {
     a.group_drop = a.group_drop.saturating_sub(b.group_drop);
     a.packet_in_blocked = a.packet_in_blocked.saturating_sub(b.packet_in_blocked);
     a.no_output = a.no_output.saturating_sub(b.no_output);
+}
+
+/// Whether a set-field action on `f` is carried out by the executor (a
+/// settable field the packet rewriter knows, or the pipeline field
+/// `tunnel_id`). Used to derive the table features.
+pub(crate) fn exec_field_settable(f: ofp::OxmField) -> bool {
+    f.settable() && (f == ofp::OxmField::TunnelId || exec::field_value(f, 0).is_some())
 }

@@ -2,11 +2,14 @@
 //! packets built byte by byte, outputs checked by parsing them again.
 
 use super::*;
+use crate::flow_entry::FlowId;
 use crate::flow_table::TablesConfig;
 use crate::group_table::GroupsConfig;
 use crate::meter_table::MetersConfig;
 use ofp::action::OFPCML_NO_BUFFER;
+use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::error::BadActionCode;
+use ofp::error::BadRequestCode;
 use ofp::packet_in::packet_in_reason;
 use ofp::port::{port_config, port_state};
 use ofp::{Match, Oxm, OxmField, OxmValue};
@@ -557,7 +560,14 @@ fn meter_drop_band_with_a_simulated_clock() {
     assert_eq!(send_at(&mut d, 1, &p, later).drops.meter_drop, 1);
     assert_eq!(d.counters().meters[&1].packets, 7);
     assert_eq!(d.counters().meters[&1].bands[0].0, 4);
+    // The meter's own counters see the worker's counts once folded.
+    assert_eq!(
+        d.state.meters.stats(1, &d.state.tables, later)[0].packet_in_count,
+        0
+    );
+    d.sync_counters();
     let ms = d.state.meters.stats(1, &d.state.tables, later);
+    assert_eq!(ms[0].packet_in_count, 7);
     assert_eq!(ms[0].band_stats[0].packet_band_count, 4);
 }
 
@@ -947,5 +957,264 @@ mod props {
                 .max();
             prop_assert_eq!(best.map(|e| e.priority), top);
         }
+
+        /// Folding with the bulk adds gives the same control-side
+        /// statistics as folding one packet at a time, for counters from
+        /// a random workload (plus keys that name nothing).
+        #[test]
+        fn bulk_fold_equals_per_packet_fold(
+            pkts in proptest::collection::vec((packet(), 0u64..4), 1..24),
+            ghost in 0u64..5,
+        ) {
+            let meter = "meter=1,pktps,burst,bands=type=drop,rate=5,burst_size=3";
+            let flows = format!("{FLOWS}\ntable=3,priority=1,actions=meter:1,output:2");
+            let mut d = dp_full(&flows, GROUPS, meter);
+            for (p, dt) in &pkts {
+                let now = T0.plus_secs(*dt);
+                d.process_burst(1, &mut vec![PacketBuf::from_slice(p)], now);
+            }
+            let mut c = d.take_counters();
+            c.flow_hit(FlowId(9999), 60, T0);
+            for _ in 0..ghost {
+                c.table_lookup(3, ghost % 2 == 0);
+                c.group_hit(77, 10);
+                c.bucket_hit(1, 9, 10);
+                c.meter_hit(1, Some(5), 10);
+            }
+            let mut bulk = d.state.clone();
+            let mut slow = d.state.clone();
+            c.fold_into(&mut bulk);
+            c.fold_per_packet(&mut slow);
+            let now = T0.plus_secs(9);
+            for req in [
+                ofp::multipart::MultipartRequestBody::Flow(crate::any_flow()),
+                ofp::multipart::MultipartRequestBody::Table,
+                ofp::multipart::MultipartRequestBody::Group { group_id: ofp::consts::group_no::ALL },
+                ofp::multipart::MultipartRequestBody::Meter { meter_id: ofp::consts::meter_no::ALL },
+            ] {
+                prop_assert_eq!(bulk.multipart(&req, now), slow.multipart(&req, now));
+            }
+            // Idle timeouts see the same last hit.
+            prop_assert_eq!(bulk.expire(T0.plus_secs(1000)), slow.expire(T0.plus_secs(1000)));
+        }
+
+        /// Two workers over one shared, read-only snapshot, each taking
+        /// some of the packets, count exactly what one worker counts for
+        /// all of them, and emit the same packets.
+        #[test]
+        fn two_workers_over_one_snapshot_equal_one(
+            pkts in proptest::collection::vec((packet(), any::<bool>()), 1..16),
+        ) {
+            let snapshot = std::sync::Arc::new((
+                state(FLOWS, GROUPS, ""),
+                Ports::with_range(8),
+                DatapathConfig::default(),
+            ));
+            let view = PipelineView::new(&snapshot.0, &snapshot.1, &snapshot.2);
+            let mut single = WorkerState::new(0, 1, 16);
+            let mut a = WorkerState::new(0, 2, 16);
+            let mut b = WorkerState::new(1, 2, 16);
+            let (mut o1, mut o2) = (BurstOutput::default(), BurstOutput::default());
+            for (p, to_b) in &pkts {
+                single.process_burst_into(&view, 1, &mut vec![PacketBuf::from_slice(p)], T0, &mut o1);
+                let w = if *to_b { &mut b } else { &mut a };
+                w.process_burst_into(&view, 1, &mut vec![PacketBuf::from_slice(p)], T0, &mut o2);
+            }
+            prop_assert_eq!(&o1.tx, &o2.tx);
+            prop_assert_eq!(o1.packet_ins.len(), o2.packet_ins.len());
+            let sum = Counters::sum([a.counters(), b.counters()]);
+            prop_assert_eq!(&sum, single.counters());
+            // Folded into two control states, every statistic agrees.
+            let mut s1 = snapshot.0.clone();
+            let mut s2 = snapshot.0.clone();
+            s1.fold(single.counters());
+            s2.fold(&sum);
+            let req = ofp::multipart::MultipartRequestBody::Flow(crate::any_flow());
+            prop_assert_eq!(s1.multipart(&req, T0), s2.multipart(&req, T0));
+        }
     }
+}
+
+#[test]
+fn datapath_port_mod_reaches_the_packet_side_and_multipart_counts_everything() {
+    let mut d = dp("priority=1,actions=output:2");
+    d.state.port_table.add_port(
+        ofp::Port {
+            port_no: 2,
+            hw_addr: ofp::MacAddr(DST),
+            ..ofp::Port::default()
+        },
+        T0,
+    );
+    assert_eq!(send(&mut d, 1, &udp4(64)).tx.len(), 1);
+    let pm = ofp::PortMod {
+        port_no: 2,
+        hw_addr: ofp::MacAddr(DST),
+        config: port_config::NO_FWD,
+        mask: port_config::NO_FWD,
+        advertise: 0,
+    };
+    assert!(d.port_mod(&pm).unwrap().is_some());
+    let o = send(&mut d, 1, &udp4(64));
+    assert!(o.tx.is_empty());
+    assert_eq!(o.drops.port_down, 1);
+    let req = ofp::multipart::MultipartRequestBody::PortStats { port_no: 2 };
+    let Some(Ok(ofp::multipart::MultipartReplyBody::PortStats { stats })) = d.multipart(&req, T0)
+    else {
+        panic!()
+    };
+    assert_eq!((stats[0].tx_packets, stats[0].tx_dropped), (1, 1));
+    let req = ofp::multipart::MultipartRequestBody::Flow(crate::any_flow());
+    let Some(Ok(ofp::multipart::MultipartReplyBody::Flow { stats })) = d.multipart(&req, T0) else {
+        panic!()
+    };
+    assert_eq!(stats[0].packet_count, 2);
+}
+
+#[test]
+fn snapshot_and_workers_can_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Snapshot>();
+    send_sync::<SwitchState>();
+    send::<WorkerState>();
+    send::<Counters>();
+}
+
+/// Real threads: four workers over one `Arc<Snapshot>` count what one
+/// worker counts for the same packets.
+#[test]
+fn threads_over_one_snapshot_sum_to_one_worker() {
+    let flows = "priority=9,udp,actions=group:1\npriority=1,actions=output:3";
+    let groups = "group_id=1,type=select,bucket=output:4,bucket=output:5";
+    let mut st = state(flows, groups, "");
+    for n in 1..=8 {
+        st.port_table.add_port(
+            ofp::Port {
+                port_no: n,
+                ..ofp::Port::default()
+            },
+            T0,
+        );
+    }
+    let snap = std::sync::Arc::new(Snapshot::new(st, DatapathConfig::default()));
+    let packets: Vec<Vec<u8>> = (0..400u16)
+        .map(|i| {
+            if i % 3 == 0 {
+                tcp4()
+            } else {
+                udp4_ports(64, 1000 + i, 2000)
+            }
+        })
+        .collect();
+    let mut single = WorkerState::new(0, 1, 0);
+    let mut o = BurstOutput::default();
+    let mut all: Vec<PacketBuf> = packets.iter().map(|p| PacketBuf::from_slice(p)).collect();
+    single.process_burst_into(&snap.view(), 1, &mut all, T0, &mut o);
+    let per_thread: Vec<Counters> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..4u32)
+            .map(|k| {
+                let snap = std::sync::Arc::clone(&snap);
+                let mine: Vec<Vec<u8>> = packets
+                    .iter()
+                    .skip(k as usize)
+                    .step_by(4)
+                    .cloned()
+                    .collect();
+                sc.spawn(move || {
+                    let mut w = WorkerState::new(k, 4, 0);
+                    let mut out = BurstOutput::default();
+                    for chunk in mine.chunks(32) {
+                        let mut b: Vec<PacketBuf> =
+                            chunk.iter().map(|p| PacketBuf::from_slice(p)).collect();
+                        w.process_burst_into(&snap.view(), 1, &mut b, T0, &mut out);
+                        out.clear();
+                    }
+                    w.take_counters()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let sum = Counters::sum(&per_thread);
+    assert_eq!(&sum, single.counters());
+    assert_eq!(sum.ports[&1].rx_packets, 400);
+    let mut control = snap.state.clone();
+    control.fold(&sum);
+    let tx: u64 = control
+        .port_table
+        .port_stats(ofp::consts::port_no::ANY, T0)
+        .iter()
+        .map(|s| s.tx_packets)
+        .sum();
+    assert_eq!(tx, 400);
+}
+
+#[test]
+fn workers_split_a_meter_rate_and_follow_meter_mods() {
+    let mut s = state(
+        "priority=1,actions=meter:1,output:2",
+        "",
+        "meter=1,pktps,burst,bands=type=drop,rate=10,burst_size=4",
+    );
+    let ports = Ports::with_range(8);
+    let config = DatapathConfig::default();
+    let mut a = WorkerState::new(0, 2, 0);
+    let mut b = WorkerState::new(1, 2, 0);
+    let p = udp4(64);
+    let burst =
+        |n: usize| -> Vec<PacketBuf> { (0..n).map(|_| PacketBuf::from_slice(&p)).collect() };
+    {
+        let view = PipelineView::new(&s, &ports, &config);
+        // Each worker's bucket holds half the burst (2 packets).
+        let oa = {
+            let mut o = BurstOutput::default();
+            a.process_burst_into(&view, 1, &mut burst(4), T0, &mut o);
+            o
+        };
+        let mut ob = BurstOutput::default();
+        b.process_burst_into(&view, 1, &mut burst(4), T0, &mut ob);
+        assert_eq!((oa.tx.len(), ob.tx.len()), (2, 2));
+        // Half the rate each: 5 packets/s, one token after 200 ms.
+        let t = Time(T0.0 + 200_000_000);
+        let mut o = BurstOutput::default();
+        a.process_burst_into(&view, 1, &mut burst(2), t, &mut o);
+        assert_eq!(o.tx.len(), 1);
+        assert_eq!(a.meters_mut().len(), 1);
+    }
+    // A METER_MOD replaces the meter: workers start from the new one.
+    let mm =
+        flowtext::parse_meter_file("meter=1,pktps,burst,bands=type=drop,rate=100,burst_size=20")
+            .unwrap()
+            .remove(0);
+    let mm = ofp::MeterMod {
+        command: ofp::MeterModCommand::Modify,
+        ..mm
+    };
+    s.meter_mod(&mm, T0).unwrap();
+    let view = PipelineView::new(&s, &ports, &config);
+    let mut o = BurstOutput::default();
+    a.process_burst_into(&view, 1, &mut burst(12), Time(T0.0 + 200_000_000), &mut o);
+    assert_eq!(o.tx.len(), 10, "new bucket of 20/2");
+    // Counters fold into the control-side meter.
+    let total = Counters::sum([a.counters(), b.counters()]);
+    assert_eq!(total.meters[&1].packets, 4 + 4 + 2 + 12);
+    s.fold(&total);
+    let st = s.meters.stats(1, &s.tables, T0);
+    assert_eq!(st[0].packet_in_count, 22);
+    assert_eq!(st[0].band_stats[0].packet_band_count, 2 + 2 + 1 + 2);
+    a.meters_mut().prune(&s.meters);
+    assert_eq!(a.meters_mut().len(), 1);
+    s.meter_mod(
+        &ofp::MeterMod {
+            command: ofp::MeterModCommand::Delete,
+            meter_id: 1,
+            flags: 0,
+            bands: Vec::new(),
+        },
+        T0,
+    )
+    .unwrap();
+    a.meters_mut().prune(&s.meters);
+    assert!(a.meters_mut().is_empty());
 }
