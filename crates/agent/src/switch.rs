@@ -11,23 +11,16 @@
 //! once every operation handed over before it is fully applied, which for
 //! an in-memory state is at once.
 
-use ofp::consts::{port_no, table_no};
-use ofp::error::{
-    BadRequestCode, PortModFailedCode, SwitchConfigFailedCode, TableFeaturesFailedCode,
-    TableModFailedCode,
-};
-use ofp::multipart::{Desc, MultipartReplyBody, MultipartRequestBody};
-use ofp::stats::{PortStats, QueueStats};
-use ofp::switch_config::{capabilities, config_flags};
-use ofp::table_features::TableFeatures;
+use ofp::error::{BadRequestCode, SwitchConfigFailedCode};
+use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
+use ofp::switch_config::config_flags;
 use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketIn, PacketOut, PacketQueue, Port,
     PortMod, PortStatus, SwitchConfig, TableMod,
 };
-use pipeline::datapath::counters::PortCounter;
-use pipeline::datapath::{BurstOutput, Datapath, DatapathConfig, PortInfo, Ports, TxPacket};
+use pipeline::datapath::{BurstOutput, Datapath, DatapathConfig, TxPacket};
 use pipeline::{SwitchState, Time};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -91,10 +84,10 @@ pub struct MemorySwitchConfig {
     pub groups: pipeline::GroupsConfig,
     /// Meter table limits.
     pub meters: pipeline::MetersConfig,
-    /// The ports (PORT_DESC, PORT_MOD).
+    /// The ports (PORT_DESC, PORT_MOD, PORT_STATS).
     pub ports: Vec<Port>,
-    /// DESC reply.
-    pub desc: Desc,
+    /// The DESC reply's datapath description.
+    pub dp_desc: String,
     /// Packet buffers, miss_send_len and flags of the datapath.
     pub datapath: DatapathConfig,
 }
@@ -107,13 +100,7 @@ impl Default for MemorySwitchConfig {
             groups: pipeline::GroupsConfig::default(),
             meters: pipeline::MetersConfig::default(),
             ports: Vec::new(),
-            desc: Desc {
-                mfr_desc: "fulmar".into(),
-                hw_desc: "userspace software switch".into(),
-                sw_desc: env!("CARGO_PKG_VERSION").into(),
-                serial_num: "None".into(),
-                dp_desc: "fulmar in-memory switch".into(),
-            },
+            dp_desc: "fulmar in-memory switch".into(),
             datapath: DatapathConfig::default(),
         }
     }
@@ -121,27 +108,27 @@ impl Default for MemorySwitchConfig {
 
 struct Inner {
     dp: Datapath,
-    ports: Vec<Port>,
     transmitted: VecDeque<TxPacket>,
-    port_totals: HashMap<u32, PortCounter>,
 }
 
 /// Most transmitted packets a [`MemorySwitch`] keeps for inspection.
 pub const TRANSMITTED_KEPT: usize = 1024;
 
-/// A [`Switch`] over one [`Datapath`] with no port I/O: flow, group and
-/// meter tables with their statistics, packet buffers, a fixed port list
-/// and no queues. PACKET_OUT (and a FLOW_MOD naming a buffer) runs through
-/// the datapath; what it transmits is kept (the last
-/// [`TRANSMITTED_KEPT`] packets, [`MemorySwitch::take_transmitted`]) and
-/// its packet-ins become events. Packets can be injected with
-/// [`MemorySwitch::inject`]. PACKET_IN, FLOW_REMOVED and PORT_STATUS
-/// events go to the channel given at construction; when it is full they
-/// are dropped and counted ([`MemorySwitch::events_dropped`]).
+/// A [`Switch`] over one [`Datapath`] with no port I/O. Everything the
+/// controller asks is answered by the pipeline crate
+/// ([`pipeline::SwitchState`]: flow, group, meter and port tables, their
+/// statistics, table features, DESC; [`pipeline::features`]: the
+/// FEATURES_REPLY); this type only wires it to the agent. PACKET_OUT (and
+/// a FLOW_MOD naming a buffer) runs through the datapath; what it
+/// transmits is kept (the last [`TRANSMITTED_KEPT`] packets,
+/// [`MemorySwitch::take_transmitted`]) and its packet-ins become events.
+/// Packets can be injected with [`MemorySwitch::inject`]. PACKET_IN,
+/// FLOW_REMOVED and PORT_STATUS events go to the channel given at
+/// construction; when it is full they are dropped and counted
+/// ([`MemorySwitch::events_dropped`]).
 pub struct MemorySwitch {
     inner: Mutex<Inner>,
     datapath_id: u64,
-    desc: Desc,
     epoch: Instant,
     events: Option<mpsc::Sender<SwitchEvent>>,
     events_dropped: AtomicU64,
@@ -150,19 +137,18 @@ pub struct MemorySwitch {
 impl MemorySwitch {
     /// A switch with `config`, sending events to `events` when given.
     pub fn new(config: MemorySwitchConfig, events: Option<mpsc::Sender<SwitchEvent>>) -> Self {
+        let mut state = SwitchState::new(config.tables, config.groups, config.meters);
+        state.desc = pipeline::features::default_desc(&config.dp_desc);
+        for port in config.ports {
+            state.port_table.add_port(port, Time(0));
+        }
+        let ports = state.port_table.datapath_ports();
         MemorySwitch {
             inner: Mutex::new(Inner {
-                dp: Datapath::new(
-                    SwitchState::new(config.tables, config.groups, config.meters),
-                    dp_ports(&config.ports),
-                    config.datapath,
-                ),
-                ports: config.ports,
+                dp: Datapath::new(state, ports, config.datapath),
                 transmitted: VecDeque::new(),
-                port_totals: HashMap::new(),
             }),
             datapath_id: config.datapath_id,
-            desc: config.desc,
             epoch: Instant::now(),
             events,
             events_dropped: AtomicU64::new(0),
@@ -241,168 +227,13 @@ impl MemorySwitch {
             self.emit(SwitchEvent::FlowRemoved(r.to_message()));
         }
     }
-
-    fn table_features(&self, n_tables: u8, max_entries: usize) -> Vec<TableFeatures> {
-        (0..n_tables)
-            .map(|t| table_features(t, n_tables, max_entries))
-            .collect()
-    }
-}
-
-/// What one table of the pipeline supports, as TABLE_FEATURES reports
-/// it: every instruction (GOTO_TABLE only to later tables), every action
-/// in both action lists and sets, every basic OXM field of 1.3 for
-/// matching (masks where the spec allows them) and wildcarding, and every
-/// settable field for set-field. The `*_MISS` properties are left out:
-/// the table-miss entry supports the same.
-pub fn table_features(table_id: u8, n_tables: u8, max_entries: usize) -> TableFeatures {
-    use ofp::action::action_type as at;
-    use ofp::instruction::instruction_type as it;
-    use ofp::table_features::{ActionId, InstructionId, OxmId, TableFeatureProp as P};
-    let last = table_id.saturating_add(1) >= n_tables;
-    let instruction_ids = [
-        it::GOTO_TABLE,
-        it::WRITE_METADATA,
-        it::WRITE_ACTIONS,
-        it::APPLY_ACTIONS,
-        it::CLEAR_ACTIONS,
-        it::METER,
-    ]
-    .into_iter()
-    .filter(|t| !(last && *t == it::GOTO_TABLE))
-    .map(|instruction_type| InstructionId {
-        instruction_type,
-        data: Vec::new(),
-    })
-    .collect();
-    let action_ids: Vec<ActionId> = [
-        at::OUTPUT,
-        at::COPY_TTL_OUT,
-        at::COPY_TTL_IN,
-        at::SET_MPLS_TTL,
-        at::DEC_MPLS_TTL,
-        at::PUSH_VLAN,
-        at::POP_VLAN,
-        at::PUSH_MPLS,
-        at::POP_MPLS,
-        at::SET_QUEUE,
-        at::GROUP,
-        at::SET_NW_TTL,
-        at::DEC_NW_TTL,
-        at::SET_FIELD,
-        at::PUSH_PBB,
-        at::POP_PBB,
-    ]
-    .into_iter()
-    .map(|action_type| ActionId {
-        action_type,
-        data: Vec::new(),
-    })
-    .collect();
-    // The fields of OpenFlow 1.3 (numbers 0..=39).
-    let fields = || {
-        ofp::OxmField::ALL
-            .iter()
-            .copied()
-            .filter(|f| (*f as u8) <= 39)
-    };
-    let id = |f: ofp::OxmField, hasmask: bool| {
-        let len = f.kind().len() as u8;
-        OxmId {
-            class: 0x8000,
-            field: f as u8,
-            hasmask,
-            length: if hasmask { len * 2 } else { len },
-            experimenter: None,
-        }
-    };
-    let matchable = fields().map(|f| id(f, f.maskable())).collect();
-    let wildcards = fields().map(|f| id(f, false)).collect();
-    let settable: Vec<OxmId> = fields()
-        .filter(|f| f.settable())
-        .map(|f| id(f, false))
-        .collect();
-    TableFeatures {
-        table_id,
-        name: format!("table{table_id}"),
-        metadata_match: u64::MAX,
-        metadata_write: u64::MAX,
-        config: 0,
-        max_entries: u32::try_from(max_entries).unwrap_or(u32::MAX),
-        properties: vec![
-            P::Instructions { instruction_ids },
-            P::NextTables {
-                table_ids: (table_id.saturating_add(1)..n_tables).collect(),
-            },
-            P::WriteActions {
-                action_ids: action_ids.clone(),
-            },
-            P::ApplyActions { action_ids },
-            P::Match { oxm_ids: matchable },
-            P::Wildcards { oxm_ids: wildcards },
-            P::WriteSetfield {
-                oxm_ids: settable.clone(),
-            },
-            P::ApplySetfield { oxm_ids: settable },
-        ],
-    }
-}
-
-fn dp_ports(ports: &[Port]) -> Ports {
-    let mut p = Ports::default();
-    for port in ports {
-        p.set(
-            port.port_no,
-            PortInfo {
-                config: port.config,
-                state: port.state,
-            },
-        );
-    }
-    p
-}
-
-/// Port statistics from the datapath's counters; the error counters it
-/// does not keep are reported as unavailable (all ones).
-fn port_stats(port: u32, c: Option<&PortCounter>, (sec, nsec): (u32, u32)) -> PortStats {
-    let na = pipeline::COUNTER_UNAVAILABLE;
-    let c = c.copied().unwrap_or_default();
-    PortStats {
-        port_no: port,
-        rx_packets: c.rx_packets,
-        tx_packets: c.tx_packets,
-        rx_bytes: c.rx_bytes,
-        tx_bytes: c.tx_bytes,
-        rx_dropped: c.rx_dropped,
-        tx_dropped: c.tx_dropped,
-        rx_errors: na,
-        tx_errors: na,
-        rx_frame_err: na,
-        rx_over_err: na,
-        rx_crc_err: na,
-        collisions: na,
-        duration_sec: sec,
-        duration_nsec: nsec,
-    }
 }
 
 impl Switch for MemorySwitch {
     fn features(&self) -> FeaturesReply {
         let inner = self.lock();
-        let n_tables = inner.dp.state.tables.n_tables();
-        FeaturesReply {
-            datapath_id: self.datapath_id,
-            n_buffers: u32::try_from(inner.dp.buffers().capacity()).unwrap_or(u32::MAX),
-            n_tables,
-            auxiliary_id: 0,
-            // What this implementation really answers: flow, table, group
-            // and port statistics. No queue statistics or reassembly.
-            capabilities: capabilities::FLOW_STATS
-                | capabilities::TABLE_STATS
-                | capabilities::PORT_STATS
-                | capabilities::GROUP_STATS,
-            reserved: 0,
-        }
+        let n_buffers = u32::try_from(inner.dp.buffers().capacity()).unwrap_or(u32::MAX);
+        pipeline::features::features_reply(&inner.dp.state.tables, self.datapath_id, n_buffers)
     }
 
     fn config(&self) -> SwitchConfig {
@@ -415,15 +246,14 @@ impl Switch for MemorySwitch {
 
     fn set_config(&self, config: &SwitchConfig) -> Result<(), OfpError> {
         let frag = config.flags & config_flags::FRAG_MASK;
+        // Fragment handling (reassembly is not implemented: no IP_REASM
+        // capability; 3 is undefined) and the 1.2 flag the datapath still
+        // honours.
         let known = config_flags::FRAG_MASK | pipeline::datapath::OFPC_INVALID_TTL_TO_CONTROLLER;
-        if config.flags & !known != 0 || frag == config_flags::FRAG_REASM {
-            // Reassembly is not implemented (no IP_REASM capability);
-            // value 3 is undefined.
-            return Err(OfpError::SwitchConfigFailed(
-                SwitchConfigFailedCode::BadFlags,
-            ));
-        }
-        if frag == config_flags::FRAG_MASK {
+        if config.flags & !known != 0
+            || frag == config_flags::FRAG_REASM
+            || frag == config_flags::FRAG_MASK
+        {
             return Err(OfpError::SwitchConfigFailed(
                 SwitchConfigFailedCode::BadFlags,
             ));
@@ -472,60 +302,18 @@ impl Switch for MemorySwitch {
     }
 
     fn port_mod(&self, pm: &PortMod) -> Result<(), OfpError> {
-        let status = {
-            let mut inner = self.lock();
-            let port = inner
-                .ports
-                .iter_mut()
-                .find(|p| p.port_no == pm.port_no)
-                .ok_or(OfpError::PortModFailed(PortModFailedCode::BadPort))?;
-            if port.hw_addr != pm.hw_addr {
-                return Err(OfpError::PortModFailed(PortModFailedCode::BadHwAddr));
-            }
-            use ofp::port::port_config as pc;
-            let settable = pc::PORT_DOWN | pc::NO_RECV | pc::NO_FWD | pc::NO_PACKET_IN;
-            if pm.mask & !settable != 0 {
-                return Err(OfpError::PortModFailed(PortModFailedCode::BadConfig));
-            }
-            if pm.advertise & !port.supported != 0 {
-                return Err(OfpError::PortModFailed(PortModFailedCode::BadAdvertise));
-            }
-            let before = port.clone();
-            port.config = (port.config & !pm.mask) | (pm.config & pm.mask);
-            if pm.advertise != 0 {
-                port.advertised = pm.advertise;
-            }
-            let changed = *port != before;
-            let (port_no, info) = (
-                port.port_no,
-                PortInfo {
-                    config: port.config,
-                    state: port.state,
-                },
-            );
-            let status = changed.then(|| PortStatus {
+        let changed = self.lock().dp.port_mod(pm)?;
+        if let Some(desc) = changed {
+            self.emit(SwitchEvent::PortStatus(PortStatus {
                 reason: ofp::port_status::port_reason::MODIFY,
-                desc: port.clone(),
-            });
-            inner.dp.ports.set(port_no, info);
-            status
-        };
-        if let Some(s) = status {
-            self.emit(SwitchEvent::PortStatus(s));
+                desc,
+            }));
         }
         Ok(())
     }
 
     fn table_mod(&self, tm: &TableMod) -> Result<(), OfpError> {
-        let n = self.lock().dp.state.tables.n_tables();
-        if tm.table_id != table_no::ALL && tm.table_id >= n {
-            return Err(OfpError::TableModFailed(TableModFailedCode::BadTable));
-        }
-        // Only the deprecated OFPTC_DEPRECATED_MASK bits exist in 1.3.
-        if tm.config & !3 != 0 {
-            return Err(OfpError::TableModFailed(TableModFailedCode::BadConfig));
-        }
-        Ok(())
+        self.lock().dp.state.table_mod(tm)
     }
 
     fn packet_out(&self, po: &PacketOut) -> Result<(), OfpError> {
@@ -542,87 +330,23 @@ impl Switch for MemorySwitch {
     }
 
     fn multipart(&self, req: &MultipartRequestBody) -> Result<MultipartReplyBody, OfpError> {
-        use MultipartReplyBody as Rep;
-        use MultipartRequestBody as Req;
         let now = self.now();
-        let mut inner = self.lock();
-        // Fold the datapath's flow, table and group counters into the
-        // state, and its port counters into the running totals.
-        let taken = inner.dp.sync_counters();
-        for (port, c) in taken.ports {
-            let t = inner.port_totals.entry(port).or_default();
-            t.rx_packets += c.rx_packets;
-            t.rx_bytes += c.rx_bytes;
-            t.tx_packets += c.tx_packets;
-            t.tx_bytes += c.tx_bytes;
-            t.rx_dropped += c.rx_dropped;
-            t.tx_dropped += c.tx_dropped;
-        }
-        let inner = inner;
-        if let Some(answer) = inner.dp.state.multipart(req, now) {
-            return answer;
-        }
-        let known_port = |p: u32| p == port_no::ANY || inner.ports.iter().any(|x| x.port_no == p);
-        match req {
-            Req::Desc => Ok(Rep::Desc(self.desc.clone())),
-            Req::PortDesc => Ok(Rep::PortDesc {
-                ports: inner.ports.clone(),
-            }),
-            Req::PortStats { port_no: p } => {
-                if !known_port(*p) {
-                    return Err(OfpError::BadRequest(BadRequestCode::BadPort));
-                }
-                let stats = inner
-                    .ports
-                    .iter()
-                    .filter(|x| *p == port_no::ANY || x.port_no == *p)
-                    .map(|x| {
-                        port_stats(
-                            x.port_no,
-                            inner.port_totals.get(&x.port_no),
-                            now.duration_since(Time(0)),
-                        )
-                    })
-                    .collect();
-                Ok(Rep::PortStats { stats })
-            }
-            Req::Queue { port_no: p, .. } => {
-                if !known_port(*p) {
-                    return Err(OfpError::BadRequest(BadRequestCode::BadPort));
-                }
-                Ok(Rep::Queue {
-                    stats: Vec::<QueueStats>::new(),
-                })
-            }
-            Req::TableFeatures { tables } => {
-                if !tables.is_empty() {
-                    // The table layout is fixed.
-                    return Err(OfpError::TableFeaturesFailed(
-                        TableFeaturesFailedCode::Eperm,
-                    ));
-                }
-                let cfg = inner.dp.state.tables.config();
-                Ok(Rep::TableFeatures {
-                    tables: self.table_features(inner.dp.state.tables.n_tables(), cfg.max_entries),
-                })
-            }
-            _ => Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
-        }
+        self.lock()
+            .dp
+            .multipart(req, now)
+            .unwrap_or(Err(OfpError::BadRequest(BadRequestCode::BadExperimenter)))
     }
 
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {
-        let inner = self.lock();
-        if port == port_no::ANY || inner.ports.iter().any(|p| p.port_no == port) {
-            Ok(Vec::new())
-        } else {
-            Err(OfpError::QueueOpFailed(
-                ofp::error::QueueOpFailedCode::BadPort,
-            ))
-        }
+        self.lock()
+            .dp
+            .state
+            .queue_get_config(port)
+            .map(|r| r.queues)
     }
 
     fn ports(&self) -> Vec<Port> {
-        self.lock().ports.clone()
+        self.lock().dp.state.port_table.port_desc()
     }
 
     fn barrier(&self) -> impl Future<Output = ()> + Send {
@@ -640,6 +364,8 @@ impl Switch for MemorySwitch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ofp::consts::table_no;
+    use ofp::error::{PortModFailedCode, TableModFailedCode};
     use ofp::oxm::MacAddr;
 
     fn port(n: u32) -> Port {

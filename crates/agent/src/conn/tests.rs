@@ -314,7 +314,11 @@ async fn features_report_the_switch() {
             use ofp::switch_config::capabilities as cap;
             assert_eq!(
                 f.capabilities,
-                cap::FLOW_STATS | cap::TABLE_STATS | cap::PORT_STATS | cap::GROUP_STATS
+                cap::FLOW_STATS
+                    | cap::TABLE_STATS
+                    | cap::PORT_STATS
+                    | cap::GROUP_STATS
+                    | cap::QUEUE_STATS
             );
         }
         other => panic!("{other:?}"),
@@ -678,7 +682,7 @@ async fn multipart_requests_and_errors() {
     {
         [(1, Message::MultipartReply(r))] => {
             assert!(
-                matches!(&r.body, MultipartReplyBody::Desc(Desc { mfr_desc, .. }) if mfr_desc == "fulmar")
+                matches!(&r.body, MultipartReplyBody::Desc(Desc { mfr_desc, .. }) if mfr_desc == "fulmar project")
             )
         }
         other => panic!("{other:?}"),
@@ -1131,7 +1135,7 @@ async fn packet_out_runs_through_the_datapath() {
         )] => {
             assert_eq!(stats.len(), 1);
             assert_eq!((stats[0].tx_packets, stats[0].tx_bytes), (1, 60));
-            assert_eq!(stats[0].rx_errors, pipeline::COUNTER_UNAVAILABLE);
+            assert_eq!(stats[0].rx_packets, 0);
         }
         other => panic!("{other:?}"),
     }
