@@ -141,3 +141,33 @@ def test_rtt_through_the_switch_vs_a_direct_veth(net, switch, capsys):
         for k, v in figures.items():
             print(f"  {k:45s} {v}")
     assert figures["direct veth"] is not None
+
+
+def test_controller_adds_flows_over_openflow(net, fulmar_bin):
+    """`--listen`: ovs-ofctl (a real OpenFlow 1.3 client) installs the
+    flows and reads them back with their counters."""
+    import subprocess
+
+    from conftest import Switch
+
+    if shutil.which("ovs-ofctl") is None:
+        pytest.skip("needs ovs-ofctl")
+    sw = Switch([fulmar_bin, "run", "-i", "sa", "-i", "sb", "--listen", "tcp:127.0.0.1:16653"])
+    try:
+        ofctl = ["ovs-ofctl", "-O", "OpenFlow13"]
+        target = "tcp:127.0.0.1:16653"
+        r = ping("fe-a", "10.9.0.2", count=1)
+        assert r.returncode != 0, "no flows yet: nothing forwarded"
+        for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
+            subprocess.run([*ofctl, "add-flow", target, flow], check=True)
+        r = ping("fe-a", "10.9.0.2", count=3)
+        assert r.returncode == 0, r.stdout
+        time.sleep(0.1)
+        dump = subprocess.run([*ofctl, "dump-flows", target], check=True, capture_output=True, text=True).stdout
+        counts = [int(n) for n in re.findall(r"n_packets=(\d+)", dump)]
+        assert len(counts) == 2 and min(counts) >= 3, dump
+        ports = subprocess.run([*ofctl, "dump-ports-desc", target], check=True, capture_output=True, text=True).stdout
+        assert "1(sa)" in ports and "2(sb)" in ports, ports
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err

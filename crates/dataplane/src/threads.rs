@@ -195,6 +195,21 @@ pub struct PortSpec {
     pub number: u32,
     /// The backend.
     pub backend: Box<dyn PortBackend>,
+    /// The feeder calls [`Threads::wake_all`] after putting packets in
+    /// (a control-side injection port), so a sleeping thread need not poll
+    /// this port even though it has no descriptor.
+    pub woken: bool,
+}
+
+impl PortSpec {
+    /// A port that is polled or waited on as usual.
+    pub fn new(number: u32, backend: Box<dyn PortBackend>) -> PortSpec {
+        PortSpec {
+            number,
+            backend,
+            woken: false,
+        }
+    }
 }
 
 /// Drops the threads made themselves, by name.
@@ -549,7 +564,7 @@ impl Threads {
         for (i, spec) in ports.into_iter().enumerate() {
             let (reader, senders, shared) = handles_for(spec.backend, workers)?;
             let mut reader = reader;
-            let fdless = reader.fd().is_none();
+            let fdless = reader.fd().is_none() && !spec.woken;
             slots.push((spec.number, Mutex::new(PortCounters::default())));
             if let Some(list) = rx_of.get_mut(i % workers) {
                 list.push(RxPort {
@@ -618,7 +633,7 @@ impl Threads {
         let mut tx_thread_of = HashMap::new();
         for (i, spec) in ports.into_iter().enumerate() {
             let (mut reader, mut senders, shared) = handles_for(spec.backend, 1)?;
-            let fdless = reader.fd().is_none();
+            let fdless = reader.fd().is_none() && !spec.woken;
             slots.push((spec.number, Mutex::new(PortCounters::default())));
             if let Some(list) = rx_ports.get_mut(i % nrx) {
                 list.push(RxPort {

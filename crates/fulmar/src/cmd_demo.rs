@@ -233,8 +233,9 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
     eprintln!("demo: host A ({NS_A}, VLAN 10, {IP_A}) <-> gw1 <-MPLS over fdm-w1/fdm-w2-> gw2 <-> host B ({NS_B}, VLAN 20, {IP_B})");
     let cfg = Config::from_str(&demo_config(&args.mode, &args.io), "demo.toml")
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let rt =
-        Runtime::start(&cfg, &RuntimeOptions::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut opts = RuntimeOptions::default();
+    opts.backends.afpacket_mode = args.afpacket_mode.into();
+    let rt = Runtime::start(&cfg, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
     let exe = std::env::current_exe()?;
     let mut echo = Command::new("ip")
         .args(["netns", "exec", NS_B])

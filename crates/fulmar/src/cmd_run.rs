@@ -123,17 +123,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     for w in &cfg.warnings {
         tracing::warn!("{w}");
     }
-    let controllers: usize = cfg.bridges.iter().map(|b| b.controllers.len()).sum();
-    if controllers > 0 {
-        // TODO(agent): start the OpenFlow channels once crates/agent lands.
-        tracing::warn!(
-            controllers,
-            "controller channels are not started yet (the agent is not part of this build); static flows only"
-        );
-    }
     let shutdown = Shutdown::install()?;
-    let rt =
-        Runtime::start(&cfg, &RuntimeOptions::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut opts = RuntimeOptions::default();
+    opts.backends.afpacket_mode = args.afpacket_mode.into();
+    let rt = Runtime::start(&cfg, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let _agents = start_agents(&cfg, &rt)?;
     eprintln!(
         "fulmar: running bridges {:?}; Ctrl-C stops",
         rt.bridge_names()
@@ -169,4 +163,66 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     eprintln!("fulmar: stopping");
     print!("{}", rt.stop());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the OpenFlow channels of every bridge that has controllers
+/// (listeners and outgoing connections) on a small tokio runtime; `None`
+/// when no bridge has any.
+fn start_agents(cfg: &Config, rt: &Runtime) -> anyhow::Result<Option<tokio::runtime::Runtime>> {
+    if cfg.bridges.iter().all(|b| b.controllers.is_empty()) {
+        return Ok(None);
+    }
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("fulmar-agent")
+        .enable_all()
+        .build()?;
+    let tls = match &cfg.tls {
+        Some(t) => Some(agent::TlsSettings::from_pem_files(
+            &t.certificate,
+            &t.private_key,
+            &t.ca_cert,
+        )?),
+        None => None,
+    };
+    for b in &cfg.bridges {
+        if b.controllers.is_empty() {
+            continue;
+        }
+        let config = agent::AgentConfig {
+            fail_mode: match b.fail_mode {
+                datastore::FailMode::Secure => agent::FailMode::Secure,
+                datastore::FailMode::Standalone => agent::FailMode::Standalone,
+            },
+            tls: tls.clone(),
+            ..agent::AgentConfig::default()
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(config.event_queue);
+        let sw = rt
+            .switch(&b.name, tx)
+            .ok_or_else(|| anyhow::anyhow!("bridge {} is not running", b.name))?;
+        let _enter = tokio_rt.enter();
+        let agent = agent::Agent::new(std::sync::Arc::new(sw), config);
+        agent.spawn_events(rx);
+        agent.spawn_housekeeping(Duration::from_secs(1));
+        for c in &b.controllers {
+            let target: agent::Target = c
+                .target
+                .to_string()
+                .parse()
+                .map_err(|e| anyhow::anyhow!("bridge {}: {e}", b.name))?;
+            if target.passive {
+                let (addr, _task) = tokio_rt
+                    .block_on(agent.listen(&target))
+                    .map_err(|e| anyhow::anyhow!("bridge {}: listen on {target}: {e}", b.name))?;
+                eprintln!(
+                    "fulmar: bridge {} listening for controllers on {addr}",
+                    b.name
+                );
+            } else {
+                agent.connect(target);
+            }
+        }
+    }
+    Ok(Some(tokio_rt))
 }

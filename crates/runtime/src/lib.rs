@@ -19,6 +19,7 @@
 //! [`Runtime::stop`] stops the threads stage by stage and returns the final
 //! counters as text (also logged with `tracing`).
 
+pub mod openflow;
 pub mod ports;
 pub mod signals;
 pub mod worker;
@@ -28,7 +29,7 @@ use std::fmt::{self, Write as _};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -38,11 +39,11 @@ use dataplane::link::{LinkChange, LinkWatcher};
 use dataplane::patch::PatchPort;
 use dataplane::snapshot::Publisher;
 use dataplane::threads::{BurstSizes, PortSpec, ThreadDrops, ThreadMode, Threads, ThreadsConfig};
-use dataplane::{LinkState, PortCounters};
+use dataplane::{LinkState, PortBackend, PortCounters};
 use datastore::{Config, DispatchKey, ThreadMode as CfgMode};
 use ofp::port::port_state;
 use ofp::{FlowMod, OfpError};
-use pipeline::datapath::{Counters, DatapathConfig, PortInfo, Ports, Snapshot};
+use pipeline::datapath::{Counters, Datapath, DatapathConfig, Snapshot, TxPacket};
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 
 pub use ports::{AfPacketMode, BackendOptions, PortError};
@@ -128,10 +129,22 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// The control-side copy of a bridge's tables.
+/// The control side of a bridge: its own pipeline instance (tables,
+/// groups, meters, port table, settings; packet-outs run here), the
+/// counters collected from the workers so far, and the feeding end of the
+/// injection port that carries packet-out results to the dataplane.
 struct Control {
-    tables: Snapshot,
+    dp: Datapath,
+    totals: Counters,
+    inject: PatchPort,
 }
+
+/// The switch-side number of each bridge's injection port (not an
+/// OpenFlow port: above `OFPP_MAX`, below the reserved numbers).
+pub const INJECT_PORT: u32 = 0xffff_fff0;
+
+/// Sender of agent events (packet-in, flow-removed, port-status).
+pub type EventSender = tokio::sync::mpsc::Sender<agent::SwitchEvent>;
 
 struct BridgeRt {
     name: String,
@@ -142,12 +155,15 @@ struct BridgeRt {
     workers: Vec<Arc<WorkerShared>>,
     /// Port number → interface name, in port order.
     interfaces: BTreeMap<u32, String>,
+    /// Where packet-ins, flow-removed and port-status go once an agent
+    /// runs (set once; read without locking by the workers).
+    events: Arc<OnceLock<EventSender>>,
+    epoch: Instant,
 }
 
 /// Running bridges.
 pub struct Runtime {
     bridges: Vec<Arc<BridgeRt>>,
-    epoch: Instant,
     memory: Mutex<HashMap<String, PatchPort>>,
     events: Mutex<Receiver<PortStatusEvent>>,
     stop_links: Arc<AtomicBool>,
@@ -276,38 +292,48 @@ impl Runtime {
         let opened = ports::open_all(config, &opts.backends).map_err(RuntimeError::Ports)?;
         let (tx_events, rx_events) = mpsc::channel();
         let mut bridges = Vec::new();
-        for ((br, state), ports) in config.bridges.iter().zip(states).zip(opened.bridges) {
-            let mut table_ports = Ports::default();
+        for ((br, mut state), ports) in config.bridges.iter().zip(states).zip(opened.bridges) {
             let mut interfaces = BTreeMap::new();
             let mut specs = Vec::new();
             for p in ports {
-                table_ports.set(
-                    p.number,
-                    PortInfo {
-                        config: 0,
+                state.port_table.add_port(
+                    ofp::Port {
+                        port_no: p.number,
+                        hw_addr: ofp::oxm::MacAddr(openflow::mac_of(&p.interface, p.number)),
+                        name: p.interface.chars().take(15).collect(),
                         state: link_bits(p.backend.link_state()),
+                        ..ofp::Port::default()
                     },
+                    Time(0),
                 );
                 interfaces.insert(p.number, p.interface.clone());
-                specs.push(PortSpec {
-                    number: p.number,
-                    backend: p.backend,
-                });
+                specs.push(PortSpec::new(p.number, p.backend));
             }
-            let snapshot = Snapshot {
-                state,
-                ports: table_ports,
-                config: DatapathConfig {
-                    miss_send_len: br.miss_send_len,
-                    ..DatapathConfig::default()
-                },
+            let (inject_sw, inject) =
+                dataplane::patch::pair("inject", "inject-feed", ports::PATCH_RING);
+            specs.push(PortSpec {
+                number: INJECT_PORT,
+                backend: Box::new(inject_sw),
+                woken: true,
+            });
+            let dp_config = DatapathConfig {
+                miss_send_len: br.miss_send_len,
+                // Packet-ins carry the packet; no buffer ids to resolve
+                // across workers.
+                n_buffers: 0,
+                ..DatapathConfig::default()
             };
+            let snapshot = Snapshot::new(state, dp_config);
             let publisher = Publisher::new(snapshot.clone());
             let tcfg = threads_config(&br.name, config);
             let mut workers = Vec::new();
+            let events: Arc<OnceLock<EventSender>> = Arc::default();
             let n_workers = u32::try_from(tcfg.workers).unwrap_or(u32::MAX);
             let threads = Threads::start(&tcfg, specs, &mut |i| {
-                let shared = Arc::new(WorkerShared::default());
+                let shared = Arc::new(WorkerShared {
+                    events: events.clone(),
+                    ..WorkerShared::default()
+                });
                 workers.push(shared.clone());
                 Box::new(PipelineWorker::new(
                     publisher.reader(),
@@ -330,14 +356,21 @@ impl Runtime {
                 flows = snapshot.state.tables.len(),
                 "bridge started"
             );
+            let dp = Datapath::new(snapshot.state, snapshot.ports, snapshot.config);
             bridges.push(Arc::new(BridgeRt {
                 name: br.name.clone(),
                 dpid: br.dpid,
-                control: Mutex::new(Control { tables: snapshot }),
+                control: Mutex::new(Control {
+                    dp,
+                    totals: Counters::default(),
+                    inject,
+                }),
                 publisher,
                 threads,
                 workers,
                 interfaces,
+                events,
+                epoch,
             }));
         }
         let stop_links = Arc::new(AtomicBool::new(false));
@@ -348,7 +381,6 @@ impl Runtime {
         };
         Ok(Runtime {
             bridges,
-            epoch,
             memory: Mutex::new(opened.memory),
             events: Mutex::new(rx_events),
             stop_links,
@@ -380,13 +412,10 @@ impl Runtime {
         let b = self
             .bridge(bridge)
             .ok_or(OfpError::BadRequest(ofp::error::BadRequestCode::BadTableId))?;
-        let now = Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX));
-        let mut c = b.control.lock().unwrap_or_else(|e| e.into_inner());
-        c.tables.state.flow_mod(fm, now)?;
-        let v = b.publisher.publish(c.tables.clone());
-        drop(c);
-        b.threads.wake_all();
-        Ok(v)
+        let now = b.now();
+        let mut c = b.control();
+        c.dp.state.flow_mod(fm, now)?;
+        Ok(b.publish(&c))
     }
 
     /// Waits until every worker of `bridge` uses version `version` or newer.
@@ -396,10 +425,10 @@ impl Runtime {
     }
 
     /// A port's config and state bits as the workers see them now.
-    pub fn port_info(&self, bridge: &str, port: u32) -> Option<PortInfo> {
+    pub fn port_info(&self, bridge: &str, port: u32) -> Option<pipeline::datapath::PortInfo> {
         let b = self.bridge(bridge)?;
-        let c = b.control.lock().unwrap_or_else(|e| e.into_inner());
-        c.tables.ports.get(port)
+        let c = b.control();
+        c.dp.ports.get(port)
     }
 
     /// Sets a port's link state (what the netlink watcher does; also for
@@ -420,7 +449,21 @@ impl Runtime {
 
     /// A bridge's port counters, summed over threads.
     pub fn port_counters(&self, bridge: &str) -> Option<BTreeMap<u32, PortCounters>> {
-        Some(self.bridge(bridge)?.threads.port_counters())
+        Some(self.bridge(bridge)?.port_counters())
+    }
+
+    /// An OpenFlow [`agent::Switch`] over a bridge, sending its events to
+    /// `events` (packet-ins from the workers, flow-removed, port-status).
+    /// The event sender can be set once per bridge.
+    pub fn switch(&self, bridge: &str, events: EventSender) -> Option<openflow::BridgeSwitch> {
+        let b = self.bridge(bridge)?;
+        let _ = b.events.set(events);
+        Some(openflow::BridgeSwitch::new(b.clone()))
+    }
+
+    /// A bridge's datapath id.
+    pub fn dpid(&self, bridge: &str) -> Option<u64> {
+        Some(self.bridge(bridge)?.dpid)
     }
 
     /// A bridge's thread-level drops.
@@ -487,26 +530,20 @@ fn tcfg_mode(t: &ThreadsConfig) -> &'static str {
 }
 
 fn sum_workers(b: &BridgeRt) -> (Counters, u64) {
-    let mut c = Counters::default();
-    let mut pins = 0;
-    for w in &b.workers {
-        c.merge(&w.counters.lock().unwrap_or_else(|e| e.into_inner()));
-        pins += w.packet_ins.load(Ordering::Relaxed);
-    }
-    (c, pins)
+    let mut c = b.control();
+    b.collect(&mut c);
+    let pins = b
+        .workers
+        .iter()
+        .map(|w| w.packet_ins.load(Ordering::Relaxed))
+        .sum();
+    (c.totals.clone(), pins)
 }
 
 fn flow_lines(b: &BridgeRt) -> Vec<FlowLine> {
-    let (c, _) = sum_workers(b);
-    let mut state = b
-        .control
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .tables
-        .state
-        .clone();
-    state.fold(&c);
-    let tables = &state.tables;
+    let mut c = b.control();
+    b.collect(&mut c);
+    let tables = &c.dp.state.tables;
     (0..tables.n_tables())
         .filter_map(|t| tables.table(t))
         .flat_map(|t| t.entries())
@@ -528,8 +565,73 @@ fn flow_lines(b: &BridgeRt) -> Vec<FlowLine> {
         .collect()
 }
 
+impl BridgeRt {
+    fn control(&self) -> std::sync::MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn now(&self) -> Time {
+        Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// Publishes the control side's tables to the workers and wakes them;
+    /// returns the version.
+    fn publish(&self, c: &Control) -> u64 {
+        let v = self.publisher.publish(Snapshot {
+            state: c.dp.state.clone(),
+            ports: c.dp.ports.clone(),
+            config: c.dp.config.clone(),
+        });
+        self.threads.wake_all();
+        v
+    }
+
+    /// Takes what the workers counted since the last collection and folds
+    /// it into the control side's state (flow, table, group, meter and
+    /// port counters) and totals.
+    fn collect(&self, c: &mut Control) {
+        for w in &self.workers {
+            let taken = std::mem::take(&mut *w.counters.lock().unwrap_or_else(|e| e.into_inner()));
+            c.dp.state.fold(&taken);
+            c.totals.merge(&taken);
+        }
+    }
+
+    /// Hands packets (packet-out results) to the dataplane through the
+    /// injection port; counts what did not fit.
+    fn transmit(&self, c: &mut Control, tx: Vec<TxPacket>) -> usize {
+        if tx.is_empty() {
+            return 0;
+        }
+        let mut burst = dataplane::Burst::with_limit(tx.len());
+        for t in tx {
+            let (mut v, head) = t.packet.into_raw_parts();
+            // The output port travels in front of the frame.
+            let head = if head >= 4 {
+                head - 4
+            } else {
+                v.splice(head..head, [0u8; 4]);
+                head
+            };
+            if let Some(slot) = v.get_mut(head..head + 4) {
+                slot.copy_from_slice(&t.port.to_be_bytes());
+            }
+            let _ = burst.push(dataplane::PacketBuf::from_vec(v, head));
+        }
+        let n = c.inject.tx_burst(&mut burst).unwrap_or(0);
+        self.threads.wake_all();
+        n
+    }
+
+    fn port_counters(&self) -> BTreeMap<u32, PortCounters> {
+        let mut m = self.threads.port_counters();
+        m.remove(&INJECT_PORT);
+        m
+    }
+}
+
 fn report_bridge(b: &BridgeRt, s: &mut String) {
-    report_parts(b, &b.threads.port_counters(), &b.threads.drops(), s);
+    report_parts(b, &b.port_counters(), &b.threads.drops(), s);
 }
 
 fn report_parts(
@@ -590,19 +692,34 @@ fn report_parts(
     }
 }
 
-/// Sets the link bit of one port and publishes.
+/// Sets the link bit of one port, publishes, and tells the agent (if
+/// one runs) with a PORT_STATUS.
 fn set_link(b: &BridgeRt, port: u32, up: bool) -> u64 {
-    let mut c = b.control.lock().unwrap_or_else(|e| e.into_inner());
-    let mut info = c.tables.ports.get(port).unwrap_or_default();
+    let mut c = b.control();
+    let mut state =
+        c.dp.state
+            .port_table
+            .get(port)
+            .map(|p| p.state)
+            .unwrap_or_default();
     if up {
-        info.state &= !port_state::LINK_DOWN;
+        state &= !port_state::LINK_DOWN;
     } else {
-        info.state |= port_state::LINK_DOWN;
+        state |= port_state::LINK_DOWN;
     }
-    c.tables.ports.set(port, info);
-    let v = b.publisher.publish(c.tables.clone());
+    let changed = c.dp.state.port_table.set_state(port, state);
+    if let Some(mut info) = c.dp.ports.get(port) {
+        info.state = state;
+        c.dp.ports.set(port, info);
+    }
+    let v = b.publish(&c);
     drop(c);
-    b.threads.wake_all();
+    if let (Some(desc), Some(tx)) = (changed, b.events.get()) {
+        let _ = tx.try_send(agent::SwitchEvent::PortStatus(ofp::PortStatus {
+            reason: ofp::port_status::port_reason::MODIFY,
+            desc,
+        }));
+    }
     v
 }
 

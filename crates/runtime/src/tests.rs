@@ -252,3 +252,96 @@ backend = "memory"
         Ok(_) => panic!("a flow to a missing table was accepted"),
     }
 }
+
+#[test]
+fn openflow_switch_packet_out_packet_in_barrier_and_stats() {
+    use agent::{Switch, SwitchEvent};
+    use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
+    let rt = start(
+        r#"
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=0,actions=CONTROLLER:64"]
+[[bridges.ports]]
+port = 1
+interface = "m1"
+backend = "memory"
+[[bridges.ports]]
+port = 2
+interface = "m2"
+backend = "memory"
+"#,
+    );
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let sw = rt.switch("br0", tx).unwrap();
+    assert_eq!(sw.features().datapath_id, 1);
+    assert_eq!(
+        sw.ports().len(),
+        2,
+        "the injection port is not an OpenFlow port"
+    );
+    // Packet-out: straight to port 2, through the dataplane.
+    sw.packet_out(&ofp::PacketOut {
+        buffer_id: ofp::consts::OFP_NO_BUFFER,
+        in_port: ofp::consts::port_no::CONTROLLER,
+        actions: vec![ofp::Action::Output {
+            port: 2,
+            max_len: 0,
+        }],
+        data: udp(9),
+    })
+    .unwrap();
+    assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)), vec![udp(9)]);
+    // A table miss becomes a packet-in event from a worker.
+    inject(&mut m1, &[udp(4)]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let ev = loop {
+        if let Ok(ev) = rx.try_recv() {
+            break ev;
+        }
+        assert!(Instant::now() < deadline, "no packet-in");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    match ev {
+        SwitchEvent::PacketIn(pi) => assert_eq!(pi.data, udp(4)),
+        other => panic!("{other:?}"),
+    }
+    // Flow mod + barrier: in force for the next packet.
+    let fm = flowtext::parse_flow("table=0,priority=10,in_port=1,actions=output:2").unwrap();
+    sw.flow_mod(&fm).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(sw.barrier());
+    inject(&mut m1, &[udp(5)]);
+    assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)), vec![udp(5)]);
+    std::thread::sleep(worker::SYNC_EVERY * 3);
+    let req = MultipartRequestBody::Flow(ofp::stats::FlowStatsRequest {
+        table_id: 0xff,
+        out_port: ofp::consts::port_no::ANY,
+        out_group: ofp::consts::group_no::ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        match_: ofp::Match::default(),
+    });
+    match sw.multipart(&req).unwrap() {
+        MultipartReplyBody::Flow { stats } => {
+            let hits: Vec<u64> = stats.iter().map(|s| s.packet_count).collect();
+            assert_eq!(stats.len(), 2);
+            assert!(hits.contains(&1), "{hits:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A link change becomes a PORT_STATUS event.
+    rt.set_link("br0", 2, false);
+    match rx.try_recv() {
+        Ok(SwitchEvent::PortStatus(ps)) => {
+            assert_eq!(ps.desc.port_no, 2);
+            assert_ne!(ps.desc.state & port_state::LINK_DOWN, 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    rt.stop();
+}

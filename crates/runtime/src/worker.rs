@@ -28,7 +28,7 @@
 //! side reads the slots; a worker never waits for it) and summed on read.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use dataplane::snapshot::Reader;
@@ -46,10 +46,12 @@ pub const SYNC_EVERY: Duration = Duration::from_millis(20);
 /// What a worker shares with the control side.
 #[derive(Default)]
 pub struct WorkerShared {
-    /// The worker's pipeline counters since start.
+    /// The worker's pipeline counters not yet collected by the control side.
     pub counters: Mutex<Counters>,
-    /// Packet-ins produced (dropped until an agent takes them).
+    /// Packet-ins that found no agent (none runs, or its queue was full).
     pub packet_ins: AtomicU64,
+    /// The agent's event queue, once one runs (read without locking).
+    pub events: Arc<OnceLock<crate::EventSender>>,
 }
 
 /// A pipeline instance driven by a dataplane worker.
@@ -117,6 +119,19 @@ impl BurstProcessor for PipelineWorker {
         burst: &mut Burst,
         out: &mut dyn FnMut(u32, dataplane::PacketBuf),
     ) {
+        if in_port == crate::INJECT_PORT {
+            // Packet-out results: the output port rides in front.
+            for mut p in burst.drain() {
+                let port = match p.data() {
+                    [a, b, c, d, ..] => u32::from_be_bytes([*a, *b, *c, *d]),
+                    _ => continue,
+                };
+                if p.pull_front(4).is_ok() {
+                    out(port, p);
+                }
+            }
+            return;
+        }
         let now = self.now();
         self.pkts.extend(
             burst
@@ -132,10 +147,16 @@ impl BurstProcessor for PipelineWorker {
             out(tx.port, dataplane::PacketBuf::from_vec(v, head));
         }
         if !self.out.packet_ins.is_empty() {
-            // TODO(agent): hand packet-ins to the OpenFlow agent.
-            self.shared
-                .packet_ins
-                .fetch_add(self.out.packet_ins.len() as u64, Ordering::Relaxed);
+            let mut lost = 0;
+            let tx = self.shared.events.get();
+            for pi in self.out.packet_ins.drain(..) {
+                let sent = tx
+                    .is_some_and(|t| t.try_send(agent::SwitchEvent::PacketIn(pi.message)).is_ok());
+                lost += u64::from(!sent);
+            }
+            if lost > 0 {
+                self.shared.packet_ins.fetch_add(lost, Ordering::Relaxed);
+            }
         }
     }
 

@@ -36,14 +36,8 @@ fn switch_ports() -> (Vec<PortSpec>, PatchPort, PatchPort) {
     let (b_sw, b_far) = patch::pair("sw2", "far2", 4096);
     (
         vec![
-            PortSpec {
-                number: 1,
-                backend: Box::new(a_sw),
-            },
-            PortSpec {
-                number: 2,
-                backend: Box::new(b_sw),
-            },
+            PortSpec::new(1, Box::new(a_sw)),
+            PortSpec::new(2, Box::new(b_sw)),
         ],
         a_far,
         b_far,
@@ -148,14 +142,8 @@ fn overload_drops_are_counted_by_name() {
     let sink = MemorySink::new("sink");
     let seen = sink.handle();
     let ports = vec![
-        PortSpec {
-            number: 1,
-            backend: Box::new(gen),
-        },
-        PortSpec {
-            number: 2,
-            backend: Box::new(sink),
-        },
+        PortSpec::new(1, Box::new(gen)),
+        PortSpec::new(2, Box::new(sink)),
     ];
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.rx_ring = 64;
@@ -211,14 +199,8 @@ fn refused_and_unroutable_packets_are_counted() {
     for mode in [ThreadMode::RunToCompletion, ThreadMode::RxWorkerTx] {
         let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(100);
         let ports = vec![
-            PortSpec {
-                number: 1,
-                backend: Box::new(gen),
-            },
-            PortSpec {
-                number: 2,
-                backend: Box::new(Refuser),
-            },
+            PortSpec::new(1, Box::new(gen)),
+            PortSpec::new(2, Box::new(Refuser)),
         ];
         let mut n = 0u32;
         let t = Threads::start(&cfg(mode, 1), ports, &mut |_| {
