@@ -284,3 +284,54 @@ fn pinned_threads_still_forward() {
     assert_eq!(collect(&mut b, 10, Duration::from_secs(5)).len(), 10);
     t.stop();
 }
+
+/// Ethernet + IPv4 + UDP with the given DSCP and source port.
+fn ip_frame(dscp: u8, sport: u16) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];
+    f.extend_from_slice(&[0x45, dscp << 2, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0]);
+    f.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&[0x13, 0x8c, 0, 8, 0, 0]);
+    f
+}
+
+#[test]
+fn priority_class_gets_its_own_worker() {
+    let (ports, mut a, mut b) = switch_ports();
+    let mut c = cfg(ThreadMode::RxWorkerTx, 2);
+    c.dispatcher = Dispatcher::with_classes(
+        DispatchKey::FiveTuple,
+        2,
+        vec![crate::dispatch::ClassRule {
+            ip_dscp: Some(46),
+            worker: 0,
+            ..Default::default()
+        }],
+    );
+    // Each worker stamps its index into the last byte.
+    let t = Threads::start(&c, ports, &mut |w| {
+        Box::new(
+            move |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
+                for mut p in burst.drain() {
+                    if let Some(last) = p.data_mut().last_mut() {
+                        *last = w as u8;
+                    }
+                    out(2, p);
+                }
+            },
+        )
+    })
+    .unwrap();
+    let frames: Vec<Vec<u8>> = (0..40u16)
+        .map(|i| ip_frame(if i % 2 == 0 { 46 } else { 0 }, 1000 + i))
+        .collect();
+    send_all(&mut a, frames);
+    let got = collect(&mut b, 40, Duration::from_secs(10));
+    t.stop();
+    assert_eq!(got.len(), 40);
+    for f in &got {
+        let dscp = f[15] >> 2;
+        let worker = *f.last().unwrap();
+        assert_eq!(worker == 0, dscp == 46, "DSCP {dscp} on worker {worker}");
+    }
+}
