@@ -2,7 +2,7 @@
 //! bridge outputs on its end enters the other bridge on the other end with
 //! no interface in between (and no copy: the buffer itself moves).
 //!
-//! Each direction is a bounded [`spsc`](crate::spsc) ring. A port's
+//! Each direction is a bounded [`crate::spsc`] ring. A port's
 //! receiving half is owned by whichever thread polls it; its sending half
 //! sits behind a mutex so that several threads (every run-to-completion
 //! worker, or the port's TX thread) can hold a sender ([`split_sender`]).

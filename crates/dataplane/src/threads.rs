@@ -18,7 +18,9 @@
 //!
 //! The six burst sizes ([`BurstSizes`]) bound each hand-over; partly filled
 //! bursts leave by the [`FlushPolicy`]; idle threads back off and sleep
-//! (see [`crate::flush`] and [`crate::wake`]).
+//! (see [`crate::flush`] and [`crate::wake`]) until a port descriptor is
+//! readable, their doorbell rings (a ring producer, a patch port's other
+//! end, [`Threads::wake_all`]) or a timeout passes.
 //!
 //! # Send handles
 //!
@@ -162,8 +164,10 @@ pub struct ThreadsConfig {
     pub tx_cores: Option<Vec<usize>>,
     /// Longest sleep of an idle thread (it also wakes on input).
     pub max_sleep: Duration,
-    /// Longest sleep when some input has no descriptor to wait on (patch
-    /// ports, memory ports): those are polled at least this often.
+    /// Longest sleep when some input has neither a descriptor to wait on
+    /// nor a doorbell it rings ([`PortBackend::attach_doorbell`]; patch
+    /// ports have one): such ports (the memory generator, pcap replay) are
+    /// polled at least this often.
     pub fdless_sleep: Duration,
 }
 
