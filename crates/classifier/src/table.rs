@@ -1,0 +1,599 @@
+//! [`Table`]: the rule set of one flow table and its lookup structures.
+//!
+//! # Structure
+//!
+//! Every rule is kept, canonical, in `rules` (id -> rule), the source of
+//! truth. Each rule is also placed in exactly one lookup structure:
+//!
+//! - the IPv4 longest-prefix engine ([`crate::lpm::Lpm`]) when the rule is
+//!   "route shaped" (an `IPV4_DST` prefix of length 1..=32 plus exactly the
+//!   same other fields as the routes already there, typically
+//!   `ETH_TYPE=0x0800`) and its priority agrees with prefix order (every
+//!   shorter prefix length has strictly lower priorities, every longer one
+//!   strictly higher), so that "longest prefix" and "highest priority"
+//!   pick the same rule;
+//! - otherwise tuple-space search: one [`Subtable`] per distinct mask,
+//!   visited in descending order of the subtable's highest priority, and
+//!   abandoned as soon as the best hit so far has a priority strictly
+//!   above the next subtable's maximum (equal maxima are still visited, as
+//!   they can hold a smaller id at the same priority).
+//!
+//! A lookup takes the LPM engine's hit (if it has routes) as the initial
+//! best and then runs tuple-space search, so mixed tables (routes plus a
+//! table-miss rule, or routes whose priorities contradict prefix order)
+//! stay exact: each structure returns the best of its own rules, and the
+//! best of the two is the best of all.
+//!
+//! # Shape selection
+//!
+//! Placement is decided per rule at insert, which makes the choice follow
+//! the table's shape as it changes without rebuilds: a table of one mask
+//! is a tuple space with one subtable and takes the burst path of
+//! [`Subtable::lookup_burst`] (shape (a)); a routing table lives in the
+//! LPM engine (shape (b)); anything else is tuple-space search (shape
+//! (c)). A rule that does not fit the LPM engine's current extra fields or
+//! priority order goes to tuple-space search, never evicting routes. When
+//! the LPM engine empties it forgets its extra fields, so the next route
+//! may choose again. [`Table::shape`] reports the result.
+//!
+//! # Ties
+//!
+//! Among matching rules of equal priority the smallest id wins,
+//! everywhere (subtable groups, LPM routes, the merge of the two). This is
+//! the linear scan's rule when ids are given in installation order.
+//!
+//! # Generations
+//!
+//! Every successful insert, remove or modify bumps [`Table::generation`];
+//! flow caches record it and ignore their entries once it moved.
+
+use crate::key::BURST_WORDS;
+use crate::lpm::Lpm;
+use crate::rule::{Hit, Rule, RuleError};
+use crate::subtable::Subtable;
+use packet::flow_key::FlowKey;
+use std::collections::HashMap;
+
+/// Which lookup structures a table currently uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// No rules.
+    Empty,
+    /// One mask shared by all rules: one hash table, burst lookups.
+    SingleMask,
+    /// Only IPv4 routes: longest-prefix match.
+    Lpm,
+    /// Tuple-space search over this many subtables.
+    Tss(usize),
+    /// Routes in the LPM engine plus this many tuple-space subtables.
+    LpmPlusTss(usize),
+}
+
+#[derive(Clone, Debug)]
+struct Stored {
+    rule: Rule,
+    in_lpm: bool,
+}
+
+/// The rules of one flow table with their lookup structures.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    rules: HashMap<u64, Stored>,
+    subtables: Vec<Option<Subtable>>,
+    free: Vec<usize>,
+    by_mask: HashMap<Vec<(u8, u128)>, usize>,
+    /// Live subtables, highest `max_priority` first.
+    order: Vec<usize>,
+    lpm: Lpm,
+    generation: u64,
+}
+
+fn mask_of(rule: &Rule) -> Vec<(u8, u128)> {
+    rule.fields.iter().map(|f| (f.field, f.mask)).collect()
+}
+
+impl Table {
+    /// An empty table.
+    pub fn new() -> Table {
+        Table::default()
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// True when there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Bumped by every successful change.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The rule with this id (canonical form).
+    pub fn get(&self, id: u64) -> Option<&Rule> {
+        self.rules.get(&id).map(|s| &s.rule)
+    }
+
+    /// All rules, in no particular order.
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.values().map(|s| &s.rule)
+    }
+
+    /// The structures in use.
+    pub fn shape(&self) -> Shape {
+        let n = self.order.len();
+        match (self.lpm.is_empty(), n) {
+            (true, 0) => Shape::Empty,
+            (true, 1) => Shape::SingleMask,
+            (true, n) => Shape::Tss(n),
+            (false, 0) => Shape::Lpm,
+            (false, n) => Shape::LpmPlusTss(n),
+        }
+    }
+
+    /// Adds a rule. Refuses a duplicate id or a malformed rule (see
+    /// [`Rule::canonicalize`]); the table is unchanged then.
+    pub fn insert(&mut self, rule: Rule) -> Result<(), RuleError> {
+        self.insert_inner(rule, true)
+    }
+
+    /// Adds many rules; stops at the first refused one (those before it
+    /// stay). Returns how many were added. Faster than one `insert` per
+    /// rule: the subtable order is rebuilt once at the end.
+    pub fn insert_many(
+        &mut self,
+        rules: impl IntoIterator<Item = Rule>,
+    ) -> Result<usize, RuleError> {
+        let it = rules.into_iter();
+        self.rules.reserve(it.size_hint().0);
+        let mut n = 0;
+        let mut res = Ok(());
+        for r in it {
+            if let Err(e) = self.insert_inner(r, false) {
+                res = Err(e);
+                break;
+            }
+            n += 1;
+        }
+        self.resort();
+        res.map(|()| n)
+    }
+
+    fn insert_inner(&mut self, mut rule: Rule, resort: bool) -> Result<(), RuleError> {
+        rule.canonicalize()?;
+        if self.rules.contains_key(&rule.id) {
+            return Err(RuleError::DuplicateId(rule.id));
+        }
+        let in_lpm = self.lpm.try_insert(&rule);
+        if !in_lpm {
+            self.tss_insert(&rule, resort);
+        }
+        self.rules.insert(rule.id, Stored { rule, in_lpm });
+        self.generation += 1;
+        Ok(())
+    }
+
+    fn tss_insert(&mut self, rule: &Rule, resort: bool) {
+        let mask = mask_of(rule);
+        let idx = match self.by_mask.get(&mask) {
+            Some(&i) => i,
+            None => {
+                let st = Subtable::new(mask.clone());
+                let i = match self.free.pop() {
+                    Some(i) => {
+                        self.subtables[i] = Some(st);
+                        i
+                    }
+                    None => {
+                        self.subtables.push(Some(st));
+                        self.subtables.len() - 1
+                    }
+                };
+                self.by_mask.insert(mask, i);
+                self.order.push(i);
+                i
+            }
+        };
+        let Some(st) = self.subtables.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        let before = st.max_priority();
+        let mut key = vec![0u64; st.layout().words()];
+        st.layout().pack_rule(&rule.fields, &mut key);
+        st.insert(&key, rule.hit());
+        if resort && (st.max_priority() != before || st.len() == 1) {
+            self.resort();
+        }
+    }
+
+    fn resort(&mut self) {
+        let subs = &self.subtables;
+        let maxp = |i: &usize| {
+            subs.get(*i)
+                .and_then(Option::as_ref)
+                .map_or(0, Subtable::max_priority)
+        };
+        self.order
+            .sort_by(|a, b| maxp(b).cmp(&maxp(a)).then(a.cmp(b)));
+    }
+
+    /// Removes the rule with this id and returns it.
+    pub fn remove(&mut self, id: u64) -> Option<Rule> {
+        let stored = self.rules.remove(&id)?;
+        let rule = stored.rule;
+        if stored.in_lpm {
+            self.lpm.remove(&rule);
+        } else {
+            let mask = mask_of(&rule);
+            if let Some(&idx) = self.by_mask.get(&mask) {
+                if let Some(st) = self.subtables.get_mut(idx).and_then(Option::as_mut) {
+                    let before = st.max_priority();
+                    let mut key = vec![0u64; st.layout().words()];
+                    st.layout().pack_rule(&rule.fields, &mut key);
+                    st.remove(&key, rule.id, rule.priority);
+                    if st.is_empty() {
+                        self.subtables[idx] = None;
+                        self.free.push(idx);
+                        self.by_mask.remove(&mask);
+                        self.order.retain(|&i| i != idx);
+                    } else if st.max_priority() != before {
+                        self.resort();
+                    }
+                }
+            }
+        }
+        self.generation += 1;
+        Some(rule)
+    }
+
+    /// Replaces the rule with `rule.id` by `rule` (priority, fields or
+    /// both), or adds it when absent. Returns the old rule. On error
+    /// (malformed rule) the table is unchanged.
+    pub fn modify(&mut self, mut rule: Rule) -> Result<Option<Rule>, RuleError> {
+        rule.canonicalize()?;
+        let old = self.remove(rule.id);
+        self.insert_inner(rule, true)?;
+        Ok(old)
+    }
+
+    /// Removes every rule.
+    pub fn clear(&mut self) {
+        let g = self.generation + 1;
+        *self = Table::new();
+        self.generation = g;
+    }
+
+    /// Bytes of heap held by the lookup structures (not the rule store).
+    pub fn lookup_heap_bytes(&self) -> usize {
+        self.subtables
+            .iter()
+            .flatten()
+            .map(Subtable::heap_bytes)
+            .sum::<usize>()
+            + self.lpm.heap_bytes()
+    }
+
+    #[inline]
+    fn tss_lookup(&self, k: &FlowKey, mut best: Option<Hit>) -> Option<Hit> {
+        for &i in &self.order {
+            let Some(st) = self.subtables.get(i).and_then(Option::as_ref) else {
+                continue;
+            };
+            if let Some(b) = best {
+                if st.max_priority() < b.priority {
+                    break;
+                }
+            }
+            if let Some(h) = st.lookup(k) {
+                best = Hit::best(best, Some(h));
+            }
+        }
+        best
+    }
+
+    /// The rule `k` hits: highest priority, then smallest id; `None` when
+    /// nothing matches.
+    #[inline]
+    pub fn lookup(&self, k: &FlowKey) -> Option<Hit> {
+        let best = if self.lpm.is_empty() {
+            None
+        } else {
+            self.lpm.lookup(k)
+        };
+        self.tss_lookup(k, best)
+    }
+
+    /// Looks up every key of `keys` into `out[i]` (`out` at least as long
+    /// as `keys`). Same results as [`Table::lookup`] one by one, faster on
+    /// single-mask and LPM tables (hashes or indexes of a burst computed
+    /// first, their cache lines prefetched before any probe).
+    pub fn lookup_burst(&self, keys: &[FlowKey], out: &mut [Option<Hit>]) {
+        let single = match self.order.as_slice() {
+            [i] => self.subtables.get(*i).and_then(Option::as_ref),
+            _ => None,
+        };
+        if self.lpm.is_empty() {
+            match single {
+                Some(st) if st.layout().words() <= BURST_WORDS => st.lookup_burst(keys, out),
+                _ => {
+                    for (k, o) in keys.iter().zip(out.iter_mut()) {
+                        *o = self.tss_lookup(k, None);
+                    }
+                }
+            }
+        } else {
+            self.lpm.lookup_burst(keys, out);
+            if !self.order.is_empty() {
+                for (k, o) in keys.iter().zip(out.iter_mut()) {
+                    *o = self.tss_lookup(k, *o);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rule::{FieldMatch, LinearRef};
+    use packet::flow_key::field;
+    use proptest::prelude::*;
+
+    /// Small deterministic RNG driven by the proptest seed.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+            xs[self.below(xs.len() as u64) as usize]
+        }
+    }
+
+    const ADDRS: [u32; 6] = [
+        0x0a00_0000,
+        0x0a00_0001,
+        0x0a01_0080,
+        0x0a01_00ff,
+        0xc0a8_0101,
+        0,
+    ];
+
+    fn fm(field: u8, value: u128, mask: u128) -> FieldMatch {
+        FieldMatch { field, value, mask }
+    }
+
+    fn pfx(r: &mut Rng) -> (u128, u128) {
+        let len = r.pick(&[1u32, 8, 15, 16, 24, 25, 31, 32]);
+        let m = u32::MAX << (32 - len);
+        ((r.pick(&ADDRS) & m).into(), m.into())
+    }
+
+    /// A rule of the given shape: 0 single mask, 1 routes, 2 anything.
+    fn rule(r: &mut Rng, shape: u32, id: u64) -> Rule {
+        let mut fields = Vec::new();
+        let mut priority = r.below(4) as u16;
+        match shape {
+            0 => {
+                fields.push(fm(field::IN_PORT, r.below(3).into(), 0xffff_ffff));
+                fields.push(fm(field::VLAN_VID, 0x1000 | r.below(3) as u128, 0x1fff));
+            }
+            1 => {
+                if r.below(10) == 0 {
+                    // a table-miss rule
+                    priority = 0;
+                } else {
+                    let (v, m) = pfx(r);
+                    fields.push(fm(field::ETH_TYPE, 0x800, 0xffff));
+                    fields.push(fm(field::IPV4_DST, v, m));
+                    priority = if r.below(8) == 0 {
+                        r.below(40) as u16
+                    } else {
+                        m.count_ones() as u16 + 1
+                    };
+                }
+            }
+            _ => {
+                if r.below(2) == 0 {
+                    fields.push(fm(
+                        field::IN_PORT,
+                        r.below(3).into(),
+                        r.pick(&[1, 3, 0xffff_ffff]),
+                    ));
+                }
+                if r.below(2) == 0 {
+                    fields.push(fm(field::ETH_TYPE, r.pick(&[0x800, 0x86dd]), 0xffff));
+                }
+                if r.below(2) == 0 {
+                    fields.push(fm(field::IP_PROTO, r.pick(&[6, 17]), 0xff));
+                }
+                if r.below(2) == 0 {
+                    let (v, m) = pfx(r);
+                    fields.push(fm(field::IPV4_SRC, v, m));
+                }
+                if r.below(2) == 0 {
+                    let (v, m) = pfx(r);
+                    fields.push(fm(field::IPV4_DST, v, m));
+                }
+                if r.below(3) == 0 {
+                    fields.push(fm(
+                        field::TCP_DST,
+                        r.pick(&[80, 81, 443]),
+                        r.pick(&[0xffff, 0xfffe]),
+                    ));
+                }
+                if r.below(4) == 0 {
+                    fields.push(fm(field::IPV6_DST, r.below(2).into(), u128::MAX));
+                }
+            }
+        }
+        Rule {
+            id,
+            priority,
+            fields,
+        }
+    }
+
+    fn packet(r: &mut Rng) -> FlowKey {
+        let mut k = FlowKey::default();
+        k.set_metadata_fields(r.below(3) as u32, 0, 0, 0);
+        k.present |= 1 << field::VLAN_VID;
+        k.vlan_vid = r.pick(&[0, 0x1000, 0x1001, 0x1002]);
+        if r.below(8) != 0 {
+            k.present |= 1 << field::ETH_TYPE;
+            k.eth_type = r.pick(&[0x800, 0x800, 0x86dd, 0x806]);
+            if k.eth_type == 0x800 {
+                k.present |=
+                    (1 << field::IPV4_SRC) | (1 << field::IPV4_DST) | (1 << field::IP_PROTO);
+                k.ipv4_src = r.pick(&ADDRS) | r.pick(&[0, 1, 0x80, 0x100]);
+                k.ipv4_dst = r.pick(&ADDRS) | r.pick(&[0, 1, 0x80, 0x100]);
+            }
+            if k.eth_type == 0x86dd {
+                k.present |= (1 << field::IPV6_DST) | (1 << field::IP_PROTO);
+                k.ipv6_dst = r.below(2).into();
+            }
+            if k.present & (1 << field::IP_PROTO) != 0 {
+                k.ip_proto = r.pick(&[6, 17, 1]);
+                if k.ip_proto == 6 {
+                    k.present |= (1 << field::TCP_SRC) | (1 << field::TCP_DST);
+                    k.tp_dst = r.pick(&[80, 81, 443, 22]);
+                }
+            }
+        }
+        k
+    }
+
+    fn check(t: &Table, reference: &LinearRef, r: &mut Rng) -> Result<(), TestCaseError> {
+        let keys: Vec<FlowKey> = (0..40).map(|_| packet(r)).collect();
+        let mut out = vec![None; keys.len()];
+        t.lookup_burst(&keys, &mut out);
+        for (k, o) in keys.iter().zip(&out) {
+            let want = reference.lookup(k);
+            prop_assert_eq!(t.lookup(k), want, "shape {:?} key {:?}", t.shape(), k);
+            prop_assert_eq!(*o, want, "burst, shape {:?}", t.shape());
+        }
+        Ok(())
+    }
+
+    fn run(seed: u64, shape: u32) -> Result<(), TestCaseError> {
+        let mut r = Rng(seed | 1);
+        let mut t = Table::new();
+        let mut reference = LinearRef::new();
+        let mut ids: Vec<u64> = Vec::new();
+        let mut next = 0u64;
+        for _ in 0..(20 + r.below(60)) {
+            let s = if shape == 3 { r.below(3) as u32 } else { shape };
+            match r.below(10) {
+                0..=5 => {
+                    // Ids are not always ascending, so ties test "smallest id".
+                    next += 1;
+                    let id = next * 7 % 1000 + r.below(3) * 1000;
+                    let rl = rule(&mut r, s, id);
+                    let a = t.insert(rl.clone());
+                    let b = reference.insert(rl);
+                    prop_assert_eq!(a.is_ok(), b.is_ok());
+                    if a.is_ok() {
+                        ids.push(id);
+                    }
+                }
+                6..=7 if !ids.is_empty() => {
+                    let id = ids.swap_remove(r.below(ids.len() as u64) as usize);
+                    prop_assert_eq!(t.remove(id), reference.remove(id));
+                }
+                8 if !ids.is_empty() => {
+                    let id = r.pick(&ids);
+                    let rl = rule(&mut r, s, id);
+                    reference.remove(id);
+                    reference.insert(rl.clone()).unwrap();
+                    prop_assert!(t.modify(rl).unwrap().is_some());
+                }
+                _ => {}
+            }
+            prop_assert_eq!(t.len(), reference.len());
+            check(&t, &reference, &mut r)?;
+        }
+        for id in ids {
+            prop_assert!(t.remove(id).is_some());
+        }
+        prop_assert_eq!(t.shape(), Shape::Empty);
+        Ok(())
+    }
+
+    proptest! {
+        // Route tables with /1 prefixes rewrite 2^23 entries per insert
+        // (slow in debug builds): fewer cases, each with many operations.
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn single_mask_equals_linear(seed in any::<u64>()) { run(seed, 0)?; }
+        #[test]
+        fn routes_equal_linear(seed in any::<u64>()) { run(seed, 1)?; }
+        #[test]
+        fn any_shape_equals_linear(seed in any::<u64>()) { run(seed, 2)?; }
+        #[test]
+        fn mixed_shapes_equal_linear(seed in any::<u64>()) { run(seed, 3)?; }
+    }
+
+    #[test]
+    fn shapes_are_chosen_from_the_rules() {
+        let mut t = Table::new();
+        assert_eq!(t.shape(), Shape::Empty);
+        let gw = |id: u64, port: u32| Rule {
+            id,
+            priority: 1,
+            fields: vec![fm(field::MPLS_LABEL, port.into(), 0xfffff)],
+        };
+        t.insert(gw(1, 5)).unwrap();
+        t.insert(gw(2, 6)).unwrap();
+        assert_eq!(t.shape(), Shape::SingleMask);
+        let g0 = t.generation();
+        assert_eq!(t.insert(gw(2, 7)), Err(RuleError::DuplicateId(2)));
+        assert_eq!(t.generation(), g0, "refused insert changes nothing");
+        t.clear();
+        let route = |id: u64, p: u32, len: u32, prio: u16| Rule {
+            id,
+            priority: prio,
+            fields: vec![
+                fm(field::ETH_TYPE, 0x800, 0xffff),
+                fm(field::IPV4_DST, p.into(), (u32::MAX << (32 - len)).into()),
+            ],
+        };
+        t.insert(route(1, 0x0a00_0000, 8, 8)).unwrap();
+        t.insert(route(2, 0x0a01_0000, 16, 16)).unwrap();
+        assert_eq!(t.shape(), Shape::Lpm);
+        t.insert(Rule {
+            id: 3,
+            priority: 0,
+            fields: vec![],
+        })
+        .unwrap();
+        assert_eq!(t.shape(), Shape::LpmPlusTss(1));
+        // A /24 with a priority below the /16: contradicts prefix order.
+        t.insert(route(4, 0x0a01_0100, 24, 10)).unwrap();
+        assert_eq!(t.shape(), Shape::LpmPlusTss(2));
+        let mut k = FlowKey {
+            present: (1 << field::ETH_TYPE) | (1 << field::IPV4_DST),
+            eth_type: 0x800,
+            ipv4_dst: 0x0a01_0101,
+            ..Default::default()
+        };
+        assert_eq!(
+            t.lookup(&k).map(|h| h.id),
+            Some(2),
+            "priority, not length, wins"
+        );
+        t.remove(2);
+        assert_eq!(t.lookup(&k).map(|h| h.id), Some(4));
+        k.ipv4_dst = 0x0b00_0000;
+        assert_eq!(t.lookup(&k).map(|h| h.id), Some(3));
+    }
+}
