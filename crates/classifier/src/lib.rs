@@ -10,9 +10,12 @@
 //! - [`subtable`]: one open-addressing hash table per mask, with burst
 //!   lookups that prefetch.
 //! - [`lpm`]: DIR-24-8 IPv4 longest-prefix match for route tables.
-//! - [`table`]: [`Table`], which places each rule in the LPM engine or in
+//! - [`merged`]: TupleMerge-style tables for the long tail of masks of
+//!   wildcard (ACL) tables.
+//! - [`table`]: [`Table`], which places each rule in the LPM engine, in
 //!   tuple-space search (one subtable per mask, early termination by
-//!   priority) and so follows the table's shape as it changes.
+//!   priority) or in the merged tables, and so follows the table's shape
+//!   as it changes.
 //! - [`cache`]: [`FlowCache`], a bounded per-worker exact-match cache
 //!   invalidated by table generations.
 //!
@@ -31,6 +34,7 @@
 pub mod cache;
 pub mod key;
 pub mod lpm;
+pub mod merged;
 pub mod rule;
 pub mod subtable;
 pub mod table;
