@@ -4,8 +4,9 @@
 //!
 //! A fixed array of `capacity` entries (a power of two), two-way set
 //! associative: a key hashes to a pair of adjacent entries and may live
-//! in either. An entry holds the full [`FlowKey`] (compared field by field
-//! on every hit, never trusted on the hash alone), the caller's value
+//! in either. An entry holds the full [`FlowKey`] (its presence bits and
+//! every present field compared on every hit, never trusted on the hash
+//! alone; absent fields cannot change a lookup's result), the caller's value
 //! (e.g. the rule ids a multi-table walk hit and the actions to run) and
 //! the generations of every table the value was computed from
 //! ([`Deps`], at most [`MAX_DEPS`] tables).
@@ -27,8 +28,8 @@
 //! stale (present but a generation moved: counted as a miss too),
 //! inserts.
 
+use crate::key::field_value;
 use packet::flow_key::FlowKey;
-use std::hash::{Hash, Hasher};
 
 /// Most tables one cached result may depend on.
 pub const MAX_DEPS: usize = 8;
@@ -103,45 +104,41 @@ pub struct FlowCache<V> {
     stats: CacheStats,
 }
 
-/// FxHash-style word hasher: the cache hashes every packet, SipHash
-/// would dominate a hit.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        let h = self.0.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h ^ (h >> 31)
+/// Hash of the lookup-relevant part of a key: the presence bits and the
+/// value of every present field (absent fields never influence a lookup,
+/// and `FlowKey` keeps them zero). About ten fields for a TCP packet;
+/// hashing the whole 208-byte key through `Hash` was measured 2x slower.
+#[inline]
+fn hash_key(k: &FlowKey) -> u64 {
+    let mut h = k.present.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut bits = k.present & ((1u64 << 40) - 1);
+    while bits != 0 {
+        let f = bits.trailing_zeros() as u8;
+        bits &= bits - 1;
+        let v = field_value(k, f);
+        h = (h ^ (v as u64) ^ ((v >> 64) as u64).rotate_left(17))
+            .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 31;
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for c in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..c.len()].copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(b));
-        }
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i.into());
-    }
-    fn write_u16(&mut self, i: u16) {
-        self.write_u64(i.into());
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i.into());
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_u128(&mut self, i: u128) {
-        self.write_u64(i as u64);
-        self.write_u64((i >> 64) as u64);
-    }
+    h
 }
 
-fn hash_key(k: &FlowKey) -> u64 {
-    let mut h = FastHasher::default();
-    k.hash(&mut h);
-    h.finish()
+/// Full comparison of the lookup-relevant part of two keys: same
+/// presence bits and same value in every present field.
+#[inline]
+fn key_eq(a: &FlowKey, b: &FlowKey) -> bool {
+    if a.present != b.present {
+        return false;
+    }
+    let mut bits = a.present & ((1u64 << 40) - 1);
+    while bits != 0 {
+        let f = bits.trailing_zeros() as u8;
+        bits &= bits - 1;
+        if field_value(a, f) != field_value(b, f) {
+            return false;
+        }
+    }
+    true
 }
 
 impl<V> FlowCache<V> {
@@ -184,7 +181,7 @@ impl<V> FlowCache<V> {
         let mut found = None;
         for i in [s, s + 1] {
             if let Some(Some(e)) = self.slots.get(i) {
-                if e.hash == h && e.key == *key {
+                if e.hash == h && key_eq(&e.key, key) {
                     found = Some((i, e.deps.current(gens)));
                     break;
                 }
@@ -215,7 +212,7 @@ impl<V> FlowCache<V> {
         let s = self.set(h);
         let way = |e: &Option<Entry<V>>| match e {
             None => 0,
-            Some(e) if e.hash == h && e.key == key => 0,
+            Some(e) if e.hash == h && key_eq(&e.key, &key) => 0,
             Some(e) if !e.deps.current(gens) => 1,
             Some(_) => 2,
         };
@@ -318,6 +315,23 @@ mod tests {
         let s = c.stats();
         assert_eq!(s.hits, 3);
         assert_eq!(s.misses, 4);
+    }
+
+    #[test]
+    fn whole_key_compared() {
+        let mut c: FlowCache<u32> = FlowCache::new(16);
+        let a = pkt(1);
+        c.insert(a, Deps::new(), 1, &[]);
+        let mut b = a;
+        b.present |= 1 << field::VLAN_VID; // same values, one more field present
+        assert!(c.get(&b, &[]).is_none());
+        let mut d = a;
+        d.metadata = 5; // a present field differs
+        assert!(c.get(&d, &[]).is_none());
+        let mut e = a;
+        e.ip_ttl = 9; // not a match field: same flow
+        assert_eq!(c.get(&e, &[]), Some(&1));
+        assert!(key_eq(&a, &e) && !key_eq(&a, &b) && !key_eq(&a, &d));
     }
 
     #[test]

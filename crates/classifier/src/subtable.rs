@@ -381,7 +381,11 @@ impl Subtable {
                 let key = &mut packed[j * w..j * w + w];
                 home[j] = if self.layout.extract(k, key) {
                     let i = self.hash(key) as usize & self.cap_mask;
+                    // A slot may straddle two cache lines: fetch both ends.
                     if let Some(s) = self.slots.get(i * self.stride) {
+                        prefetch(s);
+                    }
+                    if let Some(s) = self.slots.get(i * self.stride + self.stride - 1) {
                         prefetch(s);
                     }
                     i
