@@ -118,7 +118,19 @@ pub struct Table {
     lpm: Lpm,
     merged: Merged,
     generation: u64,
+    /// Rules per mask, for rules outside the LPM engine.
+    mask_counts: HashMap<Vec<(u8, u128)>, usize>,
+    /// Masks the last reshape reserved for exact subtables.
+    preferred: Vec<Vec<(u8, u128)>>,
+    /// Changes since the last reshape check.
+    changes: usize,
 }
+
+/// Changes between two checks of whether the placement went stale.
+const RESHAPE_CHECK_EVERY: usize = 1024;
+/// Rules a merged-away mask needs before a reshape moves it to an exact
+/// subtable.
+const RESHAPE_MIN_RULES: usize = 64;
 
 fn mask_of(rule: &Rule) -> Vec<(u8, u128)> {
     rule.fields.iter().map(|f| (f.field, f.mask)).collect()
@@ -177,7 +189,9 @@ impl Table {
     /// Adds a rule. Refuses a duplicate id or a malformed rule (see
     /// [`Rule::canonicalize`]); the table is unchanged then.
     pub fn insert(&mut self, rule: Rule) -> Result<(), RuleError> {
-        self.insert_inner(rule, true)
+        self.insert_inner(rule, true)?;
+        self.note_change();
+        Ok(())
     }
 
     /// Adds many rules; stops at the first refused one (those before it
@@ -200,7 +214,91 @@ impl Table {
         }
         self.resort();
         self.merged.finish_batch();
+        self.maybe_reshape();
         res.map(|()| n)
+    }
+
+    fn note_change(&mut self) {
+        self.changes += 1;
+        if self.changes >= RESHAPE_CHECK_EVERY {
+            self.changes = 0;
+            self.maybe_reshape();
+        }
+    }
+
+    /// Reshapes when a mask living in the merged tables has grown well
+    /// past the smallest exact subtable (or an exact slot is free): e.g.
+    /// an ARP rule installed first took the exact subtable, then a
+    /// million gateway rules arrived. O(masks) per check.
+    fn maybe_reshape(&mut self) {
+        let mut lens: Vec<usize> = self
+            .by_mask
+            .iter()
+            .filter(|(m, _)| !m.is_empty())
+            .filter_map(|(_, &i)| self.subtables.get(i).and_then(Option::as_ref))
+            .map(Subtable::len)
+            .collect();
+        lens.sort_unstable();
+        let min_exact = if lens.len() < EXACT_SUBTABLES {
+            0
+        } else {
+            lens.first().copied().unwrap_or(0)
+        };
+        let best_merged = self
+            .mask_counts
+            .iter()
+            .filter(|(m, _)| !m.is_empty() && !self.by_mask.contains_key(*m))
+            .map(|(_, &c)| c)
+            .max()
+            .unwrap_or(0);
+        if best_merged >= RESHAPE_MIN_RULES && best_merged > 2 * min_exact {
+            self.reshape();
+        }
+    }
+
+    /// Rebuilds every structure from the rule store: routes to the LPM
+    /// engine, the [`EXACT_SUBTABLES`] most common other masks to exact
+    /// subtables, the rest to merged tables. Lookup results do not
+    /// change, so the generation stays. O(rules); run automatically by
+    /// the checks above and after [`Table::insert_many`], callable after
+    /// any batch of changes.
+    pub fn reshape(&mut self) {
+        let mut top: Vec<(&Vec<(u8, u128)>, usize)> = self
+            .mask_counts
+            .iter()
+            .filter(|(m, _)| !m.is_empty())
+            .map(|(m, &c)| (m, c))
+            .collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let preferred: Vec<Vec<(u8, u128)>> = top
+            .into_iter()
+            .take(EXACT_SUBTABLES)
+            .map(|(m, _)| m.clone())
+            .collect();
+        let generation = self.generation;
+        let old = std::mem::take(&mut self.rules);
+        let (mut first, mut second, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+        for s in old.into_values() {
+            if s.place == Place::Lpm {
+                first.push(s.rule);
+            } else if preferred.contains(&mask_of(&s.rule)) {
+                second.push(s.rule);
+            } else {
+                rest.push(s.rule);
+            }
+        }
+        *self = Table {
+            preferred,
+            ..Table::new()
+        };
+        self.rules.reserve(first.len() + second.len() + rest.len());
+        for r in first.into_iter().chain(second).chain(rest) {
+            // Canonical rules with distinct ids: cannot be refused.
+            let _ = self.insert_inner(r, false);
+        }
+        self.resort();
+        self.merged.finish_batch();
+        self.generation = generation;
     }
 
     fn insert_inner(&mut self, mut rule: Rule, resort: bool) -> Result<(), RuleError> {
@@ -208,10 +306,12 @@ impl Table {
         if self.rules.contains_key(&rule.id) {
             return Err(RuleError::DuplicateId(rule.id));
         }
+        let mask = mask_of(&rule);
         let place = if self.lpm.try_insert(&rule) {
             Place::Lpm
         } else if rule.fields.is_empty()
-            || self.by_mask.contains_key(&mask_of(&rule))
+            || self.by_mask.contains_key(&mask)
+            || self.preferred.contains(&mask)
             || self.order.len() - usize::from(self.by_mask.contains_key(&[][..])) < EXACT_SUBTABLES
         {
             self.tss_insert(&rule, resort);
@@ -220,6 +320,9 @@ impl Table {
             self.merged.insert(&rule, resort);
             Place::Merged
         };
+        if place != Place::Lpm {
+            *self.mask_counts.entry(mask).or_insert(0) += 1;
+        }
         self.rules.insert(rule.id, Stored { rule, place });
         self.generation += 1;
         Ok(())
@@ -271,8 +374,23 @@ impl Table {
 
     /// Removes the rule with this id and returns it.
     pub fn remove(&mut self, id: u64) -> Option<Rule> {
+        let rule = self.remove_inner(id)?;
+        self.note_change();
+        Some(rule)
+    }
+
+    fn remove_inner(&mut self, id: u64) -> Option<Rule> {
         let stored = self.rules.remove(&id)?;
         let rule = stored.rule;
+        if stored.place != Place::Lpm {
+            let mask = mask_of(&rule);
+            if let Some(c) = self.mask_counts.get_mut(&mask) {
+                *c -= 1;
+                if *c == 0 {
+                    self.mask_counts.remove(&mask);
+                }
+            }
+        }
         if stored.place == Place::Lpm {
             self.lpm.remove(&rule);
         } else if stored.place == Place::Merged {
@@ -305,8 +423,9 @@ impl Table {
     /// (malformed rule) the table is unchanged.
     pub fn modify(&mut self, mut rule: Rule) -> Result<Option<Rule>, RuleError> {
         rule.canonicalize()?;
-        let old = self.remove(rule.id);
+        let old = self.remove_inner(rule.id);
         self.insert_inner(rule, true)?;
+        self.note_change();
         Ok(old)
     }
 
@@ -582,6 +701,11 @@ mod tests {
                     reference.insert(rl.clone()).unwrap();
                     prop_assert!(t.modify(rl).unwrap().is_some());
                 }
+                9 => {
+                    let g = t.generation();
+                    t.reshape();
+                    prop_assert_eq!(t.generation(), g);
+                }
                 _ => {}
             }
             prop_assert_eq!(t.len(), reference.len());
@@ -633,6 +757,59 @@ mod tests {
                 check(&t, &reference, &mut r).unwrap();
             }
         }
+    }
+
+    /// An odd rule installed first must not push a big single-mask table
+    /// into the merged tables for good.
+    #[test]
+    fn reshape_moves_the_common_mask_to_the_exact_subtable() {
+        let mut t = Table::new();
+        let mut reference = LinearRef::new();
+        let arp = Rule {
+            id: 0,
+            priority: 5,
+            fields: vec![fm(field::ETH_TYPE, 0x806, 0xffff)],
+        };
+        t.insert(arp.clone()).unwrap();
+        reference.insert(arp).unwrap();
+        for id in 1..3000u64 {
+            let r = Rule {
+                id,
+                priority: 1,
+                fields: vec![
+                    fm(field::IN_PORT, (id % 3).into(), 0xffff_ffff),
+                    fm(field::VLAN_VID, 0x1000 | (id / 3) as u128, 0x1fff),
+                ],
+            };
+            t.insert(r.clone()).unwrap();
+            reference.insert(r).unwrap();
+        }
+        assert_eq!(
+            t.shape(),
+            Shape::Merged {
+                lpm: false,
+                subtables: 1,
+                merged: 1
+            }
+        );
+        let in_exact = t
+            .order
+            .first()
+            .and_then(|&i| t.subtables[i].as_ref())
+            .map(|s| s.len());
+        assert_eq!(
+            in_exact,
+            Some(2999),
+            "gateway rules moved to the exact subtable"
+        );
+        let mut r = Rng(5);
+        for _ in 0..10 {
+            check(&t, &reference, &mut r).unwrap();
+        }
+        let g = t.generation();
+        t.reshape();
+        assert_eq!(t.generation(), g, "reshape changes no result");
+        check(&t, &reference, &mut r).unwrap();
     }
 
     #[test]
