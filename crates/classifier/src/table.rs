@@ -16,14 +16,13 @@
 //!   visited in descending order of the subtable's highest priority, and
 //!   abandoned as soon as the best hit so far has a priority strictly
 //!   above the next subtable's maximum (equal maxima are still visited, as
-//!   they can hold a smaller id at the same priority).
-//!
-//! - tuple-space search holds at most [`EXACT_SUBTABLES`] masks; a rule of
-//!   a further mask goes to the merged tables ([`crate::merged`],
-//!   TupleMerge): a few hash tables on coarser masks whose buckets hold
-//!   short priority-sorted candidate lists checked in full. Measured on
-//!   the ClassBench-acl1-like 10K set: plain tuple-space search made 269
-//!   subtables and 0.2 Mpps; merged tables are in the crate figures.
+//!   they can hold a smaller id at the same priority). It holds the
+//!   empty mask plus at most [`EXACT_SUBTABLES`] other masks;
+//! - a rule of any further mask goes to the merged tables
+//!   ([`crate::merged`], TupleMerge): a few hash tables on coarser masks
+//!   whose buckets hold short priority-sorted candidate lists checked in
+//!   full. Measured on the ClassBench-acl1-like 10K set: plain tuple-space
+//!   search made 269 subtables and 0.2 Mpps; with merged tables, 7 Mpps.
 //!
 //! A lookup takes the LPM engine's hit (if it has routes) as the initial
 //! best and then runs tuple-space search, so mixed tables (routes plus a
@@ -38,11 +37,21 @@
 //! the table's shape as it changes without rebuilds: a table of one mask
 //! is a tuple space with one subtable and takes the burst path of
 //! [`Subtable::lookup_burst`] (shape (a)); a routing table lives in the
-//! LPM engine (shape (b)); anything else is tuple-space search (shape
-//! (c)). A rule that does not fit the LPM engine's current extra fields or
-//! priority order goes to tuple-space search, never evicting routes. When
-//! the LPM engine empties it forgets its extra fields, so the next route
-//! may choose again. [`Table::shape`] reports the result.
+//! LPM engine (shape (b)); anything else is tuple-space search plus merged
+//! tables (shape (c)). A rule that does not fit the LPM engine's current
+//! extra fields or priority order goes to the other structures, never
+//! evicting routes. When the LPM engine empties it forgets its extra
+//! fields, so the next route may choose again.
+//!
+//! Per-rule placement can go stale: an ARP rule installed first takes the
+//! one exact subtable, and the million gateway rules that follow land in
+//! the merged tables. Every [`RESHAPE_CHECK_EVERY`] changes (and after
+//! [`Table::insert_many`]) an O(masks) check compares the largest mask
+//! living in the merged tables with the smallest exact subtable and, when
+//! it is at least [`RESHAPE_MIN_RULES`] rules and twice as large, rebuilds
+//! everything ([`Table::reshape`], O(rules), amortized O(1) per change):
+//! routes first, then the most common masks into exact subtables, the
+//! rest merged. [`Table::shape`] reports the result.
 //!
 //! # Ties
 //!
@@ -127,10 +136,10 @@ pub struct Table {
 }
 
 /// Changes between two checks of whether the placement went stale.
-const RESHAPE_CHECK_EVERY: usize = 1024;
+pub const RESHAPE_CHECK_EVERY: usize = 1024;
 /// Rules a merged-away mask needs before a reshape moves it to an exact
 /// subtable.
-const RESHAPE_MIN_RULES: usize = 64;
+pub const RESHAPE_MIN_RULES: usize = 64;
 
 fn mask_of(rule: &Rule) -> Vec<(u8, u128)> {
     rule.fields.iter().map(|f| (f.field, f.mask)).collect()
