@@ -423,6 +423,50 @@ mod tests {
         Hit { id, priority }
     }
 
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    proptest! {
+        /// Random inserts and removes (keys from a small domain, so
+        /// groups form, and a small table, so probe runs wrap around and
+        /// backward-shift deletion moves entries across the end) against
+        /// a map from key to rules.
+        #[test]
+        fn model_of_keys_to_best_rule(ops in proptest::collection::vec((0u64..40, 0u16..4, any::<bool>()), 1..400)) {
+            let mut t = Subtable::new(vec![(0, 0xffff_ffff), (6, 0x1fff)]);
+            let mut model: BTreeMap<u64, Vec<Hit>> = BTreeMap::new();
+            for (n, (key, prio, remove)) in ops.into_iter().enumerate() {
+                let key = key.wrapping_mul(0x9e37_79b9) & 0xffff_ffff;
+                if remove {
+                    if let Some(v) = model.get_mut(&key) {
+                        if let Some(h) = v.pop() {
+                            prop_assert!(t.remove(&[key], h.id, h.priority));
+                        }
+                        if v.is_empty() {
+                            model.remove(&key);
+                        }
+                    } else {
+                        prop_assert!(!t.remove(&[key], n as u64, prio));
+                    }
+                } else {
+                    let h = hit(n as u64, prio);
+                    t.insert(&[key], h);
+                    model.entry(key).or_default().push(h);
+                }
+                prop_assert_eq!(t.len(), model.values().map(Vec::len).sum::<usize>());
+                for k in 0..40u64 {
+                    let k = k.wrapping_mul(0x9e37_79b9) & 0xffff_ffff;
+                    let want = model.get(&k).and_then(|v| {
+                        v.iter().copied().reduce(|a, b| if b.beats(&a) { b } else { a })
+                    });
+                    prop_assert_eq!(t.lookup_packed(&[k]), want);
+                }
+                let want_max = model.values().flatten().map(|h| h.priority).max().unwrap_or(0);
+                prop_assert_eq!(t.max_priority(), want_max);
+            }
+        }
+    }
+
     #[test]
     fn insert_group_remove_and_grow() {
         let mut t = Subtable::new(vec![(34, 0xfffff)]);
