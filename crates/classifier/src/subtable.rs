@@ -43,7 +43,12 @@
 //! lookup ([`Subtable::lookup_burst`]) hashes a whole burst and prefetches
 //! every home slot before probing any, so the cache misses of a large
 //! table (1M rules = 48 MiB of slots) overlap instead of serializing.
-//! Figures are in the crate's top comment.
+//! The prefetch is the one `unsafe` block of the crate: the safe
+//! alternative, an ordinary read of each home slot before probing, was
+//! measured at 5.1 Mpps against 17.6 with the prefetch (gateway 1M,
+//! burst-32; 100K rules: 14.9 against 43.1), since the reads stall the
+//! core where the prefetches do not. Figures are in the crate's top
+//! comment.
 
 use crate::key::{hash_words, Layout, BURST_WORDS};
 use crate::rule::Hit;
