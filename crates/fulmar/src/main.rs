@@ -1,6 +1,7 @@
 //! The `fulmar` command: parses the command line and dispatches to the
 //! subcommand modules, which hold the logic.
 
+mod cmd_bench;
 mod cmd_ofp;
 mod cmd_trace;
 
@@ -28,6 +29,9 @@ enum Command {
     /// Send packets through an in-memory pipeline built from flow, group
     /// and meter files, and show what happens to them.
     Trace(cmd_trace::TraceArgs),
+    /// Measure forwarding: generated rules, in-memory packets, one or
+    /// more workers; reports Mpps, ns/packet, memory and install rate.
+    Bench(cmd_bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -35,5 +39,6 @@ fn main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ofp { command } => cmd_ofp::run(command),
         Command::Trace(args) => cmd_trace::run(&args),
+        Command::Bench(args) => cmd_bench::run(&args),
     }
 }
