@@ -2,7 +2,8 @@
 # The project's test command (the README's second command; CI runs exactly this).
 #
 # It installs what the tests need on a fresh Debian 12 machine — the Rust
-# toolchain components, and a Python venv (.venv) from PyPI with os-ken 3.1.0
+# toolchain components, Debian packages (openvswitch-switch for ovs-ofctl),
+# and a Python venv (.venv) from PyPI with os-ken 3.1.0
 # (its OpenFlow 1.3 test vectors), scapy (an independent packet encoder and
 # decoder) and pytest — then runs, in order: formatting and lint checks, the
 # Rust tests, the OpenFlow vector round trip through the `fulmar` binary, the
@@ -18,6 +19,18 @@ if command -v rustup >/dev/null 2>&1; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
 fi
 cargo --version
+
+step "system packages (apt): ovs-ofctl as a real OpenFlow client"
+need=()
+command -v ovs-ofctl >/dev/null 2>&1 || need+=(openvswitch-switch)
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    else
+        echo "not root: cannot install ${need[*]}; the tests that need them will say so" >&2
+    fi
+fi
 
 step "python venv (.venv: os-ken==3.1.0, scapy, pytest)"
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest' 2>/dev/null; then

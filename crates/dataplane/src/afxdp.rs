@@ -947,6 +947,12 @@ mod tests {
             assert!(port.is_native_xdp(), "veth supports native XDP");
             assert!(show().contains("xdp"), "program attached: {}", show());
             drop(port);
+            // The kernel may release the BPF link from a work queue after
+            // the last descriptor closes, so give it a bounded moment.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+            while show().contains("xdp") && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
             assert!(
                 !show().contains("xdp"),
                 "program detached on drop: {}",

@@ -205,51 +205,15 @@ pub fn parse_hex(s: &str) -> anyhow::Result<Vec<u8>> {
         .collect()
 }
 
-/// Reads a classic libpcap file: `(time, frame)` for each record.
-/// Microsecond and nanosecond files in either byte order; the link type
-/// must be Ethernet (1).
-pub fn read_pcap(data: &[u8]) -> anyhow::Result<Vec<(Time, Vec<u8>)>> {
-    let header = data
-        .get(..24)
-        .context("pcap file shorter than its 24-byte header")?;
-    let magic = header.get(..4).context("pcap header")?;
-    let (big, nanos) = match magic {
-        [0xd4, 0xc3, 0xb2, 0xa1] => (false, false),
-        [0xa1, 0xb2, 0xc3, 0xd4] => (true, false),
-        [0x4d, 0x3c, 0xb2, 0xa1] => (false, true),
-        [0xa1, 0xb2, 0x3c, 0x4d] => (true, true),
-        _ => bail!("not a classic pcap file (magic {magic:02x?}; pcapng is not supported)"),
-    };
-    let u32_at = |b: &[u8], o: usize| -> anyhow::Result<u32> {
-        let s: [u8; 4] = b
-            .get(o..o + 4)
-            .and_then(|s| s.try_into().ok())
-            .context("pcap: truncated")?;
-        Ok(if big {
-            u32::from_be_bytes(s)
-        } else {
-            u32::from_le_bytes(s)
-        })
-    };
-    let linktype = u32_at(header, 20)?;
-    if linktype != 1 {
-        bail!("pcap link type {linktype} is not Ethernet (1)");
-    }
+/// Reads a classic libpcap file: `(time, frame)` for each record, with the
+/// dataplane's pcap reader (microsecond and nanosecond files in either byte
+/// order; the link type must be Ethernet).
+pub fn read_pcap(mut data: &[u8]) -> anyhow::Result<Vec<(Time, Vec<u8>)>> {
+    let header = dataplane::pcap::read_file_header(&mut data)?;
     let mut out = Vec::new();
-    let mut off = 24usize;
-    while off < data.len() {
-        let rec = data
-            .get(off..off + 16)
-            .with_context(|| format!("pcap: record header at byte {off} cut short"))?;
-        let secs = u64::from(u32_at(rec, 0)?);
-        let frac = u64::from(u32_at(rec, 4)?);
-        let incl = u32_at(rec, 8)? as usize;
-        let body = data
-            .get(off + 16..off + 16 + incl)
-            .with_context(|| format!("pcap: record at byte {off} cut short"))?;
-        let ns = secs * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
-        out.push((Time(ns), body.to_vec()));
-        off += 16 + incl;
+    let mut frame = Vec::new();
+    while let Some(record) = dataplane::pcap::read_record(&mut data, &header, &mut frame)? {
+        out.push((Time(record.timestamp_ns), std::mem::take(&mut frame)));
     }
     Ok(out)
 }

@@ -105,8 +105,8 @@ fn oxm_id(f: OxmField, hasmask: bool) -> OxmId {
     }
 }
 
-/// Every action type the executor runs.
-const ACTIONS: [u16; 16] = [
+/// Every action type the executor runs (also what GROUP_FEATURES reports).
+pub(crate) const ACTIONS: [u16; 16] = [
     at::OUTPUT,
     at::COPY_TTL_OUT,
     at::COPY_TTL_IN,

@@ -386,27 +386,9 @@ impl Groups {
     /// The GROUP_FEATURES reply: all four types, weights, chaining with
     /// loop checks; no select liveness (not implemented yet).
     pub fn features(&self) -> GroupFeatures {
-        use ofp::action::action_type as at;
-        let actions: u32 = [
-            at::OUTPUT,
-            at::COPY_TTL_OUT,
-            at::COPY_TTL_IN,
-            at::SET_MPLS_TTL,
-            at::DEC_MPLS_TTL,
-            at::PUSH_VLAN,
-            at::POP_VLAN,
-            at::PUSH_MPLS,
-            at::POP_MPLS,
-            at::SET_QUEUE,
-            at::GROUP,
-            at::SET_NW_TTL,
-            at::DEC_NW_TTL,
-            at::SET_FIELD,
-            at::PUSH_PBB,
-            at::POP_PBB,
-        ]
-        .iter()
-        .fold(0, |acc, t| acc | (1u32 << t));
+        let actions: u32 = crate::features::ACTIONS
+            .iter()
+            .fold(0, |acc, t| acc | (1u32 << t));
         let max = u32::try_from(self.config.max_groups).unwrap_or(u32::MAX);
         GroupFeatures {
             types: (1 << GroupType::All as u32)

@@ -82,19 +82,6 @@ const fn bad_inst(code: BadInstructionCode) -> OfpError {
     OfpError::BadInstruction(code)
 }
 
-fn instruction_type(i: &Instruction) -> u16 {
-    use ofp::instruction::instruction_type as t;
-    match i {
-        Instruction::GotoTable { .. } => t::GOTO_TABLE,
-        Instruction::WriteMetadata { .. } => t::WRITE_METADATA,
-        Instruction::WriteActions { .. } => t::WRITE_ACTIONS,
-        Instruction::ApplyActions { .. } => t::APPLY_ACTIONS,
-        Instruction::ClearActions => t::CLEAR_ACTIONS,
-        Instruction::Meter { .. } => t::METER,
-        Instruction::Experimenter { .. } => t::EXPERIMENTER,
-    }
-}
-
 /// Validates a flow entry's instruction list against its match.
 pub fn validate_instructions(
     instructions: &[Instruction],
@@ -103,7 +90,7 @@ pub fn validate_instructions(
 ) -> Result<(), OfpError> {
     let mut seen: Vec<u16> = Vec::with_capacity(instructions.len());
     for i in instructions {
-        let t = instruction_type(i);
+        let t = i.type_code();
         if seen.contains(&t) {
             return Err(bad_inst(BadInstructionCode::UnsupInst));
         }

@@ -1,0 +1,699 @@
+//! [`Connection`]: the OpenFlow 1.3 protocol state machine of one
+//! controller channel, with no socket in it.
+//!
+//! Bytes from the channel go in through [`Connection::receive`]; bytes to
+//! send come out of [`Connection::take_output`]; events from the switch go
+//! in through [`Connection::on_event`]; time moves through
+//! [`Connection::on_tick`]. The socket loop in [`crate::agent`] does nothing
+//! but shuttle bytes, so every protocol rule is tested here without one.
+//!
+//! The life of a channel (spec 1.3.5 §6.3):
+//!
+//! 1. Both sides send HELLO. Ours carries version 4 and a version bitmap
+//!    with only bit 4 set. The peer's HELLO is accepted when its bitmap has
+//!    bit 4 or, without a bitmap, when its header version is at least 4
+//!    (the negotiated version is the smaller of the two highest). Anything
+//!    else, or any other message before the HELLO, is answered with
+//!    `HELLO_FAILED/INCOMPATIBLE` (an ASCII explanation as data, in the
+//!    peer's version when that is older) and the channel closes; a
+//!    malformed HELLO gets its decode error instead.
+//! 2. After that every message is decoded and handled in arrival order,
+//!    synchronously against the [`Switch`]; only BARRIER waits (for
+//!    [`Switch::barrier`]), so a BARRIER_REPLY is written after every reply
+//!    and error for the messages before it.
+//! 3. A message that does not decode is answered with the error
+//!    [`ofp::DecodeError`] names, echoing its first 64 bytes with its xid;
+//!    the channel stays open. A header whose length is below 8 cannot be
+//!    framed: `BAD_REQUEST/BAD_LEN` is sent and the channel closes.
+//! 4. Keepalive: when nothing arrived for `echo_interval` an ECHO_REQUEST
+//!    goes out; when nothing arrived for `echo_interval + echo_timeout` the
+//!    peer is dead and the channel closes.
+//!
+//! Roles live in the [`Controllers`] shared by all connections; the async
+//! configuration (which packet-in, port-status and flow-removed reasons
+//! this controller wants, one mask for MASTER/EQUAL and one for SLAVE) is
+//! per connection.
+
+use crate::roles::{ConnId, Controllers};
+use crate::switch::{Switch, SwitchEvent};
+use ofp::async_config::AsyncConfig;
+use ofp::consts::OFP_VERSION;
+use ofp::error::{BadRequestCode, HelloFailedCode};
+use ofp::header::msg_type;
+use ofp::hello::HelloElement;
+use ofp::multipart::{
+    multipart_type, MultipartReply, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
+    OFPMPF_REPLY_MORE, OFPMPF_REQ_MORE,
+};
+use ofp::role::controller_role;
+use ofp::{ErrorMsg, Framer, Hello, Message, OfpError, QueueGetConfigReply, Role};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Largest OpenFlow message (the length field is 16 bits).
+pub const MAX_MESSAGE_LEN: usize = 65535;
+
+/// Settings of one connection.
+#[derive(Clone, Debug)]
+pub struct ConnConfig {
+    /// Idle time after which an ECHO_REQUEST is sent.
+    pub echo_interval: Duration,
+    /// Further idle time after which the peer is declared dead.
+    pub echo_timeout: Duration,
+    /// Time allowed for the HELLO exchange.
+    pub hello_timeout: Duration,
+    /// Most bytes of a multipart request (`OFPMPF_REQ_MORE` parts) kept
+    /// before `BAD_REQUEST/MULTIPART_BUFFER_OVERFLOW`.
+    pub max_multipart_request: usize,
+    /// Largest multipart reply message written (bytes, at most 65535); a
+    /// longer reply is split with `OFPMPF_REPLY_MORE`.
+    pub max_reply_len: usize,
+    /// Output bytes after which handling pauses until the caller has
+    /// written them (so a controller that sends many requests and reads
+    /// slowly is slowed down instead of growing memory). One reply (a
+    /// whole flow dump) may still exceed it.
+    pub max_pending_output: usize,
+}
+
+impl Default for ConnConfig {
+    fn default() -> Self {
+        ConnConfig {
+            echo_interval: Duration::from_secs(5),
+            echo_timeout: Duration::from_secs(10),
+            hello_timeout: Duration::from_secs(10),
+            max_multipart_request: 1 << 20,
+            max_reply_len: MAX_MESSAGE_LEN,
+            max_pending_output: 1 << 20,
+        }
+    }
+}
+
+/// Why a connection closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The HELLO exchange failed (no common version, or another message
+    /// first).
+    HelloFailed(String),
+    /// No HELLO within `hello_timeout`.
+    HelloTimeout,
+    /// A length below 8 made the byte stream unframeable.
+    Framing(String),
+    /// Nothing received for `echo_interval + echo_timeout`.
+    DeadPeer,
+    /// The peer closed the channel.
+    PeerClosed,
+    /// A read or write failed.
+    Io(String),
+}
+
+/// The async configuration a connection starts with (spec 1.3.5 §7.3.10):
+/// MASTER/EQUAL get packet-ins for NO_MATCH, ACTION and INVALID_TTL, every
+/// port-status and every flow-removed; SLAVE gets port-status only.
+pub fn default_async_config() -> AsyncConfig {
+    AsyncConfig {
+        packet_in_mask: [0b111, 0],
+        port_status_mask: [0b111, 0b111],
+        flow_removed_mask: [0b1111, 0],
+    }
+}
+
+struct PendingMultipart {
+    xid: u32,
+    mp_type: u16,
+    body: MultipartRequestBody,
+    bytes: usize,
+}
+
+/// The protocol state machine of one controller channel.
+pub struct Connection<S: Switch> {
+    id: ConnId,
+    switch: Arc<S>,
+    controllers: Arc<Controllers>,
+    config: ConnConfig,
+    framer: Framer,
+    /// Bytes not yet fed to the framer (held back by a pause).
+    input: Vec<u8>,
+    paused: bool,
+    out: Vec<u8>,
+    negotiated: bool,
+    closed: Option<CloseReason>,
+    async_config: AsyncConfig,
+    pending_mp: Option<PendingMultipart>,
+    started: Instant,
+    last_rx: Instant,
+    echo_outstanding: bool,
+    next_xid: u32,
+}
+
+impl<S: Switch> Drop for Connection<S> {
+    fn drop(&mut self) {
+        self.controllers.unregister(self.id);
+    }
+}
+
+fn xid_of(raw: &[u8]) -> u32 {
+    raw.get(4..8)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_be_bytes)
+        .unwrap_or(0)
+}
+
+fn is_slave_denied(msg: &Message) -> bool {
+    match msg {
+        Message::PacketOut(_)
+        | Message::FlowMod(_)
+        | Message::GroupMod(_)
+        | Message::PortMod(_)
+        | Message::TableMod(_)
+        | Message::MeterMod(_)
+        | Message::SetConfig(_) => true,
+        Message::MultipartRequest(MultipartRequest {
+            body: MultipartRequestBody::TableFeatures { tables },
+            ..
+        }) => !tables.is_empty(),
+        _ => false,
+    }
+}
+
+impl<S: Switch> Connection<S> {
+    /// A new channel; our HELLO is already in the output.
+    pub fn new(
+        switch: Arc<S>,
+        controllers: Arc<Controllers>,
+        config: ConnConfig,
+        now: Instant,
+    ) -> Self {
+        let id = controllers.allocate();
+        let mut c = Connection {
+            id,
+            switch,
+            controllers,
+            config,
+            framer: Framer::new(),
+            input: Vec::new(),
+            paused: false,
+            out: Vec::new(),
+            negotiated: false,
+            closed: None,
+            async_config: default_async_config(),
+            pending_mp: None,
+            started: now,
+            last_rx: now,
+            echo_outstanding: false,
+            next_xid: 1,
+        };
+        c.send(0, &Message::Hello(Hello::default()));
+        c
+    }
+
+    /// This connection's id in the shared [`Controllers`].
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+
+    /// Whether the HELLO exchange succeeded.
+    pub fn is_negotiated(&self) -> bool {
+        self.negotiated
+    }
+
+    /// Why the connection closed, once it did. The caller flushes the
+    /// output and then drops the channel.
+    pub fn closed(&self) -> Option<&CloseReason> {
+        self.closed.as_ref()
+    }
+
+    /// This connection's role now.
+    pub fn role(&self) -> u32 {
+        self.controllers.role(self.id)
+    }
+
+    /// The async configuration now.
+    pub fn async_config(&self) -> &AsyncConfig {
+        &self.async_config
+    }
+
+    /// Bytes waiting to be written.
+    pub fn pending_output(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Takes the bytes to write.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Marks the channel closed from outside (EOF or I/O error).
+    pub fn close(&mut self, reason: CloseReason) {
+        if self.closed.is_none() {
+            self.closed = Some(reason);
+        }
+        self.controllers.unregister(self.id);
+    }
+
+    fn send(&mut self, xid: u32, msg: &Message) {
+        self.out.extend_from_slice(&msg.encode(xid));
+    }
+
+    fn send_error(&mut self, xid: u32, error: OfpError, offending: &[u8]) {
+        self.send(xid, &Message::Error(ErrorMsg::new(error, offending)));
+    }
+
+    fn fresh_xid(&mut self) -> u32 {
+        let x = self.next_xid;
+        self.next_xid = self.next_xid.wrapping_add(1).max(1);
+        x
+    }
+
+    /// When [`Connection::on_tick`] next has something to do.
+    pub fn next_deadline(&self) -> Instant {
+        if !self.negotiated {
+            self.started + self.config.hello_timeout
+        } else if self.echo_outstanding {
+            self.last_rx + self.config.echo_interval + self.config.echo_timeout
+        } else {
+            self.last_rx + self.config.echo_interval
+        }
+    }
+
+    /// Advances time: HELLO timeout, echo keepalive, dead-peer detection.
+    pub fn on_tick(&mut self, now: Instant) {
+        if self.closed.is_some() {
+            return;
+        }
+        if !self.negotiated {
+            if now.saturating_duration_since(self.started) >= self.config.hello_timeout {
+                self.close(CloseReason::HelloTimeout);
+            }
+            return;
+        }
+        let idle = now.saturating_duration_since(self.last_rx);
+        if idle >= self.config.echo_interval + self.config.echo_timeout {
+            self.close(CloseReason::DeadPeer);
+        } else if idle >= self.config.echo_interval && !self.echo_outstanding {
+            self.echo_outstanding = true;
+            let xid = self.fresh_xid();
+            self.send(xid, &Message::EchoRequest(ofp::Echo::default()));
+        }
+    }
+
+    /// Feeds bytes read from the channel and handles every whole message
+    /// in them, in order. Replies and errors go to the output. When the
+    /// output reaches `max_pending_output` handling pauses
+    /// ([`Connection::is_paused`]) and the rest of the bytes wait inside
+    /// the connection: the caller writes the output, then calls
+    /// [`Connection::resume`] before reading more from the channel.
+    pub async fn receive(&mut self, bytes: &[u8], now: Instant) {
+        if self.closed.is_some() {
+            return;
+        }
+        self.last_rx = now;
+        self.echo_outstanding = false;
+        if self.input.is_empty() {
+            self.run(bytes).await;
+        } else {
+            let mut input = std::mem::take(&mut self.input);
+            input.extend_from_slice(bytes);
+            self.run(&input).await;
+        }
+    }
+
+    /// Whether handling paused on a full output (see
+    /// [`Connection::receive`]).
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Goes on handling the bytes held back by a pause.
+    pub async fn resume(&mut self) {
+        if self.closed.is_some() {
+            return;
+        }
+        let input = std::mem::take(&mut self.input);
+        self.run(&input).await;
+    }
+
+    async fn run(&mut self, mut bytes: &[u8]) {
+        self.paused = false;
+        let mut framer = std::mem::take(&mut self.framer);
+        'feed: loop {
+            let n = framer.feed(bytes);
+            bytes = bytes.get(n..).unwrap_or_default();
+            loop {
+                if self.out.len() >= self.config.max_pending_output {
+                    self.paused = true;
+                    break 'feed;
+                }
+                match framer.next_slice() {
+                    Ok(Some(raw)) => {
+                        self.handle_raw(raw).await;
+                        if self.closed.is_some() {
+                            break 'feed;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.send_error(0, e.error, &[]);
+                        self.close(CloseReason::Framing(e.to_string()));
+                        break 'feed;
+                    }
+                }
+            }
+            if bytes.is_empty() {
+                break;
+            }
+        }
+        self.framer = framer;
+        if self.paused {
+            self.input.extend_from_slice(bytes);
+        }
+    }
+
+    /// Sends `HELLO_FAILED/INCOMPATIBLE` with `why` as its data, in the
+    /// peer's version when that is older (so an older peer can read it),
+    /// and closes.
+    fn hello_failed(&mut self, peer_version: u8, xid: u32, why: &str) {
+        let mut bytes = Message::Error(ErrorMsg::Standard {
+            err_type: 0,
+            code: HelloFailedCode::Incompatible as u16,
+            data: why.as_bytes().to_vec(),
+        })
+        .encode(xid);
+        if let Some(v) = bytes.first_mut() {
+            *v = peer_version.clamp(1, OFP_VERSION);
+        }
+        self.out.extend_from_slice(&bytes);
+        self.close(CloseReason::HelloFailed(why.to_string()));
+    }
+
+    async fn handle_raw(&mut self, raw: &[u8]) {
+        let decoded = Message::decode(raw);
+        if !self.negotiated {
+            let peer_version = raw.first().copied().unwrap_or(OFP_VERSION);
+            let xid = xid_of(raw);
+            match decoded {
+                Ok((_, Message::Hello(h))) => {
+                    let has_bitmap = h
+                        .elements
+                        .iter()
+                        .any(|e| matches!(e, HelloElement::VersionBitmap { .. }));
+                    let ok = if has_bitmap {
+                        h.versions().contains(&OFP_VERSION)
+                    } else {
+                        h.version >= OFP_VERSION
+                    };
+                    if ok {
+                        self.negotiated = true;
+                        self.controllers.register(self.id);
+                    } else {
+                        self.hello_failed(
+                            peer_version,
+                            xid,
+                            &format!(
+                                "no common version: this switch speaks OpenFlow 1.3 (0x04) only, peer offered {:?}",
+                                if has_bitmap { h.versions() } else { vec![h.version] }
+                            ),
+                        );
+                    }
+                }
+                // A malformed HELLO: its own error, then close.
+                Err(e) if raw.get(1) == Some(&msg_type::HELLO) => {
+                    self.send_error(xid, e.error, raw);
+                    self.close(CloseReason::HelloFailed(e.to_string()));
+                }
+                // Anything else first, decodable or not.
+                _ => {
+                    let name = raw
+                        .get(1)
+                        .and_then(|t| ofp::header::msg_type_name(*t))
+                        .unwrap_or("an unknown message type");
+                    let why = format!("expected HELLO, got {name}");
+                    self.hello_failed(peer_version, xid, &why);
+                }
+            }
+            return;
+        }
+        match decoded {
+            Ok((xid, msg)) => self.handle(xid, msg, raw).await,
+            Err(e) => {
+                tracing::debug!(conn = self.id, error = %e, "undecodable message");
+                self.send_error(xid_of(raw), e.error, raw);
+            }
+        }
+    }
+
+    async fn handle(&mut self, xid: u32, msg: Message, raw: &[u8]) {
+        if is_slave_denied(&msg) && self.role() == controller_role::SLAVE {
+            self.send_error(xid, OfpError::BadRequest(BadRequestCode::IsSlave), raw);
+            return;
+        }
+        let sw = Arc::clone(&self.switch);
+        let result: Result<(), OfpError> = match msg {
+            Message::Hello(_) | Message::EchoReply(_) => Ok(()),
+            Message::Error(e) => {
+                tracing::info!(conn = self.id, error = ?e, "controller sent an error");
+                Ok(())
+            }
+            Message::EchoRequest(e) => {
+                self.send(xid, &Message::EchoReply(e));
+                Ok(())
+            }
+            Message::Experimenter(_) => Err(OfpError::BadRequest(BadRequestCode::BadExperimenter)),
+            Message::FeaturesRequest => {
+                let mut f = sw.features();
+                f.auxiliary_id = 0;
+                self.send(xid, &Message::FeaturesReply(f));
+                Ok(())
+            }
+            Message::GetConfigRequest => {
+                self.send(xid, &Message::GetConfigReply(sw.config()));
+                Ok(())
+            }
+            Message::SetConfig(c) => sw.set_config(&c),
+            Message::PacketOut(p) => sw.packet_out(&p),
+            Message::FlowMod(f) => sw.flow_mod(&f),
+            Message::GroupMod(g) => sw.group_mod(&g),
+            Message::PortMod(p) => sw.port_mod(&p),
+            Message::TableMod(t) => sw.table_mod(&t),
+            Message::MeterMod(m) => sw.meter_mod(&m),
+            Message::MultipartRequest(req) => {
+                self.multipart(xid, req, raw);
+                Ok(())
+            }
+            Message::BarrierRequest => {
+                sw.barrier().await;
+                self.send(xid, &Message::BarrierReply);
+                Ok(())
+            }
+            Message::QueueGetConfigRequest(q) => sw.queue_config(q.port).map(|queues| {
+                self.send(
+                    xid,
+                    &Message::QueueGetConfigReply(QueueGetConfigReply {
+                        port: q.port,
+                        queues,
+                    }),
+                )
+            }),
+            Message::RoleRequest(r) => self
+                .controllers
+                .request_role(self.id, r.role, r.generation_id)
+                .map(|(role, generation_id)| {
+                    self.send(
+                        xid,
+                        &Message::RoleReply(Role {
+                            role,
+                            generation_id,
+                        }),
+                    )
+                }),
+            Message::GetAsyncRequest => {
+                let a = self.async_config.clone();
+                self.send(xid, &Message::GetAsyncReply(a));
+                Ok(())
+            }
+            Message::SetAsync(a) => {
+                self.async_config = a;
+                Ok(())
+            }
+            // Messages only a switch sends.
+            Message::FeaturesReply(_)
+            | Message::GetConfigReply(_)
+            | Message::PacketIn(_)
+            | Message::FlowRemoved(_)
+            | Message::PortStatus(_)
+            | Message::MultipartReply(_)
+            | Message::BarrierReply
+            | Message::QueueGetConfigReply(_)
+            | Message::RoleReply(_)
+            | Message::GetAsyncReply(_) => Err(OfpError::BadRequest(BadRequestCode::BadType)),
+        };
+        if let Err(e) = result {
+            self.send_error(xid, e, raw);
+        }
+    }
+
+    fn multipart(&mut self, xid: u32, req: MultipartRequest, raw: &[u8]) {
+        let mp_type = req.body.multipart_type();
+        let mut body = req.body;
+        let mut bytes = raw.len();
+        if let Some(p) = self.pending_mp.take() {
+            if p.xid != xid || p.mp_type != mp_type {
+                // A different request while one was being assembled.
+                self.send_error(xid, OfpError::BadRequest(BadRequestCode::BadMultipart), raw);
+                return;
+            }
+            bytes += p.bytes;
+            if let (
+                MultipartRequestBody::TableFeatures { tables: mut first },
+                MultipartRequestBody::TableFeatures { tables: rest },
+            ) = (p.body, &mut body)
+            {
+                first.append(rest);
+                *rest = first;
+            }
+        }
+        if bytes > self.config.max_multipart_request {
+            self.send_error(
+                xid,
+                OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow),
+                raw,
+            );
+            return;
+        }
+        if req.flags & OFPMPF_REQ_MORE != 0 {
+            self.pending_mp = Some(PendingMultipart {
+                xid,
+                mp_type,
+                body,
+                bytes,
+            });
+            return;
+        }
+        if mp_type == multipart_type::EXPERIMENTER {
+            self.send_error(
+                xid,
+                OfpError::BadRequest(BadRequestCode::BadExperimenter),
+                raw,
+            );
+            return;
+        }
+        match self.switch.multipart(&body) {
+            Ok(reply) => {
+                let max = self.config.max_reply_len.clamp(1024, MAX_MESSAGE_LEN);
+                for part in encode_multipart_reply(xid, reply, max) {
+                    self.out.extend_from_slice(&part);
+                }
+            }
+            Err(e) => self.send_error(xid, e, raw),
+        }
+    }
+
+    /// Offers an event from the switch; it is written when the channel is
+    /// up and this controller's role and async configuration ask for it.
+    /// Returns whether it was written.
+    pub fn on_event(&mut self, ev: &SwitchEvent) -> bool {
+        if !self.negotiated || self.closed.is_some() {
+            return false;
+        }
+        let idx = usize::from(self.role() == controller_role::SLAVE);
+        let a = &self.async_config;
+        let wanted = |masks: &[u32; 2], reason: u8| {
+            masks
+                .get(idx)
+                .is_some_and(|m| reason < 32 && m & (1u32 << reason) != 0)
+        };
+        let msg = match ev {
+            SwitchEvent::PacketIn(p) if wanted(&a.packet_in_mask, p.reason) => {
+                Message::PacketIn(p.clone())
+            }
+            SwitchEvent::FlowRemoved(f) if wanted(&a.flow_removed_mask, f.reason) => {
+                Message::FlowRemoved(f.clone())
+            }
+            SwitchEvent::PortStatus(s) if wanted(&a.port_status_mask, s.reason) => {
+                Message::PortStatus(s.clone())
+            }
+            _ => return false,
+        };
+        self.send(0, &msg);
+        true
+    }
+}
+
+/// Multipart reply message header plus multipart header.
+const MP_REPLY_OVERHEAD: usize = 16;
+
+fn mp_message(xid: u32, mp_type: u16, flags: u16, body: &[u8]) -> Vec<u8> {
+    let len = MP_REPLY_OVERHEAD + body.len();
+    let mut m = Vec::with_capacity(len);
+    m.extend_from_slice(&[OFP_VERSION, msg_type::MULTIPART_REPLY]);
+    m.extend_from_slice(&u16::try_from(len).unwrap_or(u16::MAX).to_be_bytes());
+    m.extend_from_slice(&xid.to_be_bytes());
+    m.extend_from_slice(&mp_type.to_be_bytes());
+    m.extend_from_slice(&flags.to_be_bytes());
+    m.extend_from_slice(&[0; 4]);
+    m.extend_from_slice(body);
+    m
+}
+
+fn records<T>(items: &[T], enc: impl Fn(&T, &mut Vec<u8>)) -> Vec<Vec<u8>> {
+    items
+        .iter()
+        .map(|i| {
+            let mut v = Vec::new();
+            enc(i, &mut v);
+            v
+        })
+        .collect()
+}
+
+/// Encodes a multipart reply as one or more messages of at most `max_len`
+/// bytes each: list bodies are split between records, every message but
+/// the last has `OFPMPF_REPLY_MORE`. A record is never split (none is
+/// longer than a message can be).
+pub fn encode_multipart_reply(xid: u32, body: MultipartReplyBody, max_len: usize) -> Vec<Vec<u8>> {
+    use MultipartReplyBody as B;
+    let mp_type = body.multipart_type();
+    let recs = match &body {
+        B::Flow { stats } => records(stats, |s, w| s.encode(w)),
+        B::Table { stats } => records(stats, |s, w| s.encode(w)),
+        B::PortStats { stats } => records(stats, |s, w| s.encode(w)),
+        B::Queue { stats } => records(stats, |s, w| s.encode(w)),
+        B::Group { stats } => records(stats, |s, w| s.encode(w)),
+        B::GroupDesc { groups } => records(groups, |s, w| s.encode(w)),
+        B::Meter { stats } => records(stats, |s, w| s.encode(w)),
+        B::MeterConfig { configs } => records(configs, |s, w| s.encode(w)),
+        B::TableFeatures { tables } => records(tables, |s, w| s.encode(w)),
+        B::PortDesc { ports } => records(ports, |s, w| s.encode(w)),
+        B::Desc(_)
+        | B::Aggregate(_)
+        | B::GroupFeatures(_)
+        | B::MeterFeatures(_)
+        | B::Experimenter(_) => {
+            return vec![Message::MultipartReply(MultipartReply { flags: 0, body }).encode(xid)]
+        }
+    };
+    let budget = max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1);
+    let mut bodies: Vec<Vec<u8>> = vec![Vec::new()];
+    for r in recs {
+        let fits = bodies
+            .last()
+            .is_some_and(|b| b.is_empty() || b.len() + r.len() <= budget);
+        if !fits {
+            bodies.push(Vec::new());
+        }
+        if let Some(b) = bodies.last_mut() {
+            b.extend_from_slice(&r);
+        }
+    }
+    let n = bodies.len();
+    bodies
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let flags = if i + 1 < n { OFPMPF_REPLY_MORE } else { 0 };
+            mp_message(xid, mp_type, flags, b)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,54 @@
+//! fulmar's agent: the controller channels of the switch. It turns
+//! OpenFlow 1.3 messages into operations on a [`Switch`] and switch events
+//! back into messages; it never touches packets on the fast path.
+//!
+//! Layers, from the wire inwards:
+//!
+//! - [`target`]: `tcp:`/`tls:` (active) and `ptcp:`/`ptls:` (passive)
+//!   connection strings; [`tls`]: rustls configuration.
+//! - [`agent`]: the tokio runtime part — listeners, connectors with
+//!   backoff, one task per channel shuttling bytes, and the event pump that
+//!   fans switch events out to every channel.
+//! - [`conn`]: the socket-free protocol state machine of one channel.
+//! - [`roles`]: roles and generation ids shared by the channels.
+//! - [`packet_in`]: bounded, rate-limited packet-in queues.
+//! - [`switch`]: the [`Switch`] trait and the in-memory [`MemorySwitch`].
+//!
+//! Putting it together (what the runtime does):
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! use agent::{Agent, AgentConfig, MemorySwitch, MemorySwitchConfig};
+//! use std::sync::Arc;
+//! let (events_tx, events_rx) = tokio::sync::mpsc::channel(4096);
+//! let switch = Arc::new(MemorySwitch::new(MemorySwitchConfig::default(), Some(events_tx)));
+//! let agent = Agent::new(switch, AgentConfig::default());
+//! agent.spawn_events(events_rx);
+//! agent.spawn_housekeeping(std::time::Duration::from_secs(1));
+//! agent.listen(&"ptcp:6653".parse().unwrap()).await?;
+//! agent.connect("tcp:192.0.2.1:6653".parse().unwrap());
+//! loop {
+//!     agent.all_controllers_gone().await;
+//!     // Apply agent.fail_mode(): Secure keeps flows and drops misses,
+//!     // Standalone turns the datapath into a learning switch.
+//!     agent.controllers().any_controller_connected().await;
+//!     // Back to OpenFlow control.
+//! }
+//! # }
+//! ```
+
+pub mod agent;
+pub mod conn;
+pub mod packet_in;
+pub mod roles;
+pub mod switch;
+pub mod target;
+pub mod tls;
+
+pub use agent::{Agent, AgentConfig, AgentStats, FailMode};
+pub use conn::{CloseReason, ConnConfig, Connection};
+pub use packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
+pub use roles::{ConnId, Controllers};
+pub use switch::{MemorySwitch, MemorySwitchConfig, Switch, SwitchEvent};
+pub use target::{Target, Transport};
+pub use tls::TlsSettings;

@@ -1,0 +1,210 @@
+//! Controller connection strings, in the syntax of `ovs-vsctl
+//! set-controller`:
+//!
+//! - `tcp:HOST:PORT`, `tls:HOST:PORT` — connect to a controller (active);
+//!   as a listen address they mean "listen on HOST:PORT".
+//! - `ptcp:PORT[:ADDR]`, `ptls:PORT[:ADDR]` — listen for controllers
+//!   (passive); ADDR defaults to `0.0.0.0`.
+//!
+//! IPv6 addresses go in brackets (`tcp:[::1]:6653`, `ptcp:6653:[::1]`).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Whether a channel is plain TCP or TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// Plain TCP.
+    Tcp,
+    /// TLS over TCP.
+    Tls,
+}
+
+/// A parsed connection string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// TCP or TLS.
+    pub transport: Transport,
+    /// Passive (`ptcp:`/`ptls:`) or active.
+    pub passive: bool,
+    /// Host name or address (brackets removed).
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+/// A connection string that does not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetError(pub String);
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bad controller target: {}", self.0)
+    }
+}
+
+impl std::error::Error for TargetError {}
+
+/// The default OpenFlow port (IANA).
+pub const DEFAULT_PORT: u16 = 6653;
+
+fn strip_brackets(h: &str) -> &str {
+    h.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(h)
+}
+
+fn parse_port(s: &str, whole: &str) -> Result<u16, TargetError> {
+    s.parse()
+        .map_err(|_| TargetError(format!("{whole:?}: port {s:?} is not a number 0..=65535")))
+}
+
+impl FromStr for Target {
+    type Err = TargetError;
+
+    fn from_str(s: &str) -> Result<Self, TargetError> {
+        let (scheme, rest) = s
+            .split_once(':')
+            .ok_or_else(|| TargetError(format!("{s:?}: expected tcp:, tls:, ptcp: or ptls:")))?;
+        let (transport, passive) = match scheme {
+            "tcp" => (Transport::Tcp, false),
+            "tls" | "ssl" => (Transport::Tls, false),
+            "ptcp" => (Transport::Tcp, true),
+            "ptls" | "pssl" => (Transport::Tls, true),
+            _ => return Err(TargetError(format!("{s:?}: unknown scheme {scheme:?}"))),
+        };
+        if passive {
+            // PORT[:ADDR]
+            let (port, addr) = match rest.split_once(':') {
+                Some((p, a)) => (p, a),
+                None => (rest, ""),
+            };
+            let port = if port.is_empty() {
+                DEFAULT_PORT
+            } else {
+                parse_port(port, s)?
+            };
+            let host = match strip_brackets(addr) {
+                "" => "0.0.0.0".to_string(),
+                a => a.to_string(),
+            };
+            Ok(Target {
+                transport,
+                passive,
+                host,
+                port,
+            })
+        } else {
+            // HOST[:PORT], the port after the last colon unless the host is
+            // a bracketed IPv6 address without port.
+            let (host, port) = if rest.starts_with('[') {
+                match rest.split_once(']') {
+                    Some((h, p)) => (h.trim_start_matches('['), p.strip_prefix(':').unwrap_or("")),
+                    None => return Err(TargetError(format!("{s:?}: unclosed '['"))),
+                }
+            } else {
+                match rest.rsplit_once(':') {
+                    Some((h, p)) => (h, p),
+                    None => (rest, ""),
+                }
+            };
+            if host.is_empty() {
+                return Err(TargetError(format!("{s:?}: missing host")));
+            }
+            let port = if port.is_empty() {
+                DEFAULT_PORT
+            } else {
+                parse_port(port, s)?
+            };
+            Ok(Target {
+                transport,
+                passive,
+                host: host.to_string(),
+                port,
+            })
+        }
+    }
+}
+
+impl Target {
+    /// `host:port` as tokio resolves it (IPv6 in brackets).
+    pub fn socket_addr(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scheme = match (self.transport, self.passive) {
+            (Transport::Tcp, false) => "tcp",
+            (Transport::Tls, false) => "tls",
+            (Transport::Tcp, true) => "ptcp",
+            (Transport::Tls, true) => "ptls",
+        };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.passive {
+            write!(f, "{scheme}:{}:{host}", self.port)
+        } else {
+            write!(f, "{scheme}:{host}:{}", self.port)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Target {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn active_and_passive_forms() {
+        assert_eq!(
+            t("tcp:10.0.0.1:6633"),
+            Target {
+                transport: Transport::Tcp,
+                passive: false,
+                host: "10.0.0.1".into(),
+                port: 6633
+            }
+        );
+        assert_eq!(t("tls:ctl.example").port, DEFAULT_PORT);
+        assert_eq!(t("tcp:[::1]:7").host, "::1");
+        assert_eq!(t("tcp:[::1]").port, DEFAULT_PORT);
+        let p = t("ptcp:6653");
+        assert!(p.passive);
+        assert_eq!((p.host.as_str(), p.port), ("0.0.0.0", 6653));
+        let p = t("ptls:16653:127.0.0.1");
+        assert_eq!(p.transport, Transport::Tls);
+        assert_eq!((p.host.as_str(), p.port), ("127.0.0.1", 16653));
+        assert_eq!(t("ptcp:0:[::1]").host, "::1");
+        assert_eq!(t("ptcp:0:[::1]").socket_addr(), "[::1]:0");
+        for s in ["tcp:1.2.3.4:5", "ptls:6:[::1]", "tls:[fe80::1]:9"] {
+            assert_eq!(t(s).to_string(), s);
+        }
+    }
+
+    #[test]
+    fn bad_forms() {
+        for s in [
+            "",
+            "udp:1:2",
+            "tcp:",
+            "tcp::5",
+            "ptcp:x",
+            "tcp:h:70000",
+            "tcp:[::1",
+        ] {
+            assert!(s.parse::<Target>().is_err(), "{s}");
+        }
+    }
+}

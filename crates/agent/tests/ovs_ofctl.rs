@@ -1,0 +1,112 @@
+//! Interoperability with a client nobody here wrote: `ovs-ofctl -O
+//! OpenFlow13` against an agent listening on 127.0.0.1. Skipped (with a
+//! note) where `ovs-ofctl` is not installed.
+
+use agent::{Agent, AgentConfig, MemorySwitch, MemorySwitchConfig};
+use ofp::{MacAddr, Port};
+use std::process::Command;
+use std::sync::Arc;
+
+fn have_ovs_ofctl() -> bool {
+    Command::new("ovs-ofctl").arg("--version").output().is_ok()
+}
+
+/// Runs `ovs-ofctl -O OpenFlow13 ARGS` and returns (success, stdout+stderr).
+async fn ofctl(args: Vec<String>) -> (bool, String) {
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new("ovs-ofctl")
+            .arg("-O")
+            .arg("OpenFlow13")
+            .arg("--timeout=20")
+            .args(&args)
+            .output()
+            .expect("ovs-ofctl runs");
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ovs_ofctl_drives_the_agent() {
+    if !have_ovs_ofctl() {
+        eprintln!("ovs-ofctl not installed: skipping the interoperability test");
+        return;
+    }
+    let ports = (1..=3u32)
+        .map(|n| Port {
+            port_no: n,
+            hw_addr: MacAddr([2, 0, 0, 0, 0, n as u8]),
+            name: format!("p{n}"),
+            ..Port::default()
+        })
+        .collect();
+    let switch = Arc::new(MemorySwitch::new(
+        MemorySwitchConfig {
+            ports,
+            ..MemorySwitchConfig::default()
+        },
+        None,
+    ));
+    let agent = Agent::new(switch.clone(), AgentConfig::default());
+    let (addr, _) = agent
+        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
+        .await
+        .unwrap();
+    let target = format!("tcp:{addr}");
+    let run = |args: &[&str]| {
+        let mut v: Vec<String> = vec![args[0].to_string(), target.clone()];
+        v.extend(args[1..].iter().map(|s| s.to_string()));
+        ofctl(v)
+    };
+
+    let (ok, out) = run(&["show"]).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("dpid:0000000000000001"), "{out}");
+    assert!(out.contains("n_tables:255"), "{out}");
+    assert!(out.contains("2(p2): addr:02:00:00:00:00:02"), "{out}");
+
+    // add-flow first reads the table features: 255 tables, several
+    // REPLY_MORE parts.
+    let (ok, out) = run(&["add-flow", "table=0,priority=10,in_port=1,actions=output:2"]).await;
+    assert!(ok, "{out}");
+    let (ok, out) = run(&[
+        "add-flow",
+        "table=3,priority=5,ip,nw_dst=10.0.0.0/8,actions=dec_ttl,output:3",
+    ])
+    .await;
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["dump-flows"]).await;
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("priority=10,in_port=1 actions=output:2"),
+        "{out}"
+    );
+    assert!(out.contains("table=3"), "{out}");
+    assert_eq!(switch.with_state(|s| s.tables.len()), 2);
+
+    let (ok, out) = run(&["dump-table-features"]).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("table 254"), "{out}");
+
+    let (ok, out) = run(&[
+        "add-group",
+        "group_id=1,type=all,bucket=output:1,bucket=output:2",
+    ])
+    .await;
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["dump-groups"]).await;
+    assert!(ok && out.contains("group_id=1,type=all"), "{out}");
+
+    // Errors come back with their names.
+    let (_, out) = run(&["set-frags", "reassemble"]).await;
+    assert!(out.contains("OFPSCFC_BAD_FLAGS"), "{out}");
+    let (_, out) = run(&["add-flow", "table=0,actions=group:99"]).await;
+    assert!(out.contains("OFPBAC_BAD_OUT_GROUP"), "{out}");
+
+    let (ok, out) = run(&["del-flows"]).await;
+    assert!(ok, "{out}");
+    assert_eq!(switch.with_state(|s| s.tables.len()), 0);
+}
