@@ -124,8 +124,11 @@ pub struct Expected {
 pub struct Workload {
     /// The scenario.
     pub scenario: Scenario,
-    /// Number of rules (not counting the ACL default rule).
+    /// Number of rules generated (not counting the ACL default rule).
     pub rules: usize,
+    /// Rules `0..installed` are in the switch; [`Self::expected`] only
+    /// considers them (the rest are for measuring later flow-mods).
+    pub installed: usize,
     seed: u64,
     /// Ports 1..=n_ports exist.
     pub n_ports: u32,
@@ -157,6 +160,7 @@ impl Workload {
         let mut w = Workload {
             scenario,
             rules,
+            installed: rules,
             seed,
             n_ports: 1 + OUT_PORTS + 1,
             l3: Vec::new(),
@@ -404,7 +408,7 @@ impl Workload {
                 };
                 let i =
                     (in_port as usize).checked_sub(1)? * VIDS + usize::from(vid).checked_sub(1)?;
-                if i >= self.rules || usize::from(vid) > VIDS {
+                if i >= self.installed || usize::from(vid) > VIDS {
                     return None;
                 }
                 out.tag = Tag::Mpls {
@@ -421,7 +425,7 @@ impl Workload {
                     return None;
                 };
                 let i = (label as usize).checked_sub(FIRST_LABEL)?;
-                if i >= self.rules || in_port != 1 {
+                if i >= self.installed || in_port != 1 {
                     return None;
                 }
                 out.tag = Tag::Vlan((1 + i % VIDS) as u16);
@@ -431,16 +435,18 @@ impl Workload {
                 })
             }
             Scenario::L2 => {
-                let i = (0..self.rules).find(|&i| l2_mac(i) == frame.eth_dst)?;
+                let i = (0..self.installed).find(|&i| l2_mac(i) == frame.eth_dst)?;
                 Some(Expected {
                     port: Self::out_port(i),
                     frame: out,
                 })
             }
             Scenario::L3 => {
-                let i = (0..=32u8)
-                    .rev()
-                    .find_map(|len| self.l3_index.get(&(len, frame.ip_dst & mask(len))))?;
+                let i = (0..=32u8).rev().find_map(|len| {
+                    self.l3_index
+                        .get(&(len, frame.ip_dst & mask(len)))
+                        .filter(|&&i| i < self.installed)
+                })?;
                 out.eth_dst = l3_mac(*i);
                 if frame.ttl <= 1 {
                     return None;
@@ -452,8 +458,7 @@ impl Workload {
                 })
             }
             Scenario::Acl => {
-                let hit = self
-                    .acl
+                let hit = self.acl[..self.installed.min(self.acl.len())]
                     .iter()
                     .filter(|r| {
                         frame.ip_src & mask(r.src.1) == r.src.0
@@ -517,6 +522,7 @@ mod tests {
                 .map(|(i, &(a, l))| ((l, a), i))
                 .collect();
         w.rules = 2;
+        w.installed = 2;
         let (_, mut f) = w.flow(0, 0);
         f.ip_dst = 0x0a01_0203;
         assert_eq!(w.expected(1, &f).unwrap().frame.eth_dst, l3_mac(1));
