@@ -68,7 +68,7 @@ while read -r name scenario rules; do
     fi
     if command -v jq >/dev/null; then
         rows+=("$name|$(jq -r '[
-            (.mpps*1000|round/1000), (.ns_per_packet|round), (.mpps_wall*1000|round/1000),
+            (.mpps*1000000|round/1000000), (.ns_per_packet|round), (.mpps_wall*1000000|round/1000000),
             (.generator_ns_per_packet*10|round/10), (if .cache_hit_rate == null then "n/a" else .cache_hit_rate end),
             ((.rss_bytes // 0)/1048576|round), (.install_seconds*100|round/100), (.install_rate|round),
             "\(.checked - .mismatches)/\(.checked)"] | map(tostring) | join("|")' "$OUT/$name.json")|$cmd")
@@ -82,17 +82,17 @@ echo "fulmar bench, one worker, 64-byte packets, ${SECS} s of traffic per run ($
 echo "Mpps and ns/pkt: pipeline only (template refill subtracted); wall Mpps includes it; gen ns = refill cost per packet."
 echo
 if command -v jq >/dev/null; then
-    printf '%-24s %9s %9s %9s %7s %6s %8s %9s %10s %7s\n' config Mpps ns/pkt wallMpps gen_ns cache RSS_MiB install_s install/s check
+    printf '%-24s %10s %10s %10s %7s %6s %8s %9s %10s %7s\n' config Mpps ns/pkt wallMpps gen_ns cache RSS_MiB install_s install/s check
 fi
-i=1
+
 for r in "${rows[@]}"; do
     IFS='|' read -r -a f <<<"$r"
     if [ "${#f[@]}" -ge 11 ]; then
-        printf '%-24s %9s %9s %9s %7s %6s %8s %9s %10s %7s\n' "${f[@]:0:10}"
+        printf '%-24s %10s %10s %10s %7s %6s %8s %9s %10s %7s\n' "${f[@]:0:10}"
     else
         printf '%-24s %s\n' "${f[0]}" "${f[1]}"
     fi
-    i=$((i + 1))
+
 done
 echo
 echo "commands:"
