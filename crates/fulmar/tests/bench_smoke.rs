@@ -88,6 +88,37 @@ fn json_report_has_the_documented_fields() {
 }
 
 #[test]
+fn big_frames_more_flows_than_rules_and_other_bursts_check_out() {
+    for s in SCENARIOS {
+        let out = fulmar(&[
+            "bench",
+            s,
+            "--smoke",
+            "--json",
+            "--rules",
+            "30",
+            "--flows",
+            "500",
+            "--packet-size",
+            "1500",
+            "--burst",
+            "7",
+            "--seed",
+            "42",
+        ]);
+        assert!(out.status.success(), "{s}: {}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (v["checked"].as_u64(), v["mismatches"].as_u64()),
+            (Some(100), Some(0))
+        );
+        assert_eq!(v["packet_size"], 1500);
+        assert_eq!(v["template_bytes"], 500 * 1500);
+        assert_eq!(v["generator_allocations"], 0, "{s}: buffers reused");
+    }
+}
+
+#[test]
 fn bad_options_fail() {
     for args in [
         &["bench", "l2", "--packet-size", "20"][..],
