@@ -386,7 +386,7 @@ fn traffic(
     burst: usize,
     seconds: f64,
     progress: &Progress,
-) -> (Vec<WorkerResult>, f64) {
+) -> anyhow::Result<(Vec<WorkerResult>, f64)> {
     let stop = AtomicBool::new(false);
     let counts: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
     let start = Instant::now();
@@ -420,11 +420,15 @@ fn traffic(
         stop.store(true, Ordering::Relaxed);
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect::<Vec<_>>()
+            .enumerate()
+            .map(|(i, h)| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("worker {i} panicked (a pipeline bug)"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
     });
     progress.done();
-    (results, start.elapsed().as_secs_f64())
+    Ok((results?, start.elapsed().as_secs_f64()))
 }
 
 /// One worker's loop: refill a burst from the templates, process it,
@@ -562,7 +566,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
     for b in bad.iter().take(10) {
         eprintln!("mismatch: {b}");
     }
-    let (results, wall) = traffic(&snap, &pool, args.workers, args.burst, seconds, &progress);
+    let (results, wall) = traffic(&snap, &pool, args.workers, args.burst, seconds, &progress)?;
     let rss = rss_bytes();
     let sum = |f: fn(&WorkerResult) -> u64| results.iter().map(f).sum::<u64>();
     let packets = sum(|r| r.packets);
