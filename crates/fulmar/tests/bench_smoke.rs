@@ -132,3 +132,29 @@ fn bad_options_fail() {
         assert!(!out.stderr.is_empty(), "{args:?} says why");
     }
 }
+
+#[test]
+fn a_terminal_gets_a_progress_line_each_second() {
+    // `script` gives the command a pseudo-terminal; skip where it is missing.
+    let cmd = format!(
+        "{} bench l2 --rules 100 --seconds 1.5",
+        env!("CARGO_BIN_EXE_fulmar")
+    );
+    let Ok(out) = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+    else {
+        eprintln!("no `script` command: skipped");
+        return;
+    };
+    if !out.status.success() {
+        eprintln!("`script` failed: skipped ({})", text(&out.stderr));
+        return;
+    }
+    let all = text(&out.stdout);
+    assert!(
+        all.contains("\r\x1b[2K  1.") && all.contains(" s of 1.5 s: "),
+        "progress line on the terminal: {all:?}"
+    );
+    assert!(all.contains("check       100 of 100"), "{all:?}");
+}
