@@ -535,6 +535,15 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         "--packet-size must be {}..=9000",
         frame::MIN_FRAME
     );
+    let max_entries = TablesConfig::default().max_entries;
+    ensure!(
+        rules + args.flow_mods < max_entries,
+        "--rules plus --flow-mods must be below {max_entries}, the size of a table"
+    );
+    ensure!(
+        flows.saturating_mul(args.packet_size) <= 4 << 30,
+        "--flows times --packet-size is over the 4 GiB the template pool may use"
+    );
     if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
         bail!("--seconds must be more than 0 and at most a day");
     }
@@ -808,6 +817,12 @@ mod tests {
         assert!(bench(&a).is_err());
         let mut a = args(Scenario::L2);
         a.flows = Some(0);
+        assert!(bench(&a).is_err());
+        let mut a = args(Scenario::L2);
+        a.rules = Some(1 << 20);
+        assert!(bench(&a).is_err());
+        let mut a = args(Scenario::L2);
+        a.flows = Some(100_000_000);
         assert!(bench(&a).is_err());
     }
 }
