@@ -81,8 +81,18 @@ mod frame {
     pub const SNAPLEN: usize = 12;
     pub const LEN: usize = 16;
     pub const MAC: usize = 24;
+    /// `tp_status`.
+    pub const STATUS: usize = 20;
+    /// `hv1.tp_vlan_tci` and `hv1.tp_vlan_tpid`.
+    pub const VLAN_TCI: usize = 32;
+    /// See `VLAN_TCI`.
+    pub const VLAN_TPID: usize = 36;
+    /// `TP_STATUS_VLAN_VALID`, `TP_STATUS_VLAN_TPID_VALID`.
+    pub const STATUS_VLAN_VALID: u32 = 1 << 4;
+    /// See `STATUS_VLAN_VALID`.
+    pub const STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
     /// Header bytes the reader needs before trusting the fields above.
-    pub const MIN_HDR: usize = 28;
+    pub const MIN_HDR: usize = 40;
 }
 
 /// Ring and socket options for an [`AfPacketPort`].
@@ -412,6 +422,19 @@ impl AfPacketPort {
         let mut pkt = pkt;
         pkt.meta.timestamp_ns = u64::from(sec) * 1_000_000_000 + u64::from(nsec);
         pkt.meta.wire_len = wire_len;
+        // The kernel strips an outer VLAN tag into the frame header before
+        // packet sockets see the frame; put it back so the switch sees the
+        // frame as it was on the wire.
+        let status = ring.read_u32(blk, off + frame::STATUS).unwrap_or(0);
+        if status & frame::STATUS_VLAN_VALID != 0 {
+            let tci = ring.read_u32(blk, off + frame::VLAN_TCI).unwrap_or(0) as u16;
+            let tpid = match ring.read_u16(blk, off + frame::VLAN_TPID) {
+                Some(t) if status & frame::STATUS_VLAN_TPID_VALID != 0 && t != 0 => t,
+                _ => 0x8100,
+            };
+            pkt.insert_vlan_tag(tpid, tci);
+            pkt.meta.wire_len = wire_len.saturating_add(4);
+        }
         Some(Ok(pkt))
     }
 }

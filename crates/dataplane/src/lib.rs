@@ -1,5 +1,5 @@
 //! The data side of fulmar: ports and their backends, the rings that carry
-//! bursts of packets between threads, and (later) the RX/worker/TX threads.
+//! bursts of packets between threads, and the RX/worker/TX threads.
 //!
 //! This crate moves packets; it does not know OpenFlow. The pipeline hands it
 //! bursts to send and receives bursts it has read, through [`port::PortBackend`]
@@ -8,19 +8,34 @@
 //! Backends:
 //! - [`memory`]: generator and sink ports for tests and benchmarks;
 //! - [`afpacket`]: Linux AF_PACKET with a TPACKET_V3 mmap RX ring;
+//! - [`rawsock`]: Linux AF_PACKET without a ring (`recvmmsg`/`sendmmsg`),
+//!   for low latency at low rates;
 //! - [`afxdp`]: AF_XDP on one interface queue (raw syscalls, own XDP program);
 //! - [`pcap`]: replay a capture file (RX) and write one (TX);
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
-//! - [`link`]: a netlink watcher for link up/down events.
+//! - [`link`]: a netlink watcher for link up/down events;
+//! - [`patch`]: in-process port pairs (patch links between bridges).
+//!
+//! Threads: [`threads`] (run-to-completion or RX/worker/TX over rings),
+//! [`dispatch`] (which worker gets a packet), [`flush`] (when partial
+//! bursts leave, idle back-off), [`wake`] (sleeping and waking, pinning),
+//! [`snapshot`] (publishing new table versions to running workers).
 
 pub mod afpacket;
 pub mod afxdp;
+pub mod dispatch;
+pub mod flush;
 pub mod link;
 pub mod memory;
+pub mod patch;
 pub mod pcap;
 pub mod port;
+pub mod rawsock;
+pub mod snapshot;
 pub mod spsc;
 pub mod tap;
+pub mod threads;
+pub mod wake;
 
 mod sys;
 

@@ -198,6 +198,24 @@ impl PacketBuf {
         }
     }
 
+    /// An owned buffer over `storage` whose frame starts at `head` (the
+    /// bytes before it are headroom) and runs to the end. Takes the vector
+    /// over without copying its bytes (a `head` past the end gives an empty
+    /// frame).
+    pub fn from_vec(storage: Vec<u8>, head: usize) -> Self {
+        let head = head.min(storage.len());
+        let len = storage.len() - head;
+        PacketBuf {
+            storage: Storage::Owned(storage.into_boxed_slice()),
+            head,
+            len,
+            meta: PacketMeta {
+                wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+                ..PacketMeta::default()
+            },
+        }
+    }
+
     /// A buffer over memory lent by a backend; the frame is `len` bytes at
     /// offset `head` of the `cap`-byte region at `ptr`.
     ///
@@ -361,6 +379,22 @@ impl PacketBuf {
     /// Shortens the frame to `len` bytes (no effect if it is already shorter).
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
+    }
+
+    /// Inserts an 802.1Q/802.1ad tag (`tpid`, `tci`) after the Ethernet
+    /// addresses (for backends whose kernel stripped it into metadata).
+    /// Frames shorter than the two addresses are left alone.
+    pub fn insert_vlan_tag(&mut self, tpid: u16, tci: u16) {
+        if self.len < 12 {
+            return;
+        }
+        self.push_front(4);
+        let d = self.data_mut();
+        d.copy_within(4..16, 0);
+        if let Some(tag) = d.get_mut(12..16) {
+            tag[..2].copy_from_slice(&tpid.to_be_bytes());
+            tag[2..].copy_from_slice(&tci.to_be_bytes());
+        }
     }
 
     /// Appends a copy of `bytes` to the frame.
@@ -663,6 +697,29 @@ mod tests {
         assert_eq!(p.data(), &[2]);
         p.truncate(10);
         assert_eq!(p.data(), &[2]);
+    }
+
+    #[test]
+    fn vlan_tag_inserted_after_addresses() {
+        let mut p = PacketBuf::from_slice(&[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 8, 0, 0x45]);
+        p.insert_vlan_tag(0x8100, 0x000a);
+        assert_eq!(
+            p.data(),
+            &[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0x81, 0, 0, 10, 8, 0, 0x45]
+        );
+        let mut short = PacketBuf::from_slice(&[1; 11]);
+        short.insert_vlan_tag(0x8100, 1);
+        assert_eq!(short.len(), 11);
+    }
+
+    #[test]
+    fn from_vec_takes_headroom_and_frame() {
+        let p = PacketBuf::from_vec(vec![0, 0, 7, 8], 2);
+        assert_eq!(
+            (p.data(), p.headroom(), p.meta.wire_len),
+            (&[7, 8][..], 2, 2)
+        );
+        assert!(PacketBuf::from_vec(vec![1], 5).is_empty());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! subcommand modules, which hold the logic.
 
 mod cmd_bench;
+mod cmd_demo;
 mod cmd_ofp;
+mod cmd_run;
 mod cmd_trace;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +34,28 @@ enum Command {
     /// Measure forwarding: generated rules, in-memory packets, one or
     /// more workers; reports Mpps, ns/packet, memory and install rate.
     Bench(cmd_bench::BenchArgs),
+    /// Run the switch on real interfaces (config file or flags).
+    Run(cmd_run::RunArgs),
+    /// Build network namespaces as root and run the seed-001 gateway:
+    /// host A (VLAN 10) <-> gw1 <-MPLS-> gw2 <-> host B (VLAN 20), ping
+    /// across, print counters, clean up.
+    Demo(cmd_demo::DemoArgs),
+    /// Send ICMP echo requests from one interface (used by `demo`).
+    #[command(hide = true)]
+    DemoPing(cmd_demo::PingArgs),
+    /// Answer ICMP echo requests on one interface (used by `demo`).
+    #[command(hide = true)]
+    DemoEcho(cmd_demo::EchoArgs),
+}
+
+/// Logs to stderr; `RUST_LOG` picks the level (default info).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -40,5 +64,15 @@ fn main() -> anyhow::Result<ExitCode> {
         Command::Ofp { command } => cmd_ofp::run(command),
         Command::Trace(args) => cmd_trace::run(&args),
         Command::Bench(args) => cmd_bench::run(&args),
+        Command::Run(args) => {
+            init_logging();
+            cmd_run::run(&args)
+        }
+        Command::Demo(args) => {
+            init_logging();
+            cmd_demo::run(&args)
+        }
+        Command::DemoPing(args) => cmd_demo::ping(&args),
+        Command::DemoEcho(args) => cmd_demo::echo(&args),
     }
 }

@@ -101,6 +101,12 @@ impl PacketBuf {
         self.data
     }
 
+    /// The storage and the offset of the packet in it (`start <= len`),
+    /// so another buffer type can take the bytes over without copying.
+    pub fn into_raw_parts(self) -> (Vec<u8>, usize) {
+        (self.data, self.start)
+    }
+
     /// Opens `n` bytes at packet offset `at` (`at <= len`) by moving the
     /// first `at` bytes into the headroom; returns the gap's range in the
     /// packet.
@@ -281,6 +287,14 @@ mod tests {
     use super::*;
     use crate::fixup::verify_checksums;
     use crate::testutil::*;
+
+    #[test]
+    fn raw_parts_keep_headroom_and_bytes() {
+        let mut b = PacketBuf::with_headroom(&[1, 2, 3], 8);
+        b.as_mut_slice()[0] = 9;
+        let (v, start) = b.into_raw_parts();
+        assert_eq!((start, &v[start..]), (8, &[9, 2, 3][..]));
+    }
 
     #[test]
     fn push_vlan_untagged_and_tagged() {

@@ -1,0 +1,220 @@
+//! A running bridge as the OpenFlow agent's [`Switch`].
+//!
+//! Every controller operation runs on the bridge's control side (its own
+//! [`pipeline::datapath::Datapath`], under a mutex only control code
+//! takes); mutating ones publish a new snapshot the workers pick up between
+//! bursts. BARRIER waits until every worker uses the newest version, so a
+//! flow mod acknowledged by a barrier reply is in force for every packet
+//! the workers read after it. Statistics first collect the workers'
+//! counters. PACKET_OUT runs its actions on the control side and hands the
+//! resulting packets to the dataplane through the bridge's injection port.
+//! Packet-ins come straight from the workers into the agent's event queue.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent::{Switch, SwitchEvent};
+use ofp::error::BadRequestCode;
+use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
+use ofp::switch_config::config_flags;
+use ofp::{
+    FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketOut, PacketQueue, Port, PortMod,
+    PortStatus, SwitchConfig, TableMod,
+};
+
+use crate::BridgeRt;
+
+/// Longest a BARRIER waits for the workers.
+const BARRIER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The MAC address of an interface (from sysfs), or a locally administered
+/// one made from the port number.
+pub fn mac_of(interface: &str, port: u32) -> [u8; 6] {
+    let path = format!("/sys/class/net/{interface}/address");
+    if let Ok(s) = std::fs::read_to_string(path) {
+        let parts: Vec<u8> = s
+            .trim()
+            .split(':')
+            .filter_map(|p| u8::from_str_radix(p, 16).ok())
+            .collect();
+        if let Ok(mac) = <[u8; 6]>::try_from(parts.as_slice()) {
+            return mac;
+        }
+    }
+    let n = port.to_be_bytes();
+    [0x02, 0xf0, n[0], n[1], n[2], n[3]]
+}
+
+/// One bridge behind the agent (see the module comment).
+pub struct BridgeSwitch {
+    b: Arc<BridgeRt>,
+}
+
+impl BridgeSwitch {
+    pub(crate) fn new(b: Arc<BridgeRt>) -> BridgeSwitch {
+        BridgeSwitch { b }
+    }
+
+    fn emit(&self, ev: SwitchEvent) {
+        if let Some(tx) = self.b.events.get() {
+            let _ = tx.try_send(ev);
+        }
+    }
+
+    fn emit_removed(&self, removed: Vec<pipeline::FlowRemoved>) {
+        for r in removed {
+            self.emit(SwitchEvent::FlowRemoved(r.to_message()));
+        }
+    }
+
+    /// Sends what a control-side run produced: packets to the dataplane,
+    /// packet-ins to the agent.
+    fn absorb(&self, c: &mut crate::Control, out: pipeline::datapath::BurstOutput) {
+        self.b.transmit(c, out.tx);
+        for pi in out.packet_ins {
+            self.emit(SwitchEvent::PacketIn(pi.message));
+        }
+    }
+}
+
+impl Switch for BridgeSwitch {
+    fn features(&self) -> FeaturesReply {
+        let c = self.b.control();
+        pipeline::features::features_reply(&c.dp.state.tables, self.b.dpid, 0)
+    }
+
+    fn config(&self) -> SwitchConfig {
+        let c = self.b.control();
+        SwitchConfig {
+            flags: c.dp.config.flags,
+            miss_send_len: c.dp.config.miss_send_len,
+        }
+    }
+
+    fn set_config(&self, config: &SwitchConfig) -> Result<(), OfpError> {
+        let frag = config.flags & config_flags::FRAG_MASK;
+        let known = config_flags::FRAG_MASK | pipeline::datapath::OFPC_INVALID_TTL_TO_CONTROLLER;
+        if config.flags & !known != 0
+            || frag == config_flags::FRAG_REASM
+            || frag == config_flags::FRAG_MASK
+        {
+            return Err(OfpError::SwitchConfigFailed(
+                ofp::error::SwitchConfigFailedCode::BadFlags,
+            ));
+        }
+        let mut c = self.b.control();
+        c.dp.config.flags = config.flags;
+        c.dp.config.miss_send_len = config.miss_send_len;
+        self.b.publish(&c);
+        Ok(())
+    }
+
+    fn flow_mod(&self, fm: &FlowMod) -> Result<(), OfpError> {
+        let now = self.b.now();
+        let mut c = self.b.control();
+        let outcome = c.dp.state.flow_mod(fm, now)?;
+        self.b.publish(&c);
+        drop(c);
+        self.emit_removed(outcome.flow_removed);
+        if outcome.release_buffer.is_some() {
+            // Packet-ins are never buffered here (n_buffers 0).
+            return Err(OfpError::BadRequest(BadRequestCode::BufferUnknown));
+        }
+        Ok(())
+    }
+
+    fn group_mod(&self, gm: &GroupMod) -> Result<(), OfpError> {
+        let now = self.b.now();
+        let mut c = self.b.control();
+        let removed = c.dp.state.group_mod(gm, now)?;
+        self.b.publish(&c);
+        drop(c);
+        self.emit_removed(removed);
+        Ok(())
+    }
+
+    fn meter_mod(&self, mm: &MeterMod) -> Result<(), OfpError> {
+        let now = self.b.now();
+        let mut c = self.b.control();
+        let removed = c.dp.state.meter_mod(mm, now)?;
+        self.b.publish(&c);
+        drop(c);
+        self.emit_removed(removed);
+        Ok(())
+    }
+
+    fn port_mod(&self, pm: &PortMod) -> Result<(), OfpError> {
+        let mut c = self.b.control();
+        let changed = c.dp.port_mod(pm)?;
+        self.b.publish(&c);
+        drop(c);
+        if let Some(desc) = changed {
+            self.emit(SwitchEvent::PortStatus(PortStatus {
+                reason: ofp::port_status::port_reason::MODIFY,
+                desc,
+            }));
+        }
+        Ok(())
+    }
+
+    fn table_mod(&self, tm: &TableMod) -> Result<(), OfpError> {
+        let mut c = self.b.control();
+        c.dp.state.table_mod(tm)?;
+        self.b.publish(&c);
+        Ok(())
+    }
+
+    fn packet_out(&self, po: &PacketOut) -> Result<(), OfpError> {
+        let now = self.b.now();
+        let mut c = self.b.control();
+        let out = c.dp.packet_out(po, now)?;
+        self.absorb(&mut c, out);
+        Ok(())
+    }
+
+    fn multipart(&self, req: &MultipartRequestBody) -> Result<MultipartReplyBody, OfpError> {
+        let now = self.b.now();
+        let mut c = self.b.control();
+        self.b.collect(&mut c);
+        c.dp.state
+            .multipart(req, now)
+            .unwrap_or(Err(OfpError::BadRequest(BadRequestCode::BadExperimenter)))
+    }
+
+    fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {
+        self.b
+            .control()
+            .dp
+            .state
+            .queue_get_config(port)
+            .map(|r| r.queues)
+    }
+
+    fn ports(&self) -> Vec<Port> {
+        self.b.control().dp.state.port_table.port_desc()
+    }
+
+    fn barrier(&self) -> impl Future<Output = ()> + Send {
+        let publisher = self.b.publisher.clone();
+        let version = publisher.current().0;
+        async move {
+            let _ =
+                tokio::task::spawn_blocking(move || publisher.barrier(version, BARRIER_TIMEOUT))
+                    .await;
+        }
+    }
+
+    fn tick(&self) {
+        let now = self.b.now();
+        let mut c = self.b.control();
+        // Idle timeouts need the workers' hits.
+        self.b.collect(&mut c);
+        let removed = c.dp.state.expire(now);
+        if !removed.is_empty() {
+            self.b.publish(&c);
+        }
+        drop(c);
+        self.emit_removed(removed);
+    }
+}

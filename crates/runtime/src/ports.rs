@@ -1,0 +1,268 @@
+//! Opening the ports a configuration names: every port of every bridge is
+//! opened before any thread starts, and every failure is reported (each
+//! naming bridge, port, interface and backend), so the switch never runs
+//! half-configured.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+
+use dataplane::afpacket::{AfPacketConfig, AfPacketPort};
+use dataplane::afxdp::{AfXdpConfig, AfXdpPort};
+use dataplane::patch::{self, PatchPort};
+use dataplane::pcap::{PcapCapture, PcapReplay};
+use dataplane::rawsock::RawSocketPort;
+use dataplane::tap::TapPort;
+use dataplane::{LinkState, PortBackend, PortCounters, RxBurst, TxBurst};
+use datastore::{Backend, Config, PcapRate, PortKind};
+
+/// Slots of each direction of a patch link or memory port.
+pub const PATCH_RING: usize = 4096;
+
+/// A port that could not be opened.
+#[derive(Debug)]
+pub struct PortError {
+    /// Bridge name.
+    pub bridge: String,
+    /// OpenFlow port number.
+    pub port: u32,
+    /// Interface (or patch peer) name.
+    pub interface: String,
+    /// Backend kind.
+    pub backend: &'static str,
+    /// Why.
+    pub error: io::Error,
+}
+
+impl fmt::Display for PortError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "bridge {} port {}: cannot open {} interface {:?}: {}",
+            self.bridge, self.port, self.backend, self.interface, self.error
+        )
+    }
+}
+
+/// How `afpacket` ports receive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AfPacketMode {
+    /// A plain packet socket (`recvmmsg`): every frame handed over at once
+    /// (default; see `dataplane::rawsock` for why).
+    #[default]
+    Socket,
+    /// A TPACKET_V3 ring: no RX system call per burst and no copy, but at
+    /// low rates a frame waits for its block's timer (one kernel tick).
+    Ring,
+}
+
+/// Backend options.
+#[derive(Clone, Debug, Default)]
+pub struct BackendOptions {
+    /// How `afpacket` ports receive.
+    pub afpacket_mode: AfPacketMode,
+    /// AF_PACKET ring and socket settings (ring mode).
+    pub afpacket: AfPacketConfig,
+    /// AF_XDP settings.
+    pub afxdp: AfXdpConfig,
+}
+
+/// An opened port, not yet handed to threads.
+pub struct OpenPort {
+    /// OpenFlow port number.
+    pub number: u32,
+    /// Interface name (for a patch port: `patch:PEER_BRIDGE:PEER_PORT`).
+    pub interface: String,
+    /// True for kernel interfaces whose link state the netlink watcher
+    /// follows.
+    pub kernel: bool,
+    /// The backend.
+    pub backend: Box<dyn PortBackend>,
+}
+
+/// A pcap port: replays one file and/or writes another.
+struct PcapPort {
+    name: String,
+    replay: Option<PcapReplay>,
+    capture: Option<PcapCapture>,
+}
+
+impl PortBackend for PcapPort {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        match &mut self.replay {
+            Some(r) => r.rx_burst(out),
+            None => Ok(0),
+        }
+    }
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        match &mut self.capture {
+            Some(c) => c.tx_burst(pkts),
+            None => {
+                let n = pkts.len();
+                pkts.clear();
+                Ok(n)
+            }
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.capture {
+            Some(c) => c.flush(),
+            None => Ok(()),
+        }
+    }
+    fn link_state(&self) -> LinkState {
+        LinkState::Unknown
+    }
+    fn stats(&self) -> PortCounters {
+        let a = self.replay.as_ref().map(|r| r.stats()).unwrap_or_default();
+        let b = self.capture.as_ref().map(|c| c.stats()).unwrap_or_default();
+        a.merged(&b)
+    }
+}
+
+fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::Result<OpenPort> {
+    let (b, kernel): (Box<dyn PortBackend>, bool) = match backend {
+        Backend::AfPacket => match opts.afpacket_mode {
+            AfPacketMode::Ring => (
+                Box::new(AfPacketPort::open_with(name, &opts.afpacket)?),
+                true,
+            ),
+            AfPacketMode::Socket => (Box::new(RawSocketPort::open(name)?), true),
+        },
+        Backend::AfXdp => (Box::new(AfXdpPort::open_with(name, &opts.afxdp)?), true),
+        Backend::Tap => {
+            let t = TapPort::open(name)?;
+            t.set_up(true)?;
+            (Box::new(t), true)
+        }
+        Backend::Pcap(p) => {
+            let replay = match &p.read {
+                Some(path) => {
+                    let r = PcapReplay::open(path).map_err(|e| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("{}: {e}", path.display()),
+                        )
+                    })?;
+                    Some(match p.rate {
+                        PcapRate::Max => r,
+                        PcapRate::Pps(n) => r.with_rate(n as f64),
+                    })
+                }
+                None => None,
+            };
+            let capture = match &p.write {
+                Some(path) => Some(PcapCapture::create(path)?),
+                None => None,
+            };
+            (
+                Box::new(PcapPort {
+                    name: name.to_string(),
+                    replay,
+                    capture,
+                }),
+                false,
+            )
+        }
+        // Memory ports are made by `open_all` (they need a far end).
+        Backend::Memory => {
+            return Err(io::Error::other("memory ports are opened by open_all"));
+        }
+    };
+    Ok(OpenPort {
+        number: 0,
+        interface: name.to_string(),
+        kernel,
+        backend: b,
+    })
+}
+
+/// Every bridge's ports (in config order), plus the far ends of memory
+/// ports by interface name.
+pub struct Opened {
+    /// Per bridge, its ports.
+    pub bridges: Vec<Vec<OpenPort>>,
+    /// Far ends of `memory` ports, for tests to inject and collect.
+    pub memory: HashMap<String, PatchPort>,
+}
+
+/// Opens every port of `config`; all errors are returned together.
+pub fn open_all(config: &Config, opts: &BackendOptions) -> Result<Opened, Vec<PortError>> {
+    let mut errors = Vec::new();
+    let mut memory = HashMap::new();
+    // Patch ends, keyed by (bridge, port).
+    let mut patch_ends: HashMap<(String, u32), PatchPort> = HashMap::new();
+    for link in &config.patch_links {
+        let (a, b) = patch::pair(
+            &format!("patch:{}:{}", link.b.0, link.b.1),
+            &format!("patch:{}:{}", link.a.0, link.a.1),
+            PATCH_RING,
+        );
+        patch_ends.insert(link.a.clone(), a);
+        patch_ends.insert(link.b.clone(), b);
+    }
+    let mut bridges = Vec::new();
+    for br in &config.bridges {
+        let mut ports = Vec::new();
+        for p in &br.ports {
+            let opened = match &p.kind {
+                PortKind::Interface {
+                    name,
+                    backend: Backend::Memory,
+                } => {
+                    let (sw, far) = patch::pair(name, &format!("{name}-far"), PATCH_RING);
+                    memory.insert(name.clone(), far);
+                    Ok(OpenPort {
+                        number: 0,
+                        interface: name.clone(),
+                        kernel: false,
+                        backend: Box::new(sw),
+                    })
+                }
+                PortKind::Interface { name, backend } => open_interface(name, backend, opts)
+                    .map_err(|error| PortError {
+                        bridge: br.name.clone(),
+                        port: p.number,
+                        interface: name.clone(),
+                        backend: backend.kind_str(),
+                        error,
+                    }),
+                PortKind::Patch {
+                    peer_bridge,
+                    peer_port,
+                } => match patch_ends.remove(&(br.name.clone(), p.number)) {
+                    Some(end) => Ok(OpenPort {
+                        number: 0,
+                        interface: format!("patch:{peer_bridge}:{peer_port}"),
+                        kernel: false,
+                        backend: Box::new(end),
+                    }),
+                    None => Err(PortError {
+                        bridge: br.name.clone(),
+                        port: p.number,
+                        interface: format!("patch:{peer_bridge}:{peer_port}"),
+                        backend: "patch",
+                        error: io::Error::new(io::ErrorKind::NotFound, "no patch link names it"),
+                    }),
+                },
+            };
+            match opened {
+                Ok(mut o) => {
+                    o.number = p.number;
+                    ports.push(o);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        bridges.push(ports);
+    }
+    if errors.is_empty() {
+        Ok(Opened { bridges, memory })
+    } else {
+        // Everything opened so far is dropped (closed) here.
+        Err(errors)
+    }
+}

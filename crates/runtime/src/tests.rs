@@ -1,0 +1,347 @@
+//! Runtime tests over memory and patch ports (no root needed).
+
+use super::*;
+use dataplane::{Burst, PacketBuf, PortBackend};
+
+/// An untagged IPv4/UDP frame with `seq` in the payload.
+fn udp(seq: u8) -> Vec<u8> {
+    let mut f = vec![
+        0x02, 0, 0, 0, 0, 0x0b, 0x02, 0, 0, 0, 0, 0x0a, 0x08, 0x00, // eth
+        0x45, 0, 0, 32, 0, 1, 0, 0, 64, 17, 0, 0, 10, 0, 10, 1, 10, 0, 10, 2, // ip
+        0x04, 0xd2, 0x16, 0x2e, 0, 12, 0, 0, // udp
+    ];
+    f.extend_from_slice(&[seq, 0xaa, 0xbb, 0xcc]);
+    f
+}
+
+/// The same frame tagged with VLAN `vid`.
+fn tagged(vid: u16, seq: u8) -> Vec<u8> {
+    let mut f = udp(seq);
+    let tag = [0x81, 0x00, (vid >> 8) as u8, vid as u8];
+    f.splice(12..12, tag);
+    f
+}
+
+fn config(text: &str) -> Config {
+    Config::from_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn start(text: &str) -> Runtime {
+    Runtime::start(&config(text), &RuntimeOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn inject(port: &mut PatchPort, frames: &[Vec<u8>]) {
+    let mut b = Burst::with_limit(frames.len().max(1));
+    for f in frames {
+        b.push(PacketBuf::from_slice(f)).unwrap();
+    }
+    while !b.is_empty() {
+        port.tx_burst(&mut b).unwrap();
+    }
+}
+
+fn collect(port: &mut PatchPort, want: usize, timeout: Duration) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + timeout;
+    let mut got = Vec::new();
+    let mut b = Burst::with_limit(64);
+    while got.len() < want && Instant::now() < deadline {
+        b.clear();
+        if port.rx_burst(&mut b).unwrap() == 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        got.extend(b.drain().map(|p| p.data().to_vec()));
+    }
+    got
+}
+
+fn mode_line(mode: &str) -> String {
+    if mode == "rx-worker-tx" {
+        "[dataplane]\nmode = \"rx-worker-tx\"\nrx_threads = 1\nworker_threads = 2\ntx_threads = 1\n"
+            .to_string()
+    } else {
+        "[dataplane]\nmode = \"run-to-completion\"\nworker_threads = 2\n".to_string()
+    }
+}
+
+/// The seed-001 gateway over two bridges and a patch link, LANs on memory
+/// ports.
+fn gateway(mode: &str) -> String {
+    format!(
+        r#"{}
+[[bridges]]
+name = "gw1"
+flows = [
+  "table=0,priority=100,in_port=1,dl_vlan=10,actions=pop_vlan,push_mpls:0x8847,set_field:100->mpls_label,output:2",
+  "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=200,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4106->vlan_vid,output:1",
+]
+[[bridges.ports]]
+port = 1
+interface = "lan1"
+backend = "memory"
+[[bridges.ports]]
+port = 2
+backend = "patch"
+
+[[bridges]]
+name = "gw2"
+flows = [
+  "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=100,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4116->vlan_vid,output:1",
+  "table=0,priority=100,in_port=1,dl_vlan=20,actions=pop_vlan,push_mpls:0x8847,set_field:200->mpls_label,output:2",
+]
+[[bridges.ports]]
+port = 1
+interface = "lan2"
+backend = "memory"
+[[bridges.ports]]
+port = 2
+backend = "patch"
+
+[[patch_links]]
+a = "gw1:2"
+b = "gw2:2"
+"#,
+        mode_line(mode)
+    )
+}
+
+#[test]
+fn gateway_vlan_to_mpls_to_vlan_across_two_bridges_both_modes() {
+    for mode in ["run-to-completion", "rx-worker-tx"] {
+        let rt = start(&gateway(mode));
+        let mut lan1 = rt.take_memory_port("lan1").unwrap();
+        let mut lan2 = rt.take_memory_port("lan2").unwrap();
+        let sent: Vec<Vec<u8>> = (0..50).map(|i| tagged(10, i)).collect();
+        inject(&mut lan1, &sent);
+        let got = collect(&mut lan2, 50, Duration::from_secs(10));
+        assert_eq!(got.len(), 50, "{mode}");
+        for (i, f) in got.iter().enumerate() {
+            assert_eq!(f, &tagged(20, i as u8), "{mode}: VLAN 10 became VLAN 20");
+        }
+        // And back: VLAN 20 → label 200 → VLAN 10.
+        inject(&mut lan2, &[tagged(20, 7)]);
+        assert_eq!(
+            collect(&mut lan1, 1, Duration::from_secs(10)),
+            vec![tagged(10, 7)]
+        );
+        std::thread::sleep(worker::SYNC_EVERY * 4);
+        let flows = rt.flows("gw1").unwrap();
+        let hit: u64 = flows.iter().map(|f| f.packets).sum();
+        assert_eq!(hit, 51, "{flows:?}");
+        let report = rt.stop();
+        assert!(report.contains("bridge gw1"), "{report}");
+        assert!(report.contains("n_packets=50"), "{report}");
+        assert!(report.contains("port 1 (lan1): rx 50 pkts"), "{report}");
+    }
+}
+
+const ONE_BRIDGE: &str = r#"
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=0,actions=drop"]
+[[bridges.ports]]
+port = 1
+interface = "m1"
+backend = "memory"
+[[bridges.ports]]
+port = 2
+interface = "m2"
+backend = "memory"
+"#;
+
+#[test]
+fn flow_changes_reach_running_workers_and_barrier_waits() {
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    inject(&mut m1, &[udp(1)]);
+    assert!(collect(&mut m2, 1, Duration::from_millis(200)).is_empty());
+    let fm = flowtext::parse_flow(
+        "table=0,priority=10,in_port=1,actions=push_vlan:0x8100,set_field:4099->vlan_vid,output:2",
+    )
+    .unwrap();
+    let v = rt.flow_mod("br0", &fm).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    inject(&mut m1, &[udp(2)]);
+    assert_eq!(
+        collect(&mut m2, 1, Duration::from_secs(5)),
+        vec![tagged(3, 2)]
+    );
+    // A refused mod is an error and publishes nothing.
+    let bad = flowtext::parse_flow("table=0,priority=5,actions=group:77").unwrap();
+    assert!(rt.flow_mod("br0", &bad).is_err());
+    std::thread::sleep(worker::SYNC_EVERY * 4);
+    let (c, _) = rt.pipeline_counters("br0").unwrap();
+    assert_eq!(c.drops.no_output + c.drops.no_match, 1, "{:?}", c.drops);
+    rt.stop();
+}
+
+#[test]
+fn link_down_shows_in_port_state_and_stops_output() {
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let fm = flowtext::parse_flow("table=0,priority=10,in_port=1,actions=output:2").unwrap();
+    let v = rt.flow_mod("br0", &fm).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    assert_eq!(
+        rt.port_info("br0", 2).unwrap().state & port_state::LINK_DOWN,
+        0
+    );
+    let v = rt.set_link("br0", 2, false).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    assert_ne!(
+        rt.port_info("br0", 2).unwrap().state & port_state::LINK_DOWN,
+        0
+    );
+    inject(&mut m1, &[udp(1)]);
+    assert!(collect(&mut m2, 1, Duration::from_millis(300)).is_empty());
+    let v = rt.set_link("br0", 2, true).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    inject(&mut m1, &[udp(2)]);
+    assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)), vec![udp(2)]);
+    rt.stop();
+}
+
+#[test]
+fn missing_interfaces_are_all_named_and_nothing_starts() {
+    let cfg = config(
+        r#"
+[[bridges]]
+name = "br0"
+[[bridges.ports]]
+port = 1
+interface = "m1"
+backend = "memory"
+[[bridges.ports]]
+port = 2
+interface = "nosuchif0"
+[[bridges.ports]]
+port = 3
+interface = "nosuchif1"
+backend = "afxdp"
+"#,
+    );
+    let err = match Runtime::start(&cfg, &RuntimeOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("started with missing interfaces"),
+    };
+    assert!(err.contains("port 2") && err.contains("nosuchif0"), "{err}");
+    assert!(err.contains("port 3") && err.contains("nosuchif1"), "{err}");
+    assert!(err.contains("afpacket") && err.contains("afxdp"), "{err}");
+}
+
+#[test]
+fn refused_static_flow_names_its_source() {
+    let cfg = config(
+        r#"
+[[bridges]]
+name = "br0"
+flows = ["table=0,actions=group:77"]
+[[bridges.ports]]
+port = 1
+interface = "m1"
+backend = "memory"
+"#,
+    );
+    match Runtime::start(&cfg, &RuntimeOptions::default()) {
+        Err(e) => {
+            let s = e.to_string();
+            assert!(s.contains("br0") && s.contains("group:77"), "{s}");
+            assert!(s.contains("test.toml:"), "names the file: {s}");
+        }
+        Ok(_) => panic!("a flow to a missing table was accepted"),
+    }
+}
+
+#[test]
+fn openflow_switch_packet_out_packet_in_barrier_and_stats() {
+    use agent::{Switch, SwitchEvent};
+    use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
+    let rt = start(
+        r#"
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=0,actions=CONTROLLER:64"]
+[[bridges.ports]]
+port = 1
+interface = "m1"
+backend = "memory"
+[[bridges.ports]]
+port = 2
+interface = "m2"
+backend = "memory"
+"#,
+    );
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let sw = rt.switch("br0", tx).unwrap();
+    assert_eq!(sw.features().datapath_id, 1);
+    assert_eq!(
+        sw.ports().len(),
+        2,
+        "the injection port is not an OpenFlow port"
+    );
+    // Packet-out: straight to port 2, through the dataplane.
+    sw.packet_out(&ofp::PacketOut {
+        buffer_id: ofp::consts::OFP_NO_BUFFER,
+        in_port: ofp::consts::port_no::CONTROLLER,
+        actions: vec![ofp::Action::Output {
+            port: 2,
+            max_len: 0,
+        }],
+        data: udp(9),
+    })
+    .unwrap();
+    assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)), vec![udp(9)]);
+    // A table miss becomes a packet-in event from a worker.
+    inject(&mut m1, &[udp(4)]);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let ev = loop {
+        if let Ok(ev) = rx.try_recv() {
+            break ev;
+        }
+        assert!(Instant::now() < deadline, "no packet-in");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    match ev {
+        SwitchEvent::PacketIn(pi) => assert_eq!(pi.data, udp(4)),
+        other => panic!("{other:?}"),
+    }
+    // Flow mod + barrier: in force for the next packet.
+    let fm = flowtext::parse_flow("table=0,priority=10,in_port=1,actions=output:2").unwrap();
+    sw.flow_mod(&fm).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(sw.barrier());
+    inject(&mut m1, &[udp(5)]);
+    assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)), vec![udp(5)]);
+    std::thread::sleep(worker::SYNC_EVERY * 3);
+    let req = MultipartRequestBody::Flow(ofp::stats::FlowStatsRequest {
+        table_id: 0xff,
+        out_port: ofp::consts::port_no::ANY,
+        out_group: ofp::consts::group_no::ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        match_: ofp::Match::default(),
+    });
+    match sw.multipart(&req).unwrap() {
+        MultipartReplyBody::Flow { stats } => {
+            let hits: Vec<u64> = stats.iter().map(|s| s.packet_count).collect();
+            assert_eq!(stats.len(), 2);
+            assert!(hits.contains(&1), "{hits:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A link change becomes a PORT_STATUS event.
+    rt.set_link("br0", 2, false);
+    match rx.try_recv() {
+        Ok(SwitchEvent::PortStatus(ps)) => {
+            assert_eq!(ps.desc.port_no, 2);
+            assert_ne!(ps.desc.state & port_state::LINK_DOWN, 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    rt.stop();
+}

@@ -1,0 +1,178 @@
+//! The pipeline as a dataplane [`BurstProcessor`], and the table snapshot
+//! the control side publishes to it.
+//!
+//! # The buffer seam
+//!
+//! Ports hand out [`dataplane::PacketBuf`] (owned, or lent from an
+//! AF_PACKET/AF_XDP ring); the pipeline works on
+//! [`packet::buffer::PacketBuf`] (a `Vec` with headroom). On the way in the
+//! frame is copied once into a pipeline buffer (the ring slot goes back to
+//! the kernel at once, which also keeps a slow flow from pinning ring
+//! blocks); on the way out the pipeline buffer's vector is handed to a
+//! dataplane buffer with its headroom intact ([`packet::buffer::PacketBuf::into_raw_parts`]
+//! and [`dataplane::PacketBuf::from_vec`]), so there is no second copy.
+//! Zero copies would need the pipeline to be generic over its buffer type,
+//! which it is not today.
+//!
+//! # Table updates
+//!
+//! The control side publishes an immutable [`Snapshot`] (tables, groups,
+//! meter configurations, port states, settings) through a
+//! [`dataplane::snapshot::Publisher`]; every worker holds a [`Reader`] and
+//! a [`WorkerState`] (its counters, buffer pool and meter token buckets)
+//! and processes each burst against a view of the snapshot it last saw,
+//! moving to a newer one between bursts. Nothing is copied per worker;
+//! meters run as per-worker shares of the rate (see
+//! `pipeline::datapath::worker`). The worker's counters are handed to a
+//! shared per-worker slot every [`SYNC_EVERY`] with `try_lock` (the control
+//! side reads the slots; a worker never waits for it) and summed on read.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use dataplane::snapshot::Reader;
+use dataplane::threads::BurstProcessor;
+use dataplane::Burst;
+use pipeline::datapath::{BurstOutput, Counters, Snapshot, WorkerState};
+use pipeline::Time;
+
+/// Headroom of pipeline buffers (room for PBB + MPLS + VLAN pushes).
+const HEADROOM: usize = 64;
+
+/// How often a worker hands its counters to the control side.
+pub const SYNC_EVERY: Duration = Duration::from_millis(20);
+
+/// What a worker shares with the control side.
+#[derive(Default)]
+pub struct WorkerShared {
+    /// The worker's pipeline counters not yet collected by the control side.
+    pub counters: Mutex<Counters>,
+    /// Packet-ins that found no agent (none runs, or its queue was full).
+    pub packet_ins: AtomicU64,
+    /// The agent's event queue, once one runs (read without locking).
+    pub events: Arc<OnceLock<crate::EventSender>>,
+}
+
+/// A pipeline instance driven by a dataplane worker.
+pub struct PipelineWorker {
+    reader: Reader<Snapshot>,
+    ws: WorkerState,
+    pkts: Vec<packet::buffer::PacketBuf>,
+    out: BurstOutput,
+    epoch: Instant,
+    shared: Arc<WorkerShared>,
+    pending: Counters,
+    last_sync: Instant,
+}
+
+impl PipelineWorker {
+    /// Worker `index` of `n_workers`, reading versions from `reader`, with
+    /// times measured from `epoch`.
+    pub fn new(
+        reader: Reader<Snapshot>,
+        index: u32,
+        n_workers: u32,
+        epoch: Instant,
+        shared: Arc<WorkerShared>,
+    ) -> PipelineWorker {
+        let n_buffers = reader.get().config.n_buffers;
+        PipelineWorker {
+            ws: WorkerState::new(index, n_workers, n_buffers),
+            reader,
+            pkts: Vec::new(),
+            out: BurstOutput::default(),
+            epoch,
+            shared,
+            pending: Counters::default(),
+            last_sync: Instant::now(),
+        }
+    }
+
+    fn now(&self) -> Time {
+        Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    fn sync(&mut self, force: bool) {
+        let c = self.ws.take_counters();
+        self.pending.merge(&c);
+        let slot = if force {
+            Some(
+                self.shared
+                    .counters
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+            )
+        } else {
+            self.shared.counters.try_lock().ok()
+        };
+        if let Some(mut s) = slot {
+            s.merge(&std::mem::take(&mut self.pending));
+        }
+    }
+}
+
+impl BurstProcessor for PipelineWorker {
+    fn process(
+        &mut self,
+        in_port: u32,
+        burst: &mut Burst,
+        out: &mut dyn FnMut(u32, dataplane::PacketBuf),
+    ) {
+        if in_port == crate::INJECT_PORT {
+            // Packet-out results: the output port rides in front.
+            for mut p in burst.drain() {
+                let port = match p.data() {
+                    [a, b, c, d, ..] => u32::from_be_bytes([*a, *b, *c, *d]),
+                    _ => continue,
+                };
+                if p.pull_front(4).is_ok() {
+                    out(port, p);
+                }
+            }
+            return;
+        }
+        let now = self.now();
+        self.pkts.extend(
+            burst
+                .drain()
+                .map(|p| packet::buffer::PacketBuf::with_headroom(p.data(), HEADROOM)),
+        );
+        self.out.clear();
+        let snap = self.reader.get();
+        self.ws
+            .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
+        for tx in self.out.tx.drain(..) {
+            let (v, head) = tx.packet.into_raw_parts();
+            out(tx.port, dataplane::PacketBuf::from_vec(v, head));
+        }
+        if !self.out.packet_ins.is_empty() {
+            let mut lost = 0;
+            let tx = self.shared.events.get();
+            for pi in self.out.packet_ins.drain(..) {
+                let sent = tx
+                    .is_some_and(|t| t.try_send(agent::SwitchEvent::PacketIn(pi.message)).is_ok());
+                lost += u64::from(!sent);
+            }
+            if lost > 0 {
+                self.shared.packet_ins.fetch_add(lost, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn between_bursts(&mut self) {
+        if self.reader.refresh() {
+            // Meter copies of meters that are gone are dropped.
+            let snap = self.reader.get().clone();
+            self.ws.meters_mut().prune(&snap.state.meters);
+        }
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.last_sync = Instant::now();
+            self.sync(false);
+        }
+    }
+
+    fn finish(&mut self) {
+        self.sync(true);
+    }
+}

@@ -1,0 +1,62 @@
+"""Run inside a network namespace (ip netns exec NS python3 nshelper.py ...):
+send raw frames on an interface, or capture frames from one.
+
+    send IFACE HEX [HEX...]
+    capture IFACE SECONDS MAX ETHERTYPE_HEX...   (prints one hex frame per line)
+
+Frames are read with PACKET_AUXDATA so an outer VLAN tag the kernel
+stripped into metadata is put back, as it was on the wire.
+"""
+
+import socket
+import struct
+import sys
+import time
+
+SOL_PACKET = 263
+PACKET_AUXDATA = 8
+TP_STATUS_VLAN_VALID = 1 << 4
+TP_STATUS_VLAN_TPID_VALID = 1 << 6
+ETH_P_ALL = 3
+
+
+def send(iface, frames):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.bind((iface, 0))
+    for f in frames:
+        s.send(bytes.fromhex(f))
+
+
+def capture(iface, seconds, limit, types):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+    s.bind((iface, 0))
+    s.settimeout(0.05)
+    print("ready", flush=True)
+    end = time.time() + seconds
+    n = 0
+    while time.time() < end and n < limit:
+        try:
+            data, anc, _flags, addr = s.recvmsg(65536, 256)
+        except socket.timeout:
+            continue
+        if addr[2] == socket.PACKET_OUTGOING:
+            continue
+        for level, typ, cdata in anc:
+            if level == SOL_PACKET and typ == PACKET_AUXDATA and len(cdata) >= 20:
+                status, _l, _s, _m, _n, tci, tpid = struct.unpack("IIIHHHH", cdata[:20])
+                if status & TP_STATUS_VLAN_VALID:
+                    if not (status & TP_STATUS_VLAN_TPID_VALID) or tpid == 0:
+                        tpid = 0x8100
+                    data = data[:12] + struct.pack("!HH", tpid, tci) + data[12:]
+        if types and data[12:14].hex() not in types:
+            continue
+        print(data.hex(), flush=True)
+        n += 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "send":
+        send(sys.argv[2], sys.argv[3:])
+    else:
+        capture(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])

@@ -1,0 +1,178 @@
+"""End-to-end: `fulmar run` on veth pairs between two network namespaces,
+with static flows, over AF_PACKET and AF_XDP, in both thread modes.
+Needs root; skipped otherwise. Frames are built and decoded with scapy.
+"""
+
+import re
+import shutil
+import time
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.contrib.mpls import MPLS
+from scapy.layers.l2 import Dot1AH
+
+from conftest import MAC_A, MAC_B, capture, in_ns, send
+
+FORWARD = (
+    "table=0,priority=10,in_port=1,actions=output:2\n"
+    "table=0,priority=10,in_port=2,actions=output:1\n"
+)
+
+MODES = ["run-to-completion", "rx-worker-tx"]
+IOS = ["afpacket", "afxdp"]
+
+
+def udp_frame(dport, payload=b"fulmar-e2e"):
+    return Ether(src=MAC_A, dst=MAC_B) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP(sport=4321, dport=dport) / payload
+
+
+def ping(ns, dst, count=5, interval="0.2"):
+    if shutil.which("ping") is None:
+        pytest.skip("no ping binary")
+    r = in_ns(ns, "ping", "-n", "-q", "-c", str(count), "-i", interval, "-W", "2", dst)
+    return r
+
+
+def rtt(ping_out):
+    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)", ping_out)
+    return tuple(float(x) for x in m.groups()) if m else None
+
+
+@pytest.mark.parametrize("io", IOS)
+@pytest.mark.parametrize("mode", MODES)
+def test_ping_and_udp_through_the_switch(net, switch, io, mode):
+    try:
+        sw = switch(FORWARD, "--io", io, "--mode", mode)
+    except RuntimeError as e:
+        if io == "afxdp" and "afxdp" in str(e):
+            pytest.skip(f"AF_XDP unavailable here: {e}")
+        raise
+    r = ping("fe-a", "10.9.0.2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert " 0% packet loss" in r.stdout, r.stdout
+    # UDP: ten datagrams, all arrive in order.
+    got = capture("fe-b", "vb", 3, 10, "0800")
+    send("fe-a", "va", *[udp_frame(5000 + i) for i in range(10)])
+    frames = got()
+    ports = [Ether(f)[UDP].dport for f in frames]
+    assert ports == [5000 + i for i in range(10)]
+    rc, out, err = sw.stop()
+    assert rc == 0, err
+    m = re.search(r"port 1 \(sa\): rx (\d+) pkts", out)
+    assert m and int(m.group(1)) >= 15, out
+
+
+PUSH_FLOWS = (
+    "table=0,priority=10,in_port=1,udp,tp_dst=1001,actions=push_vlan:0x8100,set_field:4196->vlan_vid,output:2\n"
+    "table=0,priority=10,in_port=1,udp,tp_dst=1002,actions=push_mpls:0x8847,set_field:77->mpls_label,output:2\n"
+    "table=0,priority=10,in_port=1,udp,tp_dst=1003,actions=push_pbb:0x88e7,set_field:0x123456->pbb_isid,output:2\n"
+    "table=0,priority=10,in_port=1,dl_vlan=100,actions=pop_vlan,output:2\n"
+    "table=0,priority=10,in_port=1,mpls,mpls_label=77,actions=pop_mpls:0x0800,output:2\n"
+    "table=0,priority=10,in_port=1,dl_type=0x88e7,pbb_isid=0x123456,actions=pop_pbb,output:2\n"
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_vlan_mpls_pbb_push_and_pop_seen_on_the_far_side(net, switch, mode):
+    sw = switch(PUSH_FLOWS, "--mode", mode)
+    inner = udp_frame(1001)
+    pushed_in = [udp_frame(1001), udp_frame(1002), udp_frame(1003)]
+    got = capture("fe-b", "vb", 3, 3, "8100", "8847", "88e7")
+    send("fe-a", "va", *pushed_in)
+    frames = [Ether(f) for f in got()]
+    assert len(frames) == 3, frames
+    v, m, p = frames
+    assert v[Dot1Q].vlan == 100 and v[Dot1Q].type == 0x0800 and v[UDP].dport == 1001
+    assert m.type == 0x8847 and m[MPLS].label == 77 and m[MPLS].s == 1
+    assert bytes(m[MPLS].payload) == bytes(udp_frame(1002)[IP])
+    assert p.type == 0x88E7 and p[Dot1AH].isid == 0x123456
+    assert bytes(p[Dot1AH].payload) == bytes(udp_frame(1003))
+    # Pops: tagged frames in, the inner frame out.
+    tagged = Ether(src=MAC_A, dst=MAC_B) / Dot1Q(vlan=100) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP(dport=7) / b"v"
+    labelled = Ether(src=MAC_A, dst=MAC_B, type=0x8847) / MPLS(label=77, s=1, ttl=9) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP(dport=8) / b"m"
+    pbb = Ether(src=MAC_A, dst=MAC_B, type=0x88E7) / Dot1AH(isid=0x123456) / inner
+    got = capture("fe-b", "vb", 3, 3, "0800")
+    send("fe-a", "va", tagged, labelled, pbb)
+    frames = [Ether(f) for f in got()]
+    assert [f[UDP].dport for f in frames] == [7, 8, 1001], frames
+    assert all(Dot1Q not in f and MPLS not in f for f in frames)
+    assert bytes(frames[2]) == bytes(inner)
+    rc, out, _ = sw.stop()
+    assert rc == 0
+    assert "n_packets=1" in out
+
+
+def test_link_down_shows_in_port_state(net, switch):
+    sw = switch(FORWARD)
+    time.sleep(0.3)
+    subprocess_ip = __import__("subprocess").run
+    subprocess_ip(["ip", "link", "set", "sb", "down"], check=True)
+    time.sleep(0.5)
+    r = ping("fe-a", "10.9.0.2", count=2)
+    assert r.returncode != 0, "no forwarding to a down port"
+    subprocess_ip(["ip", "link", "set", "sb", "up"], check=True)
+    time.sleep(0.5)
+    rc, out, err = sw.stop()
+    assert "port 2 (sb) link down" in err, err
+    assert "port 2 (sb) link up" in err, err
+
+
+def test_rtt_through_the_switch_vs_a_direct_veth(net, switch, capsys):
+    """Figures for the report (not asserted): ping RTT direct vs through
+    the switch, both thread modes, AF_PACKET socket and ring."""
+    import subprocess
+
+    figures = {}
+    # Direct: a veth pair between two fresh namespaces.
+    for ns in ("fe-d1", "fe-d2"):
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    subprocess.run(["ip", "link", "add", "d1", "netns", "fe-d1", "type", "veth", "peer", "name", "d2", "netns", "fe-d2"], check=True)
+    for ns, dev, addr in (("fe-d1", "d1", "10.8.0.1/24"), ("fe-d2", "d2", "10.8.0.2/24")):
+        subprocess.run(["ip", "-n", ns, "addr", "add", addr, "dev", dev], check=True)
+        subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
+    r = ping("fe-d1", "10.8.0.2", count=50, interval="0.02")
+    figures["direct veth"] = rtt(r.stdout)
+    for mode in MODES:
+        for af in ("socket", "ring"):
+            sw = switch(FORWARD, "--mode", mode, "--afpacket-mode", af)
+            ping("fe-a", "10.9.0.2", count=3, interval="0.05")
+            r = ping("fe-a", "10.9.0.2", count=50, interval="0.02")
+            figures[f"switch {mode} afpacket-{af}"] = rtt(r.stdout)
+            sw.stop()
+    with capsys.disabled():
+        print("\nping RTT min/avg/max ms:")
+        for k, v in figures.items():
+            print(f"  {k:45s} {v}")
+    assert figures["direct veth"] is not None
+
+
+def test_controller_adds_flows_over_openflow(net, fulmar_bin):
+    """`--listen`: ovs-ofctl (a real OpenFlow 1.3 client) installs the
+    flows and reads them back with their counters."""
+    import subprocess
+
+    from conftest import Switch
+
+    if shutil.which("ovs-ofctl") is None:
+        pytest.skip("needs ovs-ofctl")
+    sw = Switch([fulmar_bin, "run", "-i", "sa", "-i", "sb", "--listen", "tcp:127.0.0.1:16653"])
+    try:
+        ofctl = ["ovs-ofctl", "-O", "OpenFlow13"]
+        target = "tcp:127.0.0.1:16653"
+        r = ping("fe-a", "10.9.0.2", count=1)
+        assert r.returncode != 0, "no flows yet: nothing forwarded"
+        for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
+            subprocess.run([*ofctl, "add-flow", target, flow], check=True)
+        r = ping("fe-a", "10.9.0.2", count=3)
+        assert r.returncode == 0, r.stdout
+        time.sleep(0.1)
+        dump = subprocess.run([*ofctl, "dump-flows", target], check=True, capture_output=True, text=True).stdout
+        counts = [int(n) for n in re.findall(r"n_packets=(\d+)", dump)]
+        assert len(counts) == 2 and min(counts) >= 3, dump
+        ports = subprocess.run([*ofctl, "dump-ports-desc", target], check=True, capture_output=True, text=True).stdout
+        assert "1(sa)" in ports and "2(sb)" in ports, ports
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err
