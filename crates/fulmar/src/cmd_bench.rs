@@ -32,10 +32,15 @@
 //!    compared with what the generator's own record of its rules says
 //!    (see [`workload::Workload::expected`]); any mismatch makes the exit
 //!    status 1.
-//! 5. With `--flow-mods N`, N more rules of the same shape are installed
-//!    after the run and the rate reported. Forwarding while installing is
-//!    not measured: the pipeline in this tree has no snapshot-publish
-//!    mechanism to hand new tables to running workers (the output says so).
+//! 5. With `--flow-mods N`, N more rules of the same shape are timed
+//!    twice after the run: alone (`flow_mod` calls on a copy of the
+//!    state), then while the workers forward: this thread applies them to
+//!    another copy and publishes a snapshot (clone of the state) every
+//!    `--publish-every` flow-mods through the runtime's
+//!    `dataplane::snapshot::Publisher`; workers pick new snapshots up
+//!    between bursts with a `Reader`, as the runtime's workers do. The
+//!    report gives both install rates and the forwarding rate during that
+//!    phase beside the undisturbed one.
 //!
 //! `--smoke`: 64 rules and 0.2 s unless given; for tests.
 //!
@@ -46,6 +51,7 @@ mod workload;
 
 use anyhow::{bail, ensure, Context};
 use clap::Args;
+use dataplane::snapshot::{Publisher, Reader};
 use frame::Rng;
 use packet::buffer::PacketBuf;
 use pipeline::datapath::{BurstOutput, DatapathConfig, Ports, Snapshot, WorkerState};
@@ -82,9 +88,14 @@ pub struct BenchArgs {
     /// Packets per burst.
     #[arg(long, default_value_t = 32)]
     pub burst: usize,
-    /// Measure the install rate of this many more flow-mods after the run.
+    /// After the run, time this many more flow-mods alone, then again
+    /// while the workers forward (reporting both rates).
     #[arg(long, default_value_t = 0)]
     pub flow_mods: usize,
+    /// While installing with traffic, publish a snapshot after every N
+    /// flow-mods (1: as the runtime does, one per flow-mod).
+    #[arg(long, default_value_t = 1)]
+    pub publish_every: usize,
     /// Seed of the rule and traffic generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -169,6 +180,8 @@ struct WorkerResult {
     generator_ns: u64,
     allocations: u64,
     drops: u64,
+    /// New snapshots picked up.
+    versions: u64,
 }
 
 /// The figures of a run.
@@ -206,16 +219,43 @@ pub struct Report {
     install_seconds: f64,
     /// Rules installed per second.
     install_rate: f64,
-    /// Extra flow-mods measured after the run.
-    flow_mods: usize,
-    /// Their install rate (per second), when measured.
-    flow_mods_per_sec: Option<f64>,
-    /// Forwarding rate while flow-mods are installed: not measured here.
-    mpps_while_installing: Option<f64>,
+    /// The flow-mod measurement (`--flow-mods`).
+    flow_mods: FlowModFigures,
     /// Sampled packets checked against the generator, and mismatches.
     checked: usize,
     mismatches: usize,
     notes: Vec<String>,
+}
+
+/// Figures of `--flow-mods N`: N more rules of the scenario's shape,
+/// timed alone and then while the workers forward.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FlowModFigures {
+    /// N.
+    count: usize,
+    /// Flow-mods per second in `flow_mod` alone (no traffic, no publish).
+    per_sec: Option<f64>,
+    /// With traffic: a snapshot is published after this many flow-mods.
+    publish_every: usize,
+    /// With traffic: flow-mods applied before `--seconds` ran out.
+    applied_with_traffic: Option<usize>,
+    /// With traffic: flow-mods per second, publishing included.
+    per_sec_with_traffic: Option<f64>,
+    /// Snapshots published.
+    publishes: Option<u64>,
+    /// Mean time of one publish (clone of the state, swap).
+    publish_ms_mean: Option<f64>,
+    /// Forwarding (pipeline time, summed over workers) while installing;
+    /// compare with the report's `mpps` (undisturbed).
+    mpps_while_installing: Option<f64>,
+    /// Pipeline nanoseconds per packet while installing.
+    ns_per_packet_while_installing: Option<f64>,
+    /// Packets forwarded while installing.
+    packets_while_installing: Option<u64>,
+    /// Length of the install-with-traffic phase.
+    seconds_while_installing: Option<f64>,
+    /// Fewest new snapshots any worker picked up while installing.
+    versions_seen: Option<u64>,
 }
 
 /// VmRSS of this process in bytes.
@@ -378,45 +418,120 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Runs the workers for `seconds`; returns their results and the wall time.
+/// What the calling thread does while the workers forward.
+enum Control<'a> {
+    /// Nothing: the phase lasts `seconds`.
+    Idle,
+    /// Applies `mods` to `state`, publishing a new snapshot every `every`
+    /// of them (and after the last); the phase ends when all are applied
+    /// or `seconds` have passed.
+    Install {
+        state: &'a mut SwitchState,
+        mods: &'a [ofp::FlowMod],
+        every: usize,
+        ports: &'a Ports,
+    },
+}
+
+/// What the calling thread did in an install phase.
+#[derive(Debug, Default, Clone, Copy)]
+struct InstallResult {
+    applied: usize,
+    seconds: f64,
+    publishes: u64,
+    publish_seconds: f64,
+}
+
+/// Runs the workers over the snapshots `publisher` hands out while the
+/// calling thread does `control`; returns the workers' results for the
+/// measured part, the measured wall time and what the control did.
 fn traffic(
-    snap: &Arc<Snapshot>,
+    publisher: &Publisher<Snapshot>,
     pool: &Arc<Pool>,
     workers: usize,
     burst: usize,
     seconds: f64,
+    control: Control<'_>,
     progress: &Progress,
-) -> anyhow::Result<(Vec<WorkerResult>, f64)> {
+) -> anyhow::Result<(Vec<WorkerResult>, f64, InstallResult)> {
     let stop = AtomicBool::new(false);
+    let measuring = AtomicBool::new(false);
     let counts: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
-    let start = Instant::now();
+    let epoch = Instant::now();
+    let mut inst = InstallResult::default();
+    let mut wall = 0.0;
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
-                let snap = Arc::clone(snap);
+                let reader = publisher.reader();
                 let pool = Arc::clone(pool);
-                let stop = &stop;
-                let count = &counts[w];
-                s.spawn(move || worker(w, workers, &snap, &pool, burst, stop, count, start))
+                let (stop, measuring, count) = (&stop, &measuring, &counts[w]);
+                s.spawn(move || {
+                    worker(
+                        w, workers, reader, &pool, burst, stop, measuring, count, epoch,
+                    )
+                })
             })
             .collect();
+        let start = Instant::now();
+        measuring.store(true, Ordering::Relaxed);
+        let show = |t: f64, what: &str| {
+            let n: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            progress.show(&format!(
+                "{t:5.1} s of {seconds} s: {:.3} Mpps wall, {n} packets{what}",
+                n as f64 / t.max(1e-9) / 1e6
+            ));
+        };
         let mut next_show = 1.0;
-        loop {
-            let t = start.elapsed().as_secs_f64();
-            if t >= seconds {
-                break;
-            }
-            std::thread::sleep(Duration::from_secs_f64((seconds - t).min(0.05)));
-            let t = start.elapsed().as_secs_f64();
-            if t >= next_show {
-                next_show += 1.0;
-                let n: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-                progress.show(&format!(
-                    "{t:5.1} s of {seconds} s: {:.3} Mpps wall, {n} packets",
-                    n as f64 / t / 1e6
-                ));
+        match control {
+            Control::Idle => loop {
+                let t = start.elapsed().as_secs_f64();
+                if t >= seconds {
+                    break;
+                }
+                std::thread::sleep(Duration::from_secs_f64((seconds - t).min(0.05)));
+                let t = start.elapsed().as_secs_f64();
+                if t >= next_show {
+                    next_show += 1.0;
+                    show(t, "");
+                }
+            },
+            Control::Install {
+                state,
+                mods,
+                every,
+                ports,
+            } => {
+                let now = Time::from_secs(1);
+                for chunk in mods.chunks(every.max(1)) {
+                    for fm in chunk {
+                        // Generated rules; a refusal was caught when the
+                        // same rules were timed alone.
+                        let _ = state.flow_mod(fm, now);
+                    }
+                    inst.applied += chunk.len();
+                    let p0 = Instant::now();
+                    publisher.publish(Snapshot {
+                        state: state.clone(),
+                        ports: ports.clone(),
+                        config: DatapathConfig::default(),
+                    });
+                    inst.publish_seconds += p0.elapsed().as_secs_f64();
+                    inst.publishes += 1;
+                    let t = start.elapsed().as_secs_f64();
+                    if t >= seconds {
+                        break;
+                    }
+                    if t >= next_show {
+                        next_show += 1.0;
+                        show(t, &format!(", {} flow-mods applied", inst.applied));
+                    }
+                }
+                inst.seconds = start.elapsed().as_secs_f64();
             }
         }
+        measuring.store(false, Ordering::Relaxed);
+        wall = start.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         handles
             .into_iter()
@@ -428,23 +543,25 @@ fn traffic(
             .collect::<anyhow::Result<Vec<_>>>()
     });
     progress.done();
-    Ok((results?, start.elapsed().as_secs_f64()))
+    Ok((results?, wall, inst))
 }
 
-/// One worker's loop: refill a burst from the templates, process it,
-/// recycle the output buffers; until told to stop.
+/// One worker's loop: refill a burst from the templates, process it
+/// against the newest snapshot it has seen, recycle the output buffers;
+/// until told to stop. Counts only bursts that end while `measuring`.
 #[allow(clippy::too_many_arguments)]
 fn worker(
     index: usize,
     workers: usize,
-    snap: &Snapshot,
+    mut reader: Reader<Snapshot>,
     pool: &Pool,
     burst: usize,
     stop: &AtomicBool,
+    measuring: &AtomicBool,
     count: &AtomicU64,
     epoch: Instant,
 ) -> WorkerResult {
-    let view = snap.view();
+    let mut snap = reader.get().clone();
     let mut ws = WorkerState::new(index as u32, workers as u32, 256);
     let mut r = WorkerResult::default();
     let n_bursts = pool.bursts.len();
@@ -461,7 +578,14 @@ fn worker(
     let mut b = index * n_bursts / workers.max(1);
     let mut t0 = Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        // Between bursts, as the runtime's workers do: one atomic load
+        // unless a new snapshot was published.
+        if reader.refresh() {
+            snap = reader.get().clone();
+            r.versions += 1;
+        }
         let span = pool.bursts[b];
+        let mut allocations = 0;
         for k in span.start..span.start + span.len {
             let tpl = pool.template(k);
             match free.pop() {
@@ -470,36 +594,71 @@ fn worker(
                     batch.push(buf);
                 }
                 _ => {
-                    r.allocations += 1;
+                    allocations += 1;
                     batch.push(PacketBuf::from_slice(tpl));
                 }
             }
         }
         let t1 = Instant::now();
         let now = Time(t1.duration_since(epoch).as_nanos() as u64);
-        ws.process_burst_into(&view, span.in_port, &mut batch, now, &mut out);
+        ws.process_burst_into(&snap.view(), span.in_port, &mut batch, now, &mut out);
         let t2 = Instant::now();
-        r.packets += span.len as u64;
-        r.tx += out.tx.len() as u64;
+        let tx = out.tx.len() as u64;
+        let dropped: u64 = out.drops.named().iter().map(|(_, v)| v).sum();
         for t in out.tx.drain(..) {
             if free.len() < burst * 4 {
                 free.push(t.packet);
             }
         }
         out.clear();
-        count.store(r.packets, Ordering::Relaxed);
         b += 1;
         if b == n_bursts {
             b = 0;
         }
         let t3 = Instant::now();
-        r.process_ns += t2.duration_since(t1).as_nanos() as u64;
-        r.generator_ns +=
-            t3.duration_since(t2).as_nanos() as u64 + t1.duration_since(t0).as_nanos() as u64;
+        if measuring.load(Ordering::Relaxed) {
+            r.packets += span.len as u64;
+            r.tx += tx;
+            r.allocations += allocations;
+            r.drops += dropped;
+            r.process_ns += t2.duration_since(t1).as_nanos() as u64;
+            r.generator_ns +=
+                t3.duration_since(t2).as_nanos() as u64 + t1.duration_since(t0).as_nanos() as u64;
+            count.store(r.packets, Ordering::Relaxed);
+        }
         t0 = t3;
     }
-    r.drops = ws.counters().drops.named().iter().map(|(_, v)| v).sum();
     r
+}
+
+/// Summed figures of a phase.
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    packets: u64,
+    tx: u64,
+    drops: u64,
+    process_ns: u64,
+    generator_ns: u64,
+    allocations: u64,
+    /// Sum over workers of packets / processing time, in Mpps.
+    mpps: f64,
+}
+
+fn totals(results: &[WorkerResult]) -> Totals {
+    let sum = |f: fn(&WorkerResult) -> u64| results.iter().map(f).sum::<u64>();
+    Totals {
+        packets: sum(|r| r.packets),
+        tx: sum(|r| r.tx),
+        drops: sum(|r| r.drops),
+        process_ns: sum(|r| r.process_ns),
+        generator_ns: sum(|r| r.generator_ns),
+        allocations: sum(|r| r.allocations),
+        mpps: results
+            .iter()
+            .filter(|r| r.process_ns > 0)
+            .map(|r| r.packets as f64 / r.process_ns as f64 * 1e3)
+            .sum(),
+    }
 }
 
 /// Runs `fulmar bench`.
@@ -509,7 +668,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&report)?)?;
     } else {
-        print_report(&report, args, &mut out)?;
+        print_report(&report, &mut out)?;
     }
     Ok(if report.mismatches == 0 {
         ExitCode::SUCCESS
@@ -530,6 +689,10 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         "--workers must be 1..=1024"
     );
     ensure!((1..=4096).contains(&args.burst), "--burst must be 1..=4096");
+    ensure!(
+        args.publish_every >= 1,
+        "--publish-every must be at least 1"
+    );
     ensure!(
         (frame::MIN_FRAME..=9000).contains(&args.packet_size),
         "--packet-size must be {}..=9000",
@@ -566,51 +729,94 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         args.burst,
         args.seed,
     ));
-    let snap = Arc::new(Snapshot {
+    let ports = Ports::with_range(w.n_ports);
+    let snap = Snapshot {
         state,
-        ports: Ports::with_range(w.n_ports),
+        ports: ports.clone(),
         config: DatapathConfig::default(),
-    });
+    };
     let (checked, bad) = check(&w, &pool, &snap, 100, args.seed);
     for b in bad.iter().take(10) {
         eprintln!("mismatch: {b}");
     }
-    let (results, wall) = traffic(&snap, &pool, args.workers, args.burst, seconds, &progress)?;
+    let publisher = Publisher::new(snap);
+    let (results, wall, _) = traffic(
+        &publisher,
+        &pool,
+        args.workers,
+        args.burst,
+        seconds,
+        Control::Idle,
+        &progress,
+    )?;
     let rss = rss_bytes();
-    let sum = |f: fn(&WorkerResult) -> u64| results.iter().map(f).sum::<u64>();
-    let packets = sum(|r| r.packets);
-    let process_ns = sum(|r| r.process_ns);
-    let mpps = results
-        .iter()
-        .filter(|r| r.process_ns > 0)
-        .map(|r| r.packets as f64 / r.process_ns as f64 * 1e3)
-        .sum::<f64>();
-    let per_packet = |ns: u64| {
+    let t = totals(&results);
+    let per_packet = |ns: u64, packets: u64| {
         if packets == 0 {
             0.0
         } else {
             ns as f64 / packets as f64
         }
     };
-    let mut flow_mods_per_sec = None;
+    let mut fm = FlowModFigures {
+        count: args.flow_mods,
+        publish_every: args.publish_every,
+        ..FlowModFigures::default()
+    };
     if args.flow_mods > 0 {
-        let mut state = match Arc::try_unwrap(snap) {
-            Ok(s) => s.state,
-            Err(s) => s.state.clone(),
-        };
-        let t = install(
-            &mut state,
-            &w,
-            rules..rules + args.flow_mods,
-            false,
+        let mods = (rules..rules + args.flow_mods)
+            .map(|i| {
+                let text = w.rule_text(i);
+                flowtext::parse_flow(&text).with_context(|| format!("generated rule {text:?}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let base = publisher.current().1;
+        // Alone: the flow_mod calls only.
+        let mut alone = base.state.clone();
+        let t0 = Instant::now();
+        for (m, i) in mods.iter().zip(rules..) {
+            alone
+                .flow_mod(m, Time::from_secs(1))
+                .map_err(|e| anyhow::anyhow!("rule {:?} refused: {e}", w.rule_text(i)))?;
+        }
+        fm.per_sec = Some(mods.len() as f64 / t0.elapsed().as_secs_f64().max(1e-9));
+        drop(alone);
+        // With traffic: the workers forward while this thread applies the
+        // same flow-mods to a copy and publishes snapshots through the
+        // runtime's mechanism (dataplane::snapshot), as the runtime does.
+        let mut state = base.state.clone();
+        drop(base);
+        let (res, phase, inst) = traffic(
+            &publisher,
+            &pool,
+            args.workers,
+            args.burst,
+            seconds,
+            Control::Install {
+                state: &mut state,
+                mods: &mods,
+                every: args.publish_every,
+                ports: &ports,
+            },
             &progress,
         )?;
-        flow_mods_per_sec = Some(args.flow_mods as f64 / t.max(1e-9));
-        notes.push(
-            "forwarding while installing not measured: no snapshot-publish mechanism in the \
-             pipeline yet; flow-mods were timed alone after the run"
-                .into(),
-        );
+        let during = totals(&res);
+        fm.applied_with_traffic = Some(inst.applied);
+        fm.per_sec_with_traffic = Some(inst.applied as f64 / inst.seconds.max(1e-9));
+        fm.publishes = Some(inst.publishes);
+        fm.publish_ms_mean = Some(inst.publish_seconds * 1e3 / inst.publishes.max(1) as f64);
+        fm.mpps_while_installing = Some(during.mpps);
+        fm.ns_per_packet_while_installing = Some(per_packet(during.process_ns, during.packets));
+        fm.packets_while_installing = Some(during.packets);
+        fm.seconds_while_installing = Some(phase);
+        fm.versions_seen = Some(res.iter().map(|r| r.versions).min().unwrap_or(0));
+        if inst.applied < mods.len() {
+            notes.push(format!(
+                "with traffic only {} of {} flow-mods were applied within --seconds",
+                inst.applied,
+                mods.len()
+            ));
+        }
     }
     notes.push("cache_hit_rate n/a: the pipeline exposes no flow-cache counter".into());
     Ok(Report {
@@ -621,29 +827,27 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         seconds: wall,
         packet_size: args.packet_size,
         burst: args.burst,
-        mpps,
-        ns_per_packet: per_packet(process_ns),
-        mpps_wall: packets as f64 / wall / 1e6,
-        generator_ns_per_packet: per_packet(sum(|r| r.generator_ns)),
-        generator_allocations: sum(|r| r.allocations),
+        mpps: t.mpps,
+        ns_per_packet: per_packet(t.process_ns, t.packets),
+        mpps_wall: t.packets as f64 / wall / 1e6,
+        generator_ns_per_packet: per_packet(t.generator_ns, t.packets),
+        generator_allocations: t.allocations,
         cache_hit_rate: None,
         rss_bytes: rss,
         template_bytes: pool.bytes.len(),
-        packets,
-        tx_packets: sum(|r| r.tx),
-        dropped: sum(|r| r.drops),
+        packets: t.packets,
+        tx_packets: t.tx,
+        dropped: t.drops,
         install_seconds,
         install_rate: rules as f64 / install_seconds.max(1e-9),
-        flow_mods: args.flow_mods,
-        flow_mods_per_sec,
-        mpps_while_installing: None,
+        flow_mods: fm,
         checked,
         mismatches: bad.len(),
         notes,
     })
 }
 
-fn print_report(r: &Report, args: &BenchArgs, w: &mut impl Write) -> anyhow::Result<()> {
+fn print_report(r: &Report, w: &mut impl Write) -> anyhow::Result<()> {
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     writeln!(
         w,
@@ -696,13 +900,34 @@ fn print_report(r: &Report, args: &BenchArgs, w: &mut impl Write) -> anyhow::Res
         )?,
         None => writeln!(w, "  memory      n/a")?,
     }
-    if let Some(f) = r.flow_mods_per_sec {
+    let f = &r.flow_mods;
+    if let Some(rate) = f.per_sec {
         writeln!(
             w,
-            "  flow-mods   {} more at {f:.0} flow-mods/s",
-            args.flow_mods
+            "  flow-mods   {} more: {rate:.0} flow-mods/s alone",
+            f.count
         )?;
     }
+    if let (Some(n), Some(rate), Some(p), Some(pm), Some(m), Some(ns)) = (
+        f.applied_with_traffic,
+        f.per_sec_with_traffic,
+        f.publishes,
+        f.publish_ms_mean,
+        f.mpps_while_installing,
+        f.ns_per_packet_while_installing,
+    ) {
+        writeln!(
+            w,
+            "  with traffic {n} applied at {rate:.0} flow-mods/s, {p} snapshots published (every {}, {pm:.3} ms each)",
+            f.publish_every
+        )?;
+        writeln!(
+            w,
+            "  forwarding  {m:.3} Mpps, {ns:.1} ns/packet while installing (vs {:.3} Mpps undisturbed)",
+            r.mpps
+        )?;
+    }
+
     for n in &r.notes {
         writeln!(w, "  note: {n}")?;
     }
@@ -723,6 +948,7 @@ mod tests {
             packet_size: 64,
             burst: 8,
             flow_mods: 10,
+            publish_every: 3,
             seed: 5,
             json: true,
             smoke: true,
@@ -739,7 +965,15 @@ mod tests {
             assert_eq!(r.tx_packets, r.packets, "{s:?}: every packet leaves");
             assert_eq!(r.dropped, 0);
             assert_eq!(r.generator_allocations, 0, "{s:?}: buffers are reused");
-            assert!(r.flow_mods_per_sec.is_some());
+            let f = &r.flow_mods;
+            assert!(f.per_sec.is_some());
+            assert_eq!(f.applied_with_traffic, Some(10), "{s:?}");
+            assert_eq!(
+                f.publishes,
+                Some(4),
+                "{s:?}: 10 flow-mods, a snapshot every 3"
+            );
+            assert!(f.packets_while_installing.is_some());
         }
     }
 

@@ -62,7 +62,6 @@ fn json_report_has_the_documented_fields() {
             "generator_ns_per_packet",
             "install_seconds",
             "install_rate",
-            "flow_mods_per_sec",
         ] {
             let x = v[k]
                 .as_f64()
@@ -83,7 +82,16 @@ fn json_report_has_the_documented_fields() {
             "{s}: all forwarded"
         );
         assert_eq!(v["dropped"], 0);
-        assert_eq!(v["flow_mods"], 50);
+        let f = &v["flow_mods"];
+        assert_eq!(f["count"], 50);
+        assert!(f["per_sec"].as_f64().unwrap() > 0.0, "{s}: {f}");
+        assert_eq!(f["applied_with_traffic"], 50, "{s}: {f}");
+        assert_eq!(
+            f["publishes"], 50,
+            "{s}: one snapshot per flow-mod by default"
+        );
+        assert!(f["per_sec_with_traffic"].as_f64().unwrap() > 0.0);
+        assert!(f["mpps_while_installing"].as_f64().is_some(), "{s}: {f}");
     }
 }
 
