@@ -27,7 +27,7 @@ echo "building fulmar (release)..." >&2
 cargo build --release -q -p fulmar || exit 1
 BIN=target/release/fulmar
 
-# name | scenario | rules
+# name | scenario | rules | extra options
 CONFIGS="
 gateway-vlan2mpls-100k gateway-vlan2mpls 100000
 gateway-mpls2vlan-100k gateway-mpls2vlan 100000
@@ -36,15 +36,17 @@ gateway-mpls2vlan-1m gateway-mpls2vlan 1000000
 l3-100k l3 100000
 acl-10k acl 10000
 l2-100k l2 100000
+gateway-vlan2mpls-10k-fm gateway-vlan2mpls 10000 --flow-mods 1000
 "
 
 rows=()
 status=0
 rate_100k=""   # gateway install rate (rules/s) measured at 100K
-while read -r name scenario rules; do
+fmrows=()
+while read -r name scenario rules extra; do
     [ -z "$name" ] && continue
     case "$name" in *"$ONLY"*) ;; *) continue ;; esac
-    cmd="$BIN bench $scenario --rules $rules --workers 1 --packet-size 64 --seconds $SECS --json"
+    cmd="$BIN bench $scenario --rules $rules --workers 1 --packet-size 64 --seconds $SECS --json${extra:+ $extra}"
     if [ "$rules" -ge 1000000 ] && [ -n "$rate_100k" ]; then
         est=$(awk "BEGIN{printf \"%.0f\", $rules / $rate_100k}")
         if [ "$est" -gt "$INSTALL_LIMIT" ]; then
@@ -65,6 +67,9 @@ while read -r name scenario rules; do
     fi
     if [ "$scenario" = gateway-vlan2mpls ] && [ "$rules" -lt 1000000 ] && command -v jq >/dev/null; then
         rate_100k=$(jq -r '.install_rate' "$OUT/$name.json")
+    fi
+    if [ -n "$extra" ] && command -v jq >/dev/null; then
+        fmrows+=("$(jq -r '.flow_mods | "\(.count) flow-mods: \(.per_sec|round)/s alone; with traffic \(.applied_with_traffic) applied at \(.per_sec_with_traffic|round)/s, \(.publishes) snapshots of \(.publish_ms_mean*1000|round/1000) ms; forwarding \(.mpps_while_installing*1000000|round/1000000) Mpps while installing"' "$OUT/$name.json") vs $(jq -r '.mpps*1000000|round/1000000' "$OUT/$name.json") Mpps undisturbed")
     fi
     if command -v jq >/dev/null; then
         rows+=("$name|$(jq -r '[
@@ -94,6 +99,11 @@ for r in "${rows[@]}"; do
     fi
 
 done
+if [ "${#fmrows[@]}" -gt 0 ]; then
+    echo
+    echo "flow-mods (gateway-vlan2mpls, 10K rules installed; a snapshot published per flow-mod, as the runtime does):"
+    for r in "${fmrows[@]}"; do printf '  %s\n' "$r"; done
+fi
 echo
 echo "commands:"
 for r in "${rows[@]}"; do
