@@ -54,7 +54,7 @@ use clap::Args;
 use dataplane::snapshot::{Publisher, Reader};
 use frame::Rng;
 use packet::buffer::PacketBuf;
-use pipeline::datapath::{BurstOutput, DatapathConfig, Ports, Snapshot, WorkerState};
+use pipeline::datapath::{BurstOutput, DatapathConfig, Snapshot, WorkerState};
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -293,6 +293,26 @@ impl Progress {
     }
 }
 
+/// Adds ports `1..=n` (up, no features) to the state's port table.
+fn add_ports(state: &mut SwitchState, n: u32) {
+    for port_no in 1..=n {
+        state.port_table.add_port(
+            ofp::Port {
+                port_no,
+                name: format!("p{port_no}"),
+                ..ofp::Port::default()
+            },
+            Time::from_secs(1),
+        );
+    }
+}
+
+/// What the workers read: the state with the packet side's copy of its
+/// ports, as the pipeline builds it.
+fn snapshot_of(state: SwitchState) -> Snapshot {
+    Snapshot::new(state, DatapathConfig::default())
+}
+
 /// Installs rules `range` of `w` (and, when `extra`, the scenario's extra
 /// rules) into `state`; returns the seconds spent in `flow_mod`.
 fn install(
@@ -429,7 +449,6 @@ enum Control<'a> {
         state: &'a mut SwitchState,
         mods: &'a [ofp::FlowMod],
         every: usize,
-        ports: &'a Ports,
     },
 }
 
@@ -496,12 +515,7 @@ fn traffic(
                     show(t, "");
                 }
             },
-            Control::Install {
-                state,
-                mods,
-                every,
-                ports,
-            } => {
+            Control::Install { state, mods, every } => {
                 let now = Time::from_secs(1);
                 for chunk in mods.chunks(every.max(1)) {
                     for fm in chunk {
@@ -511,11 +525,7 @@ fn traffic(
                     }
                     inst.applied += chunk.len();
                     let p0 = Instant::now();
-                    publisher.publish(Snapshot {
-                        state: state.clone(),
-                        ports: ports.clone(),
-                        config: DatapathConfig::default(),
-                    });
+                    publisher.publish(snapshot_of(state.clone()));
                     inst.publish_seconds += p0.elapsed().as_secs_f64();
                     inst.publishes += 1;
                     let t = start.elapsed().as_secs_f64();
@@ -719,6 +729,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         GroupsConfig::default(),
         MetersConfig::default(),
     );
+    add_ports(&mut state, w.n_ports);
     let install_seconds = install(&mut state, &w, 0..rules, true, &progress)?;
     // The flows hit only the installed rules.
     let pool = Arc::new(Pool::new(
@@ -729,12 +740,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         args.burst,
         args.seed,
     ));
-    let ports = Ports::with_range(w.n_ports);
-    let snap = Snapshot {
-        state,
-        ports: ports.clone(),
-        config: DatapathConfig::default(),
-    };
+    let snap = snapshot_of(state);
     let (checked, bad) = check(&w, &pool, &snap, 100, args.seed);
     for b in bad.iter().take(10) {
         eprintln!("mismatch: {b}");
@@ -796,7 +802,6 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
                 state: &mut state,
                 mods: &mods,
                 every: args.publish_every,
-                ports: &ports,
             },
             &progress,
         )?;
@@ -1003,20 +1008,39 @@ mod tests {
             );
             install(&mut state, &w, 0..40, true, &Progress { on: false }).unwrap();
             let pool = Pool::new(&w, 40, 40, 64, 4, 3);
-            let snap = Snapshot {
-                state: state.clone(),
-                ports: Ports::with_range(w.n_ports),
-                config: DatapathConfig::default(),
-            };
+            // One port more than the scenario uses, for the wrong rule.
+            add_ports(&mut state, w.n_ports + 1);
+            let snap = snapshot_of(state.clone());
             assert_eq!(check(&w, &pool, &snap, 30, 1).1.len(), 0, "{s:?}");
-            // A rule above all others that sends everything elsewhere.
-            let fm = flowtext::parse_flow(&format!("priority=65535,actions=output:{}", w.n_ports))
-                .unwrap();
-            state.flow_mod(&fm, Time::from_secs(1)).unwrap();
-            let snap = Snapshot { state, ..snap };
-            let (n, bad) = check(&w, &pool, &snap, 30, 1);
-            assert_eq!(n, 30);
-            assert!(bad.len() == 30, "{s:?}: {} mismatches", bad.len());
+            for wrong in [
+                // Everything to a port no rule of the scenario uses.
+                format!("priority=65535,actions=output:{}", w.n_ports + 1),
+                // Everything dropped.
+                "priority=65535,actions=drop".to_string(),
+            ] {
+                let mut bad_state = state.clone();
+                let fm = flowtext::parse_flow(&wrong).unwrap();
+                bad_state.flow_mod(&fm, Time::from_secs(1)).unwrap();
+                let (n, bad) = check(&w, &pool, &snapshot_of(bad_state), 30, 1);
+                assert_eq!(n, 30);
+                assert_eq!(bad.len(), 30, "{s:?} {wrong}");
+            }
+            // Rule 0 again above everything, with one more rewrite: the
+            // right port, different bytes, for the flows that hit it.
+            let r0 = w.rule_text(0);
+            let (_, rest) = r0.split_once(',').unwrap();
+            let twisted = format!("priority=65535,{rest}")
+                .replace("actions=", "actions=set_field:02:00:00:00:00:99->eth_src,");
+            let mut bad_state = state.clone();
+            let fm = flowtext::parse_flow(&twisted).unwrap();
+            bad_state.flow_mod(&fm, Time::from_secs(1)).unwrap();
+            let (n, bad) = check(&w, &pool, &snapshot_of(bad_state), 40, 1);
+            assert_eq!(n, 40, "every template checked");
+            assert!(!bad.is_empty(), "{s:?}: {twisted}");
+            assert!(
+                bad.iter().all(|b| b.contains("020000000099")),
+                "{s:?}: {bad:?}"
+            );
         }
     }
 
