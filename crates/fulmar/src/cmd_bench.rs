@@ -7,17 +7,18 @@
 //! ```text
 //! fulmar bench gateway-vlan2mpls|gateway-mpls2vlan|l2|l3|acl
 //!     [--rules N] [--flows N] [--workers N] [--seconds S]
-//!     [--packet-size B] [--burst N] [--flow-mods N] [--seed N]
-//!     [--json] [--smoke]
+//!     [--packet-size B] [--burst N] [--flow-mods N [--publish-every N]]
+//!     [--seed N] [--json] [--smoke]
 //! ```
 //!
 //! How a run goes:
 //! 1. The scenario's rules are generated (flow text, seeded) and installed
 //!    with [`SwitchState::flow_mod`]; only the `flow_mod` calls are timed
 //!    (parsing the text is not).
-//! 2. The state is frozen into one `Arc<Snapshot>`; each worker thread has
-//!    its own [`WorkerState`] over [`Snapshot::view`], so the run uses
-//!    whatever classifier the pipeline's view uses.
+//! 2. The state is frozen into one `Arc<Snapshot>` handed out by the
+//!    runtime's snapshot `Publisher`; each worker thread has its own
+//!    [`WorkerState`] over [`Snapshot::view`], so the run uses whatever
+//!    classifier the pipeline's view uses.
 //! 3. A template pool holds one packet per flow (`--flows` distinct flows
 //!    spread evenly over the rules), grouped into bursts that share an
 //!    ingress port, bursts in seeded random order. Before each burst the
