@@ -157,14 +157,19 @@ def test_controller_adds_flows_over_openflow(net, fulmar_bin):
 
     if shutil.which("ovs-ofctl") is None:
         pytest.skip("needs ovs-ofctl")
-    sw = Switch([fulmar_bin, "run", "-i", "sa", "-i", "sb", "--listen", "tcp:127.0.0.1:16653"])
+    # Port 0: the kernel picks a free port; fulmar says which.
+    sw = Switch([fulmar_bin, "run", "-i", "sa", "-i", "sb", "--listen", "tcp:127.0.0.1:0"])
     try:
+        m = re.search(r"listening for controllers on ([\d.]+:\d+)", "".join(sw.err_lines))
+        assert m, sw.err_lines
         ofctl = ["ovs-ofctl", "-O", "OpenFlow13"]
-        target = "tcp:127.0.0.1:16653"
+        target = "tcp:" + m.group(1)
         r = ping("fe-a", "10.9.0.2", count=1)
         assert r.returncode != 0, "no flows yet: nothing forwarded"
         for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
             subprocess.run([*ofctl, "add-flow", target, flow], check=True)
+        # Forget the failed ARP resolution from the first ping.
+        subprocess.run(["ip", "-n", "fe-a", "neigh", "flush", "all"], check=True)
         r = ping("fe-a", "10.9.0.2", count=3)
         assert r.returncode == 0, r.stdout
         time.sleep(0.1)

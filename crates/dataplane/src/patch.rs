@@ -2,13 +2,17 @@
 //! bridge outputs on its end enters the other bridge on the other end with
 //! no interface in between (and no copy: the buffer itself moves).
 //!
-//! Each direction is a bounded [`spsc`](crate::spsc) ring. A port's
+//! Each direction is a bounded [`crate::spsc`] ring. A port's
 //! receiving half is owned by whichever thread polls it; its sending half
 //! sits behind a mutex so that several threads (every run-to-completion
 //! worker, or the port's TX thread) can hold a sender ([`split_sender`]).
 //! Only dataplane threads ever take that mutex, for the length of one
 //! burst; the control side never does. A full ring leaves packets with the
 //! caller (the TX stage then retries or counts `tx_queue_full`).
+//!
+//! A thread reading a patch port attaches its doorbell
+//! ([`PortBackend::attach_doorbell`]); the other end rings it after each
+//! burst, so an idle reader sleeps instead of polling.
 //!
 //! The pair also serves tests: hold one end, hand the other to the switch,
 //! and inject or collect packets through `tx_burst`/`rx_burst`.
@@ -17,10 +21,14 @@
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::port::{LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
 use crate::spsc::{self, Consumer, Producer};
+use crate::wake::Doorbell;
+
+/// The doorbell of the thread reading one end, once it attached one.
+type BellSlot = Arc<OnceLock<Arc<Doorbell>>>;
 
 /// One end of a patch link.
 pub struct PatchPort {
@@ -29,6 +37,10 @@ pub struct PatchPort {
     tx: Arc<Mutex<Producer<PacketBuf>>>,
     /// Administrative/link state shared by both ends.
     up: Arc<AtomicBool>,
+    /// This end's reader's doorbell (rung by the other end's senders).
+    rx_bell: BellSlot,
+    /// The other end's reader's doorbell (rung after sending).
+    peer_bell: BellSlot,
     counters: PortCounters,
 }
 
@@ -38,12 +50,15 @@ pub fn pair(a: &str, b: &str, capacity: usize) -> (PatchPort, PatchPort) {
     let (ab_tx, ab_rx) = spsc::ring(capacity);
     let (ba_tx, ba_rx) = spsc::ring(capacity);
     let up = Arc::new(AtomicBool::new(true));
+    let (bell_a, bell_b): (BellSlot, BellSlot) = (Arc::default(), Arc::default());
     (
         PatchPort {
             name: a.to_string(),
             rx: Some(ba_rx),
             tx: Arc::new(Mutex::new(ab_tx)),
             up: up.clone(),
+            rx_bell: bell_a.clone(),
+            peer_bell: bell_b.clone(),
             counters: PortCounters::default(),
         },
         PatchPort {
@@ -51,6 +66,8 @@ pub fn pair(a: &str, b: &str, capacity: usize) -> (PatchPort, PatchPort) {
             rx: Some(ab_rx),
             tx: Arc::new(Mutex::new(ba_tx)),
             up,
+            rx_bell: bell_b,
+            peer_bell: bell_a,
             counters: PortCounters::default(),
         },
     )
@@ -95,8 +112,19 @@ impl PortBackend for PatchPort {
         let room = tx.free().min(pkts.len());
         let bytes: u64 = pkts.pkts()[..room].iter().map(|p| p.len() as u64).sum();
         let queued = tx.push_all_or_drop(pkts.drain_front(room));
+        drop(tx);
         self.counters.tx_packets += queued as u64;
         self.counters.tx_bytes += bytes;
+        if queued > 0 {
+            if let Some(bell) = self.peer_bell.get() {
+                // Unconditionally: the reader may have found the ring empty
+                // just before this burst and be on its way to sleep (it
+                // cannot re-check a port it only knows through the trait).
+                // The eventfd keeps the wake-up until the reader drains it.
+                // One write(2) per burst on patch links.
+                bell.ring();
+            }
+        }
         Ok(queued)
     }
 
@@ -118,8 +146,15 @@ impl PortBackend for PatchPort {
             rx: None,
             tx: self.tx.clone(),
             up: self.up.clone(),
+            rx_bell: Arc::default(),
+            peer_bell: self.peer_bell.clone(),
             counters: PortCounters::default(),
         })))
+    }
+
+    /// The other end rings `bell` after every burst it queues here.
+    fn attach_doorbell(&mut self, bell: Arc<Doorbell>) -> bool {
+        self.rx.is_some() && (self.rx_bell.set(bell).is_ok() || self.rx_bell.get().is_some())
     }
 }
 
@@ -151,6 +186,29 @@ mod tests {
         let mut got = Burst::with_limit(8);
         assert_eq!(a.rx_burst(&mut got).unwrap(), 1);
         assert_eq!(s.rx_burst(&mut got).unwrap(), 0, "sender receives nothing");
+    }
+
+    #[test]
+    fn sending_rings_the_readers_doorbell() {
+        let (mut a, mut b) = pair("a", "b", 4);
+        let bell = Arc::new(Doorbell::new().unwrap());
+        assert!(b.attach_doorbell(bell.clone()));
+        let waiter = {
+            let bell = bell.clone();
+            std::thread::spawn(move || {
+                let start = std::time::Instant::now();
+                bell.prepare();
+                crate::wake::wait(&bell, &[], std::time::Duration::from_secs(5));
+                start.elapsed()
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let mut out = Burst::with_limit(1);
+        out.push(PacketBuf::from_slice(&[1; 20])).unwrap();
+        a.tx_burst(&mut out).unwrap();
+        assert!(waiter.join().unwrap() < std::time::Duration::from_secs(2));
+        let mut got = Burst::with_limit(2);
+        assert_eq!(b.rx_burst(&mut got).unwrap(), 1);
     }
 
     #[test]

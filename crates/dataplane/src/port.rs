@@ -670,6 +670,15 @@ pub trait PortBackend: Send {
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
         Ok(None)
     }
+
+    /// For backends with no [`rx_fd`](Self::rx_fd) that can tell when
+    /// packets arrive (in-process ports): ring `bell` after each arrival
+    /// and answer true, so the polling thread may sleep instead of polling.
+    /// The default answers false (the thread then polls the port).
+    fn attach_doorbell(&mut self, bell: Arc<crate::wake::Doorbell>) -> bool {
+        let _ = bell;
+        false
+    }
 }
 
 #[cfg(test)]

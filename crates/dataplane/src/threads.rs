@@ -18,7 +18,9 @@
 //!
 //! The six burst sizes ([`BurstSizes`]) bound each hand-over; partly filled
 //! bursts leave by the [`FlushPolicy`]; idle threads back off and sleep
-//! (see [`crate::flush`] and [`crate::wake`]).
+//! (see [`crate::flush`] and [`crate::wake`]) until a port descriptor is
+//! readable, their doorbell rings (a ring producer, a patch port's other
+//! end, [`Threads::wake_all`]) or a timeout passes.
 //!
 //! # Send handles
 //!
@@ -162,8 +164,10 @@ pub struct ThreadsConfig {
     pub tx_cores: Option<Vec<usize>>,
     /// Longest sleep of an idle thread (it also wakes on input).
     pub max_sleep: Duration,
-    /// Longest sleep when some input has no descriptor to wait on (patch
-    /// ports, memory ports): those are polled at least this often.
+    /// Longest sleep when some input has neither a descriptor to wait on
+    /// nor a doorbell it rings ([`PortBackend::attach_doorbell`]; patch
+    /// ports have one): such ports (the memory generator, pcap replay) are
+    /// polled at least this often.
     pub fdless_sleep: Duration,
 }
 
@@ -558,13 +562,18 @@ impl Threads {
     ) -> io::Result<Threads> {
         let workers = cfg.workers.max(1);
         let mut slots = Vec::new();
+        let bells: Vec<Arc<Doorbell>> = (0..workers)
+            .map(|_| Doorbell::new().map(Arc::new))
+            .collect::<io::Result<_>>()?;
         let mut rx_of: Vec<Vec<RxPort>> = (0..workers).map(|_| Vec::new()).collect();
         let mut tx_of: Vec<Vec<TxPort>> = (0..workers).map(|_| Vec::new()).collect();
         let tx_write = cfg.bursts.tx_write.max(1);
         for (i, spec) in ports.into_iter().enumerate() {
             let (reader, senders, shared) = handles_for(spec.backend, workers)?;
             let mut reader = reader;
-            let fdless = reader.fd().is_none() && !spec.woken;
+            let bell = bells.get(i % workers).cloned();
+            let rung = bell.is_some_and(|b| reader.with(|p| p.attach_doorbell(b)));
+            let fdless = reader.fd().is_none() && !spec.woken && !rung;
             slots.push((spec.number, Mutex::new(PortCounters::default())));
             if let Some(list) = rx_of.get_mut(i % workers) {
                 list.push(RxPort {
@@ -595,8 +604,7 @@ impl Threads {
             }
         }
         let mut t = Threads::empty(StatsBoard { slots });
-        for (w, (rx, tx)) in rx_of.into_iter().zip(tx_of).enumerate() {
-            let bell = Arc::new(Doorbell::new()?);
+        for (w, ((rx, tx), bell)) in rx_of.into_iter().zip(tx_of).zip(bells).enumerate() {
             t.bells.push(bell.clone());
             let mut worker = RtcWorker {
                 rx,
@@ -628,12 +636,17 @@ impl Threads {
         );
         let b = cfg.bursts;
         let mut slots = Vec::new();
+        let rx_bells: Vec<Arc<Doorbell>> = (0..nrx)
+            .map(|_| Doorbell::new().map(Arc::new))
+            .collect::<io::Result<_>>()?;
         let mut rx_ports: Vec<Vec<RxPort>> = (0..nrx).map(|_| Vec::new()).collect();
         let mut tx_ports: Vec<Vec<TxPort>> = (0..ntx).map(|_| Vec::new()).collect();
         let mut tx_thread_of = HashMap::new();
         for (i, spec) in ports.into_iter().enumerate() {
             let (mut reader, mut senders, shared) = handles_for(spec.backend, 1)?;
-            let fdless = reader.fd().is_none() && !spec.woken;
+            let bell = rx_bells.get(i % nrx).cloned();
+            let rung = bell.is_some_and(|b| reader.with(|p| p.attach_doorbell(b)));
+            let fdless = reader.fd().is_none() && !spec.woken && !rung;
             slots.push((spec.number, Mutex::new(PortCounters::default())));
             if let Some(list) = rx_ports.get_mut(i % nrx) {
                 list.push(RxPort {
@@ -750,8 +763,8 @@ impl Threads {
                 move || th.run(),
             )?);
         }
-        for (r, (ports, outs)) in rx_ports.into_iter().zip(rx_out).enumerate() {
-            let bell = Arc::new(Doorbell::new()?);
+        for (r, ((ports, outs), bell)) in rx_ports.into_iter().zip(rx_out).zip(rx_bells).enumerate()
+        {
             t.bells.push(bell.clone());
             let mut th = RxThread {
                 ports,

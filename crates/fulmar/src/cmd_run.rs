@@ -134,6 +134,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     let started = Instant::now();
     let mut last_stats = Instant::now();
+    let mut last_tick = Instant::now();
     loop {
         if shutdown.sleep(Duration::from_millis(100)) {
             break;
@@ -143,6 +144,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             .is_some_and(|d| started.elapsed().as_secs_f64() >= d)
         {
             break;
+        }
+        if last_tick.elapsed() >= Duration::from_secs(1) {
+            last_tick = Instant::now();
+            rt.tick();
         }
         if let Some(n) = args.stats_interval {
             if last_stats.elapsed() >= Duration::from_secs(n.max(1)) {

@@ -461,6 +461,29 @@ impl Runtime {
         Some(openflow::BridgeSwitch::new(b.clone()))
     }
 
+    /// Housekeeping, about once a second: collects the workers' counters
+    /// and removes flows whose idle or hard timeout passed (publishing the
+    /// tables when some were removed). Returns how many were removed. The
+    /// agent's housekeeping does the same for bridges it serves (and also
+    /// sends FLOW_REMOVED).
+    pub fn tick(&self) -> usize {
+        let mut n = 0;
+        for b in &self.bridges {
+            let now = b.now();
+            let mut c = b.control();
+            b.collect(&mut c);
+            let before = c.dp.state.tables.len();
+            // The events are only for SEND_FLOW_REM entries; count entries.
+            c.dp.state.expire(now);
+            let gone = before - c.dp.state.tables.len();
+            if gone > 0 {
+                b.publish(&c);
+            }
+            n += gone;
+        }
+        n
+    }
+
     /// A bridge's datapath id.
     pub fn dpid(&self, bridge: &str) -> Option<u64> {
         Some(self.bridge(bridge)?.dpid)

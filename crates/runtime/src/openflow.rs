@@ -210,8 +210,9 @@ impl Switch for BridgeSwitch {
         let mut c = self.b.control();
         // Idle timeouts need the workers' hits.
         self.b.collect(&mut c);
+        let before = c.dp.state.tables.len();
         let removed = c.dp.state.expire(now);
-        if !removed.is_empty() {
+        if c.dp.state.tables.len() != before {
             self.b.publish(&c);
         }
         drop(c);

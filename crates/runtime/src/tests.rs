@@ -345,3 +345,28 @@ backend = "memory"
     }
     rt.stop();
 }
+
+#[test]
+fn hard_timeout_removes_a_flow_from_running_workers() {
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let fm = flowtext::parse_flow("table=0,priority=10,hard_timeout=1,in_port=1,actions=output:2")
+        .unwrap();
+    let v = rt.flow_mod("br0", &fm).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    inject(&mut m1, &[udp(1)]);
+    assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)).len(), 1);
+    assert_eq!(rt.tick(), 0);
+    std::thread::sleep(Duration::from_millis(2100));
+    assert_eq!(rt.tick(), 1);
+    std::thread::sleep(Duration::from_millis(50));
+    inject(&mut m1, &[udp(2)]);
+    assert!(collect(&mut m2, 1, Duration::from_millis(300)).is_empty());
+    assert_eq!(
+        rt.flows("br0").unwrap().len(),
+        1,
+        "only the table-miss drop"
+    );
+    rt.stop();
+}

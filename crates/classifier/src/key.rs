@@ -1,0 +1,264 @@
+//! Packed lookup keys: a [`Layout`] says how the masked fields of one mask
+//! (a set of `(field, mask)` pairs) are packed into a few `u64` words, so
+//! that a hash subtable compares and hashes one or two machine words per
+//! probe instead of a `u128` per field.
+//!
+//! Packing: fields in ascending field order; each field takes as many
+//! bits as its mask's highest set bit needs (the masked value cannot have
+//! more); a field of at most 64 bits never straddles two words (it starts
+//! a new word when it does not fit in what is left), a wider one (IPv6
+//! addresses) takes two whole words. In_port + VLAN_VID is one word; the
+//! IPv4 5-tuple plus EtherType is two.
+
+use crate::rule::FieldMatch;
+use packet::flow_key::{field, FlowKey};
+
+/// Most words a key may have on the burst path (longer keys use the
+/// one-at-a-time path).
+pub const BURST_WORDS: usize = 4;
+
+/// The value of a present field, without the presence check (the caller
+/// checked `present` against the layout's required bits). MACs are 48-bit
+/// numbers, as [`FlowKey::get`] gives them.
+#[inline]
+pub fn field_value(k: &FlowKey, f: u8) -> u128 {
+    let mac = |m: [u8; 6]| -> u128 {
+        let mut b = [0u8; 8];
+        b[2..].copy_from_slice(&m);
+        u64::from_be_bytes(b).into()
+    };
+    match f {
+        field::IN_PORT => k.in_port.into(),
+        field::IN_PHY_PORT => k.in_phy_port.into(),
+        field::METADATA => k.metadata.into(),
+        field::ETH_DST => mac(k.eth_dst),
+        field::ETH_SRC => mac(k.eth_src),
+        field::ETH_TYPE => k.eth_type.into(),
+        field::VLAN_VID => k.vlan_vid.into(),
+        field::VLAN_PCP => k.vlan_pcp.into(),
+        field::IP_DSCP => k.ip_dscp.into(),
+        field::IP_ECN => k.ip_ecn.into(),
+        field::IP_PROTO => k.ip_proto.into(),
+        field::IPV4_SRC => k.ipv4_src.into(),
+        field::IPV4_DST => k.ipv4_dst.into(),
+        field::TCP_SRC | field::UDP_SRC | field::SCTP_SRC => k.tp_src.into(),
+        field::TCP_DST | field::UDP_DST | field::SCTP_DST => k.tp_dst.into(),
+        field::ICMPV4_TYPE | field::ICMPV6_TYPE => k.icmp_type.into(),
+        field::ICMPV4_CODE | field::ICMPV6_CODE => k.icmp_code.into(),
+        field::ARP_OP => k.arp_op.into(),
+        field::ARP_SPA => k.arp_spa.into(),
+        field::ARP_TPA => k.arp_tpa.into(),
+        field::ARP_SHA => mac(k.arp_sha),
+        field::ARP_THA => mac(k.arp_tha),
+        field::IPV6_SRC => k.ipv6_src,
+        field::IPV6_DST => k.ipv6_dst,
+        field::IPV6_FLABEL => k.ipv6_flabel.into(),
+        field::IPV6_ND_TARGET => k.nd_target,
+        field::IPV6_ND_SLL => mac(k.nd_sll),
+        field::IPV6_ND_TLL => mac(k.nd_tll),
+        field::MPLS_LABEL => k.mpls_label.into(),
+        field::MPLS_TC => k.mpls_tc.into(),
+        field::MPLS_BOS => k.mpls_bos.into(),
+        field::PBB_ISID => k.pbb_isid.into(),
+        field::TUNNEL_ID => k.tunnel_id.into(),
+        field::IPV6_EXTHDR => k.ipv6_exthdr.into(),
+        _ => 0,
+    }
+}
+
+/// Where one field goes in the packed key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot {
+    field: u8,
+    mask: u128,
+    word: usize,
+    shift: u32,
+    /// True for a field wider than 64 bits (two whole words).
+    wide: bool,
+}
+
+/// How the fields of one mask pack into words. Built once per mask.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    slots: Vec<Slot>,
+    words: usize,
+    /// Presence bits every packet must have for this mask to match.
+    required: u64,
+}
+
+impl Layout {
+    /// The layout of a mask given as `(field, mask)` pairs sorted by field
+    /// with nonzero masks (a canonical rule's fields).
+    pub fn new(mask: &[(u8, u128)]) -> Layout {
+        let mut slots = Vec::with_capacity(mask.len());
+        let mut word = 0usize;
+        let mut used = 0u32; // bits used in `word`
+        let mut required = 0u64;
+        for &(f, m) in mask {
+            required |= 1u64 << f;
+            let width = 128 - m.leading_zeros();
+            if width > 64 {
+                if used > 0 {
+                    word += 1;
+                }
+                slots.push(Slot {
+                    field: f,
+                    mask: m,
+                    word,
+                    shift: 0,
+                    wide: true,
+                });
+                word += 2;
+                used = 0;
+            } else {
+                if used + width > 64 {
+                    word += 1;
+                    used = 0;
+                }
+                slots.push(Slot {
+                    field: f,
+                    mask: m,
+                    word,
+                    shift: used,
+                    wide: false,
+                });
+                used += width;
+            }
+        }
+        let words = if used > 0 { word + 1 } else { word.max(1) };
+        Layout {
+            slots,
+            words,
+            required,
+        }
+    }
+
+    /// Words per packed key (at least one).
+    #[inline]
+    pub fn words(&self) -> usize {
+        self.words
+    }
+
+    /// Presence bits a packet needs.
+    #[inline]
+    pub fn required(&self) -> u64 {
+        self.required
+    }
+
+    /// Packs a packet's masked fields into `out` (`words()` long). False
+    /// when the packet lacks a field of the layout: nothing of this mask
+    /// can match it.
+    #[inline]
+    pub fn extract(&self, k: &FlowKey, out: &mut [u64]) -> bool {
+        if k.present & self.required != self.required {
+            return false;
+        }
+        self.pack(|f| field_value(k, f), out);
+        true
+    }
+
+    /// Packs a rule's values (the canonical fields of a rule of this
+    /// mask) into `out`.
+    pub fn pack_rule(&self, fields: &[FieldMatch], out: &mut [u64]) {
+        self.pack(
+            |f| fields.iter().find(|x| x.field == f).map_or(0, |x| x.value),
+            out,
+        );
+    }
+
+    #[inline]
+    fn pack(&self, mut value: impl FnMut(u8) -> u128, out: &mut [u64]) {
+        for w in out.iter_mut() {
+            *w = 0;
+        }
+        for s in &self.slots {
+            let v = value(s.field) & s.mask;
+            if s.wide {
+                if let Some(w) = out.get_mut(s.word) {
+                    *w = v as u64;
+                }
+                if let Some(w) = out.get_mut(s.word + 1) {
+                    *w = (v >> 64) as u64;
+                }
+            } else if let Some(w) = out.get_mut(s.word) {
+                *w |= (v as u64) << s.shift;
+            }
+        }
+    }
+}
+
+/// Hash of a packed key: multiply-xorshift per word (fast, and good
+/// enough for tables whose keys are not chosen by an adversary who sees
+/// the seed; the seed is per table).
+#[inline]
+pub fn hash_words(words: &[u64], seed: u64) -> u64 {
+    let mut h = seed;
+    for &w in words {
+        h = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        h ^= h >> 29;
+    }
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^ (h >> 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_gateway_and_acl() {
+        let gw = Layout::new(&[(field::IN_PORT, 0xffff_ffff), (field::VLAN_VID, 0x1fff)]);
+        assert_eq!(gw.words(), 1);
+        let mut k = FlowKey::default();
+        k.set_metadata_fields(7, 7, 0, 0);
+        k.present |= 1 << field::VLAN_VID;
+        k.vlan_vid = 0x1005;
+        let mut out = [0u64; 1];
+        assert!(gw.extract(&k, &mut out));
+        assert_eq!(out[0], 7 | (0x1005 << 32));
+        let rule = [
+            FieldMatch {
+                field: field::IN_PORT,
+                value: 7,
+                mask: 0xffff_ffff,
+            },
+            FieldMatch {
+                field: field::VLAN_VID,
+                value: 0x1005,
+                mask: 0x1fff,
+            },
+        ];
+        let mut r = [0u64; 1];
+        gw.pack_rule(&rule, &mut r);
+        assert_eq!(r, out);
+        k.present &= !(1 << field::VLAN_VID);
+        assert!(!gw.extract(&k, &mut out), "absent field");
+
+        let acl = Layout::new(&[
+            (field::ETH_TYPE, 0xffff),
+            (field::IP_PROTO, 0xff),
+            (field::IPV4_SRC, 0xffff_ff00),
+            (field::IPV4_DST, 0xffff_ffff),
+            (field::TCP_DST, 0xffff),
+        ]);
+        assert_eq!(acl.words(), 2);
+        let v6 = Layout::new(&[(field::ETH_TYPE, 0xffff), (field::IPV6_DST, u128::MAX)]);
+        assert_eq!(v6.words(), 3);
+        assert_eq!(Layout::new(&[]).words(), 1);
+    }
+
+    #[test]
+    fn field_value_agrees_with_flow_key_get() {
+        let k = FlowKey {
+            present: (1u64 << 40) - 1,
+            eth_dst: [1, 2, 3, 4, 5, 6],
+            ipv6_dst: 0x1234 << 100,
+            mpls_label: 99,
+            tunnel_id: 5,
+            ..Default::default()
+        };
+        for f in 0..40u8 {
+            assert_eq!(Some(field_value(&k, f)), k.get(f), "field {f}");
+        }
+    }
+}
