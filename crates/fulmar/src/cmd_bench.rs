@@ -273,9 +273,10 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(quiet: bool) -> Progress {
+    /// On when stderr is a terminal.
+    fn new() -> Progress {
         Progress {
-            on: !quiet && std::io::stderr().is_terminal(),
+            on: std::io::stderr().is_terminal(),
         }
     }
 
@@ -721,7 +722,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
     if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
         bail!("--seconds must be more than 0 and at most a day");
     }
-    let progress = Progress::new(false);
+    let progress = Progress::new();
     let mut notes = Vec::new();
     let mut w = Workload::new(args.scenario, rules + args.flow_mods, args.seed)?;
     w.installed = rules;
