@@ -73,7 +73,7 @@ while read -r name scenario rules extra; do
     fi
     if command -v jq >/dev/null; then
         rows+=("$name|$(jq -r '[
-            (.mpps*1000000|round/1000000), (.ns_per_packet|round), (.mpps_wall*1000000|round/1000000),
+            (.mpps*1000000|round/1000000), (.mpps*1000000|round), (.ns_per_packet|round), (.mpps_wall*1000000|round/1000000),
             (.generator_ns_per_packet*10|round/10), (if .cache_hit_rate == null then "n/a" else .cache_hit_rate end),
             ((.rss_bytes // 0)/1048576|round), (.install_seconds*100|round/100), (.install_rate|round),
             "\(.checked - .mismatches)/\(.checked)"] | map(tostring) | join("|")' "$OUT/$name.json")|$cmd")
@@ -84,16 +84,16 @@ done <<<"$CONFIGS"
 
 echo
 echo "fulmar bench, one worker, 64-byte packets, ${SECS} s of traffic per run ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs)"
-echo "Mpps and ns/pkt: pipeline only (template refill subtracted); wall Mpps includes it; gen ns = refill cost per packet."
+echo "Mpps, pkts/s and ns/pkt: pipeline only (template refill subtracted); wall Mpps includes it; gen_ns = refill cost per packet."
 echo
 if command -v jq >/dev/null; then
-    printf '%-24s %10s %10s %10s %7s %6s %8s %9s %10s %7s\n' config Mpps ns/pkt wallMpps gen_ns cache RSS_MiB install_s install/s check
+    printf '%-24s %10s %10s %10s %10s %7s %6s %8s %9s %10s %7s\n' config Mpps pkts/s ns/pkt wallMpps gen_ns cache RSS_MiB install_s install/s check
 fi
 
 for r in "${rows[@]}"; do
     IFS='|' read -r -a f <<<"$r"
-    if [ "${#f[@]}" -ge 11 ]; then
-        printf '%-24s %10s %10s %10s %7s %6s %8s %9s %10s %7s\n' "${f[@]:0:10}"
+    if [ "${#f[@]}" -ge 12 ]; then
+        printf '%-24s %10s %10s %10s %10s %7s %6s %8s %9s %10s %7s\n' "${f[@]:0:11}"
     else
         printf '%-24s %s\n' "${f[0]}" "${f[1]}"
     fi
