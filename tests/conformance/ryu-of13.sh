@@ -8,7 +8,7 @@
 # (userspace `netdev` datapath, dpid 2); the target (dpid 1) is fulmar, or
 # Open vSwitch itself for a baseline. They are joined by three veth pairs:
 # target port N <-> tester port N. Prints the OK and ERROR counts per category
-# and the failing tests; exits 0 when the run completed (the counts are the
+# and the failing tests (full logs in target/conformance/); exits 0 when the run completed (the counts are the
 # result, not a pass/fail verdict), non-zero when the harness itself failed.
 #
 # Needs root. Installs openvswitch-switch if missing; uses .venv (made by
@@ -77,6 +77,9 @@ ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid
     --log-file="$work/vswitchd.log" --detach
 pids+=("$(cat "$work/vswitchd.pid")")
 
+# Full tester logs stay after the run, one per category.
+logs=$root/target/conformance
+mkdir -p "$logs"
 controller=tcp:127.0.0.1:16653
 add_ovs_bridge() { # name dpid side
     local br=$1 dpid=$2 side=$3
@@ -90,7 +93,7 @@ add_ovs_bridge() { # name dpid side
 
 total_ok=0; total_err=0
 for cat in "${categories[@]}"; do
-    log=$work/$cat.log
+    log=$logs/$cat.log
     # The tester app drives both switches; it exits when its tests are done.
     (cd "$osken_dir/.." && timeout 3000 "$root/.venv/bin/osken-manager" \
         --ofp-tcp-listen-port 16653 \
@@ -104,7 +107,7 @@ for cat in "${categories[@]}"; do
         add_ovs_bridge fry-target 1 t
     else
         "$root/target/release/fulmar" run --dpid 1 --controller "$controller" \
-            --interface fry-t1 --interface fry-t2 --interface fry-t3 > "$work/fulmar-$cat.log" 2>&1 &
+            --interface fry-t1 --interface fry-t2 --interface fry-t3 > "$logs/fulmar-$cat.log" 2>&1 &
         fulmar_pid=$!
     fi
     wait "$manager" || true
