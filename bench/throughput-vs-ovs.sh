@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# fulmar vs Open vSwitch (userspace netdev datapath): ping RTT, iperf3 TCP
+# and UDP through each switch, between two network namespaces, in one run.
+#
+#   sudo bench/throughput-vs-ovs.sh [--secs N] [--udp-rate 200M] [--workers N] [--keep DIR]
+#
+# --keep DIR copies the raw outputs (iperf3 JSON, switch logs) there.
+#
+#   ns ftp-a: ftp-a1 10.0.0.1 == ftp-a0 [port 1] SWITCH [port 2] ftp-b0 == ftp-b1 10.0.0.2 :ns ftp-b
+#   baseline: ns ftp-da: ftp-d1 10.0.0.1 ======== ftp-d2 10.0.0.2 :ns ftp-db (a plain veth pair)
+#
+# The switches, one after another on the same veths and with the same two
+# static flows (port 1 -> 2, 2 -> 1): fulmar --mode run-to-completion,
+# fulmar --mode rx-worker-tx (both --io afpacket, socket mode, the defaults)
+# and ovs-vswitchd 3.x with a netdev bridge (fail_mode=secure, OpenFlow13,
+# flows added with ovs-ofctl). For each: 20 pings 10 ms apart, iperf3 TCP
+# A->B, iperf3 UDP at a fixed offered rate with 64- and 1400-byte payloads
+# (receiver-side loss), and the switch's own drop counters. Offloads (TSO,
+# GSO, GRO, TX checksum) are off on every veth, also for the baseline, so
+# every frame is a real <= 1500-byte frame with a full checksum.
+#
+# Nothing is pinned: iperf3 client, iperf3 server and the switch share the
+# machine's cores (the figures are only as quiet as the machine is). Needs
+# root; installs iperf3/ethtool with apt if missing. Bounded to about four
+# minutes (a watchdog stops it); removes everything it made on exit, also
+# on Ctrl-C. Names: ftp-* (links, namespaces, bridge), /tmp/ftp-bench.*.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+secs=5
+udp_rate=200M
+workers=
+keep=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --secs) secs=$2; shift 2 ;;
+        --udp-rate) udp_rate=$2; shift 2 ;;
+        --workers) workers=$2; shift 2 ;;
+        --keep) keep=$2; shift 2 ;;
+        *) echo "usage: $0 [--secs N] [--udp-rate RATE] [--workers N] [--keep DIR]" >&2; exit 2 ;;
+    esac
+done
+
+[ "$(id -u)" = 0 ] || { echo "$0: needs root (network namespaces)" >&2; exit 1; }
+fulmar=$root/target/release/fulmar
+[ -x "$fulmar" ] || { echo "$0: build first: cargo build --release -p fulmar" >&2; exit 1; }
+for tool in iperf3 ethtool; do
+    command -v "$tool" >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >/dev/null
+done
+command -v ovs-vswitchd >/dev/null || { echo "$0: needs Open vSwitch (ovs-vswitchd)" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/ftp-bench.XXXXXX)
+pids=()       # long-lived helpers (iperf3 servers, OVS daemons)
+fulmar_pid=
+watchdog=
+cleanup() {
+    set +e
+    trap - EXIT INT TERM
+    [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
+    [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    sleep 0.3
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for ns in ftp-a ftp-b ftp-da ftp-db; do ip netns del "$ns" 2>/dev/null; done
+    for l in ftp-a0 ftp-b0 ftp-br; do ip link del "$l" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "interrupted" >&2; exit 130' INT TERM
+# The whole run is bounded: the watchdog stops it (and cleanup runs).
+( sleep 230; echo "$0: time limit reached, stopping" >&2; kill -TERM $$ ) &
+watchdog=$!
+
+nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+quiet_link() { # [ns] dev: no offloads, no IPv6 chatter, up
+    local pre=()
+    [ $# = 2 ] && pre=(ip netns exec "$1") && shift
+    "${pre[@]}" ethtool -K "$1" tx off tso off gso off gro off >/dev/null 2>&1 || true
+    "${pre[@]}" sysctl -qw "net.ipv6.conf.$1.disable_ipv6=1" 2>/dev/null || true
+    "${pre[@]}" ip link set "$1" up
+}
+
+# --- topology -------------------------------------------------------------
+for ns in ftp-a ftp-b ftp-da ftp-db; do ip netns del "$ns" 2>/dev/null || true; done
+for l in ftp-a0 ftp-b0; do ip link del "$l" 2>/dev/null || true; done
+for side in a b; do
+    ns=ftp-$side
+    ip netns add "$ns"
+    ip link add "ftp-${side}0" type veth peer name "ftp-${side}1" netns "$ns"
+    quiet_link "ftp-${side}0"
+    quiet_link "$ns" "ftp-${side}1"
+    nsx "$ns" ip link set lo up
+done
+ip -n ftp-a addr add 10.0.0.1/24 dev ftp-a1
+ip -n ftp-b addr add 10.0.0.2/24 dev ftp-b1
+ip netns add ftp-da
+ip netns add ftp-db
+ip link add ftp-d1 netns ftp-da type veth peer name ftp-d2 netns ftp-db
+quiet_link ftp-da ftp-d1
+quiet_link ftp-db ftp-d2
+ip -n ftp-da addr add 10.0.0.1/24 dev ftp-d1
+ip -n ftp-db addr add 10.0.0.2/24 dev ftp-d2
+
+for ns in ftp-b ftp-db; do
+    nsx "$ns" iperf3 -s -B 10.0.0.2 -p 5201 >"$work/iperf3-server-$ns.log" 2>&1 &
+    pids+=($!)
+done
+sleep 0.3
+
+printf 'table=0,priority=10,in_port=1,actions=output:2\ntable=0,priority=10,in_port=2,actions=output:1\n' >"$work/flows"
+
+# --- measurement ----------------------------------------------------------
+declare -A R   # R[config.metric] = value
+configs=()
+
+kernel_drops() { # sum of rx/tx dropped over the four switch-side veth ends
+    local n=0 v
+    for d in ftp-a0 ftp-b0; do
+        for c in rx_dropped tx_dropped; do v=$(cat "/sys/class/net/$d/statistics/$c"); n=$((n + v)); done
+    done
+    for p in "ftp-a ftp-a1" "ftp-b ftp-b1"; do
+        set -- $p
+        for c in rx_dropped tx_dropped; do v=$(nsx "$1" cat "/sys/class/net/$2/statistics/$c"); n=$((n + v)); done
+    done
+    echo "$n"
+}
+
+iperf_json() { # file what -> prints the number(s) asked for
+    python3 - "$1" "$2" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception:
+    print("-"); sys.exit()
+if "error" in d:
+    print("-"); sys.exit()
+e = d.get("end", {})
+what = sys.argv[2]
+if what == "tcp":
+    r, s = e.get("sum_received", {}), e.get("sum_sent", {})
+    print(f'{r.get("bits_per_second", 0) / 1e6:.0f} {s.get("retransmits", "-")}')
+else:
+    # UDP: the client's report carries the server's (receiver's) counts.
+    s, r = e.get("sum_sent", {}), e.get("sum_received", {})
+    print(f'{s.get("packets", 0) / (s.get("seconds") or 1) / 1e3:.0f} '
+          f'{r.get("bits_per_second", 0) / 1e6:.1f} {r.get("lost_percent", 0):.2f}')
+EOF
+}
+
+measure() { # config client-ns
+    local cfg=$1 ns=$2 out
+    configs+=("$cfg")
+    echo "== $cfg" >&2
+    nsx "$ns" ping -n -q -c 3 -i 0.05 -W 1 10.0.0.2 >/dev/null 2>&1 || true   # ARP, warm-up
+    out=$(nsx "$ns" ping -n -q -c 20 -i 0.01 -W 1 10.0.0.2 2>&1 || true)
+    R[$cfg.ping_loss]=$(grep -oE '[0-9.]+% packet loss' <<<"$out" | cut -d% -f1)
+    if [[ $out =~ =\ ([0-9.]+)/([0-9.]+)/([0-9.]+)/ ]]; then
+        R[$cfg.rtt_min]=${BASH_REMATCH[1]}; R[$cfg.rtt_avg]=${BASH_REMATCH[2]}; R[$cfg.rtt_max]=${BASH_REMATCH[3]}
+    fi
+    timeout $((secs + 10)) ip netns exec "$ns" iperf3 -c 10.0.0.2 -p 5201 -t "$secs" --connect-timeout 2000 -J \
+        >"$work/$cfg-tcp.json" 2>&1 || true
+    read -r R[$cfg.tcp_mbps] R[$cfg.tcp_retr] <<<"$(iperf_json "$work/$cfg-tcp.json" tcp) -"
+    for len in 64 1400; do
+        sleep 0.2
+        timeout $((secs + 10)) ip netns exec "$ns" iperf3 -c 10.0.0.2 -p 5201 -u -b "$udp_rate" -l "$len" -t "$secs" \
+            --connect-timeout 2000 -J >"$work/$cfg-udp$len.json" 2>&1 || true
+        read -r R[$cfg.udp${len}_kpps_sent] R[$cfg.udp${len}_mbps_rcvd] R[$cfg.udp${len}_loss] \
+            <<<"$(iperf_json "$work/$cfg-udp$len.json" udp) - -"
+    done
+}
+
+# Baseline: the direct veth pair.
+measure direct ftp-da
+
+# fulmar, both thread modes.
+for mode in run-to-completion rx-worker-tx; do
+    [ "$mode" = run-to-completion ] && cfg=fulmar-rtc || cfg=fulmar-rwt
+    extra=()
+    [ -n "$workers" ] && extra=(--workers "$workers")
+    k0=$(kernel_drops)
+    "$fulmar" run -i ftp-a0 -i ftp-b0 --flows "$work/flows" --mode "$mode" "${extra[@]}" \
+        >"$work/$cfg.out" 2>"$work/$cfg.err" &
+    fulmar_pid=$!
+    for _ in $(seq 100); do
+        grep -q "running bridges" "$work/$cfg.err" && break
+        kill -0 "$fulmar_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -q "running bridges" "$work/$cfg.err" || { echo "fulmar ($mode) did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
+    measure "$cfg" ftp-a
+    kill -TERM "$fulmar_pid"
+    for _ in $(seq 100); do kill -0 "$fulmar_pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$fulmar_pid" 2>/dev/null; then
+        echo "fulmar ($mode) did not stop within 10 s of SIGTERM; killed" >&2
+        kill -9 "$fulmar_pid"
+    fi
+    wait "$fulmar_pid" 2>/dev/null || true
+    fulmar_pid=
+    R[$cfg.kdrops]=$(( $(kernel_drops) - k0 ))
+    # The switch's own drop counters: the per-port rx/tx "drop N" figures
+    # of its final counters (the named causes are shown under the table).
+    R[$cfg.swdrops]=$(grep -oE 'drop [0-9]+' "$work/$cfg.out" | awk '{s += $2} END {print s + 0}')
+done
+
+# Open vSwitch, userspace netdev datapath, private run directory.
+export OVS_RUNDIR=$work OVS_DBDIR=$work OVS_LOGDIR=$work OVS_PKGDATADIR=/usr/share/openvswitch
+ovsdb-tool create "$work/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+ovsdb-server "$work/conf.db" --remote="punix:$work/db.sock" --pidfile="$work/ovsdb.pid" \
+    --log-file="$work/ovsdb.log" --detach
+pids+=("$(cat "$work/ovsdb.pid")")
+vsctl() { ovs-vsctl --db="unix:$work/db.sock" --timeout=10 "$@"; }
+vsctl --no-wait init
+ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid" \
+    --log-file="$work/vswitchd.log" --detach
+pids+=("$(cat "$work/vswitchd.pid")")
+vsctl add-br ftp-br -- set bridge ftp-br datapath_type=netdev protocols=OpenFlow13 fail_mode=secure
+vsctl add-port ftp-br ftp-a0 -- set interface ftp-a0 ofport_request=1
+vsctl add-port ftp-br ftp-b0 -- set interface ftp-b0 ofport_request=2
+ovs-ofctl -O OpenFlow13 del-flows ftp-br
+ovs-ofctl -O OpenFlow13 add-flows ftp-br "$work/flows"
+sleep 0.5
+k0=$(kernel_drops)
+measure ovs ftp-a
+R[ovs.kdrops]=$(( $(kernel_drops) - k0 ))
+ovs-ofctl -O OpenFlow13 dump-ports ftp-br >"$work/ovs-ports.txt" 2>&1 || true
+ovs-appctl -t "$work/ovs-vswitchd.$(cat "$work/vswitchd.pid").ctl" dpctl/show >"$work/ovs-dp.txt" 2>&1 || true
+ports_drops=$(grep -oE 'drop=[0-9]+' "$work/ovs-ports.txt" | cut -d= -f2 | awk '{s += $1} END {print s + 0}')
+lost=$(grep -oE 'lost:[0-9]+' "$work/ovs-dp.txt" | cut -d: -f2 | awk '{s += $1} END {print s + 0}')
+R[ovs.swdrops]=$((ports_drops + lost))
+
+# --- report ---------------------------------------------------------------
+ratio() { # a b -> a/b (two decimals) or -
+    awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b; else print "-" }'
+}
+rows=(rtt_min rtt_avg rtt_max ping_loss tcp_mbps tcp_retr
+      udp64_kpps_sent udp64_mbps_rcvd udp64_loss udp1400_kpps_sent udp1400_mbps_rcvd udp1400_loss
+      swdrops kdrops)
+declare -A label=(
+    [rtt_min]="ping RTT min (ms)" [rtt_avg]="ping RTT avg (ms)" [rtt_max]="ping RTT max (ms)"
+    [ping_loss]="ping loss (%)" [tcp_mbps]="TCP A->B (Mbit/s)" [tcp_retr]="TCP retransmits"
+    [udp64_kpps_sent]="UDP -l 64 sent (kpps)" [udp64_mbps_rcvd]="UDP -l 64 rcvd (Mbit/s)"
+    [udp64_loss]="UDP -l 64 loss at B (%)" [udp1400_kpps_sent]="UDP -l 1400 sent (kpps)"
+    [udp1400_mbps_rcvd]="UDP -l 1400 rcvd (Mbit/s)" [udp1400_loss]="UDP -l 1400 loss at B (%)"
+    [swdrops]="switch's own drops" [kdrops]="kernel veth drops")
+echo
+echo "fulmar $(git rev-parse --short HEAD 2>/dev/null || echo '?') vs $(ovs-vswitchd --version | head -1);" \
+    "$(nproc) cores, nothing pinned (iperf3 client, server and switch share them); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "iperf3 ${secs}s per test, UDP offered -b $udp_rate; offloads off on all veths; fulmar --io afpacket (socket)${workers:+, --workers $workers}"
+printf '%-27s %9s %10s %10s %9s %9s %9s\n' "" direct fulmar-rtc fulmar-rwt ovs rtc/ovs rwt/ovs
+for r in "${rows[@]}"; do
+    d=${R[direct.$r]:--}; [ "$r" = swdrops ] || [ "$r" = kdrops ] && d=n/a
+    a=${R[fulmar-rtc.$r]:--}; b=${R[fulmar-rwt.$r]:--}; o=${R[ovs.$r]:--}
+    printf '%-27s %9s %10s %10s %9s %9s %9s\n' "${label[$r]}" "$d" "$a" "$b" "$o" "$(ratio "$a" "$o")" "$(ratio "$b" "$o")"
+done
+echo
+echo "switch's own drops: fulmar = sum of the ports' rx/tx 'drop N' in its final counters (printed on SIGTERM);"
+echo "OVS = sum of drop= in ovs-ofctl dump-ports plus 'lost' upcalls in ovs-appctl dpctl/show."
+echo "kernel veth drops = rx_dropped+tx_dropped deltas over the four veth ends of the switch path."
+for cfg in fulmar-rtc fulmar-rwt; do
+    echo; echo "$cfg final counters:"; sed 's/^/  /' "$work/$cfg.out"
+    grep -iE 'warn|error' "$work/$cfg.err" | sed 's/^/  stderr: /' || true
+done
+echo; echo "ovs dump-ports:"; sed 's/^/  /' "$work/ovs-ports.txt"
+grep -E 'lookups|flows' "$work/ovs-dp.txt" | sed 's/^/  dpctl: /' || true
+if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$work"/*.json "$work"/*.out "$work"/*.err "$work"/*.txt "$work"/*.log "$keep"/ 2>/dev/null; echo "raw outputs: $keep"; fi
