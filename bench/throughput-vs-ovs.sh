@@ -7,6 +7,10 @@
 # --keep DIR copies the raw outputs (iperf3 JSON, switch logs) there.
 #
 #   ns ftp-a: ftp-a1 10.0.0.1 == ftp-a0 [port 1] SWITCH [port 2] ftp-b0 == ftp-b1 10.0.0.2 :ns ftp-b
+#   (the switch and its ports ftp-a0, ftp-b0 live in ns ftp-sw: a netdev-datapath
+#   ovs-vswitchd makes a tap named "ovs-netdev", so only one can run per
+#   namespace, and another OVS, e.g. tests/conformance/ryu-of13.sh, may hold
+#   the root one. fulmar runs there too, so both see the same setup.)
 #   baseline: ns ftp-da: ftp-d1 10.0.0.1 ======== ftp-d2 10.0.0.2 :ns ftp-db (a plain veth pair)
 #
 # The switches, one after another on the same veths and with the same two
@@ -59,11 +63,13 @@ cleanup() {
     trap - EXIT INT TERM
     [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
     [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
+    # Our daemons, then anything still running inside our namespaces.
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for ns in ftp-a ftp-b ftp-da ftp-db ftp-sw; do kill $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
     sleep 0.3
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    for ns in ftp-a ftp-b ftp-da ftp-db; do ip netns del "$ns" 2>/dev/null; done
-    for l in ftp-a0 ftp-b0 ftp-br; do ip link del "$l" 2>/dev/null; done
+    for ns in ftp-a ftp-b ftp-da ftp-db ftp-sw; do kill -9 $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
+    for ns in ftp-a ftp-b ftp-da ftp-db ftp-sw; do ip netns del "$ns" 2>/dev/null; done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -82,13 +88,14 @@ quiet_link() { # [ns] dev: no offloads, no IPv6 chatter, up
 }
 
 # --- topology -------------------------------------------------------------
-for ns in ftp-a ftp-b ftp-da ftp-db; do ip netns del "$ns" 2>/dev/null || true; done
-for l in ftp-a0 ftp-b0; do ip link del "$l" 2>/dev/null || true; done
+for ns in ftp-a ftp-b ftp-da ftp-db ftp-sw; do ip netns del "$ns" 2>/dev/null || true; done
+ip netns add ftp-sw
+nsx ftp-sw ip link set lo up
 for side in a b; do
     ns=ftp-$side
     ip netns add "$ns"
-    ip link add "ftp-${side}0" type veth peer name "ftp-${side}1" netns "$ns"
-    quiet_link "ftp-${side}0"
+    ip link add "ftp-${side}0" netns ftp-sw type veth peer name "ftp-${side}1" netns "$ns"
+    quiet_link ftp-sw "ftp-${side}0"
     quiet_link "$ns" "ftp-${side}1"
     nsx "$ns" ip link set lo up
 done
@@ -102,12 +109,6 @@ quiet_link ftp-db ftp-d2
 ip -n ftp-da addr add 10.0.0.1/24 dev ftp-d1
 ip -n ftp-db addr add 10.0.0.2/24 dev ftp-d2
 
-for ns in ftp-b ftp-db; do
-    nsx "$ns" iperf3 -s -B 10.0.0.2 -p 5201 >"$work/iperf3-server-$ns.log" 2>&1 &
-    pids+=($!)
-done
-sleep 0.3
-
 printf 'table=0,priority=10,in_port=1,actions=output:2\ntable=0,priority=10,in_port=2,actions=output:1\n' >"$work/flows"
 
 # --- measurement ----------------------------------------------------------
@@ -116,10 +117,7 @@ configs=()
 
 kernel_drops() { # sum of rx/tx dropped over the four switch-side veth ends
     local n=0 v
-    for d in ftp-a0 ftp-b0; do
-        for c in rx_dropped tx_dropped; do v=$(cat "/sys/class/net/$d/statistics/$c"); n=$((n + v)); done
-    done
-    for p in "ftp-a ftp-a1" "ftp-b ftp-b1"; do
+    for p in "ftp-sw ftp-a0" "ftp-sw ftp-b0" "ftp-a ftp-a1" "ftp-b ftp-b1"; do
         set -- $p
         for c in rx_dropped tx_dropped; do v=$(nsx "$1" cat "/sys/class/net/$2/statistics/$c"); n=$((n + v)); done
     done
@@ -144,12 +142,37 @@ else:
     # UDP: the client's report carries the server's (receiver's) counts.
     s, r = e.get("sum_sent", {}), e.get("sum_received", {})
     print(f'{s.get("packets", 0) / (s.get("seconds") or 1) / 1e3:.0f} '
-          f'{r.get("bits_per_second", 0) / 1e6:.1f} {r.get("lost_percent", 0):.2f}')
+          f'{r.get("bits_per_second", 0) / 1e6:.1f} {r.get("lost_percent", 0):.2f} '
+          f'{r.get("lost_packets", 0)}')
 EOF
 }
 
+port=5200
+iperf() { # client-ns json-file iperf3-client-args...: a fresh one-off server per test
+    local ns=$1 json=$2 sns srv; shift 2
+    [ "$ns" = ftp-a ] && sns=ftp-b || sns=ftp-db
+    port=$((port + 1))
+    ip netns exec "$sns" iperf3 -s -1 -B 10.0.0.2 -p "$port" >"$json.server" 2>&1 &
+    srv=$!
+    for _ in $(seq 50); do
+        [ -n "$(nsx "$sns" ss -Hltn "sport = :$port")" ] && break
+        sleep 0.05
+    done
+    timeout $((secs + 10)) ip netns exec "$ns" iperf3 -c 10.0.0.2 -p "$port" -t "$secs" --connect-timeout 2000 -J "$@" \
+        >"$json" 2>&1 || true
+    for _ in $(seq 30); do kill -0 "$srv" 2>/dev/null || break; sleep 0.1; done
+    kill "$srv" 2>/dev/null || true
+    wait "$srv" 2>/dev/null || true
+}
+
+rcvbuf_errors() { # client-ns -> UDP RcvbufErrors of the receiving namespace
+    local sns
+    [ "$1" = ftp-a ] && sns=ftp-b || sns=ftp-db
+    nsx "$sns" awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") c = i; h = 1 } else print $c }' /proc/net/snmp
+}
+
 measure() { # config client-ns
-    local cfg=$1 ns=$2 out
+    local cfg=$1 ns=$2 out v
     configs+=("$cfg")
     echo "== $cfg" >&2
     nsx "$ns" ping -n -q -c 3 -i 0.05 -W 1 10.0.0.2 >/dev/null 2>&1 || true   # ARP, warm-up
@@ -158,15 +181,19 @@ measure() { # config client-ns
     if [[ $out =~ =\ ([0-9.]+)/([0-9.]+)/([0-9.]+)/ ]]; then
         R[$cfg.rtt_min]=${BASH_REMATCH[1]}; R[$cfg.rtt_avg]=${BASH_REMATCH[2]}; R[$cfg.rtt_max]=${BASH_REMATCH[3]}
     fi
-    timeout $((secs + 10)) ip netns exec "$ns" iperf3 -c 10.0.0.2 -p 5201 -t "$secs" --connect-timeout 2000 -J \
-        >"$work/$cfg-tcp.json" 2>&1 || true
-    read -r R[$cfg.tcp_mbps] R[$cfg.tcp_retr] <<<"$(iperf_json "$work/$cfg-tcp.json" tcp) -"
+    iperf "$ns" "$work/$cfg-tcp.json"
+    read -ra v <<<"$(iperf_json "$work/$cfg-tcp.json" tcp)"
+    R[$cfg.tcp_mbps]=${v[0]:--}; R[$cfg.tcp_retr]=${v[1]:--}
     for len in 64 1400; do
-        sleep 0.2
-        timeout $((secs + 10)) ip netns exec "$ns" iperf3 -c 10.0.0.2 -p 5201 -u -b "$udp_rate" -l "$len" -t "$secs" \
-            --connect-timeout 2000 -J >"$work/$cfg-udp$len.json" 2>&1 || true
-        read -r R[$cfg.udp${len}_kpps_sent] R[$cfg.udp${len}_mbps_rcvd] R[$cfg.udp${len}_loss] \
-            <<<"$(iperf_json "$work/$cfg-udp$len.json" udp) - -"
+        b0=$(rcvbuf_errors "$ns")
+        iperf "$ns" "$work/$cfg-udp$len.json" -u -b "$udp_rate" -l "$len"
+        b1=$(rcvbuf_errors "$ns")
+        read -ra v <<<"$(iperf_json "$work/$cfg-udp$len.json" udp)"
+        R[$cfg.udp${len}_kpps_sent]=${v[0]:--}; R[$cfg.udp${len}_mbps_rcvd]=${v[1]:--}; R[$cfg.udp${len}_loss]=${v[2]:--}
+        # Where the lost datagrams went: B's own UDP socket overflowing (the
+        # receiver too slow), or before B (the switch path).
+        R[$cfg.udp${len}_lost_at_b]=$((b1 - b0))
+        [[ ${v[3]:-} =~ ^[0-9]+$ ]] && R[$cfg.udp${len}_lost_path]=$((v[3] - (b1 - b0)))
     done
 }
 
@@ -179,7 +206,9 @@ for mode in run-to-completion rx-worker-tx; do
     extra=()
     [ -n "$workers" ] && extra=(--workers "$workers")
     k0=$(kernel_drops)
-    "$fulmar" run -i ftp-a0 -i ftp-b0 --flows "$work/flows" --mode "$mode" "${extra[@]}" \
+    # Not through nsx: a function in the background is a subshell, and
+    # $! would be that subshell rather than fulmar (SIGTERM would miss it).
+    ip netns exec ftp-sw "$fulmar" run -i ftp-a0 -i ftp-b0 --flows "$work/flows" --mode "$mode" "${extra[@]}" \
         >"$work/$cfg.out" 2>"$work/$cfg.err" &
     fulmar_pid=$!
     for _ in $(seq 100); do
@@ -200,19 +229,20 @@ for mode in run-to-completion rx-worker-tx; do
     R[$cfg.kdrops]=$(( $(kernel_drops) - k0 ))
     # The switch's own drop counters: the per-port rx/tx "drop N" figures
     # of its final counters (the named causes are shown under the table).
-    R[$cfg.swdrops]=$(grep -oE 'drop [0-9]+' "$work/$cfg.out" | awk '{s += $2} END {print s + 0}')
+    R[$cfg.swdrops]=$({ grep -oE 'drop [0-9]+' "$work/$cfg.out" || true; } | awk '{s += $2} END {print s + 0}')
+    R[$cfg.swdrops2]=$({ grep -E '^  drops:' "$work/$cfg.out" | grep -oE '=[0-9]+' || true; } | tr -d = | awk '{s += $1} END {print s + 0}')
 done
 
 # Open vSwitch, userspace netdev datapath, private run directory.
 export OVS_RUNDIR=$work OVS_DBDIR=$work OVS_LOGDIR=$work OVS_PKGDATADIR=/usr/share/openvswitch
 ovsdb-tool create "$work/conf.db" /usr/share/openvswitch/vswitch.ovsschema
 ovsdb-server "$work/conf.db" --remote="punix:$work/db.sock" --pidfile="$work/ovsdb.pid" \
-    --log-file="$work/ovsdb.log" --detach
+    --log-file="$work/ovsdb.log" --detach 2>>"$work/ovs-console.log"
 pids+=("$(cat "$work/ovsdb.pid")")
 vsctl() { ovs-vsctl --db="unix:$work/db.sock" --timeout=10 "$@"; }
 vsctl --no-wait init
-ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid" \
-    --log-file="$work/vswitchd.log" --detach
+nsx ftp-sw ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid" \
+    --log-file="$work/vswitchd.log" --detach 2>>"$work/ovs-console.log"
 pids+=("$(cat "$work/vswitchd.pid")")
 vsctl add-br ftp-br -- set bridge ftp-br datapath_type=netdev protocols=OpenFlow13 fail_mode=secure
 vsctl add-port ftp-br ftp-a0 -- set interface ftp-a0 ofport_request=1
@@ -225,37 +255,44 @@ measure ovs ftp-a
 R[ovs.kdrops]=$(( $(kernel_drops) - k0 ))
 ovs-ofctl -O OpenFlow13 dump-ports ftp-br >"$work/ovs-ports.txt" 2>&1 || true
 ovs-appctl -t "$work/ovs-vswitchd.$(cat "$work/vswitchd.pid").ctl" dpctl/show >"$work/ovs-dp.txt" 2>&1 || true
-ports_drops=$(grep -oE 'drop=[0-9]+' "$work/ovs-ports.txt" | cut -d= -f2 | awk '{s += $1} END {print s + 0}')
-lost=$(grep -oE 'lost:[0-9]+' "$work/ovs-dp.txt" | cut -d: -f2 | awk '{s += $1} END {print s + 0}')
-R[ovs.swdrops]=$((ports_drops + lost))
+ports_drops=$({ grep -oE 'drop=[0-9]+' "$work/ovs-ports.txt" || true; } | cut -d= -f2 | awk '{s += $1} END {print s + 0}')
+lost=$({ grep -oE 'lost:[0-9]+' "$work/ovs-dp.txt" || true; } | cut -d: -f2 | awk '{s += $1} END {print s + 0}')
+R[ovs.swdrops]=$ports_drops
+R[ovs.swdrops2]=$lost
 
 # --- report ---------------------------------------------------------------
 ratio() { # a b -> a/b (two decimals) or -
     awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b + 0 > 0) printf "%.2f", a / b; else print "-" }'
 }
 rows=(rtt_min rtt_avg rtt_max ping_loss tcp_mbps tcp_retr
-      udp64_kpps_sent udp64_mbps_rcvd udp64_loss udp1400_kpps_sent udp1400_mbps_rcvd udp1400_loss
-      swdrops kdrops)
+      udp64_kpps_sent udp64_mbps_rcvd udp64_loss udp64_lost_at_b udp64_lost_path
+      udp1400_kpps_sent udp1400_mbps_rcvd udp1400_loss udp1400_lost_at_b udp1400_lost_path
+      swdrops swdrops2 kdrops)
 declare -A label=(
     [rtt_min]="ping RTT min (ms)" [rtt_avg]="ping RTT avg (ms)" [rtt_max]="ping RTT max (ms)"
     [ping_loss]="ping loss (%)" [tcp_mbps]="TCP A->B (Mbit/s)" [tcp_retr]="TCP retransmits"
     [udp64_kpps_sent]="UDP -l 64 sent (kpps)" [udp64_mbps_rcvd]="UDP -l 64 rcvd (Mbit/s)"
     [udp64_loss]="UDP -l 64 loss at B (%)" [udp1400_kpps_sent]="UDP -l 1400 sent (kpps)"
     [udp1400_mbps_rcvd]="UDP -l 1400 rcvd (Mbit/s)" [udp1400_loss]="UDP -l 1400 loss at B (%)"
-    [swdrops]="switch's own drops" [kdrops]="kernel veth drops")
+    [udp64_lost_at_b]="  lost in B's UDP socket" [udp64_lost_path]="  lost before B (pkts)"
+    [udp1400_lost_at_b]="  lost in B's UDP socket" [udp1400_lost_path]="  lost before B (pkts)"
+    [swdrops]="switch port drop counters" [swdrops2]="switch other drops" [kdrops]="kernel veth drops")
 echo
 echo "fulmar $(git rev-parse --short HEAD 2>/dev/null || echo '?') vs $(ovs-vswitchd --version | head -1);" \
     "$(nproc) cores, nothing pinned (iperf3 client, server and switch share them); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "iperf3 ${secs}s per test, UDP offered -b $udp_rate; offloads off on all veths; fulmar --io afpacket (socket)${workers:+, --workers $workers}"
+echo "ratios are fulmar/OVS (RTT, loss, drops, retransmits: lower is better)"
 printf '%-27s %9s %10s %10s %9s %9s %9s\n' "" direct fulmar-rtc fulmar-rwt ovs rtc/ovs rwt/ovs
 for r in "${rows[@]}"; do
-    d=${R[direct.$r]:--}; [ "$r" = swdrops ] || [ "$r" = kdrops ] && d=n/a
+    d=${R[direct.$r]:--}; case $r in swdrops*|kdrops) d=n/a ;; esac
     a=${R[fulmar-rtc.$r]:--}; b=${R[fulmar-rwt.$r]:--}; o=${R[ovs.$r]:--}
     printf '%-27s %9s %10s %10s %9s %9s %9s\n' "${label[$r]}" "$d" "$a" "$b" "$o" "$(ratio "$a" "$o")" "$(ratio "$b" "$o")"
 done
 echo
-echo "switch's own drops: fulmar = sum of the ports' rx/tx 'drop N' in its final counters (printed on SIGTERM);"
-echo "OVS = sum of drop= in ovs-ofctl dump-ports plus 'lost' upcalls in ovs-appctl dpctl/show."
+echo "UDP lost in B's UDP socket = B's UdpRcvbufErrors delta (receiver too slow); lost before B = iperf3's lost - that."
+echo "switch port drop counters: fulmar = sum of the ports' rx/tx 'drop N' in its final counters (printed on SIGTERM),"
+echo "  OVS = sum of drop= in ovs-ofctl dump-ports. switch other drops: fulmar = sum of its 'drops:' line"
+echo "  (thread rings etc.), OVS = 'lost' upcalls in ovs-appctl dpctl/show."
 echo "kernel veth drops = rx_dropped+tx_dropped deltas over the four veth ends of the switch path."
 for cfg in fulmar-rtc fulmar-rwt; do
     echo; echo "$cfg final counters:"; sed 's/^/  /' "$work/$cfg.out"
