@@ -2,9 +2,10 @@
 # fulmar vs Open vSwitch (userspace netdev datapath): ping RTT, iperf3 TCP
 # and UDP through each switch, between two network namespaces, in one run.
 #
-#   sudo bench/throughput-vs-ovs.sh [--secs N] [--udp-rate 200M] [--workers N] [--keep DIR]
+#   sudo bench/throughput-vs-ovs.sh [--secs N] [--udp-rate 200M] [--workers N] [--keep DIR] [--with-ring]
 #
 # --keep DIR copies the raw outputs (iperf3 JSON, switch logs) there.
+# --with-ring adds a fulmar run-to-completion run with --afpacket-mode ring.
 #
 #   ns ftp-a: ftp-a1 10.0.0.1 == ftp-a0 [port 1] SWITCH [port 2] ftp-b0 == ftp-b1 10.0.0.2 :ns ftp-b
 #   (the switch and its ports ftp-a0, ftp-b0 live in ns ftp-sw: a netdev-datapath
@@ -36,13 +37,15 @@ secs=5
 udp_rate=200M
 workers=
 keep=
+with_ring=
 while [ $# -gt 0 ]; do
     case "$1" in
         --secs) secs=$2; shift 2 ;;
         --udp-rate) udp_rate=$2; shift 2 ;;
         --workers) workers=$2; shift 2 ;;
         --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--secs N] [--udp-rate RATE] [--workers N] [--keep DIR]" >&2; exit 2 ;;
+        --with-ring) with_ring=1; shift ;;
+        *) echo "usage: $0 [--secs N] [--udp-rate RATE] [--workers N] [--keep DIR] [--with-ring]" >&2; exit 2 ;;
     esac
 done
 
@@ -114,6 +117,10 @@ printf 'table=0,priority=10,in_port=1,actions=output:2\ntable=0,priority=10,in_p
 # --- measurement ----------------------------------------------------------
 declare -A R   # R[config.metric] = value
 configs=()
+
+kernel_rx() { # frames the kernel delivered to the switch's two veth ends
+    echo $(( $(nsx ftp-sw cat /sys/class/net/ftp-a0/statistics/rx_packets) + $(nsx ftp-sw cat /sys/class/net/ftp-b0/statistics/rx_packets) ))
+}
 
 kernel_drops() { # sum of rx/tx dropped over the four switch-side veth ends
     local n=0 v
@@ -200,12 +207,15 @@ measure() { # config client-ns
 # Baseline: the direct veth pair.
 measure direct ftp-da
 
-# fulmar, both thread modes.
-for mode in run-to-completion rx-worker-tx; do
-    [ "$mode" = run-to-completion ] && cfg=fulmar-rtc || cfg=fulmar-rwt
-    extra=()
-    [ -n "$workers" ] && extra=(--workers "$workers")
+# fulmar, both thread modes (and, with --with-ring, the TPACKET_V3 ring).
+runs=("fulmar-rtc run-to-completion socket" "fulmar-rwt rx-worker-tx socket")
+[ -n "$with_ring" ] && runs+=("fulmar-ring run-to-completion ring")
+for run in "${runs[@]}"; do
+    read -r cfg mode af <<<"$run"
+    extra=(--afpacket-mode "$af")
+    [ -n "$workers" ] && extra+=(--workers "$workers")
     k0=$(kernel_drops)
+    r0=$(kernel_rx)
     # Not through nsx: a function in the background is a subshell, and
     # $! would be that subshell rather than fulmar (SIGTERM would miss it).
     ip netns exec ftp-sw "$fulmar" run -i ftp-a0 -i ftp-b0 --flows "$work/flows" --mode "$mode" "${extra[@]}" \
@@ -227,6 +237,9 @@ for mode in run-to-completion rx-worker-tx; do
     wait "$fulmar_pid" 2>/dev/null || true
     fulmar_pid=
     R[$cfg.kdrops]=$(( $(kernel_drops) - k0 ))
+    # Frames the kernel put on the switch's veths that the switch never read
+    # (dropped at its packet sockets, which only ring mode counts).
+    R[$cfg.unread]=$(( $(kernel_rx) - r0 - $({ grep -oE ': rx [0-9]+' "$work/$cfg.out" || true; } | awk '{s += $3} END {print s + 0}') ))
     # The switch's own drop counters: the per-port rx/tx "drop N" figures
     # of its final counters (the named causes are shown under the table).
     R[$cfg.swdrops]=$({ grep -oE 'drop [0-9]+' "$work/$cfg.out" || true; } | awk '{s += $2} END {print s + 0}')
@@ -251,12 +264,17 @@ ovs-ofctl -O OpenFlow13 del-flows ftp-br
 ovs-ofctl -O OpenFlow13 add-flows ftp-br "$work/flows"
 sleep 0.5
 k0=$(kernel_drops)
+r0=$(kernel_rx)
 measure ovs ftp-a
+r1=$(kernel_rx)
 R[ovs.kdrops]=$(( $(kernel_drops) - k0 ))
 ovs-ofctl -O OpenFlow13 dump-ports ftp-br >"$work/ovs-ports.txt" 2>&1 || true
 ovs-appctl -t "$work/ovs-vswitchd.$(cat "$work/vswitchd.pid").ctl" dpctl/show >"$work/ovs-dp.txt" 2>&1 || true
 ports_drops=$({ grep -oE 'drop=[0-9]+' "$work/ovs-ports.txt" || true; } | cut -d= -f2 | awk '{s += $1} END {print s + 0}')
 lost=$({ grep -oE 'lost:[0-9]+' "$work/ovs-dp.txt" || true; } | cut -d: -f2 | awk '{s += $1} END {print s + 0}')
+# Packets the datapath looked up (hit + missed + lost) = frames it read.
+looked=$({ grep -oE '(hit|missed|lost):[0-9]+' "$work/ovs-dp.txt" || true; } | cut -d: -f2 | awk '{s += $1} END {print s + 0}')
+R[ovs.unread]=$((r1 - r0 - looked))
 R[ovs.swdrops]=$ports_drops
 R[ovs.swdrops2]=$lost
 
@@ -267,7 +285,7 @@ ratio() { # a b -> a/b (two decimals) or -
 rows=(rtt_min rtt_avg rtt_max ping_loss tcp_mbps tcp_retr
       udp64_kpps_sent udp64_mbps_rcvd udp64_loss udp64_lost_at_b udp64_lost_path
       udp1400_kpps_sent udp1400_mbps_rcvd udp1400_loss udp1400_lost_at_b udp1400_lost_path
-      swdrops swdrops2 kdrops)
+      swdrops swdrops2 unread kdrops)
 declare -A label=(
     [rtt_min]="ping RTT min (ms)" [rtt_avg]="ping RTT avg (ms)" [rtt_max]="ping RTT max (ms)"
     [ping_loss]="ping loss (%)" [tcp_mbps]="TCP A->B (Mbit/s)" [tcp_retr]="TCP retransmits"
@@ -276,25 +294,39 @@ declare -A label=(
     [udp1400_mbps_rcvd]="UDP -l 1400 rcvd (Mbit/s)" [udp1400_loss]="UDP -l 1400 loss at B (%)"
     [udp64_lost_at_b]="  lost in B's UDP socket" [udp64_lost_path]="  lost before B (pkts)"
     [udp1400_lost_at_b]="  lost in B's UDP socket" [udp1400_lost_path]="  lost before B (pkts)"
-    [swdrops]="switch port drop counters" [swdrops2]="switch other drops" [kdrops]="kernel veth drops")
+    [swdrops]="switch port drop counters" [swdrops2]="switch other drops" [kdrops]="kernel veth drops"
+    [unread]="frames never read by switch")
 echo
 echo "fulmar $(git rev-parse --short HEAD 2>/dev/null || echo '?') vs $(ovs-vswitchd --version | head -1);" \
     "$(nproc) cores, nothing pinned (iperf3 client, server and switch share them); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "iperf3 ${secs}s per test, UDP offered -b $udp_rate; offloads off on all veths; fulmar --io afpacket (socket)${workers:+, --workers $workers}"
+echo "iperf3 ${secs}s per test, UDP offered -b $udp_rate; offloads off on all veths; fulmar --io afpacket --afpacket-mode socket (fulmar-ring: ring), rtc = run-to-completion, rwt = rx-worker-tx${workers:+, --workers $workers}"
+fcfgs=()
+for c in "${configs[@]}"; do [[ $c == fulmar-* ]] && fcfgs+=("$c"); done
 echo "ratios are fulmar/OVS (RTT, loss, drops, retransmits: lower is better)"
-printf '%-27s %9s %10s %10s %9s %9s %9s\n' "" direct fulmar-rtc fulmar-rwt ovs rtc/ovs rwt/ovs
+printf '%-30s' ""
+for c in "${configs[@]}"; do printf ' %11s' "$c"; done
+for c in "${fcfgs[@]}"; do printf ' %11s' "${c#fulmar-}/ovs"; done
+echo
 for r in "${rows[@]}"; do
-    d=${R[direct.$r]:--}; case $r in swdrops*|kdrops) d=n/a ;; esac
-    a=${R[fulmar-rtc.$r]:--}; b=${R[fulmar-rwt.$r]:--}; o=${R[ovs.$r]:--}
-    printf '%-27s %9s %10s %10s %9s %9s %9s\n' "${label[$r]}" "$d" "$a" "$b" "$o" "$(ratio "$a" "$o")" "$(ratio "$b" "$o")"
+    printf '%-30s' "${label[$r]}"
+    for c in "${configs[@]}"; do
+        v=${R[$c.$r]:--}
+        [ "$c" = direct ] && case $r in swdrops*|kdrops|unread) v=n/a ;; esac
+        printf ' %11s' "$v"
+    done
+    for c in "${fcfgs[@]}"; do printf ' %11s' "$(ratio "${R[$c.$r]:--}" "${R[ovs.$r]:--}")"; done
+    echo
 done
 echo
-echo "UDP lost in B's UDP socket = B's UdpRcvbufErrors delta (receiver too slow); lost before B = iperf3's lost - that."
+echo "UDP lost in B's UDP socket = B's UdpRcvbufErrors delta (receiver too slow); lost before B = iperf3's lost - that"
+echo "  (approximate: datagrams B drops after iperf3 stops counting make it slightly negative)."
 echo "switch port drop counters: fulmar = sum of the ports' rx/tx 'drop N' in its final counters (printed on SIGTERM),"
 echo "  OVS = sum of drop= in ovs-ofctl dump-ports. switch other drops: fulmar = sum of its 'drops:' line"
 echo "  (thread rings etc.), OVS = 'lost' upcalls in ovs-appctl dpctl/show."
+echo "frames never read by switch = rx_packets of its two veths (kernel) - frames the switch read (fulmar: ports' rx;"
+echo "  OVS: dpctl lookups hit+missed+lost): lost at the switch's packet sockets, counted by no switch counter."
 echo "kernel veth drops = rx_dropped+tx_dropped deltas over the four veth ends of the switch path."
-for cfg in fulmar-rtc fulmar-rwt; do
+for cfg in "${fcfgs[@]}"; do
     echo; echo "$cfg final counters:"; sed 's/^/  /' "$work/$cfg.out"
     grep -iE 'warn|error' "$work/$cfg.err" | sed 's/^/  stderr: /' || true
 done
