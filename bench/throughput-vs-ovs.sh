@@ -20,7 +20,9 @@
 # and ovs-vswitchd 3.x with a netdev bridge (fail_mode=secure, OpenFlow13,
 # flows added with ovs-ofctl). For each: 20 pings 10 ms apart, iperf3 TCP
 # A->B, iperf3 UDP at a fixed offered rate with 64- and 1400-byte payloads
-# (receiver-side loss), and the switch's own drop counters. Offloads (TSO,
+# (receiver-side loss, split into B's own UDP socket and before B), the
+# switch's own drop counters, and frames the kernel put on the switch's
+# veths that the switch never read (packet-socket overflow). Offloads (TSO,
 # GSO, GRO, TX checksum) are off on every veth, also for the baseline, so
 # every frame is a real <= 1500-byte frame with a full checksum.
 #
