@@ -186,7 +186,7 @@ measure() { # config client-ns
     echo "== $cfg" >&2
     nsx "$ns" ping -n -q -c 3 -i 0.05 -W 1 10.0.0.2 >/dev/null 2>&1 || true   # ARP, warm-up
     out=$(nsx "$ns" ping -n -q -c 20 -i 0.01 -W 1 10.0.0.2 2>&1 || true)
-    R[$cfg.ping_loss]=$(grep -oE '[0-9.]+% packet loss' <<<"$out" | cut -d% -f1)
+    R[$cfg.ping_loss]=$(grep -oE '[0-9.]+% packet loss' <<<"$out" | cut -d% -f1 || true)
     if [[ $out =~ =\ ([0-9.]+)/([0-9.]+)/([0-9.]+)/ ]]; then
         R[$cfg.rtt_min]=${BASH_REMATCH[1]}; R[$cfg.rtt_avg]=${BASH_REMATCH[2]}; R[$cfg.rtt_max]=${BASH_REMATCH[3]}
     fi
@@ -202,7 +202,7 @@ measure() { # config client-ns
         # Where the lost datagrams went: B's own UDP socket overflowing (the
         # receiver too slow), or before B (the switch path).
         R[$cfg.udp${len}_lost_at_b]=$((b1 - b0))
-        [[ ${v[3]:-} =~ ^[0-9]+$ ]] && R[$cfg.udp${len}_lost_path]=$((v[3] - (b1 - b0)))
+        if [[ ${v[3]:-} =~ ^[0-9]+$ ]]; then R[$cfg.udp${len}_lost_path]=$((v[3] - (b1 - b0))); fi
     done
 }
 
@@ -334,4 +334,4 @@ for cfg in "${fcfgs[@]}"; do
 done
 echo; echo "ovs dump-ports:"; sed 's/^/  /' "$work/ovs-ports.txt"
 grep -E 'lookups|flows' "$work/ovs-dp.txt" | sed 's/^/  dpctl: /' || true
-if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$work"/*.json "$work"/*.out "$work"/*.err "$work"/*.txt "$work"/*.log "$keep"/ 2>/dev/null; echo "raw outputs: $keep"; fi
+if [ -n "$keep" ]; then mkdir -p "$keep" && cp "$work"/*.json "$work"/*.out "$work"/*.err "$work"/*.txt "$work"/*.log "$keep"/ 2>/dev/null || true; echo "raw outputs: $keep"; fi
