@@ -161,8 +161,9 @@ pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
     })
 }
 
-/// A hash of the flow's L2 and 5-tuple fields: the same for every packet
-/// of one flow, so a select group keeps a flow on one bucket.
+/// A hash of the flow's L2, ARP and 5-tuple fields: the same for every
+/// packet of one flow, so a select group keeps a flow on one bucket (ARP
+/// addresses count, so ARP conversations spread over the buckets too).
 pub(super) fn flow_hash(k: &FlowKey) -> u64 {
     const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -185,7 +186,13 @@ pub(super) fn flow_hash(k: &FlowKey) -> u64 {
     eat(&k.tp_src.to_be_bytes());
     eat(&k.tp_dst.to_be_bytes());
     eat(&k.mpls_label.to_be_bytes());
-    h
+    eat(&k.arp_spa.to_be_bytes());
+    eat(&k.arp_tpa.to_be_bytes());
+    // FNV's low bits are only the parity of the input bytes (the prime is
+    // odd); the bucket choice takes a remainder, so mix the high bits down.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^ (h >> 33)
 }
 
 impl<'a> Exec<'a> {
@@ -686,4 +693,38 @@ pub fn remark_dscp(dscp: u8, prec_level: u8) -> u8 {
     let dp = (dscp >> 1) & 0b11;
     let new = dp.saturating_add(prec_level).min(3);
     (dscp & !0b110 & 0x3f) | (new << 1)
+}
+
+#[cfg(test)]
+mod flow_hash_tests {
+    use super::flow_hash;
+    use packet::flow_key::FlowKey;
+
+    fn arp(spa: [u8; 4], tpa: [u8; 4]) -> FlowKey {
+        let mut f = vec![0xff; 6];
+        f.extend([0x02, 0, 0, 0, 0, 1, 0x08, 0x06]);
+        f.extend([0, 1, 0x08, 0, 6, 4, 0, 1]);
+        f.extend([0x02, 0, 0, 0, 0, 1]);
+        f.extend(spa);
+        f.extend([0; 6]);
+        f.extend(tpa);
+        FlowKey::parse(&f)
+    }
+
+    #[test]
+    fn arp_conversations_spread_over_select_buckets() {
+        // The os-ken select-group tests send ARP with random addresses and
+        // expect traffic on every bucket.
+        let mut buckets = [0u32; 2];
+        for i in 0..200u8 {
+            let h = flow_hash(&arp([10, 0, i, 1], [10, 1, 0, i]));
+            buckets[(h % 2) as usize] += 1;
+        }
+        assert!(buckets.iter().all(|&n| n > 50), "{buckets:?}");
+        // And one conversation always hashes the same.
+        assert_eq!(
+            flow_hash(&arp([10, 0, 0, 1], [10, 0, 0, 2])),
+            flow_hash(&arp([10, 0, 0, 1], [10, 0, 0, 2]))
+        );
+    }
 }
