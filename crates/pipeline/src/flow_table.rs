@@ -65,7 +65,13 @@ use ofp::error::{BadRequestCode, FlowModFailedCode};
 use ofp::flow_mod::flow_mod_flags;
 use ofp::stats::{AggregateStats, FlowStats, TableStats};
 use ofp::{FlowMod, FlowModCommand, Match, OfpError};
+use packet::flow_key::FlowKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Source of [`Tables::instance`] numbers.
+static INSTANCES: AtomicU64 = AtomicU64::new(1);
 
 /// Every `OFPFF_*` bit OpenFlow 1.3 defines.
 const KNOWN_FLAGS: u16 = flow_mod_flags::SEND_FLOW_REM
@@ -104,9 +110,97 @@ pub struct FlowTable {
     by_key: HashMap<(u16, MatchKey), FlowId>,
     lookup_count: u64,
     matched_count: u64,
+    /// The fast classifier's copy of the entries' (id, priority, match).
+    index: classifier::Table,
+    /// Set when the index refused a rule (cannot happen for a valid
+    /// `MatchKey`; kept as a guard): lookups then scan linearly.
+    index_broken: bool,
+}
+
+/// The classifier rule of an entry: id, priority and match fields.
+fn rule_of(e: &FlowEntry) -> classifier::Rule {
+    classifier::Rule {
+        id: e.id.0,
+        priority: e.priority,
+        fields: e
+            .key
+            .fields()
+            .iter()
+            .map(|f| classifier::FieldMatch {
+                field: f.field as u8,
+                value: f.value,
+                mask: f.mask,
+            })
+            .collect(),
+    }
 }
 
 impl FlowTable {
+    /// Adds an entry to the table, its strict index and the classifier.
+    fn put(&mut self, e: FlowEntry) {
+        if !self.index_broken && self.index.insert(rule_of(&e)).is_err() {
+            self.index_broken = true;
+        }
+        self.by_key.insert((e.priority, e.key.clone()), e.id);
+        self.entries.insert(e.id, e);
+    }
+
+    /// Takes an entry out of the table, its strict index and the
+    /// classifier.
+    fn take(&mut self, id: FlowId) -> Option<FlowEntry> {
+        let e = self.entries.remove(&id)?;
+        self.by_key.remove(&(e.priority, e.key.clone()));
+        self.index.remove(id.0);
+        Some(e)
+    }
+
+    /// The entry with id `id`, if it is in this table.
+    pub fn entry(&self, id: FlowId) -> Option<&FlowEntry> {
+        self.entries.get(&id)
+    }
+
+    /// The entry `packet` hits: highest priority, then oldest (smallest
+    /// id), through the fast classifier. Equals
+    /// [`crate::datapath::lookup::LinearScan::lookup_table`].
+    pub fn lookup(&self, packet: &FlowKey) -> Option<&FlowEntry> {
+        if self.index_broken {
+            return crate::datapath::lookup::LinearScan::lookup_table(self, packet);
+        }
+        let hit = self.index.lookup(packet)?;
+        self.entries.get(&FlowId(hit.id))
+    }
+
+    /// The entry ids a burst of packets hit, `out[i]` for `packets[i]`
+    /// (`out` at least as long as `packets`), with the classifier's burst
+    /// lookup (prefetching across the burst).
+    pub fn lookup_burst(&self, packets: &[FlowKey], out: &mut [Option<FlowId>]) {
+        if self.index_broken {
+            for (k, o) in packets.iter().zip(out.iter_mut()) {
+                *o = self.lookup(k).map(|e| e.id);
+            }
+            return;
+        }
+        let mut hits = [None; 32];
+        for (keys, outs) in packets.chunks(32).zip(out.chunks_mut(32)) {
+            let hits = &mut hits[..keys.len()];
+            self.index.lookup_burst(keys, hits);
+            for (o, h) in outs.iter_mut().zip(hits.iter()) {
+                *o = h.map(|h| FlowId(h.id));
+            }
+        }
+    }
+
+    /// The classifier's generation: changes with every entry added,
+    /// changed or removed (flow caches compare it).
+    pub fn generation(&self) -> u64 {
+        self.index.generation()
+    }
+
+    /// The classifier index (for shape reports and benchmarks).
+    pub fn index(&self) -> &classifier::Table {
+        &self.index
+    }
+
     /// The entries in installation order.
     pub fn entries(&self) -> impl Iterator<Item = &FlowEntry> {
         self.entries.values()
@@ -164,11 +258,12 @@ pub fn any_flow() -> FlowFilter {
 #[derive(Clone, Debug)]
 pub struct Tables {
     config: TablesConfig,
-    tables: Vec<FlowTable>,
+    tables: Vec<Arc<FlowTable>>,
     next_id: u64,
-    location: HashMap<FlowId, u8>,
-    group_refs: HashMap<u32, BTreeSet<FlowId>>,
-    meter_refs: HashMap<u32, BTreeSet<FlowId>>,
+    location: Arc<HashMap<FlowId, u8>>,
+    group_refs: Arc<HashMap<u32, BTreeSet<FlowId>>>,
+    meter_refs: Arc<HashMap<u32, BTreeSet<FlowId>>>,
+    instance: u64,
 }
 
 impl Default for Tables {
@@ -186,13 +281,27 @@ impl Tables {
     pub fn new(mut config: TablesConfig) -> Tables {
         config.n_tables = config.n_tables.max(1);
         Tables {
-            tables: vec![FlowTable::default(); usize::from(config.n_tables)],
+            tables: vec![Arc::new(FlowTable::default()); usize::from(config.n_tables)],
             config,
             next_id: 1,
-            location: HashMap::new(),
-            group_refs: HashMap::new(),
-            meter_refs: HashMap::new(),
+            location: Arc::default(),
+            group_refs: Arc::default(),
+            meter_refs: Arc::default(),
+            instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// A number identifying this set of tables and its clones (fresh for
+    /// every [`Tables::new`]): table generations are comparable only
+    /// between tables of the same instance.
+    pub fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    fn table_mut(&mut self, table_id: u8) -> Option<&mut FlowTable> {
+        self.tables
+            .get_mut(usize::from(table_id))
+            .map(Arc::make_mut)
     }
 
     /// The configuration.
@@ -207,7 +316,7 @@ impl Tables {
 
     /// One table.
     pub fn table(&self, table_id: u8) -> Option<&FlowTable> {
-        self.tables.get(usize::from(table_id))
+        self.tables.get(usize::from(table_id)).map(|t| &**t)
     }
 
     /// An entry by id.
@@ -424,9 +533,9 @@ impl Tables {
         out_group: u32,
     ) -> Vec<FlowId> {
         let tables: Vec<&FlowTable> = if table_id == table_no::ALL {
-            self.tables.iter().collect()
+            self.tables.iter().map(|t| &**t).collect()
         } else {
-            self.tables.get(usize::from(table_id)).into_iter().collect()
+            self.table(table_id).into_iter().collect()
         };
         let keep = |e: &FlowEntry| {
             e.cookie_matches(cookie, cookie_mask)
@@ -477,29 +586,32 @@ impl Tables {
     fn attach(&mut self, e: FlowEntry) {
         let id = e.id;
         for g in e.groups() {
-            self.group_refs.entry(g).or_default().insert(id);
+            Arc::make_mut(&mut self.group_refs)
+                .entry(g)
+                .or_default()
+                .insert(id);
         }
         if let Some(m) = e.meter() {
-            self.meter_refs.entry(m).or_default().insert(id);
+            Arc::make_mut(&mut self.meter_refs)
+                .entry(m)
+                .or_default()
+                .insert(id);
         }
-        self.location.insert(id, e.table_id);
-        if let Some(table) = self.tables.get_mut(usize::from(e.table_id)) {
-            table.by_key.insert((e.priority, e.key.clone()), id);
-            table.entries.insert(id, e);
+        Arc::make_mut(&mut self.location).insert(id, e.table_id);
+        if let Some(table) = self.table_mut(e.table_id) {
+            table.put(e);
         }
     }
 
     /// Takes an entry out of its table and every index.
     fn detach(&mut self, id: FlowId) -> Option<FlowEntry> {
-        let t = self.location.remove(&id)?;
-        let table = self.tables.get_mut(usize::from(t))?;
-        let e = table.entries.remove(&id)?;
-        table.by_key.remove(&(e.priority, e.key.clone()));
+        let t = Arc::make_mut(&mut self.location).remove(&id)?;
+        let e = self.table_mut(t)?.take(id)?;
         for g in e.groups() {
-            unref(&mut self.group_refs, g, id);
+            unref(Arc::make_mut(&mut self.group_refs), g, id);
         }
         if let Some(m) = e.meter() {
-            unref(&mut self.meter_refs, m, id);
+            unref(Arc::make_mut(&mut self.meter_refs), m, id);
         }
         Some(e)
     }
@@ -549,9 +661,9 @@ impl Tables {
         let Some(t) = self.location.get(&id) else {
             return false;
         };
+        let t = *t;
         let Some(e) = self
-            .tables
-            .get_mut(usize::from(*t))
+            .table_mut(t)
             .and_then(|table| table.entries.get_mut(&id))
         else {
             return false;
@@ -572,9 +684,9 @@ impl Tables {
         let Some(t) = self.location.get(&id) else {
             return false;
         };
+        let t = *t;
         let Some(e) = self
-            .tables
-            .get_mut(usize::from(*t))
+            .table_mut(t)
             .and_then(|table| table.entries.get_mut(&id))
         else {
             return false;
@@ -590,7 +702,7 @@ impl Tables {
     /// Records `lookups` lookups in `table_id`, `matched` of which hit an
     /// entry (the bulk form of [`Tables::note_lookup`]).
     pub fn note_lookups(&mut self, table_id: u8, lookups: u64, matched: u64) {
-        if let Some(t) = self.tables.get_mut(usize::from(table_id)) {
+        if let Some(t) = self.table_mut(table_id) {
             t.lookup_count = t.lookup_count.wrapping_add(lookups);
             t.matched_count = t.matched_count.wrapping_add(matched);
         }
@@ -598,7 +710,7 @@ impl Tables {
 
     /// Records one lookup in `table_id` and whether it matched an entry.
     pub fn note_lookup(&mut self, table_id: u8, matched: bool) {
-        if let Some(t) = self.tables.get_mut(usize::from(table_id)) {
+        if let Some(t) = self.table_mut(table_id) {
             t.lookup_count = t.lookup_count.wrapping_add(1);
             if matched {
                 t.matched_count = t.matched_count.wrapping_add(1);
@@ -707,6 +819,8 @@ impl Tables {
                 "5: capacity"
             );
             assert_eq!(table.by_key.len(), table.entries.len(), "2: by_key size");
+            assert_eq!(table.index.len(), table.entries.len(), "7: index size");
+            assert!(!table.index_broken, "7: index refused a rule");
             for (id, e) in &table.entries {
                 total += 1;
                 assert_eq!(*id, e.id, "1: id");
@@ -718,6 +832,9 @@ impl Tables {
                     "2"
                 );
                 assert_eq!(MatchKey::new(&e.match_).as_ref(), Ok(&e.key), "3");
+                let mut rule = rule_of(e);
+                rule.canonicalize().unwrap();
+                assert_eq!(table.index.get(id.0), Some(&rule), "7: index rule");
                 for g in e.groups() {
                     groups.entry(g).or_default().insert(*id);
                 }
@@ -727,8 +844,8 @@ impl Tables {
             }
         }
         assert_eq!(total, self.location.len(), "1: location size");
-        assert_eq!(groups, self.group_refs, "4: group refs");
-        assert_eq!(meters, self.meter_refs, "4: meter refs");
+        assert_eq!(groups, *self.group_refs, "4: group refs");
+        assert_eq!(meters, *self.meter_refs, "4: meter refs");
     }
 }
 

@@ -48,7 +48,7 @@ pub use action_set::ActionSet;
 pub use buffers::BufferPool;
 pub use counters::{Counters, DropCounters};
 pub use exec::remark_dscp;
-pub use lookup::{Classifier, LinearScan};
+pub use lookup::{Classifier, FastClassifier, LinearScan};
 pub use ports::{PortInfo, Ports};
 pub use worker::{LocalMeters, PipelineView, Snapshot, WorkerState};
 
@@ -229,7 +229,7 @@ impl Datapath {
             ports,
             worker: WorkerState::new(0, 1, config.n_buffers),
             config,
-            classifier: Box::new(LinearScan),
+            classifier: Box::new(FastClassifier),
         }
     }
 

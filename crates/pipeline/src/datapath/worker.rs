@@ -44,7 +44,7 @@
 use super::buffers::BufferPool;
 use super::counters::Counters;
 use super::exec::{Exec, Pkt, NO_COOKIE};
-use super::lookup::{Classifier, LinearScan};
+use super::lookup::{Classifier, FastClassifier};
 use super::ports::Ports;
 use super::{subtract, BurstOutput, DatapathConfig, TraceEvent};
 use crate::meter_table::{Meter, MeterVerdict, Meters};
@@ -131,7 +131,7 @@ pub struct PipelineView<'a> {
 }
 
 impl<'a> PipelineView<'a> {
-    /// A view with the linear-scan classifier.
+    /// A view with the fast classifier ([`FastClassifier`]).
     pub fn new(
         state: &'a SwitchState,
         ports: &'a Ports,
@@ -141,7 +141,7 @@ impl<'a> PipelineView<'a> {
             state,
             ports,
             config,
-            classifier: &LinearScan,
+            classifier: &FastClassifier,
         }
     }
 }
@@ -169,7 +169,7 @@ impl Snapshot {
         }
     }
 
-    /// A view of it with the linear-scan classifier.
+    /// A view of it with the fast classifier.
     pub fn view(&self) -> PipelineView<'_> {
         PipelineView::new(&self.state, &self.ports, &self.config)
     }
