@@ -281,7 +281,7 @@ impl Tables {
     pub fn new(mut config: TablesConfig) -> Tables {
         config.n_tables = config.n_tables.max(1);
         Tables {
-            tables: vec![Arc::new(FlowTable::default()); usize::from(config.n_tables)],
+            tables: (0..config.n_tables).map(|_| Arc::default()).collect(),
             config,
             next_id: 1,
             location: Arc::default(),
