@@ -46,11 +46,12 @@ pub mod worker;
 
 pub use action_set::ActionSet;
 pub use buffers::BufferPool;
+pub use classifier::CacheStats;
 pub use counters::{Counters, DropCounters};
 pub use exec::remark_dscp;
 pub use lookup::{Classifier, FastClassifier, LinearScan};
 pub use ports::{PortInfo, Ports};
-pub use worker::{LocalMeters, PipelineView, Snapshot, WorkerState};
+pub use worker::{LocalMeters, PipelineView, Snapshot, WorkerState, DEFAULT_FLOW_CACHE};
 
 use crate::flow_entry::FlowId;
 use crate::meter_table::MeterVerdict;
@@ -261,6 +262,17 @@ impl Datapath {
     /// The buffer pool.
     pub fn buffers(&self) -> &BufferPool {
         self.worker.buffers()
+    }
+
+    /// The flow cache's counters (see [`WorkerState::cache_stats`]).
+    pub fn cache_stats(&self) -> classifier::CacheStats {
+        self.worker.cache_stats()
+    }
+
+    /// Sets the flow cache's size (0: none; see
+    /// [`WorkerState::set_flow_cache`]).
+    pub fn set_flow_cache(&mut self, capacity: usize) {
+        self.worker.set_flow_cache(capacity);
     }
 
     /// Answers a multipart request (see [`SwitchState::multipart`]) after
