@@ -26,7 +26,18 @@
 //!   commands find their one entry in O(1);
 //! * `lookup_count` / `matched_count` — the table counters the data side
 //!   feeds through [`Tables::note_lookup`] or, folded in bulk,
-//!   [`Tables::note_lookups`].
+//!   [`Tables::note_lookups`];
+//! * `index: classifier::Table` — the fast classifier's copy of every
+//!   entry's (id, priority, match fields), rule id = `FlowId.0`. It is
+//!   changed in exactly two places, `FlowTable::put` and
+//!   `FlowTable::take`, through which every path that adds, replaces,
+//!   modifies (detach + attach), deletes, expires or removes entries for a
+//!   deleted group or meter goes; invariant 7 checks it. The classifier's
+//!   tie rule (smallest id) is the linear scan's (oldest entry) because
+//!   ids grow with installation. [`FlowTable::lookup`] and
+//!   [`FlowTable::lookup_burst`] use it; its generation
+//!   ([`FlowTable::generation`]) moves with every change and keys the
+//!   workers' flow caches.
 //!
 //! [`FlowId`]s come from one counter per `Tables`, are never reused, and
 //! stay with an entry when MODIFY or a replacing ADD changes its
@@ -47,12 +58,50 @@
 //! 6. A modification that returns an error has changed nothing: every
 //!    check (flags, table id, match, instructions, overlap, capacity) runs
 //!    before the first write.
+//! 7. `index` holds exactly one rule per entry, equal to the entry's id,
+//!    priority and (canonical) match fields.
+//!
+//! # Publishing: copy-on-write per table
+//!
+//! Workers read an immutable copy of the switch (`datapath::Snapshot`,
+//! published as an `Arc`), so every publish clones `Tables`. Each
+//! `FlowTable` (entries, strict index, classifier index) and each
+//! cross-table index (`location`, `group_refs`, `meter_refs`) sits behind
+//! its own `Arc`: cloning `Tables` copies `n_tables + 3` pointers, O(1) in
+//! the number of entries, and every write goes through `Arc::make_mut`,
+//! which copies a structure only if a published snapshot still shares it.
+//! The cost therefore moves from the publish to the first write after it:
+//!
+//! * the first flow-mod after a publish copies the table it changes plus
+//!   `location` (and `group_refs`/`meter_refs` if the entry uses groups or
+//!   meters) — O(entries of that table + all entries) once; later
+//!   flow-mods until the next publish copy nothing;
+//! * folding worker counters ([`Tables::add_hits`], [`Tables::note_lookups`])
+//!   also writes the tables, so the first fold after a publish copies each
+//!   table it touches (not `location`).
+//!
+//! So publishing after every single flow-mod into a 1M-entry table is
+//! still O(table) per flow-mod; the control side should batch (publish
+//! once per batch of flow-mods / per control-loop turn), which makes the
+//! copy O(table) per batch. Untouched tables are never copied. Measured
+//! figures are in the fastpath report (`fulmar bench ... --flow-mods N
+//! --publish-every K`). Not done: a persistent (chunked or HAMT) entry
+//! map and classifier, which would make one write copy O(chunk); and
+//! moving the per-entry counters out of the shared tables.
+//!
+//! Every `Tables::new` draws a fresh [`Tables::instance`] number shared by
+//! its clones; a worker's flow cache is cleared when the instance of the
+//! tables it reads changes, since generations of unrelated tables are not
+//! comparable. (Two clones of one instance changed independently can
+//! reach the same generation with different contents; the runtime never
+//! does that — it publishes clones of one control-side copy.)
 //!
 //! # Costs
 //!
-//! ADD/strict commands are O(1) plus instruction validation; CHECK_OVERLAP
-//! and the non-strict commands scan the table; [`Tables::expire`] scans
-//! every entry. A timer wheel and a classifier come with packet processing.
+//! ADD/strict commands are O(1) plus instruction validation and the
+//! classifier insert (amortized O(1); see `classifier::table`);
+//! CHECK_OVERLAP and the non-strict commands scan the table;
+//! [`Tables::expire`] scans every entry.
 
 use crate::flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
 use crate::group_table::Groups;
@@ -2130,5 +2179,53 @@ mod tests {
         assert_ne!(Tables::default().instance(), sw.tables.instance());
         published.check_invariants();
         sw.tables.check_invariants();
+    }
+
+    /// Publish cost at 100K and 1M entries (one table, in_port + VLAN
+    /// rules): clone (publish), the first flow-mod after it (copies the
+    /// table and `location`), a later one. Figures, not assertions:
+    /// `cargo test -p pipeline --release publish_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn publish_cost() {
+        use std::time::Instant;
+        for n in [100_000u32, 1_000_000] {
+            let mut sw = Switch::new(2, 2_000_000);
+            let vlan = |i: u32| {
+                exact(
+                    OxmField::VlanVid,
+                    OxmValue::U16(0x1000 | (i % 4094 + 1) as u16),
+                )
+            };
+            for i in 0..n {
+                let fm = add(0, 1, vec![in_port(i / 4094 + 1), vlan(i)], 1);
+                sw.tables
+                    .apply_flow_mod(&fm, Time(0), &sw.groups, &sw.meters)
+                    .unwrap();
+            }
+            let t = Instant::now();
+            let published = sw.tables.clone();
+            let clone = t.elapsed();
+            let t = Instant::now();
+            let fm = add(0, 2, vec![in_port(1), vlan(7)], 2);
+            sw.tables
+                .apply_flow_mod(&fm, Time(0), &sw.groups, &sw.meters)
+                .unwrap();
+            let first = t.elapsed();
+            let t = Instant::now();
+            let fm = add(0, 3, vec![in_port(1), vlan(7)], 2);
+            sw.tables
+                .apply_flow_mod(&fm, Time(0), &sw.groups, &sw.meters)
+                .unwrap();
+            let later = t.elapsed();
+            let t = Instant::now();
+            let deep = (*sw.tables.tables[0]).clone();
+            let table_copy = t.elapsed();
+            println!(
+                "{n} entries: publish (clone) {clone:?}; first flow-mod after it {first:?}; \
+                 next flow-mod {later:?}; full copy of the table alone {table_copy:?}"
+            );
+            drop((published, deep));
+        }
     }
 }
