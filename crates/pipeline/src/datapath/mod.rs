@@ -51,7 +51,10 @@ pub use counters::{Counters, DropCounters};
 pub use exec::remark_dscp;
 pub use lookup::{Classifier, FastClassifier, LinearScan};
 pub use ports::{PortInfo, Ports};
-pub use worker::{LocalMeters, PipelineView, Snapshot, WorkerState, DEFAULT_FLOW_CACHE};
+pub use worker::{
+    LocalMeters, PipelineView, Snapshot, WorkerState, CACHE_BYPASS, CACHE_MIN_HIT_DIV,
+    CACHE_WINDOW, DEFAULT_FLOW_CACHE,
+};
 
 use crate::flow_entry::FlowId;
 use crate::meter_table::MeterVerdict;
@@ -267,6 +270,12 @@ impl Datapath {
     /// The flow cache's counters (see [`WorkerState::cache_stats`]).
     pub fn cache_stats(&self) -> classifier::CacheStats {
         self.worker.cache_stats()
+    }
+
+    /// Packets that went past the flow cache (see
+    /// [`WorkerState::cache_bypassed`]).
+    pub fn cache_bypassed(&self) -> u64 {
+        self.worker.cache_bypassed()
     }
 
     /// Sets the flow cache's size (0: none; see

@@ -139,6 +139,36 @@ fn key_of(o: &BurstOutput, i: usize) -> FlowKey {
 
 // ---- matching, tables, instructions ---------------------------------
 
+/// Many more flows than cache entries: after one window the cache is
+/// bypassed; one repeated flow keeps it on. Forwarding is the same.
+#[test]
+fn a_cache_that_misses_is_bypassed() {
+    let flows = "table=0,priority=1,udp,actions=output:2";
+    let mut d = dp(flows);
+    d.set_flow_cache(64);
+    let total = 2 * CACHE_WINDOW as usize;
+    let mut sent = 0;
+    for b in 0..total / 32 {
+        let mut burst: Vec<PacketBuf> = (0..32)
+            .map(|i| PacketBuf::from_slice(&udp4_ports(64, (b * 32 + i) as u16, 53)))
+            .collect();
+        sent += d.process_burst(1, &mut burst, T0).tx.len();
+    }
+    assert_eq!(sent, total);
+    let s = d.cache_stats();
+    assert!(d.cache_bypassed() >= (total as u64) / 2 - 32, "{s:?}");
+    assert_eq!(s.hits + s.misses + d.cache_bypassed(), total as u64);
+
+    let mut d = dp(flows);
+    for _ in 0..total / 32 {
+        let mut burst: Vec<PacketBuf> = (0..32).map(|_| PacketBuf::from_slice(&udp4(64))).collect();
+        assert_eq!(d.process_burst(1, &mut burst, T0).tx.len(), 32);
+    }
+    assert_eq!(d.cache_bypassed(), 0);
+    // The first burst is looked up before any of it is cached.
+    assert_eq!(d.cache_stats().hits, total as u64 - 32);
+}
+
 #[test]
 fn no_match_without_miss_entry_is_a_counted_drop() {
     let mut d = dp("priority=10,in_port=2,actions=output:3");

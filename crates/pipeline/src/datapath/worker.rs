@@ -62,6 +62,17 @@ use std::collections::HashMap;
 /// the full key, the dependencies and the hit).
 pub const DEFAULT_FLOW_CACHE: usize = 4096;
 
+/// Lookups over which the cache's hit rate is judged.
+pub const CACHE_WINDOW: u64 = 8192;
+/// A window whose hit rate is below `1 / CACHE_MIN_HIT_DIV` turns the cache
+/// off for the next [`CACHE_BYPASS`] packets: with many more flows than
+/// entries the cache only adds a hash, a compare and an insert per packet
+/// in front of a classifier lookup that is about as fast.
+pub const CACHE_MIN_HIT_DIV: u64 = 4;
+/// Packets that go past the cache after a poor window (then it is tried
+/// again for a window).
+pub const CACHE_BYPASS: u64 = 16 * CACHE_WINDOW;
+
 /// A worker's copies of the meters it has used (see the module comment).
 #[derive(Clone, Debug, Default)]
 pub struct LocalMeters {
@@ -198,6 +209,12 @@ pub struct WorkerState {
     cache_instance: u64,
     /// Stats of caches dropped by [`WorkerState::set_flow_cache`].
     cache_stats_before: CacheStats,
+    /// Current window: (lookups, hits).
+    cache_window: (u64, u64),
+    /// Packets still to send past the cache.
+    cache_bypass: u64,
+    /// Packets sent past the cache so far.
+    cache_bypassed: u64,
     /// Per-burst scratch, kept to avoid allocating per burst.
     scratch: Scratch,
 }
@@ -226,6 +243,9 @@ impl WorkerState {
             cache_capacity: DEFAULT_FLOW_CACHE,
             cache_instance: 0,
             cache_stats_before: CacheStats::default(),
+            cache_window: (0, 0),
+            cache_bypass: 0,
+            cache_bypassed: 0,
             scratch: Scratch::default(),
         }
     }
@@ -242,6 +262,13 @@ impl WorkerState {
             b.inserts += s.inserts;
         }
         self.cache_capacity = capacity;
+    }
+
+    /// Packets whose table-0 lookup went past the flow cache because its
+    /// recent hit rate was too low (see [`CACHE_MIN_HIT_DIV`]); they count
+    /// neither as hits nor as misses.
+    pub fn cache_bypassed(&self) -> u64 {
+        self.cache_bypassed
     }
 
     /// The flow cache's counters since this worker started: a hit is a
@@ -325,7 +352,10 @@ impl WorkerState {
     /// key (in_port included; metadata is 0 there) and valid while table
     /// 0's generation is unchanged. Later tables are not cached: what they
     /// see depends on table 0's apply-actions (set-field, push/pop rewrite
-    /// the key) and write-metadata, not on the key alone.
+    /// the key) and write-metadata, not on the key alone. A cache whose
+    /// hit rate over [`CACHE_WINDOW`] lookups falls below
+    /// `1/`[`CACHE_MIN_HIT_DIV`] is skipped for the next [`CACHE_BYPASS`]
+    /// packets ([`WorkerState::cache_bypassed`]).
     pub fn process_burst_into(
         &mut self,
         view: &PipelineView<'_>,
@@ -413,8 +443,20 @@ impl WorkerState {
         sc.first.clear();
         sc.miss_keys.clear();
         sc.miss_at.clear();
+        let n = sc.pkts.len() as u64;
+        let use_cache = self.cache.is_some() && self.cache_bypass == 0;
+        if self.cache.is_some() && !use_cache {
+            self.cache_bypass = self.cache_bypass.saturating_sub(n);
+            self.cache_bypassed += n;
+        }
+        let mut hits = 0u64;
         for (i, p) in sc.pkts.iter().enumerate() {
-            let cached = self.cache.as_mut().and_then(|c| c.get(&p.key, &gens));
+            let cached = if use_cache {
+                self.cache.as_mut().and_then(|c| c.get(&p.key, &gens))
+            } else {
+                None
+            };
+            hits += u64::from(cached.is_some());
             match cached {
                 Some(hit) => sc.first.push(Some(*hit)),
                 None => {
@@ -422,6 +464,17 @@ impl WorkerState {
                     sc.miss_keys.push(p.key);
                     sc.miss_at.push(i);
                 }
+            }
+        }
+        if use_cache {
+            let w = &mut self.cache_window;
+            w.0 += n;
+            w.1 += hits;
+            if w.0 >= CACHE_WINDOW {
+                if w.1 * CACHE_MIN_HIT_DIV < w.0 {
+                    self.cache_bypass = CACHE_BYPASS;
+                }
+                *w = (0, 0);
             }
         }
         if sc.miss_keys.is_empty() {
@@ -436,7 +489,7 @@ impl WorkerState {
             if let Some(f) = sc.first.get_mut(i) {
                 *f = Some(*hit);
             }
-            if let Some(c) = self.cache.as_mut() {
+            if let Some(c) = self.cache.as_mut().filter(|_| use_cache) {
                 c.insert(*key, deps, *hit, &gens);
             }
         }
