@@ -1,6 +1,7 @@
 //! The `fulmar` command: parses the command line and dispatches to the
 //! subcommand modules, which hold the logic.
 
+mod cmd_bench;
 mod cmd_demo;
 mod cmd_ofp;
 mod cmd_run;
@@ -30,6 +31,9 @@ enum Command {
     /// Send packets through an in-memory pipeline built from flow, group
     /// and meter files, and show what happens to them.
     Trace(cmd_trace::TraceArgs),
+    /// Measure forwarding: generated rules, in-memory packets, one or
+    /// more workers; reports Mpps, ns/packet, memory and install rate.
+    Bench(cmd_bench::BenchArgs),
     /// Run the switch on real interfaces (config file or flags).
     Run(cmd_run::RunArgs),
     /// Build network namespaces as root and run the seed-001 gateway:
@@ -59,6 +63,7 @@ fn main() -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ofp { command } => cmd_ofp::run(command),
         Command::Trace(args) => cmd_trace::run(&args),
+        Command::Bench(args) => cmd_bench::run(&args),
         Command::Run(args) => {
             init_logging();
             cmd_run::run(&args)

@@ -612,6 +612,30 @@ impl BridgeRt {
     /// Takes what the workers counted since the last collection and folds
     /// it into the control side's state (flow, table, group, meter and
     /// port counters) and totals.
+    /// Asks every worker to hand over its counters now and waits (at most
+    /// `timeout`) until each has; a worker that does not answer in time
+    /// (stopped, or stuck in a long burst) is simply collected as it is.
+    fn request_counters(&self, timeout: Duration) {
+        let wanted: Vec<u64> = self
+            .workers
+            .iter()
+            .map(|w| w.sync_requested.fetch_add(1, Ordering::AcqRel) + 1)
+            .collect();
+        self.threads.wake_all();
+        let deadline = Instant::now() + timeout;
+        while self
+            .workers
+            .iter()
+            .zip(&wanted)
+            .any(|(w, &v)| w.sync_done.load(Ordering::Acquire) < v)
+        {
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
     fn collect(&self, c: &mut Control) {
         for w in &self.workers {
             let taken = std::mem::take(&mut *w.counters.lock().unwrap_or_else(|e| e.into_inner()));

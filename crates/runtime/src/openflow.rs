@@ -25,6 +25,9 @@ use ofp::{
 
 use crate::BridgeRt;
 
+/// Longest a statistics request waits for the workers' counters.
+const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
+
 /// Longest a BARRIER waits for the workers.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -174,6 +177,9 @@ impl Switch for BridgeSwitch {
     }
 
     fn multipart(&self, req: &MultipartRequestBody) -> Result<MultipartReplyBody, OfpError> {
+        // Statistics include every packet the workers forwarded before the
+        // request arrived.
+        self.b.request_counters(COUNTER_SYNC_TIMEOUT);
         let now = self.b.now();
         let mut c = self.b.control();
         self.b.collect(&mut c);

@@ -52,6 +52,13 @@ pub struct WorkerShared {
     pub packet_ins: AtomicU64,
     /// The agent's event queue, once one runs (read without locking).
     pub events: Arc<OnceLock<crate::EventSender>>,
+    /// The latest counter hand-over the control side asked for: a statistics
+    /// request must see every packet forwarded before it, not a view up to
+    /// [`SYNC_EVERY`] old.
+    pub sync_requested: AtomicU64,
+    /// The latest request the worker has answered (its counters are in
+    /// `counters`).
+    pub sync_done: AtomicU64,
 }
 
 /// A pipeline instance driven by a dataplane worker.
@@ -161,6 +168,12 @@ impl BurstProcessor for PipelineWorker {
     }
 
     fn between_bursts(&mut self) {
+        let requested = self.shared.sync_requested.load(Ordering::Acquire);
+        if requested > self.shared.sync_done.load(Ordering::Relaxed) {
+            self.last_sync = Instant::now();
+            self.sync(true);
+            self.shared.sync_done.store(requested, Ordering::Release);
+        }
         if self.reader.refresh() {
             // Meter copies of meters that are gone are dropped.
             let snap = self.reader.get().clone();

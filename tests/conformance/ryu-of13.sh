@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The os-ken (Ryu) OpenFlow 1.3 switch test tool against a target switch.
+#
+#   tests/conformance/ryu-of13.sh [--target fulmar|ovs] [CATEGORY...]
+#
+# CATEGORY is any of match, action, group, meter (default: all four, the 991
+# tests of os_ken/tests/switch/of13). The tester switch is Open vSwitch 3.1
+# (userspace `netdev` datapath, dpid 2); the target (dpid 1) is fulmar, or
+# Open vSwitch itself for a baseline. They are joined by three veth pairs:
+# target port N <-> tester port N. Prints the OK and ERROR counts per category
+# and the failing tests (full logs in target/conformance/); exits 0 when the run completed (the counts are the
+# result, not a pass/fail verdict), non-zero when the harness itself failed.
+#
+# Needs root. Installs openvswitch-switch if missing; uses .venv (made by
+# scripts/test.sh) for os-ken 3.1.0. Leaves nothing behind: its OVS runs
+# from a private directory and every veth is removed on exit.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+
+target=fulmar
+categories=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --target) target=$2; shift 2 ;;
+        match|action|group|meter) categories+=("$1"); shift ;;
+        *) echo "usage: $0 [--target fulmar|ovs] [match|action|group|meter]..." >&2; exit 2 ;;
+    esac
+done
+[ ${#categories[@]} -gt 0 ] || categories=(match action group meter)
+
+if ! command -v ovs-vswitchd >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openvswitch-switch >/dev/null
+fi
+if [ ! -x .venv/bin/osken-manager ]; then
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet -r tests/requirements.txt
+fi
+osken_dir=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
+
+work=$(mktemp -d /tmp/fulmar-ryu.XXXXXX)
+export OVS_RUNDIR=$work OVS_DBDIR=$work OVS_LOGDIR=$work OVS_PKGDATADIR=/usr/share/openvswitch
+pids=()
+manager=""
+fulmar_pid=""
+cleanup() {
+    set +e
+    for p in $manager $fulmar_pid "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    [ -z "$manager" ] || pkill -f -- "--ofp-tcp-listen-port 16653" 2>/dev/null
+    sleep 0.5
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for i in 1 2 3; do ip link del "fry-t$i" 2>/dev/null; done
+    # OVS's internal bridge ports, should a killed vswitchd leave them.
+    ip link del fry-tester 2>/dev/null; ip link del fry-target 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for i in 1 2 3; do
+    ip link del "fry-t$i" 2>/dev/null || true
+    ip link add "fry-t$i" type veth peer name "fry-s$i"
+    for end in t s; do
+        ip link set "fry-$end$i" mtu 9000 up
+        # No IPv6 router solicitations or DAD chatter on the test links.
+        sysctl -qw "net.ipv6.conf.fry-$end$i.disable_ipv6=1" || true
+    done
+done
+
+ovsdb-tool create "$work/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+ovsdb-server "$work/conf.db" --remote="punix:$work/db.sock" --pidfile="$work/ovsdb.pid" \
+    --log-file="$work/ovsdb.log" --detach
+pids+=("$(cat "$work/ovsdb.pid")")
+vsctl() { ovs-vsctl --db="unix:$work/db.sock" --no-wait "$@"; }
+vsctl init
+ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid" \
+    --log-file="$work/vswitchd.log" --detach
+pids+=("$(cat "$work/vswitchd.pid")")
+
+# Full tester logs stay after the run, one per category.
+logs=$root/target/conformance
+mkdir -p "$logs"
+controller=tcp:127.0.0.1:16653
+add_ovs_bridge() { # name dpid side
+    local br=$1 dpid=$2 side=$3
+    vsctl add-br "$br" -- set bridge "$br" datapath_type=netdev protocols=OpenFlow13 \
+        other-config:datapath-id="$(printf '%016x' "$dpid")" fail_mode=secure
+    for i in 1 2 3; do
+        vsctl add-port "$br" "fry-$side$i" -- set interface "fry-$side$i" ofport_request="$i"
+    done
+    vsctl set-controller "$br" "$controller"
+}
+
+total_ok=0; total_err=0
+for cat in "${categories[@]}"; do
+    log=$logs/$cat.log
+    # The tester app drives both switches; it exits when its tests are done.
+    (cd "$osken_dir/.." && timeout 3000 "$root/.venv/bin/osken-manager" \
+        --ofp-tcp-listen-port 16653 \
+        --test-switch-target 0000000000000001 --test-switch-tester 0000000000000002 \
+        --test-switch-dir "$osken_dir/tests/switch/of13/$cat" \
+        "$osken_dir/tests/switch/tester.py" > "$log" 2>&1) &
+    manager=$!
+    sleep 2
+    add_ovs_bridge fry-tester 2 s
+    if [ "$target" = ovs ]; then
+        add_ovs_bridge fry-target 1 t
+    else
+        "$root/target/release/fulmar" run --dpid 1 --controller "$controller" \
+            --interface fry-t1 --interface fry-t2 --interface fry-t3 > "$logs/fulmar-$cat.log" 2>&1 &
+        fulmar_pid=$!
+    fi
+    wait "$manager" || true
+    if [ "$target" = ovs ]; then vsctl del-br fry-target; else kill "$fulmar_pid" 2>/dev/null; wait "$fulmar_pid" 2>/dev/null || true; fi
+    vsctl del-br fry-tester
+    ok=$(grep -cE ' OK$' "$log" || true)
+    err=$(grep -cE ' ERROR$' "$log" || true)
+    total_ok=$((total_ok + ok)); total_err=$((total_err + err))
+    echo "$cat: OK $ok, ERROR $err"
+    grep -B1 -A3 -E ' ERROR$' "$log" | sed 's/^/    /' | head -200 || true
+done
+echo "target $target: OK $total_ok, ERROR $total_err (of $((total_ok + total_err)) run)"
