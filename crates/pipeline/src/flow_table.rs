@@ -192,23 +192,31 @@ trait Replay: Clone {
     fn apply(&mut self, op: &Self::Op) -> Self::Out;
 }
 
-/// Most logged operations (per structure) kept for catching up the spare
-/// copy; beyond it the spare is dropped (the next write after a publish
+/// Most logged operations (per structure) kept for catching up old
+/// copies; beyond it they are dropped (the next write after a publish
 /// copies instead).
 const MAX_LOG: usize = 1 << 16;
 
-/// Double-buffered copy-on-write (see the module comment, "Publishing"):
+/// Most old copies a [`Dual`] keeps for reuse.
+const MAX_SPARES: usize = 2;
+
+/// Multi-buffered copy-on-write (see the module comment, "Publishing"):
 /// `cur` is the control side's copy, shared with published snapshots
-/// after a clone; `spare` is the copy the previous publish left behind,
-/// `log` the operations `cur` has seen since `spare` was last caught up.
-/// When `cur` is shared and `spare` no longer is (every snapshot holding
-/// it was dropped), a write replays `log` onto `spare` and swaps them:
-/// O(changes since the last publish) instead of O(structure).
+/// after a clone; `spares` are copies earlier publishes left behind, each
+/// with the number of operations it has seen; `log` holds the operations
+/// from number `log_start` on, `applied` counts those `cur` has seen.
+/// When `cur` is shared, a write takes a spare no snapshot holds anymore,
+/// replays the operations it missed and swaps it in: O(changes since
+/// that spare's publish) instead of O(structure). Keeping two spares lets
+/// a worker still hold the previous snapshot while the one before it is
+/// reused.
 #[derive(Debug)]
 struct Dual<T: Replay> {
     cur: Arc<T>,
-    spare: Option<Arc<T>>,
-    log: Vec<T::Op>,
+    spares: Vec<(Arc<T>, usize)>,
+    log: std::collections::VecDeque<T::Op>,
+    log_start: usize,
+    applied: usize,
 }
 
 impl<T: Replay> Clone for Dual<T> {
@@ -216,8 +224,10 @@ impl<T: Replay> Clone for Dual<T> {
     fn clone(&self) -> Self {
         Dual {
             cur: self.cur.clone(),
-            spare: None,
-            log: Vec::new(),
+            spares: Vec::new(),
+            log: Default::default(),
+            log_start: 0,
+            applied: 0,
         }
     }
 }
@@ -226,8 +236,10 @@ impl<T: Replay + Default> Default for Dual<T> {
     fn default() -> Self {
         Dual {
             cur: Arc::default(),
-            spare: None,
-            log: Vec::new(),
+            spares: Vec::new(),
+            log: Default::default(),
+            log_start: 0,
+            applied: 0,
         }
     }
 }
@@ -243,34 +255,48 @@ where
     /// Applies `op` to the control side's copy.
     fn write(&mut self, op: T::Op) -> T::Out {
         if Arc::get_mut(&mut self.cur).is_none() {
-            // Published: catch the spare up if nothing reads it anymore,
-            // else copy.
-            let caught_up = match self.spare.as_mut().and_then(Arc::get_mut) {
-                Some(spare) => {
-                    for o in &self.log {
-                        spare.apply(o);
+            // Published: reuse a spare nothing reads anymore, else copy.
+            let free = self
+                .spares
+                .iter_mut()
+                .position(|(c, _)| Arc::get_mut(c).is_some());
+            let fresh = match free {
+                Some(i) => {
+                    let (mut copy, at) = self.spares.swap_remove(i);
+                    if let Some(c) = Arc::get_mut(&mut copy) {
+                        for o in self.log.iter().skip(at.saturating_sub(self.log_start)) {
+                            c.apply(o);
+                        }
                     }
-                    true
+                    copy
                 }
-                None => false,
+                None => Arc::new(T::clone(&self.cur)),
             };
-            self.log.clear();
-            match (caught_up, self.spare.take()) {
-                (true, Some(spare)) => {
-                    self.spare = Some(std::mem::replace(&mut self.cur, spare));
-                }
-                _ => {
-                    let copy = Arc::new(T::clone(&self.cur));
-                    self.spare = Some(std::mem::replace(&mut self.cur, copy));
+            let old = std::mem::replace(&mut self.cur, fresh);
+            self.spares.push((old, self.applied));
+            if self.spares.len() > MAX_SPARES {
+                // Drop the copy that lags most.
+                if let Some(i) = (0..self.spares.len()).min_by_key(|&i| self.spares[i].1) {
+                    self.spares.swap_remove(i);
                 }
             }
         }
-        if self.spare.is_some() {
-            if self.log.len() >= MAX_LOG {
-                self.spare = None;
-                self.log.clear();
-            } else {
-                self.log.push(op.clone());
+        self.applied += 1;
+        if self.spares.is_empty() || self.log.len() >= MAX_LOG {
+            self.spares.clear();
+            self.log.clear();
+            self.log_start = self.applied;
+        } else {
+            self.log.push_back(op.clone());
+            // Forget operations every spare has seen.
+            let oldest = self
+                .spares
+                .iter()
+                .map(|s| s.1)
+                .min()
+                .unwrap_or(self.applied);
+            while self.log_start < oldest && self.log.pop_front().is_some() {
+                self.log_start += 1;
             }
         }
         match Arc::get_mut(&mut self.cur) {
@@ -2510,7 +2536,7 @@ mod tests {
         drop(sw.tables.clone());
         let published = sw.tables.clone();
         sw.ok(&add(0, 1, vec![in_port(2)], 1), Time(0)); // copies (no spare yet)
-        let spare = Arc::as_ptr(sw.tables.tables[0].spare.as_ref().unwrap());
+        let spare = Arc::as_ptr(&sw.tables.tables[0].spares[0].0);
         assert_eq!(spare, Arc::as_ptr(&published.tables[0].cur));
         let again = sw.tables.clone();
         drop(published);
