@@ -165,8 +165,14 @@ impl Default for TablesConfig {
     }
 }
 
+/// Tables with at most this many entries are copied (copy-on-write) by
+/// rebuilding their classifier index from the rules instead of cloning
+/// it: a routing table's DIR-24-8 engine is 64 MiB whatever its size, and
+/// a fresh zeroed one costs nothing until written.
+const REBUILD_INDEX_BELOW: usize = 16384;
+
 /// One flow table.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct FlowTable {
     entries: HashMap<FlowId, FlowEntry>,
     /// The ids of `entries`, in order.
@@ -179,6 +185,33 @@ pub struct FlowTable {
     /// Set when the index refused a rule (cannot happen for a valid
     /// `MatchKey`; kept as a guard): lookups then scan linearly.
     index_broken: bool,
+    /// Changes so far (flow caches compare it); kept here, not taken from
+    /// the index, because a copy may rebuild the index.
+    generation: u64,
+}
+
+impl Clone for FlowTable {
+    fn clone(&self) -> Self {
+        let index = if self.entries.len() <= REBUILD_INDEX_BELOW && !self.index_broken {
+            let mut t = classifier::Table::new();
+            match t.insert_many(self.index.rules().cloned()) {
+                Ok(_) => t,
+                Err(_) => self.index.clone(),
+            }
+        } else {
+            self.index.clone()
+        };
+        FlowTable {
+            entries: self.entries.clone(),
+            order: self.order.clone(),
+            by_key: self.by_key.clone(),
+            lookup_count: self.lookup_count,
+            matched_count: self.matched_count,
+            index,
+            index_broken: self.index_broken,
+            generation: self.generation,
+        }
+    }
 }
 
 /// A structure changed only through replayable operations, so that a
@@ -409,6 +442,7 @@ fn rule_of(e: &FlowEntry) -> classifier::Rule {
 impl FlowTable {
     /// Adds an entry to the table, its strict index and the classifier.
     fn put(&mut self, e: FlowEntry) {
+        self.generation += 1;
         if !self.index_broken && self.index.insert(rule_of(&e)).is_err() {
             self.index_broken = true;
         }
@@ -421,6 +455,7 @@ impl FlowTable {
     /// classifier.
     fn take(&mut self, id: FlowId) -> Option<FlowEntry> {
         let e = self.entries.remove(&id)?;
+        self.generation += 1;
         self.order.remove(&id);
         self.by_key.remove(&(e.priority, e.key.clone()));
         self.index.remove(id.0);
@@ -463,10 +498,10 @@ impl FlowTable {
         }
     }
 
-    /// The classifier's generation: changes with every entry added,
-    /// changed or removed (flow caches compare it).
+    /// The table's generation: changes with every entry added, changed
+    /// or removed (flow caches compare it).
     pub fn generation(&self) -> u64 {
-        self.index.generation()
+        self.generation
     }
 
     /// The classifier index (for shape reports and benchmarks).
