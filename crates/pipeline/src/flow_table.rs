@@ -65,27 +65,31 @@
 //!    priority and (canonical) match fields.
 //! 8. `order` holds exactly the ids of `entries`.
 //!
-//! # Publishing: double-buffered copy-on-write per table
+//! # Publishing: multi-buffered copy-on-write per table
 //!
 //! Workers read an immutable copy of the switch (`datapath::Snapshot`,
 //! published as an `Arc`), so every publish clones `Tables`. Each
 //! `FlowTable` (entries, strict index, classifier index) and the
 //! `location` index sit in a `Dual`: the control side's copy `cur` behind
-//! an `Arc`, plus a `spare` copy and a log of the changes `cur` has seen
-//! since `spare` was last caught up. Every write is an operation
-//! (`TableOp`: put, take, add hits, add lookups; `LocOp`: insert,
-//! remove), applied to `cur` and logged.
+//! an `Arc`, up to `MAX_SPARES` (2) older copies left by earlier
+//! publishes, and a log of the changes the oldest of them has not seen.
+//! Every write is an operation (`TableOp`: put, take, add hits, add
+//! lookups; `LocOp`: insert, remove), applied to `cur` and logged.
 //!
 //! * A publish clones `Tables`: `n_tables + 3` pointer copies, O(1) in
 //!   entries (measured ~200 ns at 100K and 1M entries).
 //! * The first write to a structure after a publish finds `cur` shared.
-//!   If the spare is no longer shared (every snapshot holding it was
-//!   dropped: workers moved to a newer one), it replays the log onto the
-//!   spare and swaps the two: O(changes since the previous publish).
-//!   Otherwise (first publish, or a worker still holds an old snapshot)
-//!   it copies the structure, O(entries), and keeps the published one as
-//!   the spare.
-//! * The log is bounded (`MAX_LOG` operations); beyond it the spare is
+//!   It takes a spare no snapshot holds anymore (the workers moved on),
+//!   replays the operations that spare missed and swaps it in:
+//!   O(changes since that spare's publish). Two spares let a worker still
+//!   hold the previous snapshot while the one before it is reused. When
+//!   no spare is free (first publish, or workers hold them all), the
+//!   structure is copied, O(entries), and the published one becomes a
+//!   spare. A table of at most `REBUILD_INDEX_BELOW` entries is copied by
+//!   rebuilding its classifier index from the rules rather than cloning
+//!   it (a routing table's DIR-24-8 engine is 64 MiB at any size; a fresh
+//!   one costs nothing until written).
+//! * The log is bounded (`MAX_LOG` operations); beyond it the spares are
 //!   dropped and the next write after a publish copies.
 //!
 //! Measured (`cargo test -p pipeline --release publish_cost -- --ignored
@@ -94,13 +98,13 @@
 //! previous snapshot dropped, 10 flow-mods) ~50 µs; at 1M entries a copy
 //! costs ~1.0-1.3 s and the steady cycle ~60 µs.
 //!
-//! Costs of the scheme: two copies of every table that was written after
-//! a publish (memory x2 for those tables, as while a copy-on-write is
-//! pending anyway); `group_refs` and `meter_refs` stay plain
+//! Costs of the scheme: up to three copies of every table written after
+//! publishes (memory); `group_refs` and `meter_refs` stay plain
 //! `Arc::make_mut` (copied on the first write after a publish, only when
 //! the entry uses groups or meters); folding counters (`add_hits`,
-//! `note_lookups`) is a write like any other. Not done: a persistent
-//! (chunked/HAMT) map, which would bound the first copy too.
+//! `note_lookups`) is a write like any other. A worker that keeps an old
+//! snapshot for long forces copies. Not done: a persistent (chunked/HAMT)
+//! map, which would bound the copies too.
 //!
 //! Every `Tables::new` draws a fresh [`Tables::instance`] number shared by
 //! its clones; a worker's flow cache is cleared when the instance of the
