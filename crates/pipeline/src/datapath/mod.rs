@@ -13,6 +13,13 @@
 //! packets and the time, and returns what to transmit, what to send to the
 //! controller and what was dropped.
 //!
+//! Lookups go through each table's classifier index
+//! ([`FastClassifier`], the default; [`LinearScan`] is the reference,
+//! selectable with [`Datapath::set_classifier`]). A burst is parsed
+//! first; table 0 is answered by the worker's flow cache or one
+//! prefetching burst lookup, later tables packet by packet (see
+//! [`WorkerState::process_burst_into`]).
+//!
 //! Decisions where the spec leaves room:
 //! - Group bucket actions run in list order, as in Open vSwitch (the spec
 //!   calls them an action set; the two agree on every bucket that lists
