@@ -15,6 +15,7 @@ use super::ports::Ports;
 use super::worker::LocalMeters;
 use super::OFPC_INVALID_TTL_TO_CONTROLLER;
 use super::{BurstOutput, DatapathConfig, PacketInEvent, TraceEvent, TxPacket};
+use crate::flow_entry::FlowEntry;
 use crate::flow_table::Tables;
 use crate::group_table::Groups;
 use crate::meter_table::{MeterVerdict, Meters};
@@ -203,14 +204,30 @@ impl<'a> Exec<'a> {
     }
 
     /// Runs `pkt` through the tables from `table_id`, then its action set.
-    pub fn pipeline(&mut self, mut pkt: Pkt, start: u8) {
+    pub fn pipeline(&mut self, pkt: Pkt, start: u8) {
+        self.pipeline_first(pkt, start, None);
+    }
+
+    /// [`Exec::pipeline`] with the lookup in table `start` already done
+    /// (`first`: the entry `pkt.key` hits there, from a burst lookup or
+    /// the flow cache); later tables are looked up here.
+    pub fn pipeline_first(
+        &mut self,
+        mut pkt: Pkt,
+        start: u8,
+        first: Option<Option<&'a FlowEntry>>,
+    ) {
         pkt.packet_out = false;
         let tables = self.tables;
         let classifier = self.classifier;
         let mut set = ActionSet::default();
         let mut table_id = start;
+        let mut first = first;
         loop {
-            let entry = classifier.lookup(tables, table_id, &pkt.key);
+            let entry = match first.take() {
+                Some(e) => e,
+                None => classifier.lookup(tables, table_id, &pkt.key),
+            };
             self.counters.table_lookup(table_id, entry.is_some());
             self.trace(|| TraceEvent::Lookup {
                 table_id,

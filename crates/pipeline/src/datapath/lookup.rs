@@ -1,5 +1,7 @@
 //! Matching a flow entry against a packet, and the per-table lookup behind
-//! a small trait so a faster classifier can replace the linear scan.
+//! a small trait: [`FastClassifier`] (the default, the `classifier`
+//! crate's index kept beside every [`FlowTable`]) and [`LinearScan`] (the
+//! reference it is tested against).
 //!
 //! A packet is described by its [`FlowKey`] (header fields parsed by the
 //! `packet` crate, plus the pipeline fields IN_PORT, IN_PHY_PORT, METADATA
@@ -39,6 +41,35 @@ pub trait Classifier {
         table_id: u8,
         packet: &FlowKey,
     ) -> Option<&'t FlowEntry>;
+
+    /// True when this classifier answers exactly as each table's own
+    /// index ([`FlowTable::lookup`] / [`FlowTable::lookup_burst`]), so
+    /// the datapath may use the index's burst lookup and a flow cache
+    /// keyed by table generations instead of calling [`Classifier::lookup`].
+    fn uses_table_index(&self) -> bool {
+        false
+    }
+}
+
+/// The fast classifier: each table's `classifier::Table` index (hash per
+/// mask, IPv4 LPM, merged tables), mirrored on every change of the table.
+/// The datapath's default.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FastClassifier;
+
+impl Classifier for FastClassifier {
+    fn lookup<'t>(
+        &self,
+        tables: &'t Tables,
+        table_id: u8,
+        packet: &FlowKey,
+    ) -> Option<&'t FlowEntry> {
+        tables.table(table_id).and_then(|t| t.lookup(packet))
+    }
+
+    fn uses_table_index(&self) -> bool {
+        true
+    }
 }
 
 /// The simple, obviously correct classifier: scans every entry of the

@@ -13,6 +13,13 @@
 //! packets and the time, and returns what to transmit, what to send to the
 //! controller and what was dropped.
 //!
+//! Lookups go through each table's classifier index
+//! ([`FastClassifier`], the default; [`LinearScan`] is the reference,
+//! selectable with [`Datapath::set_classifier`]). A burst is parsed
+//! first; table 0 is answered by the worker's flow cache or one
+//! prefetching burst lookup, later tables packet by packet (see
+//! [`WorkerState::process_burst_into`]).
+//!
 //! Decisions where the spec leaves room:
 //! - Group bucket actions run in list order, as in Open vSwitch (the spec
 //!   calls them an action set; the two agree on every bucket that lists
@@ -46,11 +53,15 @@ pub mod worker;
 
 pub use action_set::ActionSet;
 pub use buffers::BufferPool;
+pub use classifier::CacheStats;
 pub use counters::{Counters, DropCounters};
 pub use exec::remark_dscp;
-pub use lookup::{Classifier, LinearScan};
+pub use lookup::{Classifier, FastClassifier, LinearScan};
 pub use ports::{PortInfo, Ports};
-pub use worker::{LocalMeters, PipelineView, Snapshot, WorkerState};
+pub use worker::{
+    LocalMeters, PipelineView, Snapshot, WorkerState, CACHE_BYPASS, CACHE_MIN_HIT_DIV,
+    CACHE_WINDOW, DEFAULT_FLOW_CACHE,
+};
 
 use crate::flow_entry::FlowId;
 use crate::meter_table::MeterVerdict;
@@ -229,7 +240,7 @@ impl Datapath {
             ports,
             worker: WorkerState::new(0, 1, config.n_buffers),
             config,
-            classifier: Box::new(LinearScan),
+            classifier: Box::new(FastClassifier),
         }
     }
 
@@ -261,6 +272,23 @@ impl Datapath {
     /// The buffer pool.
     pub fn buffers(&self) -> &BufferPool {
         self.worker.buffers()
+    }
+
+    /// The flow cache's counters (see [`WorkerState::cache_stats`]).
+    pub fn cache_stats(&self) -> classifier::CacheStats {
+        self.worker.cache_stats()
+    }
+
+    /// Packets that went past the flow cache (see
+    /// [`WorkerState::cache_bypassed`]).
+    pub fn cache_bypassed(&self) -> u64 {
+        self.worker.cache_bypassed()
+    }
+
+    /// Sets the flow cache's size (0: none; see
+    /// [`WorkerState::set_flow_cache`]).
+    pub fn set_flow_cache(&mut self, capacity: usize) {
+        self.worker.set_flow_cache(capacity);
     }
 
     /// Answers a multipart request (see [`SwitchState::multipart`]) after

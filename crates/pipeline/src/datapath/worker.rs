@@ -44,16 +44,34 @@
 use super::buffers::BufferPool;
 use super::counters::Counters;
 use super::exec::{Exec, Pkt, NO_COOKIE};
-use super::lookup::{Classifier, LinearScan};
+use super::lookup::{Classifier, FastClassifier};
 use super::ports::Ports;
 use super::{subtract, BurstOutput, DatapathConfig, TraceEvent};
+use crate::flow_entry::FlowId;
 use crate::meter_table::{Meter, MeterVerdict, Meters};
 use crate::{SwitchState, Time};
+use classifier::{CacheStats, Deps, FlowCache};
 use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::error::BadRequestCode;
 use ofp::{Action, OfpError, PacketOut};
 use packet::buffer::PacketBuf;
+use packet::flow_key::FlowKey;
 use std::collections::HashMap;
+
+/// Flow-cache entries a worker keeps by default (about 360 bytes each:
+/// the full key, the dependencies and the hit).
+pub const DEFAULT_FLOW_CACHE: usize = 4096;
+
+/// Lookups over which the cache's hit rate is judged.
+pub const CACHE_WINDOW: u64 = 8192;
+/// A window whose hit rate is below `1 / CACHE_MIN_HIT_DIV` turns the cache
+/// off for the next [`CACHE_BYPASS`] packets: with many more flows than
+/// entries the cache only adds a hash, a compare and an insert per packet
+/// in front of a classifier lookup that is about as fast.
+pub const CACHE_MIN_HIT_DIV: u64 = 4;
+/// Packets that go past the cache after a poor window (then it is tried
+/// again for a window).
+pub const CACHE_BYPASS: u64 = 16 * CACHE_WINDOW;
 
 /// A worker's copies of the meters it has used (see the module comment).
 #[derive(Clone, Debug, Default)]
@@ -131,7 +149,7 @@ pub struct PipelineView<'a> {
 }
 
 impl<'a> PipelineView<'a> {
-    /// A view with the linear-scan classifier.
+    /// A view with the fast classifier ([`FastClassifier`]).
     pub fn new(
         state: &'a SwitchState,
         ports: &'a Ports,
@@ -141,7 +159,7 @@ impl<'a> PipelineView<'a> {
             state,
             ports,
             config,
-            classifier: &LinearScan,
+            classifier: &FastClassifier,
         }
     }
 }
@@ -169,7 +187,7 @@ impl Snapshot {
         }
     }
 
-    /// A view of it with the linear-scan classifier.
+    /// A view of it with the fast classifier.
     pub fn view(&self) -> PipelineView<'_> {
         PipelineView::new(&self.state, &self.ports, &self.config)
     }
@@ -182,6 +200,33 @@ pub struct WorkerState {
     buffers: BufferPool,
     meters: LocalMeters,
     trace: Option<Vec<TraceEvent>>,
+    /// Table 0's hits by packet key (see [`WorkerState::process_burst_into`]);
+    /// made on first use, `cache_capacity` 0 disables it.
+    cache: Option<FlowCache<Option<FlowId>>>,
+    cache_capacity: usize,
+    /// The [`crate::flow_table::Tables::instance`] the cache's generations
+    /// belong to.
+    cache_instance: u64,
+    /// Stats of caches dropped by [`WorkerState::set_flow_cache`].
+    cache_stats_before: CacheStats,
+    /// Current window: (lookups, hits).
+    cache_window: (u64, u64),
+    /// Packets still to send past the cache.
+    cache_bypass: u64,
+    /// Packets sent past the cache so far.
+    cache_bypassed: u64,
+    /// Per-burst scratch, kept to avoid allocating per burst.
+    scratch: Scratch,
+}
+
+/// Buffers one burst uses, kept between bursts.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    pkts: Vec<Pkt>,
+    first: Vec<Option<Option<FlowId>>>,
+    miss_keys: Vec<FlowKey>,
+    miss_at: Vec<usize>,
+    miss_hits: Vec<Option<FlowId>>,
 }
 
 impl WorkerState {
@@ -194,7 +239,50 @@ impl WorkerState {
             buffers: BufferPool::with_stride(n_buffers, index, n_workers),
             meters: LocalMeters::new(n_workers),
             trace: None,
+            cache: None,
+            cache_capacity: DEFAULT_FLOW_CACHE,
+            cache_instance: 0,
+            cache_stats_before: CacheStats::default(),
+            cache_window: (0, 0),
+            cache_bypass: 0,
+            cache_bypassed: 0,
+            scratch: Scratch::default(),
         }
+    }
+
+    /// Sets the flow cache's size in entries (0: no cache), dropping what
+    /// it held (its counters are kept in [`WorkerState::cache_stats`]).
+    pub fn set_flow_cache(&mut self, capacity: usize) {
+        if let Some(c) = self.cache.take() {
+            let s = c.stats();
+            let b = &mut self.cache_stats_before;
+            b.hits += s.hits;
+            b.misses += s.misses;
+            b.stale += s.stale;
+            b.inserts += s.inserts;
+        }
+        self.cache_capacity = capacity;
+    }
+
+    /// Packets whose table-0 lookup went past the flow cache because its
+    /// recent hit rate was too low (see [`CACHE_MIN_HIT_DIV`]); they count
+    /// neither as hits nor as misses.
+    pub fn cache_bypassed(&self) -> u64 {
+        self.cache_bypassed
+    }
+
+    /// The flow cache's counters since this worker started: a hit is a
+    /// packet whose table-0 lookup the cache answered.
+    pub fn cache_stats(&self) -> CacheStats {
+        let mut s = self.cache_stats_before;
+        if let Some(c) = &self.cache {
+            let n = c.stats();
+            s.hits += n.hits;
+            s.misses += n.misses;
+            s.stale += n.stale;
+            s.inserts += n.inserts;
+        }
+        s
     }
 
     /// This worker's counters (not yet folded into the state).
@@ -251,6 +339,23 @@ impl WorkerState {
 
     /// Processes a burst received on `in_port`, draining `packets` and
     /// appending to `out` (see [`super::Datapath::process_burst_into`]).
+    ///
+    /// With a classifier that uses the tables' own index
+    /// ([`Classifier::uses_table_index`], the default), every packet is
+    /// parsed first; table 0's hits come from the flow cache or, for the
+    /// packets it does not answer, from one burst lookup
+    /// ([`crate::flow_table::FlowTable::lookup_burst`], which prefetches);
+    /// later tables are looked up packet by packet as instructions lead
+    /// there.
+    ///
+    /// The cache holds only table 0's result, keyed by the whole parsed
+    /// key (in_port included; metadata is 0 there) and valid while table
+    /// 0's generation is unchanged. Later tables are not cached: what they
+    /// see depends on table 0's apply-actions (set-field, push/pop rewrite
+    /// the key) and write-metadata, not on the key alone. A cache whose
+    /// hit rate over [`CACHE_WINDOW`] lookups falls below
+    /// `1/`[`CACHE_MIN_HIT_DIV`] is skipped for the next [`CACHE_BYPASS`]
+    /// packets ([`WorkerState::cache_bypassed`]).
     pub fn process_burst_into(
         &mut self,
         view: &PipelineView<'_>,
@@ -261,7 +366,34 @@ impl WorkerState {
     ) {
         let drops_before = out.drops;
         let receives = view.ports.receives(in_port);
+        let table0 = view
+            .state
+            .tables
+            .table(0)
+            .filter(|_| receives && view.classifier.uses_table_index());
+        let mut sc = std::mem::take(&mut self.scratch);
+        if let Some(t0) = table0 {
+            // Parse all, then resolve table 0 for the burst.
+            for buf in packets.drain(..) {
+                let pc = self.counters.port(in_port);
+                pc.rx_packets += 1;
+                pc.rx_bytes += buf.len() as u64;
+                sc.pkts.push(Pkt::new(buf, in_port));
+            }
+            self.first_hits(view, t0, &mut sc);
+        }
         let mut ex = self.exec(view, out, now);
+        if let Some(t0) = table0 {
+            for (pkt, first) in sc.pkts.drain(..).zip(sc.first.drain(..)) {
+                let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
+                let dropped = ex.out.drops;
+                let first = first.map(|id| id.and_then(|id| t0.entry(id)));
+                ex.pipeline_first(pkt, 0, first);
+                if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
+                    ex.out.drops.no_output += 1;
+                }
+            }
+        }
         for buf in packets.drain(..) {
             let len = buf.len() as u64;
             let pc = ex.counters.port(in_port);
@@ -279,9 +411,88 @@ impl WorkerState {
                 ex.out.drops.no_output += 1;
             }
         }
+        sc.pkts.clear();
+        sc.first.clear();
+        self.scratch = sc;
         let mut delta = out.drops;
         subtract(&mut delta, &drops_before);
         self.counters.drops.merge(&delta);
+    }
+
+    /// Fills `sc.first` (one per `sc.pkts`) with table 0's hit: from the
+    /// flow cache, else from one burst lookup whose results are cached.
+    fn first_hits(
+        &mut self,
+        view: &PipelineView<'_>,
+        t0: &crate::flow_table::FlowTable,
+        sc: &mut Scratch,
+    ) {
+        let tables = &view.state.tables;
+        if self.cache.is_none() && self.cache_capacity > 0 {
+            self.cache = Some(FlowCache::new(self.cache_capacity));
+            self.cache_instance = tables.instance();
+        }
+        if let Some(c) = self.cache.as_mut() {
+            if self.cache_instance != tables.instance() {
+                // Another set of tables: its generations mean nothing here.
+                c.clear();
+                self.cache_instance = tables.instance();
+            }
+        }
+        let gens = [t0.generation()];
+        sc.first.clear();
+        sc.miss_keys.clear();
+        sc.miss_at.clear();
+        let n = sc.pkts.len() as u64;
+        let use_cache = self.cache.is_some() && self.cache_bypass == 0;
+        if self.cache.is_some() && !use_cache {
+            self.cache_bypass = self.cache_bypass.saturating_sub(n);
+            self.cache_bypassed += n;
+        }
+        let mut hits = 0u64;
+        for (i, p) in sc.pkts.iter().enumerate() {
+            let cached = if use_cache {
+                self.cache.as_mut().and_then(|c| c.get(&p.key, &gens))
+            } else {
+                None
+            };
+            hits += u64::from(cached.is_some());
+            match cached {
+                Some(hit) => sc.first.push(Some(*hit)),
+                None => {
+                    sc.first.push(None);
+                    sc.miss_keys.push(p.key);
+                    sc.miss_at.push(i);
+                }
+            }
+        }
+        if use_cache {
+            let w = &mut self.cache_window;
+            w.0 += n;
+            w.1 += hits;
+            if w.0 >= CACHE_WINDOW {
+                if w.1 * CACHE_MIN_HIT_DIV < w.0 {
+                    self.cache_bypass = CACHE_BYPASS;
+                }
+                *w = (0, 0);
+            }
+        }
+        if sc.miss_keys.is_empty() {
+            return;
+        }
+        sc.miss_hits.clear();
+        sc.miss_hits.resize(sc.miss_keys.len(), None);
+        t0.lookup_burst(&sc.miss_keys, &mut sc.miss_hits);
+        let mut deps = Deps::new();
+        deps.push(0, gens[0]);
+        for ((key, &i), hit) in sc.miss_keys.iter().zip(&sc.miss_at).zip(&sc.miss_hits) {
+            if let Some(f) = sc.first.get_mut(i) {
+                *f = Some(*hit);
+            }
+            if let Some(c) = self.cache.as_mut().filter(|_| use_cache) {
+                c.insert(*key, deps, *hit, &gens);
+            }
+        }
     }
 
     /// Executes a PACKET_OUT (see [`super::Datapath::packet_out`]). A
