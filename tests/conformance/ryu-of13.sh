@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The os-ken (Ryu) OpenFlow 1.3 switch test tool against a target switch.
 #
-#   tests/conformance/ryu-of13.sh [--target fulmar|ovs] [CATEGORY...]
+#   tests/conformance/ryu-of13.sh [--target fulmar|ovs] [--min-ok N] [CATEGORY...]
 #
 # CATEGORY is any of match, action, group, meter (default: all four, the 991
 # tests of os_ken/tests/switch/of13). The tester switch is Open vSwitch 3.1
@@ -9,7 +9,8 @@
 # Open vSwitch itself for a baseline. They are joined by three veth pairs:
 # target port N <-> tester port N. Prints the OK and ERROR counts per category
 # and the failing tests (full logs in target/conformance/); exits 0 when the run completed (the counts are the
-# result, not a pass/fail verdict), non-zero when the harness itself failed.
+# result), non-zero when the harness itself failed or, with --min-ok N, when
+# fewer than N tests passed (the test command uses that as a regression floor).
 #
 # Needs root. Installs openvswitch-switch if missing; uses .venv (made by
 # scripts/test.sh) for os-ken 3.1.0. Leaves nothing behind: its OVS runs
@@ -19,12 +20,14 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 
 target=fulmar
+min_ok=0
 categories=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --target) target=$2; shift 2 ;;
+        --min-ok) min_ok=$2; shift 2 ;;
         match|action|group|meter) categories+=("$1"); shift ;;
-        *) echo "usage: $0 [--target fulmar|ovs] [match|action|group|meter]..." >&2; exit 2 ;;
+        *) echo "usage: $0 [--target fulmar|ovs] [--min-ok N] [match|action|group|meter]..." >&2; exit 2 ;;
     esac
 done
 [ ${#categories[@]} -gt 0 ] || categories=(match action group meter)
@@ -35,6 +38,9 @@ fi
 if [ ! -x .venv/bin/osken-manager ]; then
     python3 -m venv .venv
     .venv/bin/pip install --quiet -r tests/requirements.txt
+fi
+if [ "$target" = fulmar ]; then
+    cargo build --release --locked -q -p fulmar
 fi
 osken_dir=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
 
@@ -120,3 +126,7 @@ for cat in "${categories[@]}"; do
     grep -B1 -A3 -E ' ERROR$' "$log" | sed 's/^/    /' | head -200 || true
 done
 echo "target $target: OK $total_ok, ERROR $total_err (of $((total_ok + total_err)) run)"
+if [ "$total_ok" -lt "$min_ok" ]; then
+    echo "FAIL: $total_ok tests passed, fewer than the floor of $min_ok" >&2
+    exit 1
+fi
