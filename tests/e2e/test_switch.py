@@ -13,7 +13,9 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.contrib.mpls import MPLS
 from scapy.layers.l2 import Dot1AH
 
-from conftest import MAC_A, MAC_B, capture, in_ns, send
+# Imported at collection, while `conftest` is still this directory's (the
+# scapy test directories have conftest modules of their own).
+from conftest import MAC_A, MAC_B, Switch, capture, in_ns, send
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"
@@ -152,8 +154,6 @@ def test_controller_adds_flows_over_openflow(net, fulmar_bin):
     """`--listen`: ovs-ofctl (a real OpenFlow 1.3 client) installs the
     flows and reads them back with their counters."""
     import subprocess
-
-    from conftest import Switch
 
     if shutil.which("ovs-ofctl") is None:
         pytest.skip("needs ovs-ofctl")
