@@ -68,7 +68,7 @@ export PACKET_TOOL="$root/target/debug/examples/packet_tool"
 .venv/bin/python -m pytest -q tests
 
 step "OpenFlow 1.3 conformance: os-ken switch test tool, match and action categories"
-# 940 tests, about 13 minutes; the floor is below today's 907 so that a
+# 940 tests, about 5 minutes; the floor is below today's 907 so that a
 # slow machine's occasional receive timeout does not fail CI, while a real
 # regression does. The README has the full run (all four categories).
 if [ "$(id -u)" -eq 0 ]; then
