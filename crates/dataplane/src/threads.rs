@@ -894,17 +894,7 @@ impl RtcWorker {
         let mut backoff = Backoff::default();
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
-        let mut fds: Vec<RawFd> = self
-            .rx
-            .iter_mut()
-            .filter_map(|p| p.input.handle.fd())
-            .collect();
-        fds.sort_unstable();
-        let timeout = if self.rx.iter().any(|p| p.fdless) {
-            self.cfg.fdless_sleep
-        } else {
-            self.cfg.max_sleep
-        };
+        let (fds, timeout) = idle_plan(&mut self.rx, &self.cfg);
         while !self.stop.load(Ordering::Acquire) {
             self.processor.between_bursts();
             let mut got = 0;
@@ -943,6 +933,23 @@ impl RtcWorker {
     }
 }
 
+/// What a thread that reads `ports` sleeps on when idle: their descriptors
+/// (sorted), and how long it may sleep — short when a port has no
+/// descriptor to wake it.
+fn idle_plan(ports: &mut [RxPort], cfg: &ThreadsConfig) -> (Vec<RawFd>, Duration) {
+    let mut fds: Vec<RawFd> = ports
+        .iter_mut()
+        .filter_map(|p| p.input.handle.fd())
+        .collect();
+    fds.sort_unstable();
+    let timeout = if ports.iter().any(|p| p.fdless) {
+        cfg.fdless_sleep
+    } else {
+        cfg.max_sleep
+    };
+    (fds, timeout)
+}
+
 struct RxThread {
     ports: Vec<RxPort>,
     outs: Vec<Stage<PacketBuf>>,
@@ -965,17 +972,7 @@ impl RxThread {
         let mut backoff = Backoff::default();
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
-        let mut fds: Vec<RawFd> = self
-            .ports
-            .iter_mut()
-            .filter_map(|p| p.input.handle.fd())
-            .collect();
-        fds.sort_unstable();
-        let timeout = if self.ports.iter().any(|p| p.fdless) {
-            self.cfg.fdless_sleep
-        } else {
-            self.cfg.max_sleep
-        };
+        let (fds, timeout) = idle_plan(&mut self.ports, &self.cfg);
         while !self.stop.load(Ordering::Acquire) {
             let mut got = 0;
             let now = Instant::now();
