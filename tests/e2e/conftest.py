@@ -1,7 +1,10 @@
 """Fixtures for the end-to-end tests: root, network namespaces and veth
 pairs (removed afterwards, also after a failure), and `fulmar run`.
 
-Topology of `net`:  ns fe-a: va (10.9.0.1) == sa [port 1] fulmar [port 2] sb == vb (10.9.0.2) :ns fe-b
+Topology of `net`:  ns P-a: va (10.9.0.1) == P-sa [port 1] fulmar [port 2] P-sb == vb (10.9.0.2) :ns P-b
+
+P is $FULMAR_E2E_PREFIX (default "fe"), so that two runs on one machine
+can use different names.
 """
 
 import os
@@ -17,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HELPER = str(Path(__file__).with_name("nshelper.py"))
 MAC_A = "02:00:00:00:0e:0a"
 MAC_B = "02:00:00:00:0e:0b"
+P = os.environ.get("FULMAR_E2E_PREFIX", "fe")
+NS_A, NS_B, NS_D1, NS_D2 = f"{P}-a", f"{P}-b", f"{P}-d1", f"{P}-d2"
+SW_A, SW_B = f"{P}-sa", f"{P}-sb"
 
 
 def sh(*args, check=True):
@@ -24,9 +30,9 @@ def sh(*args, check=True):
 
 
 def cleanup():
-    for ns in ("fe-a", "fe-b", "fe-d1", "fe-d2"):
+    for ns in (NS_A, NS_B, NS_D1, NS_D2):
         sh("ip", "netns", "del", ns, check=False)
-    for link in ("sa", "sb"):
+    for link in (SW_A, SW_B):
         sh("ip", "link", "del", link, check=False)
 
 
@@ -48,8 +54,8 @@ def net(fulmar_bin):
     cleanup()
     try:
         for ns, root, peer, mac, addr in (
-            ("fe-a", "sa", "va", MAC_A, "10.9.0.1/24"),
-            ("fe-b", "sb", "vb", MAC_B, "10.9.0.2/24"),
+            (NS_A, SW_A, "va", MAC_A, "10.9.0.1/24"),
+            (NS_B, SW_B, "vb", MAC_B, "10.9.0.2/24"),
         ):
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "add", root, "type", "veth", "peer", "name", peer, "netns", ns)
@@ -58,8 +64,8 @@ def net(fulmar_bin):
             sh("ip", "-n", ns, "addr", "add", addr, "dev", peer)
             # Quiet links: no IPv6 autoconfiguration noise.
             sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
-        sh("sysctl", "-qw", "net.ipv6.conf.sa.disable_ipv6=1", check=False)
-        sh("sysctl", "-qw", "net.ipv6.conf.sb.disable_ipv6=1", check=False)
+        for link in (SW_A, SW_B):
+            sh("sysctl", "-qw", f"net.ipv6.conf.{link}.disable_ipv6=1", check=False)
         yield
     finally:
         cleanup()
@@ -95,7 +101,7 @@ def switch(fulmar_bin, tmp_path):
     def start(flows, *extra):
         f = tmp_path / "flows"
         f.write_text(flows)
-        s = Switch([fulmar_bin, "run", "-i", "sa", "-i", "sb", "--flows", str(f), *extra])
+        s = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(f), *extra])
         started.append(s)
         return s
 

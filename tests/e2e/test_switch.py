@@ -15,7 +15,7 @@ from scapy.layers.l2 import Dot1AH
 
 # Imported at collection, while `conftest` is still this directory's (the
 # scapy test directories have conftest modules of their own).
-from conftest import MAC_A, MAC_B, Switch, capture, in_ns, send
+from conftest import MAC_A, MAC_B, NS_A, NS_B, NS_D1, NS_D2, SW_A, SW_B, Switch, capture, in_ns, send
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"
@@ -51,18 +51,18 @@ def test_ping_and_udp_through_the_switch(net, switch, io, mode):
         if io == "afxdp" and "afxdp" in str(e):
             pytest.skip(f"AF_XDP unavailable here: {e}")
         raise
-    r = ping("fe-a", "10.9.0.2")
+    r = ping(NS_A, "10.9.0.2")
     assert r.returncode == 0, r.stdout + r.stderr
     assert " 0% packet loss" in r.stdout, r.stdout
     # UDP: ten datagrams, all arrive in order.
-    got = capture("fe-b", "vb", 3, 10, "0800")
-    send("fe-a", "va", *[udp_frame(5000 + i) for i in range(10)])
+    got = capture(NS_B, "vb", 3, 10, "0800")
+    send(NS_A, "va", *[udp_frame(5000 + i) for i in range(10)])
     frames = got()
     ports = [Ether(f)[UDP].dport for f in frames]
     assert ports == [5000 + i for i in range(10)]
     rc, out, err = sw.stop()
     assert rc == 0, err
-    m = re.search(r"port 1 \(sa\): rx (\d+) pkts", out)
+    m = re.search(r"port 1 \(" + SW_A + r"\): rx (\d+) pkts", out)
     assert m and int(m.group(1)) >= 15, out
 
 
@@ -81,8 +81,8 @@ def test_vlan_mpls_pbb_push_and_pop_seen_on_the_far_side(net, switch, mode):
     sw = switch(PUSH_FLOWS, "--mode", mode)
     inner = udp_frame(1001)
     pushed_in = [udp_frame(1001), udp_frame(1002), udp_frame(1003)]
-    got = capture("fe-b", "vb", 3, 3, "8100", "8847", "88e7")
-    send("fe-a", "va", *pushed_in)
+    got = capture(NS_B, "vb", 3, 3, "8100", "8847", "88e7")
+    send(NS_A, "va", *pushed_in)
     frames = [Ether(f) for f in got()]
     assert len(frames) == 3, frames
     v, m, p = frames
@@ -95,8 +95,8 @@ def test_vlan_mpls_pbb_push_and_pop_seen_on_the_far_side(net, switch, mode):
     tagged = Ether(src=MAC_A, dst=MAC_B) / Dot1Q(vlan=100) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP(dport=7) / b"v"
     labelled = Ether(src=MAC_A, dst=MAC_B, type=0x8847) / MPLS(label=77, s=1, ttl=9) / IP(src="10.9.0.1", dst="10.9.0.2") / UDP(dport=8) / b"m"
     pbb = Ether(src=MAC_A, dst=MAC_B, type=0x88E7) / Dot1AH(isid=0x123456) / inner
-    got = capture("fe-b", "vb", 3, 3, "0800")
-    send("fe-a", "va", tagged, labelled, pbb)
+    got = capture(NS_B, "vb", 3, 3, "0800")
+    send(NS_A, "va", tagged, labelled, pbb)
     frames = [Ether(f) for f in got()]
     assert [f[UDP].dport for f in frames] == [7, 8, 1001], frames
     assert all(Dot1Q not in f and MPLS not in f for f in frames)
@@ -110,15 +110,15 @@ def test_link_down_shows_in_port_state(net, switch):
     sw = switch(FORWARD)
     time.sleep(0.3)
     subprocess_ip = __import__("subprocess").run
-    subprocess_ip(["ip", "link", "set", "sb", "down"], check=True)
+    subprocess_ip(["ip", "link", "set", SW_B, "down"], check=True)
     time.sleep(0.5)
-    r = ping("fe-a", "10.9.0.2", count=2)
+    r = ping(NS_A, "10.9.0.2", count=2)
     assert r.returncode != 0, "no forwarding to a down port"
-    subprocess_ip(["ip", "link", "set", "sb", "up"], check=True)
+    subprocess_ip(["ip", "link", "set", SW_B, "up"], check=True)
     time.sleep(0.5)
     rc, out, err = sw.stop()
-    assert "port 2 (sb) link down" in err, err
-    assert "port 2 (sb) link up" in err, err
+    assert f"port 2 ({SW_B}) link down" in err, err
+    assert f"port 2 ({SW_B}) link up" in err, err
 
 
 def test_rtt_through_the_switch_vs_a_direct_veth(net, switch, capsys):
@@ -128,19 +128,19 @@ def test_rtt_through_the_switch_vs_a_direct_veth(net, switch, capsys):
 
     figures = {}
     # Direct: a veth pair between two fresh namespaces.
-    for ns in ("fe-d1", "fe-d2"):
+    for ns in (NS_D1, NS_D2):
         subprocess.run(["ip", "netns", "add", ns], check=True)
-    subprocess.run(["ip", "link", "add", "d1", "netns", "fe-d1", "type", "veth", "peer", "name", "d2", "netns", "fe-d2"], check=True)
-    for ns, dev, addr in (("fe-d1", "d1", "10.8.0.1/24"), ("fe-d2", "d2", "10.8.0.2/24")):
+    subprocess.run(["ip", "link", "add", "d1", "netns", NS_D1, "type", "veth", "peer", "name", "d2", "netns", NS_D2], check=True)
+    for ns, dev, addr in ((NS_D1, "d1", "10.8.0.1/24"), (NS_D2, "d2", "10.8.0.2/24")):
         subprocess.run(["ip", "-n", ns, "addr", "add", addr, "dev", dev], check=True)
         subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
-    r = ping("fe-d1", "10.8.0.2", count=50, interval="0.02")
+    r = ping(NS_D1, "10.8.0.2", count=50, interval="0.02")
     figures["direct veth"] = rtt(r.stdout)
     for mode in MODES:
         for af in ("socket", "ring"):
             sw = switch(FORWARD, "--mode", mode, "--afpacket-mode", af)
-            ping("fe-a", "10.9.0.2", count=3, interval="0.05")
-            r = ping("fe-a", "10.9.0.2", count=50, interval="0.02")
+            ping(NS_A, "10.9.0.2", count=3, interval="0.05")
+            r = ping(NS_A, "10.9.0.2", count=50, interval="0.02")
             figures[f"switch {mode} afpacket-{af}"] = rtt(r.stdout)
             sw.stop()
     with capsys.disabled():
@@ -158,26 +158,26 @@ def test_controller_adds_flows_over_openflow(net, fulmar_bin):
     if shutil.which("ovs-ofctl") is None:
         pytest.skip("needs ovs-ofctl")
     # Port 0: the kernel picks a free port; fulmar says which.
-    sw = Switch([fulmar_bin, "run", "-i", "sa", "-i", "sb", "--listen", "tcp:127.0.0.1:0"])
+    sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--listen", "tcp:127.0.0.1:0"])
     try:
         m = re.search(r"listening for controllers on ([\d.]+:\d+)", "".join(sw.err_lines))
         assert m, sw.err_lines
         ofctl = ["ovs-ofctl", "-O", "OpenFlow13"]
         target = "tcp:" + m.group(1)
-        r = ping("fe-a", "10.9.0.2", count=1)
+        r = ping(NS_A, "10.9.0.2", count=1)
         assert r.returncode != 0, "no flows yet: nothing forwarded"
         for flow in ("in_port=1,actions=output:2", "in_port=2,actions=output:1"):
             subprocess.run([*ofctl, "add-flow", target, flow], check=True)
         # Forget the failed ARP resolution from the first ping.
-        subprocess.run(["ip", "-n", "fe-a", "neigh", "flush", "all"], check=True)
-        r = ping("fe-a", "10.9.0.2", count=3)
+        subprocess.run(["ip", "-n", NS_A, "neigh", "flush", "all"], check=True)
+        r = ping(NS_A, "10.9.0.2", count=3)
         assert r.returncode == 0, r.stdout
         time.sleep(0.1)
         dump = subprocess.run([*ofctl, "dump-flows", target], check=True, capture_output=True, text=True).stdout
         counts = [int(n) for n in re.findall(r"n_packets=(\d+)", dump)]
         assert len(counts) == 2 and min(counts) >= 3, dump
         ports = subprocess.run([*ofctl, "dump-ports-desc", target], check=True, capture_output=True, text=True).stdout
-        assert "1(sa)" in ports and "2(sb)" in ports, ports
+        assert f"1({SW_A})" in ports and f"2({SW_B})" in ports, ports
     finally:
         rc, out, err = sw.stop()
     assert rc == 0, err

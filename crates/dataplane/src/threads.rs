@@ -351,10 +351,16 @@ impl TxSide {
         }
     }
 
-    fn flush_due(&mut self, now: Instant, last_input: Instant, policy: &FlushPolicy) {
+    fn flush_due(
+        &mut self,
+        now: Instant,
+        last_input: Instant,
+        drained: bool,
+        policy: &FlushPolicy,
+    ) {
         for p in &mut self.ports {
             if let Some(first) = p.first_at {
-                if policy.due(now, first, last_input) {
+                if policy.due(now, first, last_input, drained) {
                     Self::send(p, &self.drops);
                 }
             }
@@ -411,9 +417,15 @@ impl<T> Stage<T> {
         self.bell.ring_if_sleeping();
     }
 
-    fn flush_due(&mut self, now: Instant, last_input: Instant, policy: &FlushPolicy) {
+    fn flush_due(
+        &mut self,
+        now: Instant,
+        last_input: Instant,
+        drained: bool,
+        policy: &FlushPolicy,
+    ) {
         if let Some(first) = self.first_at {
-            if policy.due(now, first, last_input) {
+            if policy.due(now, first, last_input, drained) {
                 self.flush();
             }
         }
@@ -898,12 +910,14 @@ impl RtcWorker {
         while !self.stop.load(Ordering::Acquire) {
             self.processor.between_bursts();
             let mut got = 0;
+            let mut drained = true;
             for p in &mut self.rx {
                 let n = read_port(p, &mut burst, &self.tx.drops);
                 if n == 0 {
                     continue;
                 }
                 got += n;
+                drained &= burst.room() > 0;
                 let now = Instant::now();
                 let tx = &mut self.tx;
                 self.processor
@@ -917,7 +931,7 @@ impl RtcWorker {
                 last_input = now;
                 backoff.reset();
             }
-            self.tx.flush_due(now, last_input, &self.cfg.flush);
+            self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
                 self.publish();
@@ -975,10 +989,12 @@ impl RxThread {
         let (fds, timeout) = idle_plan(&mut self.ports, &self.cfg);
         while !self.stop.load(Ordering::Acquire) {
             let mut got = 0;
+            let mut drained = true;
             let now = Instant::now();
             for p in &mut self.ports {
                 let n = read_port(p, &mut burst, &self.drops);
                 got += n;
+                drained &= burst.room() > 0;
                 for pkt in burst.drain() {
                     let w = self.dispatcher.worker_for(p.number, pkt.data());
                     if let Some(s) = self.outs.get_mut(w) {
@@ -992,7 +1008,7 @@ impl RxThread {
                 backoff.reset();
             }
             for s in &mut self.outs {
-                s.flush_due(now, last_input, &self.cfg.flush);
+                s.flush_due(now, last_input, drained, &self.cfg.flush);
             }
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
@@ -1033,9 +1049,11 @@ impl SplitWorker {
             self.processor.between_bursts();
             let mut got = 0;
             let now = Instant::now();
+            let mut drained = true;
             for c in &mut self.inputs {
                 burst.clear();
                 got += c.pop_burst(&mut burst);
+                drained &= burst.room() > 0;
                 // Runs of packets from one port go to the processor together.
                 let mut pkts = burst.drain().peekable();
                 while let Some(first) = pkts.next() {
@@ -1064,7 +1082,7 @@ impl SplitWorker {
                 break;
             }
             for s in &mut self.outs {
-                s.flush_due(now, last_input, &self.cfg.flush);
+                s.flush_due(now, last_input, drained, &self.cfg.flush);
             }
             if got == 0 {
                 let holding = self.outs.iter().any(|s| s.first_at.is_some());
@@ -1116,9 +1134,12 @@ impl TxThread {
             let stopping = self.stop.load(Ordering::Acquire);
             let mut got = 0;
             let now = Instant::now();
+            let mut drained = true;
             for c in &mut self.inputs {
                 let tx = &mut self.tx;
-                got += c.pop_many(read, |(port, pkt)| tx.enqueue(port, pkt, now));
+                let n = c.pop_many(read, |(port, pkt)| tx.enqueue(port, pkt, now));
+                got += n;
+                drained &= n < read;
             }
             let now = Instant::now();
             if got > 0 {
@@ -1127,7 +1148,7 @@ impl TxThread {
             } else if stopping {
                 break;
             }
-            self.tx.flush_due(now, last_input, &self.cfg.flush);
+            self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
                 self.publish();

@@ -441,8 +441,9 @@ impl Default for BurstSizes {
 /// When partly filled bursts are sent on rather than waiting to fill.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlushPolicy {
-    /// A thread that found no new input for this long flushes what it
-    /// holds, µs (0..=1000, default 50; 0 flushes on every idle poll).
+    /// Once its input is drained (no read came back full), a thread that
+    /// has had no new input for this long flushes what it holds, µs
+    /// (0..=1000, default 0: as soon as the input is drained).
     pub flush_idle_us: u32,
     /// No packet waits in a partial burst longer than this even under a
     /// steady trickle, µs (`flush_idle_us`..=10000, default 100).
@@ -452,7 +453,7 @@ pub struct FlushPolicy {
 impl Default for FlushPolicy {
     fn default() -> Self {
         FlushPolicy {
-            flush_idle_us: 50,
+            flush_idle_us: 0,
             max_batch_wait_us: 100,
         }
     }

@@ -97,7 +97,7 @@ fn defaults() {
     assert_eq!((d.rx_threads, d.worker_threads, d.tx_threads), (0, 1, 0));
     assert_eq!(d.burst.rx_read, 32);
     assert_eq!(d.burst.tx_write, 32);
-    assert_eq!(d.flush.flush_idle_us, 50);
+    assert_eq!(d.flush.flush_idle_us, 0);
     assert_eq!(d.flush.max_batch_wait_us, 100);
     assert_eq!((d.rings.rx_ring, d.rings.tx_ring), (1024, 1024));
     assert_eq!(d.dispatch.key, DispatchKey::FiveTuple);

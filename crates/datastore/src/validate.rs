@@ -1278,12 +1278,18 @@ impl<'a> Checker<'a> {
         let tx_cores = self.cores(&r.tx_cores, "tx_cores", tx, &mut used);
 
         let burst = self.burst(r.burst.as_ref());
-        let flush_idle = self.int_or(&r.flush_idle_us, "dataplane.flush_idle_us", 0..=1000, 50);
+        let defaults = crate::model::FlushPolicy::default();
+        let flush_idle = self.int_or(
+            &r.flush_idle_us,
+            "dataplane.flush_idle_us",
+            0..=1000,
+            i64::from(defaults.flush_idle_us),
+        );
         let max_wait = self.int_or(
             &r.max_batch_wait_us,
             "dataplane.max_batch_wait_us",
             0..=10_000,
-            100,
+            i64::from(defaults.max_batch_wait_us),
         );
         if let (Some(idle), Some(wait), Some(v)) = (
             flush_idle,
