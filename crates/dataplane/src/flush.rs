@@ -27,22 +27,35 @@
 //!
 //! # Idle back-off
 //!
-//! A thread that found nothing to do spins briefly ([`SPIN_ROUNDS`] polls,
-//! for back-to-back bursts), then yields the core for [`YIELD_ROUNDS`]
-//! more, then sleeps (see [`crate::wake`]) until its ports' descriptors or
-//! its doorbell wake it, or a timeout. While it holds a partly filled burst
-//! it neither sleeps nor yields but spins (at most `max_wait`, 100 µs by
-//! default), so the flush deadline is kept even on a loaded machine where
-//! a yield can cost a whole scheduler time slice.
-//! An idle switch thus costs no CPU beyond a wake-up per timeout, and the
-//! first packet after a pause pays one wake-up (tens of microseconds).
+//! A thread that found nothing to do keeps polling, yielding the core
+//! between polls, for a poll window ([`POLL_WINDOW`], 1 ms by default;
+//! `ThreadsConfig::poll_window`), then sleeps (see [`crate::wake`]) until
+//! its ports' descriptors or its doorbell wake it, or a timeout. While it
+//! holds a partly filled burst it neither sleeps nor yields but spins (at
+//! most `max_wait`, 100 µs by default), so the flush deadline is kept even
+//! on a loaded machine where a yield can cost a whole scheduler time slice.
+//! It does not spin otherwise: with more dataplane threads than free cores
+//! (three RX / worker / TX threads on two cores), a spinning thread keeps
+//! the core from the thread that has the packet (a burst of 64 spinning
+//! polls before yielding doubled the split mode's median ping RTT there,
+//! 0.14 → 0.27 ms).
+//!
+//! Waking a sleeping thread costs tens of microseconds (on the 2-core VM
+//! this was measured on, an eventfd round trip between two sleeping threads
+//! takes 13–50 µs), about as much as a whole ping over a direct veth pair.
+//! The window keeps a thread awake for the reply that follows a request
+//! and for the next burst of a steady flow, so only the first packet after
+//! a pause pays a wake-up; the RX / worker / TX split additionally wakes
+//! its later stages in parallel (see [`crate::threads`]). An idle switch
+//! costs no CPU beyond a wake-up per timeout. A window of `Duration::MAX`
+//! never sleeps (busy polling, for cores given to the switch): then no
+//! packet pays a wake-up, at the price of a core per thread.
 
 use std::time::{Duration, Instant};
 
-/// Empty polls spent spinning before yielding.
-pub const SPIN_ROUNDS: u32 = 64;
-/// Empty polls spent yielding before sleeping.
-pub const YIELD_ROUNDS: u32 = 256;
+/// How long an idle thread keeps polling (yielding the core between polls)
+/// before it sleeps, by default: see [`Backoff`].
+pub const POLL_WINDOW: Duration = Duration::from_millis(1);
 
 /// When partly filled bursts leave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,28 +98,48 @@ pub enum IdleStep {
     Sleep,
 }
 
-/// Counts consecutive empty polls.
-#[derive(Clone, Copy, Debug, Default)]
+/// Counts consecutive empty polls and says when to spin, yield or sleep.
+#[derive(Clone, Copy, Debug)]
 pub struct Backoff {
-    empty: u32,
+    /// When the current idle spell began.
+    since: Option<Instant>,
+    window: Duration,
+}
+
+impl Default for Backoff {
+    /// With the default [`POLL_WINDOW`].
+    fn default() -> Self {
+        Backoff::new(POLL_WINDOW)
+    }
 }
 
 impl Backoff {
-    /// Work was found: back to spinning.
+    /// Polls `window` before sleeping; `Duration::MAX` never sleeps (busy
+    /// polling).
+    pub fn new(window: Duration) -> Backoff {
+        Backoff {
+            since: None,
+            window,
+        }
+    }
+
+    /// Work was found: a new idle spell starts at the next empty poll.
     pub fn reset(&mut self) {
-        self.empty = 0;
+        self.since = None;
     }
 
     /// One more empty poll; `holding` says whether the thread holds a
     /// partly filled burst (then it never sleeps).
     pub fn step(&mut self, holding: bool) -> IdleStep {
-        self.empty = self.empty.saturating_add(1);
-        if holding || self.empty <= SPIN_ROUNDS {
+        if holding {
             // Holding a partial burst: keep the core until the flush
             // deadline (at most `max_wait`); a yield on a busy machine can
             // lose it for a whole time slice (milliseconds).
-            IdleStep::Spin
-        } else if self.empty <= SPIN_ROUNDS + YIELD_ROUNDS {
+            return IdleStep::Spin;
+        }
+        let now = Instant::now();
+        let since = *self.since.get_or_insert(now);
+        if now.saturating_duration_since(since) < self.window {
             IdleStep::Yield
         } else {
             IdleStep::Sleep
@@ -145,16 +178,20 @@ mod tests {
     }
 
     #[test]
-    fn backoff_spins_yields_then_sleeps_but_not_while_holding() {
-        let mut b = Backoff::default();
-        let steps: Vec<_> = (0..SPIN_ROUNDS + YIELD_ROUNDS + 1)
-            .map(|_| b.step(false))
-            .collect();
-        assert_eq!(steps[0], IdleStep::Spin);
-        assert_eq!(steps[SPIN_ROUNDS as usize], IdleStep::Yield);
-        assert_eq!(*steps.last().unwrap(), IdleStep::Sleep);
+    fn backoff_yields_for_the_window_then_sleeps_but_spins_while_holding() {
+        let mut b = Backoff::new(Duration::from_millis(20));
+        assert_eq!(b.step(false), IdleStep::Yield);
+        assert_eq!(b.step(false), IdleStep::Yield);
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(b.step(false), IdleStep::Sleep, "window over");
         assert_eq!(b.step(true), IdleStep::Spin);
         b.reset();
-        assert_eq!(b.step(false), IdleStep::Spin);
+        assert_eq!(b.step(false), IdleStep::Yield, "a new spell");
+        // Busy polling never sleeps; a zero window sleeps at once.
+        let mut busy = Backoff::new(Duration::MAX);
+        assert_eq!(busy.step(false), IdleStep::Yield);
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(busy.step(false), IdleStep::Yield);
+        assert_eq!(Backoff::new(Duration::ZERO).step(false), IdleStep::Sleep);
     }
 }

@@ -16,6 +16,11 @@
 //!   A flow's packets go to one worker and every ring is FIFO, so a flow
 //!   leaves in order.
 //!
+//!   An RX thread that input wakes from sleep rings every worker's and TX
+//!   thread's doorbell at once (when they sleep), before it reads: the
+//!   three wake-ups of the first packet after a pause then overlap instead
+//!   of adding up (each costs tens of microseconds; see [`crate::flush`]).
+//!
 //! The six burst sizes ([`BurstSizes`]) bound each hand-over; partly filled
 //! bursts leave by the [`FlushPolicy`]; idle threads back off and sleep
 //! (see [`crate::flush`] and [`crate::wake`]) until a port descriptor is
@@ -162,6 +167,10 @@ pub struct ThreadsConfig {
     pub worker_cores: Option<Vec<usize>>,
     /// See `rx_cores`.
     pub tx_cores: Option<Vec<usize>>,
+    /// How long an idle thread keeps polling (yielding between polls)
+    /// before it sleeps; `Duration::MAX`: never (busy polling). See
+    /// [`crate::flush`].
+    pub poll_window: Duration,
     /// Longest sleep of an idle thread (it also wakes on input).
     pub max_sleep: Duration,
     /// Longest sleep when some input has neither a descriptor to wait on
@@ -187,6 +196,7 @@ impl Default for ThreadsConfig {
             rx_cores: None,
             worker_cores: None,
             tx_cores: None,
+            poll_window: crate::flush::POLL_WINDOW,
             max_sleep: Duration::from_millis(5),
             fdless_sleep: Duration::from_micros(50),
         }
@@ -491,7 +501,8 @@ fn core_of(cores: &Option<Vec<usize>>, i: usize) -> Option<usize> {
         .and_then(|c| c.get(i % c.len()).copied())
 }
 
-/// Sleeps or spins one idle step.
+/// Sleeps or spins one idle step. Returns whether it slept and one of
+/// `fds` woke it (input has arrived on a port).
 fn idle(
     backoff: &mut Backoff,
     holding: bool,
@@ -499,7 +510,7 @@ fn idle(
     fds: &[RawFd],
     timeout: Duration,
     inputs_waiting: impl FnOnce() -> bool,
-) {
+) -> bool {
     match backoff.step(holding) {
         IdleStep::Spin => std::hint::spin_loop(),
         IdleStep::Yield => std::thread::yield_now(),
@@ -507,11 +518,12 @@ fn idle(
             bell.prepare();
             if inputs_waiting() {
                 bell.cancel();
-                return;
+                return false;
             }
-            wake::wait(bell, fds, timeout);
+            return wake::wait(bell, fds, timeout);
         }
     }
+    false
 }
 
 /// A port read by a thread.
@@ -783,6 +795,7 @@ impl Threads {
                 outs,
                 dispatcher: cfg.dispatcher.clone(),
                 bell,
+                downstream: worker_bells.iter().chain(&tx_bells).cloned().collect(),
                 stop: t.stop_rx.clone(),
                 board: t.board.clone(),
                 drops: t.drops.clone(),
@@ -903,7 +916,7 @@ impl RtcWorker {
 
     fn run(&mut self) {
         let mut burst = Burst::with_limit(self.cfg.bursts.rx_read.max(1));
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
         let (fds, timeout) = idle_plan(&mut self.rx, &self.cfg);
@@ -969,6 +982,10 @@ struct RxThread {
     outs: Vec<Stage<PacketBuf>>,
     dispatcher: Dispatcher,
     bell: Arc<Doorbell>,
+    /// Every worker's and TX thread's doorbell: rung when input wakes this
+    /// thread from sleep, so the later stages wake while this one reads
+    /// (in parallel, not one after the other as each burst reaches them).
+    downstream: Vec<Arc<Doorbell>>,
     stop: Arc<AtomicBool>,
     board: Arc<StatsBoard>,
     drops: Arc<DropCells>,
@@ -983,7 +1000,7 @@ impl RxThread {
 
     fn run(&mut self) {
         let mut burst = Burst::with_limit(self.cfg.bursts.rx_read.max(1));
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
         let (fds, timeout) = idle_plan(&mut self.ports, &self.cfg);
@@ -1016,7 +1033,11 @@ impl RxThread {
             }
             if got == 0 {
                 let holding = self.outs.iter().any(|s| s.first_at.is_some());
-                idle(&mut backoff, holding, &self.bell, &fds, timeout, || false);
+                if idle(&mut backoff, holding, &self.bell, &fds, timeout, || false) {
+                    for b in &self.downstream {
+                        b.ring_if_sleeping();
+                    }
+                }
             }
         }
         for s in &mut self.outs {
@@ -1042,7 +1063,7 @@ impl SplitWorker {
         let read = self.cfg.bursts.worker_read.max(1);
         let mut burst = Burst::with_limit(read);
         let mut run = Burst::with_limit(read);
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
@@ -1127,7 +1148,7 @@ impl TxThread {
 
     fn run(&mut self) {
         let read = self.cfg.bursts.tx_read.max(1);
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
         loop {

@@ -106,7 +106,8 @@ impl Doorbell {
 
 /// Sleeps until one of `fds` is readable, `bell` rings, or `timeout`
 /// passes. Call [`Doorbell::prepare`] and re-check the inputs first.
-pub fn wait(bell: &Doorbell, fds: &[RawFd], timeout: Duration) {
+/// Returns whether one of `fds` (not the bell) was readable.
+pub fn wait(bell: &Doorbell, fds: &[RawFd], timeout: Duration) -> bool {
     let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(fds.len() + 1);
     pfds.push(libc::pollfd {
         fd: bell.fd(),
@@ -136,6 +137,7 @@ pub fn wait(bell: &Doorbell, fds: &[RawFd], timeout: Duration) {
     if pfds.first().is_some_and(|p| p.revents != 0) {
         bell.drain();
     }
+    pfds.iter().skip(1).any(|p| p.revents != 0)
 }
 
 /// Pins the calling thread to one CPU core.

@@ -81,12 +81,26 @@ pub struct RunArgs {
     /// How afpacket ports receive.
     #[arg(long, value_enum, default_value = "socket")]
     pub afpacket_mode: AfMode,
+    /// Idle dataplane threads keep polling this many µs after their last
+    /// input before they sleep (default 1000); "busy": never sleep (a core
+    /// per thread; the lowest delay).
+    #[arg(long, value_parser = parse_poll)]
+    pub poll_us: Option<Duration>,
     /// Print counters every N seconds while running.
     #[arg(long)]
     pub stats_interval: Option<u64>,
     /// Stop by itself after N seconds (tests, demos).
     #[arg(long)]
     pub duration: Option<f64>,
+}
+
+fn parse_poll(s: &str) -> Result<Duration, String> {
+    if s == "busy" {
+        return Ok(Duration::MAX);
+    }
+    s.parse::<u64>()
+        .map(Duration::from_micros)
+        .map_err(|_| format!("{s:?}: expected microseconds or \"busy\""))
 }
 
 fn load(args: &RunArgs) -> anyhow::Result<Config> {
@@ -126,6 +140,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let shutdown = Shutdown::install()?;
     let mut opts = RuntimeOptions::default();
     opts.backends.afpacket_mode = args.afpacket_mode.into();
+    opts.poll_window = args.poll_us;
     let rt = Runtime::start(&cfg, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
     let _agents = start_agents(&cfg, &rt)?;
     eprintln!(

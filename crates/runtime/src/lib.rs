@@ -118,6 +118,9 @@ pub struct RuntimeOptions {
     pub backends: BackendOptions,
     /// Follow kernel link state with a netlink watcher thread.
     pub watch_links: bool,
+    /// How long idle dataplane threads keep polling before they sleep
+    /// (`Duration::MAX`: busy polling); `None`: the dataplane's default.
+    pub poll_window: Option<Duration>,
 }
 
 impl Default for RuntimeOptions {
@@ -125,6 +128,7 @@ impl Default for RuntimeOptions {
         RuntimeOptions {
             backends: BackendOptions::default(),
             watch_links: true,
+            poll_window: None,
         }
     }
 }
@@ -325,7 +329,10 @@ impl Runtime {
             };
             let snapshot = Snapshot::new(state, dp_config);
             let publisher = Publisher::new(snapshot.clone());
-            let tcfg = threads_config(&br.name, config);
+            let mut tcfg = threads_config(&br.name, config);
+            if let Some(w) = opts.poll_window {
+                tcfg.poll_window = w;
+            }
             let mut workers = Vec::new();
             let events: Arc<OnceLock<EventSender>> = Arc::default();
             let n_workers = u32::try_from(tcfg.workers).unwrap_or(u32::MAX);
