@@ -43,10 +43,15 @@
 //! slot is simply updated next time), and [`Threads::port_counters`] sums
 //! the slots of a port. Drops the threads make themselves are named
 //! ([`ThreadDrops`]): `rx_ring_full` and `tx_ring_full` (a ring between
-//! threads was full: these are the rings' own counters), `tx_queue_full`
-//! (a port kept refusing packets and its TX burst overflowed), `no_port`
-//! (an output to a port number this set of threads does not have) and
-//! `port_error` (a port call failed).
+//! threads was full), `tx_queue_full` (a port kept refusing packets and
+//! its TX burst overflowed), `no_port` (an output to a port number this
+//! set of threads does not have), `port_error` (packets lost to a failed
+//! send call) and `rx_error` (failed receive calls).
+//! All but `no_port` are also kept per port ([`Threads::port_drops`]): a
+//! packet lost on an RX → worker ring counts against the port it came in
+//! on, one lost on a worker → TX ring or at a port against the port it
+//! was going out of, so the control side can add them to that port's
+//! OpenFlow `rx_dropped` / `tx_dropped`.
 //!
 //! # Shutdown
 //!
@@ -66,7 +71,7 @@ use std::time::{Duration, Instant};
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::{Backoff, FlushPolicy, IdleStep};
 use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
-use crate::spsc::{self, Consumer, Producer, RingStats};
+use crate::spsc::{self, Consumer, Producer};
 use crate::wake::{self, Doorbell};
 
 /// What a worker does with a burst: a pipeline, a learning switch, a test
@@ -226,7 +231,7 @@ impl PortSpec {
     }
 }
 
-/// Drops the threads made themselves, by name.
+/// Drops the threads made themselves, by name (for one port, or summed).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadDrops {
     /// An RX → worker ring was full.
@@ -237,19 +242,118 @@ pub struct ThreadDrops {
     pub tx_queue_full: u64,
     /// Output to a port number the threads do not have.
     pub no_port: u64,
-    /// Packets lost to a failed port call.
+    /// Packets lost to a failed send call.
     pub port_error: u64,
+    /// Failed receive calls (each counted once; what they lost is unknown).
+    pub rx_error: u64,
 }
 
+impl ThreadDrops {
+    /// Lost on the way in (the RX → worker rings).
+    pub fn rx_total(&self) -> u64 {
+        self.rx_ring_full
+    }
+
+    /// Lost on the way out (rings toward TX threads, port TX bursts,
+    /// failed port calls) and outputs to unknown ports.
+    pub fn tx_total(&self) -> u64 {
+        self.tx_ring_full + self.tx_queue_full + self.port_error + self.no_port
+    }
+
+    fn add(&mut self, o: &ThreadDrops) {
+        self.rx_ring_full += o.rx_ring_full;
+        self.tx_ring_full += o.tx_ring_full;
+        self.tx_queue_full += o.tx_queue_full;
+        self.no_port += o.no_port;
+        self.port_error += o.port_error;
+        self.rx_error += o.rx_error;
+    }
+}
+
+/// One port's drop counters (the `ThreadDrops` fields that have a port).
+#[derive(Default)]
+struct PortDropCells {
+    rx_ring_full: AtomicU64,
+    tx_ring_full: AtomicU64,
+    tx_queue_full: AtomicU64,
+    port_error: AtomicU64,
+    rx_error: AtomicU64,
+}
+
+impl PortDropCells {
+    fn read(&self) -> ThreadDrops {
+        ThreadDrops {
+            rx_ring_full: self.rx_ring_full.load(Ordering::Relaxed),
+            tx_ring_full: self.tx_ring_full.load(Ordering::Relaxed),
+            tx_queue_full: self.tx_queue_full.load(Ordering::Relaxed),
+            no_port: 0,
+            port_error: self.port_error.load(Ordering::Relaxed),
+            rx_error: self.rx_error.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The threads' drop counters: per port (the set is fixed at start, so
+/// lookups need no lock) and `no_port`.
 #[derive(Default)]
 struct DropCells {
-    tx_queue_full: AtomicU64,
     no_port: AtomicU64,
-    port_error: AtomicU64,
+    ports: HashMap<u32, PortDropCells>,
+}
+
+impl DropCells {
+    fn for_ports(numbers: impl IntoIterator<Item = u32>) -> DropCells {
+        DropCells {
+            no_port: AtomicU64::new(0),
+            ports: numbers
+                .into_iter()
+                .map(|n| (n, PortDropCells::default()))
+                .collect(),
+        }
+    }
+
+    /// Counts `n` drops against `port` in the cell `which` picks; a port
+    /// without cells counts as `no_port`.
+    fn count(&self, port: u32, n: u64, which: impl FnOnce(&PortDropCells) -> &AtomicU64) {
+        match self.ports.get(&port) {
+            Some(c) => bump(which(c), n),
+            None => bump(&self.no_port, n),
+        }
+    }
 }
 
 fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// A value on a ring between threads, and the port a drop of it counts
+/// against.
+trait RingItem {
+    /// The port whose counters a drop of this value goes to.
+    fn port(&self) -> u32;
+    /// The cell: `rx_ring_full` for RX → worker rings, `tx_ring_full` for
+    /// worker → TX rings.
+    fn cell(c: &PortDropCells) -> &AtomicU64;
+}
+
+/// RX → worker: a received packet, counted against its input port.
+impl RingItem for PacketBuf {
+    fn port(&self) -> u32 {
+        self.meta.in_port
+    }
+    fn cell(c: &PortDropCells) -> &AtomicU64 {
+        &c.rx_ring_full
+    }
+}
+
+/// Worker → TX: `(output port, packet)`, counted against the output port.
+impl RingItem for (u32, PacketBuf) {
+    fn port(&self) -> u32 {
+        self.0
+    }
+    fn cell(c: &PortDropCells) -> &AtomicU64 {
+        &c.tx_ring_full
+    }
 }
 
 /// A handle on a port: owned by this thread, or shared behind a mutex
@@ -335,7 +439,7 @@ impl TxSide {
         }
         let pending = &mut p.pending;
         if let Err(_e) = p.out.handle.with(|b| b.tx_burst(pending)) {
-            bump(&drops.port_error, p.pending.len() as u64);
+            drops.count(p.number, p.pending.len() as u64, |c| &c.port_error);
             p.pending.clear();
         }
         if p.pending.is_empty() {
@@ -352,7 +456,7 @@ impl TxSide {
             Self::send(p, &self.drops);
         }
         if p.pending.push(pkt).is_err() {
-            bump(&self.drops.tx_queue_full, 1);
+            self.drops.count(p.number, 1, |c| &c.tx_queue_full);
             return;
         }
         p.first_at.get_or_insert(now);
@@ -389,7 +493,7 @@ impl TxSide {
             }
             let left = p.pending.len() as u64;
             if left > 0 {
-                bump(&self.drops.tx_queue_full, left);
+                self.drops.count(p.number, left, |c| &c.tx_queue_full);
                 p.pending.clear();
             }
         }
@@ -407,9 +511,10 @@ struct Stage<T> {
     pending: Vec<T>,
     limit: usize,
     first_at: Option<Instant>,
+    drops: Arc<DropCells>,
 }
 
-impl<T> Stage<T> {
+impl<T: RingItem> Stage<T> {
     fn push(&mut self, v: T, now: Instant) {
         self.pending.push(v);
         self.first_at.get_or_insert(now);
@@ -422,7 +527,11 @@ impl<T> Stage<T> {
         if self.pending.is_empty() {
             return;
         }
-        self.ring.push_all_or_drop(self.pending.drain(..));
+        self.ring.push_from_vec(&mut self.pending);
+        // What did not fit is dropped, counted against its port.
+        for v in self.pending.drain(..) {
+            self.drops.count(v.port(), 1, T::cell);
+        }
         self.first_at = None;
         self.bell.ring_if_sleeping();
     }
@@ -453,8 +562,6 @@ pub struct Threads {
     bells: Vec<Arc<Doorbell>>,
     board: Arc<StatsBoard>,
     drops: Arc<DropCells>,
-    rx_rings: Vec<RingStats<PacketBuf>>,
-    tx_rings: Vec<RingStats<(u32, PacketBuf)>>,
 }
 
 /// Makes the handles for one port: a reader handle and `writers` send
@@ -539,7 +646,7 @@ fn read_port(p: &mut RxPort, burst: &mut Burst, drops: &DropCells) -> usize {
     let n = match p.input.handle.with(|b| b.rx_burst(burst)) {
         Ok(n) => n,
         Err(_) => {
-            bump(&drops.port_error, 1);
+            drops.count(p.number, 1, |c| &c.rx_error);
             0
         }
     };
@@ -564,6 +671,7 @@ impl Threads {
     }
 
     fn empty(board: StatsBoard) -> Threads {
+        let drops = DropCells::for_ports(board.slots.iter().map(|(n, _)| *n));
         Threads {
             stop_rx: Arc::default(),
             stop_workers: Arc::default(),
@@ -573,9 +681,7 @@ impl Threads {
             tx_handles: Vec::new(),
             bells: Vec::new(),
             board: Arc::new(board),
-            drops: Arc::default(),
-            rx_rings: Vec::new(),
-            tx_rings: Vec::new(),
+            drops: Arc::new(drops),
         }
     }
 
@@ -711,13 +817,13 @@ impl Threads {
         for out in rx_out.iter_mut() {
             for (w, bell) in worker_bells.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.rx_ring);
-                t.rx_rings.push(p.stats());
                 out.push(Stage {
                     ring: p,
                     bell: bell.clone(),
                     pending: Vec::with_capacity(b.rx_write.max(1)),
                     limit: b.rx_write.max(1),
                     first_at: None,
+                    drops: t.drops.clone(),
                 });
                 if let Some(list) = worker_in.get_mut(w) {
                     list.push(c);
@@ -731,13 +837,13 @@ impl Threads {
         for out in worker_out.iter_mut() {
             for (x, bell) in tx_bells.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.tx_ring);
-                t.tx_rings.push(p.stats());
                 out.push(Stage {
                     ring: p,
                     bell: bell.clone(),
                     pending: Vec::with_capacity(b.worker_write.max(1)),
                     limit: b.worker_write.max(1),
                     first_at: None,
+                    drops: t.drops.clone(),
                 });
                 if let Some(list) = tx_in.get_mut(x) {
                     list.push(c);
@@ -830,23 +936,27 @@ impl Threads {
         out
     }
 
-    /// The drops the threads made, by name.
+    /// The drops the threads made, by name, summed over all ports.
     pub fn drops(&self) -> ThreadDrops {
-        ThreadDrops {
-            rx_ring_full: self
-                .rx_rings
-                .iter()
-                .map(|r| r.counters().dropped_full)
-                .sum(),
-            tx_ring_full: self
-                .tx_rings
-                .iter()
-                .map(|r| r.counters().dropped_full)
-                .sum(),
-            tx_queue_full: self.drops.tx_queue_full.load(Ordering::Relaxed),
+        let mut d = ThreadDrops {
             no_port: self.drops.no_port.load(Ordering::Relaxed),
-            port_error: self.drops.port_error.load(Ordering::Relaxed),
+            ..ThreadDrops::default()
+        };
+        for c in self.drops.ports.values() {
+            d.add(&c.read());
         }
+        d
+    }
+
+    /// The drops the threads made, per port (`no_port` is always 0 here;
+    /// see [`Threads::drops`]). Exact: read from atomic counters, not a
+    /// published copy.
+    pub fn port_drops(&self) -> BTreeMap<u32, ThreadDrops> {
+        self.drops
+            .ports
+            .iter()
+            .map(|(n, c)| (*n, c.read()))
+            .collect()
     }
 
     /// Number of threads running.

@@ -682,31 +682,80 @@ impl BridgeRt {
         m.remove(&INJECT_PORT);
         m
     }
+
+    /// The dataplane threads' drops per port (rings, TX bursts, failed
+    /// port calls); the injection port's count against no OpenFlow port.
+    fn port_drops(&self) -> BTreeMap<u32, ThreadDrops> {
+        let mut m = self.threads.port_drops();
+        m.remove(&INJECT_PORT);
+        m
+    }
+
+    /// Completes OpenFlow port statistics, which the pipeline counts as
+    /// packets enter and leave it, with what happened outside it: frames
+    /// lost before the pipeline saw them (the kernel's socket or ring
+    /// overflowing, a full RX → worker ring, malformed or truncated
+    /// frames) are `rx_dropped`; packets the pipeline output that the port
+    /// never sent (a full worker → TX ring or TX burst, a link that went
+    /// down, an oversize frame, a failed send) move from `tx_packets` to
+    /// `tx_dropped`; failed port calls are `rx_errors` / `tx_errors`.
+    fn complete_port_stats(&self, stats: &mut [ofp::stats::PortStats]) {
+        let counters = self.port_counters();
+        let drops = self.port_drops();
+        for s in stats {
+            let c = counters.get(&s.port_no).copied().unwrap_or_default();
+            let d = drops.get(&s.port_no).copied().unwrap_or_default();
+            s.rx_dropped = s.rx_dropped.saturating_add(c.rx_dropped() + d.rx_total());
+            let unsent = c.tx_dropped() + c.tx_errors + d.tx_total();
+            s.tx_packets = s.tx_packets.saturating_sub(unsent);
+            s.tx_dropped = s
+                .tx_dropped
+                .saturating_add(c.tx_dropped() + d.tx_total() - d.port_error);
+            s.rx_errors = s.rx_errors.saturating_add(c.rx_errors + d.rx_error);
+            s.tx_errors = s.tx_errors.saturating_add(c.tx_errors + d.port_error);
+        }
+    }
 }
 
 fn report_bridge(b: &BridgeRt, s: &mut String) {
-    report_parts(b, &b.port_counters(), &b.threads.drops(), s);
+    report_parts(
+        b,
+        &b.port_counters(),
+        &b.port_drops(),
+        &b.threads.drops(),
+        s,
+    );
 }
 
+/// The text report: per port, the frames read and sent and those lost at
+/// that port (by the port itself or by the threads' rings and bursts,
+/// attributed as in [`BridgeRt::complete_port_stats`]), then every drop
+/// cause by name, then the flows.
 fn report_parts(
     b: &BridgeRt,
     ports: &BTreeMap<u32, PortCounters>,
+    port_drops: &BTreeMap<u32, ThreadDrops>,
     drops: &ThreadDrops,
     s: &mut String,
 ) {
     let _ = writeln!(s, "bridge {} (dpid {:#x}):", b.name, b.dpid);
     for (no, c) in ports {
         let name = b.interfaces.get(no).map(String::as_str).unwrap_or("?");
+        let d = port_drops.get(no).copied().unwrap_or_default();
         let _ = writeln!(
             s,
             "  port {no} ({name}): rx {} pkts {} bytes, drop {}; tx {} pkts {} bytes, drop {}",
             c.rx_packets,
             c.rx_bytes,
-            c.rx_dropped(),
+            c.rx_dropped() + c.rx_errors + d.rx_total(),
             c.tx_packets,
             c.tx_bytes,
-            c.tx_dropped()
+            c.tx_dropped() + c.tx_errors + d.tx_total()
         );
+    }
+    let mut p = PortCounters::default();
+    for c in ports.values() {
+        p = p.merged(c);
     }
     let (pc, pins) = sum_workers(b);
     let mut named: Vec<String> = pc
@@ -717,11 +766,21 @@ fn report_parts(
         .map(|(k, n)| format!("{k}={n}"))
         .collect();
     for (k, n) in [
+        ("port_rx_full", p.rx_drops.ring_full),
+        ("port_rx_truncated", p.rx_drops.truncated),
+        ("port_rx_malformed", p.rx_drops.malformed),
+        ("port_rx_errors", p.rx_errors),
+        ("port_tx_oversize", p.tx_drops.oversize),
+        ("port_tx_link_down", p.tx_drops.link_down),
+        ("port_tx_enobufs", p.tx_drops.queue_full),
+        ("port_tx_runt", p.tx_drops.runt),
+        ("port_tx_errors", p.tx_errors),
         ("rx_ring_full", drops.rx_ring_full),
         ("tx_ring_full", drops.tx_ring_full),
         ("tx_queue_full", drops.tx_queue_full),
         ("no_port", drops.no_port),
         ("port_error", drops.port_error),
+        ("rx_error", drops.rx_error),
         ("packet_in_unsent", pins),
     ] {
         if n > 0 {

@@ -6,7 +6,8 @@
 //! bursts. BARRIER waits until every worker uses the newest version, so a
 //! flow mod acknowledged by a barrier reply is in force for every packet
 //! the workers read after it. Statistics first collect the workers'
-//! counters. PACKET_OUT runs its actions on the control side and hands the
+//! counters; port statistics add the drops the dataplane made outside the
+//! pipeline (see `BridgeRt::complete_port_stats`). PACKET_OUT runs its actions on the control side and hands the
 //! resulting packets to the dataplane through the bridge's injection port.
 //! Packet-ins come straight from the workers into the agent's event queue.
 
@@ -183,9 +184,15 @@ impl Switch for BridgeSwitch {
         let now = self.b.now();
         let mut c = self.b.control();
         self.b.collect(&mut c);
-        c.dp.state
-            .multipart(req, now)
-            .unwrap_or(Err(OfpError::BadRequest(BadRequestCode::BadExperimenter)))
+        let mut reply =
+            c.dp.state
+                .multipart(req, now)
+                .unwrap_or(Err(OfpError::BadRequest(BadRequestCode::BadExperimenter)))?;
+        drop(c);
+        if let MultipartReplyBody::PortStats { stats } = &mut reply {
+            self.b.complete_port_stats(stats);
+        }
+        Ok(reply)
     }
 
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {

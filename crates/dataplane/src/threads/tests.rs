@@ -167,10 +167,64 @@ fn overload_drops_are_counted_by_name() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let d = t.drops();
+    let per_port = t.port_drops();
     t.stop();
+    // Counted against the port the packets came in on.
+    assert_eq!(per_port[&1].rx_ring_full, d.rx_ring_full, "{per_port:?}");
+    assert_eq!(per_port[&2], ThreadDrops::default());
     assert!(d.rx_ring_full > 0, "{d:?}");
     assert_eq!(seen.packets() + d.rx_ring_full, generated, "{d:?}");
     assert_eq!((d.tx_ring_full, d.no_port, d.port_error), (0, 0, 0));
+}
+
+/// A sink that takes its time over every burst.
+struct SlowSink(MemorySink);
+
+impl PortBackend for SlowSink {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        self.0.rx_burst(out)
+    }
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        std::thread::sleep(Duration::from_micros(300));
+        self.0.tx_burst(pkts)
+    }
+    fn link_state(&self) -> LinkState {
+        self.0.link_state()
+    }
+    fn stats(&self) -> PortCounters {
+        self.0.stats()
+    }
+}
+
+#[test]
+fn tx_ring_drops_count_against_the_output_port_and_every_packet_is_accounted_for() {
+    let generated = 20_000u64;
+    let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
+    let sink = MemorySink::new("sink");
+    let seen = sink.handle();
+    let ports = vec![
+        PortSpec::new(1, Box::new(gen)),
+        PortSpec::new(2, Box::new(SlowSink(sink))),
+    ];
+    let mut c = cfg(ThreadMode::RxWorkerTx, 1);
+    c.tx_ring = 64;
+    let t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let total = |d: &ThreadDrops| d.rx_total() + d.tx_total();
+    while Instant::now() < deadline && seen.packets() + total(&t.drops()) < generated {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let d = t.drops();
+    let per_port = t.port_drops();
+    t.stop();
+    assert!(d.tx_ring_full > 0, "{d:?}");
+    assert_eq!(per_port[&2].tx_ring_full, d.tx_ring_full, "{per_port:?}");
+    assert_eq!(per_port[&1].tx_ring_full, 0, "{per_port:?}");
+    assert_eq!(per_port[&2].rx_ring_full, 0, "{per_port:?}");
+    assert_eq!(seen.packets() + total(&d), generated, "{d:?}");
 }
 
 /// A port that accepts nothing.
