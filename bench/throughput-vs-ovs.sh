@@ -322,9 +322,10 @@ done
 echo
 echo "UDP lost in B's UDP socket = B's UdpRcvbufErrors delta (receiver too slow); lost before B = iperf3's lost - that"
 echo "  (approximate: datagrams B drops after iperf3 stops counting make it slightly negative)."
-echo "switch port drop counters: fulmar = sum of the ports' rx/tx 'drop N' in its final counters (printed on SIGTERM),"
-echo "  OVS = sum of drop= in ovs-ofctl dump-ports. switch other drops: fulmar = sum of its 'drops:' line"
-echo "  (thread rings etc.), OVS = 'lost' upcalls in ovs-appctl dpctl/show."
+echo "switch port drop counters: fulmar = sum of the ports' rx/tx 'drop N' in its final counters (printed on SIGTERM;"
+echo "  they include the thread rings' drops, counted against a port), OVS = sum of drop= in ovs-ofctl dump-ports."
+echo "  switch other drops: fulmar = sum of its 'drops:' line (the same drops by cause, plus pipeline drops),"
+echo "  OVS = 'lost' upcalls in ovs-appctl dpctl/show."
 echo "frames never read by switch = rx_packets of its two veths (kernel) - frames the switch read (fulmar: ports' rx;"
 echo "  OVS: dpctl lookups hit+missed+lost): lost at the switch's packet sockets, counted by no switch counter."
 echo "kernel veth drops = rx_dropped+tx_dropped deltas over the four veth ends of the switch path."

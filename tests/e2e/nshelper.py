@@ -3,6 +3,9 @@ send raw frames on an interface, or capture frames from one.
 
     send IFACE HEX [HEX...]
     capture IFACE SECONDS MAX ETHERTYPE_HEX...   (prints one hex frame per line)
+    flood IFACE HEX COUNT PPS    (sends the frame COUNT times, PPS per second
+                                  or, with 0, as fast as it can; prints
+                                  "sent N failed M")
 
 Frames are read with PACKET_AUXDATA so an outer VLAN tag the kernel
 stripped into metadata is put back, as it was on the wire.
@@ -25,6 +28,27 @@ def send(iface, frames):
     s.bind((iface, 0))
     for f in frames:
         s.send(bytes.fromhex(f))
+
+
+def flood(iface, frame, count, pps):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    s.bind((iface, 0))
+    f = bytes.fromhex(frame)
+    sent = failed = 0
+    start = time.perf_counter()
+    for i in range(count):
+        if pps:
+            # Paced: frame i leaves at start + i / pps (busy wait; a sleep
+            # would be too coarse).
+            due = start + i / pps
+            while time.perf_counter() < due:
+                pass
+        try:
+            s.send(f)
+            sent += 1
+        except OSError:
+            failed += 1
+    print(f"sent {sent} failed {failed} seconds {time.perf_counter() - start:.3f}", flush=True)
 
 
 def capture(iface, seconds, limit, types):
@@ -58,5 +82,7 @@ def capture(iface, seconds, limit, types):
 if __name__ == "__main__":
     if sys.argv[1] == "send":
         send(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "flood":
+        flood(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
     else:
         capture(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])

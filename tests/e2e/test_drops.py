@@ -1,0 +1,166 @@
+"""End-to-end: drops. A rate one worker sustains loses nothing; a flood
+beyond capacity loses packets, and every one of them is counted: by the
+switch in its ports' OpenFlow counters (read with ovs-ofctl dump-ports) and
+by name in its report, or by the kernel on the veths around it.
+
+Frames come from a raw-socket generator in namespace A (nshelper.py
+flood); what reaches B is counted by the kernel (vb's rx_packets), so no
+receiving program can fall behind.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from conftest import HELPER, MAC_A, NS_A, NS_B, SW_A, SW_B, Switch, in_ns
+
+MODES = ["run-to-completion", "rx-worker-tx"]
+FLOWS = [
+    "table=0,priority=10,in_port=1,actions=output:2",
+    "table=0,priority=10,in_port=2,actions=output:1",
+]
+# To a MAC address nobody has: B's kernel counts the frame and ignores it
+# (no ICMP port-unreachable, no ARP on the way back to disturb the counts).
+FRAME = bytes(Ether(src=MAC_A, dst="02:00:00:00:0e:ff") / IP(src="10.9.0.1", dst="10.9.0.2") / UDP(sport=9, dport=9) / bytes(18))
+
+
+def config(mode, ring):
+    """A config: one bridge over the two veths, `mode`, rings of `ring`
+    slots, a controller listener on a free port."""
+    threads = "rx_threads = 1\nworker_threads = 1\ntx_threads = 1\n" if mode == "rx-worker-tx" else "worker_threads = 1\n"
+    flows = ", ".join(f'"{f}"' for f in FLOWS)
+    ports = "".join(
+        f'[[bridges.ports]]\nport = {n}\ninterface = "{i}"\nbackend = "afpacket"\n' for n, i in ((1, SW_A), (2, SW_B))
+    )
+    return (
+        f'[dataplane]\nmode = "{mode}"\n{threads}rx_ring_size = {ring}\ntx_ring_size = {ring}\n'
+        f'[[bridges]]\nname = "br0"\nflows = [{flows}]\n{ports}'
+        '[[bridges.controllers]]\nlisten = "tcp:127.0.0.1:0"\n'
+    )
+
+
+def start(fulmar_bin, tmp_path, mode, ring=1024):
+    if shutil.which("ovs-ofctl") is None:
+        pytest.skip("needs ovs-ofctl")
+    cfg = tmp_path / "fulmar.toml"
+    cfg.write_text(config(mode, ring))
+    sw = Switch([fulmar_bin, "run", "--config", str(cfg)])
+    m = re.search(r"listening for controllers on ([\d.]+:\d+)", "".join(sw.err_lines))
+    assert m, sw.err_lines
+    return sw, "tcp:" + m.group(1)
+
+
+def port_stats(target):
+    """OpenFlow port statistics: {port: {"rx": {pkts, drop, errs}, "tx": ...}}."""
+    out = subprocess.run(
+        ["ovs-ofctl", "-O", "OpenFlow13", "dump-ports", target], check=True, capture_output=True, text=True
+    ).stdout
+    stats = {}
+    for m in re.finditer(
+        r"port\s+(\d+): rx pkts=(\d+), bytes=\d+, drop=(\d+), errs=(\d+).*?\n\s+tx pkts=(\d+), bytes=\d+, drop=(\d+), errs=(\d+)",
+        out,
+    ):
+        n, rp, rd, re_, tp, td, te = (int(x) for x in m.groups())
+        stats[n] = {"rx": {"pkts": rp, "drop": rd, "errs": re_}, "tx": {"pkts": tp, "drop": td, "errs": te}}
+    assert set(stats) >= {1, 2}, out
+    return stats
+
+
+def kernel(ns, dev):
+    """A veth end's kernel counters (ns None: the root namespace)."""
+    names = ("rx_packets", "tx_packets", "rx_dropped", "tx_dropped")
+    pre = ["ip", "netns", "exec", ns] if ns else []
+    vals = subprocess.run(
+        [*pre, "cat", *(f"/sys/class/net/{dev}/statistics/{n}" for n in names)], check=True, capture_output=True, text=True
+    ).stdout.split()
+    return dict(zip(names, map(int, vals)))
+
+
+def ends():
+    return {"va": kernel(NS_A, "va"), "sa": kernel(None, SW_A), "sb": kernel(None, SW_B), "vb": kernel(NS_B, "vb")}
+
+
+def delta(after, before):
+    return {k: {c: after[k][c] - before[k][c] for c in after[k]} for k in after}
+
+
+def flood(count, pps):
+    r = in_ns(NS_A, sys.executable, HELPER, "flood", "va", FRAME.hex(), str(count), str(pps))
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"sent (\d+) failed (\d+) seconds ([\d.]+)", r.stdout)
+    assert m, r.stdout
+    return int(m.group(1)), float(m.group(3))
+
+
+def settle(target, sent):
+    """Port stats once port 1 has accounted for every frame (or 5 s)."""
+    deadline = time.time() + 5
+    while True:
+        s = port_stats(target)
+        if s[1]["rx"]["pkts"] + s[1]["rx"]["drop"] >= sent or time.time() > deadline:
+            time.sleep(0.2)
+            return port_stats(target)
+        time.sleep(0.1)
+
+
+def named_drops(report):
+    line = next(l for l in report.splitlines() if l.strip().startswith("drops:"))
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rate_one_worker_sustains_loses_nothing(net, fulmar_bin, tmp_path, mode):
+    sw, target = start(fulmar_bin, tmp_path, mode)
+    try:
+        before = ends()
+        sent, secs = flood(10000, 20000)
+        stats = settle(target, sent)
+        d = delta(ends(), before)
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err
+    print(f"\n{mode}: sent {sent} in {secs:.2f} s; port stats {stats}; kernel {d}")
+    assert sent == 10000
+    assert stats[1]["rx"] == {"pkts": sent, "drop": 0, "errs": 0}, stats
+    assert stats[2]["tx"] == {"pkts": sent, "drop": 0, "errs": 0}, stats
+    assert d["vb"]["rx_packets"] == sent, d
+    assert named_drops(out) == {}, out
+    assert "drops: none" in out, out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_beyond_capacity_every_drop_is_counted(net, fulmar_bin, tmp_path, mode):
+    # The smallest rings, and frames as fast as a raw socket sends them.
+    sw, target = start(fulmar_bin, tmp_path, mode, ring=64)
+    try:
+        before = ends()
+        sent, secs = flood(200000, 0)
+        stats = settle(target, sent)
+        d = delta(ends(), before)
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err
+    p1, p2 = stats[1], stats[2]
+    print(f"\n{mode}: sent {sent} in {secs:.2f} s ({sent / secs / 1e3:.0f} kpps); port stats {stats}; kernel {d}")
+    print(out)
+    # Into the switch: every frame A's veth sent is one the switch read into
+    # its pipeline, one it counts as dropped on port 1, or one the kernel
+    # counts as dropped between va and the switch's socket.
+    assert d["va"]["tx_packets"] == sent
+    lost_in_kernel = d["va"]["tx_dropped"] + d["sa"]["rx_dropped"]
+    assert p1["rx"]["pkts"] + p1["rx"]["drop"] + lost_in_kernel == sent, (stats, d)
+    # Through it: every frame read was sent out of port 2 or counted there.
+    assert p2["tx"]["pkts"] + p2["tx"]["drop"] == p1["rx"]["pkts"], stats
+    # Out of it: what port 2 sent reached B, or the kernel counted it.
+    lost_out = d["sb"]["tx_dropped"] + d["vb"]["rx_dropped"]
+    assert d["vb"]["rx_packets"] + lost_out == p2["tx"]["pkts"], (stats, d)
+    # Beyond capacity: the switch did drop, and its report names every drop.
+    dropped = p1["rx"]["drop"] + p2["tx"]["drop"]
+    assert dropped > 0, (stats, d)
+    assert sum(named_drops(out).values()) == dropped, out
