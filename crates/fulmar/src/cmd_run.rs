@@ -39,6 +39,15 @@ impl From<AfMode> for runtime::AfPacketMode {
     }
 }
 
+/// What a bridge does while no controller is connected (flag form).
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FailModeArg {
+    /// Keep the flow tables; drop what misses.
+    Secure,
+    /// Act as a learning switch until a controller connects.
+    Standalone,
+}
+
 /// Thread arrangement for the flag form.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Mode {
@@ -52,7 +61,7 @@ pub enum Mode {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A TOML configuration file (bridges, ports, threads, flows).
-    #[arg(long, short = 'c', conflicts_with_all = ["interface", "flows", "listen", "controller", "dpid", "io", "workers", "mode"])]
+    #[arg(long, short = 'c', conflicts_with_all = ["interface", "flows", "listen", "controller", "dpid", "io", "workers", "mode", "fail_mode"])]
     pub config: Option<PathBuf>,
     /// An interface to switch; ports are numbered 1, 2, ... in order.
     #[arg(long, short = 'i')]
@@ -69,6 +78,10 @@ pub struct RunArgs {
     /// Datapath id.
     #[arg(long)]
     pub dpid: Option<u64>,
+    /// What the bridge does while no controller is connected (default
+    /// secure); applies when --controller or --listen is given.
+    #[arg(long, value_enum)]
+    pub fail_mode: Option<FailModeArg>,
     /// Packet I/O backend.
     #[arg(long, value_enum)]
     pub io: Option<Io>,
@@ -123,6 +136,11 @@ fn load(args: &RunArgs) -> anyhow::Result<Config> {
         workers: args.workers.unwrap_or(1),
     })
     .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some(FailModeArg::Standalone) = args.fail_mode {
+        for b in &mut cfg.bridges {
+            b.fail_mode = datastore::FailMode::Standalone;
+        }
+    }
     if let Some(Mode::RxWorkerTx) = args.mode {
         cfg.dataplane.mode = ThreadMode::RxWorkerTx;
         cfg.dataplane.rx_threads = 1;
@@ -225,6 +243,15 @@ fn start_agents(cfg: &Config, rt: &Runtime) -> anyhow::Result<Option<tokio::runt
         let agent = agent::Agent::new(std::sync::Arc::new(sw), config);
         agent.spawn_events(rx);
         agent.spawn_housekeeping(Duration::from_secs(1));
+        if b.fail_mode == datastore::FailMode::Standalone {
+            if let Some(sa) = rt.standalone(&b.name) {
+                tokio_rt.spawn(runtime::standalone::follow_controllers(
+                    agent.clone(),
+                    sa,
+                    b.name.clone(),
+                ));
+            }
+        }
         for c in &b.controllers {
             let target: agent::Target = c
                 .target

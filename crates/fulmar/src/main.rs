@@ -48,13 +48,16 @@ enum Command {
     DemoEcho(cmd_demo::EchoArgs),
 }
 
-/// Logs to stderr; `RUST_LOG` picks the level (default info).
+/// Logs to stderr; `RUST_LOG` picks the level (default info). Colours
+/// only when stderr is a terminal, so files and pipes get plain text.
 fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

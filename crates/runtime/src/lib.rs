@@ -22,6 +22,7 @@
 pub mod openflow;
 pub mod ports;
 pub mod signals;
+pub mod standalone;
 pub mod worker;
 
 use std::collections::{BTreeMap, HashMap};
@@ -162,6 +163,8 @@ struct BridgeRt {
     /// Where packet-ins, flow-removed and port-status go once an agent
     /// runs (set once; read without locking by the workers).
     events: Arc<OnceLock<EventSender>>,
+    /// The learning switch the workers use while the bridge is standalone.
+    standalone: Arc<standalone::Standalone>,
     epoch: Instant,
 }
 
@@ -335,10 +338,14 @@ impl Runtime {
             }
             let mut workers = Vec::new();
             let events: Arc<OnceLock<EventSender>> = Arc::default();
+            let standalone = Arc::new(standalone::Standalone::new(
+                interfaces.keys().copied().collect(),
+            ));
             let n_workers = u32::try_from(tcfg.workers).unwrap_or(u32::MAX);
             let threads = Threads::start(&tcfg, specs, &mut |i| {
                 let shared = Arc::new(WorkerShared {
                     events: events.clone(),
+                    standalone: standalone.clone(),
                     ..WorkerShared::default()
                 });
                 workers.push(shared.clone());
@@ -377,6 +384,7 @@ impl Runtime {
                 workers,
                 interfaces,
                 events,
+                standalone,
                 epoch,
             }));
         }
@@ -494,6 +502,12 @@ impl Runtime {
     /// A bridge's datapath id.
     pub fn dpid(&self, bridge: &str) -> Option<u64> {
         Some(self.bridge(bridge)?.dpid)
+    }
+
+    /// A bridge's learning switch (fail mode standalone): turn it on while
+    /// no controller is connected ([`standalone::follow_controllers`]).
+    pub fn standalone(&self, bridge: &str) -> Option<Arc<standalone::Standalone>> {
+        Some(self.bridge(bridge)?.standalone.clone())
     }
 
     /// A bridge's thread-level drops.
@@ -758,6 +772,7 @@ fn report_parts(
         p = p.merged(c);
     }
     let (pc, pins) = sum_workers(b);
+    let sa = b.standalone.counters();
     let mut named: Vec<String> = pc
         .drops
         .named()
@@ -782,6 +797,8 @@ fn report_parts(
         ("port_error", drops.port_error),
         ("rx_error", drops.rx_error),
         ("packet_in_unsent", pins),
+        ("standalone_same_port", sa.same_port),
+        ("standalone_runt", sa.runt),
     ] {
         if n > 0 {
             named.push(format!("{k}={n}"));
@@ -796,6 +813,19 @@ fn report_parts(
             named.join(" ")
         }
     );
+    if b.standalone.is_active() || sa.forwarded + sa.flooded > 0 {
+        let _ = writeln!(
+            s,
+            "  learning switch (fail mode standalone){}: forwarded {} flooded {}",
+            if b.standalone.is_active() {
+                ", active"
+            } else {
+                ""
+            },
+            sa.forwarded,
+            sa.flooded
+        );
+    }
     for f in flow_lines(b) {
         let _ = writeln!(
             s,

@@ -460,7 +460,13 @@ backend = "memory"
     (p1, p2) = (of_port_stats(&sw, 1), of_port_stats(&sw, 2));
     assert_eq!(p1.rx_packets + p1.rx_dropped, sent, "{p1:?}");
     assert_eq!(p2.tx_packets + p2.tx_dropped, p1.rx_packets, "{p2:?}");
-    assert!(p2.tx_dropped > 0, "port 2's far end is full: {p2:?}");
+    // Port 2's far end holds PATCH_RING frames and the rings and bursts a
+    // few hundred more: the rest was dropped, on the way in (the RX →
+    // worker ring) or out (the TX ring and burst, port 2 refusing).
+    assert!(
+        p1.rx_dropped + p2.tx_dropped >= sent - 2 * ports::PATCH_RING as u64,
+        "{p1:?} {p2:?}"
+    );
     // What port 2 counts as sent is exactly what came out of it.
     let out = collect(&mut m2, sent as usize, Duration::from_secs(2));
     assert_eq!(out.len() as u64, p2.tx_packets);

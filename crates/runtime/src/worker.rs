@@ -59,6 +59,9 @@ pub struct WorkerShared {
     /// The latest request the worker has answered (its counters are in
     /// `counters`).
     pub sync_done: AtomicU64,
+    /// The bridge's learning switch, used instead of the pipeline while
+    /// active (fail mode standalone, no controller).
+    pub standalone: Arc<crate::standalone::Standalone>,
 }
 
 /// A pipeline instance driven by a dataplane worker.
@@ -137,6 +140,10 @@ impl BurstProcessor for PipelineWorker {
                     out(port, p);
                 }
             }
+            return;
+        }
+        if self.shared.standalone.is_active() {
+            self.shared.standalone.process(in_port, burst, out);
             return;
         }
         let now = self.now();

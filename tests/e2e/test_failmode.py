@@ -1,0 +1,106 @@
+"""End-to-end: fail modes. With every controller gone, a bridge in fail
+mode standalone is a learning switch (hosts A and B ping each other with
+no flows at all) and goes back to its flow tables when a controller
+connects; in fail mode secure it keeps its (here: no) flows and drops what
+misses.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import NS_A, SW_A, SW_B, Switch, in_ns
+
+
+def ping(count=3):
+    if shutil.which("ping") is None:
+        pytest.skip("no ping binary")
+    # Forget neighbours from earlier attempts, so each try starts with ARP.
+    subprocess.run(["ip", "-n", NS_A, "neigh", "flush", "all"], check=True)
+    return in_ns(NS_A, "ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-W", "1", "10.9.0.2")
+
+
+def run(fulmar_bin, *extra):
+    return Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, *extra])
+
+
+# Nothing listens on TCP port 1 of the loopback: the controller stays
+# unreachable.
+UNREACHABLE = "tcp:127.0.0.1:1"
+
+
+def test_standalone_without_a_controller_is_a_learning_switch(net, fulmar_bin):
+    sw = run(fulmar_bin, "--controller", UNREACHABLE, "--fail-mode", "standalone")
+    try:
+        r = ping()
+    finally:
+        rc, out, err = sw.stop()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert " 0% packet loss" in r.stdout, r.stdout
+    assert rc == 0, err
+    assert "acting as a learning switch" in err, err
+    m = re.search(r"learning switch \(fail mode standalone\), active: forwarded (\d+) flooded (\d+)", out)
+    assert m, out
+    # ARP requests are flooded; the replies and the pings go to learnt ports.
+    assert int(m.group(1)) >= 6 and int(m.group(2)) >= 1, out
+
+
+def test_secure_without_a_controller_drops_misses(net, fulmar_bin):
+    sw = run(fulmar_bin, "--controller", UNREACHABLE, "--fail-mode", "secure")
+    try:
+        r = ping(count=2)
+    finally:
+        rc, out, err = sw.stop()
+    assert r.returncode != 0, r.stdout
+    assert rc == 0, err
+    assert "learning switch" not in out + err, out + err
+
+
+def test_standalone_goes_back_to_the_flow_tables_while_a_controller_is_connected(net, fulmar_bin, tmp_path):
+    if shutil.which("ovs-ofctl") is None:
+        pytest.skip("needs ovs-ofctl")
+    sw = run(fulmar_bin, "--listen", "tcp:127.0.0.1:0", "--fail-mode", "standalone")
+    monitor = None
+    try:
+        m = re.search(r"listening for controllers on ([\d.]+:\d+)", "".join(sw.err_lines))
+        assert m, sw.err_lines
+        target = "tcp:" + m.group(1)
+        r = ping()
+        assert r.returncode == 0, "standalone before any controller: " + r.stdout
+        # A controller that stays connected: the flow tables (empty) rule.
+        # (Its control socket goes to a private run directory.)
+        monitor = subprocess.Popen(
+            ["ovs-ofctl", "-O", "OpenFlow13", "monitor", target],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "OVS_RUNDIR": str(tmp_path)},
+        )
+        time.sleep(1)
+        assert monitor.poll() is None, "ovs-ofctl monitor exited"
+        r = ping(count=2)
+        assert r.returncode != 0, "no flows while a controller is connected: " + r.stdout
+        # The controller leaves: a learning switch again.
+        monitor.terminate()
+        monitor.wait(timeout=10)
+        time.sleep(1)
+        r = ping()
+        assert r.returncode == 0, "standalone after the controller left: " + r.stdout
+    finally:
+        if monitor is not None and monitor.poll() is None:
+            monitor.kill()
+        rc, out, err = sw.stop()
+    assert rc == 0, err
+    assert "back to the flow tables" in err, err
+
+
+def test_log_lines_carry_no_colour_codes_when_stderr_is_not_a_terminal(net, fulmar_bin):
+    # (Here stderr is a pipe; the earlier tests' log lines come the same way.)
+    sw = run(fulmar_bin, "--controller", UNREACHABLE, "--fail-mode", "standalone")
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+    assert "acting as a learning switch" in err, err
+    assert "\x1b[" not in err, repr(err)
