@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -72,26 +73,43 @@ def net(fulmar_bin):
 
 
 class Switch:
-    """A running `fulmar run`; stop() sends SIGINT and returns its output."""
+    """A running `fulmar run`; stop() sends SIGINT and returns its output.
+
+    A thread reads stderr as it comes (into err_lines), so nothing is lost
+    between the start-up line and stop() and the pipe never fills."""
 
     def __init__(self, argv):
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 10
-        # Started when it says so on stderr.
         self.err_lines = []
-        while time.time() < deadline:
-            line = self.proc.stderr.readline()
-            if not line:
-                break
-            self.err_lines.append(line)
-            if "running bridges" in line:
-                return
-        raise RuntimeError("fulmar did not start: " + "".join(self.err_lines))
+        started = threading.Event()
+
+        def read_stderr():
+            for line in self.proc.stderr:
+                self.err_lines.append(line)
+                if "running bridges" in line:
+                    started.set()
+            started.set()
+
+        self.reader = threading.Thread(target=read_stderr, daemon=True)
+        self.reader.start()
+        # Started when it says so on stderr.
+        started.wait(timeout=10)
+        if not any("running bridges" in l for l in self.err_lines):
+            raise RuntimeError("fulmar did not start: " + "".join(self.err_lines))
 
     def stop(self):
         self.proc.send_signal(2)
-        out, err = self.proc.communicate(timeout=20)
-        return self.proc.returncode, out, "".join(self.err_lines) + err
+        # Killed if it has not stopped within 20 s (the test then fails on
+        # the exit status).
+        watchdog = threading.Timer(20, self.proc.kill)
+        watchdog.start()
+        try:
+            out = self.proc.stdout.read()
+            self.proc.wait()
+        finally:
+            watchdog.cancel()
+        self.reader.join(timeout=10)
+        return self.proc.returncode, out, "".join(self.err_lines)
 
 
 @pytest.fixture
