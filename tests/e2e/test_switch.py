@@ -137,16 +137,19 @@ def test_rtt_through_the_switch_vs_a_direct_veth(net, switch, capsys):
     r = ping(NS_D1, "10.8.0.2", count=50, interval="0.02")
     figures["direct veth"] = rtt(r.stdout)
     for mode in MODES:
-        for af in ("socket", "ring"):
-            sw = switch(FORWARD, "--mode", mode, "--afpacket-mode", af)
+        # Idle threads sleep after a 1 ms poll window (the default), or
+        # never (--poll-us busy: a core per thread, no wake-up per packet).
+        for af, poll in (("socket", None), ("socket", "busy"), ("ring", None)):
+            extra = ["--poll-us", poll] if poll else []
+            sw = switch(FORWARD, "--mode", mode, "--afpacket-mode", af, *extra)
             ping(NS_A, "10.9.0.2", count=3, interval="0.05")
             r = ping(NS_A, "10.9.0.2", count=50, interval="0.02")
-            figures[f"switch {mode} afpacket-{af}"] = rtt(r.stdout)
+            figures[f"switch {mode} afpacket-{af}" + (f" poll {poll}" if poll else "")] = rtt(r.stdout)
             sw.stop()
     with capsys.disabled():
         print("\nping RTT min/avg/max ms:")
         for k, v in figures.items():
-            print(f"  {k:45s} {v}")
+            print(f"  {k:55s} {v}")
     assert figures["direct veth"] is not None
 
 
