@@ -49,6 +49,20 @@ def test_standalone_without_a_controller_is_a_learning_switch(net, fulmar_bin):
     assert int(m.group(1)) >= 6 and int(m.group(2)) >= 1, out
 
 
+def test_secure_without_a_controller_keeps_its_flows(net, fulmar_bin, tmp_path):
+    flows = tmp_path / "flows"
+    flows.write_text("table=0,priority=10,in_port=1,actions=output:2\ntable=0,priority=10,in_port=2,actions=output:1\n")
+    sw = run(fulmar_bin, "--controller", UNREACHABLE, "--fail-mode", "secure", "--flows", str(flows))
+    try:
+        r = ping()
+    finally:
+        rc, out, err = sw.stop()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rc == 0, err
+    assert "learning switch" not in out + err, out + err
+    assert re.search(r"n_packets=[1-9]\d* .*in_port=1,actions=output:2", out), out
+
+
 def test_secure_without_a_controller_drops_misses(net, fulmar_bin):
     sw = run(fulmar_bin, "--controller", UNREACHABLE, "--fail-mode", "secure")
     try:
