@@ -2,12 +2,19 @@
 certificate from a CA made here (openssl CLI); ovs-ofctl with a client
 certificate from the same CA connects and gets the switch's features; a
 client whose certificate comes from another CA is refused, and so is a
-client without TLS.
+client without TLS. And as a client (`tls:`): it gets to a controller
+whose certificate comes from its CA and names the address it dialled, and
+refuses one from another CA.
 """
 
 import re
 import shutil
+import socket
+import ssl
+import struct
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -107,3 +114,86 @@ def test_tls_listener_serves_its_ca_and_refuses_others(net, fulmar_bin, pki):
     finally:
         rc, out, err = sw.stop()
     assert rc == 0, err
+
+
+def read_until(conn, want_type, deadline):
+    """Reads OpenFlow messages until one of `want_type`; returns it."""
+    buf = b""
+    while time.time() < deadline:
+        while len(buf) >= 8:
+            length = struct.unpack("!H", buf[2:4])[0]
+            if length < 8 or len(buf) < length:
+                break
+            msg, buf = buf[:length], buf[length:]
+            if msg[1] == want_type:
+                return msg
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return None
+
+
+def controller(d, cert, timeout=15):
+    """A one-shot OpenFlow controller on TLS (Python's ssl module): waits
+    for the switch, says HELLO, asks for FEATURES; returns the dpid, or the
+    error that ended it."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(d / f"{cert}.crt", d / f"{cert}.key")
+    ctx.load_verify_locations(d / "ca.crt")
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(4)
+    lsock.settimeout(timeout)
+    result = {}
+
+    def serve():
+        deadline = time.time() + timeout
+        try:
+            raw, _ = lsock.accept()
+            raw.settimeout(timeout)
+            with ctx.wrap_socket(raw, server_side=True) as conn:
+                conn.sendall(struct.pack("!BBHI", 4, 0, 8, 1))  # HELLO
+                if read_until(conn, 0, deadline) is None:
+                    result["error"] = "no HELLO"
+                    return
+                conn.sendall(struct.pack("!BBHI", 4, 5, 8, 2))  # FEATURES_REQUEST
+                reply = read_until(conn, 6, deadline)
+                if reply is None:
+                    result["error"] = "no FEATURES_REPLY"
+                    return
+                result["dpid"] = struct.unpack("!Q", reply[8:16])[0]
+        except (OSError, ssl.SSLError) as e:
+            result["error"] = repr(e)
+        finally:
+            lsock.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return lsock.getsockname()[1], t, result
+
+
+@pytest.mark.parametrize("cert,accepted", [("controller", True), ("intruder", False)])
+def test_tls_connection_to_a_controller_checks_its_certificate(net, fulmar_bin, pki, cert, accepted):
+    port, thread, result = controller(pki, cert)
+    cfg = pki / "fulmar.toml"
+    cfg.write_text(
+        '[tls]\nprivate_key = "switch.key"\ncertificate = "switch.crt"\nca_cert = "ca.crt"\n'
+        '[[bridges]]\nname = "br0"\ndpid = "0xbeef"\n'
+        f'[[bridges.ports]]\nport = 1\ninterface = "{SW_A}"\nbackend = "afpacket"\n'
+        f'[[bridges.ports]]\nport = 2\ninterface = "{SW_B}"\nbackend = "afpacket"\n'
+        f'[[bridges.controllers]]\ntarget = "tls:127.0.0.1:{port}"\n'
+    )
+    sw = Switch([fulmar_bin, "run", "--config", str(cfg)])
+    try:
+        thread.join(timeout=20)
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err
+    if accepted:
+        assert result.get("dpid") == 0xBEEF, result
+    else:
+        # The switch checks the controller's chain and refuses it.
+        assert "dpid" not in result, result
+        assert "error" in result, result
