@@ -158,6 +158,23 @@ fn xid_of(raw: &[u8]) -> u32 {
         .unwrap_or(0)
 }
 
+/// Message types only a switch sends (spec 1.3.5 §A.1).
+fn is_switch_to_controller(t: u8) -> bool {
+    matches!(
+        t,
+        msg_type::FEATURES_REPLY
+            | msg_type::GET_CONFIG_REPLY
+            | msg_type::PACKET_IN
+            | msg_type::FLOW_REMOVED
+            | msg_type::PORT_STATUS
+            | msg_type::MULTIPART_REPLY
+            | msg_type::BARRIER_REPLY
+            | msg_type::QUEUE_GET_CONFIG_REPLY
+            | msg_type::ROLE_REPLY
+            | msg_type::GET_ASYNC_REPLY
+    )
+}
+
 fn is_slave_denied(msg: &Message) -> bool {
     match msg {
         Message::PacketOut(_)
@@ -430,6 +447,18 @@ impl<S: Switch> Connection<S> {
                     self.hello_failed(peer_version, xid, &why);
                 }
             }
+            return;
+        }
+        // A type only a switch sends is refused as a type, whatever its
+        // body (a malformed one would otherwise get its decode error).
+        if raw.first() == Some(&OFP_VERSION)
+            && raw.get(1).is_some_and(|t| is_switch_to_controller(*t))
+        {
+            self.send_error(
+                xid_of(raw),
+                OfpError::BadRequest(BadRequestCode::BadType),
+                raw,
+            );
             return;
         }
         match decoded {
