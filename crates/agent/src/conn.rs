@@ -20,7 +20,9 @@
 //! 2. After that every message is decoded and handled in arrival order,
 //!    synchronously against the [`Switch`]; only BARRIER waits (for
 //!    [`Switch::barrier`]), so a BARRIER_REPLY is written after every reply
-//!    and error for the messages before it.
+//!    and error for the messages before it. After the messages of one
+//!    read, and before a BARRIER, [`Switch::flush`] ends the batch (the
+//!    runtime publishes the flow-mods of a batch to its workers at once).
 //! 3. A message that does not decode is answered with the error
 //!    [`ofp::DecodeError`] names, echoing its first 64 bytes with its xid;
 //!    the channel stays open. A header whose length is below 8 cannot be
@@ -383,6 +385,8 @@ impl<S: Switch> Connection<S> {
         if self.paused {
             self.input.extend_from_slice(bytes);
         }
+        // One batch handled: let the switch publish what it held back.
+        self.switch.flush();
     }
 
     /// Sends `HELLO_FAILED/INCOMPATIBLE` with `why` as its data, in the
@@ -509,6 +513,7 @@ impl<S: Switch> Connection<S> {
                 Ok(())
             }
             Message::BarrierRequest => {
+                sw.flush();
                 sw.barrier().await;
                 self.send(xid, &Message::BarrierReply);
                 Ok(())

@@ -5,12 +5,15 @@
 //! takes); mutating ones publish a new snapshot the workers pick up between
 //! bursts. BARRIER waits until every worker uses the newest version, so a
 //! flow mod acknowledged by a barrier reply is in force for every packet
-//! the workers read after it. Statistics first collect the workers'
+//! the workers read after it. Flow-mods are published once per agent batch
+//! ([`Switch::flush`], after each read of a channel) or by a barrier, not
+//! one by one. Statistics first collect the workers'
 //! counters. PACKET_OUT runs its actions on the control side and hands the
 //! resulting packets to the dataplane through the bridge's injection port.
 //! Packet-ins come straight from the workers into the agent's event queue.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,11 +55,17 @@ pub fn mac_of(interface: &str, port: u32) -> [u8; 6] {
 /// One bridge behind the agent (see the module comment).
 pub struct BridgeSwitch {
     b: Arc<BridgeRt>,
+    /// Flow-mods applied on the control side but not yet published; the
+    /// agent's end of a batch ([`Switch::flush`]) or a barrier publishes.
+    unpublished: AtomicBool,
 }
 
 impl BridgeSwitch {
     pub(crate) fn new(b: Arc<BridgeRt>) -> BridgeSwitch {
-        BridgeSwitch { b }
+        BridgeSwitch {
+            b,
+            unpublished: AtomicBool::new(false),
+        }
     }
 
     fn emit(&self, ev: SwitchEvent) {
@@ -117,7 +126,9 @@ impl Switch for BridgeSwitch {
         let now = self.b.now();
         let mut c = self.b.control();
         let outcome = c.dp.state.flow_mod(fm, now)?;
-        self.b.publish(&c);
+        // Published at the end of the agent's batch (flush), not per
+        // message: one publish per read of flow-mods.
+        self.unpublished.store(true, Ordering::Release);
         drop(c);
         self.emit_removed(outcome.flow_removed);
         if outcome.release_buffer.is_some() {
@@ -201,7 +212,15 @@ impl Switch for BridgeSwitch {
         self.b.control().dp.state.port_table.port_desc()
     }
 
+    fn flush(&self) {
+        if self.unpublished.swap(false, Ordering::AcqRel) {
+            let c = self.b.control();
+            self.b.publish(&c);
+        }
+    }
+
     fn barrier(&self) -> impl Future<Output = ()> + Send {
+        self.flush();
         let publisher = self.b.publisher.clone();
         let version = publisher.current().0;
         async move {

@@ -1293,3 +1293,103 @@ mod fuzz {
         }
     }
 }
+
+/// A [`MemorySwitch`] that logs the calls that matter for batching.
+struct Logged {
+    inner: MemorySwitch,
+    log: std::sync::Mutex<Vec<&'static str>>,
+}
+
+impl Logged {
+    fn note(&self, what: &'static str) {
+        self.log.lock().unwrap().push(what);
+    }
+    fn take(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.log.lock().unwrap())
+    }
+}
+
+impl Switch for Logged {
+    fn features(&self) -> ofp::FeaturesReply {
+        self.inner.features()
+    }
+    fn config(&self) -> SwitchConfig {
+        self.inner.config()
+    }
+    fn set_config(&self, c: &SwitchConfig) -> Result<(), OfpError> {
+        self.inner.set_config(c)
+    }
+    fn flow_mod(&self, fm: &FlowMod) -> Result<(), OfpError> {
+        self.note("flow_mod");
+        self.inner.flow_mod(fm)
+    }
+    fn group_mod(&self, gm: &ofp::GroupMod) -> Result<(), OfpError> {
+        self.inner.group_mod(gm)
+    }
+    fn meter_mod(&self, mm: &ofp::MeterMod) -> Result<(), OfpError> {
+        self.inner.meter_mod(mm)
+    }
+    fn port_mod(&self, pm: &ofp::PortMod) -> Result<(), OfpError> {
+        self.inner.port_mod(pm)
+    }
+    fn table_mod(&self, tm: &ofp::TableMod) -> Result<(), OfpError> {
+        self.inner.table_mod(tm)
+    }
+    fn packet_out(&self, po: &ofp::PacketOut) -> Result<(), OfpError> {
+        self.inner.packet_out(po)
+    }
+    fn multipart(&self, req: &MultipartRequestBody) -> Result<MultipartReplyBody, OfpError> {
+        self.inner.multipart(req)
+    }
+    fn queue_config(&self, port: u32) -> Result<Vec<ofp::PacketQueue>, OfpError> {
+        self.inner.queue_config(port)
+    }
+    fn ports(&self) -> Vec<ofp::Port> {
+        self.inner.ports()
+    }
+    fn barrier(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.note("barrier");
+        self.inner.barrier()
+    }
+    fn flush(&self) {
+        self.note("flush");
+    }
+}
+
+#[tokio::test]
+async fn a_batch_ends_after_each_read_and_before_a_barrier() {
+    let sw = Arc::new(Logged {
+        inner: MemorySwitch::new(MemorySwitchConfig::default(), None),
+        log: std::sync::Mutex::new(Vec::new()),
+    });
+    let ctl = Arc::new(Controllers::new());
+    let mut c = Connection::new(Arc::clone(&sw), ctl, ConnConfig::default(), Instant::now());
+    c.take_output();
+    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
+        .await;
+    assert_eq!(sw.take(), ["flush"]);
+    let mut bytes = Vec::new();
+    for i in 0..3 {
+        bytes.extend(Message::FlowMod(flow(i + 1, 1)).encode(10 + i));
+    }
+    bytes.extend(Message::BarrierRequest.encode(20));
+    for i in 0..2 {
+        bytes.extend(Message::FlowMod(flow(i + 5, 1)).encode(30 + i));
+    }
+    // One read: the flow-mods are one batch, cut by the barrier.
+    c.receive(&bytes, Instant::now()).await;
+    assert_eq!(
+        sw.take(),
+        ["flow_mod", "flow_mod", "flow_mod", "flush", "barrier", "flow_mod", "flow_mod", "flush"]
+    );
+    assert_eq!(
+        decode_all(&c.take_output()),
+        vec![(20, Message::BarrierReply)]
+    );
+    // A message split across two reads: each read ends a batch.
+    let fm = Message::FlowMod(flow(9, 1)).encode(40);
+    c.receive(&fm[..10], Instant::now()).await;
+    c.receive(&fm[10..], Instant::now()).await;
+    assert_eq!(sw.take(), ["flush", "flow_mod", "flush"]);
+    assert_eq!(sw.inner.with_state(|s| s.tables.len()), 6);
+}
