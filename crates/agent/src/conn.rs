@@ -72,8 +72,9 @@ pub struct ConnConfig {
     pub max_reply_len: usize,
     /// Output bytes after which handling pauses until the caller has
     /// written them (so a controller that sends many requests and reads
-    /// slowly is slowed down instead of growing memory). One reply (a
-    /// whole flow dump) may still exceed it.
+    /// slowly is slowed down instead of growing memory). A long multipart
+    /// reply is written a part at a time within it: at most one part
+    /// (`max_reply_len`) beyond it.
     pub max_pending_output: usize,
 }
 
@@ -141,6 +142,8 @@ pub struct Connection<S: Switch> {
     closed: Option<CloseReason>,
     async_config: AsyncConfig,
     pending_mp: Option<PendingMultipart>,
+    /// A multipart reply still being written (see [`Connection::receive`]).
+    reply: Option<ReplyParts>,
     started: Instant,
     last_rx: Instant,
     echo_outstanding: bool,
@@ -216,6 +219,7 @@ impl<S: Switch> Connection<S> {
             closed: None,
             async_config: default_async_config(),
             pending_mp: None,
+            reply: None,
             started: now,
             last_rx: now,
             echo_outstanding: false,
@@ -320,7 +324,10 @@ impl<S: Switch> Connection<S> {
     /// output reaches `max_pending_output` handling pauses
     /// ([`Connection::is_paused`]) and the rest of the bytes wait inside
     /// the connection: the caller writes the output, then calls
-    /// [`Connection::resume`] before reading more from the channel.
+    /// [`Connection::resume`] before reading more from the channel. A
+    /// multipart reply longer than that is encoded a part at a time: the
+    /// parts that fit, a pause, the next parts on resume; the messages
+    /// after its request wait until its last part is out.
     pub async fn receive(&mut self, bytes: &[u8], now: Instant) {
         if self.closed.is_some() {
             return;
@@ -358,7 +365,7 @@ impl<S: Switch> Connection<S> {
             let n = framer.feed(bytes);
             bytes = bytes.get(n..).unwrap_or_default();
             loop {
-                if self.out.len() >= self.config.max_pending_output {
+                if !self.write_reply() || self.out.len() >= self.config.max_pending_output {
                     self.paused = true;
                     break 'feed;
                 }
@@ -387,6 +394,26 @@ impl<S: Switch> Connection<S> {
         }
         // One batch handled: let the switch publish what it held back.
         self.switch.flush();
+    }
+
+    /// Writes parts of the multipart reply in progress until the output
+    /// is full; returns whether it is finished (handling may go on).
+    fn write_reply(&mut self) -> bool {
+        let Some(parts) = self.reply.as_mut() else {
+            return true;
+        };
+        while self.out.len() < self.config.max_pending_output {
+            match parts.next() {
+                Some(part) => self.out.extend_from_slice(&part),
+                None => break,
+            }
+        }
+        if parts.is_done() {
+            self.reply = None;
+            true
+        } else {
+            false
+        }
     }
 
     /// Sends `HELLO_FAILED/INCOMPATIBLE` with `why` as its data, in the
@@ -612,10 +639,10 @@ impl<S: Switch> Connection<S> {
         }
         match self.switch.multipart(&body) {
             Ok(reply) => {
+                // Written part by part as the output drains (write_reply).
                 let max = self.config.max_reply_len.clamp(1024, MAX_MESSAGE_LEN);
-                for part in encode_multipart_reply(xid, reply, max) {
-                    self.out.extend_from_slice(&part);
-                }
+                self.reply = Some(ReplyParts::new(xid, reply, max));
+                self.write_reply();
             }
             Err(e) => self.send_error(xid, e, raw),
         }
@@ -668,65 +695,112 @@ fn mp_message(xid: u32, mp_type: u16, flags: u16, body: &[u8]) -> Vec<u8> {
     m
 }
 
-fn records<T>(items: &[T], enc: impl Fn(&T, &mut Vec<u8>)) -> Vec<Vec<u8>> {
-    items
-        .iter()
-        .map(|i| {
-            let mut v = Vec::new();
-            enc(i, &mut v);
-            v
-        })
-        .collect()
-}
-
-/// Encodes a multipart reply as one or more messages of at most `max_len`
-/// bytes each: list bodies are split between records, every message but
-/// the last has `OFPMPF_REPLY_MORE`. A record is never split (none is
-/// longer than a message can be).
-pub fn encode_multipart_reply(xid: u32, body: MultipartReplyBody, max_len: usize) -> Vec<Vec<u8>> {
+/// Encodes record `i` of a list-shaped reply body into `w`; `false` when
+/// there is no record `i`. `None` for the single-record bodies.
+fn encode_record(body: &MultipartReplyBody, i: usize, w: &mut Vec<u8>) -> Option<bool> {
     use MultipartReplyBody as B;
-    let mp_type = body.multipart_type();
-    let recs = match &body {
-        B::Flow { stats } => records(stats, |s, w| s.encode(w)),
-        B::Table { stats } => records(stats, |s, w| s.encode(w)),
-        B::PortStats { stats } => records(stats, |s, w| s.encode(w)),
-        B::Queue { stats } => records(stats, |s, w| s.encode(w)),
-        B::Group { stats } => records(stats, |s, w| s.encode(w)),
-        B::GroupDesc { groups } => records(groups, |s, w| s.encode(w)),
-        B::Meter { stats } => records(stats, |s, w| s.encode(w)),
-        B::MeterConfig { configs } => records(configs, |s, w| s.encode(w)),
-        B::TableFeatures { tables } => records(tables, |s, w| s.encode(w)),
-        B::PortDesc { ports } => records(ports, |s, w| s.encode(w)),
+    fn one<T>(items: &[T], i: usize, w: &mut Vec<u8>, enc: impl Fn(&T, &mut Vec<u8>)) -> bool {
+        items.get(i).map(|r| enc(r, w)).is_some()
+    }
+    Some(match body {
+        B::Flow { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::Table { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::PortStats { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::Queue { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::Group { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::GroupDesc { groups } => one(groups, i, w, |s, w| s.encode(w)),
+        B::Meter { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::MeterConfig { configs } => one(configs, i, w, |s, w| s.encode(w)),
+        B::TableFeatures { tables } => one(tables, i, w, |s, w| s.encode(w)),
+        B::PortDesc { ports } => one(ports, i, w, |s, w| s.encode(w)),
         B::Desc(_)
         | B::Aggregate(_)
         | B::GroupFeatures(_)
         | B::MeterFeatures(_)
-        | B::Experimenter(_) => {
-            return vec![Message::MultipartReply(MultipartReply { flags: 0, body }).encode(xid)]
-        }
-    };
-    let budget = max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1);
-    let mut bodies: Vec<Vec<u8>> = vec![Vec::new()];
-    for r in recs {
-        let fits = bodies
-            .last()
-            .is_some_and(|b| b.is_empty() || b.len() + r.len() <= budget);
-        if !fits {
-            bodies.push(Vec::new());
-        }
-        if let Some(b) = bodies.last_mut() {
-            b.extend_from_slice(&r);
+        | B::Experimenter(_) => return None,
+    })
+}
+
+/// A multipart reply being written part by part: each [`ReplyParts::next`]
+/// encodes the next message of at most `max_len` bytes (list bodies split
+/// between records; every message but the last has `OFPMPF_REPLY_MORE`),
+/// so a reply of a million flows never exists encoded all at once. A
+/// record is never split (none is longer than a message can be).
+pub struct ReplyParts {
+    xid: u32,
+    mp_type: u16,
+    body: Option<MultipartReplyBody>,
+    next: usize,
+    /// A record encoded that did not fit the previous part.
+    carry: Vec<u8>,
+    budget: usize,
+    done: bool,
+}
+
+impl ReplyParts {
+    /// The parts of `body` as the reply to request `xid`.
+    pub fn new(xid: u32, body: MultipartReplyBody, max_len: usize) -> Self {
+        ReplyParts {
+            xid,
+            mp_type: body.multipart_type(),
+            body: Some(body),
+            next: 0,
+            carry: Vec::new(),
+            budget: max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1),
+            done: false,
         }
     }
-    let n = bodies.len();
-    bodies
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let flags = if i + 1 < n { OFPMPF_REPLY_MORE } else { 0 };
-            mp_message(xid, mp_type, flags, b)
-        })
-        .collect()
+
+    /// Whether every part has been produced.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+impl Iterator for ReplyParts {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        let body = self.body.as_ref()?;
+        let mut part = std::mem::take(&mut self.carry);
+        let mut rec = Vec::new();
+        let more = loop {
+            rec.clear();
+            match encode_record(body, self.next, &mut rec) {
+                None => {
+                    // A single-record body: one message, as encoded.
+                    self.done = true;
+                    let body = self.body.take()?;
+                    return Some(
+                        Message::MultipartReply(MultipartReply { flags: 0, body }).encode(self.xid),
+                    );
+                }
+                Some(false) => break false,
+                Some(true) => {}
+            }
+            self.next += 1;
+            if part.is_empty() || part.len() + rec.len() <= self.budget {
+                part.extend_from_slice(&rec);
+            } else {
+                self.carry = std::mem::take(&mut rec);
+                break true;
+            }
+        };
+        if !more {
+            self.done = true;
+            self.body = None;
+        }
+        let flags = if more { OFPMPF_REPLY_MORE } else { 0 };
+        Some(mp_message(self.xid, self.mp_type, flags, &part))
+    }
+}
+
+/// Encodes a multipart reply whole, as the messages [`ReplyParts`] yields.
+pub fn encode_multipart_reply(xid: u32, body: MultipartReplyBody, max_len: usize) -> Vec<Vec<u8>> {
+    ReplyParts::new(xid, body, max_len).collect()
 }
 
 #[cfg(test)]

@@ -1393,3 +1393,71 @@ async fn a_batch_ends_after_each_read_and_before_a_barrier() {
     assert_eq!(sw.take(), ["flush", "flow_mod", "flush"]);
     assert_eq!(sw.inner.with_state(|s| s.tables.len()), 6);
 }
+
+#[tokio::test]
+async fn a_long_reply_is_written_a_part_at_a_time_as_output_drains() {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let mut c = new_conn(
+        &sw,
+        &ctl,
+        ConnConfig {
+            max_pending_output: 4096,
+            max_reply_len: 2048,
+            ..ConnConfig::default()
+        },
+    );
+    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
+        .await;
+    c.take_output();
+    let n = 2000u32;
+    let mut stream = Vec::new();
+    for i in 0..n {
+        stream.extend(Message::FlowMod(flow(i, 7)).encode(i));
+    }
+    c.receive(&stream, Instant::now()).await;
+    assert!(c.take_output().is_empty());
+    // A dump, then an echo and a barrier behind it.
+    let mut req = mp(0, MultipartRequestBody::Flow(pipeline::any_flow())).encode(42);
+    req.extend(Message::EchoRequest(ofp::Echo::default()).encode(43));
+    req.extend(Message::BarrierRequest.encode(44));
+    c.receive(&req, Instant::now()).await;
+    let mut rounds = 0;
+    let mut got = Vec::new();
+    loop {
+        let out = c.take_output();
+        // Never more than the limit plus one part.
+        assert!(out.len() < 4096 + 2048, "{}", out.len());
+        got.extend(decode_all(&out));
+        if !c.is_paused() {
+            break;
+        }
+        rounds += 1;
+        c.resume().await;
+    }
+    // ~100 bytes a flow: about 200 KB of reply, so many rounds.
+    assert!(rounds > 20, "{rounds}");
+    let (dump, rest) = got.split_at(got.len() - 2);
+    assert!(
+        matches!(
+            rest,
+            [(43, Message::EchoReply(_)), (44, Message::BarrierReply)]
+        ),
+        "{rest:?}"
+    );
+    let mut total = 0;
+    for (i, (xid, m)) in dump.iter().enumerate() {
+        match m {
+            Message::MultipartReply(MultipartReply {
+                flags,
+                body: MultipartReplyBody::Flow { stats },
+            }) => {
+                assert_eq!(*xid, 42);
+                assert_eq!(*flags & OFPMPF_REPLY_MORE != 0, i + 1 < dump.len());
+                total += stats.len();
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(total, n as usize);
+}
