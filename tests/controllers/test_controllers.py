@@ -28,8 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_conftest import ROOT
-from conftest import IP_A, IP_B, MAC_A, MAC_B, NS_A, NS_B
+from ctl_support import IP_A, IP_B, MAC_A, MAC_B, NS_A, NS_B, ROOT
 
 SIMPLE_SWITCH_PORT = 6710
 FAUCET_PORT = 6711

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import DEV_A, DEV_B, MAC_A, MAC_B, NS_A, NS_B, PEER_B, capture, send
+from ctl_support import DEV_A, DEV_B, MAC_A, MAC_B, NS_A, NS_B, PEER_B, capture, send
 
 OFCTL = ["ovs-ofctl", "-O", "OpenFlow13", "--timeout=20"]
 
