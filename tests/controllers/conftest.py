@@ -5,34 +5,25 @@ controller processes, and the switch itself.
 
 import pytest
 
-from ctl_support import (
-    DEV_A,
-    DEV_B,
-    IP_A,
-    IP_B,
-    MAC_A,
-    MAC_B,
-    NS_A,
-    NS_B,
-    PEER_A,
-    PEER_B,
-    Controller,
-    Switch,
-    cleanup,
-    e2e,
-    sh,
-)
+import ctl_support as ctl
 
-fulmar_bin = e2e.fulmar_bin  # the fixture: builds the debug binary unless $FULMAR names one
+fulmar_bin = ctl.e2e.fulmar_bin  # the fixture: builds the debug binary unless $FULMAR names one
+
+# tests/e2e/test_switch.py imports these from whichever module is named
+# `conftest` when it is collected; when both directories are named on the
+# command line this one may be it, so it offers the e2e values.
+MAC_A, MAC_B = ctl.e2e.MAC_A, ctl.e2e.MAC_B
+Switch, capture, in_ns, send = ctl.e2e.Switch, ctl.e2e.capture, ctl.e2e.in_ns, ctl.e2e.send
 
 
 @pytest.fixture
 def fct_net(fulmar_bin):
-    cleanup()
+    ctl.cleanup()
+    sh = ctl.sh
     try:
         for ns, dev, peer, mac, addr in (
-            (NS_A, DEV_A, PEER_A, MAC_A, IP_A + "/24"),
-            (NS_B, DEV_B, PEER_B, MAC_B, IP_B + "/24"),
+            (ctl.NS_A, ctl.DEV_A, ctl.PEER_A, ctl.MAC_A, ctl.IP_A + "/24"),
+            (ctl.NS_B, ctl.DEV_B, ctl.PEER_B, ctl.MAC_B, ctl.IP_B + "/24"),
         ):
             sh("ip", "netns", "add", ns)
             sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", ns)
@@ -43,7 +34,7 @@ def fct_net(fulmar_bin):
             sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
         yield
     finally:
-        cleanup()
+        ctl.cleanup()
 
 
 @pytest.fixture
@@ -52,7 +43,7 @@ def controllers():
     started = []
 
     def start(argv, port, log, env=None):
-        c = Controller(argv, port, log, env)
+        c = ctl.Controller(argv, port, log, env)
         started.append(c)
         return c
 
@@ -68,7 +59,7 @@ def fulmar_switch(fulmar_bin):
     started = []
 
     def start(*extra):
-        s = Switch([fulmar_bin, "run", "-i", DEV_A, "-i", DEV_B, *extra])
+        s = ctl.Switch([fulmar_bin, "run", "-i", ctl.DEV_A, "-i", ctl.DEV_B, *extra])
         started.append(s)
         return s
 
