@@ -249,11 +249,6 @@ def test_packet_out_reaches_the_peer_veth(target):
     assert out == [raw_frame(MAC_A, MAC_A, "88b5", b"fulmar packet-out")], out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a packet-out through OUTPUT:TABLE runs on the control side's "
-    "datapath, whose flow counters the runtime never folds into the tables",
-)
 def test_packet_out_to_table_counts_in_the_flow(target):
     frame = raw_frame(MAC_A, MAC_B, "88b5", b"fulmar packet-out")
     ofctl(target, "add-flow", "table=0,priority=10,in_port=1,actions=output:2")
