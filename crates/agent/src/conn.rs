@@ -120,12 +120,21 @@ pub fn default_async_config() -> AsyncConfig {
     }
 }
 
+/// A multipart request arriving in `OFPMPF_REQ_MORE` parts: their bodies
+/// are concatenated as bytes and decoded as one request after the last
+/// part, so any request type may be split anywhere (a table-features list
+/// between tables, or a fixed body in the middle).
 struct PendingMultipart {
     xid: u32,
     mp_type: u16,
-    body: MultipartRequestBody,
+    /// The multipart header (type, flags cleared, pad) and the bodies so far.
+    assembled: Vec<u8>,
+    /// Message bytes received for it (bounded by `max_multipart_request`).
     bytes: usize,
 }
+
+/// Multipart request header: message header, type, flags, pad.
+const MP_REQUEST_HEADER: usize = 16;
 
 /// The protocol state machine of one controller channel.
 pub struct Connection<S: Switch> {
@@ -492,6 +501,10 @@ impl<S: Switch> Connection<S> {
             );
             return;
         }
+        if self.is_request_part(raw) {
+            self.request_part(raw).await;
+            return;
+        }
         match decoded {
             Ok((xid, msg)) => self.handle(xid, msg, raw).await,
             Err(e) => {
@@ -592,27 +605,49 @@ impl<S: Switch> Connection<S> {
         }
     }
 
-    fn multipart(&mut self, xid: u32, req: MultipartRequest, raw: &[u8]) {
-        let mp_type = req.body.multipart_type();
-        let mut body = req.body;
-        let mut bytes = raw.len();
-        if let Some(p) = self.pending_mp.take() {
-            if p.xid != xid || p.mp_type != mp_type {
+    /// Whether `raw` is a part of a multipart request being assembled
+    /// (`OFPMPF_REQ_MORE` set, or one is pending): those are not decoded
+    /// one by one.
+    fn is_request_part(&self, raw: &[u8]) -> bool {
+        raw.len() >= MP_REQUEST_HEADER
+            && raw.first() == Some(&OFP_VERSION)
+            && raw.get(1) == Some(&msg_type::MULTIPART_REQUEST)
+            && (self.pending_mp.is_some()
+                || raw
+                    .get(10..12)
+                    .is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & OFPMPF_REQ_MORE != 0))
+    }
+
+    /// Adds a part to the request being assembled; after the last, decodes
+    /// and handles the whole request (errors echo the last part).
+    async fn request_part(&mut self, raw: &[u8]) {
+        let xid = xid_of(raw);
+        let field = |at: usize| {
+            raw.get(at..at + 2)
+                .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+        };
+        let (mp_type, flags) = (field(8), field(10));
+        let mut p = match self.pending_mp.take() {
+            Some(p) if p.xid == xid && p.mp_type == mp_type => p,
+            Some(_) => {
                 // A different request while one was being assembled.
                 self.send_error(xid, OfpError::BadRequest(BadRequestCode::BadMultipart), raw);
                 return;
             }
-            bytes += p.bytes;
-            if let (
-                MultipartRequestBody::TableFeatures { tables: mut first },
-                MultipartRequestBody::TableFeatures { tables: rest },
-            ) = (p.body, &mut body)
-            {
-                first.append(rest);
-                *rest = first;
+            None => {
+                let mut assembled = Vec::with_capacity(raw.len());
+                assembled.extend_from_slice(&mp_type.to_be_bytes());
+                assembled.extend_from_slice(&[0; 6]);
+                PendingMultipart {
+                    xid,
+                    mp_type,
+                    assembled,
+                    bytes: 0,
+                }
             }
-        }
-        if bytes > self.config.max_multipart_request {
+        };
+        p.bytes += raw.len();
+        if p.bytes > self.config.max_multipart_request {
             self.send_error(
                 xid,
                 OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow),
@@ -620,15 +655,21 @@ impl<S: Switch> Connection<S> {
             );
             return;
         }
-        if req.flags & OFPMPF_REQ_MORE != 0 {
-            self.pending_mp = Some(PendingMultipart {
-                xid,
-                mp_type,
-                body,
-                bytes,
-            });
+        p.assembled
+            .extend_from_slice(raw.get(MP_REQUEST_HEADER..).unwrap_or_default());
+        if flags & OFPMPF_REQ_MORE != 0 {
+            self.pending_mp = Some(p);
             return;
         }
+        match MultipartRequest::decode(&mut ofp::wire::Reader::new(&p.assembled)) {
+            Ok(req) => self.handle(xid, Message::MultipartRequest(req), raw).await,
+            Err(e) => self.send_error(xid, e.error, raw),
+        }
+    }
+
+    fn multipart(&mut self, xid: u32, req: MultipartRequest, raw: &[u8]) {
+        let mp_type = req.body.multipart_type();
+        let body = req.body;
         if mp_type == multipart_type::EXPERIMENTER {
             self.send_error(
                 xid,
