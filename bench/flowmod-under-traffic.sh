@@ -188,10 +188,11 @@ for n in $(echo "$flows" | tr ',' ' '); do
     wait "$tpid"
     line=$(grep '^run 1:' "$work/client-$n.txt")
     fm_rate=$(fm_rate_of "$work/client-$n.txt")
-    read -r t0 t1 < <(echo "$line" | sed -E 's/.*\(window ([0-9.]+) ([0-9.]+)\).*/\1 \2/')
+    read -r t0 t1 < <(echo "$line" | sed -E 's/.*\(window ([0-9.]+) ([0-9.]+);.*/\1 \2/')
+    next_ms=$(echo "$line" | sed -E 's/.*barrier: ([0-9.]+) ms\).*/\1/')
     read -r d_mbit d_kpps < <(rate_of "$work/during-$n.json" "$t0" "$t1")
     ratio=$(python3 -c "print(f'{float(\"$d_mbit\") / float(\"$b_mbit\"):.2f}')" 2>/dev/null || echo nan)
     printf '%-8s %-7s %-12s %-14s %-22s %-22s %-5s\n' "$n" "$traffic" "$idle_rate" "$fm_rate" "$b_mbit ($b_kpps)" "$d_mbit ($d_kpps)" "$ratio"
-    printf '         install window under traffic %.2f s; fulmar RSS %s MiB\n' \
-        "$(python3 -c "print($t1 - $t0)")" "$(( $(ps -o rss= -p "$fpid") / 1024 ))"
+    printf '         install window under traffic %.2f s; the next flow-mod + barrier %s ms; fulmar RSS %s MiB\n' \
+        "$(python3 -c "print($t1 - $t0)")" "$next_ms" "$(( $(ps -o rss= -p "$fpid") / 1024 ))"
 done

@@ -15,7 +15,8 @@
 //! request. They match `in_port` 1..48, IPv4 and `ipv4_dst` 11.0.0.0 + i,
 //! so traffic between other addresses keeps its own flows. Each run also
 //! prints its install window in Unix time, for lining it up with a traffic
-//! log (bench/flowmod-under-traffic.sh).
+//! log (bench/flowmod-under-traffic.sh), and how long one more flow-mod +
+//! barrier took right after (work the install left for the next change).
 //!
 //! ```text
 //! cargo run --release -p agent --example flowmod_rate -- [N] [RUNS] [flood] [--target [tcp:]HOST:PORT]
@@ -195,8 +196,9 @@ async fn count_target_flows(
 }
 
 /// One run against a listening switch: delete our flows, then time N adds
-/// and a barrier. Returns the rate and the install window (Unix seconds).
-async fn run_target(addr: &str, n: u32) -> anyhow::Result<(f64, f64, f64)> {
+/// and a barrier. Returns the rate, the install window (Unix seconds) and
+/// the time one more flow-mod + barrier took after it.
+async fn run_target(addr: &str, n: u32) -> anyhow::Result<(f64, f64, f64, f64)> {
     let mut s = TcpStream::connect(addr).await?;
     s.set_nodelay(true)?;
     let mut framer = Framer::new();
@@ -237,9 +239,21 @@ async fn run_target(addr: &str, n: u32) -> anyhow::Result<(f64, f64, f64)> {
     let wr = writer.await??;
     anyhow::ensure!(reply == Message::BarrierReply, "unexpected {reply:?}");
     let mut s = rd.reunite(wr)?;
-    let installed = count_target_flows(&mut s, &mut framer, 4).await?;
-    anyhow::ensure!(installed == n, "{installed} flows installed, expected {n}");
-    Ok((f64::from(n) / elapsed, t0, t1))
+    // One more flow-mod and a barrier: what the install left for the next
+    // change to pay (the switch's copy-on-write catching up).
+    let next = Instant::now();
+    let mut one = Message::FlowMod(flow_mod(n, 0x0b00_0000, TARGET_COOKIE)).encode(5);
+    one.extend(Message::BarrierRequest.encode(6));
+    s.write_all(&one).await?;
+    read_until_xid(&mut s, &mut framer, 6).await?;
+    let next = next.elapsed().as_secs_f64();
+    let installed = count_target_flows(&mut s, &mut framer, 7).await?;
+    anyhow::ensure!(
+        installed == n + 1,
+        "{installed} flows installed, expected {}",
+        n + 1
+    );
+    Ok((f64::from(n) / elapsed, t0, t1, next))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -274,10 +288,11 @@ fn main() -> anyhow::Result<()> {
     let mut rates = Vec::new();
     for run in 1..=runs {
         if let Some(addr) = &target {
-            let (rate, t0, t1) = rt.block_on(run_target(addr, n))?;
+            let (rate, t0, t1, next) = rt.block_on(run_target(addr, n))?;
             println!(
                 "run {run}: {n} flow-mods + barrier to {addr}: {rate:.0} flow-mods/s \
-                 (window {t0:.3} {t1:.3})"
+                 (window {t0:.3} {t1:.3}; the next flow-mod + barrier: {:.1} ms)",
+                next * 1e3
             );
             rates.push(rate);
             continue;

@@ -20,9 +20,12 @@
 //! 2. After that every message is decoded and handled in arrival order,
 //!    synchronously against the [`Switch`]; only BARRIER waits (for
 //!    [`Switch::barrier`]), so a BARRIER_REPLY is written after every reply
-//!    and error for the messages before it. After the messages of one
-//!    read, and before a BARRIER, [`Switch::flush`] ends the batch (the
-//!    runtime publishes the flow-mods of a batch to its workers at once).
+//!    and error for the messages before it. Messages arriving back to back
+//!    form a batch: [`Switch::flush`] ends it when the channel has been
+//!    quiet for `flush_idle`, at a BARRIER, when the channel closes, and at
+//!    least every `flush_max_delay` (the runtime publishes a batch's
+//!    flow-mods to its workers at once; publishing per message, or per
+//!    read, costs a copy-on-write replay of every change).
 //! 3. A message that does not decode is answered with the error
 //!    [`ofp::DecodeError`] names, echoing its first 64 bytes with its xid;
 //!    the channel stays open. A header whose length is below 8 cannot be
@@ -76,6 +79,13 @@ pub struct ConnConfig {
     /// reply is written a part at a time within it: at most one part
     /// (`max_reply_len`) beyond it.
     pub max_pending_output: usize,
+    /// How long the channel stays quiet after a batch before the switch is
+    /// told it ended ([`Switch::flush`]: the runtime publishes the batch's
+    /// flow-mods to its workers then). A BARRIER ends it at once.
+    pub flush_idle: Duration,
+    /// Longest a batch may run on under a continuous stream before it is
+    /// ended anyway (bounds how stale the datapath can be).
+    pub flush_max_delay: Duration,
 }
 
 impl Default for ConnConfig {
@@ -87,6 +97,8 @@ impl Default for ConnConfig {
             max_multipart_request: 1 << 20,
             max_reply_len: MAX_MESSAGE_LEN,
             max_pending_output: 1 << 20,
+            flush_idle: Duration::from_millis(1),
+            flush_max_delay: Duration::from_secs(1),
         }
     }
 }
@@ -157,6 +169,8 @@ pub struct Connection<S: Switch> {
     last_rx: Instant,
     echo_outstanding: bool,
     next_xid: u32,
+    /// When the batch not yet flushed began.
+    unflushed_since: Option<Instant>,
 }
 
 impl<S: Switch> Drop for Connection<S> {
@@ -233,6 +247,7 @@ impl<S: Switch> Connection<S> {
             last_rx: now,
             echo_outstanding: false,
             next_xid: 1,
+            unflushed_since: None,
         };
         c.send(0, &Message::Hello(Hello::default()));
         c
@@ -274,8 +289,12 @@ impl<S: Switch> Connection<S> {
         std::mem::take(&mut self.out)
     }
 
-    /// Marks the channel closed from outside (EOF or I/O error).
+    /// Marks the channel closed from outside (EOF or I/O error); a batch
+    /// not yet flushed is flushed.
     pub fn close(&mut self, reason: CloseReason) {
+        if self.unflushed_since.is_some() {
+            self.flush();
+        }
         if self.closed.is_none() {
             self.closed = Some(reason);
         }
@@ -298,17 +317,43 @@ impl<S: Switch> Connection<S> {
 
     /// When [`Connection::on_tick`] next has something to do.
     pub fn next_deadline(&self) -> Instant {
-        if !self.negotiated {
+        let keepalive = if !self.negotiated {
             self.started + self.config.hello_timeout
         } else if self.echo_outstanding {
             self.last_rx + self.config.echo_interval + self.config.echo_timeout
         } else {
             self.last_rx + self.config.echo_interval
+        };
+        match self.unflushed_since {
+            Some(since) => keepalive
+                .min(self.last_rx + self.config.flush_idle)
+                .min(since + self.config.flush_max_delay),
+            None => keepalive,
         }
+    }
+
+    /// Ends the batch: the switch publishes what it held back.
+    fn flush(&mut self) {
+        self.unflushed_since = None;
+        self.switch.flush();
+    }
+
+    /// Whether a batch is waiting for [`Switch::flush`] (the channel has
+    /// not been quiet for `flush_idle` yet).
+    pub fn has_unflushed(&self) -> bool {
+        self.unflushed_since.is_some()
     }
 
     /// Advances time: HELLO timeout, echo keepalive, dead-peer detection.
     pub fn on_tick(&mut self, now: Instant) {
+        if let Some(since) = self.unflushed_since {
+            if now.saturating_duration_since(self.last_rx) >= self.config.flush_idle
+                || now.saturating_duration_since(since) >= self.config.flush_max_delay
+                || self.closed.is_some()
+            {
+                self.flush();
+            }
+        }
         if self.closed.is_some() {
             return;
         }
@@ -401,8 +446,14 @@ impl<S: Switch> Connection<S> {
         if self.paused {
             self.input.extend_from_slice(bytes);
         }
-        // One batch handled: let the switch publish what it held back.
-        self.switch.flush();
+        // A batch of modifications ends when the channel goes quiet
+        // (on_tick after flush_idle), at a BARRIER, or after
+        // flush_max_delay.
+        if let Some(since) = self.unflushed_since {
+            if self.last_rx.saturating_duration_since(since) >= self.config.flush_max_delay {
+                self.flush();
+            }
+        }
     }
 
     /// Writes parts of the multipart reply in progress until the output
@@ -520,6 +571,18 @@ impl<S: Switch> Connection<S> {
             return;
         }
         let sw = Arc::clone(&self.switch);
+        if matches!(
+            msg,
+            Message::FlowMod(_)
+                | Message::GroupMod(_)
+                | Message::MeterMod(_)
+                | Message::PortMod(_)
+                | Message::TableMod(_)
+                | Message::SetConfig(_)
+        ) && self.unflushed_since.is_none()
+        {
+            self.unflushed_since = Some(self.last_rx);
+        }
         let result: Result<(), OfpError> = match msg {
             Message::Hello(_) | Message::EchoReply(_) => Ok(()),
             Message::Error(e) => {
@@ -553,7 +616,7 @@ impl<S: Switch> Connection<S> {
                 Ok(())
             }
             Message::BarrierRequest => {
-                sw.flush();
+                self.flush();
                 sw.barrier().await;
                 self.send(xid, &Message::BarrierReply);
                 Ok(())

@@ -1357,17 +1357,23 @@ impl Switch for Logged {
 }
 
 #[tokio::test]
-async fn a_batch_ends_after_each_read_and_before_a_barrier() {
+async fn a_batch_ends_when_the_channel_goes_quiet_at_a_barrier_or_after_a_bound() {
     let sw = Arc::new(Logged {
         inner: MemorySwitch::new(MemorySwitchConfig::default(), None),
         log: std::sync::Mutex::new(Vec::new()),
     });
     let ctl = Arc::new(Controllers::new());
-    let mut c = Connection::new(Arc::clone(&sw), ctl, ConnConfig::default(), Instant::now());
+    let config = ConnConfig {
+        flush_idle: Duration::from_millis(1),
+        flush_max_delay: Duration::from_millis(50),
+        ..ConnConfig::default()
+    };
+    let t0 = Instant::now();
+    let ms = |n: u64| t0 + Duration::from_millis(n);
+    let mut c = Connection::new(Arc::clone(&sw), ctl, config, t0);
     c.take_output();
-    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
+    c.receive(&Message::Hello(Hello::default()).encode(1), ms(0))
         .await;
-    assert_eq!(sw.take(), ["flush"]);
     let mut bytes = Vec::new();
     for i in 0..3 {
         bytes.extend(Message::FlowMod(flow(i + 1, 1)).encode(10 + i));
@@ -1376,22 +1382,41 @@ async fn a_batch_ends_after_each_read_and_before_a_barrier() {
     for i in 0..2 {
         bytes.extend(Message::FlowMod(flow(i + 5, 1)).encode(30 + i));
     }
-    // One read: the flow-mods are one batch, cut by the barrier.
-    c.receive(&bytes, Instant::now()).await;
+    // The barrier ends the batch at once; the rest waits for quiet.
+    c.receive(&bytes, ms(0)).await;
     assert_eq!(
         sw.take(),
-        ["flow_mod", "flow_mod", "flow_mod", "flush", "barrier", "flow_mod", "flow_mod", "flush"]
+        ["flow_mod", "flow_mod", "flow_mod", "flush", "barrier", "flow_mod", "flow_mod"]
     );
     assert_eq!(
         decode_all(&c.take_output()),
         vec![(20, Message::BarrierReply)]
     );
-    // A message split across two reads: each read ends a batch.
-    let fm = Message::FlowMod(flow(9, 1)).encode(40);
-    c.receive(&fm[..10], Instant::now()).await;
-    c.receive(&fm[10..], Instant::now()).await;
-    assert_eq!(sw.take(), ["flush", "flow_mod", "flush"]);
-    assert_eq!(sw.inner.with_state(|s| s.tables.len()), 6);
+    assert!(c.has_unflushed());
+    assert!(c.next_deadline() <= ms(1));
+    c.on_tick(ms(0));
+    assert!(sw.take().is_empty(), "not quiet yet");
+    c.on_tick(ms(1));
+    assert_eq!(sw.take(), ["flush"]);
+    assert!(!c.has_unflushed());
+    // A continuous stream (a read every 0.5 ms): no flush until the bound.
+    let mut t = Duration::from_millis(10);
+    let mut flushed_at = None;
+    for i in 0..200u32 {
+        c.receive(&Message::FlowMod(flow(100 + i, 1)).encode(100 + i), t0 + t)
+            .await;
+        if sw.take().contains(&"flush") {
+            flushed_at = Some(t);
+            break;
+        }
+        t += Duration::from_micros(500);
+    }
+    assert_eq!(flushed_at, Some(Duration::from_millis(60)));
+    // A close flushes what is left.
+    c.receive(&Message::FlowMod(flow(999, 1)).encode(999), t0 + t)
+        .await;
+    c.close(CloseReason::PeerClosed);
+    assert_eq!(sw.take(), ["flow_mod", "flush"]);
 }
 
 #[tokio::test]
