@@ -6,9 +6,9 @@
 //! bursts. BARRIER waits until every worker uses the newest version, so a
 //! flow mod acknowledged by a barrier reply is in force for every packet
 //! the workers read after it. Flow-mods are published once per agent batch
-//! ([`Switch::flush`], after each read of a channel) or by a barrier, not
-//! one by one. Statistics first collect the workers'
-//! counters. PACKET_OUT runs its actions on the control side and hands the
+//! ([`Switch::flush`]: the channel went quiet, a barrier, or a second of
+//! continuous stream), not one by one. Statistics first collect the
+//! workers' counters. PACKET_OUT runs its actions on the control side and hands the
 //! resulting packets to the dataplane through the bridge's injection port.
 //! Packet-ins come straight from the workers into the agent's event queue.
 
@@ -127,7 +127,7 @@ impl Switch for BridgeSwitch {
         let mut c = self.b.control();
         let outcome = c.dp.state.flow_mod(fm, now)?;
         // Published at the end of the agent's batch (flush), not per
-        // message: one publish per read of flow-mods.
+        // message: every publish makes the next write replay or copy.
         self.unpublished.store(true, Ordering::Release);
         drop(c);
         self.emit_removed(outcome.flow_removed);
