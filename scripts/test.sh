@@ -8,8 +8,9 @@
 # decoder) and pytest — then runs, in order: formatting and lint checks, the
 # Rust tests, the OpenFlow vector round trip through the `fulmar` binary, the
 # Python tests (scapy as the independent decoder; end-to-end tests in network
-# namespaces), the os-ken OpenFlow 1.3 conformance run (match and action), and
-# a compile check of the fuzz targets.
+# namespaces; os-ken's simple_switch_13 and Faucet driving fulmar in
+# tests/controllers), the os-ken OpenFlow 1.3 conformance run (match and
+# action), and a compile check of the fuzz targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -43,6 +44,29 @@ fi
 OSKEN_DIR=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
 export OSKEN_DIR
 echo "os-ken vectors: $OSKEN_DIR/tests/packet_data/of13"
+
+step "controllers for tests/controllers (root only: the tests need namespaces)"
+# Faucet in its own venv (it pins its own os-ken); os-ken's simple_switch_13
+# app, which os-ken 3.x no longer ships, taken unchanged from the os-ken
+# 1.4.1 source distribution on PyPI.
+FAUCET_VERSION=1.10.12
+if [ "$(id -u)" -eq 0 ]; then
+    if ! .venv-faucet/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('faucet') != '$FAUCET_VERSION')" 2>/dev/null; then
+        python3 -m venv .venv-faucet
+        .venv-faucet/bin/pip install --quiet --disable-pip-version-check "faucet==$FAUCET_VERSION"
+    fi
+    app=target/controller-apps/simple_switch_13.py
+    if [ ! -s "$app" ]; then
+        mkdir -p "$(dirname "$app")"
+        sdist=$(mktemp -d)
+        .venv/bin/pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: -d "$sdist" os-ken==1.4.1
+        tar xzf "$sdist"/os-ken-1.4.1.tar.gz -O os-ken-1.4.1/os_ken/app/simple_switch_13.py > "$app.tmp"
+        mv "$app.tmp" "$app"
+        rm -rf "$sdist"
+    fi
+else
+    echo "skipped: the controller tests need root" >&2
+fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -20,7 +20,12 @@
 //! 2. After that every message is decoded and handled in arrival order,
 //!    synchronously against the [`Switch`]; only BARRIER waits (for
 //!    [`Switch::barrier`]), so a BARRIER_REPLY is written after every reply
-//!    and error for the messages before it.
+//!    and error for the messages before it. Messages arriving back to back
+//!    form a batch: [`Switch::flush`] ends it when the channel has been
+//!    quiet for `flush_idle`, at a BARRIER, when the channel closes, and at
+//!    least every `flush_max_delay` (the runtime publishes a batch's
+//!    flow-mods to its workers at once; publishing per message, or per
+//!    read, costs a copy-on-write replay of every change).
 //! 3. A message that does not decode is answered with the error
 //!    [`ofp::DecodeError`] names, echoing its first 64 bytes with its xid;
 //!    the channel stays open. A header whose length is below 8 cannot be
@@ -70,9 +75,17 @@ pub struct ConnConfig {
     pub max_reply_len: usize,
     /// Output bytes after which handling pauses until the caller has
     /// written them (so a controller that sends many requests and reads
-    /// slowly is slowed down instead of growing memory). One reply (a
-    /// whole flow dump) may still exceed it.
+    /// slowly is slowed down instead of growing memory). A long multipart
+    /// reply is written a part at a time within it: at most one part
+    /// (`max_reply_len`) beyond it.
     pub max_pending_output: usize,
+    /// How long the channel stays quiet after a batch before the switch is
+    /// told it ended ([`Switch::flush`]: the runtime publishes the batch's
+    /// flow-mods to its workers then). A BARRIER ends it at once.
+    pub flush_idle: Duration,
+    /// Longest a batch may run on under a continuous stream before it is
+    /// ended anyway (bounds how stale the datapath can be).
+    pub flush_max_delay: Duration,
 }
 
 impl Default for ConnConfig {
@@ -84,6 +97,8 @@ impl Default for ConnConfig {
             max_multipart_request: 1 << 20,
             max_reply_len: MAX_MESSAGE_LEN,
             max_pending_output: 1 << 20,
+            flush_idle: Duration::from_millis(1),
+            flush_max_delay: Duration::from_secs(1),
         }
     }
 }
@@ -117,12 +132,21 @@ pub fn default_async_config() -> AsyncConfig {
     }
 }
 
+/// A multipart request arriving in `OFPMPF_REQ_MORE` parts: their bodies
+/// are concatenated as bytes and decoded as one request after the last
+/// part, so any request type may be split anywhere (a table-features list
+/// between tables, or a fixed body in the middle).
 struct PendingMultipart {
     xid: u32,
     mp_type: u16,
-    body: MultipartRequestBody,
+    /// The multipart header (type, flags cleared, pad) and the bodies so far.
+    assembled: Vec<u8>,
+    /// Message bytes received for it (bounded by `max_multipart_request`).
     bytes: usize,
 }
+
+/// Multipart request header: message header, type, flags, pad.
+const MP_REQUEST_HEADER: usize = 16;
 
 /// The protocol state machine of one controller channel.
 pub struct Connection<S: Switch> {
@@ -139,10 +163,14 @@ pub struct Connection<S: Switch> {
     closed: Option<CloseReason>,
     async_config: AsyncConfig,
     pending_mp: Option<PendingMultipart>,
+    /// A multipart reply still being written (see [`Connection::receive`]).
+    reply: Option<ReplyParts>,
     started: Instant,
     last_rx: Instant,
     echo_outstanding: bool,
     next_xid: u32,
+    /// When the batch not yet flushed began.
+    unflushed_since: Option<Instant>,
 }
 
 impl<S: Switch> Drop for Connection<S> {
@@ -156,6 +184,23 @@ fn xid_of(raw: &[u8]) -> u32 {
         .and_then(|b| b.try_into().ok())
         .map(u32::from_be_bytes)
         .unwrap_or(0)
+}
+
+/// Message types only a switch sends (spec 1.3.5 §A.1).
+fn is_switch_to_controller(t: u8) -> bool {
+    matches!(
+        t,
+        msg_type::FEATURES_REPLY
+            | msg_type::GET_CONFIG_REPLY
+            | msg_type::PACKET_IN
+            | msg_type::FLOW_REMOVED
+            | msg_type::PORT_STATUS
+            | msg_type::MULTIPART_REPLY
+            | msg_type::BARRIER_REPLY
+            | msg_type::QUEUE_GET_CONFIG_REPLY
+            | msg_type::ROLE_REPLY
+            | msg_type::GET_ASYNC_REPLY
+    )
 }
 
 fn is_slave_denied(msg: &Message) -> bool {
@@ -197,10 +242,12 @@ impl<S: Switch> Connection<S> {
             closed: None,
             async_config: default_async_config(),
             pending_mp: None,
+            reply: None,
             started: now,
             last_rx: now,
             echo_outstanding: false,
             next_xid: 1,
+            unflushed_since: None,
         };
         c.send(0, &Message::Hello(Hello::default()));
         c
@@ -242,8 +289,12 @@ impl<S: Switch> Connection<S> {
         std::mem::take(&mut self.out)
     }
 
-    /// Marks the channel closed from outside (EOF or I/O error).
+    /// Marks the channel closed from outside (EOF or I/O error); a batch
+    /// not yet flushed is flushed.
     pub fn close(&mut self, reason: CloseReason) {
+        if self.unflushed_since.is_some() {
+            self.flush();
+        }
         if self.closed.is_none() {
             self.closed = Some(reason);
         }
@@ -266,17 +317,43 @@ impl<S: Switch> Connection<S> {
 
     /// When [`Connection::on_tick`] next has something to do.
     pub fn next_deadline(&self) -> Instant {
-        if !self.negotiated {
+        let keepalive = if !self.negotiated {
             self.started + self.config.hello_timeout
         } else if self.echo_outstanding {
             self.last_rx + self.config.echo_interval + self.config.echo_timeout
         } else {
             self.last_rx + self.config.echo_interval
+        };
+        match self.unflushed_since {
+            Some(since) => keepalive
+                .min(self.last_rx + self.config.flush_idle)
+                .min(since + self.config.flush_max_delay),
+            None => keepalive,
         }
+    }
+
+    /// Ends the batch: the switch publishes what it held back.
+    fn flush(&mut self) {
+        self.unflushed_since = None;
+        self.switch.flush();
+    }
+
+    /// Whether a batch is waiting for [`Switch::flush`] (the channel has
+    /// not been quiet for `flush_idle` yet).
+    pub fn has_unflushed(&self) -> bool {
+        self.unflushed_since.is_some()
     }
 
     /// Advances time: HELLO timeout, echo keepalive, dead-peer detection.
     pub fn on_tick(&mut self, now: Instant) {
+        if let Some(since) = self.unflushed_since {
+            if now.saturating_duration_since(self.last_rx) >= self.config.flush_idle
+                || now.saturating_duration_since(since) >= self.config.flush_max_delay
+                || self.closed.is_some()
+            {
+                self.flush();
+            }
+        }
         if self.closed.is_some() {
             return;
         }
@@ -301,7 +378,10 @@ impl<S: Switch> Connection<S> {
     /// output reaches `max_pending_output` handling pauses
     /// ([`Connection::is_paused`]) and the rest of the bytes wait inside
     /// the connection: the caller writes the output, then calls
-    /// [`Connection::resume`] before reading more from the channel.
+    /// [`Connection::resume`] before reading more from the channel. A
+    /// multipart reply longer than that is encoded a part at a time: the
+    /// parts that fit, a pause, the next parts on resume; the messages
+    /// after its request wait until its last part is out.
     pub async fn receive(&mut self, bytes: &[u8], now: Instant) {
         if self.closed.is_some() {
             return;
@@ -339,7 +419,7 @@ impl<S: Switch> Connection<S> {
             let n = framer.feed(bytes);
             bytes = bytes.get(n..).unwrap_or_default();
             loop {
-                if self.out.len() >= self.config.max_pending_output {
+                if !self.write_reply() || self.out.len() >= self.config.max_pending_output {
                     self.paused = true;
                     break 'feed;
                 }
@@ -365,6 +445,34 @@ impl<S: Switch> Connection<S> {
         self.framer = framer;
         if self.paused {
             self.input.extend_from_slice(bytes);
+        }
+        // A batch of modifications ends when the channel goes quiet
+        // (on_tick after flush_idle), at a BARRIER, or after
+        // flush_max_delay.
+        if let Some(since) = self.unflushed_since {
+            if self.last_rx.saturating_duration_since(since) >= self.config.flush_max_delay {
+                self.flush();
+            }
+        }
+    }
+
+    /// Writes parts of the multipart reply in progress until the output
+    /// is full; returns whether it is finished (handling may go on).
+    fn write_reply(&mut self) -> bool {
+        let Some(parts) = self.reply.as_mut() else {
+            return true;
+        };
+        while self.out.len() < self.config.max_pending_output {
+            match parts.next() {
+                Some(part) => self.out.extend_from_slice(&part),
+                None => break,
+            }
+        }
+        if parts.is_done() {
+            self.reply = None;
+            true
+        } else {
+            false
         }
     }
 
@@ -432,6 +540,22 @@ impl<S: Switch> Connection<S> {
             }
             return;
         }
+        // A type only a switch sends is refused as a type, whatever its
+        // body (a malformed one would otherwise get its decode error).
+        if raw.first() == Some(&OFP_VERSION)
+            && raw.get(1).is_some_and(|t| is_switch_to_controller(*t))
+        {
+            self.send_error(
+                xid_of(raw),
+                OfpError::BadRequest(BadRequestCode::BadType),
+                raw,
+            );
+            return;
+        }
+        if self.is_request_part(raw) {
+            self.request_part(raw).await;
+            return;
+        }
         match decoded {
             Ok((xid, msg)) => self.handle(xid, msg, raw).await,
             Err(e) => {
@@ -447,6 +571,18 @@ impl<S: Switch> Connection<S> {
             return;
         }
         let sw = Arc::clone(&self.switch);
+        if matches!(
+            msg,
+            Message::FlowMod(_)
+                | Message::GroupMod(_)
+                | Message::MeterMod(_)
+                | Message::PortMod(_)
+                | Message::TableMod(_)
+                | Message::SetConfig(_)
+        ) && self.unflushed_since.is_none()
+        {
+            self.unflushed_since = Some(self.last_rx);
+        }
         let result: Result<(), OfpError> = match msg {
             Message::Hello(_) | Message::EchoReply(_) => Ok(()),
             Message::Error(e) => {
@@ -480,6 +616,7 @@ impl<S: Switch> Connection<S> {
                 Ok(())
             }
             Message::BarrierRequest => {
+                self.flush();
                 sw.barrier().await;
                 self.send(xid, &Message::BarrierReply);
                 Ok(())
@@ -531,27 +668,49 @@ impl<S: Switch> Connection<S> {
         }
     }
 
-    fn multipart(&mut self, xid: u32, req: MultipartRequest, raw: &[u8]) {
-        let mp_type = req.body.multipart_type();
-        let mut body = req.body;
-        let mut bytes = raw.len();
-        if let Some(p) = self.pending_mp.take() {
-            if p.xid != xid || p.mp_type != mp_type {
+    /// Whether `raw` is a part of a multipart request being assembled
+    /// (`OFPMPF_REQ_MORE` set, or one is pending): those are not decoded
+    /// one by one.
+    fn is_request_part(&self, raw: &[u8]) -> bool {
+        raw.len() >= MP_REQUEST_HEADER
+            && raw.first() == Some(&OFP_VERSION)
+            && raw.get(1) == Some(&msg_type::MULTIPART_REQUEST)
+            && (self.pending_mp.is_some()
+                || raw
+                    .get(10..12)
+                    .is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & OFPMPF_REQ_MORE != 0))
+    }
+
+    /// Adds a part to the request being assembled; after the last, decodes
+    /// and handles the whole request (errors echo the last part).
+    async fn request_part(&mut self, raw: &[u8]) {
+        let xid = xid_of(raw);
+        let field = |at: usize| {
+            raw.get(at..at + 2)
+                .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+        };
+        let (mp_type, flags) = (field(8), field(10));
+        let mut p = match self.pending_mp.take() {
+            Some(p) if p.xid == xid && p.mp_type == mp_type => p,
+            Some(_) => {
                 // A different request while one was being assembled.
                 self.send_error(xid, OfpError::BadRequest(BadRequestCode::BadMultipart), raw);
                 return;
             }
-            bytes += p.bytes;
-            if let (
-                MultipartRequestBody::TableFeatures { tables: mut first },
-                MultipartRequestBody::TableFeatures { tables: rest },
-            ) = (p.body, &mut body)
-            {
-                first.append(rest);
-                *rest = first;
+            None => {
+                let mut assembled = Vec::with_capacity(raw.len());
+                assembled.extend_from_slice(&mp_type.to_be_bytes());
+                assembled.extend_from_slice(&[0; 6]);
+                PendingMultipart {
+                    xid,
+                    mp_type,
+                    assembled,
+                    bytes: 0,
+                }
             }
-        }
-        if bytes > self.config.max_multipart_request {
+        };
+        p.bytes += raw.len();
+        if p.bytes > self.config.max_multipart_request {
             self.send_error(
                 xid,
                 OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow),
@@ -559,15 +718,21 @@ impl<S: Switch> Connection<S> {
             );
             return;
         }
-        if req.flags & OFPMPF_REQ_MORE != 0 {
-            self.pending_mp = Some(PendingMultipart {
-                xid,
-                mp_type,
-                body,
-                bytes,
-            });
+        p.assembled
+            .extend_from_slice(raw.get(MP_REQUEST_HEADER..).unwrap_or_default());
+        if flags & OFPMPF_REQ_MORE != 0 {
+            self.pending_mp = Some(p);
             return;
         }
+        match MultipartRequest::decode(&mut ofp::wire::Reader::new(&p.assembled)) {
+            Ok(req) => self.handle(xid, Message::MultipartRequest(req), raw).await,
+            Err(e) => self.send_error(xid, e.error, raw),
+        }
+    }
+
+    fn multipart(&mut self, xid: u32, req: MultipartRequest, raw: &[u8]) {
+        let mp_type = req.body.multipart_type();
+        let body = req.body;
         if mp_type == multipart_type::EXPERIMENTER {
             self.send_error(
                 xid,
@@ -578,10 +743,10 @@ impl<S: Switch> Connection<S> {
         }
         match self.switch.multipart(&body) {
             Ok(reply) => {
+                // Written part by part as the output drains (write_reply).
                 let max = self.config.max_reply_len.clamp(1024, MAX_MESSAGE_LEN);
-                for part in encode_multipart_reply(xid, reply, max) {
-                    self.out.extend_from_slice(&part);
-                }
+                self.reply = Some(ReplyParts::new(xid, reply, max));
+                self.write_reply();
             }
             Err(e) => self.send_error(xid, e, raw),
         }
@@ -634,65 +799,112 @@ fn mp_message(xid: u32, mp_type: u16, flags: u16, body: &[u8]) -> Vec<u8> {
     m
 }
 
-fn records<T>(items: &[T], enc: impl Fn(&T, &mut Vec<u8>)) -> Vec<Vec<u8>> {
-    items
-        .iter()
-        .map(|i| {
-            let mut v = Vec::new();
-            enc(i, &mut v);
-            v
-        })
-        .collect()
-}
-
-/// Encodes a multipart reply as one or more messages of at most `max_len`
-/// bytes each: list bodies are split between records, every message but
-/// the last has `OFPMPF_REPLY_MORE`. A record is never split (none is
-/// longer than a message can be).
-pub fn encode_multipart_reply(xid: u32, body: MultipartReplyBody, max_len: usize) -> Vec<Vec<u8>> {
+/// Encodes record `i` of a list-shaped reply body into `w`; `false` when
+/// there is no record `i`. `None` for the single-record bodies.
+fn encode_record(body: &MultipartReplyBody, i: usize, w: &mut Vec<u8>) -> Option<bool> {
     use MultipartReplyBody as B;
-    let mp_type = body.multipart_type();
-    let recs = match &body {
-        B::Flow { stats } => records(stats, |s, w| s.encode(w)),
-        B::Table { stats } => records(stats, |s, w| s.encode(w)),
-        B::PortStats { stats } => records(stats, |s, w| s.encode(w)),
-        B::Queue { stats } => records(stats, |s, w| s.encode(w)),
-        B::Group { stats } => records(stats, |s, w| s.encode(w)),
-        B::GroupDesc { groups } => records(groups, |s, w| s.encode(w)),
-        B::Meter { stats } => records(stats, |s, w| s.encode(w)),
-        B::MeterConfig { configs } => records(configs, |s, w| s.encode(w)),
-        B::TableFeatures { tables } => records(tables, |s, w| s.encode(w)),
-        B::PortDesc { ports } => records(ports, |s, w| s.encode(w)),
+    fn one<T>(items: &[T], i: usize, w: &mut Vec<u8>, enc: impl Fn(&T, &mut Vec<u8>)) -> bool {
+        items.get(i).map(|r| enc(r, w)).is_some()
+    }
+    Some(match body {
+        B::Flow { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::Table { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::PortStats { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::Queue { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::Group { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::GroupDesc { groups } => one(groups, i, w, |s, w| s.encode(w)),
+        B::Meter { stats } => one(stats, i, w, |s, w| s.encode(w)),
+        B::MeterConfig { configs } => one(configs, i, w, |s, w| s.encode(w)),
+        B::TableFeatures { tables } => one(tables, i, w, |s, w| s.encode(w)),
+        B::PortDesc { ports } => one(ports, i, w, |s, w| s.encode(w)),
         B::Desc(_)
         | B::Aggregate(_)
         | B::GroupFeatures(_)
         | B::MeterFeatures(_)
-        | B::Experimenter(_) => {
-            return vec![Message::MultipartReply(MultipartReply { flags: 0, body }).encode(xid)]
-        }
-    };
-    let budget = max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1);
-    let mut bodies: Vec<Vec<u8>> = vec![Vec::new()];
-    for r in recs {
-        let fits = bodies
-            .last()
-            .is_some_and(|b| b.is_empty() || b.len() + r.len() <= budget);
-        if !fits {
-            bodies.push(Vec::new());
-        }
-        if let Some(b) = bodies.last_mut() {
-            b.extend_from_slice(&r);
+        | B::Experimenter(_) => return None,
+    })
+}
+
+/// A multipart reply being written part by part: each [`ReplyParts::next`]
+/// encodes the next message of at most `max_len` bytes (list bodies split
+/// between records; every message but the last has `OFPMPF_REPLY_MORE`),
+/// so a reply of a million flows never exists encoded all at once. A
+/// record is never split (none is longer than a message can be).
+pub struct ReplyParts {
+    xid: u32,
+    mp_type: u16,
+    body: Option<MultipartReplyBody>,
+    next: usize,
+    /// A record encoded that did not fit the previous part.
+    carry: Vec<u8>,
+    budget: usize,
+    done: bool,
+}
+
+impl ReplyParts {
+    /// The parts of `body` as the reply to request `xid`.
+    pub fn new(xid: u32, body: MultipartReplyBody, max_len: usize) -> Self {
+        ReplyParts {
+            xid,
+            mp_type: body.multipart_type(),
+            body: Some(body),
+            next: 0,
+            carry: Vec::new(),
+            budget: max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1),
+            done: false,
         }
     }
-    let n = bodies.len();
-    bodies
-        .iter()
-        .enumerate()
-        .map(|(i, b)| {
-            let flags = if i + 1 < n { OFPMPF_REPLY_MORE } else { 0 };
-            mp_message(xid, mp_type, flags, b)
-        })
-        .collect()
+
+    /// Whether every part has been produced.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+impl Iterator for ReplyParts {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        if self.done {
+            return None;
+        }
+        let body = self.body.as_ref()?;
+        let mut part = std::mem::take(&mut self.carry);
+        let mut rec = Vec::new();
+        let more = loop {
+            rec.clear();
+            match encode_record(body, self.next, &mut rec) {
+                None => {
+                    // A single-record body: one message, as encoded.
+                    self.done = true;
+                    let body = self.body.take()?;
+                    return Some(
+                        Message::MultipartReply(MultipartReply { flags: 0, body }).encode(self.xid),
+                    );
+                }
+                Some(false) => break false,
+                Some(true) => {}
+            }
+            self.next += 1;
+            if part.is_empty() || part.len() + rec.len() <= self.budget {
+                part.extend_from_slice(&rec);
+            } else {
+                self.carry = std::mem::take(&mut rec);
+                break true;
+            }
+        };
+        if !more {
+            self.done = true;
+            self.body = None;
+        }
+        let flags = if more { OFPMPF_REPLY_MORE } else { 0 };
+        Some(mp_message(self.xid, self.mp_type, flags, &part))
+    }
+}
+
+/// Encodes a multipart reply whole, as the messages [`ReplyParts`] yields.
+pub fn encode_multipart_reply(xid: u32, body: MultipartReplyBody, max_len: usize) -> Vec<Vec<u8>> {
+    ReplyParts::new(xid, body, max_len).collect()
 }
 
 #[cfg(test)]

@@ -69,6 +69,14 @@ pub trait Switch: Send + Sync + 'static {
     /// Resolves once every operation handed to the switch before this call
     /// is fully applied (BARRIER).
     fn barrier(&self) -> impl Future<Output = ()> + Send;
+    /// The end of a batch of modifications: a channel calls it when it has
+    /// been quiet for `flush_idle` after them, before a BARRIER, when it
+    /// closes, and at least every `flush_max_delay` of a continuous stream
+    /// ([`crate::ConnConfig`]). A switch may hold modifications back from
+    /// its datapath until then — one publish per batch of flow-mods rather
+    /// than one per message — as long as [`Switch::barrier`] also makes
+    /// them visible when called directly.
+    fn flush(&self) {}
     /// Housekeeping the agent calls about once a second (flow timeouts).
     fn tick(&self) {}
 }

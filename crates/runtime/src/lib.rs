@@ -663,6 +663,10 @@ impl BridgeRt {
             c.dp.state.fold(&taken);
             c.totals.merge(&taken);
         }
+        // The control side's own: packet-outs through OUTPUT:TABLE.
+        let own = c.dp.take_counters();
+        c.dp.state.fold(&own);
+        c.totals.merge(&own);
     }
 
     /// Hands packets (packet-out results) to the dataplane through the

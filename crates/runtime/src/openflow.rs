@@ -5,13 +5,17 @@
 //! takes); mutating ones publish a new snapshot the workers pick up between
 //! bursts. BARRIER waits until every worker uses the newest version, so a
 //! flow mod acknowledged by a barrier reply is in force for every packet
-//! the workers read after it. Statistics first collect the workers'
-//! counters; port statistics add the drops the dataplane made outside the
-//! pipeline (see `BridgeRt::complete_port_stats`). PACKET_OUT runs its actions on the control side and hands the
+//! the workers read after it. Flow-mods are published once per agent batch
+//! ([`Switch::flush`]: the channel went quiet, a barrier, or a second of
+//! continuous stream), not one by one. Statistics first collect the
+//! workers' counters; port statistics add the drops the dataplane made
+//! outside the pipeline (see `BridgeRt::complete_port_stats`). PACKET_OUT
+//! runs its actions on the control side and hands the
 //! resulting packets to the dataplane through the bridge's injection port.
 //! Packet-ins come straight from the workers into the agent's event queue.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -53,11 +57,17 @@ pub fn mac_of(interface: &str, port: u32) -> [u8; 6] {
 /// One bridge behind the agent (see the module comment).
 pub struct BridgeSwitch {
     b: Arc<BridgeRt>,
+    /// Flow-mods applied on the control side but not yet published; the
+    /// agent's end of a batch ([`Switch::flush`]) or a barrier publishes.
+    unpublished: AtomicBool,
 }
 
 impl BridgeSwitch {
     pub(crate) fn new(b: Arc<BridgeRt>) -> BridgeSwitch {
-        BridgeSwitch { b }
+        BridgeSwitch {
+            b,
+            unpublished: AtomicBool::new(false),
+        }
     }
 
     fn emit(&self, ev: SwitchEvent) {
@@ -118,7 +128,9 @@ impl Switch for BridgeSwitch {
         let now = self.b.now();
         let mut c = self.b.control();
         let outcome = c.dp.state.flow_mod(fm, now)?;
-        self.b.publish(&c);
+        // Published at the end of the agent's batch (flush), not per
+        // message: every publish makes the next write replay or copy.
+        self.unpublished.store(true, Ordering::Release);
         drop(c);
         self.emit_removed(outcome.flow_removed);
         if outcome.release_buffer.is_some() {
@@ -208,7 +220,15 @@ impl Switch for BridgeSwitch {
         self.b.control().dp.state.port_table.port_desc()
     }
 
+    fn flush(&self) {
+        if self.unpublished.swap(false, Ordering::AcqRel) {
+            let c = self.b.control();
+            self.b.publish(&c);
+        }
+    }
+
     fn barrier(&self) -> impl Future<Output = ()> + Send {
+        self.flush();
         let publisher = self.b.publisher.clone();
         let version = publisher.current().0;
         async move {

@@ -1293,3 +1293,271 @@ mod fuzz {
         }
     }
 }
+
+/// A [`MemorySwitch`] that logs the calls that matter for batching.
+struct Logged {
+    inner: MemorySwitch,
+    log: std::sync::Mutex<Vec<&'static str>>,
+}
+
+impl Logged {
+    fn note(&self, what: &'static str) {
+        self.log.lock().unwrap().push(what);
+    }
+    fn take(&self) -> Vec<&'static str> {
+        std::mem::take(&mut *self.log.lock().unwrap())
+    }
+}
+
+impl Switch for Logged {
+    fn features(&self) -> ofp::FeaturesReply {
+        self.inner.features()
+    }
+    fn config(&self) -> SwitchConfig {
+        self.inner.config()
+    }
+    fn set_config(&self, c: &SwitchConfig) -> Result<(), OfpError> {
+        self.inner.set_config(c)
+    }
+    fn flow_mod(&self, fm: &FlowMod) -> Result<(), OfpError> {
+        self.note("flow_mod");
+        self.inner.flow_mod(fm)
+    }
+    fn group_mod(&self, gm: &ofp::GroupMod) -> Result<(), OfpError> {
+        self.inner.group_mod(gm)
+    }
+    fn meter_mod(&self, mm: &ofp::MeterMod) -> Result<(), OfpError> {
+        self.inner.meter_mod(mm)
+    }
+    fn port_mod(&self, pm: &ofp::PortMod) -> Result<(), OfpError> {
+        self.inner.port_mod(pm)
+    }
+    fn table_mod(&self, tm: &ofp::TableMod) -> Result<(), OfpError> {
+        self.inner.table_mod(tm)
+    }
+    fn packet_out(&self, po: &ofp::PacketOut) -> Result<(), OfpError> {
+        self.inner.packet_out(po)
+    }
+    fn multipart(&self, req: &MultipartRequestBody) -> Result<MultipartReplyBody, OfpError> {
+        self.inner.multipart(req)
+    }
+    fn queue_config(&self, port: u32) -> Result<Vec<ofp::PacketQueue>, OfpError> {
+        self.inner.queue_config(port)
+    }
+    fn ports(&self) -> Vec<ofp::Port> {
+        self.inner.ports()
+    }
+    fn barrier(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.note("barrier");
+        self.inner.barrier()
+    }
+    fn flush(&self) {
+        self.note("flush");
+    }
+}
+
+#[tokio::test]
+async fn a_batch_ends_when_the_channel_goes_quiet_at_a_barrier_or_after_a_bound() {
+    let sw = Arc::new(Logged {
+        inner: MemorySwitch::new(MemorySwitchConfig::default(), None),
+        log: std::sync::Mutex::new(Vec::new()),
+    });
+    let ctl = Arc::new(Controllers::new());
+    let config = ConnConfig {
+        flush_idle: Duration::from_millis(1),
+        flush_max_delay: Duration::from_millis(50),
+        ..ConnConfig::default()
+    };
+    let t0 = Instant::now();
+    let ms = |n: u64| t0 + Duration::from_millis(n);
+    let mut c = Connection::new(Arc::clone(&sw), ctl, config, t0);
+    c.take_output();
+    c.receive(&Message::Hello(Hello::default()).encode(1), ms(0))
+        .await;
+    let mut bytes = Vec::new();
+    for i in 0..3 {
+        bytes.extend(Message::FlowMod(flow(i + 1, 1)).encode(10 + i));
+    }
+    bytes.extend(Message::BarrierRequest.encode(20));
+    for i in 0..2 {
+        bytes.extend(Message::FlowMod(flow(i + 5, 1)).encode(30 + i));
+    }
+    // The barrier ends the batch at once; the rest waits for quiet.
+    c.receive(&bytes, ms(0)).await;
+    assert_eq!(
+        sw.take(),
+        ["flow_mod", "flow_mod", "flow_mod", "flush", "barrier", "flow_mod", "flow_mod"]
+    );
+    assert_eq!(
+        decode_all(&c.take_output()),
+        vec![(20, Message::BarrierReply)]
+    );
+    assert!(c.has_unflushed());
+    assert!(c.next_deadline() <= ms(1));
+    c.on_tick(ms(0));
+    assert!(sw.take().is_empty(), "not quiet yet");
+    c.on_tick(ms(1));
+    assert_eq!(sw.take(), ["flush"]);
+    assert!(!c.has_unflushed());
+    // A continuous stream (a read every 0.5 ms): no flush until the bound.
+    let mut t = Duration::from_millis(10);
+    let mut flushed_at = None;
+    for i in 0..200u32 {
+        c.receive(&Message::FlowMod(flow(100 + i, 1)).encode(100 + i), t0 + t)
+            .await;
+        if sw.take().contains(&"flush") {
+            flushed_at = Some(t);
+            break;
+        }
+        t += Duration::from_micros(500);
+    }
+    assert_eq!(flushed_at, Some(Duration::from_millis(60)));
+    // A close flushes what is left.
+    c.receive(&Message::FlowMod(flow(999, 1)).encode(999), t0 + t)
+        .await;
+    c.close(CloseReason::PeerClosed);
+    assert_eq!(sw.take(), ["flow_mod", "flush"]);
+}
+
+#[tokio::test]
+async fn a_long_reply_is_written_a_part_at_a_time_as_output_drains() {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let mut c = new_conn(
+        &sw,
+        &ctl,
+        ConnConfig {
+            max_pending_output: 4096,
+            max_reply_len: 2048,
+            ..ConnConfig::default()
+        },
+    );
+    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
+        .await;
+    c.take_output();
+    let n = 2000u32;
+    let mut stream = Vec::new();
+    for i in 0..n {
+        stream.extend(Message::FlowMod(flow(i, 7)).encode(i));
+    }
+    c.receive(&stream, Instant::now()).await;
+    assert!(c.take_output().is_empty());
+    // A dump, then an echo and a barrier behind it.
+    let mut req = mp(0, MultipartRequestBody::Flow(pipeline::any_flow())).encode(42);
+    req.extend(Message::EchoRequest(ofp::Echo::default()).encode(43));
+    req.extend(Message::BarrierRequest.encode(44));
+    c.receive(&req, Instant::now()).await;
+    let mut rounds = 0;
+    let mut got = Vec::new();
+    loop {
+        let out = c.take_output();
+        // Never more than the limit plus one part.
+        assert!(out.len() < 4096 + 2048, "{}", out.len());
+        got.extend(decode_all(&out));
+        if !c.is_paused() {
+            break;
+        }
+        rounds += 1;
+        c.resume().await;
+    }
+    // ~100 bytes a flow: about 200 KB of reply, so many rounds.
+    assert!(rounds > 20, "{rounds}");
+    let (dump, rest) = got.split_at(got.len() - 2);
+    assert!(
+        matches!(
+            rest,
+            [(43, Message::EchoReply(_)), (44, Message::BarrierReply)]
+        ),
+        "{rest:?}"
+    );
+    let mut total = 0;
+    for (i, (xid, m)) in dump.iter().enumerate() {
+        match m {
+            Message::MultipartReply(MultipartReply {
+                flags,
+                body: MultipartReplyBody::Flow { stats },
+            }) => {
+                assert_eq!(*xid, 42);
+                assert_eq!(*flags & OFPMPF_REPLY_MORE != 0, i + 1 < dump.len());
+                total += stats.len();
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(total, n as usize);
+}
+
+/// `req` (a whole multipart request) cut into REQ_MORE parts whose bodies
+/// end at `cuts` (byte offsets into the body).
+fn split_request(req: &[u8], cuts: &[usize]) -> Vec<u8> {
+    let body = &req[16..];
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(body.len());
+    let mut out = Vec::new();
+    for (i, w) in bounds.windows(2).enumerate() {
+        let more = i + 2 < bounds.len();
+        let part = &body[w[0]..w[1]];
+        let mut m = req[..16].to_vec();
+        m[2..4].copy_from_slice(&((16 + part.len()) as u16).to_be_bytes());
+        m[10..12].copy_from_slice(&(if more { OFPMPF_REQ_MORE } else { 0 }).to_be_bytes());
+        m.extend_from_slice(part);
+        out.extend(m);
+    }
+    out
+}
+
+#[tokio::test]
+async fn any_request_type_reassembles_from_req_more_parts() {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let mut c = open(&sw, &ctl).await;
+    for i in 1..=3 {
+        assert!(ask(&mut c, i, Message::FlowMod(flow(i, 5)))
+            .await
+            .is_empty());
+    }
+    // A flow-stats request for in_port=2 cut inside its fixed part and
+    // inside its match: three parts, one answer.
+    let mut fr = pipeline::any_flow();
+    fr.match_ = flow(2, 5).match_;
+    let whole = mp(0, MultipartRequestBody::Flow(fr)).encode(60);
+    let parts = split_request(&whole, &[5, 35]);
+    match ask_raw(&mut c, &parts).await.as_slice() {
+        [(60, Message::MultipartReply(r))] => match &r.body {
+            MultipartReplyBody::Flow { stats } => {
+                assert_eq!(stats.len(), 1);
+                assert_eq!(stats[0].match_, flow(2, 5).match_);
+            }
+            other => panic!("{other:?}"),
+        },
+        other => panic!("{other:?}"),
+    }
+    // Parts that do not add up to a request: the decode error, echoing the
+    // last part.
+    let bad = split_request(
+        &mp(0, MultipartRequestBody::PortStats { port_no: 1 }).encode(61),
+        &[3],
+    );
+    let last = &bad[19..];
+    assert_eq!(
+        ask_raw(&mut c, &bad[..19]).await,
+        vec![],
+        "the first part waits"
+    );
+    let mut truncated = last.to_vec();
+    truncated.truncate(last.len() - 2);
+    truncated[3] -= 2;
+    assert_eq!(
+        ask_raw(&mut c, &truncated).await,
+        vec![(
+            61,
+            err(OfpError::BadRequest(BadRequestCode::BadLen), &truncated)
+        )]
+    );
+    // And the channel goes on.
+    assert_eq!(
+        ask(&mut c, 62, Message::BarrierRequest).await,
+        vec![(62, Message::BarrierReply)]
+    );
+}

@@ -1,0 +1,70 @@
+"""Fixtures for the controller tests: two network namespaces joined through
+`fulmar run` (see ctl_support.py for the topology), real OpenFlow
+controller processes, and the switch itself.
+"""
+
+import pytest
+
+import ctl_support as ctl
+
+fulmar_bin = ctl.e2e.fulmar_bin  # the fixture: builds the debug binary unless $FULMAR names one
+
+# tests/e2e/test_switch.py imports these from whichever module is named
+# `conftest` when it is collected; when both directories are named on the
+# command line this one may be it, so it offers the e2e values.
+MAC_A, MAC_B = ctl.e2e.MAC_A, ctl.e2e.MAC_B
+Switch, capture, in_ns, send = ctl.e2e.Switch, ctl.e2e.capture, ctl.e2e.in_ns, ctl.e2e.send
+
+
+@pytest.fixture
+def fct_net(fulmar_bin):
+    ctl.cleanup()
+    sh = ctl.sh
+    try:
+        for ns, dev, peer, mac, addr in (
+            (ctl.NS_A, ctl.DEV_A, ctl.PEER_A, ctl.MAC_A, ctl.IP_A + "/24"),
+            (ctl.NS_B, ctl.DEV_B, ctl.PEER_B, ctl.MAC_B, ctl.IP_B + "/24"),
+        ):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", ns)
+            sh("ip", "link", "set", dev, "up")
+            sh("ip", "-n", ns, "link", "set", peer, "address", mac, "up")
+            sh("ip", "-n", ns, "addr", "add", addr, "dev", peer)
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
+            sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+        yield
+    finally:
+        ctl.cleanup()
+
+
+@pytest.fixture
+def controllers():
+    """Starts controllers; stops them at the end, also after a failure."""
+    started = []
+
+    def start(argv, port, log, env=None):
+        c = ctl.Controller(argv, port, log, env)
+        started.append(c)
+        return c
+
+    yield start
+    for c in started:
+        c.stop()
+
+
+@pytest.fixture
+def fulmar_switch(fulmar_bin):
+    """Starts `fulmar run` on the two ports with extra arguments; stops it
+    at the end."""
+    started = []
+
+    def start(*extra):
+        s = ctl.Switch([fulmar_bin, "run", "-i", ctl.DEV_A, "-i", ctl.DEV_B, *extra])
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
