@@ -58,9 +58,11 @@ use std::collections::BTreeMap;
 const OCC: u64 = 1 << 63;
 const BURST: usize = 32;
 
-/// Issues a prefetch of the cache line holding `r`.
+/// Issues a prefetch of the cache line holding `r` (a hint: no effect on
+/// the program's state). Public so that the pipeline can prefetch what a
+/// burst's hits name without `unsafe` of its own.
 #[inline(always)]
-pub(crate) fn prefetch<T>(r: &T) {
+pub fn prefetch<T>(r: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` is only a hint to the cache: it never faults,
     // never reads memory into the program's state and has no other effect;
@@ -74,6 +76,30 @@ pub(crate) fn prefetch<T>(r: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
+}
+
+/// [`prefetch`] of every cache line `r` covers, at most the first four
+/// (a slice's elements, a struct bigger than a line).
+#[inline(always)]
+pub fn prefetch_all<T: ?Sized>(r: &T) {
+    let len = core::mem::size_of_val(r).min(256);
+    let p = (r as *const T).cast::<u8>();
+    let mut off = 0;
+    while off < len {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `prefetch`: a hint that never faults, whatever the
+        // address; `wrapping_add` computes the address without assuming
+        // anything about it.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch(
+                p.wrapping_add(off).cast::<i8>(),
+                core::arch::x86_64::_MM_HINT_T0,
+            );
+        }
+        off += 64;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// All the rules of one mask.

@@ -9,7 +9,7 @@
 
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;
-use super::counters::Counters;
+use super::counters::{Counters, HotCounters};
 use super::lookup::Classifier;
 use super::ports::Ports;
 use super::worker::LocalMeters;
@@ -103,6 +103,7 @@ pub(super) struct Exec<'a> {
     pub ports: &'a Ports,
     pub config: &'a DatapathConfig,
     pub counters: &'a mut Counters,
+    pub hot: &'a mut HotCounters,
     pub buffers: &'a mut BufferPool,
     pub trace: Option<&'a mut Vec<TraceEvent>>,
     pub out: &'a mut BurstOutput,
@@ -209,26 +210,29 @@ impl<'a> Exec<'a> {
     }
 
     /// [`Exec::pipeline`] with the lookup in table `start` already done
-    /// (`first`: the entry `pkt.key` hits there, from a burst lookup or
-    /// the flow cache); later tables are looked up here.
-    pub fn pipeline_first(
-        &mut self,
-        mut pkt: Pkt,
-        start: u8,
-        first: Option<Option<&'a FlowEntry>>,
-    ) {
+    /// (`first`: the slot of the entry `pkt.key` hits there, from a burst
+    /// lookup or the flow cache, see [`crate::FlowTable::slot`]); later
+    /// tables are looked up here.
+    pub fn pipeline_first(&mut self, mut pkt: Pkt, start: u8, first: Option<Option<u32>>) {
         pkt.packet_out = false;
         let tables = self.tables;
         let classifier = self.classifier;
+        let indexed = classifier.uses_table_index();
         let mut set = ActionSet::default();
         let mut table_id = start;
         let mut first = first;
         loop {
-            let entry = match first.take() {
-                Some(e) => e,
-                None => classifier.lookup(tables, table_id, &pkt.key),
+            let table = tables.table(table_id);
+            // The entry hit and, when known, its slot.
+            let (entry, slot): (Option<&'a FlowEntry>, Option<u32>) = match first.take() {
+                Some(s) => (s.and_then(|s| table.and_then(|t| t.slot(s))), s),
+                None if indexed => {
+                    let s = table.and_then(|t| t.lookup_slot(&pkt.key));
+                    (s.and_then(|s| table.and_then(|t| t.slot(s))), s)
+                }
+                None => (classifier.lookup(tables, table_id, &pkt.key), None),
             };
-            self.counters.table_lookup(table_id, entry.is_some());
+            self.hot.table_lookup(table_id, entry.is_some());
             self.trace(|| TraceEvent::Lookup {
                 table_id,
                 entry: entry.map(|e| e.id),
@@ -239,7 +243,13 @@ impl<'a> Exec<'a> {
                 self.trace(|| TraceEvent::Drop { reason: "no_match" });
                 return;
             };
-            self.counters.flow_hit(e.id, pkt.buf.len() as u64, self.now);
+            let len = pkt.buf.len() as u64;
+            match slot {
+                Some(s) => self
+                    .hot
+                    .flow_hit(self.counters, table_id, s, e.id, len, self.now),
+                None => self.counters.flow_hit(e.id, len, self.now),
+            }
             pkt.origin = Origin {
                 table_id,
                 cookie: e.cookie,

@@ -250,7 +250,7 @@ impl Datapath {
     }
 
     /// This instance's counters (not yet folded into the state).
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&mut self) -> &Counters {
         self.worker.counters()
     }
 

@@ -42,18 +42,17 @@
 //! folded into the control-side meter like every other counter.
 
 use super::buffers::BufferPool;
-use super::counters::Counters;
+use super::counters::{Counters, HotCounters};
 use super::exec::{Exec, Pkt, NO_COOKIE};
 use super::lookup::{Classifier, FastClassifier};
 use super::ports::Ports;
 use super::{subtract, BurstOutput, DatapathConfig, TraceEvent};
-use crate::flow_entry::FlowId;
 use crate::meter_table::{Meter, MeterVerdict, Meters};
 use crate::{SwitchState, Time};
 use classifier::{CacheStats, Deps, FlowCache};
 use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::error::BadRequestCode;
-use ofp::{Action, OfpError, PacketOut};
+use ofp::{Action, Instruction, OfpError, PacketOut};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
 use std::collections::HashMap;
@@ -197,12 +196,16 @@ impl Snapshot {
 #[derive(Clone, Debug)]
 pub struct WorkerState {
     counters: Counters,
+    /// Per-packet flow and table counters, moved into `counters` when
+    /// those are read.
+    hot: HotCounters,
     buffers: BufferPool,
     meters: LocalMeters,
     trace: Option<Vec<TraceEvent>>,
-    /// Table 0's hits by packet key (see [`WorkerState::process_burst_into`]);
-    /// made on first use, `cache_capacity` 0 disables it.
-    cache: Option<FlowCache<Option<FlowId>>>,
+    /// Table 0's hits (entry slots) by packet key (see
+    /// [`WorkerState::process_burst_into`]); made on first use,
+    /// `cache_capacity` 0 disables it.
+    cache: Option<FlowCache<Option<u32>>>,
     cache_capacity: usize,
     /// The [`crate::flow_table::Tables::instance`] the cache's generations
     /// belong to.
@@ -223,10 +226,10 @@ pub struct WorkerState {
 #[derive(Clone, Debug, Default)]
 struct Scratch {
     pkts: Vec<Pkt>,
-    first: Vec<Option<Option<FlowId>>>,
+    first: Vec<Option<Option<u32>>>,
     miss_keys: Vec<FlowKey>,
     miss_at: Vec<usize>,
-    miss_hits: Vec<Option<FlowId>>,
+    miss_hits: Vec<Option<u32>>,
 }
 
 impl WorkerState {
@@ -236,6 +239,7 @@ impl WorkerState {
     pub fn new(index: u32, n_workers: u32, n_buffers: usize) -> WorkerState {
         WorkerState {
             counters: Counters::default(),
+            hot: HotCounters::default(),
             buffers: BufferPool::with_stride(n_buffers, index, n_workers),
             meters: LocalMeters::new(n_workers),
             trace: None,
@@ -286,12 +290,14 @@ impl WorkerState {
     }
 
     /// This worker's counters (not yet folded into the state).
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&mut self) -> &Counters {
+        self.hot.settle(&mut self.counters);
         &self.counters
     }
 
     /// Takes this worker's counters, leaving zeros.
     pub fn take_counters(&mut self) -> Counters {
+        self.hot.settle(&mut self.counters);
         std::mem::take(&mut self.counters)
     }
 
@@ -330,6 +336,7 @@ impl WorkerState {
             ports: view.ports,
             config: view.config,
             counters: &mut self.counters,
+            hot: &mut self.hot,
             buffers: &mut self.buffers,
             trace: self.trace.as_mut(),
             out,
@@ -381,13 +388,13 @@ impl WorkerState {
                 sc.pkts.push(Pkt::new(buf, in_port));
             }
             self.first_hits(view, t0, &mut sc);
+            self.prefetch_hits(t0, &sc.first);
         }
         let mut ex = self.exec(view, out, now);
-        if let Some(t0) = table0 {
+        if table0.is_some() {
             for (pkt, first) in sc.pkts.drain(..).zip(sc.first.drain(..)) {
                 let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
                 let dropped = ex.out.drops;
-                let first = first.map(|id| id.and_then(|id| t0.entry(id)));
                 ex.pipeline_first(pkt, 0, first);
                 if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
                     ex.out.drops.no_output += 1;
@@ -417,6 +424,32 @@ impl WorkerState {
         let mut delta = out.drops;
         subtract(&mut delta, &drops_before);
         self.counters.drops.merge(&delta);
+    }
+
+    /// Prefetches what executing the burst's table-0 hits reads, in three
+    /// passes so each pass's loads overlap across the burst instead of
+    /// stalling packet by packet: the entries and their flow counters,
+    /// then their instruction lists, then the action lists.
+    fn prefetch_hits(&self, t0: &crate::flow_table::FlowTable, first: &[Option<Option<u32>>]) {
+        let slots = || first.iter().filter_map(|f| f.flatten());
+        for s in slots() {
+            t0.prefetch_slot(s);
+            self.hot.prefetch(0, s);
+        }
+        for s in slots() {
+            if let Some(e) = t0.slot(s) {
+                classifier::prefetch_all(e.instructions.as_slice());
+            }
+        }
+        for s in slots() {
+            for i in t0.slot(s).map(|e| e.instructions.as_slice()).unwrap_or(&[]) {
+                if let Instruction::ApplyActions { actions }
+                | Instruction::WriteActions { actions } = i
+                {
+                    classifier::prefetch_all(actions.as_slice());
+                }
+            }
+        }
     }
 
     /// Fills `sc.first` (one per `sc.pkts`) with table 0's hit: from the
@@ -482,7 +515,7 @@ impl WorkerState {
         }
         sc.miss_hits.clear();
         sc.miss_hits.resize(sc.miss_keys.len(), None);
-        t0.lookup_burst(&sc.miss_keys, &mut sc.miss_hits);
+        t0.lookup_burst_slots(&sc.miss_keys, &mut sc.miss_hits);
         let mut deps = Deps::new();
         deps.push(0, gens[0]);
         for ((key, &i), hit) in sc.miss_keys.iter().zip(&sc.miss_at).zip(&sc.miss_hits) {
