@@ -497,13 +497,22 @@ impl FlowKey {
 
     /// Parses `data` (an Ethernet frame). Never panics, never allocates.
     pub fn parse(data: &[u8]) -> FlowKey {
-        let mut k = FlowKey {
+        let mut k = FlowKey::default();
+        k.parse_into(data);
+        k
+    }
+
+    /// [`FlowKey::parse`] into `self` (every field is overwritten), so a
+    /// caller that keeps a key in place does not copy a new one over it.
+    pub fn parse_into(&mut self, data: &[u8]) {
+        *self = FlowKey {
             packet_len: data.len().min(u32::MAX as usize) as u32,
             ..FlowKey::default()
         };
+        let k = self;
         if data.len() < 14 {
             k.flags |= flags::TRUNCATED;
-            return k;
+            return;
         }
         k.eth_dst = mac_at(data, 0);
         k.eth_src = mac_at(data, 6);
@@ -513,7 +522,7 @@ impl FlowKey {
         while ethertype::is_vlan(et) {
             let Some(tag) = data.get(off + 2..off + 6) else {
                 k.flags |= flags::TRUNCATED;
-                return k;
+                return;
             };
             if k.vlan_tags == 0 {
                 let tci = be16(tag, 0);
@@ -558,7 +567,6 @@ impl FlowKey {
             }
             _ => {}
         }
-        k
     }
 
     fn parse_arp(&mut self, a: &[u8]) {

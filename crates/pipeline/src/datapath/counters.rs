@@ -199,7 +199,15 @@ pub struct HotCounters {
     flows: Vec<Vec<SlotCounter>>,
     touched: Vec<(u8, u32)>,
     tables: Vec<TableCounter>,
+    /// By port number, for ports below [`HOT_PORTS`].
+    ports: Vec<PortCounter>,
+    /// Queue 0 by port number, for ports below [`HOT_PORTS`].
+    queues0: Vec<QueueCounter>,
 }
+
+/// Ports numbered below this are counted in [`HotCounters`]' arrays;
+/// others (LOCAL, huge numbers) in [`Counters`]' maps directly.
+pub const HOT_PORTS: u32 = 4096;
 
 impl HotCounters {
     /// Entry `id` in slot `slot` of table `table` was hit by a packet of
@@ -255,6 +263,38 @@ impl HotCounters {
         }
     }
 
+    /// The counters of port `p`.
+    #[inline]
+    pub fn port<'c>(&'c mut self, c: &'c mut Counters, p: u32) -> &'c mut PortCounter {
+        if p >= HOT_PORTS {
+            return c.port(p);
+        }
+        let i = p as usize;
+        if self.ports.len() <= i {
+            self.ports.resize(i + 1, PortCounter::default());
+        }
+        match self.ports.get_mut(i) {
+            Some(pc) => pc,
+            None => c.port(p),
+        }
+    }
+
+    /// A packet of `bytes` bytes was sent on queue `q` of port `p`.
+    #[inline]
+    pub fn queue_tx(&mut self, c: &mut Counters, p: u32, q: u32, bytes: u64) {
+        if q != 0 || p >= HOT_PORTS {
+            return c.queue_tx(p, q, bytes);
+        }
+        let i = p as usize;
+        if self.queues0.len() <= i {
+            self.queues0.resize(i + 1, QueueCounter::default());
+        }
+        if let Some(qc) = self.queues0.get_mut(i) {
+            qc.tx_packets += 1;
+            qc.tx_bytes += bytes;
+        }
+    }
+
     /// Hints the CPU to load slot `slot`'s counter of table `table`.
     #[inline]
     pub fn prefetch(&self, table: u8, slot: u32) {
@@ -280,6 +320,26 @@ impl HotCounters {
                 if old.packets > 0 {
                     c.add_flow(old.id, old.packets, old.bytes, old.last_hit);
                 }
+            }
+        }
+        for (p, pc) in self.ports.iter_mut().enumerate() {
+            if *pc != PortCounter::default() {
+                let d = c.port(p as u32);
+                d.rx_packets += pc.rx_packets;
+                d.rx_bytes += pc.rx_bytes;
+                d.tx_packets += pc.tx_packets;
+                d.tx_bytes += pc.tx_bytes;
+                d.rx_dropped += pc.rx_dropped;
+                d.tx_dropped += pc.tx_dropped;
+                *pc = PortCounter::default();
+            }
+        }
+        for (p, qc) in self.queues0.iter_mut().enumerate() {
+            if qc.tx_packets > 0 {
+                let d = c.queues.entry((p as u32, 0)).or_default();
+                d.tx_packets += qc.tx_packets;
+                d.tx_bytes += qc.tx_bytes;
+                *qc = QueueCounter::default();
             }
         }
         for (t, tc) in self.tables.iter_mut().enumerate() {

@@ -45,7 +45,11 @@ pub(super) const NO_COOKIE: u64 = u64::MAX;
 #[derive(Clone, Debug)]
 pub(super) struct Pkt {
     pub buf: PacketBuf,
-    pub key: FlowKey,
+    /// The parsed fields; out of date while `stale` (read them with
+    /// [`Pkt::key`]).
+    key: FlowKey,
+    /// An action changed the bytes since `key` was parsed.
+    stale: bool,
     pub in_port: u32,
     pub in_phy_port: u32,
     pub metadata: u64,
@@ -61,6 +65,7 @@ impl Pkt {
         let mut p = Pkt {
             buf,
             key: FlowKey::default(),
+            stale: false,
             in_port,
             in_phy_port: in_port,
             metadata: 0,
@@ -77,16 +82,60 @@ impl Pkt {
         p
     }
 
+    /// Moves the packet out, leaving one with an empty buffer.
+    pub fn take(&mut self) -> Pkt {
+        let empty = Pkt {
+            buf: PacketBuf::from_vec(Vec::new()),
+            key: FlowKey::default(),
+            stale: false,
+            in_port: self.in_port,
+            in_phy_port: self.in_phy_port,
+            metadata: 0,
+            tunnel_id: 0,
+            queue_id: 0,
+            origin: self.origin,
+            packet_out: false,
+        };
+        std::mem::replace(self, empty)
+    }
+
     /// Parses the headers again (after an action changed them) and sets
     /// the pipeline fields.
     pub fn reparse(&mut self) {
-        self.key = FlowKey::parse(self.buf.as_slice());
+        self.key.parse_into(self.buf.as_slice());
         self.key.set_metadata_fields(
             self.in_port,
             self.in_phy_port,
             self.metadata,
             self.tunnel_id,
         );
+        self.stale = false;
+    }
+
+    /// The packet's fields as they are now (parsed again if an action
+    /// changed the bytes since the last parse: parsing is lazy, so a run
+    /// of header rewrites costs one parse, when something reads the key).
+    #[inline]
+    pub fn key(&mut self) -> &FlowKey {
+        if self.stale {
+            self.reparse();
+        }
+        &self.key
+    }
+
+    /// The buffer and the up-to-date key, borrowed together.
+    #[inline]
+    pub fn buf_and_key(&mut self) -> (&mut PacketBuf, &FlowKey) {
+        if self.stale {
+            self.reparse();
+        }
+        (&mut self.buf, &self.key)
+    }
+
+    /// The key of a packet no action has changed since it was made (what
+    /// the burst lookup reads, right after parsing).
+    pub fn parsed_key(&self) -> &FlowKey {
+        &self.key
     }
 }
 
@@ -205,20 +254,23 @@ impl<'a> Exec<'a> {
     }
 
     /// Runs `pkt` through the tables from `table_id`, then its action set.
-    pub fn pipeline(&mut self, pkt: Pkt, start: u8) {
-        self.pipeline_first(pkt, start, None);
+    pub fn pipeline(&mut self, mut pkt: Pkt, start: u8) {
+        self.pipeline_first(&mut pkt, start, None);
     }
 
     /// [`Exec::pipeline`] with the lookup in table `start` already done
     /// (`first`: the slot of the entry `pkt.key` hits there, from a burst
     /// lookup or the flow cache, see [`crate::FlowTable::slot`]); later
     /// tables are looked up here.
-    pub fn pipeline_first(&mut self, mut pkt: Pkt, start: u8, first: Option<Option<u32>>) {
+    /// The packet is processed in place (its buffer is moved out when it
+    /// leaves by a single port).
+    pub fn pipeline_first(&mut self, pkt: &mut Pkt, start: u8, first: Option<Option<u32>>) {
         pkt.packet_out = false;
         let tables = self.tables;
         let classifier = self.classifier;
         let indexed = classifier.uses_table_index();
-        let mut set = ActionSet::default();
+        // Made on the first write-actions: most pipelines never write one.
+        let mut set: Option<ActionSet> = None;
         let mut table_id = start;
         let mut first = first;
         loop {
@@ -227,17 +279,20 @@ impl<'a> Exec<'a> {
             let (entry, slot): (Option<&'a FlowEntry>, Option<u32>) = match first.take() {
                 Some(s) => (s.and_then(|s| table.and_then(|t| t.slot(s))), s),
                 None if indexed => {
-                    let s = table.and_then(|t| t.lookup_slot(&pkt.key));
+                    let s = table.and_then(|t| t.lookup_slot(pkt.key()));
                     (s.and_then(|s| table.and_then(|t| t.slot(s))), s)
                 }
-                None => (classifier.lookup(tables, table_id, &pkt.key), None),
+                None => (classifier.lookup(tables, table_id, pkt.key()), None),
             };
             self.hot.table_lookup(table_id, entry.is_some());
-            self.trace(|| TraceEvent::Lookup {
-                table_id,
-                entry: entry.map(|e| e.id),
-                key: Box::new(pkt.key),
-            });
+            if self.trace.is_some() {
+                let key = Box::new(*pkt.key());
+                self.trace(|| TraceEvent::Lookup {
+                    table_id,
+                    entry: entry.map(|e| e.id),
+                    key,
+                });
+            }
             let Some(e) = entry else {
                 self.out.drops.no_match += 1;
                 self.trace(|| TraceEvent::Drop { reason: "no_match" });
@@ -258,27 +313,48 @@ impl<'a> Exec<'a> {
             let inst = &e.instructions;
             for i in inst {
                 if let Instruction::Meter { meter_id } = i {
-                    if self.meter(&mut pkt, *meter_id).is_err() {
+                    if self.meter(pkt, *meter_id).is_err() {
                         return;
                     }
                 }
             }
-            for i in inst {
+            // When this entry ends the pipeline with an empty action set,
+            // nothing reads the packet after its last apply-action: a
+            // final output there moves the buffer instead of copying it.
+            let clears = inst.iter().any(|i| matches!(i, Instruction::ClearActions));
+            let ends_empty = (clears || set.as_ref().is_none_or(ActionSet::is_empty))
+                && !inst.iter().any(|i| match i {
+                    Instruction::GotoTable { table_id: next } => *next > table_id,
+                    Instruction::WriteActions { actions } => !actions.is_empty(),
+                    _ => false,
+                });
+            let last_apply = inst
+                .iter()
+                .rposition(|i| matches!(i, Instruction::ApplyActions { .. }));
+            for (ii, i) in inst.iter().enumerate() {
                 if let Instruction::ApplyActions { actions } = i {
-                    for a in actions {
-                        if self.action(&mut pkt, a, 0).is_err() {
+                    let n = actions.len();
+                    for (ai, a) in actions.iter().enumerate() {
+                        let r = if ends_empty && last_apply == Some(ii) && ai + 1 == n {
+                            self.last_action(pkt, a)
+                        } else {
+                            self.action(pkt, a, 0)
+                        };
+                        if r.is_err() {
                             return;
                         }
                     }
                 }
             }
-            if inst.iter().any(|i| matches!(i, Instruction::ClearActions)) {
-                set.clear();
+            if clears {
+                if let Some(set) = set.as_mut() {
+                    set.clear();
+                }
                 self.trace(|| TraceEvent::ClearActions);
             }
             for i in inst {
                 if let Instruction::WriteActions { actions } = i {
-                    set.write(actions);
+                    set.get_or_insert_with(ActionSet::default).write(actions);
                     self.trace(|| TraceEvent::WriteActions {
                         actions: actions.clone(),
                     });
@@ -291,6 +367,7 @@ impl<'a> Exec<'a> {
                 } = i
                 {
                     pkt.metadata = (pkt.metadata & !metadata_mask) | (metadata & metadata_mask);
+                    // (A stale key takes the metadata when parsed again.)
                     pkt.key.metadata = pkt.metadata;
                     let m = pkt.metadata;
                     self.trace(|| TraceEvent::WriteMetadata { metadata: m });
@@ -307,11 +384,35 @@ impl<'a> Exec<'a> {
                 _ => break,
             }
         }
-        self.action_set(pkt, &set);
+        match &set {
+            Some(set) => self.action_set(pkt, set),
+            None => self.trace(|| TraceEvent::ActionSet {
+                actions: Vec::new(),
+            }),
+        }
+    }
+
+    /// The last action a packet will see (see `ends_empty` in
+    /// [`Exec::pipeline_first`]): an output to one port that can send
+    /// moves the buffer out of `pkt`; anything else is [`Exec::action`].
+    fn last_action(&mut self, pkt: &mut Pkt, a: &Action) -> Result<(), Stopped> {
+        match a {
+            Action::Output { port, .. }
+                if *port <= port_no::MAX && *port != pkt.in_port && self.ports.can_send(*port) =>
+            {
+                self.trace(|| TraceEvent::Action {
+                    action: a.clone(),
+                    error: None,
+                });
+                self.tx_owned(pkt, *port);
+                Ok(())
+            }
+            _ => self.action(pkt, a, 0),
+        }
     }
 
     /// Executes an action set at the end of the pipeline.
-    fn action_set(&mut self, mut pkt: Pkt, set: &ActionSet) {
+    fn action_set(&mut self, pkt: &mut Pkt, set: &ActionSet) {
         self.trace(|| TraceEvent::ActionSet {
             actions: set.iter().cloned().collect(),
         });
@@ -321,14 +422,14 @@ impl<'a> Exec<'a> {
                 Action::Output { port, max_len } => output = Some((*port, *max_len)),
                 Action::Group { .. } => {}
                 _ => {
-                    if self.action(&mut pkt, a, 0).is_err() {
+                    if self.action(pkt, a, 0).is_err() {
                         return;
                     }
                 }
             }
         }
         if let Some(g) = set.group() {
-            self.group(pkt, g, 0);
+            self.group(pkt.take(), g, 0);
         } else if let Some((port, max_len)) = output {
             let single = port <= port_no::MAX && port != pkt.in_port;
             if single && self.ports.can_send(port) {
@@ -336,7 +437,7 @@ impl<'a> Exec<'a> {
                 // not needed any more, so it moves instead of being copied.
                 self.tx_owned(pkt, port);
             } else {
-                self.output(&pkt, port, max_len);
+                self.output(pkt, port, max_len);
             }
         }
     }
@@ -372,14 +473,32 @@ impl<'a> Exec<'a> {
             Action::SetField { field } => self.set_field(pkt, field),
             Action::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
             Action::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),
-            Action::SetMplsTtl { mpls_ttl } => ttl::set_mpls_ttl(pkt.buf.as_mut_slice(), *mpls_ttl),
-            Action::DecMplsTtl => ttl::dec_mpls_ttl(pkt.buf.as_mut_slice()).map(|_| ()),
-            Action::SetNwTtl { nw_ttl } => ttl::set_nw_ttl(pkt.buf.as_mut_slice(), *nw_ttl),
-            Action::DecNwTtl => ttl::dec_nw_ttl(pkt.buf.as_mut_slice()).map(|_| ()),
+            Action::SetMplsTtl { mpls_ttl } => {
+                let (b, k) = pkt.buf_and_key();
+                ttl::set_mpls_ttl_with_key(b.as_mut_slice(), k, *mpls_ttl)
+            }
+            Action::DecMplsTtl => {
+                let (b, k) = pkt.buf_and_key();
+                ttl::dec_mpls_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
+            }
+            Action::SetNwTtl { nw_ttl } => {
+                let (b, k) = pkt.buf_and_key();
+                ttl::set_nw_ttl_with_key(b.as_mut_slice(), k, *nw_ttl)
+            }
+            Action::DecNwTtl => {
+                let (b, k) = pkt.buf_and_key();
+                ttl::dec_nw_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
+            }
             Action::PushVlan { ethertype } => pkt.buf.push_vlan(*ethertype),
             Action::PopVlan => pkt.buf.pop_vlan(),
-            Action::PushMpls { ethertype } => pkt.buf.push_mpls(*ethertype),
-            Action::PopMpls { ethertype } => pkt.buf.pop_mpls(*ethertype),
+            Action::PushMpls { ethertype } => {
+                let (b, k) = pkt.buf_and_key();
+                b.push_mpls_with_key(*ethertype, k)
+            }
+            Action::PopMpls { ethertype } => {
+                let (b, k) = pkt.buf_and_key();
+                b.pop_mpls_with_key(*ethertype, k)
+            }
             Action::PushPbb { ethertype } => pkt.buf.push_pbb(*ethertype),
             Action::PopPbb => pkt.buf.pop_pbb(),
         };
@@ -390,7 +509,7 @@ impl<'a> Exec<'a> {
         });
         match err {
             None => {
-                pkt.reparse();
+                pkt.stale = true;
                 Ok(())
             }
             Some(ActionError::InvalidTtl) => {
@@ -415,7 +534,8 @@ impl<'a> Exec<'a> {
         let Some(fv) = field_value(*field, value.to_u128()) else {
             return Err(ActionError::BadArgument);
         };
-        packet::set_field::set_field_with_key(pkt.buf.as_mut_slice(), &pkt.key, &fv)
+        let (b, k) = pkt.buf_and_key();
+        packet::set_field::set_field_with_key(b.as_mut_slice(), k, &fv)
     }
 
     fn invalid_ttl(&mut self, pkt: &Pkt) {
@@ -455,13 +575,12 @@ impl<'a> Exec<'a> {
                 Err(Stopped)
             }
             MeterVerdict::DscpRemark { prec_level, .. } => {
-                if pkt.key.has(field::IP_DSCP) {
-                    let dscp = remark_dscp(pkt.key.ip_dscp, prec_level);
+                let (b, k) = pkt.buf_and_key();
+                if k.has(field::IP_DSCP) {
+                    let dscp = remark_dscp(k.ip_dscp, prec_level);
                     let fv = FieldValue::IpDscp(dscp);
-                    if packet::set_field::set_field_with_key(pkt.buf.as_mut_slice(), &pkt.key, &fv)
-                        .is_ok()
-                    {
-                        pkt.reparse();
+                    if packet::set_field::set_field_with_key(b.as_mut_slice(), k, &fv).is_ok() {
+                        pkt.stale = true;
                     }
                 }
                 Ok(())
@@ -470,7 +589,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Runs group `id` on `pkt`.
-    pub fn group(&mut self, pkt: Pkt, id: u32, depth: u8) {
+    pub fn group(&mut self, mut pkt: Pkt, id: u32, depth: u8) {
         let groups = self.groups;
         let g = match groups.get(id) {
             Some(g) if depth < self.config.max_group_depth => g,
@@ -498,7 +617,10 @@ impl<'a> Exec<'a> {
             GroupType::Indirect | GroupType::Select | GroupType::FastFailover => {
                 let chosen = match g.group_type {
                     GroupType::Indirect => (!g.buckets.is_empty()).then_some(0),
-                    GroupType::Select => self.select_bucket(&g.buckets, &pkt.key, depth),
+                    GroupType::Select => {
+                        let k = *pkt.key();
+                        self.select_bucket(&g.buckets, &k, depth)
+                    }
                     _ => g.buckets.iter().position(|b| self.bucket_live(b, depth)),
                 };
                 self.trace(|| TraceEvent::Group {
@@ -628,7 +750,7 @@ impl<'a> Exec<'a> {
             self.tx(pkt, p);
         } else {
             self.out.drops.port_down += 1;
-            self.counters.port(p).tx_dropped += 1;
+            self.hot.port(self.counters, p).tx_dropped += 1;
             self.trace(|| TraceEvent::Drop {
                 reason: "port_down",
             });
@@ -644,22 +766,22 @@ impl<'a> Exec<'a> {
         });
     }
 
-    /// As `tx`, giving the packet away.
-    fn tx_owned(&mut self, pkt: Pkt, p: u32) {
-        self.count_tx(&pkt, p);
+    /// As `tx`, moving the buffer out of `pkt` (left empty).
+    fn tx_owned(&mut self, pkt: &mut Pkt, p: u32) {
+        self.count_tx(pkt, p);
         self.out.tx.push(TxPacket {
             port: p,
             queue_id: pkt.queue_id,
-            packet: pkt.buf,
+            packet: std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new())),
         });
     }
 
     fn count_tx(&mut self, pkt: &Pkt, p: u32) {
         let len = pkt.buf.len() as u64;
-        let c = self.counters.port(p);
+        let c = self.hot.port(self.counters, p);
         c.tx_packets += 1;
         c.tx_bytes += len;
-        self.counters.queue_tx(p, pkt.queue_id, len);
+        self.hot.queue_tx(self.counters, p, pkt.queue_id, len);
         self.trace(|| TraceEvent::Output {
             port: p,
             queue_id: pkt.queue_id,

@@ -381,18 +381,21 @@ impl WorkerState {
         let mut sc = std::mem::take(&mut self.scratch);
         if let Some(t0) = table0 {
             // Parse all, then resolve table 0 for the burst.
+            let (mut n, mut bytes) = (0, 0);
             for buf in packets.drain(..) {
-                let pc = self.counters.port(in_port);
-                pc.rx_packets += 1;
-                pc.rx_bytes += buf.len() as u64;
+                n += 1;
+                bytes += buf.len() as u64;
                 sc.pkts.push(Pkt::new(buf, in_port));
             }
+            let pc = self.hot.port(&mut self.counters, in_port);
+            pc.rx_packets += n;
+            pc.rx_bytes += bytes;
             self.first_hits(view, t0, &mut sc);
             self.prefetch_hits(t0, &sc.first);
         }
         let mut ex = self.exec(view, out, now);
         if table0.is_some() {
-            for (pkt, first) in sc.pkts.drain(..).zip(sc.first.drain(..)) {
+            for (pkt, first) in sc.pkts.iter_mut().zip(sc.first.drain(..)) {
                 let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
                 let dropped = ex.out.drops;
                 ex.pipeline_first(pkt, 0, first);
@@ -403,7 +406,7 @@ impl WorkerState {
         }
         for buf in packets.drain(..) {
             let len = buf.len() as u64;
-            let pc = ex.counters.port(in_port);
+            let pc = ex.hot.port(ex.counters, in_port);
             pc.rx_packets += 1;
             pc.rx_bytes += len;
             if !receives {
@@ -485,7 +488,9 @@ impl WorkerState {
         let mut hits = 0u64;
         for (i, p) in sc.pkts.iter().enumerate() {
             let cached = if use_cache {
-                self.cache.as_mut().and_then(|c| c.get(&p.key, &gens))
+                self.cache
+                    .as_mut()
+                    .and_then(|c| c.get(p.parsed_key(), &gens))
             } else {
                 None
             };
@@ -494,7 +499,7 @@ impl WorkerState {
                 Some(hit) => sc.first.push(Some(*hit)),
                 None => {
                     sc.first.push(None);
-                    sc.miss_keys.push(p.key);
+                    sc.miss_keys.push(*p.parsed_key());
                     sc.miss_at.push(i);
                 }
             }
