@@ -437,9 +437,9 @@ impl WorkerState {
         let slots = || first.iter().filter_map(|f| f.flatten());
         for s in slots() {
             t0.prefetch_slot(s);
-            self.hot.prefetch(0, s);
         }
         for s in slots() {
+            self.hot.prefetch(0, s);
             if let Some(e) = t0.slot(s) {
                 classifier::prefetch_all(e.instructions.as_slice());
             }
