@@ -139,6 +139,7 @@
 //! CHECK_OVERLAP and the non-strict commands scan the table;
 //! [`Tables::expire`] scans every entry.
 
+use crate::datapath::fast::FastEntry;
 use crate::flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
 use crate::group_table::Groups;
 use crate::match_key::MatchKey;
@@ -203,6 +204,8 @@ pub struct FlowTable {
     slots: Vec<Option<FlowEntry>>,
     /// Empty slots, reused last-freed first.
     free: Vec<u32>,
+    /// The compiled form of each slot's entry (default when empty).
+    fast: Vec<FastEntry>,
     /// The ids of `entries`, in order.
     order: BTreeSet<FlowId>,
     by_key: HashMap<(u16, MatchKey), FlowId>,
@@ -233,6 +236,7 @@ impl Clone for FlowTable {
             entries: self.entries.clone(),
             slots: self.slots.clone(),
             free: self.free.clone(),
+            fast: self.fast.clone(),
             order: self.order.clone(),
             by_key: self.by_key.clone(),
             lookup_count: self.lookup_count,
@@ -497,9 +501,13 @@ impl FlowTable {
             Some(s) => s,
             None => {
                 self.slots.push(None);
+                self.fast.push(FastEntry::default());
                 u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
             }
         };
+        if let Some(f) = self.fast.get_mut(slot as usize) {
+            *f = FastEntry::compile(&e);
+        }
         let ok = rule_id(e.id, slot).is_some_and(|rid| self.index.insert(rule_of(&e, rid)).is_ok());
         if !ok {
             self.index_broken = true;
@@ -517,6 +525,9 @@ impl FlowTable {
     fn take(&mut self, id: FlowId) -> Option<FlowEntry> {
         let slot = self.entries.remove(&id)?;
         let e = self.slots.get_mut(slot as usize)?.take()?;
+        if let Some(f) = self.fast.get_mut(slot as usize) {
+            *f = FastEntry::default();
+        }
         self.free.push(slot);
         self.generation += 1;
         self.order.remove(&id);
@@ -551,6 +562,21 @@ impl FlowTable {
     pub fn prefetch_slot(&self, slot: u32) {
         if let Some(s) = self.slots.get(slot as usize) {
             classifier::prefetch_all(s);
+        }
+    }
+
+    /// The compiled form of slot `slot`'s entry (see
+    /// [`crate::datapath::fast`]).
+    #[inline]
+    pub fn fast(&self, slot: u32) -> Option<&FastEntry> {
+        self.fast.get(slot as usize)
+    }
+
+    /// Hints the CPU to load slot `slot`'s compiled entry.
+    #[inline]
+    pub fn prefetch_fast(&self, slot: u32) {
+        if let Some(f) = self.fast.get(slot as usize) {
+            classifier::prefetch(f);
         }
     }
 
@@ -1242,8 +1268,10 @@ impl Tables {
             );
             let used = table.slots.iter().filter(|s| s.is_some()).count();
             assert_eq!(used + table.free.len(), table.slots.len(), "9: slots");
+            assert_eq!(table.fast.len(), table.slots.len(), "9: fast size");
             for (id, &slot) in &table.entries {
                 let e = table.slot(slot).expect("9: slot of an entry");
+                assert_eq!(table.fast(slot), Some(&FastEntry::compile(e)), "9: fast");
                 total += 1;
                 assert_eq!(*id, e.id, "1: id");
                 assert_eq!(usize::from(e.table_id), t, "1: table id");

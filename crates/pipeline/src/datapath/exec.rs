@@ -10,6 +10,7 @@
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;
 use super::counters::{Counters, HotCounters};
+use super::fast::{FastEntry, FastOp, Rewrite};
 use super::lookup::Classifier;
 use super::ports::Ports;
 use super::worker::LocalMeters;
@@ -212,6 +213,42 @@ pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
     })
 }
 
+/// Applies a header rewrite to the packet's bytes (the key is left
+/// as it was: the caller marks it stale on success).
+#[inline]
+fn rewrite(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
+    match rw {
+        Rewrite::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
+        Rewrite::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),
+        Rewrite::SetMplsTtl(t) => {
+            let (b, k) = pkt.buf_and_key();
+            ttl::set_mpls_ttl_with_key(b.as_mut_slice(), k, t)
+        }
+        Rewrite::DecMplsTtl => {
+            let (b, k) = pkt.buf_and_key();
+            ttl::dec_mpls_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
+        }
+        Rewrite::SetNwTtl(t) => {
+            let (b, k) = pkt.buf_and_key();
+            ttl::set_nw_ttl_with_key(b.as_mut_slice(), k, t)
+        }
+        Rewrite::DecNwTtl => {
+            let (b, k) = pkt.buf_and_key();
+            ttl::dec_nw_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
+        }
+        Rewrite::PushVlan(et) => pkt.buf.push_vlan(et),
+        Rewrite::PopVlan => pkt.buf.pop_vlan(),
+        Rewrite::PushMpls(et) => {
+            let (b, k) = pkt.buf_and_key();
+            b.push_mpls_with_key(et, k)
+        }
+        Rewrite::PopMpls(et) => {
+            let (b, k) = pkt.buf_and_key();
+            b.pop_mpls_with_key(et, k)
+        }
+    }
+}
+
 /// A hash of the flow's L2, ARP and 5-tuple fields: the same for every
 /// packet of one flow, so a select group keeps a flow on one bucket (ARP
 /// addresses count, so ARP conversations spread over the buckets too).
@@ -273,15 +310,25 @@ impl<'a> Exec<'a> {
         let mut set: Option<ActionSet> = None;
         let mut table_id = start;
         let mut first = first;
+        let tracing = self.trace.is_some();
         loop {
             let table = tables.table(table_id);
-            // The entry hit and, when known, its slot.
-            let (entry, slot): (Option<&'a FlowEntry>, Option<u32>) = match first.take() {
-                Some(s) => (s.and_then(|s| table.and_then(|t| t.slot(s))), s),
-                None if indexed => {
-                    let s = table.and_then(|t| t.lookup_slot(pkt.key()));
-                    (s.and_then(|s| table.and_then(|t| t.slot(s))), s)
+            // The slot hit, when the lookup answers slots.
+            let hit: Option<Option<u32>> = match first.take() {
+                Some(s) => Some(s),
+                None if indexed => Some(table.and_then(|t| t.lookup_slot(pkt.key()))),
+                None => None,
+            };
+            if let (Some(Some(s)), Some(t), false) = (hit, table, tracing) {
+                if let Some(fe) = t.fast(s).filter(|f| f.ops().is_some()) {
+                    // A compiled entry: one apply-actions list, no goto.
+                    self.fast_entry(pkt, table_id, s, fe, &set);
+                    break;
                 }
+            }
+            // The entry hit and, when known, its slot.
+            let (entry, slot): (Option<&'a FlowEntry>, Option<u32>) = match hit {
+                Some(s) => (s.and_then(|s| table.and_then(|t| t.slot(s))), s),
                 None => (classifier.lookup(tables, table_id, pkt.key()), None),
             };
             self.hot.table_lookup(table_id, entry.is_some());
@@ -392,6 +439,51 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// Runs compiled entry `fe` (slot `slot` of table `table_id`) on the
+    /// packet: the counting and the instructions of the general path for
+    /// an entry whose only instruction is one apply-actions list. `set`
+    /// is the action set so far (the pipeline ends after this entry).
+    fn fast_entry(
+        &mut self,
+        pkt: &mut Pkt,
+        table_id: u8,
+        slot: u32,
+        fe: &FastEntry,
+        set: &Option<ActionSet>,
+    ) {
+        self.hot.table_lookup(table_id, true);
+        let len = pkt.buf.len() as u64;
+        self.hot
+            .flow_hit(self.counters, table_id, slot, fe.id, len, self.now);
+        pkt.origin = Origin {
+            table_id,
+            cookie: fe.cookie,
+            miss: fe.miss,
+        };
+        let ends_empty = set.as_ref().is_none_or(ActionSet::is_empty);
+        let ops = fe.ops().unwrap_or(&[]);
+        let n = ops.len();
+        for (i, op) in ops.iter().enumerate() {
+            let r = match *op {
+                FastOp::Output { port, .. }
+                    if ends_empty
+                        && i + 1 == n
+                        && port <= port_no::MAX
+                        && port != pkt.in_port
+                        && self.ports.can_send(port) =>
+                {
+                    // As in `last_action`: nothing reads the packet after.
+                    self.tx_owned(pkt, port);
+                    Ok(())
+                }
+                op => self.fast_op(pkt, op),
+            };
+            if r.is_err() {
+                return;
+            }
+        }
+    }
+
     /// The last action a packet will see (see `ends_empty` in
     /// [`Exec::pipeline_first`]): an output to one port that can send
     /// moves the buffer out of `pkt`; anything else is [`Exec::action`].
@@ -471,42 +563,35 @@ impl<'a> Exec<'a> {
             }
             Action::Experimenter { .. } => return Ok(()),
             Action::SetField { field } => self.set_field(pkt, field),
-            Action::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
-            Action::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),
-            Action::SetMplsTtl { mpls_ttl } => {
-                let (b, k) = pkt.buf_and_key();
-                ttl::set_mpls_ttl_with_key(b.as_mut_slice(), k, *mpls_ttl)
-            }
-            Action::DecMplsTtl => {
-                let (b, k) = pkt.buf_and_key();
-                ttl::dec_mpls_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
-            }
-            Action::SetNwTtl { nw_ttl } => {
-                let (b, k) = pkt.buf_and_key();
-                ttl::set_nw_ttl_with_key(b.as_mut_slice(), k, *nw_ttl)
-            }
-            Action::DecNwTtl => {
-                let (b, k) = pkt.buf_and_key();
-                ttl::dec_nw_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
-            }
-            Action::PushVlan { ethertype } => pkt.buf.push_vlan(*ethertype),
-            Action::PopVlan => pkt.buf.pop_vlan(),
-            Action::PushMpls { ethertype } => {
-                let (b, k) = pkt.buf_and_key();
-                b.push_mpls_with_key(*ethertype, k)
-            }
-            Action::PopMpls { ethertype } => {
-                let (b, k) = pkt.buf_and_key();
-                b.pop_mpls_with_key(*ethertype, k)
-            }
             Action::PushPbb { ethertype } => pkt.buf.push_pbb(*ethertype),
             Action::PopPbb => pkt.buf.pop_pbb(),
+            Action::CopyTtlOut
+            | Action::CopyTtlIn
+            | Action::SetMplsTtl { .. }
+            | Action::DecMplsTtl
+            | Action::SetNwTtl { .. }
+            | Action::DecNwTtl
+            | Action::PushVlan { .. }
+            | Action::PopVlan
+            | Action::PushMpls { .. }
+            | Action::PopMpls { .. } => match Rewrite::of(a) {
+                Some(rw) => rewrite(pkt, rw),
+                None => Err(ActionError::BadArgument),
+            },
         };
         let err = r.err();
         self.trace(|| TraceEvent::Action {
             action: a.clone(),
             error: err,
         });
+        self.after_action(pkt, err)
+    }
+
+    /// What follows an action that changed (or failed to change) the
+    /// packet's bytes: the key goes stale; an invalid TTL stops the packet;
+    /// other failures are counted and the packet goes on.
+    #[inline]
+    fn after_action(&mut self, pkt: &mut Pkt, err: Option<ActionError>) -> Result<(), Stopped> {
         match err {
             None => {
                 pkt.stale = true;
@@ -521,6 +606,35 @@ impl<'a> Exec<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// Runs one compiled action (see [`super::fast`]): the same as
+    /// [`Exec::action`] on the action it was compiled from, tracing aside
+    /// (fast entries are not used while tracing).
+    #[inline]
+    pub fn fast_op(&mut self, pkt: &mut Pkt, op: FastOp) -> Result<(), Stopped> {
+        let r = match op {
+            FastOp::Output { port, max_len } => {
+                self.output(pkt, port, max_len);
+                return Ok(());
+            }
+            FastOp::SetQueue(q) => {
+                pkt.queue_id = q;
+                return Ok(());
+            }
+            FastOp::SetField { field, hi, lo } => {
+                let v = (u128::from(hi) << 32) | u128::from(lo);
+                match OxmField::from_u8(field).and_then(|f| field_value(f, v)) {
+                    Some(fv) => {
+                        let (b, k) = pkt.buf_and_key();
+                        packet::set_field::set_field_with_key(b.as_mut_slice(), k, &fv)
+                    }
+                    None => Err(ActionError::BadArgument),
+                }
+            }
+            FastOp::Rewrite(rw) => rewrite(pkt, rw),
+        };
+        self.after_action(pkt, r.err())
     }
 
     fn set_field(&mut self, pkt: &mut Pkt, oxm: &Oxm) -> Result<(), ActionError> {

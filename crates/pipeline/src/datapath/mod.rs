@@ -45,6 +45,7 @@ pub mod action_set;
 pub mod buffers;
 pub mod counters;
 mod exec;
+pub mod fast;
 pub mod lookup;
 pub mod ports;
 #[cfg(test)]

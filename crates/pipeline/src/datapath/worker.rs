@@ -429,22 +429,36 @@ impl WorkerState {
         self.counters.drops.merge(&delta);
     }
 
-    /// Prefetches what executing the burst's table-0 hits reads, in three
+    /// Prefetches what executing the burst's table-0 hits reads, in
     /// passes so each pass's loads overlap across the burst instead of
-    /// stalling packet by packet: the entries and their flow counters,
-    /// then their instruction lists, then the action lists.
+    /// stalling packet by packet: the compiled entries (one line each, see
+    /// [`super::fast`]); their flow counters, and for entries that did not
+    /// compile the full entries; then those entries' instruction lists;
+    /// then their action lists. The counters wait for the second pass:
+    /// issued with the first, they found the miss buffers full.
     fn prefetch_hits(&self, t0: &crate::flow_table::FlowTable, first: &[Option<Option<u32>>]) {
         let slots = || first.iter().filter_map(|f| f.flatten());
+        let general = |s: u32| t0.fast(s).is_some_and(|f| f.ops().is_none());
         for s in slots() {
-            t0.prefetch_slot(s);
+            t0.prefetch_fast(s);
         }
+        let mut any_general = false;
         for s in slots() {
             self.hot.prefetch(0, s);
+            if general(s) {
+                any_general = true;
+                t0.prefetch_slot(s);
+            }
+        }
+        if !any_general {
+            return;
+        }
+        for s in slots().filter(|s| general(*s)) {
             if let Some(e) = t0.slot(s) {
                 classifier::prefetch_all(e.instructions.as_slice());
             }
         }
-        for s in slots() {
+        for s in slots().filter(|s| general(*s)) {
             for i in t0.slot(s).map(|e| e.instructions.as_slice()).unwrap_or(&[]) {
                 if let Instruction::ApplyActions { actions }
                 | Instruction::WriteActions { actions } = i
