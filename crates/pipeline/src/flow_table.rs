@@ -619,11 +619,15 @@ impl FlowTable {
     /// (`out` at least as long as `packets`), with the classifier's burst
     /// lookup (prefetching across the burst). Read the entries with
     /// [`FlowTable::slot`].
-    pub fn lookup_burst_slots(&self, packets: &[FlowKey], out: &mut [Option<u32>]) {
+    pub fn lookup_burst_slots<K: std::borrow::Borrow<FlowKey>>(
+        &self,
+        packets: &[K],
+        out: &mut [Option<u32>],
+    ) {
         if self.index_broken {
             for (k, o) in packets.iter().zip(out.iter_mut()) {
                 *o = self
-                    .lookup(k)
+                    .lookup(k.borrow())
                     .and_then(|e| self.entries.get(&e.id).copied());
             }
             return;

@@ -83,6 +83,29 @@ impl Pkt {
         p
     }
 
+    /// Makes this record describe a new packet `buf` received on
+    /// `in_port` (as [`Pkt::new`], reusing the record's storage).
+    pub fn reset(&mut self, buf: PacketBuf, in_port: u32) {
+        self.buf = buf;
+        self.in_port = in_port;
+        self.in_phy_port = in_port;
+        self.metadata = 0;
+        self.tunnel_id = 0;
+        self.queue_id = 0;
+        self.origin = Origin {
+            table_id: 0,
+            cookie: NO_COOKIE,
+            miss: false,
+        };
+        self.packet_out = false;
+        self.reparse();
+    }
+
+    /// Drops the packet's buffer (keeping the record).
+    pub fn release(&mut self) {
+        self.buf = PacketBuf::from_vec(Vec::new());
+    }
+
     /// Moves the packet out, leaving one with an empty buffer.
     pub fn take(&mut self) -> Pkt {
         let empty = Pkt {
