@@ -55,7 +55,10 @@
 //! keeps "smallest rule id wins" equal to "oldest entry wins". Slots are
 //! reused (last freed first), deterministically, so replayed copies agree
 //! on them; a slot names an entry only within one table generation, which
-//! is what the flow caches key on. Limits: 2^24 slots per table and ids
+//! is what the flow caches key on. Beside the slots, `fast` holds each
+//! entry's compiled form (`datapath::fast::FastEntry`, one cache line,
+//! made in `put`), which is all the forwarding loop reads for entries made
+//! of one apply-actions list. Limits: 2^24 slots per table and ids
 //! below 2^40; past them the table falls back to the linear scan
 //! (`index_broken`).
 //!

@@ -14,6 +14,11 @@
 //! port numbers, `(port, queue)` pairs, meter ids); a key that no longer
 //! exists when folded (the flow was deleted meanwhile) is ignored.
 //!
+//! On the packet path the flow, table, port and queue-0 counters are
+//! bumped in [`HotCounters`] (arrays indexed by entry slot, table number
+//! and port number) and moved into `Counters`' maps when a worker's
+//! counters are read or taken; the maps are what the control side sees.
+//!
 //! Meters too: each worker measures with its own share of a meter (see
 //! [`super::worker`]), so the per-worker meter counters here are the only
 //! record of what the meter saw; [`Counters::fold_into`] adds them to the
@@ -248,6 +253,22 @@ impl HotCounters {
         sc.packets += 1;
         sc.bytes += bytes;
         sc.last_hit = sc.last_hit.max(now);
+    }
+
+    /// Makes room for the counters of slots `0..n` of table `table` at
+    /// once (rather than growing as slots are first hit, which copied the
+    /// vector several times during the first second of traffic).
+    #[inline]
+    pub fn reserve(&mut self, table: u8, n: usize) {
+        let t = usize::from(table);
+        if self.flows.len() <= t {
+            self.flows.resize_with(t + 1, Vec::new);
+        }
+        if let Some(v) = self.flows.get_mut(t) {
+            if v.len() < n {
+                v.resize(n, SlotCounter::default());
+            }
+        }
     }
 
     /// A lookup in table `t`.

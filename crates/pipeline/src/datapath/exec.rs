@@ -6,6 +6,22 @@
 //! An [`Exec`] borrows everything one burst needs, split so that the flow
 //! entries (read-only) can be used while counters, meters and the buffer
 //! pool are written: entries are never cloned on the fast path.
+//!
+//! Fast-path rules (each measured, see `super::worker`):
+//! - A packet ([`Pkt`]) is processed in place, never moved; its key is
+//!   parsed again lazily ([`Pkt::key`]): an action that changes the bytes
+//!   only marks it stale, and whatever reads fields next (a set-field, a
+//!   push_mpls, a TTL action, a lookup, a select group) parses once.
+//! - An entry hit by slot whose compiled form exists
+//!   ([`super::fast::FastEntry`]) runs from that one cache line
+//!   (`Exec::fast_entry`), through the same rewrite and error handling as
+//!   the general path (`rewrite`, `Exec::after_action`); tracing always
+//!   takes the general path.
+//! - When nothing can read the packet after an output (the last action of
+//!   the last apply-actions of an entry that ends the pipeline with an
+//!   empty action set, or the action set's own output), the buffer moves
+//!   to the output instead of being copied.
+//! - The action set is only made when a write-actions writes one.
 
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;

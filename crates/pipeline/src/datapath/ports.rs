@@ -8,6 +8,10 @@
 //!   `OFPPS_LINK_DOWN`);
 //! - a port *can send* when it is live and not `OFPPC_NO_FWD`;
 //! - FLOOD also skips ports in `OFPPS_BLOCKED` (spanning tree).
+//!
+//! Ports are kept in a B-tree (ordered, for ALL and FLOOD) and, for
+//! numbers below `DENSE_PORTS`, in a vector too, which answers the
+//! per-packet questions (`can_send`, `receives`).
 
 use ofp::port::{port_config, port_state};
 use std::collections::BTreeMap;

@@ -14,6 +14,41 @@
 //! ([`SwitchState::fold`]). [`super::Datapath`] is the single-worker
 //! convenience: one `SwitchState`, one `WorkerState`.
 //!
+//! # A burst, stage by stage
+//!
+//! [`WorkerState::process_burst_into`] runs a burst in stages so that the
+//! cache misses of one stage overlap across the whole burst instead of
+//! stalling packet after packet:
+//!
+//! 1. parse: each packet's [`FlowKey`] is parsed in place into a packet
+//!    record kept from burst to burst (no allocation, no copy of the key);
+//! 2. table 0: the flow cache, then one burst lookup of the misses
+//!    (`FlowTable::lookup_burst_slots`, which prefetches the classifier's
+//!    slots); the answer is an entry *slot*;
+//! 3. prefetch, in passes: the compiled entries
+//!    ([`super::fast::FastEntry`], one cache line each), then the flow
+//!    counters, then for entries that did not compile the full entries,
+//!    their instruction lists and their action lists;
+//! 4. execute each packet (`Exec::pipeline_first`); later tables are
+//!    looked up packet by packet.
+//!
+//! Per-packet counters (flow, table, port, queue 0) go to
+//! [`super::counters::HotCounters`], plain arrays moved into [`Counters`]
+//! when the counters are read. Nothing on this path allocates while the
+//! packets leave by one port each (the buffer then moves to the output).
+//!
+//! Measured with `fulmar bench gateway-vlan2mpls --rules 100000 --seconds 3`
+//! (one worker, 64-byte packets, uniform over the rules, shared 2-core VM,
+//! same-minute comparisons): 1.0 Mpps (~1000 ns/packet) before this
+//! structure; entry slots + array counters + prefetch 2.5; in-place
+//! records, lazy re-parse and moving outputs 3.2; counters prefetched in
+//! their own pass 3.7; compiled entries 5.2; no key copies 7.1; port
+//! vector and cache back-off 10.0 (100 ns/packet). The classifier alone
+//! does 41-43 Mpps on this table, so about 75 ns/packet are still spent
+//! around the lookup (parsing three times for pop_vlan+push_mpls+set_field,
+//! the rewrite itself, the flow counter miss, the generator's buffer
+//! hand-over).
+//!
 //! # Meters across workers
 //!
 //! A meter's rate is enforced as a per-worker share: each of `W` workers
@@ -353,7 +388,8 @@ impl WorkerState {
     }
 
     /// Processes a burst received on `in_port`, draining `packets` and
-    /// appending to `out` (see [`super::Datapath::process_burst_into`]).
+    /// appending to `out` (see [`super::Datapath::process_burst_into`] and
+    /// "A burst, stage by stage" in the module comment).
     ///
     /// With a classifier that uses the tables' own index
     /// ([`Classifier::uses_table_index`], the default), every packet is
@@ -403,6 +439,7 @@ impl WorkerState {
             pc.rx_packets += n as u64;
             pc.rx_bytes += bytes;
             self.first_hits(view, t0, &mut sc);
+            self.hot.reserve(0, t0.slot_count());
             self.prefetch_hits(t0, &sc.first);
         }
         let mut ex = self.exec(view, out, now);
