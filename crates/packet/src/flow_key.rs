@@ -495,6 +495,49 @@ impl FlowKey {
         })
     }
 
+    /// Updates a key parsed from a frame to describe that frame after a
+    /// successful pop_vlan, without parsing again. Only done for a frame
+    /// with exactly one tag (the fields then shift by 4 bytes and the VLAN
+    /// fields go); returns false, changing nothing, otherwise (the caller
+    /// parses again). Equal to parsing the popped frame (property-tested).
+    pub fn after_pop_vlan(&mut self) -> bool {
+        if self.vlan_tags != 1 || self.ethertype_offset != 16 || self.packet_len < 18 {
+            return false;
+        }
+        let back = |o: &mut u32| {
+            if *o != 0 {
+                *o -= 4;
+            }
+        };
+        self.vlan_tags = 0;
+        self.vlan_vid = 0;
+        self.vlan_pcp = 0;
+        self.present &= !bit(field::VLAN_PCP);
+        self.ethertype_offset = 12;
+        back(&mut self.l3_offset);
+        back(&mut self.l3_end);
+        back(&mut self.ip_proto_offset);
+        back(&mut self.l4_offset);
+        back(&mut self.ipv6_final_dst_offset);
+        self.packet_len -= 4;
+        true
+    }
+
+    /// Updates a key after a successful set-field of `v` on its frame,
+    /// without parsing again, for the fields whose rewrite moves nothing
+    /// and touches no other field (Ethernet addresses); returns false,
+    /// changing nothing, for the others. Equal to parsing the rewritten
+    /// frame (property-tested).
+    pub fn after_set_field(&mut self, v: &crate::set_field::FieldValue) -> bool {
+        use crate::set_field::FieldValue;
+        match v {
+            FieldValue::EthDst(m) => self.eth_dst = *m,
+            FieldValue::EthSrc(m) => self.eth_src = *m,
+            _ => return false,
+        }
+        true
+    }
+
     /// Parses `data` (an Ethernet frame). Never panics, never allocates.
     pub fn parse(data: &[u8]) -> FlowKey {
         let mut k = FlowKey::default();

@@ -252,10 +252,38 @@ pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
     })
 }
 
-/// Applies a header rewrite to the packet's bytes (the key is left
-/// as it was: the caller marks it stale on success).
+/// Applies a header rewrite to the packet's bytes and keeps the key
+/// right: updated in place where the packet crate knows how (pop_vlan of
+/// a single tag, dec_nw_ttl), else marked stale.
 #[inline]
 fn rewrite(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
+    let r = rewrite_bytes(pkt, rw);
+    if r.is_ok() {
+        let kept = match rw {
+            Rewrite::PopVlan => !pkt.stale && pkt.key.after_pop_vlan(),
+            // Done by `rewrite_bytes` (it knows the new TTL).
+            Rewrite::DecNwTtl => !pkt.stale,
+            _ => false,
+        };
+        pkt.stale |= !kept;
+    }
+    r
+}
+
+/// Sets a field of the packet (with its up-to-date key) and keeps the key
+/// right as [`rewrite`] does.
+#[inline]
+fn set_field_value(pkt: &mut Pkt, fv: &FieldValue) -> Result<(), ActionError> {
+    let (b, k) = pkt.buf_and_key();
+    let r = packet::set_field::set_field_with_key(b.as_mut_slice(), k, fv);
+    if r.is_ok() && !pkt.key.after_set_field(fv) {
+        pkt.stale = true;
+    }
+    r
+}
+
+#[inline]
+fn rewrite_bytes(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
     match rw {
         Rewrite::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
         Rewrite::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),
@@ -273,7 +301,9 @@ fn rewrite(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
         }
         Rewrite::DecNwTtl => {
             let (b, k) = pkt.buf_and_key();
-            ttl::dec_nw_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
+            let t = ttl::dec_nw_ttl_with_key(b.as_mut_slice(), k)?;
+            pkt.key.ip_ttl = t;
+            Ok(())
         }
         Rewrite::PushVlan(et) => pkt.buf.push_vlan(et),
         Rewrite::PopVlan => pkt.buf.pop_vlan(),
@@ -602,8 +632,16 @@ impl<'a> Exec<'a> {
             }
             Action::Experimenter { .. } => return Ok(()),
             Action::SetField { field } => self.set_field(pkt, field),
-            Action::PushPbb { ethertype } => pkt.buf.push_pbb(*ethertype),
-            Action::PopPbb => pkt.buf.pop_pbb(),
+            Action::PushPbb { ethertype } => {
+                let r = pkt.buf.push_pbb(*ethertype);
+                pkt.stale |= r.is_ok();
+                r
+            }
+            Action::PopPbb => {
+                let r = pkt.buf.pop_pbb();
+                pkt.stale |= r.is_ok();
+                r
+            }
             Action::CopyTtlOut
             | Action::CopyTtlIn
             | Action::SetMplsTtl { .. }
@@ -627,15 +665,13 @@ impl<'a> Exec<'a> {
     }
 
     /// What follows an action that changed (or failed to change) the
-    /// packet's bytes: the key goes stale; an invalid TTL stops the packet;
-    /// other failures are counted and the packet goes on.
+    /// packet's bytes (the action itself kept the key right): an invalid
+    /// TTL stops the packet; other failures are counted and the packet
+    /// goes on.
     #[inline]
     fn after_action(&mut self, pkt: &mut Pkt, err: Option<ActionError>) -> Result<(), Stopped> {
         match err {
-            None => {
-                pkt.stale = true;
-                Ok(())
-            }
+            None => Ok(()),
             Some(ActionError::InvalidTtl) => {
                 self.invalid_ttl(pkt);
                 Err(Stopped)
@@ -664,10 +700,7 @@ impl<'a> Exec<'a> {
             FastOp::SetField { field, hi, lo } => {
                 let v = (u128::from(hi) << 32) | u128::from(lo);
                 match OxmField::from_u8(field).and_then(|f| field_value(f, v)) {
-                    Some(fv) => {
-                        let (b, k) = pkt.buf_and_key();
-                        packet::set_field::set_field_with_key(b.as_mut_slice(), k, &fv)
-                    }
+                    Some(fv) => set_field_value(pkt, &fv),
                     None => Err(ActionError::BadArgument),
                 }
             }
@@ -682,13 +715,14 @@ impl<'a> Exec<'a> {
         };
         if *field == OxmField::TunnelId {
             pkt.tunnel_id = value.to_u128() as u64;
+            // The key takes the new tunnel_id when parsed again.
+            pkt.stale = true;
             return Ok(());
         }
         let Some(fv) = field_value(*field, value.to_u128()) else {
             return Err(ActionError::BadArgument);
         };
-        let (b, k) = pkt.buf_and_key();
-        packet::set_field::set_field_with_key(b.as_mut_slice(), k, &fv)
+        set_field_value(pkt, &fv)
     }
 
     fn invalid_ttl(&mut self, pkt: &Pkt) {
