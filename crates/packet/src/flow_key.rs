@@ -523,6 +523,61 @@ impl FlowKey {
         true
     }
 
+    /// Updates a key parsed from a frame to describe that frame after a
+    /// successful push_mpls of `ethertype` (see
+    /// [`crate::buffer::PacketBuf::push_mpls`]), without parsing again:
+    /// parsing stops at an MPLS label, so the new key is the old one's
+    /// Ethernet part, the new label's fields, and nothing past them.
+    /// Returns false, changing nothing, when the frame had no complete
+    /// Ethernet header (push_mpls refuses those). Equal to parsing the new
+    /// frame (property-tested); the pipeline fields (in_port, metadata,
+    /// tunnel_id) are kept.
+    pub fn after_push_mpls(&mut self, ethertype: u16) -> bool {
+        if !self.has(field::ETH_TYPE) {
+            return false;
+        }
+        let (label, tc, ttl, bos) = if self.has(field::MPLS_LABEL) {
+            (self.mpls_label, self.mpls_tc, self.mpls_ttl, 0)
+        } else if self.has(field::IPV4_SRC) || self.has(field::IPV6_SRC) {
+            (0, 0, self.ip_ttl, 1)
+        } else {
+            (0, 0, 0, 1)
+        };
+        let pipeline = bit(field::IN_PORT)
+            | bit(field::IN_PHY_PORT)
+            | bit(field::METADATA)
+            | bit(field::TUNNEL_ID);
+        let l2 = L2_BITS
+            | bit(field::ETH_TYPE)
+            | bit(field::VLAN_VID)
+            | (self.present & bit(field::VLAN_PCP));
+        *self = FlowKey {
+            present: (self.present & (pipeline | l2))
+                | bit(field::MPLS_LABEL)
+                | bit(field::MPLS_TC)
+                | bit(field::MPLS_BOS),
+            in_port: self.in_port,
+            in_phy_port: self.in_phy_port,
+            metadata: self.metadata,
+            tunnel_id: self.tunnel_id,
+            eth_dst: self.eth_dst,
+            eth_src: self.eth_src,
+            eth_type: ethertype,
+            vlan_vid: self.vlan_vid,
+            vlan_pcp: self.vlan_pcp,
+            mpls_label: label,
+            mpls_tc: tc,
+            mpls_bos: bos,
+            mpls_ttl: ttl,
+            vlan_tags: self.vlan_tags,
+            ethertype_offset: self.ethertype_offset,
+            l3_offset: self.ethertype_offset + 2,
+            packet_len: self.packet_len + 4,
+            ..FlowKey::default()
+        };
+        true
+    }
+
     /// Updates a key after a successful set-field of `v` on its frame,
     /// without parsing again, for the fields whose rewrite moves nothing
     /// and touches no other field (Ethernet addresses); returns false,

@@ -109,6 +109,14 @@ proptest! {
                 prop_assert_eq!(whole(&f), whole(&FlowKey::parse(b.as_slice())));
             }
         }
+        for et in [0x8847, 0x8848] {
+            let mut b = PacketBuf::from_slice(&p);
+            if b.push_mpls_with_key(et, &k).is_ok() {
+                let mut f = k;
+                prop_assert!(f.after_push_mpls(et));
+                prop_assert_eq!(whole(&f), whole(&FlowKey::parse(b.as_slice())));
+            }
+        }
         let mut q = p.clone();
         if crate::set_field::set_field_with_key(&mut q, &k, &v).is_ok() {
             let mut f = k;

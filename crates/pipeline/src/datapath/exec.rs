@@ -254,13 +254,15 @@ pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
 
 /// Applies a header rewrite to the packet's bytes and keeps the key
 /// right: updated in place where the packet crate knows how (pop_vlan of
-/// a single tag, dec_nw_ttl), else marked stale.
+/// a single tag, push_mpls, dec_nw_ttl), else marked stale.
 #[inline]
 fn rewrite(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
     let r = rewrite_bytes(pkt, rw);
     if r.is_ok() {
         let kept = match rw {
             Rewrite::PopVlan => !pkt.stale && pkt.key.after_pop_vlan(),
+            // `rewrite_bytes` refreshed the key before pushing.
+            Rewrite::PushMpls(et) => !pkt.stale && pkt.key.after_push_mpls(et),
             // Done by `rewrite_bytes` (it knows the new TTL).
             Rewrite::DecNwTtl => !pkt.stale,
             _ => false,
