@@ -707,8 +707,43 @@ impl<'a> Exec<'a> {
                 }
             }
             FastOp::Rewrite(rw) => rewrite(pkt, rw),
+            FastOp::VlanToMpls { ethertype, label } => {
+                return self.vlan_to_mpls(pkt, ethertype, label);
+            }
         };
         self.after_action(pkt, r.err())
+    }
+
+    /// [`FastOp::VlanToMpls`]: the result of pop_vlan, push_mpls and
+    /// set_field mpls_label written directly when the frame has one VLAN
+    /// tag over a non-MPLS EtherType, else the three steps one by one.
+    fn vlan_to_mpls(&mut self, pkt: &mut Pkt, ethertype: u16, label: u32) -> Result<(), Stopped> {
+        let k = pkt.key();
+        if k.vlan_tags == 1 && k.ethertype_offset == 16 && !k.has(field::MPLS_LABEL) {
+            // push_mpls takes the IP TTL (0 when not IP); TC 0, BOS 1.
+            let ttl = if k.has(field::IPV4_SRC) || k.has(field::IPV6_SRC) {
+                k.ip_ttl
+            } else {
+                0
+            };
+            let lse = ((label & 0xf_ffff) << 12) | 0x100 | u32::from(ttl);
+            if let Some(h) = pkt.buf.as_mut_slice().get_mut(12..18) {
+                h[..2].copy_from_slice(&ethertype.to_be_bytes());
+                h[2..].copy_from_slice(&lse.to_be_bytes());
+                pkt.stale = true;
+                return Ok(());
+            }
+        }
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PopVlan))?;
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PushMpls(ethertype)))?;
+        self.fast_op(
+            pkt,
+            FastOp::SetField {
+                field: OxmField::MplsLabel as u8,
+                hi: 0,
+                lo: label,
+            },
+        )
     }
 
     fn set_field(&mut self, pkt: &mut Pkt, oxm: &Oxm) -> Result<(), ActionError> {

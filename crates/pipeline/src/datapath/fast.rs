@@ -111,6 +111,20 @@ pub enum FastOp {
     },
     /// set_queue.
     SetQueue(u32),
+    /// pop_vlan, push_mpls with `ethertype` (0x8847 or 0x8848), set_field
+    /// mpls_label to `label`: the VLAN-to-MPLS gateway's three actions,
+    /// fused. On a frame with one VLAN tag over a non-MPLS EtherType the
+    /// three leave the length alone and change only bytes 12..18 (the tag
+    /// and the inner EtherType become the MPLS EtherType and the new
+    /// label), so that is all the executor writes; on any other frame it
+    /// runs the three steps.
+    VlanToMpls {
+        /// The pushed EtherType.
+        ethertype: u16,
+        /// The label value as set_field received it (masked to 20 bits
+        /// when written, as set_field does).
+        label: u32,
+    },
 }
 
 impl FastOp {
@@ -204,7 +218,40 @@ impl FastEntry {
             }
         }
         f.n = actions.len() as u8;
+        f.fuse();
         f
+    }
+
+    /// Replaces each pop_vlan, push_mpls, set_field mpls_label run by one
+    /// [`FastOp::VlanToMpls`].
+    fn fuse(&mut self) {
+        let n = usize::from(self.n);
+        let mut out = [FastOp::SetQueue(0); MAX_OPS];
+        let (mut i, mut m) = (0, 0);
+        while i < n {
+            let fused = match self.ops.get(i..i + 3) {
+                Some(
+                    &[FastOp::Rewrite(Rewrite::PopVlan), FastOp::Rewrite(Rewrite::PushMpls(et)), FastOp::SetField { field, lo, .. }],
+                ) if field == OxmField::MplsLabel as u8 && (et == 0x8847 || et == 0x8848) => {
+                    Some(FastOp::VlanToMpls {
+                        ethertype: et,
+                        label: lo,
+                    })
+                }
+                _ => None,
+            };
+            let (op, used) = match fused {
+                Some(op) => (op, 3),
+                None => (self.ops.get(i).copied().unwrap_or(FastOp::SetQueue(0)), 1),
+            };
+            if let Some(o) = out.get_mut(m) {
+                *o = op;
+            }
+            m += 1;
+            i += used;
+        }
+        self.ops = out;
+        self.n = m as u8;
     }
 
     /// The compiled apply-actions, or `None` when the entry must run
@@ -276,12 +323,9 @@ mod tests {
             f.ops(),
             Some(
                 &[
-                    FastOp::Rewrite(Rewrite::PopVlan),
-                    FastOp::Rewrite(Rewrite::PushMpls(0x8847)),
-                    FastOp::SetField {
-                        field: OxmField::MplsLabel as u8,
-                        hi: 0,
-                        lo: 1234
+                    FastOp::VlanToMpls {
+                        ethertype: 0x8847,
+                        label: 1234
                     },
                     FastOp::Output {
                         port: 3,
@@ -290,6 +334,15 @@ mod tests {
                 ][..]
             )
         );
+        // Not the exact run: not fused.
+        let e = entry(vec![Instruction::ApplyActions {
+            actions: vec![
+                Action::PopVlan,
+                Action::PushMpls { ethertype: 0x8847 },
+                set(OxmField::MplsTc, OxmValue::U8(1)),
+            ],
+        }]);
+        assert_eq!(FastEntry::compile(&e).ops().map(<[FastOp]>::len), Some(3));
         let mac = set(
             OxmField::EthDst,
             OxmValue::Mac(ofp::MacAddr([0xaa, 0xbb, 1, 2, 3, 4])),

@@ -905,7 +905,7 @@ mod props {
         "table=0,priority=9,udp,actions=push_vlan:0x8100,set_field:4101->vlan_vid,goto_table:1\n\
          table=0,priority=8,tcp,actions=set_field:99->tcp_dst,write_actions(dec_ttl),goto_table:2\n\
          table=0,priority=7,mpls,actions=pop_mpls:0x0800,goto_table:2\n\
-         table=0,priority=6,dl_vlan=5,actions=pop_vlan,push_mpls:0x8847,output:3\n\
+         table=0,priority=6,dl_vlan=5,actions=pop_vlan,push_mpls:0x8847,set_field:77->mpls_label,output:3\n\
          table=0,priority=6,ip,dl_vlan=6,actions=set_field:7->vlan_pcp,set_field:00:00:00:00:00:09->eth_src,dec_ttl,set_queue:2,output:in_port\n\
          table=0,priority=8,mpls,mpls_label=17,actions=dec_mpls_ttl,set_mpls_ttl:3,pop_mpls:0x0800,set_field:00:00:00:00:00:01->eth_dst,output:2\n\
          table=0,priority=5,tcp,tcp_dst=80,actions=output:3,dec_ttl,output:4\n\
