@@ -710,8 +710,48 @@ impl<'a> Exec<'a> {
             FastOp::VlanToMpls { ethertype, label } => {
                 return self.vlan_to_mpls(pkt, ethertype, label);
             }
+            FastOp::MplsToVlan {
+                ethertype,
+                tpid,
+                vid,
+            } => return self.mpls_to_vlan(pkt, ethertype, tpid, vid),
         };
         self.after_action(pkt, r.err())
+    }
+
+    /// [`FastOp::MplsToVlan`]: the result of pop_mpls, push_vlan and
+    /// set_field vlan_vid written directly when the frame is untagged and
+    /// has an MPLS label, else the three steps one by one.
+    fn mpls_to_vlan(
+        &mut self,
+        pkt: &mut Pkt,
+        ethertype: u16,
+        tpid: u16,
+        vid: u16,
+    ) -> Result<(), Stopped> {
+        let k = pkt.key();
+        if k.vlan_tags == 0 && k.ethertype_offset == 12 && k.has(field::MPLS_LABEL) {
+            // push_vlan on an untagged frame: PCP, DEI and VID 0; then
+            // set_field writes the VID bits.
+            let tci = vid & 0x0fff;
+            if let Some(h) = pkt.buf.as_mut_slice().get_mut(12..18) {
+                h[..2].copy_from_slice(&tpid.to_be_bytes());
+                h[2..4].copy_from_slice(&tci.to_be_bytes());
+                h[4..].copy_from_slice(&ethertype.to_be_bytes());
+                pkt.stale = true;
+                return Ok(());
+            }
+        }
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PopMpls(ethertype)))?;
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PushVlan(tpid)))?;
+        self.fast_op(
+            pkt,
+            FastOp::SetField {
+                field: OxmField::VlanVid as u8,
+                hi: 0,
+                lo: u32::from(vid),
+            },
+        )
     }
 
     /// [`FastOp::VlanToMpls`]: the result of pop_vlan, push_mpls and

@@ -125,6 +125,20 @@ pub enum FastOp {
         /// when written, as set_field does).
         label: u32,
     },
+    /// pop_mpls leaving `ethertype` (not a VLAN TPID), push_vlan with
+    /// `tpid`, set_field vlan_vid to `vid`: the MPLS-to-VLAN gateway's
+    /// three actions, fused. On an untagged frame with an MPLS label the
+    /// three leave the length alone and change only bytes 12..18 (the MPLS
+    /// EtherType and label become the tag and the popped EtherType); on
+    /// any other frame the executor runs the three steps.
+    MplsToVlan {
+        /// The EtherType pop_mpls leaves.
+        ethertype: u16,
+        /// The pushed tag's TPID.
+        tpid: u16,
+        /// The VID as set_field received it (its low 12 bits are written).
+        vid: u16,
+    },
 }
 
 impl FastOp {
@@ -229,13 +243,23 @@ impl FastEntry {
         let mut out = [FastOp::SetQueue(0); MAX_OPS];
         let (mut i, mut m) = (0, 0);
         while i < n {
+            use packet::ethernet::ethertype::{is_mpls, is_vlan};
             let fused = match self.ops.get(i..i + 3) {
                 Some(
                     &[FastOp::Rewrite(Rewrite::PopVlan), FastOp::Rewrite(Rewrite::PushMpls(et)), FastOp::SetField { field, lo, .. }],
-                ) if field == OxmField::MplsLabel as u8 && (et == 0x8847 || et == 0x8848) => {
+                ) if field == OxmField::MplsLabel as u8 && is_mpls(et) => {
                     Some(FastOp::VlanToMpls {
                         ethertype: et,
                         label: lo,
+                    })
+                }
+                Some(
+                    &[FastOp::Rewrite(Rewrite::PopMpls(et)), FastOp::Rewrite(Rewrite::PushVlan(tpid)), FastOp::SetField { field, lo, .. }],
+                ) if field == OxmField::VlanVid as u8 && is_vlan(tpid) && !is_vlan(et) => {
+                    Some(FastOp::MplsToVlan {
+                        ethertype: et,
+                        tpid,
+                        vid: lo as u16,
                     })
                 }
                 _ => None,
@@ -332,6 +356,23 @@ mod tests {
                         max_len: 0
                     },
                 ][..]
+            )
+        );
+        let e = entry(vec![Instruction::ApplyActions {
+            actions: vec![
+                Action::PopMpls { ethertype: 0x0800 },
+                Action::PushVlan { ethertype: 0x8100 },
+                set(OxmField::VlanVid, OxmValue::U16(0x1005)),
+            ],
+        }]);
+        assert_eq!(
+            FastEntry::compile(&e).ops(),
+            Some(
+                &[FastOp::MplsToVlan {
+                    ethertype: 0x0800,
+                    tpid: 0x8100,
+                    vid: 0x1005
+                }][..]
             )
         );
         // Not the exact run: not fused.
