@@ -14,6 +14,15 @@
 //! experimenter actions, longer lists) compiles to "not fast" and runs
 //! through the general executor on the full entry.
 //!
+//! Runs of ops that a gateway uses are fused when compiled
+//! (`FastEntry::fuse`): pop_vlan, push_mpls, set_field mpls_label becomes
+//! [`FastOp::VlanToMpls`] and pop_mpls, push_vlan, set_field vlan_vid
+//! becomes [`FastOp::MplsToVlan`]. On the frames they are meant for (one
+//! tag over IP; untagged MPLS) the three actions leave the length alone
+//! and change six bytes, which is all the executor writes; on any other
+//! frame it runs the three steps, so the result is the same on every
+//! frame (the pipeline's differential proptest has both entries).
+//!
 //! # Invariants
 //!
 //! - `size_of::<FastEntry>() == 64` and it is 64-byte aligned: one entry,
@@ -35,7 +44,9 @@
 //! Prefetching them across a burst (see `WorkerState::prefetch_hits`) took
 //! the gateway benchmark from 1.0 to 3.6 Mpps but then saturated the
 //! core's outstanding-miss slots; a compiled entry makes it three lines
-//! per packet (classifier slot, this line, the flow counter).
+//! per packet (classifier slot, this line, the flow counter): 3.4 to 5.2
+//! Mpps. Fusing the gateway's three rewrites: 8.6-11.1 to 12.2-14.4 Mpps
+//! (VLAN to MPLS), 10.8-11.0 to 14.3-14.7 (MPLS to VLAN), 100K rules.
 
 use crate::flow_entry::{FlowEntry, FlowId};
 use ofp::{Action, Instruction, Oxm, OxmField};
