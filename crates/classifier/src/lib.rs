@@ -75,4 +75,5 @@ pub mod table;
 
 pub use cache::{CacheStats, Deps, FlowCache, MAX_DEPS};
 pub use rule::{FieldMatch, Hit, LinearRef, Rule, RuleError};
+pub use subtable::{prefetch, prefetch_all};
 pub use table::{Shape, Table};

@@ -48,6 +48,7 @@ use crate::key::field_value;
 use crate::rule::{FieldMatch, Hit, Rule};
 use crate::subtable::prefetch;
 use packet::flow_key::{field, FlowKey};
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 
 const VALID: u32 = 1 << 31;
@@ -356,10 +357,11 @@ impl Lpm {
 
     /// [`Lpm::lookup`] for every key, tbl24 entries of a burst prefetched
     /// before any is read.
-    pub fn lookup_burst(&self, keys: &[FlowKey], out: &mut [Option<Hit>]) {
+    pub fn lookup_burst<K: Borrow<FlowKey>>(&self, keys: &[K], out: &mut [Option<Hit>]) {
         let mut ok = [false; BURST];
         for (kc, oc) in keys.chunks(BURST).zip(out.chunks_mut(BURST)) {
             for (j, k) in kc.iter().enumerate() {
+                let k = k.borrow();
                 ok[j] = self.extra_match(k);
                 if ok[j] {
                     if let Some(e) = self.tbl24.get((k.ipv4_dst >> 8) as usize) {
@@ -369,7 +371,7 @@ impl Lpm {
             }
             for (j, (k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
                 *o = if ok[j] {
-                    let a = k.ipv4_dst;
+                    let a = k.borrow().ipv4_dst;
                     let e = self.tbl24.get((a >> 8) as usize).copied().unwrap_or(0);
                     self.resolve(e, a)
                 } else {

@@ -175,10 +175,19 @@ impl PacketBuf {
     /// OpenFlow push_mpls: pushes a new outermost label; `ethertype` is
     /// 0x8847 or 0x8848.
     pub fn push_mpls(&mut self, ethertype: u16) -> Result<(), ActionError> {
+        let k = FlowKey::parse(self.as_slice());
+        self.push_mpls_with_key(ethertype, &k)
+    }
+
+    /// [`PacketBuf::push_mpls`] with the packet's key already parsed (`k`
+    /// must describe the current bytes).
+    pub fn push_mpls_with_key(&mut self, ethertype: u16, k: &FlowKey) -> Result<(), ActionError> {
         if !ethertype::is_mpls(ethertype) {
             return Err(ActionError::BadArgument);
         }
-        let k = FlowKey::parse(self.as_slice());
+        if k.packet_len as usize != self.len() {
+            return Err(ActionError::Truncated);
+        }
         if !k.has(field::ETH_TYPE) {
             return Err(ActionError::Truncated);
         }
@@ -205,6 +214,15 @@ impl PacketBuf {
     /// EtherType to `ethertype`.
     pub fn pop_mpls(&mut self, ethertype: u16) -> Result<(), ActionError> {
         let k = FlowKey::parse(self.as_slice());
+        self.pop_mpls_with_key(ethertype, &k)
+    }
+
+    /// [`PacketBuf::pop_mpls`] with the packet's key already parsed (`k`
+    /// must describe the current bytes).
+    pub fn pop_mpls_with_key(&mut self, ethertype: u16, k: &FlowKey) -> Result<(), ActionError> {
+        if k.packet_len as usize != self.len() {
+            return Err(ActionError::Truncated);
+        }
         if !k.has(field::MPLS_LABEL) {
             return Err(
                 if k.has(field::ETH_TYPE) && !ethertype::is_mpls(k.eth_type) {

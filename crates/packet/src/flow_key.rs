@@ -495,15 +495,122 @@ impl FlowKey {
         })
     }
 
+    /// Updates a key parsed from a frame to describe that frame after a
+    /// successful pop_vlan, without parsing again. Only done for a frame
+    /// with exactly one tag (the fields then shift by 4 bytes and the VLAN
+    /// fields go); returns false, changing nothing, otherwise (the caller
+    /// parses again). Equal to parsing the popped frame (property-tested).
+    pub fn after_pop_vlan(&mut self) -> bool {
+        if self.vlan_tags != 1 || self.ethertype_offset != 16 || self.packet_len < 18 {
+            return false;
+        }
+        let back = |o: &mut u32| {
+            if *o != 0 {
+                *o -= 4;
+            }
+        };
+        self.vlan_tags = 0;
+        self.vlan_vid = 0;
+        self.vlan_pcp = 0;
+        self.present &= !bit(field::VLAN_PCP);
+        self.ethertype_offset = 12;
+        back(&mut self.l3_offset);
+        back(&mut self.l3_end);
+        back(&mut self.ip_proto_offset);
+        back(&mut self.l4_offset);
+        back(&mut self.ipv6_final_dst_offset);
+        self.packet_len -= 4;
+        true
+    }
+
+    /// Updates a key parsed from a frame to describe that frame after a
+    /// successful push_mpls of `ethertype` (see
+    /// [`crate::buffer::PacketBuf::push_mpls`]), without parsing again:
+    /// parsing stops at an MPLS label, so the new key is the old one's
+    /// Ethernet part, the new label's fields, and nothing past them.
+    /// Returns false, changing nothing, when the frame had no complete
+    /// Ethernet header (push_mpls refuses those). Equal to parsing the new
+    /// frame (property-tested); the pipeline fields (in_port, metadata,
+    /// tunnel_id) are kept.
+    pub fn after_push_mpls(&mut self, ethertype: u16) -> bool {
+        if !self.has(field::ETH_TYPE) {
+            return false;
+        }
+        let (label, tc, ttl, bos) = if self.has(field::MPLS_LABEL) {
+            (self.mpls_label, self.mpls_tc, self.mpls_ttl, 0)
+        } else if self.has(field::IPV4_SRC) || self.has(field::IPV6_SRC) {
+            (0, 0, self.ip_ttl, 1)
+        } else {
+            (0, 0, 0, 1)
+        };
+        let pipeline = bit(field::IN_PORT)
+            | bit(field::IN_PHY_PORT)
+            | bit(field::METADATA)
+            | bit(field::TUNNEL_ID);
+        let l2 = L2_BITS
+            | bit(field::ETH_TYPE)
+            | bit(field::VLAN_VID)
+            | (self.present & bit(field::VLAN_PCP));
+        *self = FlowKey {
+            present: (self.present & (pipeline | l2))
+                | bit(field::MPLS_LABEL)
+                | bit(field::MPLS_TC)
+                | bit(field::MPLS_BOS),
+            in_port: self.in_port,
+            in_phy_port: self.in_phy_port,
+            metadata: self.metadata,
+            tunnel_id: self.tunnel_id,
+            eth_dst: self.eth_dst,
+            eth_src: self.eth_src,
+            eth_type: ethertype,
+            vlan_vid: self.vlan_vid,
+            vlan_pcp: self.vlan_pcp,
+            mpls_label: label,
+            mpls_tc: tc,
+            mpls_bos: bos,
+            mpls_ttl: ttl,
+            vlan_tags: self.vlan_tags,
+            ethertype_offset: self.ethertype_offset,
+            l3_offset: self.ethertype_offset + 2,
+            packet_len: self.packet_len + 4,
+            ..FlowKey::default()
+        };
+        true
+    }
+
+    /// Updates a key after a successful set-field of `v` on its frame,
+    /// without parsing again, for the fields whose rewrite moves nothing
+    /// and touches no other field (Ethernet addresses); returns false,
+    /// changing nothing, for the others. Equal to parsing the rewritten
+    /// frame (property-tested).
+    pub fn after_set_field(&mut self, v: &crate::set_field::FieldValue) -> bool {
+        use crate::set_field::FieldValue;
+        match v {
+            FieldValue::EthDst(m) => self.eth_dst = *m,
+            FieldValue::EthSrc(m) => self.eth_src = *m,
+            _ => return false,
+        }
+        true
+    }
+
     /// Parses `data` (an Ethernet frame). Never panics, never allocates.
     pub fn parse(data: &[u8]) -> FlowKey {
-        let mut k = FlowKey {
+        let mut k = FlowKey::default();
+        k.parse_into(data);
+        k
+    }
+
+    /// [`FlowKey::parse`] into `self` (every field is overwritten), so a
+    /// caller that keeps a key in place does not copy a new one over it.
+    pub fn parse_into(&mut self, data: &[u8]) {
+        *self = FlowKey {
             packet_len: data.len().min(u32::MAX as usize) as u32,
             ..FlowKey::default()
         };
+        let k = self;
         if data.len() < 14 {
             k.flags |= flags::TRUNCATED;
-            return k;
+            return;
         }
         k.eth_dst = mac_at(data, 0);
         k.eth_src = mac_at(data, 6);
@@ -513,7 +620,7 @@ impl FlowKey {
         while ethertype::is_vlan(et) {
             let Some(tag) = data.get(off + 2..off + 6) else {
                 k.flags |= flags::TRUNCATED;
-                return k;
+                return;
             };
             if k.vlan_tags == 0 {
                 let tci = be16(tag, 0);
@@ -558,7 +665,6 @@ impl FlowKey {
             }
             _ => {}
         }
-        k
     }
 
     fn parse_arp(&mut self, a: &[u8]) {

@@ -87,6 +87,52 @@ fn check_key_invariants(p: &[u8]) {
     assert_eq!(k.present >> 40, 0);
 }
 
+/// Every field of a key, offsets included.
+fn whole(k: &FlowKey) -> String {
+    format!("{k:?}")
+}
+
+proptest! {
+    /// The key fix-ups the pipeline uses instead of parsing again equal
+    /// parsing again.
+    #[test]
+    fn key_fixups_equal_parsing_again(p in mutated_packet(), v in any_field_value(), vlan in any::<bool>()) {
+        let mut p = p;
+        if vlan && p.len() >= 14 {
+            p.splice(12..12, [0x81, 0x00, 0x20, 0x07]);
+        }
+        let k = FlowKey::parse(&p);
+        let mut b = PacketBuf::from_slice(&p);
+        if b.pop_vlan().is_ok() {
+            let mut f = k;
+            if f.after_pop_vlan() {
+                prop_assert_eq!(whole(&f), whole(&FlowKey::parse(b.as_slice())));
+            }
+        }
+        for et in [0x8847, 0x8848] {
+            let mut b = PacketBuf::from_slice(&p);
+            if b.push_mpls_with_key(et, &k).is_ok() {
+                let mut f = k;
+                prop_assert!(f.after_push_mpls(et));
+                prop_assert_eq!(whole(&f), whole(&FlowKey::parse(b.as_slice())));
+            }
+        }
+        let mut q = p.clone();
+        if crate::set_field::set_field_with_key(&mut q, &k, &v).is_ok() {
+            let mut f = k;
+            if f.after_set_field(&v) {
+                prop_assert_eq!(whole(&f), whole(&FlowKey::parse(&q)));
+            }
+        }
+        let mut q = p.clone();
+        if let Ok(ttl) = crate::ttl::dec_nw_ttl_with_key(&mut q, &k) {
+            let mut f = k;
+            f.ip_ttl = ttl;
+            prop_assert_eq!(whole(&f), whole(&FlowKey::parse(&q)));
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 

@@ -6,10 +6,27 @@
 //! An [`Exec`] borrows everything one burst needs, split so that the flow
 //! entries (read-only) can be used while counters, meters and the buffer
 //! pool are written: entries are never cloned on the fast path.
+//!
+//! Fast-path rules (each measured, see `super::worker`):
+//! - A packet ([`Pkt`]) is processed in place, never moved; its key is
+//!   parsed again lazily ([`Pkt::key`]): an action that changes the bytes
+//!   only marks it stale, and whatever reads fields next (a set-field, a
+//!   push_mpls, a TTL action, a lookup, a select group) parses once.
+//! - An entry hit by slot whose compiled form exists
+//!   ([`super::fast::FastEntry`]) runs from that one cache line
+//!   (`Exec::fast_entry`), through the same rewrite and error handling as
+//!   the general path (`rewrite`, `Exec::after_action`); tracing always
+//!   takes the general path.
+//! - When nothing can read the packet after an output (the last action of
+//!   the last apply-actions of an entry that ends the pipeline with an
+//!   empty action set, or the action set's own output), the buffer moves
+//!   to the output instead of being copied.
+//! - The action set is only made when a write-actions writes one.
 
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;
-use super::counters::Counters;
+use super::counters::{Counters, HotCounters};
+use super::fast::{FastEntry, FastOp, Rewrite};
 use super::lookup::Classifier;
 use super::ports::Ports;
 use super::worker::LocalMeters;
@@ -45,7 +62,11 @@ pub(super) const NO_COOKIE: u64 = u64::MAX;
 #[derive(Clone, Debug)]
 pub(super) struct Pkt {
     pub buf: PacketBuf,
-    pub key: FlowKey,
+    /// The parsed fields; out of date while `stale` (read them with
+    /// [`Pkt::key`]).
+    key: FlowKey,
+    /// An action changed the bytes since `key` was parsed.
+    stale: bool,
     pub in_port: u32,
     pub in_phy_port: u32,
     pub metadata: u64,
@@ -61,6 +82,7 @@ impl Pkt {
         let mut p = Pkt {
             buf,
             key: FlowKey::default(),
+            stale: false,
             in_port,
             in_phy_port: in_port,
             metadata: 0,
@@ -77,16 +99,83 @@ impl Pkt {
         p
     }
 
+    /// Makes this record describe a new packet `buf` received on
+    /// `in_port` (as [`Pkt::new`], reusing the record's storage).
+    pub fn reset(&mut self, buf: PacketBuf, in_port: u32) {
+        self.buf = buf;
+        self.in_port = in_port;
+        self.in_phy_port = in_port;
+        self.metadata = 0;
+        self.tunnel_id = 0;
+        self.queue_id = 0;
+        self.origin = Origin {
+            table_id: 0,
+            cookie: NO_COOKIE,
+            miss: false,
+        };
+        self.packet_out = false;
+        self.reparse();
+    }
+
+    /// Drops the packet's buffer (keeping the record).
+    pub fn release(&mut self) {
+        self.buf = PacketBuf::from_vec(Vec::new());
+    }
+
+    /// Moves the packet out, leaving one with an empty buffer.
+    pub fn take(&mut self) -> Pkt {
+        let empty = Pkt {
+            buf: PacketBuf::from_vec(Vec::new()),
+            key: FlowKey::default(),
+            stale: false,
+            in_port: self.in_port,
+            in_phy_port: self.in_phy_port,
+            metadata: 0,
+            tunnel_id: 0,
+            queue_id: 0,
+            origin: self.origin,
+            packet_out: false,
+        };
+        std::mem::replace(self, empty)
+    }
+
     /// Parses the headers again (after an action changed them) and sets
     /// the pipeline fields.
     pub fn reparse(&mut self) {
-        self.key = FlowKey::parse(self.buf.as_slice());
+        self.key.parse_into(self.buf.as_slice());
         self.key.set_metadata_fields(
             self.in_port,
             self.in_phy_port,
             self.metadata,
             self.tunnel_id,
         );
+        self.stale = false;
+    }
+
+    /// The packet's fields as they are now (parsed again if an action
+    /// changed the bytes since the last parse: parsing is lazy, so a run
+    /// of header rewrites costs one parse, when something reads the key).
+    #[inline]
+    pub fn key(&mut self) -> &FlowKey {
+        if self.stale {
+            self.reparse();
+        }
+        &self.key
+    }
+
+    /// The buffer and the up-to-date key, borrowed together.
+    #[inline]
+    pub fn buf_and_key(&mut self) -> (&mut PacketBuf, &FlowKey) {
+        if self.stale {
+            self.reparse();
+        }
+        (&mut self.buf, &self.key)
+    }
+
+    /// The key of a packet no action has changed since it was made (what
+    /// the burst lookup reads, right after parsing).
+    pub fn parsed_key(&self) -> &FlowKey {
+        &self.key
     }
 }
 
@@ -103,6 +192,7 @@ pub(super) struct Exec<'a> {
     pub ports: &'a Ports,
     pub config: &'a DatapathConfig,
     pub counters: &'a mut Counters,
+    pub hot: &'a mut HotCounters,
     pub buffers: &'a mut BufferPool,
     pub trace: Option<&'a mut Vec<TraceEvent>>,
     pub out: &'a mut BurstOutput,
@@ -162,6 +252,74 @@ pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
     })
 }
 
+/// Applies a header rewrite to the packet's bytes and keeps the key
+/// right: updated in place where the packet crate knows how (pop_vlan of
+/// a single tag, push_mpls, dec_nw_ttl), else marked stale.
+#[inline]
+fn rewrite(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
+    let r = rewrite_bytes(pkt, rw);
+    if r.is_ok() {
+        let kept = match rw {
+            Rewrite::PopVlan => !pkt.stale && pkt.key.after_pop_vlan(),
+            // `rewrite_bytes` refreshed the key before pushing.
+            Rewrite::PushMpls(et) => !pkt.stale && pkt.key.after_push_mpls(et),
+            // Done by `rewrite_bytes` (it knows the new TTL).
+            Rewrite::DecNwTtl => !pkt.stale,
+            _ => false,
+        };
+        pkt.stale |= !kept;
+    }
+    r
+}
+
+/// Sets a field of the packet (with its up-to-date key) and keeps the key
+/// right as [`rewrite`] does.
+#[inline]
+fn set_field_value(pkt: &mut Pkt, fv: &FieldValue) -> Result<(), ActionError> {
+    let (b, k) = pkt.buf_and_key();
+    let r = packet::set_field::set_field_with_key(b.as_mut_slice(), k, fv);
+    if r.is_ok() && !pkt.key.after_set_field(fv) {
+        pkt.stale = true;
+    }
+    r
+}
+
+#[inline]
+fn rewrite_bytes(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
+    match rw {
+        Rewrite::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
+        Rewrite::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),
+        Rewrite::SetMplsTtl(t) => {
+            let (b, k) = pkt.buf_and_key();
+            ttl::set_mpls_ttl_with_key(b.as_mut_slice(), k, t)
+        }
+        Rewrite::DecMplsTtl => {
+            let (b, k) = pkt.buf_and_key();
+            ttl::dec_mpls_ttl_with_key(b.as_mut_slice(), k).map(|_| ())
+        }
+        Rewrite::SetNwTtl(t) => {
+            let (b, k) = pkt.buf_and_key();
+            ttl::set_nw_ttl_with_key(b.as_mut_slice(), k, t)
+        }
+        Rewrite::DecNwTtl => {
+            let (b, k) = pkt.buf_and_key();
+            let t = ttl::dec_nw_ttl_with_key(b.as_mut_slice(), k)?;
+            pkt.key.ip_ttl = t;
+            Ok(())
+        }
+        Rewrite::PushVlan(et) => pkt.buf.push_vlan(et),
+        Rewrite::PopVlan => pkt.buf.pop_vlan(),
+        Rewrite::PushMpls(et) => {
+            let (b, k) = pkt.buf_and_key();
+            b.push_mpls_with_key(et, k)
+        }
+        Rewrite::PopMpls(et) => {
+            let (b, k) = pkt.buf_and_key();
+            b.pop_mpls_with_key(et, k)
+        }
+    }
+}
+
 /// A hash of the flow's L2, ARP and 5-tuple fields: the same for every
 /// packet of one flow, so a select group keeps a flow on one bucket (ARP
 /// addresses count, so ARP conversations spread over the buckets too).
@@ -204,42 +362,67 @@ impl<'a> Exec<'a> {
     }
 
     /// Runs `pkt` through the tables from `table_id`, then its action set.
-    pub fn pipeline(&mut self, pkt: Pkt, start: u8) {
-        self.pipeline_first(pkt, start, None);
+    pub fn pipeline(&mut self, mut pkt: Pkt, start: u8) {
+        self.pipeline_first(&mut pkt, start, None);
     }
 
     /// [`Exec::pipeline`] with the lookup in table `start` already done
-    /// (`first`: the entry `pkt.key` hits there, from a burst lookup or
-    /// the flow cache); later tables are looked up here.
-    pub fn pipeline_first(
-        &mut self,
-        mut pkt: Pkt,
-        start: u8,
-        first: Option<Option<&'a FlowEntry>>,
-    ) {
+    /// (`first`: the slot of the entry `pkt.key` hits there, from a burst
+    /// lookup or the flow cache, see [`crate::FlowTable::slot`]); later
+    /// tables are looked up here.
+    /// The packet is processed in place (its buffer is moved out when it
+    /// leaves by a single port).
+    pub fn pipeline_first(&mut self, pkt: &mut Pkt, start: u8, first: Option<Option<u32>>) {
         pkt.packet_out = false;
         let tables = self.tables;
         let classifier = self.classifier;
-        let mut set = ActionSet::default();
+        let indexed = classifier.uses_table_index();
+        // Made on the first write-actions: most pipelines never write one.
+        let mut set: Option<ActionSet> = None;
         let mut table_id = start;
         let mut first = first;
+        let tracing = self.trace.is_some();
         loop {
-            let entry = match first.take() {
-                Some(e) => e,
-                None => classifier.lookup(tables, table_id, &pkt.key),
+            let table = tables.table(table_id);
+            // The slot hit, when the lookup answers slots.
+            let hit: Option<Option<u32>> = match first.take() {
+                Some(s) => Some(s),
+                None if indexed => Some(table.and_then(|t| t.lookup_slot(pkt.key()))),
+                None => None,
             };
-            self.counters.table_lookup(table_id, entry.is_some());
-            self.trace(|| TraceEvent::Lookup {
-                table_id,
-                entry: entry.map(|e| e.id),
-                key: Box::new(pkt.key),
-            });
+            if let (Some(Some(s)), Some(t), false) = (hit, table, tracing) {
+                if let Some(fe) = t.fast(s).filter(|f| f.ops().is_some()) {
+                    // A compiled entry: one apply-actions list, no goto.
+                    self.fast_entry(pkt, table_id, s, fe, &set);
+                    break;
+                }
+            }
+            // The entry hit and, when known, its slot.
+            let (entry, slot): (Option<&'a FlowEntry>, Option<u32>) = match hit {
+                Some(s) => (s.and_then(|s| table.and_then(|t| t.slot(s))), s),
+                None => (classifier.lookup(tables, table_id, pkt.key()), None),
+            };
+            self.hot.table_lookup(table_id, entry.is_some());
+            if self.trace.is_some() {
+                let key = Box::new(*pkt.key());
+                self.trace(|| TraceEvent::Lookup {
+                    table_id,
+                    entry: entry.map(|e| e.id),
+                    key,
+                });
+            }
             let Some(e) = entry else {
                 self.out.drops.no_match += 1;
                 self.trace(|| TraceEvent::Drop { reason: "no_match" });
                 return;
             };
-            self.counters.flow_hit(e.id, pkt.buf.len() as u64, self.now);
+            let len = pkt.buf.len() as u64;
+            match slot {
+                Some(s) => self
+                    .hot
+                    .flow_hit(self.counters, table_id, s, e.id, len, self.now),
+                None => self.counters.flow_hit(e.id, len, self.now),
+            }
             pkt.origin = Origin {
                 table_id,
                 cookie: e.cookie,
@@ -248,27 +431,48 @@ impl<'a> Exec<'a> {
             let inst = &e.instructions;
             for i in inst {
                 if let Instruction::Meter { meter_id } = i {
-                    if self.meter(&mut pkt, *meter_id).is_err() {
+                    if self.meter(pkt, *meter_id).is_err() {
                         return;
                     }
                 }
             }
-            for i in inst {
+            // When this entry ends the pipeline with an empty action set,
+            // nothing reads the packet after its last apply-action: a
+            // final output there moves the buffer instead of copying it.
+            let clears = inst.iter().any(|i| matches!(i, Instruction::ClearActions));
+            let ends_empty = (clears || set.as_ref().is_none_or(ActionSet::is_empty))
+                && !inst.iter().any(|i| match i {
+                    Instruction::GotoTable { table_id: next } => *next > table_id,
+                    Instruction::WriteActions { actions } => !actions.is_empty(),
+                    _ => false,
+                });
+            let last_apply = inst
+                .iter()
+                .rposition(|i| matches!(i, Instruction::ApplyActions { .. }));
+            for (ii, i) in inst.iter().enumerate() {
                 if let Instruction::ApplyActions { actions } = i {
-                    for a in actions {
-                        if self.action(&mut pkt, a, 0).is_err() {
+                    let n = actions.len();
+                    for (ai, a) in actions.iter().enumerate() {
+                        let r = if ends_empty && last_apply == Some(ii) && ai + 1 == n {
+                            self.last_action(pkt, a)
+                        } else {
+                            self.action(pkt, a, 0)
+                        };
+                        if r.is_err() {
                             return;
                         }
                     }
                 }
             }
-            if inst.iter().any(|i| matches!(i, Instruction::ClearActions)) {
-                set.clear();
+            if clears {
+                if let Some(set) = set.as_mut() {
+                    set.clear();
+                }
                 self.trace(|| TraceEvent::ClearActions);
             }
             for i in inst {
                 if let Instruction::WriteActions { actions } = i {
-                    set.write(actions);
+                    set.get_or_insert_with(ActionSet::default).write(actions);
                     self.trace(|| TraceEvent::WriteActions {
                         actions: actions.clone(),
                     });
@@ -281,6 +485,7 @@ impl<'a> Exec<'a> {
                 } = i
                 {
                     pkt.metadata = (pkt.metadata & !metadata_mask) | (metadata & metadata_mask);
+                    // (A stale key takes the metadata when parsed again.)
                     pkt.key.metadata = pkt.metadata;
                     let m = pkt.metadata;
                     self.trace(|| TraceEvent::WriteMetadata { metadata: m });
@@ -297,11 +502,80 @@ impl<'a> Exec<'a> {
                 _ => break,
             }
         }
-        self.action_set(pkt, &set);
+        match &set {
+            Some(set) => self.action_set(pkt, set),
+            None => self.trace(|| TraceEvent::ActionSet {
+                actions: Vec::new(),
+            }),
+        }
+    }
+
+    /// Runs compiled entry `fe` (slot `slot` of table `table_id`) on the
+    /// packet: the counting and the instructions of the general path for
+    /// an entry whose only instruction is one apply-actions list. `set`
+    /// is the action set so far (the pipeline ends after this entry).
+    fn fast_entry(
+        &mut self,
+        pkt: &mut Pkt,
+        table_id: u8,
+        slot: u32,
+        fe: &FastEntry,
+        set: &Option<ActionSet>,
+    ) {
+        self.hot.table_lookup(table_id, true);
+        let len = pkt.buf.len() as u64;
+        self.hot
+            .flow_hit(self.counters, table_id, slot, fe.id, len, self.now);
+        pkt.origin = Origin {
+            table_id,
+            cookie: fe.cookie,
+            miss: fe.miss,
+        };
+        let ends_empty = set.as_ref().is_none_or(ActionSet::is_empty);
+        let ops = fe.ops().unwrap_or(&[]);
+        let n = ops.len();
+        for (i, op) in ops.iter().enumerate() {
+            let r = match *op {
+                FastOp::Output { port, .. }
+                    if ends_empty
+                        && i + 1 == n
+                        && port <= port_no::MAX
+                        && port != pkt.in_port
+                        && self.ports.can_send(port) =>
+                {
+                    // As in `last_action`: nothing reads the packet after.
+                    self.tx_owned(pkt, port);
+                    Ok(())
+                }
+                op => self.fast_op(pkt, op),
+            };
+            if r.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The last action a packet will see (see `ends_empty` in
+    /// [`Exec::pipeline_first`]): an output to one port that can send
+    /// moves the buffer out of `pkt`; anything else is [`Exec::action`].
+    fn last_action(&mut self, pkt: &mut Pkt, a: &Action) -> Result<(), Stopped> {
+        match a {
+            Action::Output { port, .. }
+                if *port <= port_no::MAX && *port != pkt.in_port && self.ports.can_send(*port) =>
+            {
+                self.trace(|| TraceEvent::Action {
+                    action: a.clone(),
+                    error: None,
+                });
+                self.tx_owned(pkt, *port);
+                Ok(())
+            }
+            _ => self.action(pkt, a, 0),
+        }
     }
 
     /// Executes an action set at the end of the pipeline.
-    fn action_set(&mut self, mut pkt: Pkt, set: &ActionSet) {
+    fn action_set(&mut self, pkt: &mut Pkt, set: &ActionSet) {
         self.trace(|| TraceEvent::ActionSet {
             actions: set.iter().cloned().collect(),
         });
@@ -311,14 +585,14 @@ impl<'a> Exec<'a> {
                 Action::Output { port, max_len } => output = Some((*port, *max_len)),
                 Action::Group { .. } => {}
                 _ => {
-                    if self.action(&mut pkt, a, 0).is_err() {
+                    if self.action(pkt, a, 0).is_err() {
                         return;
                     }
                 }
             }
         }
         if let Some(g) = set.group() {
-            self.group(pkt, g, 0);
+            self.group(pkt.take(), g, 0);
         } else if let Some((port, max_len)) = output {
             let single = port <= port_no::MAX && port != pkt.in_port;
             if single && self.ports.can_send(port) {
@@ -326,7 +600,7 @@ impl<'a> Exec<'a> {
                 // not needed any more, so it moves instead of being copied.
                 self.tx_owned(pkt, port);
             } else {
-                self.output(&pkt, port, max_len);
+                self.output(pkt, port, max_len);
             }
         }
     }
@@ -360,29 +634,46 @@ impl<'a> Exec<'a> {
             }
             Action::Experimenter { .. } => return Ok(()),
             Action::SetField { field } => self.set_field(pkt, field),
-            Action::CopyTtlOut => ttl::copy_ttl_out(pkt.buf.as_mut_slice()),
-            Action::CopyTtlIn => ttl::copy_ttl_in(pkt.buf.as_mut_slice()),
-            Action::SetMplsTtl { mpls_ttl } => ttl::set_mpls_ttl(pkt.buf.as_mut_slice(), *mpls_ttl),
-            Action::DecMplsTtl => ttl::dec_mpls_ttl(pkt.buf.as_mut_slice()).map(|_| ()),
-            Action::SetNwTtl { nw_ttl } => ttl::set_nw_ttl(pkt.buf.as_mut_slice(), *nw_ttl),
-            Action::DecNwTtl => ttl::dec_nw_ttl(pkt.buf.as_mut_slice()).map(|_| ()),
-            Action::PushVlan { ethertype } => pkt.buf.push_vlan(*ethertype),
-            Action::PopVlan => pkt.buf.pop_vlan(),
-            Action::PushMpls { ethertype } => pkt.buf.push_mpls(*ethertype),
-            Action::PopMpls { ethertype } => pkt.buf.pop_mpls(*ethertype),
-            Action::PushPbb { ethertype } => pkt.buf.push_pbb(*ethertype),
-            Action::PopPbb => pkt.buf.pop_pbb(),
+            Action::PushPbb { ethertype } => {
+                let r = pkt.buf.push_pbb(*ethertype);
+                pkt.stale |= r.is_ok();
+                r
+            }
+            Action::PopPbb => {
+                let r = pkt.buf.pop_pbb();
+                pkt.stale |= r.is_ok();
+                r
+            }
+            Action::CopyTtlOut
+            | Action::CopyTtlIn
+            | Action::SetMplsTtl { .. }
+            | Action::DecMplsTtl
+            | Action::SetNwTtl { .. }
+            | Action::DecNwTtl
+            | Action::PushVlan { .. }
+            | Action::PopVlan
+            | Action::PushMpls { .. }
+            | Action::PopMpls { .. } => match Rewrite::of(a) {
+                Some(rw) => rewrite(pkt, rw),
+                None => Err(ActionError::BadArgument),
+            },
         };
         let err = r.err();
         self.trace(|| TraceEvent::Action {
             action: a.clone(),
             error: err,
         });
+        self.after_action(pkt, err)
+    }
+
+    /// What follows an action that changed (or failed to change) the
+    /// packet's bytes (the action itself kept the key right): an invalid
+    /// TTL stops the packet; other failures are counted and the packet
+    /// goes on.
+    #[inline]
+    fn after_action(&mut self, pkt: &mut Pkt, err: Option<ActionError>) -> Result<(), Stopped> {
         match err {
-            None => {
-                pkt.reparse();
-                Ok(())
-            }
+            None => Ok(()),
             Some(ActionError::InvalidTtl) => {
                 self.invalid_ttl(pkt);
                 Err(Stopped)
@@ -394,18 +685,121 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// Runs one compiled action (see [`super::fast`]): the same as
+    /// [`Exec::action`] on the action it was compiled from, tracing aside
+    /// (fast entries are not used while tracing).
+    #[inline]
+    pub fn fast_op(&mut self, pkt: &mut Pkt, op: FastOp) -> Result<(), Stopped> {
+        let r = match op {
+            FastOp::Output { port, max_len } => {
+                self.output(pkt, port, max_len);
+                return Ok(());
+            }
+            FastOp::SetQueue(q) => {
+                pkt.queue_id = q;
+                return Ok(());
+            }
+            FastOp::SetField { field, hi, lo } => {
+                let v = (u128::from(hi) << 32) | u128::from(lo);
+                match OxmField::from_u8(field).and_then(|f| field_value(f, v)) {
+                    Some(fv) => set_field_value(pkt, &fv),
+                    None => Err(ActionError::BadArgument),
+                }
+            }
+            FastOp::Rewrite(rw) => rewrite(pkt, rw),
+            FastOp::VlanToMpls { ethertype, label } => {
+                return self.vlan_to_mpls(pkt, ethertype, label);
+            }
+            FastOp::MplsToVlan {
+                ethertype,
+                tpid,
+                vid,
+            } => return self.mpls_to_vlan(pkt, ethertype, tpid, vid),
+        };
+        self.after_action(pkt, r.err())
+    }
+
+    /// [`FastOp::MplsToVlan`]: the result of pop_mpls, push_vlan and
+    /// set_field vlan_vid written directly when the frame is untagged and
+    /// has an MPLS label, else the three steps one by one.
+    fn mpls_to_vlan(
+        &mut self,
+        pkt: &mut Pkt,
+        ethertype: u16,
+        tpid: u16,
+        vid: u16,
+    ) -> Result<(), Stopped> {
+        let k = pkt.key();
+        if k.vlan_tags == 0 && k.ethertype_offset == 12 && k.has(field::MPLS_LABEL) {
+            // push_vlan on an untagged frame: PCP, DEI and VID 0; then
+            // set_field writes the VID bits.
+            let tci = vid & 0x0fff;
+            if let Some(h) = pkt.buf.as_mut_slice().get_mut(12..18) {
+                h[..2].copy_from_slice(&tpid.to_be_bytes());
+                h[2..4].copy_from_slice(&tci.to_be_bytes());
+                h[4..].copy_from_slice(&ethertype.to_be_bytes());
+                pkt.stale = true;
+                return Ok(());
+            }
+        }
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PopMpls(ethertype)))?;
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PushVlan(tpid)))?;
+        self.fast_op(
+            pkt,
+            FastOp::SetField {
+                field: OxmField::VlanVid as u8,
+                hi: 0,
+                lo: u32::from(vid),
+            },
+        )
+    }
+
+    /// [`FastOp::VlanToMpls`]: the result of pop_vlan, push_mpls and
+    /// set_field mpls_label written directly when the frame has one VLAN
+    /// tag over a non-MPLS EtherType, else the three steps one by one.
+    fn vlan_to_mpls(&mut self, pkt: &mut Pkt, ethertype: u16, label: u32) -> Result<(), Stopped> {
+        let k = pkt.key();
+        if k.vlan_tags == 1 && k.ethertype_offset == 16 && !k.has(field::MPLS_LABEL) {
+            // push_mpls takes the IP TTL (0 when not IP); TC 0, BOS 1.
+            let ttl = if k.has(field::IPV4_SRC) || k.has(field::IPV6_SRC) {
+                k.ip_ttl
+            } else {
+                0
+            };
+            let lse = ((label & 0xf_ffff) << 12) | 0x100 | u32::from(ttl);
+            if let Some(h) = pkt.buf.as_mut_slice().get_mut(12..18) {
+                h[..2].copy_from_slice(&ethertype.to_be_bytes());
+                h[2..].copy_from_slice(&lse.to_be_bytes());
+                pkt.stale = true;
+                return Ok(());
+            }
+        }
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PopVlan))?;
+        self.fast_op(pkt, FastOp::Rewrite(Rewrite::PushMpls(ethertype)))?;
+        self.fast_op(
+            pkt,
+            FastOp::SetField {
+                field: OxmField::MplsLabel as u8,
+                hi: 0,
+                lo: label,
+            },
+        )
+    }
+
     fn set_field(&mut self, pkt: &mut Pkt, oxm: &Oxm) -> Result<(), ActionError> {
         let Oxm::Basic { field, value, .. } = oxm else {
             return Err(ActionError::BadArgument);
         };
         if *field == OxmField::TunnelId {
             pkt.tunnel_id = value.to_u128() as u64;
+            // The key takes the new tunnel_id when parsed again.
+            pkt.stale = true;
             return Ok(());
         }
         let Some(fv) = field_value(*field, value.to_u128()) else {
             return Err(ActionError::BadArgument);
         };
-        packet::set_field::set_field_with_key(pkt.buf.as_mut_slice(), &pkt.key, &fv)
+        set_field_value(pkt, &fv)
     }
 
     fn invalid_ttl(&mut self, pkt: &Pkt) {
@@ -445,13 +839,12 @@ impl<'a> Exec<'a> {
                 Err(Stopped)
             }
             MeterVerdict::DscpRemark { prec_level, .. } => {
-                if pkt.key.has(field::IP_DSCP) {
-                    let dscp = remark_dscp(pkt.key.ip_dscp, prec_level);
+                let (b, k) = pkt.buf_and_key();
+                if k.has(field::IP_DSCP) {
+                    let dscp = remark_dscp(k.ip_dscp, prec_level);
                     let fv = FieldValue::IpDscp(dscp);
-                    if packet::set_field::set_field_with_key(pkt.buf.as_mut_slice(), &pkt.key, &fv)
-                        .is_ok()
-                    {
-                        pkt.reparse();
+                    if packet::set_field::set_field_with_key(b.as_mut_slice(), k, &fv).is_ok() {
+                        pkt.stale = true;
                     }
                 }
                 Ok(())
@@ -460,7 +853,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Runs group `id` on `pkt`.
-    pub fn group(&mut self, pkt: Pkt, id: u32, depth: u8) {
+    pub fn group(&mut self, mut pkt: Pkt, id: u32, depth: u8) {
         let groups = self.groups;
         let g = match groups.get(id) {
             Some(g) if depth < self.config.max_group_depth => g,
@@ -488,7 +881,10 @@ impl<'a> Exec<'a> {
             GroupType::Indirect | GroupType::Select | GroupType::FastFailover => {
                 let chosen = match g.group_type {
                     GroupType::Indirect => (!g.buckets.is_empty()).then_some(0),
-                    GroupType::Select => self.select_bucket(&g.buckets, &pkt.key, depth),
+                    GroupType::Select => {
+                        let k = *pkt.key();
+                        self.select_bucket(&g.buckets, &k, depth)
+                    }
                     _ => g.buckets.iter().position(|b| self.bucket_live(b, depth)),
                 };
                 self.trace(|| TraceEvent::Group {
@@ -618,7 +1014,7 @@ impl<'a> Exec<'a> {
             self.tx(pkt, p);
         } else {
             self.out.drops.port_down += 1;
-            self.counters.port(p).tx_dropped += 1;
+            self.hot.port(self.counters, p).tx_dropped += 1;
             self.trace(|| TraceEvent::Drop {
                 reason: "port_down",
             });
@@ -634,22 +1030,22 @@ impl<'a> Exec<'a> {
         });
     }
 
-    /// As `tx`, giving the packet away.
-    fn tx_owned(&mut self, pkt: Pkt, p: u32) {
-        self.count_tx(&pkt, p);
+    /// As `tx`, moving the buffer out of `pkt` (left empty).
+    fn tx_owned(&mut self, pkt: &mut Pkt, p: u32) {
+        self.count_tx(pkt, p);
         self.out.tx.push(TxPacket {
             port: p,
             queue_id: pkt.queue_id,
-            packet: pkt.buf,
+            packet: std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new())),
         });
     }
 
     fn count_tx(&mut self, pkt: &Pkt, p: u32) {
         let len = pkt.buf.len() as u64;
-        let c = self.counters.port(p);
+        let c = self.hot.port(self.counters, p);
         c.tx_packets += 1;
         c.tx_bytes += len;
-        self.counters.queue_tx(p, pkt.queue_id, len);
+        self.hot.queue_tx(self.counters, p, pkt.queue_id, len);
         self.trace(|| TraceEvent::Output {
             port: p,
             queue_id: pkt.queue_id,

@@ -17,8 +17,9 @@
 //! ([`FastClassifier`], the default; [`LinearScan`] is the reference,
 //! selectable with [`Datapath::set_classifier`]). A burst is parsed
 //! first; table 0 is answered by the worker's flow cache or one
-//! prefetching burst lookup, later tables packet by packet (see
-//! [`WorkerState::process_burst_into`]).
+//! prefetching burst lookup, the entries hit are prefetched and run from
+//! their compiled form ([`fast`]) when they have one, later tables packet
+//! by packet (see [`worker`], "A burst, stage by stage").
 //!
 //! Decisions where the spec leaves room:
 //! - Group bucket actions run in list order, as in Open vSwitch (the spec
@@ -45,6 +46,7 @@ pub mod action_set;
 pub mod buffers;
 pub mod counters;
 mod exec;
+pub mod fast;
 pub mod lookup;
 pub mod ports;
 #[cfg(test)]
@@ -250,7 +252,7 @@ impl Datapath {
     }
 
     /// This instance's counters (not yet folded into the state).
-    pub fn counters(&self) -> &Counters {
+    pub fn counters(&mut self) -> &Counters {
         self.worker.counters()
     }
 

@@ -905,7 +905,11 @@ mod props {
         "table=0,priority=9,udp,actions=push_vlan:0x8100,set_field:4101->vlan_vid,goto_table:1\n\
          table=0,priority=8,tcp,actions=set_field:99->tcp_dst,write_actions(dec_ttl),goto_table:2\n\
          table=0,priority=7,mpls,actions=pop_mpls:0x0800,goto_table:2\n\
-         table=0,priority=6,dl_vlan=5,actions=pop_vlan,push_mpls:0x8847,output:3\n\
+         table=0,priority=6,dl_vlan=5,actions=pop_vlan,push_mpls:0x8847,set_field:77->mpls_label,output:3\n\
+         table=0,priority=6,ip,dl_vlan=6,actions=set_field:7->vlan_pcp,set_field:00:00:00:00:00:09->eth_src,dec_ttl,set_queue:2,output:in_port\n\
+         table=0,priority=8,mpls,mpls_label=17,actions=dec_mpls_ttl,set_mpls_ttl:3,pop_mpls:0x0800,set_field:00:00:00:00:00:01->eth_dst,output:2\n\
+         table=0,priority=8,mpls,mpls_label=18,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4101->vlan_vid,output:4\n\
+         table=0,priority=5,tcp,tcp_dst=80,actions=output:3,dec_ttl,output:4\n\
          table=0,priority=0,actions=CONTROLLER:64\n\
          table=1,priority=1,ip,actions=group:1,write_actions(output:4)\n\
          table=2,priority=1,actions=group:2";
@@ -924,10 +928,28 @@ mod props {
                 t
             },
             {
+                let mut t = udp4(64);
+                t.splice(12..12, [0x81, 0x00, 0x00, 0x06]);
+                t
+            },
+            {
+                let mut t = tcp4();
+                t[36] = 0;
+                t[37] = 80;
+                t
+            },
+            {
                 let mut m = udp4(64);
                 m[12] = 0x88;
                 m[13] = 0x47;
                 m.splice(14..14, [0, 0x01, 0x11, 0x40]);
+                m
+            },
+            {
+                let mut m = udp4(64);
+                m[12] = 0x88;
+                m[13] = 0x47;
+                m.splice(14..14, [0, 0x01, 0x21, 0x40]);
                 m
             },
         ];
