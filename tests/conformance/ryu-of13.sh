@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The os-ken (Ryu) OpenFlow 1.3 switch test tool against a target switch.
 #
-#   tests/conformance/ryu-of13.sh [--target fulmar|ovs] [--min-ok N] [CATEGORY...]
+#   tests/conformance/ryu-of13.sh [--target fulmar|ovs] [--min-ok N] [CATEGORY|DIR...]
 #
 # CATEGORY is any of match, action, group, meter (default: all four, the 991
-# tests of os_ken/tests/switch/of13). The tester switch is Open vSwitch 3.1
+# tests of os_ken/tests/switch/of13). A DIR (a path with a slash) runs the
+# os-ken test files in it instead: copy a few JSON files there to rerun
+# just those tests. The tester switch is Open vSwitch 3.1
 # (userspace `netdev` datapath, dpid 2); the target (dpid 1) is fulmar, or
 # Open vSwitch itself for a baseline. They are joined by three veth pairs:
 # target port N <-> tester port N. Prints the OK and ERROR counts per category
@@ -27,7 +29,9 @@ while [ $# -gt 0 ]; do
         --target) target=$2; shift 2 ;;
         --min-ok) min_ok=$2; shift 2 ;;
         match|action|group|meter) categories+=("$1"); shift ;;
-        *) echo "usage: $0 [--target fulmar|ovs] [--min-ok N] [match|action|group|meter]..." >&2; exit 2 ;;
+        */*) [ -d "$1" ] || { echo "$0: $1: not a directory" >&2; exit 2; }
+             categories+=("$(cd "$1" && pwd)"); shift ;;
+        *) echo "usage: $0 [--target fulmar|ovs] [--min-ok N] [match|action|group|meter|DIR]..." >&2; exit 2 ;;
     esac
 done
 [ ${#categories[@]} -gt 0 ] || categories=(match action group meter)
@@ -44,6 +48,11 @@ if [ "$target" = fulmar ]; then
 fi
 osken_dir=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
 
+# The tester, its OVS and the target run ahead of other work on the machine
+# (builds): the group and meter tests measure rates that the tester's
+# Python packet-out loop only reaches when it gets the CPU on time.
+prio="nice -n -5"
+
 work=$(mktemp -d /tmp/fulmar-ryu.XXXXXX)
 export OVS_RUNDIR=$work OVS_DBDIR=$work OVS_LOGDIR=$work OVS_PKGDATADIR=/usr/share/openvswitch
 pids=()
@@ -58,6 +67,8 @@ cleanup() {
     for i in 1 2 3; do ip link del "fry-t$i" 2>/dev/null; done
     # OVS's internal bridge ports, should a killed vswitchd leave them.
     ip link del fry-tester 2>/dev/null; ip link del fry-target 2>/dev/null
+    [ ! -f "$work/vswitchd.log" ] || [ ! -d "$root/target/conformance" ] ||
+        cp "$work/vswitchd.log" "$root/target/conformance/ovs-vswitchd.log"
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -74,12 +85,12 @@ for i in 1 2 3; do
 done
 
 ovsdb-tool create "$work/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-ovsdb-server "$work/conf.db" --remote="punix:$work/db.sock" --pidfile="$work/ovsdb.pid" \
+$prio ovsdb-server "$work/conf.db" --remote="punix:$work/db.sock" --pidfile="$work/ovsdb.pid" \
     --log-file="$work/ovsdb.log" --detach
 pids+=("$(cat "$work/ovsdb.pid")")
 vsctl() { ovs-vsctl --db="unix:$work/db.sock" --no-wait "$@"; }
 vsctl init
-ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid" \
+$prio ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid" \
     --log-file="$work/vswitchd.log" --detach
 pids+=("$(cat "$work/vswitchd.pid")")
 
@@ -97,14 +108,43 @@ add_ovs_bridge() { # name dpid side
     vsctl set-controller "$br" "$controller"
 }
 
+# The tester's datapath flow cache. Before every test the tester deletes
+# and re-adds its in_port=2,actions=CONTROLLER flow, and sends the test
+# packet a few milliseconds later. OVS brings its cached datapath flows in
+# line with a flow-table change asynchronously (revalidator threads), so on
+# this loaded 2-core machine a packet sometimes meets a cached flow that
+# predates the re-added one and is dropped without a packet-in: the target
+# forwarded it (the tester's rx counter grew), and the test fails with
+# "Receiving timeout: increment in rx_packets in tester". Captures of such
+# a failure show the target's frame leaving 0.13 ms after the ingress one
+# and no PACKET_IN from the tester at all; 9 to 17 of the 714 match tests
+# failed so, none with the cache off. With flow-limit 0 the tester caches
+# no datapath flows, so each packet is looked up in its current OpenFlow
+# table. That costs the tester a slow-path lookup per packet, which the
+# rate tests of the group and meter categories cannot afford (they measure
+# what the tester counts), so the cache is off only for the others.
+tester_flow_cache() { # on|off
+    if [ "$1" = off ]; then
+        vsctl set Open_vSwitch . other_config:flow-limit=0
+    else
+        vsctl remove Open_vSwitch . other_config flow-limit
+    fi
+}
+
 total_ok=0; total_err=0
 for cat in "${categories[@]}"; do
-    log=$logs/$cat.log
+    if [ "${cat:0:1}" = / ]; then
+        tests=$cat; name=$(basename "$cat")
+    else
+        tests=$osken_dir/tests/switch/of13/$cat; name=$cat
+    fi
+    log=$logs/$name.log
+    case $cat in group|meter) tester_flow_cache on ;; *) tester_flow_cache off ;; esac
     # The tester app drives both switches; it exits when its tests are done.
-    (cd "$osken_dir/.." && timeout 3000 "$root/.venv/bin/osken-manager" \
+    (cd "$osken_dir/.." && $prio timeout 3000 "$root/.venv/bin/osken-manager" \
         --ofp-tcp-listen-port 16653 \
         --test-switch-target 0000000000000001 --test-switch-tester 0000000000000002 \
-        --test-switch-dir "$osken_dir/tests/switch/of13/$cat" \
+        --test-switch-dir "$tests" \
         "$osken_dir/tests/switch/tester.py" > "$log" 2>&1) &
     manager=$!
     sleep 2
@@ -112,18 +152,23 @@ for cat in "${categories[@]}"; do
     if [ "$target" = ovs ]; then
         add_ovs_bridge fry-target 1 t
     else
-        "$root/target/release/fulmar" run --dpid 1 --controller "$controller" \
-            --interface fry-t1 --interface fry-t2 --interface fry-t3 > "$logs/fulmar-$cat.log" 2>&1 &
+        $prio "$root/target/release/fulmar" run --dpid 1 --controller "$controller" \
+            --interface fry-t1 --interface fry-t2 --interface fry-t3 > "$logs/fulmar-$name.log" 2>&1 &
         fulmar_pid=$!
     fi
     wait "$manager" || true
     if [ "$target" = ovs ]; then vsctl del-br fry-target; else kill "$fulmar_pid" 2>/dev/null; wait "$fulmar_pid" 2>/dev/null || true; fi
     vsctl del-br fry-tester
+    # The tester's own counters (datapath drops, upcalls), for diagnosis.
+    ovs-appctl -t "$work/ovs-vswitchd.$(cat "$work/vswitchd.pid").ctl" coverage/show \
+        > "$logs/ovs-coverage-$name.txt" 2>&1 || true
     ok=$(grep -cE ' OK$' "$log" || true)
     err=$(grep -cE ' ERROR$' "$log" || true)
     total_ok=$((total_ok + ok)); total_err=$((total_err + err))
-    echo "$cat: OK $ok, ERROR $err"
+    echo "$name: OK $ok, ERROR $err"
     grep -B1 -A3 -E ' ERROR$' "$log" | sed 's/^/    /' | head -200 || true
+    sctp=$(grep -A1 -E "set_field:[0-9]+->sctp_(src|dst),.* ERROR$" "$log" | grep -c 'Received incorrect packet: sctp(csum=' || true)
+    [ "$sctp" -eq 0 ] || echo "    ($sctp of these are set_field on sctp_src/dst: os-ken's expected packets carry its own wrong SCTP checksum; see tests/conformance/README.md)"
 done
 echo "target $target: OK $total_ok, ERROR $total_err (of $((total_ok + total_err)) run)"
 if [ "$total_ok" -lt "$min_ok" ]; then

@@ -68,6 +68,7 @@ fn field_value(name: &str, v: &str) -> Result<FieldValue, String> {
     Ok(match name {
         "eth_dst" => EthDst(parse_mac(v)?),
         "eth_src" => EthSrc(parse_mac(v)?),
+        "eth_type" => EthType(n()? as u16),
         "vlan_vid" => VlanVid(n()? as u16),
         "vlan_pcp" => VlanPcp(n()? as u8),
         "ip_dscp" => IpDscp(n()? as u8),

@@ -32,6 +32,15 @@
 //! - pop_vlan removes the outer tag; pop_mpls removes the outer label and
 //!   writes the action's EtherType; pop_pbb removes the backbone addresses,
 //!   any backbone VLAN tags and the I-TAG, leaving the customer frame.
+//!
+//! A pop never makes a runt of a frame that was not one: if the buffer was
+//! made from a frame of Ethernet's minimum size ([`MIN_FRAME_LEN`], 60
+//! bytes without the FCS) or more, a pop that leaves fewer bytes appends
+//! zeros up to it, as an 802.1Q bridge pads a frame that untagging leaves
+//! too short. So a 60-byte MPLS/IPv4/ICMP echo pops to a 60-byte IPv4
+//! frame (os-ken's switch tests expect this), not 56 bytes. A frame that
+//! arrived shorter (possible on veth or TAP ports) is never padded, and
+//! push-then-pop gives back exactly the frame it started from.
 
 use crate::ethernet::ethertype;
 use crate::flow_key::{field, FlowKey};
@@ -40,11 +49,26 @@ use crate::{be16, be32, put16, put32, ActionError};
 /// Headroom given to a new buffer (and added when a push runs out).
 pub const DEFAULT_HEADROOM: usize = 64;
 
+/// Ethernet's minimum frame length, without the frame check sequence.
+pub const MIN_FRAME_LEN: usize = 60;
+
+/// The length pops pad a frame of `len` bytes back to.
+fn floor_of(len: usize) -> usize {
+    if len >= MIN_FRAME_LEN {
+        MIN_FRAME_LEN
+    } else {
+        0
+    }
+}
+
 /// A packet in a `Vec<u8>` with headroom in front (see the module comment).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PacketBuf {
     data: Vec<u8>,
     start: usize,
+    /// A pop pads the packet back to this length: [`MIN_FRAME_LEN`] if
+    /// the buffer was made from a frame at least that long, else 0.
+    floor: usize,
 }
 
 impl PacketBuf {
@@ -56,6 +80,7 @@ impl PacketBuf {
         PacketBuf {
             data,
             start: headroom,
+            floor: floor_of(pkt.len()),
         }
     }
 
@@ -67,7 +92,12 @@ impl PacketBuf {
     /// Takes a vector holding a packet (no headroom: the first push
     /// reallocates).
     pub fn from_vec(v: Vec<u8>) -> Self {
-        PacketBuf { data: v, start: 0 }
+        let floor = floor_of(v.len());
+        PacketBuf {
+            data: v,
+            start: 0,
+            floor,
+        }
     }
 
     /// The packet bytes.
@@ -126,11 +156,15 @@ impl PacketBuf {
     }
 
     /// Removes `n` bytes at packet offset `at` (`at + n <= len`) by moving
-    /// the first `at` bytes forward.
+    /// the first `at` bytes forward; pads with zeros back to the floor
+    /// (see the module comment).
     fn close_gap(&mut self, at: usize, n: usize) {
         let s = self.start;
         self.data.copy_within(s..s + at, s + n);
         self.start = s + n;
+        if self.len() < self.floor {
+            self.data.resize(self.start + self.floor, 0);
+        }
     }
 
     /// OpenFlow push_vlan: pushes a new outermost tag with TPID `tpid`
@@ -396,7 +430,10 @@ mod tests {
     fn pop_mpls_to_ip_is_parseable() {
         let mut b = PacketBuf::from_slice(&eth_mpls1_ipv4());
         b.pop_mpls(0x0800).unwrap();
-        assert_eq!(b.as_slice(), &eth_ipv4_udp()[..]);
+        // 56 bytes of frame, padded back to the 60 the frame had.
+        let want = eth_ipv4_udp();
+        assert_eq!(&b.as_slice()[..want.len()], &want[..]);
+        assert_eq!(b.as_slice()[want.len()..], [0; 4]);
         assert_eq!(verify_checksums(b.as_slice()), Ok(()));
     }
 
@@ -425,7 +462,10 @@ mod tests {
         assert_eq!(b.as_slice(), &q[..]);
         b.pop_pbb().unwrap();
         assert_eq!(b.as_slice()[..12], [[0xc1u8; 6], [0xc2; 6]].concat()[..]);
-        assert_eq!(&b.as_slice()[12..], &eth_ipv4_udp()[12..]);
+        // The 56-byte customer frame, padded to Ethernet's 60.
+        let inner = eth_ipv4_udp();
+        assert_eq!(&b.as_slice()[12..inner.len()], &inner[12..]);
+        assert_eq!(b.as_slice()[inner.len()..], [0; 4]);
         assert_eq!(b.pop_pbb(), Err(ActionError::MissingHeader));
         assert_eq!(b.push_pbb(0x8100), Err(ActionError::BadArgument));
     }
@@ -444,6 +484,48 @@ mod tests {
         }
         assert_eq!(b.clone().into_vec(), p);
         assert!(!b.is_empty());
+    }
+
+    /// A pop pads a frame that was at least 60 bytes back to 60, and
+    /// leaves a runt or a frame still long enough alone.
+    #[test]
+    fn pops_keep_the_ethernet_minimum() {
+        // Ethernet/MPLS/IPv4/ICMP echo, 54 bytes and 6 of padding.
+        let icmp: Vec<u8> = [
+            &[0x22; 6][..],
+            &[
+                0x12, 0x11, 0x11, 0x11, 0x11, 0x11, 0x88, 0x47, 0x00, 0x06, 0x47, 0x40,
+            ],
+            &[0x45, 0x20, 0x00, 0x24, 0, 0, 0, 0, 0x40, 0x01, 0xdb, 0x4a],
+            &[
+                192, 168, 10, 10, 192, 168, 20, 20, 8, 0, 0x59, 0xda, 0, 0, 0, 0,
+            ],
+            &[
+                0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0, 0, 0, 0, 0, 0,
+            ],
+        ]
+        .concat();
+        assert_eq!(icmp.len(), MIN_FRAME_LEN);
+        let mut b = PacketBuf::from_slice(&icmp);
+        b.pop_mpls(0x0800).unwrap();
+        assert_eq!(b.len(), MIN_FRAME_LEN);
+        assert_eq!(b.as_slice()[12..14], [0x08, 0x00]);
+        assert_eq!(b.as_slice()[14..56], icmp[18..60]);
+        assert_eq!(b.as_slice()[56..], [0; 4]);
+        assert_eq!(verify_checksums(b.as_slice()), Ok(()));
+        // A frame that arrived shorter is not padded.
+        let mut r = PacketBuf::from_slice(&icmp[..56]);
+        r.pop_mpls(0x0800).unwrap();
+        assert_eq!(r.as_slice(), &b.as_slice()[..52]);
+        let mut r = PacketBuf::from_slice(&icmp[..56]);
+        r.push_vlan(0x8100).unwrap();
+        r.pop_vlan().unwrap();
+        assert_eq!(r.as_slice(), &icmp[..56]);
+        // Long enough after the pop: nothing appended.
+        let t = with_tags(&eth_ipv4_tcp(), &[(0x8100, 0x0064)]);
+        let mut v = PacketBuf::from_slice(&t);
+        v.pop_vlan().unwrap();
+        assert_eq!(v.len(), t.len() - 4);
     }
 
     #[test]

@@ -34,7 +34,10 @@
 //! the IPv6 destination: rewriting IPV6_DST then leaves the transport
 //! checksum alone (RFC 8200 §8.1).
 //!
-//! After IP_PROTO or MPLS_BOS is rewritten, a [`FlowKey`] of the old packet
+//! ETH_TYPE rewrites the EtherType after the VLAN tags (no checksum
+//! covers it); what follows is then read as the new type.
+//!
+//! After ETH_TYPE, IP_PROTO or MPLS_BOS is rewritten, a [`FlowKey`] of the old packet
 //! no longer describes it: parse again before using it.
 
 use crate::checksum;
@@ -51,6 +54,10 @@ pub enum FieldValue {
     EthDst(MacAddr),
     /// ETH_SRC.
     EthSrc(MacAddr),
+    /// ETH_TYPE: the EtherType after the VLAN tags (the one ETH_TYPE
+    /// matches). The headers behind it are not changed, only how they are
+    /// read.
+    EthType(u16),
     /// VLAN_VID of the outer tag (low 12 bits used).
     VlanVid(u16),
     /// VLAN_PCP of the outer tag.
@@ -124,6 +131,7 @@ impl FieldValue {
         match self {
             EthDst(_) => field::ETH_DST,
             EthSrc(_) => field::ETH_SRC,
+            EthType(_) => field::ETH_TYPE,
             VlanVid(_) => field::VLAN_VID,
             VlanPcp(_) => field::VLAN_PCP,
             IpDscp(_) => field::IP_DSCP,
@@ -248,6 +256,7 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
     match *v {
         EthDst(m) => pkt[0..6].copy_from_slice(&m),
         EthSrc(m) => pkt[6..12].copy_from_slice(&m),
+        EthType(t) => put16(pkt, k.ethertype_offset as usize, t),
         VlanVid(vid) => {
             let t = (be16(pkt, 14) & 0xf000) | (vid & 0x0fff);
             put16(pkt, 14, t);
@@ -456,6 +465,31 @@ mod tests {
             Err(ActionError::MissingHeader)
         );
         assert_eq!(q, eth_ipv4_tcp());
+    }
+
+    /// ETH_TYPE is written where the match reads it: after the VLAN
+    /// tags; the rest of the frame is left as it was (os-ken's switch test
+    /// `set_field:0x8848->eth_type` on IPv4, IPv6 and ARP frames).
+    #[test]
+    fn eth_type() {
+        let p = eth_ipv4_tcp();
+        let mut q = p.clone();
+        set_field(&mut q, &EthType(0x8848)).unwrap();
+        assert_eq!(be16(&q, 12), 0x8848);
+        assert_eq!(q[..12], p[..12]);
+        assert_eq!(q[14..], p[14..]);
+        assert_eq!(FlowKey::parse(&q).get(field::ETH_TYPE), Some(0x8848));
+        let t = with_tags(&p, &[(0x8100, 0x0064)]);
+        let mut q = t.clone();
+        set_field(&mut q, &EthType(0x86dd)).unwrap();
+        assert_eq!(be16(&q, 12), 0x8100, "the tag's TPID stays");
+        assert_eq!(be16(&q, 16), 0x86dd);
+        assert_eq!(q[18..], t[18..]);
+        let mut short = p[..10].to_vec();
+        assert_eq!(
+            set_field(&mut short, &EthType(0x8848)),
+            Err(ActionError::MissingHeader)
+        );
     }
 
     #[test]

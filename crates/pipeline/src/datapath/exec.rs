@@ -216,6 +216,7 @@ pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
     Some(match f8 {
         field::ETH_DST => F::EthDst(mac_of(v)),
         field::ETH_SRC => F::EthSrc(mac_of(v)),
+        field::ETH_TYPE => F::EthType(v as u16),
         field::VLAN_VID => F::VlanVid(v as u16),
         field::VLAN_PCP => F::VlanPcp(v as u8),
         field::IP_DSCP => F::IpDscp(v as u8),

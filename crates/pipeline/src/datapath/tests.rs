@@ -435,6 +435,21 @@ fn failed_action_is_skipped_and_counted() {
     assert_eq!(o.tx[0].packet.as_slice(), &udp4(64)[..]);
 }
 
+/// os-ken's action test `set_field: 05_ETH_TYPE`: the flow is accepted,
+/// so the rewrite must happen (it was refused by the executor and the
+/// frame left unchanged).
+#[test]
+fn set_field_eth_type_rewrites_the_ethertype() {
+    let mut d = dp("priority=1,ip,actions=set_field:0x8848->eth_type,output:2");
+    let p = tcp4();
+    let o = send(&mut d, 1, &p);
+    assert_eq!(out_ports(&o), [2]);
+    let q = o.tx[0].packet.as_slice();
+    assert_eq!(q[12..14], [0x88, 0x48]);
+    assert_eq!(q[..12], p[..12]);
+    assert_eq!(q[14..], p[14..]);
+}
+
 #[test]
 fn set_field_on_transport_keeps_checksums() {
     let mut d = dp("priority=1,udp,actions=set_field:53->udp_dst,set_field:02:aa:bb:cc:dd:ee->eth_src,set_field:46->ip_dscp,output:2\n\
