@@ -19,7 +19,8 @@
 //! Threads: [`threads`] (run-to-completion or RX/worker/TX over rings),
 //! [`dispatch`] (which worker gets a packet), [`flush`] (when partial
 //! bursts leave, idle back-off), [`wake`] (sleeping and waking, pinning),
-//! [`snapshot`] (publishing new table versions to running workers).
+//! [`snapshot`] (publishing new table versions to running workers),
+//! [`pool`] (recycled storage for owned packet buffers).
 
 pub mod afpacket;
 pub mod afxdp;
@@ -29,6 +30,7 @@ pub mod link;
 pub mod memory;
 pub mod patch;
 pub mod pcap;
+pub mod pool;
 pub mod port;
 pub mod rawsock;
 pub mod snapshot;

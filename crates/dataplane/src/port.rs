@@ -62,6 +62,8 @@ use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::pool;
+
 /// Default number of buffers in a burst.
 pub const DEFAULT_BURST: usize = 32;
 
@@ -82,8 +84,9 @@ pub trait BufferLender: Send + Sync {
 
 /// Where a buffer's bytes live.
 enum Storage {
-    /// A heap slice the buffer owns.
-    Owned(Box<[u8]>),
+    /// A heap vector the buffer owns (all of its length is the region;
+    /// it goes back to [`crate::pool`] when the buffer dies).
+    Owned(Vec<u8>),
     /// Memory lent by a backend; returned through `lender.release(token)`.
     Lent {
         ptr: NonNull<u8>,
@@ -167,9 +170,7 @@ impl PacketBuf {
     /// frame of `capacity` bytes after it.
     pub fn new(headroom: usize, capacity: usize) -> Self {
         PacketBuf {
-            storage: Storage::Owned(
-                vec![0u8; headroom.saturating_add(capacity)].into_boxed_slice(),
-            ),
+            storage: Storage::Owned(zeroed(headroom.saturating_add(capacity))),
             head: headroom,
             len: 0,
             meta: PacketMeta::default(),
@@ -183,12 +184,8 @@ impl PacketBuf {
 
     /// An owned buffer holding a copy of `frame` after `headroom` bytes.
     pub fn with_headroom(frame: &[u8], headroom: usize) -> Self {
-        let mut storage = vec![0u8; headroom.saturating_add(frame.len())].into_boxed_slice();
-        if let Some(dst) = storage.get_mut(headroom..) {
-            dst.copy_from_slice(frame);
-        }
         PacketBuf {
-            storage: Storage::Owned(storage),
+            storage: Storage::Owned(copied(headroom, frame, 0)),
             head: headroom,
             len: frame.len(),
             meta: PacketMeta {
@@ -206,7 +203,7 @@ impl PacketBuf {
         let head = head.min(storage.len());
         let len = storage.len() - head;
         PacketBuf {
-            storage: Storage::Owned(storage.into_boxed_slice()),
+            storage: Storage::Owned(storage),
             head,
             len,
             meta: PacketMeta {
@@ -313,14 +310,27 @@ impl PacketBuf {
     /// Moves the frame into a new owned buffer with `headroom` in front and
     /// `tailroom` behind; a lent slot is given back to its backend.
     fn reallocate(&mut self, headroom: usize, tailroom: usize) {
-        let mut storage = vec![0u8; headroom.saturating_add(self.len).saturating_add(tailroom)]
-            .into_boxed_slice();
-        if let Some(dst) = storage.get_mut(headroom..headroom + self.len) {
-            dst.copy_from_slice(self.data());
-        }
-        // Dropping the old storage releases a lent slot.
-        self.storage = Storage::Owned(storage);
+        let storage = copied(headroom, self.data(), tailroom);
+        // Dropping the old storage releases a lent slot (or recycles an
+        // owned vector).
+        let old = std::mem::replace(&mut self.storage, Storage::Owned(storage));
+        recycle(old);
         self.head = headroom;
+    }
+
+    /// An owned buffer's storage and the frame's offset in it, the vector
+    /// cut to the frame's end (`head <= len`), for a buffer type that takes
+    /// the bytes over without copying; a lent buffer is handed back as it
+    /// is (`Err`), its slot still held.
+    pub fn into_vec_parts(mut self) -> Result<(Vec<u8>, usize), PacketBuf> {
+        match &mut self.storage {
+            Storage::Owned(v) => {
+                let mut v = std::mem::take(v);
+                v.truncate(self.head + self.len);
+                Ok((v, self.head))
+            }
+            Storage::Lent { .. } => Err(self),
+        }
     }
 
     /// Copies a lent frame into owned storage (keeping the headroom size) and
@@ -401,6 +411,52 @@ impl PacketBuf {
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.push_back(bytes.len()).copy_from_slice(bytes);
     }
+}
+
+impl Drop for PacketBuf {
+    /// Owned storage goes back to [`crate::pool`]; a lent slot goes back to
+    /// its backend (the lease's own drop).
+    fn drop(&mut self) {
+        if let Storage::Owned(v) = &mut self.storage {
+            pool::give(std::mem::take(v));
+        }
+    }
+}
+
+/// Gives replaced storage back: an owned vector to the pool, a lent slot
+/// to its backend.
+fn recycle(storage: Storage) {
+    if let Storage::Owned(v) = storage {
+        pool::give(v);
+    }
+}
+
+/// A zeroed vector of `len` bytes, recycled from the pool when it fits.
+fn zeroed(len: usize) -> Vec<u8> {
+    let mut v = if len <= pool::BUF_CAPACITY {
+        pool::take()
+    } else {
+        Vec::with_capacity(len)
+    };
+    v.resize(len, 0);
+    v
+}
+
+/// A vector of `headroom` zeros, `frame` and `tailroom` zeros, recycled
+/// from the pool when it fits.
+fn copied(headroom: usize, frame: &[u8], tailroom: usize) -> Vec<u8> {
+    let len = headroom
+        .saturating_add(frame.len())
+        .saturating_add(tailroom);
+    let mut v = if len <= pool::BUF_CAPACITY {
+        pool::take()
+    } else {
+        Vec::with_capacity(len)
+    };
+    v.resize(headroom, 0);
+    v.extend_from_slice(frame);
+    v.resize(len, 0);
+    v
 }
 
 impl Clone for PacketBuf {
@@ -831,6 +887,46 @@ mod tests {
         assert!(!q.is_lent());
         assert_eq!(q.data(), &[6; 4]);
         assert_eq!(*rec.released.lock().unwrap(), vec![3, 4]);
+    }
+
+    #[test]
+    fn into_vec_parts_hands_owned_storage_over_and_keeps_lent_slots() {
+        let mut v = vec![0u8; 8];
+        v.extend_from_slice(&[1, 2, 3, 4, 5]);
+        let p = v.as_ptr();
+        let mut b = PacketBuf::from_vec(v, 8);
+        b.truncate(3);
+        let (v, head) = b.into_vec_parts().unwrap();
+        assert_eq!((v.as_ptr(), head, &v[head..]), (p, 8, &[1, 2, 3][..]));
+
+        let rec = Arc::new(Recorder {
+            released: Mutex::new(Vec::new()),
+            count: AtomicUsize::new(0),
+        });
+        let mut region = vec![9u8; 32];
+        let l = lent(&mut region, &rec, 5, 4, 6);
+        let back = l.into_vec_parts().unwrap_err();
+        assert!(back.is_lent() && back.data() == [9; 6]);
+        assert_eq!(rec.count.load(Ordering::SeqCst), 0, "slot still held");
+        drop(back);
+        assert_eq!(*rec.released.lock().unwrap(), vec![5]);
+    }
+
+    #[test]
+    fn owned_storage_is_recycled_on_drop() {
+        // Runs on its own test thread, whose pool starts empty.
+        std::thread::spawn(|| {
+            let b = PacketBuf::from_slice(&[7; 60]);
+            let p = b.data().as_ptr();
+            drop(b);
+            assert_eq!(pool::local_len(), 1);
+            let again = PacketBuf::from_slice(&[8; 100]);
+            assert_eq!(again.data().as_ptr(), p, "the dropped storage came back");
+            assert_eq!(again.data(), &[8; 100][..]);
+            assert_eq!(again.headroom(), DEFAULT_HEADROOM);
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

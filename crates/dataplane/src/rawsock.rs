@@ -1,5 +1,6 @@
-//! A low-latency AF_PACKET port without a ring: `recvmmsg` on RX (one copy
-//! per packet into an owned buffer) and `sendmmsg` on TX.
+//! A low-latency AF_PACKET port without a ring: `recvmmsg` on RX (into
+//! fixed jumbo-sized receive buffers, then one copy per packet into owned
+//! storage recycled through [`crate::pool`]) and `sendmmsg` on TX.
 //!
 //! Why next to [`crate::afpacket`]: a TPACKET_V3 ring hands frames over a
 //! block at a time, and at low rates a block is handed over only when its
@@ -296,9 +297,13 @@ impl PortBackend for RawSocketPort {
                 continue;
             }
             let aux = aux_of(&m.msg_hdr);
-            let mut storage = std::mem::replace(&mut self.bufs[i], vec![0u8; HEADROOM + MAX_FRAME]);
-            storage.truncate(HEADROOM + len);
-            let mut pkt = PacketBuf::from_vec(storage, HEADROOM);
+            // The receive buffers stay; the frame is copied into recycled
+            // storage (cheaper than a fresh zeroed jumbo-sized buffer per
+            // frame, and no allocation once the pool is warm).
+            let Some(frame) = self.bufs[i].get(HEADROOM..HEADROOM + len) else {
+                continue;
+            };
+            let mut pkt = PacketBuf::with_headroom(frame, HEADROOM);
             if let Some(a) = aux {
                 if a.status & VLAN_VALID != 0 {
                     let tpid = if a.status & VLAN_TPID_VALID != 0 && a.vlan_tpid != 0 {

@@ -320,6 +320,16 @@ impl PacketBuf {
         self.close_gap(0, itag_end);
         Ok(())
     }
+
+    /// Takes over `data` without copying: the packet is `data[start..]`
+    /// and the bytes before it are headroom (a `start` past the end gives
+    /// an empty packet). The pop floor is set from the packet's length, as
+    /// the copying constructors do. The inverse of [`Self::into_raw_parts`].
+    pub fn from_raw_parts(data: Vec<u8>, start: usize) -> Self {
+        let start = start.min(data.len());
+        let floor = floor_of(data.len() - start);
+        PacketBuf { data, start, floor }
+    }
 }
 
 impl AsRef<[u8]> for PacketBuf {
@@ -551,5 +561,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn from_raw_parts_adopts_storage_and_sets_the_floor_like_a_copy() {
+        // A tagged minimum-size frame: popping the tag pads back to 60.
+        let mut t = with_tags(&eth_ipv4_tcp(), &[(0x8100, 5)]);
+        t.truncate(MIN_FRAME_LEN);
+        let mut v = vec![0u8; 16];
+        v.extend_from_slice(&t);
+        let p = v.as_ptr();
+        let mut adopted = PacketBuf::from_raw_parts(v, 16);
+        assert_eq!((adopted.headroom(), adopted.as_slice()), (16, &t[..]));
+        assert_eq!(adopted.as_slice().as_ptr(), p.wrapping_add(16), "no copy");
+        let mut copied = PacketBuf::with_headroom(&t, 16);
+        adopted.pop_vlan().unwrap();
+        copied.pop_vlan().unwrap();
+        assert_eq!(adopted.as_slice(), copied.as_slice());
+        assert_eq!(adopted.len(), MIN_FRAME_LEN);
+        assert_eq!(adopted.into_raw_parts().1, 20);
+        // A runt keeps no floor; a start past the end is an empty packet.
+        let mut short = PacketBuf::from_raw_parts(vec![0, 0, 1, 2, 3], 2);
+        assert_eq!(short.as_slice(), &[1, 2, 3]);
+        assert!(short.pop_vlan().is_err());
+        assert!(PacketBuf::from_raw_parts(vec![1, 2], 5).is_empty());
     }
 }
