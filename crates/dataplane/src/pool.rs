@@ -35,7 +35,7 @@ pub const BATCH: usize = 64;
 pub const LOCAL_MAX: usize = 4 * BATCH;
 
 /// Batches the shared list keeps.
-const SHARED_MAX_BATCHES: usize = 64;
+const SHARED_MAX_BATCHES: usize = 32;
 
 thread_local! {
     static LOCAL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
