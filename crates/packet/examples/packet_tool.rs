@@ -240,6 +240,8 @@ fn run(steps: &[Step], pkt: &[u8]) -> String {
             return format!("error={e:?}");
         }
     }
+    // The frame as it would leave a port.
+    b.pad_to_floor();
     hex(b.as_slice())
 }
 

@@ -33,14 +33,19 @@
 //!   writes the action's EtherType; pop_pbb removes the backbone addresses,
 //!   any backbone VLAN tags and the I-TAG, leaving the customer frame.
 //!
-//! A pop never makes a runt of a frame that was not one: if the buffer was
-//! made from a frame of Ethernet's minimum size ([`MIN_FRAME_LEN`], 60
-//! bytes without the FCS) or more, a pop that leaves fewer bytes appends
-//! zeros up to it, as an 802.1Q bridge pads a frame that untagging leaves
-//! too short. So a 60-byte MPLS/IPv4/ICMP echo pops to a 60-byte IPv4
-//! frame (os-ken's switch tests expect this), not 56 bytes. A frame that
-//! arrived shorter (possible on veth or TAP ports) is never padded, and
-//! push-then-pop gives back exactly the frame it started from.
+//! A frame never leaves shorter than it may: if the buffer was made from a
+//! frame of Ethernet's minimum size ([`MIN_FRAME_LEN`], 60 bytes without
+//! the FCS) or more, and pops left it shorter, [`PacketBuf::pad_to_floor`]
+//! appends zeros up to 60 when the frame is emitted (output, packet-in),
+//! as an 802.1Q bridge pads a frame that untagging leaves too short. So a
+//! 60-byte MPLS/IPv4/ICMP echo popped and sent leaves as a 60-byte IPv4
+//! frame (os-ken's switch tests expect this), not 56 bytes. The padding is
+//! added at emission, not by the pop, so pop-then-push in one action list
+//! gives the same bytes whichever order of steps reaches them (and the
+//! fused gateway rewrites of the datapath, which never change the length,
+//! agree with the step-by-step path). A frame that arrived shorter
+//! (possible on veth or TAP ports) is never padded, and push-then-pop
+//! gives back exactly the frame it started from.
 
 use crate::ethernet::ethertype;
 use crate::flow_key::{field, FlowKey};
@@ -66,8 +71,8 @@ fn floor_of(len: usize) -> usize {
 pub struct PacketBuf {
     data: Vec<u8>,
     start: usize,
-    /// A pop pads the packet back to this length: [`MIN_FRAME_LEN`] if
-    /// the buffer was made from a frame at least that long, else 0.
+    /// The shortest the packet may leave: [`MIN_FRAME_LEN`] if the buffer
+    /// was made from a frame at least that long, else 0.
     floor: usize,
 }
 
@@ -131,6 +136,19 @@ impl PacketBuf {
         self.data
     }
 
+    /// Appends zeros up to the shortest length the frame may leave with
+    /// (see the module comment): call it when the frame is emitted.
+    pub fn pad_to_floor(&mut self) {
+        if self.len() < self.floor {
+            self.data.resize(self.start + self.floor, 0);
+        }
+    }
+
+    /// The length the frame leaves with once padded ([`Self::pad_to_floor`]).
+    pub fn padded_len(&self) -> usize {
+        self.len().max(self.floor)
+    }
+
     /// The storage and the offset of the packet in it (`start <= len`),
     /// so another buffer type can take the bytes over without copying.
     pub fn into_raw_parts(self) -> (Vec<u8>, usize) {
@@ -156,15 +174,11 @@ impl PacketBuf {
     }
 
     /// Removes `n` bytes at packet offset `at` (`at + n <= len`) by moving
-    /// the first `at` bytes forward; pads with zeros back to the floor
-    /// (see the module comment).
+    /// the first `at` bytes forward.
     fn close_gap(&mut self, at: usize, n: usize) {
         let s = self.start;
         self.data.copy_within(s..s + at, s + n);
         self.start = s + n;
-        if self.len() < self.floor {
-            self.data.resize(self.start + self.floor, 0);
-        }
     }
 
     /// OpenFlow push_vlan: pushes a new outermost tag with TPID `tpid`
@@ -440,6 +454,8 @@ mod tests {
     fn pop_mpls_to_ip_is_parseable() {
         let mut b = PacketBuf::from_slice(&eth_mpls1_ipv4());
         b.pop_mpls(0x0800).unwrap();
+        assert_eq!(b.padded_len(), 60);
+        b.pad_to_floor();
         // 56 bytes of frame, padded back to the 60 the frame had.
         let want = eth_ipv4_udp();
         assert_eq!(&b.as_slice()[..want.len()], &want[..]);
@@ -472,6 +488,8 @@ mod tests {
         assert_eq!(b.as_slice(), &q[..]);
         b.pop_pbb().unwrap();
         assert_eq!(b.as_slice()[..12], [[0xc1u8; 6], [0xc2; 6]].concat()[..]);
+        assert_eq!(b.len(), 56);
+        b.pad_to_floor();
         // The 56-byte customer frame, padded to Ethernet's 60.
         let inner = eth_ipv4_udp();
         assert_eq!(&b.as_slice()[12..inner.len()], &inner[12..]);
@@ -496,8 +514,9 @@ mod tests {
         assert!(!b.is_empty());
     }
 
-    /// A pop pads a frame that was at least 60 bytes back to 60, and
-    /// leaves a runt or a frame still long enough alone.
+    /// Emission pads a frame that was at least 60 bytes and lost bytes to
+    /// a pop back to 60, and leaves a runt or a frame still long enough
+    /// alone; pop-then-push is not padded in between.
     #[test]
     fn pops_keep_the_ethernet_minimum() {
         // Ethernet/MPLS/IPv4/ICMP echo, 54 bytes and 6 of padding.
@@ -518,6 +537,12 @@ mod tests {
         assert_eq!(icmp.len(), MIN_FRAME_LEN);
         let mut b = PacketBuf::from_slice(&icmp);
         b.pop_mpls(0x0800).unwrap();
+        assert_eq!(b.len(), 56);
+        let mut again = b.clone();
+        again.push_vlan(0x8100).unwrap();
+        again.pad_to_floor();
+        assert_eq!(again.len(), MIN_FRAME_LEN);
+        b.pad_to_floor();
         assert_eq!(b.len(), MIN_FRAME_LEN);
         assert_eq!(b.as_slice()[12..14], [0x08, 0x00]);
         assert_eq!(b.as_slice()[14..56], icmp[18..60]);
@@ -526,6 +551,7 @@ mod tests {
         // A frame that arrived shorter is not padded.
         let mut r = PacketBuf::from_slice(&icmp[..56]);
         r.pop_mpls(0x0800).unwrap();
+        r.pad_to_floor();
         assert_eq!(r.as_slice(), &b.as_slice()[..52]);
         let mut r = PacketBuf::from_slice(&icmp[..56]);
         r.push_vlan(0x8100).unwrap();
@@ -535,6 +561,7 @@ mod tests {
         let t = with_tags(&eth_ipv4_tcp(), &[(0x8100, 0x0064)]);
         let mut v = PacketBuf::from_slice(&t);
         v.pop_vlan().unwrap();
+        v.pad_to_floor();
         assert_eq!(v.len(), t.len() - 4);
     }
 

@@ -1024,25 +1024,31 @@ impl<'a> Exec<'a> {
 
     fn tx(&mut self, pkt: &Pkt, p: u32) {
         self.count_tx(pkt, p);
+        let mut packet = pkt.buf.clone();
+        packet.pad_to_floor();
         self.out.tx.push(TxPacket {
             port: p,
             queue_id: pkt.queue_id,
-            packet: pkt.buf.clone(),
+            packet,
         });
     }
 
     /// As `tx`, moving the buffer out of `pkt` (left empty).
     fn tx_owned(&mut self, pkt: &mut Pkt, p: u32) {
         self.count_tx(pkt, p);
+        let mut packet = std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new()));
+        packet.pad_to_floor();
         self.out.tx.push(TxPacket {
             port: p,
             queue_id: pkt.queue_id,
-            packet: std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new())),
+            packet,
         });
     }
 
+    /// Counts a frame leaving on port `p`, at the length it leaves with
+    /// (padded: see `packet::buffer`).
     fn count_tx(&mut self, pkt: &Pkt, p: u32) {
-        let len = pkt.buf.len() as u64;
+        let len = pkt.buf.padded_len() as u64;
         let c = self.hot.port(self.counters, p);
         c.tx_packets += 1;
         c.tx_bytes += len;
@@ -1061,16 +1067,19 @@ impl<'a> Exec<'a> {
             self.out.drops.packet_in_blocked += 1;
             return;
         }
-        let total = pkt.buf.len();
+        // The frame as it would leave a port (padded: see `packet::buffer`).
+        let mut frame = pkt.buf.clone();
+        frame.pad_to_floor();
+        let total = frame.len();
         let (buffer_id, keep) = if max_len == OFPCML_NO_BUFFER {
             (OFP_NO_BUFFER, total)
         } else {
-            match self.buffers.store(pkt.in_port, pkt.buf.clone()) {
+            match self.buffers.store(pkt.in_port, frame.clone()) {
                 Some(id) => (id, total.min(usize::from(max_len))),
                 None => (OFP_NO_BUFFER, total),
             }
         };
-        let data = pkt.buf.as_slice().get(..keep).unwrap_or_default().to_vec();
+        let data = frame.as_slice().get(..keep).unwrap_or_default().to_vec();
         let mut fields = vec![Oxm::basic(OxmField::InPort, OxmValue::U32(pkt.in_port))];
         if pkt.in_phy_port != pkt.in_port {
             fields.push(Oxm::basic(

@@ -910,6 +910,57 @@ fn garbage_packets_do_not_panic() {
     }
 }
 
+/// A 60-byte MPLS frame (Ethernet's minimum) that pops to 56 bytes leaves
+/// padded back to 60, to a port and to the controller; and a pop followed
+/// by a push in the same pipeline is not padded in between, so the fused
+/// gateway rewrite (one entry, compiled) and the same steps spread over two
+/// tables (the step-by-step path) send the same bytes.
+#[test]
+fn popped_minimum_frames_leave_at_sixty_bytes_by_every_path() {
+    let inner = {
+        let mut p = ipv4(17, 64, [10, 0, 0, 1], [10, 0, 0, 2], &udp(1, 2, &[7; 14]));
+        fill_checksums(&mut p);
+        p
+    };
+    let mpls = |label: u32| {
+        let mut v = (label << 12 | 1 << 8 | 64).to_be_bytes().to_vec();
+        v.extend_from_slice(&inner);
+        eth(0x8847, &v)
+    };
+    assert_eq!(mpls(18).len(), 60);
+    let mut d = dp("table=0,priority=9,mpls,mpls_label=18,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4101->vlan_vid,output:4\n\
+         table=0,priority=9,mpls,mpls_label=19,actions=pop_mpls:0x0800,goto_table:1\n\
+         table=0,priority=9,mpls,mpls_label=20,actions=pop_mpls:0x0800,output:2\n\
+         table=0,priority=9,mpls,mpls_label=21,actions=pop_mpls:0x0800,CONTROLLER:65535\n\
+         table=1,priority=1,actions=push_vlan:0x8100,set_field:4101->vlan_vid,output:4");
+    let fused = send(&mut d, 1, &mpls(18));
+    let stepwise = send(&mut d, 1, &mpls(19));
+    assert_eq!(fused.tx.len(), 1);
+    assert_eq!(stepwise.tx.len(), 1);
+    let f = fused.tx[0].packet.as_slice();
+    assert_eq!(f, stepwise.tx[0].packet.as_slice());
+    assert_eq!(f.len(), 60);
+    assert_eq!(&f[12..18], &[0x81, 0x00, 0x00, 0x05, 0x08, 0x00]);
+    assert_eq!(&f[18..], &inner[..]);
+    // Popped and sent as is: 56 bytes of frame and 4 of zeros.
+    let o = send(&mut d, 1, &mpls(20));
+    let p = o.tx[0].packet.as_slice();
+    assert_eq!(p.len(), 60);
+    assert_eq!(&p[14..56], &inner[..]);
+    assert_eq!(&p[56..], &[0; 4]);
+    let c = d.counters();
+    assert_eq!(c.ports[&2].tx_bytes, 60);
+    let o = send(&mut d, 1, &mpls(21));
+    assert_eq!(o.packet_ins.len(), 1);
+    assert_eq!(o.packet_ins[0].message.data, p);
+    assert_eq!(o.packet_ins[0].message.total_len, 60);
+    // A frame that arrived shorter than 60 is never padded.
+    let mut short = mpls(20);
+    short.truncate(58);
+    let o = send(&mut d, 1, &short);
+    assert_eq!(o.tx[0].packet.len(), 54);
+}
+
 // ---- properties ---------------------------------------------------------------------
 
 mod props {
