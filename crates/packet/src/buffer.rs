@@ -337,8 +337,9 @@ impl PacketBuf {
 
     /// Takes over `data` without copying: the packet is `data[start..]`
     /// and the bytes before it are headroom (a `start` past the end gives
-    /// an empty packet). The pop floor is set from the packet's length, as
-    /// the copying constructors do. The inverse of [`Self::into_raw_parts`].
+    /// an empty packet). The floor ([`Self::pad_to_floor`]) is set from
+    /// the packet's length, as the copying constructors do. The inverse of
+    /// [`Self::into_raw_parts`].
     pub fn from_raw_parts(data: Vec<u8>, start: usize) -> Self {
         let start = start.min(data.len());
         let floor = floor_of(data.len() - start);
@@ -592,7 +593,8 @@ mod tests {
 
     #[test]
     fn from_raw_parts_adopts_storage_and_sets_the_floor_like_a_copy() {
-        // A tagged minimum-size frame: popping the tag pads back to 60.
+        // A tagged minimum-size frame: after the tag is popped it leaves
+        // padded back to 60.
         let mut t = with_tags(&eth_ipv4_tcp(), &[(0x8100, 5)]);
         t.truncate(MIN_FRAME_LEN);
         let mut v = vec![0u8; 16];
@@ -602,15 +604,18 @@ mod tests {
         assert_eq!((adopted.headroom(), adopted.as_slice()), (16, &t[..]));
         assert_eq!(adopted.as_slice().as_ptr(), p.wrapping_add(16), "no copy");
         let mut copied = PacketBuf::with_headroom(&t, 16);
-        adopted.pop_vlan().unwrap();
-        copied.pop_vlan().unwrap();
+        for b in [&mut adopted, &mut copied] {
+            b.pop_vlan().unwrap();
+            b.pad_to_floor();
+        }
         assert_eq!(adopted.as_slice(), copied.as_slice());
         assert_eq!(adopted.len(), MIN_FRAME_LEN);
         assert_eq!(adopted.into_raw_parts().1, 20);
         // A runt keeps no floor; a start past the end is an empty packet.
         let mut short = PacketBuf::from_raw_parts(vec![0, 0, 1, 2, 3], 2);
         assert_eq!(short.as_slice(), &[1, 2, 3]);
-        assert!(short.pop_vlan().is_err());
+        short.pad_to_floor();
+        assert_eq!(short.len(), 3);
         assert!(PacketBuf::from_raw_parts(vec![1, 2], 5).is_empty());
     }
 }
