@@ -8,7 +8,7 @@
 //! [`packet::buffer::PacketBuf`] (a `Vec` with headroom). On the way in an
 //! owned buffer's vector is taken over as it is, headroom included
 //! ([`dataplane::PacketBuf::into_vec_parts`] and
-//! [`packet::buffer::PacketBuf::from_raw_parts`], which sets the pop floor
+//! [`packet::buffer::PacketBuf::from_raw_parts`], which sets the padding floor
 //! from the received length like the copying constructors); a lent frame
 //! is copied once into storage from [`dataplane::pool`] (the ring slot goes
 //! back to the kernel at once, which also keeps a slow flow from pinning
