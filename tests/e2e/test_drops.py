@@ -45,12 +45,12 @@ def config(mode, ring):
     )
 
 
-def start(fulmar_bin, tmp_path, mode, ring=1024):
+def start(fulmar_bin, tmp_path, mode, ring=1024, extra=()):
     if shutil.which("ovs-ofctl") is None:
         pytest.skip("needs ovs-ofctl")
     cfg = tmp_path / "fulmar.toml"
     cfg.write_text(config(mode, ring))
-    sw = Switch([fulmar_bin, "run", "--config", str(cfg)])
+    sw = Switch([fulmar_bin, "run", "--config", str(cfg), *extra])
     m = re.search(r"listening for controllers on ([\d.]+:\d+)", "".join(sw.err_lines))
     assert m, sw.err_lines
     return sw, "tcp:" + m.group(1)
@@ -136,8 +136,11 @@ def test_a_rate_one_worker_sustains_loses_nothing(net, fulmar_bin, tmp_path, mod
 
 @pytest.mark.parametrize("mode", MODES)
 def test_beyond_capacity_every_drop_is_counted(net, fulmar_bin, tmp_path, mode):
-    # The smallest rings, and frames as fast as a raw socket sends them.
-    sw, target = start(fulmar_bin, tmp_path, mode, ring=64)
+    # The smallest rings, socket receive buffers of a few frames (without
+    # any allocation per packet a run-to-completion worker keeps up with
+    # one raw-socket sender here, so the kernel's buffer must be what
+    # overflows), and frames as fast as a raw socket sends them.
+    sw, target = start(fulmar_bin, tmp_path, mode, ring=64, extra=("--afpacket-rcvbuf", "4096"))
     try:
         before = ends()
         sent, secs = flood(200000, 0)

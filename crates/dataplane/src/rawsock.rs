@@ -67,9 +67,10 @@ pub struct RawSocketPort {
     kernel_drops: std::cell::Cell<u64>,
 }
 
-/// Receive buffer asked for: room for a few milliseconds of small frames at
-/// line rate, so a worker busy with one burst does not lose the next.
-const RCVBUF_BYTES: libc::c_int = 8 << 20;
+/// Receive buffer asked for by default: room for a few milliseconds of
+/// small frames at line rate, so a worker busy with one burst does not lose
+/// the next.
+pub const DEFAULT_RCVBUF_BYTES: usize = 8 << 20;
 
 /// `struct tpacket_stats`, what `PACKET_STATISTICS` reports for a packet
 /// socket without a ring.
@@ -105,8 +106,29 @@ fn tx_socket(ifindex: u32) -> io::Result<OwnedFd> {
 }
 
 impl RawSocketPort {
-    /// Opens a port on interface `ifname` (promiscuous).
+    /// Opens a port on interface `ifname` (promiscuous) with the default
+    /// receive buffer ([`DEFAULT_RCVBUF_BYTES`]).
     pub fn open(ifname: &str) -> io::Result<RawSocketPort> {
+        Self::open_with_rcvbuf(ifname, DEFAULT_RCVBUF_BYTES)
+    }
+
+    /// Opens a port whose receive socket asks for `rcvbuf` bytes of buffer
+    /// (what absorbs a burst while the worker is busy; the kernel counts
+    /// frames beyond it as drops, reported as `rx_drops.ring_full`). The
+    /// kernel rounds small values up to its minimum.
+    pub fn open_with_rcvbuf(ifname: &str, rcvbuf: usize) -> io::Result<RawSocketPort> {
+        let rcvbuf = libc::c_int::try_from(rcvbuf)
+            .ok()
+            .filter(|&b| b > 0)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "receive buffer of {rcvbuf} bytes: expected 1 to {}",
+                        libc::c_int::MAX
+                    ),
+                )
+            })?;
         let ifindex = sys::if_index(ifname)?;
         let rx = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
         sys::setsockopt(
@@ -131,8 +153,8 @@ impl RawSocketPort {
             .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))?;
         // As root the limit in net.core.rmem_max does not apply; otherwise
         // the kernel caps the request, which is still better than nothing.
-        if sys::setsockopt(&rx, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &RCVBUF_BYTES).is_err() {
-            let _ = sys::setsockopt(&rx, libc::SOL_SOCKET, libc::SO_RCVBUF, &RCVBUF_BYTES);
+        if sys::setsockopt(&rx, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &rcvbuf).is_err() {
+            let _ = sys::setsockopt(&rx, libc::SOL_SOCKET, libc::SO_RCVBUF, &rcvbuf);
         }
         bind(&rx, ifindex, libc::ETH_P_ALL as u16)?;
         Ok(RawSocketPort {

@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// How afpacket ports receive.
     #[arg(long, value_enum, default_value = "socket")]
     pub afpacket_mode: AfMode,
+    /// Socket mode: receive buffer per port in bytes (default 8 MiB), what
+    /// absorbs a burst while a worker is busy; frames beyond it are
+    /// counted as rx drops.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(4096..=1 << 30))]
+    pub afpacket_rcvbuf: Option<u64>,
     /// Idle dataplane threads keep polling this many µs after their last
     /// input before they sleep (default 1000); "busy": never sleep (a core
     /// per thread; the lowest delay).
@@ -158,6 +163,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let shutdown = Shutdown::install()?;
     let mut opts = RuntimeOptions::default();
     opts.backends.afpacket_mode = args.afpacket_mode.into();
+    opts.backends.afpacket_rcvbuf = args.afpacket_rcvbuf.map(|b| b as usize);
     opts.poll_window = args.poll_us;
     let rt = Runtime::start(&cfg, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
     let _agents = start_agents(&cfg, &rt)?;

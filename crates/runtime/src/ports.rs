@@ -63,6 +63,9 @@ pub struct BackendOptions {
     pub afpacket_mode: AfPacketMode,
     /// AF_PACKET ring and socket settings (ring mode).
     pub afpacket: AfPacketConfig,
+    /// Socket mode: the receive buffer each port asks for (None: the
+    /// backend's default, 8 MiB).
+    pub afpacket_rcvbuf: Option<usize>,
     /// AF_XDP settings.
     pub afxdp: AfXdpConfig,
 }
@@ -130,7 +133,13 @@ fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::R
                 Box::new(AfPacketPort::open_with(name, &opts.afpacket)?),
                 true,
             ),
-            AfPacketMode::Socket => (Box::new(RawSocketPort::open(name)?), true),
+            AfPacketMode::Socket => (
+                Box::new(match opts.afpacket_rcvbuf {
+                    Some(b) => RawSocketPort::open_with_rcvbuf(name, b)?,
+                    None => RawSocketPort::open(name)?,
+                }),
+                true,
+            ),
         },
         Backend::AfXdp => (Box::new(AfXdpPort::open_with(name, &opts.afxdp)?), true),
         Backend::Tap => {
