@@ -9,12 +9,6 @@ import ctl_support as ctl
 
 fulmar_bin = ctl.e2e.fulmar_bin  # the fixture: builds the debug binary unless $FULMAR names one
 
-# tests/e2e/test_switch.py imports these from whichever module is named
-# `conftest` when it is collected; when both directories are named on the
-# command line this one may be it, so it offers the e2e values.
-MAC_A, MAC_B = ctl.e2e.MAC_A, ctl.e2e.MAC_B
-Switch, capture, in_ns, send = ctl.e2e.Switch, ctl.e2e.capture, ctl.e2e.in_ns, ctl.e2e.send
-
 
 @pytest.fixture
 def fct_net(fulmar_bin):

@@ -18,7 +18,7 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from conftest import HELPER, MAC_A, NS_A, NS_B, SW_A, SW_B, Switch, in_ns
+from e2e_support import HELPER, MAC_A, NS_A, NS_B, SW_A, SW_B, Switch, in_ns
 
 MODES = ["run-to-completion", "rx-worker-tx"]
 FLOWS = [

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import NS_A, SW_A, SW_B, Switch, in_ns
+from e2e_support import NS_A, SW_A, SW_B, Switch, in_ns
 
 
 def ping(count=3):

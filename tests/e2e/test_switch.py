@@ -13,9 +13,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.contrib.mpls import MPLS
 from scapy.layers.l2 import Dot1AH
 
-# Imported at collection, while `conftest` is still this directory's (the
-# scapy test directories have conftest modules of their own).
-from conftest import MAC_A, MAC_B, NS_A, NS_B, NS_D1, NS_D2, SW_A, SW_B, Switch, capture, in_ns, send
+from e2e_support import MAC_A, MAC_B, NS_A, NS_B, NS_D1, NS_D2, SW_A, SW_B, Switch, capture, in_ns, send
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import SW_A, SW_B, Switch
+from e2e_support import SW_A, SW_B, Switch
 
 
 def openssl(*args, cwd):
