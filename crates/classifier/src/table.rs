@@ -64,6 +64,7 @@
 //! Every successful insert, remove or modify bumps [`Table::generation`];
 //! flow caches record it and ignore their entries once it moved.
 
+use crate::fast_hash::FastMap;
 use crate::key::BURST_WORDS;
 use crate::lpm::Lpm;
 use crate::merged::Merged;
@@ -71,7 +72,6 @@ use crate::rule::{Hit, Rule, RuleError};
 use crate::subtable::Subtable;
 use packet::flow_key::FlowKey;
 use std::borrow::Borrow;
-use std::collections::HashMap;
 
 /// Which lookup structures a table currently uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,17 +119,17 @@ struct Stored {
 /// The rules of one flow table with their lookup structures.
 #[derive(Clone, Debug, Default)]
 pub struct Table {
-    rules: HashMap<u64, Stored>,
+    rules: FastMap<u64, Stored>,
     subtables: Vec<Option<Subtable>>,
     free: Vec<usize>,
-    by_mask: HashMap<Vec<(u8, u128)>, usize>,
+    by_mask: FastMap<Vec<(u8, u128)>, usize>,
     /// Live subtables, highest `max_priority` first.
     order: Vec<usize>,
     lpm: Lpm,
     merged: Merged,
     generation: u64,
     /// Rules per mask, for rules outside the LPM engine.
-    mask_counts: HashMap<Vec<(u8, u128)>, usize>,
+    mask_counts: FastMap<Vec<(u8, u128)>, usize>,
     /// Masks the last reshape reserved for exact subtables.
     preferred: Vec<Vec<(u8, u128)>>,
     /// Changes since the last reshape check.

@@ -149,6 +149,7 @@ use crate::match_key::MatchKey;
 use crate::meter_table::Meters;
 use crate::validate::{validate_instructions, ActionPolicy, InstructionContext};
 use crate::Time;
+use classifier::FastMap;
 use ofp::consts::{table_no, OFP_NO_BUFFER};
 use ofp::error::{BadRequestCode, FlowModFailedCode};
 use ofp::flow_mod::flow_mod_flags;
@@ -202,7 +203,7 @@ const REBUILD_INDEX_BELOW: usize = 16384;
 #[derive(Debug, Default)]
 pub struct FlowTable {
     /// Where each entry lives in `slots`.
-    entries: HashMap<FlowId, u32>,
+    entries: FastMap<FlowId, u32>,
     /// The entries, by slot (see "Entry slots" in the module comment).
     slots: Vec<Option<FlowEntry>>,
     /// Empty slots, reused last-freed first.
@@ -211,7 +212,7 @@ pub struct FlowTable {
     fast: Vec<FastEntry>,
     /// The ids of `entries`, in order.
     order: BTreeSet<FlowId>,
-    by_key: HashMap<(u16, MatchKey), FlowId>,
+    by_key: FastMap<(u16, MatchKey), FlowId>,
     lookup_count: u64,
     matched_count: u64,
     /// The fast classifier's copy of the entries' (id, priority, match).
@@ -444,7 +445,7 @@ enum LocOp {
 
 /// `FlowId -> table id`.
 #[derive(Clone, Debug, Default)]
-struct Location(HashMap<FlowId, u8>);
+struct Location(FastMap<FlowId, u8>);
 
 impl Replay for Location {
     type Op = LocOp;
