@@ -261,6 +261,11 @@ trait Replay: Clone {
     type Out;
     /// Applies one change.
     fn apply(&mut self, op: &Self::Op) -> Self::Out;
+    /// Applies one change the caller no longer needs (the control side's
+    /// copy, after logging): may move out of it instead of cloning.
+    fn apply_owned(&mut self, op: Self::Op) -> Self::Out {
+        self.apply(&op)
+    }
 }
 
 /// Most logged operations (per structure) kept for catching up old
@@ -371,9 +376,9 @@ where
             }
         }
         match Arc::get_mut(&mut self.cur) {
-            Some(cur) => cur.apply(&op),
+            Some(cur) => cur.apply_owned(op),
             // Unreachable: `cur` was made unique above.
-            None => Arc::make_mut(&mut self.cur).apply(&op),
+            None => Arc::make_mut(&mut self.cur).apply_owned(op),
         }
     }
 }
@@ -381,7 +386,10 @@ where
 /// A change of one [`FlowTable`].
 #[derive(Clone, Debug)]
 enum TableOp {
-    Put(Box<FlowEntry>),
+    /// Shared with the log: logging it is a reference count, and the
+    /// control side's copy takes the entry without a clone when no spare
+    /// needs it (`apply_owned`); each spare's replay clones it once.
+    Put(Arc<FlowEntry>),
     Take(FlowId),
     Hits {
         id: FlowId,
@@ -399,6 +407,16 @@ impl Replay for FlowTable {
     type Op = TableOp;
     /// `Take`: the entry removed; `Hits`: whether the entry exists.
     type Out = (Option<FlowEntry>, bool);
+
+    fn apply_owned(&mut self, op: TableOp) -> (Option<FlowEntry>, bool) {
+        match op {
+            TableOp::Put(e) => {
+                self.put(Arc::try_unwrap(e).unwrap_or_else(|e| FlowEntry::clone(&e)));
+                (None, true)
+            }
+            op => self.apply(&op),
+        }
+    }
 
     fn apply(&mut self, op: &TableOp) -> (Option<FlowEntry>, bool) {
         match op {
@@ -1072,7 +1090,7 @@ impl Tables {
                 .insert(id);
         }
         self.location.write(LocOp::Insert(id, e.table_id));
-        self.write(e.table_id, TableOp::Put(Box::new(e)));
+        self.write(e.table_id, TableOp::Put(Arc::new(e)));
     }
 
     /// Takes an entry out of its table and every index.
