@@ -66,6 +66,7 @@
 //! 0.2 Mpps; the merged tables made it 7.
 
 pub mod cache;
+pub mod fast_hash;
 pub mod key;
 pub mod lpm;
 pub mod merged;
@@ -74,6 +75,7 @@ pub mod subtable;
 pub mod table;
 
 pub use cache::{CacheStats, Deps, FlowCache, MAX_DEPS};
+pub use fast_hash::{FastBuild, FastHasher, FastMap, FastSet};
 pub use rule::{FieldMatch, Hit, LinearRef, Rule, RuleError};
 pub use subtable::{prefetch, prefetch_all};
 pub use table::{Shape, Table};

@@ -49,7 +49,7 @@ use crate::rule::{FieldMatch, Hit, Rule};
 use crate::subtable::prefetch;
 use packet::flow_key::{field, FlowKey};
 use std::borrow::Borrow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 const VALID: u32 = 1 << 31;
 const GROUP: u32 = 1 << 30;
@@ -93,7 +93,7 @@ pub struct Lpm {
     best: Vec<Hit>,
     members: Vec<Vec<Hit>>,
     free_routes: Vec<u32>,
-    by_len: Vec<HashMap<u32, u32>>,
+    by_len: Vec<crate::fast_hash::FastMap<u32, u32>>,
     prios: Vec<BTreeMap<u16, u32>>,
     count: usize,
 }
@@ -166,7 +166,7 @@ impl Lpm {
                 .fold(1u64 << field::IPV4_DST, |a, f| a | (1u64 << f.field));
             if self.tbl24.is_empty() {
                 self.tbl24 = vec![0; 1 << 24];
-                self.by_len = vec![HashMap::new(); 33];
+                self.by_len = vec![crate::fast_hash::FastMap::default(); 33];
                 self.prios = vec![BTreeMap::new(); 33];
             }
         } else if extra != self.extra {

@@ -287,9 +287,9 @@ impl MergedTable {
 pub struct Merged {
     tables: Vec<Option<MergedTable>>,
     free: Vec<usize>,
-    by_mask: HashMap<Vec<(u8, u128)>, usize>,
+    by_mask: crate::fast_hash::FastMap<Vec<(u8, u128)>, usize>,
     order: Vec<usize>,
-    location: HashMap<u64, usize>,
+    location: crate::fast_hash::FastMap<u64, usize>,
 }
 
 impl Merged {

@@ -64,6 +64,7 @@
 //! Every successful insert, remove or modify bumps [`Table::generation`];
 //! flow caches record it and ignore their entries once it moved.
 
+use crate::fast_hash::FastMap;
 use crate::key::BURST_WORDS;
 use crate::lpm::Lpm;
 use crate::merged::Merged;
@@ -71,7 +72,6 @@ use crate::rule::{Hit, Rule, RuleError};
 use crate::subtable::Subtable;
 use packet::flow_key::FlowKey;
 use std::borrow::Borrow;
-use std::collections::HashMap;
 
 /// Which lookup structures a table currently uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,17 +119,17 @@ struct Stored {
 /// The rules of one flow table with their lookup structures.
 #[derive(Clone, Debug, Default)]
 pub struct Table {
-    rules: HashMap<u64, Stored>,
+    rules: FastMap<u64, Stored>,
     subtables: Vec<Option<Subtable>>,
     free: Vec<usize>,
-    by_mask: HashMap<Vec<(u8, u128)>, usize>,
+    by_mask: FastMap<Vec<(u8, u128)>, usize>,
     /// Live subtables, highest `max_priority` first.
     order: Vec<usize>,
     lpm: Lpm,
     merged: Merged,
     generation: u64,
     /// Rules per mask, for rules outside the LPM engine.
-    mask_counts: HashMap<Vec<(u8, u128)>, usize>,
+    mask_counts: FastMap<Vec<(u8, u128)>, usize>,
     /// Masks the last reshape reserved for exact subtables.
     preferred: Vec<Vec<(u8, u128)>>,
     /// Changes since the last reshape check.
@@ -141,6 +141,33 @@ pub const RESHAPE_CHECK_EVERY: usize = 1024;
 /// Rules a merged-away mask needs before a reshape moves it to an exact
 /// subtable.
 pub const RESHAPE_MIN_RULES: usize = 64;
+
+/// A packed key's words: on the stack up to 32 words (every mask of a
+/// handful of fields), on the heap beyond; saves an allocation per insert
+/// and remove.
+// Lives on the stack for one call, never stored: the size is the point.
+#[allow(clippy::large_enum_variant)]
+enum KeyBuf {
+    Inline([u64; 32], usize),
+    Heap(Vec<u64>),
+}
+
+impl KeyBuf {
+    fn new(words: usize) -> KeyBuf {
+        if words <= 32 {
+            KeyBuf::Inline([0; 32], words)
+        } else {
+            KeyBuf::Heap(vec![0; words])
+        }
+    }
+
+    fn as_mut(&mut self) -> &mut [u64] {
+        match self {
+            KeyBuf::Inline(a, n) => a.get_mut(..*n).unwrap_or_default(),
+            KeyBuf::Heap(v) => v,
+        }
+    }
+}
 
 fn mask_of(rule: &Rule) -> Vec<(u8, u128)> {
     rule.fields.iter().map(|f| (f.field, f.mask)).collect()
@@ -324,26 +351,30 @@ impl Table {
             || self.preferred.contains(&mask)
             || self.order.len() - usize::from(self.by_mask.contains_key(&[][..])) < EXACT_SUBTABLES
         {
-            self.tss_insert(&rule, resort);
+            self.tss_insert(&rule, &mask, resort);
             Place::Tss
         } else {
             self.merged.insert(&rule, resort);
             Place::Merged
         };
         if place != Place::Lpm {
-            *self.mask_counts.entry(mask).or_insert(0) += 1;
+            match self.mask_counts.get_mut(&mask) {
+                Some(c) => *c += 1,
+                None => {
+                    self.mask_counts.insert(mask, 1);
+                }
+            }
         }
         self.rules.insert(rule.id, Stored { rule, place });
         self.generation += 1;
         Ok(())
     }
 
-    fn tss_insert(&mut self, rule: &Rule, resort: bool) {
-        let mask = mask_of(rule);
-        let idx = match self.by_mask.get(&mask) {
+    fn tss_insert(&mut self, rule: &Rule, mask: &[(u8, u128)], resort: bool) {
+        let idx = match self.by_mask.get(mask) {
             Some(&i) => i,
             None => {
-                let st = Subtable::new(mask.clone());
+                let st = Subtable::new(mask.to_vec());
                 let i = match self.free.pop() {
                     Some(i) => {
                         self.subtables[i] = Some(st);
@@ -354,7 +385,7 @@ impl Table {
                         self.subtables.len() - 1
                     }
                 };
-                self.by_mask.insert(mask, i);
+                self.by_mask.insert(mask.to_vec(), i);
                 self.order.push(i);
                 i
             }
@@ -363,9 +394,10 @@ impl Table {
             return;
         };
         let before = st.max_priority();
-        let mut key = vec![0u64; st.layout().words()];
-        st.layout().pack_rule(&rule.fields, &mut key);
-        st.insert(&key, rule.hit());
+        let mut buf = KeyBuf::new(st.layout().words());
+        let key = buf.as_mut();
+        st.layout().pack_rule(&rule.fields, key);
+        st.insert(key, rule.hit());
         if resort && (st.max_priority() != before || st.len() == 1) {
             self.resort();
         }
@@ -410,9 +442,10 @@ impl Table {
             if let Some(&idx) = self.by_mask.get(&mask) {
                 if let Some(st) = self.subtables.get_mut(idx).and_then(Option::as_mut) {
                     let before = st.max_priority();
-                    let mut key = vec![0u64; st.layout().words()];
-                    st.layout().pack_rule(&rule.fields, &mut key);
-                    st.remove(&key, rule.id, rule.priority);
+                    let mut buf = KeyBuf::new(st.layout().words());
+                    let key = buf.as_mut();
+                    st.layout().pack_rule(&rule.fields, key);
+                    st.remove(key, rule.id, rule.priority);
                     if st.is_empty() {
                         self.subtables[idx] = None;
                         self.free.push(idx);
