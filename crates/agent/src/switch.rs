@@ -11,9 +11,8 @@
 //! once every operation handed over before it is fully applied, which for
 //! an in-memory state is at once.
 
-use ofp::error::{BadRequestCode, SwitchConfigFailedCode};
+use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
-use ofp::switch_config::config_flags;
 use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketIn, PacketOut, PacketQueue, Port,
     PortMod, PortStatus, SwitchConfig, TableMod,
@@ -245,31 +244,11 @@ impl Switch for MemorySwitch {
     }
 
     fn config(&self) -> SwitchConfig {
-        let inner = self.lock();
-        SwitchConfig {
-            flags: inner.dp.config.flags,
-            miss_send_len: inner.dp.config.miss_send_len,
-        }
+        self.lock().dp.config.switch_config()
     }
 
     fn set_config(&self, config: &SwitchConfig) -> Result<(), OfpError> {
-        let frag = config.flags & config_flags::FRAG_MASK;
-        // Fragment handling (reassembly is not implemented: no IP_REASM
-        // capability; 3 is undefined) and the 1.2 flag the datapath still
-        // honours.
-        let known = config_flags::FRAG_MASK | pipeline::datapath::OFPC_INVALID_TTL_TO_CONTROLLER;
-        if config.flags & !known != 0
-            || frag == config_flags::FRAG_REASM
-            || frag == config_flags::FRAG_MASK
-        {
-            return Err(OfpError::SwitchConfigFailed(
-                SwitchConfigFailedCode::BadFlags,
-            ));
-        }
-        let mut inner = self.lock();
-        inner.dp.config.flags = config.flags;
-        inner.dp.config.miss_send_len = config.miss_send_len;
-        Ok(())
+        self.lock().dp.config.set_switch_config(config)
     }
 
     fn flow_mod(&self, fm: &FlowMod) -> Result<(), OfpError> {
@@ -424,6 +403,8 @@ mod tests {
 
     #[test]
     fn config_refuses_reassembly() {
+        use ofp::error::SwitchConfigFailedCode;
+        use ofp::switch_config::config_flags;
         let sw = MemorySwitch::new(MemorySwitchConfig::default(), None);
         let bad = OfpError::SwitchConfigFailed(SwitchConfigFailedCode::BadFlags);
         for flags in [config_flags::FRAG_REASM, 3, 0x10] {

@@ -22,7 +22,6 @@ use std::time::Duration;
 use agent::{Switch, SwitchEvent};
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
-use ofp::switch_config::config_flags;
 use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketOut, PacketQueue, Port, PortMod,
     PortStatus, SwitchConfig, TableMod,
@@ -99,27 +98,12 @@ impl Switch for BridgeSwitch {
     }
 
     fn config(&self) -> SwitchConfig {
-        let c = self.b.control();
-        SwitchConfig {
-            flags: c.dp.config.flags,
-            miss_send_len: c.dp.config.miss_send_len,
-        }
+        self.b.control().dp.config.switch_config()
     }
 
     fn set_config(&self, config: &SwitchConfig) -> Result<(), OfpError> {
-        let frag = config.flags & config_flags::FRAG_MASK;
-        let known = config_flags::FRAG_MASK | pipeline::datapath::OFPC_INVALID_TTL_TO_CONTROLLER;
-        if config.flags & !known != 0
-            || frag == config_flags::FRAG_REASM
-            || frag == config_flags::FRAG_MASK
-        {
-            return Err(OfpError::SwitchConfigFailed(
-                ofp::error::SwitchConfigFailedCode::BadFlags,
-            ));
-        }
         let mut c = self.b.control();
-        c.dp.config.flags = config.flags;
-        c.dp.config.miss_send_len = config.miss_send_len;
+        c.dp.config.set_switch_config(config)?;
         self.b.publish(&c);
         Ok(())
     }

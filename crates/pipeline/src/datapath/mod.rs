@@ -104,6 +104,38 @@ impl Default for DatapathConfig {
     }
 }
 
+impl DatapathConfig {
+    /// GET_CONFIG: the flags and `miss_send_len` in force.
+    pub fn switch_config(&self) -> ofp::SwitchConfig {
+        ofp::SwitchConfig {
+            flags: self.flags,
+            miss_send_len: self.miss_send_len,
+        }
+    }
+
+    /// SET_CONFIG: takes the flags and `miss_send_len`, or changes nothing
+    /// and answers `SWITCH_CONFIG_FAILED/BAD_FLAGS` for flags this switch
+    /// does not implement: IP reassembly (no `IP_REASM` capability), the
+    /// undefined fragment mode 3, and unknown bits. The fragment modes and
+    /// the 1.2 `INVALID_TTL_TO_CONTROLLER` flag the datapath honours.
+    pub fn set_switch_config(&mut self, c: &ofp::SwitchConfig) -> Result<(), OfpError> {
+        use ofp::switch_config::config_flags;
+        let frag = c.flags & config_flags::FRAG_MASK;
+        let known = config_flags::FRAG_MASK | OFPC_INVALID_TTL_TO_CONTROLLER;
+        if c.flags & !known != 0
+            || frag == config_flags::FRAG_REASM
+            || frag == config_flags::FRAG_MASK
+        {
+            return Err(OfpError::SwitchConfigFailed(
+                ofp::error::SwitchConfigFailedCode::BadFlags,
+            ));
+        }
+        self.flags = c.flags;
+        self.miss_send_len = c.miss_send_len;
+        Ok(())
+    }
+}
+
 /// A packet to transmit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxPacket {
