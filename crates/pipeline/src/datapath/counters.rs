@@ -71,6 +71,18 @@ pub struct PortCounter {
     pub tx_dropped: u64,
 }
 
+impl PortCounter {
+    /// Adds `o` to `self`.
+    pub fn add(&mut self, o: &PortCounter) {
+        self.rx_packets += o.rx_packets;
+        self.rx_bytes += o.rx_bytes;
+        self.tx_packets += o.tx_packets;
+        self.tx_bytes += o.tx_bytes;
+        self.rx_dropped += o.rx_dropped;
+        self.tx_dropped += o.tx_dropped;
+    }
+}
+
 /// Counters of one queue of one port.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueCounter {
@@ -345,14 +357,7 @@ impl HotCounters {
         }
         for (p, pc) in self.ports.iter_mut().enumerate() {
             if *pc != PortCounter::default() {
-                let d = c.port(p as u32);
-                d.rx_packets += pc.rx_packets;
-                d.rx_bytes += pc.rx_bytes;
-                d.tx_packets += pc.tx_packets;
-                d.tx_bytes += pc.tx_bytes;
-                d.rx_dropped += pc.rx_dropped;
-                d.tx_dropped += pc.tx_dropped;
-                *pc = PortCounter::default();
+                c.port(p as u32).add(&std::mem::take(pc));
             }
         }
         for (p, qc) in self.queues0.iter_mut().enumerate() {
@@ -484,13 +489,7 @@ impl Counters {
             c.matched += f.matched;
         }
         for (p, f) in &o.ports {
-            let c = self.ports.entry(*p).or_default();
-            c.rx_packets += f.rx_packets;
-            c.rx_bytes += f.rx_bytes;
-            c.tx_packets += f.tx_packets;
-            c.tx_bytes += f.tx_bytes;
-            c.rx_dropped += f.rx_dropped;
-            c.tx_dropped += f.tx_dropped;
+            self.ports.entry(*p).or_default().add(f);
         }
         for (q, f) in &o.queues {
             let c = self.queues.entry(*q).or_default();
