@@ -15,13 +15,15 @@
 //!   sends frames through a flow the whole time: each one leaves on the
 //!   flow's port and the flow's packet count says so at the end.
 
-use agent::{Agent, AgentConfig, MemorySwitch, MemorySwitchConfig};
+mod common;
+
+use agent::MemorySwitch;
 use ofp::error::{
     BadActionCode, BadInstructionCode, BadMatchCode, BadRequestCode, HelloFailedCode,
 };
 use ofp::multipart::{MultipartReplyBody, MultipartRequest, MultipartRequestBody};
 use ofp::stats::FlowStatsRequest;
-use ofp::{ErrorMsg, Framer, Hello, MacAddr, Message, OfpError, Port};
+use ofp::{ErrorMsg, Framer, Hello, Message, OfpError};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -239,26 +241,7 @@ struct Bench {
 
 impl Bench {
     async fn start() -> Bench {
-        let ports = (1..=4u32)
-            .map(|n| Port {
-                port_no: n,
-                hw_addr: MacAddr([2, 0, 0, 0, 0, n as u8]),
-                name: format!("p{n}"),
-                ..Port::default()
-            })
-            .collect();
-        let switch = Arc::new(MemorySwitch::new(
-            MemorySwitchConfig {
-                ports,
-                ..MemorySwitchConfig::default()
-            },
-            None,
-        ));
-        let agent = Agent::new(switch.clone(), AgentConfig::default());
-        let (addr, _) = agent
-            .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-            .await
-            .unwrap();
+        let (switch, addr) = common::listening_switch(4).await;
         let mut other = Client::connect(addr).await;
         // The forwarding flow, installed by the second connection.
         let m = match_(&[oxm(OXM_IN_PORT, false, &FWD_IN.to_be_bytes())].concat());

@@ -2,10 +2,9 @@
 //! OpenFlow13` against an agent listening on 127.0.0.1. Skipped (with a
 //! note) where `ovs-ofctl` is not installed.
 
-use agent::{Agent, AgentConfig, MemorySwitch, MemorySwitchConfig};
-use ofp::{MacAddr, Port};
+mod common;
+
 use std::process::Command;
-use std::sync::Arc;
 
 fn have_ovs_ofctl() -> bool {
     Command::new("ovs-ofctl").arg("--version").output().is_ok()
@@ -35,26 +34,7 @@ async fn ovs_ofctl_drives_the_agent() {
         eprintln!("ovs-ofctl not installed: skipping the interoperability test");
         return;
     }
-    let ports = (1..=3u32)
-        .map(|n| Port {
-            port_no: n,
-            hw_addr: MacAddr([2, 0, 0, 0, 0, n as u8]),
-            name: format!("p{n}"),
-            ..Port::default()
-        })
-        .collect();
-    let switch = Arc::new(MemorySwitch::new(
-        MemorySwitchConfig {
-            ports,
-            ..MemorySwitchConfig::default()
-        },
-        None,
-    ));
-    let agent = Agent::new(switch.clone(), AgentConfig::default());
-    let (addr, _) = agent
-        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-        .await
-        .unwrap();
+    let (switch, addr) = common::listening_switch(3).await;
     let target = format!("tcp:{addr}");
     let run = |args: &[&str]| {
         let mut v: Vec<String> = vec![args[0].to_string(), target.clone()];

@@ -27,6 +27,22 @@ fn switch() -> Arc<MemorySwitch> {
     ))
 }
 
+/// A switch with ports 1 and 2 whose events go to `events`.
+fn two_port_switch(events: tokio::sync::mpsc::Sender<SwitchEvent>) -> Arc<MemorySwitch> {
+    Arc::new(MemorySwitch::new(
+        MemorySwitchConfig {
+            ports: (1..=2)
+                .map(|n| ofp::Port {
+                    port_no: n,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        },
+        Some(events),
+    ))
+}
+
 fn new_conn(sw: &Arc<MemorySwitch>, ctl: &Arc<Controllers>, config: ConnConfig) -> Conn {
     Connection::new(Arc::clone(sw), Arc::clone(ctl), config, Instant::now())
 }
@@ -1084,18 +1100,7 @@ fn frame() -> Vec<u8> {
 #[tokio::test]
 async fn packet_out_runs_through_the_datapath() {
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);
-    let sw = Arc::new(MemorySwitch::new(
-        MemorySwitchConfig {
-            ports: (1..=2)
-                .map(|n| ofp::Port {
-                    port_no: n,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        },
-        Some(tx),
-    ));
+    let sw = two_port_switch(tx);
     let ctl = Arc::new(Controllers::new());
     let mut c = open(&sw, &ctl).await;
     let po = Message::PacketOut(ofp::PacketOut {
@@ -1172,18 +1177,7 @@ async fn packet_out_runs_through_the_datapath() {
 #[tokio::test]
 async fn table_miss_packet_in_is_buffered_and_released_by_flow_mod() {
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);
-    let sw = Arc::new(MemorySwitch::new(
-        MemorySwitchConfig {
-            ports: (1..=2)
-                .map(|n| ofp::Port {
-                    port_no: n,
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        },
-        Some(tx),
-    ));
+    let sw = two_port_switch(tx);
     let ctl = Arc::new(Controllers::new());
     let mut c = open(&sw, &ctl).await;
     // Table-miss entry: to the controller, buffered (max_len 64).
