@@ -1067,19 +1067,25 @@ impl<'a> Exec<'a> {
             self.out.drops.packet_in_blocked += 1;
             return;
         }
-        // The frame as it would leave a port (padded: see `packet::buffer`).
-        let mut frame = pkt.buf.clone();
-        frame.pad_to_floor();
-        let total = frame.len();
+        // The frame as it would leave a port: padded with zeros to its
+        // floor (see `packet::buffer`).
+        let total = pkt.buf.padded_len();
         let (buffer_id, keep) = if max_len == OFPCML_NO_BUFFER {
             (OFP_NO_BUFFER, total)
         } else {
-            match self.buffers.store(pkt.in_port, frame.clone()) {
+            let mut frame = pkt.buf.clone();
+            frame.pad_to_floor();
+            match self.buffers.store(pkt.in_port, frame) {
                 Some(id) => (id, total.min(usize::from(max_len))),
                 None => (OFP_NO_BUFFER, total),
             }
         };
-        let data = frame.as_slice().get(..keep).unwrap_or_default().to_vec();
+        let bytes = pkt.buf.as_slice();
+        let mut data = bytes
+            .get(..keep.min(bytes.len()))
+            .unwrap_or_default()
+            .to_vec();
+        data.resize(keep, 0);
         let mut fields = vec![Oxm::basic(OxmField::InPort, OxmValue::U32(pkt.in_port))];
         if pkt.in_phy_port != pkt.in_port {
             fields.push(Oxm::basic(
