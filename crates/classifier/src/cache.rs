@@ -296,7 +296,7 @@ mod tests {
         // Unrelated key never hits.
         assert!(c.get(&pkt(2), &g).is_none());
         // A change in table 1 retires the entry.
-        t1.modify(port_rule(2, 9)).unwrap();
+        assert!(t1.replace(&port_rule(2, 1), port_rule(2, 9)).unwrap());
         let g = gens(&t0, &t1);
         assert!(c.get(&k, &g).is_none());
         assert_eq!(c.stats().stale, 1);

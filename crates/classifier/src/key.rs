@@ -166,6 +166,28 @@ impl Layout {
         );
     }
 
+    /// The rule fields a packed key of this layout stands for (the
+    /// inverse of [`Layout::pack_rule`] on canonical fields): one
+    /// [`FieldMatch`] per field of the mask, in field order.
+    pub fn unpack(&self, key: &[u64]) -> Vec<FieldMatch> {
+        let word = |i: usize| key.get(i).copied().unwrap_or(0);
+        self.slots
+            .iter()
+            .map(|s| {
+                let v = if s.wide {
+                    u128::from(word(s.word)) | (u128::from(word(s.word + 1)) << 64)
+                } else {
+                    u128::from(word(s.word) >> s.shift)
+                };
+                FieldMatch {
+                    field: s.field,
+                    value: v & s.mask,
+                    mask: s.mask,
+                }
+            })
+            .collect()
+    }
+
     #[inline]
     fn pack(&self, mut value: impl FnMut(u8) -> u128, out: &mut [u64]) {
         for w in out.iter_mut() {
@@ -231,6 +253,7 @@ mod tests {
         let mut r = [0u64; 1];
         gw.pack_rule(&rule, &mut r);
         assert_eq!(r, out);
+        assert_eq!(gw.unpack(&r), rule, "unpack inverts pack_rule");
         k.present &= !(1 << field::VLAN_VID);
         assert!(!gw.extract(&k, &mut out), "absent field");
 
@@ -244,6 +267,27 @@ mod tests {
         assert_eq!(acl.words(), 2);
         let v6 = Layout::new(&[(field::ETH_TYPE, 0xffff), (field::IPV6_DST, u128::MAX)]);
         assert_eq!(v6.words(), 3);
+        // unpack inverts pack_rule for canonical values of any layout.
+        let acl_rule = [
+            (field::ETH_TYPE, 0x0800, 0xffff),
+            (field::IP_PROTO, 17, 0xff),
+            (field::IPV4_SRC, 0xc0a8_0100, 0xffff_ff00),
+            (field::IPV4_DST, 0x0a00_0001, 0xffff_ffff),
+            (field::TCP_DST, 0xfffe, 0xffff),
+        ];
+        let v6_rule = [
+            (field::ETH_TYPE, 0x86dd, 0xffff),
+            (field::IPV6_DST, u128::MAX - 5, u128::MAX),
+        ];
+        for (layout, rule) in [(&acl, &acl_rule[..]), (&v6, &v6_rule[..])] {
+            let fields: Vec<FieldMatch> = rule
+                .iter()
+                .map(|&(field, value, mask)| FieldMatch { field, value, mask })
+                .collect();
+            let mut w = vec![0u64; layout.words()];
+            layout.pack_rule(&fields, &mut w);
+            assert_eq!(layout.unpack(&w), fields);
+        }
         assert_eq!(Layout::new(&[]).words(), 1);
     }
 

@@ -209,20 +209,57 @@ impl Lpm {
         true
     }
 
-    /// Removes `rule` (canonical, previously accepted by `try_insert`).
-    pub fn remove(&mut self, rule: &Rule) {
-        let Some((pfx, len, _)) = Self::shape(rule) else {
-            return;
+    /// The route (index into `members`) of `rule` and the rule's prefix
+    /// length, when `rule` (canonical) is held here exactly: same
+    /// prefix, extra fields, id and priority.
+    fn find(&self, rule: &Rule) -> Option<(usize, u32, usize)> {
+        let (pfx, len, extra) = Self::shape(rule)?;
+        if self.count == 0 || extra != self.extra {
+            return None;
+        }
+        let r = *self.by_len.get(len as usize)?.get(&pfx)? as usize;
+        let pos = self.members.get(r)?.iter().position(|h| *h == rule.hit())?;
+        Some((r, len, pos))
+    }
+
+    /// True when `rule` (canonical) is held here.
+    pub fn contains(&self, rule: &Rule) -> bool {
+        self.find(rule).is_some()
+    }
+
+    /// Appends every rule held (canonical form) to `out`.
+    pub fn rules_into(&self, out: &mut Vec<Rule>) {
+        for (len, map) in self.by_len.iter().enumerate() {
+            let len = len as u32;
+            for (&pfx, &r) in map {
+                let mut fields = self.extra.clone();
+                fields.push(FieldMatch {
+                    field: field::IPV4_DST,
+                    value: pfx.into(),
+                    mask: (u32::MAX << (32 - len)).into(),
+                });
+                fields.sort();
+                for h in self.members.get(r as usize).into_iter().flatten() {
+                    out.push(Rule {
+                        id: h.id,
+                        priority: h.priority,
+                        fields: fields.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Removes `rule` (canonical). False, and nothing changed, when it is
+    /// not held here exactly (see [`Lpm::contains`]).
+    pub fn remove(&mut self, rule: &Rule) -> bool {
+        let Some((ri, len, pos)) = self.find(rule) else {
+            return false;
         };
-        let Some(&r) = self.by_len.get(len as usize).and_then(|m| m.get(&pfx)) else {
-            return;
-        };
-        let ri = r as usize;
+        let pfx = Self::shape(rule).map_or(0, |s| s.0);
+        let r = ri as u32;
         let Some(m) = self.members.get_mut(ri) else {
-            return;
-        };
-        let Some(pos) = m.iter().position(|h| h.id == rule.id) else {
-            return;
+            return false;
         };
         m.swap_remove(pos);
         if let Some(c) = self.prios[len as usize].get_mut(&rule.priority) {
@@ -237,7 +274,7 @@ impl Lpm {
                 .iter()
                 .fold(first, |b, h| if h.beats(&b) { *h } else { b });
             self.best[ri] = b;
-            return;
+            return true;
         }
         // Last rule of the route: give its addresses to the covering route.
         self.by_len[len as usize].remove(&pfx);
@@ -253,6 +290,7 @@ impl Lpm {
         if self.count == 0 {
             self.extra.clear();
         }
+        true
     }
 
     /// Writes `e` into every entry of `pfx/len` whose depth passes `take`,

@@ -377,13 +377,47 @@ impl Merged {
         }
     }
 
-    /// Removes a rule previously inserted.
-    pub fn remove(&mut self, rule: &Rule) {
+    /// True when `rule` (canonical) is held here: same id, priority and
+    /// fields.
+    pub fn contains(&self, rule: &Rule) -> bool {
+        let Some(t) = self
+            .location
+            .get(&rule.id)
+            .and_then(|&i| self.tables.get(i))
+            .and_then(Option::as_ref)
+        else {
+            return false;
+        };
+        t.buckets.get(&t.key_of(&rule.fields)).is_some_and(|b| {
+            b.iter()
+                .any(|c| c.hit == rule.hit() && *c.fields == *rule.fields)
+        })
+    }
+
+    /// Appends every rule held to `out`.
+    pub fn rules_into(&self, out: &mut Vec<Rule>) {
+        for t in self.tables.iter().flatten() {
+            for c in t.buckets.values().flatten() {
+                out.push(Rule {
+                    id: c.hit.id,
+                    priority: c.hit.priority,
+                    fields: c.fields.to_vec(),
+                });
+            }
+        }
+    }
+
+    /// Removes `rule` (canonical). False, and nothing changed, when it is
+    /// not held here (see [`Merged::contains`]).
+    pub fn remove(&mut self, rule: &Rule) -> bool {
+        if !self.contains(rule) {
+            return false;
+        }
         let Some(i) = self.location.remove(&rule.id) else {
-            return;
+            return false;
         };
         let Some(t) = self.tables.get_mut(i).and_then(Option::as_mut) else {
-            return;
+            return false;
         };
         let before = t.max_prio;
         let key = t.key_of(&rule.fields);
@@ -397,6 +431,7 @@ impl Merged {
         } else if t.max_prio != before {
             self.resort();
         }
+        true
     }
 
     /// Re-sorts tables after a batch of inserts made with `resort: false`.

@@ -180,6 +180,11 @@ impl LinearRef {
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
+
+    /// The rules (canonical form), in id order.
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.values()
+    }
 }
 
 #[cfg(test)]

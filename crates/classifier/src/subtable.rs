@@ -51,7 +51,7 @@
 //! comment.
 
 use crate::key::{hash_words, Layout, BURST_WORDS};
-use crate::rule::Hit;
+use crate::rule::{Hit, Rule};
 use packet::flow_key::FlowKey;
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
@@ -313,8 +313,9 @@ impl Subtable {
             return false;
         };
         let g = self.group_of(i);
+        let hit = Hit { id, priority };
         if g == 0 {
-            if self.hit_of(i).id != id {
+            if self.hit_of(i) != hit {
                 return false;
             }
             self.delete_slot(i);
@@ -322,7 +323,7 @@ impl Subtable {
             let Some(v) = self.groups.get_mut(g - 1) else {
                 return false;
             };
-            let Some(pos) = v.iter().position(|x| x.id == id) else {
+            let Some(pos) = v.iter().position(|x| *x == hit) else {
                 return false;
             };
             v.swap_remove(pos);
@@ -344,6 +345,45 @@ impl Subtable {
         self.rules -= 1;
         self.count_prio(priority, false);
         true
+    }
+
+    /// True when rule `hit` with packed values `key` is held here.
+    pub fn contains(&self, key: &[u64], hit: Hit) -> bool {
+        let Some(i) = self.find(key, self.hash(key)) else {
+            return false;
+        };
+        match self.group_of(i) {
+            0 => self.hit_of(i) == hit,
+            g => self.groups.get(g - 1).is_some_and(|v| v.contains(&hit)),
+        }
+    }
+
+    /// Appends every rule held to `out`, its fields unpacked from the
+    /// slot's key (canonical form: the subtable keeps nothing else).
+    pub fn rules_into(&self, out: &mut Vec<Rule>) {
+        for s in self.slots.chunks_exact(self.stride) {
+            let meta = s.get(self.words + 1).copied().unwrap_or(0);
+            if meta & OCC == 0 {
+                continue;
+            }
+            let fields = self.layout.unpack(s.get(..self.words).unwrap_or(&[]));
+            let g = ((meta >> 16) & 0xffff_ffff) as usize;
+            let one = [Hit {
+                id: s.get(self.words).copied().unwrap_or(0),
+                priority: meta as u16,
+            }];
+            let hits = match g {
+                0 => &one[..],
+                g => self.groups.get(g - 1).map_or(&[][..], Vec::as_slice),
+            };
+            for h in hits {
+                out.push(Rule {
+                    id: h.id,
+                    priority: h.priority,
+                    fields: fields.clone(),
+                });
+            }
+        }
     }
 
     fn delete_slot(&mut self, i: usize) {

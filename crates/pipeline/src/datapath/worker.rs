@@ -494,7 +494,7 @@ impl WorkerState {
     /// issued with the first, they found the miss buffers full.
     fn prefetch_hits(&self, t0: &crate::flow_table::FlowTable, first: &[Option<Option<u32>>]) {
         let slots = || first.iter().filter_map(|f| f.flatten());
-        let general = |s: u32| t0.fast(s).is_some_and(|f| f.ops().is_none());
+        let general = |s: u32| t0.is_general(s);
         for s in slots() {
             t0.prefetch_fast(s);
         }
