@@ -4,7 +4,7 @@
 //!
 //! A fixed array of `capacity` entries (a power of two), two-way set
 //! associative: a key hashes to a pair of adjacent entries and may live
-//! in either. An entry holds the full [`FlowKey`] (its presence bits and
+//! in either. An entry holds the full key, packed (`Packed`: its presence bits and
 //! every present field compared on every hit, never trusted on the hash
 //! alone; absent fields cannot change a lookup's result), the caller's value
 //! (e.g. the rule ids a multi-table walk hit and the actions to run) and
@@ -28,7 +28,6 @@
 //! stale (present but a generation moved: counted as a miss too),
 //! inserts.
 
-use crate::key::field_value;
 use packet::flow_key::FlowKey;
 
 /// Most tables one cached result may depend on.
@@ -91,9 +90,93 @@ pub struct CacheStats {
 #[derive(Clone, Debug)]
 struct Entry<V> {
     hash: u64,
-    key: FlowKey,
+    key: Packed,
     deps: Deps,
     value: V,
+}
+
+/// Words of [`Packed`].
+const PACKED_WORDS: usize = 21;
+
+/// Every OXM field of a [`FlowKey`] and its presence bits, packed into
+/// words read straight from the key's fields (no per-field dispatch):
+/// what the cache stores, hashes and compares. Equal packed forms mean
+/// equal presence bits and equal values in every field, so equality is
+/// exact for the lookup-relevant part; fields that are not match fields
+/// (TTLs, lengths, flags) are left out, so packets of one flow share one
+/// entry. Absent fields are zero in a parsed key; were one not, two keys
+/// of one flow would merely miss each other (never a wrong hit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Packed([u64; PACKED_WORDS]);
+
+impl Packed {
+    #[inline]
+    fn of(k: &FlowKey) -> Packed {
+        let mac = |m: [u8; 6]| -> u64 {
+            let mut b = [0u8; 8];
+            b[2..].copy_from_slice(&m);
+            u64::from_be_bytes(b)
+        };
+        let (b8, b16, b32) = (u64::from, u64::from, u64::from);
+        let lo = |v: u128| v as u64;
+        let hi = |v: u128| (v >> 64) as u64;
+        Packed([
+            k.present,
+            b32(k.in_port) | b32(k.in_phy_port) << 32,
+            k.metadata,
+            k.tunnel_id,
+            mac(k.eth_dst) | b16(k.eth_type) << 48,
+            mac(k.eth_src) | b16(k.vlan_vid) << 48,
+            b8(k.vlan_pcp)
+                | b8(k.ip_dscp) << 8
+                | b8(k.ip_ecn) << 16
+                | b8(k.ip_proto) << 24
+                | b8(k.icmp_type) << 32
+                | b8(k.icmp_code) << 40
+                | b16(k.arp_op) << 48,
+            b32(k.ipv4_src) | b32(k.ipv4_dst) << 32,
+            b16(k.tp_src) | b16(k.tp_dst) << 16 | b32(k.ipv6_flabel) << 32,
+            b32(k.arp_spa) | b32(k.arp_tpa) << 32,
+            mac(k.arp_sha) | b16(k.ipv6_exthdr) << 48,
+            mac(k.arp_tha) | b8(k.mpls_tc) << 48 | b8(k.mpls_bos) << 56,
+            lo(k.ipv6_src),
+            hi(k.ipv6_src),
+            lo(k.ipv6_dst),
+            hi(k.ipv6_dst),
+            lo(k.nd_target),
+            hi(k.nd_target),
+            mac(k.nd_sll),
+            mac(k.nd_tll),
+            b32(k.mpls_label) | b32(k.pbb_isid) << 32,
+        ])
+    }
+
+    /// Hash of the packed form: four independent multiply-xor lanes (a
+    /// single chain over 21 words was the longest part of a probe).
+    #[inline]
+    fn hash(&self) -> u64 {
+        let mut lanes = [
+            0x9e37_79b9_7f4a_7c15u64,
+            0xbf58_476d_1ce4_e5b9,
+            0x94d0_49bb_1331_11eb,
+            0x2545_f491_4f6c_dd1d,
+        ];
+        for (i, &w) in self.0.iter().enumerate() {
+            let l = &mut lanes[i % 4];
+            // The rotation feeds the product's high bits (where a
+            // multiply pushes a word's differences) back to the bottom.
+            *l = (*l ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+        }
+        let [a, b, c, d] = lanes;
+        // splitmix64's finalizer: every input bit reaches the low bits
+        // that choose the set.
+        let mut h = a ^ b.rotate_left(16) ^ c.rotate_left(32) ^ d.rotate_left(48);
+        h ^= h >> 30;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 27;
+        h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
+    }
 }
 
 /// A bounded exact-match cache from a packet's [`FlowKey`] to `V`.
@@ -102,43 +185,6 @@ pub struct FlowCache<V> {
     slots: Vec<Option<Entry<V>>>,
     mask: usize,
     stats: CacheStats,
-}
-
-/// Hash of the lookup-relevant part of a key: the presence bits and the
-/// value of every present field (absent fields never influence a lookup,
-/// and `FlowKey` keeps them zero). About ten fields for a TCP packet;
-/// hashing the whole 208-byte key through `Hash` was measured 2x slower.
-#[inline]
-fn hash_key(k: &FlowKey) -> u64 {
-    let mut h = k.present.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut bits = k.present & ((1u64 << 40) - 1);
-    while bits != 0 {
-        let f = bits.trailing_zeros() as u8;
-        bits &= bits - 1;
-        let v = field_value(k, f);
-        h = (h ^ (v as u64) ^ ((v >> 64) as u64).rotate_left(17))
-            .wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h ^= h >> 31;
-    }
-    h
-}
-
-/// Full comparison of the lookup-relevant part of two keys: same
-/// presence bits and same value in every present field.
-#[inline]
-fn key_eq(a: &FlowKey, b: &FlowKey) -> bool {
-    if a.present != b.present {
-        return false;
-    }
-    let mut bits = a.present & ((1u64 << 40) - 1);
-    while bits != 0 {
-        let f = bits.trailing_zeros() as u8;
-        bits &= bits - 1;
-        if field_value(a, f) != field_value(b, f) {
-            return false;
-        }
-    }
-    true
 }
 
 impl<V> FlowCache<V> {
@@ -176,12 +222,13 @@ impl<V> FlowCache<V> {
     /// The value cached for `key`, if present and every table it depends
     /// on still has the recorded generation (`gens[table_id]`).
     pub fn get(&mut self, key: &FlowKey, gens: &[u64]) -> Option<&V> {
-        let h = hash_key(key);
+        let key = Packed::of(key);
+        let h = key.hash();
         let s = self.set(h);
         let mut found = None;
         for i in [s, s + 1] {
             if let Some(Some(e)) = self.slots.get(i) {
-                if e.hash == h && key_eq(&e.key, key) {
+                if e.hash == h && e.key == key {
                     found = Some((i, e.deps.current(gens)));
                     break;
                 }
@@ -208,11 +255,12 @@ impl<V> FlowCache<V> {
     /// `gens` are the current generations, used to prefer evicting a
     /// stale entry.
     pub fn insert(&mut self, key: FlowKey, deps: Deps, value: V, gens: &[u64]) {
-        let h = hash_key(&key);
+        let key = Packed::of(&key);
+        let h = key.hash();
         let s = self.set(h);
         let way = |e: &Option<Entry<V>>| match e {
             None => 0,
-            Some(e) if e.hash == h && key_eq(&e.key, &key) => 0,
+            Some(e) if e.hash == h && e.key == key => 0,
             Some(e) if !e.deps.current(gens) => 1,
             Some(_) => 2,
         };
@@ -332,6 +380,104 @@ mod tests {
         e.ip_ttl = 9; // not a match field: same flow
         assert_eq!(c.get(&e, &[]), Some(&1));
         assert!(key_eq(&a, &e) && !key_eq(&a, &b) && !key_eq(&a, &d));
+    }
+
+    /// The reference: same presence bits, same value in every present
+    /// OXM field (what the cache must decide).
+    fn key_eq(a: &FlowKey, b: &FlowKey) -> bool {
+        a.present == b.present
+            && (0..40u8)
+                .filter(|&f| a.has(f))
+                .all(|f| crate::key::field_value(a, f) == crate::key::field_value(b, f))
+    }
+
+    /// A key with every field present and each field's value 0 or 1 by
+    /// the bits of `bits` (one bit per struct field, non-match fields
+    /// included).
+    fn key_of_bits(bits: u64) -> FlowKey {
+        let b = |i: u32| ((bits >> i) & 1) as u8;
+        let w = |i: u32| u32::from(b(i));
+        FlowKey {
+            present: (1u64 << 40) - 1,
+            in_port: w(0),
+            in_phy_port: w(1),
+            metadata: w(2).into(),
+            tunnel_id: w(3).into(),
+            eth_dst: [0, 0, 0, 0, 0, b(4)],
+            eth_src: [b(5), 0, 0, 0, 0, 0],
+            eth_type: w(6) as u16,
+            vlan_vid: w(7) as u16,
+            vlan_pcp: b(8),
+            ip_dscp: b(9),
+            ip_ecn: b(10),
+            ip_proto: b(11),
+            ip_ttl: b(12),
+            ipv4_src: w(13),
+            ipv4_dst: w(14),
+            tp_src: w(15) as u16,
+            tp_dst: w(16) as u16,
+            icmp_type: b(17),
+            icmp_code: b(18),
+            arp_op: w(19) as u16,
+            arp_spa: w(20),
+            arp_tpa: w(21),
+            arp_sha: [0, 0, 0, b(22), 0, 0],
+            arp_tha: [0, b(23), 0, 0, 0, 0],
+            ipv6_src: u128::from(b(24)) << 100,
+            ipv6_dst: u128::from(b(25)),
+            ipv6_flabel: w(26),
+            nd_target: u128::from(b(27)) << 64,
+            nd_sll: [0, 0, b(28), 0, 0, 0],
+            nd_tll: [0, 0, 0, 0, b(29), 0],
+            mpls_label: w(30),
+            mpls_tc: b(31),
+            mpls_bos: b(32),
+            mpls_ttl: b(33),
+            pbb_isid: w(34),
+            ipv6_exthdr: w(35) as u16,
+            ..FlowKey::default()
+        }
+    }
+
+    /// Keys that differ in one field only (high bits of a word included,
+    /// such as the EtherType) spread over the sets: a weak mix once sent
+    /// every EtherType of one flow to one set.
+    #[test]
+    fn one_field_apart_keys_spread_over_sets() {
+        let c: FlowCache<u32> = FlowCache::new(16384);
+        let mut k = key_of_bits(0);
+        let mut sets = std::collections::HashSet::new();
+        for t in 0..64u16 {
+            k.eth_type = t << 8;
+            sets.insert(c.set(Packed::of(&k).hash()));
+        }
+        assert!(sets.len() > 48, "{} sets for 64 EtherTypes", sets.len());
+    }
+
+    /// The packed form decides equality exactly as the field-by-field
+    /// reference does, for keys differing in any field (match or not).
+    #[test]
+    fn packed_equality_is_key_equality() {
+        let base = key_of_bits(0);
+        for i in 0..36 {
+            let k = key_of_bits(1 << i);
+            assert_eq!(
+                Packed::of(&base) == Packed::of(&k),
+                key_eq(&base, &k),
+                "struct field {i}"
+            );
+        }
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..2000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let (a, b) = (key_of_bits(seed), key_of_bits(seed.rotate_left(29)));
+            assert_eq!(Packed::of(&a) == Packed::of(&b), key_eq(&a, &b));
+            if Packed::of(&a) == Packed::of(&b) {
+                assert_eq!(Packed::of(&a).hash(), Packed::of(&b).hash());
+            }
+        }
     }
 
     #[test]

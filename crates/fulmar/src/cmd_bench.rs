@@ -89,6 +89,10 @@ pub struct BenchArgs {
     /// Packets per burst.
     #[arg(long, default_value_t = 32)]
     pub burst: usize,
+    /// Entries of each worker's flow cache (0: none; default: the
+    /// pipeline's, as `fulmar run` uses).
+    #[arg(long)]
+    pub flow_cache: Option<usize>,
     /// After the run, time this many more flow-mods alone, then again
     /// while the workers forward (reporting both rates).
     #[arg(long, default_value_t = 0)]
@@ -476,7 +480,7 @@ fn traffic(
     publisher: &Publisher<Snapshot>,
     pool: &Arc<Pool>,
     workers: usize,
-    burst: usize,
+    opts: WorkerOpts,
     seconds: f64,
     control: Control<'_>,
     progress: &Progress,
@@ -495,7 +499,7 @@ fn traffic(
                 let (stop, measuring, count) = (&stop, &measuring, &counts[w]);
                 s.spawn(move || {
                     worker(
-                        w, workers, reader, &pool, burst, stop, measuring, count, epoch,
+                        w, workers, reader, &pool, opts, stop, measuring, count, epoch,
                     )
                 })
             })
@@ -567,13 +571,20 @@ fn traffic(
 /// One worker's loop: refill a burst from the templates, process it
 /// against the newest snapshot it has seen, recycle the output buffers;
 /// until told to stop. Counts only bursts that end while `measuring`.
+/// What every worker of a run is given besides its index.
+#[derive(Clone, Copy, Debug)]
+struct WorkerOpts {
+    burst: usize,
+    flow_cache: Option<usize>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker(
     index: usize,
     workers: usize,
     mut reader: Reader<Snapshot>,
     pool: &Pool,
-    burst: usize,
+    opts: WorkerOpts,
     stop: &AtomicBool,
     measuring: &AtomicBool,
     count: &AtomicU64,
@@ -581,6 +592,10 @@ fn worker(
 ) -> WorkerResult {
     let mut snap = reader.get().clone();
     let mut ws = WorkerState::new(index as u32, workers as u32, 256);
+    if let Some(n) = opts.flow_cache {
+        ws.set_flow_cache(n);
+    }
+    let burst = opts.burst;
     let mut r = WorkerResult::default();
     let n_bursts = pool.bursts.len();
     if n_bursts == 0 {
@@ -757,11 +772,15 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         eprintln!("mismatch: {b}");
     }
     let publisher = Publisher::new(snap);
+    let opts = WorkerOpts {
+        burst: args.burst,
+        flow_cache: args.flow_cache,
+    };
     let (results, wall, _) = traffic(
         &publisher,
         &pool,
         args.workers,
-        args.burst,
+        opts,
         seconds,
         Control::Idle,
         &progress,
@@ -807,7 +826,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
             &publisher,
             &pool,
             args.workers,
-            args.burst,
+            opts,
             seconds,
             Control::Install {
                 state: &mut state,
@@ -966,6 +985,7 @@ mod tests {
             seconds: Some(0.05),
             packet_size: 64,
             burst: 8,
+            flow_cache: None,
             flow_mods: 10,
             publish_every: 3,
             seed: 5,
