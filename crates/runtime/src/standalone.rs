@@ -10,10 +10,10 @@
 //! pipeline (the flow tables are bypassed, not changed, so they are in
 //! force again the moment a controller returns), and it
 //!
-//! - learns the source MAC address of every frame → its input port (one
-//!   table per bridge, shared by the bridge's workers; unicast sources
-//!   only; entries age out after [`AGE`]; a full table stops learning new
-//!   addresses until entries age out),
+//! - learns the source MAC address of every frame, in the frame's VLAN,
+//!   → its input port (one table per bridge, shared by the bridge's
+//!   workers; unicast sources only; entries age out after [`AGE`]; a full
+//!   table stops learning new addresses until entries age out),
 //! - sends a frame to a known unicast destination's port,
 //! - floods broadcast, multicast and unknown destinations to every other
 //!   port of the bridge, and
@@ -21,7 +21,11 @@
 //!   destination on the input port is dropped and counted: the two hosts
 //!   share a segment and need no switch).
 //!
-//! Learning ignores VLANs (one address space per bridge). The table is
+//! A frame's VLAN is the id of its outer 802.1Q or 802.1ad tag (untagged
+//! frames and priority-tagged ones, VID 0, share one space): one host seen
+//! in two VLANs (a router, a VM on a trunk) is learnt once in each, and a
+//! destination is looked up only in the frame's own VLAN. Flooding stays
+//! bridge-wide: ports carry no VLAN membership here. The table is
 //! forgotten each time the bridge turns standalone, so addresses learnt in
 //! an earlier spell do not outlive the flows that ran in between.
 //!
@@ -80,7 +84,7 @@ pub struct Standalone {
     /// spells are treated as absent.
     spell: AtomicU64,
     ports: Vec<u32>,
-    table: Mutex<HashMap<[u8; 6], Entry>>,
+    table: Mutex<HashMap<(u16, [u8; 6]), Entry>>,
     forwarded: AtomicU64,
     flooded: AtomicU64,
     same_port: AtomicU64,
@@ -183,7 +187,7 @@ impl Standalone {
 
     fn decide(
         &self,
-        table: &mut HashMap<[u8; 6], Entry>,
+        table: &mut HashMap<(u16, [u8; 6]), Entry>,
         in_port: u32,
         frame: &[u8],
         spell: u64,
@@ -194,7 +198,9 @@ impl Standalone {
             return Verdict::Drop;
         };
         let live = |e: &Entry| e.spell == spell && now.saturating_duration_since(e.seen) < AGE;
-        if src[0] & 1 == 0 {
+        let vid = vlan_of(frame);
+        let (src, dst_key) = ((vid, src), (vid, dst));
+        if src.1[0] & 1 == 0 {
             if table.len() >= CAPACITY && !table.contains_key(&src) {
                 table.retain(|_, e| live(e));
             }
@@ -214,7 +220,7 @@ impl Standalone {
         if dst[0] & 1 != 0 {
             return Verdict::Flood;
         }
-        match table.get(&dst).filter(|e| live(e)) {
+        match table.get(&dst_key).filter(|e| live(e)) {
             Some(e) if e.port == in_port => {
                 self.same_port.fetch_add(1, Ordering::Relaxed);
                 Verdict::Drop
@@ -222,6 +228,17 @@ impl Standalone {
             Some(e) => Verdict::To(e.port),
             None => Verdict::Flood,
         }
+    }
+}
+
+/// The VLAN id (12 bits) of the frame's outer 802.1Q (0x8100) or
+/// 802.1ad (0x88a8) tag; 0 when untagged (or the tag is cut off).
+fn vlan_of(frame: &[u8]) -> u16 {
+    match frame.get(12..16) {
+        Some([0x81, 0x00, hi, lo] | [0x88, 0xa8, hi, lo]) => {
+            u16::from_be_bytes([*hi, *lo]) & 0x0fff
+        }
+        _ => 0,
     }
 }
 
@@ -315,6 +332,39 @@ mod tests {
             (2, 4, 1, 1),
             "{c:?}"
         );
+    }
+
+    /// `frame` with an 802.1Q tag of VLAN `vid` after the addresses.
+    fn tagged(dst: [u8; 6], src: [u8; 6], vid: u16) -> Vec<u8> {
+        let mut f = frame(dst, src, 0);
+        let [hi, lo] = vid.to_be_bytes();
+        f.splice(12..12, [0x81, 0x00, hi, lo]);
+        f
+    }
+
+    #[test]
+    fn addresses_are_learnt_per_vlan() {
+        let s = Standalone::new(vec![1, 2, 3]);
+        s.set_active(true);
+        // A is on port 1 in VLAN 10 and on port 3 in VLAN 20 (a trunk).
+        switch(&s, 1, tagged(BCAST, A, 10));
+        switch(&s, 3, tagged(BCAST, A, 20));
+        assert_eq!(ports(&switch(&s, 2, tagged(A, B, 10))), vec![1]);
+        assert_eq!(ports(&switch(&s, 2, tagged(A, B, 20))), vec![3]);
+        // Untagged, A is unknown: flooded (and never back to port 2).
+        assert_eq!(ports(&switch(&s, 2, frame(A, B, 1))), vec![1, 3]);
+        // An 802.1ad outer tag counts the same way; VID 0 is untagged.
+        assert_eq!(ports(&switch(&s, 1, frame(C, A, 1))), vec![2, 3]);
+        let mut qinq = tagged(A, C, 0);
+        qinq[12..14].copy_from_slice(&[0x88, 0xa8]);
+        assert_eq!(
+            ports(&switch(&s, 2, qinq)),
+            vec![1],
+            "A learnt untagged on 1"
+        );
+        let mut qinq = tagged(A, C, 20);
+        qinq[12..14].copy_from_slice(&[0x88, 0xa8]);
+        assert_eq!(ports(&switch(&s, 2, qinq)), vec![3]);
     }
 
     #[test]
