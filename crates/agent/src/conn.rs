@@ -165,6 +165,9 @@ pub struct Connection<S: Switch> {
     pending_mp: Option<PendingMultipart>,
     /// A multipart reply still being written (see [`Connection::receive`]).
     reply: Option<ReplyParts>,
+    /// A FLOW statistics reply's next page: the request and where the
+    /// page written now ended (see [`Switch::flow_stats_page`]).
+    reply_next: Option<(pipeline::FlowFilter, pipeline::FlowPos)>,
     started: Instant,
     last_rx: Instant,
     echo_outstanding: bool,
@@ -243,6 +246,7 @@ impl<S: Switch> Connection<S> {
             async_config: default_async_config(),
             pending_mp: None,
             reply: None,
+            reply_next: None,
             started: now,
             last_rx: now,
             echo_outstanding: false,
@@ -459,20 +463,41 @@ impl<S: Switch> Connection<S> {
     /// Writes parts of the multipart reply in progress until the output
     /// is full; returns whether it is finished (handling may go on).
     fn write_reply(&mut self) -> bool {
-        let Some(parts) = self.reply.as_mut() else {
-            return true;
-        };
-        while self.out.len() < self.config.max_pending_output {
-            match parts.next() {
-                Some(part) => self.out.extend_from_slice(&part),
-                None => break,
+        loop {
+            let Some(parts) = self.reply.as_mut() else {
+                return true;
+            };
+            while self.out.len() < self.config.max_pending_output {
+                match parts.next() {
+                    Some(part) => self.out.extend_from_slice(&part),
+                    None => break,
+                }
             }
-        }
-        if parts.is_done() {
-            self.reply = None;
-            true
-        } else {
-            false
+            if !parts.is_done() {
+                return false;
+            }
+            let xid = parts.xid;
+            let Some((filter, pos)) = self.reply_next.take() else {
+                self.reply = None;
+                return true;
+            };
+            // The page is written: the next one, read only now.
+            match self
+                .switch
+                .flow_stats_page(&filter, Some(pos), FLOW_STATS_PAGE)
+            {
+                Ok((stats, next)) => {
+                    parts.refill(MultipartReplyBody::Flow { stats }, next.is_some());
+                    self.reply_next = next.map(|p| (filter, p));
+                }
+                Err(e) => {
+                    // Parts already went out flagged "more": the error
+                    // ends the reply.
+                    self.reply = None;
+                    self.send_error(xid, e, &[]);
+                    return true;
+                }
+            }
         }
     }
 
@@ -741,11 +766,23 @@ impl<S: Switch> Connection<S> {
             );
             return;
         }
-        match self.switch.multipart(&body) {
+        let first = match body {
+            MultipartRequestBody::Flow(filter) => self
+                .switch
+                .flow_stats_page(&filter, None, FLOW_STATS_PAGE)
+                .map(|(stats, next)| {
+                    self.reply_next = next.map(|p| (filter, p));
+                    MultipartReplyBody::Flow { stats }
+                }),
+            body => self.switch.multipart(&body),
+        };
+        match first {
             Ok(reply) => {
                 // Written part by part as the output drains (write_reply).
                 let max = self.config.max_reply_len.clamp(1024, MAX_MESSAGE_LEN);
-                self.reply = Some(ReplyParts::new(xid, reply, max));
+                let mut parts = ReplyParts::new(xid, reply, max);
+                parts.continues = self.reply_next.is_some();
+                self.reply = Some(parts);
                 self.write_reply();
             }
             Err(e) => self.send_error(xid, e, raw),
@@ -785,6 +822,10 @@ impl<S: Switch> Connection<S> {
 
 /// Multipart reply message header plus multipart header.
 const MP_REPLY_OVERHEAD: usize = 16;
+
+/// Entries per page of a FLOW statistics reply (see
+/// [`Switch::flow_stats_page`]): about 1.5 MB of entries held at a time.
+pub const FLOW_STATS_PAGE: usize = 4096;
 
 fn mp_message(xid: u32, mp_type: u16, flags: u16, body: &[u8]) -> Vec<u8> {
     let len = MP_REPLY_OVERHEAD + body.len();
@@ -839,6 +880,8 @@ pub struct ReplyParts {
     carry: Vec<u8>,
     budget: usize,
     done: bool,
+    /// Another page follows this body: its last part says "more" too.
+    continues: bool,
 }
 
 impl ReplyParts {
@@ -852,7 +895,17 @@ impl ReplyParts {
             carry: Vec::new(),
             budget: max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1),
             done: false,
+            continues: false,
         }
+    }
+
+    /// Continues with the next page's `body` (same reply type) once this
+    /// one is done; `continues` says whether yet another page follows.
+    pub fn refill(&mut self, body: MultipartReplyBody, continues: bool) {
+        self.body = Some(body);
+        self.next = 0;
+        self.done = false;
+        self.continues = continues;
     }
 
     /// Whether every part has been produced.
@@ -897,7 +950,11 @@ impl Iterator for ReplyParts {
             self.done = true;
             self.body = None;
         }
-        let flags = if more { OFPMPF_REPLY_MORE } else { 0 };
+        let flags = if more || self.continues {
+            OFPMPF_REPLY_MORE
+        } else {
+            0
+        };
         Some(mp_message(self.xid, self.mp_type, flags, &part))
     }
 }

@@ -13,12 +13,13 @@
 
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
+use ofp::stats::FlowStats;
 use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketIn, PacketOut, PacketQueue, Port,
     PortMod, PortStatus, SwitchConfig, TableMod,
 };
 use pipeline::datapath::{BurstOutput, Datapath, DatapathConfig, TxPacket};
-use pipeline::{SwitchState, Time};
+use pipeline::{FlowFilter, FlowPos, SwitchState, Time};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,6 +62,25 @@ pub trait Switch: Send + Sync + 'static {
     /// Every multipart request but experimenter ones (the agent answers
     /// those), as one reply body the agent splits as needed.
     fn multipart(&self, req: &MultipartRequestBody) -> Result<MultipartReplyBody, OfpError>;
+    /// One page of a FLOW statistics reply: at most `limit` entries after
+    /// `after` (from the start when `None`) and where to continue, `None`
+    /// once the answer is complete (see
+    /// [`pipeline::Tables::flow_stats_page`]). The agent reads a FLOW
+    /// reply page by page as the channel drains, so a dump of a million
+    /// entries never holds more than a page. The default answers whole,
+    /// in one page, through [`Switch::multipart`].
+    fn flow_stats_page(
+        &self,
+        filter: &FlowFilter,
+        after: Option<FlowPos>,
+        limit: usize,
+    ) -> Result<(Vec<FlowStats>, Option<FlowPos>), OfpError> {
+        let _ = (after, limit);
+        match self.multipart(&MultipartRequestBody::Flow(filter.clone()))? {
+            MultipartReplyBody::Flow { stats } => Ok((stats, None)),
+            _ => Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
+        }
+    }
     /// QUEUE_GET_CONFIG for `port` (or `OFPP_ANY`).
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError>;
     /// The ports, for PORT_DESC and port checks.
@@ -322,6 +342,16 @@ impl Switch for MemorySwitch {
             .dp
             .multipart(req, now)
             .unwrap_or(Err(OfpError::BadRequest(BadRequestCode::BadExperimenter)))
+    }
+
+    fn flow_stats_page(
+        &self,
+        filter: &FlowFilter,
+        after: Option<FlowPos>,
+        limit: usize,
+    ) -> Result<(Vec<FlowStats>, Option<FlowPos>), OfpError> {
+        let now = self.now();
+        self.lock().dp.flow_stats_page(filter, now, after, limit)
     }
 
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {

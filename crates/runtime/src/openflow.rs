@@ -191,6 +191,23 @@ impl Switch for BridgeSwitch {
         Ok(reply)
     }
 
+    fn flow_stats_page(
+        &self,
+        filter: &pipeline::FlowFilter,
+        after: Option<pipeline::FlowPos>,
+        limit: usize,
+    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<pipeline::FlowPos>), OfpError> {
+        // The first page counts every packet forwarded before the request
+        // (as `multipart`); later pages read the counters folded since.
+        if after.is_none() {
+            self.b.request_counters(COUNTER_SYNC_TIMEOUT);
+        }
+        let now = self.b.now();
+        let mut c = self.b.control();
+        self.b.collect(&mut c);
+        c.dp.state.tables.flow_stats_page(filter, now, after, limit)
+    }
+
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {
         self.b
             .control()

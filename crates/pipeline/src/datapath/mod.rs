@@ -338,6 +338,23 @@ impl Datapath {
         self.state.multipart(req, now)
     }
 
+    /// One page of a FLOW statistics reply (see
+    /// [`crate::Tables::flow_stats_page`]); counters are folded first on
+    /// the first page only (`after` is `None`), as [`Datapath::multipart`]
+    /// does for a whole reply.
+    pub fn flow_stats_page(
+        &mut self,
+        filter: &crate::FlowFilter,
+        now: Time,
+        after: Option<crate::FlowPos>,
+        limit: usize,
+    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<crate::FlowPos>), OfpError> {
+        if after.is_none() {
+            self.sync_counters();
+        }
+        self.state.tables.flow_stats_page(filter, now, after, limit)
+    }
+
     /// Applies a PORT_MOD to the state's port table
     /// ([`SwitchState::port_mod`]) and gives the port's new config bits to
     /// the packet side. Returns the new description when it changed.
