@@ -85,6 +85,22 @@ def test_standalone_goes_back_to_the_flow_tables_while_a_controller_is_connected
         target = "tcp:" + m.group(1)
         r = ping()
         assert r.returncode == 0, "standalone before any controller: " + r.stdout
+        # OpenFlow port statistics count what the learning switch forwarded
+        # (the pipeline never saw it): 3 echo requests in and out at least.
+        d = subprocess.run(
+            ["ovs-ofctl", "-O", "OpenFlow13", "dump-ports", target],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**os.environ, "OVS_RUNDIR": str(tmp_path)},
+        )
+        assert d.returncode == 0, d.stderr
+        for port in ("1", "2"):
+            rx = re.search(r"port\s+" + port + r": rx pkts=(\d+)", d.stdout)
+            tx = re.search(r"port\s+" + port + r": rx pkts=\d+.*?\n\s+tx pkts=(\d+)", d.stdout)
+            assert rx and tx, d.stdout
+            assert int(rx.group(1)) >= 3 and int(tx.group(1)) >= 3, d.stdout
+        time.sleep(1)
         # A controller that stays connected: the flow tables (empty) rule.
         # (Its control socket goes to a private run directory.)
         monitor = subprocess.Popen(

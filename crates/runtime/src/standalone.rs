@@ -8,7 +8,8 @@
 //! `packet_in_unsent`). `Standalone` is this module: while [`Standalone`]
 //! is active, every worker hands each burst to it instead of to the
 //! pipeline (the flow tables are bypassed, not changed, so they are in
-//! force again the moment a controller returns), and it
+//! force again the moment a controller returns; the worker still counts
+//! each frame in its OpenFlow port and queue statistics), and it
 //!
 //! - learns the source MAC address of every frame, in the frame's VLAN,
 //!   → its input port (one table per bridge, shared by the bridge's

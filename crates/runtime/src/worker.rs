@@ -180,7 +180,17 @@ impl BurstProcessor for PipelineWorker {
             return;
         }
         if self.shared.standalone.is_active() {
-            self.shared.standalone.process(in_port, burst, out);
+            // Port statistics count what the learning switch forwards.
+            for p in burst.iter() {
+                self.ws.count_port_rx(in_port, p.len() as u64);
+            }
+            let ws = &mut self.ws;
+            self.shared
+                .standalone
+                .process(in_port, burst, &mut |port, p| {
+                    ws.count_port_tx(port, p.len() as u64);
+                    out(port, p)
+                });
             return;
         }
         let now = self.now();

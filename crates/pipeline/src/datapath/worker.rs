@@ -324,6 +324,24 @@ impl WorkerState {
         self.cache_capacity = capacity;
     }
 
+    /// Counts a frame of `bytes` bytes received on `port` that the caller
+    /// handles without the pipeline (the runtime's fail-standalone
+    /// learning switch), so port statistics still count it.
+    pub fn count_port_rx(&mut self, port: u32, bytes: u64) {
+        let c = self.hot.port(&mut self.counters, port);
+        c.rx_packets += 1;
+        c.rx_bytes += bytes;
+    }
+
+    /// Counts a frame of `bytes` bytes sent on `port` (queue 0) without
+    /// the pipeline (see [`WorkerState::count_port_rx`]).
+    pub fn count_port_tx(&mut self, port: u32, bytes: u64) {
+        let c = self.hot.port(&mut self.counters, port);
+        c.tx_packets += 1;
+        c.tx_bytes += bytes;
+        self.hot.queue_tx(&mut self.counters, port, 0, bytes);
+    }
+
     /// Packets whose table-0 lookup went past the flow cache because its
     /// recent hit rate was too low (see [`CACHE_MIN_HIT_DIV`]); they count
     /// neither as hits nor as misses.
