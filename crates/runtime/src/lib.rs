@@ -122,6 +122,9 @@ pub struct RuntimeOptions {
     /// How long idle dataplane threads keep polling before they sleep
     /// (`Duration::MAX`: busy polling); `None`: the dataplane's default.
     pub poll_window: Option<Duration>,
+    /// Entries of each worker's flow cache (0: none); `None`: the
+    /// pipeline's default ([`pipeline::datapath::DEFAULT_FLOW_CACHE`]).
+    pub flow_cache: Option<usize>,
 }
 
 impl Default for RuntimeOptions {
@@ -130,6 +133,7 @@ impl Default for RuntimeOptions {
             backends: BackendOptions::default(),
             watch_links: true,
             poll_window: None,
+            flow_cache: None,
         }
     }
 }
@@ -349,13 +353,17 @@ impl Runtime {
                     ..WorkerShared::default()
                 });
                 workers.push(shared.clone());
-                Box::new(PipelineWorker::new(
+                let mut w = PipelineWorker::new(
                     publisher.reader(),
                     u32::try_from(i).unwrap_or(0),
                     n_workers,
                     epoch,
                     shared,
-                ))
+                );
+                if let Some(n) = opts.flow_cache {
+                    w.set_flow_cache(n);
+                }
+                Box::new(w)
             })
             .map_err(|error| RuntimeError::Threads {
                 bridge: br.name.clone(),

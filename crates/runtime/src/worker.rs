@@ -121,6 +121,11 @@ impl PipelineWorker {
         }
     }
 
+    /// Sets the size of this worker's flow cache (0: none).
+    pub fn set_flow_cache(&mut self, entries: usize) {
+        self.ws.set_flow_cache(entries);
+    }
+
     fn now(&self) -> Time {
         Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
     }
