@@ -59,7 +59,12 @@ fn decode_all(bytes: &[u8]) -> Vec<(u32, Message)> {
 
 /// A negotiated connection with its HELLO already taken from the output.
 async fn open(sw: &Arc<MemorySwitch>, ctl: &Arc<Controllers>) -> Conn {
-    let mut c = new_conn(sw, ctl, ConnConfig::default());
+    open_with(sw, ctl, ConnConfig::default()).await
+}
+
+/// [`open`] with settings `config`.
+async fn open_with(sw: &Arc<MemorySwitch>, ctl: &Arc<Controllers>, config: ConnConfig) -> Conn {
+    let mut c = new_conn(sw, ctl, config);
     let hello = decode_all(&c.take_output());
     assert_eq!(hello, vec![(0, Message::Hello(Hello::default()))]);
     c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
@@ -265,17 +270,15 @@ async fn keepalive_sends_echo_then_declares_dead_peer() {
 async fn handling_pauses_on_a_full_output_and_resumes_in_order() {
     let sw = switch();
     let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(
+    let mut c = open_with(
         &sw,
         &ctl,
         ConnConfig {
             max_pending_output: 1000,
             ..ConnConfig::default()
         },
-    );
-    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
-        .await;
-    c.take_output();
+    )
+    .await;
     let mut stream = Vec::new();
     for i in 0..20u32 {
         let echo = ofp::Echo {
@@ -797,17 +800,15 @@ async fn req_more_parts_are_buffered_until_the_last() {
 async fn req_more_buffer_is_bounded() {
     let sw = switch();
     let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(
+    let mut c = open_with(
         &sw,
         &ctl,
         ConnConfig {
             max_multipart_request: 40,
             ..ConnConfig::default()
         },
-    );
-    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
-        .await;
-    c.take_output();
+    )
+    .await;
     let part = mp(OFPMPF_REQ_MORE, MultipartRequestBody::Desc);
     assert!(ask(&mut c, 3, part.clone()).await.is_empty());
     assert!(ask(&mut c, 3, part.clone()).await.is_empty());
@@ -1417,7 +1418,7 @@ async fn a_batch_ends_when_the_channel_goes_quiet_at_a_barrier_or_after_a_bound(
 async fn a_long_reply_is_written_a_part_at_a_time_as_output_drains() {
     let sw = switch();
     let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(
+    let mut c = open_with(
         &sw,
         &ctl,
         ConnConfig {
@@ -1425,10 +1426,8 @@ async fn a_long_reply_is_written_a_part_at_a_time_as_output_drains() {
             max_reply_len: 2048,
             ..ConnConfig::default()
         },
-    );
-    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
-        .await;
-    c.take_output();
+    )
+    .await;
     let n = 2000u32;
     let mut stream = Vec::new();
     for i in 0..n {
@@ -1516,17 +1515,15 @@ fn dumped_ports(dump: &[(u32, Message)]) -> (Vec<u32>, bool) {
 async fn a_flow_dump_is_read_page_by_page() {
     let sw = switch();
     let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(
+    let mut c = open_with(
         &sw,
         &ctl,
         ConnConfig {
             max_pending_output: 64 * 1024,
             ..ConnConfig::default()
         },
-    );
-    c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
-        .await;
-    c.take_output();
+    )
+    .await;
     let n = 2 * crate::conn::FLOW_STATS_PAGE as u32 + 100;
     let mut stream = Vec::new();
     for i in 0..n {
