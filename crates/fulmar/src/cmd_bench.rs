@@ -98,7 +98,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub flow_mods: usize,
     /// While installing with traffic, publish a snapshot after every N
-    /// flow-mods (1: as the runtime does, one per flow-mod).
+    /// flow-mods (1: the worst case; the runtime publishes once per agent
+    /// batch — 1 ms of quiet, a BARRIER, or a second of a continuous
+    /// stream — so a bulk install there is closer to a large N).
     #[arg(long, default_value_t = 1)]
     pub publish_every: usize,
     /// Seed of the rule and traffic generator.
