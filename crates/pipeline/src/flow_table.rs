@@ -802,19 +802,10 @@ impl FlowTable {
     /// (`out` at least as long as `packets`), with the classifier's burst
     /// lookup (prefetching across the burst).
     pub fn lookup_burst(&self, packets: &[FlowKey], out: &mut [Option<FlowId>]) {
-        if self.index_broken {
-            for (k, o) in packets.iter().zip(out.iter_mut()) {
-                *o = self.lookup(k).map(|e| e.id);
-            }
-            return;
-        }
-        let mut hits = [None; 32];
-        for (keys, outs) in packets.chunks(32).zip(out.chunks_mut(32)) {
-            let hits = &mut hits[..keys.len()];
-            self.index.lookup_burst(keys, hits);
-            for (o, h) in outs.iter_mut().zip(hits.iter()) {
-                *o = h.map(|h| FlowId(h.id >> SLOT_BITS));
-            }
+        let mut slots = vec![None; packets.len()];
+        self.lookup_burst_slots(packets, &mut slots);
+        for (o, s) in out.iter_mut().zip(slots) {
+            *o = s.and_then(|s| self.slot(s)).map(|e| e.id);
         }
     }
 
@@ -873,6 +864,14 @@ pub type FlowFilter = ofp::stats::FlowStatsRequest;
 /// Where a page of a FLOW statistics reply ended: the table and the id of
 /// its last entry (see [`Tables::flow_stats_page`]).
 pub type FlowPos = (u8, FlowId);
+
+/// Whether `e` passes a request's cookie, out_port and out_group
+/// conditions (its match is the caller's to check).
+fn passes(e: &FlowEntry, cookie: u64, cookie_mask: u64, out_port: u32, out_group: u32) -> bool {
+    e.cookie_matches(cookie, cookie_mask)
+        && e.outputs_to(out_port)
+        && e.forwards_to_group(out_group)
+}
 
 /// The statistics of one entry at `now`.
 fn flow_stats_of(e: &FlowEntry, now: Time) -> FlowStats {
@@ -1187,11 +1186,7 @@ impl Tables {
         } else {
             self.table(table_id).into_iter().collect()
         };
-        let keep = |e: &FlowEntry| {
-            e.cookie_matches(cookie, cookie_mask)
-                && e.outputs_to(out_port)
-                && e.forwards_to_group(out_group)
-        };
+        let keep = |e: &FlowEntry| passes(e, cookie, cookie_mask, out_port, out_group);
         let mut ids = Vec::new();
         for table in tables {
             match priority {
@@ -1337,20 +1332,54 @@ impl Tables {
     /// installation order. Errors: `BAD_REQUEST/BAD_TABLE_ID` for a table
     /// that does not exist, `BAD_MATCH/*` for an invalid match.
     pub fn filter(&self, filter: &FlowFilter) -> Result<Vec<&FlowEntry>, OfpError> {
+        Ok(self.selected(filter, None)?.collect())
+    }
+
+    /// The entries [`Tables::filter`] gives, lazily, and only those after
+    /// position `after` when it is given (see
+    /// [`Tables::flow_stats_page`]). Errors as [`Tables::filter`].
+    fn selected<'s>(
+        &'s self,
+        filter: &FlowFilter,
+        after: Option<FlowPos>,
+    ) -> Result<impl Iterator<Item = &'s FlowEntry> + 's, OfpError> {
         if filter.table_id != table_no::ALL && filter.table_id >= self.config.n_tables {
             return Err(OfpError::BadRequest(BadRequestCode::BadTableId));
         }
         let key = MatchKey::new(&filter.match_)?;
-        let ids = self.select(
-            filter.table_id,
-            &key,
-            None,
-            filter.cookie,
-            filter.cookie_mask,
-            filter.out_port,
-            filter.out_group,
-        );
-        Ok(ids.iter().filter_map(|id| self.entry(*id)).collect())
+        let FlowFilter {
+            table_id,
+            cookie,
+            cookie_mask,
+            out_port,
+            out_group,
+            ..
+        } = *filter;
+        let tables = self
+            .tables
+            .iter()
+            .map(Dual::get)
+            .enumerate()
+            .filter_map(|(t, table)| Some((u8::try_from(t).ok()?, table)));
+        Ok(tables
+            .filter(move |(t, _)| {
+                (table_id == table_no::ALL || table_id == *t)
+                    && after.is_none_or(|(at, _)| *t >= at)
+            })
+            .flat_map(move |(t, table)| {
+                let ids: Box<dyn Iterator<Item = &FlowId>> = match after {
+                    Some((at, id)) if t == at => Box::new(
+                        table
+                            .order
+                            .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded)),
+                    ),
+                    _ => Box::new(table.order.iter()),
+                };
+                ids.filter_map(move |id| table.entry(*id))
+            })
+            .filter(move |e| {
+                e.key.is_within(&key) && passes(e, cookie, cookie_mask, out_port, out_group)
+            }))
     }
 
     /// The FLOW multipart reply body for a request.
@@ -1376,40 +1405,12 @@ impl Tables {
         after: Option<FlowPos>,
         limit: usize,
     ) -> Result<(Vec<FlowStats>, Option<FlowPos>), OfpError> {
-        if filter.table_id != table_no::ALL && filter.table_id >= self.config.n_tables {
-            return Err(OfpError::BadRequest(BadRequestCode::BadTableId));
-        }
-        let key = MatchKey::new(&filter.match_)?;
         let limit = limit.max(1);
-        let keep = |e: &FlowEntry| {
-            e.key.is_within(&key)
-                && e.cookie_matches(filter.cookie, filter.cookie_mask)
-                && e.outputs_to(filter.out_port)
-                && e.forwards_to_group(filter.out_group)
-        };
         let mut out = Vec::new();
-        for (t, table) in self.tables.iter().map(Dual::get).enumerate() {
-            let Ok(t) = u8::try_from(t) else { break };
-            if filter.table_id != table_no::ALL && filter.table_id != t {
-                continue;
-            }
-            let ids: Box<dyn Iterator<Item = &FlowId>> = match after {
-                Some((at, _)) if t < at => continue,
-                Some((at, id)) if t == at => Box::new(
-                    table
-                        .order
-                        .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded)),
-                ),
-                _ => Box::new(table.order.iter()),
-            };
-            for id in ids {
-                let Some(e) = table.entry(*id).filter(|e| keep(e)) else {
-                    continue;
-                };
-                out.push(flow_stats_of(e, now));
-                if out.len() >= limit {
-                    return Ok((out, Some((t, *id))));
-                }
+        for e in self.selected(filter, after)? {
+            out.push(flow_stats_of(e, now));
+            if out.len() >= limit {
+                return Ok((out, Some((e.table_id, e.id))));
             }
         }
         Ok((out, None))
