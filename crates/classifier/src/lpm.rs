@@ -209,17 +209,20 @@ impl Lpm {
         true
     }
 
-    /// The route (index into `members`) of `rule` and the rule's prefix
-    /// length, when `rule` (canonical) is held here exactly: same
-    /// prefix, extra fields, id and priority.
-    fn find(&self, rule: &Rule) -> Option<(usize, u32, usize)> {
+    /// The route (index into `members`) of `rule`, its prefix and length,
+    /// and its place among the route's members, when `rule` (canonical)
+    /// is held here exactly: same prefix, extra fields, id and priority.
+    fn find(&self, rule: &Rule) -> Option<(usize, u32, u32, usize)> {
+        if self.count == 0 {
+            return None;
+        }
         let (pfx, len, extra) = Self::shape(rule)?;
-        if self.count == 0 || extra != self.extra {
+        if extra != self.extra {
             return None;
         }
         let r = *self.by_len.get(len as usize)?.get(&pfx)? as usize;
         let pos = self.members.get(r)?.iter().position(|h| *h == rule.hit())?;
-        Some((r, len, pos))
+        Some((r, pfx, len, pos))
     }
 
     /// True when `rule` (canonical) is held here.
@@ -253,10 +256,9 @@ impl Lpm {
     /// Removes `rule` (canonical). False, and nothing changed, when it is
     /// not held here exactly (see [`Lpm::contains`]).
     pub fn remove(&mut self, rule: &Rule) -> bool {
-        let Some((ri, len, pos)) = self.find(rule) else {
+        let Some((ri, pfx, len, pos)) = self.find(rule) else {
             return false;
         };
-        let pfx = Self::shape(rule).map_or(0, |s| s.0);
         let r = ri as u32;
         let Some(m) = self.members.get_mut(ri) else {
             return false;

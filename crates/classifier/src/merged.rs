@@ -234,13 +234,19 @@ impl MergedTable {
         b.insert(pos, c);
     }
 
-    fn remove(&mut self, key: &[u64], id: u64, priority: u16) -> bool {
+    /// Removes `rule` (canonical) from the bucket `key`; false when it
+    /// is not there with the same id, priority and fields.
+    fn remove(&mut self, key: &[u64], rule: &Rule) -> bool {
         let Some(b) = self.buckets.get_mut(key) else {
             return false;
         };
-        let Some(pos) = b.iter().position(|x| x.hit.id == id) else {
+        let Some(pos) = b
+            .iter()
+            .position(|x| x.hit == rule.hit() && *x.fields == *rule.fields)
+        else {
             return false;
         };
+        let priority = rule.priority;
         b.remove(pos);
         if b.is_empty() {
             self.buckets.remove(key);
@@ -410,10 +416,7 @@ impl Merged {
     /// Removes `rule` (canonical). False, and nothing changed, when it is
     /// not held here (see [`Merged::contains`]).
     pub fn remove(&mut self, rule: &Rule) -> bool {
-        if !self.contains(rule) {
-            return false;
-        }
-        let Some(i) = self.location.remove(&rule.id) else {
+        let Some(&i) = self.location.get(&rule.id) else {
             return false;
         };
         let Some(t) = self.tables.get_mut(i).and_then(Option::as_mut) else {
@@ -421,7 +424,10 @@ impl Merged {
         };
         let before = t.max_prio;
         let key = t.key_of(&rule.fields);
-        t.remove(&key, rule.id, rule.priority);
+        if !t.remove(&key, rule) {
+            return false;
+        }
+        self.location.remove(&rule.id);
         if t.rules == 0 {
             let mask = t.mask.clone();
             self.tables[i] = None;

@@ -169,6 +169,13 @@ impl KeyBuf {
         }
     }
 
+    /// `rule`'s values packed for subtable `st` (the rule has its mask).
+    fn packed(st: &Subtable, rule: &Rule) -> KeyBuf {
+        let mut buf = KeyBuf::new(st.layout().words());
+        st.layout().pack_rule(&rule.fields, buf.as_mut());
+        buf
+    }
+
     fn as_mut(&mut self) -> &mut [u64] {
         match self {
             KeyBuf::Inline(a, n) => a.get_mut(..*n).unwrap_or_default(),
@@ -221,10 +228,8 @@ impl Table {
         else {
             return false;
         };
-        let mut buf = KeyBuf::new(st.layout().words());
-        let key = buf.as_mut();
-        st.layout().pack_rule(&rule.fields, key);
-        st.contains(key, rule.hit())
+        let mut key = KeyBuf::packed(st, rule);
+        st.contains(key.as_mut(), rule.hit())
     }
 
     /// Every rule (canonical form), in no particular order, rebuilt from
@@ -425,10 +430,8 @@ impl Table {
             return;
         };
         let before = st.max_priority();
-        let mut buf = KeyBuf::new(st.layout().words());
-        let key = buf.as_mut();
-        st.layout().pack_rule(&rule.fields, key);
-        st.insert(key, rule.hit());
+        let mut key = KeyBuf::packed(st, rule);
+        st.insert(key.as_mut(), rule.hit());
         if resort && (st.max_priority() != before || st.len() == 1) {
             self.resort();
         }
@@ -491,10 +494,8 @@ impl Table {
             return false;
         };
         let before = st.max_priority();
-        let mut buf = KeyBuf::new(st.layout().words());
-        let key = buf.as_mut();
-        st.layout().pack_rule(&rule.fields, key);
-        if !st.remove(key, rule.id, rule.priority) {
+        let mut key = KeyBuf::packed(st, rule);
+        if !st.remove(key.as_mut(), rule.id, rule.priority) {
             return false;
         }
         if st.is_empty() {
