@@ -68,6 +68,18 @@ fn flow_mod(i: u32, base: u32, cookie: u64) -> FlowMod {
     }
 }
 
+/// A controller connection to `addr`, HELLOs exchanged.
+async fn connect(addr: impl tokio::net::ToSocketAddrs) -> anyhow::Result<(TcpStream, Framer)> {
+    let mut s = TcpStream::connect(addr).await?;
+    s.set_nodelay(true)?;
+    let mut framer = Framer::new();
+    s.write_all(&Message::Hello(Hello::default()).encode(0))
+        .await?;
+    // The switch's HELLO (xid 0).
+    read_until_xid(&mut s, &mut framer, 0).await?;
+    Ok((s, framer))
+}
+
 async fn read_until_xid<R: AsyncRead + Unpin>(
     s: &mut R,
     framer: &mut Framer,
@@ -130,13 +142,7 @@ async fn run_once(n: u32, flood: bool) -> anyhow::Result<(f64, u64)> {
     let barrier_xid = 0xffff_fff0;
     stream.extend(Message::BarrierRequest.encode(barrier_xid));
 
-    let mut s = TcpStream::connect(addr).await?;
-    s.set_nodelay(true)?;
-    let mut framer = Framer::new();
-    s.write_all(&Message::Hello(Hello::default()).encode(0))
-        .await?;
-    // The switch's HELLO (xid 0).
-    read_until_xid(&mut s, &mut framer, 0).await?;
+    let (s, mut framer) = connect(addr).await?;
 
     let (mut rd, mut wr) = s.into_split();
     let start = Instant::now();
@@ -199,12 +205,7 @@ async fn count_target_flows(
 /// and a barrier. Returns the rate, the install window (Unix seconds) and
 /// the time one more flow-mod + barrier took after it.
 async fn run_target(addr: &str, n: u32) -> anyhow::Result<(f64, f64, f64, f64)> {
-    let mut s = TcpStream::connect(addr).await?;
-    s.set_nodelay(true)?;
-    let mut framer = Framer::new();
-    s.write_all(&Message::Hello(Hello::default()).encode(0))
-        .await?;
-    read_until_xid(&mut s, &mut framer, 0).await?;
+    let (mut s, mut framer) = connect(addr).await?;
 
     let delete = FlowMod {
         command: FlowModCommand::Delete,
