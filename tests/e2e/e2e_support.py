@@ -19,7 +19,7 @@ HELPER = str(Path(__file__).with_name("nshelper.py"))
 MAC_A = "02:00:00:00:0e:0a"
 MAC_B = "02:00:00:00:0e:0b"
 P = os.environ.get("FULMAR_E2E_PREFIX", "fe")
-NS_A, NS_B, NS_D1, NS_D2 = f"{P}-a", f"{P}-b", f"{P}-d1", f"{P}-d2"
+NS_A, NS_B = f"{P}-a", f"{P}-b"
 SW_A, SW_B = f"{P}-sa", f"{P}-sb"
 
 
@@ -28,7 +28,7 @@ def sh(*args, check=True):
 
 
 def cleanup():
-    for ns in (NS_A, NS_B, NS_D1, NS_D2):
+    for ns in (NS_A, NS_B):
         sh("ip", "netns", "del", ns, check=False)
     for link in (SW_A, SW_B):
         sh("ip", "link", "del", link, check=False)

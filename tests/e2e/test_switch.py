@@ -13,7 +13,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.contrib.mpls import MPLS
 from scapy.layers.l2 import Dot1AH
 
-from e2e_support import MAC_A, MAC_B, NS_A, NS_B, NS_D1, NS_D2, SW_A, SW_B, Switch, capture, in_ns, send
+from e2e_support import MAC_A, MAC_B, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, capture, in_ns, send
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"
@@ -33,11 +33,6 @@ def ping(ns, dst, count=5, interval="0.2"):
         pytest.skip("no ping binary")
     r = in_ns(ns, "ping", "-n", "-q", "-c", str(count), "-i", interval, "-W", "2", dst)
     return r
-
-
-def rtt(ping_out):
-    m = re.search(r"= ([\d.]+)/([\d.]+)/([\d.]+)", ping_out)
-    return tuple(float(x) for x in m.groups()) if m else None
 
 
 @pytest.mark.parametrize("io", IOS)
@@ -124,36 +119,37 @@ def test_link_down_shows_in_port_state(net, switch):
     assert f"port 2 ({SW_B}) link up" in err, err
 
 
-def test_rtt_through_the_switch_vs_a_direct_veth(net, switch, capsys):
-    """Figures for the report (not asserted): ping RTT direct vs through
-    the switch, both thread modes, AF_PACKET socket and ring."""
+def test_rtt_through_the_switch_vs_a_direct_veth(fulmar_bin, capsys):
+    """Figures for the report (not asserted): `bench/rtt.py` pings a direct
+    veth pair, the reference forwarder (the least a forwarder that sleeps
+    when idle does) and fulmar in both thread modes, sleeping and busy, and
+    the TPACKET_V3 ring. Asserted: every one of them answers every ping."""
+    import json
+    import os
     import subprocess
+    import sys
 
-    figures = {}
-    # Direct: a veth pair between two fresh namespaces.
-    for ns in (NS_D1, NS_D2):
-        subprocess.run(["ip", "netns", "add", ns], check=True)
-    subprocess.run(["ip", "link", "add", "d1", "netns", NS_D1, "type", "veth", "peer", "name", "d2", "netns", NS_D2], check=True)
-    for ns, dev, addr in ((NS_D1, "d1", "10.8.0.1/24"), (NS_D2, "d2", "10.8.0.2/24")):
-        subprocess.run(["ip", "-n", ns, "addr", "add", addr, "dev", dev], check=True)
-        subprocess.run(["ip", "-n", ns, "link", "set", dev, "up"], check=True)
-    r = ping(NS_D1, "10.8.0.2", count=50, interval="0.02")
-    figures["direct veth"] = rtt(r.stdout)
-    for mode in MODES:
-        # Idle threads sleep after a 1 ms poll window (the default), or
-        # never (--poll-us busy: a core per thread, no wake-up per packet).
-        for af, poll in (("socket", None), ("socket", "busy"), ("ring", None)):
-            extra = ["--poll-us", poll] if poll else []
-            sw = switch(FORWARD, "--mode", mode, "--afpacket-mode", af, *extra)
-            ping(NS_A, "10.9.0.2", count=3, interval="0.05")
-            r = ping(NS_A, "10.9.0.2", count=50, interval="0.02")
-            figures[f"switch {mode} afpacket-{af}" + (f" poll {poll}" if poll else "")] = rtt(r.stdout)
-            sw.stop()
+    reference = os.environ.get("FULMAR_REFERENCE")
+    if not reference:
+        subprocess.run(["cargo", "build", "-q", "-p", "dataplane", "--example", "reference_forwarder"], cwd=ROOT, check=True)
+        reference = str(ROOT / "target" / "debug" / "examples" / "reference_forwarder")
+    count = 20
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "rtt.py"), "--prefix", f"{P[:3]}r-", "--rounds", "1", "--count", str(count),
+         "--fulmar", fulmar_bin, "--reference", reference, "--json",
+         "--variant", "rtc-ring=--afpacket-mode ring", "--variant", "rwt-ring=--mode rx-worker-tx --afpacket-mode ring"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    rtt = json.loads(r.stdout)["rtt"]
     with capsys.disabled():
-        print("\nping RTT min/avg/max ms:")
-        for k, v in figures.items():
-            print(f"  {k:55s} {v}")
-    assert figures["direct veth"] is not None
+        print("\nping RTT µs (median, ratio to the direct pair):")
+        for k, v in rtt.items():
+            print(f"  {k:16s} {v['median_us']:8.1f} {v['vs_direct']:6.2f}")
+    expected = {"direct", "reference", "reference-busy", "rtc", "rwt", "rtc-busy", "rwt-busy", "rtc-ring", "rwt-ring"}
+    assert set(rtt) == expected, rtt.keys()
+    answered = {k: v["n"] for k, v in rtt.items()}
+    assert answered == {k: 2 * count if k == "direct" else count for k in expected}, answered
 
 
 def test_controller_adds_flows_over_openflow(net, fulmar_bin):
