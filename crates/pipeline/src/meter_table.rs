@@ -13,6 +13,13 @@
 //! rate applies (spec §5.7). Tokens are kept in unit-nanoseconds (`u128`),
 //! so refilling is exact integer arithmetic: `rate × elapsed_ns`.
 //!
+//! With several workers, all measure with one set of buckets per meter
+//! that the meter's clones share ([`Meter::apply_shared`]: lock-free,
+//! GCRA on atomics, deciding exactly as the token buckets do), so a meter
+//! passes its configured rate however its packets are spread over the
+//! workers; a single worker measures with a private copy ([`Meter::apply`]).
+//! See [`crate::datapath::worker`].
+//!
 //! Burst sizes: with `OFPMF_BURST` the band's `burst_size` (kilobits or
 //! packets) is the bucket size, and 0 is refused (`BAD_BURST`). Without
 //! it `burst_size` is ignored, as the spec says, and the bucket holds
@@ -48,6 +55,8 @@ use ofp::meter_mod::{meter_band_type, meter_flags};
 use ofp::stats::{MeterBandStats, MeterConfig, MeterFeatures, MeterStats};
 use ofp::{MeterBand, MeterMod, MeterModCommand, OfpError};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Size limits of the meter table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,11 +99,23 @@ struct BandState {
     capacity: u128,
     /// Tokens now, in unit-nanoseconds.
     tokens: u128,
+    /// Shared measuring ([`Meter::apply_shared`]): ticks one unit takes at
+    /// the band's rate, in 16.16 fixed point.
+    ticks_per_unit: u64,
+    /// Shared measuring: the bucket size in ticks (how far ahead of now
+    /// the band's theoretical arrival time may run).
+    tolerance: u64,
     packet_count: u64,
     byte_count: u64,
 }
 
 const NS: u128 = 1_000_000_000;
+/// Ticks of the shared buckets' clock per nanosecond: 1/16 ns resolution,
+/// so a 64-byte frame's time at 100 Gbit/s (5.12 ns) is off by at most
+/// 0.6 %, and 2^64 ticks are 36 years.
+const TICKS_PER_NS: u64 = 16;
+/// Fraction bits of [`BandState::ticks_per_unit`].
+const TICK_FRACTION_BITS: u32 = 16;
 
 fn band_rate(b: &MeterBand) -> u32 {
     match b {
@@ -123,15 +144,62 @@ impl BandState {
             (rate / 10).max(floor)
         };
         let capacity = size * NS;
+        // Rate 0 is refused at METER_MOD; max(1) keeps this total anyway.
+        let per_second = u128::from(TICKS_PER_NS) * NS;
+        let to_u64 = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
         BandState {
             band: band.clone(),
             rate,
             capacity,
             tokens: capacity,
+            ticks_per_unit: to_u64((per_second << TICK_FRACTION_BITS) / rate.max(1)),
+            tolerance: to_u64(size * per_second / rate.max(1)),
             packet_count: 0,
             byte_count: 0,
         }
     }
+}
+
+/// The buckets every worker measures one meter with (see
+/// [`Meter::apply_shared`]): per band, the theoretical arrival time of the
+/// next conforming packet (GCRA, the virtual-scheduling form of a token
+/// bucket), in ticks of [`TICKS_PER_NS`]. A meter's clones (the published
+/// snapshots) hold the same ones; a METER_MOD makes new ones.
+#[derive(Clone, Debug)]
+struct SharedBuckets(Arc<[AtomicU64]>);
+
+impl PartialEq for SharedBuckets {
+    /// The same buckets (measuring state is not compared).
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SharedBuckets {}
+
+/// Takes `cost` from every band's bucket that holds it, after refilling
+/// each for `elapsed` ns; `bands` gives each band's (rate, capacity,
+/// tokens). Returns the band that applies: of those whose bucket did not
+/// hold the cost, the one with the highest rate (spec §5.7).
+fn measure<'a>(
+    bands: impl Iterator<Item = (u128, u128, &'a mut u128)>,
+    elapsed: u128,
+    cost: u128,
+) -> Option<usize> {
+    let mut chosen: Option<usize> = None;
+    let mut chosen_rate = 0u128;
+    for (i, (rate, capacity, tokens)) in bands.enumerate() {
+        *tokens = tokens
+            .saturating_add(rate.saturating_mul(elapsed))
+            .min(capacity);
+        if *tokens >= cost {
+            *tokens -= cost;
+        } else if chosen.is_none() || rate > chosen_rate {
+            chosen = Some(i);
+            chosen_rate = rate;
+        }
+    }
+    chosen
 }
 
 /// One meter.
@@ -147,23 +215,28 @@ pub struct Meter {
     byte_in_count: u64,
     /// Which METER_MOD made this meter (see [`Meter::generation`]).
     generation: u64,
+    shared: SharedBuckets,
 }
 
 impl Meter {
     fn new(mm: &MeterMod, now: Time, generation: u64) -> Meter {
+        let bands: Vec<BandState> = mm
+            .bands
+            .iter()
+            .map(|b| BandState::new(b, mm.flags))
+            .collect();
+        // Arrival time 0: every bucket full, whenever the first packet comes.
+        let shared = SharedBuckets(bands.iter().map(|_| AtomicU64::new(0)).collect());
         Meter {
             generation,
             meter_id: mm.meter_id,
             flags: mm.flags,
-            bands: mm
-                .bands
-                .iter()
-                .map(|b| BandState::new(b, mm.flags))
-                .collect(),
+            bands,
             installed_at: now,
             last: now,
             packet_in_count: 0,
             byte_in_count: 0,
+            shared,
         }
     }
 
@@ -180,34 +253,81 @@ impl Meter {
         self.generation
     }
 
-    /// A fresh copy of this meter for one of `share` workers that split
-    /// its rate evenly (see [`crate::datapath::worker`]): each band's rate
-    /// and bucket size are divided by `share` (rounded up, so no band
-    /// drops to zero; a bucket keeps room for one 1518-byte frame or one
-    /// packet if the original had it), the buckets start full, and counters start at zero.
-    /// `share` 0 is treated as 1; with 1 the copy measures exactly as the
-    /// original.
-    pub fn worker_copy(&self, share: u32) -> Meter {
-        let n = u128::from(share.max(1));
-        // A worker's bucket still holds one full frame (or one packet)
-        // when the whole bucket did, so a conforming stream is not cut
-        // off by the split.
-        let one = if self.flags & meter_flags::KBPS != 0 {
-            1518 * 8 * NS
-        } else {
-            NS
-        };
+    /// A fresh copy of this meter for a single worker to measure with
+    /// privately ([`Meter::apply`]): buckets full, counters zero.
+    pub fn worker_copy(&self) -> Meter {
         let mut m = self.clone();
         m.packet_in_count = 0;
         m.byte_in_count = 0;
         for b in &mut m.bands {
-            b.rate = b.rate.div_ceil(n);
-            b.capacity = b.capacity.div_ceil(n).max(b.capacity.min(one));
             b.tokens = b.capacity;
             b.packet_count = 0;
             b.byte_count = 0;
         }
         m
+    }
+
+    /// A packet's cost in unit-nanoseconds.
+    fn cost(&self, packet_len: u32) -> u128 {
+        if self.flags & meter_flags::KBPS != 0 {
+            u128::from(packet_len) * 8 * NS
+        } else {
+            NS
+        }
+    }
+
+    /// What band `i` (if any applies) decides.
+    fn verdict(&self, chosen: Option<usize>) -> MeterVerdict {
+        let Some(b) = chosen.and_then(|i| self.bands.get(i)) else {
+            return MeterVerdict::Pass;
+        };
+        let band = chosen.unwrap_or(0);
+        match b.band {
+            MeterBand::DscpRemark { prec_level, .. } => {
+                MeterVerdict::DscpRemark { band, prec_level }
+            }
+            // Experimenter bands are refused at METER_MOD; drop if one
+            // ever got here.
+            MeterBand::Drop { .. } | MeterBand::Experimenter { .. } => MeterVerdict::Drop { band },
+        }
+    }
+
+    /// Measures one packet as [`Meter::apply`] does, but with the buckets
+    /// this meter shares with its clones, so that workers measuring the
+    /// same published meter together pass its configured rate. Lock-free:
+    /// per band one compare-and-swap on its arrival time when the packet
+    /// conforms, a load when it does not. Counts nothing (workers count
+    /// per band in their own counters). A time older than another
+    /// worker's last one only finds less in the buckets, never more.
+    pub fn apply_shared(&self, now: Time, packet_len: u32) -> MeterVerdict {
+        let units = if self.flags & meter_flags::KBPS != 0 {
+            u128::from(packet_len) * 8
+        } else {
+            1
+        };
+        let now = now.0.saturating_mul(TICKS_PER_NS);
+        let mut chosen: Option<usize> = None;
+        let mut chosen_rate = 0u128;
+        for (i, (b, tat)) in self.bands.iter().zip(self.shared.0.iter()).enumerate() {
+            let cost = u64::try_from((units * u128::from(b.ticks_per_unit)) >> TICK_FRACTION_BITS)
+                .unwrap_or(u64::MAX);
+            let mut cur = tat.load(Ordering::Relaxed);
+            let conforms = loop {
+                let next = cur.max(now).saturating_add(cost);
+                if next - now > b.tolerance {
+                    break false;
+                }
+                match tat.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => break true,
+                    Err(seen) => cur = seen,
+                }
+            };
+            if !conforms && (chosen.is_none() || b.rate > chosen_rate) {
+                chosen = Some(i);
+                chosen_rate = b.rate;
+            }
+        }
+        self.verdict(chosen)
     }
 
     /// Measures one packet of `packet_len` bytes arriving at `now` and
@@ -219,45 +339,17 @@ impl Meter {
         }
         self.packet_in_count = self.packet_in_count.wrapping_add(1);
         self.byte_in_count = self.byte_in_count.wrapping_add(u64::from(packet_len));
-        let kbps = self.flags & meter_flags::KBPS != 0;
-        let cost = if kbps {
-            u128::from(packet_len) * 8 * NS
-        } else {
-            NS
-        };
-        let mut chosen: Option<usize> = None;
-        let mut chosen_rate = 0u128;
-        for (i, b) in self.bands.iter_mut().enumerate() {
-            b.tokens = b
-                .tokens
-                .saturating_add(b.rate.saturating_mul(elapsed))
-                .min(b.capacity);
-            if b.tokens >= cost {
-                b.tokens -= cost;
-            } else if chosen.is_none() || b.rate > chosen_rate {
-                chosen = Some(i);
-                chosen_rate = b.rate;
-            }
+        let cost = self.cost(packet_len);
+        let bands = self
+            .bands
+            .iter_mut()
+            .map(|b| (b.rate, b.capacity, &mut b.tokens));
+        let chosen = measure(bands, elapsed, cost);
+        if let Some(b) = chosen.and_then(|i| self.bands.get_mut(i)) {
+            b.packet_count = b.packet_count.wrapping_add(1);
+            b.byte_count = b.byte_count.wrapping_add(u64::from(packet_len));
         }
-        let Some(i) = chosen else {
-            return MeterVerdict::Pass;
-        };
-        let Some(b) = self.bands.get_mut(i) else {
-            return MeterVerdict::Pass;
-        };
-        b.packet_count = b.packet_count.wrapping_add(1);
-        b.byte_count = b.byte_count.wrapping_add(u64::from(packet_len));
-        match b.band {
-            MeterBand::DscpRemark { prec_level, .. } => MeterVerdict::DscpRemark {
-                band: i,
-                prec_level,
-            },
-            // Experimenter bands are refused at METER_MOD; drop if one
-            // ever got here.
-            MeterBand::Drop { .. } | MeterBand::Experimenter { .. } => {
-                MeterVerdict::Drop { band: i }
-            }
-        }
+        self.verdict(chosen)
     }
 }
 
@@ -748,50 +840,133 @@ mod tests {
         assert_eq!(st[0].band_stats[0].byte_band_count, 64 * (4 + dropped));
     }
 
+    /// What measuring costs per packet: a private copy, the shared
+    /// buckets alone, and the shared buckets with every thread hitting the
+    /// same meter. `cargo test -p pipeline --release meter_cost -- --ignored
+    /// --nocapture`
     #[test]
-    fn worker_copies_split_the_rate_and_keep_one_frame() {
+    #[ignore]
+    fn meter_cost() {
+        let mut sw = Sw::new(MetersConfig::default());
+        // 4 Tbit/s: every packet passes (a write per packet); 1 Gbit/s at
+        // one 64-byte packet per 10 ns: nearly all are dropped (a read).
+        sw.ok(&add(1, KBPS, vec![drop_band(4_000_000_000, 0)]));
+        sw.ok(&add(2, KBPS, vec![drop_band(1_000_000, 0)]));
+        const N: u64 = 20_000_000;
+        for id in [1, 2] {
+            let meter = sw.meters.get(id).unwrap().clone();
+            let what = if id == 1 { "all pass" } else { "most dropped" };
+            let mut copy = meter.worker_copy();
+            let start = std::time::Instant::now();
+            for i in 0..N {
+                std::hint::black_box(copy.apply(Time(i * 10), 64));
+            }
+            let private = start.elapsed().as_nanos() as f64 / N as f64;
+            println!("{what}: private copy {private:.1} ns/packet");
+            for threads in [1u64, 2, 4] {
+                let start = std::time::Instant::now();
+                std::thread::scope(|sc| {
+                    for k in 0..threads {
+                        let m = meter.clone();
+                        sc.spawn(move || {
+                            for i in 0..N / threads {
+                                let t = Time((i * threads + k) * 10);
+                                std::hint::black_box(m.apply_shared(t, 64));
+                            }
+                        });
+                    }
+                });
+                let ns = start.elapsed().as_nanos() as f64 / (N / threads) as f64;
+                println!("{what}: shared, {threads} thread(s) {ns:.1} ns/packet per thread");
+            }
+        }
+    }
+
+    /// The shared buckets (GCRA on a 1/16 ns clock) decide exactly as a
+    /// private token bucket for rates the clock divides evenly (2^a·5^b
+    /// units per second), over random gaps, lengths and band sets.
+    #[test]
+    fn shared_buckets_decide_as_a_private_copy() {
+        let mut sw = Sw::new(MetersConfig::default());
+        let meters = [
+            (PKTPS | BURST, vec![drop_band(10, 4)]),
+            (PKTPS, vec![drop_band(1000, 0), remark(250, 0, 2)]),
+            (KBPS | BURST, vec![drop_band(8000, 64), remark(2000, 16, 1)]),
+            (
+                KBPS,
+                vec![remark(5000, 0, 3), drop_band(20000, 0), drop_band(640, 0)],
+            ),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for (id, (flags, bands)) in (1u32..).zip(meters) {
+            sw.ok(&add(id, flags, bands));
+            let shared = sw.meters.get(id).unwrap().clone();
+            let mut private = shared.worker_copy();
+            // From the install time on (the private copy refills nothing
+            // before it; the shared buckets are full at any earlier time).
+            let mut t = Time::from_secs(1);
+            for i in 0..5000 {
+                t = Time(t.0 + next(2_000_000));
+                let len = 64 + next(1455) as u32;
+                let (a, b) = (private.apply(t, len), shared.apply_shared(t, len));
+                assert_eq!(a, b, "meter {id}, packet {i} at {t:?}, {len} bytes");
+            }
+        }
+    }
+
+    #[test]
+    fn clones_share_buckets_and_copies_measure_alone() {
         let mut sw = Sw::new(MetersConfig::default());
         sw.ok(&add(1, PKTPS | BURST, vec![drop_band(10, 4)]));
-        sw.ok(&add(2, PKTPS | BURST, vec![drop_band(3, 1)]));
         sw.ok(&add(3, KBPS, vec![drop_band(100, 0)]));
         let g1 = sw.meters.get(1).unwrap().generation();
         let t = Time::from_secs(1);
-        // Rate 10, burst 4, split two ways: 5 pps and 2 packets each; two
-        // copies at 10 pps offered each pass what one meter passes.
-        let mut halves: Vec<Meter> = (0..2)
-            .map(|_| sw.meters.get(1).unwrap().worker_copy(2))
-            .collect();
-        let mut whole = sw.meters.get(1).unwrap().worker_copy(1);
-        assert_eq!(whole, *sw.meters.get(1).unwrap(), "share 1 is the meter");
-        let split: u64 = halves.iter_mut().map(|m| drive(m, t, 10, 10, 64).0).sum();
+        // Two clones (two snapshots, two workers) take from one bucket of 4.
+        let (x, y) = (
+            sw.meters.get(1).unwrap().clone(),
+            sw.meters.get(1).unwrap().clone(),
+        );
+        let passed = (0..6)
+            .map(|i| if i % 2 == 0 { &x } else { &y }.apply_shared(t, 64))
+            .filter(|v| *v == MeterVerdict::Pass)
+            .count();
+        assert_eq!(passed, 4);
+        // 10 pps: one token per 100 ms, wherever it is taken.
+        let t2 = Time(t.0 + 100_000_000);
+        assert_eq!(y.apply_shared(t2, 64), MeterVerdict::Pass);
+        assert_eq!(x.apply_shared(t2, 64), MeterVerdict::Drop { band: 0 });
+        // An older time refills nothing.
+        assert_eq!(x.apply_shared(t, 64), MeterVerdict::Drop { band: 0 });
+        // A private copy starts full and measures alone; equal to the
+        // meter it was made from; shared buckets count nothing.
+        let mut whole = sw.meters.get(1).unwrap().worker_copy();
+        assert_eq!(whole, *sw.meters.get(1).unwrap());
         let (one, _, _) = drive(&mut whole, t, 20, 10, 64);
-        // burst 4 + ~10 s at 10 pps, and 2 × (burst 2 + ~10 s at 5 pps);
-        // the last refill before the end differs by a packet or two.
         assert!((100..=104).contains(&one), "one {one}");
-        assert!((100..=104).contains(&split), "split {split}");
-        assert!(one.abs_diff(split) <= 2, "{one} vs {split}");
-        assert_eq!(halves[0].id(), 1);
-        // Rate 3 split 4 ways rounds up to 1 pps each; a 1-packet bucket
-        // stays a 1-packet bucket.
-        let mut q = sw.meters.get(2).unwrap().worker_copy(4);
-        assert_eq!(q.apply(t, 64), MeterVerdict::Pass);
-        assert_eq!(q.apply(t, 64), MeterVerdict::Drop { band: 0 });
-        assert_eq!(q.apply(Time::from_secs(2), 64), MeterVerdict::Pass);
-        // 100 kbit/s split 8 ways: 12.5 kbit/s each, but a full frame
-        // still fits the bucket.
-        let mut k = sw.meters.get(3).unwrap().worker_copy(8);
-        assert_eq!(k.apply(t, 1518), MeterVerdict::Pass);
-        assert_eq!(k.apply(t, 1518), MeterVerdict::Drop { band: 0 });
-        // Copies count nothing into the meter; a METER_MOD changes the
-        // generation.
         assert_eq!(sw.meters.stats(1, &sw.tables, t)[0].packet_in_count, 0);
+        // 100 kbit/s without BURST: 100 ms of rate, a full frame at least.
+        let k = sw.meters.get(3).unwrap().clone();
+        let frames = (0..3)
+            .filter(|_| k.apply_shared(t, 1518) == MeterVerdict::Pass)
+            .count();
+        assert_eq!(frames, 1, "10 kbit bucket: one 1518-byte frame");
+        // A METER_MOD makes a new meter with new, full buckets.
         sw.ok(&mm(
             MeterModCommand::Modify,
             1,
             PKTPS,
             vec![drop_band(10, 0)],
         ));
-        assert_ne!(sw.meters.get(1).unwrap().generation(), g1);
+        let new = sw.meters.get(1).unwrap();
+        assert_ne!(new.generation(), g1);
+        assert_ne!(*new, x, "other buckets");
+        assert_eq!(new.apply_shared(t2, 64), MeterVerdict::Pass);
         assert!(sw.meters.add_counts(1, 5, 500, &[(2, 200), (9, 9)]));
         let st = sw.meters.stats(1, &sw.tables, t);
         assert_eq!((st[0].packet_in_count, st[0].byte_in_count), (5, 500));

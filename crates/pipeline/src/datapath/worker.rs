@@ -53,30 +53,28 @@
 //!
 //! # Meters across workers
 //!
-//! A meter's rate is enforced as a per-worker share: each of `W` workers
-//! measures with its own copy of the meter ([`Meter::worker_copy`]) whose
-//! band rates and bucket sizes are `1/W` of the configured ones. No state
-//! is shared between workers, so metering costs the same as with one
-//! worker and the snapshot stays immutable. The cost is accuracy when
-//! traffic of one meter is unevenly spread over the workers: a meter whose
-//! packets all land on one worker passes only `1/W` of its rate (the
-//! aggregate never exceeds the configured rate). The alternative, one
-//! token bucket shared by all workers (a compare-and-swap loop on an
-//! atomic, or a lock as Open vSwitch's userspace datapath uses), is exact
-//! but puts a cache line that every worker writes on the path of every
-//! metered packet, and keeps mutable state inside the published snapshot
-//! (which must then survive republishing). Measured on the 2-core build
-//! machine (rustc -O, 20 M packets per thread, one meter, every worker
-//! hitting it): a local token bucket as here costs 4–6 ns per packet with
-//! 1 or 2 threads; a shared one-atomic bucket (GCRA, one compare-and-swap
-//! per packet) costs 6–10 ns uncontended and 15–26 ns per packet with 2
-//! threads contending, and contention grows with the worker count. With
-//! `W = 1` (the
-//! [`super::Datapath`] wrapper) the copy measures exactly as the meter.
-//! The local copy is replaced when the published meter's
-//! [`Meter::generation`] changes (a METER_MOD replaced it). Meter counters
-//! (input and per band) are counted per worker in [`Counters::meters`] and
-//! folded into the control-side meter like every other counter.
+//! A single worker (`W = 1`, also the [`super::Datapath`] wrapper) measures
+//! with its own copy of each meter ([`Meter::worker_copy`], [`Meter::apply`]):
+//! nothing shared. Several workers measure one meter together with the
+//! buckets its published clones share ([`Meter::apply_shared`]: per band an
+//! atomic arrival time, GCRA, one compare-and-swap per conforming packet),
+//! so a meter passes its configured rate whether its packets land on one
+//! worker or are spread over all of them. Until 2026-11 each of `W` workers
+//! enforced `1/W` of the rate with a private copy: nothing shared, but a
+//! meter whose traffic a port's single worker carried passed only `1/W` of
+//! its rate, which no controller expects. Cost (`cargo test -p pipeline
+//! --release meter_cost -- --ignored --nocapture`, 2-core VM, 64-byte
+//! packets): a private copy 3.1–3.3 ns per packet, the shared buckets 6.7
+//! ns with one thread and with two threads hitting the same meter, 15.5
+//! ns per packet per thread with four threads on the two cores; the two
+//! decide exactly alike (`shared_buckets_decide_as_a_private_copy`). A
+//! mutex around the buckets instead cost 17 ns alone and 124 ns per packet
+//! with two threads contending. The shared buckets belong to the meter a
+//! METER_MOD made: a METER_MOD brings new ones, and a single worker's copy
+//! is replaced when the published meter's [`Meter::generation`] changes.
+//! Meter counters (input and per band) are counted per worker in
+//! [`Counters::meters`] and folded into the control-side meter like every
+//! other counter.
 
 use super::buffers::BufferPool;
 use super::counters::{Counters, HotCounters};
@@ -121,26 +119,29 @@ pub const CACHE_BYPASS: u64 = 16 * CACHE_WINDOW;
 /// Most doublings of [`CACHE_BYPASS`].
 const CACHE_MAX_BACKOFF: u32 = 6;
 
-/// A worker's copies of the meters it has used (see the module comment).
+/// How a worker measures meters (see the module comment): with private
+/// copies when it is the only worker, with the buckets the published
+/// meters share otherwise.
 #[derive(Clone, Debug, Default)]
 pub struct LocalMeters {
-    /// How many workers share each meter's rate (at least 1).
-    share: u32,
+    /// Other workers measure the same meters: use the shared buckets.
+    shared: bool,
+    /// Private copies (single worker only).
     meters: HashMap<u32, Meter>,
 }
 
 impl LocalMeters {
-    /// No copies yet; rates will be split `share` ways.
-    pub fn new(share: u32) -> LocalMeters {
+    /// For one of `workers` workers over the same published meters.
+    pub fn new(workers: u32) -> LocalMeters {
         LocalMeters {
-            share: share.max(1),
+            shared: workers > 1,
             meters: HashMap::new(),
         }
     }
 
-    /// Measures one packet with this worker's copy of meter `id` of
-    /// `published` (made or refreshed as needed); `None` when the
-    /// published table has no such meter.
+    /// Measures one packet with meter `id` of `published` (a private copy
+    /// made or refreshed as needed, or the shared buckets); `None` when
+    /// the published table has no such meter.
     pub fn apply(
         &mut self,
         published: &Meters,
@@ -148,17 +149,19 @@ impl LocalMeters {
         now: Time,
         len: u32,
     ) -> Option<MeterVerdict> {
-        let shared = published.get(id)?;
-        let share = self.share;
+        let meter = published.get(id)?;
+        if self.shared {
+            return Some(meter.apply_shared(now, len));
+        }
         let local = self
             .meters
             .entry(id)
             .and_modify(|m| {
-                if m.generation() != shared.generation() {
-                    *m = shared.worker_copy(share);
+                if m.generation() != meter.generation() {
+                    *m = meter.worker_copy();
                 }
             })
-            .or_insert_with(|| shared.worker_copy(share));
+            .or_insert_with(|| meter.worker_copy());
         Some(local.apply(now, len))
     }
 
@@ -287,9 +290,9 @@ struct Scratch {
 }
 
 impl WorkerState {
-    /// Worker `index` of `n_workers` (buffer ids `index + k·n_workers`,
-    /// meter rates split `n_workers` ways), with `n_buffers` packet
-    /// buffers.
+    /// Worker `index` of `n_workers` (buffer ids `index + k·n_workers`;
+    /// with more than one worker meters are measured with shared buckets),
+    /// with `n_buffers` packet buffers.
     pub fn new(index: u32, n_workers: u32, n_buffers: usize) -> WorkerState {
         WorkerState {
             counters: Counters::default(),
