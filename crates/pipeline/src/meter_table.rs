@@ -863,7 +863,7 @@ mod tests {
             }
             let private = start.elapsed().as_nanos() as f64 / N as f64;
             println!("{what}: private copy {private:.1} ns/packet");
-            for threads in [1u64, 2, 4] {
+            for threads in [1u64, 2, 4, 8, 16] {
                 let start = std::time::Instant::now();
                 std::thread::scope(|sc| {
                     for k in 0..threads {
