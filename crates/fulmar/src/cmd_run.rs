@@ -14,7 +14,7 @@ use runtime::{Runtime, RuntimeOptions};
 /// Packet I/O backend for `--interface` ports.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Io {
-    /// AF_PACKET (TPACKET_V3 ring); works on any interface.
+    /// AF_PACKET (a packet socket, or a TPACKET_V3 ring: --afpacket-mode); works on any interface.
     Afpacket,
     /// AF_XDP (one queue per interface).
     Afxdp,
