@@ -105,8 +105,9 @@ pub struct RunArgs {
     #[arg(long, value_parser = parse_poll)]
     pub poll_us: Option<Duration>,
     /// Entries of each worker's flow cache, 0 for none (default 16384,
-    /// about 5 MiB a worker; it turns itself off while it hits less than
-    /// half the packets).
+    /// about 5 MiB a worker; used only while table 0 needs more than one
+    /// probe, i.e. wildcards of several shapes, and turned off while it
+    /// hits less than half the packets).
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1 << 24))]
     pub flow_cache: Option<u64>,
     /// Print counters every N seconds while running.
