@@ -276,12 +276,11 @@ impl Meter {
         }
     }
 
-    /// What band `i` (if any applies) decides.
+    /// What the band that applies (`chosen`, if any) decides.
     fn verdict(&self, chosen: Option<usize>) -> MeterVerdict {
-        let Some(b) = chosen.and_then(|i| self.bands.get(i)) else {
+        let Some((band, b)) = chosen.and_then(|i| Some((i, self.bands.get(i)?))) else {
             return MeterVerdict::Pass;
         };
-        let band = chosen.unwrap_or(0);
         match b.band {
             MeterBand::DscpRemark { prec_level, .. } => {
                 MeterVerdict::DscpRemark { band, prec_level }
