@@ -267,13 +267,18 @@ impl Meter {
         m
     }
 
-    /// A packet's cost in unit-nanoseconds.
-    fn cost(&self, packet_len: u32) -> u128 {
+    /// A packet's cost in the meter's units: bits, or one packet.
+    fn units(&self, packet_len: u32) -> u128 {
         if self.flags & meter_flags::KBPS != 0 {
-            u128::from(packet_len) * 8 * NS
+            u128::from(packet_len) * 8
         } else {
-            NS
+            1
         }
+    }
+
+    /// A packet's cost in unit-nanoseconds (the private buckets' tokens).
+    fn cost(&self, packet_len: u32) -> u128 {
+        self.units(packet_len) * NS
     }
 
     /// What the band that applies (`chosen`, if any) decides.
@@ -299,11 +304,7 @@ impl Meter {
     /// per band in their own counters). A time older than another
     /// worker's last one only finds less in the buckets, never more.
     pub fn apply_shared(&self, now: Time, packet_len: u32) -> MeterVerdict {
-        let units = if self.flags & meter_flags::KBPS != 0 {
-            u128::from(packet_len) * 8
-        } else {
-            1
-        };
+        let units = self.units(packet_len);
         let now = now.0.saturating_mul(TICKS_PER_NS);
         let mut chosen: Option<usize> = None;
         let mut chosen_rate = 0u128;

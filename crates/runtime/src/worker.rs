@@ -41,11 +41,12 @@
 //! The control side publishes an immutable [`Snapshot`] (tables, groups,
 //! meter configurations, port states, settings) through a
 //! [`dataplane::snapshot::Publisher`]; every worker holds a [`Reader`] and
-//! a [`WorkerState`] (its counters, buffer pool and, alone, its meter copies)
-//! and processes each burst against a view of the snapshot it last saw,
-//! moving to a newer one between bursts. Nothing is copied per worker;
-//! with several workers a meter's token buckets are shared atomics inside
-//! the published meter (see `pipeline::datapath::worker`). The worker's counters are handed to a
+//! a [`WorkerState`] (its counters, buffer pool and, when it is the only
+//! worker, its meter copies) and processes each burst against a view of
+//! the snapshot it last saw, moving to a newer one between bursts. Nothing
+//! is copied per worker; with several workers a meter's token buckets are
+//! shared atomics inside the published meter (see
+//! `pipeline::datapath::worker`). The worker's counters are handed to a
 //! shared per-worker slot every [`SYNC_EVERY`] with `try_lock` (the control
 //! side reads the slots; a worker never waits for it) and summed on read.
 

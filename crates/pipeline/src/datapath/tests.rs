@@ -1280,23 +1280,25 @@ fn snapshot_and_workers_can_cross_threads() {
     send::<Counters>();
 }
 
+/// A shared snapshot of `st` with ports 1..=`ports` added.
+fn snapshot_with_ports(mut st: SwitchState, ports: u32) -> std::sync::Arc<Snapshot> {
+    for port_no in 1..=ports {
+        let port = ofp::Port {
+            port_no,
+            ..ofp::Port::default()
+        };
+        st.port_table.add_port(port, T0);
+    }
+    std::sync::Arc::new(Snapshot::new(st, DatapathConfig::default()))
+}
+
 /// Real threads: four workers over one `Arc<Snapshot>` count what one
 /// worker counts for the same packets.
 #[test]
 fn threads_over_one_snapshot_sum_to_one_worker() {
     let flows = "priority=9,udp,actions=group:1\npriority=1,actions=output:3";
     let groups = "group_id=1,type=select,bucket=output:4,bucket=output:5";
-    let mut st = state(flows, groups, "");
-    for n in 1..=8 {
-        st.port_table.add_port(
-            ofp::Port {
-                port_no: n,
-                ..ofp::Port::default()
-            },
-            T0,
-        );
-    }
-    let snap = std::sync::Arc::new(Snapshot::new(st, DatapathConfig::default()));
+    let snap = snapshot_with_ports(state(flows, groups, ""), 8);
     let packets: Vec<Vec<u8>> = (0..400u16)
         .map(|i| {
             if i % 3 == 0 {
@@ -1423,19 +1425,12 @@ fn workers_share_a_meter_rate_and_follow_meter_mods() {
 /// its burst plus its rate over the time they ran, not more.
 #[test]
 fn threads_sharing_a_meter_pass_its_rate_in_aggregate() {
-    let mut s = state(
+    let s = state(
         "priority=1,actions=meter:1,output:2",
         "",
         "meter=1,pktps,burst,bands=type=drop,rate=1000,burst_size=100",
     );
-    for port_no in 1..=2 {
-        let port = ofp::Port {
-            port_no,
-            ..ofp::Port::default()
-        };
-        s.port_table.add_port(port, T0);
-    }
-    let snap = std::sync::Arc::new(Snapshot::new(s, DatapathConfig::default()));
+    let snap = snapshot_with_ports(s, 2);
     let p = udp4(64);
     // Four workers, 2000 packets each, at times spread over one second.
     let passed: usize = std::thread::scope(|sc| {

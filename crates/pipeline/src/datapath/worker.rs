@@ -76,12 +76,13 @@
 //! most about 30–35 Mpps in all, whatever the worker count (the cache
 //! line moves between cores on every packet). Workers taking tokens from
 //! the shared buckets in chunks and spending them privately would lift
-//! that ceiling at the price of a bounded error; not done yet. The shared buckets belong to the meter a
-//! METER_MOD made: a METER_MOD brings new ones, and a single worker's copy
-//! is replaced when the published meter's [`Meter::generation`] changes.
-//! Meter counters (input and per band) are counted per worker in
-//! [`Counters::meters`] and folded into the control-side meter like every
-//! other counter.
+//! that ceiling at the price of a bounded error; not done yet.
+//!
+//! The shared buckets belong to the meter a METER_MOD made: a METER_MOD
+//! brings new ones, and a single worker's copy is replaced when the
+//! published meter's [`Meter::generation`] changes. Meter counters (input
+//! and per band) are counted per worker in [`Counters::meters`] and folded
+//! into the control-side meter like every other counter.
 
 use super::buffers::BufferPool;
 use super::counters::{Counters, HotCounters};
@@ -603,8 +604,9 @@ impl WorkerState {
         sc.miss_at.clear();
         let live = sc.pkts.get(..sc.n).unwrap_or_default();
         let n = live.len() as u64;
-        let use_cache = self.cache.is_some() && self.cache_bypass == 0 && !one_probe;
-        if self.cache.is_some() && !use_cache && !one_probe {
+        let cached = self.cache.is_some() && !one_probe;
+        let use_cache = cached && self.cache_bypass == 0;
+        if cached && !use_cache {
             self.cache_bypass = self.cache_bypass.saturating_sub(n);
             self.cache_bypassed += n;
         }
