@@ -25,7 +25,7 @@
 //! bursts leave by the [`FlushPolicy`]; idle threads back off and sleep
 //! (see [`crate::flush`] and [`crate::wake`]) until a port descriptor is
 //! readable, their doorbell rings (a ring producer, a patch port's other
-//! end, [`Threads::wake_all`]) or a timeout passes.
+//! end, [`Threads::wake_all`], a port change) or a timeout passes.
 //!
 //! # Send handles
 //!
@@ -35,23 +35,68 @@
 //! shared by its reader and writers. Only dataplane threads take such a
 //! mutex, for one burst at a time.
 //!
+//! # Port changes
+//!
+//! The port set changes while the threads run ([`Threads::add_port`],
+//! [`Threads::remove_port`]) without stopping them or touching the other
+//! ports' handles, counters or packets. The control side never reaches
+//! into a thread's state: it posts a change into the thread's mailbox
+//! and rings its doorbell. Between bursts a thread looks at the mailbox's
+//! flag — one atomic load when nothing changed — and only when it is set
+//! `try_lock`s the queue (a queue the control side is filling just now is
+//! tried again next round), swaps the changes out into a spare vector,
+//! applies them, recomputes what it sleeps on (descriptors, timeout) and
+//! acknowledges with a counter the control side waits for, a few seconds
+//! at most (then the call fails, naming the thread).
+//!
+//! A new port is read by the thread with the fewest ports to read (a
+//! worker, or an RX thread in the split arrangement), which attaches its
+//! doorbell to it as at start; every worker gets a send handle, or in the
+//! split arrangement TX thread `i % tx_threads` does (`i`: how many ports
+//! were handed over before it) and every worker learns which TX thread
+//! that is. The changes go out in the order packets travel backwards —
+//! TX threads, then workers, then the reader — so no stage ever hands a
+//! packet to a stage that does not know the port yet. Removal goes
+//! forwards: the reader stops reading, workers flush what they staged and
+//! forget the route, the sender sends what it holds (what the port then
+//! still refuses counts as `tx_queue_full`) and drops its handle; when the
+//! last thread has acknowledged, every handle is gone and the backend is
+//! closed. Packets still on a ring toward a thread that no longer has the
+//! port count as `no_port`, like any later output to it.
+//!
 //! # Counters and the control side
 //!
 //! Dataplane threads never wait for a lock the control side can hold.
-//! Port counters live in the handles; each thread copies them into a
-//! stats board every few milliseconds and on exit with `try_lock` (a busy
-//! slot is simply updated next time), and [`Threads::port_counters`] sums
-//! the slots of a port. Drops the threads make themselves are named
-//! ([`ThreadDrops`]): `rx_ring_full` and `tx_ring_full` (a ring between
-//! threads was full), `tx_queue_full` (a port kept refusing packets and
-//! its TX burst overflowed), `no_port` (an output to a port number this
-//! set of threads does not have), `port_error` (packets lost to a failed
-//! send call) and `rx_error` (failed receive calls).
-//! All but `no_port` are also kept per port ([`Threads::port_drops`]): a
-//! packet lost on an RX → worker ring counts against the port it came in
-//! on, one lost on a worker → TX ring or at a port against the port it
-//! was going out of, so the control side can add them to that port's
-//! OpenFlow `rx_dropped` / `tx_dropped`.
+//! Port counters live in the handles; each handle carries its own stats
+//! slot, into which its thread copies them every few milliseconds and on
+//! exit with `try_lock` (a busy slot is simply updated next time), and
+//! [`Threads::port_counters`] sums the slots of a port. Drops the threads
+//! make themselves are named ([`ThreadDrops`]): `rx_ring_full` and
+//! `tx_ring_full` (a ring between threads was full), `tx_queue_full` (a
+//! port kept refusing packets and its TX burst overflowed), `no_port` (an
+//! output to a port number this set of threads does not have),
+//! `port_error` (packets lost to a failed send call) and `rx_error`
+//! (failed receive calls). All but `no_port` are also kept per port
+//! ([`Threads::port_drops`]): a packet lost on an RX → worker ring counts
+//! against the port it came in on, one lost on a worker → TX ring or at a
+//! port against the port it was going out of, so the control side can add
+//! them to that port's OpenFlow `rx_dropped` / `tx_dropped`. A port's drop
+//! cells are shared by its handles; a ring's producer finds them in a
+//! map of its own thread, updated with the port changes it applies.
+//!
+//! The control side keeps a registry of the ports (their slots and drop
+//! cells), read only by the counter calls; a removed port leaves it, and
+//! its drops are kept in the totals of [`Threads::drops`].
+//!
+//! # Thread statistics
+//!
+//! [`Threads::thread_stats`] tells per thread what `ovs-appctl
+//! dpif-netdev/pmd-stats-show` tells for OVS: packets and non-empty polls,
+//! time spent in rounds that found work (busy) and in rounds that did not
+//! (idle, sleep included), and how full its input rings are now. A thread
+//! adds to plain integers — the clock reading it takes after its reads
+//! anyway closes a busy round, one more is taken only after an idle round
+//! — and stores them into atomics when it publishes its port counters.
 //!
 //! # Shutdown
 //!
@@ -61,17 +106,18 @@
 //! flushes what it holds and publishes its final counters.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::{Backoff, FlushPolicy, IdleStep};
 use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
-use crate::spsc::{self, Consumer, Producer};
+use crate::spsc::{self, Consumer, Producer, RingStats};
 use crate::wake::{self, Doorbell};
 
 /// What a worker does with a burst: a pipeline, a learning switch, a test
@@ -270,7 +316,61 @@ impl ThreadDrops {
     }
 }
 
-/// One port's drop counters (the `ThreadDrops` fields that have a port).
+/// What a thread does, for [`ThreadStats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadRole {
+    /// Reads ports and hands packets to workers (split arrangement).
+    Rx,
+    /// Runs the processor (and, run to completion, reads and sends too).
+    Worker,
+    /// Sends to ports what workers hand it (split arrangement).
+    Tx,
+}
+
+impl ThreadRole {
+    /// `rx`, `worker` or `tx`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ThreadRole::Rx => "rx",
+            ThreadRole::Worker => "worker",
+            ThreadRole::Tx => "tx",
+        }
+    }
+}
+
+impl fmt::Display for ThreadRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thread's work so far (as of its last publication, a few
+/// milliseconds old), and its input rings now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadStats {
+    /// The thread's name (`br0-w0`, `br0-rx0`, `br0-tx0`).
+    pub name: String,
+    /// What it does.
+    pub role: ThreadRole,
+    /// Packets it handled: read from ports (RX threads, run-to-completion
+    /// workers) or taken from its input rings (split workers, TX threads).
+    pub packets: u64,
+    /// Non-empty reads (of a port or a ring).
+    pub bursts: u64,
+    /// Time in rounds that found work, in nanoseconds.
+    pub busy_ns: u64,
+    /// Time in rounds that found nothing, sleeping included, in
+    /// nanoseconds.
+    pub idle_ns: u64,
+    /// Packets waiting on its input rings now (0 for threads reading
+    /// ports only).
+    pub ring_fill: usize,
+    /// Slots of its input rings together.
+    pub ring_capacity: usize,
+}
+
+/// One port's drop counters (the `ThreadDrops` fields that have a port),
+/// shared by the port's handles and the control side's registry.
 #[derive(Default)]
 struct PortDropCells {
     rx_ring_full: AtomicU64,
@@ -293,27 +393,23 @@ impl PortDropCells {
     }
 }
 
-/// The threads' drop counters: per port (the set is fixed at start, so
-/// lookups need no lock) and `no_port`.
-#[derive(Default)]
-struct DropCells {
-    no_port: AtomicU64,
-    ports: HashMap<u32, PortDropCells>,
+/// A thread's own map from port number to drop cells, for drops of ring
+/// items (which carry only a number); it changes with the port changes
+/// the thread applies. A number without cells counts as `no_port`.
+struct DropMap {
+    ports: HashMap<u32, Arc<PortDropCells>>,
+    no_port: Arc<AtomicU64>,
 }
 
-impl DropCells {
-    fn for_ports(numbers: impl IntoIterator<Item = u32>) -> DropCells {
-        DropCells {
-            no_port: AtomicU64::new(0),
-            ports: numbers
-                .into_iter()
-                .map(|n| (n, PortDropCells::default()))
-                .collect(),
+impl DropMap {
+    fn new(no_port: Arc<AtomicU64>) -> DropMap {
+        DropMap {
+            ports: HashMap::new(),
+            no_port,
         }
     }
 
-    /// Counts `n` drops against `port` in the cell `which` picks; a port
-    /// without cells counts as `no_port`.
+    /// Counts `n` drops against `port` in the cell `which` picks.
     fn count(&self, port: u32, n: u64, which: impl FnOnce(&PortDropCells) -> &AtomicU64) {
         match self.ports.get(&port) {
             Some(c) => bump(which(c), n),
@@ -356,6 +452,245 @@ impl RingItem for (u32, PacketBuf) {
     }
 }
 
+/// A port change for one thread.
+enum Change {
+    /// Read this port (a run-to-completion worker, an RX thread).
+    Read(RxPort),
+    /// Send to this port (a run-to-completion worker, a TX thread).
+    Write(TxPort),
+    /// Output to port `number` goes to TX thread `tx` (a split worker).
+    Route {
+        number: u32,
+        tx: usize,
+        drops: Arc<PortDropCells>,
+    },
+    /// Forget port `number` (no-op for a thread that does not have it).
+    Remove(u32),
+}
+
+/// Port changes waiting for one thread. The control side fills `queue`
+/// and raises `pending`; the thread looks at `pending` between bursts and
+/// only then tries the lock; `applied` counts the changes it has applied.
+#[derive(Default)]
+struct Mailbox {
+    pending: AtomicBool,
+    queue: Mutex<Vec<Change>>,
+    applied: AtomicU64,
+}
+
+impl Mailbox {
+    /// Control side.
+    fn post(&self, c: Change) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.push(c);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    /// Thread side: anything to take? One atomic load.
+    fn has_mail(&self) -> bool {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    /// Thread side: swaps the waiting changes into `into` (empty; its
+    /// storage becomes the queue's, so nothing is allocated). Never waits:
+    /// a queue the control side holds is tried again next round.
+    fn take(&self, into: &mut Vec<Change>) -> bool {
+        let mut q = match self.queue.try_lock() {
+            Ok(q) => q,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        self.pending.store(false, Ordering::Relaxed);
+        std::mem::swap(&mut *q, into);
+        true
+    }
+
+    /// Thread side: `n` changes applied (their handles dropped).
+    fn ack(&self, n: usize) {
+        self.applied.fetch_add(n as u64, Ordering::Release);
+    }
+}
+
+/// How long [`Threads::add_port`] and [`Threads::remove_port`] wait for a
+/// thread to apply a change.
+const ACK_WAIT: Duration = Duration::from_secs(5);
+
+/// A thread's statistics as last published.
+#[derive(Default)]
+struct ThreadCells {
+    packets: AtomicU64,
+    bursts: AtomicU64,
+    busy_ns: AtomicU64,
+    idle_ns: AtomicU64,
+}
+
+/// A thread's statistics as it keeps them: plain integers, stored into
+/// its [`ThreadCells`] when it publishes.
+struct Tally {
+    packets: u64,
+    bursts: u64,
+    busy_ns: u64,
+    idle_ns: u64,
+    /// End of the last round accounted for.
+    mark: Instant,
+}
+
+fn nanos(from: Instant, to: Instant) -> u64 {
+    u64::try_from(to.saturating_duration_since(from).as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Tally {
+    fn new(now: Instant) -> Tally {
+        Tally {
+            packets: 0,
+            bursts: 0,
+            busy_ns: 0,
+            idle_ns: 0,
+            mark: now,
+        }
+    }
+
+    /// A round that found `packets` in `bursts` reads ended at `now`.
+    fn busy(&mut self, now: Instant, packets: usize, bursts: u64) {
+        self.packets += packets as u64;
+        self.bursts += bursts;
+        self.busy_ns += nanos(self.mark, now);
+        self.mark = now;
+    }
+
+    /// A round that found nothing ended (after its sleep) at `now`.
+    fn idle(&mut self, now: Instant) {
+        self.idle_ns += nanos(self.mark, now);
+        self.mark = now;
+    }
+
+    fn publish(&self, c: &ThreadCells) {
+        c.packets.store(self.packets, Ordering::Relaxed);
+        c.bursts.store(self.bursts, Ordering::Relaxed);
+        c.busy_ns.store(self.busy_ns, Ordering::Relaxed);
+        c.idle_ns.store(self.idle_ns, Ordering::Relaxed);
+    }
+}
+
+/// A thread's end of the control links: its doorbell, its mailbox (with a
+/// spare vector to swap changes into) and its statistics cells.
+struct ThreadSide {
+    bell: Arc<Doorbell>,
+    mail: Arc<Mailbox>,
+    inbox: Vec<Change>,
+    cells: Arc<ThreadCells>,
+    tally: Tally,
+}
+
+impl ThreadSide {
+    /// Takes the waiting changes, if any (then `inbox` holds them).
+    fn take_mail(&mut self) -> bool {
+        self.mail.has_mail() && self.mail.take(&mut self.inbox)
+    }
+}
+
+/// The input rings of a thread, for their fill.
+enum InRings {
+    None,
+    Packets(Vec<RingStats<PacketBuf>>),
+    Outputs(Vec<RingStats<(u32, PacketBuf)>>),
+}
+
+impl InRings {
+    fn fill(&self) -> usize {
+        match self {
+            InRings::None => 0,
+            InRings::Packets(r) => r.iter().map(|s| s.len()).sum(),
+            InRings::Outputs(r) => r.iter().map(|s| s.len()).sum(),
+        }
+    }
+}
+
+/// The control side's end of one thread.
+struct ThreadCtl {
+    name: String,
+    role: ThreadRole,
+    bell: Arc<Doorbell>,
+    mail: Arc<Mailbox>,
+    cells: Arc<ThreadCells>,
+    rings: InRings,
+    ring_capacity: usize,
+    /// Changes posted so far (compared with `mail.applied`).
+    posted: u64,
+}
+
+impl ThreadCtl {
+    fn new(name: String, role: ThreadRole) -> io::Result<ThreadCtl> {
+        Ok(ThreadCtl {
+            name,
+            role,
+            bell: Arc::new(Doorbell::new()?),
+            mail: Arc::default(),
+            cells: Arc::default(),
+            rings: InRings::None,
+            ring_capacity: 0,
+            posted: 0,
+        })
+    }
+
+    /// The thread's end.
+    fn side(&self) -> ThreadSide {
+        ThreadSide {
+            bell: self.bell.clone(),
+            mail: self.mail.clone(),
+            inbox: Vec::new(),
+            cells: self.cells.clone(),
+            tally: Tally::new(Instant::now()),
+        }
+    }
+
+    /// Posts a change and wakes the thread.
+    fn post(&mut self, c: Change) {
+        self.mail.post(c);
+        self.posted += 1;
+        self.bell.ring();
+    }
+
+    fn answered(&self) -> bool {
+        self.mail.applied.load(Ordering::Acquire) >= self.posted
+    }
+
+    fn stats(&self) -> ThreadStats {
+        let c = &self.cells;
+        ThreadStats {
+            name: self.name.clone(),
+            role: self.role,
+            packets: c.packets.load(Ordering::Relaxed),
+            bursts: c.bursts.load(Ordering::Relaxed),
+            busy_ns: c.busy_ns.load(Ordering::Relaxed),
+            idle_ns: c.idle_ns.load(Ordering::Relaxed),
+            ring_fill: self.rings.fill(),
+            ring_capacity: self.ring_capacity,
+        }
+    }
+}
+
+/// Waits until every thread in `ctls` has applied what was posted to it,
+/// [`ACK_WAIT`] at most.
+fn await_acks<'a>(ctls: impl Iterator<Item = &'a ThreadCtl> + Clone) -> io::Result<()> {
+    let deadline = Instant::now() + ACK_WAIT;
+    loop {
+        let Some(late) = ctls.clone().find(|c| !c.answered()) else {
+            return Ok(());
+        };
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "dataplane thread {} did not take a port change within {ACK_WAIT:?}",
+                    late.name
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
 /// A handle on a port: owned by this thread, or shared behind a mutex
 /// with the port's other users (all dataplane threads).
 enum Handle {
@@ -379,29 +714,29 @@ impl Handle {
     }
 }
 
-/// Where threads leave their handles' counters.
-struct StatsBoard {
-    slots: Vec<(u32, Mutex<PortCounters>)>,
-}
+/// One handle's counters slot, summed per port by the control side.
+type Slot = Arc<Mutex<PortCounters>>;
 
-/// A handle whose counters a thread publishes into a board slot.
+/// A handle and the slot its thread copies its counters into (`None`:
+/// a shared handle other than the reader's, whose counters the reader
+/// publishes).
 struct Published {
-    slot: usize,
+    slot: Option<Slot>,
     handle: Handle,
 }
 
-fn publish(board: &StatsBoard, items: &mut [&mut Published]) {
-    for p in items.iter_mut() {
-        let c = p.handle.with(|b| b.stats());
-        if let Some((_, m)) = board.slots.get(p.slot) {
-            if let Ok(mut g) = m.try_lock() {
+impl Published {
+    fn publish(&mut self) {
+        if let Some(slot) = &self.slot {
+            let c = self.handle.with(|b| b.stats());
+            if let Ok(mut g) = slot.try_lock() {
                 *g = c;
             }
         }
     }
 }
 
-/// How often threads copy counters to the board.
+/// How often threads copy counters to their slots.
 const PUBLISH_EVERY: Duration = Duration::from_millis(5);
 
 /// One output port's pending TX burst.
@@ -410,36 +745,62 @@ struct TxPort {
     out: Published,
     pending: Burst,
     first_at: Option<Instant>,
+    drops: Arc<PortDropCells>,
 }
 
 /// The sending side of a thread: a pending burst per port.
 struct TxSide {
     ports: Vec<TxPort>,
     index: HashMap<u32, usize>,
-    drops: Arc<DropCells>,
+    no_port: Arc<AtomicU64>,
 }
 
 impl TxSide {
-    fn new(ports: Vec<TxPort>, drops: Arc<DropCells>) -> TxSide {
-        let index = ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.number, i))
-            .collect();
-        TxSide {
-            ports,
-            index,
-            drops,
+    fn new(ports: Vec<TxPort>, no_port: Arc<AtomicU64>) -> TxSide {
+        let mut side = TxSide {
+            ports: Vec::with_capacity(ports.len()),
+            index: HashMap::new(),
+            no_port,
+        };
+        for p in ports {
+            side.add(p);
+        }
+        side
+    }
+
+    fn add(&mut self, p: TxPort) {
+        self.remove(p.number);
+        self.index.insert(p.number, self.ports.len());
+        self.ports.push(p);
+    }
+
+    /// Sends what is pending for port `number` (what the port refuses is
+    /// dropped as `tx_queue_full`) and drops the handle.
+    fn remove(&mut self, number: u32) {
+        let Some(i) = self.index.remove(&number) else {
+            return;
+        };
+        if i >= self.ports.len() {
+            return;
+        }
+        let mut p = self.ports.swap_remove(i);
+        if let Some(moved) = self.ports.get(i) {
+            self.index.insert(moved.number, i);
+        }
+        Self::send(&mut p);
+        let left = p.pending.len() as u64;
+        if left > 0 {
+            bump(&p.drops.tx_queue_full, left);
         }
     }
 
-    fn send(p: &mut TxPort, drops: &DropCells) {
+    fn send(p: &mut TxPort) {
         if p.pending.is_empty() {
             return;
         }
         let pending = &mut p.pending;
         if let Err(_e) = p.out.handle.with(|b| b.tx_burst(pending)) {
-            drops.count(p.number, p.pending.len() as u64, |c| &c.port_error);
+            bump(&p.drops.port_error, p.pending.len() as u64);
             p.pending.clear();
         }
         if p.pending.is_empty() {
@@ -449,19 +810,19 @@ impl TxSide {
 
     fn enqueue(&mut self, port: u32, pkt: PacketBuf, now: Instant) {
         let Some(p) = self.index.get(&port).and_then(|&i| self.ports.get_mut(i)) else {
-            bump(&self.drops.no_port, 1);
+            bump(&self.no_port, 1);
             return;
         };
         if p.pending.is_full() {
-            Self::send(p, &self.drops);
+            Self::send(p);
         }
         if p.pending.push(pkt).is_err() {
-            self.drops.count(p.number, 1, |c| &c.tx_queue_full);
+            bump(&p.drops.tx_queue_full, 1);
             return;
         }
         p.first_at.get_or_insert(now);
         if p.pending.is_full() {
-            Self::send(p, &self.drops);
+            Self::send(p);
         }
     }
 
@@ -475,7 +836,7 @@ impl TxSide {
         for p in &mut self.ports {
             if let Some(first) = p.first_at {
                 if policy.due(now, first, last_input, drained) {
-                    Self::send(p, &self.drops);
+                    Self::send(p);
                 }
             }
         }
@@ -485,7 +846,7 @@ impl TxSide {
         for p in &mut self.ports {
             // A port that keeps refusing is given a few more tries.
             for _ in 0..100 {
-                Self::send(p, &self.drops);
+                Self::send(p);
                 if p.pending.is_empty() {
                     break;
                 }
@@ -493,7 +854,7 @@ impl TxSide {
             }
             let left = p.pending.len() as u64;
             if left > 0 {
-                self.drops.count(p.number, left, |c| &c.tx_queue_full);
+                bump(&p.drops.tx_queue_full, left);
                 p.pending.clear();
             }
         }
@@ -501,6 +862,12 @@ impl TxSide {
 
     fn holding(&self) -> bool {
         self.ports.iter().any(|p| p.first_at.is_some())
+    }
+
+    fn publish(&mut self) {
+        for p in &mut self.ports {
+            p.out.publish();
+        }
     }
 }
 
@@ -511,26 +878,25 @@ struct Stage<T> {
     pending: Vec<T>,
     limit: usize,
     first_at: Option<Instant>,
-    drops: Arc<DropCells>,
 }
 
 impl<T: RingItem> Stage<T> {
-    fn push(&mut self, v: T, now: Instant) {
+    fn push(&mut self, v: T, now: Instant, drops: &DropMap) {
         self.pending.push(v);
         self.first_at.get_or_insert(now);
         if self.pending.len() >= self.limit {
-            self.flush();
+            self.flush(drops);
         }
     }
 
-    fn flush(&mut self) {
+    fn flush(&mut self, drops: &DropMap) {
         if self.pending.is_empty() {
             return;
         }
         self.ring.push_from_vec(&mut self.pending);
         // What did not fit is dropped, counted against its port.
         for v in self.pending.drain(..) {
-            self.drops.count(v.port(), 1, T::cell);
+            drops.count(v.port(), 1, T::cell);
         }
         self.first_at = None;
         self.bell.ring_if_sleeping();
@@ -542,26 +908,48 @@ impl<T: RingItem> Stage<T> {
         last_input: Instant,
         drained: bool,
         policy: &FlushPolicy,
+        drops: &DropMap,
     ) {
         if let Some(first) = self.first_at {
             if policy.due(now, first, last_input, drained) {
-                self.flush();
+                self.flush(drops);
             }
         }
     }
 }
 
+/// The control side's record of a port: where its counters are and which
+/// threads read it and (split arrangement) send to it.
+struct PortRecord {
+    drops: Arc<PortDropCells>,
+    slots: Vec<Slot>,
+    /// The worker (run to completion) or RX thread reading it.
+    reader: usize,
+    /// The TX thread sending to it (split arrangement).
+    tx: usize,
+}
+
 /// A running set of dataplane threads.
 pub struct Threads {
+    mode: ThreadMode,
+    tx_write: usize,
     stop_rx: Arc<AtomicBool>,
     stop_workers: Arc<AtomicBool>,
     stop_tx: Arc<AtomicBool>,
     rx_handles: Vec<JoinHandle<()>>,
     worker_handles: Vec<JoinHandle<()>>,
     tx_handles: Vec<JoinHandle<()>>,
-    bells: Vec<Arc<Doorbell>>,
-    board: Arc<StatsBoard>,
-    drops: Arc<DropCells>,
+    /// The control ends of the RX threads, workers and TX threads.
+    rx: Vec<ThreadCtl>,
+    workers: Vec<ThreadCtl>,
+    tx: Vec<ThreadCtl>,
+    /// The ports, read only by the counter calls.
+    ports: BTreeMap<u32, PortRecord>,
+    no_port: Arc<AtomicU64>,
+    /// Drops counted against ports since removed.
+    retired: ThreadDrops,
+    /// Ports handed over so far (picks a new port's TX thread).
+    given: usize,
 }
 
 /// Makes the handles for one port: a reader handle and `writers` send
@@ -584,6 +972,58 @@ fn handles_for(
         }
     }
     Ok((Handle::Own(backend), senders, false))
+}
+
+/// The pieces of one port: the reader's port (with `bell`, the reader's
+/// doorbell, attached), `writers` send ports, and its record (reader and
+/// TX thread still 0).
+fn port_parts(
+    spec: PortSpec,
+    writers: usize,
+    bell: &Arc<Doorbell>,
+    tx_write: usize,
+) -> io::Result<(RxPort, Vec<TxPort>, PortRecord)> {
+    let number = spec.number;
+    let (mut reader, senders, shared) = handles_for(spec.backend, writers)?;
+    let rung = reader.with(|p| p.attach_doorbell(bell.clone()));
+    let fdless = reader.fd().is_none() && !spec.woken && !rung;
+    let drops = Arc::new(PortDropCells::default());
+    let slot = Slot::default();
+    let mut slots = vec![slot.clone()];
+    let rx = RxPort {
+        number,
+        input: Published {
+            slot: Some(slot),
+            handle: reader,
+        },
+        fdless,
+        drops: drops.clone(),
+    };
+    let txs = senders
+        .into_iter()
+        .map(|handle| {
+            // Shared handles are published by their reader only.
+            let slot = (!shared).then(|| {
+                let s = Slot::default();
+                slots.push(s.clone());
+                s
+            });
+            TxPort {
+                number,
+                out: Published { slot, handle },
+                pending: Burst::with_limit(tx_write),
+                first_at: None,
+                drops: drops.clone(),
+            }
+        })
+        .collect();
+    let record = PortRecord {
+        drops,
+        slots,
+        reader: 0,
+        tx: 0,
+    };
+    Ok((rx, txs, record))
 }
 
 fn spawn(
@@ -639,14 +1079,15 @@ struct RxPort {
     input: Published,
     /// No descriptor to sleep on.
     fdless: bool,
+    drops: Arc<PortDropCells>,
 }
 
-fn read_port(p: &mut RxPort, burst: &mut Burst, drops: &DropCells) -> usize {
+fn read_port(p: &mut RxPort, burst: &mut Burst) -> usize {
     burst.clear();
     let n = match p.input.handle.with(|b| b.rx_burst(burst)) {
         Ok(n) => n,
         Err(_) => {
-            drops.count(p.number, 1, |c| &c.rx_error);
+            bump(&p.drops.rx_error, 1);
             0
         }
     };
@@ -656,9 +1097,34 @@ fn read_port(p: &mut RxPort, burst: &mut Burst, drops: &DropCells) -> usize {
     n
 }
 
+/// What a thread that reads ports sleeps on when idle: their descriptors
+/// (sorted), and how long it may sleep — short when a port has no
+/// descriptor to wake it.
+#[derive(Default)]
+struct IdlePlan {
+    fds: Vec<RawFd>,
+    timeout: Duration,
+}
+
+impl IdlePlan {
+    fn of(ports: &mut [RxPort], cfg: &ThreadsConfig) -> IdlePlan {
+        let mut fds: Vec<RawFd> = ports
+            .iter_mut()
+            .filter_map(|p| p.input.handle.fd())
+            .collect();
+        fds.sort_unstable();
+        let timeout = if ports.iter().any(|p| p.fdless) {
+            cfg.fdless_sleep
+        } else {
+            cfg.max_sleep
+        };
+        IdlePlan { fds, timeout }
+    }
+}
+
 impl Threads {
     /// Starts the threads over `ports`; `make` builds worker `i`'s
-    /// processor. Port numbers must be distinct.
+    /// processor. Port numbers must be distinct (`AlreadyExists`).
     pub fn start(
         cfg: &ThreadsConfig,
         ports: Vec<PortSpec>,
@@ -670,19 +1136,45 @@ impl Threads {
         }
     }
 
-    fn empty(board: StatsBoard) -> Threads {
-        let drops = DropCells::for_ports(board.slots.iter().map(|(n, _)| *n));
+    fn empty(cfg: &ThreadsConfig) -> Threads {
         Threads {
+            mode: cfg.mode,
+            tx_write: cfg.bursts.tx_write.max(1),
             stop_rx: Arc::default(),
             stop_workers: Arc::default(),
             stop_tx: Arc::default(),
             rx_handles: Vec::new(),
             worker_handles: Vec::new(),
             tx_handles: Vec::new(),
-            bells: Vec::new(),
-            board: Arc::new(board),
-            drops: Arc::new(drops),
+            rx: Vec::new(),
+            workers: Vec::new(),
+            tx: Vec::new(),
+            ports: BTreeMap::new(),
+            no_port: Arc::default(),
+            retired: ThreadDrops::default(),
+            given: 0,
         }
+    }
+
+    fn ctls(
+        cfg: &ThreadsConfig,
+        n: usize,
+        tag: &str,
+        role: ThreadRole,
+    ) -> io::Result<Vec<ThreadCtl>> {
+        (0..n)
+            .map(|i| ThreadCtl::new(format!("{}-{tag}{i}", cfg.name), role))
+            .collect()
+    }
+
+    fn check_new(&self, number: u32) -> io::Result<()> {
+        if self.ports.contains_key(&number) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("port {number} is already in use"),
+            ));
+        }
+        Ok(())
     }
 
     fn start_rtc(
@@ -691,58 +1183,37 @@ impl Threads {
         make: &mut dyn FnMut(usize) -> Box<dyn BurstProcessor>,
     ) -> io::Result<Threads> {
         let workers = cfg.workers.max(1);
-        let mut slots = Vec::new();
-        let bells: Vec<Arc<Doorbell>> = (0..workers)
-            .map(|_| Doorbell::new().map(Arc::new))
-            .collect::<io::Result<_>>()?;
+        let mut t = Threads::empty(cfg);
+        t.workers = Self::ctls(cfg, workers, "w", ThreadRole::Worker)?;
         let mut rx_of: Vec<Vec<RxPort>> = (0..workers).map(|_| Vec::new()).collect();
         let mut tx_of: Vec<Vec<TxPort>> = (0..workers).map(|_| Vec::new()).collect();
-        let tx_write = cfg.bursts.tx_write.max(1);
         for (i, spec) in ports.into_iter().enumerate() {
-            let (reader, senders, shared) = handles_for(spec.backend, workers)?;
-            let mut reader = reader;
-            let bell = bells.get(i % workers).cloned();
-            let rung = bell.is_some_and(|b| reader.with(|p| p.attach_doorbell(b)));
-            let fdless = reader.fd().is_none() && !spec.woken && !rung;
-            slots.push((spec.number, Mutex::new(PortCounters::default())));
-            if let Some(list) = rx_of.get_mut(i % workers) {
-                list.push(RxPort {
-                    number: spec.number,
-                    input: Published {
-                        slot: slots.len() - 1,
-                        handle: reader,
-                    },
-                    fdless,
-                });
+            let number = spec.number;
+            t.check_new(number)?;
+            let reader = i % workers;
+            let bell = t.workers.get(reader).map(|c| c.bell.clone());
+            let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
+            let (rx, txs, mut record) = port_parts(spec, workers, &bell, t.tx_write)?;
+            record.reader = reader;
+            if let Some(list) = rx_of.get_mut(reader) {
+                list.push(rx);
             }
-            for (w, h) in senders.into_iter().enumerate() {
-                // Shared handles are published by their reader only.
-                let slot = if shared {
-                    usize::MAX
-                } else {
-                    slots.push((spec.number, Mutex::new(PortCounters::default())));
-                    slots.len() - 1
-                };
-                if let Some(list) = tx_of.get_mut(w) {
-                    list.push(TxPort {
-                        number: spec.number,
-                        out: Published { slot, handle: h },
-                        pending: Burst::with_limit(tx_write),
-                        first_at: None,
-                    });
-                }
+            for (list, tx) in tx_of.iter_mut().zip(txs) {
+                list.push(tx);
             }
+            t.ports.insert(number, record);
+            t.given += 1;
         }
-        let mut t = Threads::empty(StatsBoard { slots });
-        for (w, ((rx, tx), bell)) in rx_of.into_iter().zip(tx_of).zip(bells).enumerate() {
-            t.bells.push(bell.clone());
+        for (w, (rx, tx)) in rx_of.into_iter().zip(tx_of).enumerate() {
+            let side = t.workers.get(w).map(|c| c.side());
+            let side = side.ok_or_else(|| io::Error::other("worker"))?;
             let mut worker = RtcWorker {
                 rx,
-                tx: TxSide::new(tx, t.drops.clone()),
+                tx: TxSide::new(tx, t.no_port.clone()),
                 processor: make(w),
-                bell,
+                side,
+                plan: IdlePlan::default(),
                 stop: t.stop_workers.clone(),
-                board: t.board.clone(),
                 cfg: cfg.clone(),
             };
             t.worker_handles.push(spawn(
@@ -765,65 +1236,49 @@ impl Threads {
             cfg.tx_threads.max(1),
         );
         let b = cfg.bursts;
-        let mut slots = Vec::new();
-        let rx_bells: Vec<Arc<Doorbell>> = (0..nrx)
-            .map(|_| Doorbell::new().map(Arc::new))
-            .collect::<io::Result<_>>()?;
+        let mut t = Threads::empty(cfg);
+        t.rx = Self::ctls(cfg, nrx, "rx", ThreadRole::Rx)?;
+        t.workers = Self::ctls(cfg, nw, "w", ThreadRole::Worker)?;
+        t.tx = Self::ctls(cfg, ntx, "tx", ThreadRole::Tx)?;
         let mut rx_ports: Vec<Vec<RxPort>> = (0..nrx).map(|_| Vec::new()).collect();
         let mut tx_ports: Vec<Vec<TxPort>> = (0..ntx).map(|_| Vec::new()).collect();
-        let mut tx_thread_of = HashMap::new();
         for (i, spec) in ports.into_iter().enumerate() {
-            let (mut reader, mut senders, shared) = handles_for(spec.backend, 1)?;
-            let bell = rx_bells.get(i % nrx).cloned();
-            let rung = bell.is_some_and(|b| reader.with(|p| p.attach_doorbell(b)));
-            let fdless = reader.fd().is_none() && !spec.woken && !rung;
-            slots.push((spec.number, Mutex::new(PortCounters::default())));
-            if let Some(list) = rx_ports.get_mut(i % nrx) {
-                list.push(RxPort {
-                    number: spec.number,
-                    input: Published {
-                        slot: slots.len() - 1,
-                        handle: reader,
-                    },
-                    fdless,
-                });
+            let number = spec.number;
+            t.check_new(number)?;
+            let (reader, x) = (i % nrx, i % ntx);
+            let bell = t.rx.get(reader).map(|c| c.bell.clone());
+            let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
+            let (rx, mut txs, mut record) = port_parts(spec, 1, &bell, t.tx_write)?;
+            (record.reader, record.tx) = (reader, x);
+            if let Some(list) = rx_ports.get_mut(reader) {
+                list.push(rx);
             }
-            let slot = if shared {
-                usize::MAX
-            } else {
-                slots.push((spec.number, Mutex::new(PortCounters::default())));
-                slots.len() - 1
-            };
-            if let (Some(h), Some(list)) = (senders.pop(), tx_ports.get_mut(i % ntx)) {
-                tx_thread_of.insert(spec.number, i % ntx);
-                list.push(TxPort {
-                    number: spec.number,
-                    out: Published { slot, handle: h },
-                    pending: Burst::with_limit(b.tx_write.max(1)),
-                    first_at: None,
-                });
+            if let (Some(tx), Some(list)) = (txs.pop(), tx_ports.get_mut(x)) {
+                list.push(tx);
             }
+            t.ports.insert(number, record);
+            t.given += 1;
         }
-        let mut t = Threads::empty(StatsBoard { slots });
-        let worker_bells: Vec<Arc<Doorbell>> = (0..nw)
-            .map(|_| Doorbell::new().map(Arc::new))
-            .collect::<io::Result<_>>()?;
-        let tx_bells: Vec<Arc<Doorbell>> = (0..ntx)
-            .map(|_| Doorbell::new().map(Arc::new))
-            .collect::<io::Result<_>>()?;
-        // rx_in[w]: consumers of worker w; rx_out[r]: stages of RX thread r.
+        // What every worker knows of the ports: their TX thread and cells.
+        let routes: HashMap<u32, usize> = t.ports.iter().map(|(n, r)| (*n, r.tx)).collect();
+        let drop_map = || {
+            let mut m = DropMap::new(t.no_port.clone());
+            m.ports = t.ports.iter().map(|(n, r)| (*n, r.drops.clone())).collect();
+            m
+        };
+        let worker_drops: Vec<DropMap> = (0..nw).map(|_| drop_map()).collect();
+        // worker_in[w]: consumers of worker w; rx_out[r]: stages of RX thread r.
         let mut worker_in: Vec<Vec<Consumer<PacketBuf>>> = (0..nw).map(|_| Vec::new()).collect();
         let mut rx_out: Vec<Vec<Stage<PacketBuf>>> = (0..nrx).map(|_| Vec::new()).collect();
         for out in rx_out.iter_mut() {
-            for (w, bell) in worker_bells.iter().enumerate() {
+            for (w, ctl) in t.workers.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.rx_ring);
                 out.push(Stage {
                     ring: p,
-                    bell: bell.clone(),
+                    bell: ctl.bell.clone(),
                     pending: Vec::with_capacity(b.rx_write.max(1)),
                     limit: b.rx_write.max(1),
                     first_at: None,
-                    drops: t.drops.clone(),
                 });
                 if let Some(list) = worker_in.get_mut(w) {
                     list.push(c);
@@ -835,34 +1290,36 @@ impl Threads {
         let mut worker_out: Vec<Vec<Stage<(u32, PacketBuf)>>> =
             (0..nw).map(|_| Vec::new()).collect();
         for out in worker_out.iter_mut() {
-            for (x, bell) in tx_bells.iter().enumerate() {
+            for (x, ctl) in t.tx.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.tx_ring);
                 out.push(Stage {
                     ring: p,
-                    bell: bell.clone(),
+                    bell: ctl.bell.clone(),
                     pending: Vec::with_capacity(b.worker_write.max(1)),
                     limit: b.worker_write.max(1),
                     first_at: None,
-                    drops: t.drops.clone(),
                 });
                 if let Some(list) = tx_in.get_mut(x) {
                     list.push(c);
                 }
             }
         }
-        let tx_thread_of = Arc::new(tx_thread_of);
+        for (ctl, inputs) in t.workers.iter_mut().zip(&worker_in) {
+            ctl.ring_capacity = inputs.iter().map(|c| c.capacity()).sum();
+            ctl.rings = InRings::Packets(inputs.iter().map(|c| c.stats()).collect());
+        }
+        for (ctl, inputs) in t.tx.iter_mut().zip(&tx_in) {
+            ctl.ring_capacity = inputs.iter().map(|c| c.capacity()).sum();
+            ctl.rings = InRings::Outputs(inputs.iter().map(|c| c.stats()).collect());
+        }
         for (x, (ports, inputs)) in tx_ports.into_iter().zip(tx_in).enumerate() {
-            let bell = tx_bells
-                .get(x)
-                .cloned()
-                .ok_or_else(|| io::Error::other("bell"))?;
-            t.bells.push(bell.clone());
+            let side = t.tx.get(x).map(|c| c.side());
+            let side = side.ok_or_else(|| io::Error::other("tx thread"))?;
             let mut th = TxThread {
                 inputs,
-                tx: TxSide::new(ports, t.drops.clone()),
-                bell,
+                tx: TxSide::new(ports, t.no_port.clone()),
+                side,
                 stop: t.stop_tx.clone(),
-                board: t.board.clone(),
                 cfg: cfg.clone(),
             };
             t.tx_handles.push(spawn(
@@ -871,20 +1328,22 @@ impl Threads {
                 move || th.run(),
             )?);
         }
-        for (w, (inputs, outs)) in worker_in.into_iter().zip(worker_out).enumerate() {
-            let bell = worker_bells
-                .get(w)
-                .cloned()
-                .ok_or_else(|| io::Error::other("bell"))?;
-            t.bells.push(bell.clone());
+        for (w, ((inputs, outs), drops)) in worker_in
+            .into_iter()
+            .zip(worker_out)
+            .zip(worker_drops)
+            .enumerate()
+        {
+            let side = t.workers.get(w).map(|c| c.side());
+            let side = side.ok_or_else(|| io::Error::other("worker"))?;
             let mut th = SplitWorker {
                 inputs,
                 outs,
-                tx_thread_of: tx_thread_of.clone(),
+                routes: routes.clone(),
+                drops,
                 processor: make(w),
-                bell,
+                side,
                 stop: t.stop_workers.clone(),
-                drops: t.drops.clone(),
                 cfg: cfg.clone(),
             };
             t.worker_handles.push(spawn(
@@ -893,18 +1352,26 @@ impl Threads {
                 move || th.run(),
             )?);
         }
-        for (r, ((ports, outs), bell)) in rx_ports.into_iter().zip(rx_out).zip(rx_bells).enumerate()
-        {
-            t.bells.push(bell.clone());
+        let downstream: Vec<Arc<Doorbell>> = t
+            .workers
+            .iter()
+            .chain(&t.tx)
+            .map(|c| c.bell.clone())
+            .collect();
+        for (r, (ports, outs)) in rx_ports.into_iter().zip(rx_out).enumerate() {
+            let side = t.rx.get(r).map(|c| c.side());
+            let side = side.ok_or_else(|| io::Error::other("rx thread"))?;
+            let mut drops = DropMap::new(t.no_port.clone());
+            drops.ports = ports.iter().map(|p| (p.number, p.drops.clone())).collect();
             let mut th = RxThread {
                 ports,
                 outs,
                 dispatcher: cfg.dispatcher.clone(),
-                bell,
-                downstream: worker_bells.iter().chain(&tx_bells).cloned().collect(),
+                side,
+                plan: IdlePlan::default(),
+                downstream: downstream.clone(),
                 stop: t.stop_rx.clone(),
-                board: t.board.clone(),
-                drops: t.drops.clone(),
+                drops,
                 cfg: cfg.clone(),
             };
             t.rx_handles.push(spawn(
@@ -916,34 +1383,195 @@ impl Threads {
         Ok(t)
     }
 
+    /// The threads that read ports: workers (run to completion) or RX
+    /// threads.
+    fn readers(&self) -> &[ThreadCtl] {
+        match self.mode {
+            ThreadMode::RunToCompletion => &self.workers,
+            ThreadMode::RxWorkerTx => &self.rx,
+        }
+    }
+
+    fn running(&self) -> bool {
+        !self.worker_handles.is_empty()
+    }
+
+    /// Adds a port to the running threads, leaving the other ports alone.
+    /// The reader with the fewest ports reads it; every worker (run to
+    /// completion) or TX thread `i % tx_threads` (split) sends to it. Once
+    /// this returns every thread concerned has taken it. A port number
+    /// already present is `AlreadyExists` and changes nothing; a thread
+    /// that does not take the port within a few seconds is `TimedOut` (the
+    /// port is then withdrawn again).
+    pub fn add_port(&mut self, spec: PortSpec) -> io::Result<()> {
+        let number = spec.number;
+        self.check_new(number)?;
+        if !self.running() {
+            return Err(io::Error::other("the dataplane threads have stopped"));
+        }
+        let n = self.readers().len().max(1);
+        let reader = (0..n)
+            .min_by_key(|i| self.ports.values().filter(|r| r.reader == *i).count())
+            .unwrap_or(0);
+        let bell = self.readers().get(reader).map(|c| c.bell.clone());
+        let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
+        let done = match self.mode {
+            ThreadMode::RunToCompletion => {
+                let (rx, txs, mut record) =
+                    port_parts(spec, self.workers.len(), &bell, self.tx_write)?;
+                record.reader = reader;
+                self.ports.insert(number, record);
+                self.given += 1;
+                // Each worker applies its changes in order: the reader
+                // can send to the port before it reads it.
+                for (ctl, tx) in self.workers.iter_mut().zip(txs) {
+                    ctl.post(Change::Write(tx));
+                }
+                if let Some(ctl) = self.workers.get_mut(reader) {
+                    ctl.post(Change::Read(rx));
+                }
+                await_acks(self.workers.iter())
+            }
+            ThreadMode::RxWorkerTx => {
+                let x = self.given % self.tx.len().max(1);
+                let (rx, mut txs, mut record) = port_parts(spec, 1, &bell, self.tx_write)?;
+                (record.reader, record.tx) = (reader, x);
+                let drops = record.drops.clone();
+                self.ports.insert(number, record);
+                self.given += 1;
+                self.add_split(number, rx, txs.pop(), drops, reader, x)
+            }
+        };
+        if done.is_err() {
+            self.withdraw(number);
+        }
+        done
+    }
+
+    /// The split arrangement's steps of [`Threads::add_port`], backwards
+    /// along the packets' way.
+    fn add_split(
+        &mut self,
+        number: u32,
+        rx: RxPort,
+        tx: Option<TxPort>,
+        drops: Arc<PortDropCells>,
+        reader: usize,
+        x: usize,
+    ) -> io::Result<()> {
+        if let (Some(ctl), Some(tx)) = (self.tx.get_mut(x), tx) {
+            ctl.post(Change::Write(tx));
+        }
+        await_acks(self.tx.get(x).into_iter())?;
+        for ctl in &mut self.workers {
+            ctl.post(Change::Route {
+                number,
+                tx: x,
+                drops: drops.clone(),
+            });
+        }
+        await_acks(self.workers.iter())?;
+        if let Some(ctl) = self.rx.get_mut(reader) {
+            ctl.post(Change::Read(rx));
+        }
+        await_acks(self.rx.get(reader).into_iter())
+    }
+
+    /// Tells every thread to forget `number` without waiting, and forgets
+    /// it here.
+    fn withdraw(&mut self, number: u32) {
+        for ctl in self
+            .rx
+            .iter_mut()
+            .chain(&mut self.workers)
+            .chain(&mut self.tx)
+        {
+            ctl.post(Change::Remove(number));
+        }
+        self.retire(number);
+    }
+
+    fn retire(&mut self, number: u32) {
+        if let Some(r) = self.ports.remove(&number) {
+            self.retired.add(&r.drops.read());
+        }
+    }
+
+    /// Removes a port from the running threads, leaving the other ports
+    /// alone: its reader stops reading, staged packets for it are sent
+    /// (what the port refuses counts as `tx_queue_full`), and every thread
+    /// drops its handles. Once this returns the backend is closed; later
+    /// output to the number counts as `no_port`, and its counters are gone
+    /// from [`Threads::port_counters`] and [`Threads::port_drops`] (its
+    /// drops stay in [`Threads::drops`]). An unknown number is `NotFound`;
+    /// a thread that does not answer within a few seconds is `TimedOut`
+    /// (the port is then still listed, and removing it again waits again).
+    pub fn remove_port(&mut self, number: u32) -> io::Result<()> {
+        let Some(r) = self.ports.get(&number) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no port {number}"),
+            ));
+        };
+        let (reader, x) = (r.reader, r.tx);
+        if self.running() {
+            match self.mode {
+                ThreadMode::RunToCompletion => {
+                    for ctl in &mut self.workers {
+                        ctl.post(Change::Remove(number));
+                    }
+                    await_acks(self.workers.iter())?;
+                }
+                ThreadMode::RxWorkerTx => {
+                    // Forwards along the packets' way.
+                    if let Some(ctl) = self.rx.get_mut(reader) {
+                        ctl.post(Change::Remove(number));
+                    }
+                    await_acks(self.rx.get(reader).into_iter())?;
+                    for ctl in &mut self.workers {
+                        ctl.post(Change::Remove(number));
+                    }
+                    await_acks(self.workers.iter())?;
+                    if let Some(ctl) = self.tx.get_mut(x) {
+                        ctl.post(Change::Remove(number));
+                    }
+                    await_acks(self.tx.get(x).into_iter())?;
+                }
+            }
+        }
+        self.retire(number);
+        Ok(())
+    }
+
     /// Wakes every sleeping thread (after publishing new tables, so they
     /// pick them up at once).
     pub fn wake_all(&self) {
-        for b in &self.bells {
-            b.ring();
+        for c in self.rx.iter().chain(&self.workers).chain(&self.tx) {
+            c.bell.ring();
         }
     }
 
     /// Each port's counters, summed over the handles of all threads (as of
     /// their last publication, at most a few milliseconds old).
     pub fn port_counters(&self) -> BTreeMap<u32, PortCounters> {
-        let mut out: BTreeMap<u32, PortCounters> = BTreeMap::new();
-        for (port, m) in &self.board.slots {
-            let c = *m.lock().unwrap_or_else(|e| e.into_inner());
-            let e = out.entry(*port).or_default();
-            *e = e.merged(&c);
-        }
-        out
+        self.ports
+            .iter()
+            .map(|(n, r)| {
+                let c = r.slots.iter().fold(PortCounters::default(), |acc, s| {
+                    acc.merged(&s.lock().unwrap_or_else(|e| e.into_inner()))
+                });
+                (*n, c)
+            })
+            .collect()
     }
 
-    /// The drops the threads made, by name, summed over all ports.
+    /// The drops the threads made, by name, summed over all ports (removed
+    /// ones included).
     pub fn drops(&self) -> ThreadDrops {
-        let mut d = ThreadDrops {
-            no_port: self.drops.no_port.load(Ordering::Relaxed),
-            ..ThreadDrops::default()
-        };
-        for c in self.drops.ports.values() {
-            d.add(&c.read());
+        let mut d = self.retired;
+        d.no_port += self.no_port.load(Ordering::Relaxed);
+        for r in self.ports.values() {
+            d.add(&r.drops.read());
         }
         d
     }
@@ -952,10 +1580,21 @@ impl Threads {
     /// see [`Threads::drops`]). Exact: read from atomic counters, not a
     /// published copy.
     pub fn port_drops(&self) -> BTreeMap<u32, ThreadDrops> {
-        self.drops
-            .ports
+        self.ports
             .iter()
-            .map(|(n, c)| (*n, c.read()))
+            .map(|(n, r)| (*n, r.drops.read()))
+            .collect()
+    }
+
+    /// Per thread: packets, bursts, busy and idle time (as of its last
+    /// publication, at most a few milliseconds old), and its input rings'
+    /// fill now. RX threads first, then workers, then TX threads.
+    pub fn thread_stats(&self) -> Vec<ThreadStats> {
+        self.rx
+            .iter()
+            .chain(&self.workers)
+            .chain(&self.tx)
+            .map(ThreadCtl::stats)
             .collect()
     }
 
@@ -1005,23 +1644,42 @@ struct RtcWorker {
     rx: Vec<RxPort>,
     tx: TxSide,
     processor: Box<dyn BurstProcessor>,
-    bell: Arc<Doorbell>,
+    side: ThreadSide,
+    plan: IdlePlan,
     stop: Arc<AtomicBool>,
-    board: Arc<StatsBoard>,
     cfg: ThreadsConfig,
 }
 
 impl RtcWorker {
     fn publish(&mut self) {
-        let mut items: Vec<&mut Published> = self.rx.iter_mut().map(|p| &mut p.input).collect();
-        items.extend(
-            self.tx
-                .ports
-                .iter_mut()
-                .map(|p| &mut p.out)
-                .filter(|p| p.slot != usize::MAX),
-        );
-        publish(&self.board, &mut items);
+        for p in &mut self.rx {
+            p.input.publish();
+        }
+        self.tx.publish();
+        self.side.tally.publish(&self.side.cells);
+    }
+
+    /// Applies waiting port changes, if any (one atomic load if none).
+    fn take_changes(&mut self) {
+        if !self.side.take_mail() {
+            return;
+        }
+        let mut inbox = std::mem::take(&mut self.side.inbox);
+        let n = inbox.len();
+        for c in inbox.drain(..) {
+            match c {
+                Change::Read(p) => self.rx.push(p),
+                Change::Write(p) => self.tx.add(p),
+                Change::Remove(number) => {
+                    self.rx.retain(|p| p.number != number);
+                    self.tx.remove(number);
+                }
+                Change::Route { .. } => {}
+            }
+        }
+        self.side.inbox = inbox;
+        self.plan = IdlePlan::of(&mut self.rx, &self.cfg);
+        self.side.mail.ack(n);
     }
 
     fn run(&mut self) {
@@ -1029,17 +1687,21 @@ impl RtcWorker {
         let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
-        let (fds, timeout) = idle_plan(&mut self.rx, &self.cfg);
+        self.side.tally = Tally::new(last_input);
+        self.plan = IdlePlan::of(&mut self.rx, &self.cfg);
         while !self.stop.load(Ordering::Acquire) {
+            self.take_changes();
             self.processor.between_bursts();
             let mut got = 0;
+            let mut bursts = 0;
             let mut drained = true;
             for p in &mut self.rx {
-                let n = read_port(p, &mut burst, &self.tx.drops);
+                let n = read_port(p, &mut burst);
                 if n == 0 {
                     continue;
                 }
                 got += n;
+                bursts += 1;
                 drained &= burst.room() > 0;
                 let now = Instant::now();
                 let tx = &mut self.tx;
@@ -1053,6 +1715,7 @@ impl RtcWorker {
             if got > 0 {
                 last_input = now;
                 backoff.reset();
+                self.side.tally.busy(now, got, bursts);
             }
             self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
@@ -1061,7 +1724,16 @@ impl RtcWorker {
             }
             if got == 0 {
                 let holding = self.tx.holding();
-                idle(&mut backoff, holding, &self.bell, &fds, timeout, || false);
+                let plan = &self.plan;
+                idle(
+                    &mut backoff,
+                    holding,
+                    &self.side.bell,
+                    &plan.fds,
+                    plan.timeout,
+                    || false,
+                );
+                self.side.tally.idle(Instant::now());
             }
         }
         self.tx.flush_all();
@@ -1070,42 +1742,58 @@ impl RtcWorker {
     }
 }
 
-/// What a thread that reads `ports` sleeps on when idle: their descriptors
-/// (sorted), and how long it may sleep — short when a port has no
-/// descriptor to wake it.
-fn idle_plan(ports: &mut [RxPort], cfg: &ThreadsConfig) -> (Vec<RawFd>, Duration) {
-    let mut fds: Vec<RawFd> = ports
-        .iter_mut()
-        .filter_map(|p| p.input.handle.fd())
-        .collect();
-    fds.sort_unstable();
-    let timeout = if ports.iter().any(|p| p.fdless) {
-        cfg.fdless_sleep
-    } else {
-        cfg.max_sleep
-    };
-    (fds, timeout)
-}
-
 struct RxThread {
     ports: Vec<RxPort>,
     outs: Vec<Stage<PacketBuf>>,
     dispatcher: Dispatcher,
-    bell: Arc<Doorbell>,
+    side: ThreadSide,
+    plan: IdlePlan,
     /// Every worker's and TX thread's doorbell: rung when input wakes this
     /// thread from sleep, so the later stages wake while this one reads
     /// (in parallel, not one after the other as each burst reaches them).
     downstream: Vec<Arc<Doorbell>>,
     stop: Arc<AtomicBool>,
-    board: Arc<StatsBoard>,
-    drops: Arc<DropCells>,
+    /// Cells of the ports it reads, for `rx_ring_full`.
+    drops: DropMap,
     cfg: ThreadsConfig,
 }
 
 impl RxThread {
     fn publish(&mut self) {
-        let mut items: Vec<&mut Published> = self.ports.iter_mut().map(|p| &mut p.input).collect();
-        publish(&self.board, &mut items);
+        for p in &mut self.ports {
+            p.input.publish();
+        }
+        self.side.tally.publish(&self.side.cells);
+    }
+
+    /// Applies waiting port changes, if any (one atomic load if none).
+    fn take_changes(&mut self) {
+        if !self.side.take_mail() {
+            return;
+        }
+        let mut inbox = std::mem::take(&mut self.side.inbox);
+        let n = inbox.len();
+        for c in inbox.drain(..) {
+            match c {
+                Change::Read(p) => {
+                    self.drops.ports.insert(p.number, p.drops.clone());
+                    self.ports.push(p);
+                }
+                Change::Remove(number) => {
+                    // Staged packets of the port go on (or count against
+                    // it) before its cells leave the map.
+                    for s in &mut self.outs {
+                        s.flush(&self.drops);
+                    }
+                    self.ports.retain(|p| p.number != number);
+                    self.drops.ports.remove(&number);
+                }
+                Change::Write(_) | Change::Route { .. } => {}
+            }
+        }
+        self.side.inbox = inbox;
+        self.plan = IdlePlan::of(&mut self.ports, &self.cfg);
+        self.side.mail.ack(n);
     }
 
     fn run(&mut self) {
@@ -1113,19 +1801,23 @@ impl RxThread {
         let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
-        let (fds, timeout) = idle_plan(&mut self.ports, &self.cfg);
+        self.side.tally = Tally::new(last_input);
+        self.plan = IdlePlan::of(&mut self.ports, &self.cfg);
         while !self.stop.load(Ordering::Acquire) {
+            self.take_changes();
             let mut got = 0;
+            let mut bursts = 0;
             let mut drained = true;
             let now = Instant::now();
             for p in &mut self.ports {
-                let n = read_port(p, &mut burst, &self.drops);
+                let n = read_port(p, &mut burst);
                 got += n;
+                bursts += u64::from(n > 0);
                 drained &= burst.room() > 0;
                 for pkt in burst.drain() {
                     let w = self.dispatcher.worker_for(p.number, pkt.data());
                     if let Some(s) = self.outs.get_mut(w) {
-                        s.push(pkt, now);
+                        s.push(pkt, now, &self.drops);
                     }
                 }
             }
@@ -1133,9 +1825,10 @@ impl RxThread {
             if got > 0 {
                 last_input = now;
                 backoff.reset();
+                self.side.tally.busy(now, got, bursts);
             }
             for s in &mut self.outs {
-                s.flush_due(now, last_input, drained, &self.cfg.flush);
+                s.flush_due(now, last_input, drained, &self.cfg.flush, &self.drops);
             }
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
@@ -1143,15 +1836,24 @@ impl RxThread {
             }
             if got == 0 {
                 let holding = self.outs.iter().any(|s| s.first_at.is_some());
-                if idle(&mut backoff, holding, &self.bell, &fds, timeout, || false) {
+                let plan = &self.plan;
+                if idle(
+                    &mut backoff,
+                    holding,
+                    &self.side.bell,
+                    &plan.fds,
+                    plan.timeout,
+                    || false,
+                ) {
                     for b in &self.downstream {
                         b.ring_if_sleeping();
                     }
                 }
+                self.side.tally.idle(Instant::now());
             }
         }
         for s in &mut self.outs {
-            s.flush();
+            s.flush(&self.drops);
         }
         self.publish();
     }
@@ -1160,30 +1862,67 @@ impl RxThread {
 struct SplitWorker {
     inputs: Vec<Consumer<PacketBuf>>,
     outs: Vec<Stage<(u32, PacketBuf)>>,
-    tx_thread_of: Arc<HashMap<u32, usize>>,
+    /// Output port → TX thread.
+    routes: HashMap<u32, usize>,
+    /// Output port → cells, for `tx_ring_full`.
+    drops: DropMap,
     processor: Box<dyn BurstProcessor>,
-    bell: Arc<Doorbell>,
+    side: ThreadSide,
     stop: Arc<AtomicBool>,
-    drops: Arc<DropCells>,
     cfg: ThreadsConfig,
 }
 
 impl SplitWorker {
+    /// Applies waiting port changes, if any (one atomic load if none).
+    fn take_changes(&mut self) {
+        if !self.side.take_mail() {
+            return;
+        }
+        let mut inbox = std::mem::take(&mut self.side.inbox);
+        let n = inbox.len();
+        for c in inbox.drain(..) {
+            match c {
+                Change::Route { number, tx, drops } => {
+                    self.routes.insert(number, tx);
+                    self.drops.ports.insert(number, drops);
+                }
+                Change::Remove(number) => {
+                    // Staged packets for the port go on (or count against
+                    // it) before the route goes.
+                    for s in &mut self.outs {
+                        s.flush(&self.drops);
+                    }
+                    self.routes.remove(&number);
+                    self.drops.ports.remove(&number);
+                }
+                Change::Read(_) | Change::Write(_) => {}
+            }
+        }
+        self.side.inbox = inbox;
+        self.side.mail.ack(n);
+    }
+
     fn run(&mut self) {
         let read = self.cfg.bursts.worker_read.max(1);
         let mut burst = Burst::with_limit(read);
         let mut run = Burst::with_limit(read);
         let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
+        let mut last_publish = last_input;
+        self.side.tally = Tally::new(last_input);
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
+            self.take_changes();
             self.processor.between_bursts();
             let mut got = 0;
+            let mut bursts = 0;
             let now = Instant::now();
             let mut drained = true;
             for c in &mut self.inputs {
                 burst.clear();
-                got += c.pop_burst(&mut burst);
+                let n = c.pop_burst(&mut burst);
+                got += n;
+                bursts += u64::from(n > 0);
                 drained &= burst.room() > 0;
                 // Runs of packets from one port go to the processor together.
                 let mut pkts = burst.drain().peekable();
@@ -1194,13 +1933,13 @@ impl SplitWorker {
                     while let Some(next) = pkts.next_if(|p| p.meta.in_port == port) {
                         let _ = run.push(next);
                     }
-                    let (outs, map, drops) = (&mut self.outs, &self.tx_thread_of, &self.drops);
+                    let (outs, routes, drops) = (&mut self.outs, &self.routes, &self.drops);
                     self.processor
-                        .process(port, &mut run, &mut |out, pkt| match map
+                        .process(port, &mut run, &mut |out, pkt| match routes
                             .get(&out)
                             .and_then(|&t| outs.get_mut(t))
                         {
-                            Some(s) => s.push((out, pkt), now),
+                            Some(s) => s.push((out, pkt), now, drops),
                             None => bump(&drops.no_port, 1),
                         });
                 }
@@ -1209,11 +1948,16 @@ impl SplitWorker {
             if got > 0 {
                 last_input = now;
                 backoff.reset();
+                self.side.tally.busy(now, got, bursts);
             } else if stopping {
                 break;
             }
             for s in &mut self.outs {
-                s.flush_due(now, last_input, drained, &self.cfg.flush);
+                s.flush_due(now, last_input, drained, &self.cfg.flush, &self.drops);
+            }
+            if now.duration_since(last_publish) >= PUBLISH_EVERY {
+                last_publish = now;
+                self.side.tally.publish(&self.side.cells);
             }
             if got == 0 {
                 let holding = self.outs.iter().any(|s| s.first_at.is_some());
@@ -1221,39 +1965,52 @@ impl SplitWorker {
                 idle(
                     &mut backoff,
                     holding,
-                    &self.bell,
+                    &self.side.bell,
                     &[],
                     self.cfg.max_sleep,
                     || inputs.iter_mut().any(|c| c.available() > 0),
                 );
+                self.side.tally.idle(Instant::now());
             }
         }
         for s in &mut self.outs {
-            s.flush();
+            s.flush(&self.drops);
         }
         self.processor.finish();
+        self.side.tally.publish(&self.side.cells);
     }
 }
 
 struct TxThread {
     inputs: Vec<Consumer<(u32, PacketBuf)>>,
     tx: TxSide,
-    bell: Arc<Doorbell>,
+    side: ThreadSide,
     stop: Arc<AtomicBool>,
-    board: Arc<StatsBoard>,
     cfg: ThreadsConfig,
 }
 
 impl TxThread {
     fn publish(&mut self) {
-        let mut items: Vec<&mut Published> = self
-            .tx
-            .ports
-            .iter_mut()
-            .map(|p| &mut p.out)
-            .filter(|p| p.slot != usize::MAX)
-            .collect();
-        publish(&self.board, &mut items);
+        self.tx.publish();
+        self.side.tally.publish(&self.side.cells);
+    }
+
+    /// Applies waiting port changes, if any (one atomic load if none).
+    fn take_changes(&mut self) {
+        if !self.side.take_mail() {
+            return;
+        }
+        let mut inbox = std::mem::take(&mut self.side.inbox);
+        let n = inbox.len();
+        for c in inbox.drain(..) {
+            match c {
+                Change::Write(p) => self.tx.add(p),
+                Change::Remove(number) => self.tx.remove(number),
+                Change::Read(_) | Change::Route { .. } => {}
+            }
+        }
+        self.side.inbox = inbox;
+        self.side.mail.ack(n);
     }
 
     fn run(&mut self) {
@@ -1261,21 +2018,26 @@ impl TxThread {
         let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
+        self.side.tally = Tally::new(last_input);
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
+            self.take_changes();
             let mut got = 0;
+            let mut bursts = 0;
             let now = Instant::now();
             let mut drained = true;
             for c in &mut self.inputs {
                 let tx = &mut self.tx;
                 let n = c.pop_many(read, |(port, pkt)| tx.enqueue(port, pkt, now));
                 got += n;
+                bursts += u64::from(n > 0);
                 drained &= n < read;
             }
             let now = Instant::now();
             if got > 0 {
                 last_input = now;
                 backoff.reset();
+                self.side.tally.busy(now, got, bursts);
             } else if stopping {
                 break;
             }
@@ -1290,11 +2052,12 @@ impl TxThread {
                 idle(
                     &mut backoff,
                     holding,
-                    &self.bell,
+                    &self.side.bell,
                     &[],
                     self.cfg.max_sleep,
                     || inputs.iter_mut().any(|c| c.available() > 0),
                 );
+                self.side.tally.idle(Instant::now());
             }
         }
         self.tx.flush_all();

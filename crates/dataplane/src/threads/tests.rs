@@ -5,6 +5,7 @@ use crate::memory::{MemoryGenerator, MemorySink};
 use crate::patch::{self, PatchPort};
 use crate::port::{LinkState, RxBurst, TxBurst};
 use crate::testnet::test_frame;
+use std::sync::atomic::AtomicUsize;
 
 /// Forwards port 1 ↔ port 2.
 fn cross() -> Box<dyn BurstProcessor> {
@@ -44,7 +45,7 @@ fn switch_ports() -> (Vec<PortSpec>, PatchPort, PatchPort) {
     )
 }
 
-fn send_all(port: &mut PatchPort, frames: Vec<Vec<u8>>) {
+fn send_all(port: &mut dyn PortBackend, frames: Vec<Vec<u8>>) {
     let mut burst = Burst::with_limit(32);
     let mut it = frames.into_iter().peekable();
     while it.peek().is_some() || !burst.is_empty() {
@@ -63,7 +64,7 @@ fn send_all(port: &mut PatchPort, frames: Vec<Vec<u8>>) {
     }
 }
 
-fn collect(port: &mut PatchPort, want: usize, timeout: Duration) -> Vec<Vec<u8>> {
+fn collect(port: &mut dyn PortBackend, want: usize, timeout: Duration) -> Vec<Vec<u8>> {
     let deadline = Instant::now() + timeout;
     let mut got = Vec::new();
     let mut burst = Burst::with_limit(64);
@@ -134,8 +135,31 @@ fn split_threads_keep_flow_order_without_loss() {
     order_and_count(ThreadMode::RxWorkerTx, 3);
 }
 
+/// Starts threads over `ports`, or (`late`) over none and adds them.
+fn start_with(
+    c: &ThreadsConfig,
+    ports: Vec<PortSpec>,
+    late: bool,
+    make: &mut dyn FnMut(usize) -> Box<dyn BurstProcessor>,
+) -> Threads {
+    if !late {
+        return Threads::start(c, ports, make).unwrap();
+    }
+    let mut t = Threads::start(c, Vec::new(), make).unwrap();
+    // Outputs first, so nothing is read before it can be sent.
+    for p in ports.into_iter().rev() {
+        t.add_port(p).unwrap();
+    }
+    t
+}
+
 #[test]
 fn overload_drops_are_counted_by_name() {
+    overload_drops(false);
+    overload_drops(true);
+}
+
+fn overload_drops(late: bool) {
     // A slow worker behind a tiny ring: the RX thread must drop and count.
     let generated = 20_000u64;
     let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
@@ -157,7 +181,7 @@ fn overload_drops_are_counted_by_name() {
             },
         )
     };
-    let t = Threads::start(&c, ports, &mut |_| slow()).unwrap();
+    let t = start_with(&c, ports, late, &mut |_| slow());
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         let d = t.drops();
@@ -201,6 +225,11 @@ impl PortBackend for SlowSink {
 
 #[test]
 fn tx_ring_drops_count_against_the_output_port_and_every_packet_is_accounted_for() {
+    tx_ring_drops(false);
+    tx_ring_drops(true);
+}
+
+fn tx_ring_drops(late: bool) {
     let generated = 20_000u64;
     let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
     let sink = MemorySink::new("sink");
@@ -211,7 +240,7 @@ fn tx_ring_drops_count_against_the_output_port_and_every_packet_is_accounted_for
     ];
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.tx_ring = 64;
-    let t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
+    let t = start_with(&c, ports, late, &mut |_| cross());
     let deadline = Instant::now() + Duration::from_secs(20);
     let total = |d: &ThreadDrops| d.rx_total() + d.tx_total();
     while Instant::now() < deadline && seen.packets() + total(&t.drops()) < generated {
@@ -388,4 +417,383 @@ fn priority_class_gets_its_own_worker() {
         let worker = *f.last().unwrap();
         assert_eq!(worker == 0, dscp == 46, "DSCP {dscp} on worker {worker}");
     }
+}
+
+/// A port whose handles (reader and split senders) each hold `token`, so
+/// a test can tell when the threads have dropped all of them; `split:
+/// false` makes it a backend that cannot split (shared behind a mutex).
+struct Watched {
+    inner: Box<dyn PortBackend>,
+    token: Arc<()>,
+    split: bool,
+}
+
+impl Watched {
+    fn new(inner: PatchPort, token: &Arc<()>, split: bool) -> Box<Watched> {
+        Box::new(Watched {
+            inner: Box::new(inner),
+            token: token.clone(),
+            split,
+        })
+    }
+}
+
+impl PortBackend for Watched {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        self.inner.rx_burst(out)
+    }
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        self.inner.tx_burst(pkts)
+    }
+    fn link_state(&self) -> LinkState {
+        self.inner.link_state()
+    }
+    fn stats(&self) -> PortCounters {
+        self.inner.stats()
+    }
+    fn rx_fd(&self) -> Option<RawFd> {
+        self.inner.rx_fd()
+    }
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        if !self.split {
+            return Ok(None);
+        }
+        Ok(self.inner.split_sender()?.map(|s| -> Box<dyn PortBackend> {
+            Box::new(Watched {
+                inner: s,
+                token: self.token.clone(),
+                split: true,
+            })
+        }))
+    }
+    fn attach_doorbell(&mut self, bell: Arc<Doorbell>) -> bool {
+        self.inner.attach_doorbell(bell)
+    }
+}
+
+/// Flow byte of frames port 2 sends on to port 3 (others go to port 1).
+const TO_PORT_3: u8 = 99;
+
+/// 1 → 2, 3 → 2; 2 → 3 for flow [`TO_PORT_3`], else 2 → 1.
+fn route() -> Box<dyn BurstProcessor> {
+    Box::new(
+        |in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
+            for p in burst.drain() {
+                let to = match in_port {
+                    2 if p.data().get(11) == Some(&TO_PORT_3) => 3,
+                    2 => 1,
+                    _ => 2,
+                };
+                out(to, p);
+            }
+        },
+    )
+}
+
+/// Polls `f` until it returns true or `timeout` passes.
+fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    f()
+}
+
+fn kind(r: io::Result<()>) -> Option<io::ErrorKind> {
+    r.err().map(|e| e.kind())
+}
+
+/// A stream 1 → 2 runs while port 3 is added, carries traffic both ways,
+/// is removed, and is added again (unsplittable this time): not one
+/// packet of the stream is lost and the counters add up exactly.
+fn ports_come_and_go(mode: ThreadMode) {
+    let (ports, mut a, mut b) = switch_ports();
+    let mut b_send = b.split_sender().unwrap().unwrap();
+    let t = Threads::start(&cfg(mode, 2), ports, &mut |_| route()).unwrap();
+    let mut t = t;
+
+    // The stream: flow k % 8, sequence k / 8, at most 1024 in flight (so
+    // no ring can overflow however the threads are scheduled), until told
+    // to stop and at least 3000 sent.
+    let done = Arc::new(AtomicBool::new(false));
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let expect = Arc::new(AtomicUsize::new(usize::MAX));
+    let sender = {
+        let (done, arrived) = (done.clone(), arrived.clone());
+        std::thread::spawn(move || {
+            let mut sent = 0u32;
+            while !done.load(Ordering::Acquire) || sent < 3000 {
+                if sent as usize > arrived.load(Ordering::Acquire) + 1024 {
+                    std::thread::sleep(Duration::from_micros(200));
+                    continue;
+                }
+                let frames = (sent..sent + 16)
+                    .map(|k| test_frame((k % 8) as u8, k / 8, 64))
+                    .collect();
+                send_all(&mut a, frames);
+                sent += 16;
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            (a, sent as usize)
+        })
+    };
+    let collector = {
+        let (arrived, expect) = (arrived.clone(), expect.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut got: Vec<Vec<u8>> = Vec::new();
+            let mut burst = Burst::with_limit(64);
+            while got.len() < expect.load(Ordering::Acquire) && Instant::now() < deadline {
+                burst.clear();
+                if b.rx_burst(&mut burst).unwrap() == 0 {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                got.extend(burst.drain().map(|p| p.data().to_vec()));
+                let stream = got.iter().filter(|f| f[11] < 8).count();
+                arrived.store(stream, Ordering::Release);
+            }
+            got
+        })
+    };
+    let streaming = |n: usize| {
+        let before = arrived.load(Ordering::Acquire);
+        eventually(Duration::from_secs(20), || {
+            arrived.load(Ordering::Acquire) >= before + n
+        })
+    };
+    assert!(streaming(200), "{mode:?}: the stream flows");
+
+    // Port 3 comes.
+    let (c_sw, mut c) = patch::pair("sw3", "far3", 4096);
+    let token = Arc::new(());
+    let (dup, _) = patch::pair("dup", "dup-far", 16);
+    assert_eq!(
+        kind(t.add_port(PortSpec::new(1, Box::new(dup)))),
+        Some(io::ErrorKind::AlreadyExists)
+    );
+    t.add_port(PortSpec::new(3, Watched::new(c_sw, &token, true)))
+        .unwrap();
+    assert_eq!(t.ports[&3].reader, 0, "{mode:?}: the least loaded reader");
+    let (dup, _) = patch::pair("dup", "dup-far", 16);
+    assert_eq!(
+        kind(t.add_port(PortSpec::new(3, Box::new(dup)))),
+        Some(io::ErrorKind::AlreadyExists)
+    );
+    // In on 3 (flow 50) → out on 2; in on 2 (flow 99) → out on 3.
+    let (m, k) = (200usize, 100usize);
+    send_all(
+        &mut c,
+        (0..m as u32).map(|i| test_frame(50, i, 64)).collect(),
+    );
+    send_all(
+        b_send.as_mut(),
+        (0..k as u32)
+            .map(|i| test_frame(TO_PORT_3, i, 64))
+            .collect(),
+    );
+    let to3 = collect(&mut c, k, Duration::from_secs(20));
+    assert_eq!(to3.len(), k, "{mode:?}: output to the new port");
+    assert!(to3.iter().all(|f| f[11] == TO_PORT_3));
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            t.port_counters()
+                .get(&3)
+                .is_some_and(|p| (p.rx_packets, p.tx_packets) == (m as u64, k as u64))
+        }),
+        "{mode:?}: {:?}",
+        t.port_counters().get(&3)
+    );
+    assert_eq!(t.port_drops()[&3], ThreadDrops::default());
+    assert!(streaming(200), "{mode:?}: the stream flows with port 3");
+
+    // Port 3 goes: every handle dropped by the time the call returns.
+    assert!(Arc::strong_count(&token) > 1);
+    t.remove_port(3).unwrap();
+    assert_eq!(Arc::strong_count(&token), 1, "{mode:?}: handles left");
+    assert!(!t.port_counters().contains_key(&3));
+    assert!(!t.port_drops().contains_key(&3));
+    assert_eq!(kind(t.remove_port(3)), Some(io::ErrorKind::NotFound));
+    assert_eq!(kind(t.remove_port(77)), Some(io::ErrorKind::NotFound));
+    // Output to it now counts as no_port.
+    let k2 = 50usize;
+    send_all(
+        b_send.as_mut(),
+        (0..k2 as u32)
+            .map(|i| test_frame(TO_PORT_3, i, 64))
+            .collect(),
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || t.drops().no_port >= k2 as u64),
+        "{mode:?}: {:?}",
+        t.drops()
+    );
+    assert!(collect(&mut c, 1, Duration::from_millis(20)).is_empty());
+    assert!(streaming(200), "{mode:?}: the stream flows without port 3");
+
+    // And comes back, behind a mutex this time (a backend that cannot
+    // split): 10 each way.
+    let (d_sw, mut d) = patch::pair("sw3b", "far3b", 4096);
+    let token2 = Arc::new(());
+    t.add_port(PortSpec::new(3, Watched::new(d_sw, &token2, false)))
+        .unwrap();
+    send_all(&mut d, (0..10).map(|i| test_frame(51, i, 64)).collect());
+    send_all(
+        b_send.as_mut(),
+        (0..10).map(|i| test_frame(TO_PORT_3, i, 64)).collect(),
+    );
+    assert_eq!(collect(&mut d, 10, Duration::from_secs(20)).len(), 10);
+
+    // The stream ends; everything arrives, in order per flow.
+    done.store(true, Ordering::Release);
+    let (_a, sent) = sender.join().unwrap();
+    expect.store(sent + m + 10, Ordering::Release);
+    let got = collector.join().unwrap();
+    let stream: Vec<&Vec<u8>> = got.iter().filter(|f| f[11] < 8).collect();
+    assert_eq!(
+        stream.len(),
+        sent,
+        "{mode:?}: stream lost packets {:?}",
+        t.drops()
+    );
+    let mut next = [0u32; 8];
+    for f in &stream {
+        let (flow, seq) = seq_of(f);
+        assert_eq!(
+            seq, next[flow as usize],
+            "{mode:?}: flow {flow} out of order"
+        );
+        next[flow as usize] += 1;
+    }
+    assert_eq!(got.iter().filter(|f| f[11] == 50).count(), m);
+    assert_eq!(got.iter().filter(|f| f[11] == 51).count(), 10);
+    assert_eq!(got.len(), sent + m + 10);
+
+    // Counters of the other ports, exactly.
+    let (sent, m, k, k2) = (sent as u64, m as u64, k as u64, k2 as u64);
+    let want = |p: &PortCounters| (p.rx_packets, p.tx_packets);
+    let settled = eventually(Duration::from_secs(5), || {
+        let c = t.port_counters();
+        want(&c[&1]) == (sent, 0)
+            && want(&c[&2]) == (k + k2 + 10, sent + m + 10)
+            && want(&c[&3]) == (10, 10)
+    });
+    assert!(settled, "{mode:?}: {:?}", t.port_counters());
+    assert_eq!(
+        t.drops(),
+        ThreadDrops {
+            no_port: k2,
+            ..ThreadDrops::default()
+        }
+    );
+
+    // Thread statistics: what came in was handled by the workers (and the
+    // RX threads), what went out by the TX threads.
+    let total_in = sent + m + k + k2 + 10 + 10;
+    let total_out = total_in - k2;
+    let role_sum = |s: &[ThreadStats], r: ThreadRole| -> u64 {
+        s.iter().filter(|t| t.role == r).map(|t| t.packets).sum()
+    };
+    let settled = eventually(Duration::from_secs(5), || {
+        let s = t.thread_stats();
+        role_sum(&s, ThreadRole::Worker) == total_in
+            && match mode {
+                ThreadMode::RunToCompletion => true,
+                ThreadMode::RxWorkerTx => {
+                    role_sum(&s, ThreadRole::Rx) == total_in
+                        && role_sum(&s, ThreadRole::Tx) == total_out
+                }
+            }
+    });
+    let stats = t.thread_stats();
+    assert!(settled, "{mode:?}: want {total_in} in: {stats:#?}");
+    let names: Vec<&str> = stats.iter().map(|s| s.name.as_str()).collect();
+    match mode {
+        ThreadMode::RunToCompletion => assert_eq!(names, ["t-w0", "t-w1"]),
+        ThreadMode::RxWorkerTx => assert_eq!(names, ["t-rx0", "t-w0", "t-w1", "t-tx0"]),
+    }
+    for s in &stats {
+        assert!(s.busy_ns + s.idle_ns > 0, "{s:?}");
+        assert!(s.packets >= s.bursts && s.bursts > 0, "{s:?}");
+        assert!(s.ring_fill <= s.ring_capacity, "{s:?}");
+        let rings = mode == ThreadMode::RxWorkerTx && s.role != ThreadRole::Rx;
+        assert_eq!(s.ring_capacity > 0, rings, "{s:?}");
+        assert_eq!(s.role.to_string(), s.role.as_str());
+    }
+    for w in stats.iter().filter(|s| s.role == ThreadRole::Worker) {
+        assert!(w.packets > 0, "{mode:?}: idle worker {w:?}");
+    }
+    t.stop();
+    assert_eq!(Arc::strong_count(&token2), 1);
+}
+
+#[test]
+fn run_to_completion_ports_come_and_go_without_disturbing_the_others() {
+    ports_come_and_go(ThreadMode::RunToCompletion);
+}
+
+#[test]
+fn split_threads_ports_come_and_go_without_disturbing_the_others() {
+    ports_come_and_go(ThreadMode::RxWorkerTx);
+}
+
+#[test]
+fn a_new_port_goes_to_the_least_loaded_reader_and_the_next_tx_thread() {
+    for mode in [ThreadMode::RunToCompletion, ThreadMode::RxWorkerTx] {
+        let mut c = cfg(mode, 2);
+        c.rx_threads = 2;
+        c.tx_threads = 2;
+        let ports = (1..=3)
+            .map(|n| PortSpec::new(n, Box::new(Refuser)))
+            .collect();
+        let mut t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
+        // Readers: 0 has ports 1 and 3, 1 has port 2.
+        t.add_port(PortSpec::new(4, Box::new(Refuser))).unwrap();
+        assert_eq!(t.ports[&4].reader, 1, "{mode:?}");
+        if mode == ThreadMode::RxWorkerTx {
+            assert_eq!(t.ports[&4].tx, 3 % 2);
+        }
+        t.remove_port(1).unwrap();
+        t.add_port(PortSpec::new(5, Box::new(Refuser))).unwrap();
+        assert_eq!(t.ports[&5].reader, 0, "{mode:?}");
+        assert_eq!(
+            t.port_counters().keys().copied().collect::<Vec<_>>(),
+            [2, 3, 4, 5]
+        );
+        // Stopped threads take no new port; a removal just forgets one.
+        t.halt();
+        assert!(t.add_port(PortSpec::new(6, Box::new(Refuser))).is_err());
+        t.remove_port(2).unwrap();
+        assert_eq!(
+            t.port_drops().keys().copied().collect::<Vec<_>>(),
+            [3, 4, 5]
+        );
+    }
+}
+
+#[test]
+fn duplicate_port_numbers_at_start_are_refused() {
+    for mode in [ThreadMode::RunToCompletion, ThreadMode::RxWorkerTx] {
+        let ports = vec![
+            PortSpec::new(1, Box::new(Refuser)),
+            PortSpec::new(1, Box::new(Refuser)),
+        ];
+        let r = Threads::start(&cfg(mode, 1), ports, &mut |_| cross());
+        assert_eq!(
+            r.err().map(|e| e.kind()),
+            Some(io::ErrorKind::AlreadyExists)
+        );
+    }
+}
+
+#[test]
+fn threads_can_be_shared_by_the_control_side() {
+    fn send<T: Send>() {}
+    send::<Threads>();
+    send::<ThreadStats>();
 }
