@@ -106,6 +106,9 @@ async fn run_once(n: u32, flood: bool) -> anyhow::Result<(f64, u64)> {
     let switch = Arc::new(MemorySwitch::new(MemorySwitchConfig::default(), None));
     let agent = Agent::new(switch.clone(), AgentConfig::default());
     let (addr, listener) = agent.listen(&"ptcp:0:127.0.0.1".parse()?).await?;
+    let addr = addr
+        .tcp()
+        .ok_or_else(|| anyhow::anyhow!("not a TCP listener"))?;
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
     let pump = agent.spawn_events(rx);
     let stop = Arc::new(AtomicBool::new(false));
@@ -161,7 +164,7 @@ async fn run_once(n: u32, flood: bool) -> anyhow::Result<(f64, u64)> {
         Some(f) => f.await?,
         None => 0,
     };
-    listener.abort();
+    listener.stop();
     pump.abort();
     drop(rd);
     Ok((f64::from(n) / elapsed, offered))

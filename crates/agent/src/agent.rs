@@ -6,10 +6,16 @@
 //!   it (so a burst of flow-mods is applied as one batch), then writes all
 //!   replies with one `write_all`. It also takes switch events from its own
 //!   bounded queue and wakes for keepalive deadlines.
-//! - Listeners ([`Agent::listen`]) accept `ptcp:`/`ptls:` channels;
-//!   connectors ([`Agent::connect`]) keep one `tcp:`/`tls:` channel to a
-//!   controller up, reconnecting with exponential backoff between
-//!   `backoff_min` and `backoff_max`.
+//! - Listeners ([`Agent::listen`], [`Agent::listen_unix`]) accept
+//!   `ptcp:`/`ptls:`/`punix:` channels; connectors ([`Agent::connect`])
+//!   keep one `tcp:`/`tls:`/`unix:` channel to a controller up,
+//!   reconnecting with exponential backoff between `backoff_min` and
+//!   `backoff_max`. Both return a [`ChannelHandle`]: stopping it stops
+//!   accepting (or reconnecting) and closes every channel opened through
+//!   it, so controllers can be added and removed on a running switch.
+//! - [`Agent::channel_status`] lists the open channels (where from,
+//!   negotiated, role, since when) for management; each serving task keeps
+//!   its own entry current without locks on the data path.
 //! - The event pump ([`Agent::run_events`]) reads the switch's bounded
 //!   event channel. Flow-removed and port-status events go to every
 //!   channel at once; packet-ins go through [`PacketInQueues`] and are
@@ -19,7 +25,8 @@
 //!
 //! Fail modes: when every controller is gone
 //! ([`Controllers::all_controllers_gone`]), the runtime applies
-//! [`AgentConfig::fail_mode`] — `Secure` keeps the flow tables and drops
+//! [`Agent::fail_mode`] (initially [`AgentConfig::fail_mode`], changed with
+//! [`Agent::set_fail_mode`]) — `Secure` keeps the flow tables and drops
 //! table misses, `Standalone` acts as a learning switch until a controller
 //! is back. The agent only exposes the state; the datapath acts on it.
 
@@ -29,16 +36,21 @@ use crate::roles::{ConnId, Controllers};
 use crate::switch::{Switch, SwitchEvent};
 use crate::target::{Target, Transport};
 use crate::tls::{server_name, TlsSettings};
+use crate::unix::{self, SocketFile, UnixPerms};
+use ofp::role::controller_role;
 use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
 
 /// What the switch does while no controller is connected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -65,7 +77,8 @@ pub struct AgentConfig {
     pub backoff_min: Duration,
     /// Longest reconnect delay.
     pub backoff_max: Duration,
-    /// What the runtime does with no controller.
+    /// What the runtime does with no controller, at first (see
+    /// [`Agent::set_fail_mode`]).
     pub fail_mode: FailMode,
     /// Certificates for `tls:`/`ptls:` targets.
     pub tls: Option<TlsSettings>,
@@ -115,13 +128,217 @@ struct Counters {
 
 type EventTx = mpsc::Sender<Arc<SwitchEvent>>;
 
+/// How long a stopped channel may take to close by itself (flushing what
+/// it has) before it is dropped.
+const STOP_GRACE: Duration = Duration::from_secs(1);
+
+/// What a serving task publishes about its channel.
+struct ChannelInfo {
+    source: String,
+    peer: String,
+    since: Instant,
+    negotiated: AtomicBool,
+}
+
+struct Channel {
+    events: EventTx,
+    info: Arc<ChannelInfo>,
+}
+
+/// The role of a channel, as management shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChannelRole {
+    /// `OFPCR_ROLE_EQUAL` (also a channel that asked for no role).
+    Equal,
+    /// `OFPCR_ROLE_MASTER`.
+    Master,
+    /// `OFPCR_ROLE_SLAVE`.
+    Slave,
+}
+
+impl ChannelRole {
+    /// From an `OFPCR_ROLE_*` value (anything but MASTER or SLAVE is
+    /// EQUAL).
+    pub fn from_ofp(role: u32) -> Self {
+        match role {
+            controller_role::MASTER => ChannelRole::Master,
+            controller_role::SLAVE => ChannelRole::Slave,
+            _ => ChannelRole::Equal,
+        }
+    }
+
+    /// The `OFPCR_ROLE_*` value.
+    pub fn to_ofp(self) -> u32 {
+        match self {
+            ChannelRole::Equal => controller_role::EQUAL,
+            ChannelRole::Master => controller_role::MASTER,
+            ChannelRole::Slave => controller_role::SLAVE,
+        }
+    }
+
+    /// `"equal"`, `"master"` or `"slave"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelRole::Equal => "equal",
+            ChannelRole::Master => "master",
+            ChannelRole::Slave => "slave",
+        }
+    }
+}
+
+impl fmt::Display for ChannelRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One open controller channel, for management (`fulmar ctl show`, OVSDB
+/// `Controller` rows).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelStatus {
+    /// The channel's id among the agent's connections.
+    pub id: ConnId,
+    /// The target it belongs to, as [`Target`]'s string form: the
+    /// listener that accepted it (`ptcp:6653:0.0.0.0`,
+    /// `punix:/run/fulmar/br0.mgmt`) or the controller it connected to
+    /// (`tcp:192.0.2.1:6653`); empty for a channel given to
+    /// [`Agent::serve`].
+    pub source: String,
+    /// The peer: `ADDR:PORT` over TCP/TLS; over a unix socket the socket's
+    /// path, followed by ` pid=PID uid=UID` for an accepted channel.
+    pub peer: String,
+    /// Whether the HELLO exchange completed ([`Connection::is_negotiated`]).
+    pub negotiated: bool,
+    /// Its role now (EQUAL until negotiated).
+    pub role: ChannelRole,
+    /// When the channel opened (after TCP/TLS set-up).
+    pub since: Instant,
+}
+
+/// What [`Agent::listen`] bound.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ListenAddr {
+    /// A TCP (or TLS) listener's local address (the real port with port
+    /// 0).
+    Tcp(SocketAddr),
+    /// A unix socket's path.
+    Unix(PathBuf),
+}
+
+impl ListenAddr {
+    /// The TCP address, for a TCP/TLS listener.
+    pub fn tcp(&self) -> Option<SocketAddr> {
+        match self {
+            ListenAddr::Tcp(a) => Some(*a),
+            ListenAddr::Unix(_) => None,
+        }
+    }
+
+    /// The socket path, for a unix listener.
+    pub fn unix(&self) -> Option<&Path> {
+        match self {
+            ListenAddr::Unix(p) => Some(p),
+            ListenAddr::Tcp(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListenAddr::Tcp(a) => a.fmt(f),
+            ListenAddr::Unix(p) => p.display().fmt(f),
+        }
+    }
+}
+
+/// A listener ([`Agent::listen`], [`Agent::listen_unix`]) or a connector
+/// ([`Agent::connect`]) with its channels. [`ChannelHandle::stop`] stops
+/// accepting (or reconnecting) and closes every channel opened through
+/// it. Dropping the handle without stopping detaches it: it keeps running
+/// for as long as the runtime does, as a dropped `JoinHandle` would.
+#[derive(Debug)]
+pub struct ChannelHandle {
+    source: String,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
+    socket_file: Option<SocketFile>,
+}
+
+impl ChannelHandle {
+    /// The target it serves, in the form of [`ChannelStatus::source`].
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether everything it ran has ended (after a stop: the listener is
+    /// closed and so is every channel it accepted).
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Stops accepting (or reconnecting) and closes every channel opened
+    /// through this handle: each flushes what it has and closes
+    /// ([`CloseReason::Stopped`]), or is dropped after a grace second if
+    /// its peer does not read. A unix listener's socket file is removed
+    /// now (unless another listener has replaced it). Returns at once; the
+    /// closing goes on in the background (see
+    /// [`ChannelHandle::stop_and_wait`]).
+    pub fn stop(self) {
+        self.signal();
+    }
+
+    /// [`ChannelHandle::stop`], then waits until the listener or connector
+    /// and all its channels have ended.
+    pub async fn stop_and_wait(self) {
+        self.signal();
+        let _ = self.task.await;
+    }
+
+    fn signal(&self) {
+        self.stop.send_replace(true);
+        if let Some(f) = &self.socket_file {
+            f.remove();
+        }
+    }
+}
+
+/// Resolves once `stop` says stopped; never if its handle was dropped
+/// without stopping (detached).
+async fn wait_stopped(stop: &mut watch::Receiver<bool>) {
+    if stop.wait_for(|s| *s).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Runs `fut` to its end unless `stop` fires and `fut` has not ended
+/// [`STOP_GRACE`] after: then drops it (closing whatever socket it holds)
+/// and returns `None`.
+async fn until_stopped<F: Future>(fut: F, mut stop: watch::Receiver<bool>) -> Option<F::Output> {
+    tokio::select! {
+        out = fut => Some(out),
+        _ = async {
+            wait_stopped(&mut stop).await;
+            tokio::time::sleep(STOP_GRACE).await;
+        } => None,
+    }
+}
+
 /// The controller channels of one switch.
 pub struct Agent<S: Switch> {
     switch: Arc<S>,
     config: AgentConfig,
     controllers: Arc<Controllers>,
-    channels: Mutex<HashMap<ConnId, EventTx>>,
+    channels: Mutex<HashMap<ConnId, Channel>>,
     counters: Counters,
+    fail_mode: AtomicU8,
+}
+
+fn fail_mode_to_u8(m: FailMode) -> u8 {
+    match m {
+        FailMode::Secure => 0,
+        FailMode::Standalone => 1,
+    }
 }
 
 struct Unlist<'a, S: Switch> {
@@ -140,10 +357,11 @@ impl<S: Switch> Agent<S> {
     pub fn new(switch: Arc<S>, config: AgentConfig) -> Arc<Self> {
         Arc::new(Agent {
             switch,
-            config,
             controllers: Arc::new(Controllers::new()),
             channels: Mutex::new(HashMap::new()),
             counters: Counters::default(),
+            fail_mode: AtomicU8::new(fail_mode_to_u8(config.fail_mode)),
+            config,
         })
     }
 
@@ -158,9 +376,50 @@ impl<S: Switch> Agent<S> {
         &self.controllers
     }
 
-    /// The configured fail mode.
+    /// The fail mode now: [`AgentConfig::fail_mode`] until
+    /// [`Agent::set_fail_mode`] changes it.
     pub fn fail_mode(&self) -> FailMode {
-        self.config.fail_mode
+        match self.fail_mode.load(Ordering::Relaxed) {
+            0 => FailMode::Secure,
+            _ => FailMode::Standalone,
+        }
+    }
+
+    /// Changes the fail mode on a running switch (what the runtime reads
+    /// the next time it looks at [`Agent::fail_mode`]).
+    pub fn set_fail_mode(&self, mode: FailMode) {
+        self.fail_mode
+            .store(fail_mode_to_u8(mode), Ordering::Relaxed);
+    }
+
+    /// The open channels, by id: where each came from, its peer, whether
+    /// it is negotiated, its role and since when it is open.
+    pub fn channel_status(&self) -> Vec<ChannelStatus> {
+        let infos: Vec<(ConnId, Arc<ChannelInfo>)> = self
+            .channels()
+            .iter()
+            .map(|(id, c)| (*id, Arc::clone(&c.info)))
+            .collect();
+        let mut out: Vec<ChannelStatus> = infos
+            .into_iter()
+            .map(|(id, info)| {
+                let negotiated = info.negotiated.load(Ordering::Relaxed);
+                ChannelStatus {
+                    id,
+                    source: info.source.clone(),
+                    peer: info.peer.clone(),
+                    negotiated,
+                    role: if negotiated {
+                        ChannelRole::from_ofp(self.controllers.role(id))
+                    } else {
+                        ChannelRole::Equal
+                    },
+                    since: info.since,
+                }
+            })
+            .collect();
+        out.sort_by_key(|c| c.id);
+        out
     }
 
     /// Resolves when no controller is connected (see [`FailMode`]).
@@ -186,12 +445,29 @@ impl<S: Switch> Agent<S> {
         }
     }
 
-    fn channels(&self) -> MutexGuard<'_, HashMap<ConnId, EventTx>> {
+    fn channels(&self) -> MutexGuard<'_, HashMap<ConnId, Channel>> {
         self.channels.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs one channel over `io` until it closes; returns why.
     pub async fn serve<IO>(&self, io: IO) -> CloseReason
+    where
+        IO: AsyncRead + AsyncWrite + Send + Unpin,
+    {
+        self.serve_channel(io, String::new(), String::new(), None)
+            .await
+    }
+
+    /// [`Agent::serve`] with the channel's `source` and `peer` for
+    /// [`Agent::channel_status`]; closes with [`CloseReason::Stopped`]
+    /// when `stop` fires.
+    async fn serve_channel<IO>(
+        &self,
+        io: IO,
+        source: String,
+        peer: String,
+        mut stop: Option<watch::Receiver<bool>>,
+    ) -> CloseReason
     where
         IO: AsyncRead + AsyncWrite + Send + Unpin,
     {
@@ -205,7 +481,20 @@ impl<S: Switch> Agent<S> {
             Instant::now(),
         );
         let (tx, mut events) = mpsc::channel(self.config.event_queue.max(1));
-        self.channels().insert(conn.id(), tx);
+        let info = Arc::new(ChannelInfo {
+            source,
+            peer,
+            since: Instant::now(),
+            negotiated: AtomicBool::new(false),
+        });
+        self.channels().insert(
+            conn.id(),
+            Channel {
+                events: tx,
+                info: Arc::clone(&info),
+            },
+        );
+        let mut negotiated = false;
         let _unlist = Unlist {
             agent: self,
             id: conn.id(),
@@ -235,9 +524,21 @@ impl<S: Switch> Agent<S> {
             tokio::select! {
                 r = rd.read(&mut buf) => match r {
                     Ok(0) => conn.close(CloseReason::PeerClosed),
-                    Ok(n) => conn.receive(buf.get(..n).unwrap_or_default(), Instant::now()).await,
+                    Ok(n) => {
+                        conn.receive(buf.get(..n).unwrap_or_default(), Instant::now()).await;
+                        if !negotiated && conn.is_negotiated() {
+                            negotiated = true;
+                            info.negotiated.store(true, Ordering::Relaxed);
+                        }
+                    }
                     Err(e) => conn.close(CloseReason::Io(e.to_string())),
                 },
+                _ = async {
+                    match stop.as_mut() {
+                        Some(stop) => wait_stopped(stop).await,
+                        None => std::future::pending().await,
+                    }
+                } => conn.close(CloseReason::Stopped),
                 ev = events.recv() => {
                     if let Some(ev) = ev {
                         conn.on_event(&ev);
@@ -256,60 +557,143 @@ impl<S: Switch> Agent<S> {
         }
     }
 
-    /// Binds a listener for `target` (`ptcp:`/`ptls:`, or `tcp:`/`tls:`
-    /// read as a listen address) and spawns its accept loop. Returns the
-    /// bound address (useful with port 0).
+    /// Binds a listener for `target` (`ptcp:`/`ptls:`/`punix:`, or
+    /// `tcp:`/`tls:`/`unix:` read as a listen address) and spawns its
+    /// accept loop. Returns what it bound (the real port with port 0) and
+    /// the handle that stops it. A unix socket gets the default
+    /// [`UnixPerms`] (owner only); see [`Agent::listen_unix`].
     pub async fn listen(
         self: &Arc<Self>,
         target: &Target,
-    ) -> io::Result<(SocketAddr, JoinHandle<()>)> {
+    ) -> io::Result<(ListenAddr, ChannelHandle)> {
+        let source = target.to_string();
+        if let Some(path) = target.unix_path() {
+            let h = self.listen_unix_as(path, UnixPerms::default(), source)?;
+            return Ok((ListenAddr::Unix(path.to_path_buf()), h));
+        }
         let acceptor = match target.transport {
-            Transport::Tcp => None,
+            Transport::Tcp | Transport::Unix => None,
             Transport::Tls => Some(tokio_rustls::TlsAcceptor::from(
                 self.tls()?.server_config()?,
             )),
         };
-        let listener = TcpListener::bind(target.socket_addr()).await?;
+        let listener = Arc::new(TcpListener::bind(target.socket_addr()).await?);
         let addr = listener.local_addr()?;
         tracing::info!(%addr, %target, "listening for controllers");
         let agent = Arc::clone(self);
-        let handle = tokio::spawn(async move {
-            loop {
-                match listener.accept().await {
-                    Ok((stream, peer)) => {
-                        let _ = stream.set_nodelay(true);
-                        let agent = Arc::clone(&agent);
-                        let acceptor = acceptor.clone();
-                        tokio::spawn(async move {
-                            tracing::info!(%peer, "controller connected");
-                            match acceptor {
-                                None => {
-                                    agent.serve(stream).await;
-                                }
-                                Some(a) => match a.accept(stream).await {
-                                    Ok(tls) => {
-                                        agent.serve(tls).await;
-                                    }
-                                    Err(e) => {
-                                        agent
-                                            .counters
-                                            .tls_handshake_failed
-                                            .fetch_add(1, Ordering::Relaxed);
-                                        tracing::warn!(%peer, error = %e, "TLS handshake failed");
-                                    }
-                                },
+        let src = source.clone();
+        let (stop, task) = spawn_listener(
+            move || {
+                let listener = Arc::clone(&listener);
+                async move { listener.accept().await }
+            },
+            move |(stream, peer): (TcpStream, SocketAddr), stop| {
+                let agent = Arc::clone(&agent);
+                let acceptor = acceptor.clone();
+                let source = src.clone();
+                async move {
+                    let _ = stream.set_nodelay(true);
+                    tracing::info!(%peer, %source, "controller connected");
+                    let peer_s = peer.to_string();
+                    match acceptor {
+                        None => {
+                            agent
+                                .serve_channel(stream, source, peer_s, Some(stop))
+                                .await;
+                        }
+                        Some(a) => match a.accept(stream).await {
+                            Ok(tls) => {
+                                agent.serve_channel(tls, source, peer_s, Some(stop)).await;
                             }
-                        });
-                    }
-                    Err(e) => {
-                        // Out of file descriptors and the like: wait a bit.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
+                            Err(e) => {
+                                agent
+                                    .counters
+                                    .tls_handshake_failed
+                                    .fetch_add(1, Ordering::Relaxed);
+                                tracing::warn!(%peer, error = %e, "TLS handshake failed");
+                            }
+                        },
                     }
                 }
-            }
-        });
-        Ok((addr, handle))
+            },
+        );
+        Ok((
+            ListenAddr::Tcp(addr),
+            ChannelHandle {
+                source,
+                stop,
+                task,
+                socket_file: None,
+            },
+        ))
+    }
+
+    /// Listens for OpenFlow channels on the unix socket `path` (what
+    /// `ovs-ofctl -O OpenFlow13 dump-flows unix:PATH` talks to): creates
+    /// the parent directory if missing, replaces a stale socket file
+    /// (anything else at `path` is an error), binds, and gives the file
+    /// `perms`. A peer that is neither root, nor this process's user, nor
+    /// (with [`UnixPerms::group`]) a member of the group is logged and
+    /// closed. Stopping the handle removes the socket file. Its channels'
+    /// [`ChannelStatus::source`] is `punix:PATH`.
+    pub async fn listen_unix(
+        self: &Arc<Self>,
+        path: &Path,
+        perms: UnixPerms,
+    ) -> io::Result<ChannelHandle> {
+        let source = Target {
+            transport: Transport::Unix,
+            passive: true,
+            host: path.display().to_string(),
+            port: 0,
+        }
+        .to_string();
+        self.listen_unix_as(path, perms, source)
+    }
+
+    fn listen_unix_as(
+        self: &Arc<Self>,
+        path: &Path,
+        perms: UnixPerms,
+        source: String,
+    ) -> io::Result<ChannelHandle> {
+        unix::prepare(path)?;
+        let listener = Arc::new(UnixListener::bind(path)?);
+        let file = unix::set_perms(path, &perms)?;
+        tracing::info!(path = %path.display(), mode = format_args!("{:o}", perms.mode), group = ?perms.group, "listening for controllers");
+        let owner = file.owner;
+        let group = perms.group;
+        let shown = path.display().to_string();
+        let agent = Arc::clone(self);
+        let src = source.clone();
+        let (stop, task) = spawn_listener(
+            move || {
+                let listener = Arc::clone(&listener);
+                async move { listener.accept().await }
+            },
+            move |(stream, _): (UnixStream, _), stop| {
+                let agent = Arc::clone(&agent);
+                let source = src.clone();
+                let path = shown.clone();
+                async move {
+                    match unix_peer(&stream, &path, owner, group).await {
+                        Ok(peer) => {
+                            tracing::info!(%peer, %source, "controller connected");
+                            agent.serve_channel(stream, source, peer, Some(stop)).await;
+                        }
+                        Err(why) => {
+                            tracing::warn!(path, "refused a unix socket peer: {why}");
+                        }
+                    }
+                }
+            },
+        );
+        Ok(ChannelHandle {
+            source,
+            stop,
+            task,
+            socket_file: Some(file),
+        })
     }
 
     fn tls(&self) -> io::Result<&TlsSettings> {
@@ -323,8 +707,22 @@ impl<S: Switch> Agent<S> {
 
     /// Connects to `target` once and serves the channel until it closes.
     pub async fn connect_once(&self, target: &Target) -> io::Result<CloseReason> {
+        self.connect_channel(target, target.to_string(), None).await
+    }
+
+    async fn connect_channel(
+        &self,
+        target: &Target,
+        source: String,
+        stop: Option<watch::Receiver<bool>>,
+    ) -> io::Result<CloseReason> {
+        if let Some(path) = target.unix_path() {
+            let stream = UnixStream::connect(path).await?;
+            let peer = path.display().to_string();
+            return Ok(self.serve_channel(stream, source, peer, stop).await);
+        }
         let client = match target.transport {
-            Transport::Tcp => None,
+            Transport::Tcp | Transport::Unix => None,
             Transport::Tls => Some((
                 tokio_rustls::TlsConnector::from(self.tls()?.client_config()?),
                 server_name(&target.host)?,
@@ -332,10 +730,14 @@ impl<S: Switch> Agent<S> {
         };
         let stream = TcpStream::connect(target.socket_addr()).await?;
         let _ = stream.set_nodelay(true);
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_else(|_| target.socket_addr());
         match client {
-            None => Ok(self.serve(stream).await),
+            None => Ok(self.serve_channel(stream, source, peer, stop).await),
             Some((connector, name)) => match connector.connect(name, stream).await {
-                Ok(tls) => Ok(self.serve(tls).await),
+                Ok(tls) => Ok(self.serve_channel(tls, source, peer, stop).await),
                 Err(e) => {
                     self.counters
                         .tls_handshake_failed
@@ -347,22 +749,29 @@ impl<S: Switch> Agent<S> {
     }
 
     /// Spawns a task that keeps a channel to the controller at `target`
-    /// (`tcp:`/`tls:`) up: after a failed attempt or a closed channel it
-    /// waits, doubling the wait from `backoff_min` up to `backoff_max`; a
-    /// channel that opened resets the wait.
-    pub fn connect(self: &Arc<Self>, target: Target) -> JoinHandle<()> {
+    /// (`tcp:`/`tls:`/`unix:`) up: after a failed attempt or a closed
+    /// channel it waits, doubling the wait from `backoff_min` up to
+    /// `backoff_max`; a channel that opened resets the wait. Stopping the
+    /// returned handle ends the loop and closes the channel.
+    pub fn connect(self: &Arc<Self>, target: Target) -> ChannelHandle {
         let agent = Arc::clone(self);
-        tokio::spawn(async move {
+        let source = target.to_string();
+        let src = source.clone();
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut stop = stop_rx.clone();
             let min = agent.config.backoff_min;
             let max = agent.config.backoff_max.max(min);
             let mut backoff = min;
             loop {
-                match agent.connect_once(&target).await {
-                    Ok(reason) => {
+                let attempt = agent.connect_channel(&target, src.clone(), Some(stop_rx.clone()));
+                match until_stopped(attempt, stop_rx.clone()).await {
+                    None => break,
+                    Some(Ok(reason)) => {
                         tracing::info!(%target, ?reason, "controller channel closed");
                         backoff = min;
                     }
-                    Err(e) => {
+                    Some(Err(e)) => {
                         agent
                             .counters
                             .connect_failed
@@ -370,16 +779,24 @@ impl<S: Switch> Agent<S> {
                         tracing::debug!(%target, error = %e, "connect failed");
                     }
                 }
-                tokio::time::sleep(backoff).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = wait_stopped(&mut stop) => break,
+                }
                 backoff = (backoff * 2).min(max);
             }
-        })
+        });
+        ChannelHandle {
+            source,
+            stop: stop_tx,
+            task,
+            socket_file: None,
+        }
     }
-
     fn fan_out(&self, ev: SwitchEvent) {
         let ev = Arc::new(ev);
-        for tx in self.channels().values() {
-            if tx.try_send(Arc::clone(&ev)).is_err() {
+        for c in self.channels().values() {
+            if c.events.try_send(Arc::clone(&ev)).is_err() {
                 self.counters
                     .event_queue_full
                     .fetch_add(1, Ordering::Relaxed);
@@ -388,7 +805,7 @@ impl<S: Switch> Agent<S> {
     }
 
     fn channels_have_room(&self) -> bool {
-        self.channels().values().all(|tx| tx.capacity() > 0)
+        self.channels().values().all(|c| c.events.capacity() > 0)
     }
 
     fn publish_packet_in_stats(&self, q: &PacketInQueues) {
@@ -461,6 +878,80 @@ impl<S: Switch> Agent<S> {
                 agent.switch.tick();
             }
         })
+    }
+}
+
+/// Spawns an accept loop: `accept` yields connections, `handle` serves
+/// each in its own task, given the stop signal. On stop the loop closes
+/// the listener (dropping `accept`) and waits for its channels, each
+/// closed by [`until_stopped`] at the latest. Returns the stop sender and
+/// the loop's task.
+fn spawn_listener<T, Fut, HFut>(
+    accept: impl Fn() -> Fut + Send + 'static,
+    handle: impl Fn(T, watch::Receiver<bool>) -> HFut + Send + 'static,
+) -> (watch::Sender<bool>, JoinHandle<()>)
+where
+    Fut: Future<Output = io::Result<T>> + Send,
+    T: Send + 'static,
+    HFut: Future<Output = ()> + Send + 'static,
+{
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let task = tokio::spawn(async move {
+        let mut stop = stop_rx.clone();
+        let mut set = JoinSet::new();
+        loop {
+            tokio::select! {
+                _ = wait_stopped(&mut stop) => break,
+                Some(_) = set.join_next(), if !set.is_empty() => {}
+                r = accept() => match r {
+                    Ok(c) => {
+                        set.spawn(until_stopped(handle(c, stop_rx.clone()), stop_rx.clone()));
+                    }
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait a bit.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        }
+        drop(accept);
+        while set.join_next().await.is_some() {}
+    });
+    (stop_tx, task)
+}
+
+/// Checks a unix socket peer's credentials (see [`unix::peer_allowed`])
+/// and returns how [`ChannelStatus::peer`] shows it, or why it is refused.
+async fn unix_peer(
+    stream: &UnixStream,
+    path: &str,
+    owner: u32,
+    group: Option<u32>,
+) -> Result<String, String> {
+    let cred = stream
+        .peer_cred()
+        .map_err(|e| format!("cannot read its credentials: {e}"))?;
+    let (uid, gid) = (cred.uid(), cred.gid());
+    let member = match group {
+        Some(g) if uid != 0 && uid != owner && gid != g => {
+            tokio::task::spawn_blocking(move || unix::user_in_group(uid, g))
+                .await
+                .unwrap_or(false)
+        }
+        _ => false,
+    };
+    let pid = cred.pid().map(|p| format!(" pid={p}")).unwrap_or_default();
+    if unix::peer_allowed(uid, gid, owner, group, |_, _| member) {
+        Ok(format!("{path}{pid} uid={uid}"))
+    } else {
+        Err(format!(
+            "uid {uid} (gid {gid}{pid}) is neither root, nor the switch's uid {owner}{}",
+            match group {
+                Some(g) => format!(", nor in group {g}"),
+                None => String::new(),
+            }
+        ))
     }
 }
 

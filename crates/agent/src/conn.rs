@@ -119,6 +119,9 @@ pub enum CloseReason {
     PeerClosed,
     /// A read or write failed.
     Io(String),
+    /// The switch closed it: its listener or connector was stopped (see
+    /// [`crate::agent::ChannelHandle::stop`]).
+    Stopped,
 }
 
 /// The async configuration a connection starts with (spec 1.3.5 §7.3.10):

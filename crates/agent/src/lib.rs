@@ -4,8 +4,10 @@
 //!
 //! Layers, from the wire inwards:
 //!
-//! - [`target`]: `tcp:`/`tls:` (active) and `ptcp:`/`ptls:` (passive)
-//!   connection strings; [`tls`]: rustls configuration.
+//! - [`target`]: `tcp:`/`tls:`/`unix:` (active) and
+//!   `ptcp:`/`ptls:`/`punix:` (passive) connection strings; [`tls`]:
+//!   rustls configuration; [`unix`]: unix socket files and who may use
+//!   them.
 //! - [`agent`]: the tokio runtime part — listeners, connectors with
 //!   backoff, one task per channel shuttling bytes, and the event pump that
 //!   fans switch events out to every channel.
@@ -25,8 +27,13 @@
 //! let agent = Agent::new(switch, AgentConfig::default());
 //! agent.spawn_events(events_rx);
 //! agent.spawn_housekeeping(std::time::Duration::from_secs(1));
-//! agent.listen(&"ptcp:6653".parse().unwrap()).await?;
-//! agent.connect("tcp:192.0.2.1:6653".parse().unwrap());
+//! let (_addr, listener) = agent.listen(&"ptcp:6653".parse().unwrap()).await?;
+//! let mgmt = agent
+//!     .listen_unix("/run/fulmar/br0.mgmt".as_ref(), agent::UnixPerms::default())
+//!     .await?;
+//! let controller = agent.connect("tcp:192.0.2.1:6653".parse().unwrap());
+//! // Live reconfiguration: stopping a handle closes its channels.
+//! controller.stop();
 //! loop {
 //!     agent.all_controllers_gone().await;
 //!     // Apply agent.fail_mode(): Secure keeps flows and drops misses,
@@ -44,11 +51,15 @@ pub mod roles;
 pub mod switch;
 pub mod target;
 pub mod tls;
+pub mod unix;
 
-pub use agent::{Agent, AgentConfig, AgentStats, FailMode};
+pub use agent::{
+    Agent, AgentConfig, AgentStats, ChannelHandle, ChannelRole, ChannelStatus, FailMode, ListenAddr,
+};
 pub use conn::{CloseReason, ConnConfig, Connection};
 pub use packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
 pub use roles::{ConnId, Controllers};
 pub use switch::{MemorySwitch, MemorySwitchConfig, Switch, SwitchEvent};
 pub use target::{Target, Transport};
 pub use tls::TlsSettings;
+pub use unix::UnixPerms;

@@ -5,19 +5,25 @@
 //!   as a listen address they mean "listen on HOST:PORT".
 //! - `ptcp:PORT[:ADDR]`, `ptls:PORT[:ADDR]` — listen for controllers
 //!   (passive); ADDR defaults to `0.0.0.0`.
+//! - `unix:PATH` — connect to a unix domain socket; `punix:PATH` — listen
+//!   on one (what `ovs-ofctl ... unix:/run/fulmar/br0.mgmt` talks to). The
+//!   path is kept in [`Target::host`] (see [`Target::unix_path`]).
 //!
 //! IPv6 addresses go in brackets (`tcp:[::1]:6653`, `ptcp:6653:[::1]`).
 
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 
-/// Whether a channel is plain TCP or TLS.
+/// Whether a channel is plain TCP, TLS or a unix domain socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Transport {
     /// Plain TCP.
     Tcp,
     /// TLS over TCP.
     Tls,
+    /// A unix domain socket (`unix:`/`punix:`).
+    Unix,
 }
 
 /// A parsed connection string.
@@ -27,9 +33,10 @@ pub struct Target {
     pub transport: Transport,
     /// Passive (`ptcp:`/`ptls:`) or active.
     pub passive: bool,
-    /// Host name or address (brackets removed).
+    /// Host name or address (brackets removed); for
+    /// [`Transport::Unix`], the socket's path.
     pub host: String,
-    /// TCP port.
+    /// TCP port (0 for [`Transport::Unix`]).
     pub port: u16,
 }
 
@@ -63,16 +70,31 @@ impl FromStr for Target {
     type Err = TargetError;
 
     fn from_str(s: &str) -> Result<Self, TargetError> {
-        let (scheme, rest) = s
-            .split_once(':')
-            .ok_or_else(|| TargetError(format!("{s:?}: expected tcp:, tls:, ptcp: or ptls:")))?;
+        let (scheme, rest) = s.split_once(':').ok_or_else(|| {
+            TargetError(format!(
+                "{s:?}: expected tcp:, tls:, unix:, ptcp:, ptls: or punix:"
+            ))
+        })?;
         let (transport, passive) = match scheme {
             "tcp" => (Transport::Tcp, false),
             "tls" | "ssl" => (Transport::Tls, false),
             "ptcp" => (Transport::Tcp, true),
             "ptls" | "pssl" => (Transport::Tls, true),
+            "unix" => (Transport::Unix, false),
+            "punix" => (Transport::Unix, true),
             _ => return Err(TargetError(format!("{s:?}: unknown scheme {scheme:?}"))),
         };
+        if transport == Transport::Unix {
+            if rest.is_empty() {
+                return Err(TargetError(format!("{s:?}: missing socket path")));
+            }
+            return Ok(Target {
+                transport,
+                passive,
+                host: rest.to_string(),
+                port: 0,
+            });
+        }
         if passive {
             // PORT[:ADDR]
             let (port, addr) = match rest.split_once(':') {
@@ -127,6 +149,11 @@ impl FromStr for Target {
 }
 
 impl Target {
+    /// The socket path of a `unix:`/`punix:` target.
+    pub fn unix_path(&self) -> Option<&Path> {
+        (self.transport == Transport::Unix).then(|| Path::new(&self.host))
+    }
+
     /// `host:port` as tokio resolves it (IPv6 in brackets).
     pub fn socket_addr(&self) -> String {
         if self.host.contains(':') {
@@ -144,7 +171,12 @@ impl fmt::Display for Target {
             (Transport::Tls, false) => "tls",
             (Transport::Tcp, true) => "ptcp",
             (Transport::Tls, true) => "ptls",
+            (Transport::Unix, false) => "unix",
+            (Transport::Unix, true) => "punix",
         };
+        if self.transport == Transport::Unix {
+            return write!(f, "{scheme}:{}", self.host);
+        }
         let host = if self.host.contains(':') {
             format!("[{}]", self.host)
         } else {
@@ -204,6 +236,22 @@ mod tests {
             "tcp:h:70000",
             "tcp:[::1",
         ] {
+            assert!(s.parse::<Target>().is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn unix_forms() {
+        let p = t("punix:/run/fulmar/br0.mgmt");
+        assert_eq!((p.transport, p.passive), (Transport::Unix, true));
+        assert_eq!(p.unix_path(), Some(Path::new("/run/fulmar/br0.mgmt")));
+        assert_eq!(p.to_string(), "punix:/run/fulmar/br0.mgmt");
+        let a = t("unix:rel/with:colon.sock");
+        assert_eq!((a.transport, a.passive), (Transport::Unix, false));
+        assert_eq!(a.host, "rel/with:colon.sock");
+        assert_eq!(a.to_string(), "unix:rel/with:colon.sock");
+        assert_eq!(t("tcp:1.2.3.4:5").unix_path(), None);
+        for s in ["unix:", "punix:"] {
             assert!(s.parse::<Target>().is_err(), "{s}");
         }
     }

@@ -1,9 +1,11 @@
 //! Interoperability with a client nobody here wrote: `ovs-ofctl -O
-//! OpenFlow13` against an agent listening on 127.0.0.1. Skipped (with a
-//! note) where `ovs-ofctl` is not installed.
+//! OpenFlow13` against an agent listening on 127.0.0.1 and on a unix
+//! socket (`punix:`). Skipped (with a note) where `ovs-ofctl` is not
+//! installed.
 
 mod common;
 
+use agent::{Agent, AgentConfig};
 use std::process::Command;
 
 fn have_ovs_ofctl() -> bool {
@@ -89,4 +91,45 @@ async fn ovs_ofctl_drives_the_agent() {
     let (ok, out) = run(&["del-flows"]).await;
     assert!(ok, "{out}");
     assert_eq!(switch.with_state(|s| s.tables.len()), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ovs_ofctl_over_a_unix_socket() {
+    if !have_ovs_ofctl() {
+        eprintln!("ovs-ofctl not installed: skipping the unix socket interoperability test");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("fulmar-agent-ofctl-{}", std::process::id()));
+    let path = dir.join("br0.mgmt");
+    let switch = common::switch_with_ports(2);
+    let agent = Agent::new(switch.clone(), AgentConfig::default());
+    let (_, listener) = agent
+        .listen(&format!("punix:{}", path.display()).parse().unwrap())
+        .await
+        .unwrap();
+    let target = format!("unix:{}", path.display());
+    let run = |args: &[&str]| {
+        let mut v: Vec<String> = vec![args[0].to_string(), target.clone()];
+        v.extend(args[1..].iter().map(|s| s.to_string()));
+        ofctl(v)
+    };
+
+    let (ok, out) = run(&["show"]).await;
+    assert!(ok, "{out}");
+    assert!(out.contains("dpid:0000000000000001"), "{out}");
+    let (ok, out) = run(&["add-flow", "table=0,priority=7,in_port=2,actions=output:1"]).await;
+    assert!(ok, "{out}");
+    let (ok, out) = run(&["dump-flows"]).await;
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("priority=7,in_port=2 actions=output:1"),
+        "{out}"
+    );
+    assert_eq!(switch.with_state(|s| s.tables.len()), 1);
+
+    listener.stop();
+    assert!(!path.exists(), "socket file removed on stop");
+    let (ok, out) = run(&["show"]).await;
+    assert!(!ok, "{out}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -82,7 +82,7 @@ async fn listening(
         .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
         .await
         .unwrap();
-    (agent, addr)
+    (agent, addr.tcp().unwrap())
 }
 
 async fn tcp_client(addr: SocketAddr) -> Client<TcpStream> {
@@ -378,7 +378,7 @@ async fn connect_failures_are_counted_and_retried() {
     })
     .await
     .unwrap();
-    h.abort();
+    timeout(WAIT, h.stop_and_wait()).await.unwrap();
 }
 
 mod tls {
@@ -440,7 +440,7 @@ mod tls {
             .listen(&"ptls:0:127.0.0.1".parse().unwrap())
             .await
             .unwrap();
-        (agent, addr)
+        (agent, addr.tcp().unwrap())
     }
 
     async fn controller_connect(
@@ -629,3 +629,5 @@ mod tls {
         assert!(e.to_string().contains("/nonexistent/cert.pem"));
     }
 }
+
+mod channels;
