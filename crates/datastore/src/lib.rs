@@ -70,16 +70,30 @@
 //! ```
 //!
 //! `crates/datastore/examples/gateway.toml` is a complete example.
+//!
+//! # The live model
+//!
+//! A running switch changes its model by transactions: [`Config::apply`]
+//! takes a list of [`Op`]s (`fulmar ctl` words become them through
+//! [`parse_ctl`]) and returns a new, validated model or every error;
+//! [`diff`] lists the [`Change`]s between two models for the runtime to
+//! apply; [`Config::save`] persists the model with [`write_atomic`].
 
+mod diff;
 mod error;
 mod model;
+mod persist;
 mod raw;
 mod ser;
 mod target;
+mod txn;
 mod validate;
 
+pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
 pub use model::*;
+pub use persist::write_atomic;
+pub use txn::{parse_ctl, Op, PortRef, CTL_COMMANDS, TRANSACTION};
 
 use std::path::{Path, PathBuf};
 

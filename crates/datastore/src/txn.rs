@@ -1,0 +1,1356 @@
+//! Transactions on the live model: what `fulmar ctl` (and every other
+//! management protocol) asks for, as a list of [`Op`]s applied together.
+//!
+//! [`Config::apply`] applies the operations in order to a copy of the
+//! model and then validates the whole result exactly as a file is
+//! ([`Config::revalidate`]). It is all or nothing: if any operation fails
+//! (a missing bridge or port, a name already taken, a value that does not
+//! parse) or the result does not validate, the error lists every finding
+//! and there is no new model; `self` is never changed (it is borrowed
+//! immutably). A dry run is simply a call to `apply` whose result is
+//! discarded (or handed to [`diff`](crate::diff) to show what would
+//! change).
+//!
+//! # Errors
+//!
+//! Every finding is a [`Diagnostic`] whose file is [`TRANSACTION`], whose
+//! line is the 1-based position of the operation in the list, and whose
+//! field is a path by name, `bridges.br0.ports.eth3.backend` (a patch port
+//! by its number, controllers, flows and patch links by index). The
+//! message starts with the operation in `fulmar ctl` words:
+//!
+//! ```text
+//! <transaction>:2: bridges.br0.ports.eth3.backend: add-port br0 eth3 type=vhost: backend "vhost" is not valid (afpacket, afxdp, tap, memory or pcap)
+//! ```
+//!
+//! An operation that fails is skipped and the ones after it still run, so
+//! one call reports every bad operation. Errors found when the result is
+//! validated are traced back to the operation that touched the field they
+//! name (the most specific one, the latest on a tie); one that no
+//! operation touched (a flows file changed on disk) keeps no line. Errors
+//! inside a flows, groups or meters file keep that file and line.
+//!
+//! # Choices
+//!
+//! * Deleting a bridge ([`Op::DelBridge`]) also deletes the patch links
+//!   that touch it and the patch ports at their other ends, since a patch
+//!   port without its link is not valid. Deleting a patch port
+//!   ([`Op::DelPort`]) does the same for its link and peer. Patch ports
+//!   themselves are made only in the configuration file.
+//! * Relative pcap paths are kept as given; the daemon resolves them
+//!   against its own working directory, so clients should send absolute
+//!   paths.
+//! * The keys of one `set` apply in order: `set dataplane
+//!   mode=rx-worker-tx rx_threads=2` works, the other order is refused
+//!   (`rx_threads` is only for `rx-worker-tx`, as in the file).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::PathBuf;
+
+use ofp::consts::port_no;
+
+use crate::error::{ConfigError, Diagnostic};
+use crate::model::*;
+use crate::raw::IntOrString;
+use crate::validate::parse_dpid;
+use crate::{Config, MODEL};
+
+#[cfg(test)]
+mod tests;
+
+/// Where the messages of [`Config::apply`] say they are; the line is the
+/// operation's position (from 1).
+pub const TRANSACTION: &str = "<transaction>";
+
+/// A port named in an operation: by interface name or by OpenFlow number.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum PortRef {
+    /// The port whose interface has this name.
+    Name(String),
+    /// The port with this OpenFlow number.
+    Number(u32),
+}
+
+impl fmt::Display for PortRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PortRef::Name(n) => f.write_str(n),
+            PortRef::Number(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl PortRef {
+    /// A word of the command line: digits are a port number, anything
+    /// else an interface name.
+    pub fn parse(word: &str) -> PortRef {
+        match word.parse::<u32>() {
+            Ok(n) if word.bytes().all(|b| b.is_ascii_digit()) => PortRef::Number(n),
+            _ => PortRef::Name(word.to_string()),
+        }
+    }
+}
+
+/// One change of a transaction, as `ovs-vsctl` names them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `add-br NAME`: a bridge with no ports, no controllers, no flows and
+    /// every default of the file.
+    AddBridge {
+        /// Its name (unique).
+        name: String,
+        /// Datapath id; default the lowest positive one no bridge has.
+        dpid: Option<u64>,
+        /// Default secure.
+        fail_mode: Option<FailMode>,
+    },
+    /// `del-br NAME`: the bridge, its ports and controllers, and the patch
+    /// links touching it with the patch ports at their other ends.
+    DelBridge {
+        /// The bridge.
+        name: String,
+    },
+    /// `add-port BRIDGE INTERFACE [KEY=VALUE...]`.
+    AddPort {
+        /// The bridge.
+        bridge: String,
+        /// The interface (unique in the process).
+        interface: String,
+        /// OpenFlow number; default the lowest free one from 1.
+        number: Option<u32>,
+        /// As `ovs-vsctl ... -- set interface IF KEY=VALUE` would give:
+        /// `type` (or `backend`) = afpacket | afxdp | tap | memory | pcap
+        /// (default afpacket); for pcap `pcap_read`, `pcap_write`,
+        /// `pcap_rate`; `ofport` (or `ofport_request`) = the number. An
+        /// `options:` prefix is ignored. Any other key is an error.
+        options: Vec<(String, String)>,
+    },
+    /// `del-port [BRIDGE] PORT`.
+    DelPort {
+        /// The bridge; `None`: the one whose port has this interface
+        /// (then `port` must be a name).
+        bridge: Option<String>,
+        /// The port.
+        port: PortRef,
+    },
+    /// `set-controller BRIDGE TARGET...`: replaces the bridge's
+    /// controllers (`tcp:`, `tls:`, `ptcp:`, `ptls:` as
+    /// [`ControllerTarget::parse_target`] takes them). A target the bridge
+    /// had keeps its timers; new ones get the defaults.
+    SetController {
+        /// The bridge.
+        bridge: String,
+        /// The targets, in order.
+        targets: Vec<String>,
+    },
+    /// `del-controller BRIDGE`: no controllers.
+    DelController {
+        /// The bridge.
+        bridge: String,
+    },
+    /// `set-fail-mode BRIDGE secure|standalone`.
+    SetFailMode {
+        /// The bridge.
+        bridge: String,
+        /// The mode.
+        mode: FailMode,
+    },
+    /// `del-fail-mode BRIDGE`: back to secure.
+    DelFailMode {
+        /// The bridge.
+        bridge: String,
+    },
+    /// `set OBJECT KEY=VALUE`, the generic setting. Objects and keys:
+    ///
+    /// * `bridge:NAME`: `dpid` (as the file takes it; also
+    ///   `other_config:datapath-id` as 16 hex digits), `fail_mode`,
+    ///   `n_tables`, `miss_send_len`, `flow_table_capacity`;
+    /// * `port:BRIDGE:PORT` (PORT a name or number) or `interface:NAME`:
+    ///   the keys of [`Op::AddPort`]'s options (`type`, `pcap_read`,
+    ///   `pcap_write`, `pcap_rate`, `ofport`);
+    /// * `dataplane`: `mode`, `worker_threads`, `rx_threads`,
+    ///   `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores` (`2,3`;
+    ///   empty: not pinned), `dispatch`, `dispatch_fallback`, the burst
+    ///   sizes (`burst.rx_read` or `rx_read`, ...), `flush_idle_us`,
+    ///   `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`.
+    ///
+    /// Values are checked with the file's ranges and messages. Setting
+    /// `mode = run-to-completion` clears the RX/TX threads, their cores
+    /// and the dispatch settings (the file ignores them in that mode).
+    Set {
+        /// `bridge:NAME`, `port:BRIDGE:PORT`, `interface:NAME` or
+        /// `dataplane`.
+        object: String,
+        /// The key.
+        key: String,
+        /// The value as written.
+        value: String,
+    },
+}
+
+impl fmt::Display for Op {
+    /// The operation in `fulmar ctl` words.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::AddBridge {
+                name,
+                dpid,
+                fail_mode,
+            } => {
+                write!(f, "add-br {name}")?;
+                if let Some(d) = dpid {
+                    write!(f, " dpid={d:#x}")?;
+                }
+                if let Some(m) = fail_mode {
+                    write!(f, " fail_mode={}", m.as_str())?;
+                }
+                Ok(())
+            }
+            Op::DelBridge { name } => write!(f, "del-br {name}"),
+            Op::AddPort {
+                bridge,
+                interface,
+                number,
+                options,
+            } => {
+                write!(f, "add-port {bridge} {interface}")?;
+                if let Some(n) = number {
+                    write!(f, " ofport={n}")?;
+                }
+                for (k, v) in options {
+                    write!(f, " {k}={v}")?;
+                }
+                Ok(())
+            }
+            Op::DelPort { bridge, port } => match bridge {
+                Some(b) => write!(f, "del-port {b} {port}"),
+                None => write!(f, "del-port {port}"),
+            },
+            Op::SetController { bridge, targets } => {
+                write!(f, "set-controller {bridge}")?;
+                for t in targets {
+                    write!(f, " {t}")?;
+                }
+                Ok(())
+            }
+            Op::DelController { bridge } => write!(f, "del-controller {bridge}"),
+            Op::SetFailMode { bridge, mode } => {
+                write!(f, "set-fail-mode {bridge} {}", mode.as_str())
+            }
+            Op::DelFailMode { bridge } => write!(f, "del-fail-mode {bridge}"),
+            Op::Set { object, key, value } => write!(f, "set {object} {key}={value}"),
+        }
+    }
+}
+
+/// A failed operation: (field path, message) for each finding.
+type Fail = Vec<(String, String)>;
+
+fn fail(field: impl Into<String>, message: impl Into<String>) -> Fail {
+    vec![(field.into(), message.into())]
+}
+
+impl Config {
+    /// Applies `ops` in order to a copy of this model and validates the
+    /// result whole against `host` (see the module comment). Returns the
+    /// new model (with fresh warnings), or every error found; `self` is
+    /// not changed either way. A dry run is this call with the result
+    /// discarded.
+    pub fn apply(&self, ops: &[Op], host: Host) -> Result<Config, ConfigError> {
+        let mut cfg = self.clone();
+        let mut errors = Vec::new();
+        // (op index, path by name of what it changed)
+        let mut touched: Vec<(usize, String)> = Vec::new();
+        for (i, op) in ops.iter().enumerate() {
+            let mut next = cfg.clone();
+            let mut paths = Vec::new();
+            match apply_one(&mut next, op, &mut paths) {
+                Ok(()) => {
+                    cfg = next;
+                    touched.extend(paths.into_iter().map(|p| (i, p)));
+                }
+                Err(fails) => {
+                    for (field, message) in fails {
+                        errors.push(op_diag(i, op, field, &message));
+                    }
+                }
+            }
+        }
+        match cfg.revalidate(host) {
+            Ok(new) if errors.is_empty() => Ok(new),
+            Ok(_) => Err(ConfigError { errors }),
+            Err(e) => {
+                for d in e.errors {
+                    errors.push(attribute(&cfg, ops, &touched, d));
+                }
+                Err(ConfigError { errors })
+            }
+        }
+    }
+}
+
+fn op_diag(i: usize, op: &Op, field: String, message: &str) -> Diagnostic {
+    Diagnostic {
+        file: PathBuf::from(TRANSACTION),
+        line: Some(i + 1),
+        column: None,
+        field,
+        message: format!("{op}: {message}"),
+    }
+}
+
+/// A validation error of the result, its paths by name, given to the
+/// operation that touched what it names.
+fn attribute(cfg: &Config, ops: &[Op], touched: &[(usize, String)], d: Diagnostic) -> Diagnostic {
+    let field = name_path(cfg, &d.field);
+    let message = rename_refs(cfg, &d.message);
+    if d.file.as_path() != std::path::Path::new(MODEL) {
+        // In a flows, groups or meters file: that file and line stand.
+        return Diagnostic {
+            field,
+            message,
+            ..d
+        };
+    }
+    let mut refs = vec![field.clone()];
+    refs.extend(paths_in(&message));
+    let mut best: Option<(usize, usize)> = None; // (specificity, op)
+    for (i, t) in touched {
+        if refs.iter().any(|r| related(r, t)) {
+            let score = t.len();
+            if best.is_none_or(|(s, _)| score >= s) {
+                best = Some((score, *i));
+            }
+        }
+    }
+    if best.is_none() && ops.len() == 1 {
+        best = Some((0, 0));
+    }
+    match best.and_then(|(_, i)| ops.get(i).map(|op| (i, op))) {
+        Some((i, op)) => op_diag(i, op, field, &message),
+        None => Diagnostic {
+            file: PathBuf::from(TRANSACTION),
+            line: None,
+            column: None,
+            field,
+            message,
+        },
+    }
+}
+
+/// Whether one path is the other or holds it.
+fn related(a: &str, b: &str) -> bool {
+    let within = |long: &str, short: &str| {
+        long.strip_prefix(short)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+    };
+    within(a, b) || within(b, a)
+}
+
+/// `bridges[1].ports[0].interface` → `bridges.br1.ports.eth3.interface`
+/// (a patch port by number); other paths as they are.
+pub(crate) fn name_path(cfg: &Config, field: &str) -> String {
+    let Some(rest) = field.strip_prefix("bridges[") else {
+        return field.to_string();
+    };
+    let Some((idx, rest)) = rest.split_once(']') else {
+        return field.to_string();
+    };
+    let Some(b) = idx.parse::<usize>().ok().and_then(|i| cfg.bridges.get(i)) else {
+        return field.to_string();
+    };
+    let mut out = format!("bridges.{}", b.name);
+    let rest = match rest.strip_prefix(".ports[").and_then(|r| r.split_once(']')) {
+        Some((pidx, after)) => match pidx.parse::<usize>().ok().and_then(|i| b.ports.get(i)) {
+            Some(p) => {
+                out.push_str(".ports.");
+                out.push_str(&port_label(p));
+                after
+            }
+            None => rest,
+        },
+        None => rest,
+    };
+    out.push_str(rest);
+    out
+}
+
+/// How a port is named in paths: its interface, or a patch port's number.
+fn port_label(p: &Port) -> String {
+    match &p.kind {
+        PortKind::Interface { name, .. } => name.clone(),
+        PortKind::Patch { .. } => p.number.to_string(),
+    }
+}
+
+/// The `bridges[N]...` paths a message refers to, by name.
+fn rename_refs(cfg: &Config, message: &str) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("bridges[") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let len = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "[]._".contains(c)))
+            .unwrap_or(tail.len());
+        let mut path = &tail[..len];
+        while let Some(p) = path.strip_suffix('.') {
+            path = p;
+        }
+        out.push_str(&name_path(cfg, path));
+        rest = &tail[path.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The `bridges.NAME...` paths in a (renamed) message.
+fn paths_in(message: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("bridges.") {
+        let tail = &rest[at..];
+        let len = tail
+            .find(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == ')')
+            .unwrap_or(tail.len());
+        out.push(tail[..len].trim_end_matches('.').to_string());
+        rest = &tail[len..];
+    }
+    out
+}
+
+fn bridge_mut<'a>(cfg: &'a mut Config, name: &str) -> Result<&'a mut Bridge, Fail> {
+    cfg.bridges
+        .iter_mut()
+        .find(|b| b.name == name)
+        .ok_or_else(|| {
+            fail(
+                format!("bridges.{name}"),
+                format!("there is no bridge {name:?}"),
+            )
+        })
+}
+
+/// The index of the port `r` names in `b`.
+fn find_port(b: &Bridge, r: &PortRef) -> Option<usize> {
+    b.ports.iter().position(|p| match (r, &p.kind) {
+        (PortRef::Number(n), _) => p.number == *n,
+        (PortRef::Name(n), PortKind::Interface { name, .. }) => name == n,
+        (PortRef::Name(_), PortKind::Patch { .. }) => false,
+    })
+}
+
+/// The bridge and port of an interface, anywhere.
+fn find_interface<'a>(cfg: &'a Config, iface: &str) -> Option<(&'a Bridge, &'a Port)> {
+    cfg.bridges.iter().find_map(|b| {
+        b.ports
+            .iter()
+            .find(|p| matches!(&p.kind, PortKind::Interface { name, .. } if name == iface))
+            .map(|p| (b, p))
+    })
+}
+
+fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(), Fail> {
+    match op {
+        Op::AddBridge {
+            name,
+            dpid,
+            fail_mode,
+        } => {
+            let field = format!("bridges.{name}");
+            if cfg.bridge(name).is_some() {
+                return Err(fail(
+                    format!("{field}.name"),
+                    format!("bridge {name:?} already exists"),
+                ));
+            }
+            let used: HashSet<u64> = cfg.bridges.iter().map(|b| b.dpid).collect();
+            let dpid = match dpid {
+                Some(d) => {
+                    if let Some(b) = cfg.bridges.iter().find(|b| b.dpid == *d) {
+                        return Err(fail(
+                            format!("{field}.dpid"),
+                            format!("dpid {d:#018x} is already used by bridge {:?}", b.name),
+                        ));
+                    }
+                    *d
+                }
+                None => (1..).find(|d| !used.contains(d)).unwrap_or(u64::MAX),
+            };
+            cfg.bridges
+                .push(new_bridge(name, dpid, fail_mode.unwrap_or_default()));
+            touched.push(field);
+            Ok(())
+        }
+        Op::DelBridge { name } => {
+            let Some(bi) = cfg.bridges.iter().position(|b| &b.name == name) else {
+                return Err(fail(
+                    format!("bridges.{name}"),
+                    format!("there is no bridge {name:?}"),
+                ));
+            };
+            let b = cfg.bridges.remove(bi);
+            touched.push(format!("bridges.{name}"));
+            for p in &b.ports {
+                if let PortKind::Patch { .. } = p.kind {
+                    unlink(cfg, name, p.number, touched);
+                }
+            }
+            Ok(())
+        }
+        Op::AddPort {
+            bridge,
+            interface,
+            number,
+            options,
+        } => {
+            let field = format!("bridges.{bridge}.ports.{interface}");
+            bridge_mut(cfg, bridge)?;
+            if let Some((b, p)) = find_interface(cfg, interface) {
+                return Err(fail(
+                    format!("{field}.interface"),
+                    format!(
+                        "interface {interface:?} is already port {} of bridge {:?}",
+                        p.number, b.name
+                    ),
+                ));
+            }
+            let mut opts = PortOptions::parse(&field, options)?;
+            if let (Some(n), Some(o)) = (number, opts.number) {
+                if *n != o {
+                    return Err(fail(
+                        format!("{field}.port"),
+                        format!("the port number is given twice ({n} and ofport={o})"),
+                    ));
+                }
+            }
+            opts.number = opts.number.or(*number);
+            let mut backend = Backend::AfPacket;
+            opts.apply_to(&field, &mut backend)?;
+            let b = bridge_mut(cfg, bridge)?;
+            let number = match opts.number {
+                Some(n) => {
+                    check_free(b, n, &field)?;
+                    n
+                }
+                None => (1..=port_no::MAX)
+                    .find(|n| b.port(*n).is_none())
+                    .unwrap_or(port_no::MAX),
+            };
+            b.ports.push(Port {
+                number,
+                kind: PortKind::Interface {
+                    name: interface.clone(),
+                    backend,
+                },
+            });
+            touched.push(field);
+            Ok(())
+        }
+        Op::DelPort { bridge, port } => {
+            let bridge = match (bridge, port) {
+                (Some(b), _) => b.clone(),
+                (None, PortRef::Name(n)) => match find_interface(cfg, n) {
+                    Some((b, _)) => b.name.clone(),
+                    None => {
+                        return Err(fail(
+                            format!("ports.{n}"),
+                            format!("no bridge has a port {n:?}"),
+                        ))
+                    }
+                },
+                (None, PortRef::Number(n)) => {
+                    return Err(fail(
+                        format!("ports.{n}"),
+                        format!("port number {n} needs its bridge (del-port BRIDGE {n})"),
+                    ))
+                }
+            };
+            let b = bridge_mut(cfg, &bridge)?;
+            let Some(pi) = find_port(b, port) else {
+                return Err(fail(
+                    format!("bridges.{bridge}.ports.{port}"),
+                    format!("bridge {bridge:?} has no port {port}"),
+                ));
+            };
+            let p = b.ports.remove(pi);
+            touched.push(format!("bridges.{bridge}.ports.{}", port_label(&p)));
+            if let PortKind::Patch { .. } = p.kind {
+                unlink(cfg, &bridge, p.number, touched);
+            }
+            Ok(())
+        }
+        Op::SetController { bridge, targets } => {
+            let b = bridge_mut(cfg, bridge)?;
+            let mut fails = Vec::new();
+            let mut controllers = Vec::new();
+            for (i, t) in targets.iter().enumerate() {
+                match ControllerTarget::parse_target(t) {
+                    Ok(target) => controllers.push(
+                        b.controllers
+                            .iter()
+                            .find(|c| c.target == target)
+                            .cloned()
+                            .unwrap_or_else(|| Controller::new(target)),
+                    ),
+                    Err(m) => fails.push((format!("bridges.{bridge}.controllers[{i}]"), m)),
+                }
+            }
+            if !fails.is_empty() {
+                return Err(fails);
+            }
+            b.controllers = controllers;
+            touched.push(format!("bridges.{bridge}.controllers"));
+            Ok(())
+        }
+        Op::DelController { bridge } => {
+            bridge_mut(cfg, bridge)?.controllers.clear();
+            touched.push(format!("bridges.{bridge}.controllers"));
+            Ok(())
+        }
+        Op::SetFailMode { bridge, mode } => {
+            bridge_mut(cfg, bridge)?.fail_mode = *mode;
+            touched.push(format!("bridges.{bridge}.fail_mode"));
+            Ok(())
+        }
+        Op::DelFailMode { bridge } => {
+            bridge_mut(cfg, bridge)?.fail_mode = FailMode::Secure;
+            touched.push(format!("bridges.{bridge}.fail_mode"));
+            Ok(())
+        }
+        Op::Set { object, key, value } => set(cfg, object, key, unquote(value), touched),
+    }
+}
+
+/// A bridge as `[[bridges]] name = NAME` gives it.
+fn new_bridge(name: &str, dpid: u64, fail_mode: FailMode) -> Bridge {
+    Bridge {
+        name: name.to_string(),
+        dpid,
+        fail_mode,
+        n_tables: 254,
+        miss_send_len: 128,
+        flow_table_capacity: 65536,
+        ports: Vec::new(),
+        controllers: Vec::new(),
+        flows: Vec::new(),
+        groups: Vec::new(),
+        meters: Vec::new(),
+        flows_file: None,
+        groups_file: None,
+        meters_file: None,
+    }
+}
+
+/// Removes the patch link at `bridge`:`port` and the port at its other
+/// end (the port itself is already gone).
+fn unlink(cfg: &mut Config, bridge: &str, port: u32, touched: &mut Vec<String>) {
+    let end = (bridge.to_string(), port);
+    let mut peers = Vec::new();
+    cfg.patch_links.retain(|l| {
+        if l.a == end {
+            peers.push(l.b.clone());
+            false
+        } else if l.b == end {
+            peers.push(l.a.clone());
+            false
+        } else {
+            true
+        }
+    });
+    if !peers.is_empty() {
+        touched.push("patch_links".into());
+    }
+    for (pb, pn) in peers {
+        if let Some(b) = cfg.bridges.iter_mut().find(|b| b.name == pb) {
+            b.ports.retain(|p| p.number != pn);
+            touched.push(format!("bridges.{pb}.ports.{pn}"));
+        }
+    }
+}
+
+fn check_free(b: &Bridge, n: u32, field: &str) -> Result<(), Fail> {
+    let max = port_no::MAX;
+    if n == 0 || n > max {
+        return Err(fail(
+            format!("{field}.port"),
+            format!("port number {n} is not valid (1..={max})"),
+        ));
+    }
+    if let Some(p) = b.port(n) {
+        return Err(fail(
+            format!("{field}.port"),
+            format!(
+                "port number {n} is already used by port {} of bridge {:?}",
+                port_label(p),
+                b.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `"x"` → `x`: one level of double quotes, as `ovs-vsctl` takes them.
+fn unquote(v: &str) -> &str {
+    v.strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(v)
+}
+
+/// The keys an interface port takes, in messages.
+const PORT_KEYS: &str = "type, pcap_read, pcap_write, pcap_rate, ofport";
+
+/// The options of [`Op::AddPort`] (or one `set port` key), parsed.
+#[derive(Default)]
+struct PortOptions {
+    kind: Option<String>,
+    pcap_read: Option<PathBuf>,
+    pcap_write: Option<PathBuf>,
+    pcap_rate: Option<PcapRate>,
+    number: Option<u32>,
+}
+
+impl PortOptions {
+    /// Parses every option; errors name the key under `field`.
+    fn parse(field: &str, options: &[(String, String)]) -> Result<PortOptions, Fail> {
+        let mut o = PortOptions::default();
+        let mut fails = Vec::new();
+        for (k, v) in options {
+            if let Err(mut f) = o.set(field, k, unquote(v)) {
+                fails.append(&mut f);
+            }
+        }
+        if fails.is_empty() {
+            Ok(o)
+        } else {
+            Err(fails)
+        }
+    }
+
+    fn set(&mut self, field: &str, key: &str, value: &str) -> Result<(), Fail> {
+        let key = key.strip_prefix("options:").unwrap_or(key);
+        match key {
+            "type" | "backend" => match value {
+                "afpacket" | "afxdp" | "tap" | "memory" | "pcap" => {
+                    self.kind = Some(value.to_string())
+                }
+                "patch" => {
+                    return Err(fail(
+                        format!("{field}.backend"),
+                        "patch ports are made in the configuration file ([[patch_links]])",
+                    ))
+                }
+                other => {
+                    return Err(fail(
+                        format!("{field}.backend"),
+                        format!(
+                            "backend {other:?} is not valid (afpacket, afxdp, tap, memory or pcap)"
+                        ),
+                    ))
+                }
+            },
+            "pcap_read" | "pcap_write" => {
+                if value.is_empty() {
+                    return Err(fail(format!("{field}.{key}"), "the path is empty"));
+                }
+                let p = Some(PathBuf::from(value));
+                if key == "pcap_read" {
+                    self.pcap_read = p;
+                } else {
+                    self.pcap_write = p;
+                }
+            }
+            "pcap_rate" => {
+                let f = format!("{field}.pcap_rate");
+                self.pcap_rate = Some(if value == "max" {
+                    PcapRate::Max
+                } else {
+                    match value.parse::<i64>() {
+                        Ok(n) if (1..=1_000_000_000).contains(&n) => PcapRate::Pps(n as u64),
+                        Ok(n) => return Err(fail(f, format!("pcap_rate {n} is not valid (1..=1000000000 packets per second, or \"max\")"))),
+                        Err(_) => return Err(fail(f, format!("pcap_rate {value:?} is not valid (packets per second, or \"max\")"))),
+                    }
+                });
+            }
+            "ofport" | "ofport_request" => {
+                let max = port_no::MAX;
+                match value.parse::<i64>() {
+                    Ok(n) if (1..=i64::from(max)).contains(&n) => self.number = Some(n as u32),
+                    Ok(n) => {
+                        return Err(fail(
+                            format!("{field}.port"),
+                            format!("port number {n} is not valid (1..={max})"),
+                        ))
+                    }
+                    Err(_) => {
+                        return Err(fail(
+                            format!("{field}.port"),
+                            format!("port number {value:?} is not an integer"),
+                        ))
+                    }
+                }
+            }
+            other => {
+                return Err(fail(
+                    format!("{field}.{other}"),
+                    format!("unknown key {other:?} for a port (expected {PORT_KEYS})"),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The backend these options make of `backend`.
+    fn apply_to(&self, field: &str, backend: &mut Backend) -> Result<(), Fail> {
+        if let Some(k) = &self.kind {
+            let same = backend.kind_str() == k;
+            if !same {
+                *backend = match k.as_str() {
+                    "afxdp" => Backend::AfXdp,
+                    "tap" => Backend::Tap,
+                    "memory" => Backend::Memory,
+                    "pcap" => Backend::Pcap(PcapBackend::default()),
+                    _ => Backend::AfPacket,
+                };
+            }
+        }
+        let given = [
+            ("pcap_read", self.pcap_read.is_some()),
+            ("pcap_write", self.pcap_write.is_some()),
+            ("pcap_rate", self.pcap_rate.is_some()),
+        ];
+        match backend {
+            Backend::Pcap(pc) => {
+                if let Some(r) = &self.pcap_read {
+                    pc.read = Some(r.clone());
+                }
+                if let Some(w) = &self.pcap_write {
+                    pc.write = Some(w.clone());
+                }
+                if let Some(r) = self.pcap_rate {
+                    pc.rate = r;
+                }
+                Ok(())
+            }
+            _ => {
+                let fails: Fail = given
+                    .iter()
+                    .filter(|(_, g)| *g)
+                    .map(|(k, _)| (format!("{field}.{k}"), format!("{k} is only for type=pcap")))
+                    .collect();
+                if fails.is_empty() {
+                    Ok(())
+                } else {
+                    Err(fails)
+                }
+            }
+        }
+    }
+}
+
+/// An integer value in `range`, with the file's message.
+fn int_in(
+    field: &str,
+    what: &str,
+    value: &str,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<i64, Fail> {
+    match value.parse::<i64>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        Ok(n) => Err(fail(
+            field,
+            format!(
+                "{what} {n} is not valid ({}..={})",
+                range.start(),
+                range.end()
+            ),
+        )),
+        Err(_) => Err(fail(field, format!("{what} {value:?} is not an integer"))),
+    }
+}
+
+fn set(
+    cfg: &mut Config,
+    object: &str,
+    key: &str,
+    value: &str,
+    touched: &mut Vec<String>,
+) -> Result<(), Fail> {
+    if object == "dataplane" {
+        set_dataplane(&mut cfg.dataplane, key, value)?;
+        touched.push("dataplane".into());
+        return Ok(());
+    }
+    if let Some(name) = object.strip_prefix("bridge:") {
+        let field = format!("bridges.{name}");
+        let others: Vec<(u64, String)> = cfg
+            .bridges
+            .iter()
+            .filter(|b| b.name != name)
+            .map(|b| (b.dpid, b.name.clone()))
+            .collect();
+        let b = bridge_mut(cfg, name)?;
+        set_bridge(b, &field, key, value, &others)?;
+        touched.push(field);
+        return Ok(());
+    }
+    let (bridge, port) = if let Some(rest) = object.strip_prefix("port:") {
+        match rest.split_once(':') {
+            Some((b, p)) => (b.to_string(), PortRef::parse(p)),
+            None => return Err(bad_object(object)),
+        }
+    } else if let Some(iface) = object.strip_prefix("interface:") {
+        match find_interface(cfg, iface) {
+            Some((b, _)) => (b.name.clone(), PortRef::Name(iface.to_string())),
+            None => {
+                return Err(fail(
+                    format!("ports.{iface}"),
+                    format!("no bridge has a port {iface:?}"),
+                ))
+            }
+        }
+    } else {
+        return Err(bad_object(object));
+    };
+    let b = bridge_mut(cfg, &bridge)?;
+    let Some(pi) = find_port(b, &port) else {
+        return Err(fail(
+            format!("bridges.{bridge}.ports.{port}"),
+            format!("bridge {bridge:?} has no port {port}"),
+        ));
+    };
+    let label = port_label(&b.ports[pi]);
+    let field = format!("bridges.{bridge}.ports.{label}");
+    let mut opts = PortOptions::default();
+    opts.set(&field, key, value)?;
+    if let Some(n) = opts.number {
+        if n != b.ports[pi].number {
+            check_free(b, n, &field)?;
+        }
+        b.ports[pi].number = n;
+    }
+    match &mut b.ports[pi].kind {
+        PortKind::Interface { backend, .. } => opts.apply_to(&field, backend)?,
+        PortKind::Patch { .. } if opts.number.is_none() => {
+            return Err(fail(
+                field,
+                format!("port {label} is a patch port; only its ofport can be set here"),
+            ))
+        }
+        PortKind::Patch { .. } => {
+            return Err(fail(
+                format!("{field}.port"),
+                "a patch port is renumbered in the configuration file ([[patch_links]])",
+            ))
+        }
+    }
+    touched.push(field);
+    Ok(())
+}
+
+fn bad_object(object: &str) -> Fail {
+    fail(
+        object,
+        format!(
+            "unknown object {object:?} (bridge:NAME, port:BRIDGE:PORT, interface:NAME or dataplane)"
+        ),
+    )
+}
+
+const BRIDGE_KEYS: &str = "dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity";
+
+fn set_bridge(
+    b: &mut Bridge,
+    field: &str,
+    key: &str,
+    value: &str,
+    others: &[(u64, String)],
+) -> Result<(), Fail> {
+    let f = format!("{field}.{key}");
+    match key {
+        "dpid" | "other_config:datapath-id" | "other-config:datapath-id" => {
+            let f = format!("{field}.dpid");
+            let dpid = if key == "dpid" {
+                parse_dpid(&IntOrString::Str(value.to_string())).map_err(|m| fail(&f, m))?
+            } else if value.len() == 16 && value.bytes().all(|c| c.is_ascii_hexdigit()) {
+                u64::from_str_radix(value, 16).map_err(|e| fail(&f, e.to_string()))?
+            } else {
+                return Err(fail(
+                    &f,
+                    format!("datapath-id {value:?} is not valid (exactly 16 hex digits)"),
+                ));
+            };
+            if let Some((_, other)) = others.iter().find(|(d, _)| *d == dpid) {
+                return Err(fail(
+                    f,
+                    format!("dpid {dpid:#018x} is already used by bridge {other:?}"),
+                ));
+            }
+            b.dpid = dpid;
+        }
+        "fail_mode" | "fail-mode" => {
+            b.fail_mode =
+                parse_fail_mode(value).map_err(|m| fail(format!("{field}.fail_mode"), m))?
+        }
+        "n_tables" => b.n_tables = int_in(&f, "n_tables", value, 1..=254)? as u8,
+        "miss_send_len" => b.miss_send_len = int_in(&f, "miss_send_len", value, 0..=65535)? as u16,
+        "flow_table_capacity" => {
+            b.flow_table_capacity = int_in(&f, "flow_table_capacity", value, 1..=16_777_216)? as u32
+        }
+        other => {
+            return Err(fail(
+                f,
+                format!("unknown key {other:?} for a bridge (expected {BRIDGE_KEYS})"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `secure` or `standalone`, with the file's message.
+fn parse_fail_mode(v: &str) -> Result<FailMode, String> {
+    match v {
+        "secure" => Ok(FailMode::Secure),
+        "standalone" => Ok(FailMode::Standalone),
+        other => Err(format!(
+            "fail_mode {other:?} is not valid (secure or standalone)"
+        )),
+    }
+}
+
+const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size";
+
+fn dispatch_key(field: &str, v: &str) -> Result<DispatchKey, Fail> {
+    match v {
+        "port" => Ok(DispatchKey::Port),
+        "l2" => Ok(DispatchKey::L2),
+        "5tuple" => Ok(DispatchKey::FiveTuple),
+        "priority-class" => Ok(DispatchKey::PriorityClass),
+        other => Err(fail(
+            field,
+            format!("dispatch key {other:?} is not valid (port, l2, 5tuple or priority-class)"),
+        )),
+    }
+}
+
+fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> {
+    let key = key.strip_prefix("burst_").map_or(key, |k| k);
+    let f = format!("dataplane.{key}");
+    let piped = d.mode == ThreadMode::RxWorkerTx;
+    let only_piped = |name: &str| {
+        fail(
+            format!("dataplane.{name}"),
+            format!("{name} is only for mode = \"rx-worker-tx\""),
+        )
+    };
+    let threads = 1..=MAX_THREADS as i64;
+    match key {
+        "mode" => match value {
+            "run-to-completion" => {
+                *d = Dataplane {
+                    mode: ThreadMode::RunToCompletion,
+                    rx_threads: 0,
+                    tx_threads: 0,
+                    rx_cores: None,
+                    tx_cores: None,
+                    dispatch: Dispatch::default(),
+                    ..d.clone()
+                }
+            }
+            "rx-worker-tx" => {
+                d.mode = ThreadMode::RxWorkerTx;
+                d.rx_threads = d.rx_threads.max(1);
+                d.tx_threads = d.tx_threads.max(1);
+            }
+            other => {
+                return Err(fail(
+                    f,
+                    format!("mode {other:?} is not valid (run-to-completion or rx-worker-tx)"),
+                ))
+            }
+        },
+        "worker_threads" => d.worker_threads = int_in(&f, key, value, threads)? as usize,
+        "rx_threads" | "tx_threads" => {
+            if !piped {
+                return Err(only_piped(key));
+            }
+            let n = int_in(&f, key, value, threads)? as usize;
+            if key == "rx_threads" {
+                d.rx_threads = n;
+            } else {
+                d.tx_threads = n;
+            }
+        }
+        "rx_cores" | "worker_cores" | "tx_cores" => {
+            if !piped && key != "worker_cores" {
+                return Err(only_piped(key));
+            }
+            let list = value.trim().trim_start_matches('[').trim_end_matches(']');
+            let cores = if list.trim().is_empty() {
+                None
+            } else {
+                let mut out = Vec::new();
+                for c in list.split(',') {
+                    let c = c.trim();
+                    match c.parse::<usize>() {
+                        Ok(n) => out.push(n),
+                        Err(_) => return Err(fail(f, format!("core {c:?} is not a core number"))),
+                    }
+                }
+                Some(out)
+            };
+            match key {
+                "rx_cores" => d.rx_cores = cores,
+                "worker_cores" => d.worker_cores = cores,
+                _ => d.tx_cores = cores,
+            }
+        }
+        "dispatch" => {
+            if !piped {
+                return Err(only_piped(key));
+            }
+            d.dispatch.key = dispatch_key(&f, value)?;
+            if d.dispatch.key != DispatchKey::PriorityClass {
+                d.dispatch.rules.clear();
+                d.dispatch.fallback = DispatchKey::FiveTuple;
+            }
+        }
+        "dispatch_fallback" => {
+            if d.dispatch.key != DispatchKey::PriorityClass {
+                return Err(fail(
+                    f,
+                    "dispatch_fallback is only for dispatch = \"priority-class\"",
+                ));
+            }
+            let k = dispatch_key(&f, value)?;
+            if k == DispatchKey::PriorityClass {
+                return Err(fail(
+                    f,
+                    "the fallback of priority-class dispatch cannot be priority-class",
+                ));
+            }
+            d.dispatch.fallback = k;
+        }
+        "flush_idle_us" => d.flush.flush_idle_us = int_in(&f, key, value, 0..=1000)? as u32,
+        "max_batch_wait_us" => {
+            d.flush.max_batch_wait_us = int_in(&f, key, value, 0..=10_000)? as u32
+        }
+        "rx_ring_size" | "tx_ring_size" => {
+            let n = value
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (64..=65536).contains(n) && (*n as u64).is_power_of_two());
+            let Some(n) = n else {
+                return Err(fail(
+                    f,
+                    format!("{key} {value} is not valid (a power of two, 64..=65536)"),
+                ));
+            };
+            if key == "rx_ring_size" {
+                d.rings.rx_ring = n as u32;
+            } else {
+                d.rings.tx_ring = n as u32;
+            }
+        }
+        _ => {
+            let name = key.strip_prefix("burst.").unwrap_or(key);
+            let b = &mut d.burst;
+            let slot = match name {
+                "rx_read" => &mut b.rx_read,
+                "rx_write" => &mut b.rx_write,
+                "worker_read" => &mut b.worker_read,
+                "worker_write" => &mut b.worker_write,
+                "tx_read" => &mut b.tx_read,
+                "tx_write" => &mut b.tx_write,
+                other => {
+                    return Err(fail(
+                        f,
+                        format!(
+                            "unknown key {other:?} for the dataplane (expected {DATAPLANE_KEYS})"
+                        ),
+                    ))
+                }
+            };
+            let n = value.parse::<i64>().ok().filter(|n| {
+                (1..=i64::from(MAX_BURST)).contains(n) && (*n as u64).is_power_of_two()
+            });
+            let Some(n) = n else {
+                return Err(fail(
+                    format!("dataplane.burst.{name}"),
+                    format!("burst size {value} is not valid (a power of two, 1..=1024)"),
+                ));
+            };
+            *slot = n as u16;
+        }
+    }
+    Ok(())
+}
+
+/// The commands [`parse_ctl`] knows.
+pub const CTL_COMMANDS: &[&str] = &[
+    "add-br",
+    "del-br",
+    "add-port",
+    "del-port",
+    "set-controller",
+    "del-controller",
+    "set-fail-mode",
+    "del-fail-mode",
+    "set",
+];
+
+/// Parses `fulmar ctl` words, `ovs-vsctl` style, into one transaction:
+/// commands separated by `--`.
+///
+/// * `add-br BR [dpid=D] [fail_mode=M]`, `del-br BR`
+/// * `add-port BR IF [KEY=VALUE...]` (keys of [`Op::AddPort`])
+/// * `del-port BR IF|NUM`, `del-port IF`
+/// * `set-controller BR TARGET...`, `del-controller BR`
+/// * `set-fail-mode BR secure|standalone`, `del-fail-mode BR`
+/// * `set OBJECT KEY=VALUE...` where OBJECT is `bridge:BR` (or `bridge
+///   BR`), `port:BR:IF` (or `port IF`, `interface IF`), or `dataplane`
+///
+/// ```
+/// use datastore::{parse_ctl, Op};
+/// let ops = parse_ctl(&["add-br", "br1", "--", "add-port", "br1", "p0", "type=tap"]).unwrap();
+/// assert_eq!(ops.len(), 2);
+/// assert!(matches!(&ops[0], Op::AddBridge { name, .. } if name == "br1"));
+/// ```
+pub fn parse_ctl(words: &[&str]) -> Result<Vec<Op>, String> {
+    let mut ops = Vec::new();
+    for cmd in words.split(|w| *w == "--") {
+        let Some((&name, args)) = cmd.split_first() else {
+            continue;
+        };
+        parse_command(name, args, &mut ops)?;
+    }
+    if ops.is_empty() {
+        return Err(format!(
+            "no command given (expected one of {})",
+            CTL_COMMANDS.join(", ")
+        ));
+    }
+    Ok(ops)
+}
+
+fn key_value<'a>(cmd: &str, word: &'a str) -> Result<(&'a str, &'a str), String> {
+    word.split_once('=')
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("{cmd}: {word:?} is not KEY=VALUE"))
+}
+
+fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), String> {
+    let usage = |u: &str| format!("{name}: usage: {name} {u}");
+    let s = |w: &&str| w.to_string();
+    match name {
+        "add-br" => {
+            let Some((br, rest)) = args.split_first() else {
+                return Err(usage("BRIDGE [dpid=DPID] [fail_mode=MODE]"));
+            };
+            let (mut dpid, mut fail_mode) = (None, None);
+            for w in rest {
+                match key_value(name, w)? {
+                    ("dpid", v) => {
+                        dpid = Some(
+                            parse_dpid(&IntOrString::Str(v.to_string()))
+                                .map_err(|m| format!("{name}: {m}"))?,
+                        )
+                    }
+                    ("fail_mode" | "fail-mode", v) => {
+                        fail_mode = Some(parse_fail_mode(v).map_err(|m| format!("{name}: {m}"))?)
+                    }
+                    (k, _) => {
+                        return Err(format!(
+                            "{name}: unknown key {k:?} (expected dpid or fail_mode)"
+                        ))
+                    }
+                }
+            }
+            ops.push(Op::AddBridge {
+                name: br.to_string(),
+                dpid,
+                fail_mode,
+            });
+        }
+        "del-br" => match args {
+            [br] => ops.push(Op::DelBridge { name: s(br) }),
+            _ => return Err(usage("BRIDGE")),
+        },
+        "add-port" => {
+            let [br, iface, rest @ ..] = args else {
+                return Err(usage("BRIDGE INTERFACE [KEY=VALUE...]"));
+            };
+            let options = rest
+                .iter()
+                .map(|w| key_value(name, w).map(|(k, v)| (k.to_string(), v.to_string())))
+                .collect::<Result<Vec<_>, _>>()?;
+            ops.push(Op::AddPort {
+                bridge: s(br),
+                interface: s(iface),
+                number: None,
+                options,
+            });
+        }
+        "del-port" => match args {
+            [port] => ops.push(Op::DelPort {
+                bridge: None,
+                port: PortRef::Name(s(port)),
+            }),
+            [br, port] => ops.push(Op::DelPort {
+                bridge: Some(s(br)),
+                port: PortRef::parse(port),
+            }),
+            _ => return Err(usage("[BRIDGE] PORT")),
+        },
+        "set-controller" => match args {
+            [br, targets @ ..] if !targets.is_empty() => ops.push(Op::SetController {
+                bridge: s(br),
+                targets: targets.iter().map(s).collect(),
+            }),
+            _ => return Err(usage("BRIDGE TARGET...")),
+        },
+        "del-controller" => match args {
+            [br] => ops.push(Op::DelController { bridge: s(br) }),
+            _ => return Err(usage("BRIDGE")),
+        },
+        "set-fail-mode" => match args {
+            [br, mode] => ops.push(Op::SetFailMode {
+                bridge: s(br),
+                mode: parse_fail_mode(mode).map_err(|m| format!("{name}: {m}"))?,
+            }),
+            _ => return Err(usage("BRIDGE secure|standalone")),
+        },
+        "del-fail-mode" => match args {
+            [br] => ops.push(Op::DelFailMode { bridge: s(br) }),
+            _ => return Err(usage("BRIDGE")),
+        },
+        "set" => {
+            let u = "bridge:BR|port:BR:IF|dataplane KEY=VALUE...";
+            let (object, rest) = match args {
+                ["bridge", br, rest @ ..] => (format!("bridge:{br}"), rest),
+                ["port" | "interface", iface, rest @ ..] => (format!("interface:{iface}"), rest),
+                [obj, rest @ ..] => (obj.to_string(), rest),
+                [] => return Err(usage(u)),
+            };
+            if rest.is_empty() {
+                return Err(usage(u));
+            }
+            for w in rest {
+                let (k, v) = key_value(name, w)?;
+                ops.push(Op::Set {
+                    object: object.clone(),
+                    key: k.to_string(),
+                    value: v.to_string(),
+                });
+            }
+        }
+        other => {
+            return Err(format!(
+                "unknown command {other:?} (known: {})",
+                CTL_COMMANDS.join(", ")
+            ))
+        }
+    }
+    Ok(())
+}
