@@ -27,10 +27,10 @@ use ofp::{
     PortStatus, SwitchConfig, TableMod,
 };
 
-use crate::BridgeRt;
+use crate::bridge::{BridgeRt, Control};
 
 /// Longest a statistics request waits for the workers' counters.
-const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
+pub(crate) const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// Longest a BARRIER waits for the workers.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -83,7 +83,7 @@ impl BridgeSwitch {
 
     /// Sends what a control-side run produced: packets to the dataplane,
     /// packet-ins to the agent.
-    fn absorb(&self, c: &mut crate::Control, out: pipeline::datapath::BurstOutput) {
+    fn absorb(&self, c: &mut Control, out: pipeline::datapath::BurstOutput) {
         self.b.transmit(c, out.tx);
         for pi in out.packet_ins {
             self.emit(SwitchEvent::PacketIn(pi.message));

@@ -198,6 +198,64 @@ pub struct Opened {
     pub memory: HashMap<String, PatchPort>,
 }
 
+/// Opens one port of bridge `bridge`. A memory port's far end goes into
+/// `memory`; a patch port takes its end from `patch_ends` (both ends of a
+/// link are made together, so patch ports are opened with their link).
+pub fn open_port(
+    bridge: &str,
+    p: &datastore::Port,
+    opts: &BackendOptions,
+    memory: &mut HashMap<String, PatchPort>,
+    patch_ends: &mut HashMap<(String, u32), PatchPort>,
+) -> Result<OpenPort, PortError> {
+    let opened = match &p.kind {
+        PortKind::Interface {
+            name,
+            backend: Backend::Memory,
+        } => {
+            let (sw, far) = patch::pair(name, &format!("{name}-far"), PATCH_RING);
+            memory.insert(name.clone(), far);
+            Ok(OpenPort {
+                number: 0,
+                interface: name.clone(),
+                kernel: false,
+                backend: Box::new(sw),
+            })
+        }
+        PortKind::Interface { name, backend } => {
+            open_interface(name, backend, opts).map_err(|error| PortError {
+                bridge: bridge.to_string(),
+                port: p.number,
+                interface: name.clone(),
+                backend: backend.kind_str(),
+                error,
+            })
+        }
+        PortKind::Patch {
+            peer_bridge,
+            peer_port,
+        } => match patch_ends.remove(&(bridge.to_string(), p.number)) {
+            Some(end) => Ok(OpenPort {
+                number: 0,
+                interface: format!("patch:{peer_bridge}:{peer_port}"),
+                kernel: false,
+                backend: Box::new(end),
+            }),
+            None => Err(PortError {
+                bridge: bridge.to_string(),
+                port: p.number,
+                interface: format!("patch:{peer_bridge}:{peer_port}"),
+                backend: "patch",
+                error: io::Error::new(io::ErrorKind::NotFound, "no patch link names it"),
+            }),
+        },
+    };
+    opened.map(|mut o| {
+        o.number = p.number;
+        o
+    })
+}
+
 /// Opens every port of `config`; all errors are returned together.
 pub fn open_all(config: &Config, opts: &BackendOptions) -> Result<Opened, Vec<PortError>> {
     let mut errors = Vec::new();
@@ -217,52 +275,8 @@ pub fn open_all(config: &Config, opts: &BackendOptions) -> Result<Opened, Vec<Po
     for br in &config.bridges {
         let mut ports = Vec::new();
         for p in &br.ports {
-            let opened = match &p.kind {
-                PortKind::Interface {
-                    name,
-                    backend: Backend::Memory,
-                } => {
-                    let (sw, far) = patch::pair(name, &format!("{name}-far"), PATCH_RING);
-                    memory.insert(name.clone(), far);
-                    Ok(OpenPort {
-                        number: 0,
-                        interface: name.clone(),
-                        kernel: false,
-                        backend: Box::new(sw),
-                    })
-                }
-                PortKind::Interface { name, backend } => open_interface(name, backend, opts)
-                    .map_err(|error| PortError {
-                        bridge: br.name.clone(),
-                        port: p.number,
-                        interface: name.clone(),
-                        backend: backend.kind_str(),
-                        error,
-                    }),
-                PortKind::Patch {
-                    peer_bridge,
-                    peer_port,
-                } => match patch_ends.remove(&(br.name.clone(), p.number)) {
-                    Some(end) => Ok(OpenPort {
-                        number: 0,
-                        interface: format!("patch:{peer_bridge}:{peer_port}"),
-                        kernel: false,
-                        backend: Box::new(end),
-                    }),
-                    None => Err(PortError {
-                        bridge: br.name.clone(),
-                        port: p.number,
-                        interface: format!("patch:{peer_bridge}:{peer_port}"),
-                        backend: "patch",
-                        error: io::Error::new(io::ErrorKind::NotFound, "no patch link names it"),
-                    }),
-                },
-            };
-            match opened {
-                Ok(mut o) => {
-                    o.number = p.number;
-                    ports.push(o);
-                }
+            match open_port(&br.name, p, opts, &mut memory, &mut patch_ends) {
+                Ok(o) => ports.push(o),
                 Err(e) => errors.push(e),
             }
         }

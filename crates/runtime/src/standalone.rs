@@ -77,6 +77,15 @@ pub struct StandaloneCounters {
     pub table_full: u64,
 }
 
+/// What the workers share under the table's lock.
+#[derive(Debug, Default)]
+struct Learn {
+    macs: HashMap<(u16, [u8; 6]), Entry>,
+    /// The bridge's ports; a burst takes a reference (no copy) to flood
+    /// with outside the lock.
+    ports: Arc<[u32]>,
+}
+
 /// The learning switch of one bridge (see the module comment).
 #[derive(Debug)]
 pub struct Standalone {
@@ -84,8 +93,10 @@ pub struct Standalone {
     /// Bumped each time the bridge turns standalone; entries of earlier
     /// spells are treated as absent.
     spell: AtomicU64,
-    ports: Vec<u32>,
-    table: Mutex<HashMap<(u16, [u8; 6]), Entry>>,
+    /// The learnt addresses and the ports to flood to, under one lock
+    /// that workers take once per burst (the control side takes it only
+    /// to replace the port list when a port is added or removed).
+    table: Mutex<Learn>,
     forwarded: AtomicU64,
     flooded: AtomicU64,
     same_port: AtomicU64,
@@ -114,8 +125,10 @@ impl Standalone {
         Standalone {
             active: AtomicBool::new(false),
             spell: AtomicU64::new(0),
-            ports,
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(Learn {
+                macs: HashMap::new(),
+                ports: ports.into(),
+            }),
             forwarded: AtomicU64::new(0),
             flooded: AtomicU64::new(0),
             same_port: AtomicU64::new(0),
@@ -140,6 +153,14 @@ impl Standalone {
         self.active.swap(on, Ordering::AcqRel) != on
     }
 
+    /// Replaces the bridge's port list (a port was added or removed) and
+    /// forgets addresses learnt on ports that are gone.
+    pub fn set_ports(&self, ports: Vec<u32>) {
+        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        t.macs.retain(|_, e| ports.contains(&e.port));
+        t.ports = ports.into();
+    }
+
     /// The counters now.
     pub fn counters(&self) -> StandaloneCounters {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -158,12 +179,13 @@ impl Standalone {
         let now = Instant::now();
         let spell = self.spell.load(Ordering::Acquire);
         let mut verdicts: Vec<Verdict> = Vec::with_capacity(burst.len());
-        {
+        let ports = {
             let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
             for p in burst.iter() {
-                verdicts.push(self.decide(&mut table, in_port, p.data(), spell, now));
+                verdicts.push(self.decide(&mut table.macs, in_port, p.data(), spell, now));
             }
-        }
+            table.ports.clone()
+        };
         for (p, v) in burst.drain().zip(verdicts) {
             match v {
                 Verdict::To(port) => {
@@ -172,7 +194,7 @@ impl Standalone {
                 }
                 Verdict::Flood => {
                     self.flooded.fetch_add(1, Ordering::Relaxed);
-                    let mut others = self.ports.iter().copied().filter(|&q| q != in_port);
+                    let mut others = ports.iter().copied().filter(|&q| q != in_port);
                     let Some(first) = others.next() else {
                         continue;
                     };

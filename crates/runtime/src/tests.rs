@@ -2,6 +2,8 @@
 
 use super::*;
 use dataplane::{Burst, PacketBuf, PortBackend};
+use ofp::port::port_state;
+use std::time::Instant;
 
 /// An untagged IPv4/UDP frame with `seq` in the payload.
 fn udp(seq: u8) -> Vec<u8> {
@@ -471,7 +473,7 @@ backend = "memory"
     let out = collect(&mut m2, sent as usize, Duration::from_secs(2));
     assert_eq!(out.len() as u64, p2.tx_packets);
     // The report names every drop: the causes add up to the ports' drops.
-    let report = rt.report();
+    let report = rt.report(10);
     let line = report
         .lines()
         .find(|l| l.trim_start().starts_with("drops:"))

@@ -1,0 +1,582 @@
+//! One running bridge: its control side (a pipeline instance whose tables
+//! the agent and the management modules change), the snapshot publisher
+//! its workers read, its dataplane threads and its ports.
+//!
+//! The control side edits its own copy of the tables under a mutex that
+//! only control code takes and publishes a new immutable version; workers
+//! move to it between bursts. Ports come and go while the bridge runs
+//! ([`BridgeRt::add_port`], [`BridgeRt::remove_port`]): the threads take
+//! the port over between bursts, so the other ports keep forwarding.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use dataplane::dispatch::{ClassRule, DispatchKey as DpKey, Dispatcher};
+use dataplane::flush::FlushPolicy;
+use dataplane::patch::PatchPort;
+use dataplane::snapshot::Publisher;
+use dataplane::threads::{BurstSizes, PortSpec, ThreadDrops, ThreadMode, Threads, ThreadsConfig};
+use dataplane::{LinkState, PortBackend, PortCounters};
+use datastore::{Config, DispatchKey, ThreadMode as CfgMode};
+use ofp::port::port_state;
+use pipeline::datapath::{Counters, Datapath, DatapathConfig, PortInfo, Snapshot, TxPacket};
+use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+
+use crate::ports::{self, OpenPort};
+use crate::{standalone, EventSender, PipelineWorker, RuntimeError, RuntimeOptions, WorkerShared};
+
+/// The switch-side number of each bridge's injection port (not an
+/// OpenFlow port: above `OFPP_MAX`, below the reserved numbers).
+pub const INJECT_PORT: u32 = 0xffff_fff0;
+
+/// The control side of a bridge: its own pipeline instance (tables,
+/// groups, meters, port table, settings; packet-outs run here), the
+/// counters collected from the workers so far, and the feeding end of the
+/// injection port that carries packet-out results to the dataplane.
+pub(crate) struct Control {
+    pub(crate) dp: Datapath,
+    pub(crate) totals: Counters,
+    pub(crate) inject: PatchPort,
+}
+
+/// A port of a running bridge, as the control side knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortEntry {
+    /// Interface name (`patch:PEER_BRIDGE:PEER_PORT` for a patch port).
+    pub interface: String,
+    /// A kernel interface whose link state the netlink watcher follows.
+    pub kernel: bool,
+}
+
+pub(crate) struct BridgeRt {
+    pub(crate) name: String,
+    pub(crate) dpid: u64,
+    pub(crate) control: Mutex<Control>,
+    pub(crate) publisher: Publisher<Snapshot>,
+    /// Locked by control code only (publishing wakes the threads; a port
+    /// change waits for them to take it over).
+    pub(crate) threads: Mutex<Threads>,
+    pub(crate) workers: Vec<Arc<WorkerShared>>,
+    /// Port number → interface, in port order.
+    pub(crate) ports: Mutex<BTreeMap<u32, PortEntry>>,
+    /// Where packet-ins, flow-removed and port-status go once an agent
+    /// runs (set once; read without locking by the workers).
+    pub(crate) events: Arc<OnceLock<EventSender>>,
+    /// The learning switch the workers use while the bridge is standalone.
+    pub(crate) standalone: Arc<standalone::Standalone>,
+    pub(crate) epoch: Instant,
+    pub(crate) mode: &'static str,
+}
+
+pub(crate) fn threads_config(name: &str, cfg: &Config) -> ThreadsConfig {
+    let d = &cfg.dataplane;
+    let key = |k: DispatchKey| match k {
+        DispatchKey::Port => DpKey::Port,
+        DispatchKey::L2 => DpKey::L2,
+        DispatchKey::FiveTuple | DispatchKey::PriorityClass => DpKey::FiveTuple,
+    };
+    let workers = d.worker_threads.max(1);
+    let dispatcher = if d.dispatch.key == DispatchKey::PriorityClass {
+        let rules = d
+            .dispatch
+            .rules
+            .iter()
+            .map(|r| ClassRule {
+                ip_dscp: r.ip_dscp,
+                vlan_pcp: r.vlan_pcp,
+                ip_proto: r.ip_proto,
+                udp_src: r.udp_src,
+                udp_dst: r.udp_dst,
+                tcp_src: r.tcp_src,
+                tcp_dst: r.tcp_dst,
+                worker: r.worker,
+            })
+            .collect();
+        Dispatcher::with_classes(key(d.dispatch.fallback), workers, rules)
+    } else {
+        Dispatcher::new(key(d.dispatch.key), workers)
+    };
+    let b = d.burst;
+    ThreadsConfig {
+        name: name.to_string(),
+        mode: match d.mode {
+            CfgMode::RunToCompletion => ThreadMode::RunToCompletion,
+            CfgMode::RxWorkerTx => ThreadMode::RxWorkerTx,
+        },
+        rx_threads: d.rx_threads.max(1),
+        workers,
+        tx_threads: d.tx_threads.max(1),
+        bursts: BurstSizes {
+            rx_read: usize::from(b.rx_read),
+            rx_write: usize::from(b.rx_write),
+            worker_read: usize::from(b.worker_read),
+            worker_write: usize::from(b.worker_write),
+            tx_read: usize::from(b.tx_read),
+            tx_write: usize::from(b.tx_write),
+        },
+        flush: FlushPolicy {
+            idle: Duration::from_micros(u64::from(d.flush.flush_idle_us)),
+            max_wait: Duration::from_micros(u64::from(d.flush.max_batch_wait_us)),
+        },
+        rx_ring: d.rings.rx_ring as usize,
+        tx_ring: d.rings.tx_ring as usize,
+        dispatcher,
+        rx_cores: d.rx_cores.clone(),
+        worker_cores: d.worker_cores.clone(),
+        tx_cores: d.tx_cores.clone(),
+        ..ThreadsConfig::default()
+    }
+}
+
+/// A bridge's tables with its static meters, groups and flows.
+pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchState, RuntimeError> {
+    let mut state = SwitchState::new(
+        TablesConfig {
+            n_tables: br.n_tables,
+            max_entries: br.flow_table_capacity as usize,
+            ..TablesConfig::default()
+        },
+        GroupsConfig::default(),
+        MetersConfig::default(),
+    );
+    let refused = |what: String, error| RuntimeError::Refused {
+        bridge: br.name.clone(),
+        what,
+        error,
+    };
+    for m in &br.meters {
+        state
+            .meter_mod(&m.meter_mod, now)
+            .map_err(|e| refused(format!("{}: {}", m.source, m.text), e))?;
+    }
+    for g in &br.groups {
+        state
+            .group_mod(&g.group_mod, now)
+            .map_err(|e| refused(format!("{}: {}", g.source, g.text), e))?;
+    }
+    for f in &br.flows {
+        state
+            .flow_mod(&f.flow_mod, now)
+            .map_err(|e| refused(format!("{}: {}", f.source, f.text), e))?;
+    }
+    Ok(state)
+}
+
+pub(crate) fn link_bits(s: LinkState) -> u32 {
+    match s {
+        LinkState::Down => port_state::LINK_DOWN,
+        LinkState::Up | LinkState::Unknown => 0,
+    }
+}
+
+fn port_desc(number: u32, interface: &str, backend: &dyn PortBackend) -> ofp::Port {
+    ofp::Port {
+        port_no: number,
+        hw_addr: ofp::oxm::MacAddr(crate::openflow::mac_of(interface, number)),
+        name: interface.chars().take(15).collect(),
+        state: link_bits(backend.link_state()),
+        ..ofp::Port::default()
+    }
+}
+
+fn mode_name(t: &ThreadsConfig) -> &'static str {
+    match t.mode {
+        ThreadMode::RunToCompletion => "run-to-completion",
+        ThreadMode::RxWorkerTx => "rx-worker-tx",
+    }
+}
+
+impl BridgeRt {
+    /// Builds the bridge `br` of `config` over its opened `ports` and
+    /// starts its threads.
+    pub(crate) fn start(
+        config: &Config,
+        br: &datastore::Bridge,
+        mut state: SwitchState,
+        ports: Vec<OpenPort>,
+        opts: &RuntimeOptions,
+    ) -> Result<BridgeRt, RuntimeError> {
+        let epoch = Instant::now();
+        let mut entries = BTreeMap::new();
+        let mut specs = Vec::new();
+        for p in ports {
+            state.port_table.add_port(
+                port_desc(p.number, &p.interface, p.backend.as_ref()),
+                Time(0),
+            );
+            entries.insert(
+                p.number,
+                PortEntry {
+                    interface: p.interface.clone(),
+                    kernel: p.kernel,
+                },
+            );
+            specs.push(PortSpec::new(p.number, p.backend));
+        }
+        let (inject_sw, inject) =
+            dataplane::patch::pair("inject", "inject-feed", ports::PATCH_RING);
+        specs.push(PortSpec {
+            number: INJECT_PORT,
+            backend: Box::new(inject_sw),
+            woken: true,
+        });
+        let dp_config = DatapathConfig {
+            miss_send_len: br.miss_send_len,
+            // Packet-ins carry the packet; no buffer ids to resolve
+            // across workers.
+            n_buffers: 0,
+            ..DatapathConfig::default()
+        };
+        let snapshot = Snapshot::new(state, dp_config);
+        let publisher = Publisher::new(snapshot.clone());
+        let mut tcfg = threads_config(&br.name, config);
+        if let Some(w) = opts.poll_window {
+            tcfg.poll_window = w;
+        }
+        let mut workers = Vec::new();
+        let events: Arc<OnceLock<EventSender>> = Arc::default();
+        let standalone = Arc::new(standalone::Standalone::new(
+            entries.keys().copied().collect(),
+        ));
+        let n_workers = u32::try_from(tcfg.workers).unwrap_or(u32::MAX);
+        let threads = Threads::start(&tcfg, specs, &mut |i| {
+            let shared = Arc::new(WorkerShared {
+                events: events.clone(),
+                standalone: standalone.clone(),
+                ..WorkerShared::default()
+            });
+            workers.push(shared.clone());
+            let mut w = PipelineWorker::new(
+                publisher.reader(),
+                u32::try_from(i).unwrap_or(0),
+                n_workers,
+                epoch,
+                shared,
+            );
+            if let Some(n) = opts.flow_cache {
+                w.set_flow_cache(n);
+            }
+            Box::new(w)
+        })
+        .map_err(|error| RuntimeError::Threads {
+            bridge: br.name.clone(),
+            error,
+        })?;
+        tracing::info!(
+            bridge = %br.name,
+            dpid = format_args!("{:#018x}", br.dpid),
+            ports = ?entries.iter().map(|(n, e)| (*n, e.interface.as_str())).collect::<Vec<_>>(),
+            threads = threads.thread_count(),
+            mode = mode_name(&tcfg),
+            flows = snapshot.state.tables.len(),
+            "bridge started"
+        );
+        let dp = Datapath::new(snapshot.state, snapshot.ports, snapshot.config);
+        Ok(BridgeRt {
+            name: br.name.clone(),
+            dpid: br.dpid,
+            control: Mutex::new(Control {
+                dp,
+                totals: Counters::default(),
+                inject,
+            }),
+            publisher,
+            threads: Mutex::new(threads),
+            workers,
+            ports: Mutex::new(entries),
+            events,
+            standalone,
+            epoch,
+            mode: mode_name(&tcfg),
+        })
+    }
+
+    pub(crate) fn control(&self) -> MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn threads(&self) -> MutexGuard<'_, Threads> {
+        self.threads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn port_entries(&self) -> MutexGuard<'_, BTreeMap<u32, PortEntry>> {
+        self.ports.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn now(&self) -> Time {
+        Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn wake_all(&self) {
+        self.threads().wake_all();
+    }
+
+    /// Publishes the control side's tables to the workers and wakes them;
+    /// returns the version.
+    pub(crate) fn publish(&self, c: &Control) -> u64 {
+        let v = self.publisher.publish(Snapshot {
+            state: c.dp.state.clone(),
+            ports: c.dp.ports.clone(),
+            config: c.dp.config.clone(),
+        });
+        self.wake_all();
+        v
+    }
+
+    /// Asks every worker to hand over its counters now and waits (at most
+    /// `timeout`) until each has; a worker that does not answer in time
+    /// (stopped, or stuck in a long burst) is simply collected as it is.
+    pub(crate) fn request_counters(&self, timeout: Duration) {
+        let wanted: Vec<u64> = self
+            .workers
+            .iter()
+            .map(|w| w.sync_requested.fetch_add(1, Ordering::AcqRel) + 1)
+            .collect();
+        self.wake_all();
+        let deadline = Instant::now() + timeout;
+        while self
+            .workers
+            .iter()
+            .zip(&wanted)
+            .any(|(w, &v)| w.sync_done.load(Ordering::Acquire) < v)
+        {
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    /// Takes what the workers counted since the last collection and folds
+    /// it into the control side's state (flow, table, group, meter and
+    /// port counters) and totals.
+    pub(crate) fn collect(&self, c: &mut Control) {
+        for w in &self.workers {
+            let taken = std::mem::take(&mut *w.counters.lock().unwrap_or_else(|e| e.into_inner()));
+            c.dp.state.fold(&taken);
+            c.totals.merge(&taken);
+        }
+        // The control side's own: packet-outs through OUTPUT:TABLE.
+        let own = c.dp.take_counters();
+        c.dp.state.fold(&own);
+        c.totals.merge(&own);
+    }
+
+    /// The pipeline counters summed over workers, and the packet-ins that
+    /// found no agent.
+    pub(crate) fn sum_workers(&self) -> (Counters, u64) {
+        let mut c = self.control();
+        self.collect(&mut c);
+        let pins = self
+            .workers
+            .iter()
+            .map(|w| w.packet_ins.load(Ordering::Relaxed))
+            .sum();
+        (c.totals.clone(), pins)
+    }
+
+    /// Hands packets (packet-out results) to the dataplane through the
+    /// injection port; counts what did not fit.
+    pub(crate) fn transmit(&self, c: &mut Control, tx: Vec<TxPacket>) -> usize {
+        if tx.is_empty() {
+            return 0;
+        }
+        let mut burst = dataplane::Burst::with_limit(tx.len());
+        for t in tx {
+            let (mut v, head) = t.packet.into_raw_parts();
+            // The output port travels in front of the frame.
+            let head = if head >= 4 {
+                head - 4
+            } else {
+                v.splice(head..head, [0u8; 4]);
+                head
+            };
+            if let Some(slot) = v.get_mut(head..head + 4) {
+                slot.copy_from_slice(&t.port.to_be_bytes());
+            }
+            let _ = burst.push(dataplane::PacketBuf::from_vec(v, head));
+        }
+        let n = c.inject.tx_burst(&mut burst).unwrap_or(0);
+        self.wake_all();
+        n
+    }
+
+    pub(crate) fn port_counters(&self) -> BTreeMap<u32, PortCounters> {
+        let mut m = self.threads().port_counters();
+        m.remove(&INJECT_PORT);
+        m
+    }
+
+    /// The dataplane threads' drops per port (rings, TX bursts, failed
+    /// port calls); the injection port's count against no OpenFlow port.
+    pub(crate) fn port_drops(&self) -> BTreeMap<u32, ThreadDrops> {
+        let mut m = self.threads().port_drops();
+        m.remove(&INJECT_PORT);
+        m
+    }
+
+    /// Completes OpenFlow port statistics, which the pipeline counts as
+    /// packets enter and leave it, with what happened outside it: frames
+    /// lost before the pipeline saw them (the kernel's socket or ring
+    /// overflowing, a full RX → worker ring, malformed or truncated
+    /// frames) are `rx_dropped`; packets the pipeline output that the port
+    /// never sent (a full worker → TX ring or TX burst, a link that went
+    /// down, an oversize frame, a failed send) move from `tx_packets` to
+    /// `tx_dropped`; failed port calls are `rx_errors` / `tx_errors`.
+    pub(crate) fn complete_port_stats(&self, stats: &mut [ofp::stats::PortStats]) {
+        let counters = self.port_counters();
+        let drops = self.port_drops();
+        for s in stats {
+            let c = counters.get(&s.port_no).copied().unwrap_or_default();
+            let d = drops.get(&s.port_no).copied().unwrap_or_default();
+            s.rx_dropped = s.rx_dropped.saturating_add(c.rx_dropped() + d.rx_total());
+            let unsent = c.tx_dropped() + c.tx_errors + d.tx_total();
+            s.tx_packets = s.tx_packets.saturating_sub(unsent);
+            s.tx_dropped = s
+                .tx_dropped
+                .saturating_add(c.tx_dropped() + d.tx_total() - d.port_error);
+            s.rx_errors = s.rx_errors.saturating_add(c.rx_errors + d.rx_error);
+            s.tx_errors = s.tx_errors.saturating_add(c.tx_errors + d.port_error);
+        }
+    }
+
+    /// OpenFlow port statistics of every port, as a PORT_STATS request
+    /// answers them (counters collected first).
+    pub(crate) fn port_stats(&self) -> Vec<ofp::stats::PortStats> {
+        self.request_counters(crate::openflow::COUNTER_SYNC_TIMEOUT);
+        let mut stats = {
+            let mut c = self.control();
+            self.collect(&mut c);
+            let now = self.now();
+            c.dp.state
+                .port_table
+                .port_stats(ofp::consts::port_no::ANY, now)
+        };
+        self.complete_port_stats(&mut stats);
+        stats
+    }
+
+    fn emit_port_status(&self, reason: u8, desc: ofp::Port) {
+        if let Some(tx) = self.events.get() {
+            let _ = tx.try_send(agent::SwitchEvent::PortStatus(ofp::PortStatus {
+                reason,
+                desc,
+            }));
+        }
+    }
+
+    /// Adds an opened port to the running bridge: the pipeline learns it
+    /// (and tells controllers with a PORT_STATUS ADD), then the threads
+    /// take it over. On error nothing changed.
+    pub(crate) fn add_port(&self, p: OpenPort) -> io::Result<()> {
+        if self.port_entries().contains_key(&p.number) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("bridge {} already has port {}", self.name, p.number),
+            ));
+        }
+        let desc = port_desc(p.number, &p.interface, p.backend.as_ref());
+        let entry = PortEntry {
+            interface: p.interface.clone(),
+            kernel: p.kernel,
+        };
+        // Tables first, so the first packet the threads read finds the
+        // port; then the threads.
+        {
+            let mut c = self.control();
+            let now = self.now();
+            c.dp.state.port_table.add_port(desc.clone(), now);
+            c.dp.ports.set(
+                p.number,
+                PortInfo {
+                    config: desc.config,
+                    state: desc.state,
+                },
+            );
+            self.publish(&c);
+        }
+        if let Err(e) = self.threads().add_port(PortSpec::new(p.number, p.backend)) {
+            let mut c = self.control();
+            c.dp.state.port_table.remove_port(p.number);
+            c.dp.ports.remove(p.number);
+            self.publish(&c);
+            return Err(e);
+        }
+        let numbers = {
+            let mut ports = self.port_entries();
+            ports.insert(p.number, entry);
+            ports.keys().copied().collect()
+        };
+        self.standalone.set_ports(numbers);
+        self.emit_port_status(ofp::port_status::port_reason::ADD, desc);
+        tracing::info!(bridge = %self.name, port = p.number, interface = %p.interface, "port added");
+        Ok(())
+    }
+
+    /// Removes a port from the running bridge: the threads let it go (its
+    /// backend is closed when this returns), then the pipeline forgets it
+    /// and controllers get a PORT_STATUS DELETE.
+    pub(crate) fn remove_port(&self, number: u32) -> io::Result<PortEntry> {
+        let Some(entry) = self.port_entries().get(&number).cloned() else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("bridge {} has no port {number}", self.name),
+            ));
+        };
+        self.threads().remove_port(number)?;
+        let desc = {
+            let mut c = self.control();
+            let desc = c.dp.state.port_table.remove_port(number);
+            c.dp.ports.remove(number);
+            self.publish(&c);
+            desc
+        };
+        let numbers = {
+            let mut ports = self.port_entries();
+            ports.remove(&number);
+            ports.keys().copied().collect()
+        };
+        self.standalone.set_ports(numbers);
+        if let Some(desc) = desc {
+            self.emit_port_status(ofp::port_status::port_reason::DELETE, desc);
+        }
+        tracing::info!(bridge = %self.name, port = number, interface = %entry.interface, "port removed");
+        Ok(entry)
+    }
+
+    /// Sets the link bit of one port, publishes, and tells the agent (if
+    /// one runs) with a PORT_STATUS.
+    pub(crate) fn set_link(&self, port: u32, up: bool) -> u64 {
+        let mut c = self.control();
+        let mut state =
+            c.dp.state
+                .port_table
+                .get(port)
+                .map(|p| p.state)
+                .unwrap_or_default();
+        if up {
+            state &= !port_state::LINK_DOWN;
+        } else {
+            state |= port_state::LINK_DOWN;
+        }
+        let changed = c.dp.state.port_table.set_state(port, state);
+        if let Some(mut info) = c.dp.ports.get(port) {
+            info.state = state;
+            c.dp.ports.set(port, info);
+        }
+        let v = self.publish(&c);
+        drop(c);
+        if let Some(desc) = changed {
+            self.emit_port_status(ofp::port_status::port_reason::MODIFY, desc);
+        }
+        v
+    }
+
+    /// Stops the threads (stage by stage, so packets inside are sent).
+    pub(crate) fn halt(&self) {
+        self.threads().halt();
+    }
+}

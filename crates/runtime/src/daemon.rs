@@ -1,0 +1,476 @@
+//! The running switch as its management sees it: the datastore's live
+//! model (the [`Config`] now in force and its version), the bridges
+//! ([`Runtime`]) and their controllers ([`Controllers`]).
+//!
+//! A change is a transaction ([`Daemon::transact`]): the datastore
+//! validates the whole new model against the running one, the
+//! differences are classified ([`datastore::diff`]), and only then is
+//! anything touched. What can fail is done first — every new port is
+//! opened, every new bridge's tables built — so a transaction applies
+//! whole or not at all; then removals, then additions. (Two things can
+//! still fail after removals began, and then the error names them: a
+//! controller listener that does not bind, and a port re-opened with
+//! another backend.) Bridges and ports
+//! the transaction does not name keep forwarding. After each committed
+//! transaction the model is written atomically to the state file (the
+//! file `fulmar run --config` loaded, or `--state FILE`), so a restart
+//! comes back with the same bridges, ports and controllers.
+//!
+//! Transactions are serialised by one mutex, held while a change is
+//! applied; reads (show, stats) take it only to copy the model.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use datastore::{Change, Config, Host, Op};
+use serde::Serialize;
+
+use crate::controllers::{ControllerOptions, ControllerStatus, Controllers};
+use crate::{Runtime, RuntimeError, RuntimeOptions};
+
+/// Why a transaction did not apply (nothing changed).
+#[derive(Debug)]
+pub enum TxnError {
+    /// The new model does not validate: every finding, each naming the
+    /// operation and field.
+    Invalid(datastore::ConfigError),
+    /// The running switch cannot take the change (an interface that does
+    /// not open, a listener that does not bind, a change that needs a
+    /// restart).
+    Runtime(RuntimeError),
+    /// The state file could not be written (the change is in force; the
+    /// file holds the model before it).
+    Persist(std::io::Error),
+}
+
+impl std::fmt::Display for TxnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TxnError::Invalid(e) => write!(f, "{e}"),
+            TxnError::Runtime(e) => write!(f, "{e}"),
+            TxnError::Persist(e) => write!(f, "applied, but the state file was not written: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for TxnError {}
+
+/// What a committed (or dry-run) transaction did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Outcome {
+    /// The datastore version after it (unchanged for a dry run).
+    pub version: u64,
+    /// Each change, in the words of `fulmar ctl`.
+    pub changes: Vec<String>,
+    /// Validated only.
+    pub dry_run: bool,
+}
+
+/// A port in `show`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ShowPort {
+    /// OpenFlow port number.
+    pub ofport: u32,
+    /// Interface name.
+    pub interface: String,
+    /// Backend kind (afpacket, afxdp, tap, pcap, memory, patch).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The link is up.
+    pub link_up: bool,
+    /// The port is administratively up (no OFPPC_PORT_DOWN).
+    pub admin_up: bool,
+}
+
+/// A bridge in `show`.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ShowBridge {
+    /// Name.
+    pub name: String,
+    /// Datapath id, 16 hex digits.
+    pub datapath_id: String,
+    /// secure or standalone.
+    pub fail_mode: String,
+    /// Thread arrangement.
+    pub mode: String,
+    /// Controllers and their state.
+    pub controllers: Vec<ControllerStatus>,
+    /// Ports in number order.
+    pub ports: Vec<ShowPort>,
+}
+
+/// The tree `fulmar ctl show` prints.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Show {
+    /// Bridges in configuration order.
+    pub bridges: Vec<ShowBridge>,
+}
+
+impl Show {
+    /// The `ovs-vsctl show`-like text.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        for b in &self.bridges {
+            let _ = writeln!(s, "Bridge {}", b.name);
+            let _ = writeln!(s, "    datapath_id: {}", b.datapath_id);
+            for c in &b.controllers {
+                let _ = writeln!(s, "    Controller \"{}\"", c.target);
+                if c.connected {
+                    let _ = writeln!(s, "        is_connected: true");
+                    let _ = writeln!(s, "        role: {}", c.role);
+                }
+            }
+            let _ = writeln!(s, "    fail_mode: {}", b.fail_mode);
+            for p in &b.ports {
+                let _ = writeln!(s, "    Port {}", p.interface);
+                let _ = writeln!(s, "        ofport: {}", p.ofport);
+                let _ = writeln!(s, "        Interface {}", p.interface);
+                if p.kind != "afpacket" {
+                    let _ = writeln!(s, "            type: {}", p.kind);
+                }
+                let _ = writeln!(
+                    s,
+                    "            link_state: {}",
+                    if p.link_up { "up" } else { "down" }
+                );
+                if !p.admin_up {
+                    let _ = writeln!(s, "            admin_state: down");
+                }
+            }
+        }
+        s
+    }
+}
+
+/// Settings of the daemon beyond the configuration.
+#[derive(Clone, Debug, Default)]
+pub struct DaemonOptions {
+    /// The runtime's.
+    pub runtime: RuntimeOptions,
+    /// The controller side's.
+    pub controllers: ControllerOptions,
+    /// Where the model is written after each transaction (`None`: not
+    /// persisted).
+    pub state_file: Option<PathBuf>,
+}
+
+struct Store {
+    config: Config,
+    version: u64,
+}
+
+/// The running switch (see the module comment).
+pub struct Daemon {
+    runtime: Runtime,
+    controllers: Controllers,
+    store: Mutex<Store>,
+    state_file: Option<PathBuf>,
+    host: Host,
+}
+
+fn describe(c: &Change) -> String {
+    match c {
+        Change::AddBridge(b) => format!("add bridge {b}"),
+        Change::DelBridge(b) => format!("delete bridge {b}"),
+        Change::AddPort { bridge, port } => format!("add port {port} to {bridge}"),
+        Change::DelPort {
+            bridge,
+            port,
+            interface,
+        } => format!("delete port {port} ({interface}) from {bridge}"),
+        Change::ChangePort { bridge, port } => format!("re-open port {port} of {bridge}"),
+        Change::SetControllers { bridge } => format!("set the controllers of {bridge}"),
+        Change::SetFailMode { bridge, mode } => {
+            format!("set the fail mode of {bridge} to {}", mode.as_str())
+        }
+        Change::ChangeBridge { bridge, fields } => {
+            format!("restart bridge {bridge} ({} changed)", fields.join(", "))
+        }
+        Change::ChangeDataplane { fields } => {
+            format!("dataplane threads ({})", fields.join(", "))
+        }
+        Change::ChangeFlows { bridge } => {
+            format!("restart bridge {bridge} (static flows, groups or meters changed)")
+        }
+        Change::PatchLinks => "patch links".into(),
+    }
+}
+
+fn refuse(s: String) -> TxnError {
+    TxnError::Runtime(RuntimeError::Change(s))
+}
+
+impl Daemon {
+    /// Starts the bridges of `config`, then their controller sides.
+    pub fn start(config: Config, opts: DaemonOptions) -> Result<Daemon, RuntimeError> {
+        let runtime = Runtime::start(&config, &opts.runtime)?;
+        let controllers =
+            Controllers::new(opts.controllers.clone()).map_err(|error| RuntimeError::Threads {
+                bridge: "*".into(),
+                error,
+            })?;
+        for b in &config.bridges {
+            controllers.attach(&runtime, b)?;
+        }
+        Ok(Daemon {
+            runtime,
+            controllers,
+            store: Mutex::new(Store { config, version: 1 }),
+            state_file: opts.state_file,
+            host: Host::detect(),
+        })
+    }
+
+    fn store(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The bridges.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// The controller sides.
+    pub fn controllers(&self) -> &Controllers {
+        &self.controllers
+    }
+
+    /// The model in force and its version.
+    pub fn config(&self) -> (Config, u64) {
+        let s = self.store();
+        (s.config.clone(), s.version)
+    }
+
+    /// Where the model is persisted.
+    pub fn state_file(&self) -> Option<&Path> {
+        self.state_file.as_deref()
+    }
+
+    /// Validates `ops` against the running model and, unless `dry_run`,
+    /// applies them whole (see the module comment).
+    pub fn transact(&self, ops: &[Op], dry_run: bool) -> Result<Outcome, TxnError> {
+        let mut store = self.store();
+        let new = store
+            .config
+            .apply(ops, self.host)
+            .map_err(TxnError::Invalid)?;
+        self.commit(&mut store, new, dry_run)
+    }
+
+    /// Replaces the whole model with `new` (already validated: a loaded
+    /// file), applying only the differences.
+    pub fn replace(&self, new: Config, dry_run: bool) -> Result<Outcome, TxnError> {
+        let mut store = self.store();
+        self.commit(&mut store, new, dry_run)
+    }
+
+    fn commit(&self, store: &mut Store, new: Config, dry_run: bool) -> Result<Outcome, TxnError> {
+        let changes = datastore::diff(&store.config, &new);
+        self.check_live(&changes)?;
+        let described = changes.iter().map(describe).collect();
+        if dry_run {
+            return Ok(Outcome {
+                version: store.version,
+                changes: described,
+                dry_run: true,
+            });
+        }
+        self.apply(&store.config, &new, &changes)
+            .map_err(TxnError::Runtime)?;
+        store.config = new;
+        store.version += 1;
+        let outcome = Outcome {
+            version: store.version,
+            changes: described,
+            dry_run: false,
+        };
+        if let Some(path) = &self.state_file {
+            store.config.save(path).map_err(TxnError::Persist)?;
+        }
+        Ok(outcome)
+    }
+
+    /// Refuses, before anything is touched, what cannot change on a
+    /// running switch.
+    fn check_live(&self, changes: &[Change]) -> Result<(), TxnError> {
+        for c in changes {
+            match c {
+                Change::ChangeDataplane { fields } => {
+                    return Err(refuse(format!(
+                        "dataplane settings ({}) cannot change while the switch runs: \
+                         change the configuration file and restart",
+                        fields.join(", ")
+                    )))
+                }
+                Change::PatchLinks => {
+                    return Err(refuse(
+                        "patch links cannot change while the switch runs: \
+                         change the configuration file and restart"
+                            .into(),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `changes` (from `old` to `new`). Ports are opened before
+    /// anything is removed or added; a failure there changes nothing.
+    fn apply(&self, old: &Config, new: &Config, changes: &[Change]) -> Result<(), RuntimeError> {
+        let rt = &self.runtime;
+        let bridge_of = |c: &Config, name: &str| {
+            c.bridge(name)
+                .cloned()
+                .ok_or_else(|| RuntimeError::Change(format!("bridge {name} is not in the model")))
+        };
+        // 1. What can fail: open the ports to add, build the bridges to
+        // add (their tables, their ports).
+        let mut new_ports = Vec::new();
+        let mut new_bridges = Vec::new();
+        for c in changes {
+            match c {
+                Change::AddPort { bridge, port } => {
+                    let b = bridge_of(new, bridge)?;
+                    let p = b.port(*port).cloned().ok_or_else(|| {
+                        RuntimeError::Change(format!("bridge {bridge} has no port {port}"))
+                    })?;
+                    let mut opened = rt.open_ports(bridge, std::slice::from_ref(&p))?;
+                    if let Some(o) = opened.pop() {
+                        new_ports.push((bridge.clone(), o));
+                    }
+                }
+                Change::AddBridge(b)
+                | Change::ChangeBridge { bridge: b, .. }
+                | Change::ChangeFlows { bridge: b } => {
+                    let br = bridge_of(new, b)?;
+                    if old.bridge(b).is_some() {
+                        // A restart: its tables must build; its ports are
+                        // re-opened once the old ones are closed.
+                        crate::bridge::build_state(&br, pipeline::Time(0))?;
+                        new_bridges.push((br, None));
+                    } else {
+                        let prepared = rt.prepare_bridge(&br)?;
+                        new_bridges.push((br, Some(prepared)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        // 2. Removals.
+        for c in changes {
+            match c {
+                Change::DelBridge(b) => {
+                    self.controllers.detach(b);
+                    rt.remove_bridge(b)?;
+                }
+                Change::DelPort { bridge, port, .. } | Change::ChangePort { bridge, port } => {
+                    rt.remove_port(bridge, *port)?;
+                }
+                Change::ChangeBridge { bridge, .. } | Change::ChangeFlows { bridge }
+                    if old.bridge(bridge).is_some() =>
+                {
+                    self.controllers.detach(bridge);
+                    rt.remove_bridge(bridge)?;
+                }
+                _ => {}
+            }
+        }
+        // 3. Additions and settings.
+        for (bridge, open) in new_ports {
+            rt.add_opened_port(&bridge, open)?;
+        }
+        // A port whose backend changed is opened again once the old
+        // handle is closed (the same interface cannot always be opened
+        // twice): if that fails, the port is gone and the error says so.
+        for c in changes {
+            if let Change::ChangePort { bridge, port } = c {
+                let b = bridge_of(new, bridge)?;
+                if let Some(p) = b.port(*port) {
+                    rt.add_port(bridge, p)?;
+                }
+            }
+        }
+        for (br, prepared) in new_bridges {
+            match prepared {
+                Some(p) => rt.add_prepared_bridge(new, &br, p)?,
+                None => rt.add_bridge(new, &br)?,
+            }
+            self.controllers.attach(rt, &br)?;
+        }
+        for c in changes {
+            match c {
+                Change::SetControllers { bridge } | Change::SetFailMode { bridge, .. } => {
+                    let br = bridge_of(new, bridge)?;
+                    self.controllers
+                        .set(rt, bridge, &br.controllers, br.fail_mode)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the model to `path` (atomically).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        self.store().config.save(path)
+    }
+
+    /// The `show` tree of the running switch.
+    pub fn show(&self) -> Show {
+        let (config, _) = self.config();
+        let bridges = config
+            .bridges
+            .iter()
+            .map(|b| {
+                let desc = self.runtime.port_desc(&b.name).unwrap_or_default();
+                let ports = b
+                    .ports
+                    .iter()
+                    .map(|p| {
+                        let d = desc.iter().find(|d| d.port_no == p.number);
+                        let (interface, kind) = match &p.kind {
+                            datastore::PortKind::Interface { name, backend } => {
+                                (name.clone(), backend.kind_str().to_string())
+                            }
+                            datastore::PortKind::Patch {
+                                peer_bridge,
+                                peer_port,
+                            } => (format!("patch:{peer_bridge}:{peer_port}"), "patch".into()),
+                        };
+                        ShowPort {
+                            ofport: p.number,
+                            interface,
+                            kind,
+                            link_up: d
+                                .is_some_and(|d| d.state & ofp::port::port_state::LINK_DOWN == 0),
+                            admin_up: d
+                                .is_some_and(|d| d.config & ofp::port::port_config::PORT_DOWN == 0),
+                        }
+                    })
+                    .collect();
+                ShowBridge {
+                    name: b.name.clone(),
+                    datapath_id: format!("{:016x}", b.dpid),
+                    fail_mode: b.fail_mode.as_str().to_string(),
+                    mode: self
+                        .runtime
+                        .thread_mode(&b.name)
+                        .unwrap_or("stopped")
+                        .to_string(),
+                    controllers: self.controllers.status(&b.name),
+                    ports,
+                }
+            })
+            .collect();
+        Show { bridges }
+    }
+
+    /// Stops the controllers, then the bridges; returns the final
+    /// counters.
+    pub fn stop(&self) -> String {
+        self.controllers.stop_all();
+        self.runtime.halt()
+    }
+}
