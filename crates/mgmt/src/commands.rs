@@ -1,0 +1,517 @@
+//! The commands of the control socket (`fulmar ctl COMMAND …`,
+//! `ovs-appctl -t SOCKET COMMAND …`), over the running switch
+//! ([`runtime::daemon::Daemon`]).
+//!
+//! - Configuration commands (`add-br`, `add-port`, `set-controller`, …)
+//!   are parsed by the datastore into one transaction (several commands
+//!   joined by `--`, as with `ovs-vsctl`) and committed whole;
+//!   `--dry-run` validates and says what would change.
+//! - Flow commands go through the same path as a controller's
+//!   FLOW_MOD/GROUP_MOD (the bridge's OpenFlow switch, then a barrier),
+//!   in `ovs-ofctl` syntax.
+//! - Reading commands (`show`, `stats`, `dump-*`, `trace`, `memory`)
+//!   answer in text, or JSON with `--json`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use agent::Switch;
+use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
+use ofp::stats::FlowStatsRequest;
+use ofp::{FlowMod, FlowModCommand};
+use runtime::daemon::{Daemon, Outcome, TxnError};
+use runtime::openflow::BridgeSwitch;
+
+use crate::ctl::Handler;
+
+/// Sets the log filter; returns the filter now in force.
+pub type SetLogFilter = Box<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
+
+/// Hooks into the process that owns the switch.
+pub struct Hooks {
+    /// Sets the log filter (`info`, `debug`, `runtime=debug,info`);
+    /// returns the filter now in force.
+    pub log_level: SetLogFilter,
+    /// The log filter now in force.
+    pub log_filter: Box<dyn Fn() -> String + Send + Sync>,
+    /// Asks the process to stop (as SIGTERM does).
+    pub exit: Box<dyn Fn() + Send + Sync>,
+    /// The version line (`fulmar 0.1.0 (commit abc123)`).
+    pub version: String,
+}
+
+/// The control socket's command set.
+pub struct Ctl {
+    daemon: Arc<Daemon>,
+    hooks: Hooks,
+}
+
+/// Name, arguments, what it does.
+const COMMANDS: &[(&str, &str, &str)] = &[
+    ("list-commands", "", "this list"),
+    ("version", "", "the switch's version"),
+    (
+        "show",
+        "[--json]",
+        "bridges, ports, controllers and their state",
+    ),
+    ("add-br", "BR [dpid=N] [fail_mode=M]", "add a bridge"),
+    ("del-br", "BR", "delete a bridge"),
+    (
+        "add-port",
+        "BR IF [type=T] [ofport=N] [key=value…]",
+        "add a port",
+    ),
+    ("del-port", "[BR] IF|NUM", "delete a port"),
+    ("set-controller", "BR TARGET…", "set a bridge's controllers"),
+    ("del-controller", "BR", "remove a bridge's controllers"),
+    (
+        "set-fail-mode",
+        "BR secure|standalone",
+        "set a bridge's fail mode",
+    ),
+    ("del-fail-mode", "BR", "back to fail mode secure"),
+    (
+        "set",
+        "OBJECT KEY=VALUE…",
+        "set settings (bridge:BR, port:BR:IF, dataplane)",
+    ),
+    (
+        "save",
+        "[FILE]",
+        "write the running configuration (default: the state file)",
+    ),
+    (
+        "load",
+        "FILE [--dry-run]",
+        "make the running switch what FILE says",
+    ),
+    ("check", "FILE", "validate a configuration file"),
+    ("dump-flows", "BR [MATCH]", "flow entries with counters"),
+    ("add-flow", "BR FLOW", "add a flow (ovs-ofctl syntax)"),
+    ("add-flows", "BR FILE", "add the flows of a file"),
+    ("mod-flows", "BR FLOW [--strict]", "modify flows"),
+    ("del-flows", "BR [MATCH] [--strict]", "delete flows"),
+    ("dump-groups", "BR", "group entries"),
+    ("dump-meters", "BR", "meter entries"),
+    (
+        "trace",
+        "BR in_port=N HEX [--json]",
+        "a packet through the live tables",
+    ),
+    (
+        "stats",
+        "[BR] [--json]",
+        "ports, tables, threads, drops by name",
+    ),
+    ("memory", "", "memory in use"),
+    ("log-level", "LEVEL [TARGET]", "set the log level"),
+    ("exit", "", "stop the switch"),
+];
+
+/// OVS names for the same commands (`ovs-appctl` users reach for these).
+const ALIASES: &[(&str, &str)] = &[
+    ("ofproto/trace", "trace"),
+    ("dpif-netdev/pmd-stats-show", "stats"),
+    ("memory/show", "memory"),
+    ("vlog/set", "log-level"),
+];
+
+fn flag(params: &[String], name: &str) -> (bool, Vec<String>) {
+    let has = params.iter().any(|p| p == name);
+    (has, params.iter().filter(|p| *p != name).cloned().collect())
+}
+
+fn need<'a>(params: &'a [String], i: usize, what: &str) -> Result<&'a str, String> {
+    params
+        .get(i)
+        .map(String::as_str)
+        .ok_or_else(|| format!("missing {what}"))
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string_pretty(v).map_err(|e| e.to_string())
+}
+
+fn outcome_text(o: &Outcome) -> String {
+    let mut s = String::new();
+    if o.changes.is_empty() {
+        s.push_str("no change\n");
+    }
+    for c in &o.changes {
+        let _ = writeln!(s, "{}{c}", if o.dry_run { "would " } else { "" });
+    }
+    if !o.dry_run {
+        let _ = writeln!(s, "datastore version {}", o.version);
+    }
+    s
+}
+
+fn txn_error(e: TxnError) -> String {
+    e.to_string()
+}
+
+/// An OpenFlow error as text.
+fn of_error(e: ofp::OfpError) -> String {
+    format!("refused: {e}")
+}
+
+impl Ctl {
+    /// Commands over `daemon`.
+    pub fn new(daemon: Arc<Daemon>, hooks: Hooks) -> Ctl {
+        Ctl { daemon, hooks }
+    }
+
+    fn switch(&self, bridge: &str) -> Result<BridgeSwitch, String> {
+        self.daemon
+            .runtime()
+            .bridge_switch(bridge)
+            .ok_or_else(|| format!("no bridge named {bridge:?}"))
+    }
+
+    /// Runs flow-mods through the bridge's OpenFlow path and waits for
+    /// the workers (a barrier), as a controller's would.
+    fn flow_mods(&self, bridge: &str, mods: &[FlowMod]) -> Result<String, String> {
+        let sw = self.switch(bridge)?;
+        for (i, fm) in mods.iter().enumerate() {
+            if let Err(e) = sw.flow_mod(fm) {
+                // What went before is in force, as with ovs-ofctl.
+                sw.flush();
+                return Err(format!(
+                    "flow {} of {}: {}{}",
+                    i + 1,
+                    mods.len(),
+                    of_error(e),
+                    if i > 0 {
+                        format!(" ({i} before it were applied)")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+        }
+        self.daemon.controllers().handle().block_on(sw.barrier());
+        Ok(String::new())
+    }
+
+    fn dump_flows(&self, params: &[String]) -> Result<String, String> {
+        let bridge = need(params, 0, "bridge")?;
+        let filter = params.get(1).map(String::as_str).unwrap_or("");
+        let fm = flowtext::parse_flow_command(filter, FlowModCommand::Delete)
+            .map_err(|e| format!("{filter:?}: {e}"))?;
+        let req = MultipartRequestBody::Flow(FlowStatsRequest {
+            table_id: fm.table_id,
+            out_port: fm.out_port,
+            out_group: fm.out_group,
+            cookie: fm.cookie,
+            cookie_mask: fm.cookie_mask,
+            match_: fm.match_,
+        });
+        let sw = self.switch(bridge)?;
+        let MultipartReplyBody::Flow { stats } = sw.multipart(&req).map_err(of_error)? else {
+            return Err("unexpected reply".into());
+        };
+        let mut s = String::new();
+        for f in stats {
+            let text = flowtext::format_flow(&FlowMod {
+                table_id: f.table_id,
+                priority: f.priority,
+                cookie: f.cookie,
+                idle_timeout: f.idle_timeout,
+                hard_timeout: f.hard_timeout,
+                flags: f.flags,
+                match_: f.match_,
+                instructions: f.instructions,
+                ..FlowMod::default()
+            });
+            let _ = writeln!(
+                s,
+                " duration={}.{:03}s, n_packets={}, n_bytes={}, {text}",
+                f.duration_sec,
+                f.duration_nsec / 1_000_000,
+                f.packet_count,
+                f.byte_count
+            );
+        }
+        Ok(s)
+    }
+
+    fn dump_groups(&self, params: &[String]) -> Result<String, String> {
+        let sw = self.switch(need(params, 0, "bridge")?)?;
+        let MultipartReplyBody::GroupDesc { groups } = sw
+            .multipart(&MultipartRequestBody::GroupDesc)
+            .map_err(of_error)?
+        else {
+            return Err("unexpected reply".into());
+        };
+        let mut s = String::new();
+        for g in groups {
+            let gm = ofp::GroupMod {
+                command: ofp::GroupModCommand::Add,
+                group_type: g.group_type,
+                group_id: g.group_id,
+                buckets: g.buckets,
+            };
+            let _ = writeln!(s, " {}", flowtext::format_group(&gm));
+        }
+        Ok(s)
+    }
+
+    fn dump_meters(&self, params: &[String]) -> Result<String, String> {
+        let sw = self.switch(need(params, 0, "bridge")?)?;
+        let MultipartReplyBody::MeterConfig { configs } = sw
+            .multipart(&MultipartRequestBody::MeterConfig {
+                meter_id: ofp::consts::meter_no::ALL,
+            })
+            .map_err(of_error)?
+        else {
+            return Err("unexpected reply".into());
+        };
+        let mut s = String::new();
+        for m in configs {
+            let mm = ofp::MeterMod {
+                command: ofp::MeterModCommand::Add,
+                flags: m.flags,
+                meter_id: m.meter_id,
+                bands: m.bands,
+            };
+            let _ = writeln!(s, " {}", flowtext::format_meter(&mm));
+        }
+        Ok(s)
+    }
+
+    fn trace(&self, params: &[String]) -> Result<String, String> {
+        let (as_json, params) = flag(params, "--json");
+        let bridge = need(&params, 0, "bridge")?;
+        let port = need(&params, 1, "in_port=N")?;
+        let in_port = port
+            .strip_prefix("in_port=")
+            .unwrap_or(port)
+            .parse::<u32>()
+            .map_err(|_| format!("{port:?}: expected in_port=N"))?;
+        let hex = params.get(2..).unwrap_or_default().join("");
+        if hex.is_empty() {
+            return Err("missing the packet (hex)".into());
+        }
+        let bytes = crate::trace::parse_hex(&hex)?;
+        let (mut dp, now) = self
+            .daemon
+            .runtime()
+            .trace_datapath(bridge)
+            .ok_or_else(|| format!("no bridge named {bridge:?}"))?;
+        let mut out = Vec::new();
+        crate::trace::run(&mut dp, in_port, &[(now, bytes)], as_json, &mut out)
+            .map_err(|e| e.to_string())?;
+        String::from_utf8(out).map_err(|e| e.to_string())
+    }
+
+    fn stats(&self, params: &[String]) -> Result<String, String> {
+        let (as_json, params) = flag(params, "--json");
+        let rt = self.daemon.runtime();
+        let names = match params.first() {
+            Some(b) => vec![b.clone()],
+            None => rt.bridge_names(),
+        };
+        let mut reports = Vec::new();
+        for n in &names {
+            reports.push(
+                rt.bridge_report(n, 10, true)
+                    .ok_or_else(|| format!("no bridge named {n:?}"))?,
+            );
+        }
+        if as_json {
+            return json(&reports);
+        }
+        let mut s = String::new();
+        for r in &reports {
+            r.text(&mut s);
+            for t in &r.threads {
+                let total = (t.busy_ns + t.idle_ns).max(1);
+                let _ = writeln!(
+                    s,
+                    "  thread {} ({}): packets {}, bursts {}, busy {:.1}% ({:.3} s), idle {:.3} s{}",
+                    t.name,
+                    t.role,
+                    t.packets,
+                    t.bursts,
+                    100.0 * t.busy_ns as f64 / total as f64,
+                    t.busy_ns as f64 / 1e9,
+                    t.idle_ns as f64 / 1e9,
+                    if t.ring_capacity > 0 {
+                        format!(", input rings {}/{}", t.ring_fill, t.ring_capacity)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            for (id, active, lookups, matched) in &r.tables {
+                let _ = writeln!(
+                    s,
+                    "  table {id}: active {active}, lookups {lookups}, matched {matched}"
+                );
+            }
+        }
+        Ok(s)
+    }
+
+    fn memory(&self) -> Result<String, String> {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(k))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .unwrap_or("?")
+                .to_string()
+        };
+        let rt = self.daemon.runtime();
+        let flows: usize = rt
+            .bridge_names()
+            .iter()
+            .filter_map(|b| rt.flow_count(b))
+            .sum();
+        Ok(format!(
+            "rss_kb:{} hwm_kb:{} bridges:{} flows:{}\n",
+            field("VmRSS:"),
+            field("VmHWM:"),
+            rt.bridge_names().len(),
+            flows
+        ))
+    }
+
+    fn transaction(&self, words: &[String]) -> Result<String, String> {
+        let (dry_run, words) = flag(words, "--dry-run");
+        let (as_json, words) = flag(&words, "--json");
+        let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+        let ops = datastore::parse_ctl(&refs)?;
+        let o = self.daemon.transact(&ops, dry_run).map_err(txn_error)?;
+        if as_json {
+            json(&o)
+        } else {
+            Ok(outcome_text(&o))
+        }
+    }
+
+    fn load(&self, params: &[String]) -> Result<String, String> {
+        let (dry_run, params) = flag(params, "--dry-run");
+        let path = need(&params, 0, "file")?;
+        let cfg = datastore::Config::load(path).map_err(|e| e.to_string())?;
+        let o = self.daemon.replace(cfg, dry_run).map_err(txn_error)?;
+        Ok(outcome_text(&o))
+    }
+
+    fn save(&self, params: &[String]) -> Result<String, String> {
+        let path = match params.first() {
+            Some(p) => Path::new(p).to_path_buf(),
+            None => self
+                .daemon
+                .state_file()
+                .map(Path::to_path_buf)
+                .ok_or("no state file: give FILE")?,
+        };
+        self.daemon
+            .save(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(format!("saved to {}\n", path.display()))
+    }
+
+    fn list(&self) -> String {
+        let mut s = String::from("The available commands are:\n");
+        for (name, args, _) in COMMANDS {
+            let _ = writeln!(s, "  {name:<24}{args}");
+        }
+        for (alias, name) in ALIASES {
+            let _ = writeln!(s, "  {alias:<24}(as {name})");
+        }
+        s
+    }
+}
+
+impl Handler for Ctl {
+    fn call(&self, method: &str, params: &[String]) -> Result<String, String> {
+        let method = ALIASES
+            .iter()
+            .find(|(a, _)| *a == method)
+            .map(|(_, m)| *m)
+            .unwrap_or(method);
+        match method {
+            "list-commands" | "help" => Ok(self.list()),
+            "version" => Ok(format!("{}\n", self.hooks.version)),
+            "show" => {
+                let (as_json, _) = flag(params, "--json");
+                let show = self.daemon.show();
+                if as_json {
+                    json(&show)
+                } else {
+                    Ok(show.text())
+                }
+            }
+            "add-br" | "del-br" | "add-port" | "del-port" | "set-controller" | "del-controller"
+            | "set-fail-mode" | "del-fail-mode" | "set" => {
+                let mut words = vec![method.to_string()];
+                words.extend(params.iter().cloned());
+                self.transaction(&words)
+            }
+            "save" => self.save(params),
+            "load" => self.load(params),
+            "check" => {
+                let path = need(params, 0, "file")?;
+                let cfg = datastore::Config::load(path).map_err(|e| e.to_string())?;
+                let mut s = format!("{path}: valid\n");
+                for w in &cfg.warnings {
+                    let _ = writeln!(s, "warning: {w}");
+                }
+                Ok(s)
+            }
+            "dump-flows" => self.dump_flows(params),
+            "add-flow" | "mod-flows" | "del-flows" => {
+                let (strict, params) = flag(params, "--strict");
+                let bridge = need(&params, 0, "bridge")?;
+                let text = params.get(1..).unwrap_or_default().join(" ");
+                let command = match (method, strict) {
+                    ("add-flow", _) => FlowModCommand::Add,
+                    ("mod-flows", false) => FlowModCommand::Modify,
+                    ("mod-flows", true) => FlowModCommand::ModifyStrict,
+                    (_, false) => FlowModCommand::Delete,
+                    (_, true) => FlowModCommand::DeleteStrict,
+                };
+                let fm = flowtext::parse_flow_command(&text, command)
+                    .map_err(|e| format!("{text:?}: {e}"))?;
+                self.flow_mods(bridge, &[fm])
+            }
+            "add-flows" => {
+                let bridge = need(params, 0, "bridge")?;
+                let path = need(params, 1, "file")?;
+                let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+                let mods = flowtext::parse_flow_file(&text)
+                    .map_err(|(line, e)| format!("{path}:{line}: {e}"))?;
+                self.flow_mods(bridge, &mods)
+            }
+            "dump-groups" => self.dump_groups(params),
+            "dump-meters" => self.dump_meters(params),
+            "trace" => self.trace(params),
+            "stats" => self.stats(params),
+            "memory" => self.memory(),
+            "log-level" => {
+                if params.is_empty() {
+                    return Ok(format!("{}\n", (self.hooks.log_filter)()));
+                }
+                let filter = match params {
+                    [level] => level.clone(),
+                    [level, target] => format!("{target}={level}"),
+                    _ => return Err("usage: log-level LEVEL [TARGET]".into()),
+                };
+                (self.hooks.log_level)(&filter).map(|f| format!("log filter now {f}\n"))
+            }
+            "vlog/list" => Ok(format!("{}\n", (self.hooks.log_filter)())),
+            "exit" => {
+                (self.hooks.exit)();
+                Ok(String::new())
+            }
+            other => Err(format!(
+                "\"{other}\" is not a valid command (use list-commands to see a list)"
+            )),
+        }
+    }
+}
