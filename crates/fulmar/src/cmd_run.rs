@@ -1,15 +1,22 @@
 //! `fulmar run`: start the switch from a config file or from flags, run
-//! until SIGINT/SIGTERM (or `--duration`), then stop cleanly and print the
-//! final port, drop and flow counters.
+//! until SIGINT/SIGTERM (or `--duration`, or `fulmar ctl exit`), then stop
+//! cleanly and print the final port, drop and flow counters.
+//!
+//! While it runs, the switch is managed through its control socket
+//! (`--ctl`, for `fulmar ctl` and `ovs-appctl`), each bridge's OpenFlow
+//! management socket (`--mgmt-dir`, for `ovs-ofctl ... unix:DIR/BR.mgmt`)
+//! and, when asked, Prometheus metrics (`--metrics`). Configuration
+//! changes are persisted to the `--config` file (or `--state FILE`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Args, ValueEnum};
 use datastore::{Backend, Config, FlagArgs, ThreadMode};
+use runtime::daemon::{Daemon, DaemonOptions};
 use runtime::signals::Shutdown;
-use runtime::{Runtime, RuntimeOptions};
 
 /// Packet I/O backend for `--interface` ports.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -113,9 +120,58 @@ pub struct RunArgs {
     /// Print counters every N seconds while running.
     #[arg(long)]
     pub stats_interval: Option<u64>,
+    /// How the periodic report is printed.
+    #[arg(long, value_enum, default_value = "text")]
+    pub stats_format: StatsFormat,
+    /// Flows the periodic report lists (the busiest first).
+    #[arg(long, default_value_t = 10)]
+    pub stats_top: usize,
     /// Stop by itself after N seconds (tests, demos).
     #[arg(long)]
     pub duration: Option<f64>,
+    /// The control socket (`fulmar ctl`, `ovs-appctl -t PATH`); "none":
+    /// no socket.
+    #[arg(long, default_value = DEFAULT_CTL)]
+    pub ctl: PathBuf,
+    /// A group (name or number) whose members may use the control and
+    /// management sockets too (default: the owner only).
+    #[arg(long)]
+    pub ctl_group: Option<String>,
+    /// Directory of each bridge's OpenFlow management socket
+    /// (`DIR/BRIDGE.mgmt`, for `ovs-ofctl -O OpenFlow13 ... unix:DIR/BRIDGE.mgmt`);
+    /// "none": no such sockets.
+    #[arg(long, default_value = DEFAULT_MGMT_DIR)]
+    pub mgmt_dir: PathBuf,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics (PORT alone:
+    /// on 127.0.0.1).
+    #[arg(long)]
+    pub metrics: Option<String>,
+    /// Where configuration changes are written (default: the --config
+    /// file; with flags and no --state, changes are not persisted).
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// Validate the configuration (and its flow, group and meter files)
+    /// and exit: 0 when valid, 2 with every error otherwise.
+    #[arg(long)]
+    pub check: bool,
+    /// Log filter (error, warn, info, debug, trace, or per target as
+    /// RUST_LOG takes it); changeable at run time with `fulmar ctl log-level`.
+    #[arg(long)]
+    pub log_level: Option<String>,
+}
+
+/// The default control socket.
+pub const DEFAULT_CTL: &str = "/run/fulmar/fulmar.ctl";
+/// The default directory of the bridges' management sockets.
+pub const DEFAULT_MGMT_DIR: &str = "/run/fulmar";
+
+/// Periodic report format.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum StatsFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object per report (the bridges' reports).
+    Json,
 }
 
 fn parse_poll(s: &str) -> Result<Duration, String> {
@@ -160,24 +216,155 @@ fn load(args: &RunArgs) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
+fn none(p: &Path) -> bool {
+    p.as_os_str() == "none"
+}
+
+/// A group name or number → gid (from /etc/group).
+fn group_id(g: &str) -> anyhow::Result<u32> {
+    if let Ok(n) = g.parse() {
+        return Ok(n);
+    }
+    let groups = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    groups
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let gid = f.nth(1)?.parse().ok()?;
+            Some((name.to_string(), gid))
+        })
+        .find(|(n, _)| n == g)
+        .map(|(_, gid)| gid)
+        .ok_or_else(|| anyhow::anyhow!("--ctl-group {g:?}: no such group"))
+}
+
+/// Tells systemd (Type=notify) that the switch is up, when started by it.
+fn notify_ready() {
+    let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let Ok(sock) = std::os::unix::net::UnixDatagram::unbound() else {
+        return;
+    };
+    let bytes = path.as_encoded_bytes();
+    let r = match bytes.strip_prefix(b"@") {
+        Some(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            std::os::unix::net::SocketAddr::from_abstract_name(name)
+                .and_then(|a| sock.send_to_addr(b"READY=1", &a))
+        }
+        None => sock.send_to(b"READY=1", &path),
+    };
+    if let Err(e) = r {
+        tracing::warn!("sd_notify: {e}");
+    }
+}
+
 /// Runs the switch.
-pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let cfg = load(args)?;
+pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCode> {
+    if let Some(l) = &args.log_level {
+        logs.set(l).map_err(anyhow::Error::msg)?;
+    }
+    let cfg = match load(args) {
+        Ok(c) => c,
+        Err(e) if args.check => {
+            eprintln!("{e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e),
+    };
     for w in &cfg.warnings {
         tracing::warn!("{w}");
     }
+    if args.check {
+        let flows: usize = cfg.bridges.iter().map(|b| b.flows.len()).sum();
+        println!(
+            "configuration valid: {} bridge(s), {} port(s), {flows} static flow(s), {} warning(s)",
+            cfg.bridges.len(),
+            cfg.bridges.iter().map(|b| b.ports.len()).sum::<usize>(),
+            cfg.warnings.len()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let shutdown = Shutdown::install()?;
-    let mut opts = RuntimeOptions::default();
-    opts.backends.afpacket_mode = args.afpacket_mode.into();
-    opts.backends.afpacket_rcvbuf = args.afpacket_rcvbuf.map(|b| b as usize);
-    opts.poll_window = args.poll_us;
-    opts.flow_cache = args.flow_cache.map(|n| n as usize);
-    let rt = Runtime::start(&cfg, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let _agents = start_agents(&cfg, &rt)?;
+    let mut opts = DaemonOptions::default();
+    opts.runtime.backends.afpacket_mode = args.afpacket_mode.into();
+    opts.runtime.backends.afpacket_rcvbuf = args.afpacket_rcvbuf.map(|b| b as usize);
+    opts.runtime.poll_window = args.poll_us;
+    opts.runtime.flow_cache = args.flow_cache.map(|n| n as usize);
+    let gid = args.ctl_group.as_deref().map(group_id).transpose()?;
+    opts.controllers.tls = match &cfg.tls {
+        Some(t) => Some(agent::TlsSettings::from_pem_files(
+            &t.certificate,
+            &t.private_key,
+            &t.ca_cert,
+        )?),
+        None => None,
+    };
+    opts.controllers.mgmt_dir = (!none(&args.mgmt_dir)).then(|| args.mgmt_dir.clone());
+    opts.controllers.mgmt_perms = gid.map(agent::UnixPerms::group).unwrap_or_default();
+    opts.state_file = args.state.clone().or_else(|| args.config.clone());
+    let daemon = Arc::new(Daemon::start(cfg, opts).map_err(|e| anyhow::anyhow!("{e}"))?);
+    let handle = daemon.controllers().handle();
+    let mut tasks = Vec::new();
+    let _ctl_file = if none(&args.ctl) {
+        None
+    } else {
+        let perms = mgmt::ctl::CtlPerms { group: gid };
+        let mut path = args.ctl.clone();
+        let listener = {
+            let _enter = handle.enter();
+            match mgmt::ctl::bind(&path, &perms) {
+                // Another switch answers at the default path: this one
+                // takes a path of its own (as ovs-vswitchd's carry a pid).
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AddrInUse
+                        && path.as_os_str() == DEFAULT_CTL =>
+                {
+                    path = Path::new(DEFAULT_MGMT_DIR)
+                        .join(format!("fulmar.{}.ctl", std::process::id()));
+                    tracing::warn!("{DEFAULT_CTL} is in use by another switch: {e}");
+                    mgmt::ctl::bind(&path, &perms)
+                }
+                r => r,
+            }
+            .map_err(|e| anyhow::anyhow!("control socket {}: {e}", path.display()))?
+        };
+        let stop = shutdown.clone();
+        let log_filter = logs.clone();
+        let ctl = mgmt::commands::Ctl::new(
+            daemon.clone(),
+            mgmt::commands::Hooks {
+                log_level: Box::new(move |f| logs.set(f)),
+                log_filter: Box::new(move || log_filter.current()),
+                exit: Box::new(move || stop.request()),
+                version: crate::version_line(),
+            },
+        );
+        tasks.push(handle.spawn(mgmt::ctl::serve(listener, Arc::new(ctl))));
+        eprintln!("fulmar: control socket {}", path.display());
+        Some(mgmt::ctl::SocketFile(path))
+    };
+    if let Some(m) = &args.metrics {
+        let addr = mgmt::metrics::parse_listen_addr(m).map_err(anyhow::Error::msg)?;
+        let listener = handle
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .map_err(|e| anyhow::anyhow!("--metrics {m}: {e}"))?;
+        let bound = listener.local_addr()?;
+        let d = daemon.clone();
+        let started = SystemTime::now();
+        tasks.push(handle.spawn(mgmt::metrics::serve(
+            listener,
+            Arc::new(move || mgmt::scrape::scrape(&d, started)),
+        )));
+        eprintln!("fulmar: metrics on http://{bound}/metrics");
+    }
     eprintln!(
         "fulmar: running bridges {:?}; Ctrl-C stops",
-        rt.bridge_names()
+        daemon.runtime().bridge_names()
     );
+    notify_ready();
     let started = Instant::now();
     let mut last_stats = Instant::now();
     let mut last_tick = Instant::now();
@@ -191,6 +378,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         {
             break;
         }
+        let rt = daemon.runtime();
         if last_tick.elapsed() >= Duration::from_secs(1) {
             last_tick = Instant::now();
             rt.tick();
@@ -198,7 +386,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(n) = args.stats_interval {
             if last_stats.elapsed() >= Duration::from_secs(n.max(1)) {
                 last_stats = Instant::now();
-                print!("{}", rt.report());
+                print_report(rt, args);
             }
         }
         while let Some(ev) = rt.try_port_event() {
@@ -212,77 +400,25 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     }
     eprintln!("fulmar: stopping");
-    print!("{}", rt.stop());
+    for t in tasks {
+        t.abort();
+    }
+    print!("{}", daemon.stop());
     Ok(ExitCode::SUCCESS)
 }
 
-/// Starts the OpenFlow channels of every bridge that has controllers
-/// (listeners and outgoing connections) on a small tokio runtime; `None`
-/// when no bridge has any.
-fn start_agents(cfg: &Config, rt: &Runtime) -> anyhow::Result<Option<tokio::runtime::Runtime>> {
-    if cfg.bridges.iter().all(|b| b.controllers.is_empty()) {
-        return Ok(None);
-    }
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("fulmar-agent")
-        .enable_all()
-        .build()?;
-    let tls = match &cfg.tls {
-        Some(t) => Some(agent::TlsSettings::from_pem_files(
-            &t.certificate,
-            &t.private_key,
-            &t.ca_cert,
-        )?),
-        None => None,
-    };
-    for b in &cfg.bridges {
-        if b.controllers.is_empty() {
-            continue;
-        }
-        let config = agent::AgentConfig {
-            fail_mode: match b.fail_mode {
-                datastore::FailMode::Secure => agent::FailMode::Secure,
-                datastore::FailMode::Standalone => agent::FailMode::Standalone,
-            },
-            tls: tls.clone(),
-            ..agent::AgentConfig::default()
-        };
-        let (tx, rx) = tokio::sync::mpsc::channel(config.event_queue);
-        let sw = rt
-            .switch(&b.name, tx)
-            .ok_or_else(|| anyhow::anyhow!("bridge {} is not running", b.name))?;
-        let _enter = tokio_rt.enter();
-        let agent = agent::Agent::new(std::sync::Arc::new(sw), config);
-        agent.spawn_events(rx);
-        agent.spawn_housekeeping(Duration::from_secs(1));
-        if b.fail_mode == datastore::FailMode::Standalone {
-            if let Some(sa) = rt.standalone(&b.name) {
-                tokio_rt.spawn(runtime::standalone::follow_controllers(
-                    agent.clone(),
-                    sa,
-                    b.name.clone(),
-                ));
-            }
-        }
-        for c in &b.controllers {
-            let target: agent::Target = c
-                .target
-                .to_string()
-                .parse()
-                .map_err(|e| anyhow::anyhow!("bridge {}: {e}", b.name))?;
-            if target.passive {
-                let (addr, _task) = tokio_rt
-                    .block_on(agent.listen(&target))
-                    .map_err(|e| anyhow::anyhow!("bridge {}: listen on {target}: {e}", b.name))?;
-                eprintln!(
-                    "fulmar: bridge {} listening for controllers on {addr}",
-                    b.name
-                );
-            } else {
-                agent.connect(target);
+fn print_report(rt: &runtime::Runtime, args: &RunArgs) {
+    match args.stats_format {
+        StatsFormat::Text => print!("{}", rt.report(args.stats_top)),
+        StatsFormat::Json => {
+            let reports: Vec<_> = rt
+                .bridge_names()
+                .iter()
+                .filter_map(|b| rt.bridge_report(b, args.stats_top, false))
+                .collect();
+            if let Ok(s) = serde_json::to_string(&reports) {
+                println!("{s}");
             }
         }
     }
-    Ok(Some(tokio_rt))
 }

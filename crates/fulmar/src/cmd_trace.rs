@@ -26,20 +26,15 @@
 //! of the text parser, with its column, or the OpenFlow error the switch
 //! refused the entry with), and the exit status is 2.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
-use ofp::consts::{port_no, OFP_NO_BUFFER};
-use ofp::packet_in::packet_in_reason;
-use ofp::{FlowMod, Match, Oxm, OxmField, OxmValue};
-use packet::buffer::PacketBuf;
-use packet::flow_key::FlowKey;
+use mgmt::trace::parse_hex;
+use ofp::consts::port_no;
 use pipeline::datapath::{
-    BurstOutput, Datapath, DatapathConfig, PortInfo, Ports, TraceEvent,
-    OFPC_INVALID_TTL_TO_CONTROLLER,
+    Datapath, DatapathConfig, PortInfo, Ports, OFPC_INVALID_TTL_TO_CONTROLLER,
 };
 use pipeline::TablesConfig;
-use pipeline::{FlowEntry, GroupsConfig, MeterVerdict, MetersConfig, SwitchState, Time};
-use std::fmt::Write as _;
+use pipeline::{GroupsConfig, MetersConfig, SwitchState, Time};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -180,31 +175,6 @@ fn load(args: &TraceArgs, now: Time) -> anyhow::Result<SwitchState> {
     Ok(state)
 }
 
-/// Parses hex, ignoring white space, colons and a leading `0x`.
-pub fn parse_hex(s: &str) -> anyhow::Result<Vec<u8>> {
-    let s = s.trim();
-    let s = s.strip_prefix("0x").unwrap_or(s);
-    let digits: Vec<u8> = s
-        .bytes()
-        .filter(|b| !b.is_ascii_whitespace() && *b != b':')
-        .collect();
-    let nibble = |c: u8| -> anyhow::Result<u8> {
-        Ok(match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => bail!("not a hex digit: {:?}", char::from(c)),
-        })
-    };
-    digits
-        .chunks(2)
-        .map(|p| match p {
-            [h, l] => Ok(nibble(*h)? << 4 | nibble(*l)?),
-            _ => bail!("odd number of hex digits in packet"),
-        })
-        .collect()
-}
-
 /// Reads a classic libpcap file: `(time, frame)` for each record, with the
 /// dataplane's pcap reader (microsecond and nanosecond files in either byte
 /// order; the link type must be Ethernet).
@@ -216,221 +186,6 @@ pub fn read_pcap(mut data: &[u8]) -> anyhow::Result<Vec<(Time, Vec<u8>)>> {
         out.push((Time(record.timestamp_ns), std::mem::take(&mut frame)));
     }
     Ok(out)
-}
-
-fn hex(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() * 2);
-    for x in b {
-        let _ = write!(s, "{x:02x}");
-    }
-    s
-}
-
-fn port_name(p: u32) -> String {
-    match p {
-        port_no::LOCAL => "LOCAL".into(),
-        port_no::CONTROLLER => "CONTROLLER".into(),
-        port_no::IN_PORT => "IN_PORT".into(),
-        _ => p.to_string(),
-    }
-}
-
-fn reason_name(r: u8) -> &'static str {
-    match r {
-        packet_in_reason::NO_MATCH => "no_match",
-        packet_in_reason::ACTION => "action",
-        packet_in_reason::INVALID_TTL => "invalid_ttl",
-        _ => "unknown",
-    }
-}
-
-/// The packet's fields as a match (for printing).
-fn key_match(k: &FlowKey) -> Match {
-    let mut fields = Vec::new();
-    for f in 0..64u8 {
-        let (Some(field), Some(v)) = (OxmField::from_u8(f), k.get(f)) else {
-            continue;
-        };
-        // Pipeline fields that are zero say nothing.
-        if matches!(
-            field,
-            OxmField::Metadata | OxmField::TunnelId | OxmField::InPhyPort
-        ) && v == 0
-        {
-            continue;
-        }
-        if field == OxmField::InPhyPort && v == u128::from(k.in_port) {
-            continue;
-        }
-        fields.push(Oxm::basic(field, OxmValue::from_u128(field.kind(), v)));
-    }
-    Match { fields }
-}
-
-fn entry_text(e: &FlowEntry) -> String {
-    flowtext::format_flow(&FlowMod {
-        table_id: e.table_id,
-        priority: e.priority,
-        cookie: e.cookie,
-        idle_timeout: e.idle_timeout,
-        hard_timeout: e.hard_timeout,
-        flags: e.flags,
-        match_: e.match_.clone(),
-        instructions: e.instructions.clone(),
-        ..FlowMod::default()
-    })
-}
-
-fn print_json(out: &BurstOutput, w: &mut impl Write) -> anyhow::Result<()> {
-    for t in &out.tx {
-        let port = if t.port <= port_no::MAX {
-            serde_json::json!(t.port)
-        } else {
-            serde_json::json!(port_name(t.port))
-        };
-        let line = serde_json::json!({
-            "port": port,
-            "queue_id": t.queue_id,
-            "packet": hex(t.packet.as_slice()),
-        });
-        writeln!(w, "{line}")?;
-    }
-    for pi in &out.packet_ins {
-        let m = &pi.message;
-        let buffer_id = if m.buffer_id == OFP_NO_BUFFER {
-            serde_json::Value::Null
-        } else {
-            serde_json::json!(m.buffer_id)
-        };
-        let line = serde_json::json!({
-            "port": "CONTROLLER",
-            "reason": reason_name(m.reason),
-            "table_id": m.table_id,
-            "cookie": m.cookie,
-            "buffer_id": buffer_id,
-            "total_len": m.total_len,
-            "in_port": pi.in_port,
-            "packet": hex(&m.data),
-        });
-        writeln!(w, "{line}")?;
-    }
-    Ok(())
-}
-
-fn print_trace(
-    dp: &Datapath,
-    steps: &[TraceEvent],
-    out: &BurstOutput,
-    w: &mut impl Write,
-) -> anyhow::Result<()> {
-    for s in steps {
-        match s {
-            TraceEvent::Lookup {
-                table_id,
-                entry,
-                key,
-            } => {
-                writeln!(
-                    w,
-                    "table {table_id}: {}",
-                    flowtext::format_match(&key_match(key))
-                )?;
-                match entry.and_then(|id| dp.state.tables.entry(id)) {
-                    Some(e) => writeln!(w, "  hit: {}", entry_text(e))?,
-                    None => writeln!(w, "  no match")?,
-                }
-            }
-            TraceEvent::Meter { meter_id, verdict } => {
-                let v = match verdict {
-                    MeterVerdict::Pass => "pass".to_string(),
-                    MeterVerdict::Drop { band } => format!("drop (band {band})"),
-                    MeterVerdict::DscpRemark { band, prec_level } => {
-                        format!("dscp_remark +{prec_level} (band {band})")
-                    }
-                };
-                writeln!(w, "  meter {meter_id}: {v}")?;
-            }
-            TraceEvent::Action { action, error } => {
-                let a = flowtext::format_actions(std::slice::from_ref(action));
-                match error {
-                    None => writeln!(w, "  action: {a}")?,
-                    Some(e) => writeln!(w, "  action: {a}  (skipped: {e})")?,
-                }
-            }
-            TraceEvent::ClearActions => writeln!(w, "  clear_actions")?,
-            TraceEvent::WriteActions { actions } => {
-                writeln!(w, "  write_actions({})", flowtext::format_actions(actions))?
-            }
-            TraceEvent::WriteMetadata { metadata } => writeln!(w, "  metadata now 0x{metadata:x}")?,
-            TraceEvent::ActionSet { actions } => {
-                let text = if actions.is_empty() {
-                    "(empty)".to_string()
-                } else {
-                    flowtext::format_actions(actions)
-                };
-                writeln!(w, "action set: {text}")?
-            }
-            TraceEvent::Group { group_id, bucket } => match bucket {
-                Some(b) => writeln!(w, "  group {group_id}: bucket {b}")?,
-                None => writeln!(w, "  group {group_id}: no live bucket")?,
-            },
-            TraceEvent::Output { port, queue_id } => {
-                if *queue_id != 0 {
-                    writeln!(
-                        w,
-                        "  -> output to port {} queue {queue_id}",
-                        port_name(*port)
-                    )?
-                } else {
-                    writeln!(w, "  -> output to port {}", port_name(*port))?
-                }
-            }
-            TraceEvent::Skipped { port } => writeln!(
-                w,
-                "  -> output to ingress port {port} skipped (use IN_PORT)"
-            )?,
-            TraceEvent::PacketIn { reason } => {
-                writeln!(w, "  -> packet-in ({})", reason_name(*reason))?
-            }
-            TraceEvent::Drop { reason } => writeln!(w, "  -> dropped: {reason}")?,
-        }
-    }
-    writeln!(w, "final:")?;
-    for t in &out.tx {
-        writeln!(
-            w,
-            "  port {}: {}",
-            port_name(t.port),
-            hex(t.packet.as_slice())
-        )?;
-    }
-    for pi in &out.packet_ins {
-        let m = &pi.message;
-        writeln!(
-            w,
-            "  CONTROLLER ({}, table {}, cookie 0x{:x}, {} of {} bytes): {}",
-            reason_name(m.reason),
-            m.table_id,
-            m.cookie,
-            m.data.len(),
-            m.total_len,
-            hex(&m.data)
-        )?;
-    }
-    if out.tx.is_empty() && out.packet_ins.is_empty() {
-        writeln!(w, "  (nothing emitted)")?;
-    }
-    let drops: Vec<String> = out
-        .drops
-        .named()
-        .iter()
-        .filter(|(_, v)| *v != 0)
-        .map(|(n, v)| format!("{n}={v}"))
-        .collect();
-    if !drops.is_empty() {
-        writeln!(w, "drops: {}", drops.join(" "))?;
-    }
-    Ok(())
 }
 
 /// Loads the files, sends the packets, writes the result to `w`.
@@ -458,7 +213,6 @@ pub fn trace(args: &TraceArgs, w: &mut impl Write) -> anyhow::Result<()> {
         ..DatapathConfig::default()
     };
     let mut dp = Datapath::new(state, ports, config);
-    dp.set_tracing(!args.json);
     let packets: Vec<(Time, Vec<u8>)> = match &args.pcap {
         Some(path) => {
             let data =
@@ -468,32 +222,10 @@ pub fn trace(args: &TraceArgs, w: &mut impl Write) -> anyhow::Result<()> {
         None => args
             .packet
             .iter()
-            .map(|h| parse_hex(h).map(|b| (start, b)))
+            .map(|h| parse_hex(h).map(|b| (start, b)).map_err(anyhow::Error::msg))
             .collect::<anyhow::Result<_>>()?,
     };
-    let mut burst = Vec::with_capacity(1);
-    let mut out = BurstOutput::default();
-    for (i, (t, bytes)) in packets.iter().enumerate() {
-        out.clear();
-        burst.push(PacketBuf::from_slice(bytes));
-        dp.process_burst_into(args.in_port, &mut burst, *t, &mut out);
-        if args.json {
-            print_json(&out, w)?;
-        } else {
-            if i > 0 {
-                writeln!(w)?;
-            }
-            writeln!(
-                w,
-                "packet {}: in_port {}, {} bytes",
-                i + 1,
-                port_name(args.in_port),
-                bytes.len()
-            )?;
-            let steps = dp.take_trace();
-            print_trace(&dp, &steps, &out, w)?;
-        }
-    }
+    mgmt::trace::run(&mut dp, args.in_port, &packets, args.json, w)?;
     Ok(())
 }
 

@@ -2,18 +2,34 @@
 //! subcommand modules, which hold the logic.
 
 mod cmd_bench;
+mod cmd_ctl;
 mod cmd_demo;
 mod cmd_ofp;
 mod cmd_run;
 mod cmd_trace;
+mod logging;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// `VERSION (commit HASH)`.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("FULMAR_COMMIT"),
+    ")"
+);
+
+/// `fulmar VERSION (commit HASH)`, as `fulmar ctl version` answers.
+pub fn version_line() -> String {
+    format!("fulmar {LONG_VERSION}")
+}
 
 #[derive(Parser)]
 #[command(
     name = "fulmar",
-    version,
+    version = LONG_VERSION,
     about = "A userspace OpenFlow 1.3 software switch"
 )]
 struct Cli {
@@ -35,7 +51,22 @@ enum Command {
     /// more workers; reports Mpps, ns/packet, memory and install rate.
     Bench(cmd_bench::BenchArgs),
     /// Run the switch on real interfaces (config file or flags).
-    Run(cmd_run::RunArgs),
+    Run(Box<cmd_run::RunArgs>),
+    /// Manage a running switch through its control socket: show,
+    /// add-br, add-port, set-controller, dump-flows, stats, trace, ...
+    /// (`fulmar ctl list-commands`).
+    Ctl(cmd_ctl::CtlArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell) on stdout.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (fulmar.1, fulmar-run.1, ...) into a directory.
+    Man {
+        /// Where to write them.
+        dir: PathBuf,
+    },
     /// Build network namespaces as root and run the seed-001 gateway:
     /// host A (VLAN 10) <-> gw1 <-MPLS-> gw2 <-> host B (VLAN 20), ping
     /// across, print counters, clean up.
@@ -48,31 +79,61 @@ enum Command {
     DemoEcho(cmd_demo::EchoArgs),
 }
 
-/// Logs to stderr; `RUST_LOG` picks the level (default info). Colours
-/// only when stderr is a terminal, so files and pipes get plain text.
-fn init_logging() {
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+/// Writes a man page for `cmd` and each of its subcommands into `dir`.
+fn write_man_pages(cmd: clap::Command, dir: &std::path::Path) -> anyhow::Result<usize> {
+    std::fs::create_dir_all(dir)?;
+    let mut n = 0;
+    let mut stack = vec![(cmd.get_name().to_string(), cmd)];
+    while let Some((name, cmd)) = stack.pop() {
+        if cmd.is_hide_set() {
+            continue;
+        }
+        let mut out = Vec::new();
+        clap_mangen::Man::new(cmd.clone())
+            .title(name.clone())
+            .render(&mut out)?;
+        std::fs::write(dir.join(format!("{name}.1")), out)?;
+        n += 1;
+        for sub in cmd.get_subcommands() {
+            stack.push((format!("{name}-{}", sub.get_name()), sub.clone()));
+        }
+    }
+    Ok(n)
 }
 
-fn main() -> anyhow::Result<ExitCode> {
-    let cli = Cli::parse();
+/// A user error prints one line (with its causes) and exits 1; never a
+/// backtrace.
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("fulmar: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ofp { command } => cmd_ofp::run(command),
         Command::Trace(args) => cmd_trace::run(&args),
         Command::Bench(args) => cmd_bench::run(&args),
         Command::Run(args) => {
-            init_logging();
-            cmd_run::run(&args)
+            let logs = logging::init();
+            cmd_run::run(&args, logs)
+        }
+        Command::Ctl(args) => cmd_ctl::run(&args),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "fulmar", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => {
+            let n = write_man_pages(Cli::command(), &dir)?;
+            println!("{n} man pages written to {}", dir.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Demo(args) => {
-            init_logging();
+            logging::init();
             cmd_demo::run(&args)
         }
         Command::DemoPing(args) => cmd_demo::ping(&args),
