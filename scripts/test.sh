@@ -2,7 +2,8 @@
 # The project's test command (the README's second command; CI runs exactly this).
 #
 # It installs what the tests need on a fresh Debian 12 machine — the Rust
-# toolchain components, Debian packages (openvswitch-switch for ovs-ofctl, iputils-ping),
+# toolchain components, Debian packages (openvswitch-switch for ovs-ofctl and
+# ovs-appctl, iputils-ping, prometheus for promtool),
 # and a Python venv (.venv) from PyPI with os-ken 3.1.0
 # (its OpenFlow 1.3 test vectors), scapy (an independent packet encoder and
 # decoder) and pytest — then runs, in order: formatting and lint checks, the
@@ -23,10 +24,11 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 cargo --version
 
-step "system packages (apt): ovs-ofctl (a real OpenFlow client), ping"
+step "system packages (apt): ovs-ofctl and ovs-appctl (real OpenFlow and unixctl clients), ping, promtool"
 need=()
 command -v ovs-ofctl >/dev/null 2>&1 || need+=(openvswitch-switch)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
         apt-get update -qq

@@ -474,3 +474,6 @@ impl Daemon {
         self.runtime.halt()
     }
 }
+
+#[cfg(test)]
+mod tests;
