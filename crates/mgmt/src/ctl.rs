@@ -332,7 +332,7 @@ mod tests {
             if client.is_finished() {
                 break client.join().unwrap();
             }
-            rt.block_on(tokio::time::sleep(std::time::Duration::from_millis(10)));
+            rt.block_on(async { tokio::time::sleep(std::time::Duration::from_millis(10)).await });
         };
         task.abort();
         assert_eq!(ok, Ok("show x".into()));
