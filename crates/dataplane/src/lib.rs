@@ -16,6 +16,8 @@
 //! - [`link`]: a netlink watcher for link up/down events;
 //! - [`patch`]: in-process port pairs (patch links between bridges).
 //!
+//! [`capture`] writes what a port receives and sends as a pcapng file.
+//!
 //! Threads: [`threads`] (run-to-completion or RX/worker/TX over rings),
 //! [`dispatch`] (which worker gets a packet), [`flush`] (when partial
 //! bursts leave, idle back-off), [`wake`] (sleeping and waking, pinning),
@@ -24,6 +26,7 @@
 
 pub mod afpacket;
 pub mod afxdp;
+pub mod capture;
 pub mod dispatch;
 pub mod flush;
 pub mod link;

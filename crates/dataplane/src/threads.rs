@@ -64,6 +64,17 @@
 //! closed. Packets still on a ring toward a thread that no longer has the
 //! port count as `no_port`, like any later output to it.
 //!
+//! # Capture
+//!
+//! [`Threads::start_capture`] hands a [`Capture`] to every thread that
+//! reads or sends a port, through the mailboxes like a port change: its
+//! reader copies each burst it reads (before the pipeline), its senders
+//! copy what they hand to the port's `tx_burst` and push the copies of
+//! the packets the port took (see [`crate::capture`]). The thread keeps
+//! the capture as an `Option` in its own per-port state, so a port nobody
+//! captures costs one branch per burst and nothing per packet; a thread
+//! forgets a capture that has ended by itself (its frame limit reached).
+//!
 //! # Counters and the control side
 //!
 //! Dataplane threads never wait for a lock the control side can hold.
@@ -114,6 +125,7 @@ use std::sync::{Arc, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::capture::{Capture, Tap};
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::{Backoff, FlushPolicy, IdleStep};
 use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
@@ -466,6 +478,12 @@ enum Change {
     },
     /// Forget port `number` (no-op for a thread that does not have it).
     Remove(u32),
+    /// Copy what port `number` receives (its reader) and sends (its
+    /// senders) into `sink`; `None`: stop copying. Others ignore it.
+    Capture {
+        number: u32,
+        sink: Option<Arc<Capture>>,
+    },
 }
 
 /// Port changes waiting for one thread. The control side fills `queue`
@@ -746,6 +764,8 @@ struct TxPort {
     pending: Burst,
     first_at: Option<Instant>,
     drops: Arc<PortDropCells>,
+    /// A capture of what the port is handed, if one runs.
+    capture: Option<Tap>,
 }
 
 /// The sending side of a thread: a pending burst per port.
@@ -799,12 +819,37 @@ impl TxSide {
             return;
         }
         let pending = &mut p.pending;
-        if let Err(_e) = p.out.handle.with(|b| b.tx_burst(pending)) {
+        // Without a capture: this one branch per burst.
+        let sent = match &mut p.capture {
+            None => p.out.handle.with(|b| b.tx_burst(pending)).is_ok(),
+            Some(tap) => {
+                tap.sending(pending.pkts());
+                let before = pending.len();
+                let sent = p.out.handle.with(|b| b.tx_burst(pending)).is_ok();
+                if sent {
+                    let taken = before.saturating_sub(pending.len());
+                    if !tap.sent(taken) {
+                        p.capture = None;
+                    }
+                } else {
+                    tap.unsent();
+                }
+                sent
+            }
+        };
+        if !sent {
             bump(&p.drops.port_error, p.pending.len() as u64);
             p.pending.clear();
         }
         if p.pending.is_empty() {
             p.first_at = None;
+        }
+    }
+
+    /// Starts (`Some`) or stops copying what port `number` is handed.
+    fn set_capture(&mut self, number: u32, sink: Option<Arc<Capture>>) {
+        if let Some(p) = self.index.get(&number).and_then(|&i| self.ports.get_mut(i)) {
+            p.capture = sink.map(Tap::new);
         }
     }
 
@@ -856,6 +901,9 @@ impl TxSide {
             if left > 0 {
                 bump(&p.drops.tx_queue_full, left);
                 p.pending.clear();
+                if let Some(tap) = &mut p.capture {
+                    tap.unsent();
+                }
             }
         }
     }
@@ -927,6 +975,8 @@ struct PortRecord {
     reader: usize,
     /// The TX thread sending to it (split arrangement).
     tx: usize,
+    /// The capture its threads copy into, if one was started.
+    capture: Option<Arc<Capture>>,
 }
 
 /// A running set of dataplane threads.
@@ -998,6 +1048,7 @@ fn port_parts(
         },
         fdless,
         drops: drops.clone(),
+        capture: None,
     };
     let txs = senders
         .into_iter()
@@ -1014,6 +1065,7 @@ fn port_parts(
                 pending: Burst::with_limit(tx_write),
                 first_at: None,
                 drops: drops.clone(),
+                capture: None,
             }
         })
         .collect();
@@ -1022,6 +1074,7 @@ fn port_parts(
         slots,
         reader: 0,
         tx: 0,
+        capture: None,
     };
     Ok((rx, txs, record))
 }
@@ -1080,6 +1133,8 @@ struct RxPort {
     /// No descriptor to sleep on.
     fdless: bool,
     drops: Arc<PortDropCells>,
+    /// A capture of what the port receives, if one runs.
+    capture: Option<Tap>,
 }
 
 fn read_port(p: &mut RxPort, burst: &mut Burst) -> usize {
@@ -1093,6 +1148,12 @@ fn read_port(p: &mut RxPort, burst: &mut Burst) -> usize {
     };
     for pkt in burst.pkts_mut() {
         pkt.meta.in_port = p.number;
+    }
+    // Without a capture: this one branch per burst.
+    if let Some(tap) = &mut p.capture {
+        if n > 0 && !tap.received(burst.pkts()) {
+            p.capture = None;
+        }
     }
     n
 }
@@ -1494,6 +1555,9 @@ impl Threads {
     fn retire(&mut self, number: u32) {
         if let Some(r) = self.ports.remove(&number) {
             self.retired.add(&r.drops.read());
+            if let Some(c) = r.capture {
+                c.stop();
+            }
         }
     }
 
@@ -1541,6 +1605,88 @@ impl Threads {
         }
         self.retire(number);
         Ok(())
+    }
+
+    /// Starts copying what port `port` receives and sends into `sink`:
+    /// every thread that reads or sends the port gets it through its
+    /// mailbox, and once this returns every one of them has it. The
+    /// capture ends by itself at its frame limit, or by
+    /// [`Threads::stop_capture`], by removing the port, or by stopping the
+    /// threads; the control side writes it out with
+    /// [`Capture::drain_to`]. An unknown port is `NotFound`; a port whose
+    /// capture is still running is `AlreadyExists`; a thread that does
+    /// not answer within a few seconds is `TimedOut` (the capture is then
+    /// stopped).
+    pub fn start_capture(&mut self, port: u32, sink: Arc<Capture>) -> io::Result<()> {
+        let Some(r) = self.ports.get(&port) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no port {port}"),
+            ));
+        };
+        if r.capture.as_ref().is_some_and(|c| !c.is_finished()) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("port {port} is already being captured"),
+            ));
+        }
+        if !self.running() {
+            return Err(io::Error::other("the dataplane threads have stopped"));
+        }
+        if let Some(r) = self.ports.get_mut(&port) {
+            r.capture = Some(sink.clone());
+        }
+        let done = self.post_capture(port, Some(sink.clone()));
+        if done.is_err() {
+            self.stop_capture(port);
+        }
+        done
+    }
+
+    /// Stops the capture of port `port`, if one runs: no frame is taken
+    /// after this returns (the writer then writes what is queued and
+    /// ends), and the threads let go of it. Does nothing for a port
+    /// without a capture or an unknown one.
+    pub fn stop_capture(&mut self, port: u32) {
+        let Some(sink) = self.ports.get_mut(&port).and_then(|r| r.capture.take()) else {
+            return;
+        };
+        sink.stop();
+        if self.running() {
+            // A thread that is late lets go at its next burst anyway (the
+            // capture says it has ended).
+            let _ = self.post_capture(port, None);
+        }
+    }
+
+    /// Posts a capture change to the threads that read or send `number`
+    /// and waits for them.
+    fn post_capture(&mut self, number: u32, sink: Option<Arc<Capture>>) -> io::Result<()> {
+        let Some(r) = self.ports.get(&number) else {
+            return Ok(());
+        };
+        let (reader, x) = (r.reader, r.tx);
+        let change = || Change::Capture {
+            number,
+            sink: sink.clone(),
+        };
+        match self.mode {
+            ThreadMode::RunToCompletion => {
+                for ctl in &mut self.workers {
+                    ctl.post(change());
+                }
+                await_acks(self.workers.iter())
+            }
+            ThreadMode::RxWorkerTx => {
+                if let Some(ctl) = self.rx.get_mut(reader) {
+                    ctl.post(change());
+                }
+                if let Some(ctl) = self.tx.get_mut(x) {
+                    ctl.post(change());
+                }
+                await_acks(self.rx.get(reader).into_iter().chain(self.tx.get(x)))
+            }
+        }
     }
 
     /// Wakes every sleeping thread (after publishing new tables, so they
@@ -1631,6 +1777,12 @@ impl Threads {
                 let _ = h.join();
             }
         }
+        // What the threads flushed on their way out is in; writers end.
+        for r in self.ports.values() {
+            if let Some(c) = &r.capture {
+                c.stop();
+            }
+        }
     }
 }
 
@@ -1673,6 +1825,12 @@ impl RtcWorker {
                 Change::Remove(number) => {
                     self.rx.retain(|p| p.number != number);
                     self.tx.remove(number);
+                }
+                Change::Capture { number, sink } => {
+                    for p in self.rx.iter_mut().filter(|p| p.number == number) {
+                        p.capture = sink.clone().map(Tap::new);
+                    }
+                    self.tx.set_capture(number, sink);
                 }
                 Change::Route { .. } => {}
             }
@@ -1788,6 +1946,11 @@ impl RxThread {
                     self.ports.retain(|p| p.number != number);
                     self.drops.ports.remove(&number);
                 }
+                Change::Capture { number, sink } => {
+                    for p in self.ports.iter_mut().filter(|p| p.number == number) {
+                        p.capture = sink.clone().map(Tap::new);
+                    }
+                }
                 Change::Write(_) | Change::Route { .. } => {}
             }
         }
@@ -1895,7 +2058,7 @@ impl SplitWorker {
                     self.routes.remove(&number);
                     self.drops.ports.remove(&number);
                 }
-                Change::Read(_) | Change::Write(_) => {}
+                Change::Read(_) | Change::Write(_) | Change::Capture { .. } => {}
             }
         }
         self.side.inbox = inbox;
@@ -2006,6 +2169,7 @@ impl TxThread {
             match c {
                 Change::Write(p) => self.tx.add(p),
                 Change::Remove(number) => self.tx.remove(number),
+                Change::Capture { number, sink } => self.tx.set_capture(number, sink),
                 Change::Read(_) | Change::Route { .. } => {}
             }
         }

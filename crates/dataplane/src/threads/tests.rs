@@ -1,6 +1,7 @@
 //! Tests of the dataplane threads over patch and memory ports.
 
 use super::*;
+use crate::capture::Capture;
 use crate::memory::{MemoryGenerator, MemorySink};
 use crate::patch::{self, PatchPort};
 use crate::port::{LinkState, RxBurst, TxBurst};
@@ -796,4 +797,305 @@ fn threads_can_be_shared_by_the_control_side() {
     fn send<T: Send>() {}
     send::<Threads>();
     send::<ThreadStats>();
+}
+
+/// The frames of a capture file, as (direction flag, frame), checked for
+/// the header the spec asks for and whole frames.
+fn read_capture(bytes: &[u8], if_name: &str) -> Vec<(u32, Vec<u8>)> {
+    let f = crate::capture::read::parse(bytes);
+    assert_eq!(f.byte_order_magic, 0x1A2B_3C4D);
+    assert_eq!(f.version, (1, 0));
+    assert_eq!(f.linktype, 1, "Ethernet");
+    assert_eq!(f.if_name.as_deref(), Some(if_name));
+    assert_eq!(f.if_tsresol, Some(9));
+    let now = crate::capture::now_ns();
+    f.packets
+        .into_iter()
+        .map(|p| {
+            assert_eq!(p.interface, 0);
+            assert_eq!(p.cap_len as usize, p.data.len());
+            assert_eq!(p.orig_len, p.cap_len, "whole frames");
+            // Stamped in this run, in nanoseconds since 1970.
+            assert!(p.ts <= now && now - p.ts < 120_000_000_000, "{}", p.ts);
+            (p.flags.expect("epb_flags"), p.data)
+        })
+        .collect()
+}
+
+/// The SHB's first bytes, the way every reader checks them.
+fn check_magic(bytes: &[u8]) {
+    assert_eq!(bytes[..4], 0x0A0D_0D0Au32.to_le_bytes());
+    assert_eq!(bytes[8..12], 0x1A2B_3C4Du32.to_le_bytes());
+}
+
+/// Runs `drain_to` of `sink` on a thread; the join gives the counters and
+/// the file.
+fn writer_for(
+    sink: &Arc<Capture>,
+) -> std::thread::JoinHandle<(crate::capture::CaptureStats, Vec<u8>)> {
+    let sink = sink.clone();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let s = sink.drain_to(&mut out).unwrap();
+        (s, out)
+    })
+}
+
+/// The sequence numbers of `frames` that came from `src` (checking each
+/// is byte for byte the frame sent with that number).
+fn seqs_from(frames: &[(u32, Vec<u8>)], flag: u32, sent: &[Vec<u8>], src: u8) -> Vec<u32> {
+    frames
+        .iter()
+        .filter(|(f, _)| *f == flag)
+        .map(|(_, data)| {
+            let (from, seq) = seq_of(data);
+            assert_eq!(from, src, "direction {flag} holds a frame of {from}");
+            assert_eq!(data, &sent[seq as usize], "frame {seq} from {src}");
+            seq
+        })
+        .collect()
+}
+
+/// A capture of port 2 limited to 10 frames, while frames go 1 → 2 and
+/// 2 → 1 in lock step: exactly 10 frames, the first five each way, byte
+/// for byte, inbound for those port 2 received, outbound for those it
+/// sent; the traffic after them is not captured.
+fn capture_both_ways(mode: ThreadMode, workers: usize, late: bool) {
+    let (ports, mut a, mut b) = switch_ports();
+    let mut t = start_with(&cfg(mode, workers), ports, late, &mut |_| cross());
+    assert_eq!(
+        kind(t.start_capture(7, Arc::new(Capture::new("x")))),
+        Some(io::ErrorKind::NotFound)
+    );
+    let sink = Arc::new(Capture::new("sw2").with_count(10));
+    t.start_capture(2, sink.clone()).unwrap();
+    assert_eq!(
+        kind(t.start_capture(2, Arc::new(Capture::new("again")))),
+        Some(io::ErrorKind::AlreadyExists)
+    );
+    let writer = writer_for(&sink);
+    let to_b: Vec<Vec<u8>> = (0..8u32)
+        .map(|s| test_frame(1, s, 60 + s as usize))
+        .collect();
+    let to_a: Vec<Vec<u8>> = (0..8u32)
+        .map(|s| test_frame(2, s, 100 + 3 * s as usize))
+        .collect();
+    for (x, y) in to_b.iter().zip(&to_a) {
+        send_all(&mut a, vec![x.clone()]);
+        send_all(&mut b, vec![y.clone()]);
+        assert_eq!(
+            collect(&mut b, 1, Duration::from_secs(10)),
+            std::slice::from_ref(x)
+        );
+        assert_eq!(
+            collect(&mut a, 1, Duration::from_secs(10)),
+            std::slice::from_ref(y)
+        );
+    }
+    assert!(
+        eventually(Duration::from_secs(10), || sink.is_finished()),
+        "{mode:?}: {:?}",
+        sink.stats()
+    );
+    let (stats, file) = writer.join().unwrap();
+    check_magic(&file);
+    let frames = read_capture(&file, "sw2");
+    assert_eq!(frames.len(), 10, "{mode:?} {stats:?}");
+    assert_eq!((stats.captured, stats.written), (10, 10));
+    let inbound = seqs_from(&frames, 1, &to_a, 2);
+    let outbound = seqs_from(&frames, 2, &to_b, 1);
+    assert_eq!(inbound.len() + outbound.len(), 10, "flags 1 or 2 only");
+    if stats.dropped() == 0 {
+        assert_eq!(inbound, [0, 1, 2, 3, 4], "{mode:?}");
+        assert_eq!(outbound, [0, 1, 2, 3, 4], "{mode:?}");
+    } else {
+        // A frame lost to a busy queue is counted, and the rest stay in
+        // order.
+        eprintln!("{mode:?}: capture lost {:?}", stats);
+        assert!(inbound.windows(2).all(|w| w[0] < w[1]), "{inbound:?}");
+        assert!(outbound.windows(2).all(|w| w[0] < w[1]), "{outbound:?}");
+    }
+    // Finished by its limit: the threads have let go of it (at their next
+    // burst on the port) or do so now.
+    t.stop_capture(2);
+    assert!(eventually(Duration::from_secs(5), || Arc::strong_count(
+        &sink
+    ) == 1));
+    // A new capture can start; removing the port ends it.
+    let second = Arc::new(Capture::new("sw2"));
+    t.start_capture(2, second.clone()).unwrap();
+    let writer = writer_for(&second);
+    send_all(&mut a, vec![to_b[0].clone()]);
+    assert_eq!(collect(&mut b, 1, Duration::from_secs(10)).len(), 1);
+    t.remove_port(2).unwrap();
+    let (stats, file) = writer.join().unwrap();
+    assert_eq!(
+        read_capture(&file, "sw2"),
+        [(2, to_b[0].clone())],
+        "{stats:?}"
+    );
+    assert_eq!(Arc::strong_count(&second), 1);
+    t.stop();
+}
+
+#[test]
+fn run_to_completion_captures_exactly_what_a_port_receives_and_sends() {
+    capture_both_ways(ThreadMode::RunToCompletion, 1, false);
+    capture_both_ways(ThreadMode::RunToCompletion, 2, true);
+}
+
+#[test]
+fn split_threads_capture_exactly_what_a_port_receives_and_sends() {
+    capture_both_ways(ThreadMode::RxWorkerTx, 1, false);
+    capture_both_ways(ThreadMode::RxWorkerTx, 3, true);
+}
+
+/// A sink that takes one packet per `tx_burst` call and leaves the rest.
+struct OneAtATime(MemorySink);
+
+impl PortBackend for OneAtATime {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        self.0.rx_burst(out)
+    }
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        let mut one = Burst::with_limit(1);
+        if let Some(p) = pkts.drain_front(1).next() {
+            let _ = one.push(p);
+        }
+        self.0.tx_burst(&mut one)
+    }
+    fn link_state(&self) -> LinkState {
+        self.0.link_state()
+    }
+    fn stats(&self) -> PortCounters {
+        self.0.stats()
+    }
+}
+
+/// A port that takes its bursts piecemeal: each frame it sends is in the
+/// file once, in order, and nothing else is; stopping the capture ends
+/// the writer.
+#[test]
+fn a_frame_the_port_refuses_at_first_is_captured_once_when_it_leaves() {
+    for mode in [ThreadMode::RunToCompletion, ThreadMode::RxWorkerTx] {
+        let sink_port = MemorySink::new("slow").keeping(1000);
+        let seen = sink_port.handle();
+        let ports = vec![PortSpec::new(2, Box::new(OneAtATime(sink_port)))];
+        let mut t = Threads::start(&cfg(mode, 1), ports, &mut |_| cross()).unwrap();
+        let sink = Arc::new(Capture::new("slow").with_snaplen(40));
+        t.start_capture(2, sink.clone()).unwrap();
+        let writer = writer_for(&sink);
+        let n = 300u32;
+        let frames: Vec<Vec<u8>> = (0..n).map(|s| test_frame(1, s, 64)).collect();
+        let gen = MemoryGenerator::new("gen", frames.clone()).with_limit(u64::from(n));
+        t.add_port(PortSpec::new(1, Box::new(gen))).unwrap();
+        assert!(
+            eventually(Duration::from_secs(20), || seen.packets() == u64::from(n)),
+            "{mode:?}: {}",
+            seen.packets()
+        );
+        assert_eq!(seen.kept(), frames);
+        t.stop_capture(2);
+        let (stats, file) = writer.join().unwrap();
+        let f = crate::capture::read::parse(&file);
+        assert_eq!(f.snaplen, 40);
+        assert_eq!(f.packets.len() as u64, stats.captured, "{stats:?}");
+        assert_eq!(stats.captured + stats.dropped(), u64::from(n), "{stats:?}");
+        let mut last = None;
+        for p in &f.packets {
+            assert_eq!(p.flags, Some(2));
+            assert_eq!((p.cap_len, p.orig_len), (40, 64));
+            let seq = seq_of(&p.data).1;
+            assert_eq!(p.data[..], frames[seq as usize][..40]);
+            assert!(last < Some(seq), "{last:?} then {seq}");
+            last = Some(seq);
+        }
+        if stats.dropped() == 0 {
+            assert_eq!(last, Some(n - 1));
+        }
+        t.stop();
+        assert_eq!(Arc::strong_count(&sink), 1);
+    }
+}
+
+/// A capture running when the threads stop ends with them.
+#[test]
+fn stopping_the_threads_ends_a_capture() {
+    let (ports, _a, _b) = switch_ports();
+    let mut t = Threads::start(&cfg(ThreadMode::RxWorkerTx, 1), ports, &mut |_| cross()).unwrap();
+    let sink = Arc::new(Capture::new("sw1"));
+    t.start_capture(1, sink.clone()).unwrap();
+    let writer = writer_for(&sink);
+    t.halt();
+    let (stats, file) = writer.join().unwrap();
+    assert_eq!(stats, crate::capture::CaptureStats::default());
+    check_magic(&file);
+    assert!(read_capture(&file, "sw1").is_empty());
+    assert_eq!(
+        t.start_capture(1, Arc::new(Capture::new("sw1")))
+            .err()
+            .map(|e| e.kind()),
+        Some(io::ErrorKind::Other)
+    );
+}
+
+/// Where tshark or tcpdump is installed, it reads a capture file of ours.
+#[test]
+fn an_independent_reader_reads_the_file() {
+    let tool = ["tshark", "tcpdump"].into_iter().find(|t| {
+        std::process::Command::new(t)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(tool) = tool else {
+        eprintln!("skipping: neither tshark nor tcpdump is installed");
+        return;
+    };
+    let (ports, mut a, mut b) = switch_ports();
+    let mut t = Threads::start(&cfg(ThreadMode::RunToCompletion, 1), ports, &mut |_| {
+        cross()
+    })
+    .unwrap();
+    let sink = Arc::new(Capture::new("sw2").with_count(4));
+    t.start_capture(2, sink.clone()).unwrap();
+    let writer = writer_for(&sink);
+    for s in 0..2 {
+        send_all(&mut a, vec![test_frame(1, s, 60)]);
+        assert_eq!(collect(&mut b, 1, Duration::from_secs(10)).len(), 1);
+        send_all(&mut b, vec![test_frame(2, s, 70)]);
+        assert_eq!(collect(&mut a, 1, Duration::from_secs(10)).len(), 1);
+    }
+    let (stats, file) = writer.join().unwrap();
+    t.stop();
+    let path = std::env::temp_dir().join(format!("fulmar-capture-{}.pcapng", std::process::id()));
+    std::fs::write(&path, &file).unwrap();
+    let out = match tool {
+        "tshark" => std::process::Command::new(tool)
+            .args(["-n", "-r"])
+            .arg(&path)
+            .args(["-T", "fields", "-e", "frame.len", "-e", "frame.p2p_dir"])
+            .output(),
+        _ => std::process::Command::new(tool)
+            .args(["-n", "-r"])
+            .arg(&path)
+            .output(),
+    }
+    .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.lines().count() as u64,
+        stats.captured,
+        "{tool}: {text}"
+    );
+    assert_eq!(stats.captured, 4);
 }
