@@ -27,14 +27,18 @@ pub struct CtlArgs {
     pub command: Vec<String>,
 }
 
-/// Which argument of a command is a file the switch reads or writes.
+/// Which positional argument of a command is a file the switch reads or
+/// writes.
 fn file_arg(command: &str) -> Option<usize> {
     match command {
         "load" | "check" | "save" => Some(0),
-        "add-flows" => Some(1),
+        "add-flows" | "capture" => Some(1),
         _ => None,
     }
 }
+
+/// Options that take a value (their value is not a positional argument).
+const VALUED: &[&str] = &["--count", "--seconds"];
 
 fn absolute(p: &str) -> String {
     let path = Path::new(p);
@@ -52,9 +56,25 @@ pub fn run(args: &CtlArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("give a command (fulmar ctl list-commands)");
     };
     let mut params: Vec<String> = rest.to_vec();
-    if let Some(i) = file_arg(method) {
-        if let Some(p) = params.get_mut(i) {
-            *p = absolute(p);
+    if let Some(want) = file_arg(method) {
+        let mut positional = 0;
+        let mut skip = false;
+        for p in params.iter_mut() {
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if VALUED.contains(&p.as_str()) {
+                skip = true;
+                continue;
+            }
+            if p.starts_with("--") {
+                continue;
+            }
+            if positional == want {
+                *p = absolute(p);
+                break;
+            }
+            positional += 1;
         }
     }
     match mgmt::ctl::call(&args.socket, method, &params) {

@@ -130,6 +130,28 @@ fn need<'a>(params: &'a [String], i: usize, what: &str) -> Result<&'a str, Strin
         .ok_or_else(|| format!("missing {what}"))
 }
 
+/// Takes `--name VALUE` out of `params`.
+fn option(params: &[String], name: &str) -> Result<(Option<String>, Vec<String>), String> {
+    let mut rest = Vec::new();
+    let mut value = None;
+    let mut it = params.iter();
+    while let Some(p) = it.next() {
+        if p == name {
+            value = Some(it.next().cloned().ok_or(format!("{name} needs a value"))?);
+        } else {
+            rest.push(p.clone());
+        }
+    }
+    Ok((value, rest))
+}
+
+fn number(v: Option<String>, name: &str, default: u64) -> Result<u64, String> {
+    v.map_or(Ok(default), |v| {
+        v.parse()
+            .map_err(|_| format!("{name} {v:?}: expected a number"))
+    })
+}
+
 fn json<T: serde::Serialize>(v: &T) -> Result<String, String> {
     serde_json::to_string_pretty(v).map_err(|e| e.to_string())
 }
@@ -355,6 +377,45 @@ impl Ctl {
         Ok(s)
     }
 
+    /// Writes a pcapng of what a port receives and sends, until `--count`
+    /// frames (default 100) or `--seconds` (default 60) pass.
+    fn capture(&self, params: &[String]) -> Result<String, String> {
+        let (count, params) = option(params, "--count")?;
+        let (seconds, params) = option(&params, "--seconds")?;
+        let count = number(count, "--count", 100)?;
+        let seconds = number(seconds, "--seconds", 60)?;
+        let port = need(&params, 0, "port (an interface, or BR:PORT)")?;
+        let path = need(&params, 1, "file")?;
+        let rt = self.daemon.runtime();
+        let (bridge, no, name) = rt
+            .find_port(port)
+            .ok_or_else(|| format!("no port {port:?} (an interface name, or BRIDGE:NUMBER)"))?;
+        let file = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
+        let cap = Arc::new(dataplane::capture::Capture::new(name.clone()).with_count(count));
+        rt.start_capture(&bridge, no, cap.clone())
+            .map_err(|e| e.to_string())?;
+        let timer = {
+            let cap = cap.clone();
+            std::thread::spawn(move || {
+                let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+                while !cap.is_finished() && std::time::Instant::now() < end {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                cap.stop();
+            })
+        };
+        let mut out = std::io::BufWriter::new(file);
+        let stats = cap.drain_to(&mut out);
+        rt.stop_capture(&bridge, no);
+        let _ = timer.join();
+        let stats = stats.map_err(|e| format!("{path}: {e}"))?;
+        Ok(format!(
+            "{} frames of {name} (bridge {bridge} port {no}) written to {path}; {} lost\n",
+            stats.written,
+            stats.dropped()
+        ))
+    }
+
     fn memory(&self) -> Result<String, String> {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let field = |k: &str| {
@@ -492,6 +553,7 @@ impl Handler for Ctl {
             "dump-meters" => self.dump_meters(params),
             "trace" => self.trace(params),
             "stats" => self.stats(params),
+            "capture" => self.capture(params),
             "memory" => self.memory(),
             "log-level" => {
                 if params.is_empty() {

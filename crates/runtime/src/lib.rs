@@ -493,6 +493,44 @@ impl Runtime {
         Some(self.bridge(bridge)?.control().dp.state.tables.len())
     }
 
+    /// The bridge and port number of an interface (`IF`), or of `BR:NUM`.
+    pub fn find_port(&self, name: &str) -> Option<(String, u32, String)> {
+        if let Some((br, no)) = name.split_once(':') {
+            if let (Some(b), Ok(no)) = (self.bridge(br), no.parse::<u32>()) {
+                let e = b.port_entries().get(&no).cloned()?;
+                return Some((b.name.clone(), no, e.interface));
+            }
+        }
+        self.all().into_iter().find_map(|b| {
+            let ports = b.port_entries();
+            let (no, e) = ports.iter().find(|(_, e)| e.interface == name)?;
+            Some((b.name.clone(), *no, e.interface.clone()))
+        })
+    }
+
+    /// Starts copying what port `port` of `bridge` receives and sends into
+    /// `sink` (see [`dataplane::capture`]).
+    pub fn start_capture(
+        &self,
+        bridge: &str,
+        port: u32,
+        sink: Arc<dataplane::capture::Capture>,
+    ) -> Result<(), RuntimeError> {
+        let b = self.need(bridge)?;
+        let r = b.threads().start_capture(port, sink);
+        r.map_err(|error| RuntimeError::Threads {
+            bridge: bridge.to_string(),
+            error,
+        })
+    }
+
+    /// Stops a capture [`Runtime::start_capture`] started.
+    pub fn stop_capture(&self, bridge: &str, port: u32) {
+        if let Some(b) = self.bridge(bridge) {
+            b.threads().stop_capture(port);
+        }
+    }
+
     /// Housekeeping, about once a second: collects the workers' counters
     /// and removes flows whose idle or hard timeout passed (publishing the
     /// tables when some were removed). Returns how many were removed. The
