@@ -10,7 +10,7 @@ use std::io::Write;
 
 use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::packet_in::packet_in_reason;
-use ofp::{FlowMod, Match, Oxm, OxmField, OxmValue};
+use ofp::{Match, Oxm, OxmField, OxmValue};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
 use pipeline::datapath::{BurstOutput, Datapath, TraceEvent};
@@ -91,17 +91,7 @@ fn key_match(k: &FlowKey) -> Match {
 }
 
 fn entry_text(e: &FlowEntry) -> String {
-    flowtext::format_flow(&FlowMod {
-        table_id: e.table_id,
-        priority: e.priority,
-        cookie: e.cookie,
-        idle_timeout: e.idle_timeout,
-        hard_timeout: e.hard_timeout,
-        flags: e.flags,
-        match_: e.match_.clone(),
-        instructions: e.instructions.clone(),
-        ..FlowMod::default()
-    })
+    flowtext::format_flow(&e.to_flow_mod())
 }
 
 pub fn print_json(out: &BurstOutput, w: &mut impl Write) -> std::io::Result<()> {

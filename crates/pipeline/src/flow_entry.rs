@@ -139,6 +139,22 @@ impl FlowEntry {
         self.flags & flow_mod_flags::SEND_FLOW_REM != 0
     }
 
+    /// The entry as the FLOW_MOD (ADD) that installs it: what flow text
+    /// prints (`fulmar trace`, reports, `fulmar ctl`).
+    pub fn to_flow_mod(&self) -> ofp::FlowMod {
+        ofp::FlowMod {
+            table_id: self.table_id,
+            priority: self.priority,
+            cookie: self.cookie,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            flags: self.flags,
+            match_: self.match_.clone(),
+            instructions: self.instructions.clone(),
+            ..ofp::FlowMod::default()
+        }
+    }
+
     /// The FLOW_REMOVED content for this entry leaving at `now`.
     pub fn removed_event(&self, reason: RemovalReason, now: Time) -> FlowRemoved {
         let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);

@@ -67,6 +67,9 @@ pub(crate) struct BridgeRt {
     pub(crate) events: Arc<OnceLock<EventSender>>,
     /// The learning switch the workers use while the bridge is standalone.
     pub(crate) standalone: Arc<standalone::Standalone>,
+    /// A controller channel is open (set by the bridge's agent; read by
+    /// the workers before they hand over packet-ins).
+    pub(crate) controller_up: Arc<std::sync::atomic::AtomicBool>,
     pub(crate) epoch: Instant,
     pub(crate) mode: &'static str,
 }
@@ -238,6 +241,9 @@ impl BridgeRt {
         }
         let mut workers = Vec::new();
         let events: Arc<OnceLock<EventSender>> = Arc::default();
+        // Up until an agent says otherwise (Controllers::attach follows
+        // its channels): whoever takes the events directly gets them all.
+        let controller_up = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let standalone = Arc::new(standalone::Standalone::new(
             entries.keys().copied().collect(),
         ));
@@ -245,6 +251,7 @@ impl BridgeRt {
         let threads = Threads::start(&tcfg, specs, &mut |i| {
             let shared = Arc::new(WorkerShared {
                 events: events.clone(),
+                controller_up: controller_up.clone(),
                 standalone: standalone.clone(),
                 ..WorkerShared::default()
             });
@@ -289,6 +296,7 @@ impl BridgeRt {
             ports: Mutex::new(entries),
             events,
             standalone,
+            controller_up,
             epoch,
             mode: mode_name(&tcfg),
         })

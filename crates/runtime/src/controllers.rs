@@ -78,7 +78,8 @@ pub struct ControllerOptions {
 
 /// The agents of every bridge.
 pub struct Controllers {
-    tokio: tokio::runtime::Runtime,
+    /// Always `Some` until dropped (see the `Drop` impl).
+    tokio: Option<tokio::runtime::Runtime>,
     opts: ControllerOptions,
     bridges: Mutex<HashMap<String, BridgeAgent>>,
 }
@@ -99,15 +100,21 @@ impl Controllers {
             .enable_all()
             .build()?;
         Ok(Controllers {
-            tokio,
+            tokio: Some(tokio),
             opts,
             bridges: Mutex::new(HashMap::new()),
         })
     }
 
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.tokio
+            .as_ref()
+            .expect("the runtime lives until Controllers is dropped")
+    }
+
     /// The runtime the agents run on (management modules run there too).
     pub fn handle(&self) -> tokio::runtime::Handle {
-        self.tokio.handle().clone()
+        self.rt().handle().clone()
     }
 
     fn map(&self) -> MutexGuard<'_, HashMap<String, BridgeAgent>> {
@@ -126,12 +133,24 @@ impl Controllers {
         let sw = rt
             .switch(&br.name, tx)
             .ok_or_else(|| RuntimeError::Change(format!("bridge {} is not running", br.name)))?;
-        let _enter = self.tokio.enter();
+        let _enter = self.rt().enter();
         let agent = Agent::new(Arc::new(sw), config);
-        let tasks = vec![
+        let mut tasks = vec![
             agent.spawn_events(rx),
             agent.spawn_housekeeping(Duration::from_secs(1)),
         ];
+        if let Some(up) = rt.controller_flag(&br.name) {
+            let mut connected = agent.controllers().subscribe();
+            tasks.push(self.rt().spawn(async move {
+                loop {
+                    let n = *connected.borrow_and_update();
+                    up.store(n > 0, std::sync::atomic::Ordering::Relaxed);
+                    if connected.changed().await.is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
         let mgmt = match &self.opts.mgmt_dir {
             Some(dir) => {
                 let mut path = dir.join(format!("{}.mgmt", br.name));
@@ -149,7 +168,7 @@ impl Controllers {
                     path = own;
                 }
                 let h = self
-                    .tokio
+                    .rt()
                     .block_on(agent.listen_unix(&path, self.opts.mgmt_perms.clone()))
                     .map_err(|e| {
                         RuntimeError::Change(format!(
@@ -179,7 +198,7 @@ impl Controllers {
     /// Stops bridge `bridge`'s agent and closes its channels.
     pub fn detach(&self, bridge: &str) {
         if let Some(b) = self.map().remove(bridge) {
-            let _enter = self.tokio.enter();
+            let _enter = self.rt().enter();
             b.stop();
         }
     }
@@ -194,7 +213,7 @@ impl Controllers {
         controllers: &[datastore::Controller],
         fail_mode: FailMode,
     ) -> Result<(), RuntimeError> {
-        let _enter = self.tokio.enter();
+        let _enter = self.rt().enter();
         let mut map = self.map();
         let b = map
             .get_mut(bridge)
@@ -211,7 +230,7 @@ impl Controllers {
                 .parse()
                 .map_err(|e| RuntimeError::Change(format!("bridge {bridge}: {e}")))?;
             let h = if target.passive {
-                match self.tokio.block_on(b.agent.listen(&target)) {
+                match self.rt().block_on(b.agent.listen(&target)) {
                     Ok((addr, h)) => {
                         let addr = addr.to_string();
                         eprintln!("fulmar: bridge {bridge} listening for controllers on {addr}");
@@ -250,7 +269,7 @@ impl Controllers {
         match (follow, b.follow.is_some()) {
             (true, false) => {
                 if let Some(sa) = sa {
-                    b.follow = Some(self.tokio.spawn(crate::standalone::follow_controllers(
+                    b.follow = Some(self.rt().spawn(crate::standalone::follow_controllers(
                         b.agent.clone(),
                         sa,
                         bridge.to_string(),
@@ -302,9 +321,20 @@ impl Controllers {
     /// ends when this is dropped).
     pub fn stop_all(&self) {
         let all: Vec<_> = self.map().drain().map(|(_, b)| b).collect();
-        let _enter = self.tokio.enter();
+        let _enter = self.rt().enter();
         for b in all {
             b.stop();
+        }
+    }
+}
+
+impl Drop for Controllers {
+    /// The last holder of the daemon may be a task on this very runtime
+    /// (a control connection answering `exit`): a runtime cannot be
+    /// dropped from inside itself, so it is shut down in the background.
+    fn drop(&mut self) {
+        if let Some(rt) = self.tokio.take() {
+            rt.shutdown_background();
         }
     }
 }

@@ -465,6 +465,13 @@ impl Runtime {
         Some(openflow::BridgeSwitch::new(b))
     }
 
+    /// The flag that tells a bridge's workers whether a controller channel
+    /// is open (packet-ins are handed to the agent only then; counted as
+    /// `packet_in_unsent` otherwise). Up until someone follows it.
+    pub fn controller_flag(&self, bridge: &str) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+        Some(self.bridge(bridge)?.controller_up.clone())
+    }
+
     /// A bridge as an OpenFlow switch for management (`fulmar ctl
     /// add-flow` takes the controllers' path); events stay with the agent.
     pub fn bridge_switch(&self, bridge: &str) -> Option<openflow::BridgeSwitch> {

@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 
 use dataplane::threads::{ThreadDrops, ThreadStats};
 use dataplane::PortCounters;
-use ofp::FlowMod;
 use serde::Serialize;
 
 use crate::bridge::BridgeRt;
@@ -251,17 +250,7 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
 /// An entry in `ovs-ofctl` syntax with its counters.
 pub(crate) fn flow_line(e: &pipeline::FlowEntry) -> FlowLine {
     FlowLine {
-        text: flowtext::format_flow(&FlowMod {
-            table_id: e.table_id,
-            priority: e.priority,
-            cookie: e.cookie,
-            idle_timeout: e.idle_timeout,
-            hard_timeout: e.hard_timeout,
-            flags: e.flags,
-            match_: e.match_.clone(),
-            instructions: e.instructions.clone(),
-            ..FlowMod::default()
-        }),
+        text: flowtext::format_flow(&e.to_flow_mod()),
         packets: e.packet_count,
         bytes: e.byte_count,
     }

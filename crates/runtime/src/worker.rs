@@ -50,7 +50,7 @@
 //! shared per-worker slot every [`SYNC_EVERY`] with `try_lock` (the control
 //! side reads the slots; a worker never waits for it) and summed on read.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -75,6 +75,9 @@ pub struct WorkerShared {
     pub packet_ins: AtomicU64,
     /// The agent's event queue, once one runs (read without locking).
     pub events: Arc<OnceLock<crate::EventSender>>,
+    /// Whether a controller channel is open now: packet-ins go to the
+    /// agent only then, and are counted as `packet_in_unsent` otherwise.
+    pub controller_up: Arc<AtomicBool>,
     /// The latest counter hand-over the control side asked for: a statistics
     /// request must see every packet forwarded before it, not a view up to
     /// [`SYNC_EVERY`] old.
@@ -211,7 +214,11 @@ impl BurstProcessor for PipelineWorker {
         }
         if !self.out.packet_ins.is_empty() {
             let mut lost = 0;
-            let tx = self.shared.events.get();
+            let tx = self
+                .shared
+                .events
+                .get()
+                .filter(|_| self.shared.controller_up.load(Ordering::Relaxed));
             for pi in self.out.packet_ins.drain(..) {
                 let sent = tx
                     .is_some_and(|t| t.try_send(agent::SwitchEvent::PacketIn(pi.message)).is_ok());
