@@ -367,6 +367,14 @@ impl Ctl {
                     }
                 );
             }
+            let (hits, misses) = r.flow_cache;
+            if hits + misses > 0 {
+                let _ = writeln!(
+                    s,
+                    "  flow cache: hits {hits}, misses {misses} ({:.1}% hit)",
+                    100.0 * hits as f64 / (hits + misses) as f64
+                );
+            }
             for (id, active, lookups, matched) in &r.tables {
                 let _ = writeln!(
                     s,

@@ -88,6 +88,9 @@ pub struct BridgeReport {
     pub flows: usize,
     /// Per table: (table, active entries, lookups, matched).
     pub tables: Vec<(u8, u64, u64, u64)>,
+    /// The workers' flow cache: lookups it answered and those it did not
+    /// (both 0 while table 0 needs no cache).
+    pub flow_cache: (u64, u64),
     /// The busiest flows (most packets first).
     pub top_flows: Vec<FlowLine>,
     /// The learning switch is active now (fail mode standalone, no
@@ -209,6 +212,10 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
         .iter()
         .map(|w| w.packet_ins.load(std::sync::atomic::Ordering::Relaxed))
         .sum();
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let flow_cache = b.workers.iter().fold((0, 0), |(h, m), w| {
+        (h + load(&w.cache_hits), m + load(&w.cache_misses))
+    });
     let mut drops = named_drops(&pc, &ports, &drops, pins, &sa);
     if !zeros {
         drops.retain(|(_, n)| *n > 0);
@@ -241,6 +248,7 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
         drops,
         flows,
         tables,
+        flow_cache,
         top_flows: top_entries.iter().map(flow_line).collect(),
         standalone_active: b.standalone.is_active(),
         standalone: (sa.forwarded, sa.flooded),

@@ -85,6 +85,11 @@ pub struct WorkerShared {
     /// The latest request the worker has answered (its counters are in
     /// `counters`).
     pub sync_done: AtomicU64,
+    /// The flow cache's hits and misses so far (stored at each counter
+    /// hand-over).
+    pub cache_hits: AtomicU64,
+    /// See `cache_hits`.
+    pub cache_misses: AtomicU64,
     /// The bridge's learning switch, used instead of the pipeline while
     /// active (fail mode standalone, no controller).
     pub standalone: Arc<crate::standalone::Standalone>,
@@ -135,6 +140,9 @@ impl PipelineWorker {
     }
 
     fn sync(&mut self, force: bool) {
+        let cs = self.ws.cache_stats();
+        self.shared.cache_hits.store(cs.hits, Ordering::Relaxed);
+        self.shared.cache_misses.store(cs.misses, Ordering::Relaxed);
         let c = self.ws.take_counters();
         self.pending.merge(&c);
         let slot = if force {
