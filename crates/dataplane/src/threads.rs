@@ -601,9 +601,21 @@ struct ThreadSide {
 }
 
 impl ThreadSide {
-    /// Takes the waiting changes, if any (then `inbox` holds them).
-    fn take_mail(&mut self) -> bool {
-        self.mail.has_mail() && self.mail.take(&mut self.inbox)
+    /// Hands each waiting change to `apply` (one atomic load when there is
+    /// none) and returns how many there were, for the caller to ack once
+    /// it is ready; `None` when there were none. The inbox's storage is
+    /// kept for the next changes.
+    fn drain_mail(&mut self, mut apply: impl FnMut(Change)) -> Option<usize> {
+        if !(self.mail.has_mail() && self.mail.take(&mut self.inbox)) {
+            return None;
+        }
+        let mut inbox = std::mem::take(&mut self.inbox);
+        let n = inbox.len();
+        for c in inbox.drain(..) {
+            apply(c);
+        }
+        self.inbox = inbox;
+        Some(n)
     }
 }
 
@@ -1813,29 +1825,23 @@ impl RtcWorker {
 
     /// Applies waiting port changes, if any (one atomic load if none).
     fn take_changes(&mut self) {
-        if !self.side.take_mail() {
-            return;
-        }
-        let mut inbox = std::mem::take(&mut self.side.inbox);
-        let n = inbox.len();
-        for c in inbox.drain(..) {
-            match c {
-                Change::Read(p) => self.rx.push(p),
-                Change::Write(p) => self.tx.add(p),
-                Change::Remove(number) => {
-                    self.rx.retain(|p| p.number != number);
-                    self.tx.remove(number);
-                }
-                Change::Capture { number, sink } => {
-                    for p in self.rx.iter_mut().filter(|p| p.number == number) {
-                        p.capture = sink.clone().map(Tap::new);
-                    }
-                    self.tx.set_capture(number, sink);
-                }
-                Change::Route { .. } => {}
+        let Some(n) = self.side.drain_mail(|c| match c {
+            Change::Read(p) => self.rx.push(p),
+            Change::Write(p) => self.tx.add(p),
+            Change::Remove(number) => {
+                self.rx.retain(|p| p.number != number);
+                self.tx.remove(number);
             }
-        }
-        self.side.inbox = inbox;
+            Change::Capture { number, sink } => {
+                for p in self.rx.iter_mut().filter(|p| p.number == number) {
+                    p.capture = sink.clone().map(Tap::new);
+                }
+                self.tx.set_capture(number, sink);
+            }
+            Change::Route { .. } => {}
+        }) else {
+            return;
+        };
         self.plan = IdlePlan::of(&mut self.rx, &self.cfg);
         self.side.mail.ack(n);
     }
@@ -1926,35 +1932,29 @@ impl RxThread {
 
     /// Applies waiting port changes, if any (one atomic load if none).
     fn take_changes(&mut self) {
-        if !self.side.take_mail() {
-            return;
-        }
-        let mut inbox = std::mem::take(&mut self.side.inbox);
-        let n = inbox.len();
-        for c in inbox.drain(..) {
-            match c {
-                Change::Read(p) => {
-                    self.drops.ports.insert(p.number, p.drops.clone());
-                    self.ports.push(p);
-                }
-                Change::Remove(number) => {
-                    // Staged packets of the port go on (or count against
-                    // it) before its cells leave the map.
-                    for s in &mut self.outs {
-                        s.flush(&self.drops);
-                    }
-                    self.ports.retain(|p| p.number != number);
-                    self.drops.ports.remove(&number);
-                }
-                Change::Capture { number, sink } => {
-                    for p in self.ports.iter_mut().filter(|p| p.number == number) {
-                        p.capture = sink.clone().map(Tap::new);
-                    }
-                }
-                Change::Write(_) | Change::Route { .. } => {}
+        let Some(n) = self.side.drain_mail(|c| match c {
+            Change::Read(p) => {
+                self.drops.ports.insert(p.number, p.drops.clone());
+                self.ports.push(p);
             }
-        }
-        self.side.inbox = inbox;
+            Change::Remove(number) => {
+                // Staged packets of the port go on (or count against
+                // it) before its cells leave the map.
+                for s in &mut self.outs {
+                    s.flush(&self.drops);
+                }
+                self.ports.retain(|p| p.number != number);
+                self.drops.ports.remove(&number);
+            }
+            Change::Capture { number, sink } => {
+                for p in self.ports.iter_mut().filter(|p| p.number == number) {
+                    p.capture = sink.clone().map(Tap::new);
+                }
+            }
+            Change::Write(_) | Change::Route { .. } => {}
+        }) else {
+            return;
+        };
         self.plan = IdlePlan::of(&mut self.ports, &self.cfg);
         self.side.mail.ack(n);
     }
@@ -2038,30 +2038,24 @@ struct SplitWorker {
 impl SplitWorker {
     /// Applies waiting port changes, if any (one atomic load if none).
     fn take_changes(&mut self) {
-        if !self.side.take_mail() {
-            return;
-        }
-        let mut inbox = std::mem::take(&mut self.side.inbox);
-        let n = inbox.len();
-        for c in inbox.drain(..) {
-            match c {
-                Change::Route { number, tx, drops } => {
-                    self.routes.insert(number, tx);
-                    self.drops.ports.insert(number, drops);
-                }
-                Change::Remove(number) => {
-                    // Staged packets for the port go on (or count against
-                    // it) before the route goes.
-                    for s in &mut self.outs {
-                        s.flush(&self.drops);
-                    }
-                    self.routes.remove(&number);
-                    self.drops.ports.remove(&number);
-                }
-                Change::Read(_) | Change::Write(_) | Change::Capture { .. } => {}
+        let Some(n) = self.side.drain_mail(|c| match c {
+            Change::Route { number, tx, drops } => {
+                self.routes.insert(number, tx);
+                self.drops.ports.insert(number, drops);
             }
-        }
-        self.side.inbox = inbox;
+            Change::Remove(number) => {
+                // Staged packets for the port go on (or count against
+                // it) before the route goes.
+                for s in &mut self.outs {
+                    s.flush(&self.drops);
+                }
+                self.routes.remove(&number);
+                self.drops.ports.remove(&number);
+            }
+            Change::Read(_) | Change::Write(_) | Change::Capture { .. } => {}
+        }) else {
+            return;
+        };
         self.side.mail.ack(n);
     }
 
@@ -2160,20 +2154,14 @@ impl TxThread {
 
     /// Applies waiting port changes, if any (one atomic load if none).
     fn take_changes(&mut self) {
-        if !self.side.take_mail() {
+        let Some(n) = self.side.drain_mail(|c| match c {
+            Change::Write(p) => self.tx.add(p),
+            Change::Remove(number) => self.tx.remove(number),
+            Change::Capture { number, sink } => self.tx.set_capture(number, sink),
+            Change::Read(_) | Change::Route { .. } => {}
+        }) else {
             return;
-        }
-        let mut inbox = std::mem::take(&mut self.side.inbox);
-        let n = inbox.len();
-        for c in inbox.drain(..) {
-            match c {
-                Change::Write(p) => self.tx.add(p),
-                Change::Remove(number) => self.tx.remove(number),
-                Change::Capture { number, sink } => self.tx.set_capture(number, sink),
-                Change::Read(_) | Change::Route { .. } => {}
-            }
-        }
-        self.side.inbox = inbox;
+        };
         self.side.mail.ack(n);
     }
 
