@@ -192,6 +192,15 @@ impl Ctl {
             .ok_or_else(|| format!("no bridge named {bridge:?}"))
     }
 
+    /// A multipart request to a bridge, answered as a controller's would be.
+    fn multipart(
+        &self,
+        bridge: &str,
+        req: &MultipartRequestBody,
+    ) -> Result<MultipartReplyBody, String> {
+        self.switch(bridge)?.multipart(req).map_err(of_error)
+    }
+
     /// Runs flow-mods through the bridge's OpenFlow path and waits for
     /// the workers (a barrier), as a controller's would.
     fn flow_mods(&self, bridge: &str, mods: &[FlowMod]) -> Result<String, String> {
@@ -230,8 +239,7 @@ impl Ctl {
             cookie_mask: fm.cookie_mask,
             match_: fm.match_,
         });
-        let sw = self.switch(bridge)?;
-        let MultipartReplyBody::Flow { stats } = sw.multipart(&req).map_err(of_error)? else {
+        let MultipartReplyBody::Flow { stats } = self.multipart(bridge, &req)? else {
             return Err("unexpected reply".into());
         };
         let mut s = String::new();
@@ -260,10 +268,9 @@ impl Ctl {
     }
 
     fn dump_groups(&self, params: &[String]) -> Result<String, String> {
-        let sw = self.switch(need(params, 0, "bridge")?)?;
-        let MultipartReplyBody::GroupDesc { groups } = sw
-            .multipart(&MultipartRequestBody::GroupDesc)
-            .map_err(of_error)?
+        let bridge = need(params, 0, "bridge")?;
+        let MultipartReplyBody::GroupDesc { groups } =
+            self.multipart(bridge, &MultipartRequestBody::GroupDesc)?
         else {
             return Err("unexpected reply".into());
         };
@@ -281,13 +288,11 @@ impl Ctl {
     }
 
     fn dump_meters(&self, params: &[String]) -> Result<String, String> {
-        let sw = self.switch(need(params, 0, "bridge")?)?;
-        let MultipartReplyBody::MeterConfig { configs } = sw
-            .multipart(&MultipartRequestBody::MeterConfig {
-                meter_id: ofp::consts::meter_no::ALL,
-            })
-            .map_err(of_error)?
-        else {
+        let bridge = need(params, 0, "bridge")?;
+        let all = MultipartRequestBody::MeterConfig {
+            meter_id: ofp::consts::meter_no::ALL,
+        };
+        let MultipartReplyBody::MeterConfig { configs } = self.multipart(bridge, &all)? else {
             return Err("unexpected reply".into());
         };
         let mut s = String::new();
