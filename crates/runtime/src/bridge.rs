@@ -451,22 +451,6 @@ impl BridgeRt {
         }
     }
 
-    /// OpenFlow port statistics of every port, as a PORT_STATS request
-    /// answers them (counters collected first).
-    pub(crate) fn port_stats(&self) -> Vec<ofp::stats::PortStats> {
-        self.request_counters(crate::openflow::COUNTER_SYNC_TIMEOUT);
-        let mut stats = {
-            let mut c = self.control();
-            self.collect(&mut c);
-            let now = self.now();
-            c.dp.state
-                .port_table
-                .port_stats(ofp::consts::port_no::ANY, now)
-        };
-        self.complete_port_stats(&mut stats);
-        stats
-    }
-
     fn emit_port_status(&self, reason: u8, desc: ofp::Port) {
         if let Some(tx) = self.events.get() {
             let _ = tx.try_send(agent::SwitchEvent::PortStatus(ofp::PortStatus {

@@ -437,7 +437,14 @@ impl Runtime {
     /// OpenFlow port statistics of every port of `bridge`, exactly as a
     /// PORT_STATS request answers them.
     pub fn port_stats(&self, bridge: &str) -> Option<Vec<ofp::stats::PortStats>> {
-        Some(self.bridge(bridge)?.port_stats())
+        use agent::Switch;
+        let req = ofp::multipart::MultipartRequestBody::PortStats {
+            port_no: ofp::consts::port_no::ANY,
+        };
+        match self.bridge_switch(bridge)?.multipart(&req) {
+            Ok(ofp::multipart::MultipartReplyBody::PortStats { stats }) => Some(stats),
+            _ => None,
+        }
     }
 
     /// Sets a port's link state (what the netlink watcher does; also for

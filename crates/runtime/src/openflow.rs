@@ -30,7 +30,7 @@ use ofp::{
 use crate::bridge::{BridgeRt, Control};
 
 /// Longest a statistics request waits for the workers' counters.
-pub(crate) const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
+const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// Longest a BARRIER waits for the workers.
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(2);
