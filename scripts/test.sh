@@ -24,9 +24,12 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 cargo --version
 
-step "system packages (apt): ovs-ofctl and ovs-appctl (real OpenFlow and unixctl clients), ping, promtool"
+step "system packages (apt): ovs-ofctl, ovs-appctl, ovs-vsctl and ovsdb-server (real OpenFlow, unixctl and OVSDB peers), ping, promtool, snmpd and snmpget/snmpwalk"
 need=()
 command -v ovs-ofctl >/dev/null 2>&1 || need+=(openvswitch-switch)
+command -v snmpd >/dev/null 2>&1 || need+=(snmpd)
+command -v snmpget >/dev/null 2>&1 || need+=(snmp)
+command -v snmptrapd >/dev/null 2>&1 || need+=(snmptrapd)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
@@ -38,8 +41,8 @@ if [ ${#need[@]} -gt 0 ]; then
     fi
 fi
 
-step "python venv (.venv: os-ken==3.1.0, scapy, pytest)"
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest' 2>/dev/null; then
+step "python venv (.venv: os-ken==3.1.0, scapy, pytest, ncclient)"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest, ncclient' 2>/dev/null; then
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 fi

@@ -5,7 +5,8 @@
 //! While it runs, the switch is managed through its control socket
 //! (`--ctl`, for `fulmar ctl` and `ovs-appctl`), each bridge's OpenFlow
 //! management socket (`--mgmt-dir`, for `ovs-ofctl ... unix:DIR/BR.mgmt`)
-//! and, when asked, Prometheus metrics (`--metrics`). Configuration
+//! and, when asked, Prometheus metrics (`--metrics`), OVSDB (`--ovsdb`),
+//! SNMP (`--agentx`) and OF-CONFIG (`--netconf`). Configuration
 //! changes are persisted to the `--config` file (or `--state FILE`).
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Args, ValueEnum};
-use datastore::{Backend, Config, FlagArgs, ThreadMode};
+use datastore::{Backend, Config, FlagArgs, ThreadMode, COMMAND_LINE};
 use runtime::daemon::{Daemon, DaemonOptions};
 use runtime::signals::Shutdown;
 
@@ -158,6 +159,15 @@ pub struct RunArgs {
     /// RUST_LOG takes it); changeable at run time with `fulmar ctl log-level`.
     #[arg(long)]
     pub log_level: Option<String>,
+    /// OVSDB: configuration from an ovsdb-server, state written back.
+    #[command(flatten)]
+    pub ovsdb: ovsdb::Args,
+    /// SNMP: an AgentX subagent.
+    #[command(flatten)]
+    pub snmp: snmp::Args,
+    /// OF-CONFIG: a NETCONF server over SSH.
+    #[command(flatten)]
+    pub ofconfig: ofconfig::Args,
 }
 
 /// The default control socket.
@@ -188,7 +198,13 @@ fn load(args: &RunArgs) -> anyhow::Result<Config> {
         return Config::load(path).map_err(|e| anyhow::anyhow!("{e}"));
     }
     if args.interface.is_empty() {
-        anyhow::bail!("give --config FILE or at least one --interface IF");
+        // A switch configured entirely through a management protocol
+        // starts with no bridges, as ovs-vswitchd does on an empty
+        // database.
+        if args.ovsdb.enabled() || args.ofconfig.enabled() {
+            return Config::from_str("", COMMAND_LINE).map_err(|e| anyhow::anyhow!("{e}"));
+        }
+        anyhow::bail!("give --config FILE, at least one --interface IF, --ovsdb or --netconf");
     }
     let mut cfg = Config::from_flags(FlagArgs {
         interfaces: args.interface.clone(),
@@ -360,6 +376,22 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
         )));
         eprintln!("fulmar: metrics on http://{bound}/metrics");
     }
+    let mut services = Vec::new();
+    services.extend(
+        ovsdb::start(daemon.clone(), &handle, &args.ovsdb)
+            .map_err(anyhow::Error::msg)?
+            .map(Service::Ovsdb),
+    );
+    services.extend(
+        snmp::start(daemon.clone(), &handle, &args.snmp)
+            .map_err(anyhow::Error::msg)?
+            .map(Service::Snmp),
+    );
+    services.extend(
+        ofconfig::start(daemon.clone(), &handle, &args.ofconfig)
+            .map_err(anyhow::Error::msg)?
+            .map(Service::Ofconfig),
+    );
     eprintln!(
         "fulmar: running bridges {:?}; Ctrl-C stops",
         daemon.runtime().bridge_names()
@@ -400,11 +432,31 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
         }
     }
     eprintln!("fulmar: stopping");
+    for s in services {
+        s.stop();
+    }
     for t in tasks {
         t.abort();
     }
     print!("{}", daemon.stop());
     Ok(ExitCode::SUCCESS)
+}
+
+/// A management module started beside the control socket.
+enum Service {
+    Ovsdb(ovsdb::Service),
+    Snmp(snmp::Service),
+    Ofconfig(ofconfig::Service),
+}
+
+impl Service {
+    fn stop(self) {
+        match self {
+            Service::Ovsdb(s) => s.stop(),
+            Service::Snmp(s) => s.stop(),
+            Service::Ofconfig(s) => s.stop(),
+        }
+    }
 }
 
 fn print_report(rt: &runtime::Runtime, args: &RunArgs) {

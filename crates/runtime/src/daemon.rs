@@ -21,7 +21,8 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 use datastore::{Change, Config, Host, Op};
 use serde::Serialize;
@@ -165,6 +166,8 @@ pub struct Daemon {
     runtime: Runtime,
     controllers: Controllers,
     store: Mutex<Store>,
+    /// Signalled after each committed transaction ([`Daemon::wait_change`]).
+    changed: Condvar,
     state_file: Option<PathBuf>,
     host: Host,
 }
@@ -217,6 +220,7 @@ impl Daemon {
             runtime,
             controllers,
             store: Mutex::new(Store { config, version: 1 }),
+            changed: Condvar::new(),
             state_file: opts.state_file,
             host: Host::detect(),
         })
@@ -240,6 +244,18 @@ impl Daemon {
     pub fn config(&self) -> (Config, u64) {
         let s = self.store();
         (s.config.clone(), s.version)
+    }
+
+    /// Waits until the model's version differs from `seen` (a transaction
+    /// committed), at most `timeout`; returns the version then. Management
+    /// modules that mirror the model elsewhere (OVSDB) follow it with this.
+    pub fn wait_change(&self, seen: u64, timeout: Duration) -> u64 {
+        let store = self.store();
+        let (store, _) = self
+            .changed
+            .wait_timeout_while(store, timeout, |s| s.version == seen)
+            .unwrap_or_else(|e| e.into_inner());
+        store.version
     }
 
     /// Where the model is persisted.
@@ -280,6 +296,7 @@ impl Daemon {
             .map_err(TxnError::Runtime)?;
         store.config = new;
         store.version += 1;
+        self.changed.notify_all();
         let outcome = Outcome {
             version: store.version,
             changes: described,

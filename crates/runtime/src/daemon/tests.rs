@@ -201,3 +201,26 @@ fn replace_applies_only_the_differences() {
     d.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `wait_change` returns at once when the version already differs, wakes
+/// on a commit from another thread, and times out on a quiet model (a
+/// dry run is not a change).
+#[test]
+fn wait_change_follows_commits() {
+    let dir = tmpdir("wait");
+    let d = Arc::new(start(&dir));
+    let (_, v0) = d.config();
+    assert_eq!(d.wait_change(v0 - 1, Duration::from_secs(5)), v0);
+    let ops = datastore::parse_ctl(&["set-fail-mode", "br0", "standalone"]).unwrap();
+    d.transact(&ops, true).unwrap();
+    let t = Instant::now();
+    assert_eq!(d.wait_change(v0, Duration::from_millis(200)), v0);
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    let d2 = d.clone();
+    let waiter = std::thread::spawn(move || d2.wait_change(v0, Duration::from_secs(10)));
+    std::thread::sleep(Duration::from_millis(50));
+    d.transact(&ops, false).unwrap();
+    assert_eq!(waiter.join().unwrap(), v0 + 1);
+    d.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
