@@ -8,6 +8,8 @@ be another directory's.
 """
 
 import os
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -97,3 +99,66 @@ def capture(ns, iface, seconds, limit, *types):
 def send(ns, iface, *frames):
     r = in_ns(ns, sys.executable, HELPER, "send", iface, *[bytes(f).hex() for f in frames])
     assert r.returncode == 0, r.stderr
+
+
+class Controller:
+    """A minimal OpenFlow 1.3 controller: answers HELLO and ECHO, asks for
+    the port descriptions, and records every PORT_STATUS (reason, port,
+    name)."""
+
+    def __init__(self):
+        self.srv = socket.socket()
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(4)
+        self.port = self.srv.getsockname()[1]
+        self.port_status = []
+        self.port_desc = []
+        self.connected = threading.Event()
+        self.closed = threading.Event()
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        conn, _ = self.srv.accept()
+        self.connected.set()
+        conn.sendall(struct.pack("!BBHI", 4, 0, 8, 1))  # HELLO
+        conn.sendall(struct.pack("!BBHIHH4x", 4, 18, 16, 2, 13, 0))  # PORT_DESC request
+        buf = b""
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                break
+            if not data:
+                break
+            buf += data
+            while len(buf) >= 8:
+                _, typ, length, xid = struct.unpack("!BBHI", buf[:8])
+                if len(buf) < length:
+                    break
+                msg, buf = buf[:length], buf[length:]
+                if typ == 2:  # ECHO_REQUEST
+                    conn.sendall(struct.pack("!BBHI", 4, 3, length, xid) + msg[8:])
+                elif typ == 12:  # PORT_STATUS: reason, pad, ofp_port
+                    reason = msg[8]
+                    port_no = struct.unpack("!I", msg[16:20])[0]
+                    name = msg[16 + 16:16 + 32].rstrip(b"\0").decode()
+                    self.port_status.append((reason, port_no, name))
+                elif typ == 19:  # MULTIPART_REPLY
+                    mtype = struct.unpack("!H", msg[8:10])[0]
+                    if mtype == 13:
+                        body = msg[16:]
+                        for i in range(0, len(body) - 63, 64):
+                            no = struct.unpack("!I", body[i:i + 4])[0]
+                            self.port_desc.append((no, body[i + 16:i + 32].rstrip(b"\0").decode()))
+        self.closed.set()
+
+
+def wait_for(pred, timeout=5.0, what="condition"):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -13,7 +13,6 @@ import re
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import threading
 import time
@@ -21,7 +20,7 @@ import urllib.request
 
 import pytest
 
-from e2e_support import NS_A, NS_B, P, Switch, SW_A, SW_B, in_ns, sh
+from e2e_support import NS_A, NS_B, P, Controller, Switch, SW_A, SW_B, in_ns, sh, wait_for
 
 NS_C, SW_C = f"{P}-c", f"{P}-sc"
 
@@ -112,74 +111,11 @@ def ofctl(*args):
     return subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", *args], capture_output=True, text=True, timeout=30)
 
 
-class Controller:
-    """A minimal OpenFlow 1.3 controller: answers HELLO and ECHO, asks for
-    the port descriptions, and records every PORT_STATUS (reason, port,
-    name)."""
-
-    def __init__(self):
-        self.srv = socket.socket()
-        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.srv.bind(("127.0.0.1", 0))
-        self.srv.listen(4)
-        self.port = self.srv.getsockname()[1]
-        self.port_status = []
-        self.port_desc = []
-        self.connected = threading.Event()
-        self.closed = threading.Event()
-        threading.Thread(target=self.run, daemon=True).start()
-
-    def run(self):
-        conn, _ = self.srv.accept()
-        self.connected.set()
-        conn.sendall(struct.pack("!BBHI", 4, 0, 8, 1))  # HELLO
-        conn.sendall(struct.pack("!BBHIHH4x", 4, 18, 16, 2, 13, 0))  # PORT_DESC request
-        buf = b""
-        while True:
-            try:
-                data = conn.recv(65536)
-            except OSError:
-                break
-            if not data:
-                break
-            buf += data
-            while len(buf) >= 8:
-                _, typ, length, xid = struct.unpack("!BBHI", buf[:8])
-                if len(buf) < length:
-                    break
-                msg, buf = buf[:length], buf[length:]
-                if typ == 2:  # ECHO_REQUEST
-                    conn.sendall(struct.pack("!BBHI", 4, 3, length, xid) + msg[8:])
-                elif typ == 12:  # PORT_STATUS: reason, pad, ofp_port
-                    reason = msg[8]
-                    port_no = struct.unpack("!I", msg[16:20])[0]
-                    name = msg[16 + 16:16 + 32].rstrip(b"\0").decode()
-                    self.port_status.append((reason, port_no, name))
-                elif typ == 19:  # MULTIPART_REPLY
-                    mtype = struct.unpack("!H", msg[8:10])[0]
-                    if mtype == 13:
-                        body = msg[16:]
-                        for i in range(0, len(body) - 63, 64):
-                            no = struct.unpack("!I", body[i:i + 4])[0]
-                            self.port_desc.append((no, body[i + 16:i + 32].rstrip(b"\0").decode()))
-        self.closed.set()
-
-
 def flood(ns, dst, count, interval):
     return subprocess.Popen(
         ["ip", "netns", "exec", ns, "ping", "-n", "-q", "-c", str(count), "-i", interval, "-W", "2", dst],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-
-
-def wait_for(pred, timeout=5.0, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_changes_while_hosts_1_and_2_ping_lose_nothing(host_c, fulmar_bin, tmp_path):
