@@ -8,6 +8,7 @@ use runtime::daemon::Daemon;
 
 /// The module's `fulmar run` flags.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[group(id = "ofconfig-module")]
 pub struct Args {
     /// Serve OF-CONFIG 1.2 over NETCONF/SSH on ADDR:PORT (PORT alone: 127.0.0.1:PORT)
     #[arg(long = "netconf", value_name = "ADDR")]

@@ -8,6 +8,7 @@ use runtime::daemon::Daemon;
 
 /// The module's `fulmar run` flags.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[group(id = "ovsdb-module")]
 pub struct Args {
     /// Take the configuration from an ovsdb-server holding vswitch.ovsschema and write the switch's state back (unix:PATH or tcp:IP:PORT)
     #[arg(long = "ovsdb", value_name = "TARGET")]

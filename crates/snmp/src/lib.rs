@@ -8,6 +8,7 @@ use runtime::daemon::Daemon;
 
 /// The module's `fulmar run` flags.
 #[derive(clap::Args, Debug, Clone, Default)]
+#[group(id = "snmp-module")]
 pub struct Args {
     /// Serve IF-MIB and BRIDGE-MIB as an AgentX subagent of this master agent (a unix socket path such as /var/agentx/master, or tcp:HOST:PORT)
     #[arg(long = "agentx", value_name = "MASTER")]
