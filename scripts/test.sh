@@ -41,8 +41,8 @@ if [ ${#need[@]} -gt 0 ]; then
     fi
 fi
 
-step "python venv (.venv: os-ken==3.1.0, scapy, pytest, ncclient)"
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest, ncclient' 2>/dev/null; then
+step "python venv (.venv: os-ken==3.1.0, scapy, pytest, pytest-timeout, ncclient)"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest, ncclient, pytest_timeout' 2>/dev/null; then
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 fi
