@@ -1,10 +1,94 @@
-//! The SNMP module: an AgentX subagent serving IF-MIB and BRIDGE-MIB.
+//! The SNMP module: an AgentX subagent (RFC 2741) that serves the switch's
+//! ports to a master agent such as net-snmp's `snmpd`, which answers the
+//! SNMP managers (`snmpget`, `snmpwalk`, any NMS) and sends the traps.
 //!
-//! (Being built: `start` refuses until the module lands.)
+//! # Starting it
+//!
+//! In `snmpd.conf`:
+//!
+//! ```text
+//! master agentx
+//! agentXSocket /var/agentx/master        # the default; or tcp:localhost:705
+//! rocommunity public 127.0.0.1
+//! trap2sink NMS-HOST public               # where linkUp/linkDown go
+//! ```
+//!
+//! snmpd serves the host's own interfaces in IF-MIB; the switch's ports
+//! take their place in one of three ways, chosen by the operator:
+//!
+//! 1. snmpd without its interface modules (what the tests do): start it
+//!    with `-I -ifTable,ifXTable,interface`; the switch's ports are then
+//!    the agent's IF-MIB.
+//! 2. A higher registration priority: `--agentx-priority 1` (1 is the
+//!    highest; snmpd's own modules register at 127) makes snmpd answer
+//!    IF-MIB from fulmar while its own modules stay loaded.
+//! 3. A context: `--agentx-context fulmar` registers everything in the
+//!    SNMP context `fulmar`, beside the host's IF-MIB in the default one
+//!    (SNMPv3 `-n fulmar`, or a v2c community mapped to the context with
+//!    `com2sec -Cn fulmar ...`).
+//!
+//! Then `fulmar run ... --agentx /var/agentx/master` (or
+//! `--agentx tcp:localhost:705`). The subagent connects, opens a session,
+//! registers its subtrees and reconnects (250 ms doubling to 5 s) whenever
+//! the master goes away or restarts; a Ping every `--agentx-ping` seconds
+//! finds a master that stopped answering.
+//!
+//! # What it serves
+//!
+//! - IF-MIB `ifNumber`, `ifTable` (ifIndex, ifDescr, ifType
+//!   ethernetCsmacd(6) or propVirtual(53) for patch ports, ifMtu, ifSpeed,
+//!   ifPhysAddress, ifAdminStatus, ifOperStatus, ifLastChange, the octet,
+//!   unicast packet, discard and error counters, ifInUnknownProtos 0) and
+//!   `ifXTable` (ifName, the 64-bit ifHC octet and unicast packet counters,
+//!   ifLinkUpDownTrapEnable, ifHighSpeed, ifPromiscuousMode,
+//!   ifConnectorPresent, ifAlias, ifCounterDiscontinuityTime) for every
+//!   port of every bridge.
+//! - BRIDGE-MIB `dot1dBase` (dot1dBaseBridgeAddress: the low 48 bits of
+//!   the datapath id, dot1dBaseNumPorts, dot1dBaseType unknown(1),
+//!   dot1dBasePortTable indexed by OpenFlow port number) for one bridge:
+//!   `--agentx-bridge NAME`, by default the first.
+//! - linkDown and linkUp notifications (snmpTrapOID.0, ifIndex,
+//!   ifAdminStatus, ifOperStatus) when a port's operational status goes
+//!   down or comes back, found by reading the switch every second.
+//!
+//! Counters are OpenFlow's port statistics, the numbers PORT_STATS
+//! answers (`ovs-ofctl dump-ports`): ifHCInOctets is `rx_bytes`,
+//! ifHCInUcastPkts `rx_packets`, the 32-bit counters are the same numbers
+//! modulo 2^32. Values are read from the switch per request, or from a
+//! reading at most 0.5 s old. ifIndex numbering: see [`ifindex`]. TimeTicks
+//! (ifLastChange, ifCounterDiscontinuityTime) count from the module's
+//! start.
+//!
+//! # What it does not
+//!
+//! - No SET: every object is read-only (TestSet answers notWritable), so
+//!   ifAdminStatus and ifAlias cannot be changed over SNMP (use OpenFlow
+//!   port-mod or `fulmar ctl`); ifAlias is empty.
+//! - No multicast/broadcast counters (OpenFlow does not split packets by
+//!   destination: the unicast counters count every packet), no
+//!   ifStackTable, ifRcvAddressTable, dot1dTp (FDB), dot1dStp or
+//!   Q-BRIDGE-MIB.
+//! - One bridge in dot1dBase (BRIDGE-MIB's per-bridge contexts are not
+//!   registered).
+//! - Notifications raised while no session is open are dropped; the
+//!   master's sysUpTime stamps them. No coldStart (snmpd sends its own).
+//!
+//! # Layout
+//!
+//! [`pdu`] is the AgentX codec (hand-written; see Cargo.toml), [`mib`]
+//! the objects as a sorted map, [`collect`] reads the daemon, [`session`]
+//! runs the connection.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use runtime::daemon::Daemon;
+
+pub mod collect;
+pub mod ifindex;
+pub mod mib;
+pub mod pdu;
+pub mod session;
 
 /// The module's `fulmar run` flags.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -13,6 +97,20 @@ pub struct Args {
     /// Serve IF-MIB and BRIDGE-MIB as an AgentX subagent of this master agent (a unix socket path such as /var/agentx/master, or tcp:HOST:PORT)
     #[arg(long = "agentx", value_name = "MASTER")]
     pub agentx: Option<String>,
+    /// AgentX registration priority, 1 (highest) to 255; below snmpd's 127 takes IF-MIB over from snmpd's own modules
+    #[arg(long = "agentx-priority", value_name = "N", default_value_t = 127,
+          value_parser = clap::value_parser!(u8).range(1..))]
+    pub agentx_priority: u8,
+    /// Register in this SNMP context instead of the default one
+    #[arg(long = "agentx-context", value_name = "NAME")]
+    pub agentx_context: Option<String>,
+    /// Seconds between AgentX Pings to the master
+    #[arg(long = "agentx-ping", value_name = "SECONDS", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub agentx_ping: u64,
+    /// The bridge BRIDGE-MIB dot1dBase describes (default: the first)
+    #[arg(long = "agentx-bridge", value_name = "BRIDGE")]
+    pub agentx_bridge: Option<String>,
 }
 
 impl Args {
@@ -23,21 +121,95 @@ impl Args {
 }
 
 /// The running module; dropping it (or [`Service::stop`]) stops it.
-pub struct Service {}
+pub struct Service {
+    stop: Option<tokio::sync::watch::Sender<bool>>,
+    session_done: Option<std::sync::mpsc::Receiver<()>>,
+    poller: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
+}
 
 impl Service {
-    /// Stops the module.
-    pub fn stop(self) {}
+    /// Stops the module: Close to the master (waiting up to 2 s for it to
+    /// go out), then the poller.
+    pub fn stop(mut self) {
+        self.halt(true);
+    }
+
+    fn halt(&mut self, wait: bool) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(true);
+        }
+        if let Some(done) = self.session_done.take() {
+            if wait {
+                let _ = done.recv_timeout(Duration::from_secs(2));
+            }
+        }
+        if let Some((tx, handle)) = self.poller.take() {
+            drop(tx);
+            if wait {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.halt(false);
+    }
 }
 
 /// Starts the module on `rt` when `args` ask for it.
 pub fn start(
-    _daemon: Arc<Daemon>,
-    _rt: &tokio::runtime::Handle,
+    daemon: Arc<Daemon>,
+    rt: &tokio::runtime::Handle,
     args: &Args,
 ) -> Result<Option<Service>, String> {
-    match &args.agentx {
-        None => Ok(None),
-        Some(t) => Err(format!("--agentx {t}: not built yet")),
+    let Some(master) = &args.agentx else {
+        return Ok(None);
+    };
+    let opts = session::Options {
+        target: session::Target::parse(master)?,
+        priority: args.agentx_priority,
+        context: args.agentx_context.as_ref().map(|c| c.as_bytes().to_vec()),
+        ping: Duration::from_secs(args.agentx_ping),
+    };
+    if let Some(b) = &args.agentx_bridge {
+        if !daemon.config().0.bridges.iter().any(|x| &x.name == b) {
+            tracing::warn!(
+                "--agentx-bridge {b}: no such bridge now; dot1dBase is empty until it exists"
+            );
+        }
     }
+    let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
+    let collector = Arc::new(Mutex::new(collect::Collector::new(
+        daemon,
+        args.agentx_bridge.clone(),
+        events_tx,
+    )));
+    // The poller: a reading every second finds link changes.
+    let (poll_stop, poll_rx) = std::sync::mpsc::channel::<()>();
+    let c = collector.clone();
+    let poller = std::thread::Builder::new()
+        .name("snmp-poll".into())
+        .spawn(move || loop {
+            c.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .view(Duration::ZERO);
+            match poll_rx.recv_timeout(Duration::from_secs(1)) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                _ => return,
+            }
+        })
+        .map_err(|e| format!("--agentx: cannot start the poller thread: {e}"))?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    rt.spawn(async move {
+        session::run(collector, opts, events_rx, stop_rx).await;
+        let _ = done_tx.send(());
+    });
+    Ok(Some(Service {
+        stop: Some(stop_tx),
+        session_done: Some(done_rx),
+        poller: Some((poll_stop, poller)),
+    }))
 }
