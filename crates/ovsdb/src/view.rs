@@ -1,0 +1,443 @@
+//! The database's rows read as fulmar's configuration: which bridges,
+//! ports and controllers the database asks for ([`DbView::wanted`]), and,
+//! for each row, what fulmar cannot do with it.
+//!
+//! The mapping, Open vSwitch's schema on the left:
+//!
+//! * `Open_vSwitch.bridges` → the bridges; a bridge not referenced there is
+//!   not configured (ovsdb-server collects it anyway).
+//! * `Bridge`: `name`; `fail_mode` (empty: standalone, as in Open
+//!   vSwitch); `other_config:datapath-id` (16 hex digits) → the datapath
+//!   id; `controller` → the targets; `ports`.
+//! * `Port` with exactly one `Interface` → a fulmar port named after the
+//!   interface. `Interface.type` "" or "system" → afpacket; "afxdp", "tap",
+//!   "memory", "pcap" (with `options:pcap_read`, `pcap_write`,
+//!   `pcap_rate`) → those backends; `ofport_request` → the port number.
+//! * Refused, with the reason in the interface's `error` (and `ofport`
+//!   -1): "internal" (fulmar has no bridge-local port; `ovs-vsctl add-br`
+//!   makes one), "patch" and other types, bonds (several interfaces), VLAN
+//!   settings (`tag`, `trunks`, `vlan_mode`), an interface in two ports.
+//! * Ignored but reported (in `error`, the port still works):
+//!   `mtu_request`, `mac`, `ingress_policing_rate`, `bfd`, unknown
+//!   `options`. A bridge's `stp_enable`, `rstp_enable`,
+//!   `mcast_snooping_enable`, `mirrors`, `netflow`, `sflow`, `ipfix` are
+//!   reported in its `status:fulmar_ignored`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use datastore::{ControllerTarget, FailMode};
+
+use crate::datum::RowRef;
+use crate::replica::Replica;
+use crate::sync::{Items, Key, PortSpec, Val};
+
+/// An interface row and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IfaceRow {
+    /// Row UUID.
+    pub uuid: String,
+    /// Interface name.
+    pub name: String,
+    /// The bridge whose port holds it.
+    pub bridge: String,
+    /// Why fulmar will not make a port of it (then `ofport` -1).
+    pub refused: Option<String>,
+    /// Settings it ignores.
+    pub ignored: Vec<String>,
+}
+
+/// A controller row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CtrlRow {
+    /// Row UUID.
+    pub uuid: String,
+    /// The bridge.
+    pub bridge: String,
+    /// The target as written.
+    pub target: String,
+    /// The canonical target, or why it does not parse.
+    pub canonical: Result<String, String>,
+}
+
+/// A bridge row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BridgeRow {
+    /// Row UUID.
+    pub uuid: String,
+    /// Name.
+    pub name: String,
+    /// Why its `other_config:datapath-id` is not used.
+    pub bad_dpid: Option<String>,
+    /// Columns set that fulmar ignores.
+    pub ignored: Vec<String>,
+    /// Port row UUID by interface name.
+    pub port_rows: BTreeMap<String, String>,
+}
+
+/// The database as configuration.
+#[derive(Clone, Debug, Default)]
+pub struct DbView {
+    /// The Open_vSwitch row, if there is one.
+    pub root: Option<String>,
+    /// Its `next_cfg`.
+    pub next_cfg: Option<i64>,
+    /// Configured bridges.
+    pub bridges: Vec<BridgeRow>,
+    /// Interfaces of configured bridges' ports.
+    pub ifaces: Vec<IfaceRow>,
+    /// Controllers of configured bridges.
+    pub controllers: Vec<CtrlRow>,
+    /// The items the database asks for.
+    pub wanted: Items,
+}
+
+/// The backend kind for an `Interface.type`, or why there is none.
+pub fn backend_of(ovs_type: &str) -> Result<&'static str, String> {
+    match ovs_type {
+        "" | "system" => Ok("afpacket"),
+        "afxdp" => Ok("afxdp"),
+        "tap" => Ok("tap"),
+        "memory" => Ok("memory"),
+        "pcap" => Ok("pcap"),
+        "internal" => Err("fulmar has no internal (bridge-local) ports; \
+                           this interface is left out and the rest of the bridge works"
+            .into()),
+        "patch" => Err("patch ports are configured in fulmar's configuration file \
+                        ([[patch_links]]), not through OVSDB"
+            .into()),
+        other => Err(format!(
+            "interface type {other:?} is not supported by fulmar \
+             (system, afxdp, tap, memory or pcap)"
+        )),
+    }
+}
+
+/// The `Interface.type` written for a backend kind.
+pub fn ovs_type_of(kind: &str) -> &str {
+    match kind {
+        "afpacket" => "",
+        k => k,
+    }
+}
+
+impl DbView {
+    /// Reads the replica; never fails: what fulmar cannot use is noted on
+    /// its row.
+    pub fn read(r: &Replica) -> DbView {
+        let mut v = DbView::default();
+        let Some((root_uuid, root)) = r.rows("Open_vSwitch").next() else {
+            return v;
+        };
+        let root = RowRef(root);
+        v.root = Some(root_uuid.clone());
+        v.next_cfg = root.int("next_cfg");
+        let mut seen_ifaces = BTreeSet::new();
+        let mut bridge_uuids = root.uuids("bridges");
+        // Configuration order is not the database's to give; by name.
+        bridge_uuids.sort_by_key(|u| {
+            r.row("Bridge", u)
+                .and_then(|b| RowRef(b).string("name"))
+                .unwrap_or_default()
+        });
+        for bu in bridge_uuids {
+            let Some(brow) = r.row("Bridge", &bu) else {
+                continue;
+            };
+            let b = RowRef(brow);
+            let Some(name) = b.string("name") else {
+                continue;
+            };
+            let mut row = BridgeRow {
+                uuid: bu.clone(),
+                name: name.clone(),
+                bad_dpid: None,
+                ignored: Vec::new(),
+                port_rows: BTreeMap::new(),
+            };
+            for col in [
+                "stp_enable",
+                "rstp_enable",
+                "mcast_snooping_enable",
+                "mirrors",
+                "netflow",
+                "sflow",
+                "ipfix",
+            ] {
+                if b.is_set(col) {
+                    row.ignored.push(col.to_string());
+                }
+            }
+            let dpid = match b.str_map("other_config").get("datapath-id") {
+                None => None,
+                Some(s) => match parse_dpid(s) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        row.bad_dpid = Some(e);
+                        None
+                    }
+                },
+            };
+            v.wanted
+                .insert(Key::Bridge(name.clone()), Val::Bridge { dpid });
+            let mode = match b.string("fail_mode").as_deref() {
+                Some("secure") => FailMode::Secure,
+                _ => FailMode::Standalone,
+            };
+            v.wanted
+                .insert(Key::FailMode(name.clone()), Val::FailMode(mode));
+            let mut targets = Vec::new();
+            let mut ctrl_uuids = b.uuids("controller");
+            ctrl_uuids.sort_by_key(|u| {
+                r.row("Controller", u)
+                    .and_then(|c| RowRef(c).string("target"))
+                    .unwrap_or_default()
+            });
+            for cu in ctrl_uuids {
+                let Some(c) = r.row("Controller", &cu) else {
+                    continue;
+                };
+                let target = RowRef(c).string("target").unwrap_or_default();
+                let canonical = ControllerTarget::parse_target(&target).map(|t| t.to_string());
+                if let Ok(t) = &canonical {
+                    if !targets.contains(t) {
+                        targets.push(t.clone());
+                    }
+                }
+                v.controllers.push(CtrlRow {
+                    uuid: cu,
+                    bridge: name.clone(),
+                    target,
+                    canonical,
+                });
+            }
+            v.wanted
+                .insert(Key::Controllers(name.clone()), Val::Controllers(targets));
+            for pu in b.uuids("ports") {
+                let Some(prow) = r.row("Port", &pu) else {
+                    continue;
+                };
+                let p = RowRef(prow);
+                let pname = p.string("name").unwrap_or_default();
+                let ifs = p.uuids("interfaces");
+                let mut port_refusal = None;
+                if ifs.len() > 1 {
+                    port_refusal = Some(format!(
+                        "port {pname} is a bond of {} interfaces: fulmar ports have one",
+                        ifs.len()
+                    ));
+                } else if ["tag", "trunks", "vlan_mode", "bond_mode"]
+                    .iter()
+                    .any(|c| p.is_set(c))
+                {
+                    port_refusal = Some(format!(
+                        "port {pname}: VLAN and bond settings (tag, trunks, vlan_mode, \
+                         bond_mode) are not supported by fulmar; use OpenFlow flows"
+                    ));
+                }
+                for iu in ifs {
+                    let Some(irow) = r.row("Interface", &iu) else {
+                        continue;
+                    };
+                    let i = RowRef(irow);
+                    let Some(iname) = i.string("name") else {
+                        continue;
+                    };
+                    let mut refused = port_refusal.clone();
+                    if refused.is_none() && !seen_ifaces.insert(iname.clone()) {
+                        refused = Some(format!("interface {iname} is in two ports"));
+                    }
+                    let mut ignored = Vec::new();
+                    let mut spec = None;
+                    if refused.is_none() {
+                        match port_spec(i, &mut ignored) {
+                            Ok(s) => spec = Some(s),
+                            Err(e) => refused = Some(e),
+                        }
+                    }
+                    if let Some(s) = spec {
+                        row.port_rows.insert(iname.clone(), pu.clone());
+                        v.wanted
+                            .insert(Key::Port(name.clone(), iname.clone()), Val::Port(s));
+                    }
+                    v.ifaces.push(IfaceRow {
+                        uuid: iu,
+                        name: iname,
+                        bridge: name.clone(),
+                        refused,
+                        ignored,
+                    });
+                }
+            }
+            v.bridges.push(row);
+        }
+        v
+    }
+
+    /// The row of bridge `name`.
+    pub fn bridge(&self, name: &str) -> Option<&BridgeRow> {
+        self.bridges.iter().find(|b| b.name == name)
+    }
+}
+
+fn port_spec(i: RowRef<'_>, ignored: &mut Vec<String>) -> Result<PortSpec, String> {
+    let kind = backend_of(&i.string("type").unwrap_or_default())?;
+    let number = match i.int("ofport_request") {
+        None => None,
+        Some(n) => Some(
+            u32::try_from(n)
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| format!("ofport_request {n} is not a port number"))?,
+        ),
+    };
+    let mut options = BTreeMap::new();
+    for (k, val) in i.str_map("options") {
+        match k.as_str() {
+            "pcap_read" | "pcap_write" | "pcap_rate" if kind == "pcap" => {
+                options.insert(k, val);
+            }
+            _ => ignored.push(format!("options:{k}")),
+        }
+    }
+    for col in ["mtu_request", "mac", "bfd"] {
+        if i.is_set(col) {
+            ignored.push(col.to_string());
+        }
+    }
+    if i.int("ingress_policing_rate").unwrap_or(0) != 0 {
+        ignored.push("ingress_policing_rate".into());
+    }
+    Ok(PortSpec {
+        kind: kind.to_string(),
+        number,
+        options,
+    })
+}
+
+/// `other_config:datapath-id`: exactly 16 hex digits, as Open vSwitch
+/// takes it.
+pub fn parse_dpid(s: &str) -> Result<u64, String> {
+    if s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        u64::from_str_radix(s, 16).map_err(|e| e.to_string())
+    } else {
+        Err(format!(
+            "other_config:datapath-id {s:?} is not 16 hex digits; the datapath id is fulmar's choice"
+        ))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// ovs-vsctl add-br br0, add-port br0 eth1, add-port br0 veth9 with
+    /// ofport_request 7, a bond, a tagged port and a controller.
+    pub fn sample() -> Replica {
+        let mut r = Replica::default();
+        r.apply(&json!({
+            "Open_vSwitch": {"o": {"new": {"bridges": ["set", [["uuid", "b0"]]], "next_cfg": 4, "cur_cfg": 3}}},
+            "Bridge": {"b0": {"new": {"name": "br0", "fail_mode": ["set", []],
+                "ports": ["set", [["uuid", "p0"], ["uuid", "p1"], ["uuid", "p2"], ["uuid", "p3"], ["uuid", "p4"]]],
+                "controller": ["uuid", "c0"], "other_config": ["map", [["datapath-id", "00000000000000ab"]]],
+                "stp_enable": true}}},
+            "Port": {
+                "p0": {"new": {"name": "br0", "interfaces": ["uuid", "i0"]}},
+                "p1": {"new": {"name": "eth1", "interfaces": ["uuid", "i1"]}},
+                "p2": {"new": {"name": "veth9", "interfaces": ["uuid", "i2"]}},
+                "p3": {"new": {"name": "bond0", "interfaces": ["set", [["uuid", "i3"], ["uuid", "i4"]]]}},
+                "p4": {"new": {"name": "vlan", "interfaces": ["uuid", "i5"], "tag": 10}}},
+            "Interface": {
+                "i0": {"new": {"name": "br0", "type": "internal"}},
+                "i1": {"new": {"name": "eth1", "type": "", "mtu_request": 9000}},
+                "i2": {"new": {"name": "veth9", "type": "system", "ofport_request": 7}},
+                "i3": {"new": {"name": "a", "type": ""}},
+                "i4": {"new": {"name": "b", "type": ""}},
+                "i5": {"new": {"name": "vlan", "type": ""}}},
+            "Controller": {"c0": {"new": {"target": "tcp:127.0.0.1"}}}
+        }))
+        .unwrap();
+        r
+    }
+
+    #[test]
+    fn rows_become_items_and_refusals() {
+        let v = DbView::read(&sample());
+        assert_eq!(v.next_cfg, Some(4));
+        let w = &v.wanted;
+        assert_eq!(
+            w[&Key::Bridge("br0".into())],
+            Val::Bridge { dpid: Some(0xab) }
+        );
+        assert_eq!(
+            w[&Key::FailMode("br0".into())],
+            Val::FailMode(FailMode::Standalone)
+        );
+        assert_eq!(
+            w[&Key::Controllers("br0".into())],
+            Val::Controllers(vec!["tcp:127.0.0.1:6653".into()])
+        );
+        let p = |i: &str| w.get(&Key::Port("br0".into(), i.into())).cloned();
+        assert_eq!(
+            p("eth1"),
+            Some(Val::Port(PortSpec {
+                kind: "afpacket".into(),
+                number: None,
+                options: BTreeMap::new()
+            }))
+        );
+        assert!(matches!(
+            p("veth9"),
+            Some(Val::Port(PortSpec {
+                number: Some(7),
+                ..
+            }))
+        ));
+        for refused in ["br0", "a", "b", "vlan"] {
+            assert_eq!(p(refused), None, "{refused}");
+            let row = v.ifaces.iter().find(|i| i.name == refused).unwrap();
+            assert!(row.refused.is_some(), "{refused}");
+        }
+        let eth1 = v.ifaces.iter().find(|i| i.name == "eth1").unwrap();
+        assert_eq!(eth1.ignored, vec!["mtu_request".to_string()]);
+        assert_eq!(v.bridges[0].ignored, vec!["stp_enable".to_string()]);
+    }
+
+    #[test]
+    fn no_root_row_means_no_configuration() {
+        let v = DbView::read(&Replica::default());
+        assert!(v.root.is_none());
+        assert!(v.wanted.is_empty());
+    }
+
+    #[test]
+    fn bad_values_are_noted_not_fatal() {
+        let mut r = Replica::default();
+        r.apply(&json!({
+            "Open_vSwitch": {"o": {"new": {"bridges": ["set", [["uuid", "b0"], ["uuid", "gone"]]]}}},
+            "Bridge": {"b0": {"new": {"name": "br0", "ports": ["set", [["uuid", "p0"], ["uuid", "nope"]]],
+                "controller": ["uuid", "c0"], "other_config": ["map", [["datapath-id", "xyz"]]],
+                "fail_mode": 17}}},
+            "Port": {"p0": {"new": {"name": "x", "interfaces": ["uuid", "i0"]}}},
+            "Interface": {"i0": {"new": {"name": "x", "type": "dpdk", "ofport_request": -3}}},
+            "Controller": {"c0": {"new": {"target": "unix:/x"}}}
+        }))
+        .unwrap();
+        let v = DbView::read(&r);
+        assert!(v.bridges[0].bad_dpid.is_some());
+        assert!(v.ifaces[0].refused.as_deref().unwrap().contains("dpdk"));
+        assert!(v.controllers[0].canonical.is_err());
+        assert_eq!(
+            v.wanted[&Key::Controllers("br0".into())],
+            Val::Controllers(Vec::new())
+        );
+        assert_eq!(v.wanted.len(), 3);
+    }
+
+    #[test]
+    fn dpid_needs_sixteen_hex_digits() {
+        assert_eq!(parse_dpid("0000000000000001"), Ok(1));
+        assert!(parse_dpid("1").is_err());
+        assert!(parse_dpid("000000000000000g").is_err());
+    }
+}
