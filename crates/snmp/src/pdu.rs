@@ -65,11 +65,17 @@ pub mod error {
     pub const UNDO_FAILED: u16 = 15;
     pub const OPEN_FAILED: u16 = 256;
     pub const NOT_OPEN: u16 = 257;
-    pub const UNSUPPORTED_CONTEXT: u16 = 261;
-    pub const DUPLICATE_REGISTRATION: u16 = 262;
-    pub const PARSE_ERROR: u16 = 265;
-    pub const REQUEST_DENIED: u16 = 266;
-    pub const PROCESSING_ERROR: u16 = 267;
+    pub const INDEX_WRONG_TYPE: u16 = 258;
+    pub const INDEX_ALREADY_ALLOCATED: u16 = 259;
+    pub const INDEX_NONE_AVAILABLE: u16 = 260;
+    pub const INDEX_NOT_ALLOCATED: u16 = 261;
+    pub const UNSUPPORTED_CONTEXT: u16 = 262;
+    pub const DUPLICATE_REGISTRATION: u16 = 263;
+    pub const UNKNOWN_REGISTRATION: u16 = 264;
+    pub const UNKNOWN_AGENT_CAPS: u16 = 265;
+    pub const PARSE_ERROR: u16 = 266;
+    pub const REQUEST_DENIED: u16 = 267;
+    pub const PROCESSING_ERROR: u16 = 268;
 
     /// The name RFC 2741 gives `code`.
     pub fn name(code: u16) -> &'static str {
@@ -81,13 +87,14 @@ pub mod error {
             UNDO_FAILED => "undoFailed",
             OPEN_FAILED => "openFailed",
             NOT_OPEN => "notOpen",
-            258 => "indexWrongType",
-            259 => "indexAlreadyAllocated",
-            260 => "indexNone",
+            INDEX_WRONG_TYPE => "indexWrongType",
+            INDEX_ALREADY_ALLOCATED => "indexAlreadyAllocated",
+            INDEX_NONE_AVAILABLE => "indexNoneAvailable",
+            INDEX_NOT_ALLOCATED => "indexNotAllocated",
             UNSUPPORTED_CONTEXT => "unsupportedContext",
             DUPLICATE_REGISTRATION => "duplicateRegistration",
-            263 => "unknownRegistration",
-            264 => "unknownAgentCaps",
+            UNKNOWN_REGISTRATION => "unknownRegistration",
+            UNKNOWN_AGENT_CAPS => "unknownAgentCaps",
             PARSE_ERROR => "parseError",
             REQUEST_DENIED => "requestDenied",
             PROCESSING_ERROR => "processingError",
