@@ -59,7 +59,7 @@ class Snmpd:
     127.0.0.1:PORT (community public read-only, private read-write), traps
     to 127.0.0.1:TRAP_PORT."""
 
-    def __init__(self, tmp_path, trap_port, extra=("-I", "-ifTable,ifXTable,interface")):
+    def __init__(self, tmp_path, trap_port, extra=("-I", "-ifTable,ifXTable,interface"), access=None):
         self.dir = tmp_path
         self.sock = str(tmp_path / "agentx.sock")
         self.port = free_udp_port()
@@ -69,9 +69,8 @@ class Snmpd:
             f"agentXSocket {self.sock}\n"
             "agentXTimeout 5\n"
             f"agentaddress udp:127.0.0.1:{self.port}\n"
-            "rocommunity public 127.0.0.1\n"
-            "rwcommunity private 127.0.0.1\n"
-            f"trap2sink 127.0.0.1:{trap_port} public\n"
+            + (access or "rocommunity public 127.0.0.1\nrwcommunity private 127.0.0.1\n")
+            + f"trap2sink 127.0.0.1:{trap_port} public\n"
         )
         self.extra = list(extra)
         (tmp_path / "persist").mkdir(exist_ok=True)
@@ -344,6 +343,46 @@ def test_priority_takes_if_mib_over_from_snmpd(net, fulmar_bin, tmp_path):
         wait_for(lambda: d.values("snmpget", f"{IF_X_ENTRY}.1.1").get(f"{IF_X_ENTRY}.1.1") == SW_A,
                  timeout=15, what="fulmar's ifXTable to take over")
         assert d.values("snmpget", "1.3.6.1.2.1.2.1.0")["1.3.6.1.2.1.2.1.0"] == "2"
+        stop_ok(sw)
+    finally:
+        if sw and sw.proc.poll() is None:
+            sw.proc.kill()
+            sw.proc.wait()
+        d.stop()
+        traps.close()
+
+
+def test_context_beside_the_hosts_if_mib(net, fulmar_bin, tmp_path):
+    """`--agentx-context fulmar`: the switch's IF-MIB in the SNMP context
+    `fulmar` (community `switch` mapped to it), the host's own IF-MIB
+    still in the default context (community `public`)."""
+    need("snmpd", "snmpget")
+    traps = TrapSink()
+    access = (
+        "com2sec -Cn fulmar fsec 127.0.0.1 switch\n"
+        "com2sec hsec 127.0.0.1 public\n"
+        "group fgroup v2c fsec\n"
+        "group hgroup v2c hsec\n"
+        "view all included .1\n"
+        "access fgroup fulmar any noauth exact all none none\n"
+        'access hgroup "" any noauth exact all none none\n'
+    )
+    d = Snmpd(tmp_path, traps.port, extra=(), access=access)
+    sw = None
+    try:
+        flows = tmp_path / "flows"
+        flows.write_text(FORWARD)
+        sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
+                     "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
+                     "--agentx", d.sock, "--agentx-context", "fulmar"])
+
+        def in_context():
+            r = d.run("snmpget", f"{IF_X_ENTRY}.1.1", community="switch", check=False)
+            return r.returncode == 0 and f'"{SW_A}"' in r.stdout
+
+        wait_for(in_context, timeout=15, what="fulmar's ifXTable in context fulmar")
+        host = d.values("snmpget", f"{IF_X_ENTRY}.1.1")[f"{IF_X_ENTRY}.1.1"]
+        assert host != SW_A
         stop_ok(sw)
     finally:
         if sw and sw.proc.poll() is None:

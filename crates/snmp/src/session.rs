@@ -488,6 +488,219 @@ async fn handle(
 mod tests {
     use super::*;
 
+    use crate::collect::RawBridge;
+    use crate::pdu::{SearchRange, Value, VarBind};
+    use tokio::net::{UnixListener, UnixStream};
+
+    async fn recv(s: &mut UnixStream) -> Pdu {
+        let mut h = [0u8; HEADER_LEN];
+        s.read_exact(&mut h).await.unwrap();
+        let header = Header::decode(&h).unwrap();
+        let mut payload = vec![0u8; header.payload_len as usize];
+        s.read_exact(&mut payload).await.unwrap();
+        Pdu::decode_payload(&header, &payload).unwrap()
+    }
+
+    async fn respond(s: &mut UnixStream, to: &Pdu, session_id: u32) {
+        let r = Pdu::new(
+            session_id,
+            to.transaction_id,
+            to.packet_id,
+            Body::Response {
+                sys_up_time: 0,
+                error: 0,
+                index: 0,
+                varbinds: vec![],
+            },
+        );
+        s.write_all(&r.encode()).await.unwrap();
+    }
+
+    /// Accepts a session: Open and the four Registers, each answered.
+    async fn accept_session(l: &UnixListener, session_id: u32) -> UnixStream {
+        let (mut s, _) = l.accept().await.unwrap();
+        let open = recv(&mut s).await;
+        assert!(matches!(open.body, Body::Open { .. }), "{open:?}");
+        respond(&mut s, &open, session_id).await;
+        for t in mib::SUBTREES {
+            let reg = recv(&mut s).await;
+            assert_eq!(reg.session_id, session_id);
+            match &reg.body {
+                Body::Register {
+                    subtree, priority, ..
+                } => {
+                    assert_eq!(subtree.as_slice(), *t);
+                    assert_eq!(*priority, 127);
+                }
+                other => panic!("{other:?}"),
+            }
+            respond(&mut s, &reg, session_id).await;
+        }
+        s
+    }
+
+    async fn ask(s: &mut UnixStream, session_id: u32, packet_id: u32, body: Body) -> Pdu {
+        s.write_all(&Pdu::new(session_id, 9, packet_id, body).encode())
+            .await
+            .unwrap();
+        loop {
+            let p = recv(s).await;
+            // Pings may come in between.
+            if matches!(p.body, Body::Response { .. }) {
+                assert_eq!((p.transaction_id, p.packet_id), (9, packet_id));
+                return p;
+            }
+        }
+    }
+
+    fn varbinds(p: Pdu) -> (u16, Vec<VarBind>) {
+        match p.body {
+            Body::Response {
+                error, varbinds, ..
+            } => (error, varbinds),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The whole session against a fake master on a unix socket: Open,
+    /// Register, Get, GetNext, a refused TestSet, an unparsable PDU, the
+    /// master going away and coming back (re-open, re-register), Close
+    /// on stop.
+    #[test]
+    fn a_session_with_a_fake_master() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let dir = std::env::temp_dir().join(format!(
+                "fulmar-snmp-test-{}-{:?}",
+                std::process::id(),
+                std::thread::current().id()
+            ));
+            let _ = std::fs::create_dir_all(&dir);
+            let path = dir.join("master");
+            let _ = std::fs::remove_file(&path);
+            let l = UnixListener::bind(&path).unwrap();
+            let (tx, events) = mpsc::unbounded_channel();
+            let collector = Collector::with_source(
+                Box::new(|| {
+                    vec![RawBridge {
+                        name: "br0".into(),
+                        dpid: 1,
+                        ports: vec![(1, "a".into(), false), (2, "b".into(), false)],
+                        desc: vec![],
+                        stats: vec![],
+                    }]
+                }),
+                |_| 1500,
+                None,
+                tx.clone(),
+            );
+            let (stop_tx, stop) = watch::channel(false);
+            let opts = Options {
+                target: Target::Unix(path.clone()),
+                priority: 127,
+                context: None,
+                ping: Duration::from_secs(60),
+            };
+            let task = tokio::spawn(run(Arc::new(Mutex::new(collector)), opts, events, stop));
+
+            let mut s = accept_session(&l, 77).await;
+            let ifnumber = [mib::IF_NUMBER, &[0]].concat();
+            let (e, v) = varbinds(
+                ask(
+                    &mut s,
+                    77,
+                    100,
+                    Body::Get(vec![SearchRange {
+                        start: ifnumber.clone(),
+                        include: false,
+                        end: vec![],
+                    }]),
+                )
+                .await,
+            );
+            assert_eq!(e, 0);
+            assert_eq!(v[0].value, Value::Integer(2));
+            let (_, v) = varbinds(
+                ask(
+                    &mut s,
+                    77,
+                    101,
+                    Body::GetNext(vec![SearchRange {
+                        start: ifnumber,
+                        include: false,
+                        end: mib::IF_X_TABLE.to_vec(),
+                    }]),
+                )
+                .await,
+            );
+            assert_eq!(v[0].name, [mib::IF_ENTRY, &[1, 1]].concat());
+            let (e, _) = varbinds(
+                ask(
+                    &mut s,
+                    77,
+                    102,
+                    Body::TestSet(vec![VarBind {
+                        name: [mib::IF_X_ENTRY, &[18, 1]].concat(),
+                        value: Value::OctetString(b"x".to_vec()),
+                    }]),
+                )
+                .await,
+            );
+            assert_eq!(e, error::NOT_WRITABLE);
+            // A Get whose OID says 200 sub-identifiers: parseError.
+            let mut bad = Pdu::new(77, 9, 103, Body::Get(vec![])).encode();
+            bad.extend_from_slice(&[200, 0, 0, 0]);
+            bad[19] = 4;
+            s.write_all(&bad).await.unwrap();
+            let (e, _) = varbinds(recv(&mut s).await);
+            assert_eq!(e, error::PARSE_ERROR);
+            // A notification queued by the collector goes out as Notify.
+            tx.send(vec![VarBind {
+                name: mib::SNMP_TRAP_OID.to_vec(),
+                value: Value::Oid(mib::LINK_DOWN.to_vec()),
+            }])
+            .unwrap();
+            let n = recv(&mut s).await;
+            assert!(matches!(n.body, Body::Notify(_)), "{n:?}");
+            assert_eq!(n.session_id, 77);
+
+            // The master goes away; the subagent comes back and registers again.
+            drop(s);
+            let mut s = accept_session(&l, 78).await;
+            let (e, _) = varbinds(
+                ask(
+                    &mut s,
+                    78,
+                    1,
+                    Body::Get(vec![SearchRange {
+                        start: [mib::IF_X_ENTRY, &[1, 2]].concat(),
+                        include: false,
+                        end: vec![],
+                    }]),
+                )
+                .await,
+            );
+            assert_eq!(e, 0);
+
+            stop_tx.send(true).unwrap();
+            let close = recv(&mut s).await;
+            assert_eq!(
+                close.body,
+                Body::Close {
+                    reason: close_reason::SHUTDOWN
+                }
+            );
+            tokio::time::timeout(Duration::from_secs(5), task)
+                .await
+                .unwrap()
+                .unwrap();
+            let _ = std::fs::remove_dir_all(&dir);
+        });
+    }
+
     #[test]
     fn targets() {
         assert_eq!(
