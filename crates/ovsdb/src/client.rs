@@ -543,7 +543,9 @@ impl Client {
                     }
                     Err(e) => {
                         let text = e.to_string();
-                        tracing::warn!("ovsdb: {text}");
+                        if self.errors.get(key) != Some(&text) {
+                            tracing::warn!("ovsdb: {text}");
+                        }
                         self.errors.insert(key.clone(), text);
                     }
                 }

@@ -153,8 +153,8 @@ pub struct Plan {
 #[derive(Debug, Default)]
 pub struct Sync {
     base: Items,
-    /// Written to the database and not yet seen back.
-    written: BTreeMap<Key, Option<Val>>,
+    /// Written to the database and not yet seen back, oldest first.
+    written: BTreeMap<Key, Vec<Option<Val>>>,
 }
 
 impl Sync {
@@ -180,16 +180,32 @@ impl Sync {
 
     /// Compares the two sides (see the module comment).
     pub fn plan(&mut self, db: &Items, model: &Items) -> Plan {
-        let keys: BTreeSet<&Key> = db
+        let keys: BTreeSet<Key> = db
             .keys()
             .chain(model.keys())
             .chain(self.base.keys())
+            .cloned()
             .collect();
         let mut plan = Plan::default();
         let mut agreed = Vec::new();
-        for k in keys {
+        for k in &keys {
             let d = db.get(k);
             let m = model.get(k);
+            // The database shows one of our writes: that is a point of
+            // agreement (the switch may have moved on since).
+            if let Some(ws) = self.written.get_mut(k) {
+                if let Some(pos) = ws.iter().position(|w| agree(d, w.as_ref())) {
+                    let w = ws[pos].clone();
+                    ws.drain(..=pos);
+                    if ws.is_empty() {
+                        self.written.remove(k);
+                    }
+                    match w {
+                        Some(v) => self.base.insert(k.clone(), v),
+                        None => self.base.remove(k),
+                    };
+                }
+            }
             let s = self.base.get(k);
             if agree(d, m) {
                 agreed.push((k.clone(), m.cloned()));
@@ -199,7 +215,7 @@ impl Sync {
             let db_moved = !agree(d, s);
             if !switch_moved || db_moved {
                 plan.to_switch.push((k.clone(), d.cloned()));
-            } else if self.written.get(k) != Some(&m.cloned()) {
+            } else if self.written.get(k).and_then(|ws| ws.last()) != Some(&m.cloned()) {
                 plan.to_db.push((k.clone(), m.cloned()));
             }
         }
@@ -225,7 +241,7 @@ impl Sync {
 
     /// `m` was sent to the database for `k`.
     pub fn wrote(&mut self, k: &Key, m: Option<Val>) {
-        self.written.insert(k.clone(), m);
+        self.written.entry(k.clone()).or_default().push(m);
     }
 }
 
@@ -347,6 +363,29 @@ mod tests {
             p.to_switch,
             vec![(k, Some(Val::FailMode(FailMode::Standalone)))]
         );
+    }
+
+    #[test]
+    fn the_echo_of_an_older_write_is_not_a_database_change() {
+        // ctl add-br, then set-controller before the first write is seen.
+        let mut s = Sync::default();
+        let k = Key::Controllers("br1".into());
+        let none = Val::Controllers(vec![]);
+        let one = Val::Controllers(vec!["ptcp:6680:127.0.0.1".into()]);
+        let mut db = Items::new();
+        let mut model = items(&[(k.clone(), none.clone())]);
+        let p = s.plan(&db, &model);
+        s.wrote(&k, p.to_db[0].1.clone());
+        model.insert(k.clone(), one.clone());
+        let p = s.plan(&db, &model);
+        assert_eq!(p.to_db, vec![(k.clone(), Some(one.clone()))]);
+        s.wrote(&k, Some(one.clone()));
+        // The first write's echo: nothing to undo, nothing to resend.
+        db.insert(k.clone(), none);
+        assert_eq!(s.plan(&db, &model), Plan::default());
+        db.insert(k.clone(), one);
+        assert_eq!(s.plan(&db, &model), Plan::default());
+        assert!(s.written.is_empty());
     }
 
     #[test]
