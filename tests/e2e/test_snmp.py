@@ -301,7 +301,13 @@ def test_link_down_and_up_traps(snmp):
         subprocess.run(["ip", "-n", NS_A, "link", "set", "va", "down"], check=True)
         wait_for(lambda: has_link_trap(traps.packets, LINK_DOWN, 1, 2), timeout=10, what="a linkDown trap")
         assert d.values("snmpget", f"{IF_ENTRY}.8.1")[f"{IF_ENTRY}.8.1"] == "2"
-        assert int(d.values("snmpget", f"{IF_ENTRY}.9.1")[f"{IF_ENTRY}.9.1"].split()[0].strip("()")) > 0
+        # ifLastChange is the master's sysUpTime at the change: a few
+        # seconds before sysUpTime now at most.
+        v = d.values("snmpget", "1.3.6.1.2.1.1.3.0", f"{IF_ENTRY}.9.1", f"{IF_ENTRY}.9.2")
+        up, changed, unchanged = (int(v[k].split()[0].strip("()"))
+                                  for k in ("1.3.6.1.2.1.1.3.0", f"{IF_ENTRY}.9.1", f"{IF_ENTRY}.9.2"))
+        assert up - 1500 < changed <= up + 100, v
+        assert unchanged < changed, v
     finally:
         subprocess.run(["ip", "-n", NS_A, "link", "set", "va", "up"], check=True)
     wait_for(lambda: has_link_trap(traps.packets, LINK_UP, 1, 1), timeout=10, what="a linkUp trap")

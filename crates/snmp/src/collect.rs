@@ -9,6 +9,7 @@
 //! async worker.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -71,6 +72,48 @@ fn mtu_of(interface: &str) -> u32 {
         .unwrap_or(1500)
 }
 
+/// The module's clock: TimeTicks (hundredths of a second) since it
+/// started, and how they relate to the master's sysUpTime once a session
+/// has told it (every Response from the master carries its sysUpTime), so
+/// that ifLastChange reads as RFC 2863 asks: sysUpTime when the port
+/// entered its state, 0 when that was before the master started.
+#[derive(Debug)]
+pub struct Clock {
+    started: Instant,
+    /// Master's sysUpTime minus ours; `i64::MIN` while unknown.
+    offset: AtomicI64,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock {
+            started: Instant::now(),
+            offset: AtomicI64::new(i64::MIN),
+        }
+    }
+}
+
+impl Clock {
+    /// Our TimeTicks now.
+    pub fn ticks(&self) -> u32 {
+        (self.started.elapsed().as_millis() / 10) as u32
+    }
+
+    /// The master's sysUpTime is `sys_up_time` now.
+    pub fn master_says(&self, sys_up_time: u32) {
+        self.offset
+            .store(sys_up_time as i64 - self.ticks() as i64, Ordering::Relaxed);
+    }
+
+    /// Our `ticks` as the master's sysUpTime (ours while no master told).
+    pub fn as_master(&self, ticks: u32) -> u32 {
+        match self.offset.load(Ordering::Relaxed) {
+            i64::MIN => ticks,
+            o => (ticks as i64 + o).clamp(0, u32::MAX as i64) as u32,
+        }
+    }
+}
+
 /// What is remembered of a port between readings.
 #[derive(Clone, Copy, Debug)]
 struct Seen {
@@ -85,7 +128,7 @@ pub struct Collector {
     mtu: fn(&str) -> u32,
     indexes: IfIndexMap,
     seen: HashMap<u32, Seen>,
-    started: Instant,
+    clock: Arc<Clock>,
     /// The bridge dot1dBase describes (`None`: the first).
     dot1d_bridge: Option<String>,
     events: UnboundedSender<Vec<VarBind>>,
@@ -121,7 +164,7 @@ impl Collector {
             mtu,
             indexes: IfIndexMap::default(),
             seen: HashMap::new(),
-            started: Instant::now(),
+            clock: Arc::new(Clock::default()),
             dot1d_bridge,
             events,
             cached: None,
@@ -129,9 +172,14 @@ impl Collector {
         }
     }
 
-    /// Hundredths of a second since the module started (TimeTicks).
+    /// The clock of this collector's TimeTicks.
+    pub fn clock(&self) -> Arc<Clock> {
+        self.clock.clone()
+    }
+
+    /// Our TimeTicks now.
     pub fn ticks(&self) -> u32 {
-        (self.started.elapsed().as_millis() / 10) as u32
+        self.clock.ticks()
     }
 
     /// The view, read again when the one held is older than `max_age`.
@@ -209,8 +257,8 @@ impl Collector {
                     }
                     Some(s) => *s,
                 };
-                row.last_change = seen.last_change;
-                row.discontinuity = seen.since;
+                row.last_change = self.clock.as_master(seen.last_change);
+                row.discontinuity = self.clock.as_master(seen.since);
                 present.insert(if_index, seen);
                 dot1d.ports.push((*ofport, if_index));
                 m.ports.push(row);
@@ -347,6 +395,18 @@ mod tests {
             rx.try_recv().unwrap()[0].value,
             crate::pdu::Value::Oid(mib::LINK_UP.to_vec())
         );
+    }
+
+    #[test]
+    fn ticks_read_as_the_masters_sys_up_time() {
+        let c = Clock::default();
+        assert_eq!(c.as_master(5), 5);
+        c.master_says(c.ticks() + 100_000);
+        assert!((100_000..100_100).contains(&c.as_master(0)));
+        // A master started after the port's change: 0.
+        c.master_says(0);
+        assert_eq!(c.as_master(0), 0);
+        assert_eq!(c.as_master(c.ticks() + 50), 50);
     }
 
     #[test]

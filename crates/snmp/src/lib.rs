@@ -55,9 +55,10 @@
 //! answers (`ovs-ofctl dump-ports`): ifHCInOctets is `rx_bytes`,
 //! ifHCInUcastPkts `rx_packets`, the 32-bit counters are the same numbers
 //! modulo 2^32. Values are read from the switch per request, or from a
-//! reading at most 0.5 s old. ifIndex numbering: see [`ifindex`]. TimeTicks
-//! (ifLastChange, ifCounterDiscontinuityTime) count from the module's
-//! start.
+//! reading at most 0.5 s old. ifIndex numbering: see [`ifindex`].
+//! ifLastChange and ifCounterDiscontinuityTime are the master's sysUpTime
+//! at the change (learnt from its Responses; 0 for a change before the
+//! master started).
 //!
 //! # What it does not
 //!
@@ -181,11 +182,9 @@ pub fn start(
         }
     }
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let collector = Arc::new(Mutex::new(collect::Collector::new(
-        daemon,
-        args.agentx_bridge.clone(),
-        events_tx,
-    )));
+    let collector = collect::Collector::new(daemon, args.agentx_bridge.clone(), events_tx);
+    let clock = collector.clock();
+    let collector = Arc::new(Mutex::new(collector));
     // The poller: a reading every second finds link changes.
     let (poll_stop, poll_rx) = std::sync::mpsc::channel::<()>();
     let c = collector.clone();
@@ -204,7 +203,7 @@ pub fn start(
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     rt.spawn(async move {
-        session::run(collector, opts, events_rx, stop_rx).await;
+        session::run(collector, clock, opts, events_rx, stop_rx).await;
         let _ = done_tx.send(());
     });
     Ok(Some(Service {

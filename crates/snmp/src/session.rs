@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
-use crate::collect::{Collector, MAX_AGE};
+use crate::collect::{Clock, Collector, MAX_AGE};
 use crate::mib;
 use crate::pdu::{self, close_reason, error, Body, DecodeError, Header, Oid, Pdu, HEADER_LEN};
 
@@ -148,6 +148,7 @@ enum End {
 /// Runs sessions until `stop` turns true.
 pub async fn run(
     collector: Arc<Mutex<Collector>>,
+    clock: Arc<Clock>,
     opts: Options,
     mut events: mpsc::UnboundedReceiver<Vec<pdu::VarBind>>,
     mut stop: watch::Receiver<bool>,
@@ -161,7 +162,7 @@ pub async fn run(
         match connect(&opts.target).await {
             Ok(stream) => {
                 warned = false;
-                match session(stream, &collector, &opts, &mut events, &mut stop).await {
+                match session(stream, &collector, &clock, &opts, &mut events, &mut stop).await {
                     End::Stopped => return,
                     End::Lost { why, opened } => {
                         tracing::warn!("agentx: session with {} ended: {why}", opts.target);
@@ -219,6 +220,7 @@ fn oid_text(o: &[u32]) -> String {
 async fn session(
     stream: Box<dyn Stream>,
     collector: &Arc<Mutex<Collector>>,
+    clock: &Clock,
     opts: &Options,
     events: &mut mpsc::UnboundedReceiver<Vec<pdu::VarBind>>,
     stop: &mut watch::Receiver<bool>,
@@ -226,7 +228,7 @@ async fn session(
     let (rd, mut wr) = tokio::io::split(stream);
     let (tx, mut rx) = mpsc::channel(16);
     let reader = tokio::spawn(read_pdus(rd, tx));
-    let end = drive(&mut wr, &mut rx, collector, opts, events, stop).await;
+    let end = drive(&mut wr, &mut rx, collector, clock, opts, events, stop).await;
     reader.abort();
     let _ = wr.shutdown().await;
     end
@@ -236,6 +238,7 @@ async fn drive(
     wr: &mut (impl AsyncWrite + Unpin),
     rx: &mut mpsc::Receiver<Incoming>,
     collector: &Arc<Mutex<Collector>>,
+    clock: &Clock,
     opts: &Options,
     events: &mut mpsc::UnboundedReceiver<Vec<pdu::VarBind>>,
     stop: &mut watch::Receiver<bool>,
@@ -301,7 +304,7 @@ async fn drive(
                     }
                     Some(Incoming::Pdu(p)) => p,
                 };
-                match handle(&mut s, p, collector, opts).await {
+                match handle(&mut s, p, collector, clock, opts).await {
                     Handled::Reply(r) => send!(r),
                     Handled::Nothing => {}
                     Handled::Registered => {}
@@ -358,6 +361,7 @@ async fn handle(
     s: &mut Session,
     p: Pdu,
     collector: &Arc<Mutex<Collector>>,
+    clock: &Clock,
     opts: &Options,
 ) -> Handled {
     let reply = |error: u16, index: u16, varbinds: Vec<pdu::VarBind>, up: u32| {
@@ -374,13 +378,18 @@ async fn handle(
         )
     };
     match &p.body {
-        Body::Response { error: err, .. } => {
+        Body::Response {
+            error: err,
+            sys_up_time,
+            ..
+        } => {
             if !s.opened && p.packet_id == s.open_id {
                 if *err != error::NO_ERROR {
                     return Handled::Fail(format!("Open refused: {}", error::name(*err)));
                 }
                 s.opened = true;
                 s.session_id = p.session_id;
+                clock.master_says(*sys_up_time);
                 tracing::info!("agentx: session {} open with {}", s.session_id, opts.target);
                 let regs = mib::SUBTREES
                     .iter()
@@ -424,6 +433,10 @@ async fn handle(
             }
             if s.ping.is_some_and(|(id, _)| id == p.packet_id) {
                 s.ping = None;
+                if *err == error::NOT_OPEN {
+                    return Handled::Fail("the master forgot the session".into());
+                }
+                clock.master_says(*sys_up_time);
                 return Handled::Nothing;
             }
             if *err != error::NO_ERROR {
@@ -445,7 +458,8 @@ async fn handle(
             let c = collector.clone();
             let got = tokio::task::spawn_blocking(move || {
                 let mut c = c.lock().unwrap_or_else(|e| e.into_inner());
-                (c.view(MAX_AGE), c.ticks())
+                let up = c.clock().as_master(c.ticks());
+                (c.view(MAX_AGE), up)
             })
             .await;
             match got {
@@ -604,7 +618,14 @@ mod tests {
                 context: None,
                 ping: Duration::from_secs(60),
             };
-            let task = tokio::spawn(run(Arc::new(Mutex::new(collector)), opts, events, stop));
+            let clock = collector.clock();
+            let task = tokio::spawn(run(
+                Arc::new(Mutex::new(collector)),
+                clock,
+                opts,
+                events,
+                stop,
+            ));
 
             let mut s = accept_session(&l, 77).await;
             let ifnumber = [mib::IF_NUMBER, &[0]].concat();
