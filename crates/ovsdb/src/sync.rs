@@ -95,6 +95,16 @@ pub fn agree(d: Option<&Val>, m: Option<&Val>) -> bool {
     }
 }
 
+/// A controller list in canonical order: the order of a bridge's
+/// controllers means nothing (each is connected), and the database keeps
+/// them as a set.
+pub fn controllers(targets: impl IntoIterator<Item = String>) -> Val {
+    let mut t: Vec<String> = targets.into_iter().collect();
+    t.sort();
+    t.dedup();
+    Val::Controllers(t)
+}
+
 /// The model's items (patch ports are left out: they live in the
 /// configuration file only).
 pub fn model_items(cfg: &Config) -> Items {
@@ -107,7 +117,7 @@ pub fn model_items(cfg: &Config) -> Items {
         out.insert(Key::FailMode(b.name.clone()), Val::FailMode(b.fail_mode));
         out.insert(
             Key::Controllers(b.name.clone()),
-            Val::Controllers(b.controllers.iter().map(|c| c.target.to_string()).collect()),
+            controllers(b.controllers.iter().map(|c| c.target.to_string())),
         );
         for p in &b.ports {
             let PortKind::Interface { name, backend } = &p.kind else {
@@ -159,10 +169,10 @@ pub struct Sync {
 
 impl Sync {
     /// Forgets the base: the next round treats both sides as new (an
-    /// empty database is filled from the switch).
+    /// empty database is filled from the switch). Writes in flight stay
+    /// remembered, so they are not sent twice.
     pub fn forget(&mut self) {
         self.base.clear();
-        self.written.clear();
     }
 
     /// Forgets the writes in flight (the connection dropped, or the

@@ -210,8 +210,10 @@ impl DbView {
                     canonical,
                 });
             }
-            v.wanted
-                .insert(Key::Controllers(name.clone()), Val::Controllers(targets));
+            v.wanted.insert(
+                Key::Controllers(name.clone()),
+                crate::sync::controllers(targets),
+            );
             for pu in b.uuids("ports") {
                 let Some(prow) = r.row("Port", &pu) else {
                     continue;
