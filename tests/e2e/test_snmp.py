@@ -59,9 +59,14 @@ class Snmpd:
     127.0.0.1:PORT (community public read-only, private read-write), traps
     to 127.0.0.1:TRAP_PORT."""
 
-    def __init__(self, tmp_path, trap_port, extra=("-I", "-ifTable,ifXTable,interface"), access=None):
+    def __init__(self, tmp_path, trap_port, extra=("-I", "-ifTable,ifXTable,interface"), access=None, tcp=False):
         self.dir = tmp_path
-        self.sock = str(tmp_path / "agentx.sock")
+        if tcp:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.sock = f"tcp:127.0.0.1:{s.getsockname()[1]}"
+        else:
+            self.sock = str(tmp_path / "agentx.sock")
         self.port = free_udp_port()
         self.conf = tmp_path / "snmpd.conf"
         self.conf.write_text(
@@ -333,10 +338,10 @@ def test_snmpd_restart_and_reregistration(snmp, tmp_path):
 
 def test_priority_takes_if_mib_over_from_snmpd(net, fulmar_bin, tmp_path):
     """With snmpd's own IF-MIB modules loaded, `--agentx-priority 1`
-    makes snmpd answer ifTable from fulmar."""
+    makes snmpd answer ifTable from fulmar (here over AgentX on TCP)."""
     need("snmpd", "snmpget", "snmpwalk")
     traps = TrapSink()
-    d = Snmpd(tmp_path, traps.port, extra=())
+    d = Snmpd(tmp_path, traps.port, extra=(), tcp=True)
     sw = None
     try:
         # snmpd's own ifTable is there: ifName.1 is the host's (lo).
@@ -345,7 +350,7 @@ def test_priority_takes_if_mib_over_from_snmpd(net, fulmar_bin, tmp_path):
         flows.write_text(FORWARD)
         sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
                      "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                     "--agentx", f"unix:{d.sock}", "--agentx-priority", "1"])
+                     "--agentx", d.sock, "--agentx-priority", "1"])
         wait_for(lambda: d.values("snmpget", f"{IF_X_ENTRY}.1.1").get(f"{IF_X_ENTRY}.1.1") == SW_A,
                  timeout=15, what="fulmar's ifXTable to take over")
         assert d.values("snmpget", "1.3.6.1.2.1.2.1.0")["1.3.6.1.2.1.2.1.0"] == "2"

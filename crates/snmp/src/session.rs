@@ -79,6 +79,8 @@ pub struct Options {
 const DESCR: &[u8] = b"fulmar OpenFlow switch: IF-MIB, BRIDGE-MIB";
 /// Seconds the master should wait for an answer (Open's `o.timeout`).
 const TIMEOUT_S: u8 = 5;
+/// How long a connect may take.
+const CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// How long an Open may go unanswered.
 const OPEN_WAIT: Duration = Duration::from_secs(5);
 
@@ -159,7 +161,13 @@ pub async fn run(
         if *stop.borrow() {
             return;
         }
-        match connect(&opts.target).await {
+        let connected = tokio::select! {
+            c = tokio::time::timeout(CONNECT_WAIT, connect(&opts.target)) => {
+                c.unwrap_or_else(|_| Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out")))
+            }
+            _ = stop.changed() => return,
+        };
+        match connected {
             Ok(stream) => {
                 warned = false;
                 match session(stream, &collector, &clock, &opts, &mut events, &mut stop).await {
@@ -276,6 +284,7 @@ async fn drive(
     send!(open);
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut last_ping = Instant::now();
+    let mut events_open = true;
     loop {
         tokio::select! {
             _ = stop.changed() => {
@@ -318,8 +327,11 @@ async fn drive(
                     Handled::Fail(why) => return End::Lost { why, opened: s.opened },
                 }
             }
-            ev = events.recv(), if s.opened => {
-                let Some(varbinds) = ev else { continue };
+            ev = events.recv(), if s.opened && events_open => {
+                let Some(varbinds) = ev else {
+                    events_open = false;
+                    continue;
+                };
                 let id = s.packet_id();
                 let mut n = Pdu::new(s.session_id, 0, id, Body::Notify(varbinds));
                 n.context = opts.context.clone();
