@@ -203,6 +203,7 @@ pub struct Client {
     status: Status,
     errors: BTreeMap<Key, String>,
     last_stats: Instant,
+    stats_due: bool,
     last_retry: Instant,
     last_rx: Instant,
     probing: bool,
@@ -234,6 +235,7 @@ impl Client {
             status: Status::default(),
             errors: BTreeMap::new(),
             last_stats: now,
+            stats_due: true,
             last_retry: now,
             last_rx: now,
             probing: false,
@@ -413,7 +415,7 @@ impl Client {
                             .apply(&result)
                             .map_err(|e| format!("bad monitor reply: {}", e.0))?;
                         self.synced = true;
-                        self.last_stats = Instant::now() - self.stats_every;
+                        self.stats_due = true;
                         self.reconcile()
                     }
                     Pending::Structure(keys) => {
@@ -630,9 +632,10 @@ impl Client {
     }
 
     fn write_status(&mut self, changed: bool) -> Result<(), String> {
-        let with_stats = changed || self.last_stats.elapsed() >= self.stats_every;
+        let with_stats = changed || self.stats_due || self.last_stats.elapsed() >= self.stats_every;
         if with_stats {
             self.last_stats = Instant::now();
+            self.stats_due = false;
         }
         let view = DbView::read(&self.replica);
         let live = self.live(with_stats);
@@ -854,5 +857,179 @@ mod tests {
         .unwrap()
         .contains("constraint"));
         assert!(txn_error(&Value::Null, &json!("unknown database")).is_some());
+    }
+}
+
+/// The client against a scripted server (a unix socket in a temporary
+/// directory) and a real daemon over memory ports: monitor, apply, write
+/// back, echo, a switch-side change, a dropped connection.
+#[cfg(test)]
+mod session_tests {
+    use super::*;
+    use std::os::unix::net::UnixListener;
+    use std::sync::mpsc::channel;
+
+    use runtime::daemon::DaemonOptions;
+    use runtime::RuntimeOptions;
+
+    fn daemon() -> Arc<Daemon> {
+        let cfg = datastore::Config::from_str("", datastore::COMMAND_LINE)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let opts = DaemonOptions {
+            runtime: RuntimeOptions {
+                watch_links: false,
+                ..RuntimeOptions::default()
+            },
+            ..DaemonOptions::default()
+        };
+        Arc::new(Daemon::start(cfg, opts).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// The server side: reads values, writes bytes in small pieces.
+    struct Server {
+        stream: UnixStream,
+        framer: Framer,
+        got: std::collections::VecDeque<Value>,
+    }
+
+    impl Server {
+        fn next(&mut self) -> Value {
+            let mut buf = [0u8; 4096];
+            loop {
+                if let Some(v) = self.got.pop_front() {
+                    return v;
+                }
+                let n = self.stream.read(&mut buf).expect("read");
+                assert!(n > 0, "client closed");
+                self.got.extend(self.framer.push(&buf[..n]).expect("json"));
+            }
+        }
+
+        fn send(&mut self, v: &Value) {
+            let bytes = serde_json::to_vec(v).unwrap();
+            for chunk in bytes.chunks(7) {
+                self.stream.write_all(chunk).unwrap();
+            }
+        }
+
+        /// Answers requests until `pred` holds for a transact; returns its
+        /// operations.
+        fn until(&mut self, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+            let end = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < end {
+                let v = self.next();
+                let id = v["id"].clone();
+                if v["method"] == "transact" {
+                    let ops: Vec<Value> = v["params"].as_array().unwrap()[1..].to_vec();
+                    let results: Vec<Value> = ops.iter().map(|_| json!({})).collect();
+                    self.send(&json!({"id": id, "result": results, "error": null}));
+                    if pred(&ops) {
+                        return ops;
+                    }
+                } else if v["method"] == "echo" {
+                    self.send(&json!({"id": id, "result": v["params"], "error": null}));
+                }
+            }
+            panic!("timed out waiting for {what}");
+        }
+    }
+
+    fn writes(ops: &[Value], table: &str, col: &str) -> Option<Value> {
+        ops.iter()
+            .find(|o| o["table"] == table && o["row"].get(col).is_some())
+            .map(|o| o["row"][col].clone())
+    }
+
+    #[test]
+    fn monitor_apply_write_back_and_follow_the_switch() {
+        let dir = std::env::temp_dir().join(format!("fulmar-ovsdb-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let sock = dir.join("db.sock");
+        let listener = UnixListener::bind(&sock).unwrap();
+        let d = daemon();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = channel();
+        let client = Client::new(
+            d.clone(),
+            Target::Unix(sock.clone()),
+            rx,
+            stop.clone(),
+            Duration::from_secs(1),
+        );
+        let tx2 = tx.clone();
+        let main = std::thread::spawn(move || client.run(tx2));
+        let watcher = {
+            let (d, tx, stop) = (d.clone(), tx.clone(), stop.clone());
+            std::thread::spawn(move || watch(d, tx, stop))
+        };
+
+        let (stream, _) = listener.accept().unwrap();
+        let mut srv = Server {
+            stream,
+            framer: Framer::default(),
+            got: Default::default(),
+        };
+        let mon = srv.next();
+        assert_eq!(mon["method"], "monitor");
+        assert_eq!(mon["params"][0], "Open_vSwitch");
+        // An echo before the reply: answered.
+        srv.send(&json!({"method": "echo", "params": ["x"], "id": "echo"}));
+        let echo = srv.next();
+        assert_eq!(echo, json!({"id": "echo", "result": ["x"], "error": null}));
+        srv.send(&json!({"id": mon["id"], "error": null, "result": {
+            "Open_vSwitch": {"o": {"new": {"bridges": ["uuid", "b0"], "next_cfg": 3, "cur_cfg": 0}}},
+            "Bridge": {"b0": {"new": {"name": "br0", "fail_mode": "secure", "ports": ["set", [["uuid", "p1"], ["uuid", "p2"]]]}}},
+            "Port": {"p1": {"new": {"name": "m1", "interfaces": ["uuid", "i1"]}},
+                     "p2": {"new": {"name": "m2", "interfaces": ["uuid", "i2"]}}},
+            "Interface": {"i1": {"new": {"name": "m1", "type": "memory", "ofport_request": 4}},
+                          "i2": {"new": {"name": "m2", "type": "vxlan"}}}
+        }}));
+        let ops = srv.until("cur_cfg", |ops| {
+            writes(ops, "Open_vSwitch", "cur_cfg").is_some()
+        });
+        assert_eq!(writes(&ops, "Open_vSwitch", "cur_cfg"), Some(json!(3)));
+        let i1 = ops
+            .iter()
+            .find(|o| o["where"][0][2][1] == "i1")
+            .expect("i1 written");
+        assert_eq!(i1["row"]["ofport"], 4);
+        assert_eq!(i1["row"]["link_state"], "up");
+        let i2 = ops.iter().find(|o| o["where"][0][2][1] == "i2").unwrap();
+        assert_eq!(i2["row"]["ofport"], -1);
+        assert!(i2["row"]["error"].as_str().unwrap().contains("vxlan"));
+        let (cfg, _) = d.config();
+        assert_eq!(cfg.bridges.len(), 1);
+        assert_eq!(cfg.bridges[0].ports[0].number, 4);
+        assert_eq!(cfg.bridges[0].fail_mode, datastore::FailMode::Secure);
+
+        // A switch-side change is written into the database, once.
+        let w: Vec<&str> = "add-port br0 m3 type=memory".split(' ').collect();
+        d.transact(&datastore::parse_ctl(&w).unwrap(), false)
+            .unwrap();
+        let ops = srv.until("m3's rows", |ops| {
+            ops.iter()
+                .any(|o| o["op"] == "insert" && o["row"]["name"] == "m3")
+        });
+        assert!(ops
+            .iter()
+            .any(|o| o["op"] == "mutate" && o["mutations"][0][1] == "insert"));
+
+        // The connection drops: the client comes back and monitors again.
+        drop(srv);
+        let (stream, _) = listener.accept().unwrap();
+        let mut srv = Server {
+            stream,
+            framer: Framer::default(),
+            got: Default::default(),
+        };
+        assert_eq!(srv.next()["method"], "monitor");
+
+        stop.store(true, Ordering::Relaxed);
+        let _ = tx.send(Event::Stop);
+        main.join().unwrap();
+        watcher.join().unwrap();
+        d.stop();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

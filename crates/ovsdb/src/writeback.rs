@@ -356,6 +356,16 @@ impl Status {
         if let (Some(root), Some(cfg)) = (&view.root, cur_cfg) {
             row_update("Open_vSwitch", root, vec![("cur_cfg", Datum::int(cfg))]);
         }
+        // Rows that are gone need no memory.
+        let rows: std::collections::HashSet<&str> = view
+            .bridges
+            .iter()
+            .map(|b| b.uuid.as_str())
+            .chain(view.ifaces.iter().map(|i| i.uuid.as_str()))
+            .chain(view.controllers.iter().map(|c| c.uuid.as_str()))
+            .chain(view.root.as_deref())
+            .collect();
+        self.sent.retain(|(u, _), _| rows.contains(u.as_str()));
         ops
     }
 }
