@@ -13,19 +13,32 @@
 //! trap2sink NMS-HOST public               # where linkUp/linkDown go
 //! ```
 //!
-//! snmpd serves the host's own interfaces in IF-MIB; the switch's ports
-//! take their place in one of three ways, chosen by the operator:
+//! (A fulmar not running as root needs access to the socket:
+//! `agentXPerms 0660 0755 root GROUP`.) snmpd serves the host's own
+//! interfaces in IF-MIB; the switch's ports take their place in one of
+//! three ways, chosen by the operator:
 //!
-//! 1. snmpd without its interface modules (what the tests do): start it
-//!    with `-I -ifTable,ifXTable,interface`; the switch's ports are then
-//!    the agent's IF-MIB.
+//! 1. snmpd without its interface modules (what most tests do): start it
+//!    with `-I -ifTable,ifXTable,interface` (on Debian, in the
+//!    `ExecStart` of a `snmpd.service` override); the switch's ports are
+//!    then the agent's IF-MIB. Without these fulmar's registrations are
+//!    refused (duplicateRegistration, logged).
 //! 2. A higher registration priority: `--agentx-priority 1` (1 is the
 //!    highest; snmpd's own modules register at 127) makes snmpd answer
-//!    IF-MIB from fulmar while its own modules stay loaded.
+//!    ifNumber, ifTable and ifXTable from fulmar while its own modules stay
+//!    loaded (leave snmpd's `linkUpDownNotifications` off: it would
+//!    report host interfaces under fulmar's ifIndex numbers).
 //! 3. A context: `--agentx-context fulmar` registers everything in the
-//!    SNMP context `fulmar`, beside the host's IF-MIB in the default one
-//!    (SNMPv3 `-n fulmar`, or a v2c community mapped to the context with
-//!    `com2sec -Cn fulmar ...`).
+//!    SNMP context `fulmar`, beside the host's IF-MIB in the default one:
+//!    SNMPv3 managers ask with `-n fulmar`; for v2c, map a community to
+//!    the context:
+//!
+//!    ```text
+//!    com2sec -Cn fulmar switchsec 10.0.0.0/8 switch
+//!    group   switchgroup v2c switchsec
+//!    view    all included .1
+//!    access  switchgroup fulmar any noauth exact all none none
+//!    ```
 //!
 //! Then `fulmar run ... --agentx /var/agentx/master` (or
 //! `--agentx tcp:localhost:705`). The subagent connects, opens a session,
