@@ -282,3 +282,12 @@ interface = "{SW_B}"
     assert ovsdb.get("Interface", SW_B, "ofport") == "2"
     ovsdb.vsctl("set-fail-mode", "br0", "standalone")
     assert json.loads(ctl(fulmar_bin, tmp_path, "show", "--json"))["bridges"][0]["fail_mode"] == "standalone"
+
+    # fulmar ctl's bridge and controller changes show in the database too.
+    ctl(fulmar_bin, tmp_path, "add-br", "br1")
+    ctl(fulmar_bin, tmp_path, "set-controller", "br1", "ptcp:0:127.0.0.1")
+    wait_for(lambda: ovsdb.vsctl("--no-wait", "list-br").stdout.split() == ["br0", "br1"], 5, "br1 in the database")
+    wait_for(lambda: ovsdb.get("Bridge", "br1", "controller") not in (None, "[]"), 5, "br1's controller row")
+    assert ovsdb.vsctl("--no-wait", "get-controller", "br1").stdout.strip() == "ptcp:0:127.0.0.1"
+    ctl(fulmar_bin, tmp_path, "del-br", "br1")
+    wait_for(lambda: ovsdb.vsctl("--no-wait", "list-br").stdout.split() == ["br0"], 5, "br1 gone from the database")

@@ -16,10 +16,15 @@
 //!   remembered until the database echoes it back or refuses it.
 //!
 //! An item the base lacks counts as absent, so at start (empty base) the
-//! database's bridges are created in the switch and the switch's bridges
-//! the database lacks (a `--config` file's) are written into it. Writes
-//! never bounce: a change applied to the switch makes `m` agree with `d`,
-//! and a change written to the database makes `d` agree with `m`.
+//! bridges and ports of either side that the other lacks are added to it
+//! (the database's are created in the switch, a `--config` file's are
+//! written into the database), and where both sides hold an item with
+//! different values, the database's wins. The base lives as long as the
+//! process: after ovsdb-server restarts, what was deleted from the
+//! database meanwhile is deleted from the switch. Writes never bounce: a
+//! change applied to the switch makes `m` agree with `d`, and a change
+//! written to the database makes `d` agree with `m`; the echo of an older
+//! write of ours is recognised as such, not taken for a database change.
 
 use std::collections::{BTreeMap, BTreeSet};
 
