@@ -28,8 +28,10 @@
 //!   `ofport_request`; controller targets (`tcp:`, `ssl:`, `ptcp:`,
 //!   `pssl:`). Each bridge, port, fail mode and controller list is its own
 //!   datastore transaction, so one bad row (an interface that does not
-//!   exist) does not stop the others; its failure is written into the row.
-//! * Written back ([`writeback`]): `Open_vSwitch.cur_cfg` once a
+//!   exist) does not stop the others; its failure is written into the row,
+//!   and it is tried again every 5 s (an interface that appears later is
+//!   picked up).
+//! * Written back (`writeback.rs`): `Open_vSwitch.cur_cfg` once a
 //!   `next_cfg` is in force (so `ovs-vsctl` without `--no-wait` returns),
 //!   `Bridge.datapath_id`, `Interface.ofport` (-1 when the interface could
 //!   not be used), `error`, `link_state`, `admin_state`, `statistics`

@@ -443,3 +443,66 @@ pub(crate) mod tests {
         assert!(parse_dpid("000000000000000g").is_err());
     }
 }
+
+/// Every monitored column holding every odd shape: reading, planning and
+/// building writes never panic.
+#[cfg(test)]
+mod odd_input {
+    use super::*;
+    use crate::replica::MONITORED;
+    use crate::sync::{model_items, Sync};
+    use crate::writeback::{structure_ops, Live, Status};
+    use serde_json::{json, Value};
+
+    #[test]
+    fn odd_values_in_every_column() {
+        let odd = [
+            json!(null),
+            json!({"a": 1}),
+            json!([]),
+            json!([[["x"]]]),
+            json!(-1),
+            json!(i64::MIN),
+            json!(u64::MAX),
+            json!(1.5),
+            json!(""),
+            json!("\u{0}\u{ffff}"),
+            json!(["uuid", "nowhere"]),
+            json!(["set", [1, "a", true, ["uuid", "b0"]]]),
+            json!(["map", [[1, "x"], ["k", ["uuid", "p1"]]]]),
+            json!(["map", [["datapath-id", "ffffffffffffffff"]]]),
+        ];
+        let base = super::tests::sample();
+        let cfg = datastore::Config::from_str("", datastore::COMMAND_LINE).unwrap();
+        let model = model_items(&cfg);
+        for (table, cols) in MONITORED {
+            let uuids: Vec<String> = base.rows(table).map(|(u, _)| u.clone()).collect();
+            for col in cols.iter() {
+                for v in &odd {
+                    let mut r = base.clone();
+                    for u in &uuids {
+                        let mut row = serde_json::Map::new();
+                        row.insert(col.to_string(), v.clone());
+                        r.apply(&json!({ *table: { u.as_str(): { "new": Value::Object(row) } } }))
+                            .unwrap();
+                    }
+                    let view = DbView::read(&r);
+                    let mut sync = Sync::default();
+                    let plan = sync.plan(&view.wanted, &model);
+                    let _ = structure_ops(&plan.to_db, &view);
+                    let _ = structure_ops(&plan.to_switch, &view);
+                    for (k, d) in &plan.to_switch {
+                        let _ = crate::client::switch_ops(k, d.as_ref(), &view.wanted, &model);
+                    }
+                    let _ = Status::default().ops(
+                        &r,
+                        &view,
+                        &Live::default(),
+                        &Default::default(),
+                        view.next_cfg,
+                    );
+                }
+            }
+        }
+    }
+}
