@@ -29,7 +29,6 @@ need=()
 command -v ovs-ofctl >/dev/null 2>&1 || need+=(openvswitch-switch)
 command -v snmpd >/dev/null 2>&1 || need+=(snmpd)
 command -v snmpget >/dev/null 2>&1 || need+=(snmp)
-command -v snmptrapd >/dev/null 2>&1 || need+=(snmptrapd)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
