@@ -173,3 +173,31 @@ pub fn start(
     tracing::info!("ovsdb: following {t}");
     Ok(Some(Service { stop, tx, threads }))
 }
+
+/// For the fuzz target (`fuzz/fuzz_targets/ovsdb_stream.rs`): bytes as a
+/// server might send them go through the framer (split in two at the
+/// first byte's value), message classification, the replica (every value
+/// taken as a monitor update) and the view the switch is configured from.
+/// Whatever the bytes, this returns: errors are values, never panics.
+#[doc(hidden)]
+pub fn fuzz_server_bytes(data: &[u8]) {
+    let cut = data.first().map_or(0, |&b| usize::from(b).min(data.len()));
+    let mut framer = jsonrpc::Framer::default();
+    let mut replica = replica::Replica::default();
+    for piece in [&data[..cut], &data[cut..]] {
+        let Ok(values) = framer.push(piece) else {
+            return;
+        };
+        for v in values {
+            if let Some(jsonrpc::Message::Notification { params, .. }) =
+                jsonrpc::Message::parse(v.clone())
+            {
+                if let Some(u) = params.get(1) {
+                    let _ = replica.apply(u);
+                }
+            }
+            let _ = replica.apply(&v);
+            let _ = view::DbView::read(&replica);
+        }
+    }
+}
