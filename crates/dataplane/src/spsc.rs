@@ -578,7 +578,8 @@ mod tests {
         // either delivered or counted as dropped_full, none vanish.
         use crate::memory::{MemoryGenerator, MemorySink};
         use crate::port::PortBackend;
-        const N: u64 = 200_000;
+        // Miri runs the same exchange, shorter (it interprets every step).
+        const N: u64 = if cfg!(miri) { 2_000 } else { 200_000 };
         let mut gen = MemoryGenerator::new("gen", vec![vec![1; 64], vec![2; 128]]).with_limit(N);
         let mut sink = MemorySink::new("sink");
         let handle = sink.handle();
@@ -661,7 +662,8 @@ mod tests {
 
     #[test]
     fn two_thread_stress_keeps_order_and_loses_nothing() {
-        const N: u64 = 1_000_000;
+        // Miri runs the same exchange, shorter (it interprets every step).
+        const N: u64 = if cfg!(miri) { 5_000 } else { 1_000_000 };
         let (mut p, mut c) = ring::<u64>(64);
         let producer = std::thread::spawn(move || {
             let mut next = 0u64;
