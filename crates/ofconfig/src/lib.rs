@@ -1,10 +1,74 @@
-//! The OF-CONFIG 1.2 module: a NETCONF server over SSH.
+//! The OF-CONFIG 1.2 module: a NETCONF server (RFC 6241) over SSH
+//! (RFC 6242, the `netconf` subsystem) for the capable-switch model
+//! (namespace `urn:onf:config:yang`), a client of the datastore like every
+//! management module.
 //!
-//! (Being built: `start` refuses until the module lands.)
+//! # Starting it
+//!
+//! ```text
+//! fulmar run -i eth1 -i eth2 --netconf 830 \
+//!     --netconf-host-key /etc/fulmar/netconf_host_key \
+//!     --netconf-authorized-keys /etc/fulmar/netconf_authorized_keys
+//! ```
+//!
+//! `--netconf ADDR:PORT` (a bare port listens on 127.0.0.1). The host key is
+//! read from `--netconf-host-key` (OpenSSH format), or an Ed25519 key is
+//! created there with mode 0600 (default `netconf_host_key` in the current
+//! directory). Clients authenticate by public key only, against the
+//! OpenSSH `authorized_keys`-style file `--netconf-authorized-keys` (re-read
+//! at each attempt, so keys can be added while running; any user name).
+//! No password authentication: a password file would be one more secret
+//! on disk for no gain over keys, and ncclient/paramiko do keys.
+//!
+//! # What it covers
+//!
+//! * hello with base:1.0 and base:1.1; `]]>]]>` framing, chunked framing
+//!   when both sides announce base:1.1; messages up to 4 MiB;
+//! * get (configuration and state), get-config (running), edit-config
+//!   (running; default-operation merge/replace/none; operation attributes
+//!   merge/replace/create/delete/remove; test-option test-only validates
+//!   without applying), subtree filters, lock/unlock of running,
+//!   close-session, kill-session;
+//! * capable-switch `id` (`fulmar`); `resources/port` (resource-id and name
+//!   = interface name, number, current-rate and max-rate when known,
+//!   configuration admin-state/no-receive/no-forward/no-packet-in, and in
+//!   get the state oper-state/blocked/live); `logical-switches/switch`
+//!   (id = bridge name, datapath-id, enabled, lost-connection-behavior =
+//!   fail mode, controllers with id/role/ip-address/port/protocol and in
+//!   get their connection-state, resources/port references);
+//! * one edit-config is one datastore transaction, all or nothing: a new
+//!   switch is `add-br`, a removed one `del-br`, the controller list
+//!   `set-controller`, lost-connection-behavior `set-fail-mode`, a port
+//!   reference `add-port`/`del-port` (interface = resource-id, afpacket,
+//!   number from the port resource's `number` if given), datapath-id sets
+//!   the bridge's dpid. Errors are rpc-errors (malformed-message,
+//!   unknown-element, invalid-value, data-missing, data-exists,
+//!   operation-not-supported, operation-failed with the datastore's text,
+//!   in-use/lock-denied) and change nothing.
+//!
+//! # What it does not cover
+//!
+//! * queues (fulmar has none), owned certificates, flow-table resources,
+//!   capabilities (not shown), port configuration through OF-CONFIG (port
+//!   state is OpenFlow port-mod's: edit-config of `configuration` is
+//!   operation-not-supported), disabling a switch (`enabled` false);
+//! * candidate and startup datastores, confirmed commit, xpath filters,
+//!   notifications, with-defaults, NETCONF over TLS;
+//! * a controller's `id` is its target (`tcp:10.0.0.1:6653`): the datastore
+//!   stores no other name, so an id given in edit-config is matched against
+//!   targets and not kept; a controller's `role` is shown live in get only.
 
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 use runtime::daemon::Daemon;
+
+mod framing;
+mod model;
+mod rpc;
+mod server;
+mod xml;
 
 /// The module's `fulmar run` flags.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -13,6 +77,20 @@ pub struct Args {
     /// Serve OF-CONFIG 1.2 over NETCONF/SSH on ADDR:PORT (PORT alone: 127.0.0.1:PORT)
     #[arg(long = "netconf", value_name = "ADDR")]
     pub netconf: Option<String>,
+    /// NETCONF SSH host key (OpenSSH format); an Ed25519 key is created there (0600) if missing
+    #[arg(
+        long = "netconf-host-key",
+        value_name = "PATH",
+        default_value = "netconf_host_key"
+    )]
+    pub netconf_host_key: PathBuf,
+    /// NETCONF clients' public keys, one OpenSSH `TYPE BASE64 [COMMENT]` line each (re-read at each login)
+    #[arg(
+        long = "netconf-authorized-keys",
+        value_name = "PATH",
+        default_value = "netconf_authorized_keys"
+    )]
+    pub netconf_authorized_keys: PathBuf,
 }
 
 impl Args {
@@ -23,21 +101,130 @@ impl Args {
 }
 
 /// The running module; dropping it (or [`Service::stop`]) stops it.
-pub struct Service {}
+pub struct Service {
+    task: tokio::task::JoinHandle<()>,
+}
 
 impl Service {
     /// Stops the module.
-    pub fn stop(self) {}
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The daemon as the operations see it.
+struct DaemonStore(Arc<Daemon>);
+
+impl rpc::Store for DaemonStore {
+    fn snapshot(&self, state: bool) -> model::Snapshot {
+        let (config, _) = self.0.config();
+        let mut snap = model::Snapshot::from_config(&config);
+        if state {
+            let show = self.0.show();
+            for b in &mut snap.bridges {
+                let live = show.bridges.iter().find(|s| s.name == b.name);
+                if let Some(live) = live {
+                    for c in &mut b.controllers {
+                        let t = c.target.to_string();
+                        if let Some(s) = live.controllers.iter().find(|s| s.target == t) {
+                            c.live = Some((s.connected, s.role.clone()));
+                        }
+                    }
+                }
+                let descs = self.0.runtime().port_desc(&b.name).unwrap_or_default();
+                for p in &mut b.ports {
+                    if let Some(d) = descs.iter().find(|d| d.port_no == p.number) {
+                        p.live = Some(model::PortLive {
+                            config: d.config,
+                            state: d.state,
+                            curr_speed: d.curr_speed,
+                            max_speed: d.max_speed,
+                        });
+                    }
+                }
+            }
+        }
+        snap
+    }
+
+    fn transact(&self, ops: &[datastore::Op], dry_run: bool) -> Result<(), String> {
+        self.0
+            .transact(ops, dry_run)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(p) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], p)));
+    }
+    s.parse()
+        .map_err(|_| format!("--netconf {s}: expected ADDR:PORT or PORT"))
 }
 
 /// Starts the module on `rt` when `args` ask for it.
 pub fn start(
-    _daemon: Arc<Daemon>,
-    _rt: &tokio::runtime::Handle,
+    daemon: Arc<Daemon>,
+    rt: &tokio::runtime::Handle,
     args: &Args,
 ) -> Result<Option<Service>, String> {
-    match &args.netconf {
-        None => Ok(None),
-        Some(t) => Err(format!("--netconf {t}: not built yet")),
-    }
+    let Some(addr) = &args.netconf else {
+        return Ok(None);
+    };
+    let addr = listen_addr(addr)?;
+    let key = server::host_key(&args.netconf_host_key)?;
+    let config = Arc::new(russh::server::Config {
+        keys: vec![key],
+        methods: russh::MethodSet::from(&[russh::MethodKind::PublicKey][..]),
+        auth_rejection_time: std::time::Duration::from_millis(300),
+        auth_rejection_time_initial: Some(std::time::Duration::ZERO),
+        inactivity_timeout: Some(std::time::Duration::from_secs(3600)),
+        ..Default::default()
+    });
+    let listener = {
+        let _g = rt.enter();
+        let std_l =
+            std::net::TcpListener::bind(addr).map_err(|e| format!("--netconf {addr}: {e}"))?;
+        std_l
+            .set_nonblocking(true)
+            .map_err(|e| format!("--netconf {addr}: {e}"))?;
+        tokio::net::TcpListener::from_std(std_l).map_err(|e| format!("--netconf {addr}: {e}"))?
+    };
+    let srv = Arc::new(server::Server {
+        store: Arc::new(DaemonStore(daemon)),
+        shared: Arc::new(rpc::Shared::default()),
+        authorized: args.netconf_authorized_keys.clone(),
+        next_id: AtomicU32::new(1),
+    });
+    tracing::info!("OF-CONFIG: NETCONF over SSH on {addr}");
+    let task = rt.spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                continue;
+            };
+            let _ = sock.set_nodelay(true);
+            let conn = server::Conn {
+                server: srv.clone(),
+                channels: Default::default(),
+            };
+            let config = config.clone();
+            tokio::spawn(async move {
+                match russh::server::run_stream(config, sock, conn).await {
+                    Ok(s) => {
+                        let _ = s.await;
+                    }
+                    Err(e) => tracing::debug!("netconf ssh: {e}"),
+                }
+            });
+        }
+    });
+    Ok(Some(Service { task }))
 }

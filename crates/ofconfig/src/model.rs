@@ -1,0 +1,903 @@
+//! The capable-switch model (OF-CONFIG 1.2, namespace `urn:onf:config:yang`)
+//! over fulmar's datastore: a [`Snapshot`] of the running configuration
+//! (plus live state for `get`), rendered as an [`Element`] tree, subtree
+//! filters over that tree, and `edit-config` turned into one list of
+//! datastore [`Op`]s.
+//!
+//! Mapping: a logical switch is a bridge (id = bridge name); a port
+//! resource is an interface port (resource-id = interface name); a
+//! controller's id is its target (`tcp:IP:PORT`), since the datastore keeps
+//! no other name; `lost-connection-behavior` is the fail mode. fulmar has no
+//! queues, owned certificates or flow tables to configure through
+//! OF-CONFIG: those containers are neither shown nor accepted.
+
+use std::net::IpAddr;
+
+use datastore::{Config, ControllerTarget, FailMode, Op, PortKind, PortRef, Transport};
+
+use crate::rpc::RpcError;
+use crate::xml::Element;
+
+/// The OF-CONFIG 1.2 namespace.
+pub const NS: &str = "urn:onf:config:yang";
+/// The capable switch's id.
+pub const SWITCH_ID: &str = "fulmar";
+
+/// One port as the model shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortSnap {
+    /// Interface name (the resource-id and name).
+    pub name: String,
+    /// OpenFlow port number.
+    pub number: u32,
+    /// Live state, for `get` only.
+    pub live: Option<PortLive>,
+}
+
+/// A port's live state (from the OpenFlow port description).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortLive {
+    /// `OFPPC_*` bits.
+    pub config: u32,
+    /// `OFPPS_*` bits.
+    pub state: u32,
+    /// kbit/s, 0 when unknown.
+    pub curr_speed: u32,
+    /// kbit/s, 0 when unknown.
+    pub max_speed: u32,
+}
+
+/// One controller as the model shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CtlSnap {
+    /// The target.
+    pub target: ControllerTarget,
+    /// `(connected, role)`, for `get` only.
+    pub live: Option<(bool, String)>,
+}
+
+/// One bridge as the model shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BridgeSnap {
+    /// Name (the logical switch id).
+    pub name: String,
+    /// Datapath id.
+    pub dpid: u64,
+    /// Fail mode.
+    pub fail_mode: FailMode,
+    /// Controllers in order.
+    pub controllers: Vec<CtlSnap>,
+    /// Interface ports in number order.
+    pub ports: Vec<PortSnap>,
+}
+
+/// What get / get-config show.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Bridges in configuration order.
+    pub bridges: Vec<BridgeSnap>,
+}
+
+impl Snapshot {
+    /// The configuration part of `config` (patch ports are not resources).
+    pub fn from_config(config: &Config) -> Snapshot {
+        let bridges = config
+            .bridges
+            .iter()
+            .map(|b| {
+                let mut ports: Vec<PortSnap> = b
+                    .ports
+                    .iter()
+                    .filter_map(|p| match &p.kind {
+                        PortKind::Interface { name, .. } => Some(PortSnap {
+                            name: name.clone(),
+                            number: p.number,
+                            live: None,
+                        }),
+                        PortKind::Patch { .. } => None,
+                    })
+                    .collect();
+                ports.sort_by_key(|p| p.number);
+                BridgeSnap {
+                    name: b.name.clone(),
+                    dpid: b.dpid,
+                    fail_mode: b.fail_mode,
+                    controllers: b
+                        .controllers
+                        .iter()
+                        .map(|c| CtlSnap {
+                            target: c.target.clone(),
+                            live: None,
+                        })
+                        .collect(),
+                    ports,
+                }
+            })
+            .collect();
+        Snapshot { bridges }
+    }
+
+    fn bridge(&self, name: &str) -> Option<&BridgeSnap> {
+        self.bridges.iter().find(|b| b.name == name)
+    }
+}
+
+/// `00:00:00:00:00:00:00:01`.
+pub fn dpid_text(dpid: u64) -> String {
+    let b = dpid.to_be_bytes();
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Parses `00:00:00:00:00:00:00:01` (also 16 hex digits).
+pub fn parse_dpid(s: &str) -> Option<u64> {
+    let hex: String = if s.len() == 23 {
+        let parts: Vec<&str> = s.split(':').collect();
+        if parts.len() != 8 || parts.iter().any(|p| p.len() != 2) {
+            return None;
+        }
+        parts.concat()
+    } else if s.len() == 16 {
+        s.to_string()
+    } else {
+        return None;
+    };
+    if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(&hex, 16).ok()
+}
+
+fn leaf(name: &str, text: impl Into<String>) -> Element {
+    Element {
+        ns: Some(NS.into()),
+        name: name.into(),
+        text: text.into(),
+        ..Element::default()
+    }
+}
+
+fn node(name: &str, children: Vec<Element>) -> Element {
+    Element {
+        ns: Some(NS.into()),
+        name: name.into(),
+        children,
+        ..Element::default()
+    }
+}
+
+fn bool_text(b: bool) -> &'static str {
+    if b {
+        "true"
+    } else {
+        "false"
+    }
+}
+
+fn fail_mode_text(m: FailMode) -> &'static str {
+    match m {
+        FailMode::Secure => "failSecureMode",
+        FailMode::Standalone => "failStandaloneMode",
+    }
+}
+
+fn target_parts(t: &ControllerTarget) -> (Transport, String, u16) {
+    match t {
+        ControllerTarget::Connect {
+            transport,
+            host,
+            port,
+        } => (*transport, host.clone(), *port),
+        ControllerTarget::Listen {
+            transport,
+            addr,
+            port,
+        } => (*transport, addr.to_string(), *port),
+    }
+}
+
+/// The capable-switch tree; `state` adds the config-false leaves of `get`.
+pub fn render(snap: &Snapshot, state: bool) -> Element {
+    let mut ports = Vec::new();
+    for b in &snap.bridges {
+        for p in &b.ports {
+            let mut c = vec![
+                leaf("resource-id", &p.name),
+                leaf("number", p.number.to_string()),
+                leaf("name", &p.name),
+            ];
+            let live = p.live.clone().unwrap_or_default();
+            if state && live.curr_speed > 0 {
+                c.push(leaf("current-rate", live.curr_speed.to_string()));
+            }
+            if state && live.max_speed > 0 {
+                c.push(leaf("max-rate", live.max_speed.to_string()));
+            }
+            c.push(node(
+                "configuration",
+                vec![
+                    leaf(
+                        "admin-state",
+                        if live.config & 1 != 0 { "down" } else { "up" },
+                    ),
+                    leaf("no-receive", bool_text(live.config & (1 << 2) != 0)),
+                    leaf("no-forward", bool_text(live.config & (1 << 5) != 0)),
+                    leaf("no-packet-in", bool_text(live.config & (1 << 6) != 0)),
+                ],
+            ));
+            if state {
+                if let Some(l) = &p.live {
+                    c.push(node(
+                        "state",
+                        vec![
+                            leaf("oper-state", if l.state & 1 != 0 { "down" } else { "up" }),
+                            leaf("blocked", bool_text(l.state & 2 != 0)),
+                            leaf("live", bool_text(l.state & 4 != 0)),
+                        ],
+                    ));
+                }
+            }
+            ports.push(node("port", c));
+        }
+    }
+    let switches = snap
+        .bridges
+        .iter()
+        .map(|b| {
+            let ctls = b
+                .controllers
+                .iter()
+                .map(|c| {
+                    let (tr, ip, port) = target_parts(&c.target);
+                    let mut ch = vec![leaf("id", c.target.to_string())];
+                    if let (true, Some((_, role))) = (state, &c.live) {
+                        if role == "master" || role == "slave" || role == "equal" {
+                            ch.push(leaf("role", role));
+                        }
+                    }
+                    ch.push(leaf("ip-address", ip));
+                    ch.push(leaf("port", port.to_string()));
+                    ch.push(leaf(
+                        "protocol",
+                        match tr {
+                            Transport::Tcp => "tcp",
+                            Transport::Tls => "tls",
+                        },
+                    ));
+                    if let (true, Some((up, _))) = (state, &c.live) {
+                        ch.push(node(
+                            "state",
+                            vec![
+                                leaf("connection-state", if *up { "up" } else { "down" }),
+                                leaf("current-version", if *up { "1.3" } else { "" }),
+                            ]
+                            .into_iter()
+                            .filter(|e| !e.text.is_empty())
+                            .collect(),
+                        ));
+                    }
+                    node("controller", ch)
+                })
+                .collect();
+            node(
+                "switch",
+                vec![
+                    leaf("id", &b.name),
+                    leaf("datapath-id", dpid_text(b.dpid)),
+                    leaf("enabled", "true"),
+                    leaf("lost-connection-behavior", fail_mode_text(b.fail_mode)),
+                    node("controllers", ctls),
+                    node(
+                        "resources",
+                        b.ports.iter().map(|p| leaf("port", &p.name)).collect(),
+                    ),
+                ],
+            )
+        })
+        .collect();
+    node(
+        "capable-switch",
+        vec![
+            leaf("id", SWITCH_ID),
+            node("resources", ports),
+            node("logical-switches", switches),
+        ],
+    )
+}
+
+/// RFC 6241 §6 subtree filtering of `data` by `filter` (same element
+/// name): `None` when nothing is selected.
+pub fn subtree(data: &Element, filter: &Element) -> Option<Element> {
+    if data.name != filter.name || (filter.ns.is_some() && filter.ns != data.ns) {
+        return None;
+    }
+    if filter.children.is_empty() {
+        if filter.text.is_empty() || filter.text == data.text {
+            return Some(data.clone());
+        }
+        return None;
+    }
+    let (matches, others): (Vec<&Element>, Vec<&Element>) = filter
+        .children
+        .iter()
+        .partition(|f| f.children.is_empty() && !f.text.is_empty());
+    for m in &matches {
+        if !data
+            .children
+            .iter()
+            .any(|d| d.name == m.name && d.text == m.text)
+        {
+            return None;
+        }
+    }
+    if others.is_empty() {
+        return Some(data.clone());
+    }
+    let mut out = Element {
+        children: Vec::new(),
+        ..data.clone()
+    };
+    let mut selected = false;
+    for d in &data.children {
+        if matches.iter().any(|m| m.name == d.name) {
+            out.children.push(d.clone());
+            continue;
+        }
+        for f in &others {
+            if let Some(x) = subtree(d, f) {
+                out.children.push(x);
+                selected = true;
+                break;
+            }
+        }
+    }
+    if selected || matches.is_empty() && data.children.is_empty() {
+        Some(out)
+    } else if !matches.is_empty() {
+        // A list entry whose keys matched: keys only.
+        Some(out)
+    } else {
+        None
+    }
+}
+
+/// The `edit-config` operations (RFC 6241 §7.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EditOp {
+    /// Merge into what is there.
+    Merge,
+    /// Replace what is there.
+    Replace,
+    /// Create; an error when it exists.
+    Create,
+    /// Delete; an error when missing.
+    Delete,
+    /// Delete if there.
+    Remove,
+    /// Only descend.
+    None,
+}
+
+impl EditOp {
+    /// The attribute's spelling.
+    pub fn parse(s: &str) -> Option<EditOp> {
+        Some(match s {
+            "merge" => EditOp::Merge,
+            "replace" => EditOp::Replace,
+            "create" => EditOp::Create,
+            "delete" => EditOp::Delete,
+            "remove" => EditOp::Remove,
+            "none" => EditOp::None,
+            _ => return None,
+        })
+    }
+}
+
+fn op_of(el: &Element, inherited: EditOp) -> Result<EditOp, RpcError> {
+    match el.attr("operation") {
+        None => Ok(inherited),
+        Some(s) => match EditOp::parse(s) {
+            Some(EditOp::None) | None => Err(RpcError::bad_attribute(&el.name, "operation", s)),
+            Some(op) => Ok(op),
+        },
+    }
+}
+
+fn allow(el: &Element, names: &[&str]) -> Result<(), RpcError> {
+    for c in &el.children {
+        if c.ns.as_deref() != Some(NS) {
+            return Err(RpcError::unknown_namespace(
+                &c.name,
+                c.ns.as_deref().unwrap_or(""),
+            ));
+        }
+        if !names.contains(&c.name.as_str()) {
+            return Err(RpcError::unknown_element(&c.name, &el.name));
+        }
+    }
+    Ok(())
+}
+
+fn required<'a>(el: &'a Element, key: &str) -> Result<&'a str, RpcError> {
+    match el.child_text(key) {
+        Some(t) if !t.is_empty() => Ok(t),
+        _ => Err(RpcError::missing_element(key, &el.name)),
+    }
+}
+
+/// Turns an edit-config `<config>`'s capable-switch into datastore ops
+/// against `snap` (the running configuration). `default` is the
+/// default-operation.
+pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op>, RpcError> {
+    if cs.name != "capable-switch" || cs.ns.as_deref() != Some(NS) {
+        return Err(RpcError::unknown_element(&cs.name, "config"));
+    }
+    allow(cs, &["id", "resources", "logical-switches"])?;
+    let op = op_of(cs, default)?;
+    if matches!(op, EditOp::Delete | EditOp::Remove | EditOp::Create) {
+        return Err(RpcError::not_supported(
+            "the capable-switch itself can be neither created nor deleted",
+        ));
+    }
+    if let Some(id) = cs.child("id") {
+        if id.text != SWITCH_ID {
+            return Err(RpcError::invalid_value(
+                "id",
+                &format!("the capable switch's id is {SWITCH_ID}"),
+            ));
+        }
+    }
+    let mut ops = Vec::new();
+    // Port resources: numbers for ports logical switches add, deletions.
+    let mut numbers: Vec<(String, u32)> = Vec::new();
+    if let Some(res) = cs.child("resources") {
+        allow(res, &["port"])?;
+        let rop = op_of(res, op)?;
+        for p in res.children_named("port") {
+            allow(
+                p,
+                &[
+                    "resource-id",
+                    "number",
+                    "name",
+                    "configuration",
+                    "requested-number",
+                ],
+            )?;
+            let pop = op_of(p, rop)?;
+            let id = required(p, "resource-id")?;
+            let owner = snap
+                .bridges
+                .iter()
+                .find(|b| b.ports.iter().any(|x| x.name == id));
+            if let Some(n) = p.child_text("number").or(p.child_text("requested-number")) {
+                let n: u32 = n
+                    .parse()
+                    .ok()
+                    .filter(|&n| (1..=0xffff_ff00).contains(&n))
+                    .ok_or_else(|| RpcError::invalid_value("number", n))?;
+                numbers.push((id.to_string(), n));
+            }
+            if let Some(name) = p.child_text("name") {
+                if name != id {
+                    return Err(RpcError::invalid_value(
+                        "name",
+                        "a port's name is its interface name, the resource-id",
+                    ));
+                }
+            }
+            if p.child("configuration").is_some() {
+                return Err(RpcError::not_supported(
+                    "port configuration (admin-state, no-receive, no-forward, no-packet-in) is set by OpenFlow port-mod, not stored",
+                ));
+            }
+            match pop {
+                EditOp::Delete if owner.is_none() => {
+                    return Err(RpcError::data_missing(&format!("port {id}")))
+                }
+                EditOp::Delete | EditOp::Remove => {
+                    if let Some(b) = owner {
+                        ops.push(Op::DelPort {
+                            bridge: Some(b.name.clone()),
+                            port: PortRef::Name(id.to_string()),
+                        });
+                    }
+                }
+                EditOp::Create if owner.is_some() => {
+                    return Err(RpcError::data_exists(&format!("port {id}")))
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(ls) = cs.child("logical-switches") {
+        allow(ls, &["switch"])?;
+        let lop = op_of(ls, op)?;
+        let mut named = Vec::new();
+        for sw in ls.children_named("switch") {
+            let id = required(sw, "id")?;
+            named.push(id.to_string());
+            edit_switch(snap, sw, op_of(sw, lop)?, &numbers, &mut ops)?;
+        }
+        if lop == EditOp::Replace {
+            for b in &snap.bridges {
+                if !named.contains(&b.name) {
+                    ops.push(Op::DelBridge {
+                        name: b.name.clone(),
+                    });
+                }
+            }
+        }
+    } else if op == EditOp::Replace {
+        for b in &snap.bridges {
+            ops.push(Op::DelBridge {
+                name: b.name.clone(),
+            });
+        }
+    }
+    Ok(ops)
+}
+
+fn edit_switch(
+    snap: &Snapshot,
+    sw: &Element,
+    op: EditOp,
+    numbers: &[(String, u32)],
+    ops: &mut Vec<Op>,
+) -> Result<(), RpcError> {
+    allow(
+        sw,
+        &[
+            "id",
+            "capabilities",
+            "datapath-id",
+            "enabled",
+            "check-controller-certificate",
+            "lost-connection-behavior",
+            "controllers",
+            "resources",
+        ],
+    )?;
+    let name = required(sw, "id")?;
+    let existing = snap.bridge(name);
+    match op {
+        EditOp::Delete | EditOp::Remove => {
+            if existing.is_none() && op == EditOp::Delete {
+                return Err(RpcError::data_missing(&format!("logical switch {name}")));
+            }
+            if existing.is_some() {
+                ops.push(Op::DelBridge { name: name.into() });
+            }
+            return Ok(());
+        }
+        EditOp::Create if existing.is_some() => {
+            return Err(RpcError::data_exists(&format!("logical switch {name}")));
+        }
+        EditOp::None if existing.is_none() => {
+            return Err(RpcError::data_missing(&format!("logical switch {name}")));
+        }
+        _ => {}
+    }
+    let replace = op == EditOp::Replace;
+    let dpid = match sw.child("datapath-id") {
+        Some(d) => {
+            if matches!(op_of(d, op)?, EditOp::Delete | EditOp::Remove) {
+                return Err(RpcError::not_supported(
+                    "a logical switch always has a datapath-id",
+                ));
+            }
+            Some(parse_dpid(&d.text).ok_or_else(|| {
+                RpcError::invalid_value(
+                    "datapath-id",
+                    &format!("{:?} is not 8 colon-separated hex octets", d.text),
+                )
+            })?)
+        }
+        None => None,
+    };
+    if let Some(e) = sw.child("enabled") {
+        match e.text.as_str() {
+            "true" => {}
+            "false" => {
+                return Err(RpcError::not_supported(
+                    "a logical switch cannot be disabled (delete it instead)",
+                ))
+            }
+            v => return Err(RpcError::invalid_value("enabled", v)),
+        }
+    }
+    if let Some(e) = sw.child("check-controller-certificate") {
+        if e.text != "false" {
+            return Err(RpcError::not_supported(
+                "check-controller-certificate (the TLS files decide)",
+            ));
+        }
+    }
+    if let Some(c) = sw.child("capabilities") {
+        if !c.children.is_empty() {
+            return Err(RpcError::not_supported("capabilities are read-only"));
+        }
+    }
+    let fail = match sw.child("lost-connection-behavior") {
+        Some(f) => match op_of(f, op)? {
+            EditOp::Delete | EditOp::Remove => Some(None),
+            _ => Some(Some(match f.text.as_str() {
+                "failSecureMode" => FailMode::Secure,
+                "failStandaloneMode" => FailMode::Standalone,
+                v => return Err(RpcError::invalid_value("lost-connection-behavior", v)),
+            })),
+        },
+        None if replace => Some(None),
+        None => None,
+    };
+    match existing {
+        None => ops.push(Op::AddBridge {
+            name: name.into(),
+            dpid,
+            fail_mode: fail.flatten(),
+        }),
+        Some(b) => {
+            if let Some(d) = dpid {
+                if d != b.dpid {
+                    ops.push(Op::Set {
+                        object: format!("bridge:{name}"),
+                        key: "other_config:datapath-id".into(),
+                        value: format!("{d:016x}"),
+                    });
+                }
+            }
+            match fail {
+                Some(Some(m)) if m != b.fail_mode => ops.push(Op::SetFailMode {
+                    bridge: name.into(),
+                    mode: m,
+                }),
+                Some(None) if b.fail_mode != FailMode::Secure => ops.push(Op::DelFailMode {
+                    bridge: name.into(),
+                }),
+                _ => {}
+            }
+        }
+    }
+    edit_controllers(sw, name, existing, op, ops)?;
+    edit_ports(sw, name, existing, op, numbers, ops)
+}
+
+fn edit_controllers(
+    sw: &Element,
+    bridge: &str,
+    existing: Option<&crate::model::BridgeSnap>,
+    op: EditOp,
+    ops: &mut Vec<Op>,
+) -> Result<(), RpcError> {
+    let before: Vec<ControllerTarget> = existing
+        .map(|b| b.controllers.iter().map(|c| c.target.clone()).collect())
+        .unwrap_or_default();
+    let Some(ctls) = sw.child("controllers") else {
+        if op == EditOp::Replace && !before.is_empty() {
+            ops.push(Op::DelController {
+                bridge: bridge.into(),
+            });
+        }
+        return Ok(());
+    };
+    allow(ctls, &["controller"])?;
+    let cop = op_of(ctls, op)?;
+    let mut list = match cop {
+        EditOp::Replace | EditOp::Delete | EditOp::Remove => Vec::new(),
+        _ => before.clone(),
+    };
+    if cop == EditOp::Delete && before.is_empty() {
+        return Err(RpcError::data_missing(&format!(
+            "controllers of logical switch {bridge}"
+        )));
+    }
+    if !matches!(cop, EditOp::Delete | EditOp::Remove) {
+        for c in ctls.children_named("controller") {
+            allow(
+                c,
+                &[
+                    "id",
+                    "role",
+                    "ip-address",
+                    "port",
+                    "local-ip-address",
+                    "local-port",
+                    "protocol",
+                ],
+            )?;
+            let eop = op_of(c, cop)?;
+            let id = required(c, "id")?;
+            let pos = list.iter().position(|t| t.to_string() == id);
+            let pos = match pos {
+                Some(p) => Some(p),
+                None if c.child("ip-address").is_some() => {
+                    let t = controller_target(c, None)?;
+                    list.iter().position(|x| *x == t)
+                }
+                None => None,
+            };
+            if let Some(r) = c.child_text("role") {
+                if !matches!(r, "master" | "slave" | "equal") {
+                    return Err(RpcError::invalid_value("role", r));
+                }
+            }
+            match eop {
+                EditOp::Delete | EditOp::Remove => match pos {
+                    Some(p) => {
+                        list.remove(p);
+                    }
+                    None if eop == EditOp::Delete => {
+                        return Err(RpcError::data_missing(&format!("controller {id}")))
+                    }
+                    None => {}
+                },
+                EditOp::Create if pos.is_some() => {
+                    return Err(RpcError::data_exists(&format!("controller {id}")))
+                }
+                _ => {
+                    let base = pos.map(|p| list[p].clone());
+                    let t = controller_target(c, base.as_ref())?;
+                    match pos {
+                        Some(p) => list[p] = t,
+                        None => list.push(t),
+                    }
+                }
+            }
+        }
+    }
+    if list != before {
+        if list.is_empty() {
+            ops.push(Op::DelController {
+                bridge: bridge.into(),
+            });
+        } else {
+            ops.push(Op::SetController {
+                bridge: bridge.into(),
+                targets: list.iter().map(|t| t.to_string()).collect(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn controller_target(
+    c: &Element,
+    base: Option<&ControllerTarget>,
+) -> Result<ControllerTarget, RpcError> {
+    let (btr, bip, bport) = match base {
+        Some(t) => {
+            let (a, b, c) = target_parts(t);
+            (Some(a), Some(b), Some(c))
+        }
+        None => (None, None, None),
+    };
+    let transport = match c.child_text("protocol") {
+        Some("tcp") => Transport::Tcp,
+        Some("tls") => Transport::Tls,
+        Some(v) => return Err(RpcError::invalid_value("protocol", v)),
+        None => btr.unwrap_or(Transport::Tcp),
+    };
+    let ip = match c.child_text("ip-address") {
+        Some(v) => {
+            let a: IpAddr = v
+                .parse()
+                .map_err(|_| RpcError::invalid_value("ip-address", v))?;
+            a.to_string()
+        }
+        None => bip.ok_or_else(|| RpcError::missing_element("ip-address", "controller"))?,
+    };
+    let port = match c.child_text("port") {
+        Some(v) => v
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| RpcError::invalid_value("port", v))?,
+        None => bport.unwrap_or(6653),
+    };
+    if matches!(base, Some(ControllerTarget::Listen { .. })) {
+        // A listening target keeps listening; OF-CONFIG has no word for it.
+        let addr: IpAddr = ip
+            .parse()
+            .map_err(|_| RpcError::invalid_value("ip-address", &ip))?;
+        return Ok(ControllerTarget::Listen {
+            transport,
+            addr,
+            port,
+        });
+    }
+    Ok(ControllerTarget::Connect {
+        transport,
+        host: ip,
+        port,
+    })
+}
+
+fn edit_ports(
+    sw: &Element,
+    bridge: &str,
+    existing: Option<&BridgeSnap>,
+    op: EditOp,
+    numbers: &[(String, u32)],
+    ops: &mut Vec<Op>,
+) -> Result<(), RpcError> {
+    let before: Vec<String> = existing
+        .map(|b| b.ports.iter().map(|p| p.name.clone()).collect())
+        .unwrap_or_default();
+    let Some(res) = sw.child("resources") else {
+        if op == EditOp::Replace {
+            for p in &before {
+                ops.push(Op::DelPort {
+                    bridge: Some(bridge.into()),
+                    port: PortRef::Name(p.clone()),
+                });
+            }
+        }
+        return Ok(());
+    };
+    allow(res, &["port", "queue", "certificate", "flow-table"])?;
+    for other in ["queue", "certificate", "flow-table"] {
+        if res.child(other).is_some() {
+            return Err(RpcError::not_supported(&format!(
+                "logical switch {other} resources (fulmar has none to configure)"
+            )));
+        }
+    }
+    let rop = op_of(res, op)?;
+    let mut listed = Vec::new();
+    for p in res.children_named("port") {
+        let pop = op_of(p, rop)?;
+        let id = p.text.as_str();
+        if id.is_empty() {
+            return Err(RpcError::invalid_value(
+                "port",
+                "a port reference is a resource-id",
+            ));
+        }
+        listed.push(id.to_string());
+        let here = before.iter().any(|x| x == id);
+        match pop {
+            EditOp::Delete | EditOp::Remove => {
+                if here {
+                    ops.push(Op::DelPort {
+                        bridge: Some(bridge.into()),
+                        port: PortRef::Name(id.into()),
+                    });
+                } else if pop == EditOp::Delete {
+                    return Err(RpcError::data_missing(&format!(
+                        "port {id} on logical switch {bridge}"
+                    )));
+                }
+            }
+            EditOp::Create if here => {
+                return Err(RpcError::data_exists(&format!(
+                    "port {id} on logical switch {bridge}"
+                )))
+            }
+            EditOp::None if !here => {
+                return Err(RpcError::data_missing(&format!(
+                    "port {id} on logical switch {bridge}"
+                )))
+            }
+            _ if !here => ops.push(Op::AddPort {
+                bridge: bridge.into(),
+                interface: id.into(),
+                number: numbers.iter().find(|(n, _)| n == id).map(|(_, n)| *n),
+                options: Vec::new(),
+            }),
+            _ => {}
+        }
+    }
+    if rop == EditOp::Replace {
+        for p in &before {
+            if !listed.contains(p) {
+                ops.push(Op::DelPort {
+                    bridge: Some(bridge.into()),
+                    port: PortRef::Name(p.clone()),
+                });
+            }
+        }
+    }
+    Ok(())
+}

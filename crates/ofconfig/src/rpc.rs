@@ -1,0 +1,515 @@
+//! NETCONF operations (RFC 6241) as a plain state machine: a hello or an
+//! `<rpc>` in, a reply document out. The datastore is behind [`Store`] so
+//! everything here is tested without SSH or a running switch.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use datastore::Op;
+
+use crate::framing::Mode;
+use crate::model::{self, EditOp, Snapshot};
+use crate::xml::{self, escape, Element};
+
+/// The NETCONF base namespace.
+pub const BASE_NS: &str = "urn:ietf:params:xml:ns:netconf:base:1.0";
+
+/// What the server announces in its hello.
+pub const CAPABILITIES: &[&str] = &[
+    "urn:ietf:params:netconf:base:1.0",
+    "urn:ietf:params:netconf:base:1.1",
+    "urn:ietf:params:netconf:capability:writable-running:1.0",
+    "urn:ietf:params:netconf:capability:validate:1.0",
+    "urn:ietf:params:netconf:capability:validate:1.1",
+    "urn:onf:config:yang?module=of-config&revision=2014-06-01",
+];
+
+/// The switch's datastore as the operations see it.
+pub trait Store: Send + Sync {
+    /// The running configuration (with live state when `state`).
+    fn snapshot(&self, state: bool) -> Snapshot;
+    /// Applies `ops` as one transaction (validates only when `dry_run`).
+    fn transact(&self, ops: &[Op], dry_run: bool) -> Result<(), String>;
+}
+
+/// An `<rpc-error>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpcError {
+    /// transport, rpc, protocol or application.
+    pub error_type: &'static str,
+    /// The RFC 6241 Appendix A tag.
+    pub tag: &'static str,
+    /// Human-readable text.
+    pub message: String,
+    /// `<error-info>` children (name, value).
+    pub info: Vec<(&'static str, String)>,
+}
+
+impl RpcError {
+    fn new(error_type: &'static str, tag: &'static str, message: impl Into<String>) -> RpcError {
+        RpcError {
+            error_type,
+            tag,
+            message: message.into(),
+            info: Vec::new(),
+        }
+    }
+
+    fn with(mut self, k: &'static str, v: &str) -> RpcError {
+        self.info.push((k, v.to_string()));
+        self
+    }
+
+    /// The request is not well-formed XML or not a NETCONF message.
+    pub fn malformed(msg: &str) -> RpcError {
+        RpcError::new("rpc", "malformed-message", msg)
+    }
+
+    /// A leaf has a value the model or the switch does not take.
+    pub fn invalid_value(element: &str, msg: &str) -> RpcError {
+        RpcError::new(
+            "application",
+            "invalid-value",
+            format!("{element}: invalid value: {msg}"),
+        )
+        .with("bad-element", element)
+    }
+
+    /// An element the model does not have here.
+    pub fn unknown_element(element: &str, parent: &str) -> RpcError {
+        RpcError::new(
+            "application",
+            "unknown-element",
+            format!("unknown element {element} in {parent}"),
+        )
+        .with("bad-element", element)
+    }
+
+    /// An element from a namespace the server does not know.
+    pub fn unknown_namespace(element: &str, ns: &str) -> RpcError {
+        RpcError::new(
+            "application",
+            "unknown-namespace",
+            format!("element {element} in unknown namespace {ns:?}"),
+        )
+        .with("bad-element", element)
+        .with("bad-namespace", ns)
+    }
+
+    /// A required element is missing.
+    pub fn missing_element(element: &str, parent: &str) -> RpcError {
+        RpcError::new(
+            "application",
+            "missing-element",
+            format!("{parent} needs {element}"),
+        )
+        .with("bad-element", element)
+    }
+
+    /// An attribute with a value the server does not take.
+    pub fn bad_attribute(element: &str, attr: &str, value: &str) -> RpcError {
+        RpcError::new(
+            "protocol",
+            "bad-attribute",
+            format!("{element}: {attr}={value:?} is not valid here"),
+        )
+        .with("bad-attribute", attr)
+        .with("bad-element", element)
+    }
+
+    /// What the request names does not exist.
+    pub fn data_missing(what: &str) -> RpcError {
+        RpcError::new(
+            "application",
+            "data-missing",
+            format!("{what} does not exist"),
+        )
+    }
+
+    /// What the request creates exists already.
+    pub fn data_exists(what: &str) -> RpcError {
+        RpcError::new(
+            "application",
+            "data-exists",
+            format!("{what} exists already"),
+        )
+    }
+
+    /// Something fulmar does not do.
+    pub fn not_supported(what: &str) -> RpcError {
+        RpcError::new(
+            "protocol",
+            "operation-not-supported",
+            format!("not supported: {what}"),
+        )
+    }
+
+    /// The datastore refused the transaction.
+    pub fn failed(msg: &str) -> RpcError {
+        RpcError::new("application", "operation-failed", msg)
+    }
+
+    fn to_xml(&self) -> String {
+        let mut s = format!(
+            "<rpc-error><error-type>{}</error-type><error-tag>{}</error-tag><error-severity>error</error-severity><error-message xml:lang=\"en\">{}</error-message>",
+            self.error_type,
+            self.tag,
+            escape(&self.message)
+        );
+        if !self.info.is_empty() {
+            s.push_str("<error-info>");
+            for (k, v) in &self.info {
+                s.push_str(&format!("<{k}>{}</{k}>", escape(v)));
+            }
+            s.push_str("</error-info>");
+        }
+        s.push_str("</rpc-error>");
+        s
+    }
+}
+
+/// The state shared by every session: the lock on running and how to end
+/// a session (kill-session).
+#[derive(Default)]
+pub struct Shared {
+    lock: Mutex<Option<u32>>,
+    sessions: Mutex<HashMap<u32, Arc<tokio::sync::Notify>>>,
+}
+
+impl Shared {
+    /// Registers session `id`; the returned notify fires on kill-session.
+    pub fn register(&self, id: u32) -> Arc<tokio::sync::Notify> {
+        let n = Arc::new(tokio::sync::Notify::new());
+        if let Ok(mut s) = self.sessions.lock() {
+            s.insert(id, n.clone());
+        }
+        n
+    }
+
+    /// Forgets session `id` and releases its lock.
+    pub fn unregister(&self, id: u32) {
+        if let Ok(mut s) = self.sessions.lock() {
+            s.remove(&id);
+        }
+        if let Ok(mut l) = self.lock.lock() {
+            if *l == Some(id) {
+                *l = None;
+            }
+        }
+    }
+
+    fn holder(&self) -> Option<u32> {
+        self.lock.lock().ok().and_then(|l| *l)
+    }
+}
+
+/// What the connection does after sending a reply.
+#[derive(Debug, PartialEq, Eq)]
+pub enum After {
+    /// Go on.
+    Continue,
+    /// Close the session (close-session).
+    Close,
+}
+
+/// The server's hello for session `id`.
+pub fn server_hello(id: u32) -> String {
+    let caps: String = CAPABILITIES
+        .iter()
+        .map(|c| format!("<capability>{}</capability>", escape(c)))
+        .collect();
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><hello xmlns=\"{BASE_NS}\"><capabilities>{caps}</capabilities><session-id>{id}</session-id></hello>"
+    )
+}
+
+/// Reads the client's hello: the framing for the rest of the session.
+pub fn client_hello(msg: &[u8]) -> Result<Mode, String> {
+    let el = xml::parse(msg)?;
+    if el.name != "hello" || el.ns.as_deref() != Some(BASE_NS) {
+        return Err(format!("expected a NETCONF hello, got <{}>", el.name));
+    }
+    if el.child("session-id").is_some() {
+        return Err("a client hello must not carry a session-id".into());
+    }
+    let caps: Vec<&str> = el
+        .child("capabilities")
+        .map(|c| {
+            c.children_named("capability")
+                .map(|c| c.text.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    if caps.contains(&"urn:ietf:params:netconf:base:1.1") {
+        Ok(Mode::Chunked)
+    } else if caps.contains(&"urn:ietf:params:netconf:base:1.0") {
+        Ok(Mode::EndOfMessage)
+    } else {
+        Err("the client hello names neither base:1.0 nor base:1.1".into())
+    }
+}
+
+/// One NETCONF session's operations.
+pub struct Session<'a> {
+    /// This session's id.
+    pub id: u32,
+    /// The datastore.
+    pub store: &'a dyn Store,
+    /// Locks and sessions.
+    pub shared: &'a Shared,
+}
+
+impl Session<'_> {
+    /// Handles one message after the hellos: the reply and what next.
+    pub fn handle(&self, msg: &[u8]) -> (String, After) {
+        let el = match xml::parse(msg) {
+            Ok(el) => el,
+            Err(e) => return (reply("", Err(RpcError::malformed(&e))), After::Continue),
+        };
+        if el.name != "rpc" || el.ns.as_deref() != Some(BASE_NS) {
+            let e = RpcError::malformed(&format!("expected <rpc> in {BASE_NS}, got <{}>", el.name));
+            return (reply("", Err(e)), After::Continue);
+        }
+        let attrs: String = el
+            .attrs
+            .iter()
+            .map(|(k, v)| format!(" {k}=\"{}\"", escape(v)))
+            .collect();
+        if el.attr("message-id").is_none() {
+            let e = RpcError::new("rpc", "missing-attribute", "<rpc> needs a message-id")
+                .with("bad-attribute", "message-id")
+                .with("bad-element", "rpc");
+            return (reply(&attrs, Err(e)), After::Continue);
+        }
+        let [op] = el.children.as_slice() else {
+            let e = RpcError::malformed("<rpc> holds exactly one operation");
+            return (reply(&attrs, Err(e)), After::Continue);
+        };
+        let mut after = After::Continue;
+        let result = if op.ns.as_deref() != Some(BASE_NS) {
+            Err(RpcError::not_supported(&format!(
+                "operation {} in {:?}",
+                op.name,
+                op.ns.as_deref().unwrap_or("")
+            )))
+        } else {
+            match op.name.as_str() {
+                "get" => self.get(op, true),
+                "get-config" => self.get(op, false),
+                "edit-config" => self.edit_config(op).map(|_| None),
+                "validate" => self.validate(op).map(|_| None),
+                "lock" => self.lock(op).map(|_| None),
+                "unlock" => self.unlock(op).map(|_| None),
+                "close-session" => {
+                    after = After::Close;
+                    Ok(None)
+                }
+                "kill-session" => self.kill(op).map(|_| None),
+                other => Err(RpcError::not_supported(&format!("operation {other}"))),
+            }
+        };
+        (reply(&attrs, result), after)
+    }
+
+    fn get(&self, op: &Element, state: bool) -> Result<Option<String>, RpcError> {
+        if !state {
+            running(op, "source")?;
+        }
+        for c in &op.children {
+            if !matches!(
+                (c.name.as_str(), state),
+                ("filter", _) | ("source", false) | ("with-defaults", _)
+            ) {
+                return Err(RpcError::unknown_element(&c.name, &op.name));
+            }
+        }
+        let snap = self.store.snapshot(state);
+        let tree = model::render(&snap, state);
+        let mut data = String::from("<data>");
+        match op.child("filter") {
+            None => xml::write(&tree, Some(BASE_NS), &mut data),
+            Some(f) => {
+                match f.attr("type") {
+                    None | Some("subtree") => {}
+                    Some(t) => return Err(RpcError::not_supported(&format!("{t} filters"))),
+                }
+                for sel in &f.children {
+                    if let Some(x) = model::subtree(&tree, sel) {
+                        xml::write(&x, Some(BASE_NS), &mut data);
+                    }
+                }
+            }
+        }
+        data.push_str("</data>");
+        Ok(Some(data))
+    }
+
+    /// validate: running is always valid; a `<config>` source is checked
+    /// as a merge into running would be (a dry-run transaction).
+    fn validate(&self, op: &Element) -> Result<(), RpcError> {
+        let src = op
+            .child("source")
+            .ok_or_else(|| RpcError::missing_element("source", "validate"))?;
+        match src.child("config") {
+            Some(config) => self.apply(config, EditOp::Merge, true),
+            None => running(op, "source"),
+        }
+    }
+
+    fn edit_config(&self, op: &Element) -> Result<(), RpcError> {
+        running(op, "target")?;
+        self.check_lock()?;
+        let mut default = EditOp::Merge;
+        let mut dry_run = false;
+        let mut config = None;
+        for c in &op.children {
+            match c.name.as_str() {
+                "target" => {}
+                "default-operation" => {
+                    default = match EditOp::parse(&c.text) {
+                        Some(o @ (EditOp::Merge | EditOp::Replace | EditOp::None)) => o,
+                        _ => return Err(RpcError::invalid_value("default-operation", &c.text)),
+                    }
+                }
+                "test-option" => match c.text.as_str() {
+                    "test-then-set" | "set" => {}
+                    "test-only" => dry_run = true,
+                    v => return Err(RpcError::invalid_value("test-option", v)),
+                },
+                // Every edit is all or nothing: each option behaves as
+                // rollback-on-error.
+                "error-option" => match c.text.as_str() {
+                    "stop-on-error" | "rollback-on-error" | "continue-on-error" => {}
+                    v => return Err(RpcError::invalid_value("error-option", v)),
+                },
+                "config" => config = Some(c),
+                "url" => return Err(RpcError::not_supported("edit-config from a url")),
+                other => return Err(RpcError::unknown_element(other, "edit-config")),
+            }
+        }
+        let config = config.ok_or_else(|| RpcError::missing_element("config", "edit-config"))?;
+        self.apply(config, default, dry_run)
+    }
+
+    /// One transaction for everything under `<config>`.
+    fn apply(&self, config: &Element, default: EditOp, dry_run: bool) -> Result<(), RpcError> {
+        let snap = self.store.snapshot(false);
+        let mut ops = Vec::new();
+        for cs in &config.children {
+            if cs.name == "capable-switch" && cs.ns.as_deref() != Some(model::NS) {
+                return Err(RpcError::unknown_namespace(
+                    &cs.name,
+                    cs.ns.as_deref().unwrap_or(""),
+                ));
+            }
+            ops.extend(model::edit_ops(&snap, cs, default)?);
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        self.store
+            .transact(&ops, dry_run)
+            .map_err(|e| RpcError::failed(&e))
+    }
+
+    fn check_lock(&self) -> Result<(), RpcError> {
+        match self.shared.holder() {
+            Some(h) if h != self.id => Err(RpcError::new(
+                "protocol",
+                "in-use",
+                format!("running is locked by session {h}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn lock(&self, op: &Element) -> Result<(), RpcError> {
+        running(op, "target")?;
+        let mut l = self
+            .shared
+            .lock
+            .lock()
+            .map_err(|_| RpcError::failed("lock state poisoned"))?;
+        match *l {
+            Some(h) => Err(RpcError::new(
+                "protocol",
+                "lock-denied",
+                format!("running is locked by session {h}"),
+            )
+            .with("session-id", &h.to_string())),
+            None => {
+                *l = Some(self.id);
+                Ok(())
+            }
+        }
+    }
+
+    fn unlock(&self, op: &Element) -> Result<(), RpcError> {
+        running(op, "target")?;
+        let mut l = self
+            .shared
+            .lock
+            .lock()
+            .map_err(|_| RpcError::failed("lock state poisoned"))?;
+        if *l == Some(self.id) {
+            *l = None;
+            Ok(())
+        } else {
+            Err(RpcError::failed(
+                "this session does not hold the lock on running",
+            ))
+        }
+    }
+
+    fn kill(&self, op: &Element) -> Result<(), RpcError> {
+        let t = op
+            .child_text("session-id")
+            .ok_or_else(|| RpcError::missing_element("session-id", "kill-session"))?;
+        let id: u32 = t
+            .parse()
+            .map_err(|_| RpcError::invalid_value("session-id", t))?;
+        if id == self.id {
+            return Err(RpcError::invalid_value(
+                "session-id",
+                "a session cannot kill itself",
+            ));
+        }
+        let n = self
+            .shared
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|s| s.get(&id).cloned())
+            .ok_or_else(|| RpcError::invalid_value("session-id", &format!("no session {id}")))?;
+        n.notify_one();
+        self.shared.unregister(id);
+        Ok(())
+    }
+}
+
+/// Checks that `<source>`/`<target>` names running.
+fn running(op: &Element, which: &str) -> Result<(), RpcError> {
+    let el = op
+        .child(which)
+        .ok_or_else(|| RpcError::missing_element(which, &op.name))?;
+    match el.children.as_slice() {
+        [d] if d.name == "running" => Ok(()),
+        [d] if matches!(d.name.as_str(), "candidate" | "startup" | "url") => Err(
+            RpcError::not_supported(&format!("the {} datastore (only running)", d.name)),
+        ),
+        [d] => Err(RpcError::invalid_value(
+            which,
+            &format!("unknown datastore {}", d.name),
+        )),
+        _ => Err(RpcError::missing_element("running", which)),
+    }
+}
+
+fn reply(attrs: &str, result: Result<Option<String>, RpcError>) -> String {
+    let body = match result {
+        Ok(None) => "<ok/>".to_string(),
+        Ok(Some(data)) => data,
+        Err(e) => e.to_xml(),
+    };
+    format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><rpc-reply xmlns=\"{BASE_NS}\"{attrs}>{body}</rpc-reply>")
+}
