@@ -901,3 +901,293 @@ fn edit_ports(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xml::parse;
+
+    fn snap() -> Snapshot {
+        Snapshot {
+            bridges: vec![BridgeSnap {
+                name: "br0".into(),
+                dpid: 1,
+                fail_mode: FailMode::Secure,
+                controllers: vec![CtlSnap {
+                    target: ControllerTarget::parse_target("tcp:10.0.0.1:6653").unwrap(),
+                    live: None,
+                }],
+                ports: vec![
+                    PortSnap {
+                        name: "eth1".into(),
+                        number: 1,
+                        live: None,
+                    },
+                    PortSnap {
+                        name: "eth2".into(),
+                        number: 2,
+                        live: Some(PortLive {
+                            config: 1,
+                            state: 1,
+                            curr_speed: 10_000_000,
+                            max_speed: 0,
+                        }),
+                    },
+                ],
+            }],
+        }
+    }
+
+    fn edit(body: &str, default: EditOp) -> Result<Vec<Op>, RpcError> {
+        let doc = format!(
+            r#"<capable-switch xmlns="{NS}" xmlns:nc="urn:ietf:params:xml:ns:netconf:base:1.0"><id>fulmar</id>{body}</capable-switch>"#
+        );
+        edit_ops(&snap(), &parse(doc.as_bytes()).unwrap(), default)
+    }
+
+    fn ls(body: &str) -> String {
+        format!("<logical-switches>{body}</logical-switches>")
+    }
+
+    #[test]
+    fn dpid_both_ways() {
+        assert_eq!(dpid_text(0x0102), "00:00:00:00:00:00:01:02");
+        assert_eq!(parse_dpid("00:00:00:00:00:00:01:02"), Some(0x0102));
+        assert_eq!(parse_dpid("0000000000000102"), Some(0x0102));
+        for bad in [
+            "",
+            "00:00",
+            "0:00:00:00:00:00:001:02",
+            "zz:00:00:00:00:00:00:00",
+        ] {
+            assert_eq!(parse_dpid(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn renders_config_and_state() {
+        let mut out = String::new();
+        crate::xml::write(&render(&snap(), false), None, &mut out);
+        assert!(out.starts_with(r#"<capable-switch xmlns="urn:onf:config:yang"><id>fulmar</id>"#));
+        assert!(out.contains("<port><resource-id>eth1</resource-id><number>1</number><name>eth1</name><configuration><admin-state>up</admin-state>"));
+        assert!(out.contains("<datapath-id>00:00:00:00:00:00:00:01</datapath-id>"));
+        assert!(out.contains("<lost-connection-behavior>failSecureMode</lost-connection-behavior>"));
+        assert!(out.contains("<controller><id>tcp:10.0.0.1:6653</id><ip-address>10.0.0.1</ip-address><port>6653</port><protocol>tcp</protocol></controller>"));
+        assert!(out.contains("<resources><port>eth1</port><port>eth2</port></resources>"));
+        assert!(!out.contains("<state>") && !out.contains("current-rate"));
+        let mut out = String::new();
+        crate::xml::write(&render(&snap(), true), None, &mut out);
+        assert!(out.contains(
+            "<current-rate>10000000</current-rate><configuration><admin-state>down</admin-state>"
+        ));
+        assert!(out.contains("<state><oper-state>down</oper-state><blocked>false</blocked><live>false</live></state>"));
+    }
+
+    #[test]
+    fn subtree_filters() {
+        let tree = render(&snap(), false);
+        let f = parse(
+            format!(r#"<capable-switch xmlns="{NS}"><logical-switches/></capable-switch>"#)
+                .as_bytes(),
+        )
+        .unwrap();
+        let got = subtree(&tree, &f).unwrap();
+        assert_eq!(got.children.len(), 1);
+        assert_eq!(got.children[0].name, "logical-switches");
+        // Content match on a list key: that entry only.
+        let f = parse(format!(r#"<capable-switch xmlns="{NS}"><resources><port><resource-id>eth2</resource-id></port></resources></capable-switch>"#).as_bytes()).unwrap();
+        let got = subtree(&tree, &f).unwrap();
+        let ports: Vec<_> = got.children[0].children_named("port").collect();
+        assert_eq!(ports.len(), 1);
+        assert_eq!(ports[0].child_text("number"), Some("2"));
+        let f = parse(br#"<capable-switch xmlns="urn:other"/>"#).unwrap();
+        assert!(subtree(&tree, &f).is_none());
+    }
+
+    #[test]
+    fn new_switch_with_everything() {
+        let ops = edit(
+            &ls("<switch><id>br1</id><datapath-id>00:00:00:00:00:00:00:0a</datapath-id><lost-connection-behavior>failStandaloneMode</lost-connection-behavior><controllers><controller><id>c</id><ip-address>10.0.0.9</ip-address><port>6633</port><protocol>tls</protocol></controller></controllers><resources><port>eth9</port></resources></switch>"),
+            EditOp::Merge,
+        )
+        .unwrap();
+        assert_eq!(
+            ops,
+            vec![
+                Op::AddBridge {
+                    name: "br1".into(),
+                    dpid: Some(10),
+                    fail_mode: Some(FailMode::Standalone)
+                },
+                Op::SetController {
+                    bridge: "br1".into(),
+                    targets: vec!["tls:10.0.0.9:6633".into()]
+                },
+                Op::AddPort {
+                    bridge: "br1".into(),
+                    interface: "eth9".into(),
+                    number: None,
+                    options: vec![]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn merge_into_existing_switch() {
+        let ops = edit(
+            &format!(
+                r#"<resources><port><resource-id>eth3</resource-id><number>7</number></port></resources>{}"#,
+                ls("<switch><id>br0</id><datapath-id>00:00:00:00:00:00:00:02</datapath-id><lost-connection-behavior>failStandaloneMode</lost-connection-behavior><controllers><controller><id>x</id><ip-address>10.0.0.2</ip-address></controller></controllers><resources><port>eth3</port><port>eth1</port></resources></switch>")
+            ),
+            EditOp::Merge,
+        )
+        .unwrap();
+        assert_eq!(
+            ops,
+            vec![
+                Op::Set {
+                    object: "bridge:br0".into(),
+                    key: "other_config:datapath-id".into(),
+                    value: "0000000000000002".into()
+                },
+                Op::SetFailMode {
+                    bridge: "br0".into(),
+                    mode: FailMode::Standalone
+                },
+                Op::SetController {
+                    bridge: "br0".into(),
+                    targets: vec!["tcp:10.0.0.1:6653".into(), "tcp:10.0.0.2:6653".into()]
+                },
+                Op::AddPort {
+                    bridge: "br0".into(),
+                    interface: "eth3".into(),
+                    number: Some(7),
+                    options: vec![]
+                },
+            ]
+        );
+        // The same values again: nothing to do.
+        let same = ls("<switch><id>br0</id><datapath-id>00:00:00:00:00:00:00:01</datapath-id><controllers><controller><id>tcp:10.0.0.1:6653</id></controller></controllers><resources><port>eth1</port></resources></switch>");
+        assert_eq!(edit(&same, EditOp::Merge).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn delete_remove_and_replace() {
+        let del = |body: &str| edit(&ls(body), EditOp::Merge);
+        assert_eq!(
+            del(r#"<switch nc:operation="delete"><id>br0</id></switch>"#).unwrap(),
+            vec![Op::DelBridge { name: "br0".into() }]
+        );
+        assert_eq!(
+            del(r#"<switch nc:operation="remove"><id>nope</id></switch>"#).unwrap(),
+            vec![]
+        );
+        assert_eq!(
+            del(r#"<switch nc:operation="delete"><id>nope</id></switch>"#)
+                .unwrap_err()
+                .tag,
+            "data-missing"
+        );
+        assert_eq!(
+            del(r#"<switch nc:operation="create"><id>br0</id></switch>"#)
+                .unwrap_err()
+                .tag,
+            "data-exists"
+        );
+        assert_eq!(
+            del(r#"<switch><id>br0</id><controllers><controller nc:operation="delete"><id>tcp:10.0.0.1:6653</id></controller></controllers><resources><port nc:operation="delete">eth2</port></resources></switch>"#).unwrap(),
+            vec![
+                Op::DelController { bridge: "br0".into() },
+                Op::DelPort { bridge: Some("br0".into()), port: PortRef::Name("eth2".into()) },
+            ]
+        );
+        assert_eq!(
+            del(r#"<switch><id>br0</id><resources><port nc:operation="delete">eth7</port></resources></switch>"#).unwrap_err().tag,
+            "data-missing"
+        );
+        assert_eq!(
+            del(
+                r#"<switch><id>br0</id><lost-connection-behavior nc:operation="delete"/></switch>"#
+            )
+            .unwrap(),
+            vec![]
+        );
+        // replace: what is not listed goes.
+        assert_eq!(
+            edit(
+                &ls("<switch><id>br0</id><resources><port>eth1</port></resources></switch>"),
+                EditOp::Replace
+            )
+            .unwrap(),
+            vec![
+                Op::DelController {
+                    bridge: "br0".into()
+                },
+                Op::DelPort {
+                    bridge: Some("br0".into()),
+                    port: PortRef::Name("eth2".into())
+                },
+            ]
+        );
+        assert_eq!(
+            edit(&ls("<switch><id>br5</id></switch>"), EditOp::Replace).unwrap(),
+            vec![
+                Op::AddBridge {
+                    name: "br5".into(),
+                    dpid: None,
+                    fail_mode: None
+                },
+                Op::DelBridge { name: "br0".into() },
+            ]
+        );
+        // none: only descend; a missing switch is an error.
+        assert_eq!(
+            edit(&ls("<switch><id>br0</id></switch>"), EditOp::None).unwrap(),
+            vec![]
+        );
+        assert_eq!(
+            edit(&ls("<switch><id>br9</id></switch>"), EditOp::None)
+                .unwrap_err()
+                .tag,
+            "data-missing"
+        );
+        assert_eq!(
+            edit(r#"<resources><port nc:operation="delete"><resource-id>eth1</resource-id></port></resources>"#, EditOp::Merge).unwrap(),
+            vec![Op::DelPort { bridge: Some("br0".into()), port: PortRef::Name("eth1".into()) }]
+        );
+    }
+
+    #[test]
+    fn bad_edits_are_rpc_errors() {
+        for (body, tag) in [
+            (ls("<switch><id>br0</id><bogus/></switch>"), "unknown-element"),
+            (ls("<switch><bogus/></switch>"), "missing-element"),
+            (ls("<switch><datapath-id>00:00:00:00:00:00:00:01</datapath-id></switch>"), "missing-element"),
+            (ls("<switch><id>br0</id><datapath-id>1</datapath-id></switch>"), "invalid-value"),
+            (ls("<switch><id>br0</id><enabled>maybe</enabled></switch>"), "invalid-value"),
+            (ls("<switch><id>br0</id><enabled>false</enabled></switch>"), "operation-not-supported"),
+            (ls("<switch><id>br0</id><lost-connection-behavior>x</lost-connection-behavior></switch>"), "invalid-value"),
+            (ls("<switch><id>br0</id><controllers><controller><id>n</id></controller></controllers></switch>"), "missing-element"),
+            (ls("<switch><id>br0</id><controllers><controller><id>n</id><ip-address>x</ip-address></controller></controllers></switch>"), "invalid-value"),
+            (ls("<switch><id>br0</id><controllers><controller><id>n</id><ip-address>1.2.3.4</ip-address><port>70000</port></controller></controllers></switch>"), "invalid-value"),
+            (ls("<switch><id>br0</id><controllers><controller><id>n</id><ip-address>1.2.3.4</ip-address><protocol>udp</protocol></controller></controllers></switch>"), "invalid-value"),
+            (ls(r#"<switch nc:operation="frobnicate"><id>br0</id></switch>"#), "bad-attribute"),
+            (ls("<switch><id>br0</id><resources><queue>q</queue></resources></switch>"), "operation-not-supported"),
+            ("<resources><port><resource-id>eth1</resource-id><configuration><admin-state>down</admin-state></configuration></port></resources>".into(), "operation-not-supported"),
+            ("<resources><port><resource-id>eth1</resource-id><number>0</number></port></resources>".into(), "invalid-value"),
+            ("<other/>".into(), "unknown-element"),
+            (r#"<logical-switches><switch xmlns="urn:x"/></logical-switches>"#.into(), "unknown-namespace"),
+        ] {
+            assert_eq!(edit(&body, EditOp::Merge).unwrap_err().tag, tag, "{body}");
+        }
+        let wrong_id = parse(
+            format!(r#"<capable-switch xmlns="{NS}"><id>other</id></capable-switch>"#).as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            edit_ops(&snap(), &wrong_id, EditOp::Merge).unwrap_err().tag,
+            "invalid-value"
+        );
+    }
+}

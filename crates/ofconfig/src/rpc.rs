@@ -513,3 +513,214 @@ fn reply(attrs: &str, result: Result<Option<String>, RpcError>) -> String {
     };
     format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?><rpc-reply xmlns=\"{BASE_NS}\"{attrs}>{body}</rpc-reply>")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{BridgeSnap, Snapshot};
+    use datastore::FailMode;
+
+    /// A store recording transactions; `fail` makes them fail.
+    #[derive(Default)]
+    struct Fake {
+        txns: Mutex<Vec<(Vec<Op>, bool)>>,
+        fail: bool,
+    }
+
+    impl Store for Fake {
+        fn snapshot(&self, _state: bool) -> Snapshot {
+            Snapshot {
+                bridges: vec![BridgeSnap {
+                    name: "br0".into(),
+                    dpid: 1,
+                    fail_mode: FailMode::Secure,
+                    controllers: vec![],
+                    ports: vec![],
+                }],
+            }
+        }
+        fn transact(&self, ops: &[Op], dry_run: bool) -> Result<(), String> {
+            if self.fail {
+                return Err("bridge br0: interface nope0 does not open".into());
+            }
+            self.txns.lock().unwrap().push((ops.to_vec(), dry_run));
+            Ok(())
+        }
+    }
+
+    fn rpc(body: &str) -> String {
+        format!(r#"<rpc message-id="m-1" xmlns="{BASE_NS}">{body}</rpc>"#)
+    }
+
+    const EDIT: &str = r#"<edit-config><target><running/></target><config><capable-switch xmlns="urn:onf:config:yang"><logical-switches><switch><id>br0</id><lost-connection-behavior>failStandaloneMode</lost-connection-behavior></switch></logical-switches></capable-switch></config></edit-config>"#;
+
+    fn run(store: &Fake, shared: &Shared, id: u32, msg: &str) -> (String, After) {
+        Session { id, store, shared }.handle(msg.as_bytes())
+    }
+
+    #[test]
+    fn hellos() {
+        let h = server_hello(7);
+        assert!(h.contains("<session-id>7</session-id>"));
+        assert!(h.contains("urn:ietf:params:netconf:base:1.1"));
+        let cap = |c: &str| {
+            format!(
+                r#"<hello xmlns="{BASE_NS}"><capabilities><capability>{c}</capability></capabilities></hello>"#
+            )
+        };
+        assert_eq!(
+            client_hello(cap("urn:ietf:params:netconf:base:1.1").as_bytes()),
+            Ok(Mode::Chunked)
+        );
+        assert_eq!(
+            client_hello(cap("urn:ietf:params:netconf:base:1.0").as_bytes()),
+            Ok(Mode::EndOfMessage)
+        );
+        assert!(client_hello(cap("urn:x").as_bytes()).is_err());
+        assert!(client_hello(b"<hello/>").is_err());
+        assert!(client_hello(b"<hello").is_err());
+    }
+
+    #[test]
+    fn get_config_echoes_message_id_and_attributes() {
+        let (f, s) = (Fake::default(), Shared::default());
+        let (r, after) = run(
+            &f,
+            &s,
+            1,
+            &format!(
+                r#"<rpc message-id="42" xmlns:ex="urn:ex" ex:user="x" xmlns="{BASE_NS}"><get-config><source><running/></source></get-config></rpc>"#
+            ),
+        );
+        assert_eq!(after, After::Continue);
+        assert!(r.contains(r#"message-id="42""#), "{r}");
+        assert!(r.contains(r#"user="x""#), "{r}");
+        assert!(
+            r.contains("<data><capable-switch xmlns=\"urn:onf:config:yang\"><id>fulmar</id>"),
+            "{r}"
+        );
+        assert!(r.contains("<id>br0</id>"));
+    }
+
+    #[test]
+    fn edit_config_is_one_transaction_and_test_only_is_a_dry_run() {
+        let (f, s) = (Fake::default(), Shared::default());
+        let (r, _) = run(&f, &s, 1, &rpc(EDIT));
+        assert!(r.contains("<ok/>"), "{r}");
+        let dry = EDIT.replace("</target>", "</target><test-option>test-only</test-option>");
+        let (r, _) = run(&f, &s, 1, &rpc(&dry));
+        assert!(r.contains("<ok/>"), "{r}");
+        let t = f.txns.lock().unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            t[0],
+            (
+                vec![Op::SetFailMode {
+                    bridge: "br0".into(),
+                    mode: FailMode::Standalone
+                }],
+                false
+            )
+        );
+        assert!(t[1].1);
+    }
+
+    #[test]
+    fn errors() {
+        let (f, s) = (Fake::default(), Shared::default());
+        let tag = |msg: &str| {
+            let (r, _) = run(&f, &s, 1, msg);
+            let a = r.find("<error-tag>").map(|i| i + 11).unwrap_or(0);
+            let b = r.find("</error-tag>").unwrap_or(0);
+            assert!(r.contains("<error-severity>error</error-severity>"), "{r}");
+            r[a..b].to_string()
+        };
+        assert_eq!(tag("<rpc"), "malformed-message");
+        assert_eq!(tag("<notrpc/>"), "malformed-message");
+        assert_eq!(
+            tag(&format!(r#"<rpc xmlns="{BASE_NS}"><get/></rpc>"#)),
+            "missing-attribute"
+        );
+        assert_eq!(tag(&rpc("<copy-config/>")), "operation-not-supported");
+        assert_eq!(tag(&rpc("<get/><get/>")), "malformed-message");
+        assert_eq!(
+            tag(&rpc(
+                "<get-config><source><candidate/></source></get-config>"
+            )),
+            "operation-not-supported"
+        );
+        assert_eq!(tag(&rpc("<get-config/>")), "missing-element");
+        assert_eq!(
+            tag(&rpc(r#"<get><filter type="xpath" select="/"/></get>"#)),
+            "operation-not-supported"
+        );
+        assert_eq!(
+            tag(&rpc(&EDIT.replace("<running/>", "<startup/>"))),
+            "operation-not-supported"
+        );
+        assert_eq!(
+            tag(&rpc(&EDIT.replace("failStandaloneMode", "x"))),
+            "invalid-value"
+        );
+        assert_eq!(
+            tag(&rpc(&EDIT.replace(
+                "</target>",
+                "</target><default-operation>delete</default-operation>"
+            ))),
+            "invalid-value"
+        );
+        assert_eq!(
+            tag(&rpc(&EDIT.replace("urn:onf:config:yang", "urn:x"))),
+            "unknown-namespace"
+        );
+        assert_eq!(
+            tag(&rpc(
+                r#"<edit-config><target><running/></target></edit-config>"#
+            )),
+            "missing-element"
+        );
+        assert!(f.txns.lock().unwrap().is_empty());
+        let failing = Fake {
+            fail: true,
+            ..Fake::default()
+        };
+        let (r, _) = run(&failing, &s, 1, &rpc(EDIT));
+        assert!(r.contains("<error-tag>operation-failed</error-tag>"), "{r}");
+        assert!(r.contains("interface nope0 does not open"), "{r}");
+    }
+
+    #[test]
+    fn locks_and_sessions() {
+        let (f, s) = (Fake::default(), Shared::default());
+        let lock = rpc("<lock><target><running/></target></lock>");
+        let unlock = rpc("<unlock><target><running/></target></unlock>");
+        assert!(run(&f, &s, 1, &lock).0.contains("<ok/>"));
+        let (r, _) = run(&f, &s, 2, &lock);
+        assert!(
+            r.contains("lock-denied") && r.contains("<session-id>1</session-id>"),
+            "{r}"
+        );
+        assert!(run(&f, &s, 2, &rpc(EDIT))
+            .0
+            .contains("<error-tag>in-use</error-tag>"));
+        assert!(run(&f, &s, 2, &unlock).0.contains("operation-failed"));
+        assert!(run(&f, &s, 1, &rpc(EDIT)).0.contains("<ok/>"));
+        assert!(run(&f, &s, 1, &unlock).0.contains("<ok/>"));
+        // A session's lock goes with it.
+        assert!(run(&f, &s, 1, &lock).0.contains("<ok/>"));
+        let n = s.register(1);
+        let kill = |id| {
+            rpc(&format!(
+                "<kill-session><session-id>{id}</session-id></kill-session>"
+            ))
+        };
+        assert!(run(&f, &s, 2, &kill(1)).0.contains("<ok/>"));
+        assert!(run(&f, &s, 2, &lock).0.contains("<ok/>"));
+        drop(n);
+        assert!(run(&f, &s, 2, &kill(2)).0.contains("invalid-value"));
+        assert!(run(&f, &s, 2, &kill(99)).0.contains("invalid-value"));
+        let (r, after) = run(&f, &s, 2, &rpc("<close-session/>"));
+        assert!(r.contains("<ok/>"));
+        assert_eq!(after, After::Close);
+    }
+}
