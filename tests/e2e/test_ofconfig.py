@@ -1,16 +1,26 @@
-"""End-to-end: OF-CONFIG 1.2 over NETCONF/SSH with ncclient against a running
-`fulmar run -i SW_A -i SW_B --netconf PORT`, in the `net` fixture's
+"""End-to-end: OF-CONFIG 1.2 over NETCONF/SSH with ncclient (and paramiko by
+hand for base:1.0 framing and bytes ncclient would not send) against a
+running `fulmar run -i SW_A -i SW_B --netconf PORT`, in the `net` fixture's
 namespaces, as root. The client key is made here; the server's host key is
-created by fulmar in the test's directory."""
+created by fulmar in the test's directory.
+
+Covers: get-config shows the running ports and logical switch; edit-config
+adds a controller and the switch connects to it (and `fulmar ctl show` lists
+it); bad edits (unknown element, bad value, a datastore failure half way)
+get rpc-errors and change nothing; broken XML, a DTD and an undeclared
+entity get malformed-message; a `fulmar ctl` change shows in get-config;
+locks, kill-session, port references, an unknown client key refused."""
 
 import json
 import socket
 import subprocess
+import time
 import xml.dom.minidom
 
 import pytest
 
 ncclient = pytest.importorskip("ncclient")
+from lxml import etree  # noqa: E402  (ncclient's XML library)
 from ncclient import manager  # noqa: E402
 from ncclient.operations import RPCError  # noqa: E402
 from cryptography.hazmat.primitives import serialization  # noqa: E402
@@ -44,6 +54,7 @@ def nc(fulmar_bin, net, tmp_path):
                  "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
                  "--netconf", str(port), "--netconf-host-key", str(tmp_path / "host_key"),
                  "--netconf-authorized-keys", str(tmp_path / "authorized_keys")])
+    sw.port, sw.dir = port, tmp_path
     m = None
     try:
         m = manager.connect(host="127.0.0.1", port=port, username="admin",
@@ -135,12 +146,12 @@ def test_bad_edit_config_changes_nothing(nc, fulmar_bin, tmp_path, body, tag):
     assert ctl(fulmar_bin, tmp_path, "show", "--json") == show
 
 
-def test_malformed_xml_gets_rpc_error(nc, fulmar_bin, tmp_path):
+def test_unknown_namespace_and_datastore_get_rpc_errors(nc, fulmar_bin, tmp_path):
     m, _ = nc
     before = ctl(fulmar_bin, tmp_path, "show", "--json")
-    # ncclient parses what it sends; a raw rpc with a broken config body.
+    # (ncclient parses what it sends: broken XML is test_base10_framing_and_malformed_messages'.)
     with pytest.raises(RPCError) as e:
-        m.dispatch(xml_rpc := __import__("lxml.etree").etree.fromstring(
+        m.dispatch(etree.fromstring(
             '<edit-config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0"><target><running/></target>'
             '<config><capable-switch xmlns="urn:x:unknown"/></config></edit-config>'))
     assert e.value.tag in ("unknown-namespace", "unknown-element")
@@ -159,3 +170,101 @@ def test_ctl_change_shows_in_get_config(nc, fulmar_bin, tmp_path):
     # lock: a second session cannot edit while the first holds it.
     with m.locked("running"):
         m.get_config(source="running")
+
+
+def test_port_reference_removed_and_added(nc, fulmar_bin, tmp_path):
+    m, _ = nc
+    ls = "<logical-switches><switch><id>br0</id><resources>{}</resources></switch></logical-switches>"
+    edit(m, ls.format(f'<port xmlns:nc="urn:ietf:params:xml:ns:netconf:base:1.0" nc:operation="delete">{SW_B}</port>'))
+    assert texts(get_config(m), "resource-id") == [SW_A]
+    edit(m, f"<resources><port><resource-id>{SW_B}</resource-id><number>5</number></port></resources>"
+         + ls.format(f"<port>{SW_B}</port>"))
+    doc = get_config(m)
+    assert texts(doc, "resource-id") == [SW_A, SW_B] and texts(doc, "number") == ["1", "5"]
+    show = json.loads(ctl(fulmar_bin, tmp_path, "show", "--json"))
+    assert [(p["ofport"], p["interface"]) for p in show["bridges"][0]["ports"]] == [(1, SW_A), (5, SW_B)]
+
+
+class Raw:
+    """A NETCONF session over paramiko by hand: base:1.0 framing, and bytes
+    ncclient would not send."""
+
+    def __init__(self, port, key_file):
+        import paramiko
+        self.t = paramiko.Transport(("127.0.0.1", port))
+        try:
+            self.t.connect()
+            self.t.auth_publickey("raw", paramiko.Ed25519Key.from_private_key_file(key_file))
+        except Exception:
+            self.t.close()
+            raise
+        self.ch = self.t.open_session()
+        self.ch.settimeout(10)
+        self.ch.invoke_subsystem("netconf")
+        self.buf = b""
+        self.hello = self.recv()
+        self.send('<hello xmlns="urn:ietf:params:xml:ns:netconf:base:1.0"><capabilities>'
+                  "<capability>urn:ietf:params:netconf:base:1.0</capability></capabilities></hello>")
+
+    def send(self, text):
+        self.ch.sendall(text.encode() + b"]]>]]>")
+
+    def recv(self):
+        end = time.time() + 10
+        while b"]]>]]>" not in self.buf and time.time() < end:
+            data = self.ch.recv(65536)
+            if not data:
+                break
+            self.buf += data
+        msg, _, self.buf = self.buf.partition(b"]]>]]>")
+        return msg.decode()
+
+    def rpc(self, body, mid="1"):
+        self.send(f'<rpc message-id="{mid}" xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">{body}</rpc>')
+        return self.recv()
+
+    def close(self):
+        self.t.close()
+
+
+def test_base10_framing_and_malformed_messages(nc, fulmar_bin, tmp_path):
+    m, sw = nc
+    raw = Raw(sw.port, str(tmp_path / "client_key"))
+    try:
+        assert "<session-id>" in raw.hello and "urn:ietf:params:netconf:base:1.0" in raw.hello
+        before = ctl(fulmar_bin, tmp_path, "show", "--json")
+        assert "<id>br0</id>" in raw.rpc("<get-config><source><running/></source></get-config>", mid="a7")
+        for bad in (
+            '<rpc message-id="2" xmlns="urn:ietf:params:xml:ns:netconf:base:1.0"><edit-config><target><running/>',
+            '<!DOCTYPE r [<!ENTITY a "x">]><rpc message-id="3" xmlns="urn:ietf:params:xml:ns:netconf:base:1.0"/>',
+            '<rpc message-id="4" xmlns="urn:ietf:params:xml:ns:netconf:base:1.0"><get>&a;</get></rpc>',
+        ):
+            raw.send(bad)
+            r = raw.recv()
+            assert "<error-tag>malformed-message</error-tag>" in r, r
+        r = raw.rpc('<edit-config><target><running/></target><config><capable-switch xmlns="urn:onf:config:yang">'
+                    "<logical-switches><switch><id>br0</id><lost-connection-behavior>failStandaloneMode"
+                    "</lost-connection-behavior><nope/></switch></logical-switches></capable-switch></config></edit-config>")
+        assert "<error-tag>unknown-element</error-tag>" in r, r
+        assert ctl(fulmar_bin, tmp_path, "show", "--json") == before
+        # Another session holds the lock: edits are refused; kill-session frees it.
+        assert "<ok/>" in raw.rpc("<lock><target><running/></target></lock>")
+        with pytest.raises(RPCError) as e:
+            edit(m, "<logical-switches><switch><id>br0</id></switch></logical-switches>")
+        assert e.value.tag == "in-use"
+        sid = raw.hello.split("<session-id>")[1].split("<")[0]
+        m.kill_session(sid)
+        edit(m, "<logical-switches><switch><id>br0</id></switch></logical-switches>")
+    finally:
+        raw.close()
+
+
+def test_unknown_key_is_refused(nc, tmp_path):
+    import paramiko
+    _, sw = nc
+    other = tmp_path / "other_key"
+    k = ed25519.Ed25519PrivateKey.generate()
+    other.write_bytes(k.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                      serialization.NoEncryption()))
+    with pytest.raises(paramiko.AuthenticationException):
+        Raw(sw.port, str(other))
