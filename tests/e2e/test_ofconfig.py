@@ -65,7 +65,8 @@ def nc(fulmar_bin, net, tmp_path):
         if m is not None and m.connected:
             m.close_session()
         if sw.proc.poll() is None:
-            sw.stop()
+            rc, _, err = sw.stop()
+            assert rc == 0, err
 
 
 def ctl(fulmar_bin, tmp_path, *args):

@@ -204,9 +204,16 @@ pub fn start(
         next_id: AtomicU32::new(1),
     });
     tracing::info!("OF-CONFIG: NETCONF over SSH on {addr}");
+    // Connections live in a JoinSet owned by the accept task: stopping the
+    // module aborts it, which drops the set and every connection with it.
     let task = rt.spawn(async move {
+        let mut conns = tokio::task::JoinSet::new();
         loop {
-            let Ok((sock, _)) = listener.accept().await else {
+            let accepted = tokio::select! {
+                a = listener.accept() => a,
+                Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+            };
+            let Ok((sock, _)) = accepted else {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
@@ -216,7 +223,7 @@ pub fn start(
                 channels: Default::default(),
             };
             let config = config.clone();
-            tokio::spawn(async move {
+            conns.spawn(async move {
                 match russh::server::run_stream(config, sock, conn).await {
                     Ok(s) => {
                         let _ = s.await;

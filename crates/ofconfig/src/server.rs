@@ -193,3 +193,36 @@ async fn serve<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn host_key_is_created_0600_then_loaded() {
+        let dir = std::env::temp_dir().join(format!("ofconfig-hk-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("host_key");
+        let _ = std::fs::remove_file(&path);
+        let k1 = host_key(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let k2 = host_key(&path).unwrap();
+        assert_eq!(k1.public_key().key_data(), k2.public_key().key_data());
+        std::fs::write(dir.join("bad"), "not a key").unwrap();
+        assert!(host_key(&dir.join("bad")).is_err());
+        // authorized_keys: comments, blank and broken lines are skipped.
+        let pubkey = k1.public_key().to_openssh().unwrap();
+        std::fs::write(
+            dir.join("ak"),
+            format!("# comment\n\nssh-ed25519 !!!broken\n{pubkey} me@host\n"),
+        )
+        .unwrap();
+        let keys = authorized_keys(&dir.join("ak"));
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].key_data(), k1.public_key().key_data());
+        assert!(authorized_keys(&dir.join("missing")).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
