@@ -56,7 +56,9 @@
 //!   notifications, with-defaults, NETCONF over TLS;
 //! * a controller's `id` is its target (`tcp:10.0.0.1:6653`): the datastore
 //!   stores no other name, so an id given in edit-config is matched against
-//!   targets and not kept; a controller's `role` is shown live in get only.
+//!   targets and not kept; a controller's `role` is shown live in get only;
+//! * an edit naming a controller without `protocol` or `port` gets the
+//!   model's defaults, `tls` and 6633 (TLS needs the switch's `[tls]` files).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;

@@ -297,14 +297,13 @@ pub fn render(snap: &Snapshot, state: bool) -> Element {
             )
         })
         .collect();
-    node(
-        "capable-switch",
-        vec![
-            leaf("id", SWITCH_ID),
-            node("resources", ports),
-            node("logical-switches", switches),
-        ],
-    )
+    let mut top = vec![leaf("id", SWITCH_ID)];
+    if state {
+        top.push(leaf("config-version", "1.2"));
+    }
+    top.push(node("resources", ports));
+    top.push(node("logical-switches", switches));
+    node("capable-switch", top)
 }
 
 /// RFC 6241 §6 subtree filtering of `data` by `filter` (same element
@@ -452,6 +451,8 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
     let mut ops = Vec::new();
     // Port resources: numbers for ports logical switches add, deletions.
     let mut numbers: Vec<(String, u32)> = Vec::new();
+    // New port resources: each must be referenced by a logical switch.
+    let mut unattached: Vec<String> = Vec::new();
     if let Some(res) = cs.child("resources") {
         allow(res, &["port"])?;
         let rop = op_of(res, op)?;
@@ -508,6 +509,7 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
                 EditOp::Create if owner.is_some() => {
                     return Err(RpcError::data_exists(&format!("port {id}")))
                 }
+                _ if owner.is_none() => unattached.push(id.to_string()),
                 _ => {}
             }
         }
@@ -535,6 +537,16 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
             ops.push(Op::DelBridge {
                 name: b.name.clone(),
             });
+        }
+    }
+    for id in unattached {
+        let added = ops
+            .iter()
+            .any(|o| matches!(o, Op::AddPort { interface, .. } if *interface == id));
+        if !added {
+            return Err(RpcError::not_supported(&format!(
+                "port {id}: fulmar keeps a port only on a logical switch; reference it from one in the same edit"
+            )));
         }
     }
     Ok(ops)
@@ -777,7 +789,8 @@ fn controller_target(
         Some("tcp") => Transport::Tcp,
         Some("tls") => Transport::Tls,
         Some(v) => return Err(RpcError::invalid_value("protocol", v)),
-        None => btr.unwrap_or(Transport::Tcp),
+        // The YANG model's default.
+        None => btr.unwrap_or(Transport::Tls),
     };
     let ip = match c.child_text("ip-address") {
         Some(v) => {
@@ -794,7 +807,8 @@ fn controller_target(
             .ok()
             .filter(|&p| p > 0)
             .ok_or_else(|| RpcError::invalid_value("port", v))?,
-        None => bport.unwrap_or(6653),
+        // The YANG model's default.
+        None => bport.unwrap_or(6633),
     };
     if matches!(base, Some(ControllerTarget::Listen { .. })) {
         // A listening target keeps listening; OF-CONFIG has no word for it.
@@ -1057,7 +1071,7 @@ mod tests {
                 },
                 Op::SetController {
                     bridge: "br0".into(),
-                    targets: vec!["tcp:10.0.0.1:6653".into(), "tcp:10.0.0.2:6653".into()]
+                    targets: vec!["tcp:10.0.0.1:6653".into(), "tls:10.0.0.2:6633".into()]
                 },
                 Op::AddPort {
                     bridge: "br0".into(),
@@ -1176,6 +1190,7 @@ mod tests {
             (ls("<switch><id>br0</id><resources><queue>q</queue></resources></switch>"), "operation-not-supported"),
             ("<resources><port><resource-id>eth1</resource-id><configuration><admin-state>down</admin-state></configuration></port></resources>".into(), "operation-not-supported"),
             ("<resources><port><resource-id>eth1</resource-id><number>0</number></port></resources>".into(), "invalid-value"),
+            ("<resources><port><resource-id>eth8</resource-id></port></resources>".into(), "operation-not-supported"),
             ("<other/>".into(), "unknown-element"),
             (r#"<logical-switches><switch xmlns="urn:x"/></logical-switches>"#.into(), "unknown-namespace"),
         ] {

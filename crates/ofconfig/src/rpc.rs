@@ -21,7 +21,7 @@ pub const CAPABILITIES: &[&str] = &[
     "urn:ietf:params:netconf:capability:writable-running:1.0",
     "urn:ietf:params:netconf:capability:validate:1.0",
     "urn:ietf:params:netconf:capability:validate:1.1",
-    "urn:onf:config:yang?module=of-config&revision=2014-06-01",
+    "urn:onf:config:yang?module=of-config",
 ];
 
 /// The switch's datastore as the operations see it.
