@@ -12,6 +12,7 @@ entity get malformed-message; a `fulmar ctl` change shows in get-config;
 locks, kill-session, port references, an unknown client key refused."""
 
 import json
+import shutil
 import socket
 import subprocess
 import time
@@ -269,3 +270,20 @@ def test_unknown_key_is_refused(nc, tmp_path):
                                       serialization.NoEncryption()))
     with pytest.raises(paramiko.AuthenticationException):
         Raw(sw.port, str(other))
+
+
+def test_port_mod_shows_in_port_configuration(nc, tmp_path):
+    m, _ = nc
+    if shutil.which("ovs-ofctl") is None:
+        pytest.skip("needs ovs-ofctl")
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "mod-port", f"unix:{tmp_path}/br0.mgmt", "2", "no-forward"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    doc = get_config(m)
+    assert texts(doc, "no-forward") == ["false", "true"]
+    assert texts(doc, "admin-state") == ["up", "up"]
+    # Port configuration is OpenFlow's to set: edit-config refuses it.
+    with pytest.raises(RPCError) as e:
+        edit(m, f"<resources><port><resource-id>{SW_B}</resource-id><configuration><no-forward>false"
+                "</no-forward></configuration></port></resources>")
+    assert e.value.tag == "operation-not-supported"

@@ -127,28 +127,30 @@ impl rpc::Store for DaemonStore {
     fn snapshot(&self, state: bool) -> model::Snapshot {
         let (config, _) = self.0.config();
         let mut snap = model::Snapshot::from_config(&config);
-        if state {
-            let show = self.0.show();
-            for b in &mut snap.bridges {
-                let live = show.bridges.iter().find(|s| s.name == b.name);
-                if let Some(live) = live {
-                    for c in &mut b.controllers {
-                        let t = c.target.to_string();
-                        if let Some(s) = live.controllers.iter().find(|s| s.target == t) {
-                            c.live = Some((s.connected, s.role.clone()));
-                        }
+        // Port configuration bits are the port's (OpenFlow port-mod sets
+        // them), so get-config shows them too; controller state is get's.
+        let show = state.then(|| self.0.show());
+        for b in &mut snap.bridges {
+            if let Some(live) = show
+                .as_ref()
+                .and_then(|s| s.bridges.iter().find(|s| s.name == b.name))
+            {
+                for c in &mut b.controllers {
+                    let t = c.target.to_string();
+                    if let Some(s) = live.controllers.iter().find(|s| s.target == t) {
+                        c.live = Some((s.connected, s.role.clone()));
                     }
                 }
-                let descs = self.0.runtime().port_desc(&b.name).unwrap_or_default();
-                for p in &mut b.ports {
-                    if let Some(d) = descs.iter().find(|d| d.port_no == p.number) {
-                        p.live = Some(model::PortLive {
-                            config: d.config,
-                            state: d.state,
-                            curr_speed: d.curr_speed,
-                            max_speed: d.max_speed,
-                        });
-                    }
+            }
+            let descs = self.0.runtime().port_desc(&b.name).unwrap_or_default();
+            for p in &mut b.ports {
+                if let Some(d) = descs.iter().find(|d| d.port_no == p.number) {
+                    p.live = Some(model::PortLive {
+                        config: d.config,
+                        state: d.state,
+                        curr_speed: d.curr_speed,
+                        max_speed: d.max_speed,
+                    });
                 }
             }
         }

@@ -30,7 +30,9 @@ pub struct PortSnap {
     pub name: String,
     /// OpenFlow port number.
     pub number: u32,
-    /// Live state, for `get` only.
+    /// The port as the switch has it (its configuration bits show in
+    /// get-config too, its state and rates in get only); `None` when the
+    /// port is not open.
     pub live: Option<PortLive>,
 }
 
@@ -989,6 +991,7 @@ mod tests {
         assert!(out.contains("<controller><id>tcp:10.0.0.1:6653</id><ip-address>10.0.0.1</ip-address><port>6653</port><protocol>tcp</protocol></controller>"));
         assert!(out.contains("<resources><port>eth1</port><port>eth2</port></resources>"));
         assert!(!out.contains("<state>") && !out.contains("current-rate"));
+        assert!(out.contains("<name>eth2</name><configuration><admin-state>down</admin-state>"));
         let mut out = String::new();
         crate::xml::write(&render(&snap(), true), None, &mut out);
         assert!(out.contains(
