@@ -94,7 +94,7 @@ def edit(m, body, **kw):
 </config>""", **kw)
 
 
-def test_get_config_ports_and_switch(nc, tmp_path):
+def test_get_config_ports_and_switch(nc, fulmar_bin, tmp_path):
     m, _ = nc
     assert "urn:ietf:params:netconf:base:1.1" in m.server_capabilities
     doc = get_config(m)
@@ -108,6 +108,14 @@ def test_get_config_ports_and_switch(nc, tmp_path):
     assert texts(full, "oper-state") == ["up", "up"]
     only = m.get_config(source="running", filter=("subtree", f'<capable-switch xmlns="{NS}"><logical-switches/></capable-switch>')).data_xml
     assert texts(only, "resource-id") == [] and "br0" in texts(only, "id")
+    # What get-config returns, sent back (merge, then replace), changes nothing.
+    show = ctl(fulmar_bin, tmp_path, "show", "--json")
+    cs = etree.tostring(etree.fromstring(doc.encode())[0]).decode()
+    for op in ("merge", "replace"):
+        m.edit_config(target="running", default_operation=op,
+                      config=f'<config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">{cs}</config>')
+    assert get_config(m) == doc
+    assert ctl(fulmar_bin, tmp_path, "show", "--json") == show
 
 
 def test_edit_config_adds_controller_and_switch_connects(nc, fulmar_bin, tmp_path):

@@ -482,6 +482,17 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
                     .filter(|&n| (1..=0xffff_ff00).contains(&n))
                     .ok_or_else(|| RpcError::invalid_value("number", n))?;
                 numbers.push((id.to_string(), n));
+                // An attached port renumbered (datastore: interface ofport).
+                let current = owner.and_then(|b| b.ports.iter().find(|x| x.name == id));
+                if let Some(cur) = current {
+                    if cur.number != n && !matches!(pop, EditOp::Delete | EditOp::Remove) {
+                        ops.push(Op::Set {
+                            object: format!("interface:{id}"),
+                            key: "ofport".into(),
+                            value: n.to_string(),
+                        });
+                    }
+                }
             }
             if let Some(name) = p.child_text("name") {
                 if name != id {
@@ -491,10 +502,12 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
                     ));
                 }
             }
-            if p.child("configuration").is_some() {
-                return Err(RpcError::not_supported(
-                    "port configuration (admin-state, no-receive, no-forward, no-packet-in) is set by OpenFlow port-mod, not stored",
-                ));
+            if let Some(c) = p.child("configuration") {
+                let live = owner
+                    .and_then(|b| b.ports.iter().find(|x| x.name == id))
+                    .and_then(|x| x.live.clone())
+                    .unwrap_or_default();
+                same_port_configuration(c, live.config)?;
             }
             match pop {
                 EditOp::Delete if owner.is_none() => {
@@ -552,6 +565,47 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
         }
     }
     Ok(ops)
+}
+
+/// A port's `configuration` in an edit must say what the port has: the
+/// bits are OpenFlow port-mod's to change, not the datastore's (so a
+/// get-config sent back unchanged is accepted).
+fn same_port_configuration(c: &Element, config: u32) -> Result<(), RpcError> {
+    allow(
+        c,
+        &["admin-state", "no-receive", "no-forward", "no-packet-in"],
+    )?;
+    for leafe in &c.children {
+        let (want, bit) = match leafe.name.as_str() {
+            "admin-state" => (
+                match leafe.text.as_str() {
+                    "up" => false,
+                    "down" => true,
+                    v => return Err(RpcError::invalid_value("admin-state", v)),
+                },
+                1,
+            ),
+            name => (
+                match leafe.text.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    v => return Err(RpcError::invalid_value(name, v)),
+                },
+                match name {
+                    "no-receive" => 1 << 2,
+                    "no-forward" => 1 << 5,
+                    _ => 1 << 6,
+                },
+            ),
+        };
+        if want != (config & bit != 0) {
+            return Err(RpcError::not_supported(&format!(
+                "changing a port's {} (OpenFlow port-mod sets it; it is not stored)",
+                leafe.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn edit_switch(
@@ -1090,6 +1144,31 @@ mod tests {
     }
 
     #[test]
+    fn get_config_sent_back_changes_nothing() {
+        let tree = render(&snap(), false);
+        for default in [EditOp::Merge, EditOp::Replace] {
+            assert_eq!(
+                edit_ops(&snap(), &tree, default).unwrap(),
+                vec![],
+                "{default:?}"
+            );
+        }
+        // Renumbering an attached port.
+        assert_eq!(
+            edit(
+                "<resources><port><resource-id>eth2</resource-id><number>9</number></port></resources>",
+                EditOp::Merge
+            )
+            .unwrap(),
+            vec![Op::Set {
+                object: "interface:eth2".into(),
+                key: "ofport".into(),
+                value: "9".into()
+            }]
+        );
+    }
+
+    #[test]
     fn delete_remove_and_replace() {
         let del = |body: &str| edit(&ls(body), EditOp::Merge);
         assert_eq!(
@@ -1192,6 +1271,9 @@ mod tests {
             (ls(r#"<switch nc:operation="frobnicate"><id>br0</id></switch>"#), "bad-attribute"),
             (ls("<switch><id>br0</id><resources><queue>q</queue></resources></switch>"), "operation-not-supported"),
             ("<resources><port><resource-id>eth1</resource-id><configuration><admin-state>down</admin-state></configuration></port></resources>".into(), "operation-not-supported"),
+            ("<resources><port><resource-id>eth2</resource-id><configuration><admin-state>up</admin-state></configuration></port></resources>".into(), "operation-not-supported"),
+            ("<resources><port><resource-id>eth2</resource-id><configuration><no-forward>maybe</no-forward></configuration></port></resources>".into(), "invalid-value"),
+            ("<resources><port><resource-id>eth2</resource-id><configuration><speed/></configuration></port></resources>".into(), "unknown-element"),
             ("<resources><port><resource-id>eth1</resource-id><number>0</number></port></resources>".into(), "invalid-value"),
             ("<resources><port><resource-id>eth8</resource-id></port></resources>".into(), "operation-not-supported"),
             ("<other/>".into(), "unknown-element"),
