@@ -27,8 +27,9 @@
 //! * get (configuration and state), get-config (running), edit-config
 //!   (running; default-operation merge/replace/none; operation attributes
 //!   merge/replace/create/delete/remove; test-option test-only validates
-//!   without applying), subtree filters, lock/unlock of running,
-//!   close-session, kill-session;
+//!   without applying; every error-option behaves as rollback-on-error),
+//!   validate, subtree filters, lock/unlock of running (released when its
+//!   session ends), close-session, kill-session;
 //! * capable-switch `id` (`fulmar`); `resources/port` (resource-id and name
 //!   = interface name, number, current-rate and max-rate when known,
 //!   configuration admin-state/no-receive/no-forward/no-packet-in, and in
@@ -38,27 +39,44 @@
 //!   get their connection-state, resources/port references);
 //! * one edit-config is one datastore transaction, all or nothing: a new
 //!   switch is `add-br`, a removed one `del-br`, the controller list
-//!   `set-controller`, lost-connection-behavior `set-fail-mode`, a port
-//!   reference `add-port`/`del-port` (interface = resource-id, afpacket,
-//!   number from the port resource's `number` if given), datapath-id sets
-//!   the bridge's dpid. Errors are rpc-errors (malformed-message,
-//!   unknown-element, invalid-value, data-missing, data-exists,
-//!   operation-not-supported, operation-failed with the datastore's text,
-//!   in-use/lock-denied) and change nothing.
+//!   `set-controller` (or `del-controller`), lost-connection-behavior
+//!   `set-fail-mode`, a port reference under a switch `add-port`/`del-port`
+//!   (interface = resource-id, afpacket backend, number from the port
+//!   resource's `number` or `requested-number` in the same edit), a new
+//!   `number` for an attached port renumbers it, datapath-id sets the
+//!   bridge's dpid. A get-config sent back unchanged changes nothing.
+//!   Errors are rpc-errors (malformed-message, unknown-element,
+//!   unknown-namespace, missing-element, bad-attribute, invalid-value,
+//!   data-missing, data-exists, operation-not-supported, operation-failed
+//!   with the datastore's text, in-use, lock-denied) and change nothing.
 //!
 //! # What it does not cover
 //!
 //! * queues (fulmar has none), owned certificates, flow-table resources,
-//!   capabilities (not shown), port configuration through OF-CONFIG (port
-//!   state is OpenFlow port-mod's: edit-config of `configuration` is
-//!   operation-not-supported), disabling a switch (`enabled` false);
-//! * candidate and startup datastores, confirmed commit, xpath filters,
-//!   notifications, with-defaults, NETCONF over TLS;
+//!   capabilities (not shown), port features, tunnels, configuration
+//!   points; changing a port's `configuration` (its bits are OpenFlow
+//!   port-mod's and are shown as the port has them; a different value is
+//!   operation-not-supported); a port resource no logical switch references
+//!   (fulmar has no unattached ports); disabling a switch (`enabled` false);
+//! * candidate and startup datastores (the running one is persisted by the
+//!   datastore), confirmed commit, copy-config, delete-config, xpath
+//!   filters, notifications, with-defaults, NETCONF over TLS, call home,
+//!   password or keyboard-interactive authentication;
 //! * a controller's `id` is its target (`tcp:10.0.0.1:6653`): the datastore
 //!   stores no other name, so an id given in edit-config is matched against
 //!   targets and not kept; a controller's `role` is shown live in get only;
 //! * an edit naming a controller without `protocol` or `port` gets the
 //!   model's defaults, `tls` and 6633 (TLS needs the switch's `[tls]` files).
+
+//!
+//! # Layout
+//!
+//! `framing` (RFC 6242 end-of-message and chunked framing, a plain state
+//! machine), `xml` (a bounded element tree over quick-xml; no DTDs),
+//! `model` (the capable-switch tree from a datastore snapshot, subtree
+//! filters, edit-config to datastore ops), `rpc` (the NETCONF operations
+//! behind a `Store` trait, tested without SSH), `server` (russh: host key,
+//! public-key authentication, the `netconf` subsystem).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU32;
