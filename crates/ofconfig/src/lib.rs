@@ -90,6 +90,9 @@ mod rpc;
 mod server;
 mod xml;
 
+/// Most SSH connections served at once (more are closed at accept).
+const MAX_CONNECTIONS: usize = 64;
+
 /// The module's `fulmar run` flags.
 #[derive(clap::Args, Debug, Clone, Default)]
 #[group(id = "ofconfig-module")]
@@ -239,6 +242,10 @@ pub fn start(
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                 continue;
             };
+            if conns.len() >= MAX_CONNECTIONS {
+                tracing::warn!("OF-CONFIG: {MAX_CONNECTIONS} connections open; refusing another");
+                continue;
+            }
             let _ = sock.set_nodelay(true);
             let conn = server::Conn {
                 server: srv.clone(),

@@ -689,6 +689,52 @@ mod tests {
         assert!(r.contains("interface nope0 does not open"), "{r}");
     }
 
+    /// Every prefix and many byte-mutations of valid requests get a reply,
+    /// never a panic, and never a transaction unless the request is whole.
+    #[test]
+    fn no_panic_on_mangled_requests() {
+        let (f, s) = (Fake::default(), Shared::default());
+        let valid = [
+            rpc(EDIT),
+            rpc(
+                r#"<get><filter type="subtree"><capable-switch xmlns="urn:onf:config:yang"><logical-switches><switch><id>br0</id></switch></logical-switches></capable-switch></filter></get>"#,
+            ),
+            rpc("<lock><target><running/></target></lock>"),
+        ];
+        let mut seed = 0x2545_f491_u32;
+        for msg in &valid {
+            let b = msg.as_bytes();
+            let before = f.txns.lock().unwrap().len();
+            for cut in 0..b.len() {
+                let (r, _) = run_bytes(&f, &s, &b[..cut]);
+                assert!(r.contains("<rpc-error>"), "{r}");
+            }
+            assert_eq!(f.txns.lock().unwrap().len(), before);
+            for _ in 0..2000 {
+                let mut m = b.to_vec();
+                for _ in 0..3 {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    let i = seed as usize % m.len();
+                    m[i] = b"<>/&;\"=x\0\xff#"[(seed >> 24) as usize % 11];
+                }
+                let (r, _) = run_bytes(&f, &s, &m);
+                assert!(r.starts_with("<?xml"));
+            }
+        }
+        s.unregister(1);
+    }
+
+    fn run_bytes(store: &Fake, shared: &Shared, msg: &[u8]) -> (String, After) {
+        Session {
+            id: 1,
+            store,
+            shared,
+        }
+        .handle(msg)
+    }
+
     #[test]
     fn locks_and_sessions() {
         let (f, s) = (Fake::default(), Shared::default());
