@@ -232,6 +232,34 @@ mod tests {
         assert!(f.next_message().is_err());
     }
 
+    /// Arbitrary bytes in either mode: messages or an error, never a panic,
+    /// and never a message over the limit.
+    #[test]
+    fn arbitrary_bytes() {
+        let alphabet = b"\n#0123456789]>x";
+        let mut seed = 0x9e37_79b9_u32;
+        for mode in [Mode::EndOfMessage, Mode::Chunked] {
+            for _ in 0..3000 {
+                let mut f = Framer::new(64);
+                f.set_mode(mode);
+                let len = (seed % 40) as usize;
+                let mut data = Vec::with_capacity(len);
+                for _ in 0..len {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    data.push(alphabet[seed as usize % alphabet.len()]);
+                }
+                for part in data.chunks(3) {
+                    f.push(part);
+                    while let Ok(Some(m)) = f.next_message() {
+                        assert!(m.len() <= 64);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn frames_round_trip() {
         for mode in [Mode::EndOfMessage, Mode::Chunked] {
