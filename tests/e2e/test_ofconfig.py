@@ -13,54 +13,35 @@ locks, kill-session, port references, an unknown client key refused."""
 
 import json
 import shutil
-import socket
 import subprocess
 import time
-import xml.dom.minidom
 
 import pytest
 
 ncclient = pytest.importorskip("ncclient")
 from lxml import etree  # noqa: E402  (ncclient's XML library)
-from ncclient import manager  # noqa: E402
 from ncclient.operations import RPCError  # noqa: E402
 from cryptography.hazmat.primitives import serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ed25519  # noqa: E402
 
 from e2e_support import SW_A, SW_B, Controller, Switch, wait_for  # noqa: E402
+from mgmt_support import NS, ctl, edit, free_port, get_config, netconf_args, netconf_connect, netconf_keys, texts  # noqa: E402
 
-NS = "urn:onf:config:yang"
 FLOWS = "table=0,priority=0,actions=drop\n"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture
 def nc(fulmar_bin, net, tmp_path):
-    key = ed25519.Ed25519PrivateKey.generate()
-    (tmp_path / "client_key").write_bytes(key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()))
-    (tmp_path / "client_key").chmod(0o600)
-    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
-    (tmp_path / "authorized_keys").write_bytes(pub + b" test\n")
+    netconf_keys(tmp_path)
     (tmp_path / "flows").write_text(FLOWS)
     port = free_port()
     sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(tmp_path / "flows"),
                  "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                 "--netconf", str(port), "--netconf-host-key", str(tmp_path / "host_key"),
-                 "--netconf-authorized-keys", str(tmp_path / "authorized_keys")])
+                 *netconf_args(port, tmp_path)])
     sw.port, sw.dir = port, tmp_path
     m = None
     try:
-        m = manager.connect(host="127.0.0.1", port=port, username="admin",
-                            key_filename=str(tmp_path / "client_key"), hostkey_verify=False,
-                            allow_agent=False, look_for_keys=False, timeout=10)
+        m = netconf_connect(port, tmp_path)
         yield m, sw
     finally:
         if m is not None and m.connected:
@@ -68,30 +49,6 @@ def nc(fulmar_bin, net, tmp_path):
         if sw.proc.poll() is None:
             rc, _, err = sw.stop()
             assert rc == 0, err
-
-
-def ctl(fulmar_bin, tmp_path, *args):
-    r = subprocess.run([fulmar_bin, "ctl", "-t", str(tmp_path / "ctl.sock"), *args],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, f"fulmar ctl {' '.join(args)}: {r.stderr}"
-    return r.stdout
-
-
-def get_config(m):
-    return m.get_config(source="running").data_xml
-
-
-def texts(doc, tag):
-    d = xml.dom.minidom.parseString(doc)
-    return [e.firstChild.data if e.firstChild else "" for e in d.getElementsByTagNameNS(NS, tag)
-            if not e.firstChild or e.firstChild.nodeType == e.TEXT_NODE]
-
-
-def edit(m, body, **kw):
-    return m.edit_config(target="running", config=f"""
-<config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">
-  <capable-switch xmlns="{NS}"><id>fulmar</id>{body}</capable-switch>
-</config>""", **kw)
 
 
 def test_get_config_ports_and_switch(nc, fulmar_bin, tmp_path):

@@ -10,71 +10,16 @@ directory; fulmar runs with `--ovsdb unix:SOCK`.
 
 import json
 import re
-import shutil
 import subprocess
 import time
 
 import pytest
 
 from e2e_support import NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, sh, wait_for
+from mgmt_support import Ovsdb, ctl, need
 
 SW_X = f"{P}-ox"  # a third link, added with `fulmar ctl`
 MISSING = f"{P}-nope"  # an interface that does not exist
-
-
-def need(*tools):
-    for t in tools:
-        if shutil.which(t) is None:
-            pytest.skip(f"needs {t}")
-
-
-class Ovsdb:
-    """ovsdb-server on a fresh database in `d`, as a child process."""
-
-    def __init__(self, d):
-        need("ovsdb-server", "ovsdb-tool", "ovs-vsctl")
-        self.dir = d
-        self.db = d / "conf.db"
-        self.sock = d / "db.sock"
-        sh("ovsdb-tool", "create", str(self.db), "/usr/share/openvswitch/vswitch.ovsschema")
-        self.proc = None
-        self.start()
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            ["ovsdb-server", str(self.db), f"--remote=punix:{self.sock}",
-             f"--unixctl={self.dir / 'ovsdb.ctl'}", "--no-chdir",
-             f"--log-file={self.dir / 'ovsdb.log'}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        wait_for(lambda: self.sock.exists(), 10, "ovsdb-server's socket")
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def vsctl(self, *args, ok=True, timeout=5):
-        """`ovs-vsctl --timeout T` (waits for cur_cfg unless --no-wait)."""
-        r = subprocess.run(
-            ["ovs-vsctl", f"--db=unix:{self.sock}", f"--timeout={timeout}", *args],
-            capture_output=True, text=True, timeout=timeout + 10,
-        )
-        if ok:
-            assert r.returncode == 0, f"ovs-vsctl {' '.join(args)}: rc {r.returncode}: {r.stderr}"
-        return r
-
-    def get(self, table, record, column):
-        r = self.vsctl("--no-wait", "get", table, record, column, ok=False)
-        return r.stdout.strip() if r.returncode == 0 else None
-
-    def stats(self, iface):
-        text = self.get("Interface", iface, "statistics") or "{}"
-        return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", text)}
 
 
 @pytest.fixture
@@ -111,13 +56,6 @@ def fulmar(fulmar_bin, tmp_path, ovsdb):
         if s.proc.poll() is None:
             s.proc.kill()
             s.proc.wait()
-
-
-def ctl(fulmar_bin, tmp_path, *args):
-    r = subprocess.run([fulmar_bin, "ctl", "-t", str(tmp_path / "ctl.sock"), *args],
-                       capture_output=True, text=True, timeout=30)
-    assert r.returncode == 0, f"fulmar ctl {' '.join(args)}: {r.stderr}"
-    return r.stdout
 
 
 def switch_ports(fulmar_bin, tmp_path, bridge="br0"):

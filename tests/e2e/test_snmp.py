@@ -13,18 +13,14 @@ Topology: the `net` fixture's hosts A (10.9.0.1, port 1) and B (10.9.0.2,
 port 2), forwarded 1 <-> 2 by static flows.
 """
 
-import os
 import re
-import shutil
-import signal
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
-from e2e_support import NS_A, NS_B, SW_A, SW_B, Switch, in_ns, wait_for
+from e2e_support import NS_A, SW_A, SW_B, Switch, in_ns, wait_for
+from mgmt_support import Snmpd, TrapSink, need
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"
@@ -36,124 +32,6 @@ IF_X_ENTRY = "1.3.6.1.2.1.31.1.1.1"
 DOT1D_BASE = "1.3.6.1.2.1.17.1"
 LINK_DOWN = "1.3.6.1.6.3.1.1.5.3"
 LINK_UP = "1.3.6.1.6.3.1.1.5.4"
-
-# No MIB files are loaded: OIDs and values print numerically, and the
-# tools print no warnings about missing MIBs.
-ENV = dict(os.environ, MIBS="", MIBDIRS="/nonexistent")
-
-
-def need(*tools):
-    for t in tools:
-        if shutil.which(t) is None:
-            pytest.skip(f"needs {t}")
-
-
-def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Snmpd:
-    """A private snmpd: `master agentx` on DIR/agentx.sock, SNMP on
-    127.0.0.1:PORT (community public read-only, private read-write), traps
-    to 127.0.0.1:TRAP_PORT."""
-
-    def __init__(self, tmp_path, trap_port, extra=("-I", "-ifTable,ifXTable,interface"), access=None, tcp=False):
-        self.dir = tmp_path
-        if tcp:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                self.sock = f"tcp:127.0.0.1:{s.getsockname()[1]}"
-        else:
-            self.sock = str(tmp_path / "agentx.sock")
-        self.port = free_udp_port()
-        self.conf = tmp_path / "snmpd.conf"
-        self.conf.write_text(
-            "master agentx\n"
-            f"agentXSocket {self.sock}\n"
-            "agentXTimeout 5\n"
-            f"agentaddress udp:127.0.0.1:{self.port}\n"
-            + (access or "rocommunity public 127.0.0.1\nrwcommunity private 127.0.0.1\n")
-            + f"trap2sink 127.0.0.1:{trap_port} public\n"
-        )
-        self.extra = list(extra)
-        (tmp_path / "persist").mkdir(exist_ok=True)
-        self.proc = None
-        self.start()
-
-    def start(self):
-        env = dict(ENV, SNMP_PERSISTENT_DIR=str(self.dir / "persist"))
-        self.proc = subprocess.Popen(
-            ["snmpd", "-f", "-C", "-c", str(self.conf), "-Lf", str(self.dir / "snmpd.log"), *self.extra],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        # Up when it answers sysUpTime.0.
-        wait_for(lambda: self.get("1.3.6.1.2.1.1.3.0", check=False).returncode == 0,
-                 timeout=10, what="snmpd to answer")
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def run(self, tool, *args, community="public", check=True):
-        r = subprocess.run(
-            [tool, "-v2c", "-c", community, "-On", "-t", "2", "-r", "1", f"127.0.0.1:{self.port}", *args],
-            capture_output=True, text=True, timeout=30, env=ENV,
-        )
-        if check:
-            assert r.returncode == 0, f"{tool} {args}: {r.stdout}{r.stderr}"
-        return r
-
-    def get(self, *oids, check=True):
-        return self.run("snmpget", *oids, check=check)
-
-    def values(self, tool, *args):
-        """{oid: value text} from snmpget/snmpwalk output ('.' and type
-        prefix removed, strings unquoted)."""
-        out = {}
-        for line in self.run(tool, *args).stdout.splitlines():
-            m = re.match(r"^\.([\d.]+) = (?:([\w-]+): )?(.*)$", line)
-            if m:
-                v = m.group(3).strip()
-                if v.startswith('"') and v.endswith('"'):
-                    v = v[1:-1]
-                out[m.group(1)] = v
-        return out
-
-
-class TrapSink:
-    """A UDP socket that keeps every datagram snmpd sends it."""
-
-    def __init__(self):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.packets = []
-        self.done = False
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.done:
-            try:
-                self.packets.append(self.sock.recv(65535))
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-
-    def close(self):
-        self.done = True
-        self.thread.join(timeout=2)
-        self.sock.close()
-
 
 def ber_oid(dotted):
     """The BER content octets of an OID (to find it in a trap's bytes)."""
