@@ -426,6 +426,14 @@ def test_capture_writes_what_a_port_receives_and_sends(net, fulmar_bin, tmp_path
         icmp = [f for f in frames if f.haslayer(ICMP)]
         # Requests leave through port 2 (sent), replies come in on it.
         assert {f[ICMP].type for f in icmp} == {0, 8}, [f.summary() for f in frames]
+        # fulmar's own tools read the capture back: fulmar trace replays it.
+        flows = tmp_path / "fwd.flows"
+        flows.write_text("priority=1,actions=output:3\n")
+        r = subprocess.run([fulmar_bin, "trace", "--flows", str(flows), "--in-port", "1", "--pcap", str(out), "--json"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        sent = [json.loads(line) for line in r.stdout.splitlines()]
+        assert [bytes.fromhex(s["packet"]) for s in sent] == [bytes(f) for f in frames]
     finally:
         rc, _, err = live.stop()
     assert rc == 0, err

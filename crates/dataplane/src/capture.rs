@@ -72,6 +72,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::pcapng::{
+    BYTE_ORDER_MAGIC, EPB_TYPE, IDB_TYPE, LINKTYPE_ETHERNET, OPT_END, OPT_EPB_FLAGS, OPT_IF_NAME,
+    OPT_IF_TSRESOL, SHB_TYPE,
+};
 use crate::pool;
 use crate::port::PacketBuf;
 
@@ -81,21 +85,6 @@ pub const DEFAULT_SNAPLEN: usize = 65535;
 pub const DEFAULT_QUEUE_FRAMES: usize = 8192;
 /// Captured bytes the queue holds between two passes of the writer.
 pub const DEFAULT_QUEUE_BYTES: usize = 32 << 20;
-
-/// Section Header Block type.
-pub const SHB_TYPE: u32 = 0x0A0D_0D0A;
-/// Byte-order magic of the Section Header Block.
-pub const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
-/// Interface Description Block type.
-pub const IDB_TYPE: u32 = 1;
-/// Enhanced Packet Block type.
-pub const EPB_TYPE: u32 = 6;
-/// Link type of Ethernet frames.
-pub const LINKTYPE_ETHERNET: u16 = 1;
-const OPT_END: u16 = 0;
-const OPT_IF_NAME: u16 = 2;
-const OPT_IF_TSRESOL: u16 = 9;
-const OPT_EPB_FLAGS: u16 = 2;
 
 /// How often a producer tries a busy queue lock before it counts the
 /// burst lost.

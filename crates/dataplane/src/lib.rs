@@ -11,7 +11,8 @@
 //! - [`rawsock`]: Linux AF_PACKET without a ring (`recvmmsg`/`sendmmsg`),
 //!   for low latency at low rates;
 //! - [`afxdp`]: AF_XDP on one interface queue (raw syscalls, own XDP program);
-//! - [`pcap`]: replay a capture file (RX) and write one (TX);
+//! - [`pcap`]: replay a capture file, classic pcap or [`pcapng`] (RX), and
+//!   write one (TX);
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
 //! - [`link`]: a netlink watcher for link up/down events;
 //! - [`patch`]: in-process port pairs (patch links between bridges).
@@ -33,6 +34,7 @@ pub mod link;
 pub mod memory;
 pub mod patch;
 pub mod pcap;
+pub mod pcapng;
 pub mod pool;
 pub mod port;
 pub mod rawsock;

@@ -1,12 +1,15 @@
 //! The pcap backend: replay a capture file as a port's RX side, and write
 //! what a port sends to a capture file.
 //!
-//! Only the classic libpcap format is handled (not pcapng): a 24-byte file
-//! header whose magic gives the byte order and the timestamp resolution
-//! (`a1b2c3d4` microseconds, `a1b23c4d` nanoseconds, in either byte order),
-//! then records of a 16-byte header (seconds, fraction, captured length,
-//! original length) and the captured bytes. Only Ethernet (link type 1)
-//! files are accepted; anything else is a typed [`PcapError`].
+//! Files are read by [`CaptureReader`], which tells the two formats apart
+//! by their first four bytes: the classic libpcap format (a 24-byte file
+//! header whose magic gives the byte order and the timestamp resolution,
+//! `a1b2c3d4` microseconds, `a1b23c4d` nanoseconds, in either byte order,
+//! then records of a 16-byte header, seconds, fraction, captured length,
+//! original length, and the captured bytes), or pcapng (sections of
+//! blocks, [`crate::pcapng`]). Only Ethernet (link type 1) frames are
+//! accepted; anything else is a typed [`PcapError`]. What is written is
+//! classic pcap, nanosecond resolution.
 //!
 //! [`PcapReplay`] streams the file (it is never loaded whole), as fast as
 //! polled or paced to a packet rate, once or several times. A record that was
@@ -24,6 +27,7 @@ use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use crate::pcapng::{NgReader, SHB_TYPE};
 use crate::port::{
     LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst, DEFAULT_HEADROOM,
 };
@@ -45,9 +49,13 @@ pub enum PcapError {
     Io(io::Error),
     /// The file is shorter than its 24-byte header.
     ShortHeader,
-    /// The first four bytes are not a classic pcap magic (pcapng is not
-    /// supported).
+    /// The first four bytes are neither a classic pcap magic nor a pcapng
+    /// section header.
     BadMagic(u32),
+    /// A pcapng section of a major version other than 1.
+    UnsupportedVersion(u16),
+    /// A pcapng block whose structure is broken (the reason).
+    Malformed(&'static str),
     /// The file holds frames of another link type than Ethernet.
     UnsupportedLinkType(u32),
     /// A record claims more captured bytes than allowed.
@@ -64,10 +72,11 @@ impl fmt::Display for PcapError {
         match self {
             PcapError::Io(e) => write!(f, "{e}"),
             PcapError::ShortHeader => write!(f, "file is shorter than the 24-byte pcap header"),
-            PcapError::BadMagic(m) => write!(
-                f,
-                "not a classic pcap file (magic {m:#010x}; pcapng is not supported)"
-            ),
+            PcapError::BadMagic(m) => {
+                write!(f, "not a pcap or pcapng file (magic {m:#010x})")
+            }
+            PcapError::UnsupportedVersion(v) => write!(f, "pcapng version {v} is not supported"),
+            PcapError::Malformed(why) => write!(f, "corrupt pcapng file: {why}"),
             PcapError::UnsupportedLinkType(t) => write!(f, "link type {t} is not Ethernet (1)"),
             PcapError::RecordTooLarge { incl_len } => {
                 write!(
@@ -121,13 +130,17 @@ pub struct RecordHeader {
     pub orig_len: u32,
 }
 
-/// Reads the file header, rejecting anything but Ethernet.
+/// Reads a classic pcap file header, rejecting anything but Ethernet.
 pub fn read_file_header(r: &mut impl Read) -> Result<FileHeader, PcapError> {
     let mut h = [0u8; FILE_HEADER_LEN as usize];
     read_full(r, &mut h).map_err(|e| match e {
         ReadFull::Eof | ReadFull::Partial => PcapError::ShortHeader,
         ReadFull::Io(e) => PcapError::Io(e),
     })?;
+    parse_file_header(&h)
+}
+
+fn parse_file_header(h: &[u8; FILE_HEADER_LEN as usize]) -> Result<FileHeader, PcapError> {
     let le = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
     let (big_endian, nanosecond) = match le {
         MAGIC_US => (false, false),
@@ -156,14 +169,88 @@ pub fn read_file_header(r: &mut impl Read) -> Result<FileHeader, PcapError> {
     Ok(hdr)
 }
 
-enum ReadFull {
+/// A capture file being read, classic pcap or pcapng.
+pub struct CaptureReader<R> {
+    inner: R,
+    format: Format,
+}
+
+enum Format {
+    Classic(FileHeader),
+    Ng(NgReader),
+}
+
+impl Format {
+    /// Reads the start of a file and tells which format it is.
+    fn read(r: &mut impl Read) -> Result<Format, PcapError> {
+        let mut h = [0u8; FILE_HEADER_LEN as usize];
+        let short = |e| match e {
+            ReadFull::Eof | ReadFull::Partial => PcapError::ShortHeader,
+            ReadFull::Io(e) => PcapError::Io(e),
+        };
+        read_full(r, &mut h[..4]).map_err(short)?;
+        if u32::from_le_bytes([h[0], h[1], h[2], h[3]]) == SHB_TYPE {
+            return Ok(Format::Ng(NgReader::start(r)?));
+        }
+        read_full(r, &mut h[4..]).map_err(short)?;
+        Ok(Format::Classic(parse_file_header(&h)?))
+    }
+}
+
+impl<R: Read> CaptureReader<R> {
+    /// Reads the file's header (classic) or first section header (pcapng).
+    pub fn new(mut inner: R) -> Result<CaptureReader<R>, PcapError> {
+        let format = Format::read(&mut inner)?;
+        Ok(CaptureReader { inner, format })
+    }
+
+    /// The next packet into `data` (its contents replaced); `Ok(None)` at
+    /// a clean end of file.
+    pub fn next_record(&mut self, data: &mut Vec<u8>) -> Result<Option<RecordHeader>, PcapError> {
+        match &mut self.format {
+            Format::Classic(h) => read_record(&mut self.inner, h, data),
+            Format::Ng(ng) => ng.next_record(&mut self.inner, data),
+        }
+    }
+
+    /// True for a pcapng file.
+    pub fn is_pcapng(&self) -> bool {
+        matches!(self.format, Format::Ng(_))
+    }
+
+    /// The classic file's header (`None` for pcapng, whose interfaces
+    /// each have their own).
+    pub fn classic_header(&self) -> Option<FileHeader> {
+        match self.format {
+            Format::Classic(h) => Some(h),
+            Format::Ng(_) => None,
+        }
+    }
+
+    /// The reader underneath.
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+}
+
+impl<R: Read + Seek> CaptureReader<R> {
+    /// Starts again from the beginning of the file.
+    pub fn rewind(&mut self) -> Result<(), PcapError> {
+        self.inner.seek(SeekFrom::Start(0))?;
+        self.format = Format::read(&mut self.inner)?;
+        Ok(())
+    }
+}
+
+/// How [`read_full`] stopped short.
+pub(crate) enum ReadFull {
     Eof,
     Partial,
     Io(io::Error),
 }
 
 /// Fills `buf`, telling a clean end of file from one in the middle.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<(), ReadFull> {
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<(), ReadFull> {
     let mut filled = 0;
     while filled < buf.len() {
         match r.read(&mut buf[filled..]) {
@@ -223,8 +310,7 @@ pub fn read_record(
 /// A port whose RX side replays a capture file.
 pub struct PcapReplay {
     name: String,
-    reader: BufReader<File>,
-    header: FileHeader,
+    reader: CaptureReader<BufReader<File>>,
     rate_pps: Option<f64>,
     /// Passes over the file still to start after the current one; `None` is forever.
     loops_left: Option<u64>,
@@ -243,12 +329,10 @@ impl PcapReplay {
         let file = File::open(path).map_err(|e| {
             PcapError::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
         })?;
-        let mut reader = BufReader::with_capacity(1 << 16, file);
-        let header = read_file_header(&mut reader)?;
+        let reader = CaptureReader::new(BufReader::with_capacity(1 << 16, file))?;
         Ok(PcapReplay {
             name: path.display().to_string(),
             reader,
-            header,
             rate_pps: None,
             loops_left: Some(0),
             started: None,
@@ -272,11 +356,6 @@ impl PcapReplay {
         self
     }
 
-    /// The file's header.
-    pub fn header(&self) -> FileHeader {
-        self.header
-    }
-
     /// True when every pass is done (or the file turned out corrupt).
     pub fn is_finished(&self) -> bool {
         self.finished
@@ -293,12 +372,12 @@ impl PcapReplay {
     }
 
     /// Starts the next pass if one is left; false when done.
-    fn rewind(&mut self) -> io::Result<bool> {
+    fn rewind(&mut self) -> Result<bool, PcapError> {
         match self.loops_left {
             Some(0) => Ok(false),
             other => {
                 self.loops_left = other.map(|n| n - 1);
-                self.reader.seek(SeekFrom::Start(FILE_HEADER_LEN))?;
+                self.reader.rewind()?;
                 Ok(true)
             }
         }
@@ -319,7 +398,7 @@ impl PortBackend for PcapReplay {
         let mut got = 0;
         let mut empty_passes = 0;
         while budget > 0 && out.room() > 0 {
-            match read_record(&mut self.reader, &self.header, &mut self.scratch) {
+            match self.reader.next_record(&mut self.scratch) {
                 Ok(Some(rec)) => {
                     empty_passes = 0;
                     self.records += 1;
@@ -548,7 +627,7 @@ mod tests {
             24 + frames.iter().map(|f| 16 + f.len()).sum::<usize>()
         );
         let mut rp = PcapReplay::open(&tmp.0).unwrap();
-        assert!(rp.header().nanosecond);
+        assert!(rp.reader.classic_header().unwrap().nanosecond);
         let got = drain_all(&mut rp);
         let got: Vec<Vec<u8>> = got.iter().map(|p| p.data().to_vec()).collect();
         assert_eq!(got, frames);
@@ -587,7 +666,8 @@ mod tests {
         )
         .unwrap();
         let mut rp = PcapReplay::open(&tmp.0).unwrap();
-        assert!(rp.header().big_endian && !rp.header().nanosecond);
+        let h = rp.reader.classic_header().unwrap();
+        assert!(h.big_endian && !h.nanosecond);
         let got = drain_all(&mut rp);
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].data(), &a[..]);
@@ -613,9 +693,15 @@ mod tests {
             ],
         )
         .unwrap();
+        // A pcapng section header without its byte-order magic.
         assert!(matches!(
             PcapReplay::open(&tmp.0),
-            Err(PcapError::BadMagic(0x0a0d0d0a))
+            Err(PcapError::Malformed(_))
+        ));
+        std::fs::write(&tmp.0, b"GIF89a.. not a capture at all").unwrap();
+        assert!(matches!(
+            PcapReplay::open(&tmp.0),
+            Err(PcapError::BadMagic(0x3846_4947))
         ));
         let mut f = big_endian_file(&[]);
         f[23] = 113; // Linux cooked capture
@@ -664,6 +750,27 @@ mod tests {
             drain_all(&mut rp).is_empty(),
             "an empty file ends even when looping forever"
         );
+    }
+
+    #[test]
+    fn replays_pcapng_files_as_well() {
+        use crate::capture::{Direction, Frame, PcapngWriter};
+        let tmp = TempPath::new("pcapng");
+        let frames: Vec<Vec<u8>> = (0..3u8).map(|i| frame(i, 64)).collect();
+        {
+            let f = File::create(&tmp.0).unwrap();
+            let mut w = PcapngWriter::new(f, "p1", 65535).unwrap();
+            for (i, f) in frames.iter().enumerate() {
+                w.write_frame(&Frame::copy_of(f, 65535, i as u64, Direction::Outbound))
+                    .unwrap();
+            }
+        }
+        let mut rp = PcapReplay::open(&tmp.0).unwrap().with_passes(Some(2));
+        assert!(rp.reader.is_pcapng());
+        let got = drain_all(&mut rp);
+        let firsts: Vec<u8> = got.iter().map(|p| p.data()[0]).collect();
+        assert_eq!(firsts, vec![0, 1, 2, 0, 1, 2]);
+        assert_eq!(got[1].meta.timestamp_ns, 1);
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub struct TraceArgs {
     /// A packet as hex (spaces and colons ignored); may be repeated.
     #[arg(long, required_unless_present = "pcap", conflicts_with = "pcap")]
     pub packet: Vec<String>,
-    /// A classic libpcap file of Ethernet frames.
+    /// A capture file of Ethernet frames (classic pcap or pcapng).
     #[arg(long)]
     pub pcap: Option<PathBuf>,
     /// One JSON object per emitted packet.
@@ -175,14 +175,13 @@ fn load(args: &TraceArgs, now: Time) -> anyhow::Result<SwitchState> {
     Ok(state)
 }
 
-/// Reads a classic libpcap file: `(time, frame)` for each record, with the
-/// dataplane's pcap reader (microsecond and nanosecond files in either byte
-/// order; the link type must be Ethernet).
-pub fn read_pcap(mut data: &[u8]) -> anyhow::Result<Vec<(Time, Vec<u8>)>> {
-    let header = dataplane::pcap::read_file_header(&mut data)?;
+/// Reads a capture file, classic pcap or pcapng: `(time, frame)` for each
+/// packet, with the dataplane's reader (the link type must be Ethernet).
+pub fn read_pcap(data: &[u8]) -> anyhow::Result<Vec<(Time, Vec<u8>)>> {
+    let mut reader = dataplane::pcap::CaptureReader::new(data)?;
     let mut out = Vec::new();
     let mut frame = Vec::new();
-    while let Some(record) = dataplane::pcap::read_record(&mut data, &header, &mut frame)? {
+    while let Some(record) = reader.next_record(&mut frame)? {
         out.push((Time(record.timestamp_ns), std::mem::take(&mut frame)));
     }
     Ok(out)
