@@ -186,6 +186,91 @@ impl rpc::Store for DaemonStore {
     }
 }
 
+/// A datastore in memory for [`fuzz_netconf_bytes`]: one bridge with two
+/// memory ports; edits are validated and applied as the daemon does.
+struct MemoryStore {
+    config: std::sync::Mutex<datastore::Config>,
+    /// Transactions applied (not dry runs), to check one edit is one.
+    applied: std::sync::atomic::AtomicUsize,
+}
+
+impl rpc::Store for MemoryStore {
+    fn snapshot(&self, _state: bool) -> model::Snapshot {
+        let config = self.config.lock().unwrap_or_else(|p| p.into_inner());
+        model::Snapshot::from_config(&config)
+    }
+
+    fn transact(&self, ops: &[datastore::Op], dry_run: bool) -> Result<(), String> {
+        let mut config = self.config.lock().unwrap_or_else(|p| p.into_inner());
+        let next = config
+            .apply(ops, datastore::Host { cpus: 4 })
+            .map_err(|e| e.to_string())?;
+        if !dry_run {
+            *config = next;
+            self.applied
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// For the `netconf` fuzz target: `data`'s first byte picks the framing,
+/// the rest is what a client sends after SSH. Every message goes through
+/// the framer, the hello check or the operations, against a
+/// [`MemoryStore`]. Panics only where a property breaks: a reply that is
+/// not one well-formed XML document, or one message that applied more than
+/// one transaction. Returns the transactions applied.
+#[doc(hidden)]
+pub fn fuzz_netconf_bytes(data: &[u8]) -> usize {
+    let Some((&mode, data)) = data.split_first() else {
+        return 0;
+    };
+    let base = "[[bridges]]\nname = \"br0\"\n\
+        [[bridges.ports]]\nport = 1\ninterface = \"a\"\nbackend = \"memory\"\n\
+        [[bridges.ports]]\nport = 2\ninterface = \"b\"\nbackend = \"memory\"\n";
+    let Ok(config) =
+        datastore::Config::from_str_for(base, "fuzz.toml", datastore::Host { cpus: 4 })
+    else {
+        panic!("the fuzz target's base configuration is valid");
+    };
+    let store = MemoryStore {
+        config: std::sync::Mutex::new(config),
+        applied: std::sync::atomic::AtomicUsize::new(0),
+    };
+    let shared = rpc::Shared::default();
+    let session = rpc::Session {
+        id: 1,
+        store: &store,
+        shared: &shared,
+    };
+    let mut framer = framing::Framer::new(1 << 16);
+    if mode & 1 == 1 {
+        framer.set_mode(framing::Mode::Chunked);
+    }
+    framer.push(data);
+    for n in 0..64 {
+        let Ok(Some(msg)) = framer.next_message() else {
+            break;
+        };
+        if n == 0 && mode & 2 == 2 {
+            let _ = rpc::client_hello(&msg);
+            continue;
+        }
+        let before = store.applied.load(std::sync::atomic::Ordering::Relaxed);
+        let (reply, _) = session.handle(&msg);
+        let after = store.applied.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            after - before <= 1,
+            "one message applied {} transactions",
+            after - before
+        );
+        if let Err(e) = xml::parse(reply.as_bytes()) {
+            panic!("a reply that does not parse ({e}): {reply}");
+        }
+    }
+    store.applied.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(p) = s.parse::<u16>() {
         return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], p)));
@@ -263,4 +348,40 @@ pub fn start(
         }
     });
     Ok(Some(Service { task }))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The fuzz entry point runs a real session: a hello, a get-config and
+    /// an edit that applies, in both framings, and garbage, without
+    /// tripping its own checks.
+    #[test]
+    fn fuzz_entry_runs_a_session() {
+        let base = "urn:ietf:params:xml:ns:netconf:base:1.0";
+        let hello = format!(
+            r#"<hello xmlns="{base}"><capabilities><capability>{base}</capability></capabilities></hello>"#
+        );
+        let get = format!(
+            r#"<rpc message-id="1" xmlns="{base}"><get-config><source><running/></source></get-config></rpc>"#
+        );
+        let edit = format!(
+            r#"<rpc message-id="2" xmlns="{base}"><edit-config><target><running/></target><config><capable-switch xmlns="urn:onf:config:yang"><logical-switches><switch><id>br0</id><lost-connection-behavior>failStandaloneMode</lost-connection-behavior></switch></logical-switches></capable-switch></config></edit-config></rpc>"#
+        );
+        let mut eom = vec![2u8];
+        for m in [&hello, &get, &edit] {
+            eom.extend_from_slice(m.as_bytes());
+            eom.extend_from_slice(b"]]>]]>");
+        }
+        assert_eq!(super::fuzz_netconf_bytes(&eom), 1);
+        let mut chunked = vec![1u8];
+        for m in [&get, &edit] {
+            chunked.extend_from_slice(format!("\n#{}\n{m}\n##\n", m.len()).as_bytes());
+        }
+        assert_eq!(super::fuzz_netconf_bytes(&chunked), 1);
+        assert_eq!(
+            super::fuzz_netconf_bytes(b"\x00<rpc><<<]]>]]>\xff]]>]]>"),
+            0
+        );
+        assert_eq!(super::fuzz_netconf_bytes(b""), 0);
+    }
 }
