@@ -244,24 +244,13 @@ impl Ctl {
         };
         let mut s = String::new();
         for f in stats {
-            let text = flowtext::format_flow(&FlowMod {
-                table_id: f.table_id,
-                priority: f.priority,
-                cookie: f.cookie,
-                idle_timeout: f.idle_timeout,
-                hard_timeout: f.hard_timeout,
-                flags: f.flags,
-                match_: f.match_,
-                instructions: f.instructions,
-                ..FlowMod::default()
-            });
+            let (duration_sec, duration_nsec) = (f.duration_sec, f.duration_nsec);
+            let (packet_count, byte_count) = (f.packet_count, f.byte_count);
+            let text = flowtext::format_flow(&f.into_flow_mod());
             let _ = writeln!(
                 s,
-                " duration={}.{:03}s, n_packets={}, n_bytes={}, {text}",
-                f.duration_sec,
-                f.duration_nsec / 1_000_000,
-                f.packet_count,
-                f.byte_count
+                " duration={duration_sec}.{:03}s, n_packets={packet_count}, n_bytes={byte_count}, {text}",
+                duration_nsec / 1_000_000,
             );
         }
         Ok(s)
@@ -276,13 +265,7 @@ impl Ctl {
         };
         let mut s = String::new();
         for g in groups {
-            let gm = ofp::GroupMod {
-                command: ofp::GroupModCommand::Add,
-                group_type: g.group_type,
-                group_id: g.group_id,
-                buckets: g.buckets,
-            };
-            let _ = writeln!(s, " {}", flowtext::format_group(&gm));
+            let _ = writeln!(s, " {}", flowtext::format_group(&g.into_group_mod()));
         }
         Ok(s)
     }
@@ -297,13 +280,7 @@ impl Ctl {
         };
         let mut s = String::new();
         for m in configs {
-            let mm = ofp::MeterMod {
-                command: ofp::MeterModCommand::Add,
-                flags: m.flags,
-                meter_id: m.meter_id,
-                bands: m.bands,
-            };
-            let _ = writeln!(s, " {}", flowtext::format_meter(&mm));
+            let _ = writeln!(s, " {}", flowtext::format_meter(&m.into_meter_mod()));
         }
         Ok(s)
     }

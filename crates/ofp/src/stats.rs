@@ -9,9 +9,10 @@
 //! neighbour. Lists are decoded until their reader is empty.
 
 use crate::error::{BadRequestCode, DecodeError, GroupModFailedCode, OfpError};
-use crate::group_mod::{Bucket, GroupType};
+use crate::flow_mod::FlowMod;
+use crate::group_mod::{Bucket, GroupMod, GroupModCommand, GroupType};
 use crate::instruction::Instruction;
-use crate::meter_mod::MeterBand;
+use crate::meter_mod::{MeterBand, MeterMod, MeterModCommand};
 use crate::oxm::Match;
 use crate::wire::{Reader, Writer};
 use serde::Serialize;
@@ -153,6 +154,22 @@ pub struct FlowStats {
 impl FlowStats {
     /// Bytes before the match.
     pub const FIXED_LEN: usize = 48;
+
+    /// The FLOW_MOD (ADD) that installs this entry again (counters and
+    /// age are not part of it).
+    pub fn into_flow_mod(self) -> FlowMod {
+        FlowMod {
+            table_id: self.table_id,
+            priority: self.priority,
+            cookie: self.cookie,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            flags: self.flags,
+            match_: self.match_,
+            instructions: self.instructions,
+            ..FlowMod::default()
+        }
+    }
 
     /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
@@ -485,6 +502,16 @@ impl GroupDesc {
     /// Bytes before the buckets.
     pub const FIXED_LEN: usize = 8;
 
+    /// The GROUP_MOD (ADD) that installs this group again.
+    pub fn into_group_mod(self) -> GroupMod {
+        GroupMod {
+            command: GroupModCommand::Add,
+            group_type: self.group_type,
+            group_id: self.group_id,
+            buckets: self.buckets,
+        }
+    }
+
     /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
         let mut s = record(r, 0, Self::FIXED_LEN, "group desc")?;
@@ -657,6 +684,16 @@ pub struct MeterConfig {
 impl MeterConfig {
     /// Bytes before the bands.
     pub const FIXED_LEN: usize = 8;
+
+    /// The METER_MOD (ADD) that installs this meter again.
+    pub fn into_meter_mod(self) -> MeterMod {
+        MeterMod {
+            command: MeterModCommand::Add,
+            flags: self.flags,
+            meter_id: self.meter_id,
+            bands: self.bands,
+        }
+    }
 
     /// Decodes one from `r`, checking every length (errors in the module comment).
     pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
