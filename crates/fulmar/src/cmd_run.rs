@@ -7,7 +7,9 @@
 //! management socket (`--mgmt-dir`, for `ovs-ofctl ... unix:DIR/BR.mgmt`)
 //! and, when asked, Prometheus metrics (`--metrics`), OVSDB (`--ovsdb`),
 //! SNMP (`--agentx`) and OF-CONFIG (`--netconf`). Configuration
-//! changes are persisted to the `--config` file (or `--state FILE`).
+//! changes are persisted to the `--config` file (or `--state FILE`), and
+//! the tables are saved at a graceful stop and restored at the next start
+//! (`--saved-tables`, [`runtime::saved`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -151,6 +153,12 @@ pub struct RunArgs {
     /// file; with flags and no --state, changes are not persisted).
     #[arg(long)]
     pub state: Option<PathBuf>,
+    /// Where each bridge's flows, groups and meters are saved at a
+    /// graceful stop and restored from at the next start, before the ports
+    /// forward (default: STATE.saved beside the --state or --config file;
+    /// "none": neither saved nor restored).
+    #[arg(long, value_name = "DIR")]
+    pub saved_tables: Option<PathBuf>,
     /// Validate the configuration (and its flow, group and meter files)
     /// and exit: 0 when valid, 2 with every error otherwise.
     #[arg(long)]
@@ -321,6 +329,15 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
     opts.controllers.mgmt_dir = (!none(&args.mgmt_dir)).then(|| args.mgmt_dir.clone());
     opts.controllers.mgmt_perms = gid.map(agent::UnixPerms::group).unwrap_or_default();
     opts.state_file = args.state.clone().or_else(|| args.config.clone());
+    opts.runtime.saved_tables = match &args.saved_tables {
+        Some(d) if none(d) => None,
+        Some(d) => Some(d.clone()),
+        None => opts.state_file.as_ref().map(|f| {
+            let mut d = f.as_os_str().to_owned();
+            d.push(".saved");
+            PathBuf::from(d)
+        }),
+    };
     let daemon = Arc::new(Daemon::start(cfg, opts).map_err(|e| anyhow::anyhow!("{e}"))?);
     let handle = daemon.controllers().handle();
     let mut tasks = Vec::new();

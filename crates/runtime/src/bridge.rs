@@ -134,9 +134,9 @@ pub(crate) fn threads_config(name: &str, cfg: &Config) -> ThreadsConfig {
     }
 }
 
-/// A bridge's tables with its static meters, groups and flows.
-pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchState, RuntimeError> {
-    let mut state = SwitchState::new(
+/// A bridge's empty tables, sized as configured.
+fn empty_state(br: &datastore::Bridge) -> SwitchState {
+    SwitchState::new(
         TablesConfig {
             n_tables: br.n_tables,
             max_entries: br.flow_table_capacity as usize,
@@ -144,26 +144,75 @@ pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchSta
         },
         GroupsConfig::default(),
         MetersConfig::default(),
-    );
-    let refused = |what: String, error| RuntimeError::Refused {
+    )
+}
+
+/// A bridge's tables with what was saved at the last stop
+/// ([`crate::saved`]) instead of its static meters, groups and flows.
+pub(crate) fn restore_state(
+    br: &datastore::Bridge,
+    saved: &crate::saved::SavedTables,
+    now: Time,
+) -> Result<SwitchState, RuntimeError> {
+    fill(
+        br,
+        now,
+        saved
+            .meters
+            .iter()
+            .map(|m| (m, move || format!("saved {}", flowtext::format_meter(m)))),
+        saved
+            .groups
+            .iter()
+            .map(|g| (g, move || format!("saved {}", flowtext::format_group(g)))),
+        saved
+            .flows
+            .iter()
+            .map(|f| (f, move || format!("saved {}", flowtext::format_flow(f)))),
+    )
+}
+
+/// A bridge's tables with its static meters, groups and flows.
+pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchState, RuntimeError> {
+    fill(
+        br,
+        now,
+        br.meters
+            .iter()
+            .map(|m| (&m.meter_mod, move || format!("{}: {}", m.source, m.text))),
+        br.groups
+            .iter()
+            .map(|g| (&g.group_mod, move || format!("{}: {}", g.source, g.text))),
+        br.flows
+            .iter()
+            .map(|f| (&f.flow_mod, move || format!("{}: {}", f.source, f.text))),
+    )
+}
+
+/// Empty tables sized for `br` with the meters, then the groups, then the
+/// flows installed; the first one refused is named by its description
+/// (made only then).
+fn fill<'a>(
+    br: &datastore::Bridge,
+    now: Time,
+    meters: impl Iterator<Item = (&'a ofp::MeterMod, impl Fn() -> String)>,
+    groups: impl Iterator<Item = (&'a ofp::GroupMod, impl Fn() -> String)>,
+    flows: impl Iterator<Item = (&'a ofp::FlowMod, impl Fn() -> String)>,
+) -> Result<SwitchState, RuntimeError> {
+    let mut state = empty_state(br);
+    let refused = |what: &dyn Fn() -> String, error| RuntimeError::Refused {
         bridge: br.name.clone(),
-        what,
+        what: what(),
         error,
     };
-    for m in &br.meters {
-        state
-            .meter_mod(&m.meter_mod, now)
-            .map_err(|e| refused(format!("{}: {}", m.source, m.text), e))?;
+    for (m, what) in meters {
+        state.meter_mod(m, now).map_err(|e| refused(&what, e))?;
     }
-    for g in &br.groups {
-        state
-            .group_mod(&g.group_mod, now)
-            .map_err(|e| refused(format!("{}: {}", g.source, g.text), e))?;
+    for (g, what) in groups {
+        state.group_mod(g, now).map_err(|e| refused(&what, e))?;
     }
-    for f in &br.flows {
-        state
-            .flow_mod(&f.flow_mod, now)
-            .map_err(|e| refused(format!("{}: {}", f.source, f.text), e))?;
+    for (f, what) in flows {
+        state.flow_mod(f, now).map_err(|e| refused(&what, e))?;
     }
     Ok(state)
 }

@@ -169,6 +169,9 @@ pub struct Daemon {
     /// Signalled after each committed transaction ([`Daemon::wait_change`]).
     changed: Condvar,
     state_file: Option<PathBuf>,
+    /// Where the tables are saved at [`Daemon::stop`] (and were restored
+    /// from at start).
+    saved_tables: Option<PathBuf>,
     host: Host,
 }
 
@@ -222,6 +225,7 @@ impl Daemon {
             store: Mutex::new(Store { config, version: 1 }),
             changed: Condvar::new(),
             state_file: opts.state_file,
+            saved_tables: opts.runtime.saved_tables.clone(),
             host: Host::detect(),
         })
     }
@@ -484,10 +488,22 @@ impl Daemon {
         Show { bridges }
     }
 
-    /// Stops the controllers, then the bridges; returns the final
-    /// counters.
+    /// Stops the controllers, saves every bridge's tables (when a place
+    /// for them is set: [`crate::saved`]), then stops the bridges; returns
+    /// the final counters.
     pub fn stop(&self) -> String {
         self.controllers.stop_all();
+        if let Some(dir) = &self.saved_tables {
+            let (config, _) = self.config();
+            match self.runtime.save_tables(&config, dir) {
+                Ok(files) => tracing::info!(
+                    "saved the tables of {} bridge(s) in {} for the next start",
+                    files.len(),
+                    dir.display()
+                ),
+                Err(e) => tracing::warn!("tables not saved: {e}"),
+            }
+        }
         self.runtime.halt()
     }
 }

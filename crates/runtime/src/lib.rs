@@ -26,6 +26,7 @@ pub mod links;
 pub mod openflow;
 pub mod ports;
 pub mod report;
+pub mod saved;
 pub mod signals;
 pub mod standalone;
 pub mod worker;
@@ -133,6 +134,9 @@ pub struct RuntimeOptions {
     /// Entries of each worker's flow cache (0: none); `None`: the
     /// pipeline's default ([`pipeline::datapath::DEFAULT_FLOW_CACHE`]).
     pub flow_cache: Option<usize>,
+    /// Where tables saved at the last graceful stop are restored from
+    /// ([`saved`]); `None`: nothing is restored.
+    pub saved_tables: Option<std::path::PathBuf>,
 }
 
 impl Default for RuntimeOptions {
@@ -142,6 +146,7 @@ impl Default for RuntimeOptions {
             watch_links: true,
             poll_window: None,
             flow_cache: None,
+            saved_tables: None,
         }
     }
 }
@@ -158,6 +163,8 @@ pub struct Runtime {
     events: Mutex<Receiver<PortStatusEvent>>,
     stop_links: Arc<AtomicBool>,
     link_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Saved tables not yet taken by their bridge.
+    pending: Mutex<saved::Pending>,
 }
 
 /// A port opened for a running bridge, not yet handed to it.
@@ -177,12 +184,44 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Bridge `br`'s tables: its saved ones if `pending` holds them for its
+/// static configuration (with the file to remove once the bridge runs),
+/// else its static meters, groups and flows. Saved tables the pipeline
+/// refuses are set aside and the bridge starts from its configuration.
+#[allow(clippy::type_complexity)]
+fn build_or_restore(
+    br: &datastore::Bridge,
+    pending: &mut saved::Pending,
+) -> Result<
+    (
+        pipeline::SwitchState,
+        Option<(std::path::PathBuf, String, saved::SavedTables)>,
+    ),
+    RuntimeError,
+> {
+    if let Some((tables, path)) = pending.take(br) {
+        match bridge::restore_state(br, &tables, Time(0)) {
+            Ok(state) => return Ok((state, Some((path, br.name.clone(), tables)))),
+            Err(e) => saved::set_aside(&path, &e.to_string()),
+        }
+    }
+    Ok((build_state(br, Time(0))?, None))
+}
+
 impl Runtime {
     /// Opens every port, builds every bridge and starts the threads.
     pub fn start(config: &Config, opts: &RuntimeOptions) -> Result<Runtime, RuntimeError> {
+        let mut pending = opts
+            .saved_tables
+            .as_deref()
+            .map(saved::Pending::load)
+            .unwrap_or_default();
         let mut states = Vec::new();
+        let mut restored = Vec::new();
         for br in &config.bridges {
-            states.push(build_state(br, Time(0))?);
+            let (state, from) = build_or_restore(br, &mut pending)?;
+            states.push(state);
+            restored.extend(from);
         }
         let opened = ports::open_all(config, &opts.backends).map_err(RuntimeError::Ports)?;
         let (tx_events, rx_events) = mpsc::channel();
@@ -203,6 +242,9 @@ impl Runtime {
         } else {
             None
         };
+        for (path, bridge, tables) in restored {
+            saved::consumed(&path, &bridge, &tables);
+        }
         Ok(Runtime {
             bridges: Mutex::new(bridges),
             opts: opts.clone(),
@@ -211,6 +253,7 @@ impl Runtime {
             events: Mutex::new(rx_events),
             stop_links,
             link_thread: Mutex::new(link_thread),
+            pending: Mutex::new(pending),
         })
     }
 
@@ -276,10 +319,34 @@ impl Runtime {
                 br.name
             )));
         }
-        Ok(PreparedBridge {
-            state: build_state(br, Time(0))?,
-            ports: self.open_ports(&br.name, &br.ports)?,
-        })
+        let ports = self.open_ports(&br.name, &br.ports)?;
+        let (state, restored) = build_or_restore(br, &mut lock(&self.pending))?;
+        if let Some((path, bridge, tables)) = restored {
+            saved::consumed(&path, &bridge, &tables);
+        }
+        Ok(PreparedBridge { state, ports })
+    }
+
+    /// Writes every bridge's tables to `dir` ([`saved`]): each bridge of
+    /// `config` that runs, one file each, written atomically; the files of
+    /// bridges that do not run are left as they are. Returns the files
+    /// written.
+    pub fn save_tables(
+        &self,
+        config: &Config,
+        dir: &std::path::Path,
+    ) -> Result<Vec<std::path::PathBuf>, String> {
+        let mut written = Vec::new();
+        for br in &config.bridges {
+            let Some(sw) = self.bridge_switch(&br.name) else {
+                continue;
+            };
+            let tables = saved::read(&sw).map_err(|e| format!("bridge {}: {e}", br.name))?;
+            let path = saved::write(dir, br, &tables)
+                .map_err(|e| format!("bridge {}: {}: {e}", br.name, dir.display()))?;
+            written.push(path);
+        }
+        Ok(written)
     }
 
     /// Starts bridge `br` of `config` from what [`Runtime::prepare_bridge`]
@@ -551,6 +618,12 @@ impl Runtime {
     /// agent's housekeeping does the same for bridges it serves (and also
     /// sends FLOW_REMOVED).
     pub fn tick(&self) -> usize {
+        {
+            let mut pending = lock(&self.pending);
+            if pending.is_expired() {
+                pending.expire();
+            }
+        }
         let mut n = 0;
         for b in self.all() {
             let now = b.now();

@@ -1,0 +1,361 @@
+//! Saved tables: what makes a restart hitless.
+//!
+//! At a graceful stop the daemon writes each bridge's flow entries (the
+//! static ones and those controllers installed), groups and meters to
+//! `DIR/BRIDGE.tables`, in the `ovs-ofctl` text syntax, one message a
+//! line:
+//!
+//! ```text
+//! # fulmar: the tables of bridge br0 at a graceful stop ...
+//! static-digest 5c1e0c3a9d2b7f10
+//! meter meter=1,kbps,bands=type=drop,rate=1000
+//! group group_id=1,type=all,bucket=actions=output:1
+//! flow table=0,priority=10,in_port=1,actions=output:2
+//! ```
+//!
+//! At the next start, a bridge of the same name whose static flows,
+//! groups and meters (and table count) are what they were at the save
+//! (the digest) gets these instead of its static ones, before its ports
+//! forward: traffic resumes without waiting for a controller, and a
+//! controller that connects finds the tables as it left them (and may
+//! replace them). A bridge whose static configuration changed meanwhile
+//! starts from the new configuration, and the saved file is set aside
+//! with a warning: what the operator wrote wins over what was running.
+//!
+//! The files are read once, when the runtime starts, and removed once the
+//! bridges started (a crash later cannot bring back tables older than
+//! what ran since). A bridge that is not in the configuration at start
+//! (an OVSDB-managed switch adds its bridges a moment later) finds its
+//! saved tables for [`PENDING_FOR`] after the start.
+//!
+//! What is not restored: counters and entry ages (they start again from
+//! zero, and timeouts count from the restart), and the learning switch's
+//! table of standalone mode.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
+use ofp::{FlowMod, GroupMod, MeterMod};
+
+/// How long after the start saved tables wait for a bridge that was not
+/// in the configuration at start.
+pub const PENDING_FOR: Duration = Duration::from_secs(60);
+
+/// A bridge's saved tables.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SavedTables {
+    /// Meters, installed first.
+    pub meters: Vec<MeterMod>,
+    /// Groups (a group may name another: in saved order).
+    pub groups: Vec<GroupMod>,
+    /// Flow entries, all tables.
+    pub flows: Vec<FlowMod>,
+}
+
+/// A digest of what a bridge's tables start from: its table count and
+/// the text of its static meters, groups and flows (FNV-1a, 64 bits:
+/// not a security measure, a change detector).
+pub fn static_digest(br: &datastore::Bridge) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        // A separator no text contains, so ("ab","c") differs from ("a","bc").
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    };
+    eat(&br.n_tables.to_le_bytes());
+    for m in &br.meters {
+        eat(m.text.as_bytes());
+    }
+    eat(b"groups");
+    for g in &br.groups {
+        eat(g.text.as_bytes());
+    }
+    eat(b"flows");
+    for f in &br.flows {
+        eat(f.text.as_bytes());
+    }
+    h
+}
+
+/// The saved file of `bridge` in `dir`.
+pub fn file_of(dir: &Path, bridge: &str) -> PathBuf {
+    dir.join(format!("{bridge}.tables"))
+}
+
+/// The text of a bridge's saved tables.
+pub fn render(tables: &SavedTables, digest: u64, bridge: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# fulmar: the tables of bridge {bridge} at a graceful stop, restored once at the next\n\
+         # start if the bridge's static flows, groups and meters are as they were (the digest)."
+    );
+    let _ = writeln!(s, "static-digest {digest:016x}");
+    for m in &tables.meters {
+        let _ = writeln!(s, "meter {}", flowtext::format_meter(m));
+    }
+    for g in &tables.groups {
+        let _ = writeln!(s, "group {}", flowtext::format_group(g));
+    }
+    for f in &tables.flows {
+        let _ = writeln!(s, "flow {}", flowtext::format_flow(f));
+    }
+    s
+}
+
+/// Reads what [`render`] wrote: the digest and the tables, or the first
+/// line that is wrong.
+pub fn parse(text: &str) -> Result<(u64, SavedTables), String> {
+    let mut digest = None;
+    let mut t = SavedTables::default();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let at = |e: &dyn std::fmt::Display| format!("line {}: {e}", n + 1);
+        match kind {
+            "static-digest" => {
+                digest = Some(u64::from_str_radix(rest.trim(), 16).map_err(|e| at(&e))?);
+            }
+            "meter" => t
+                .meters
+                .push(flowtext::parse_meter(rest).map_err(|e| at(&e))?),
+            "group" => t
+                .groups
+                .push(flowtext::parse_group(rest).map_err(|e| at(&e))?),
+            "flow" => t
+                .flows
+                .push(flowtext::parse_flow(rest).map_err(|e| at(&e))?),
+            other => return Err(at(&format!("unknown line kind {other:?}"))),
+        }
+    }
+    let digest = digest.ok_or("no static-digest line")?;
+    Ok((digest, t))
+}
+
+/// A bridge's tables now, read through its OpenFlow side (what a
+/// controller would read: every table, every group, every meter).
+pub(crate) fn read(sw: &crate::openflow::BridgeSwitch) -> Result<SavedTables, String> {
+    use agent::Switch;
+    let ask = |req: &MultipartRequestBody| sw.multipart(req).map_err(|e| format!("{e:?}"));
+    let flows = match ask(&MultipartRequestBody::Flow(ofp::stats::FlowStatsRequest {
+        table_id: ofp::consts::table_no::ALL,
+        out_port: ofp::consts::port_no::ANY,
+        out_group: ofp::consts::group_no::ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        match_: ofp::Match::default(),
+    }))? {
+        MultipartReplyBody::Flow { stats } => {
+            stats.into_iter().map(|f| f.into_flow_mod()).collect()
+        }
+        _ => return Err("unexpected reply to a flow request".into()),
+    };
+    let groups = match ask(&MultipartRequestBody::GroupDesc)? {
+        MultipartReplyBody::GroupDesc { groups } => {
+            groups.into_iter().map(|g| g.into_group_mod()).collect()
+        }
+        _ => return Err("unexpected reply to a group request".into()),
+    };
+    let meters = match ask(&MultipartRequestBody::MeterConfig {
+        meter_id: ofp::consts::meter_no::ALL,
+    })? {
+        MultipartReplyBody::MeterConfig { configs } => {
+            configs.into_iter().map(|m| m.into_meter_mod()).collect()
+        }
+        _ => return Err("unexpected reply to a meter request".into()),
+    };
+    Ok(SavedTables {
+        meters,
+        groups,
+        flows,
+    })
+}
+
+/// Saved tables read at start, waiting for their bridges.
+#[derive(Default)]
+pub(crate) struct Pending {
+    /// Bridge → (digest, tables, file).
+    by_bridge: HashMap<String, (u64, SavedTables, PathBuf)>,
+    since: Option<Instant>,
+}
+
+impl Pending {
+    /// Reads every `*.tables` file of `dir` (a missing directory is none;
+    /// a file that does not parse is set aside with a warning).
+    pub(crate) fn load(dir: &Path) -> Pending {
+        let mut p = Pending {
+            since: Some(Instant::now()),
+            ..Pending::default()
+        };
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return p,
+            Err(e) => {
+                tracing::warn!("saved tables in {}: {e}", dir.display());
+                return p;
+            }
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let Some(bridge) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".tables"))
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            let parsed = std::fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|t| parse(&t));
+            match parsed {
+                Ok((digest, tables)) => {
+                    p.by_bridge.insert(bridge, (digest, tables, path));
+                }
+                Err(e) => set_aside(&path, &format!("cannot be read: {e}")),
+            }
+        }
+        p
+    }
+
+    /// The saved tables of `br` if they were saved from the same static
+    /// configuration (and still wait); taken, so at most once.
+    pub(crate) fn take(&mut self, br: &datastore::Bridge) -> Option<(SavedTables, PathBuf)> {
+        if self.since.is_some_and(|s| s.elapsed() > PENDING_FOR) {
+            self.expire();
+            return None;
+        }
+        let (digest, tables, path) = self.by_bridge.remove(&br.name)?;
+        if digest != static_digest(br) {
+            set_aside(
+                &path,
+                "the bridge's static flows, groups or meters changed since they were saved; \
+                 it starts from its configuration",
+            );
+            return None;
+        }
+        Some((tables, path))
+    }
+
+    /// True once the saved tables have waited [`PENDING_FOR`] (and some
+    /// are left).
+    pub(crate) fn is_expired(&self) -> bool {
+        !self.by_bridge.is_empty() && self.since.is_some_and(|s| s.elapsed() > PENDING_FOR)
+    }
+
+    /// Forgets (and sets aside) what no bridge took in time.
+    pub(crate) fn expire(&mut self) {
+        for (bridge, (_, _, path)) in self.by_bridge.drain() {
+            set_aside(
+                &path,
+                &format!("no bridge {bridge} came within {PENDING_FOR:?} of the start"),
+            );
+        }
+    }
+}
+
+/// Renames a saved file that is not used to `FILE.unused`, saying why.
+pub(crate) fn set_aside(path: &Path, why: &str) {
+    let mut to = path.as_os_str().to_owned();
+    to.push(".unused");
+    let to = PathBuf::from(to);
+    match std::fs::rename(path, &to) {
+        Ok(()) => tracing::warn!(
+            "saved tables {} not restored: {why} (kept as {})",
+            path.display(),
+            to.display()
+        ),
+        Err(e) => tracing::warn!("saved tables {} not restored: {why} ({e})", path.display()),
+    }
+}
+
+/// Removes a saved file once its tables are in force.
+pub(crate) fn consumed(path: &Path, bridge: &str, t: &SavedTables) {
+    tracing::info!(
+        bridge,
+        "restored {} flows, {} groups and {} meters saved at the last stop ({})",
+        t.flows.len(),
+        t.groups.len(),
+        t.meters.len(),
+        path.display()
+    );
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!("cannot remove {}: {e}", path.display());
+    }
+}
+
+/// Writes `tables` of bridge `br` to `dir` atomically.
+pub fn write(dir: &Path, br: &datastore::Bridge, tables: &SavedTables) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = file_of(dir, &br.name);
+    datastore::write_atomic(&path, &render(tables, static_digest(br), &br.name))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tables() -> SavedTables {
+        SavedTables {
+            meters: vec![flowtext::parse_meter("meter=1,kbps,bands=type=drop,rate=1000").unwrap()],
+            groups: vec![
+                flowtext::parse_group("group_id=1,type=all,bucket=actions=output:1").unwrap(),
+            ],
+            flows: vec![
+                flowtext::parse_flow(
+                    "table=0,priority=10,cookie=0x5,idle_timeout=30,send_flow_rem,in_port=1,actions=meter:1,group:1",
+                )
+                .unwrap(),
+                flowtext::parse_flow("table=3,priority=0,actions=drop").unwrap(),
+            ],
+        }
+    }
+
+    #[test]
+    fn render_and_parse_round_trip() {
+        let t = tables();
+        let text = render(&t, 0x0123_4567_89ab_cdef, "br0");
+        assert_eq!(parse(&text), Ok((0x0123_4567_89ab_cdef, t)));
+    }
+
+    #[test]
+    fn bad_files_name_the_line() {
+        assert_eq!(
+            parse("flow actions=drop\n"),
+            Err("no static-digest line".into())
+        );
+        let e = parse("static-digest 1\nflow in_port=x,actions=drop\n").unwrap_err();
+        assert!(e.starts_with("line 2:"), "{e}");
+        let e = parse("static-digest 1\nbogus x\n").unwrap_err();
+        assert!(e.contains("unknown line kind"), "{e}");
+    }
+
+    #[test]
+    fn the_digest_follows_static_content() {
+        let config = |flows: &str| {
+            let text = format!(
+                "[[bridges]]\nname = \"br0\"\nflows = [{flows}]\n[[bridges.ports]]\nport = 1\ninterface = \"a\"\nbackend = \"memory\"\n"
+            );
+            datastore::Config::from_str_for(&text, "t.toml", datastore::Host { cpus: 2 }).unwrap()
+        };
+        let a = config("\"priority=1,actions=drop\"");
+        let b = config("\"priority=2,actions=drop\"");
+        assert_eq!(
+            static_digest(&a.bridges[0]),
+            static_digest(&a.bridges[0].clone())
+        );
+        assert_ne!(static_digest(&a.bridges[0]), static_digest(&b.bridges[0]));
+    }
+}
