@@ -501,16 +501,23 @@ impl<S: Switch> Agent<S> {
         };
         let (mut rd, mut wr) = tokio::io::split(io);
         let mut buf = vec![0u8; self.config.read_buffer.max(4096)];
+        // A peer that takes none of our bytes for as long as it may stay
+        // silent is as dead as a silent one (a controller that stopped
+        // reading): the channel closes instead of waiting for it forever.
+        let stall = self.config.conn.echo_interval + self.config.conn.echo_timeout;
         loop {
             let out = conn.take_output();
             if !out.is_empty() {
-                if let Err(e) = wr.write_all(&out).await {
-                    conn.close(CloseReason::Io(e.to_string()));
+                match tokio::time::timeout(stall, wr.write_all(&out)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => conn.close(CloseReason::Io(e.to_string())),
+                    Err(_) => conn.close(CloseReason::WriteStalled),
                 }
             }
             if let Some(reason) = conn.closed() {
                 let reason = reason.clone();
-                let _ = wr.shutdown().await;
+                // (A stalled peer would stall a TLS close_notify too.)
+                let _ = tokio::time::timeout(Duration::from_secs(1), wr.shutdown()).await;
                 tracing::info!(conn = conn.id(), ?reason, "channel closed");
                 return reason;
             }

@@ -119,6 +119,9 @@ pub enum CloseReason {
     PeerClosed,
     /// A read or write failed.
     Io(String),
+    /// The peer took none of our output for `echo_interval +
+    /// echo_timeout` (it stopped reading).
+    WriteStalled,
     /// The switch closed it: its listener or connector was stopped (see
     /// [`crate::agent::ChannelHandle::stop`]).
     Stopped,

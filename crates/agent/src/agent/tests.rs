@@ -631,3 +631,41 @@ mod tls {
 }
 
 mod channels;
+
+/// A controller that stops reading: once the switch's output has waited
+/// `echo_interval + echo_timeout` on a full socket, the channel closes
+/// (bounded buffers, then disconnect) instead of waiting forever.
+#[tokio::test]
+async fn a_peer_that_stops_reading_is_disconnected() {
+    let config = AgentConfig {
+        conn: ConnConfig {
+            echo_interval: Duration::from_millis(200),
+            echo_timeout: Duration::from_millis(200),
+            ..ConnConfig::default()
+        },
+        ..AgentConfig::default()
+    };
+    let agent = Agent::new(memory_switch(None), config);
+    let (ours, mut theirs) = tokio::io::duplex(4096);
+    // The peer says HELLO, then asks for echoes and never reads a reply.
+    let writer = tokio::spawn(async move {
+        let _ = theirs
+            .write_all(&Message::Hello(Hello::default()).encode(1))
+            .await;
+        let echo = Message::EchoRequest(ofp::Echo {
+            data: vec![0xab; 1000],
+        })
+        .encode(2);
+        for _ in 0..10_000 {
+            if theirs.write_all(&echo).await.is_err() {
+                break;
+            }
+        }
+        theirs
+    });
+    let reason = timeout(WAIT, agent.serve(ours))
+        .await
+        .expect("the channel did not close");
+    assert_eq!(reason, CloseReason::WriteStalled);
+    writer.abort();
+}
