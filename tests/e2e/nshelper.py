@@ -6,6 +6,10 @@ send raw frames on an interface, or capture frames from one.
     flood IFACE HEX COUNT PPS    (sends the frame COUNT times, PPS per second
                                   or, with 0, as fast as it can; prints
                                   "sent N failed M")
+    seqflood IFACE HEX COUNT PPS (the same, frame i carrying i in its last
+                                  four bytes)
+    seqs IFACE SECONDS ETHERTYPE_HEX (prints the last four bytes, as a
+                                  number, of each frame of that type)
 
 Frames are read with PACKET_AUXDATA so an outer VLAN tag the kernel
 stripped into metadata is put back, as it was on the wire.
@@ -30,7 +34,7 @@ def send(iface, frames):
         s.send(bytes.fromhex(f))
 
 
-def flood(iface, frame, count, pps):
+def flood(iface, frame, count, pps, numbered=False):
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
     s.bind((iface, 0))
     f = bytes.fromhex(frame)
@@ -43,6 +47,8 @@ def flood(iface, frame, count, pps):
             due = start + i / pps
             while time.perf_counter() < due:
                 pass
+        if numbered:
+            f = f[:-4] + struct.pack("!I", i)
         try:
             s.send(f)
             sent += 1
@@ -79,10 +85,30 @@ def capture(iface, seconds, limit, types):
         n += 1
 
 
+def seqs(iface, seconds, ethertype):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((iface, 0))
+    s.settimeout(0.05)
+    want = bytes.fromhex(ethertype)
+    print("ready", flush=True)
+    got = []
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            data, addr = s.recvfrom(65536)
+        except socket.timeout:
+            continue
+        if addr[2] != socket.PACKET_OUTGOING and data[12:14] == want:
+            got.append(struct.unpack("!I", data[-4:])[0])
+    print(" ".join(map(str, got)), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "send":
         send(sys.argv[2], sys.argv[3:])
-    elif sys.argv[1] == "flood":
-        flood(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
+    elif sys.argv[1] in ("flood", "seqflood"):
+        flood(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[1] == "seqflood")
+    elif sys.argv[1] == "seqs":
+        seqs(sys.argv[2], float(sys.argv[3]), sys.argv[4])
     else:
         capture(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])

@@ -320,7 +320,8 @@ impl Ctl {
         let mut reports = Vec::new();
         for n in &names {
             reports.push(
-                rt.bridge_report(n, 10, true)
+                self.daemon
+                    .bridge_report(n, 10, true)
                     .ok_or_else(|| format!("no bridge named {n:?}"))?,
             );
         }

@@ -23,7 +23,7 @@ pub fn scrape(daemon: &Daemon, started: SystemTime) -> Scrape {
         let (Some(stats), Some(desc), Some(report)) = (
             rt.port_stats(&name),
             rt.port_desc(&name),
-            rt.bridge_report(&name, 0, true),
+            daemon.bridge_report(&name, 0, true),
         ) else {
             continue; // removed meanwhile
         };

@@ -317,6 +317,12 @@ impl Controllers {
             .collect()
     }
 
+    /// Bridge `bridge`'s agent's counters (packet-ins it dropped, events
+    /// its channels had no room for).
+    pub fn agent_stats(&self, bridge: &str) -> Option<agent::AgentStats> {
+        Some(self.map().get(bridge)?.agent.stats())
+    }
+
     /// Stops every agent and closes every channel (the runtime itself
     /// ends when this is dropped).
     pub fn stop_all(&self) {

@@ -433,6 +433,30 @@ impl Daemon {
         Ok(())
     }
 
+    /// Bridge `bridge`'s report ([`Runtime::bridge_report`]) with the drops
+    /// of its controller side added by name: packet-ins the agent's rate
+    /// limit or full queues dropped, events no channel had room for.
+    pub fn bridge_report(
+        &self,
+        bridge: &str,
+        top: usize,
+        zeros: bool,
+    ) -> Option<crate::BridgeReport> {
+        let mut r = self.runtime.bridge_report(bridge, top, zeros)?;
+        if let Some(a) = self.controllers.agent_stats(bridge) {
+            for (name, n) in [
+                ("packet_in_rate_limited", a.packet_in.packet_in_rate_limited),
+                ("packet_in_queue_full", a.packet_in.packet_in_queue_full),
+                ("controller_event_queue_full", a.event_queue_full),
+            ] {
+                if zeros || n > 0 {
+                    r.drops.push((name.to_string(), n));
+                }
+            }
+        }
+        Some(r)
+    }
+
     /// Writes the model to `path` (atomically).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         self.store().config.save(path)

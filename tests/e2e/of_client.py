@@ -1,0 +1,129 @@
+"""A small OpenFlow 1.3 controller for the fault tests: it connects to a
+`fulmar run --listen` port, says HELLO, answers ECHO_REQUEST, counts
+PACKET_INs, and sends messages built with os-ken's OpenFlow 1.3 encoder
+(an implementation independent of fulmar's). Reading can be stopped and
+resumed, to play a controller that hangs.
+"""
+
+import re
+import socket
+import struct
+import threading
+import time
+
+from os_ken.ofproto import ofproto_v1_3 as ofp
+from os_ken.ofproto import ofproto_v1_3_parser as parser
+
+HELLO, ECHO_REQUEST, ECHO_REPLY, PACKET_IN, BARRIER_REPLY, ERROR = 0, 2, 3, 10, 21, 1
+
+
+class _Datapath:
+    """What os-ken's message classes need of a datapath to serialize."""
+    ofproto = ofp
+    ofproto_parser = parser
+    id = 0
+
+
+DP = _Datapath()
+
+
+def listen_port(switch):
+    """The TCP port a `fulmar run --listen tcp:127.0.0.1:0` switch took."""
+    m = re.search(r"listening for controllers on [\d.]+:(\d+)", "".join(switch.err_lines))
+    assert m, switch.err_lines
+    return int(m.group(1))
+
+
+class OfClient:
+    def __init__(self, port, timeout=10):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.settimeout(0.2)
+        self.lock = threading.Lock()
+        self.cond = threading.Condition()
+        self.replies = {}  # xid -> message type
+        self.errors = []
+        self.packet_ins = 0
+        self.xid = 100
+        self.reading = threading.Event()
+        self.reading.set()
+        self.closed = threading.Event()
+        self.done = False
+        self.sock.sendall(struct.pack("!BBHI", 4, HELLO, 8, 1))
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        buf = b""
+        while not self.done:
+            if not self.reading.wait(0.1):
+                continue
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            buf += data
+            while len(buf) >= 8:
+                _, typ, length, xid = struct.unpack("!BBHI", buf[:8])
+                if len(buf) < length:
+                    break
+                msg, buf = buf[:length], buf[length:]
+                if typ == ECHO_REQUEST:
+                    with self.lock:
+                        self.sock.sendall(struct.pack("!BBHI", 4, ECHO_REPLY, length, xid) + msg[8:])
+                elif typ == PACKET_IN:
+                    self.packet_ins += 1
+                with self.cond:
+                    if typ == ERROR:
+                        self.errors.append(msg)
+                    self.replies[xid] = typ
+                    self.cond.notify_all()
+        self.closed.set()
+        with self.cond:
+            self.cond.notify_all()
+
+    def send(self, msg):
+        """Sends an os-ken message; returns its xid."""
+        with self.lock:
+            self.xid += 1
+            xid = self.xid
+            msg.set_xid(xid)
+            msg.serialize()
+            self.sock.sendall(bytes(msg.buf))
+        return xid
+
+    def barrier(self, timeout=10):
+        """Sends a BARRIER_REQUEST and waits for its reply; returns the
+        seconds it took (raises on a timeout or a closed channel)."""
+        t = time.monotonic()
+        xid = self.send(parser.OFPBarrierRequest(DP))
+        with self.cond:
+            ok = self.cond.wait_for(lambda: xid in self.replies or self.closed.is_set(), timeout)
+        assert ok and self.replies.get(xid) == BARRIER_REPLY, f"no BARRIER_REPLY in {timeout} s"
+        return time.monotonic() - t
+
+    def flow(self, match, actions=(), priority=10, table_id=0, command=ofp.OFPFC_ADD, goto=None, **kw):
+        inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, list(actions))] if actions else []
+        if goto is not None:
+            inst.append(parser.OFPInstructionGotoTable(goto))
+        return self.send(parser.OFPFlowMod(DP, table_id=table_id, command=command, priority=priority,
+                                           match=parser.OFPMatch(**match), instructions=inst, **kw))
+
+    def forward(self, a, b, priority=10):
+        """Flows sending port a's traffic to b and b's to a."""
+        self.flow({"in_port": a}, [parser.OFPActionOutput(b)], priority=priority)
+        self.flow({"in_port": b}, [parser.OFPActionOutput(a)], priority=priority)
+
+    def miss_to_controller(self, max_len=128):
+        self.flow({}, [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, max_len)], priority=0)
+
+    def close(self):
+        self.done = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.thread.join(timeout=2)

@@ -1,0 +1,390 @@
+"""End-to-end: faults under traffic, each counting what it sends and
+checking that nothing is lost that should not be.
+
+- A controller that connects and disconnects every second (fail mode
+  secure and standalone): a ping flood loses nothing, memory stays flat.
+- A link going down and up under a fast-failover group: frames move to
+  the backup port and back; the frames lost at each switch are one short
+  run, and the switching time is printed.
+- A packet-in flood: every frame is a packet-in the controller got or a
+  packet-in drop counted by name; memory is bounded and flow-mods are
+  still answered.
+- A controller that stops reading: the switch's buffers stay bounded,
+  the channel is closed, and forwarding never stops.
+- Tens of thousands of flow-mods while forwarding: a ping flood loses
+  nothing.
+- Configuration changes with errors while forwarding: each is refused,
+  nothing changes, a ping flood loses nothing.
+
+Topology: the `net` fixture's hosts A (10.9.0.1, port 1) and B (10.9.0.2,
+port 2); the failover test adds a second link into B (port 3).
+Durations are short here; `FULMAR_FAULT_SECONDS` lengthens the flapping
+and the reading-stall runs (bench/soak.sh runs the long versions).
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from e2e_support import HELPER, MAC_A, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, in_ns, sh, wait_for
+from of_client import DP, OfClient, listen_port, ofp, parser
+
+SECONDS = int(os.environ.get("FULMAR_FAULT_SECONDS", "12"))
+FORWARD = "table=0,priority=10,in_port=1,actions=output:2\ntable=0,priority=10,in_port=2,actions=output:1\n"
+# UDP to a MAC address nobody has: B's kernel counts the frame and ignores
+# it; the last four bytes carry a sequence number (nshelper seqflood).
+FRAME = bytes(Ether(src=MAC_A, dst="02:00:00:00:0e:ff") / IP(src="10.9.0.1", dst="10.9.0.2") / UDP(sport=9, dport=9)
+              / bytes(22))
+
+
+def need(*tools):
+    for t in tools:
+        if shutil.which(t) is None:
+            pytest.skip(f"needs {t}")
+
+
+def start(fulmar_bin, tmp_path, *extra, interfaces=(SW_A, SW_B)):
+    argv = [fulmar_bin, "run", "--listen", "tcp:127.0.0.1:0", "--ctl", str(tmp_path / "ctl.sock"),
+            "--mgmt-dir", str(tmp_path), "--saved-tables", "none"]
+    for i in interfaces:
+        argv += ["-i", i]
+    return Switch(argv + list(extra))
+
+
+def stop_ok(sw):
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+    assert "panicked" not in err, err
+
+
+def rss_kib(sw):
+    with open(f"/proc/{sw.proc.pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
+
+
+def ctl_json(fulmar_bin, tmp_path, *args):
+    r = subprocess.run([fulmar_bin, "ctl", "-t", str(tmp_path / "ctl.sock"), *args, "--json"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def report(fulmar_bin, tmp_path):
+    """br0's report: ports by number, drops by name."""
+    r = ctl_json(fulmar_bin, tmp_path, "stats")[0]
+    return {p["port"]: p for p in r["ports"]}, dict(r["drops"])
+
+
+def channels(fulmar_bin, tmp_path):
+    return sum(c["channels"] for c in ctl_json(fulmar_bin, tmp_path, "show")["bridges"][0]["controllers"])
+
+
+class Pinger:
+    """A ping from A to B every `interval` seconds, `count` times."""
+
+    def __init__(self, count, interval=0.01):
+        self.p = subprocess.Popen(["ip", "netns", "exec", NS_A, "ping", "-n", "-q", "-c", str(count), "-i",
+                                   str(interval), "-W", "2", "10.9.0.2"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(self, timeout=120):
+        """(transmitted, received)."""
+        out, err = self.p.communicate(timeout=timeout)
+        m = re.search(r"(\d+) packets transmitted, (\d+) received", out)
+        assert m, out + err
+        return int(m.group(1)), int(m.group(2))
+
+
+def flood(count, pps, numbered=False):
+    r = in_ns(NS_A, sys.executable, HELPER, "seqflood" if numbered else "flood", "va", FRAME.hex(), str(count),
+              str(pps), timeout=120)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"sent (\d+) failed (\d+)", r.stdout)
+    assert m and m.group(2) == "0", r.stdout
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("mode", ["secure", "standalone"])
+def test_a_controller_flapping_every_second_loses_no_traffic(net, fulmar_bin, tmp_path, mode):
+    """A controller connects (HELLO, installs its two flows, BARRIER) and
+    disconnects every second for FULMAR_FAULT_SECONDS; meanwhile a ping
+    every 10 ms loses nothing (secure: the flows stay; standalone: the
+    learning switch takes over while it is away), and the switch's
+    resident memory after the flaps is within 2 MiB of before."""
+    need("ping")
+    flows = tmp_path / "flows"
+    flows.write_text(FORWARD)
+    sw = start(fulmar_bin, tmp_path, "--flows", str(flows), "--fail-mode", mode)
+    try:
+        port = listen_port(sw)
+        # Warm up: one connection, so what a channel allocates once is in.
+        c = OfClient(port)
+        c.forward(1, 2)
+        c.barrier()
+        c.close()
+        pinger = Pinger(SECONDS * 100)
+        time.sleep(0.5)
+        rss0 = rss_kib(sw)
+        flaps = 0
+        end = time.monotonic() + SECONDS - 1.5
+        while time.monotonic() < end:
+            c = OfClient(port)
+            c.forward(1, 2)
+            c.barrier()
+            time.sleep(0.5)
+            c.close()
+            flaps += 1
+            time.sleep(0.5)
+        wait_for(lambda: channels(fulmar_bin, tmp_path) == 0, 5, "the last channel to close")
+        rss1 = rss_kib(sw)
+        sent, got = pinger.result()
+        print(f"{mode}: {flaps} flaps, ping {got}/{sent}, RSS {rss0} -> {rss1} KiB")
+        assert flaps >= (SECONDS - 2) * 3 // 4
+        assert got == sent, f"{sent - got} pings lost while the controller flapped"
+        assert rss1 - rss0 < 2048, f"resident memory grew {rss1 - rss0} KiB over {flaps} flaps"
+    finally:
+        stop_ok(sw)
+
+
+@pytest.fixture
+def second_link_to_b(net):
+    """A third switch port, SW_C, whose far end vb3 is in B's namespace."""
+    sw_c = f"{P}-sc"
+    sh("ip", "link", "del", sw_c, check=False)
+    sh("ip", "link", "add", sw_c, "type", "veth", "peer", "name", "vb3", "netns", NS_B)
+    sh("ip", "link", "set", sw_c, "up")
+    sh("ip", "-n", NS_B, "link", "set", "vb3", "up")
+    sh("sysctl", "-qw", f"net.ipv6.conf.{sw_c}.disable_ipv6=1", check=False)
+    try:
+        yield sw_c
+    finally:
+        sh("ip", "link", "del", sw_c, check=False)
+
+
+def runs(missing):
+    """Consecutive runs in a sorted list of numbers: [(first, last), ...]."""
+    out = []
+    for n in missing:
+        if out and n == out[-1][1] + 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out
+
+
+def test_fast_failover_moves_traffic_when_a_link_goes_down_and_back(second_link_to_b, fulmar_bin, tmp_path):
+    """Port 1's frames go to group 1 (fast failover: port 2 while it is
+    live, else port 3). 3000 numbered frames at 1000/s; port 2's link
+    goes down after about 1 s and up after about 2 s. Frames reach B on
+    vb, then vb3, then vb again; none twice; the lost ones are at most one
+    short run per switch, and each is counted: by the switch as a frame
+    its port could not send (port_tx_link_down), or by the kernel as a
+    frame dropped on the veth going down."""
+    sw_c = second_link_to_b
+    cfg = tmp_path / "ff.toml"
+    cfg.write_text(
+        '[[bridges]]\nname = "br0"\n'
+        'groups = ["group_id=1,type=fast_failover,bucket=watch_port:2,actions=output:2,'
+        'bucket=watch_port:3,actions=output:3"]\n'
+        'flows = ["table=0,priority=10,in_port=1,actions=group:1"]\n'
+        + "".join(f'[[bridges.ports]]\nport = {n}\ninterface = "{i}"\n' for n, i in ((1, SW_A), (2, SW_B), (3, sw_c)))
+    )
+    sw = Switch([fulmar_bin, "run", "--config", str(cfg), "--ctl", str(tmp_path / "ctl.sock"),
+                 "--mgmt-dir", str(tmp_path), "--saved-tables", "none"])
+    def kernel_drops():
+        return sum(int(open(f"/sys/class/net/{SW_B}/statistics/{c}").read()) for c in ("tx_dropped", "rx_dropped"))
+
+    try:
+        k0 = kernel_drops()
+        caps = {dev: subprocess.Popen(["ip", "netns", "exec", NS_B, sys.executable, HELPER, "seqs", dev, "6", "0800"],
+                                      stdout=subprocess.PIPE, text=True) for dev in ("vb", "vb3")}
+        for c in caps.values():
+            assert c.stdout.readline().strip() == "ready"
+        sender = threading.Thread(target=lambda: flood(3000, 1000, numbered=True))
+        sender.start()
+        time.sleep(1.0)
+        sh("ip", "link", "set", SW_B, "down")
+        time.sleep(1.0)
+        sh("ip", "link", "set", SW_B, "up")
+        sender.join()
+        got = {dev: [int(x) for x in c.communicate(timeout=20)[0].split()] for dev, c in caps.items()}
+        on_b, on_c = got["vb"], got["vb3"]
+        assert not set(on_b) & set(on_c), "a frame arrived on both links"
+        assert on_c, "nothing moved to the backup port"
+        first_c, last_c = min(on_c), max(on_c)
+        assert [s for s in on_b if s > last_c], "nothing came back to port 2 after its link came up"
+        missing = sorted(set(range(3000)) - set(on_b) - set(on_c))
+        gaps = runs(missing)
+        ports, drops = report(fulmar_bin, tmp_path)
+        print(f"backup port took frames {first_c}..{last_c}; lost runs {gaps} (ms at 1000/s); "
+              f"port 2 tx drops {ports[2]['tx_dropped']}, drops { {k: v for k, v in drops.items() if v} }")
+        assert len(gaps) <= 2, f"frames lost outside the two switches: {gaps}"
+        assert all(b - a < 500 for a, b in gaps), gaps
+        assert len(missing) == drops["port_tx_link_down"] + kernel_drops() - k0
+    finally:
+        stop_ok(sw)
+
+
+def test_a_packet_in_flood_is_bounded_and_accounted_for(net, fulmar_bin, tmp_path):
+    """Every frame misses into a packet-in. 20000 frames as fast as A can
+    send: the controller's packet-ins plus the packet-in drops by name
+    (rate limit, full queues, none sent) equal what port 1 received;
+    memory grows by less than 32 MiB; a flow-mod and barrier every 50 ms
+    are all answered."""
+    sw = start(fulmar_bin, tmp_path)
+    try:
+        c = OfClient(listen_port(sw))
+        c.miss_to_controller()
+        c.barrier()
+        rss0 = rss_kib(sw)
+        latencies, stop = [], threading.Event()
+
+        def flow_mods():
+            i = 0
+            while not stop.is_set():
+                c.flow({"in_port": 1, "eth_type": 0x0800, "ipv4_dst": f"11.0.{i // 250}.{i % 250 + 1}"},
+                       [parser.OFPActionOutput(2)], priority=100)
+                latencies.append(c.barrier(timeout=10))
+                i += 1
+                time.sleep(0.05)
+
+        t = threading.Thread(target=flow_mods)
+        t.start()
+        sent = flood(20000, 0)
+        time.sleep(1)
+        rss1 = rss_kib(sw)
+        stop.set()
+        t.join(timeout=30)
+        # The queues drain at the rate limit; wait until nothing more comes.
+        last = -1
+        while c.packet_ins != last:
+            last = c.packet_ins
+            time.sleep(1)
+        ports, drops = report(fulmar_bin, tmp_path)
+        received = ports[1]["rx_packets"]
+        pin_drops = {k: v for k, v in drops.items() if k.startswith("packet_in")}
+        print(f"sent {sent}, port 1 rx {received} (+{ports[1]['rx_dropped']} dropped at the port), "
+              f"packet-ins {c.packet_ins}, {pin_drops}; RSS {rss0} -> {rss1} KiB; "
+              f"barrier max {max(latencies) * 1000:.1f} ms over {len(latencies)}")
+        assert sent == received + ports[1]["rx_dropped"]
+        assert received == c.packet_ins + sum(pin_drops.values())
+        assert c.packet_ins > 0 and len(latencies) >= 5
+        assert rss1 - rss0 < 32 * 1024
+        c.close()
+    finally:
+        stop_ok(sw)
+
+
+def test_a_controller_that_stops_reading_is_disconnected_and_forwarding_goes_on(net, fulmar_bin, tmp_path):
+    """A controller installs 3000 flows, then stops reading and asks for
+    the flow table again and again (each reply ~300 KB): the switch's
+    output to it stays bounded (memory within 64 MiB), the channel closes
+    once its output has waited the keepalive time (15 s), and a ping every
+    10 ms between A and B, forwarded by the flows, loses nothing."""
+    need("ping")
+    flows = tmp_path / "flows"
+    flows.write_text(FORWARD)
+    sw = start(fulmar_bin, tmp_path, "--flows", str(flows))
+    try:
+        c = OfClient(listen_port(sw))
+        for i in range(3000):
+            c.flow({"in_port": 3, "eth_type": 0x0800, "ipv4_dst": f"12.0.{i // 250}.{i % 250 + 1}"},
+                   [parser.OFPActionOutput(1)], priority=50)
+        c.barrier()
+        pinger = Pinger((SECONDS + 18) * 100)
+        rss0 = rss_kib(sw)
+        c.reading.clear()
+        t0 = time.monotonic()
+
+        def ask():
+            try:
+                for _ in range(200):
+                    c.send(parser.OFPFlowStatsRequest(DP, table_id=ofp.OFPTT_ALL))
+            except OSError:
+                pass  # the switch closed the channel (or stopped reading ours)
+
+        threading.Thread(target=ask, daemon=True).start()
+        wait_for(lambda: channels(fulmar_bin, tmp_path) == 0, 40, "the switch to close the stalled channel")
+        closed_after = time.monotonic() - t0
+        rss1 = rss_kib(sw)
+        sent, got = pinger.result()
+        print(f"closed after {closed_after:.1f} s; RSS {rss0} -> {rss1} KiB; ping {got}/{sent}")
+        assert got == sent, f"{sent - got} pings lost"
+        assert rss1 - rss0 < 64 * 1024
+        c.close()
+    finally:
+        stop_ok(sw)
+
+
+def test_flow_mods_while_forwarding_lose_no_traffic(net, fulmar_bin, tmp_path):
+    """A controller (the agent's flowmod_rate example) installs 50,000
+    flows, as fast as the switch takes them, while A pings B every 5 ms
+    through two other flows: no ping is lost, and every flow is in."""
+    need("ping")
+    subprocess.run(["cargo", "build", "-q", "-p", "agent", "--example", "flowmod_rate"], cwd=ROOT, check=True)
+    client = ROOT / "target" / "debug" / "examples" / "flowmod_rate"
+    flows = tmp_path / "flows"
+    flows.write_text(FORWARD)
+    sw = start(fulmar_bin, tmp_path, "--flows", str(flows))
+    try:
+        port = listen_port(sw)
+        pinger = Pinger(1000, interval=0.005)
+        time.sleep(0.5)
+        r = subprocess.run([str(client), "50000", "1", "--target", f"127.0.0.1:{port}"],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stdout + r.stderr
+        sent, got = pinger.result()
+        print(r.stdout.strip().splitlines()[-1], f"; ping {got}/{sent}")
+        assert got == sent, f"{sent - got} pings lost while flows went in"
+    finally:
+        stop_ok(sw)
+
+
+def test_configuration_changes_with_errors_change_nothing_under_traffic(net, fulmar_bin, tmp_path):
+    """While A pings B every 10 ms: a port on a missing interface, a
+    transaction whose second part is bad, a bad controller target, a bad
+    value, loading a broken file. Each is refused with its reason, `show`
+    is the same after each, and no ping is lost."""
+    need("ping")
+    cfg = tmp_path / "switch.toml"
+    cfg.write_text(
+        '[[bridges]]\nname = "br0"\n'
+        'flows = ["table=0,priority=10,in_port=1,actions=output:2", "table=0,priority=10,in_port=2,actions=output:1"]\n'
+        f'[[bridges.ports]]\nport = 1\ninterface = "{SW_A}"\n[[bridges.ports]]\nport = 2\ninterface = "{SW_B}"\n'
+    )
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[bridges]]\nname = "br0"\n[[bridges.ports]]\nport = "one"\n')
+    sw = Switch([fulmar_bin, "run", "--config", str(cfg), "--ctl", str(tmp_path / "ctl.sock"),
+                 "--mgmt-dir", str(tmp_path), "--saved-tables", "none"])
+    try:
+        before = ctl_json(fulmar_bin, tmp_path, "show")
+        saved = cfg.read_text()
+        pinger = Pinger(400)
+        time.sleep(0.5)
+        for words in (
+            ["add-port", "br0", f"{P}-missing"],
+            ["add-br", "br1", "--", "add-port", "br1", f"{P}-missing"],
+            ["set-controller", "br0", "tcp:10.0.0.1:99999"],
+            ["set", "bridge:br0", "miss_send_len=notanumber"],
+            ["load", str(bad)],
+        ):
+            r = subprocess.run([fulmar_bin, "ctl", "-t", str(tmp_path / "ctl.sock"), *words],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode != 0, f"{words} was accepted: {r.stdout}"
+            assert r.stderr.strip(), f"{words} refused without a reason"
+            assert ctl_json(fulmar_bin, tmp_path, "show") == before, words
+            time.sleep(0.3)
+        sent, got = pinger.result()
+        assert got == sent, f"{sent - got} pings lost"
+        assert cfg.read_text() == saved
+    finally:
+        stop_ok(sw)
