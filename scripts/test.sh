@@ -9,9 +9,11 @@
 # decoder) and pytest — then runs, in order: formatting and lint checks, the
 # Rust tests, the OpenFlow vector round trip through the `fulmar` binary, the
 # Python tests (scapy as the independent decoder; end-to-end tests in network
-# namespaces; os-ken's simple_switch_13 and Faucet driving fulmar in
-# tests/controllers), the os-ken OpenFlow 1.3 conformance run (match and
-# action), and a compile check of the fuzz targets.
+# namespaces, faults under traffic and restarts among them; os-ken's
+# simple_switch_13, Faucet and a three-switch Faucet fabric driving fulmar
+# in tests/controllers), Miri over the unsafe code, the os-ken OpenFlow 1.3
+# conformance run (match and action), and a compile check of the fuzz
+# targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -80,6 +82,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test"
 cargo test --workspace --locked
+
+step "Miri over the unsafe code that runs without system calls (SPSC ring, lent buffers, prefetching subtable)"
+# A dated nightly with Miri, installed by rustup from static.rust-lang.org
+# (a few minutes; see scripts/miri.sh).
+scripts/miri.sh
 
 step "fulmar ofp decode --roundtrip on the os-ken OpenFlow 1.3 vectors"
 cargo build --locked -p fulmar -p packet --example packet_tool 2>/dev/null || cargo build --locked -p fulmar
