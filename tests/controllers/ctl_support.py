@@ -78,11 +78,5 @@ class Controller:
         return self.log.read_text()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        e2e.terminate(self.proc)
         self._f.close()

@@ -7,6 +7,7 @@ test directories are collected in one run, the module named `conftest` may
 be another directory's.
 """
 
+import contextlib
 import os
 import socket
 import struct
@@ -76,6 +77,44 @@ class Switch:
         return self.proc.returncode, out, "".join(self.err_lines)
 
 
+def terminate(proc, timeout=10):
+    """Stops a child process: SIGTERM, then SIGKILL after `timeout` s."""
+    if proc and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def spare_veth(name):
+    """A veth pair NAME / NAMEp in the root namespace, both ends up,
+    removed afterwards (a port to add to a running switch)."""
+    sh("ip", "link", "del", name, check=False)
+    try:
+        sh("ip", "link", "add", name, "type", "veth", "peer", "name", f"{name}p")
+        sh("ip", "link", "set", name, "up")
+        sh("ip", "link", "set", f"{name}p", "up")
+        yield name
+    finally:
+        sh("ip", "link", "del", name, check=False)
+
+
+def split_messages(buf):
+    """The whole OpenFlow messages at the front of `buf` as (type, xid,
+    bytes), and the bytes left over."""
+    msgs = []
+    while len(buf) >= 8:
+        _, typ, length, xid = struct.unpack("!BBHI", buf[:8])
+        if length < 8 or len(buf) < length:
+            break
+        msgs.append((typ, xid, buf[:length]))
+        buf = buf[length:]
+    return msgs, buf
+
+
 def in_ns(ns, *argv, **kw):
     return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, **kw)
 
@@ -131,12 +170,9 @@ class Controller:
                 break
             if not data:
                 break
-            buf += data
-            while len(buf) >= 8:
-                _, typ, length, xid = struct.unpack("!BBHI", buf[:8])
-                if len(buf) < length:
-                    break
-                msg, buf = buf[:length], buf[length:]
+            msgs, buf = split_messages(buf + data)
+            for typ, xid, msg in msgs:
+                length = len(msg)
                 if typ == 2:  # ECHO_REQUEST
                     conn.sendall(struct.pack("!BBHI", 4, 3, length, xid) + msg[8:])
                 elif typ == 12:  # PORT_STATUS: reason, pad, ofp_port

@@ -15,7 +15,7 @@ import xml.dom.minidom
 
 import pytest
 
-from e2e_support import sh, wait_for
+from e2e_support import sh, terminate, wait_for
 
 
 def need(*tools):
@@ -89,13 +89,7 @@ class Snmpd:
                  timeout=10, what="snmpd to answer")
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
 
     def run(self, tool, *args, community="public", check=True):
         r = subprocess.run(
@@ -173,13 +167,7 @@ class Ovsdb:
         wait_for(lambda: self.sock.exists(), 10, "ovsdb-server's socket")
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
 
     def vsctl(self, *args, ok=True, timeout=5):
         """`ovs-vsctl --timeout T` (waits for cur_cfg unless --no-wait)."""

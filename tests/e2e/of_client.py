@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 
+from e2e_support import split_messages
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
@@ -65,15 +66,11 @@ class OfClient:
                 break
             if not data:
                 break
-            buf += data
-            while len(buf) >= 8:
-                _, typ, length, xid = struct.unpack("!BBHI", buf[:8])
-                if len(buf) < length:
-                    break
-                msg, buf = buf[:length], buf[length:]
+            msgs, buf = split_messages(buf + data)
+            for typ, xid, msg in msgs:
                 if typ == ECHO_REQUEST:
                     with self.lock:
-                        self.sock.sendall(struct.pack("!BBHI", 4, ECHO_REPLY, length, xid) + msg[8:])
+                        self.sock.sendall(struct.pack("!BBHI", 4, ECHO_REPLY, len(msg), xid) + msg[8:])
                 elif typ == PACKET_IN:
                     self.packet_ins += 1
                 with self.cond:

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from e2e_support import NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, sh, wait_for
+from e2e_support import NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, spare_veth, wait_for
 from mgmt_support import (Ovsdb, Snmpd, TrapSink, ctl, edit, free_port, get_config, need, netconf_args,
                           netconf_connect, netconf_keys, texts)
 
@@ -27,14 +27,8 @@ IF_HC_IN_OCTETS = "1.3.6.1.2.1.31.1.1.1.6"
 
 @pytest.fixture
 def link_m(net):
-    sh("ip", "link", "del", SW_M, check=False)
-    try:
-        sh("ip", "link", "add", SW_M, "type", "veth", "peer", "name", f"{SW_M}p")
-        sh("ip", "link", "set", SW_M, "up")
-        sh("ip", "link", "set", f"{SW_M}p", "up")
+    with spare_veth(SW_M):
         yield
-    finally:
-        sh("ip", "link", "del", SW_M, check=False)
 
 
 @pytest.fixture
@@ -59,8 +53,8 @@ def managed(net, link_m, fulmar_bin, tmp_path):
         if m is not None and m.connected:
             m.close_session()
         if sw and sw.proc.poll() is None:
-            sw.proc.kill()
-            sw.proc.wait()
+            rc, _, err = sw.stop()
+            assert rc == 0 and "panicked" not in err, err
         for d in (snmpd, ovsdb):
             if d:
                 d.stop()
@@ -91,7 +85,7 @@ def everywhere(ovsdb, snmpd, m, fulmar_bin, tmp_path, port, present):
 
 
 def test_a_change_through_any_module_shows_in_all(managed, fulmar_bin, tmp_path):
-    ovsdb, snmpd, m, sw = managed
+    ovsdb, snmpd, m, _ = managed
 
     # OVSDB makes the bridge and its ports: ctl, SNMP and OF-CONFIG see them.
     ovsdb.vsctl("add-br", "br0", "--", "add-port", "br0", SW_A, "--", "set", "Interface", SW_A, "ofport_request=1",
@@ -143,7 +137,3 @@ def test_a_change_through_any_module_shows_in_all(managed, fulmar_bin, tmp_path)
         return of > 5 * 98 and of == snmp == ovsdb.stats(SW_A).get("rx_bytes")
 
     wait_for(rx_bytes_agree, 10, "the same rx bytes in OpenFlow, SNMP and OVSDB")
-
-    rc, _, err = sw.stop()
-    assert rc == 0, err
-    assert "panicked" not in err

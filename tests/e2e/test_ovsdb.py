@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from e2e_support import NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, sh, wait_for
+from e2e_support import NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, sh, spare_veth, wait_for
 from mgmt_support import Ovsdb, ctl, need
 
 SW_X = f"{P}-ox"  # a third link, added with `fulmar ctl`
@@ -31,14 +31,8 @@ def ovsdb(tmp_path):
 
 @pytest.fixture
 def link_x(net):
-    sh("ip", "link", "del", SW_X, check=False)
-    try:
-        sh("ip", "link", "add", SW_X, "type", "veth", "peer", "name", f"{SW_X}p")
-        sh("ip", "link", "set", SW_X, "up")
-        sh("ip", "link", "set", f"{SW_X}p", "up")
+    with spare_veth(SW_X):
         yield
-    finally:
-        sh("ip", "link", "del", SW_X, check=False)
 
 
 @pytest.fixture
