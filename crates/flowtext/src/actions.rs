@@ -393,6 +393,8 @@ fn set_field_by_name(name: &str) -> Option<OxmField> {
         "tp_dst" => OxmField::TcpDst,
         "icmp_type" => OxmField::Icmpv4Type,
         "icmp_code" => OxmField::Icmpv4Code,
+        // A match keyword only: Open vSwitch has no such field to set.
+        "dl_vlan_pcp" => return None,
         _ => return field_by_name(name),
     })
 }
@@ -1365,6 +1367,15 @@ pub(crate) mod tests {
             ),
         ] {
             assert_eq!(act(text), want, "{text}");
+        }
+        // Match keywords that name no field to set.
+        for text in [
+            "set_field:5->dl_vlan_pcp",
+            "set_field:5->dl_vlan",
+            "set_field:1->nw_tos",
+        ] {
+            let e = parse_action(Tok::whole(text), &mut Packet::default()).unwrap_err();
+            assert!(e.message.contains("unknown field"), "{text}: {e}");
         }
         // A mask is Open vSwitch's NXAST_REG_LOAD: refused.
         let e = parse_action(
