@@ -8,7 +8,9 @@
 # (its OpenFlow 1.3 test vectors), scapy (an independent packet encoder and
 # decoder) and pytest — then runs, in order: formatting and lint checks, the
 # Rust tests, the OpenFlow vector round trip through the `fulmar` binary, the
-# Python tests (scapy as the independent decoder; end-to-end tests in network
+# Python tests (scapy as the independent decoder; ovs-ofctl parse-flow /
+# parse-group / add-meter and ofp-print as the reference for the flow, group
+# and meter text in tests/flowtext_ovs; end-to-end tests in network
 # namespaces, faults under traffic and restarts among them; os-ken's
 # simple_switch_13, Faucet and a three-switch Faucet fabric driving fulmar
 # in tests/controllers), Miri over the unsafe code, the os-ken OpenFlow 1.3
@@ -89,7 +91,7 @@ step "Miri over the unsafe code that runs without system calls (SPSC ring, lent 
 scripts/miri.sh
 
 step "fulmar ofp decode --roundtrip on the os-ken OpenFlow 1.3 vectors"
-cargo build --locked -p fulmar -p packet --example packet_tool 2>/dev/null || cargo build --locked -p fulmar
+cargo build --locked -p fulmar -p packet -p flowtext --example packet_tool --example flowtext_tool
 vectors=()
 for f in "$OSKEN_DIR"/tests/packet_data/of13/4-*.packet "$OSKEN_DIR"/tests/packet_data/of13/libofproto-OFP13-*.packet; do
     vectors+=("$f")
@@ -98,8 +100,9 @@ echo "${#vectors[@]} vector files"
 target/debug/fulmar ofp decode --roundtrip "${vectors[@]}" > /dev/null
 echo "all ${#vectors[@]} round-trip byte-exactly"
 
-step "python tests (scapy as the independent decoder)"
+step "python tests (scapy as the independent decoder; ovs-ofctl as the reference for the flow, group and meter text)"
 export PACKET_TOOL="$root/target/debug/examples/packet_tool"
+export FLOWTEXT_TOOL="$root/target/debug/examples/flowtext_tool"
 .venv/bin/python -m pytest -q tests
 
 step "OpenFlow 1.3 conformance: os-ken switch test tool (SCTP CRC32c mended), match and action categories"

@@ -855,9 +855,11 @@ fn flow_semantic_errors_and_warnings() {
         errors(&flows("\"table=4,actions=drop\"")),
         vec!["fulmar.toml:4:10: bridges[0].flows[0]: table 4 does not exist (n_tables = 4)"]
     );
+    // flowtext refuses a backward goto_table itself (as ovs-ofctl does),
+    // pointing at the table number.
     assert_eq!(
         errors(&flows("\"table=2,actions=goto_table:1\"")),
-        vec!["fulmar.toml:4:10: bridges[0].flows[0]: goto_table:1 must go to a table after 2"]
+        vec!["fulmar.toml:4:38: bridges[0].flows[0]: goto_table:1 must go to a table after 2"]
     );
     assert_eq!(
         errors(&flows("\"table=2,actions=goto_table:9\"")),

@@ -76,8 +76,10 @@ mod tests {
         );
         let (line, e) = parse_group_file("group_id=1,type=all\ngroup_id=2,type=bad").unwrap_err();
         assert_eq!((line, e.token.as_str(), e.position), (2, "bad", 16));
-        let meters =
-            parse_meter_file("meter=1,kbps,bands=type=drop,rate=1\n\nmeter=2,pktps\n").unwrap();
+        let meters = parse_meter_file(
+            "meter=1,kbps,bands=type=drop,rate=1\n\nmeter=2,pktps,bands=type=drop,rate=5\n",
+        )
+        .unwrap();
         assert_eq!(meters.len(), 2);
         let (line, e) = parse_meter_file("\n\nmeter=1,bands=type=drop").unwrap_err();
         assert_eq!((line, e.token.as_str()), (3, "drop"));

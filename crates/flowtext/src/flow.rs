@@ -5,15 +5,21 @@
 //! then comma- or space-separated pieces: flow keys, match fields, and last
 //! `actions=...`, which takes the rest of the text.
 //!
-//! Flow keys: `table` (a number; `all` = 255), `priority`,
+//! Flow keys: `table` (a number; `all` = 255, only for deletes), `priority`,
 //! `cookie=V[/MASK]` (a mask only for modify/delete; `/-1` is all ones), `idle_timeout`,
 //! `hard_timeout`, `out_port` (number or port name), `out_group` (number,
 //! `any`, `all`), `buffer_id`, the flag words `send_flow_rem`,
 //! `check_overlap`, `reset_counts`, `no_packet_counts`, `no_byte_counts`,
-//! and `flags=N` for raw `OFPFF_*` bits the words do not cover.
+//! and `flags=N` for raw `OFPFF_*` bits the words do not cover. What
+//! `ovs-ofctl dump-flows` prints besides a flow (`duration`, `n_packets`,
+//! `n_bytes`, `idle_age`, `hard_age`) is ignored, so its output reads
+//! back. `importance` (OpenFlow 1.4) is refused, where ovs-ofctl leaves it
+//! out of an OpenFlow 1.3 flow.
 //!
 //! Defaults are [`FlowMod::default`]'s, except that delete commands default
-//! to `table=255` (all tables) as ovs-ofctl's del-flows does.
+//! to `table=255` (all tables) as ovs-ofctl's del-flows does. The actions
+//! are checked against the match (see [`crate::actions`]) and
+//! `goto_table` must go to a later table than an added flow's.
 //!
 //! `actions=` is required for add and modify (`actions=drop`, or
 //! `actions=` with nothing after it, means no instructions); for delete it
@@ -27,7 +33,7 @@
 //! (OXM names; shorthands where an `eth_type`/`ip_proto` pair stands for
 //! one); and `actions=...` (omitted for a delete without instructions).
 
-use crate::actions::{format_instructions, parse_instructions, Context};
+use crate::actions::{format_instructions, parse_instructions, Packet};
 use crate::lexer::{key_value, split_list, Tok};
 use crate::match_text::{format_match, MatchBuilder};
 use crate::value::{
@@ -37,7 +43,7 @@ use crate::value::{
 use crate::ParseError;
 use ofp::consts::{group_no, port_no, table_no, OFP_NO_BUFFER};
 use ofp::flow_mod::flow_mod_flags as ff;
-use ofp::{FlowMod, FlowModCommand, OxmField, OxmValue};
+use ofp::{FlowMod, FlowModCommand};
 
 const FLAG_WORDS: &[(&str, u16)] = &[
     ("send_flow_rem", ff::SEND_FLOW_REM),
@@ -88,6 +94,7 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
     let mut seen: Vec<&str> = Vec::new();
     let mut actions: Option<Tok<'_>> = None;
     let mut cookie_mask: Option<Tok<'_>> = None;
+    let mut table_all: Option<Tok<'_>> = None;
     for &piece in pieces {
         let (key, value) = key_value(piece);
         if key.text == "actions" {
@@ -113,6 +120,14 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
             continue;
         }
         if matcher.take(key, value)? {
+            continue;
+        }
+        // What dump-flows prints besides the flow: ignored, so that its
+        // output can be read back (ovs-ofctl(8)).
+        if matches!(
+            key.text,
+            "duration" | "n_packets" | "n_bytes" | "idle_age" | "hard_age"
+        ) {
             continue;
         }
         let flow_key = matches!(
@@ -141,7 +156,8 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
                     table_no::ALL
                 } else {
                     parse_u8(v, "a table id")?
-                }
+                };
+                table_all = (fm.table_id == table_no::ALL).then_some(v);
             }
             "priority" => fm.priority = parse_u16(v, "a priority")?,
             "cookie" => {
@@ -168,6 +184,12 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
             _ => fm.flags |= parse_u16(v, "flags")?,
         }
     }
+    if let (false, Some(t)) = (is_delete(fm.command), table_all) {
+        return Err(t.err(format!(
+            "table {} (all tables) is only for deleting; a flow is added to or modified in one table",
+            t.quoted()
+        )));
+    }
     if let (FlowModCommand::Add, Some(m)) = (fm.command, cookie_mask) {
         return Err(m.err(format!(
             "cookie mask {} is only for modify and delete",
@@ -175,14 +197,11 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
         )));
     }
     fm.match_ = matcher.finish()?;
-    let ctx = Context {
-        ip_proto: match fm.match_.get(OxmField::IpProto) {
-            Some((OxmValue::U8(p), None)) => Some(p),
-            _ => None,
-        },
-    };
+    // goto_table must go forward from the table a flow is added to.
+    let table = (!is_delete(fm.command)).then_some(fm.table_id);
+    let mut packet = Packet::of_flow(&fm.match_, table);
     match actions {
-        Some(a) => fm.instructions = parse_instructions(a, ctx)?,
+        Some(a) => fm.instructions = parse_instructions(a, &mut packet)?,
         None if !is_delete(fm.command) => {
             return Err(ParseError::new(
                 "missing \"actions=\" (needed to add or modify a flow; actions=drop drops)",
@@ -246,7 +265,7 @@ pub fn format_flow(fm: &FlowMod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ofp::{Action, Instruction, Match, Oxm};
+    use ofp::{Action, Instruction, Match, Oxm, OxmField, OxmValue};
 
     fn b(field: OxmField, value: OxmValue) -> Oxm {
         Oxm::Basic {
@@ -365,14 +384,16 @@ mod tests {
     fn every_field_round_trips_in_a_flow() {
         for &field in OxmField::ALL {
             let (v, m) = crate::match_text::tests::sample(field);
-            let mut fields = vec![b(field, v)];
-            if field.maskable() {
-                fields = vec![Oxm::Basic {
+            let mut fields = crate::match_text::tests::prereqs(field);
+            fields.push(if field.maskable() {
+                Oxm::Basic {
                     field,
                     value: v,
                     mask: Some(m),
-                }];
-            }
+                }
+            } else {
+                b(field, v)
+            });
             round_trip(&FlowMod {
                 match_: Match { fields },
                 ..FlowMod::default()
@@ -380,26 +401,80 @@ mod tests {
         }
     }
 
+    /// A match under which `a` is consistent.
+    fn match_for(a: &Action) -> Match {
+        let tagged = || crate::match_text::tests::prereqs(OxmField::VlanPcp);
+        let eth = |t: u16| vec![b(OxmField::EthType, OxmValue::U16(t))];
+        let fields = match a {
+            Action::PopVlan => tagged(),
+            Action::PopMpls { .. } | Action::SetMplsTtl { .. } | Action::DecMplsTtl => eth(0x8847),
+            Action::SetNwTtl { .. } | Action::DecNwTtl => eth(0x0800),
+            Action::PopPbb => eth(0x88e7),
+            Action::SetField {
+                field:
+                    Oxm::Basic {
+                        field: OxmField::VlanVid | OxmField::VlanPcp,
+                        ..
+                    },
+            } => tagged(),
+            Action::SetField {
+                field: Oxm::Basic { field, .. },
+            } => crate::match_text::tests::prereqs(*field),
+            _ => vec![],
+        };
+        Match { fields }
+    }
+
     #[test]
     fn every_action_and_instruction_round_trips_in_a_flow() {
         for (a, _) in crate::actions::tests::every_action() {
             round_trip(&FlowMod {
+                match_: match_for(&a),
                 instructions: vec![Instruction::ApplyActions {
                     actions: vec![a.clone()],
                 }],
                 ..FlowMod::default()
             });
             round_trip(&FlowMod {
+                match_: match_for(&a),
                 instructions: vec![Instruction::WriteActions { actions: vec![a] }],
                 ..FlowMod::default()
             });
         }
         for (list, _) in crate::actions::tests::every_instruction() {
             round_trip(&FlowMod {
+                match_: match_for(&Action::PopVlan),
                 instructions: list,
                 ..FlowMod::default()
             });
         }
+    }
+
+    #[test]
+    fn dump_flows_output_reads_back() {
+        // What ovs-ofctl dump-flows prints, statistics and all.
+        let text = "cookie=0x5, duration=0.5s, table=1, n_packets=7, n_bytes=700, \
+                    idle_timeout=10, hard_timeout=20, idle_age=3, hard_age=4, send_flow_rem \
+                    priority=100,tcp,in_port=1,nw_src=10.0.0.0/8,tp_dst=80 actions=output:2";
+        let fm = parse_flow(text).unwrap();
+        assert_eq!(
+            fm,
+            parse_flow(
+                "cookie=0x5,table=1,idle_timeout=10,hard_timeout=20,send_flow_rem,\
+                 priority=100,tcp,in_port=1,nw_src=10.0.0.0/8,tp_dst=80,actions=output:2"
+            )
+            .unwrap()
+        );
+    }
+
+    #[test]
+    fn a_flow_goes_into_one_table_and_forward_from_it() {
+        assert_eq!(err("table=255,actions=drop").token, "255");
+        assert_eq!(err("modify table=all,actions=drop").token, "all");
+        assert_eq!(err("table=2,actions=goto_table:2").token, "2");
+        assert!(parse_flow("table=2,actions=goto_table:3").is_ok());
+        // A delete may name every table; goto_table is not checked there.
+        assert!(parse_flow("delete table=255").is_ok());
     }
 
     #[test]

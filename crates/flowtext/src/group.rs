@@ -9,14 +9,22 @@
 //! `bucket=` starts. `group_id` is required except for delete (default
 //! `all`), `type` except for delete (default `all`). A bucket's weight
 //! defaults to 1 in a select group and 0 otherwise; watch port and group
-//! default to `ANY`.
+//! default to `ANY`. As ovs-ofctl requires (adds and modifies): an
+//! indirect group has exactly one bucket, a fast-failover bucket watches a
+//! port or a group, only select groups weigh buckets, only select and
+//! fast-failover groups watch; `group_id=any` and numbers above 0xffffff00
+//! other than `all`'s are refused. A bucket's actions are not checked
+//! against a match (a group has none) and start with an untagged packet:
+//! `mod_vlan_vid` pushes a tag there. `bucket_id` and `selection_method`
+//! (OpenFlow 1.5) are refused, where ovs-ofctl drops them from an OpenFlow
+//! 1.3 group.
 //!
 //! Canonical printed form: the command word and a space unless add, then
 //! `group_id=N,type=T` and each bucket as `bucket=weight:W,` (printed in
 //! select groups, or when not 0) `watch_port:P,` and `watch_group:G,`
 //! (when not ANY) `actions=ACTIONS` (`drop` when empty).
 
-use crate::actions::{format_action_list, parse_action_list, Context};
+use crate::actions::{format_action_list, parse_action_list, Packet};
 use crate::lexer::{key_value, split_list, Tok};
 use crate::value::{format_group_id, format_port, parse_group_id, parse_port, parse_u16};
 use crate::ParseError;
@@ -62,6 +70,7 @@ pub fn parse_group_command(text: &str, command: GroupModCommand) -> Result<Group
         }
     }
     let mut id_seen = false;
+    let mut id_tok: Option<Tok<'_>> = None;
     let mut type_seen = false;
     // Start offsets of the buckets' texts (after "bucket=").
     let mut bucket_starts: Vec<Tok<'_>> = Vec::new();
@@ -86,7 +95,18 @@ pub fn parse_group_command(text: &str, command: GroupModCommand) -> Result<Group
                 return Err(key.err("duplicate key \"group_id\""));
             }
             id_seen = true;
+            id_tok = Some(v);
             gm.group_id = parse_group_id(v)?;
+            // Only the reserved number "all" (0xfffffffc) may be written
+            // as a number above the largest group, as in ovs-ofctl.
+            let named = v.text.starts_with(char::is_alphabetic);
+            if gm.group_id > group_no::MAX && gm.group_id != group_no::ALL && !named {
+                return Err(v.err(format!(
+                    "group id {} is above the largest, {} (all and any are names)",
+                    v.quoted(),
+                    group_no::MAX
+                )));
+            }
         } else {
             if type_seen {
                 return Err(key.err("duplicate key \"type\""));
@@ -115,7 +135,45 @@ pub fn parse_group_command(text: &str, command: GroupModCommand) -> Result<Group
         }
         gm.buckets.push(parse_bucket(body, gm.group_type)?);
     }
+    if gm.command != GroupModCommand::Delete {
+        if let (group_no::ANY, Some(v)) = (gm.group_id, id_tok) {
+            return Err(v.err(format!(
+                "group_id {} names no single group to add or modify",
+                v.quoted()
+            )));
+        }
+        check_buckets(&gm, &bucket_starts, text.len())?;
+    }
     Ok(gm)
+}
+
+/// What ovs-ofctl requires of a group's buckets: an indirect group has
+/// exactly one, every fast-failover bucket watches a port or group, only
+/// select groups weigh their buckets, only select and fast-failover groups
+/// watch.
+fn check_buckets(gm: &GroupMod, starts: &[Tok<'_>], end: usize) -> Result<(), ParseError> {
+    if gm.group_type == GroupType::Indirect && gm.buckets.len() != 1 {
+        let at = starts.get(1).copied().unwrap_or(Tok { text: "", pos: end });
+        return Err(at.err("an indirect group has exactly one bucket"));
+    }
+    for (b, start) in gm.buckets.iter().zip(starts) {
+        let watches = b.watch_port != port_no::ANY || b.watch_group != group_no::ANY;
+        match gm.group_type {
+            GroupType::FastFailover if !watches => {
+                return Err(start.err("a fast_failover bucket needs watch_port or watch_group"))
+            }
+            GroupType::All | GroupType::Indirect if watches => {
+                return Err(start.err(
+                    "only select and fast_failover groups watch ports or groups (watch_port, watch_group)",
+                ))
+            }
+            _ => {}
+        }
+        if gm.group_type != GroupType::Select && b.weight != 0 {
+            return Err(start.err("only select groups weigh their buckets (weight)"));
+        }
+    }
+    Ok(())
 }
 
 fn parse_bucket(body: Tok<'_>, group_type: GroupType) -> Result<Bucket, ParseError> {
@@ -152,7 +210,7 @@ fn parse_bucket(body: Tok<'_>, group_type: GroupType) -> Result<Bucket, ParseErr
             _ => b.watch_group = parse_group_id(v)?,
         }
     }
-    b.actions = parse_action_list(actions, Context::default())?;
+    b.actions = parse_action_list(actions, &mut Packet::default())?;
     Ok(b)
 }
 
@@ -237,7 +295,8 @@ mod tests {
     fn bucket_forms() {
         let gm = parse_group(
             "group_id=7 type=ff bucket=watch_port:3,watch_group:4,actions=output:3,output:4 \
-             bucket=watch_port=LOCAL,output:5 bucket=output:6,group:2 bucket=actions=drop",
+             bucket=watch_port=LOCAL,output:5 bucket=watch_group:2,output:6,group:2 \
+             bucket=watch_port:1,actions=drop",
         )
         .unwrap();
         assert_eq!(gm.group_type, GroupType::FastFailover);
@@ -256,10 +315,14 @@ mod tests {
                     ..Bucket::default()
                 },
                 Bucket {
+                    watch_group: 2,
                     actions: vec![out(6), Action::Group { group_id: 2 }],
                     ..Bucket::default()
                 },
-                Bucket::default(),
+                Bucket {
+                    watch_port: 1,
+                    ..Bucket::default()
+                },
             ]
         );
         round_trip(&gm);
@@ -272,10 +335,16 @@ mod tests {
     #[test]
     fn every_type_and_command_round_trips() {
         for (name, ty) in TYPES {
-            let gm =
-                parse_group(&format!("group_id=2,type={name},bucket=weight:3,output:1")).unwrap();
+            let gm = parse_group(&format!(
+                "group_id=2,type={name},bucket=watch_port:1,output:1"
+            ))
+            .unwrap_or_else(|e| {
+                // Only select and fast-failover buckets watch.
+                assert!(matches!(ty, GroupType::All | GroupType::Indirect), "{name}");
+                assert!(e.message.contains("watch"));
+                parse_group(&format!("group_id=2,type={name},bucket=output:1")).unwrap()
+            });
             assert_eq!(gm.group_type, *ty);
-            assert_eq!(gm.buckets[0].weight, 3);
             round_trip(&gm);
         }
         for command in [
@@ -285,8 +354,8 @@ mod tests {
         ] {
             round_trip(&GroupMod {
                 command,
-                group_type: GroupType::Indirect,
-                group_id: group_no::ALL,
+                group_type: GroupType::FastFailover,
+                group_id: 9,
                 buckets: vec![Bucket {
                     weight: 0,
                     watch_port: 1,
@@ -336,8 +405,8 @@ mod tests {
             "x"
         );
         assert_eq!(
-            err("group_id=1,type=all,bucket=weight:1,weight:2").position,
-            36
+            err("group_id=1,type=select,bucket=weight:1,weight:2").position,
+            39
         );
         assert_eq!(err("group_id=1,type=all,bucket=outptu:1").token, "outptu");
         assert_eq!(
@@ -350,6 +419,54 @@ mod tests {
         );
         assert_eq!(err("group_id=1,type=all,bucket").token, "bucket");
         assert_eq!(err("group_id=1,type=all,bucket=output(port=1").token, "(");
+        assert_eq!(err("group_id=any,type=all,bucket=output:1").token, "any");
+        assert_eq!(
+            err("group_id=4294967041,type=all,bucket=output:1").token,
+            "4294967041"
+        );
+    }
+
+    #[test]
+    fn buckets_as_ovs_ofctl_requires_them() {
+        for (text, token, says) in [
+            (
+                "group_id=1,type=indirect,bucket=output:1,bucket=output:2",
+                "bucket=output:2",
+                "exactly one",
+            ),
+            ("group_id=1,type=indirect", "", "exactly one"),
+            (
+                "group_id=1,type=ff,bucket=output:1",
+                "bucket=output:1",
+                "watch",
+            ),
+            (
+                "group_id=1,type=all,bucket=weight:2,output:1",
+                "bucket=weight:2",
+                "weigh",
+            ),
+            (
+                "group_id=1,type=all,bucket=watch_port:1,output:1",
+                "bucket=watch_port:1",
+                "watch",
+            ),
+        ] {
+            let e = parse_group(text).unwrap_err();
+            assert_eq!(e.token, token, "{text}");
+            assert!(e.message.contains(says), "{text}: {e}");
+        }
+        // A bucket starts with no tag: mod_vlan_vid pushes one.
+        let gm = parse_group("group_id=1,type=all,bucket=mod_vlan_vid:5,output:1").unwrap();
+        assert_eq!(gm.buckets[0].actions.len(), 3);
+        assert_eq!(
+            gm.buckets[0].actions[0],
+            Action::PushVlan { ethertype: 0x8100 }
+        );
+        // Nothing is known in a bucket, so nothing is checked against it.
+        assert!(parse_group("group_id=1,type=all,bucket=set_field:10.0.0.1->ip_src").is_ok());
+        assert!(parse_group("group_id=1,type=all,bucket=pop_vlan,output:1").is_ok());
+        assert!(parse_group("delete group_id=all").is_ok());
+        assert!(parse_group("group_id=4294967040,type=all,bucket=output:1").is_ok());
         for text in [
             "",
             "bucket=",

@@ -34,42 +34,66 @@
 //! assert_eq!((e.token.as_str(), e.position), ("eth_dts", 10));
 //! ```
 //!
+//! * Printing as `ovs-ofctl` prints (the text of `dump-flows`,
+//!   `dump-groups`, `dump-meters`): [`ovs`].
+//!
 //! # Match fields
 //!
 //! Pieces are separated by commas or white space. A match field is
-//! `NAME=VALUE` or `NAME=VALUE/MASK` (only on maskable fields).
+//! `NAME=VALUE` or `NAME=VALUE/MASK` (only on maskable fields). Every field
+//! name and alias of ovs-fields(7) that OpenFlow 1.3 encodes is taken, and
+//! means what it means to Open vSwitch (the same OpenFlow message; the test
+//! tests/flowtext_ovs compares the two on a corpus written from the
+//! manual pages).
 //!
 //! * Names: every OXM name (`in_port`, `eth_dst`, `vlan_vid`, `ipv4_src`,
-//!   `tcp_dst`, `mpls_label`, `pbb_uca`, ...) and the classic ovs names
+//!   `tcp_dst`, `mpls_label`, `pbb_uca`, ...) and Open vSwitch's names
 //!   `dl_src`, `dl_dst`, `dl_type`, `dl_vlan` (12-bit VID, sets
-//!   OFPVID_PRESENT; `0xffff` = no tag), `dl_vlan_pcp`, `nw_src`/`nw_dst`
-//!   (`arp_spa`/`arp_tpa` in an ARP or RARP match, else IPv4), `nw_proto`
-//!   (`arp_op` in an ARP match, else `ip_proto`), `nw_tos` (TOS byte; its
-//!   ECN bits are ignored, stored as `ip_dscp`), `nw_ecn`, `tp_src`/`tp_dst`
-//!   (tcp/udp/sctp by the match's `ip_proto`, which must be there),
-//!   `icmp_type`/`icmp_code` (ICMPv6 in an IPv6 match, else ICMPv4),
-//!   `tun_id`, `ipv6_label`, `nd_target`, `nd_sll`, `nd_tll`.
+//!   OFPVID_PRESENT; `0xffff` = no tag), `dl_vlan_pcp`, `vlan_tci`
+//!   (16-bit PCP|CFI|VID with an optional mask, as `vlan_vid` and
+//!   `vlan_pcp`; the CFI bit is "a tag is present"), `nw_src`/`nw_dst` and
+//!   `ip_src`/`ip_dst` (`arp_spa`/`arp_tpa` in an ARP or RARP match, else
+//!   IPv4), `nw_proto` (`arp_op` in an ARP match, else `ip_proto`),
+//!   `nw_tos` (TOS byte; its ECN bits are ignored, stored as `ip_dscp`),
+//!   `nw_ecn`, `tp_src`/`tp_dst` (tcp/udp/sctp by the match's `ip_proto`,
+//!   which must be there), `icmp_type`/`icmp_code` (ICMPv6 in an IPv6
+//!   match, else ICMPv4), `tun_id`/`tunnel_id`, `in_port_oxm`,
+//!   `ipv6_label`, `nd_target`, `nd_sll`, `nd_tll`.
 //! * Shorthands: `ip`, `ipv6`, `arp`, `rarp`, `mpls`, `mplsm`, `icmp`,
 //!   `tcp`, `udp`, `sctp`, `icmp6`, `tcp6`, `udp6`, `sctp6` insert
 //!   `eth_type` (and `ip_proto`) where they stand.
-//! * Values: decimal or `0x` hex numbers no wider than the field; MACs
+//! * Values: decimal or `0x` hex numbers no wider than the field (Open
+//!   vSwitch silently cuts wider ones; here they are errors); MACs
 //!   `aa:bb:cc:dd:ee:ff`; IPv4/IPv6 literals; port names (`LOCAL`,
-//!   `CONTROLLER`, `IN_PORT`, `ANY`, `ALL`, `FLOOD`, `NORMAL`, `TABLE`) for
-//!   `in_port`/`in_phy_port`. Masks: numbers, MACs, and for IP fields an
-//!   address or a prefix length (`10.0.0.0/8`, `2001:db8::/32`). Value bits
-//!   outside the mask are cleared.
+//!   `CONTROLLER`, `IN_PORT`, `ANY`, `ALL`, `FLOOD`, `NORMAL`, `TABLE`)
+//!   and, as ovs-ofctl reads them, the OpenFlow 1.0 numbers of those ports
+//!   in decimal (`65534` is `LOCAL`; `0xfffe` is port 65534). Masks:
+//!   numbers, MACs, and for IP fields an address or a prefix length
+//!   (`10.0.0.0/8`, `2001:db8::/32`). Value bits outside the mask are
+//!   cleared; an all-ones mask is no mask, an all-zeros one no field.
+//! * `vlan_pcp` without a VID implies "a tag is present"
+//!   (`vlan_vid=0x1000/0x1000`), as in Open vSwitch. Every field needs its
+//!   prerequisites in the match (`nw_src` needs `ip`): where Open vSwitch
+//!   drops such a field and logs it, this refuses the flow.
 //! * Opaque (non-basic) OXMs: `oxm=CLASS:FIELD:HASMASK:HEXBODY`, e.g.
 //!   `oxm=0xffff:5:0:00002320aabb` (a fulmar extension).
 //!
 //! Fields keep the order of the text; a field may appear once.
+//! Open vSwitch's extension fields (registers, conntrack, tunnel metadata,
+//! `nw_ttl`, `ip_frag`, `tcp_flags`, ...) have no OpenFlow 1.3 OXM and are
+//! unknown fields here.
 //!
 //! # Round trips
 //!
-//! For every structure the syntax can express (values within their
-//! fields' widths and of their fields' kinds, no mask on a non-maskable
-//! field or in a `set_field`, no field twice, no cookie mask on an add),
-//! `parse(format(x)) == x`. Errors never panic: every [`ParseError`] names
-//! the offending token and its byte offset.
+//! For every structure a switch would install (a match with its
+//! prerequisites and masks neither all ones nor all zeros, actions
+//! consistent with it, at most one instruction of each kind, no cookie
+//! mask on an add), `parse(format(x)) == x`. What else parses comes back
+//! up to the normalizations above and three more: an output's `max_len`
+//! is kept only for CONTROLLER (OpenFlow 1.3 ignores it elsewhere), an
+//! empty write-actions is no instruction, a meter band's burst size only
+//! with the burst flag. Errors never panic: every [`ParseError`] names the
+//! offending token and its byte offset.
 
 pub mod actions;
 mod error;
@@ -79,6 +103,7 @@ pub mod group;
 mod lexer;
 mod match_text;
 pub mod meter;
+pub mod ovs;
 #[cfg(test)]
 mod proptests;
 mod value;
@@ -116,7 +141,7 @@ pub fn format_match(m: &Match) -> String {
 /// are refused here: without a match there is no `ip_proto` to pick the
 /// field by.
 pub fn parse_actions(text: &str) -> Result<Vec<Action>, ParseError> {
-    actions::parse_action_list(Tok::whole(text), actions::Context::default())
+    actions::parse_action_list(Tok::whole(text), &mut actions::Packet::default())
 }
 
 /// Prints an action list (`drop` when empty).
@@ -130,7 +155,7 @@ pub fn format_actions(list: &[Action]) -> String {
 
 /// Parses what follows `actions=` in a flow into instructions.
 pub fn parse_instructions(text: &str) -> Result<Vec<Instruction>, ParseError> {
-    actions::parse_instructions(Tok::whole(text), actions::Context::default())
+    actions::parse_instructions(Tok::whole(text), &mut actions::Packet::default())
 }
 
 /// Prints instructions as they follow `actions=` in [`format_flow`].

@@ -8,12 +8,17 @@
 //! `type=dscp_remark,rate=R[,burst_size=B][,prec_level=P]`,
 //! `type=experimenter,rate=R[,burst_size=B],experimenter=ID[,data=HEX]`.
 //! `meter` is required; `rate` is required in every band; other values
-//! default to 0. No flags are implied (ovs-ofctl assumes kbps; here the
-//! flags are exactly the words written).
+//! default to 0. As ovs-ofctl requires, an add or modify names one unit
+//! (`kbps` or `pktps`; raw `flags=` instead says exactly which bits, a
+//! fulmar spelling), has bands, and is not meter 0; every band has a rate
+//! above 0, `burst_size` exactly when the meter has the `burst` flag, and
+//! a `dscp_remark` band its `prec_level`. Meter numbers above 0xffff0000
+//! are the names only.
 //!
 //! Canonical printed form: the command word and a space unless add,
-//! `meter=N`, the flag words, `flags=0x..` for unnamed bits, and
-//! `bands=` with each band as `type=T,rate=R,burst_size=B` plus
+//! `meter=N`, the flag words, `flags=0x..` for unnamed bits (and
+//! `flags=0x0` when there is no unit), and `bands=` with each band as
+//! `type=T,rate=R` plus `burst_size=B` with the burst flag, and
 //! `prec_level=P` or `experimenter=0xID,data=HEX` (no `bands=` when there
 //! are none).
 
@@ -68,6 +73,7 @@ pub fn parse_meter_command(text: &str, command: MeterModCommand) -> Result<Meter
         }
     }
     let mut id_seen = false;
+    let mut id_tok: Option<Tok<'_>> = None;
     let mut flags_seen = false;
     let mut bands: Option<Tok<'_>> = None;
     for &piece in pieces {
@@ -105,6 +111,7 @@ pub fn parse_meter_command(text: &str, command: MeterModCommand) -> Result<Meter
                 return Err(key.err("duplicate key \"meter\""));
             }
             id_seen = true;
+            id_tok = Some(v);
             mm.meter_id = match METER_NAMES.iter().find(|(n, _)| *n == v.text) {
                 Some(&(_, id)) => id,
                 None => parse_u32(v, "a meter id")?,
@@ -120,8 +127,38 @@ pub fn parse_meter_command(text: &str, command: MeterModCommand) -> Result<Meter
     if !id_seen {
         return Err(ParseError::new("missing \"meter=\"", "", text.len()));
     }
+    let end = Tok {
+        text: "",
+        pos: text.len(),
+    };
     if let Some(b) = bands {
-        mm.bands = parse_bands(b)?;
+        mm.bands = parse_bands(b, mm.flags & mf::BURST != 0)?;
+    }
+    if mm.command != MeterModCommand::Delete {
+        // As ovs-ofctl requires: a unit (unless raw flags= say exactly
+        // which bits), at least one band, a real meter number.
+        let unit = mm.flags & (mf::KBPS | mf::PKTPS);
+        if unit == 0 && !flags_seen {
+            return Err(end.err("a meter needs its unit: kbps or pktps"));
+        }
+        if unit == mf::KBPS | mf::PKTPS {
+            return Err(end.err("a meter has one unit: kbps or pktps, not both"));
+        }
+        if mm.bands.is_empty() {
+            return Err(end.err("a meter needs bands=type=...,rate=..."));
+        }
+        if mm.meter_id == 0 {
+            return Err(id_tok
+                .unwrap_or(end)
+                .err("meter 0 does not exist (meters count from 1)"));
+        }
+    }
+    if mm.meter_id > meter_no::MAX && !METER_NAMES.iter().any(|&(_, id)| id == mm.meter_id) {
+        return Err(id_tok.unwrap_or(end).err(format!(
+            "meter {} is above the largest, {}",
+            mm.meter_id,
+            meter_no::MAX
+        )));
     }
     Ok(mm)
 }
@@ -132,7 +169,9 @@ struct BandText<'a> {
     pairs: Vec<(Tok<'a>, Tok<'a>)>,
 }
 
-fn parse_bands(t: Tok<'_>) -> Result<Vec<MeterBand>, ParseError> {
+/// Parses the bands; `burst` says whether the meter has the burst flag,
+/// which each band's `burst_size` goes with.
+fn parse_bands(t: Tok<'_>, burst: bool) -> Result<Vec<MeterBand>, ParseError> {
     let mut texts: Vec<BandText<'_>> = Vec::new();
     for piece in split_list(t)? {
         let (key, value) = key_value(piece);
@@ -153,10 +192,10 @@ fn parse_bands(t: Tok<'_>) -> Result<Vec<MeterBand>, ParseError> {
         }
         band.pairs.push((key, v));
     }
-    texts.into_iter().map(parse_band).collect()
+    texts.into_iter().map(|b| parse_band(b, burst)).collect()
 }
 
-fn parse_band(b: BandText<'_>) -> Result<MeterBand, ParseError> {
+fn parse_band(b: BandText<'_>, burst: bool) -> Result<MeterBand, ParseError> {
     let allowed: &[&str] = match b.ty.text {
         "drop" => &["rate", "burst_size"],
         "dscp_remark" => &["rate", "burst_size", "prec_level"],
@@ -185,6 +224,25 @@ fn parse_band(b: BandText<'_>) -> Result<MeterBand, ParseError> {
         }
     }
     let rate = rate.ok_or_else(|| b.ty.err(format!("{} band needs rate=", b.ty.text)))?;
+    if rate == 0 {
+        return Err(b.ty.err(format!("{} band needs a rate above 0", b.ty.text)));
+    }
+    let has = |key: &str| b.pairs.iter().find(|(k, _)| k.text == key).map(|(k, _)| *k);
+    match (burst, has("burst_size")) {
+        (false, Some(k)) => {
+            return Err(k.err("burst_size goes with the meter's burst flag"));
+        }
+        (true, None) => {
+            return Err(b.ty.err(format!(
+                "{} band needs burst_size= (the meter has the burst flag)",
+                b.ty.text
+            )));
+        }
+        _ => {}
+    }
+    if b.ty.text == "dscp_remark" && has("prec_level").is_none() {
+        return Err(b.ty.err("dscp_remark band needs prec_level="));
+    }
     Ok(match b.ty.text {
         "drop" => MeterBand::Drop { rate, burst_size },
         "dscp_remark" => MeterBand::DscpRemark {
@@ -216,22 +274,33 @@ pub fn format_meter(mm: &MeterMod) -> String {
             named |= bit;
         }
     }
-    if mm.flags & !named != 0 {
+    // Raw flags= for bits without a word, and (as flags=0x0) when there
+    // is no unit, which the words alone would have to name.
+    if mm.flags & !named != 0 || mm.flags & (mf::KBPS | mf::PKTPS) == 0 {
         parts.push(format!("flags=0x{:x}", mm.flags & !named));
     }
+    let burst = mm.flags & mf::BURST != 0;
+    let bs = |b: &u32| {
+        if burst {
+            format!(",burst_size={b}")
+        } else {
+            String::new()
+        }
+    };
     let bands: Vec<String> = mm
         .bands
         .iter()
         .map(|b| match b {
             MeterBand::Drop { rate, burst_size } => {
-                format!("type=drop,rate={rate},burst_size={burst_size}")
+                format!("type=drop,rate={rate}{}", bs(burst_size))
             }
             MeterBand::DscpRemark {
                 rate,
                 burst_size,
                 prec_level,
             } => format!(
-                "type=dscp_remark,rate={rate},burst_size={burst_size},prec_level={prec_level}"
+                "type=dscp_remark,rate={rate}{},prec_level={prec_level}",
+                bs(burst_size)
             ),
             MeterBand::Experimenter {
                 rate,
@@ -239,7 +308,8 @@ pub fn format_meter(mm: &MeterMod) -> String {
                 experimenter,
                 data,
             } => format!(
-                "type=experimenter,rate={rate},burst_size={burst_size},experimenter=0x{experimenter:x},data={}",
+                "type=experimenter,rate={rate}{},experimenter=0x{experimenter:x},data={}",
+                bs(burst_size),
                 format_hex_bytes(data)
             ),
         })
@@ -292,17 +362,18 @@ mod tests {
     #[test]
     fn several_bands_and_kinds() {
         let mm = parse_meter(
-            "meter=2 pktps bands=type=drop,rate=10 type=dscp_remark,rate=5,prec_level=1,burst_size=3 \
-             type=experimenter,rate=1,experimenter=0x2320,data=0102",
+            "meter=2 pktps burst bands=type=drop,rate=10,burst_size=9 \
+             type=dscp_remark,rate=5,prec_level=1,burst_size=3 \
+             type=experimenter,rate=1,experimenter=0x2320,data=0102,burst_size=0",
         )
         .unwrap();
-        assert_eq!(mm.flags, mf::PKTPS);
+        assert_eq!(mm.flags, mf::PKTPS | mf::BURST);
         assert_eq!(
             mm.bands,
             vec![
                 MeterBand::Drop {
                     rate: 10,
-                    burst_size: 0
+                    burst_size: 9
                 },
                 MeterBand::DscpRemark {
                     rate: 5,
@@ -332,17 +403,75 @@ mod tests {
             MeterModCommand::Modify,
             MeterModCommand::Delete,
         ] {
-            for flags in [0, 0xf, 0x30, 0xffff] {
+            // No unit is written as raw flags=; one unit, with or without
+            // the burst flag (then each band has its burst_size).
+            for flags in [0, 0x30, 0x1, 0x2 | 0x8, 0x1 | 0x4, 0xfffd] {
+                let burst_size = if flags & mf::BURST != 0 { 2 } else { 0 };
                 round_trip(&MeterMod {
                     command,
                     flags,
                     meter_id: 77,
-                    bands: vec![],
+                    bands: vec![MeterBand::Drop {
+                        rate: 5,
+                        burst_size,
+                    }],
                 });
             }
         }
-        let mm = parse_meter_command("meter=3", MeterModCommand::Modify).unwrap();
+        round_trip(&MeterMod {
+            command: MeterModCommand::Delete,
+            flags: 0,
+            meter_id: 77,
+            bands: vec![],
+        });
+        let mm = parse_meter_command(
+            "meter=3,kbps,bands=type=drop,rate=1",
+            MeterModCommand::Modify,
+        )
+        .unwrap();
         assert_eq!(mm.command, MeterModCommand::Modify);
+        assert_eq!(
+            format_meter(&MeterMod { flags: 0, ..mm }),
+            "modify meter=3,flags=0x0,bands=type=drop,rate=1"
+        );
+    }
+
+    #[test]
+    fn meters_as_ovs_ofctl_requires_them() {
+        for (text, token, says) in [
+            ("meter=1,bands=type=drop,rate=1", "", "kbps or pktps"),
+            ("meter=1,kbps,pktps,bands=type=drop,rate=1", "", "one unit"),
+            ("meter=1,kbps", "", "bands"),
+            ("meter=1,kbps,bands=type=drop,rate=0", "drop", "above 0"),
+            (
+                "meter=1,kbps,bands=type=drop,rate=1,burst_size=2",
+                "burst_size",
+                "burst flag",
+            ),
+            (
+                "meter=1,kbps,burst,bands=type=drop,rate=1",
+                "drop",
+                "burst_size",
+            ),
+            (
+                "meter=1,kbps,bands=type=dscp_remark,rate=1",
+                "dscp_remark",
+                "prec_level",
+            ),
+            ("meter=0,kbps,bands=type=drop,rate=1", "0", "meter 0"),
+            (
+                "meter=4294901761,kbps,bands=type=drop,rate=1",
+                "4294901761",
+                "largest",
+            ),
+        ] {
+            let e = parse_meter(text).unwrap_err();
+            assert_eq!(e.token, token, "{text}");
+            assert!(e.message.contains(says), "{text}: {e}");
+        }
+        // Deleting needs none of it.
+        assert!(parse_meter("delete meter=all").is_ok());
+        assert!(parse_meter("meter=controller,pktps,bands=type=drop,rate=10").is_ok());
     }
 
     fn err(text: &str) -> ParseError {

@@ -1,12 +1,18 @@
-//! Property tests across the crate: every expressible structure prints and
-//! parses back equal; no input panics a parser; every error points at its
-//! token.
+//! Property tests across the crate: every structure the syntax expresses
+//! prints and parses back equal; whatever else parses comes back as the
+//! same structure up to the documented normalizations (masks as Open
+//! vSwitch encodes them, an output's max_len only for CONTROLLER, no empty
+//! write-actions, burst sizes only with the burst flag); no input panics a
+//! parser; every error points at its token.
 
 use crate::*;
+use ofp::consts::{group_no, meter_no, port_no};
+use ofp::meter_mod::meter_flags as mf;
+use ofp::oxm::OFPVID_PRESENT;
 use ofp::strategies::{arb_actions, arb_instruction, arb_instructions, arb_match, arb_valid_match};
 use ofp::{
-    Bucket, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType, Instruction, Match,
-    MeterBand, MeterMod, MeterModCommand, Oxm,
+    Action, Bucket, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType, Instruction,
+    Match, MeterBand, MeterMod, MeterModCommand, Oxm, OxmField, OxmValue,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -19,8 +25,8 @@ fn identity(o: &Oxm) -> (u16, u8) {
     }
 }
 
-/// Any match the syntax expresses: a valid one, or an arbitrary one (opaque
-/// TLVs included) with repeated fields removed.
+/// Any match: a valid one, or an arbitrary one (opaque TLVs included)
+/// with repeated fields removed.
 fn arb_text_match() -> BoxedStrategy<Match> {
     let dedup = arb_match().prop_map(|m| {
         let mut fields: Vec<Oxm> = Vec::new();
@@ -44,11 +50,47 @@ fn arb_flow_command() -> impl Strategy<Value = FlowModCommand> {
     ])
 }
 
+fn is_delete(c: FlowModCommand) -> bool {
+    matches!(c, FlowModCommand::Delete | FlowModCommand::DeleteStrict)
+}
+
 /// Instruction lists: in pipeline order, or any order with repeats.
 fn arb_any_instructions() -> BoxedStrategy<Vec<Instruction>> {
     prop_oneof![arb_instructions(), vec(arb_instruction(), 0..5)].boxed()
 }
 
+/// A flow from the keys, match and instructions given.
+fn flow(
+    (command, cookie, cookie_mask, table_id): (FlowModCommand, u64, u64, u8),
+    (idle_timeout, hard_timeout, priority, buffer_id): (u16, u16, u16, u32),
+    (out_port, out_group, flags): (u32, u32, u16),
+    match_: Match,
+    instructions: Vec<Instruction>,
+) -> FlowMod {
+    FlowMod {
+        cookie,
+        // ovs (and this parser) refuse a cookie mask on add.
+        cookie_mask: if command == FlowModCommand::Add {
+            0
+        } else {
+            cookie_mask
+        },
+        table_id,
+        command,
+        idle_timeout,
+        hard_timeout,
+        priority,
+        buffer_id,
+        out_port,
+        out_group,
+        flags,
+        match_,
+        instructions,
+    }
+}
+
+/// Any flow, most of which the parser refuses (fields without their
+/// protocols, inconsistent actions, ...).
 fn arb_flow() -> impl Strategy<Value = FlowMod> {
     (
         (arb_flow_command(), any::<u64>(), any::<u64>(), any::<u8>()),
@@ -57,36 +99,282 @@ fn arb_flow() -> impl Strategy<Value = FlowMod> {
         arb_text_match(),
         arb_any_instructions(),
     )
+        .prop_map(|(a, b, c, m, i)| flow(a, b, c, m, i))
+}
+
+/// An action that is consistent whatever the packet (no set-field with a
+/// prerequisite, no pop, no TTL action, at most one VLAN push).
+fn arb_plain_action() -> BoxedStrategy<Action> {
+    let port = prop_oneof![
+        1u32..=port_no::MAX,
+        prop::sample::select(vec![
+            port_no::IN_PORT,
+            port_no::TABLE,
+            port_no::NORMAL,
+            port_no::FLOOD,
+            port_no::ALL,
+            port_no::LOCAL,
+            0xfffe,
+        ]),
+    ];
+    prop_oneof![
+        4 => port.prop_map(|port| Action::Output { port, max_len: 0 }),
+        1 => any::<u16>().prop_map(|max_len| Action::Output { port: port_no::CONTROLLER, max_len }),
+        1 => any::<u32>().prop_map(|group_id| Action::Group { group_id }),
+        1 => any::<u32>().prop_map(|queue_id| Action::SetQueue { queue_id }),
+        1 => prop::sample::select(vec![0x8847u16, 0x8848]).prop_map(|ethertype| Action::PushMpls { ethertype }),
+        1 => any::<u16>().prop_map(|ethertype| Action::PushPbb { ethertype }),
+        1 => Just(Action::CopyTtlIn),
+        1 => Just(Action::CopyTtlOut),
+        1 => any::<[u8; 6]>().prop_map(|m| Action::SetField {
+            field: Oxm::basic(OxmField::EthDst, OxmValue::Mac(ofp::MacAddr(m))),
+        }),
+        1 => any::<u64>().prop_map(|t| Action::SetField {
+            field: Oxm::basic(OxmField::TunnelId, OxmValue::U64(t)),
+        }),
+        1 => (any::<u32>(), vec(any::<u8>(), 0..3).prop_map(|n| n.repeat(8)))
+            .prop_map(|(experimenter, data)| Action::Experimenter { experimenter, data }),
+    ]
+    .boxed()
+}
+
+/// Actions consistent whatever the packet, with perhaps a VLAN push and a
+/// set-field of its VID or PCP after it.
+fn arb_plain_actions() -> BoxedStrategy<Vec<Action>> {
+    (vec(arb_plain_action(), 0..4), any::<Option<(bool, u16)>>())
+        .prop_map(|(mut actions, vlan)| {
+            if let Some((pcp, v)) = vlan {
+                actions.push(Action::PushVlan { ethertype: 0x8100 });
+                actions.push(Action::SetField {
+                    field: if pcp {
+                        Oxm::basic(OxmField::VlanPcp, OxmValue::U8((v & 7) as u8))
+                    } else {
+                        Oxm::basic(
+                            OxmField::VlanVid,
+                            OxmValue::U16(OFPVID_PRESENT | (v & 0xfff)),
+                        )
+                    },
+                });
+            }
+            actions
+        })
+        .boxed()
+}
+
+/// A flow the parser must take back exactly: a valid match in the form the
+/// parser gives it, consistent instructions (at most one of each), a
+/// table it may add to.
+fn arb_installable_flow() -> impl Strategy<Value = FlowMod> {
+    let opt = |s: BoxedStrategy<Instruction>| proptest::option::of(s);
+    let instructions = (
+        opt(any::<u32>()
+            .prop_map(|meter_id| Instruction::Meter { meter_id })
+            .boxed()),
+        opt(arb_plain_actions()
+            .prop_map(|actions| Instruction::ApplyActions { actions })
+            .boxed()),
+        opt(Just(Instruction::ClearActions).boxed()),
+        opt(vec(arb_plain_action(), 1..4)
+            .prop_map(|actions| Instruction::WriteActions { actions })
+            .boxed()),
+        opt((any::<u64>(), any::<u64>())
+            .prop_map(|(metadata, metadata_mask)| Instruction::WriteMetadata {
+                metadata,
+                metadata_mask,
+            })
+            .boxed()),
+        any::<Option<u8>>(),
+        any::<u64>(),
+    );
+    (
+        (arb_flow_command(), any::<u64>(), any::<u64>(), 0u8..=254),
+        (any::<u16>(), any::<u16>(), any::<u16>(), any::<u32>()),
+        (any::<u32>(), any::<u32>(), any::<u16>()),
+        arb_valid_match(),
+        instructions,
+    )
         .prop_map(
-            |(
-                (command, cookie, cookie_mask, table_id),
-                (idle_timeout, hard_timeout, priority, buffer_id),
-                (out_port, out_group, flags),
-                match_,
-                instructions,
-            )| FlowMod {
-                cookie,
-                // ovs (and this parser) refuse a cookie mask on add.
-                cookie_mask: if command == FlowModCommand::Add {
-                    0
-                } else {
-                    cookie_mask
-                },
-                table_id,
-                command,
-                idle_timeout,
-                hard_timeout,
-                priority,
-                buffer_id,
-                out_port,
-                out_group,
-                flags,
-                match_,
-                instructions,
+            |(a, b, c, m, (meter, apply, clear, write, md, goto, shuffle))| {
+                let table = a.3;
+                let mut list: Vec<Instruction> = [meter, apply, clear, write, md]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                if let Some(g) = goto.filter(|_| table < 254) {
+                    let table_id = table + 1 + g % (254 - table);
+                    list.push(Instruction::GotoTable { table_id });
+                }
+                // Any order: OpenFlow runs instructions in its own order.
+                if !list.is_empty() {
+                    let by = (shuffle % list.len() as u64) as usize;
+                    list.rotate_left(by);
+                }
+                let mut fm = flow(a, b, c, parse_match(&format_match(&m)).unwrap_or(m), list);
+                if is_delete(fm.command) && shuffle % 3 == 0 {
+                    fm.table_id = 255;
+                }
+                fm
             },
         )
 }
 
+/// What `fm` comes back as: masks as Open vSwitch encodes them (all ones:
+/// none; all zeros: no field; vlan_pcp brings its "tag present"), output
+/// max_len only for CONTROLLER, no empty write-actions.
+fn normalized_flow(fm: &FlowMod) -> FlowMod {
+    let mut fm = fm.clone();
+    let mut fields = Vec::new();
+    for o in fm.match_.fields {
+        match o {
+            Oxm::Basic {
+                field,
+                value,
+                mask: Some(m),
+            } => {
+                let bits = m.to_u128() & field.max_value();
+                if bits == field.max_value() {
+                    fields.push(Oxm::Basic {
+                        field,
+                        value,
+                        mask: None,
+                    });
+                } else if bits != 0 {
+                    fields.push(Oxm::Basic {
+                        field,
+                        value,
+                        mask: Some(m),
+                    });
+                }
+            }
+            o => fields.push(o),
+        }
+    }
+    let has = |fs: &[Oxm], f: OxmField| {
+        fs.iter()
+            .any(|o| matches!(o, Oxm::Basic { field, .. } if *field == f))
+    };
+    if has(&fields, OxmField::VlanPcp) && !has(&fields, OxmField::VlanVid) {
+        let at = fields
+            .iter()
+            .position(|o| {
+                matches!(
+                    o,
+                    Oxm::Basic {
+                        field: OxmField::VlanPcp,
+                        ..
+                    }
+                )
+            })
+            .unwrap_or(0);
+        let p = OxmValue::U16(OFPVID_PRESENT);
+        fields.insert(
+            at,
+            Oxm::Basic {
+                field: OxmField::VlanVid,
+                value: p,
+                mask: Some(p),
+            },
+        );
+    }
+    fm.match_ = Match { fields };
+    fm.instructions = fm
+        .instructions
+        .into_iter()
+        .filter(|i| !matches!(i, Instruction::WriteActions { actions } if actions.is_empty()))
+        .map(|i| match i {
+            Instruction::ApplyActions { actions } => Instruction::ApplyActions {
+                actions: normalized_actions(actions),
+            },
+            Instruction::WriteActions { actions } => Instruction::WriteActions {
+                actions: normalized_actions(actions),
+            },
+            i => i,
+        })
+        .collect();
+    fm
+}
+
+fn normalized_actions(actions: Vec<Action>) -> Vec<Action> {
+    actions
+        .into_iter()
+        .map(|a| match a {
+            Action::Output { port, .. } if port != port_no::CONTROLLER => {
+                Action::Output { port, max_len: 0 }
+            }
+            a => a,
+        })
+        .collect()
+}
+
+fn arb_bucket(group_type: GroupType) -> impl Strategy<Value = Bucket> {
+    (
+        any::<u16>(),
+        prop_oneof![Just(port_no::ANY), 1u32..100, Just(port_no::LOCAL)],
+        prop_oneof![Just(group_no::ANY), 0u32..100],
+        arb_plain_actions(),
+    )
+        .prop_map(move |(weight, watch_port, watch_group, actions)| {
+            let mut b = Bucket {
+                weight,
+                watch_port,
+                watch_group,
+                actions,
+            };
+            match group_type {
+                GroupType::Select => {}
+                GroupType::FastFailover => {
+                    b.weight = 0;
+                    if b.watch_port == port_no::ANY && b.watch_group == group_no::ANY {
+                        b.watch_port = 1;
+                    }
+                }
+                GroupType::All | GroupType::Indirect => {
+                    b.weight = 0;
+                    b.watch_port = port_no::ANY;
+                    b.watch_group = group_no::ANY;
+                }
+            }
+            b
+        })
+}
+
+fn arb_group_type() -> impl Strategy<Value = GroupType> {
+    prop::sample::select(vec![
+        GroupType::All,
+        GroupType::Select,
+        GroupType::Indirect,
+        GroupType::FastFailover,
+    ])
+}
+
+/// A group the parser must take back exactly.
+fn arb_valid_group() -> impl Strategy<Value = GroupMod> {
+    (
+        prop::sample::select(vec![
+            GroupModCommand::Add,
+            GroupModCommand::Modify,
+            GroupModCommand::Delete,
+        ]),
+        arb_group_type(),
+        prop_oneof![0u32..=group_no::MAX, Just(group_no::ALL)],
+        0usize..4,
+    )
+        .prop_flat_map(|(command, group_type, group_id, n)| {
+            let n = if group_type == GroupType::Indirect {
+                1
+            } else {
+                n
+            };
+            vec(arb_bucket(group_type), n).prop_map(move |buckets| GroupMod {
+                command,
+                group_type,
+                group_id,
+                buckets,
+            })
+        })
+}
+
+/// Any group, most of which the parser refuses.
 fn arb_group() -> impl Strategy<Value = GroupMod> {
     let bucket = (any::<u16>(), any::<u32>(), any::<u32>(), arb_actions()).prop_map(
         |(weight, watch_port, watch_group, actions)| Bucket {
@@ -102,12 +390,7 @@ fn arb_group() -> impl Strategy<Value = GroupMod> {
             GroupModCommand::Modify,
             GroupModCommand::Delete,
         ]),
-        prop::sample::select(vec![
-            GroupType::All,
-            GroupType::Select,
-            GroupType::Indirect,
-            GroupType::FastFailover,
-        ]),
+        arb_group_type(),
         any::<u32>(),
         vec(bucket, 0..4),
     )
@@ -119,11 +402,19 @@ fn arb_group() -> impl Strategy<Value = GroupMod> {
         })
 }
 
-fn arb_meter() -> impl Strategy<Value = MeterMod> {
-    let band = prop_oneof![
-        (any::<u32>(), any::<u32>())
+fn normalized_group(gm: &GroupMod) -> GroupMod {
+    let mut gm = gm.clone();
+    for b in &mut gm.buckets {
+        b.actions = normalized_actions(std::mem::take(&mut b.actions));
+    }
+    gm
+}
+
+fn arb_band() -> impl Strategy<Value = MeterBand> {
+    prop_oneof![
+        (1..=u32::MAX, any::<u32>())
             .prop_map(|(rate, burst_size)| MeterBand::Drop { rate, burst_size }),
-        (any::<u32>(), any::<u32>(), any::<u8>()).prop_map(|(rate, burst_size, prec_level)| {
+        (1..=u32::MAX, any::<u32>(), any::<u8>()).prop_map(|(rate, burst_size, prec_level)| {
             MeterBand::DscpRemark {
                 rate,
                 burst_size,
@@ -131,7 +422,7 @@ fn arb_meter() -> impl Strategy<Value = MeterMod> {
             }
         }),
         (
-            any::<u32>(),
+            1..=u32::MAX,
             any::<u32>(),
             any::<u32>(),
             vec(any::<u8>(), 0..16)
@@ -144,16 +435,66 @@ fn arb_meter() -> impl Strategy<Value = MeterMod> {
                     data,
                 }
             ),
-    ];
+    ]
+}
+
+fn arb_meter_command() -> impl Strategy<Value = MeterModCommand> {
+    prop::sample::select(vec![
+        MeterModCommand::Add,
+        MeterModCommand::Modify,
+        MeterModCommand::Delete,
+    ])
+}
+
+/// Burst sizes only with the burst flag.
+fn normalized_meter(mm: &MeterMod) -> MeterMod {
+    let mut mm = mm.clone();
+    if mm.flags & mf::BURST == 0 {
+        for b in &mut mm.bands {
+            match b {
+                MeterBand::Drop { burst_size, .. }
+                | MeterBand::DscpRemark { burst_size, .. }
+                | MeterBand::Experimenter { burst_size, .. } => *burst_size = 0,
+            }
+        }
+    }
+    mm
+}
+
+/// A meter the parser must take back exactly: one unit (or none, which the
+/// text writes as raw flags), bands with a rate, a real meter number.
+fn arb_valid_meter() -> impl Strategy<Value = MeterMod> {
     (
-        prop::sample::select(vec![
-            MeterModCommand::Add,
-            MeterModCommand::Modify,
-            MeterModCommand::Delete,
-        ]),
+        arb_meter_command(),
+        any::<u16>(),
+        prop_oneof![
+            1..=meter_no::MAX,
+            prop::sample::select(vec![
+                meter_no::SLOWPATH,
+                meter_no::CONTROLLER,
+                meter_no::ALL
+            ])
+        ],
+        vec(arb_band(), 1..4),
+    )
+        .prop_map(|(command, flags, meter_id, bands)| {
+            let flags = if flags & 3 == 3 { flags & !2 } else { flags };
+            normalized_meter(&MeterMod {
+                command,
+                flags,
+                meter_id,
+                bands,
+            })
+        })
+}
+
+/// Any meter, some of which the parser refuses.
+fn arb_meter() -> impl Strategy<Value = MeterMod> {
+    (
+        arb_meter_command(),
         any::<u16>(),
         any::<u32>(),
-        vec(band, 0..4),
+        vec(arb_band(), 0..4),
     )
         .prop_map(|(command, flags, meter_id, bands)| MeterMod {
             command,
@@ -246,7 +587,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn flows_print_and_parse_back(fm in arb_flow()) {
+    fn installable_flows_print_and_parse_back(fm in arb_installable_flow()) {
         let text = format_flow(&fm);
         let back = parse_flow(&text);
         prop_assert_eq!(back.as_ref().map_err(|e| (e.to_string(), text.clone())), Ok(&fm));
@@ -254,23 +595,57 @@ proptest! {
     }
 
     #[test]
-    fn groups_print_and_parse_back(gm in arb_group()) {
+    fn any_flow_comes_back_normalized_or_is_refused(fm in arb_flow()) {
+        let text = format_flow(&fm);
+        match parse_flow(&text) {
+            Ok(back) => prop_assert_eq!(back, normalized_flow(&fm), "{}", text),
+            Err(e) => prop_assert!(points_at_token(&text, &e), "{:?} {:?}", text, e),
+        }
+    }
+
+    #[test]
+    fn valid_groups_print_and_parse_back(gm in arb_valid_group()) {
         let text = format_group(&gm);
         let back = parse_group(&text);
         prop_assert_eq!(back.as_ref().map_err(|e| (e.to_string(), text.clone())), Ok(&gm));
     }
 
     #[test]
-    fn meters_print_and_parse_back(mm in arb_meter()) {
+    fn any_group_comes_back_normalized_or_is_refused(gm in arb_group()) {
+        let text = format_group(&gm);
+        match parse_group(&text) {
+            Ok(back) => prop_assert_eq!(back, normalized_group(&gm), "{}", text),
+            Err(e) => prop_assert!(points_at_token(&text, &e), "{:?} {:?}", text, e),
+        }
+    }
+
+    #[test]
+    fn valid_meters_print_and_parse_back(mm in arb_valid_meter()) {
         let text = format_meter(&mm);
         let back = parse_meter(&text);
         prop_assert_eq!(back.as_ref().map_err(|e| (e.to_string(), text.clone())), Ok(&mm));
     }
 
     #[test]
-    fn files_of_printed_flows_parse_back(flows in vec(arb_flow(), 0..5)) {
+    fn any_meter_comes_back_normalized_or_is_refused(mm in arb_meter()) {
+        let text = format_meter(&mm);
+        match parse_meter(&text) {
+            Ok(back) => prop_assert_eq!(back, normalized_meter(&mm), "{}", text),
+            Err(e) => prop_assert!(points_at_token(&text, &e), "{:?} {:?}", text, e),
+        }
+    }
+
+    #[test]
+    fn files_of_printed_flows_parse_back(flows in vec(arb_installable_flow(), 0..5)) {
         let text: String = flows.iter().map(|f| format_flow(f) + "\n# comment\n\n").collect();
         prop_assert_eq!(parse_flow_file(&text).map_err(|(l, e)| (l, e.to_string())), Ok(flows));
+    }
+
+    #[test]
+    fn ovs_printing_never_panics(fm in arb_flow(), gm in arb_group(), mm in arb_meter()) {
+        let _ = ovs::format_flow(&fm);
+        let _ = ovs::format_group(&gm);
+        let _ = ovs::format_meter(&mm);
     }
 
     #[test]

@@ -74,7 +74,10 @@ pub(crate) fn port_by_name(name: &str) -> Option<u32> {
         .map(|&(_, p)| p)
 }
 
-/// Parses a port: a number or a reserved port name.
+/// Parses a port: a number or a reserved port name. In decimal, the
+/// OpenFlow 1.0 numbers of the reserved ports, 65280 to 65535, mean those
+/// ports (65534 is `LOCAL`, 65533 `CONTROLLER`), as ovs-ofctl reads them;
+/// in hex (`0xfffe`) a number is always the port of that number.
 pub(crate) fn parse_port(t: Tok<'_>) -> Result<u32, ParseError> {
     if let Some(p) = port_by_name(t.text) {
         return Ok(p);
@@ -82,16 +85,25 @@ pub(crate) fn parse_port(t: Tok<'_>) -> Result<u32, ParseError> {
     if !t.text.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(t.err(format!("{} is not a port number or name", t.quoted())));
     }
-    parse_u32(t, "a port")
+    let p = parse_u32(t, "a port")?;
+    let decimal = !t.text.starts_with("0x") && !t.text.starts_with("0X");
+    Ok(match p {
+        0xff00..=0xffff if decimal => p | 0xffff_0000,
+        _ => p,
+    })
 }
 
-/// Prints a port: its reserved name, else the number in decimal.
+/// Prints a port: its reserved name, else the number in decimal (in hex
+/// for 65280-65535, which in decimal would mean reserved ports).
 pub(crate) fn format_port(p: u32) -> String {
     PORT_NAMES
         .iter()
         .find(|&&(_, n)| n == p)
         .map(|(name, _)| name.to_string())
-        .unwrap_or_else(|| p.to_string())
+        .unwrap_or_else(|| match p {
+            0xff00..=0xffff => format!("{p:#x}"),
+            _ => p.to_string(),
+        })
 }
 
 /// Parses a group number or `all` / `any`.
