@@ -299,6 +299,14 @@ def test_ovs_appctl_and_ovs_ofctl_over_the_sockets(net, fulmar_bin, tmp_path):
         # A flow added over the management socket shows in fulmar ctl.
         assert ofctl("add-flow", live.mgmt(), "table=0,priority=5,ip,actions=drop").returncode == 0
         assert "priority=5" in live.ctl("dump-flows", "br0").stdout
+        # ... printed as ovs-ofctl prints it (but for its reply header and
+        # the ages, which move).
+        def entries(text):
+            return [re.sub(r"duration=[\d.]+s", "duration=D", line) for line in text.splitlines() if "actions=" in line]
+        assert entries(live.ctl("dump-flows", "br0").stdout) == entries(ofctl("dump-flows", live.mgmt()).stdout)
+        assert ofctl("add-group", live.mgmt(), "group_id=7,type=all,bucket=actions=output:1").returncode == 0
+        assert live.ctl("dump-groups", "br0").stdout.strip() == \
+            ofctl("dump-groups", live.mgmt()).stdout.split("\n", 1)[1].strip()
     finally:
         rc, out, err = live.stop()
     assert rc == 0, err

@@ -242,16 +242,10 @@ impl Ctl {
         let MultipartReplyBody::Flow { stats } = self.multipart(bridge, &req)? else {
             return Err("unexpected reply".into());
         };
+        // As `ovs-ofctl dump-flows` prints them.
         let mut s = String::new();
         for f in stats {
-            let (duration_sec, duration_nsec) = (f.duration_sec, f.duration_nsec);
-            let (packet_count, byte_count) = (f.packet_count, f.byte_count);
-            let text = flowtext::format_flow(&f.into_flow_mod());
-            let _ = writeln!(
-                s,
-                " duration={duration_sec}.{:03}s, n_packets={packet_count}, n_bytes={byte_count}, {text}",
-                duration_nsec / 1_000_000,
-            );
+            let _ = writeln!(s, " {}", flowtext::ovs::format_flow_stats(&f));
         }
         Ok(s)
     }
@@ -265,7 +259,7 @@ impl Ctl {
         };
         let mut s = String::new();
         for g in groups {
-            let _ = writeln!(s, " {}", flowtext::format_group(&g.into_group_mod()));
+            let _ = writeln!(s, " {}", flowtext::ovs::format_group_desc(&g));
         }
         Ok(s)
     }
@@ -280,7 +274,7 @@ impl Ctl {
         };
         let mut s = String::new();
         for m in configs {
-            let _ = writeln!(s, " {}", flowtext::format_meter(&m.into_meter_mod()));
+            let _ = writeln!(s, "{}", flowtext::ovs::format_meter_config(&m));
         }
         Ok(s)
     }
