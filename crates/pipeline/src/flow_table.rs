@@ -191,18 +191,49 @@ pub struct TablesConfig {
     /// Number of tables, 1..=255 (ids `0..n_tables`; 0 is treated as 1).
     pub n_tables: u8,
     /// Most entries one table holds; an ADD beyond it fails with
-    /// `FLOW_MOD_FAILED/TABLE_FULL`.
+    /// `FLOW_MOD_FAILED/TABLE_FULL`. At most [`MAX_TABLE_ENTRIES`].
     pub max_entries: usize,
+    /// A memory budget for the entries of all tables, in bytes (0: none):
+    /// an ADD that would take [`Tables::memory_estimate`] past it fails
+    /// with `FLOW_MOD_FAILED/TABLE_FULL`.
+    pub max_bytes: usize,
     /// Which output ports actions may name.
     pub policy: ActionPolicy,
 }
 
+/// The most entries one table can hold: its lookup index names an entry's
+/// slot in 24 bits. The default limit, so that nothing below what memory
+/// holds refuses an entry unless configured to.
+pub const MAX_TABLE_ENTRIES: usize = 1 << 24;
+
+/// What one entry costs besides its match fields and instructions, for
+/// [`Tables::memory_estimate`]: the entry record, its compiled form, the
+/// strict and id indexes and the classifier's slot, measured at about
+/// 600 bytes for a two-field gateway entry at 1M entries (the
+/// `bytes_per_rule` test).
+pub const ENTRY_BYTES: usize = 480;
+
+/// The estimated memory of an entry with `match_` and `instructions`.
+fn entry_bytes(match_: &Match, instructions: &[ofp::Instruction]) -> usize {
+    use ofp::Instruction as I;
+    let actions: usize = instructions
+        .iter()
+        .map(|i| match i {
+            I::ApplyActions { actions } | I::WriteActions { actions } => actions.len(),
+            _ => 0,
+        })
+        .sum();
+    ENTRY_BYTES + 48 * match_.fields.len() + 40 * instructions.len() + 40 * actions
+}
+
 impl Default for TablesConfig {
-    /// 255 tables of a million entries each, no `OFPP_NORMAL`.
+    /// 255 tables of up to [`MAX_TABLE_ENTRIES`] entries each, no memory
+    /// budget, no `OFPP_NORMAL`.
     fn default() -> Self {
         TablesConfig {
             n_tables: 255,
-            max_entries: 1 << 20,
+            max_entries: MAX_TABLE_ENTRIES,
+            max_bytes: 0,
             policy: ActionPolicy::default(),
         }
     }
@@ -914,6 +945,8 @@ pub struct Tables {
     group_refs: Arc<HashMap<u32, BTreeSet<FlowId>>>,
     meter_refs: Arc<HashMap<u32, BTreeSet<FlowId>>>,
     instance: u64,
+    /// [`Tables::memory_estimate`].
+    bytes: usize,
 }
 
 impl Default for Tables {
@@ -938,6 +971,7 @@ impl Tables {
             group_refs: Arc::default(),
             meter_refs: Arc::default(),
             instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
+            bytes: 0,
         }
     }
 
@@ -990,6 +1024,12 @@ impl Tables {
     /// Number of entries forwarding to `group`.
     pub fn group_ref_count(&self, group: u32) -> usize {
         self.group_refs.get(&group).map_or(0, BTreeSet::len)
+    }
+
+    /// The estimated memory of every entry (see [`ENTRY_BYTES`]): what a
+    /// memory budget ([`TablesConfig::max_bytes`]) is checked against.
+    pub fn memory_estimate(&self) -> usize {
+        self.bytes
     }
 
     /// Number of entries using `meter`.
@@ -1072,8 +1112,19 @@ impl Tables {
         }
         let slot = (fm.priority, key);
         let existing = table.find_key(slot.0, &slot.1);
+        let max_entries = max_entries.min(MAX_TABLE_ENTRIES);
         if existing.is_none() && table.entries.len() >= max_entries {
             return Err(fm_failed(FlowModFailedCode::TableFull));
+        }
+        if self.config.max_bytes > 0 {
+            let freed = existing
+                .and_then(|id| table.entry(id))
+                .map_or(0, |e| entry_bytes(&e.match_, &e.instructions));
+            let after =
+                self.bytes - freed.min(self.bytes) + entry_bytes(&fm.match_, &fm.instructions);
+            if after > self.config.max_bytes {
+                return Err(fm_failed(FlowModFailedCode::TableFull));
+            }
         }
         // From here on nothing can fail.
         let (priority, key) = slot;
@@ -1225,6 +1276,7 @@ impl Tables {
     /// and that its (priority, key) slot is free.
     fn attach(&mut self, e: FlowEntry) {
         let id = e.id;
+        self.bytes += entry_bytes(&e.match_, &e.instructions);
         for g in e.groups() {
             Arc::make_mut(&mut self.group_refs)
                 .entry(g)
@@ -1245,6 +1297,9 @@ impl Tables {
     fn detach(&mut self, id: FlowId) -> Option<FlowEntry> {
         let t = self.location.write(LocOp::Remove(id))?;
         let e = self.write(t, TableOp::Take(id)).0?;
+        self.bytes = self
+            .bytes
+            .saturating_sub(entry_bytes(&e.match_, &e.instructions));
         for g in e.groups() {
             unref(Arc::make_mut(&mut self.group_refs), g, id);
         }
@@ -1613,7 +1668,7 @@ mod tests {
                 tables: Tables::new(TablesConfig {
                     n_tables,
                     max_entries,
-                    policy: ActionPolicy::default(),
+                    ..TablesConfig::default()
                 }),
                 groups: Groups::new(GroupsConfig::default()),
                 meters: Meters::new(MetersConfig::default()),
@@ -1792,6 +1847,35 @@ mod tests {
         assert!(sw.ok(&add(0, 1, vec![in_port(2)], 5), Time(0)).replaced);
         sw.ok(&add(1, 1, vec![in_port(3)], 2), Time(0));
         assert_eq!(sw.tables.len(), 3);
+    }
+
+    #[test]
+    fn a_memory_budget_refuses_new_entries_past_it_and_counts_replacements() {
+        let mut sw = Switch::new(2, MAX_TABLE_ENTRIES);
+        let one = entry_bytes(
+            &Match {
+                fields: vec![in_port(1)],
+            },
+            &output(2),
+        );
+        sw.tables.config.max_bytes = 3 * one + one / 2;
+        for p in 1..=3 {
+            sw.ok(&add(0, 10, vec![in_port(p)], 2), Time(0));
+        }
+        assert_eq!(sw.tables.memory_estimate(), 3 * one);
+        sw.refuse(
+            &add(1, 10, vec![in_port(4)], 2),
+            fmf(FlowModFailedCode::TableFull),
+        );
+        // Replacing an entry frees what it held first.
+        sw.ok(&add(0, 10, vec![in_port(3)], 5), Time(1));
+        // Deleting makes room.
+        let mut del = flow(FlowModCommand::DeleteStrict, 0, 10, vec![in_port(1)]);
+        del.out_port = port_no::ANY;
+        del.out_group = group_no::ANY;
+        sw.ok(&del, Time(2));
+        assert_eq!(sw.tables.memory_estimate(), 2 * one);
+        sw.ok(&add(1, 10, vec![in_port(4)], 2), Time(3));
     }
 
     #[test]

@@ -30,7 +30,9 @@ pub mod switch_state;
 pub mod validate;
 
 pub use flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
-pub use flow_table::{any_flow, FlowFilter, FlowModOutcome, FlowPos, Tables, TablesConfig};
+pub use flow_table::{
+    any_flow, FlowFilter, FlowModOutcome, FlowPos, Tables, TablesConfig, MAX_TABLE_ENTRIES,
+};
 pub use group_table::{Groups, GroupsConfig};
 pub use match_key::MatchKey;
 pub use meter_table::{Meter, MeterVerdict, Meters, MetersConfig};

@@ -140,6 +140,7 @@ pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchSta
         TablesConfig {
             n_tables: br.n_tables,
             max_entries: br.flow_table_capacity as usize,
+            max_bytes: (br.flow_memory_limit_mib as usize) << 20,
             ..TablesConfig::default()
         },
         GroupsConfig::default(),
@@ -322,16 +323,16 @@ impl BridgeRt {
         self.threads().wake_all();
     }
 
-    /// Publishes the control side's tables to the workers and wakes them;
-    /// returns the version.
+    /// Publishes the control side's tables to the workers; returns the
+    /// version. No thread is woken: a busy worker takes the version
+    /// between bursts, a sleeping one (parked, holding none) before its
+    /// next burst.
     pub(crate) fn publish(&self, c: &Control) -> u64 {
-        let v = self.publisher.publish(Snapshot {
+        self.publisher.publish(Snapshot {
             state: c.dp.state.clone(),
             ports: c.dp.ports.clone(),
             config: c.dp.config.clone(),
-        });
-        self.wake_all();
-        v
+        })
     }
 
     /// Asks every worker to hand over its counters now and waits (at most

@@ -3,9 +3,13 @@
 //! Every controller operation runs on the bridge's control side (its own
 //! [`pipeline::datapath::Datapath`], under a mutex only control code
 //! takes); mutating ones publish a new snapshot the workers pick up between
-//! bursts. BARRIER waits until every worker uses the newest version, so a
-//! flow mod acknowledged by a barrier reply is in force for every packet
-//! the workers read after it. Flow-mods are published once per agent batch
+//! bursts. BARRIER waits until every worker uses the newest version or is
+//! parked (asleep for want of input, holding no version: it takes the
+//! newest before its next burst), so a flow mod acknowledged by a barrier
+//! reply is in force for every packet the workers read after it. A worker
+//! that never catches up (stalled) holds the reply back for as long as it
+//! does, with a warning in the log every two seconds: the reply is never
+//! sent early. Flow-mods are published once per agent batch
 //! ([`Switch::flush`]: the channel went quiet, a barrier, or a second of
 //! continuous stream), not one by one. Statistics first collect the
 //! workers' counters; port statistics add the drops the dataplane made
@@ -32,8 +36,9 @@ use crate::bridge::{BridgeRt, Control};
 /// Longest a statistics request waits for the workers' counters.
 const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
 
-/// Longest a BARRIER waits for the workers.
-const BARRIER_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a BARRIER that waits for a worker says so in the log (it
+/// keeps waiting: a reply would claim what is not true).
+const BARRIER_WARN_EVERY: Duration = Duration::from_secs(2);
 
 /// The MAC address of an interface (from sysfs), or a locally administered
 /// one made from the port number.
@@ -231,11 +236,32 @@ impl Switch for BridgeSwitch {
     fn barrier(&self) -> impl Future<Output = ()> + Send {
         self.flush();
         let publisher = self.b.publisher.clone();
-        let version = publisher.current().0;
+        let version = publisher.version();
+        // Sleeping workers are parked and count as caught up: with idle
+        // workers this answers at once, without a thread hand-off.
+        let done = publisher.caught_up(version);
+        let bridge = self.b.name.clone();
         async move {
-            let _ =
-                tokio::task::spawn_blocking(move || publisher.barrier(version, BARRIER_TIMEOUT))
-                    .await;
+            if done {
+                return;
+            }
+            let waited = tokio::task::spawn_blocking(move || {
+                let started = std::time::Instant::now();
+                while !publisher.barrier(version, BARRIER_WARN_EVERY) {
+                    tracing::warn!(
+                        bridge = %bridge,
+                        version,
+                        waited_s = started.elapsed().as_secs(),
+                        "a BARRIER waits for a worker that has not taken the new tables \
+                         (stalled?); it is answered once every worker has"
+                    );
+                }
+            })
+            .await;
+            if waited.is_err() {
+                // The wait was cancelled (shutdown): never claim completion.
+                std::future::pending::<()>().await;
+            }
         }
     }
 
