@@ -40,8 +40,8 @@
 //!   effect, any other bit is `TABLE_MOD_FAILED/BAD_CONFIG`. A table id
 //!   we do not have (other than `OFPTT_ALL`) is `BAD_TABLE`.
 
-use crate::datapath::exec_field_settable;
-use crate::flow_table::Tables;
+use crate::tables::compiled::exec_field_settable;
+use crate::tables::Tables;
 use ofp::action::action_type as at;
 use ofp::consts::table_no;
 use ofp::error::{TableFeaturesFailedCode, TableModFailedCode};
@@ -361,7 +361,7 @@ pub fn check_table_mod(tables: &Tables, tm: &TableMod) -> Result<(), OfpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::TablesConfig;
+    use crate::tables::TablesConfig;
     use proptest::prelude::*;
 
     #[test]

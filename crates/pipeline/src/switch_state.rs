@@ -8,11 +8,11 @@
 
 use crate::datapath::Counters;
 use crate::features;
-use crate::flow_entry::FlowRemoved;
-use crate::flow_table::{FlowModOutcome, Tables, TablesConfig};
-use crate::group_table::{Groups, GroupsConfig};
-use crate::meter_table::{Meters, MetersConfig};
-use crate::port_table::PortTable;
+use crate::model::flow_entry::FlowRemoved;
+use crate::tables::groups::{Groups, GroupsConfig};
+use crate::tables::meters::{Meters, MetersConfig};
+use crate::tables::port_table::PortTable;
+use crate::tables::{FlowModOutcome, Tables, TablesConfig};
 use crate::Time;
 use ofp::multipart::{Desc, MultipartReplyBody, MultipartRequestBody};
 use ofp::{FlowMod, GroupMod, MeterMod, OfpError, Port, PortMod, QueueGetConfigReply, TableMod};
@@ -163,7 +163,7 @@ impl SwitchState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::any_flow;
+    use crate::tables::any_flow;
     use ofp::consts::{group_no, meter_no};
     use ofp::error::{BadRequestCode, MeterModFailedCode};
     use ofp::meter_mod::meter_flags;
@@ -319,7 +319,7 @@ mod tests {
 mod wire_tests {
     use super::*;
     use crate::datapath::Counters;
-    use crate::port_table::QueueConfig;
+    use crate::tables::port_table::QueueConfig;
     use ofp::consts::{port_no, table_no, OFPQ_ALL};
     use ofp::error::{
         PortModFailedCode, QueueOpFailedCode, TableFeaturesFailedCode, TableModFailedCode,

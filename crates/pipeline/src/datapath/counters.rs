@@ -29,7 +29,7 @@
 //! [`crate::Groups::add_counts`], [`crate::Meters::add_counts`]), never one
 //! call per packet.
 
-use crate::flow_entry::FlowId;
+use crate::model::flow_entry::FlowId;
 use crate::SwitchState;
 use crate::Time;
 use std::collections::HashMap;

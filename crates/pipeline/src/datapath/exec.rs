@@ -13,7 +13,7 @@
 //!   only marks it stale, and whatever reads fields next (a set-field, a
 //!   push_mpls, a TTL action, a lookup, a select group) parses once.
 //! - An entry hit by slot whose compiled form exists
-//!   ([`super::fast::FastEntry`]) runs from that one cache line
+//!   ([`crate::tables::compiled::FastEntry`]) runs from that one cache line
 //!   (`Exec::fast_entry`), through the same rewrite and error handling as
 //!   the general path (`rewrite`, `Exec::after_action`); tracing always
 //!   takes the general path.
@@ -26,16 +26,17 @@
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;
 use super::counters::{Counters, HotCounters};
-use super::fast::{FastEntry, FastOp, Rewrite};
 use super::lookup::Classifier;
 use super::ports::Ports;
 use super::worker::LocalMeters;
 use super::OFPC_INVALID_TTL_TO_CONTROLLER;
 use super::{BurstOutput, DatapathConfig, PacketInEvent, TraceEvent, TxPacket};
-use crate::flow_entry::FlowEntry;
-use crate::flow_table::Tables;
-use crate::group_table::Groups;
-use crate::meter_table::{MeterVerdict, Meters};
+use crate::model::flow_entry::FlowEntry;
+use crate::tables::compiled::field_value;
+use crate::tables::compiled::{FastEntry, FastOp, Rewrite};
+use crate::tables::groups::Groups;
+use crate::tables::meters::{MeterVerdict, Meters};
+use crate::tables::Tables;
 use crate::Time;
 use ofp::action::OFPCML_NO_BUFFER;
 use ofp::consts::{group_no, port_no, OFP_NO_BUFFER};
@@ -197,60 +198,6 @@ pub(super) struct Exec<'a> {
     pub trace: Option<&'a mut Vec<TraceEvent>>,
     pub out: &'a mut BurstOutput,
     pub now: Time,
-}
-
-fn mac_of(v: u128) -> [u8; 6] {
-    let b = v.to_be_bytes();
-    let mut m = [0u8; 6];
-    if let Some(src) = b.get(10..16) {
-        m.copy_from_slice(src);
-    }
-    m
-}
-
-/// The packet rewrite for a set-field of `f` to `v` (`None` for fields
-/// that are not packet bytes).
-pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
-    use FieldValue as F;
-    let f8 = f as u8;
-    Some(match f8 {
-        field::ETH_DST => F::EthDst(mac_of(v)),
-        field::ETH_SRC => F::EthSrc(mac_of(v)),
-        field::ETH_TYPE => F::EthType(v as u16),
-        field::VLAN_VID => F::VlanVid(v as u16),
-        field::VLAN_PCP => F::VlanPcp(v as u8),
-        field::IP_DSCP => F::IpDscp(v as u8),
-        field::IP_ECN => F::IpEcn(v as u8),
-        field::IP_PROTO => F::IpProto(v as u8),
-        field::IPV4_SRC => F::Ipv4Src(v as u32),
-        field::IPV4_DST => F::Ipv4Dst(v as u32),
-        field::TCP_SRC => F::TcpSrc(v as u16),
-        field::TCP_DST => F::TcpDst(v as u16),
-        field::UDP_SRC => F::UdpSrc(v as u16),
-        field::UDP_DST => F::UdpDst(v as u16),
-        field::SCTP_SRC => F::SctpSrc(v as u16),
-        field::SCTP_DST => F::SctpDst(v as u16),
-        field::ICMPV4_TYPE => F::Icmpv4Type(v as u8),
-        field::ICMPV4_CODE => F::Icmpv4Code(v as u8),
-        field::ARP_OP => F::ArpOp(v as u16),
-        field::ARP_SPA => F::ArpSpa(v as u32),
-        field::ARP_TPA => F::ArpTpa(v as u32),
-        field::ARP_SHA => F::ArpSha(mac_of(v)),
-        field::ARP_THA => F::ArpTha(mac_of(v)),
-        field::IPV6_SRC => F::Ipv6Src(v),
-        field::IPV6_DST => F::Ipv6Dst(v),
-        field::IPV6_FLABEL => F::Ipv6Flabel(v as u32),
-        field::ICMPV6_TYPE => F::Icmpv6Type(v as u8),
-        field::ICMPV6_CODE => F::Icmpv6Code(v as u8),
-        field::IPV6_ND_TARGET => F::Ipv6NdTarget(v),
-        field::IPV6_ND_SLL => F::Ipv6NdSll(mac_of(v)),
-        field::IPV6_ND_TLL => F::Ipv6NdTll(mac_of(v)),
-        field::MPLS_LABEL => F::MplsLabel(v as u32),
-        field::MPLS_TC => F::MplsTc(v as u8),
-        field::MPLS_BOS => F::MplsBos(v as u8),
-        field::PBB_ISID => F::PbbIsid(v as u32),
-        _ => return None,
-    })
 }
 
 /// Applies a header rewrite to the packet's bytes and keeps the key

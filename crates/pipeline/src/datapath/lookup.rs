@@ -10,21 +10,11 @@
 //! mask; a field the packet lacks (TCP ports of a UDP packet, VLAN_PCP of
 //! an untagged frame) never matches.
 
-use crate::flow_entry::FlowEntry;
-use crate::flow_table::{FlowTable, Tables};
-use crate::match_key::MatchKey;
+use crate::model::flow_entry::FlowEntry;
+use crate::tables::Tables;
 use packet::flow_key::FlowKey;
 
-/// True when every field of `key` is present in `packet` and equal to the
-/// entry's value under its mask.
-pub fn matches(key: &MatchKey, packet: &FlowKey) -> bool {
-    key.fields()
-        .iter()
-        .all(|f| match packet.get(f.field as u8) {
-            Some(v) => v & f.mask == f.value,
-            None => false,
-        })
-}
+pub use crate::tables::linear::{matches, LinearScan};
 
 /// A per-table lookup: the entry of `table` that `packet` hits, if any.
 ///
@@ -32,7 +22,7 @@ pub fn matches(key: &MatchKey, packet: &FlowKey) -> bool {
 /// priorities the implementation must pick deterministically (the linear
 /// scan picks the oldest entry, the one with the smallest [`FlowId`]).
 ///
-/// [`FlowId`]: crate::flow_entry::FlowId
+/// [`FlowId`]: crate::model::flow_entry::FlowId
 pub trait Classifier {
     /// The entry of table `table_id` of `tables` that `packet` hits.
     fn lookup<'t>(
@@ -72,30 +62,6 @@ impl Classifier for FastClassifier {
     }
 }
 
-/// The simple, obviously correct classifier: scans every entry of the
-/// table. O(entries) per lookup; the reference the fast classifier is
-/// tested against.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LinearScan;
-
-impl LinearScan {
-    /// The best entry of one table.
-    pub fn lookup_table<'t>(table: &'t FlowTable, packet: &FlowKey) -> Option<&'t FlowEntry> {
-        let mut best: Option<&FlowEntry> = None;
-        for e in table.entries() {
-            // Entries come in installation (id) order, so a strict `>`
-            // keeps the oldest among equal priorities.
-            if best.is_some_and(|b| e.priority <= b.priority) {
-                continue;
-            }
-            if matches(&e.key, packet) {
-                best = Some(e);
-            }
-        }
-        best
-    }
-}
-
 impl Classifier for LinearScan {
     fn lookup<'t>(
         &self,
@@ -106,68 +72,5 @@ impl Classifier for LinearScan {
         tables
             .table(table_id)
             .and_then(|t| Self::lookup_table(t, packet))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ofp::{Match, Oxm, OxmField, OxmValue};
-
-    fn key(fields: Vec<Oxm>) -> MatchKey {
-        MatchKey::new(&Match { fields }).unwrap()
-    }
-
-    fn udp_key() -> FlowKey {
-        let mut k = FlowKey::default();
-        k.set_metadata_fields(3, 3, 0xff00, 0);
-        k.present |= (1 << 5) | (1 << 10) | (1 << 15) | (1 << 16);
-        k.eth_type = 0x0800;
-        k.ip_proto = 17;
-        k.tp_src = 53;
-        k.tp_dst = 1000;
-        k
-    }
-
-    #[test]
-    fn exact_masked_and_absent_fields() {
-        let p = udp_key();
-        assert!(matches(&key(vec![]), &p));
-        assert!(matches(
-            &key(vec![Oxm::basic(OxmField::InPort, OxmValue::U32(3))]),
-            &p
-        ));
-        assert!(!matches(
-            &key(vec![Oxm::basic(OxmField::InPort, OxmValue::U32(4))]),
-            &p
-        ));
-        assert!(matches(
-            &key(vec![Oxm::masked(
-                OxmField::Metadata,
-                OxmValue::U64(0x0f00),
-                OxmValue::U64(0x0f00)
-            )]),
-            &p
-        ));
-        assert!(!matches(
-            &key(vec![Oxm::masked(
-                OxmField::Metadata,
-                OxmValue::U64(0x00f0),
-                OxmValue::U64(0x00f0)
-            )]),
-            &p
-        ));
-        let udp = key(vec![
-            Oxm::basic(OxmField::EthType, OxmValue::U16(0x0800)),
-            Oxm::basic(OxmField::IpProto, OxmValue::U8(17)),
-            Oxm::basic(OxmField::UdpSrc, OxmValue::U16(53)),
-        ]);
-        assert!(matches(&udp, &p));
-        let tcp = key(vec![
-            Oxm::basic(OxmField::EthType, OxmValue::U16(0x0800)),
-            Oxm::basic(OxmField::IpProto, OxmValue::U8(6)),
-            Oxm::basic(OxmField::TcpSrc, OxmValue::U16(53)),
-        ]);
-        assert!(!matches(&tcp, &p), "TCP fields are absent from UDP");
     }
 }

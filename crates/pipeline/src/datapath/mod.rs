@@ -46,7 +46,7 @@ pub mod action_set;
 pub mod buffers;
 pub mod counters;
 mod exec;
-pub mod fast;
+
 pub mod lookup;
 pub mod ports;
 #[cfg(test)]
@@ -65,8 +65,8 @@ pub use worker::{
     CACHE_WINDOW, DEFAULT_FLOW_CACHE,
 };
 
-use crate::flow_entry::FlowId;
-use crate::meter_table::MeterVerdict;
+use crate::model::flow_entry::FlowId;
+use crate::tables::meters::MeterVerdict;
 use crate::{SwitchState, Time};
 use ofp::{Action, OfpError, PacketOut};
 use packet::buffer::PacketBuf;
@@ -430,7 +430,7 @@ impl Datapath {
     /// Errors: `BAD_REQUEST/BAD_PORT` for an `in_port` that is neither a
     /// standard port, LOCAL nor CONTROLLER; `BAD_REQUEST/BUFFER_UNKNOWN`
     /// for a buffer id the pool does not hold; the action errors of
-    /// [`crate::validate::validate_action_list`] (output to TABLE allowed
+    /// [`crate::tables::validate::validate_action_list`] (output to TABLE allowed
     /// here).
     pub fn packet_out(&mut self, po: &PacketOut, now: Time) -> Result<BurstOutput, OfpError> {
         let mut out = BurstOutput::default();
@@ -473,11 +473,4 @@ pub(crate) fn subtract(a: &mut DropCounters, b: &DropCounters) {
     a.group_drop = a.group_drop.saturating_sub(b.group_drop);
     a.packet_in_blocked = a.packet_in_blocked.saturating_sub(b.packet_in_blocked);
     a.no_output = a.no_output.saturating_sub(b.no_output);
-}
-
-/// Whether a set-field action on `f` is carried out by the executor (a
-/// settable field the packet rewriter knows, or the pipeline field
-/// `tunnel_id`). Used to derive the table features.
-pub(crate) fn exec_field_settable(f: ofp::OxmField) -> bool {
-    f.settable() && (f == ofp::OxmField::TunnelId || exec::field_value(f, 0).is_some())
 }

@@ -2,10 +2,10 @@
 //! packets built byte by byte, outputs checked by parsing them again.
 
 use super::*;
-use crate::flow_entry::FlowId;
-use crate::flow_table::TablesConfig;
-use crate::group_table::GroupsConfig;
-use crate::meter_table::MetersConfig;
+use crate::model::flow_entry::FlowId;
+use crate::tables::groups::GroupsConfig;
+use crate::tables::meters::MetersConfig;
+use crate::tables::TablesConfig;
 use ofp::action::OFPCML_NO_BUFFER;
 use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::error::BadActionCode;

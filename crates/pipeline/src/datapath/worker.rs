@@ -26,7 +26,7 @@
 //!    (`FlowTable::lookup_burst_slots`, which prefetches the classifier's
 //!    slots); the answer is an entry *slot*;
 //! 3. prefetch, in passes: the compiled entries
-//!    ([`super::fast::FastEntry`], one cache line each), then the flow
+//!    ([`crate::tables::compiled::FastEntry`], one cache line each), then the flow
 //!    counters, then for entries that did not compile the full entries,
 //!    their instruction lists and their action lists;
 //! 4. execute each packet (`Exec::pipeline_first`); later tables are
@@ -45,7 +45,7 @@
 //! their own pass 3.7; compiled entries 5.2; no key copies 7.1; port
 //! vector and cache back-off 10.0; the key updated in place after
 //! rewrites instead of parsed again ~10.5; the gateway's three rewrites
-//! fused into one six-byte write ([`super::fast::FastOp::VlanToMpls`])
+//! fused into one six-byte write ([`crate::tables::compiled::FastOp::VlanToMpls`])
 //! 12.2-14.4 (70-82 ns/packet). The classifier alone does 41-44 Mpps on
 //! this table, so about 50 ns/packet are still spent around the lookup:
 //! the one parse, the flow-counter and compiled-entry misses (one memory
@@ -90,7 +90,7 @@ use super::exec::{Exec, Pkt, NO_COOKIE};
 use super::lookup::{Classifier, FastClassifier};
 use super::ports::Ports;
 use super::{subtract, BurstOutput, DatapathConfig, TraceEvent};
-use crate::meter_table::{Meter, MeterVerdict, Meters};
+use crate::tables::meters::{Meter, MeterVerdict, Meters};
 use crate::{SwitchState, Time};
 use classifier::{CacheStats, Deps, FlowCache};
 use ofp::consts::{port_no, OFP_NO_BUFFER};
@@ -267,7 +267,7 @@ pub struct WorkerState {
     /// `cache_capacity` 0 disables it.
     cache: Option<FlowCache<Option<u32>>>,
     cache_capacity: usize,
-    /// The [`crate::flow_table::Tables::instance`] the cache's generations
+    /// The [`crate::tables::Tables::instance`] the cache's generations
     /// belong to.
     cache_instance: u64,
     /// Stats of caches dropped by [`WorkerState::set_flow_cache`].
@@ -437,7 +437,7 @@ impl WorkerState {
     /// ([`Classifier::uses_table_index`], the default), every packet is
     /// parsed first; table 0's hits come from the flow cache or, for the
     /// packets it does not answer, from one burst lookup
-    /// ([`crate::flow_table::FlowTable::lookup_burst`], which prefetches);
+    /// ([`crate::tables::FlowTable::lookup_burst`], which prefetches);
     /// later tables are looked up packet by packet as instructions lead
     /// there.
     ///
@@ -532,7 +532,7 @@ impl WorkerState {
     /// compile the full entries; then those entries' instruction lists;
     /// then their action lists. The counters wait for the second pass:
     /// issued with the first, they found the miss buffers full.
-    fn prefetch_hits(&self, t0: &crate::flow_table::FlowTable, first: &[Option<Option<u32>>]) {
+    fn prefetch_hits(&self, t0: &crate::tables::FlowTable, first: &[Option<Option<u32>>]) {
         let slots = || first.iter().filter_map(|f| f.flatten());
         let general = |s: u32| t0.is_general(s);
         for s in slots() {
@@ -572,7 +572,7 @@ impl WorkerState {
     fn first_hits(
         &mut self,
         view: &PipelineView<'_>,
-        t0: &crate::flow_table::FlowTable,
+        t0: &crate::tables::FlowTable,
         sc: &mut Scratch,
     ) {
         let tables = &view.state.tables;
@@ -705,7 +705,7 @@ impl WorkerState {
             ) {
                 continue;
             }
-            crate::validate::validate_action_list(
+            crate::tables::validate::validate_action_list(
                 std::slice::from_ref(a),
                 None,
                 &|g| groups.contains(g),

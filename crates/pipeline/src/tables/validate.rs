@@ -39,7 +39,7 @@
 //!   meter that does not exist: `METER_MOD_FAILED/UNKNOWN_METER`, the
 //!   spec's code for a meter id that names no meter.
 
-use crate::match_key::{full_mask, prerequisite_met, value_bits, MatchKey};
+use crate::model::match_key::{full_mask, prerequisite_met, value_bits, MatchKey};
 use ofp::consts::port_no;
 use ofp::error::{BadActionCode, BadInstructionCode, MeterModFailedCode};
 use ofp::{Action, Instruction, OfpError, Oxm, OxmField};

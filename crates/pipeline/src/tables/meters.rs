@@ -46,8 +46,8 @@
 //! * Deleting a meter removes the flows using it
 //!   ([`crate::RemovalReason::MeterDelete`]).
 
-use crate::flow_entry::FlowRemoved;
-use crate::flow_table::Tables;
+use crate::model::flow_entry::FlowRemoved;
+use crate::tables::Tables;
 use crate::Time;
 use ofp::consts::meter_no;
 use ofp::error::MeterModFailedCode;
@@ -574,8 +574,8 @@ impl Meters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::TablesConfig;
-    use crate::group_table::Groups;
+    use crate::tables::groups::Groups;
+    use crate::tables::TablesConfig;
     use ofp::{FlowMod, Instruction};
     use proptest::prelude::*;
 

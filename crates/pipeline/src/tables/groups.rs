@@ -32,9 +32,9 @@
 //!   one (spec §6.5): counters and duration restart; flows and groups that
 //!   forward to it keep doing so.
 
-use crate::flow_entry::FlowRemoved;
-use crate::flow_table::Tables;
-use crate::validate::{validate_action_list, ActionPolicy};
+use crate::model::flow_entry::FlowRemoved;
+use crate::tables::validate::{validate_action_list, ActionPolicy};
+use crate::tables::Tables;
 use crate::Time;
 use ofp::consts::{group_no, port_no};
 use ofp::error::GroupModFailedCode;
@@ -405,8 +405,8 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::TablesConfig;
-    use crate::meter_table::Meters;
+    use crate::tables::meters::Meters;
+    use crate::tables::TablesConfig;
     use ofp::error::BadActionCode;
     use ofp::{FlowMod, Instruction, Oxm, OxmField, OxmValue};
 

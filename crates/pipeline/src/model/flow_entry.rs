@@ -2,7 +2,7 @@
 //! cookie, timeouts, flags and counters, and the FLOW_REMOVED event it
 //! produces when it leaves its table.
 
-use crate::match_key::MatchKey;
+use crate::model::match_key::MatchKey;
 use crate::{Time, COUNTER_UNAVAILABLE};
 use ofp::flow_mod::flow_mod_flags;
 use ofp::{Action, Instruction, Match};

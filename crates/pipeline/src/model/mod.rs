@@ -1,0 +1,5 @@
+//! The model: flow entries, matches and time as plain data.
+
+pub mod flow_entry;
+pub mod match_key;
+pub mod time;

@@ -1,0 +1,24 @@
+//! Timeouts (spec 1.3.5 §5.5): removing entries whose idle or hard
+//! timeout has run out.
+
+use super::*;
+
+impl Tables {
+    /// Removes every entry whose idle or hard timeout has run out at `now`,
+    /// returning FLOW_REMOVED events for those installed with
+    /// SEND_FLOW_REM (all expired entries are removed).
+    pub fn expire(&mut self, now: Time) -> Vec<FlowRemoved> {
+        let due: Vec<(FlowId, RemovalReason)> = self
+            .tables
+            .iter()
+            .map(Dual::get)
+            .flat_map(|t| t.entries())
+            .filter_map(|e| e.expired(now).map(|r| (e.id, r)))
+            .collect();
+        let mut events = Vec::new();
+        for (id, reason) in due {
+            events.extend(self.remove_ids(&[id], reason, now));
+        }
+        events
+    }
+}
