@@ -25,13 +25,14 @@
 
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;
-use super::counters::{Counters, HotCounters};
+use super::config::DatapathConfig;
+use super::config::OFPC_INVALID_TTL_TO_CONTROLLER;
+use super::counters::{Counters, DropReason, HotCounters};
+use super::local_meters::LocalMeters;
 use super::lookup::Classifier;
-use super::ports::Ports;
-use super::worker::LocalMeters;
-use super::OFPC_INVALID_TTL_TO_CONTROLLER;
-use super::{BurstOutput, DatapathConfig, PacketInEvent, TraceEvent, TxPacket};
+use super::output::{BurstOutput, PacketInEvent, TraceEvent, TxPacket};
 use crate::model::flow_entry::FlowEntry;
+use crate::model::ports::Ports;
 use crate::tables::compiled::field_value;
 use crate::tables::compiled::{FastEntry, FastOp, Rewrite};
 use crate::tables::groups::Groups;
@@ -303,6 +304,15 @@ pub(super) fn flow_hash(k: &FlowKey) -> u64 {
 }
 
 impl<'a> Exec<'a> {
+    /// Counts a drop for `reason` (and traces it).
+    #[inline]
+    fn dropped(&mut self, reason: DropReason) {
+        self.out.drops.bump(reason);
+        self.trace(|| TraceEvent::Drop {
+            reason: reason.name(),
+        });
+    }
+
     fn trace(&mut self, ev: impl FnOnce() -> TraceEvent) {
         if let Some(t) = self.trace.as_deref_mut() {
             t.push(ev());
@@ -360,8 +370,7 @@ impl<'a> Exec<'a> {
                 });
             }
             let Some(e) = entry else {
-                self.out.drops.no_match += 1;
-                self.trace(|| TraceEvent::Drop { reason: "no_match" });
+                self.dropped(DropReason::NoMatch);
                 return;
             };
             let len = pkt.buf.len() as u64;
@@ -627,7 +636,8 @@ impl<'a> Exec<'a> {
                 Err(Stopped)
             }
             Some(_) => {
-                self.out.drops.action_failed += 1;
+                // Not a drop of the packet: the trace shows the action's error.
+                self.out.drops.bump(DropReason::ActionFailed);
                 Ok(())
             }
         }
@@ -751,10 +761,7 @@ impl<'a> Exec<'a> {
     }
 
     fn invalid_ttl(&mut self, pkt: &Pkt) {
-        self.out.drops.invalid_ttl += 1;
-        self.trace(|| TraceEvent::Drop {
-            reason: "invalid_ttl",
-        });
+        self.dropped(DropReason::InvalidTtl);
         if self.config.flags & OFPC_INVALID_TTL_TO_CONTROLLER != 0 {
             self.packet_in(
                 pkt,
@@ -783,7 +790,7 @@ impl<'a> Exec<'a> {
         match verdict {
             MeterVerdict::Pass => Ok(()),
             MeterVerdict::Drop { .. } => {
-                self.out.drops.meter_drop += 1;
+                self.dropped(DropReason::MeterDrop);
                 Err(Stopped)
             }
             MeterVerdict::DscpRemark { prec_level, .. } => {
@@ -806,10 +813,7 @@ impl<'a> Exec<'a> {
         let g = match groups.get(id) {
             Some(g) if depth < self.config.max_group_depth => g,
             _ => {
-                self.out.drops.group_drop += 1;
-                self.trace(|| TraceEvent::Drop {
-                    reason: "group_drop",
-                });
+                self.dropped(DropReason::GroupDrop);
                 return;
             }
         };
@@ -844,7 +848,7 @@ impl<'a> Exec<'a> {
                         self.counters.bucket_hit(id, i, len);
                         self.bucket(pkt, b, depth);
                     }
-                    None => self.out.drops.group_drop += 1,
+                    None => self.dropped(DropReason::GroupDrop),
                 }
             }
         }
@@ -923,7 +927,7 @@ impl<'a> Exec<'a> {
             port_no::IN_PORT => match pkt.in_port {
                 p if p <= port_no::MAX => self.send(pkt, p),
                 port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
-                _ => self.out.drops.unsupported_output += 1,
+                _ => self.dropped(DropReason::UnsupportedOutput),
             },
             port_no::ALL | port_no::FLOOD => {
                 let ports = self.ports;
@@ -949,10 +953,7 @@ impl<'a> Exec<'a> {
             port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
             port_no::TABLE if pkt.packet_out => self.pipeline(pkt.clone(), 0),
             _ => {
-                self.out.drops.unsupported_output += 1;
-                self.trace(|| TraceEvent::Drop {
-                    reason: "unsupported_output",
-                });
+                self.dropped(DropReason::UnsupportedOutput);
             }
         }
     }
@@ -961,11 +962,8 @@ impl<'a> Exec<'a> {
         if self.ports.can_send(p) {
             self.tx(pkt, p);
         } else {
-            self.out.drops.port_down += 1;
             self.hot.port(self.counters, p).tx_dropped += 1;
-            self.trace(|| TraceEvent::Drop {
-                reason: "port_down",
-            });
+            self.dropped(DropReason::PortDown);
         }
     }
 
@@ -1011,7 +1009,7 @@ impl<'a> Exec<'a> {
     /// to `max_len` when buffered.
     pub fn packet_in(&mut self, pkt: &Pkt, reason: u8, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.in_port) {
-            self.out.drops.packet_in_blocked += 1;
+            self.dropped(DropReason::PacketInBlocked);
             return;
         }
         // The frame as it would leave a port: padded with zeros to its

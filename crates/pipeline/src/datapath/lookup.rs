@@ -11,10 +11,10 @@
 //! an untagged frame) never matches.
 
 use crate::model::flow_entry::FlowEntry;
-use crate::tables::Tables;
+use crate::tables::{FlowTable, Tables};
 use packet::flow_key::FlowKey;
 
-pub use crate::tables::linear::{matches, LinearScan};
+pub use crate::tables::linear::matches;
 
 /// A per-table lookup: the entry of `table` that `packet` hits, if any.
 ///
@@ -59,6 +59,19 @@ impl Classifier for FastClassifier {
 
     fn uses_table_index(&self) -> bool {
         true
+    }
+}
+
+/// The simple, obviously correct classifier: scans every entry of the
+/// table ([`FlowTable::lookup_linear`]). O(entries) per lookup; the
+/// reference the fast classifier is tested against.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinearScan;
+
+impl LinearScan {
+    /// The best entry of one table.
+    pub fn lookup_table<'t>(table: &'t FlowTable, packet: &FlowKey) -> Option<&'t FlowEntry> {
+        table.lookup_linear(packet)
     }
 }
 

@@ -6,14 +6,18 @@ use crate::model::flow_entry::FlowId;
 use crate::tables::groups::GroupsConfig;
 use crate::tables::meters::MetersConfig;
 use crate::tables::TablesConfig;
+use crate::{SwitchState, Time};
 use ofp::action::OFPCML_NO_BUFFER;
 use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::error::BadActionCode;
 use ofp::error::BadRequestCode;
 use ofp::packet_in::packet_in_reason;
 use ofp::port::{port_config, port_state};
+use ofp::{Action, OfpError, PacketOut};
 use ofp::{Match, Oxm, OxmField, OxmValue};
+use packet::buffer::PacketBuf;
 use packet::fixup::{fill_checksums, verify_checksums};
+use packet::flow_key::FlowKey;
 
 const T0: Time = Time(1_000_000_000);
 const SRC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
@@ -530,7 +534,10 @@ fn all_group_clones_to_every_bucket_and_counts() {
     let n = p.len() as u64;
     assert_eq!(d.counters().groups[&1].buckets, vec![(1, n); 3]);
     d.sync_counters();
-    let gs = d.state.groups.stats(1, &d.state.tables, T0);
+    let gs = d
+        .state
+        .groups
+        .stats(1, |g| d.state.tables.group_ref_count(g), T0);
     assert_eq!(gs[0].packet_count, 1, "one packet, however many buckets");
     assert_eq!(gs[0].bucket_stats[1].byte_count, n);
 }
@@ -631,11 +638,17 @@ fn meter_drop_band_with_a_simulated_clock() {
     assert_eq!(d.counters().meters[&1].bands[0].0, 4);
     // The meter's own counters see the worker's counts once folded.
     assert_eq!(
-        d.state.meters.stats(1, &d.state.tables, later)[0].packet_in_count,
+        d.state
+            .meters
+            .stats(1, |m| d.state.tables.meter_flow_count(m), later)[0]
+            .packet_in_count,
         0
     );
     d.sync_counters();
-    let ms = d.state.meters.stats(1, &d.state.tables, later);
+    let ms = d
+        .state
+        .meters
+        .stats(1, |m| d.state.tables.meter_flow_count(m), later);
     assert_eq!(ms[0].packet_in_count, 7);
     assert_eq!(ms[0].band_stats[0].packet_band_count, 4);
 }
@@ -877,7 +890,7 @@ fn two_workers_sum_to_the_total() {
     let (id, f) = total.flows.iter().next().unwrap();
     assert_eq!(f.packets, 3);
     let mut control = state(flows, "", "");
-    total.fold_into(&mut control);
+    control.fold(&total);
     assert_eq!(control.tables.entry(*id).unwrap().packet_count, 3);
 }
 
@@ -1182,8 +1195,8 @@ mod props {
             }
             let mut bulk = d.state.clone();
             let mut slow = d.state.clone();
-            c.fold_into(&mut bulk);
-            c.fold_per_packet(&mut slow);
+            bulk.fold(&c);
+            slow.fold_per_packet(&c);
             let now = T0.plus_secs(9);
             for req in [
                 ofp::multipart::MultipartRequestBody::Flow(crate::any_flow()),
@@ -1402,7 +1415,9 @@ fn workers_share_a_meter_rate_and_follow_meter_mods() {
     let total = Counters::sum([a.counters(), b.counters()]);
     assert_eq!(total.meters[&1].packets, 4 + 4 + 1 + 2 + 6 + 12 + 12);
     s.fold(&total);
-    let st = s.meters.stats(1, &s.tables, ms(1200));
+    let st = s
+        .meters
+        .stats(1, |m| s.tables.meter_flow_count(m), ms(1200));
     assert_eq!(st[0].packet_in_count, 41);
     assert_eq!(st[0].band_stats[0].packet_band_count, 4 + 1 + 2 + 4);
     single.meters_mut().prune(&s.meters);

@@ -85,12 +85,14 @@
 //! into the control-side meter like every other counter.
 
 use super::buffers::BufferPool;
+use super::config::DatapathConfig;
+use super::counters::DropReason;
 use super::counters::{Counters, HotCounters};
 use super::exec::{Exec, Pkt, NO_COOKIE};
+use super::local_meters::LocalMeters;
 use super::lookup::{Classifier, FastClassifier};
-use super::ports::Ports;
-use super::{subtract, BurstOutput, DatapathConfig, TraceEvent};
-use crate::tables::meters::{Meter, MeterVerdict, Meters};
+use super::output::{BurstOutput, TraceEvent};
+use crate::model::ports::Ports;
 use crate::{SwitchState, Time};
 use classifier::{CacheStats, Deps, FlowCache};
 use ofp::consts::{port_no, OFP_NO_BUFFER};
@@ -98,7 +100,6 @@ use ofp::error::BadRequestCode;
 use ofp::{Action, Instruction, OfpError, PacketOut};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
-use std::collections::HashMap;
 
 /// Flow-cache entries a worker keeps by default (about 320 bytes each:
 /// the packed key, the dependencies and the hit; 5 MiB, allocated when
@@ -126,73 +127,6 @@ pub const CACHE_MIN_HIT_DIV: u64 = 2;
 pub const CACHE_BYPASS: u64 = 16 * CACHE_WINDOW;
 /// Most doublings of [`CACHE_BYPASS`].
 const CACHE_MAX_BACKOFF: u32 = 6;
-
-/// How a worker measures meters (see the module comment): with private
-/// copies when it is the only worker, with the buckets the published
-/// meters share otherwise.
-#[derive(Clone, Debug, Default)]
-pub struct LocalMeters {
-    /// Other workers measure the same meters: use the shared buckets.
-    shared: bool,
-    /// Private copies (single worker only).
-    meters: HashMap<u32, Meter>,
-}
-
-impl LocalMeters {
-    /// For one of `workers` workers over the same published meters.
-    pub fn new(workers: u32) -> LocalMeters {
-        LocalMeters {
-            shared: workers > 1,
-            meters: HashMap::new(),
-        }
-    }
-
-    /// Measures one packet with meter `id` of `published` (a private copy
-    /// made or refreshed as needed, or the shared buckets); `None` when
-    /// the published table has no such meter.
-    pub fn apply(
-        &mut self,
-        published: &Meters,
-        id: u32,
-        now: Time,
-        len: u32,
-    ) -> Option<MeterVerdict> {
-        let meter = published.get(id)?;
-        if self.shared {
-            return Some(meter.apply_shared(now, len));
-        }
-        let local = self
-            .meters
-            .entry(id)
-            .and_modify(|m| {
-                if m.generation() != meter.generation() {
-                    *m = meter.worker_copy();
-                }
-            })
-            .or_insert_with(|| meter.worker_copy());
-        Some(local.apply(now, len))
-    }
-
-    /// Drops the copies of meters `published` no longer has (call now and
-    /// then; a stale copy is otherwise only replaced when used).
-    pub fn prune(&mut self, published: &Meters) {
-        self.meters.retain(|id, m| {
-            published
-                .get(*id)
-                .is_some_and(|p| p.generation() == m.generation())
-        });
-    }
-
-    /// Number of copies held.
-    pub fn len(&self) -> usize {
-        self.meters.len()
-    }
-
-    /// True when no copy is held.
-    pub fn is_empty(&self) -> bool {
-        self.meters.is_empty()
-    }
-}
 
 /// Everything a worker reads, borrowed from the published switch.
 #[derive(Clone, Copy)]
@@ -492,7 +426,7 @@ impl WorkerState {
                 let dropped = ex.out.drops;
                 ex.pipeline_first(pkt, 0, first);
                 if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
-                    ex.out.drops.no_output += 1;
+                    ex.out.drops.bump(DropReason::NoOutput);
                 }
             }
         }
@@ -503,14 +437,14 @@ impl WorkerState {
             pc.rx_bytes += len;
             if !receives {
                 pc.rx_dropped += 1;
-                ex.out.drops.port_no_recv += 1;
+                ex.out.drops.bump(DropReason::PortNoRecv);
                 continue;
             }
             let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
             let dropped = ex.out.drops;
             ex.pipeline(Pkt::new(buf, in_port), 0);
             if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
-                ex.out.drops.no_output += 1;
+                ex.out.drops.bump(DropReason::NoOutput);
             }
         }
         // Packets not sent are dropped now, not when their record is reused.
@@ -520,9 +454,7 @@ impl WorkerState {
         sc.n = 0;
         sc.first.clear();
         self.scratch = sc;
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
+        self.counters.drops.merge(&out.drops.since(&drops_before));
     }
 
     /// Prefetches what executing the burst's table-0 hits reads, in
@@ -730,9 +662,7 @@ impl WorkerState {
                 break;
             }
         }
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
+        self.counters.drops.merge(&out.drops.since(&drops_before));
         Ok(())
     }
 
@@ -752,9 +682,7 @@ impl WorkerState {
         let drops_before = out.drops;
         self.exec(view, out, now)
             .pipeline(Pkt::new(b.packet, b.in_port), 0);
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
+        self.counters.drops.merge(&out.drops.since(&drops_before));
         Ok(())
     }
 }

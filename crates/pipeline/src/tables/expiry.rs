@@ -1,7 +1,10 @@
 //! Timeouts (spec 1.3.5 §5.5): removing entries whose idle or hard
 //! timeout has run out.
 
-use super::*;
+use super::cow::Dual;
+use super::set::Tables;
+use crate::model::flow_entry::{FlowId, FlowRemoved, RemovalReason};
+use crate::Time;
 
 impl Tables {
     /// Removes every entry whose idle or hard timeout has run out at `now`,

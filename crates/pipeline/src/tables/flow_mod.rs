@@ -1,14 +1,16 @@
 //! FLOW_MOD semantics (spec 1.3.5 §6.4): validation, ADD, MODIFY,
 //! DELETE and their strict forms, and the indexes of group and meter users.
 
-use super::cow::LocOp;
+use super::cow::{Dual, LocOp};
+use super::set::{entry_bytes, fm_failed, Tables, KNOWN_FLAGS, MAX_TABLE_ENTRIES};
 use super::stats::passes;
 use super::table::{FlowTable, TableOp};
-use super::*;
+use crate::model::flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
 use crate::model::match_key::MatchKey;
 use crate::tables::groups::Groups;
 use crate::tables::meters::Meters;
 use crate::tables::validate::{validate_instructions, InstructionContext};
+use crate::Time;
 use ofp::consts::{table_no, OFP_NO_BUFFER};
 use ofp::error::FlowModFailedCode;
 use ofp::flow_mod::flow_mod_flags;

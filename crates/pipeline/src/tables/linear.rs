@@ -6,7 +6,6 @@
 //! what the classifier index is tested against, and what a table falls
 //! back to if its index ever refused a rule.
 
-use super::table::FlowTable;
 use crate::model::flow_entry::FlowEntry;
 use crate::model::match_key::MatchKey;
 use packet::flow_key::FlowKey;
@@ -22,28 +21,24 @@ pub fn matches(key: &MatchKey, packet: &FlowKey) -> bool {
         })
 }
 
-/// The simple, obviously correct classifier: scans every entry of the
-/// table. O(entries) per lookup; the reference the fast classifier is
-/// tested against.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LinearScan;
-
-impl LinearScan {
-    /// The best entry of one table.
-    pub fn lookup_table<'t>(table: &'t FlowTable, packet: &FlowKey) -> Option<&'t FlowEntry> {
-        let mut best: Option<&FlowEntry> = None;
-        for e in table.entries() {
-            // Entries come in installation (id) order, so a strict `>`
-            // keeps the oldest among equal priorities.
-            if best.is_some_and(|b| e.priority <= b.priority) {
-                continue;
-            }
-            if matches(&e.key, packet) {
-                best = Some(e);
-            }
+/// The best entry among `entries` (given in installation order) for
+/// `packet`: the highest priority, then the oldest.
+pub fn best<'a>(
+    entries: impl Iterator<Item = &'a FlowEntry>,
+    packet: &FlowKey,
+) -> Option<&'a FlowEntry> {
+    let mut best: Option<&FlowEntry> = None;
+    for e in entries {
+        // Installation (id) order, so a strict `>` keeps the oldest among
+        // equal priorities.
+        if best.is_some_and(|b| e.priority <= b.priority) {
+            continue;
         }
-        best
+        if matches(&e.key, packet) {
+            best = Some(e);
+        }
     }
+    best
 }
 
 #[cfg(test)]

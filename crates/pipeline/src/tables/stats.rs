@@ -2,8 +2,11 @@
 //! the flow, aggregate and table statistics answers.
 
 use super::cow::Dual;
+use super::set::Tables;
 use super::table::TableOp;
-use super::*;
+use crate::model::flow_entry::{FlowEntry, FlowId};
+use crate::model::match_key::MatchKey;
+use crate::Time;
 use ofp::consts::table_no;
 use ofp::error::BadRequestCode;
 use ofp::flow_mod::flow_mod_flags;

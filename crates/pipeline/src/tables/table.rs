@@ -388,13 +388,19 @@ impl FlowTable {
 
     /// The entry `packet` hits: highest priority, then oldest (smallest
     /// id), through the fast classifier. Equals
-    /// [`crate::datapath::lookup::LinearScan::lookup_table`].
+    /// [`crate::tables::linear::LinearScan::lookup_table`].
     pub fn lookup(&self, packet: &FlowKey) -> Option<&FlowEntry> {
         if self.index_broken {
-            return crate::datapath::lookup::LinearScan::lookup_table(self, packet);
+            return self.lookup_linear(packet);
         }
         let hit = self.index.lookup(packet)?;
         self.entry_of_hit(hit.id)
+    }
+
+    /// The entry `packet` hits, by scanning every entry (the reference
+    /// [`FlowTable::lookup`] equals).
+    pub fn lookup_linear(&self, packet: &FlowKey) -> Option<&FlowEntry> {
+        super::linear::best(self.entries(), packet)
     }
 
     /// The slot of the entry `packet` hits (see [`FlowTable::lookup`]).

@@ -2,12 +2,15 @@
 
 use super::cow::*;
 use super::flow_mod::*;
+use super::set::*;
 use super::stats::*;
 use super::table::*;
-use super::*;
+use crate::model::flow_entry::{FlowEntry, FlowId, RemovalReason};
+use crate::model::match_key::MatchKey;
 use crate::tables::compiled::FastEntry;
 use crate::tables::groups::{Groups, GroupsConfig};
 use crate::tables::meters::{Meters, MetersConfig};
+use crate::Time;
 use ofp::consts::table_no;
 use ofp::consts::OFP_NO_BUFFER;
 use ofp::consts::{group_no, port_no};
@@ -22,7 +25,9 @@ use ofp::{FlowMod, FlowModCommand, Match, OfpError};
 use ofp::{MeterModCommand, Oxm, OxmField, OxmValue};
 use packet::flow_key::FlowKey;
 use proptest::prelude::*;
+use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 impl Tables {
     /// Everything observable, in a canonical order: for "a failed
@@ -201,9 +206,7 @@ impl Switch {
             group_id: id,
             buckets: vec![],
         };
-        self.groups
-            .apply_group_mod(&gm, &mut self.tables, Time(0))
-            .unwrap();
+        self.groups.apply_group_mod(&gm, Time(0)).unwrap();
     }
 
     fn add_meter(&mut self, id: u32) {
@@ -216,9 +219,7 @@ impl Switch {
                 burst_size: 0,
             }],
         };
-        self.meters
-            .apply_meter_mod(&mm, &mut self.tables, Time(0))
-            .unwrap();
+        self.meters.apply_meter_mod(&mm, Time(0)).unwrap();
     }
 
     fn stats(&self, filter: &FlowFilter, now: Time) -> Vec<FlowStats> {
@@ -968,10 +969,11 @@ fn deleting_groups_and_meters_removes_their_flows() {
         group_id: group_no::ALL,
         buckets: vec![],
     };
-    let ev = sw
-        .groups
-        .apply_group_mod(&gd, &mut sw.tables, Time::from_secs(2))
-        .unwrap();
+    let deleted = sw.groups.apply_group_mod(&gd, Time::from_secs(2)).unwrap();
+    let ev: Vec<_> = deleted
+        .into_iter()
+        .flat_map(|g| sw.tables.remove_group_users(g, Time::from_secs(2)))
+        .collect();
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0].reason, RemovalReason::GroupDelete);
     assert_eq!((ev[0].reason.wire_v13(), ev[0].table_id), (3, 0));
@@ -983,10 +985,11 @@ fn deleting_groups_and_meters_removes_their_flows() {
         meter_id: 2,
         bands: vec![],
     };
-    let ev = sw
-        .meters
-        .apply_meter_mod(&md, &mut sw.tables, Time::from_secs(3))
-        .unwrap();
+    let deleted = sw.meters.apply_meter_mod(&md, Time::from_secs(3)).unwrap();
+    let ev: Vec<_> = deleted
+        .into_iter()
+        .flat_map(|m| sw.tables.remove_meter_users(m, Time::from_secs(3)))
+        .collect();
     assert_eq!(ev.len(), 1);
     assert_eq!(
         (ev[0].reason, ev[0].table_id),

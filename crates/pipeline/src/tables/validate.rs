@@ -305,6 +305,26 @@ fn prune(p: &mut MatchKey) {
     }
 }
 
+/// Every action type the executor runs (also what GROUP_FEATURES reports).
+pub const ACTIONS: [u16; 16] = [
+    ofp::action::action_type::OUTPUT,
+    ofp::action::action_type::COPY_TTL_OUT,
+    ofp::action::action_type::COPY_TTL_IN,
+    ofp::action::action_type::SET_MPLS_TTL,
+    ofp::action::action_type::DEC_MPLS_TTL,
+    ofp::action::action_type::PUSH_VLAN,
+    ofp::action::action_type::POP_VLAN,
+    ofp::action::action_type::PUSH_MPLS,
+    ofp::action::action_type::POP_MPLS,
+    ofp::action::action_type::SET_QUEUE,
+    ofp::action::action_type::GROUP,
+    ofp::action::action_type::SET_NW_TTL,
+    ofp::action::action_type::DEC_NW_TTL,
+    ofp::action::action_type::SET_FIELD,
+    ofp::action::action_type::PUSH_PBB,
+    ofp::action::action_type::POP_PBB,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
