@@ -301,6 +301,67 @@ impl FastEntry {
     }
 }
 
+fn mac_of(v: u128) -> [u8; 6] {
+    let b = v.to_be_bytes();
+    let mut m = [0u8; 6];
+    if let Some(src) = b.get(10..16) {
+        m.copy_from_slice(src);
+    }
+    m
+}
+
+/// The packet rewrite for a set-field of `f` to `v` (`None` for fields
+/// that are not packet bytes).
+pub fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
+    use FieldValue as F;
+    let f8 = f as u8;
+    Some(match f8 {
+        field::ETH_DST => F::EthDst(mac_of(v)),
+        field::ETH_SRC => F::EthSrc(mac_of(v)),
+        field::ETH_TYPE => F::EthType(v as u16),
+        field::VLAN_VID => F::VlanVid(v as u16),
+        field::VLAN_PCP => F::VlanPcp(v as u8),
+        field::IP_DSCP => F::IpDscp(v as u8),
+        field::IP_ECN => F::IpEcn(v as u8),
+        field::IP_PROTO => F::IpProto(v as u8),
+        field::IPV4_SRC => F::Ipv4Src(v as u32),
+        field::IPV4_DST => F::Ipv4Dst(v as u32),
+        field::TCP_SRC => F::TcpSrc(v as u16),
+        field::TCP_DST => F::TcpDst(v as u16),
+        field::UDP_SRC => F::UdpSrc(v as u16),
+        field::UDP_DST => F::UdpDst(v as u16),
+        field::SCTP_SRC => F::SctpSrc(v as u16),
+        field::SCTP_DST => F::SctpDst(v as u16),
+        field::ICMPV4_TYPE => F::Icmpv4Type(v as u8),
+        field::ICMPV4_CODE => F::Icmpv4Code(v as u8),
+        field::ARP_OP => F::ArpOp(v as u16),
+        field::ARP_SPA => F::ArpSpa(v as u32),
+        field::ARP_TPA => F::ArpTpa(v as u32),
+        field::ARP_SHA => F::ArpSha(mac_of(v)),
+        field::ARP_THA => F::ArpTha(mac_of(v)),
+        field::IPV6_SRC => F::Ipv6Src(v),
+        field::IPV6_DST => F::Ipv6Dst(v),
+        field::IPV6_FLABEL => F::Ipv6Flabel(v as u32),
+        field::ICMPV6_TYPE => F::Icmpv6Type(v as u8),
+        field::ICMPV6_CODE => F::Icmpv6Code(v as u8),
+        field::IPV6_ND_TARGET => F::Ipv6NdTarget(v),
+        field::IPV6_ND_SLL => F::Ipv6NdSll(mac_of(v)),
+        field::IPV6_ND_TLL => F::Ipv6NdTll(mac_of(v)),
+        field::MPLS_LABEL => F::MplsLabel(v as u32),
+        field::MPLS_TC => F::MplsTc(v as u8),
+        field::MPLS_BOS => F::MplsBos(v as u8),
+        field::PBB_ISID => F::PbbIsid(v as u32),
+        _ => return None,
+    })
+}
+
+/// Whether a set-field action on `f` is carried out by the executor (a
+/// settable field the packet rewriter knows, or the pipeline field
+/// `tunnel_id`). Used to derive the table features.
+pub fn exec_field_settable(f: OxmField) -> bool {
+    f.settable() && (f == OxmField::TunnelId || field_value(f, 0).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,65 +513,4 @@ mod tests {
             );
         }
     }
-}
-
-fn mac_of(v: u128) -> [u8; 6] {
-    let b = v.to_be_bytes();
-    let mut m = [0u8; 6];
-    if let Some(src) = b.get(10..16) {
-        m.copy_from_slice(src);
-    }
-    m
-}
-
-/// The packet rewrite for a set-field of `f` to `v` (`None` for fields
-/// that are not packet bytes).
-pub fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
-    use FieldValue as F;
-    let f8 = f as u8;
-    Some(match f8 {
-        field::ETH_DST => F::EthDst(mac_of(v)),
-        field::ETH_SRC => F::EthSrc(mac_of(v)),
-        field::ETH_TYPE => F::EthType(v as u16),
-        field::VLAN_VID => F::VlanVid(v as u16),
-        field::VLAN_PCP => F::VlanPcp(v as u8),
-        field::IP_DSCP => F::IpDscp(v as u8),
-        field::IP_ECN => F::IpEcn(v as u8),
-        field::IP_PROTO => F::IpProto(v as u8),
-        field::IPV4_SRC => F::Ipv4Src(v as u32),
-        field::IPV4_DST => F::Ipv4Dst(v as u32),
-        field::TCP_SRC => F::TcpSrc(v as u16),
-        field::TCP_DST => F::TcpDst(v as u16),
-        field::UDP_SRC => F::UdpSrc(v as u16),
-        field::UDP_DST => F::UdpDst(v as u16),
-        field::SCTP_SRC => F::SctpSrc(v as u16),
-        field::SCTP_DST => F::SctpDst(v as u16),
-        field::ICMPV4_TYPE => F::Icmpv4Type(v as u8),
-        field::ICMPV4_CODE => F::Icmpv4Code(v as u8),
-        field::ARP_OP => F::ArpOp(v as u16),
-        field::ARP_SPA => F::ArpSpa(v as u32),
-        field::ARP_TPA => F::ArpTpa(v as u32),
-        field::ARP_SHA => F::ArpSha(mac_of(v)),
-        field::ARP_THA => F::ArpTha(mac_of(v)),
-        field::IPV6_SRC => F::Ipv6Src(v),
-        field::IPV6_DST => F::Ipv6Dst(v),
-        field::IPV6_FLABEL => F::Ipv6Flabel(v as u32),
-        field::ICMPV6_TYPE => F::Icmpv6Type(v as u8),
-        field::ICMPV6_CODE => F::Icmpv6Code(v as u8),
-        field::IPV6_ND_TARGET => F::Ipv6NdTarget(v),
-        field::IPV6_ND_SLL => F::Ipv6NdSll(mac_of(v)),
-        field::IPV6_ND_TLL => F::Ipv6NdTll(mac_of(v)),
-        field::MPLS_LABEL => F::MplsLabel(v as u32),
-        field::MPLS_TC => F::MplsTc(v as u8),
-        field::MPLS_BOS => F::MplsBos(v as u8),
-        field::PBB_ISID => F::PbbIsid(v as u32),
-        _ => return None,
-    })
-}
-
-/// Whether a set-field action on `f` is carried out by the executor (a
-/// settable field the packet rewriter knows, or the pipeline field
-/// `tunnel_id`). Used to derive the table features.
-pub fn exec_field_settable(f: OxmField) -> bool {
-    f.settable() && (f == OxmField::TunnelId || field_value(f, 0).is_some())
 }
