@@ -24,7 +24,7 @@ pub mod model;
 pub mod switch_state;
 pub mod tables;
 
-pub use model::flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
+pub use model::flow_entry::{EntryCounter, FlowEntry, FlowId, FlowRemoved, RemovalReason};
 pub use model::match_key::MatchKey;
 pub use model::time::{Time, COUNTER_UNAVAILABLE};
 pub use switch_state::SwitchState;

@@ -1018,14 +1018,14 @@ mod wire_tests {
         );
         s.fold(&c);
         s.fold(&c);
-        let e = s.tables.entry(id).unwrap();
-        assert_eq!((e.packet_count, e.byte_count), (2 * huge, 128 * huge));
+        let e = s.tables.counter(id).unwrap();
+        assert_eq!((e.packets, e.bytes), (2 * huge, 128 * huge));
         assert_eq!(e.last_used, Time(7));
         let t = &s.tables.table_stats()[0];
         assert_eq!((t.lookup_count, t.matched_count), (2 * huge, 2 * huge - 2));
         // Zero packets never moves the last hit; unknown ids are ignored.
         assert!(s.tables.add_hits(id, 0, 0, Time(99)));
-        assert_eq!(s.tables.entry(id).unwrap().last_used, Time(7));
+        assert_eq!(s.tables.counter(id).unwrap().last_used, Time(7));
         assert!(!s.tables.add_hits(FlowId(999), 1, 1, Time(1)));
         assert!(!s.groups.add_counts(5, 1, 1, &[]));
         assert!(!s.meters.add_counts(5, 1, 1, &[]));

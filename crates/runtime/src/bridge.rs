@@ -234,8 +234,9 @@ impl BridgeRt {
             n_buffers: 0,
             ..DatapathConfig::default()
         };
-        let snapshot = Snapshot::new(state, dp_config);
-        let publisher = Publisher::new(snapshot.clone());
+        let dp_ports = state.port_table.datapath_ports();
+        let snapshot = Snapshot::new(&state, dp_ports.clone(), dp_config.clone());
+        let publisher = Publisher::new(snapshot);
         let mut tcfg = threads_config(&br.name, config);
         if let Some(w) = opts.poll_window {
             tcfg.poll_window = w;
@@ -279,10 +280,10 @@ impl BridgeRt {
             ports = ?entries.iter().map(|(n, e)| (*n, e.interface.as_str())).collect::<Vec<_>>(),
             threads = threads.thread_count(),
             mode = mode_name(&tcfg),
-            flows = snapshot.state.tables.len(),
+            flows = state.tables.len(),
             "bridge started"
         );
-        let dp = Datapath::new(snapshot.state, snapshot.ports, snapshot.config);
+        let dp = Datapath::new(state, dp_ports, dp_config);
         Ok(BridgeRt {
             name: br.name.clone(),
             dpid: br.dpid,
@@ -328,11 +329,11 @@ impl BridgeRt {
     /// between bursts, a sleeping one (parked, holding none) before its
     /// next burst.
     pub(crate) fn publish(&self, c: &Control) -> u64 {
-        self.publisher.publish(Snapshot {
-            state: c.dp.state.clone(),
-            ports: c.dp.ports.clone(),
-            config: c.dp.config.clone(),
-        })
+        self.publisher.publish(Snapshot::new(
+            &c.dp.state,
+            c.dp.ports.clone(),
+            c.dp.config.clone(),
+        ))
     }
 
     /// Asks every worker to hand over its counters now and waits (at most

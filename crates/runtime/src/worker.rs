@@ -223,7 +223,7 @@ impl BurstProcessor for PipelineWorker {
         if self.reader_version != version {
             self.reader_version = version;
             // Meter copies of meters that are gone are dropped.
-            self.ws.meters_mut().prune(&snap.state.meters);
+            self.ws.meters_mut().prune(&snap.meters);
         }
         self.ws
             .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
@@ -261,7 +261,7 @@ impl BurstProcessor for PipelineWorker {
         if !self.reader.is_parked() && self.reader.refresh() {
             self.reader_version = self.reader.version();
             let snap = self.reader.get();
-            self.ws.meters_mut().prune(&snap.state.meters);
+            self.ws.meters_mut().prune(&snap.meters);
         }
         if self.last_sync.elapsed() >= SYNC_EVERY {
             self.last_sync = Instant::now();

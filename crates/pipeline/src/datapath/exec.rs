@@ -29,7 +29,6 @@ use super::config::DatapathConfig;
 use super::config::OFPC_INVALID_TTL_TO_CONTROLLER;
 use super::counters::{Counters, DropReason, HotCounters};
 use super::local_meters::LocalMeters;
-use super::lookup::Classifier;
 use super::output::{BurstOutput, PacketInEvent, TraceEvent, TxPacket};
 use crate::model::flow_entry::FlowEntry;
 use crate::model::ports::Ports;
@@ -37,7 +36,7 @@ use crate::tables::compiled::field_value;
 use crate::tables::compiled::{FastEntry, FastOp, Rewrite};
 use crate::tables::groups::Groups;
 use crate::tables::meters::{MeterVerdict, Meters};
-use crate::tables::Tables;
+use crate::tables::TableSet;
 use crate::Time;
 use ofp::action::OFPCML_NO_BUFFER;
 use ofp::consts::{group_no, port_no, OFP_NO_BUFFER};
@@ -186,11 +185,12 @@ pub(super) struct Stopped;
 
 /// Everything one burst needs, borrowed. See the module comment.
 pub(super) struct Exec<'a> {
-    pub tables: &'a Tables,
+    pub tables: &'a TableSet,
     pub groups: &'a Groups,
     pub meters: &'a Meters,
     pub local_meters: &'a mut LocalMeters,
-    pub classifier: &'a dyn Classifier,
+    /// Look up with the reference linear scan (see [`super::PipelineView`]).
+    pub reference: bool,
     pub ports: &'a Ports,
     pub config: &'a DatapathConfig,
     pub counters: &'a mut Counters,
@@ -333,8 +333,7 @@ impl<'a> Exec<'a> {
     pub fn pipeline_first(&mut self, pkt: &mut Pkt, start: u8, first: Option<Option<u32>>) {
         pkt.packet_out = false;
         let tables = self.tables;
-        let classifier = self.classifier;
-        let indexed = classifier.uses_table_index();
+        let indexed = !self.reference;
         // Made on the first write-actions: most pipelines never write one.
         let mut set: Option<ActionSet> = None;
         let mut table_id = start;
@@ -358,7 +357,7 @@ impl<'a> Exec<'a> {
             // The entry hit and, when known, its slot.
             let (entry, slot): (Option<&'a FlowEntry>, Option<u32>) = match hit {
                 Some(s) => (s.and_then(|s| table.and_then(|t| t.slot(s))), s),
-                None => (classifier.lookup(tables, table_id, pkt.key()), None),
+                None => (table.and_then(|t| t.lookup_linear(pkt.key())), None),
             };
             self.hot.table_lookup(table_id, entry.is_some());
             if self.trace.is_some() {

@@ -5,7 +5,6 @@
 use super::buffers::BufferPool;
 use super::config::DatapathConfig;
 use super::counters::Counters;
-use super::lookup::{Classifier, FastClassifier};
 use super::output::{BurstOutput, TraceEvent};
 use super::worker::{PipelineView, WorkerState};
 use crate::model::ports::{PortInfo, Ports};
@@ -22,7 +21,7 @@ pub struct Datapath {
     pub ports: Ports,
     /// Settings.
     pub config: DatapathConfig,
-    classifier: Box<dyn Classifier + Send>,
+    reference: bool,
     worker: WorkerState,
 }
 
@@ -34,13 +33,14 @@ impl Datapath {
             ports,
             worker: WorkerState::new(0, 1, config.n_buffers),
             config,
-            classifier: Box::new(FastClassifier),
+            reference: false,
         }
     }
 
-    /// Replaces the per-table lookup.
-    pub fn set_classifier(&mut self, c: Box<dyn Classifier + Send>) {
-        self.classifier = c;
+    /// Looks entries up with the reference linear scan instead of the
+    /// tables' indexes (for differential tests).
+    pub fn set_reference_lookup(&mut self, on: bool) {
+        self.reference = on;
     }
 
     /// This instance's counters (not yet folded into the state).
@@ -149,10 +149,8 @@ impl Datapath {
         (
             &mut self.worker,
             PipelineView {
-                state: &self.state,
-                ports: &self.ports,
-                config: &self.config,
-                classifier: &*self.classifier,
+                reference: self.reference,
+                ..PipelineView::of(&self.state, &self.ports, &self.config)
             },
         )
     }

@@ -13,13 +13,14 @@
 //! packets and the time, and returns what to transmit, what to send to the
 //! controller and what was dropped.
 //!
-//! Lookups go through each table's classifier index
-//! ([`FastClassifier`], the default; [`LinearScan`] is the reference,
-//! selectable with [`Datapath::set_classifier`]). A burst is parsed
-//! first; table 0 is answered by the worker's flow cache or one
+//! Lookups go through each table's classifier index (the reference linear
+//! scan instead with [`Datapath::set_reference_lookup`], for differential
+//! tests: a flag, not a trait object on the packet path). A burst is
+//! parsed first; table 0 is answered by the worker's flow cache or one
 //! prefetching burst lookup, the entries hit are prefetched and run from
-//! their compiled form ([`fast`]) when they have one, later tables packet
-//! by packet (see [`worker`], "A burst, stage by stage").
+//! their compiled form ([`crate::tables::compiled`]) when they have one,
+//! later tables packet by packet (see [`worker`], "A burst, stage by
+//! stage").
 //!
 //! Decisions where the spec leaves room:
 //! - Group bucket actions run in list order, as in Open vSwitch (the spec
@@ -51,8 +52,6 @@ mod instance;
 mod local_meters;
 mod output;
 
-pub mod lookup;
-
 #[cfg(test)]
 mod tests;
 pub mod worker;
@@ -63,7 +62,6 @@ pub use buffers::BufferPool;
 pub use classifier::CacheStats;
 pub use counters::{Counters, DropCounters, DropReason};
 pub use exec::remark_dscp;
-pub use lookup::{Classifier, FastClassifier, LinearScan};
 pub use worker::{
     PipelineView, Snapshot, WorkerState, CACHE_BYPASS, CACHE_MIN_HIT_DIV, CACHE_WINDOW,
     DEFAULT_FLOW_CACHE,

@@ -891,7 +891,7 @@ fn two_workers_sum_to_the_total() {
     assert_eq!(f.packets, 3);
     let mut control = state(flows, "", "");
     control.fold(&total);
-    assert_eq!(control.tables.entry(*id).unwrap().packet_count, 3);
+    assert_eq!(control.tables.counter(*id).unwrap().packets, 3);
 }
 
 #[test]
@@ -1095,7 +1095,7 @@ mod props {
         ) {
             let mut fast = dp_full(FLOWS, GROUPS, "");
             let mut slow = dp_full(FLOWS, GROUPS, "");
-            slow.set_classifier(Box::new(LinearScan));
+            slow.set_reference_lookup(true);
             slow.set_flow_cache(0);
             let run = |d: &mut Datapath| {
                 let mut b: Vec<PacketBuf> = pkts.iter().map(|p| PacketBuf::from_slice(p)).collect();
@@ -1161,10 +1161,10 @@ mod props {
             let mut k = FlowKey::parse(&p);
             k.set_metadata_fields(1, 1, 0, 0);
             let table = d.state.tables.table(0).unwrap();
-            let best = LinearScan::lookup_table(table, &k);
+            let best = table.lookup_linear(&k);
             let top = table
                 .entries()
-                .filter(|e| lookup::matches(&e.key, &k))
+                .filter(|e| crate::tables::linear::matches(&e.key, &k))
                 .map(|e| e.priority)
                 .max();
             prop_assert_eq!(best.map(|e| e.priority), top);
@@ -1222,7 +1222,7 @@ mod props {
                 Ports::with_range(8),
                 DatapathConfig::default(),
             ));
-            let view = PipelineView::new(&snapshot.0, &snapshot.1, &snapshot.2);
+            let view = PipelineView::of(&snapshot.0, &snapshot.1, &snapshot.2);
             let mut single = WorkerState::new(0, 1, 16);
             let mut a = WorkerState::new(0, 2, 16);
             let mut b = WorkerState::new(1, 2, 16);
@@ -1302,7 +1302,7 @@ fn snapshot_with_ports(mut st: SwitchState, ports: u32) -> std::sync::Arc<Snapsh
         };
         st.port_table.add_port(port, T0);
     }
-    std::sync::Arc::new(Snapshot::new(st, DatapathConfig::default()))
+    std::sync::Arc::new(Snapshot::of(&st, DatapathConfig::default()))
 }
 
 /// Real threads: four workers over one `Arc<Snapshot>` count what one
@@ -1311,7 +1311,8 @@ fn snapshot_with_ports(mut st: SwitchState, ports: u32) -> std::sync::Arc<Snapsh
 fn threads_over_one_snapshot_sum_to_one_worker() {
     let flows = "priority=9,udp,actions=group:1\npriority=1,actions=output:3";
     let groups = "group_id=1,type=select,bucket=output:4,bucket=output:5";
-    let snap = snapshot_with_ports(state(flows, groups, ""), 8);
+    let st = state(flows, groups, "");
+    let snap = snapshot_with_ports(st.clone(), 8);
     let packets: Vec<Vec<u8>> = (0..400u16)
         .map(|i| {
             if i % 3 == 0 {
@@ -1353,7 +1354,14 @@ fn threads_over_one_snapshot_sum_to_one_worker() {
     let sum = Counters::sum(&per_thread);
     assert_eq!(&sum, single.counters());
     assert_eq!(sum.ports[&1].rx_packets, 400);
-    let mut control = snap.state.clone();
+    let mut control = st;
+    for port_no in 1..=8 {
+        let port = ofp::Port {
+            port_no,
+            ..ofp::Port::default()
+        };
+        control.port_table.add_port(port, T0);
+    }
     control.fold(&sum);
     let tx: u64 = control
         .port_table
@@ -1381,7 +1389,7 @@ fn workers_share_a_meter_rate_and_follow_meter_mods() {
         |n: usize| -> Vec<PacketBuf> { (0..n).map(|_| PacketBuf::from_slice(&p)).collect() };
     let ms = |t: u64| Time(T0.0 + t * 1_000_000);
     let run = |w: &mut WorkerState, s: &SwitchState, n: usize, t: Time| -> usize {
-        let view = PipelineView::new(s, &ports, &config);
+        let view = PipelineView::of(s, &ports, &config);
         let mut o = BurstOutput::default();
         w.process_burst_into(&view, 1, &mut burst(n), t, &mut o);
         o.tx.len()

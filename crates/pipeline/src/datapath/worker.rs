@@ -90,9 +90,11 @@ use super::counters::DropReason;
 use super::counters::{Counters, HotCounters};
 use super::exec::{Exec, Pkt, NO_COOKIE};
 use super::local_meters::LocalMeters;
-use super::lookup::{Classifier, FastClassifier};
 use super::output::{BurstOutput, TraceEvent};
 use crate::model::ports::Ports;
+use crate::tables::groups::Groups;
+use crate::tables::meters::Meters;
+use crate::tables::TableSet;
 use crate::{SwitchState, Time};
 use classifier::{CacheStats, Deps, FlowCache};
 use ofp::consts::{port_no, OFP_NO_BUFFER};
@@ -131,39 +133,49 @@ const CACHE_MAX_BACKOFF: u32 = 6;
 /// Everything a worker reads, borrowed from the published switch.
 #[derive(Clone, Copy)]
 pub struct PipelineView<'a> {
-    /// Tables, groups and meter configurations.
-    pub state: &'a SwitchState,
+    /// The flow tables.
+    pub tables: &'a TableSet,
+    /// The groups.
+    pub groups: &'a Groups,
+    /// The meters (configurations, and the buckets workers share).
+    pub meters: &'a Meters,
     /// The ports' config and state bits.
     pub ports: &'a Ports,
     /// Settings (miss_send_len, flags, group depth).
     pub config: &'a DatapathConfig,
-    /// The per-table lookup.
-    pub classifier: &'a dyn Classifier,
+    /// Look entries up with the reference linear scan instead of the
+    /// tables' indexes (differential tests; no flow cache, no burst
+    /// lookup).
+    pub reference: bool,
 }
 
 impl<'a> PipelineView<'a> {
-    /// A view with the fast classifier ([`FastClassifier`]).
-    pub fn new(
-        state: &'a SwitchState,
-        ports: &'a Ports,
-        config: &'a DatapathConfig,
-    ) -> PipelineView<'a> {
+    /// A view of `state`'s tables, groups and meters with `ports`.
+    pub fn of(state: &'a SwitchState, ports: &'a Ports, config: &'a DatapathConfig) -> Self {
         PipelineView {
-            state,
+            tables: state.tables.set(),
+            groups: &state.groups,
+            meters: &state.meters,
             ports,
             config,
-            classifier: &FastClassifier,
+            reference: false,
         }
     }
 }
 
 /// A published, immutable copy of everything workers read: share it as
 /// `Arc<Snapshot>` and build a [`PipelineView`] from it per burst (or per
-/// snapshot change).
+/// snapshot change). It holds no counters and no control-side index:
+/// making one costs O(tables + groups + meters), whatever the number of
+/// flow entries.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    /// Tables, groups, meters (configurations), ports, description.
-    pub state: SwitchState,
+    /// The flow tables as published ([`crate::Tables::published`]).
+    pub tables: TableSet,
+    /// The groups.
+    pub groups: Groups,
+    /// The meters.
+    pub meters: Meters,
     /// The packet side's copy of the ports' config and state bits.
     pub ports: Ports,
     /// Settings.
@@ -171,18 +183,32 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// A snapshot of `state`, with the ports of its port table.
-    pub fn new(state: SwitchState, config: DatapathConfig) -> Snapshot {
+    /// A snapshot of `state` with `ports` and `config`.
+    pub fn new(state: &SwitchState, ports: Ports, config: DatapathConfig) -> Snapshot {
         Snapshot {
-            ports: state.port_table.datapath_ports(),
-            state,
+            tables: state.tables.published(),
+            groups: state.groups.clone(),
+            meters: state.meters.clone(),
+            ports,
             config,
         }
     }
 
-    /// A view of it with the fast classifier.
+    /// A snapshot of `state` with the ports of its port table.
+    pub fn of(state: &SwitchState, config: DatapathConfig) -> Snapshot {
+        Snapshot::new(state, state.port_table.datapath_ports(), config)
+    }
+
+    /// A view of it.
     pub fn view(&self) -> PipelineView<'_> {
-        PipelineView::new(&self.state, &self.ports, &self.config)
+        PipelineView {
+            tables: &self.tables,
+            groups: &self.groups,
+            meters: &self.meters,
+            ports: &self.ports,
+            config: &self.config,
+            reference: false,
+        }
     }
 }
 
@@ -347,11 +373,11 @@ impl WorkerState {
         now: Time,
     ) -> Exec<'a> {
         Exec {
-            tables: &view.state.tables,
-            groups: &view.state.groups,
-            meters: &view.state.meters,
+            tables: view.tables,
+            groups: view.groups,
+            meters: view.meters,
             local_meters: &mut self.meters,
-            classifier: view.classifier,
+            reference: view.reference,
             ports: view.ports,
             config: view.config,
             counters: &mut self.counters,
@@ -393,11 +419,7 @@ impl WorkerState {
     ) {
         let drops_before = out.drops;
         let receives = view.ports.receives(in_port);
-        let table0 = view
-            .state
-            .tables
-            .table(0)
-            .filter(|_| receives && view.classifier.uses_table_index());
+        let table0 = view.tables.table(0).filter(|_| receives && !view.reference);
         let mut sc = std::mem::take(&mut self.scratch);
         if let Some(t0) = table0 {
             // Parse all, then resolve table 0 for the burst.
@@ -507,7 +529,7 @@ impl WorkerState {
         t0: &crate::tables::FlowTable,
         sc: &mut Scratch,
     ) {
-        let tables = &view.state.tables;
+        let tables = view.tables;
         // A table answered by one probe (one hash, or the IPv4 route
         // array) is looked up at least as fast as the cache would be, and
         // the flows a small working set touches keep the table's lines as
@@ -625,8 +647,8 @@ impl WorkerState {
         if !in_port_ok || po.in_port == 0 {
             return Err(OfpError::BadRequest(BadRequestCode::BadPort));
         }
-        let groups = &view.state.groups;
-        let policy = view.state.tables.config().policy;
+        let groups = view.groups;
+        let policy = view.tables.config().policy;
         for a in &po.actions {
             if matches!(
                 a,

@@ -382,9 +382,6 @@ mod tests {
             hard_timeout: 0,
             flags: 0,
             installed_at: Time(0),
-            last_used: Time(0),
-            packet_count: 0,
-            byte_count: 0,
         }
     }
 

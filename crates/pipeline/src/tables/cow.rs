@@ -1,8 +1,6 @@
 //! Multi-buffered copy-on-write for the structures published to the
 //! workers (see "Publishing" in the module comment of [`super`]).
 
-use crate::model::flow_entry::FlowId;
-use classifier::FastMap;
 use std::sync::Arc;
 
 /// A structure changed only through replayable operations, so that a
@@ -142,32 +140,5 @@ where
             // Unreachable: `cur` was made unique above.
             None => Arc::make_mut(&mut self.cur).apply_owned(op),
         }
-    }
-}
-
-/// A change of the `location` index.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum LocOp {
-    Insert(FlowId, u8),
-    Remove(FlowId),
-}
-
-/// `FlowId -> table id`.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Location(pub(super) FastMap<FlowId, u8>);
-
-impl Replay for Location {
-    type Op = LocOp;
-    type Out = Option<u8>;
-
-    fn apply(&mut self, op: &LocOp) -> Option<u8> {
-        match *op {
-            LocOp::Insert(id, t) => self.0.insert(id, t),
-            LocOp::Remove(id) => self.0.remove(&id),
-        }
-    }
-
-    fn size(&self) -> usize {
-        self.0.len()
     }
 }

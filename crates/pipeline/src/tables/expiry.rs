@@ -1,7 +1,6 @@
 //! Timeouts (spec 1.3.5 §5.5): removing entries whose idle or hard
 //! timeout has run out.
 
-use super::cow::Dual;
 use super::set::Tables;
 use crate::model::flow_entry::{FlowId, FlowRemoved, RemovalReason};
 use crate::Time;
@@ -12,11 +11,12 @@ impl Tables {
     /// SEND_FLOW_REM (all expired entries are removed).
     pub fn expire(&mut self, now: Time) -> Vec<FlowRemoved> {
         let due: Vec<(FlowId, RemovalReason)> = self
-            .tables
-            .iter()
-            .map(Dual::get)
-            .flat_map(|t| t.entries())
-            .filter_map(|e| e.expired(now).map(|r| (e.id, r)))
+            .entries()
+            .filter(|e| e.idle_timeout != 0 || e.hard_timeout != 0)
+            .filter_map(|e| {
+                let last = self.counter(e.id).map_or(e.installed_at, |c| c.last_used);
+                e.expired(now, last).map(|r| (e.id, r))
+            })
             .collect();
         let mut events = Vec::new();
         for (id, reason) in due {

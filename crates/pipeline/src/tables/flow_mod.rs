@@ -1,11 +1,9 @@
 //! FLOW_MOD semantics (spec 1.3.5 §6.4): validation, ADD, MODIFY,
 //! DELETE and their strict forms, and the indexes of group and meter users.
 
-use super::cow::{Dual, LocOp};
 use super::set::{entry_bytes, fm_failed, Tables, KNOWN_FLAGS, MAX_TABLE_ENTRIES};
 use super::stats::passes;
-use super::table::{FlowTable, TableOp};
-use crate::model::flow_entry::{FlowEntry, FlowId, FlowRemoved, RemovalReason};
+use crate::model::flow_entry::{EntryCounter, FlowEntry, FlowId, FlowRemoved, RemovalReason};
 use crate::model::match_key::MatchKey;
 use crate::tables::groups::Groups;
 use crate::tables::meters::Meters;
@@ -15,8 +13,6 @@ use ofp::consts::{table_no, OFP_NO_BUFFER};
 use ofp::error::FlowModFailedCode;
 use ofp::flow_mod::flow_mod_flags;
 use ofp::{FlowMod, FlowModCommand, OfpError};
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 /// What a successful FLOW_MOD did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -64,7 +60,7 @@ impl Tables {
             FlowModCommand::Delete | FlowModCommand::DeleteStrict
         );
         let all_tables = is_delete && fm.table_id == table_no::ALL;
-        if !all_tables && fm.table_id >= self.config.n_tables {
+        if !all_tables && fm.table_id >= self.n_tables() {
             return Err(fm_failed(FlowModFailedCode::BadTableId));
         }
         let key = MatchKey::new(&fm.match_)?;
@@ -73,10 +69,10 @@ impl Tables {
             let meter_exists = |m: u32| meters.contains(m);
             let ctx = InstructionContext {
                 table_id: fm.table_id,
-                n_tables: self.config.n_tables,
+                n_tables: self.n_tables(),
                 group_exists: &group_exists,
                 meter_exists: &meter_exists,
-                policy: self.config.policy,
+                policy: self.config().policy,
             };
             validate_instructions(&fm.instructions, &key, &ctx)?;
         }
@@ -105,7 +101,7 @@ impl Tables {
         key: MatchKey,
         now: Time,
     ) -> Result<FlowModOutcome, OfpError> {
-        let max_entries = self.config.max_entries;
+        let config = *self.config();
         let table = self
             .table(fm.table_id)
             .ok_or(fm_failed(FlowModFailedCode::BadTableId))?;
@@ -116,43 +112,45 @@ impl Tables {
         {
             return Err(fm_failed(FlowModFailedCode::Overlap));
         }
-        let slot = (fm.priority, key);
-        let existing = table.find_key(slot.0, &slot.1);
-        let max_entries = max_entries.min(MAX_TABLE_ENTRIES);
-        if existing.is_none() && table.entries.len() >= max_entries {
+        let existing = self.find_key(fm.table_id, fm.priority, &key);
+        let max_entries = config.max_entries.min(MAX_TABLE_ENTRIES);
+        if existing.is_none() && table.len() >= max_entries {
             return Err(fm_failed(FlowModFailedCode::TableFull));
         }
-        if self.config.max_bytes > 0 {
+        if config.max_bytes > 0 {
             let freed = existing
-                .and_then(|id| table.entry(id))
+                .and_then(|id| self.entry(id))
                 .map_or(0, |e| entry_bytes(&e.match_, &e.instructions));
             let after =
                 self.bytes - freed.min(self.bytes) + entry_bytes(&fm.match_, &fm.instructions);
-            if after > self.config.max_bytes {
+            if after > config.max_bytes {
                 return Err(fm_failed(FlowModFailedCode::TableFull));
             }
         }
         // From here on nothing can fail.
-        let (priority, key) = slot;
         let old = existing.and_then(|id| self.detach(id));
         let id = match &old {
-            Some(e) => e.id,
+            Some((e, _)) => e.id,
             None => {
                 let id = FlowId(self.next_id);
                 self.next_id += 1;
                 id
             }
         };
-        let (packet_count, byte_count) = match &old {
-            Some(e) if fm.flags & flow_mod_flags::RESET_COUNTS == 0 => {
-                (e.packet_count, e.byte_count)
-            }
-            _ => (0, 0),
+        let counter = match &old {
+            Some((_, c)) if fm.flags & flow_mod_flags::RESET_COUNTS == 0 => EntryCounter {
+                last_used: now,
+                ..*c
+            },
+            _ => EntryCounter {
+                last_used: now,
+                ..EntryCounter::default()
+            },
         };
         let entry = FlowEntry {
             id,
             table_id: fm.table_id,
-            priority,
+            priority: fm.priority,
             match_: fm.match_.clone(),
             key,
             instructions: fm.instructions.clone(),
@@ -161,11 +159,8 @@ impl Tables {
             hard_timeout: fm.hard_timeout,
             flags: fm.flags,
             installed_at: now,
-            last_used: now,
-            packet_count,
-            byte_count,
         };
-        self.attach(entry);
+        self.attach(entry, counter);
         Ok(FlowModOutcome {
             installed: Some(id),
             replaced: old.is_some(),
@@ -189,13 +184,14 @@ impl Tables {
         );
         let reset = fm.flags & flow_mod_flags::RESET_COUNTS != 0;
         for id in &ids {
-            if let Some(mut e) = self.detach(*id) {
+            if let Some((e, mut c)) = self.detach(*id) {
+                let mut e = FlowEntry::clone(&e);
                 e.instructions = fm.instructions.clone();
                 if reset {
-                    e.packet_count = 0;
-                    e.byte_count = 0;
+                    c.packets = 0;
+                    c.bytes = 0;
                 }
-                self.attach(e);
+                self.attach(e, c);
             }
         }
         FlowModOutcome {
@@ -244,25 +240,24 @@ impl Tables {
         out_port: u32,
         out_group: u32,
     ) -> Vec<FlowId> {
-        let tables: Vec<&FlowTable> = if table_id == table_no::ALL {
-            self.tables.iter().map(Dual::get).collect()
+        let tables: Vec<u8> = if table_id == table_no::ALL {
+            (0..self.n_tables()).collect()
         } else {
-            self.table(table_id).into_iter().collect()
+            vec![table_id]
         };
         let keep = |e: &FlowEntry| passes(e, cookie, cookie_mask, out_port, out_group);
         let mut ids = Vec::new();
-        for table in tables {
+        for t in tables {
             match priority {
                 Some(p) => {
-                    if let Some(e) = table.find_key(p, key).and_then(|id| table.entry(id)) {
+                    if let Some(e) = self.find_key(t, p, key).and_then(|id| self.entry(id)) {
                         if keep(e) {
                             ids.push(e.id);
                         }
                     }
                 }
                 None => ids.extend(
-                    table
-                        .entries()
+                    self.entries_in(t)
                         .filter(|e| e.key.is_within(key) && keep(e))
                         .map(|e| e.id),
                 ),
@@ -280,50 +275,13 @@ impl Tables {
     ) -> Vec<FlowRemoved> {
         let mut events = Vec::new();
         for id in ids {
-            if let Some(e) = self.detach(*id) {
+            if let Some((e, c)) = self.detach(*id) {
                 if e.sends_flow_removed() {
-                    events.push(e.removed_event(reason, now));
+                    events.push(e.removed_event(reason, now, &c));
                 }
             }
         }
         events
-    }
-
-    /// Inserts an entry and indexes it. The caller has checked capacity
-    /// and that its (priority, key) slot is free.
-    pub(super) fn attach(&mut self, e: FlowEntry) {
-        let id = e.id;
-        self.bytes += entry_bytes(&e.match_, &e.instructions);
-        for g in e.groups() {
-            Arc::make_mut(&mut self.group_refs)
-                .entry(g)
-                .or_default()
-                .insert(id);
-        }
-        if let Some(m) = e.meter() {
-            Arc::make_mut(&mut self.meter_refs)
-                .entry(m)
-                .or_default()
-                .insert(id);
-        }
-        self.location.write(LocOp::Insert(id, e.table_id));
-        self.write(e.table_id, TableOp::Put(Arc::new(e)));
-    }
-
-    /// Takes an entry out of its table and every index.
-    pub(super) fn detach(&mut self, id: FlowId) -> Option<FlowEntry> {
-        let t = self.location.write(LocOp::Remove(id))?;
-        let e = self.write(t, TableOp::Take(id)).0?;
-        self.bytes = self
-            .bytes
-            .saturating_sub(entry_bytes(&e.match_, &e.instructions));
-        for g in e.groups() {
-            unref(Arc::make_mut(&mut self.group_refs), g, id);
-        }
-        if let Some(m) = e.meter() {
-            unref(Arc::make_mut(&mut self.meter_refs), m, id);
-        }
-        Some(e)
     }
 
     /// Removes every entry forwarding to `group` (it was deleted), with
@@ -346,14 +304,5 @@ impl Tables {
             .map(|s| s.iter().copied().collect())
             .unwrap_or_default();
         self.remove_ids(&ids, RemovalReason::MeterDelete, now)
-    }
-}
-
-pub(super) fn unref(index: &mut HashMap<u32, BTreeSet<FlowId>>, key: u32, id: FlowId) {
-    if let Some(set) = index.get_mut(&key) {
-        set.remove(&id);
-        if set.is_empty() {
-            index.remove(&key);
-        }
     }
 }

@@ -21,20 +21,18 @@ pub fn matches(key: &MatchKey, packet: &FlowKey) -> bool {
         })
 }
 
-/// The best entry among `entries` (given in installation order) for
-/// `packet`: the highest priority, then the oldest.
+/// The best entry among `entries` (in any order) for `packet`: the
+/// highest priority, then the oldest (smallest id).
 pub fn best<'a>(
     entries: impl Iterator<Item = &'a FlowEntry>,
     packet: &FlowKey,
 ) -> Option<&'a FlowEntry> {
     let mut best: Option<&FlowEntry> = None;
     for e in entries {
-        // Installation (id) order, so a strict `>` keeps the oldest among
-        // equal priorities.
-        if best.is_some_and(|b| e.priority <= b.priority) {
-            continue;
-        }
-        if matches(&e.key, packet) {
+        let better = best.is_none_or(|b| {
+            (e.priority, std::cmp::Reverse(e.id)) > (b.priority, std::cmp::Reverse(b.id))
+        });
+        if better && matches(&e.key, packet) {
             best = Some(e);
         }
     }

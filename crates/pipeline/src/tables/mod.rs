@@ -176,4 +176,4 @@ pub use flow_mod::FlowModOutcome;
 pub use stats::{any_flow, FlowFilter, FlowPos};
 pub use table::{FlowTable, SLOT_BITS};
 
-pub use set::{Tables, TablesConfig, ENTRY_BYTES, MAX_TABLE_ENTRIES};
+pub use set::{TableSet, Tables, TablesConfig, ENTRY_BYTES, MAX_TABLE_ENTRIES};

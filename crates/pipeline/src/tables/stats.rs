@@ -1,10 +1,8 @@
 //! Statistics (spec 1.3.5 §7.3.5): counters folded from the workers, and
 //! the flow, aggregate and table statistics answers.
 
-use super::cow::Dual;
 use super::set::Tables;
-use super::table::TableOp;
-use crate::model::flow_entry::{FlowEntry, FlowId};
+use crate::model::flow_entry::{EntryCounter, FlowEntry, FlowId};
 use crate::model::match_key::MatchKey;
 use crate::Time;
 use ofp::consts::table_no;
@@ -37,9 +35,10 @@ pub(super) fn passes(
         && e.forwards_to_group(out_group)
 }
 
-/// The statistics of one entry at `now`.
-pub(super) fn flow_stats_of(e: &FlowEntry, now: Time) -> FlowStats {
+/// The statistics of one entry with counters `c` at `now`.
+pub(super) fn flow_stats_of(e: &FlowEntry, c: &EntryCounter, now: Time) -> FlowStats {
     let (duration_sec, duration_nsec) = now.duration_since(e.installed_at);
+    let (packet_count, byte_count) = e.reported(c);
     FlowStats {
         table_id: e.table_id,
         duration_sec,
@@ -49,8 +48,8 @@ pub(super) fn flow_stats_of(e: &FlowEntry, now: Time) -> FlowStats {
         hard_timeout: e.hard_timeout,
         flags: e.flags,
         cookie: e.cookie,
-        packet_count: e.reported_packet_count(),
-        byte_count: e.reported_byte_count(),
+        packet_count,
+        byte_count,
         match_: e.match_.clone(),
         instructions: e.instructions.clone(),
     }
@@ -80,22 +79,34 @@ impl Tables {
     /// [`Tables::note_hit`], for folding worker counters: O(1) whatever the
     /// packet count). False if no such entry.
     pub fn add_hits(&mut self, id: FlowId, packets: u64, bytes: u64, last_hit: Time) -> bool {
-        let Some(&t) = self.location.get().0.get(&id) else {
+        let Some(&t) = self.location.get(&id) else {
             return false;
         };
-        let op = TableOp::Hits {
-            id,
-            packets,
-            bytes,
-            last_hit,
+        let Some(book) = self.books.get_mut(usize::from(t)) else {
+            return false;
         };
-        self.write(t, op).1
+        let Some(c) = book
+            .slot_of
+            .get(&id)
+            .and_then(|&s| book.counters.get_mut(s as usize))
+        else {
+            return false;
+        };
+        c.packets = c.packets.wrapping_add(packets);
+        c.bytes = c.bytes.wrapping_add(bytes);
+        if packets > 0 && last_hit > c.last_used {
+            c.last_used = last_hit;
+        }
+        true
     }
 
     /// Records `lookups` lookups in `table_id`, `matched` of which hit an
     /// entry (the bulk form of [`Tables::note_lookup`]).
     pub fn note_lookups(&mut self, table_id: u8, lookups: u64, matched: u64) {
-        self.write(table_id, TableOp::Lookups { lookups, matched });
+        if let Some(b) = self.books.get_mut(usize::from(table_id)) {
+            b.lookups = b.lookups.wrapping_add(lookups);
+            b.matched = b.matched.wrapping_add(matched);
+        }
     }
 
     /// Records one lookup in `table_id` and whether it matched an entry.
@@ -118,7 +129,7 @@ impl Tables {
         filter: &FlowFilter,
         after: Option<FlowPos>,
     ) -> Result<impl Iterator<Item = &'s FlowEntry> + 's, OfpError> {
-        if filter.table_id != table_no::ALL && filter.table_id >= self.config.n_tables {
+        if filter.table_id != table_no::ALL && filter.table_id >= self.n_tables() {
             return Err(OfpError::BadRequest(BadRequestCode::BadTableId));
         }
         let key = MatchKey::new(&filter.match_)?;
@@ -131,26 +142,24 @@ impl Tables {
             ..
         } = *filter;
         let tables = self
-            .tables
+            .books
             .iter()
-            .map(Dual::get)
             .enumerate()
-            .filter_map(|(t, table)| Some((u8::try_from(t).ok()?, table)));
+            .filter_map(|(t, book)| Some((u8::try_from(t).ok()?, book)));
         Ok(tables
             .filter(move |(t, _)| {
                 (table_id == table_no::ALL || table_id == *t)
                     && after.is_none_or(|(at, _)| *t >= at)
             })
-            .flat_map(move |(t, table)| {
+            .flat_map(move |(t, book)| {
                 let ids: Box<dyn Iterator<Item = &FlowId>> = match after {
                     Some((at, id)) if t == at => Box::new(
-                        table
-                            .order
+                        book.order
                             .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded)),
                     ),
-                    _ => Box::new(table.order.iter()),
+                    _ => Box::new(book.order.iter()),
                 };
-                ids.filter_map(move |id| table.entry(*id))
+                ids.filter_map(move |id| self.entry(*id))
             })
             .filter(move |e| {
                 e.key.is_within(&key) && passes(e, cookie, cookie_mask, out_port, out_group)
@@ -183,7 +192,8 @@ impl Tables {
         let limit = limit.max(1);
         let mut out = Vec::new();
         for e in self.selected(filter, after)? {
-            out.push(flow_stats_of(e, now));
+            let c = self.counter(e.id).unwrap_or_default();
+            out.push(flow_stats_of(e, &c, now));
             if out.len() >= limit {
                 return Ok((out, Some((e.table_id, e.id))));
             }
@@ -197,12 +207,13 @@ impl Tables {
     pub fn aggregate_stats(&self, filter: &FlowFilter) -> Result<AggregateStats, OfpError> {
         let mut agg = AggregateStats::default();
         for e in self.filter(filter)? {
+            let c = self.counter(e.id).unwrap_or_default();
             agg.flow_count = agg.flow_count.saturating_add(1);
             if e.flags & flow_mod_flags::NO_PKT_COUNTS == 0 {
-                agg.packet_count = agg.packet_count.wrapping_add(e.packet_count);
+                agg.packet_count = agg.packet_count.wrapping_add(c.packets);
             }
             if e.flags & flow_mod_flags::NO_BYT_COUNTS == 0 {
-                agg.byte_count = agg.byte_count.wrapping_add(e.byte_count);
+                agg.byte_count = agg.byte_count.wrapping_add(c.bytes);
             }
         }
         Ok(agg)
@@ -210,15 +221,14 @@ impl Tables {
 
     /// The TABLE multipart reply body: one entry per table.
     pub fn table_stats(&self) -> Vec<TableStats> {
-        self.tables
+        self.books
             .iter()
-            .map(Dual::get)
             .enumerate()
-            .map(|(i, t)| TableStats {
+            .map(|(i, b)| TableStats {
                 table_id: u8::try_from(i).unwrap_or(table_no::MAX),
-                active_count: u32::try_from(t.entries.len()).unwrap_or(u32::MAX),
-                lookup_count: t.lookup_count,
-                matched_count: t.matched_count,
+                active_count: u32::try_from(b.slot_of.len()).unwrap_or(u32::MAX),
+                lookup_count: b.lookups,
+                matched_count: b.matched,
             })
             .collect()
     }

@@ -1,15 +1,13 @@
-//! One flow table: its entries in slots, the strict index by (priority,
-//! match), the classifier index over its rules, and the compiled form of
-//! each entry (see the module comment of [`super`]).
+//! One flow table as the workers read it: the entries in slots (shared
+//! with every other copy of the table), the compiled form of each, and
+//! the classifier index over their rules. The control side's indexes of
+//! the same table (by id, by priority and match, the free slots, the
+//! counters) are in [`super::set`].
 
 use super::compiled::FastEntry;
 use super::cow::Replay;
 use crate::model::flow_entry::{FlowEntry, FlowId};
-use crate::model::match_key::MatchKey;
-use crate::Time;
-use classifier::FastMap;
 use packet::flow_key::FlowKey;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// Tables with at most this many entries are copied (copy-on-write) by
@@ -18,44 +16,33 @@ use std::sync::Arc;
 /// a fresh zeroed one costs nothing until written.
 pub(super) const REBUILD_INDEX_BELOW: usize = 16384;
 
-/// One flow table.
+/// One flow table, as published (see the module comment).
 #[derive(Debug, Default)]
 pub struct FlowTable {
-    /// Where each entry lives in `slots`.
-    pub(super) entries: FastMap<FlowId, u32>,
-    /// The entries, by slot (see "Entry slots" in the module comment).
-    pub(super) slots: Vec<Option<FlowEntry>>,
-    /// Empty slots, reused last-freed first.
-    pub(super) free: Vec<u32>,
+    /// The entries, by slot; the control side chooses the slots.
+    slots: Vec<Option<Arc<FlowEntry>>>,
     /// The compiled form of each slot's entry (default when empty).
-    pub(super) fast: Vec<FastEntry>,
+    fast: Vec<FastEntry>,
     /// One bit per slot, set when the slot holds an entry that did not
     /// compile: the burst prefetch asks this (a few KiB, cached) instead
     /// of the compiled line it has only just asked the CPU to load.
-    pub(super) general: Vec<u64>,
-    /// The ids of `entries`, in order.
-    pub(super) order: BTreeSet<FlowId>,
-    /// The strict index, by hash of `(priority, key)` (see `find_key`):
-    /// 16 bytes a slot instead of a second copy of every match.
-    pub(super) by_key: FastMap<u64, FlowId>,
-    /// Entries whose hash `by_key` already gives to another entry (a
-    /// 64-bit collision: in practice empty).
-    pub(super) by_key_overflow: FastMap<(u16, MatchKey), FlowId>,
-    pub(super) lookup_count: u64,
-    pub(super) matched_count: u64,
-    /// The fast classifier's copy of the entries' (id, priority, match).
-    pub(super) index: classifier::Table,
+    general: Vec<u64>,
+    /// The classifier's lookup structures over the entries' (rule id,
+    /// priority, match); rule id = `FlowId << SLOT_BITS | slot`.
+    index: classifier::Table,
     /// Set when the index refused a rule (cannot happen for a valid
     /// `MatchKey`; kept as a guard): lookups then scan linearly.
-    pub(super) index_broken: bool,
+    index_broken: bool,
     /// Changes so far (flow caches compare it); kept here, not taken from
     /// the index, because a copy may rebuild the index.
-    pub(super) generation: u64,
+    generation: u64,
+    /// Entries held.
+    len: usize,
 }
 
 impl Clone for FlowTable {
     fn clone(&self) -> Self {
-        let index = if self.entries.len() <= REBUILD_INDEX_BELOW && !self.index_broken {
+        let index = if self.len <= REBUILD_INDEX_BELOW && !self.index_broken {
             let mut t = classifier::Table::new();
             match t.insert_many(self.index.rules()) {
                 Ok(_) => t,
@@ -65,94 +52,44 @@ impl Clone for FlowTable {
             self.index.clone()
         };
         FlowTable {
-            entries: self.entries.clone(),
             slots: self.slots.clone(),
-            free: self.free.clone(),
             fast: self.fast.clone(),
             general: self.general.clone(),
-            order: self.order.clone(),
-            by_key: self.by_key.clone(),
-            by_key_overflow: self.by_key_overflow.clone(),
-            lookup_count: self.lookup_count,
-            matched_count: self.matched_count,
             index,
             index_broken: self.index_broken,
             generation: self.generation,
+            len: self.len,
         }
     }
 }
 
-/// A change of one [`FlowTable`].
+/// A change of one [`FlowTable`]: the control side's slot choice travels
+/// with it, so every copy that replays it agrees on the slots.
 #[derive(Clone, Debug)]
 pub(super) enum TableOp {
-    /// Shared with the log: logging it is a reference count, and the
-    /// control side's copy takes the entry without a clone when no spare
-    /// needs it (`apply_owned`); each spare's replay clones it once.
-    Put(Arc<FlowEntry>),
-    Take(FlowId),
-    Hits {
-        id: FlowId,
-        packets: u64,
-        bytes: u64,
-        last_hit: Time,
-    },
-    Lookups {
-        lookups: u64,
-        matched: u64,
-    },
+    /// Puts an entry in an empty slot (a reference count: every copy
+    /// shares the entry).
+    Put(u32, Arc<FlowEntry>),
+    /// Empties a slot.
+    Take(u32),
 }
 
 impl Replay for FlowTable {
     type Op = TableOp;
-    /// `Take`: the entry removed; `Hits`: whether the entry exists.
-    type Out = (Option<FlowEntry>, bool);
-
-    fn apply_owned(&mut self, op: TableOp) -> (Option<FlowEntry>, bool) {
-        match op {
-            TableOp::Put(e) => {
-                self.put(Arc::try_unwrap(e).unwrap_or_else(|e| FlowEntry::clone(&e)));
-                (None, true)
-            }
-            op => self.apply(&op),
-        }
-    }
+    /// `Take`: the entry removed.
+    type Out = Option<Arc<FlowEntry>>;
 
     fn size(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
-    fn apply(&mut self, op: &TableOp) -> (Option<FlowEntry>, bool) {
+    fn apply(&mut self, op: &TableOp) -> Option<Arc<FlowEntry>> {
         match op {
-            TableOp::Put(e) => {
-                self.put(FlowEntry::clone(e));
-                (None, true)
+            TableOp::Put(slot, e) => {
+                self.put(*slot, e.clone());
+                None
             }
-            TableOp::Take(id) => {
-                let e = self.take(*id);
-                let found = e.is_some();
-                (e, found)
-            }
-            TableOp::Hits {
-                id,
-                packets,
-                bytes,
-                last_hit,
-            } => {
-                let Some(e) = self.entry_mut(*id) else {
-                    return (None, false);
-                };
-                e.packet_count = e.packet_count.wrapping_add(*packets);
-                e.byte_count = e.byte_count.wrapping_add(*bytes);
-                if *packets > 0 && *last_hit > e.last_used {
-                    e.last_used = *last_hit;
-                }
-                (None, true)
-            }
-            TableOp::Lookups { lookups, matched } => {
-                self.lookup_count = self.lookup_count.wrapping_add(*lookups);
-                self.matched_count = self.matched_count.wrapping_add(*matched);
-                (None, true)
-            }
+            TableOp::Take(slot) => self.take(*slot),
         }
     }
 }
@@ -169,22 +106,6 @@ pub(super) const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
 pub(super) fn rule_id(id: FlowId, slot: u32) -> Option<u64> {
     (u64::from(slot) <= SLOT_MASK && id.0 < 1 << (64 - SLOT_BITS))
         .then(|| (id.0 << SLOT_BITS) | u64::from(slot))
-}
-
-/// The strict index's hash of `(priority, key)`.
-pub(super) fn key_hash(priority: u16, key: &MatchKey) -> u64 {
-    use std::hash::BuildHasher;
-    let h = classifier::FastBuild::default().hash_one((priority, key));
-    #[cfg(test)]
-    let h = h & KEY_HASH_MASK.with(std::cell::Cell::get);
-    h
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Tests keep 4 bits of `key_hash`, so that collisions are common and
-    /// every test exercises `by_key_overflow` too.
-    pub(super) static KEY_HASH_MASK: std::cell::Cell<u64> = const { std::cell::Cell::new(0xf) };
 }
 
 /// The classifier rule of an entry in slot `slot`: id, priority and match
@@ -207,23 +128,20 @@ pub(super) fn rule_of(e: &FlowEntry, id: u64) -> classifier::Rule {
 }
 
 impl FlowTable {
-    /// Adds an entry to the table, its strict index and the classifier.
-    pub(super) fn put(&mut self, e: FlowEntry) {
+    /// Puts an entry into `slot` (empty), its compiled form and its rule.
+    fn put(&mut self, slot: u32, e: Arc<FlowEntry>) {
         self.generation += 1;
-        if self.entries.contains_key(&e.id) {
-            // Never done (a replacement takes the old entry first); kept
+        if self.slot(slot).is_some() {
+            // Never done (the control side frees a slot first); kept
             // exact anyway.
-            self.take(e.id);
+            self.take(slot);
         }
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                self.slots.push(None);
-                self.fast.push(FastEntry::default());
-                u32::try_from(self.slots.len() - 1).unwrap_or(u32::MAX)
-            }
-        };
-        if let Some(f) = self.fast.get_mut(slot as usize) {
+        let i = slot as usize;
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, None);
+            self.fast.resize(i + 1, FastEntry::default());
+        }
+        if let Some(f) = self.fast.get_mut(i) {
             *f = FastEntry::compile(&e);
             let compiled = f.ops().is_some();
             self.set_general(slot, !compiled);
@@ -232,90 +150,37 @@ impl FlowTable {
         if !ok {
             self.index_broken = true;
         }
-        self.index_key(&e);
-        self.order.insert(e.id);
-        self.entries.insert(e.id, slot);
-        if let Some(s) = self.slots.get_mut(slot as usize) {
+        if let Some(s) = self.slots.get_mut(i) {
             *s = Some(e);
         }
+        self.len += 1;
     }
 
-    /// Takes an entry out of the table, its strict index and the
-    /// classifier.
-    pub(super) fn take(&mut self, id: FlowId) -> Option<FlowEntry> {
-        let slot = self.entries.remove(&id)?;
+    /// Empties `slot`: the entry, its compiled form and its rule.
+    fn take(&mut self, slot: u32) -> Option<Arc<FlowEntry>> {
         let e = self.slots.get_mut(slot as usize)?.take()?;
         if let Some(f) = self.fast.get_mut(slot as usize) {
             *f = FastEntry::default();
         }
         self.set_general(slot, false);
-        self.free.push(slot);
         self.generation += 1;
-        self.order.remove(&id);
-        self.unindex_key(&e);
+        self.len -= 1;
         // The classifier keeps no copy of the rule: it is handed back. Not
-        // finding it would break invariant 7; lookups then scan instead.
-        let removed = rule_id(id, slot).is_some_and(|rid| self.index.remove(&rule_of(&e, rid)));
+        // finding it would break the mirror; lookups then scan instead.
+        let removed = rule_id(e.id, slot).is_some_and(|rid| self.index.remove(&rule_of(&e, rid)));
         if !removed {
             self.index_broken = true;
         }
         Some(e)
     }
 
-    /// The id of the entry with exactly this priority and match (the
-    /// strict index).
-    pub fn find_key(&self, priority: u16, key: &MatchKey) -> Option<FlowId> {
-        let same = |id: &FlowId| {
-            self.entry(*id)
-                .is_some_and(|e| e.priority == priority && e.key == *key)
-        };
-        if let Some(id) = self
-            .by_key
-            .get(&key_hash(priority, key))
-            .filter(|id| same(id))
-        {
-            return Some(*id);
-        }
-        if self.by_key_overflow.is_empty() {
-            return None;
-        }
-        self.by_key_overflow.get(&(priority, key.clone())).copied()
-    }
-
-    /// Adds `e` to the strict index (before it is in `slots`: a hash
-    /// already taken belongs to another entry, since a replaced entry is
-    /// taken out first).
-    pub(super) fn index_key(&mut self, e: &FlowEntry) {
-        match self.by_key.entry(key_hash(e.priority, &e.key)) {
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(e.id);
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.by_key_overflow
-                    .insert((e.priority, e.key.clone()), e.id);
-            }
-        }
-    }
-
-    /// Removes `e` from the strict index.
-    pub(super) fn unindex_key(&mut self, e: &FlowEntry) {
-        let h = key_hash(e.priority, &e.key);
-        if self.by_key.get(&h) == Some(&e.id) {
-            self.by_key.remove(&h);
-        } else {
-            self.by_key_overflow.remove(&(e.priority, e.key.clone()));
-        }
-    }
-
-    /// The entry with id `id`, if it is in this table.
-    pub fn entry(&self, id: FlowId) -> Option<&FlowEntry> {
-        let slot = *self.entries.get(&id)?;
-        self.slots.get(slot as usize)?.as_ref()
-    }
-
-    pub(super) fn entry_mut(&mut self, id: FlowId) -> Option<&mut FlowEntry> {
-        let slot = *self.entries.get(&id)?;
-        self.slots.get_mut(slot as usize)?.as_mut()
+    /// The slot of entry `id`, by a scan (the control side keeps an index;
+    /// used only when the classifier index is broken).
+    fn slot_of(&self, id: FlowId) -> Option<u32> {
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|e| e.id == id))
+            .and_then(|i| u32::try_from(i).ok())
     }
 
     /// The entry in slot `slot` (as [`FlowTable::lookup_burst_slots`]
@@ -323,7 +188,7 @@ impl FlowTable {
     /// an entry only for one [`FlowTable::generation`].
     #[inline]
     pub fn slot(&self, slot: u32) -> Option<&FlowEntry> {
-        self.slots.get(slot as usize)?.as_ref()
+        self.slots.get(slot as usize)?.as_deref()
     }
 
     /// Hints the CPU to load slot `slot`'s entry (not what it points to).
@@ -388,7 +253,7 @@ impl FlowTable {
 
     /// The entry `packet` hits: highest priority, then oldest (smallest
     /// id), through the fast classifier. Equals
-    /// [`crate::tables::linear::LinearScan::lookup_table`].
+    /// [`FlowTable::lookup_linear`].
     pub fn lookup(&self, packet: &FlowKey) -> Option<&FlowEntry> {
         if self.index_broken {
             return self.lookup_linear(packet);
@@ -408,7 +273,7 @@ impl FlowTable {
     pub fn lookup_slot(&self, packet: &FlowKey) -> Option<u32> {
         if self.index_broken {
             let e = self.lookup(packet)?;
-            return self.entries.get(&e.id).copied();
+            return self.slot_of(e.id);
         }
         let hit = self.index.lookup(packet)?;
         Some((hit.id & SLOT_MASK) as u32)
@@ -425,9 +290,7 @@ impl FlowTable {
     ) {
         if self.index_broken {
             for (k, o) in packets.iter().zip(out.iter_mut()) {
-                *o = self
-                    .lookup(k.borrow())
-                    .and_then(|e| self.entries.get(&e.id).copied());
+                *o = self.lookup(k.borrow()).and_then(|e| self.slot_of(e.id));
             }
             return;
         }
@@ -463,18 +326,31 @@ impl FlowTable {
         &self.index
     }
 
-    /// The entries in installation order.
+    /// True when the index refused a rule and lookups scan.
+    pub fn index_broken(&self) -> bool {
+        self.index_broken
+    }
+
+    /// The entries, in slot order.
     pub fn entries(&self) -> impl Iterator<Item = &FlowEntry> {
-        self.order.iter().filter_map(|id| self.entry(*id))
+        self.slots.iter().filter_map(|s| s.as_deref())
+    }
+
+    /// The entries with their slots, in slot order.
+    pub fn slots(&self) -> impl Iterator<Item = (u32, &Arc<FlowEntry>)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((u32::try_from(i).ok()?, s.as_ref()?)))
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     /// True when the table has no entry.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
     }
 }

@@ -1,11 +1,10 @@
 //! Tests of the flow tables.
 
-use super::cow::*;
 use super::flow_mod::*;
 use super::set::*;
 use super::stats::*;
 use super::table::*;
-use crate::model::flow_entry::{FlowEntry, FlowId, RemovalReason};
+use crate::model::flow_entry::{EntryCounter, FlowEntry, FlowId, RemovalReason};
 use crate::model::match_key::MatchKey;
 use crate::tables::compiled::FastEntry;
 use crate::tables::groups::{Groups, GroupsConfig};
@@ -32,12 +31,10 @@ use std::sync::Arc;
 impl Tables {
     /// Everything observable, in a canonical order: for "a failed
     /// modification changed nothing" checks. For tests.
-    pub(crate) fn snapshot(&self) -> (Vec<FlowEntry>, Vec<TableStats>, u64) {
+    pub(crate) fn snapshot(&self) -> (Vec<(FlowEntry, EntryCounter)>, Vec<TableStats>, u64) {
         let entries = self
-            .tables
-            .iter()
-            .map(Dual::get)
-            .flat_map(|t| t.entries().cloned())
+            .entries()
+            .map(|e| (e.clone(), self.counter(e.id).unwrap_or_default()))
             .collect();
         (entries, self.table_stats(), self.next_id)
     }
@@ -48,50 +45,53 @@ impl Tables {
         let mut total = 0;
         let mut groups: HashMap<u32, BTreeSet<FlowId>> = HashMap::new();
         let mut meters: HashMap<u32, BTreeSet<FlowId>> = HashMap::new();
-        for (t, table) in self.tables.iter().map(Dual::get).enumerate() {
-            assert!(
-                table.entries.len() <= self.config.max_entries,
-                "5: capacity"
-            );
+        for (t, book) in self.books.iter().enumerate() {
+            let table = self.table(t as u8).expect("a table per book");
+            let n = book.slot_of.len();
+            assert!(n <= self.config().max_entries, "5: capacity");
+            assert_eq!(table.len(), n, "1: published size");
             assert_eq!(
-                table.by_key.len() + table.by_key_overflow.len(),
-                table.entries.len(),
+                book.by_key.len() + book.by_key_overflow.len(),
+                n,
                 "2: by_key size"
             );
-            assert_eq!(table.index.len(), table.entries.len(), "7: index size");
-            assert!(!table.index_broken, "7: index refused a rule");
+            assert_eq!(table.index().len(), n, "7: index size");
+            assert!(!table.index_broken(), "7: index refused a rule");
             assert!(
-                table
-                    .order
+                book.order
                     .iter()
-                    .eq(table.entries.keys().collect::<BTreeSet<_>>()),
+                    .eq(book.slot_of.keys().collect::<BTreeSet<_>>()),
                 "8: order"
             );
-            let used = table.slots.iter().filter(|s| s.is_some()).count();
-            assert_eq!(used + table.free.len(), table.slots.len(), "9: slots");
-            assert_eq!(table.fast.len(), table.slots.len(), "9: fast size");
-            for &slot in &table.free {
+            assert_eq!(
+                n + book.free.len(),
+                book.next_slot as usize,
+                "9: slots used and free"
+            );
+            for &slot in &book.free {
+                assert!(table.slot(slot).is_none(), "9: a free slot is empty");
                 assert!(!table.is_general(slot), "9: general bit of a free slot");
             }
-            for (id, &slot) in &table.entries {
+            assert!(
+                table.slot_count() <= book.next_slot as usize,
+                "9: slot count"
+            );
+            for (id, &slot) in &book.slot_of {
                 let e = table.slot(slot).expect("9: slot of an entry");
                 assert_eq!(table.fast(slot), Some(&FastEntry::compile(e)), "9: fast");
                 let compiled = FastEntry::compile(e).ops().is_some();
                 assert_eq!(table.is_general(slot), !compiled, "9: general bit");
+                assert!(book.counters.get(slot as usize).is_some(), "10: counters");
                 total += 1;
                 assert_eq!(*id, e.id, "1: id");
                 assert_eq!(usize::from(e.table_id), t, "1: table id");
-                assert_eq!(
-                    self.location.get().0.get(id).map(|x| usize::from(*x)),
-                    Some(t),
-                    "1"
-                );
-                assert_eq!(table.find_key(e.priority, &e.key), Some(*id), "2");
+                assert_eq!(self.location.get(id).map(|x| usize::from(*x)), Some(t), "1");
+                assert_eq!(self.find_key(t as u8, e.priority, &e.key), Some(*id), "2");
                 assert_eq!(MatchKey::new(&e.match_).as_ref(), Ok(&e.key), "3");
                 let rid = rule_id(*id, slot).expect("7: rule id");
                 let mut rule = rule_of(e, rid);
                 rule.canonicalize().unwrap();
-                assert!(table.index.contains(&rule), "7: index rule");
+                assert!(table.index().contains(&rule), "7: index rule");
                 for g in e.groups() {
                     groups.entry(g).or_default().insert(*id);
                 }
@@ -100,9 +100,34 @@ impl Tables {
                 }
             }
         }
-        assert_eq!(total, self.location.get().0.len(), "1: location size");
-        assert_eq!(groups, *self.group_refs, "4: group refs");
-        assert_eq!(meters, *self.meter_refs, "4: meter refs");
+        assert_eq!(total, self.location.len(), "1: location size");
+        assert_eq!(groups, self.group_refs, "4: group refs");
+        assert_eq!(meters, self.meter_refs, "4: meter refs");
+    }
+}
+
+impl TableSet {
+    /// The published content: every entry with its table and slot.
+    pub(crate) fn content(&self) -> Vec<(u8, u32, FlowEntry)> {
+        (0..self.n_tables())
+            .filter_map(|t| Some((t, self.table(t)?)))
+            .flat_map(|(t, table)| table.slots().map(move |(s, e)| (t, s, FlowEntry::clone(e))))
+            .collect()
+    }
+
+    /// Each table's compiled entries and index mirror its slots.
+    pub(crate) fn check_invariants(&self) {
+        for t in 0..self.n_tables() {
+            let table = self.table(t).unwrap();
+            assert_eq!(table.index().len(), table.len(), "index size");
+            assert!(!table.index_broken());
+            for (slot, e) in table.slots() {
+                assert_eq!(table.fast(slot), Some(&FastEntry::compile(e)), "fast");
+                let mut rule = rule_of(e, rule_id(e.id, slot).unwrap());
+                rule.canonicalize().unwrap();
+                assert!(table.index().contains(&rule), "index rule");
+            }
+        }
     }
 }
 
@@ -358,7 +383,7 @@ fn a_memory_budget_refuses_new_entries_past_it_and_counts_replacements() {
         },
         &output(2),
     );
-    sw.tables.config.max_bytes = 3 * one + one / 2;
+    sw.tables.set.config.max_bytes = 3 * one + one / 2;
     for p in 1..=3 {
         sw.ok(&add(0, 10, vec![in_port(p)], 2), Time(0));
     }
@@ -555,7 +580,7 @@ fn modify_changes_instructions_of_selected_entries_only() {
     let e = sw.tables.entry(a).unwrap();
     assert_eq!(e.instructions, output(9));
     assert_eq!((e.cookie, e.idle_timeout, e.flags), (0x10, 30, SEND));
-    assert_eq!(e.packet_count, 1, "counters kept");
+    assert_eq!(sw.tables.counter(a).unwrap().packets, 1, "counters kept");
     assert_eq!(e.installed_at, Time::from_secs(1), "duration kept");
     assert_eq!(sw.tables.entry(c).unwrap().instructions, output(1));
 
@@ -570,7 +595,7 @@ fn modify_changes_instructions_of_selected_entries_only() {
     r.instructions = output(7);
     r.flags = flow_mod_flags::RESET_COUNTS;
     assert_eq!(sw.ok(&r, Time(0)).modified, vec![a, b, c]);
-    assert_eq!(sw.tables.entry(a).unwrap().packet_count, 0);
+    assert_eq!(sw.tables.counter(a).unwrap().packets, 0);
 
     // Selecting nothing adds nothing (1.3) and is not an error, but a
     // buffered packet is still released.
@@ -1344,7 +1369,6 @@ proptest! {
         expire_at in proptest::option::of(0u64..4),
         packets in proptest::collection::vec(arb_packet(), 1..40),
     ) {
-        use crate::datapath::lookup::{Classifier, FastClassifier, LinearScan};
         let mut sw = Switch::new(3, 1000);
         for fm in &mods {
             let _ = sw.apply(fm, Time(0));
@@ -1358,41 +1382,45 @@ proptest! {
             let mut burst = vec![None; packets.len()];
             table.lookup_burst(&packets, &mut burst);
             for (p, b) in packets.iter().zip(&burst) {
-                let want = LinearScan.lookup(&sw.tables, t, p).map(|e| e.id);
-                prop_assert_eq!(FastClassifier.lookup(&sw.tables, t, p).map(|e| e.id), want);
+                let want = table.lookup_linear(p).map(|e| e.id);
+                prop_assert_eq!(table.lookup(p).map(|e| e.id), want);
                 prop_assert_eq!(*b, want);
             }
         }
     }
 }
 
-/// Publishing clones `Tables`: the clone shares every table and index
-/// (Arc), so it is O(tables) whatever the entry count, and a mod after
-/// it copies only the table it changes (the published copy unchanged).
+/// Publishing copies the [`TableSet`]: the copy shares every table (Arc),
+/// so it is O(tables) whatever the entry count, and a mod after it
+/// copies only the table it changes (the published copy unchanged);
+/// folding counters changes no published table.
 #[test]
-fn clones_share_tables_until_one_is_changed() {
+fn published_copies_share_tables_until_one_is_changed() {
     let mut sw = Switch::new(3, 1000);
     for i in 0..100u32 {
         sw.ok(&add(0, 1, vec![in_port(i + 1)], 1), Time(0));
     }
     sw.ok(&add(1, 1, vec![], 1), Time(0));
-    let published = sw.tables.clone();
+    let published = sw.tables.published();
     assert!(Arc::ptr_eq(
         &published.tables[0].cur,
-        &sw.tables.tables[0].cur
+        &sw.tables.set.tables[0].cur
     ));
-    assert!(Arc::ptr_eq(
-        &published.location.cur,
-        &sw.tables.location.cur
-    ));
+    let id = sw.tables.entries().next().unwrap().id;
+    assert!(sw.tables.add_hits(id, 3, 300, Time(5)));
+    sw.tables.note_lookups(0, 9, 4);
+    assert!(
+        Arc::ptr_eq(&published.tables[0].cur, &sw.tables.set.tables[0].cur),
+        "counters are not published"
+    );
     sw.ok(&add(1, 2, vec![in_port(7)], 1), Time(0));
     assert!(Arc::ptr_eq(
         &published.tables[0].cur,
-        &sw.tables.tables[0].cur
+        &sw.tables.set.tables[0].cur
     ));
     assert!(!Arc::ptr_eq(
         &published.tables[1].cur,
-        &sw.tables.tables[1].cur
+        &sw.tables.set.tables[1].cur
     ));
     assert_eq!(published.table(1).unwrap().len(), 1);
     assert_eq!(sw.tables.table(1).unwrap().len(), 2);
@@ -1400,6 +1428,10 @@ fn clones_share_tables_until_one_is_changed() {
         published.table(1).unwrap().generation(),
         sw.tables.table(1).unwrap().generation()
     );
+    // The entries themselves are shared, not copied.
+    let a = published.table(0).unwrap().slots().next().unwrap().1;
+    let b = sw.tables.table(0).unwrap().slots().next().unwrap().1;
+    assert!(Arc::ptr_eq(a, b));
     assert_eq!(published.instance(), sw.tables.instance());
     assert_ne!(Tables::default().instance(), sw.tables.instance());
     published.check_invariants();
@@ -1430,7 +1462,7 @@ fn publish_cost() {
                 .unwrap();
         }
         let t = Instant::now();
-        let mut published = sw.tables.clone();
+        let mut published = sw.tables.published();
         let clone = t.elapsed();
         let mut prio = 2;
         let mut mod_once = |sw: &mut Switch| {
@@ -1449,7 +1481,7 @@ fn publish_cost() {
         let mut cycle = std::time::Duration::ZERO;
         for _ in 0..20 {
             let t = Instant::now();
-            let next = sw.tables.clone();
+            let next = sw.tables.published();
             drop(std::mem::replace(&mut published, next));
             for _ in 0..10 {
                 mod_once(&mut sw);
@@ -1457,7 +1489,7 @@ fn publish_cost() {
             cycle += t.elapsed();
         }
         let t = Instant::now();
-        let deep = sw.tables.tables[0].get().clone();
+        let deep = sw.tables.set.tables[0].get().clone();
         let table_copy = t.elapsed();
         println!(
             "{n} entries: publish (clone) {clone:?}; first flow-mod after the first \
@@ -1607,11 +1639,11 @@ fn bulk_install_with_publishes() {
     KEY_HASH_MASK.with(|m| m.set(u64::MAX));
     let n = 1_000_000u32;
     let mut sw = Switch::new(1, 2_000_000);
-    let mut published = sw.tables.clone();
+    let mut published = sw.tables.published();
     let t = Instant::now();
     for i in 0..n {
         if i % 100_000 == 0 {
-            let next = sw.tables.clone();
+            let next = sw.tables.published();
             drop(std::mem::replace(&mut published, next));
         }
         let dst = exact(
@@ -1668,7 +1700,11 @@ proptest! {
                     let b = twin.apply(fm, now);
                     prop_assert_eq!(a, b);
                 }
-                Step::Publish => held.push((sw.tables.clone(), sw.tables.snapshot())),
+                Step::Publish => {
+                    let p = sw.tables.published();
+                    let content = p.content();
+                    held.push((p, content));
+                }
                 Step::DropOldest => {
                     if !held.is_empty() {
                         held.remove(0);
@@ -1685,8 +1721,9 @@ proptest! {
                 }
             }
             prop_assert_eq!(sw.tables.snapshot(), twin.tables.snapshot());
-            for (t, snap) in &held {
-                prop_assert_eq!(&t.snapshot(), snap);
+            prop_assert_eq!(sw.tables.set().content(), twin.tables.set().content());
+            for (t, content) in &held {
+                prop_assert_eq!(&t.content(), content);
             }
         }
         sw.tables.check_invariants();
@@ -1702,15 +1739,15 @@ proptest! {
 fn a_released_spare_is_reused_not_copied() {
     let mut sw = Switch::new(1, 1000);
     sw.ok(&add(0, 1, vec![in_port(1)], 1), Time(0));
-    drop(sw.tables.clone());
-    let published = sw.tables.clone();
+    drop(sw.tables.published());
+    let published = sw.tables.published();
     sw.ok(&add(0, 1, vec![in_port(2)], 1), Time(0)); // copies (no spare yet)
-    let spare = Arc::as_ptr(&sw.tables.tables[0].spares[0].0);
+    let spare = Arc::as_ptr(&sw.tables.set.tables[0].spares[0].0);
     assert_eq!(spare, Arc::as_ptr(&published.tables[0].cur));
-    let again = sw.tables.clone();
+    let again = sw.tables.published();
     drop(published);
     sw.ok(&add(0, 1, vec![in_port(3)], 1), Time(0)); // replays onto the spare
-    assert_eq!(Arc::as_ptr(&sw.tables.tables[0].cur), spare);
+    assert_eq!(Arc::as_ptr(&sw.tables.set.tables[0].cur), spare);
     assert_eq!(sw.tables.table(0).unwrap().len(), 3);
     assert_eq!(again.table(0).unwrap().len(), 2);
     sw.tables.check_invariants();
