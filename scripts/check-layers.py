@@ -51,7 +51,7 @@ LAYERS = {
                     "role", "switch_config", "table_mod", "async_config",
                     "echo", "error_msg", "hello", "stats", "table_features"]),
         ("multipart", ["multipart"]),
-        ("messages", ["message", "framer"]),
+        ("messages", ["message", "framer", "reply_parts"]),
         ("test support", ["strategies", "message_proptests"]),
     ],
 }

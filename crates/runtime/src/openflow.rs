@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::{Switch, SwitchEvent};
+use agent::{FlowStatsPos, Switch, SwitchEvent};
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
 use ofp::{
@@ -198,10 +198,10 @@ impl Switch for BridgeSwitch {
 
     fn flow_stats_page(
         &self,
-        filter: &pipeline::FlowFilter,
-        after: Option<pipeline::FlowPos>,
+        filter: &ofp::stats::FlowStatsRequest,
+        after: Option<FlowStatsPos>,
         limit: usize,
-    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<pipeline::FlowPos>), OfpError> {
+    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<FlowStatsPos>), OfpError> {
         // The first page counts every packet forwarded before the request
         // (as `multipart`); later pages read the counters folded since.
         if after.is_none() {
@@ -210,7 +210,15 @@ impl Switch for BridgeSwitch {
         let now = self.b.now();
         let mut c = self.b.control();
         self.b.collect(&mut c);
-        c.dp.state.tables.flow_stats_page(filter, now, after, limit)
+        let after = after.map(|p| ((p.0 >> 64) as u8, pipeline::FlowId(p.0 as u64)));
+        let (stats, next) =
+            c.dp.state
+                .tables
+                .flow_stats_page(filter, now, after, limit)?;
+        Ok((
+            stats,
+            next.map(|(t, id)| FlowStatsPos((u128::from(t) << 64) | u128::from(id.0))),
+        ))
     }
 
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {
