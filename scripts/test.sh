@@ -79,6 +79,9 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "module layers: pipeline, packet and ofp import only downward, no cycles"
+python3 scripts/check-layers.py
+
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

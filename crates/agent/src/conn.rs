@@ -47,9 +47,9 @@ use ofp::error::{BadRequestCode, HelloFailedCode};
 use ofp::header::msg_type;
 use ofp::hello::HelloElement;
 use ofp::multipart::{
-    multipart_type, MultipartReply, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
-    OFPMPF_REPLY_MORE, OFPMPF_REQ_MORE,
+    multipart_type, MultipartReplyBody, MultipartRequest, MultipartRequestBody, OFPMPF_REQ_MORE,
 };
+use ofp::reply_parts::ReplyParts;
 use ofp::role::controller_role;
 use ofp::{ErrorMsg, Framer, Hello, Message, OfpError, QueueGetConfigReply, Role};
 use std::sync::Arc;
@@ -173,7 +173,7 @@ pub struct Connection<S: Switch> {
     reply: Option<ReplyParts>,
     /// A FLOW statistics reply's next page: the request and where the
     /// page written now ended (see [`Switch::flow_stats_page`]).
-    reply_next: Option<(pipeline::FlowFilter, pipeline::FlowPos)>,
+    reply_next: Option<(ofp::stats::FlowStatsRequest, crate::switch::FlowStatsPos)>,
     started: Instant,
     last_rx: Instant,
     echo_outstanding: bool,
@@ -482,7 +482,7 @@ impl<S: Switch> Connection<S> {
             if !parts.is_done() {
                 return false;
             }
-            let xid = parts.xid;
+            let xid = parts.xid();
             let Some((filter, pos)) = self.reply_next.take() else {
                 self.reply = None;
                 return true;
@@ -826,149 +826,9 @@ impl<S: Switch> Connection<S> {
     }
 }
 
-/// Multipart reply message header plus multipart header.
-const MP_REPLY_OVERHEAD: usize = 16;
-
 /// Entries per page of a FLOW statistics reply (see
 /// [`Switch::flow_stats_page`]): about 1.5 MB of entries held at a time.
 pub const FLOW_STATS_PAGE: usize = 4096;
-
-fn mp_message(xid: u32, mp_type: u16, flags: u16, body: &[u8]) -> Vec<u8> {
-    let len = MP_REPLY_OVERHEAD + body.len();
-    let mut m = Vec::with_capacity(len);
-    m.extend_from_slice(&[OFP_VERSION, msg_type::MULTIPART_REPLY]);
-    m.extend_from_slice(&u16::try_from(len).unwrap_or(u16::MAX).to_be_bytes());
-    m.extend_from_slice(&xid.to_be_bytes());
-    m.extend_from_slice(&mp_type.to_be_bytes());
-    m.extend_from_slice(&flags.to_be_bytes());
-    m.extend_from_slice(&[0; 4]);
-    m.extend_from_slice(body);
-    m
-}
-
-/// Encodes record `i` of a list-shaped reply body into `w`; `false` when
-/// there is no record `i`. `None` for the single-record bodies.
-fn encode_record(body: &MultipartReplyBody, i: usize, w: &mut Vec<u8>) -> Option<bool> {
-    use MultipartReplyBody as B;
-    fn one<T>(items: &[T], i: usize, w: &mut Vec<u8>, enc: impl Fn(&T, &mut Vec<u8>)) -> bool {
-        items.get(i).map(|r| enc(r, w)).is_some()
-    }
-    Some(match body {
-        B::Flow { stats } => one(stats, i, w, |s, w| s.encode(w)),
-        B::Table { stats } => one(stats, i, w, |s, w| s.encode(w)),
-        B::PortStats { stats } => one(stats, i, w, |s, w| s.encode(w)),
-        B::Queue { stats } => one(stats, i, w, |s, w| s.encode(w)),
-        B::Group { stats } => one(stats, i, w, |s, w| s.encode(w)),
-        B::GroupDesc { groups } => one(groups, i, w, |s, w| s.encode(w)),
-        B::Meter { stats } => one(stats, i, w, |s, w| s.encode(w)),
-        B::MeterConfig { configs } => one(configs, i, w, |s, w| s.encode(w)),
-        B::TableFeatures { tables } => one(tables, i, w, |s, w| s.encode(w)),
-        B::PortDesc { ports } => one(ports, i, w, |s, w| s.encode(w)),
-        B::Desc(_)
-        | B::Aggregate(_)
-        | B::GroupFeatures(_)
-        | B::MeterFeatures(_)
-        | B::Experimenter(_) => return None,
-    })
-}
-
-/// A multipart reply being written part by part: each [`ReplyParts::next`]
-/// encodes the next message of at most `max_len` bytes (list bodies split
-/// between records; every message but the last has `OFPMPF_REPLY_MORE`),
-/// so a reply of a million flows never exists encoded all at once. A
-/// record is never split (none is longer than a message can be).
-pub struct ReplyParts {
-    xid: u32,
-    mp_type: u16,
-    body: Option<MultipartReplyBody>,
-    next: usize,
-    /// A record encoded that did not fit the previous part.
-    carry: Vec<u8>,
-    budget: usize,
-    done: bool,
-    /// Another page follows this body: its last part says "more" too.
-    continues: bool,
-}
-
-impl ReplyParts {
-    /// The parts of `body` as the reply to request `xid`.
-    pub fn new(xid: u32, body: MultipartReplyBody, max_len: usize) -> Self {
-        ReplyParts {
-            xid,
-            mp_type: body.multipart_type(),
-            body: Some(body),
-            next: 0,
-            carry: Vec::new(),
-            budget: max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1),
-            done: false,
-            continues: false,
-        }
-    }
-
-    /// Continues with the next page's `body` (same reply type) once this
-    /// one is done; `continues` says whether yet another page follows.
-    pub fn refill(&mut self, body: MultipartReplyBody, continues: bool) {
-        self.body = Some(body);
-        self.next = 0;
-        self.done = false;
-        self.continues = continues;
-    }
-
-    /// Whether every part has been produced.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-}
-
-impl Iterator for ReplyParts {
-    type Item = Vec<u8>;
-
-    fn next(&mut self) -> Option<Vec<u8>> {
-        if self.done {
-            return None;
-        }
-        let body = self.body.as_ref()?;
-        let mut part = std::mem::take(&mut self.carry);
-        let mut rec = Vec::new();
-        let more = loop {
-            rec.clear();
-            match encode_record(body, self.next, &mut rec) {
-                None => {
-                    // A single-record body: one message, as encoded.
-                    self.done = true;
-                    let body = self.body.take()?;
-                    return Some(
-                        Message::MultipartReply(MultipartReply { flags: 0, body }).encode(self.xid),
-                    );
-                }
-                Some(false) => break false,
-                Some(true) => {}
-            }
-            self.next += 1;
-            if part.is_empty() || part.len() + rec.len() <= self.budget {
-                part.extend_from_slice(&rec);
-            } else {
-                self.carry = std::mem::take(&mut rec);
-                break true;
-            }
-        };
-        if !more {
-            self.done = true;
-            self.body = None;
-        }
-        let flags = if more || self.continues {
-            OFPMPF_REPLY_MORE
-        } else {
-            0
-        };
-        Some(mp_message(self.xid, self.mp_type, flags, &part))
-    }
-}
-
-/// Encodes a multipart reply whole, as the messages [`ReplyParts`] yields.
-pub fn encode_multipart_reply(xid: u32, body: MultipartReplyBody, max_len: usize) -> Vec<Vec<u8>> {
-    ReplyParts::new(xid, body, max_len).collect()
-}
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,9 @@
 //! - [`conn`]: the socket-free protocol state machine of one channel.
 //! - [`roles`]: roles and generation ids shared by the channels.
 //! - [`packet_in`]: bounded, rate-limited packet-in queues.
-//! - [`switch`]: the [`Switch`] trait and the in-memory [`MemorySwitch`].
+//! - [`switch`]: the [`Switch`] trait (ofp types only); [`memory`]: the
+//!   in-memory `MemorySwitch` over the pipeline (feature `memory-switch`,
+//!   default; the runtime builds the agent without it).
 //!
 //! Putting it together (what the runtime does):
 //!
@@ -46,6 +48,8 @@
 
 pub mod agent;
 pub mod conn;
+#[cfg(feature = "memory-switch")]
+pub mod memory;
 pub mod packet_in;
 pub mod roles;
 pub mod switch;
@@ -57,9 +61,11 @@ pub use agent::{
     Agent, AgentConfig, AgentStats, ChannelHandle, ChannelRole, ChannelStatus, FailMode, ListenAddr,
 };
 pub use conn::{CloseReason, ConnConfig, Connection};
+#[cfg(feature = "memory-switch")]
+pub use memory::{MemorySwitch, MemorySwitchConfig};
 pub use packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
 pub use roles::{ConnId, Controllers};
-pub use switch::{MemorySwitch, MemorySwitchConfig, Switch, SwitchEvent};
+pub use switch::{FlowStatsPos, Switch, SwitchEvent};
 pub use target::{Target, Transport};
 pub use tls::TlsSettings;
 pub use unix::UnixPerms;

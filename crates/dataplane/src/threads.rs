@@ -145,6 +145,13 @@ pub trait BurstProcessor: Send {
     /// new table version (cheap when nothing changed).
     fn between_bursts(&mut self) {}
 
+    /// Called when the thread is about to sleep for want of input (it
+    /// calls [`BurstProcessor::between_bursts`] again before its next
+    /// burst): the place to let go of a table version, so that barriers
+    /// need not wait for a thread that has nothing to do (see
+    /// [`crate::snapshot::Reader::park`]).
+    fn idle(&mut self) {}
+
     /// Called once when the worker stops.
     fn finish(&mut self) {}
 }
@@ -1115,6 +1122,8 @@ fn core_of(cores: &Option<Vec<usize>>, i: usize) -> Option<usize> {
 
 /// Sleeps or spins one idle step. Returns whether it slept and one of
 /// `fds` woke it (input has arrived on a port).
+/// `before_sleep` runs when it is about to sleep.
+#[allow(clippy::too_many_arguments)]
 fn idle(
     backoff: &mut Backoff,
     holding: bool,
@@ -1122,6 +1131,7 @@ fn idle(
     fds: &[RawFd],
     timeout: Duration,
     inputs_waiting: impl FnOnce() -> bool,
+    before_sleep: impl FnOnce(),
 ) -> bool {
     match backoff.step(holding) {
         IdleStep::Spin => std::hint::spin_loop(),
@@ -1132,6 +1142,7 @@ fn idle(
                 bell.cancel();
                 return false;
             }
+            before_sleep();
             return wake::wait(bell, fds, timeout);
         }
     }
@@ -1896,6 +1907,7 @@ impl RtcWorker {
                     &plan.fds,
                     plan.timeout,
                     || false,
+                    || self.processor.idle(),
                 );
                 self.side.tally.idle(Instant::now());
             }
@@ -2007,6 +2019,7 @@ impl RxThread {
                     &plan.fds,
                     plan.timeout,
                     || false,
+                    || {},
                 ) {
                     for b in &self.downstream {
                         b.ring_if_sleeping();
@@ -2126,6 +2139,7 @@ impl SplitWorker {
                     &[],
                     self.cfg.max_sleep,
                     || inputs.iter_mut().any(|c| c.available() > 0),
+                    || self.processor.idle(),
                 );
                 self.side.tally.idle(Instant::now());
             }
@@ -2208,6 +2222,7 @@ impl TxThread {
                     &[],
                     self.cfg.max_sleep,
                     || inputs.iter_mut().any(|c| c.available() > 0),
+                    || {},
                 );
                 self.side.tally.idle(Instant::now());
             }

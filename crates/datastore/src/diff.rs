@@ -169,6 +169,9 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
         if ob.flow_table_capacity != nb.flow_table_capacity {
             fields.push("flow_table_capacity");
         }
+        if ob.flow_memory_limit_mib != nb.flow_memory_limit_mib {
+            fields.push("flow_memory_limit_mib");
+        }
         let mut statics = Vec::new();
         if texts(&ob.flows, |f| &f.text) != texts(&nb.flows, |f| &f.text) {
             statics.push("flows");

@@ -47,7 +47,8 @@
 //! fail_mode = "secure"            # or "standalone"
 //! n_tables = 254                  # 1..=254
 //! miss_send_len = 128             # 0..=65535
-//! flow_table_capacity = 65536     # per table
+//! flow_table_capacity = 16777216  # per table (the most an index holds)
+//! flow_memory_limit_mib = 0       # all tables' entries; 0: no budget
 //! flows = ["table=0,priority=0,actions=drop"]   # and/or flows_file = "br0.flows"
 //! # groups = [..], groups_file, meters = [..], meters_file
 //!
@@ -295,6 +296,7 @@ impl Config {
                 n_tables: None,
                 miss_send_len: None,
                 flow_table_capacity: None,
+                flow_memory_limit_mib: None,
                 ports,
                 controllers,
                 flows: Vec::new(),

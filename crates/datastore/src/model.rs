@@ -26,9 +26,14 @@ pub struct Bridge {
     /// Bytes of a packet sent to the controller on a table miss, 0..=65535
     /// (default 128; 65535 = the whole packet, `OFPCML_NO_BUFFER`).
     pub miss_send_len: u16,
-    /// Most flows one table holds, 1..=16777216 (default 65536); a flow-mod
-    /// beyond it fails with `OFPFMFC_TABLE_FULL`.
+    /// Most flows one table holds, 1..=16777216 (default 16777216, the
+    /// most a table's lookup index addresses: no limit below what memory
+    /// holds); a flow-mod beyond it fails with `OFPFMFC_TABLE_FULL`.
     pub flow_table_capacity: u32,
+    /// A memory budget for the flow entries of all tables together, in
+    /// MiB (0, the default: none). An ADD that would take the estimated
+    /// memory of the entries past it fails with `OFPFMFC_TABLE_FULL`.
+    pub flow_memory_limit_mib: u32,
     /// Ports in the order written; numbers unique in the bridge.
     pub ports: Vec<Port>,
     /// Controllers (active connections and passive listeners).

@@ -33,6 +33,7 @@ pub(crate) struct RawBridge {
     pub n_tables: Option<S<i64>>,
     pub miss_send_len: Option<S<i64>>,
     pub flow_table_capacity: Option<S<i64>>,
+    pub flow_memory_limit_mib: Option<S<i64>>,
     #[serde(default)]
     pub ports: Vec<S<RawPort>>,
     #[serde(default)]

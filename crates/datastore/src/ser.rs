@@ -90,6 +90,8 @@ struct OutBridge {
     n_tables: u8,
     miss_send_len: u16,
     flow_table_capacity: u32,
+    #[serde(skip_serializing_if = "is_zero")]
+    flow_memory_limit_mib: u32,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     flows: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -158,6 +160,7 @@ fn bridge(b: &Bridge) -> OutBridge {
         n_tables: b.n_tables,
         miss_send_len: b.miss_send_len,
         flow_table_capacity: b.flow_table_capacity,
+        flow_memory_limit_mib: b.flow_memory_limit_mib,
         flows: b
             .flows
             .iter()
@@ -290,4 +293,8 @@ pub(crate) fn to_toml(c: &Config) -> String {
     // serializer cannot fail on this shape.
     toml::to_string_pretty(&out)
         .unwrap_or_else(|e| format!("# cannot write the configuration: {e}\n"))
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }

@@ -79,7 +79,8 @@ fn defaults() {
     assert_eq!(b.fail_mode, FailMode::Secure);
     assert_eq!(b.n_tables, 254);
     assert_eq!(b.miss_send_len, 128);
-    assert_eq!(b.flow_table_capacity, 65536);
+    assert_eq!(b.flow_table_capacity, 16_777_216);
+    assert_eq!(b.flow_memory_limit_mib, 0);
     assert_eq!(
         b.ports,
         vec![Port {
@@ -183,7 +184,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error("[[bridges]]\nname = \"br0\"\ndatapath_id = 1\n"),
-        "fulmar.toml:3:1: bridges[0].datapath_id: unknown field `datapath_id`, expected one of `name`, `dpid`, `fail_mode`, `n_tables`, `miss_send_len`, `flow_table_capacity`, `ports`, `controllers`, `flows`, `flows_file`, `groups`, `groups_file`, `meters`, `meters_file`"
+        "fulmar.toml:3:1: bridges[0].datapath_id: unknown field `datapath_id`, expected one of `name`, `dpid`, `fail_mode`, `n_tables`, `miss_send_len`, `flow_table_capacity`, `flow_memory_limit_mib`, `ports`, `controllers`, `flows`, `flows_file`, `groups`, `groups_file`, `meters`, `meters_file`"
     );
     assert_eq!(
         error(&format!("{}speed = 10\n", one_bridge(""))),

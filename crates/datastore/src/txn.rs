@@ -631,7 +631,8 @@ fn new_bridge(name: &str, dpid: u64, fail_mode: FailMode) -> Bridge {
         fail_mode,
         n_tables: 254,
         miss_send_len: 128,
-        flow_table_capacity: 65536,
+        flow_table_capacity: 16_777_216,
+        flow_memory_limit_mib: 0,
         ports: Vec::new(),
         controllers: Vec::new(),
         flows: Vec::new(),
@@ -958,7 +959,8 @@ fn bad_object(object: &str) -> Fail {
     )
 }
 
-const BRIDGE_KEYS: &str = "dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity";
+const BRIDGE_KEYS: &str =
+    "dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity, flow_memory_limit_mib";
 
 fn set_bridge(
     b: &mut Bridge,
@@ -997,6 +999,10 @@ fn set_bridge(
         "miss_send_len" => b.miss_send_len = int_in(&f, "miss_send_len", value, 0..=65535)? as u16,
         "flow_table_capacity" => {
             b.flow_table_capacity = int_in(&f, "flow_table_capacity", value, 1..=16_777_216)? as u32
+        }
+        "flow_memory_limit_mib" => {
+            b.flow_memory_limit_mib =
+                int_in(&f, "flow_memory_limit_mib", value, 0..=16_777_216)? as u32
         }
         other => {
             return Err(fail(

@@ -239,7 +239,13 @@ impl<'a> Checker<'a> {
             &rb.flow_table_capacity,
             &format!("{p}.flow_table_capacity"),
             1..=16_777_216,
-            65536,
+            16_777_216,
+        );
+        let memory_limit = self.int_or(
+            &rb.flow_memory_limit_mib,
+            &format!("{p}.flow_memory_limit_mib"),
+            0..=16_777_216,
+            0,
         );
 
         let mut ports: Vec<Option<PortDraft>> = Vec::new();
@@ -314,6 +320,7 @@ impl<'a> Checker<'a> {
                 n_tables: n_tables? as u8,
                 miss_send_len: miss_send_len? as u16,
                 flow_table_capacity: capacity? as u32,
+                flow_memory_limit_mib: memory_limit? as u32,
                 ports: Vec::new(),
                 controllers: controllers.into_iter().collect::<Option<Vec<_>>>()?,
                 flows: flows.into_iter().map(|f| f.item).collect(),

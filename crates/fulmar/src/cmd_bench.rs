@@ -112,6 +112,12 @@ pub struct BenchArgs {
     /// Small, quick run for tests: 64 rules, 0.2 s unless given.
     #[arg(long)]
     pub smoke: bool,
+    /// Write the scenario's rules (flow text, one per line, as
+    /// `fulmar run --flows` or a config's `flows_file` reads them) to
+    /// this file and exit, without running: the same rules for a
+    /// `fulmar run` beside `fulmar bench` (bench/million-flows.sh).
+    #[arg(long, value_name = "FILE")]
+    pub write_flows: Option<std::path::PathBuf>,
 }
 
 /// The packets sent: one template per flow, laid out burst by burst.
@@ -323,8 +329,8 @@ fn add_ports(state: &mut SwitchState, n: u32) {
 
 /// What the workers read: the state with the packet side's copy of its
 /// ports, as the pipeline builds it.
-fn snapshot_of(state: SwitchState) -> Snapshot {
-    Snapshot::new(state, DatapathConfig::default())
+fn snapshot_of(state: &SwitchState) -> Snapshot {
+    Snapshot::of(state, DatapathConfig::default())
 }
 
 /// Installs rules `range` of `w` (and, when `extra`, the scenario's extra
@@ -539,7 +545,7 @@ fn traffic(
                     }
                     inst.applied += chunk.len();
                     let p0 = Instant::now();
-                    publisher.publish(snapshot_of(state.clone()));
+                    publisher.publish(snapshot_of(state));
                     inst.publish_seconds += p0.elapsed().as_secs_f64();
                     inst.publishes += 1;
                     let t = start.elapsed().as_secs_f64();
@@ -701,6 +707,21 @@ fn totals(results: &[WorkerResult]) -> Totals {
 
 /// Runs `fulmar bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &args.write_flows {
+        let rules = args.rules.unwrap_or(if args.smoke { 64 } else { 10_000 });
+        let w = Workload::new(args.scenario, rules, args.seed)?;
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("{}", path.display()))?,
+        );
+        for t in w.extra_rules() {
+            writeln!(f, "{t}")?;
+        }
+        for i in 0..rules {
+            writeln!(f, "{}", w.rule_text(i))?;
+        }
+        f.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = bench(args)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -768,7 +789,9 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         args.burst,
         args.seed,
     ));
-    let snap = snapshot_of(state);
+    // The control side keeps `state` (its indexes and counters), as
+    // `fulmar run` does; the workers read the snapshot.
+    let snap = snapshot_of(&state);
     let (checked, bad) = check(&w, &pool, &snap, 100, args.seed);
     for b in bad.iter().take(10) {
         eprintln!("mismatch: {b}");
@@ -808,9 +831,8 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
                 flowtext::parse_flow(&text).with_context(|| format!("generated rule {text:?}"))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let base = publisher.current().1;
         // Alone: the flow_mod calls only.
-        let mut alone = base.state.clone();
+        let mut alone = state.clone();
         let t0 = Instant::now();
         for (m, i) in mods.iter().zip(rules..) {
             alone
@@ -822,8 +844,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         // With traffic: the workers forward while this thread applies the
         // same flow-mods to a copy and publishes snapshots through the
         // runtime's mechanism (dataplane::snapshot), as the runtime does.
-        let mut state = base.state.clone();
-        drop(base);
+        let mut state = state.clone();
         let (res, phase, inst) = traffic(
             &publisher,
             &pool,
@@ -993,6 +1014,7 @@ mod tests {
             seed: 5,
             json: true,
             smoke: true,
+            write_flows: None,
         }
     }
 
@@ -1046,7 +1068,7 @@ mod tests {
             let pool = Pool::new(&w, 40, 40, 64, 4, 3);
             // One port more than the scenario uses, for the wrong rule.
             add_ports(&mut state, w.n_ports + 1);
-            let snap = snapshot_of(state.clone());
+            let snap = snapshot_of(&state);
             assert_eq!(check(&w, &pool, &snap, 30, 1).1.len(), 0, "{s:?}");
             for wrong in [
                 // Everything to a port no rule of the scenario uses.
@@ -1057,7 +1079,7 @@ mod tests {
                 let mut bad_state = state.clone();
                 let fm = flowtext::parse_flow(&wrong).unwrap();
                 bad_state.flow_mod(&fm, Time::from_secs(1)).unwrap();
-                let (n, bad) = check(&w, &pool, &snapshot_of(bad_state), 30, 1);
+                let (n, bad) = check(&w, &pool, &snapshot_of(&bad_state), 30, 1);
                 assert_eq!(n, 30);
                 assert_eq!(bad.len(), 30, "{s:?} {wrong}");
             }
@@ -1070,7 +1092,7 @@ mod tests {
             let mut bad_state = state.clone();
             let fm = flowtext::parse_flow(&twisted).unwrap();
             bad_state.flow_mod(&fm, Time::from_secs(1)).unwrap();
-            let (n, bad) = check(&w, &pool, &snapshot_of(bad_state), 40, 1);
+            let (n, bad) = check(&w, &pool, &snapshot_of(&bad_state), 40, 1);
             assert_eq!(n, 40, "every template checked");
             assert!(!bad.is_empty(), "{s:?}: {twisted}");
             assert!(
@@ -1113,7 +1135,7 @@ mod tests {
         a.flows = Some(0);
         assert!(bench(&a).is_err());
         let mut a = args(Scenario::L2);
-        a.rules = Some(1 << 20);
+        a.rules = Some(pipeline::MAX_TABLE_ENTRIES);
         assert!(bench(&a).is_err());
         let mut a = args(Scenario::L2);
         a.flows = Some(100_000_000);

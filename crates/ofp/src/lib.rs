@@ -28,6 +28,7 @@ pub mod packet_out;
 pub mod port;
 pub mod port_status;
 pub mod queue_config;
+pub mod reply_parts;
 pub mod role;
 pub mod stats;
 #[cfg(any(test, feature = "proptest"))]

@@ -3,7 +3,7 @@
 
 use crate::error::{BadRequestCode, DecodeError, OfpError};
 use crate::oxm::MacAddr;
-use crate::wire::{Reader, Writer};
+use crate::wire::{encode_fixed_str, Reader, Writer};
 use serde::Serialize;
 
 /// A port description.
@@ -67,18 +67,6 @@ pub(crate) fn decode_name(r: &Reader, raw: &[u8]) -> Result<String, DecodeError>
     })
 }
 
-/// Writes `name` into a NUL-padded field of `len` bytes, cutting it at the
-/// last character boundary within `len` bytes.
-pub(crate) fn encode_name(name: &str, len: usize, w: &mut Vec<u8>) {
-    let bytes = name.as_bytes();
-    let mut n = bytes.len().min(len);
-    while !name.is_char_boundary(n) {
-        n -= 1;
-    }
-    w.put_bytes(bytes.get(..n).unwrap_or_default());
-    w.put_zeros(len - n);
-}
-
 impl Port {
     /// Wire length of `ofp_port`.
     pub const LEN: usize = 64;
@@ -112,7 +100,7 @@ impl Port {
         w.put_zeros(4);
         w.put_bytes(&self.hw_addr.0);
         w.put_zeros(2);
-        encode_name(&self.name, OFP_MAX_PORT_NAME_LEN, w);
+        encode_fixed_str(&self.name, OFP_MAX_PORT_NAME_LEN, w);
         for v in [
             self.config,
             self.state,
@@ -171,11 +159,11 @@ mod tests {
         let r = Reader::new(&[]);
         assert_eq!(decode_name(&r, &raw).unwrap(), "abcdefghijklmnop");
         let mut w = Vec::new();
-        encode_name("abcdefghijklmnopqrs", 16, &mut w);
+        encode_fixed_str("abcdefghijklmnopqrs", 16, &mut w);
         assert_eq!(w, raw);
         // A multi-byte character is never cut in half.
         let mut w = Vec::new();
-        encode_name("abcdefghijklmno\u{e9}", 16, &mut w);
+        encode_fixed_str("abcdefghijklmno\u{e9}", 16, &mut w);
         assert_eq!(&w[..], b"abcdefghijklmno\0");
     }
 

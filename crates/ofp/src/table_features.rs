@@ -10,9 +10,9 @@
 //! the property list are `TABLE_FEATURES_FAILED/BAD_LEN`.
 
 use crate::error::{DecodeError, OfpError, TableFeaturesFailedCode};
-use crate::multipart::{decode_fixed_str, encode_fixed_str};
 use crate::oxm::OXM_CLASS_EXPERIMENTER;
 use crate::stats::{decode_all, len_placeholder, patch_len, record};
+use crate::wire::{decode_fixed_str, encode_fixed_str};
 use crate::wire::{round_up_8, Reader, Writer};
 use serde::Serialize;
 

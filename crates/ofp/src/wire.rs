@@ -164,6 +164,38 @@ pub fn round_up_8(n: usize) -> usize {
     n.div_ceil(8) * 8
 }
 
+/// Reads an `n`-byte NUL-padded string: everything before the first NUL
+/// (or all `n` bytes when there is none). Bytes that are not UTF-8 become
+/// U+FFFD; if that makes the text longer than `n` bytes it is cut at the
+/// last whole character that fits, so the string always re-encodes to
+/// bytes that decode to the same string.
+pub(crate) fn decode_fixed_str(r: &mut Reader, n: usize) -> Result<String, DecodeError> {
+    let raw = r.bytes(n)?;
+    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    let text = raw.get(..end).unwrap_or(raw);
+    let mut s = String::from_utf8_lossy(text).into_owned();
+    s.truncate(char_boundary_at_most(&s, n));
+    Ok(s)
+}
+
+/// The largest character boundary of `s` that is at most `n`.
+fn char_boundary_at_most(s: &str, n: usize) -> usize {
+    let mut end = n.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+/// Writes `s` NUL-padded to `n` bytes; a longer string is cut after the
+/// last whole character that fits.
+pub(crate) fn encode_fixed_str(s: &str, n: usize, w: &mut Vec<u8>) {
+    let bytes = s.as_bytes();
+    let end = char_boundary_at_most(s, n);
+    w.put_bytes(bytes.get(..end).unwrap_or_default());
+    w.put_zeros(n - end);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -578,21 +578,6 @@ impl FlowKey {
         true
     }
 
-    /// Updates a key after a successful set-field of `v` on its frame,
-    /// without parsing again, for the fields whose rewrite moves nothing
-    /// and touches no other field (Ethernet addresses); returns false,
-    /// changing nothing, for the others. Equal to parsing the rewritten
-    /// frame (property-tested).
-    pub fn after_set_field(&mut self, v: &crate::set_field::FieldValue) -> bool {
-        use crate::set_field::FieldValue;
-        match v {
-            FieldValue::EthDst(m) => self.eth_dst = *m,
-            FieldValue::EthSrc(m) => self.eth_src = *m,
-            _ => return false,
-        }
-        true
-    }
-
     /// Parses `data` (an Ethernet frame). Never panics, never allocates.
     pub fn parse(data: &[u8]) -> FlowKey {
         let mut k = FlowKey::default();

@@ -420,6 +420,22 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
     Ok(())
 }
 
+impl FlowKey {
+    /// Updates a key after a successful set-field of `v` on its frame,
+    /// without parsing again, for the fields whose rewrite moves nothing
+    /// and touches no other field (Ethernet addresses); returns false,
+    /// changing nothing, for the others. Equal to parsing the rewritten
+    /// frame (property-tested).
+    pub fn after_set_field(&mut self, v: &FieldValue) -> bool {
+        match v {
+            FieldValue::EthDst(m) => self.eth_dst = *m,
+            FieldValue::EthSrc(m) => self.eth_src = *m,
+            _ => return false,
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

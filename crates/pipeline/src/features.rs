@@ -40,9 +40,10 @@
 //!   effect, any other bit is `TABLE_MOD_FAILED/BAD_CONFIG`. A table id
 //!   we do not have (other than `OFPTT_ALL`) is `BAD_TABLE`.
 
-use crate::datapath::exec_field_settable;
-use crate::flow_table::Tables;
-use ofp::action::action_type as at;
+use crate::tables::compiled::exec_field_settable;
+use crate::tables::validate::ACTIONS;
+use crate::tables::Tables;
+
 use ofp::consts::table_no;
 use ofp::error::{TableFeaturesFailedCode, TableModFailedCode};
 use ofp::instruction::instruction_type as it;
@@ -104,26 +105,6 @@ fn oxm_id(f: OxmField, hasmask: bool) -> OxmId {
         experimenter: None,
     }
 }
-
-/// Every action type the executor runs (also what GROUP_FEATURES reports).
-pub(crate) const ACTIONS: [u16; 16] = [
-    at::OUTPUT,
-    at::COPY_TTL_OUT,
-    at::COPY_TTL_IN,
-    at::SET_MPLS_TTL,
-    at::DEC_MPLS_TTL,
-    at::PUSH_VLAN,
-    at::POP_VLAN,
-    at::PUSH_MPLS,
-    at::POP_MPLS,
-    at::SET_QUEUE,
-    at::GROUP,
-    at::SET_NW_TTL,
-    at::DEC_NW_TTL,
-    at::SET_FIELD,
-    at::PUSH_PBB,
-    at::POP_PBB,
-];
 
 /// The name of table `id`.
 pub fn table_name(id: u8) -> String {
@@ -361,7 +342,7 @@ pub fn check_table_mod(tables: &Tables, tm: &TableMod) -> Result<(), OfpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::TablesConfig;
+    use crate::tables::TablesConfig;
     use proptest::prelude::*;
 
     #[test]

@@ -6,13 +6,13 @@
 //! description, so that every multipart request, TABLE_MOD, PORT_MOD and
 //! QUEUE_GET_CONFIG is answered here.
 
-use crate::datapath::Counters;
 use crate::features;
-use crate::flow_entry::FlowRemoved;
-use crate::flow_table::{FlowModOutcome, Tables, TablesConfig};
-use crate::group_table::{Groups, GroupsConfig};
-use crate::meter_table::{Meters, MetersConfig};
-use crate::port_table::PortTable;
+use crate::model::counters::Counters;
+use crate::model::flow_entry::FlowRemoved;
+use crate::tables::groups::{Groups, GroupsConfig};
+use crate::tables::meters::{Meters, MetersConfig};
+use crate::tables::port_table::PortTable;
+use crate::tables::{FlowModOutcome, Tables, TablesConfig};
 use crate::Time;
 use ofp::multipart::{Desc, MultipartReplyBody, MultipartRequestBody};
 use ofp::{FlowMod, GroupMod, MeterMod, OfpError, Port, PortMod, QueueGetConfigReply, TableMod};
@@ -56,10 +56,65 @@ impl SwitchState {
     }
 
     /// Folds (summed, taken) worker counters into every control-side
-    /// counter: flows, tables, groups, meters ([`Counters::fold_into`]),
-    /// ports and queues ([`PortTable::fold`]). O(keys in `c`).
+    /// counter: flows and tables (so flow, aggregate and table statistics
+    /// report them, and idle timeouts see the last hit), groups, meters,
+    /// ports and queues ([`PortTable::fold`]). Call it with counters taken
+    /// from the workers, so nothing is added twice. O(keys in `c`): one
+    /// bulk add per flow, table, group and meter, whatever the number of
+    /// packets counted.
     pub fn fold(&mut self, c: &Counters) {
-        c.fold_into(self);
+        for (id, f) in &c.flows {
+            self.tables.add_hits(*id, f.packets, f.bytes, f.last_hit);
+        }
+        for (t, n) in &c.tables {
+            self.tables.note_lookups(*t, n.lookups, n.matched);
+        }
+        for (g, n) in &c.groups {
+            self.groups.add_counts(*g, n.packets, n.bytes, &n.buckets);
+        }
+        for (m, n) in &c.meters {
+            self.meters.add_counts(*m, n.packets, n.bytes, &n.bands);
+        }
+        self.port_table.fold(c);
+    }
+
+    /// The fold as it was first written: one control-side `note_*` call
+    /// per counted packet. The reference [`SwitchState::fold`] is tested
+    /// against.
+    #[cfg(test)]
+    pub(crate) fn fold_per_packet(&mut self, c: &Counters) {
+        for (id, f) in &c.flows {
+            for i in 0..f.packets {
+                let bytes = if i == 0 { f.bytes } else { 0 };
+                if !self.tables.note_hit(*id, f.last_hit, bytes) {
+                    break;
+                }
+            }
+        }
+        for (t, c) in &c.tables {
+            for i in 0..c.lookups {
+                self.tables.note_lookup(*t, i < c.matched);
+            }
+        }
+        for (g, c) in &c.groups {
+            for i in 0..c.packets {
+                let n = if i == 0 { c.bytes } else { 0 };
+                if !self.groups.note_group_hit(*g, n) {
+                    break;
+                }
+            }
+            for (b, (packets, bytes)) in c.buckets.iter().enumerate() {
+                for i in 0..*packets {
+                    let n = if i == 0 { *bytes } else { 0 };
+                    if !self.groups.note_bucket_hit(*g, b, n) {
+                        break;
+                    }
+                }
+            }
+        }
+        for (m, c) in &c.meters {
+            self.meters.add_counts(*m, c.packets, c.bytes, &c.bands);
+        }
         self.port_table.fold(c);
     }
 
@@ -89,12 +144,20 @@ impl SwitchState {
 
     /// Applies a GROUP_MOD (see [`Groups::apply_group_mod`]).
     pub fn group_mod(&mut self, gm: &GroupMod, now: Time) -> Result<Vec<FlowRemoved>, OfpError> {
-        self.groups.apply_group_mod(gm, &mut self.tables, now)
+        let deleted = self.groups.apply_group_mod(gm, now)?;
+        Ok(deleted
+            .into_iter()
+            .flat_map(|g| self.tables.remove_group_users(g, now))
+            .collect())
     }
 
     /// Applies a METER_MOD (see [`Meters::apply_meter_mod`]).
     pub fn meter_mod(&mut self, mm: &MeterMod, now: Time) -> Result<Vec<FlowRemoved>, OfpError> {
-        self.meters.apply_meter_mod(mm, &mut self.tables, now)
+        let deleted = self.meters.apply_meter_mod(mm, now)?;
+        Ok(deleted
+            .into_iter()
+            .flat_map(|m| self.tables.remove_meter_users(m, now))
+            .collect())
     }
 
     /// Removes the flow entries whose timeouts ran out (see
@@ -132,14 +195,18 @@ impl SwitchState {
                 .queue_stats(*port_no, *queue_id, now)
                 .map(|stats| Rep::Queue { stats }),
             Req::Group { group_id } => Ok(Rep::Group {
-                stats: self.groups.stats(*group_id, &self.tables, now),
+                stats: self
+                    .groups
+                    .stats(*group_id, |g| self.tables.group_ref_count(g), now),
             }),
             Req::GroupDesc => Ok(Rep::GroupDesc {
                 groups: self.groups.desc(),
             }),
             Req::GroupFeatures => Ok(Rep::GroupFeatures(self.groups.features())),
             Req::Meter { meter_id } => Ok(Rep::Meter {
-                stats: self.meters.stats(*meter_id, &self.tables, now),
+                stats: self
+                    .meters
+                    .stats(*meter_id, |m| self.tables.meter_flow_count(m), now),
             }),
             Req::MeterConfig { meter_id } => Ok(Rep::MeterConfig {
                 configs: self.meters.configs(*meter_id),
@@ -163,7 +230,7 @@ impl SwitchState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::any_flow;
+    use crate::tables::any_flow;
     use ofp::consts::{group_no, meter_no};
     use ofp::error::{BadRequestCode, MeterModFailedCode};
     use ofp::meter_mod::meter_flags;
@@ -318,8 +385,7 @@ mod tests {
 #[cfg(test)]
 mod wire_tests {
     use super::*;
-    use crate::datapath::Counters;
-    use crate::port_table::QueueConfig;
+    use crate::tables::port_table::QueueConfig;
     use ofp::consts::{port_no, table_no, OFPQ_ALL};
     use ofp::error::{
         PortModFailedCode, QueueOpFailedCode, TableFeaturesFailedCode, TableModFailedCode,
@@ -912,5 +978,56 @@ mod wire_tests {
         assert!(!p.packet_in_allowed(1) && p.can_send(1));
         assert!(!p.is_live(2));
         assert!(p.is_live(port_no::LOCAL));
+    }
+
+    /// Folding a trillion counted packets is one add per key (a
+    /// per-packet fold would never finish this test).
+    #[test]
+    fn folding_costs_keys_not_packets() {
+        use crate::model::counters::{FlowCounter, TableCounter};
+        use crate::FlowId;
+        let mut s = SwitchState::new(
+            TablesConfig {
+                n_tables: 2,
+                ..TablesConfig::default()
+            },
+            GroupsConfig::default(),
+            MetersConfig::default(),
+        );
+        let fm = ofp::FlowMod {
+            instructions: vec![ofp::Instruction::GotoTable { table_id: 1 }],
+            ..ofp::FlowMod::default()
+        };
+        let id = s.flow_mod(&fm, Time(0)).unwrap().installed.unwrap();
+        let mut c = Counters::default();
+        let huge = 1_000_000_000_000u64;
+        c.flows.insert(
+            id,
+            FlowCounter {
+                packets: huge,
+                bytes: huge * 64,
+                last_hit: Time(7),
+            },
+        );
+        c.tables.insert(
+            0,
+            TableCounter {
+                lookups: huge,
+                matched: huge - 1,
+            },
+        );
+        s.fold(&c);
+        s.fold(&c);
+        let e = s.tables.counter(id).unwrap();
+        assert_eq!((e.packets, e.bytes), (2 * huge, 128 * huge));
+        assert_eq!(e.last_used, Time(7));
+        let t = &s.tables.table_stats()[0];
+        assert_eq!((t.lookup_count, t.matched_count), (2 * huge, 2 * huge - 2));
+        // Zero packets never moves the last hit; unknown ids are ignored.
+        assert!(s.tables.add_hits(id, 0, 0, Time(99)));
+        assert_eq!(s.tables.counter(id).unwrap().last_used, Time(7));
+        assert!(!s.tables.add_hits(FlowId(999), 1, 1, Time(1)));
+        assert!(!s.groups.add_counts(5, 1, 1, &[]));
+        assert!(!s.meters.add_counts(5, 1, 1, &[]));
     }
 }

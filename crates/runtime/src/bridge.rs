@@ -140,6 +140,7 @@ fn empty_state(br: &datastore::Bridge) -> SwitchState {
         TablesConfig {
             n_tables: br.n_tables,
             max_entries: br.flow_table_capacity as usize,
+            max_bytes: (br.flow_memory_limit_mib as usize) << 20,
             ..TablesConfig::default()
         },
         GroupsConfig::default(),
@@ -282,8 +283,9 @@ impl BridgeRt {
             n_buffers: 0,
             ..DatapathConfig::default()
         };
-        let snapshot = Snapshot::new(state, dp_config);
-        let publisher = Publisher::new(snapshot.clone());
+        let dp_ports = state.port_table.datapath_ports();
+        let snapshot = Snapshot::new(&state, dp_ports.clone(), dp_config.clone());
+        let publisher = Publisher::new(snapshot);
         let mut tcfg = threads_config(&br.name, config);
         if let Some(w) = opts.poll_window {
             tcfg.poll_window = w;
@@ -327,10 +329,10 @@ impl BridgeRt {
             ports = ?entries.iter().map(|(n, e)| (*n, e.interface.as_str())).collect::<Vec<_>>(),
             threads = threads.thread_count(),
             mode = mode_name(&tcfg),
-            flows = snapshot.state.tables.len(),
+            flows = state.tables.len(),
             "bridge started"
         );
-        let dp = Datapath::new(snapshot.state, snapshot.ports, snapshot.config);
+        let dp = Datapath::new(state, dp_ports, dp_config);
         Ok(BridgeRt {
             name: br.name.clone(),
             dpid: br.dpid,
@@ -371,16 +373,16 @@ impl BridgeRt {
         self.threads().wake_all();
     }
 
-    /// Publishes the control side's tables to the workers and wakes them;
-    /// returns the version.
+    /// Publishes the control side's tables to the workers; returns the
+    /// version. No thread is woken: a busy worker takes the version
+    /// between bursts, a sleeping one (parked, holding none) before its
+    /// next burst.
     pub(crate) fn publish(&self, c: &Control) -> u64 {
-        let v = self.publisher.publish(Snapshot {
-            state: c.dp.state.clone(),
-            ports: c.dp.ports.clone(),
-            config: c.dp.config.clone(),
-        });
-        self.wake_all();
-        v
+        self.publisher.publish(Snapshot::new(
+            &c.dp.state,
+            c.dp.ports.clone(),
+            c.dp.config.clone(),
+        ))
     }
 
     /// Asks every worker to hand over its counters now and waits (at most

@@ -676,10 +676,9 @@ impl Runtime {
         b.collect(&mut c);
         let tables = &c.dp.state.tables;
         Some(
-            (0..tables.n_tables())
-                .filter_map(|t| tables.table(t))
-                .flat_map(|t| t.entries())
-                .map(report::flow_line)
+            tables
+                .entries()
+                .map(|e| report::flow_line(e, &tables.counter(e.id).unwrap_or_default()))
                 .collect(),
         )
     }

@@ -3,9 +3,13 @@
 //! Every controller operation runs on the bridge's control side (its own
 //! [`pipeline::datapath::Datapath`], under a mutex only control code
 //! takes); mutating ones publish a new snapshot the workers pick up between
-//! bursts. BARRIER waits until every worker uses the newest version, so a
-//! flow mod acknowledged by a barrier reply is in force for every packet
-//! the workers read after it. Flow-mods are published once per agent batch
+//! bursts. BARRIER waits until every worker uses the newest version or is
+//! parked (asleep for want of input, holding no version: it takes the
+//! newest before its next burst), so a flow mod acknowledged by a barrier
+//! reply is in force for every packet the workers read after it. A worker
+//! that never catches up (stalled) holds the reply back for as long as it
+//! does, with a warning in the log every two seconds: the reply is never
+//! sent early. Flow-mods are published once per agent batch
 //! ([`Switch::flush`]: the channel went quiet, a barrier, or a second of
 //! continuous stream), not one by one. Statistics first collect the
 //! workers' counters; port statistics add the drops the dataplane made
@@ -19,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::{Switch, SwitchEvent};
+use agent::{FlowStatsPos, Switch, SwitchEvent};
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
 use ofp::{
@@ -32,8 +36,9 @@ use crate::bridge::{BridgeRt, Control};
 /// Longest a statistics request waits for the workers' counters.
 const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
 
-/// Longest a BARRIER waits for the workers.
-const BARRIER_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a BARRIER that waits for a worker says so in the log (it
+/// keeps waiting: a reply would claim what is not true).
+const BARRIER_WARN_EVERY: Duration = Duration::from_secs(2);
 
 /// The MAC address of an interface (from sysfs), or a locally administered
 /// one made from the port number.
@@ -193,10 +198,10 @@ impl Switch for BridgeSwitch {
 
     fn flow_stats_page(
         &self,
-        filter: &pipeline::FlowFilter,
-        after: Option<pipeline::FlowPos>,
+        filter: &ofp::stats::FlowStatsRequest,
+        after: Option<FlowStatsPos>,
         limit: usize,
-    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<pipeline::FlowPos>), OfpError> {
+    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<FlowStatsPos>), OfpError> {
         // The first page counts every packet forwarded before the request
         // (as `multipart`); later pages read the counters folded since.
         if after.is_none() {
@@ -205,7 +210,15 @@ impl Switch for BridgeSwitch {
         let now = self.b.now();
         let mut c = self.b.control();
         self.b.collect(&mut c);
-        c.dp.state.tables.flow_stats_page(filter, now, after, limit)
+        let after = after.map(|p| ((p.0 >> 64) as u8, pipeline::FlowId(p.0 as u64)));
+        let (stats, next) =
+            c.dp.state
+                .tables
+                .flow_stats_page(filter, now, after, limit)?;
+        Ok((
+            stats,
+            next.map(|(t, id)| FlowStatsPos((u128::from(t) << 64) | u128::from(id.0))),
+        ))
     }
 
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {
@@ -231,11 +244,32 @@ impl Switch for BridgeSwitch {
     fn barrier(&self) -> impl Future<Output = ()> + Send {
         self.flush();
         let publisher = self.b.publisher.clone();
-        let version = publisher.current().0;
+        let version = publisher.version();
+        // Sleeping workers are parked and count as caught up: with idle
+        // workers this answers at once, without a thread hand-off.
+        let done = publisher.caught_up(version);
+        let bridge = self.b.name.clone();
         async move {
-            let _ =
-                tokio::task::spawn_blocking(move || publisher.barrier(version, BARRIER_TIMEOUT))
-                    .await;
+            if done {
+                return;
+            }
+            let waited = tokio::task::spawn_blocking(move || {
+                let started = std::time::Instant::now();
+                while !publisher.barrier(version, BARRIER_WARN_EVERY) {
+                    tracing::warn!(
+                        bridge = %bridge,
+                        version,
+                        waited_s = started.elapsed().as_secs(),
+                        "a BARRIER waits for a worker that has not taken the new tables \
+                         (stalled?); it is answered once every worker has"
+                    );
+                }
+            })
+            .await;
+            if waited.is_err() {
+                // The wait was cancelled (shutdown): never claim completion.
+                std::future::pending::<()>().await;
+            }
         }
     }
 

@@ -190,7 +190,13 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
             (0..t.n_tables())
                 .filter_map(|id| t.table(id))
                 .flat_map(|table| table.entries())
-                .map(|e| (e.packet_count, e.table_id, e.id))
+                .map(|e| {
+                    (
+                        t.counter(e.id).unwrap_or_default().packets,
+                        e.table_id,
+                        e.id,
+                    )
+                })
                 .collect()
         } else {
             Vec::new()
@@ -201,9 +207,9 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
             ranked.truncate(n);
             ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         }
-        let top_entries: Vec<pipeline::FlowEntry> = ranked
+        let top_entries: Vec<FlowLine> = ranked
             .iter()
-            .filter_map(|&(_, _, id)| t.entry(id).cloned())
+            .filter_map(|&(_, _, id)| Some(flow_line(t.entry(id)?, &t.counter(id)?)))
             .collect();
         (c.totals.clone(), t.len(), tables, top_entries)
     };
@@ -249,18 +255,18 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
         flows,
         tables,
         flow_cache,
-        top_flows: top_entries.iter().map(flow_line).collect(),
+        top_flows: top_entries,
         standalone_active: b.standalone.is_active(),
         standalone: (sa.forwarded, sa.flooded),
     }
 }
 
 /// An entry in `ovs-ofctl` syntax with its counters.
-pub(crate) fn flow_line(e: &pipeline::FlowEntry) -> FlowLine {
+pub(crate) fn flow_line(e: &pipeline::FlowEntry, c: &pipeline::EntryCounter) -> FlowLine {
     FlowLine {
         text: flowtext::format_flow(&e.to_flow_mod()),
-        packets: e.packet_count,
-        bytes: e.byte_count,
+        packets: c.packets,
+        bytes: c.bytes,
     }
 }
 

@@ -485,3 +485,134 @@ backend = "memory"
     assert_eq!(named, p1.rx_dropped + p2.tx_dropped, "{report}");
     rt.stop();
 }
+
+/// Reads OpenFlow messages from `s` until `until` returns true for one
+/// (returned) or `timeout` passes (`None`); every message read is kept in
+/// `seen` as (type, xid).
+fn read_until(
+    s: &mut std::net::TcpStream,
+    framer: &mut ofp::Framer,
+    seen: &mut Vec<(u8, u32)>,
+    timeout: Duration,
+    until: impl Fn(&ofp::Message) -> bool,
+) -> Option<ofp::Message> {
+    use std::io::Read;
+    let deadline = Instant::now() + timeout;
+    let mut buf = [0u8; 4096];
+    loop {
+        while let Ok(Some(raw)) = framer.next_message() {
+            let (xid, m) = ofp::Message::decode(&raw).unwrap();
+            seen.push((raw[1], xid));
+            if until(&m) {
+                return Some(m);
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        s.set_read_timeout(Some(left)).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return None,
+            Ok(n) => {
+                framer.feed(&buf[..n]);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return None
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// A worker that never takes the new tables (a reader registered with the
+/// bridge's publisher that neither refreshes nor parks, as a worker stuck
+/// in a burst would be): a controller sending FLOW_MOD + BARRIER gets no
+/// BARRIER_REPLY while it is stuck — not after the old 2 s limit either —
+/// and gets it once the worker moves on. Idle workers, by contrast, do not
+/// hold a barrier back at all.
+#[test]
+fn a_stalled_worker_never_gets_a_barrier_reply_claiming_completion() {
+    use std::io::Write;
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let (tx, _events) = tokio::sync::mpsc::channel(16);
+    let sw = Arc::new(rt.switch("br0", tx).unwrap());
+    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = tokio_rt.block_on(async {
+        let agent = agent::Agent::new(sw, agent::AgentConfig::default());
+        let (addr, _listener) = agent
+            .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
+            .await
+            .unwrap();
+        addr.tcp().unwrap()
+    });
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut framer = ofp::Framer::new();
+    let mut seen = Vec::new();
+    s.write_all(&ofp::Message::Hello(ofp::hello::Hello::default()).encode(1))
+        .unwrap();
+    let barrier_reply = |m: &ofp::Message| matches!(m, ofp::Message::BarrierReply);
+    // First with every worker idle: the barrier is answered at once.
+    let fm = flowtext::parse_flow("table=0,priority=5,in_port=2,actions=drop").unwrap();
+    s.write_all(&ofp::Message::FlowMod(fm).encode(2)).unwrap();
+    s.write_all(&ofp::Message::BarrierRequest.encode(3))
+        .unwrap();
+    assert!(
+        read_until(
+            &mut s,
+            &mut framer,
+            &mut seen,
+            Duration::from_secs(10),
+            barrier_reply
+        )
+        .is_some(),
+        "{seen:?}"
+    );
+    // Now a worker that is stuck.
+    let stalled = rt.bridge("br0").unwrap().publisher.reader();
+    let fm = flowtext::parse_flow("table=0,priority=10,in_port=1,actions=output:2").unwrap();
+    s.write_all(&ofp::Message::FlowMod(fm).encode(4)).unwrap();
+    s.write_all(&ofp::Message::BarrierRequest.encode(5))
+        .unwrap();
+    let early = read_until(
+        &mut s,
+        &mut framer,
+        &mut seen,
+        Duration::from_secs(3),
+        barrier_reply,
+    );
+    assert!(
+        early.is_none(),
+        "a BARRIER_REPLY while a worker is stuck: {seen:?}"
+    );
+    assert!(
+        !seen.iter().any(|&(_, xid)| xid == 5),
+        "nothing answers the barrier early: {seen:?}"
+    );
+    drop(stalled);
+    let late = read_until(
+        &mut s,
+        &mut framer,
+        &mut seen,
+        Duration::from_secs(10),
+        barrier_reply,
+    );
+    assert!(late.is_some(), "{seen:?}");
+    assert_eq!(seen.last().map(|&(_, xid)| xid), Some(5));
+    // And what it acknowledged is in force.
+    inject(&mut m1, &[udp(1)]);
+    assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)), vec![udp(1)]);
+    drop(s);
+    rt.stop();
+}

@@ -98,6 +98,8 @@ pub struct WorkerShared {
 /// A pipeline instance driven by a dataplane worker.
 pub struct PipelineWorker {
     reader: Reader<Snapshot>,
+    /// The version whose meters `ws` was last pruned against.
+    reader_version: u64,
     ws: WorkerState,
     pkts: Vec<packet::buffer::PacketBuf>,
     out: BurstOutput,
@@ -111,7 +113,7 @@ impl PipelineWorker {
     /// Worker `index` of `n_workers`, reading versions from `reader`, with
     /// times measured from `epoch`.
     pub fn new(
-        reader: Reader<Snapshot>,
+        mut reader: Reader<Snapshot>,
         index: u32,
         n_workers: u32,
         epoch: Instant,
@@ -120,6 +122,7 @@ impl PipelineWorker {
         let n_buffers = reader.get().config.n_buffers;
         PipelineWorker {
             ws: WorkerState::new(index, n_workers, n_buffers),
+            reader_version: reader.version(),
             reader,
             pkts: Vec::new(),
             out: BurstOutput::default(),
@@ -213,7 +216,15 @@ impl BurstProcessor for PipelineWorker {
         let now = self.now();
         self.pkts.extend(burst.drain().map(to_pipeline));
         self.out.clear();
+        // Parked while the thread slept: this takes the newest version.
+        self.reader.get();
+        let version = self.reader.version();
         let snap = self.reader.get();
+        if self.reader_version != version {
+            self.reader_version = version;
+            // Meter copies of meters that are gone are dropped.
+            self.ws.meters_mut().prune(&snap.meters);
+        }
         self.ws
             .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
         for tx in self.out.tx.drain(..) {
@@ -245,15 +256,23 @@ impl BurstProcessor for PipelineWorker {
             self.sync(true);
             self.shared.sync_done.store(requested, Ordering::Release);
         }
-        if self.reader.refresh() {
-            // Meter copies of meters that are gone are dropped.
-            let snap = self.reader.get().clone();
-            self.ws.meters_mut().prune(&snap.state.meters);
+        // A parked reader takes the newest version only when a burst needs
+        // it (`process`): a wake-up that finds nothing costs nothing here.
+        if !self.reader.is_parked() && self.reader.refresh() {
+            self.reader_version = self.reader.version();
+            let snap = self.reader.get();
+            self.ws.meters_mut().prune(&snap.meters);
         }
         if self.last_sync.elapsed() >= SYNC_EVERY {
             self.last_sync = Instant::now();
             self.sync(false);
         }
+    }
+
+    fn idle(&mut self) {
+        // A sleeping worker holds no table version: barriers count it as
+        // caught up, and old versions are freed for reuse.
+        self.reader.park();
     }
 
     fn finish(&mut self) {

@@ -1,7 +1,7 @@
 //! Tests of the runtime over real sockets on 127.0.0.1.
 
 use super::*;
-use crate::switch::{MemorySwitch, MemorySwitchConfig};
+use crate::memory::{MemorySwitch, MemorySwitchConfig};
 use ofp::error::BadRequestCode;
 use ofp::role::controller_role;
 use ofp::{ErrorMsg, FlowMod, FlowModCommand, Framer, Hello, Message, OfpError, Oxm, OxmField};

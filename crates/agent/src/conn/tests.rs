@@ -1,13 +1,13 @@
 //! Tests of the connection state machine: bytes in, bytes out, no socket.
 
 use super::*;
-use crate::switch::{MemorySwitch, MemorySwitchConfig};
+use crate::memory::{MemorySwitch, MemorySwitchConfig};
 use ofp::error::{
     BadMatchCode, GroupModFailedCode, MeterModFailedCode, QueueOpFailedCode, RoleRequestFailedCode,
     SwitchConfigFailedCode,
 };
 use ofp::flow_mod::flow_mod_flags;
-use ofp::multipart::Desc;
+use ofp::multipart::{Desc, MultipartReply, OFPMPF_REPLY_MORE};
 use ofp::packet_in::packet_in_reason;
 use ofp::stats::FlowStatsRequest;
 use ofp::{FlowMod, FlowModCommand, Oxm, OxmField, OxmValue, PacketIn, SwitchConfig};
@@ -651,43 +651,6 @@ async fn big_flow_dump_is_split_with_reply_more() {
     assert!(parts > 1, "{parts} parts");
     assert_eq!(more.pop(), Some(false));
     assert!(more.iter().all(|m| *m));
-}
-
-#[test]
-fn reply_splitting_respects_a_small_limit() {
-    let ports: Vec<ofp::Port> = (1..=40)
-        .map(|i| ofp::Port {
-            port_no: i,
-            ..Default::default()
-        })
-        .collect();
-    let msgs = encode_multipart_reply(
-        5,
-        MultipartReplyBody::PortDesc {
-            ports: ports.clone(),
-        },
-        1024,
-    );
-    // 64-byte ports, 1008-byte budget: 15 per message.
-    assert_eq!(msgs.len(), 3);
-    let mut got = Vec::new();
-    for (i, m) in msgs.iter().enumerate() {
-        assert!(m.len() <= 1024);
-        match Message::decode(m).unwrap().1 {
-            Message::MultipartReply(MultipartReply {
-                flags,
-                body: MultipartReplyBody::PortDesc { ports },
-            }) => {
-                assert_eq!(flags == OFPMPF_REPLY_MORE, i < 2);
-                got.extend(ports);
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-    assert_eq!(got, ports);
-    // An empty list is one message.
-    let empty = encode_multipart_reply(5, MultipartReplyBody::Flow { stats: vec![] }, 1024);
-    assert_eq!(empty.len(), 1);
 }
 
 #[tokio::test]

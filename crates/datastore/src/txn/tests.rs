@@ -389,7 +389,7 @@ fn set_bridge() {
     );
     assert_eq!(
         err("set bridge br0 stp_enable=true"),
-        "<transaction>:1: bridges.br0.stp_enable: set bridge:br0 stp_enable=true: unknown key \"stp_enable\" for a bridge (expected dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity)"
+        "<transaction>:1: bridges.br0.stp_enable: set bridge:br0 stp_enable=true: unknown key \"stp_enable\" for a bridge (expected dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity, flow_memory_limit_mib)"
     );
     assert_eq!(
         err("set bridge br9 n_tables=2"),

@@ -13,7 +13,7 @@
 //!   only marks it stale, and whatever reads fields next (a set-field, a
 //!   push_mpls, a TTL action, a lookup, a select group) parses once.
 //! - An entry hit by slot whose compiled form exists
-//!   ([`super::fast::FastEntry`]) runs from that one cache line
+//!   ([`crate::tables::compiled::FastEntry`]) runs from that one cache line
 //!   (`Exec::fast_entry`), through the same rewrite and error handling as
 //!   the general path (`rewrite`, `Exec::after_action`); tracing always
 //!   takes the general path.
@@ -25,17 +25,18 @@
 
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;
-use super::counters::{Counters, HotCounters};
-use super::fast::{FastEntry, FastOp, Rewrite};
-use super::lookup::Classifier;
-use super::ports::Ports;
-use super::worker::LocalMeters;
-use super::OFPC_INVALID_TTL_TO_CONTROLLER;
-use super::{BurstOutput, DatapathConfig, PacketInEvent, TraceEvent, TxPacket};
-use crate::flow_entry::FlowEntry;
-use crate::flow_table::Tables;
-use crate::group_table::Groups;
-use crate::meter_table::{MeterVerdict, Meters};
+use super::config::DatapathConfig;
+use super::config::OFPC_INVALID_TTL_TO_CONTROLLER;
+use super::counters::{Counters, DropReason, HotCounters};
+use super::local_meters::LocalMeters;
+use super::output::{BurstOutput, PacketInEvent, TraceEvent, TxPacket};
+use crate::model::flow_entry::FlowEntry;
+use crate::model::ports::Ports;
+use crate::tables::compiled::field_value;
+use crate::tables::compiled::{FastEntry, FastOp, Rewrite};
+use crate::tables::groups::Groups;
+use crate::tables::meters::{MeterVerdict, Meters};
+use crate::tables::TableSet;
 use crate::Time;
 use ofp::action::OFPCML_NO_BUFFER;
 use ofp::consts::{group_no, port_no, OFP_NO_BUFFER};
@@ -184,11 +185,12 @@ pub(super) struct Stopped;
 
 /// Everything one burst needs, borrowed. See the module comment.
 pub(super) struct Exec<'a> {
-    pub tables: &'a Tables,
+    pub tables: &'a TableSet,
     pub groups: &'a Groups,
     pub meters: &'a Meters,
     pub local_meters: &'a mut LocalMeters,
-    pub classifier: &'a dyn Classifier,
+    /// Look up with the reference linear scan (see [`super::PipelineView`]).
+    pub reference: bool,
     pub ports: &'a Ports,
     pub config: &'a DatapathConfig,
     pub counters: &'a mut Counters,
@@ -197,60 +199,6 @@ pub(super) struct Exec<'a> {
     pub trace: Option<&'a mut Vec<TraceEvent>>,
     pub out: &'a mut BurstOutput,
     pub now: Time,
-}
-
-fn mac_of(v: u128) -> [u8; 6] {
-    let b = v.to_be_bytes();
-    let mut m = [0u8; 6];
-    if let Some(src) = b.get(10..16) {
-        m.copy_from_slice(src);
-    }
-    m
-}
-
-/// The packet rewrite for a set-field of `f` to `v` (`None` for fields
-/// that are not packet bytes).
-pub(super) fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
-    use FieldValue as F;
-    let f8 = f as u8;
-    Some(match f8 {
-        field::ETH_DST => F::EthDst(mac_of(v)),
-        field::ETH_SRC => F::EthSrc(mac_of(v)),
-        field::ETH_TYPE => F::EthType(v as u16),
-        field::VLAN_VID => F::VlanVid(v as u16),
-        field::VLAN_PCP => F::VlanPcp(v as u8),
-        field::IP_DSCP => F::IpDscp(v as u8),
-        field::IP_ECN => F::IpEcn(v as u8),
-        field::IP_PROTO => F::IpProto(v as u8),
-        field::IPV4_SRC => F::Ipv4Src(v as u32),
-        field::IPV4_DST => F::Ipv4Dst(v as u32),
-        field::TCP_SRC => F::TcpSrc(v as u16),
-        field::TCP_DST => F::TcpDst(v as u16),
-        field::UDP_SRC => F::UdpSrc(v as u16),
-        field::UDP_DST => F::UdpDst(v as u16),
-        field::SCTP_SRC => F::SctpSrc(v as u16),
-        field::SCTP_DST => F::SctpDst(v as u16),
-        field::ICMPV4_TYPE => F::Icmpv4Type(v as u8),
-        field::ICMPV4_CODE => F::Icmpv4Code(v as u8),
-        field::ARP_OP => F::ArpOp(v as u16),
-        field::ARP_SPA => F::ArpSpa(v as u32),
-        field::ARP_TPA => F::ArpTpa(v as u32),
-        field::ARP_SHA => F::ArpSha(mac_of(v)),
-        field::ARP_THA => F::ArpTha(mac_of(v)),
-        field::IPV6_SRC => F::Ipv6Src(v),
-        field::IPV6_DST => F::Ipv6Dst(v),
-        field::IPV6_FLABEL => F::Ipv6Flabel(v as u32),
-        field::ICMPV6_TYPE => F::Icmpv6Type(v as u8),
-        field::ICMPV6_CODE => F::Icmpv6Code(v as u8),
-        field::IPV6_ND_TARGET => F::Ipv6NdTarget(v),
-        field::IPV6_ND_SLL => F::Ipv6NdSll(mac_of(v)),
-        field::IPV6_ND_TLL => F::Ipv6NdTll(mac_of(v)),
-        field::MPLS_LABEL => F::MplsLabel(v as u32),
-        field::MPLS_TC => F::MplsTc(v as u8),
-        field::MPLS_BOS => F::MplsBos(v as u8),
-        field::PBB_ISID => F::PbbIsid(v as u32),
-        _ => return None,
-    })
 }
 
 /// Applies a header rewrite to the packet's bytes and keeps the key
@@ -356,6 +304,15 @@ pub(super) fn flow_hash(k: &FlowKey) -> u64 {
 }
 
 impl<'a> Exec<'a> {
+    /// Counts a drop for `reason` (and traces it).
+    #[inline]
+    fn dropped(&mut self, reason: DropReason) {
+        self.out.drops.bump(reason);
+        self.trace(|| TraceEvent::Drop {
+            reason: reason.name(),
+        });
+    }
+
     fn trace(&mut self, ev: impl FnOnce() -> TraceEvent) {
         if let Some(t) = self.trace.as_deref_mut() {
             t.push(ev());
@@ -376,8 +333,7 @@ impl<'a> Exec<'a> {
     pub fn pipeline_first(&mut self, pkt: &mut Pkt, start: u8, first: Option<Option<u32>>) {
         pkt.packet_out = false;
         let tables = self.tables;
-        let classifier = self.classifier;
-        let indexed = classifier.uses_table_index();
+        let indexed = !self.reference;
         // Made on the first write-actions: most pipelines never write one.
         let mut set: Option<ActionSet> = None;
         let mut table_id = start;
@@ -401,7 +357,7 @@ impl<'a> Exec<'a> {
             // The entry hit and, when known, its slot.
             let (entry, slot): (Option<&'a FlowEntry>, Option<u32>) = match hit {
                 Some(s) => (s.and_then(|s| table.and_then(|t| t.slot(s))), s),
-                None => (classifier.lookup(tables, table_id, pkt.key()), None),
+                None => (table.and_then(|t| t.lookup_linear(pkt.key())), None),
             };
             self.hot.table_lookup(table_id, entry.is_some());
             if self.trace.is_some() {
@@ -413,8 +369,7 @@ impl<'a> Exec<'a> {
                 });
             }
             let Some(e) = entry else {
-                self.out.drops.no_match += 1;
-                self.trace(|| TraceEvent::Drop { reason: "no_match" });
+                self.dropped(DropReason::NoMatch);
                 return;
             };
             let len = pkt.buf.len() as u64;
@@ -680,7 +635,8 @@ impl<'a> Exec<'a> {
                 Err(Stopped)
             }
             Some(_) => {
-                self.out.drops.action_failed += 1;
+                // Not a drop of the packet: the trace shows the action's error.
+                self.out.drops.bump(DropReason::ActionFailed);
                 Ok(())
             }
         }
@@ -804,10 +760,7 @@ impl<'a> Exec<'a> {
     }
 
     fn invalid_ttl(&mut self, pkt: &Pkt) {
-        self.out.drops.invalid_ttl += 1;
-        self.trace(|| TraceEvent::Drop {
-            reason: "invalid_ttl",
-        });
+        self.dropped(DropReason::InvalidTtl);
         if self.config.flags & OFPC_INVALID_TTL_TO_CONTROLLER != 0 {
             self.packet_in(
                 pkt,
@@ -836,7 +789,7 @@ impl<'a> Exec<'a> {
         match verdict {
             MeterVerdict::Pass => Ok(()),
             MeterVerdict::Drop { .. } => {
-                self.out.drops.meter_drop += 1;
+                self.dropped(DropReason::MeterDrop);
                 Err(Stopped)
             }
             MeterVerdict::DscpRemark { prec_level, .. } => {
@@ -859,10 +812,7 @@ impl<'a> Exec<'a> {
         let g = match groups.get(id) {
             Some(g) if depth < self.config.max_group_depth => g,
             _ => {
-                self.out.drops.group_drop += 1;
-                self.trace(|| TraceEvent::Drop {
-                    reason: "group_drop",
-                });
+                self.dropped(DropReason::GroupDrop);
                 return;
             }
         };
@@ -897,7 +847,7 @@ impl<'a> Exec<'a> {
                         self.counters.bucket_hit(id, i, len);
                         self.bucket(pkt, b, depth);
                     }
-                    None => self.out.drops.group_drop += 1,
+                    None => self.dropped(DropReason::GroupDrop),
                 }
             }
         }
@@ -976,7 +926,7 @@ impl<'a> Exec<'a> {
             port_no::IN_PORT => match pkt.in_port {
                 p if p <= port_no::MAX => self.send(pkt, p),
                 port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
-                _ => self.out.drops.unsupported_output += 1,
+                _ => self.dropped(DropReason::UnsupportedOutput),
             },
             port_no::ALL | port_no::FLOOD => {
                 let ports = self.ports;
@@ -1002,10 +952,7 @@ impl<'a> Exec<'a> {
             port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
             port_no::TABLE if pkt.packet_out => self.pipeline(pkt.clone(), 0),
             _ => {
-                self.out.drops.unsupported_output += 1;
-                self.trace(|| TraceEvent::Drop {
-                    reason: "unsupported_output",
-                });
+                self.dropped(DropReason::UnsupportedOutput);
             }
         }
     }
@@ -1014,11 +961,8 @@ impl<'a> Exec<'a> {
         if self.ports.can_send(p) {
             self.tx(pkt, p);
         } else {
-            self.out.drops.port_down += 1;
             self.hot.port(self.counters, p).tx_dropped += 1;
-            self.trace(|| TraceEvent::Drop {
-                reason: "port_down",
-            });
+            self.dropped(DropReason::PortDown);
         }
     }
 
@@ -1064,7 +1008,7 @@ impl<'a> Exec<'a> {
     /// to `max_len` when buffered.
     pub fn packet_in(&mut self, pkt: &Pkt, reason: u8, max_len: u16) {
         if !self.ports.packet_in_allowed(pkt.in_port) {
-            self.out.drops.packet_in_blocked += 1;
+            self.dropped(DropReason::PacketInBlocked);
             return;
         }
         // The frame as it would leave a port: padded with zeros to its

@@ -2,18 +2,22 @@
 //! packets built byte by byte, outputs checked by parsing them again.
 
 use super::*;
-use crate::flow_entry::FlowId;
-use crate::flow_table::TablesConfig;
-use crate::group_table::GroupsConfig;
-use crate::meter_table::MetersConfig;
+use crate::model::flow_entry::FlowId;
+use crate::tables::groups::GroupsConfig;
+use crate::tables::meters::MetersConfig;
+use crate::tables::TablesConfig;
+use crate::{SwitchState, Time};
 use ofp::action::OFPCML_NO_BUFFER;
 use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::error::BadActionCode;
 use ofp::error::BadRequestCode;
 use ofp::packet_in::packet_in_reason;
 use ofp::port::{port_config, port_state};
+use ofp::{Action, OfpError, PacketOut};
 use ofp::{Match, Oxm, OxmField, OxmValue};
+use packet::buffer::PacketBuf;
 use packet::fixup::{fill_checksums, verify_checksums};
+use packet::flow_key::FlowKey;
 
 const T0: Time = Time(1_000_000_000);
 const SRC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
@@ -530,7 +534,10 @@ fn all_group_clones_to_every_bucket_and_counts() {
     let n = p.len() as u64;
     assert_eq!(d.counters().groups[&1].buckets, vec![(1, n); 3]);
     d.sync_counters();
-    let gs = d.state.groups.stats(1, &d.state.tables, T0);
+    let gs = d
+        .state
+        .groups
+        .stats(1, |g| d.state.tables.group_ref_count(g), T0);
     assert_eq!(gs[0].packet_count, 1, "one packet, however many buckets");
     assert_eq!(gs[0].bucket_stats[1].byte_count, n);
 }
@@ -631,11 +638,17 @@ fn meter_drop_band_with_a_simulated_clock() {
     assert_eq!(d.counters().meters[&1].bands[0].0, 4);
     // The meter's own counters see the worker's counts once folded.
     assert_eq!(
-        d.state.meters.stats(1, &d.state.tables, later)[0].packet_in_count,
+        d.state
+            .meters
+            .stats(1, |m| d.state.tables.meter_flow_count(m), later)[0]
+            .packet_in_count,
         0
     );
     d.sync_counters();
-    let ms = d.state.meters.stats(1, &d.state.tables, later);
+    let ms = d
+        .state
+        .meters
+        .stats(1, |m| d.state.tables.meter_flow_count(m), later);
     assert_eq!(ms[0].packet_in_count, 7);
     assert_eq!(ms[0].band_stats[0].packet_band_count, 4);
 }
@@ -877,8 +890,8 @@ fn two_workers_sum_to_the_total() {
     let (id, f) = total.flows.iter().next().unwrap();
     assert_eq!(f.packets, 3);
     let mut control = state(flows, "", "");
-    total.fold_into(&mut control);
-    assert_eq!(control.tables.entry(*id).unwrap().packet_count, 3);
+    control.fold(&total);
+    assert_eq!(control.tables.counter(*id).unwrap().packets, 3);
 }
 
 #[test]
@@ -1082,7 +1095,7 @@ mod props {
         ) {
             let mut fast = dp_full(FLOWS, GROUPS, "");
             let mut slow = dp_full(FLOWS, GROUPS, "");
-            slow.set_classifier(Box::new(LinearScan));
+            slow.set_reference_lookup(true);
             slow.set_flow_cache(0);
             let run = |d: &mut Datapath| {
                 let mut b: Vec<PacketBuf> = pkts.iter().map(|p| PacketBuf::from_slice(p)).collect();
@@ -1148,10 +1161,10 @@ mod props {
             let mut k = FlowKey::parse(&p);
             k.set_metadata_fields(1, 1, 0, 0);
             let table = d.state.tables.table(0).unwrap();
-            let best = LinearScan::lookup_table(table, &k);
+            let best = table.lookup_linear(&k);
             let top = table
                 .entries()
-                .filter(|e| lookup::matches(&e.key, &k))
+                .filter(|e| crate::tables::linear::matches(&e.key, &k))
                 .map(|e| e.priority)
                 .max();
             prop_assert_eq!(best.map(|e| e.priority), top);
@@ -1182,8 +1195,8 @@ mod props {
             }
             let mut bulk = d.state.clone();
             let mut slow = d.state.clone();
-            c.fold_into(&mut bulk);
-            c.fold_per_packet(&mut slow);
+            bulk.fold(&c);
+            slow.fold_per_packet(&c);
             let now = T0.plus_secs(9);
             for req in [
                 ofp::multipart::MultipartRequestBody::Flow(crate::any_flow()),
@@ -1209,7 +1222,7 @@ mod props {
                 Ports::with_range(8),
                 DatapathConfig::default(),
             ));
-            let view = PipelineView::new(&snapshot.0, &snapshot.1, &snapshot.2);
+            let view = PipelineView::of(&snapshot.0, &snapshot.1, &snapshot.2);
             let mut single = WorkerState::new(0, 1, 16);
             let mut a = WorkerState::new(0, 2, 16);
             let mut b = WorkerState::new(1, 2, 16);
@@ -1289,7 +1302,7 @@ fn snapshot_with_ports(mut st: SwitchState, ports: u32) -> std::sync::Arc<Snapsh
         };
         st.port_table.add_port(port, T0);
     }
-    std::sync::Arc::new(Snapshot::new(st, DatapathConfig::default()))
+    std::sync::Arc::new(Snapshot::of(&st, DatapathConfig::default()))
 }
 
 /// Real threads: four workers over one `Arc<Snapshot>` count what one
@@ -1298,7 +1311,8 @@ fn snapshot_with_ports(mut st: SwitchState, ports: u32) -> std::sync::Arc<Snapsh
 fn threads_over_one_snapshot_sum_to_one_worker() {
     let flows = "priority=9,udp,actions=group:1\npriority=1,actions=output:3";
     let groups = "group_id=1,type=select,bucket=output:4,bucket=output:5";
-    let snap = snapshot_with_ports(state(flows, groups, ""), 8);
+    let st = state(flows, groups, "");
+    let snap = snapshot_with_ports(st.clone(), 8);
     let packets: Vec<Vec<u8>> = (0..400u16)
         .map(|i| {
             if i % 3 == 0 {
@@ -1340,7 +1354,14 @@ fn threads_over_one_snapshot_sum_to_one_worker() {
     let sum = Counters::sum(&per_thread);
     assert_eq!(&sum, single.counters());
     assert_eq!(sum.ports[&1].rx_packets, 400);
-    let mut control = snap.state.clone();
+    let mut control = st;
+    for port_no in 1..=8 {
+        let port = ofp::Port {
+            port_no,
+            ..ofp::Port::default()
+        };
+        control.port_table.add_port(port, T0);
+    }
     control.fold(&sum);
     let tx: u64 = control
         .port_table
@@ -1368,7 +1389,7 @@ fn workers_share_a_meter_rate_and_follow_meter_mods() {
         |n: usize| -> Vec<PacketBuf> { (0..n).map(|_| PacketBuf::from_slice(&p)).collect() };
     let ms = |t: u64| Time(T0.0 + t * 1_000_000);
     let run = |w: &mut WorkerState, s: &SwitchState, n: usize, t: Time| -> usize {
-        let view = PipelineView::new(s, &ports, &config);
+        let view = PipelineView::of(s, &ports, &config);
         let mut o = BurstOutput::default();
         w.process_burst_into(&view, 1, &mut burst(n), t, &mut o);
         o.tx.len()
@@ -1402,7 +1423,9 @@ fn workers_share_a_meter_rate_and_follow_meter_mods() {
     let total = Counters::sum([a.counters(), b.counters()]);
     assert_eq!(total.meters[&1].packets, 4 + 4 + 1 + 2 + 6 + 12 + 12);
     s.fold(&total);
-    let st = s.meters.stats(1, &s.tables, ms(1200));
+    let st = s
+        .meters
+        .stats(1, |m| s.tables.meter_flow_count(m), ms(1200));
     assert_eq!(st[0].packet_in_count, 41);
     assert_eq!(st[0].band_stats[0].packet_band_count, 4 + 1 + 2 + 4);
     single.meters_mut().prune(&s.meters);

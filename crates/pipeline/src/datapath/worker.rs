@@ -26,7 +26,7 @@
 //!    (`FlowTable::lookup_burst_slots`, which prefetches the classifier's
 //!    slots); the answer is an entry *slot*;
 //! 3. prefetch, in passes: the compiled entries
-//!    ([`super::fast::FastEntry`], one cache line each), then the flow
+//!    ([`crate::tables::compiled::FastEntry`], one cache line each), then the flow
 //!    counters, then for entries that did not compile the full entries,
 //!    their instruction lists and their action lists;
 //! 4. execute each packet (`Exec::pipeline_first`); later tables are
@@ -45,7 +45,7 @@
 //! their own pass 3.7; compiled entries 5.2; no key copies 7.1; port
 //! vector and cache back-off 10.0; the key updated in place after
 //! rewrites instead of parsed again ~10.5; the gateway's three rewrites
-//! fused into one six-byte write ([`super::fast::FastOp::VlanToMpls`])
+//! fused into one six-byte write ([`crate::tables::compiled::FastOp::VlanToMpls`])
 //! 12.2-14.4 (70-82 ns/packet). The classifier alone does 41-44 Mpps on
 //! this table, so about 50 ns/packet are still spent around the lookup:
 //! the one parse, the flow-counter and compiled-entry misses (one memory
@@ -85,12 +85,16 @@
 //! into the control-side meter like every other counter.
 
 use super::buffers::BufferPool;
+use super::config::DatapathConfig;
+use super::counters::DropReason;
 use super::counters::{Counters, HotCounters};
 use super::exec::{Exec, Pkt, NO_COOKIE};
-use super::lookup::{Classifier, FastClassifier};
-use super::ports::Ports;
-use super::{subtract, BurstOutput, DatapathConfig, TraceEvent};
-use crate::meter_table::{Meter, MeterVerdict, Meters};
+use super::local_meters::LocalMeters;
+use super::output::{BurstOutput, TraceEvent};
+use crate::model::ports::Ports;
+use crate::tables::groups::Groups;
+use crate::tables::meters::Meters;
+use crate::tables::TableSet;
 use crate::{SwitchState, Time};
 use classifier::{CacheStats, Deps, FlowCache};
 use ofp::consts::{port_no, OFP_NO_BUFFER};
@@ -98,7 +102,6 @@ use ofp::error::BadRequestCode;
 use ofp::{Action, Instruction, OfpError, PacketOut};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
-use std::collections::HashMap;
 
 /// Flow-cache entries a worker keeps by default (about 320 bytes each:
 /// the packed key, the dependencies and the hit; 5 MiB, allocated when
@@ -127,109 +130,52 @@ pub const CACHE_BYPASS: u64 = 16 * CACHE_WINDOW;
 /// Most doublings of [`CACHE_BYPASS`].
 const CACHE_MAX_BACKOFF: u32 = 6;
 
-/// How a worker measures meters (see the module comment): with private
-/// copies when it is the only worker, with the buckets the published
-/// meters share otherwise.
-#[derive(Clone, Debug, Default)]
-pub struct LocalMeters {
-    /// Other workers measure the same meters: use the shared buckets.
-    shared: bool,
-    /// Private copies (single worker only).
-    meters: HashMap<u32, Meter>,
-}
-
-impl LocalMeters {
-    /// For one of `workers` workers over the same published meters.
-    pub fn new(workers: u32) -> LocalMeters {
-        LocalMeters {
-            shared: workers > 1,
-            meters: HashMap::new(),
-        }
-    }
-
-    /// Measures one packet with meter `id` of `published` (a private copy
-    /// made or refreshed as needed, or the shared buckets); `None` when
-    /// the published table has no such meter.
-    pub fn apply(
-        &mut self,
-        published: &Meters,
-        id: u32,
-        now: Time,
-        len: u32,
-    ) -> Option<MeterVerdict> {
-        let meter = published.get(id)?;
-        if self.shared {
-            return Some(meter.apply_shared(now, len));
-        }
-        let local = self
-            .meters
-            .entry(id)
-            .and_modify(|m| {
-                if m.generation() != meter.generation() {
-                    *m = meter.worker_copy();
-                }
-            })
-            .or_insert_with(|| meter.worker_copy());
-        Some(local.apply(now, len))
-    }
-
-    /// Drops the copies of meters `published` no longer has (call now and
-    /// then; a stale copy is otherwise only replaced when used).
-    pub fn prune(&mut self, published: &Meters) {
-        self.meters.retain(|id, m| {
-            published
-                .get(*id)
-                .is_some_and(|p| p.generation() == m.generation())
-        });
-    }
-
-    /// Number of copies held.
-    pub fn len(&self) -> usize {
-        self.meters.len()
-    }
-
-    /// True when no copy is held.
-    pub fn is_empty(&self) -> bool {
-        self.meters.is_empty()
-    }
-}
-
 /// Everything a worker reads, borrowed from the published switch.
 #[derive(Clone, Copy)]
 pub struct PipelineView<'a> {
-    /// Tables, groups and meter configurations.
-    pub state: &'a SwitchState,
+    /// The flow tables.
+    pub tables: &'a TableSet,
+    /// The groups.
+    pub groups: &'a Groups,
+    /// The meters (configurations, and the buckets workers share).
+    pub meters: &'a Meters,
     /// The ports' config and state bits.
     pub ports: &'a Ports,
     /// Settings (miss_send_len, flags, group depth).
     pub config: &'a DatapathConfig,
-    /// The per-table lookup.
-    pub classifier: &'a dyn Classifier,
+    /// Look entries up with the reference linear scan instead of the
+    /// tables' indexes (differential tests; no flow cache, no burst
+    /// lookup).
+    pub reference: bool,
 }
 
 impl<'a> PipelineView<'a> {
-    /// A view with the fast classifier ([`FastClassifier`]).
-    pub fn new(
-        state: &'a SwitchState,
-        ports: &'a Ports,
-        config: &'a DatapathConfig,
-    ) -> PipelineView<'a> {
+    /// A view of `state`'s tables, groups and meters with `ports`.
+    pub fn of(state: &'a SwitchState, ports: &'a Ports, config: &'a DatapathConfig) -> Self {
         PipelineView {
-            state,
+            tables: state.tables.set(),
+            groups: &state.groups,
+            meters: &state.meters,
             ports,
             config,
-            classifier: &FastClassifier,
+            reference: false,
         }
     }
 }
 
 /// A published, immutable copy of everything workers read: share it as
 /// `Arc<Snapshot>` and build a [`PipelineView`] from it per burst (or per
-/// snapshot change).
+/// snapshot change). It holds no counters and no control-side index:
+/// making one costs O(tables + groups + meters), whatever the number of
+/// flow entries.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    /// Tables, groups, meters (configurations), ports, description.
-    pub state: SwitchState,
+    /// The flow tables as published ([`crate::Tables::published`]).
+    pub tables: TableSet,
+    /// The groups.
+    pub groups: Groups,
+    /// The meters.
+    pub meters: Meters,
     /// The packet side's copy of the ports' config and state bits.
     pub ports: Ports,
     /// Settings.
@@ -237,18 +183,32 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// A snapshot of `state`, with the ports of its port table.
-    pub fn new(state: SwitchState, config: DatapathConfig) -> Snapshot {
+    /// A snapshot of `state` with `ports` and `config`.
+    pub fn new(state: &SwitchState, ports: Ports, config: DatapathConfig) -> Snapshot {
         Snapshot {
-            ports: state.port_table.datapath_ports(),
-            state,
+            tables: state.tables.published(),
+            groups: state.groups.clone(),
+            meters: state.meters.clone(),
+            ports,
             config,
         }
     }
 
-    /// A view of it with the fast classifier.
+    /// A snapshot of `state` with the ports of its port table.
+    pub fn of(state: &SwitchState, config: DatapathConfig) -> Snapshot {
+        Snapshot::new(state, state.port_table.datapath_ports(), config)
+    }
+
+    /// A view of it.
     pub fn view(&self) -> PipelineView<'_> {
-        PipelineView::new(&self.state, &self.ports, &self.config)
+        PipelineView {
+            tables: &self.tables,
+            groups: &self.groups,
+            meters: &self.meters,
+            ports: &self.ports,
+            config: &self.config,
+            reference: false,
+        }
     }
 }
 
@@ -267,7 +227,7 @@ pub struct WorkerState {
     /// `cache_capacity` 0 disables it.
     cache: Option<FlowCache<Option<u32>>>,
     cache_capacity: usize,
-    /// The [`crate::flow_table::Tables::instance`] the cache's generations
+    /// The [`crate::tables::Tables::instance`] the cache's generations
     /// belong to.
     cache_instance: u64,
     /// Stats of caches dropped by [`WorkerState::set_flow_cache`].
@@ -413,11 +373,11 @@ impl WorkerState {
         now: Time,
     ) -> Exec<'a> {
         Exec {
-            tables: &view.state.tables,
-            groups: &view.state.groups,
-            meters: &view.state.meters,
+            tables: view.tables,
+            groups: view.groups,
+            meters: view.meters,
             local_meters: &mut self.meters,
-            classifier: view.classifier,
+            reference: view.reference,
             ports: view.ports,
             config: view.config,
             counters: &mut self.counters,
@@ -437,7 +397,7 @@ impl WorkerState {
     /// ([`Classifier::uses_table_index`], the default), every packet is
     /// parsed first; table 0's hits come from the flow cache or, for the
     /// packets it does not answer, from one burst lookup
-    /// ([`crate::flow_table::FlowTable::lookup_burst`], which prefetches);
+    /// ([`crate::tables::FlowTable::lookup_burst`], which prefetches);
     /// later tables are looked up packet by packet as instructions lead
     /// there.
     ///
@@ -459,11 +419,7 @@ impl WorkerState {
     ) {
         let drops_before = out.drops;
         let receives = view.ports.receives(in_port);
-        let table0 = view
-            .state
-            .tables
-            .table(0)
-            .filter(|_| receives && view.classifier.uses_table_index());
+        let table0 = view.tables.table(0).filter(|_| receives && !view.reference);
         let mut sc = std::mem::take(&mut self.scratch);
         if let Some(t0) = table0 {
             // Parse all, then resolve table 0 for the burst.
@@ -492,7 +448,7 @@ impl WorkerState {
                 let dropped = ex.out.drops;
                 ex.pipeline_first(pkt, 0, first);
                 if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
-                    ex.out.drops.no_output += 1;
+                    ex.out.drops.bump(DropReason::NoOutput);
                 }
             }
         }
@@ -503,14 +459,14 @@ impl WorkerState {
             pc.rx_bytes += len;
             if !receives {
                 pc.rx_dropped += 1;
-                ex.out.drops.port_no_recv += 1;
+                ex.out.drops.bump(DropReason::PortNoRecv);
                 continue;
             }
             let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
             let dropped = ex.out.drops;
             ex.pipeline(Pkt::new(buf, in_port), 0);
             if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
-                ex.out.drops.no_output += 1;
+                ex.out.drops.bump(DropReason::NoOutput);
             }
         }
         // Packets not sent are dropped now, not when their record is reused.
@@ -520,9 +476,7 @@ impl WorkerState {
         sc.n = 0;
         sc.first.clear();
         self.scratch = sc;
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
+        self.counters.drops.merge(&out.drops.since(&drops_before));
     }
 
     /// Prefetches what executing the burst's table-0 hits reads, in
@@ -532,7 +486,7 @@ impl WorkerState {
     /// compile the full entries; then those entries' instruction lists;
     /// then their action lists. The counters wait for the second pass:
     /// issued with the first, they found the miss buffers full.
-    fn prefetch_hits(&self, t0: &crate::flow_table::FlowTable, first: &[Option<Option<u32>>]) {
+    fn prefetch_hits(&self, t0: &crate::tables::FlowTable, first: &[Option<Option<u32>>]) {
         let slots = || first.iter().filter_map(|f| f.flatten());
         let general = |s: u32| t0.is_general(s);
         for s in slots() {
@@ -572,10 +526,10 @@ impl WorkerState {
     fn first_hits(
         &mut self,
         view: &PipelineView<'_>,
-        t0: &crate::flow_table::FlowTable,
+        t0: &crate::tables::FlowTable,
         sc: &mut Scratch,
     ) {
-        let tables = &view.state.tables;
+        let tables = view.tables;
         // A table answered by one probe (one hash, or the IPv4 route
         // array) is looked up at least as fast as the cache would be, and
         // the flows a small working set touches keep the table's lines as
@@ -693,8 +647,8 @@ impl WorkerState {
         if !in_port_ok || po.in_port == 0 {
             return Err(OfpError::BadRequest(BadRequestCode::BadPort));
         }
-        let groups = &view.state.groups;
-        let policy = view.state.tables.config().policy;
+        let groups = view.groups;
+        let policy = view.tables.config().policy;
         for a in &po.actions {
             if matches!(
                 a,
@@ -705,7 +659,7 @@ impl WorkerState {
             ) {
                 continue;
             }
-            crate::validate::validate_action_list(
+            crate::tables::validate::validate_action_list(
                 std::slice::from_ref(a),
                 None,
                 &|g| groups.contains(g),
@@ -730,9 +684,7 @@ impl WorkerState {
                 break;
             }
         }
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
+        self.counters.drops.merge(&out.drops.since(&drops_before));
         Ok(())
     }
 
@@ -752,9 +704,7 @@ impl WorkerState {
         let drops_before = out.drops;
         self.exec(view, out, now)
             .pipeline(Pkt::new(b.packet, b.in_port), 0);
-        let mut delta = out.drops;
-        subtract(&mut delta, &drops_before);
-        self.counters.drops.merge(&delta);
+        self.counters.drops.merge(&out.drops.since(&drops_before));
         Ok(())
     }
 }

@@ -32,9 +32,7 @@
 //!   one (spec §6.5): counters and duration restart; flows and groups that
 //!   forward to it keep doing so.
 
-use crate::flow_entry::FlowRemoved;
-use crate::flow_table::Tables;
-use crate::validate::{validate_action_list, ActionPolicy};
+use crate::tables::validate::{validate_action_list, ActionPolicy, ACTIONS};
 use crate::Time;
 use ofp::consts::{group_no, port_no};
 use ofp::error::GroupModFailedCode;
@@ -143,15 +141,10 @@ impl Groups {
         self.groups.is_empty()
     }
 
-    /// Applies one GROUP_MOD at `now`. Deleting groups removes the flows
-    /// in `tables` that forward to them; the FLOW_REMOVED events for those
-    /// that asked are returned. On error nothing has changed.
-    pub fn apply_group_mod(
-        &mut self,
-        gm: &GroupMod,
-        tables: &mut Tables,
-        now: Time,
-    ) -> Result<Vec<FlowRemoved>, OfpError> {
+    /// Applies one GROUP_MOD at `now`. Returns the groups deleted: the
+    /// caller removes the flow entries that forward to them
+    /// ([`crate::SwitchState::group_mod`]). On error nothing has changed.
+    pub fn apply_group_mod(&mut self, gm: &GroupMod, now: Time) -> Result<Vec<u32>, OfpError> {
         match gm.command {
             GroupModCommand::Add | GroupModCommand::Modify => {
                 self.check(gm)?;
@@ -169,7 +162,7 @@ impl Groups {
                 );
                 Ok(Vec::new())
             }
-            GroupModCommand::Delete => self.delete(gm.group_id, tables, now),
+            GroupModCommand::Delete => self.delete(gm.group_id),
         }
     }
 
@@ -253,20 +246,11 @@ impl Groups {
         false
     }
 
-    fn delete(
-        &mut self,
-        id: u32,
-        tables: &mut Tables,
-        now: Time,
-    ) -> Result<Vec<FlowRemoved>, OfpError> {
+    fn delete(&mut self, id: u32) -> Result<Vec<u32>, OfpError> {
         if id == group_no::ALL {
             let ids: Vec<u32> = self.groups.keys().copied().collect();
             self.groups.clear();
-            let mut events = Vec::new();
-            for g in ids {
-                events.extend(tables.remove_group_users(g, now));
-            }
-            return Ok(events);
+            return Ok(ids);
         }
         if id > group_no::MAX {
             return Err(gm_failed(GroupModFailedCode::InvalidGroup));
@@ -282,7 +266,7 @@ impl Groups {
             return Err(gm_failed(GroupModFailedCode::ChainedGroup));
         }
         self.groups.remove(&id);
-        Ok(tables.remove_group_users(id, now))
+        Ok(vec![id])
     }
 
     /// Records that a packet of `bytes` bytes was processed by `group`
@@ -351,7 +335,13 @@ impl Groups {
 
     /// The GROUP multipart reply body for `group_id` (`OFPG_ALL` for
     /// every group; a group that does not exist gives an empty list).
-    pub fn stats(&self, group_id: u32, tables: &Tables, now: Time) -> Vec<GroupStats> {
+    /// `flow_refs(g)` is the number of flow entries forwarding to `g`.
+    pub fn stats(
+        &self,
+        group_id: u32,
+        flow_refs: impl Fn(u32) -> usize,
+        now: Time,
+    ) -> Vec<GroupStats> {
         self.groups
             .values()
             .filter(|g| group_id == group_no::ALL || g.group_id == group_id)
@@ -361,7 +351,7 @@ impl Groups {
                     .values()
                     .filter(|o| o.forwards_to().any(|t| t == g.group_id))
                     .count();
-                let refs = tables.group_ref_count(g.group_id) + from_groups;
+                let refs = flow_refs(g.group_id) + from_groups;
                 let (duration_sec, duration_nsec) = now.duration_since(g.installed_at);
                 GroupStats {
                     group_id: g.group_id,
@@ -386,9 +376,7 @@ impl Groups {
     /// The GROUP_FEATURES reply: all four types, weights, chaining with
     /// loop checks; no select liveness (not implemented yet).
     pub fn features(&self) -> GroupFeatures {
-        let actions: u32 = crate::features::ACTIONS
-            .iter()
-            .fold(0, |acc, t| acc | (1u32 << t));
+        let actions: u32 = ACTIONS.iter().fold(0, |acc, t| acc | (1u32 << t));
         let max = u32::try_from(self.config.max_groups).unwrap_or(u32::MAX);
         GroupFeatures {
             types: (1 << GroupType::All as u32)
@@ -405,8 +393,9 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::TablesConfig;
-    use crate::meter_table::Meters;
+    use crate::model::flow_entry::FlowRemoved;
+    use crate::tables::meters::Meters;
+    use crate::tables::{Tables, TablesConfig};
     use ofp::error::BadActionCode;
     use ofp::{FlowMod, Instruction, Oxm, OxmField, OxmValue};
 
@@ -464,8 +453,12 @@ mod tests {
         }
 
         fn apply(&mut self, m: &GroupMod) -> Result<Vec<FlowRemoved>, OfpError> {
-            self.groups
-                .apply_group_mod(m, &mut self.tables, Time::from_secs(10))
+            let now = Time::from_secs(10);
+            let deleted = self.groups.apply_group_mod(m, now)?;
+            Ok(deleted
+                .into_iter()
+                .flat_map(|g| self.tables.remove_group_users(g, now))
+                .collect())
         }
 
         fn ok(&mut self, m: &GroupMod) {
@@ -534,7 +527,9 @@ mod tests {
         assert!(!sw.groups.note_bucket_hit(1, 2, 100));
         assert!(!sw.groups.note_bucket_hit(9, 0, 100));
         assert!(!sw.groups.note_group_hit(9, 100));
-        let st = sw.groups.stats(1, &sw.tables, Time::from_secs(10));
+        let st = sw
+            .groups
+            .stats(1, |g| sw.tables.group_ref_count(g), Time::from_secs(10));
         assert_eq!((st[0].packet_count, st[0].byte_count), (1, 100));
         let buckets: Vec<(u64, u64)> = st[0]
             .bucket_stats
@@ -729,9 +724,11 @@ mod tests {
         sw.flow_to_group(0, 1, 1, ofp::flow_mod::flow_mod_flags::SEND_FLOW_REM);
         sw.flow_to_group(1, 1, 1, 0);
         sw.flow_to_group(1, 2, 2, ofp::flow_mod::flow_mod_flags::SEND_FLOW_REM);
-        let stats = sw
-            .groups
-            .stats(group_no::ALL, &sw.tables, Time::from_secs(12));
+        let stats = sw.groups.stats(
+            group_no::ALL,
+            |g| sw.tables.group_ref_count(g),
+            Time::from_secs(12),
+        );
         assert_eq!(stats.len(), 2);
         assert_eq!(
             (stats[0].group_id, stats[0].ref_count),
@@ -741,8 +738,16 @@ mod tests {
         assert_eq!((stats[1].group_id, stats[1].ref_count), (2, 1));
         assert_eq!(stats[0].duration_sec, 2);
         assert_eq!(stats[0].bucket_stats.len(), 1);
-        assert_eq!(sw.groups.stats(2, &sw.tables, Time(0)).len(), 1);
-        assert!(sw.groups.stats(7, &sw.tables, Time(0)).is_empty());
+        assert_eq!(
+            sw.groups
+                .stats(2, |g| sw.tables.group_ref_count(g), Time(0))
+                .len(),
+            1
+        );
+        assert!(sw
+            .groups
+            .stats(7, |g| sw.tables.group_ref_count(g), Time(0))
+            .is_empty());
 
         sw.refuse(&delete(1), GroupModFailedCode::ChainedGroup);
         let ev = sw.apply(&delete(2)).unwrap();

@@ -48,8 +48,10 @@
 //! Mpps. Fusing the gateway's three rewrites: 8.6-11.1 to 12.2-14.4 Mpps
 //! (VLAN to MPLS), 10.8-11.0 to 14.3-14.7 (MPLS to VLAN), 100K rules.
 
-use crate::flow_entry::{FlowEntry, FlowId};
+use crate::model::flow_entry::{FlowEntry, FlowId};
 use ofp::{Action, Instruction, Oxm, OxmField};
+use packet::flow_key::field;
+use packet::set_field::FieldValue;
 
 /// Most actions a fast entry holds.
 pub const MAX_OPS: usize = 5;
@@ -173,8 +175,7 @@ impl FastOp {
                     },
             } => {
                 let v = value.to_u128();
-                let known =
-                    *field != OxmField::TunnelId && super::exec::field_value(*field, v).is_some();
+                let known = *field != OxmField::TunnelId && field_value(*field, v).is_some();
                 if !known || v >> 48 != 0 {
                     return None;
                 }
@@ -300,10 +301,71 @@ impl FastEntry {
     }
 }
 
+fn mac_of(v: u128) -> [u8; 6] {
+    let b = v.to_be_bytes();
+    let mut m = [0u8; 6];
+    if let Some(src) = b.get(10..16) {
+        m.copy_from_slice(src);
+    }
+    m
+}
+
+/// The packet rewrite for a set-field of `f` to `v` (`None` for fields
+/// that are not packet bytes).
+pub fn field_value(f: OxmField, v: u128) -> Option<FieldValue> {
+    use FieldValue as F;
+    let f8 = f as u8;
+    Some(match f8 {
+        field::ETH_DST => F::EthDst(mac_of(v)),
+        field::ETH_SRC => F::EthSrc(mac_of(v)),
+        field::ETH_TYPE => F::EthType(v as u16),
+        field::VLAN_VID => F::VlanVid(v as u16),
+        field::VLAN_PCP => F::VlanPcp(v as u8),
+        field::IP_DSCP => F::IpDscp(v as u8),
+        field::IP_ECN => F::IpEcn(v as u8),
+        field::IP_PROTO => F::IpProto(v as u8),
+        field::IPV4_SRC => F::Ipv4Src(v as u32),
+        field::IPV4_DST => F::Ipv4Dst(v as u32),
+        field::TCP_SRC => F::TcpSrc(v as u16),
+        field::TCP_DST => F::TcpDst(v as u16),
+        field::UDP_SRC => F::UdpSrc(v as u16),
+        field::UDP_DST => F::UdpDst(v as u16),
+        field::SCTP_SRC => F::SctpSrc(v as u16),
+        field::SCTP_DST => F::SctpDst(v as u16),
+        field::ICMPV4_TYPE => F::Icmpv4Type(v as u8),
+        field::ICMPV4_CODE => F::Icmpv4Code(v as u8),
+        field::ARP_OP => F::ArpOp(v as u16),
+        field::ARP_SPA => F::ArpSpa(v as u32),
+        field::ARP_TPA => F::ArpTpa(v as u32),
+        field::ARP_SHA => F::ArpSha(mac_of(v)),
+        field::ARP_THA => F::ArpTha(mac_of(v)),
+        field::IPV6_SRC => F::Ipv6Src(v),
+        field::IPV6_DST => F::Ipv6Dst(v),
+        field::IPV6_FLABEL => F::Ipv6Flabel(v as u32),
+        field::ICMPV6_TYPE => F::Icmpv6Type(v as u8),
+        field::ICMPV6_CODE => F::Icmpv6Code(v as u8),
+        field::IPV6_ND_TARGET => F::Ipv6NdTarget(v),
+        field::IPV6_ND_SLL => F::Ipv6NdSll(mac_of(v)),
+        field::IPV6_ND_TLL => F::Ipv6NdTll(mac_of(v)),
+        field::MPLS_LABEL => F::MplsLabel(v as u32),
+        field::MPLS_TC => F::MplsTc(v as u8),
+        field::MPLS_BOS => F::MplsBos(v as u8),
+        field::PBB_ISID => F::PbbIsid(v as u32),
+        _ => return None,
+    })
+}
+
+/// Whether a set-field action on `f` is carried out by the executor (a
+/// settable field the packet rewriter knows, or the pipeline field
+/// `tunnel_id`). Used to derive the table features.
+pub fn exec_field_settable(f: OxmField) -> bool {
+    f.settable() && (f == OxmField::TunnelId || field_value(f, 0).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::match_key::MatchKey;
+    use crate::model::match_key::MatchKey;
     use crate::Time;
     use ofp::{Match, OxmValue};
 
@@ -320,9 +382,6 @@ mod tests {
             hard_timeout: 0,
             flags: 0,
             installed_at: Time(0),
-            last_used: Time(0),
-            packet_count: 0,
-            byte_count: 0,
         }
     }
 

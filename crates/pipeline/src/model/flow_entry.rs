@@ -1,8 +1,10 @@
 //! One flow entry (spec 1.3.5 §5.2): its match, priority, instructions,
-//! cookie, timeouts, flags and counters, and the FLOW_REMOVED event it
-//! produces when it leaves its table.
+//! cookie, timeouts and flags — immutable once installed, so every copy of
+//! a table shares it — and its counters ([`EntryCounter`], kept apart by
+//! the control side), and the FLOW_REMOVED event it produces when it
+//! leaves its table.
 
-use crate::match_key::MatchKey;
+use crate::model::match_key::MatchKey;
 use crate::{Time, COUNTER_UNAVAILABLE};
 use ofp::flow_mod::flow_mod_flags;
 use ofp::{Action, Instruction, Match};
@@ -105,33 +107,37 @@ pub struct FlowEntry {
     pub flags: u16,
     /// When it was installed (a replacing ADD restarts it).
     pub installed_at: Time,
-    /// Last time a packet matched it (for the idle timeout).
-    pub last_used: Time,
+}
+
+/// What the packets that hit an entry add up to (the control side keeps
+/// one per entry, folded from the workers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EntryCounter {
     /// Packets matched (kept even when `NO_PKT_COUNTS` hides it).
-    pub packet_count: u64,
+    pub packets: u64,
     /// Bytes matched (kept even when `NO_BYT_COUNTS` hides it).
-    pub byte_count: u64,
+    pub bytes: u64,
+    /// Last time a packet matched it, or its installation (for the idle
+    /// timeout).
+    pub last_used: Time,
 }
 
 impl FlowEntry {
-    /// The packet count as statistics report it: all-ones when the entry
-    /// was installed with `OFPFF_NO_PKT_COUNTS`.
-    pub fn reported_packet_count(&self) -> u64 {
-        if self.flags & flow_mod_flags::NO_PKT_COUNTS != 0 {
+    /// The packet and byte counts of `c` as statistics report them:
+    /// all-ones for a counter the entry was installed without
+    /// (`OFPFF_NO_PKT_COUNTS`, `OFPFF_NO_BYT_COUNTS`).
+    pub fn reported(&self, c: &EntryCounter) -> (u64, u64) {
+        let packets = if self.flags & flow_mod_flags::NO_PKT_COUNTS != 0 {
             COUNTER_UNAVAILABLE
         } else {
-            self.packet_count
-        }
-    }
-
-    /// The byte count as statistics report it: all-ones when the entry was
-    /// installed with `OFPFF_NO_BYT_COUNTS`.
-    pub fn reported_byte_count(&self) -> u64 {
-        if self.flags & flow_mod_flags::NO_BYT_COUNTS != 0 {
+            c.packets
+        };
+        let bytes = if self.flags & flow_mod_flags::NO_BYT_COUNTS != 0 {
             COUNTER_UNAVAILABLE
         } else {
-            self.byte_count
-        }
+            c.bytes
+        };
+        (packets, bytes)
     }
 
     /// Whether the controller asked for a FLOW_REMOVED when it leaves.
@@ -155,9 +161,11 @@ impl FlowEntry {
         }
     }
 
-    /// The FLOW_REMOVED content for this entry leaving at `now`.
-    pub fn removed_event(&self, reason: RemovalReason, now: Time) -> FlowRemoved {
+    /// The FLOW_REMOVED content for this entry, with counters `c`,
+    /// leaving at `now`.
+    pub fn removed_event(&self, reason: RemovalReason, now: Time, c: &EntryCounter) -> FlowRemoved {
         let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);
+        let (packet_count, byte_count) = self.reported(c);
         FlowRemoved {
             id: self.id,
             cookie: self.cookie,
@@ -168,23 +176,22 @@ impl FlowEntry {
             duration_nsec,
             idle_timeout: self.idle_timeout,
             hard_timeout: self.hard_timeout,
-            packet_count: self.reported_packet_count(),
-            byte_count: self.reported_byte_count(),
+            packet_count,
+            byte_count,
             match_: self.match_.clone(),
         }
     }
 
-    /// Which timeout, if any, has run out at `now`. The hard timeout wins
-    /// when both run out at once.
-    pub fn expired(&self, now: Time) -> Option<RemovalReason> {
+    /// Which timeout, if any, has run out at `now`, the entry last used at
+    /// `last_used`. The hard timeout wins when both run out at once.
+    pub fn expired(&self, now: Time, last_used: Time) -> Option<RemovalReason> {
         const NS: u64 = 1_000_000_000;
         if self.hard_timeout != 0
             && now.nanos_since(self.installed_at) >= u64::from(self.hard_timeout) * NS
         {
             return Some(RemovalReason::HardTimeout);
         }
-        if self.idle_timeout != 0
-            && now.nanos_since(self.last_used) >= u64::from(self.idle_timeout) * NS
+        if self.idle_timeout != 0 && now.nanos_since(last_used) >= u64::from(self.idle_timeout) * NS
         {
             return Some(RemovalReason::IdleTimeout);
         }

@@ -32,8 +32,8 @@
 //!   that configured queue). Flows are not checked against queues at
 //!   FLOW_MOD (ports and queues may come later, as for output ports).
 
-use crate::datapath::counters::Counters;
-use crate::datapath::{PortInfo, Ports};
+use crate::model::counters::Counters;
+use crate::model::ports::{PortInfo, Ports};
 use crate::Time;
 use ofp::consts::{port_no, OFPQ_ALL};
 use ofp::error::{PortModFailedCode, QueueOpFailedCode};

@@ -46,8 +46,6 @@
 //! * Deleting a meter removes the flows using it
 //!   ([`crate::RemovalReason::MeterDelete`]).
 
-use crate::flow_entry::FlowRemoved;
-use crate::flow_table::Tables;
 use crate::Time;
 use ofp::consts::meter_no;
 use ofp::error::MeterModFailedCode;
@@ -427,15 +425,10 @@ impl Meters {
         self.meters.is_empty()
     }
 
-    /// Applies one METER_MOD at `now`. Deleting meters removes the flows
-    /// in `tables` that use them; the FLOW_REMOVED events for those that
-    /// asked are returned. On error nothing has changed.
-    pub fn apply_meter_mod(
-        &mut self,
-        mm: &MeterMod,
-        tables: &mut Tables,
-        now: Time,
-    ) -> Result<Vec<FlowRemoved>, OfpError> {
+    /// Applies one METER_MOD at `now`. Returns the meters deleted: the
+    /// caller removes the flow entries that use them
+    /// ([`crate::SwitchState::meter_mod`]). On error nothing has changed.
+    pub fn apply_meter_mod(&mut self, mm: &MeterMod, now: Time) -> Result<Vec<u32>, OfpError> {
         match mm.command {
             MeterModCommand::Add | MeterModCommand::Modify => {
                 self.check(mm)?;
@@ -449,11 +442,7 @@ impl Meters {
                 if id == meter_no::ALL {
                     let ids: Vec<u32> = self.meters.keys().copied().collect();
                     self.meters.clear();
-                    let mut events = Vec::new();
-                    for m in ids {
-                        events.extend(tables.remove_meter_users(m, now));
-                    }
-                    return Ok(events);
+                    return Ok(ids);
                 }
                 if id == 0 || id > meter_no::MAX {
                     return Err(mm_failed(MeterModFailedCode::InvalidMeter));
@@ -461,7 +450,7 @@ impl Meters {
                 if self.meters.remove(&id).is_none() {
                     return Ok(Vec::new());
                 }
-                Ok(tables.remove_meter_users(id, now))
+                Ok(vec![id])
             }
         }
     }
@@ -516,14 +505,19 @@ impl Meters {
 
     /// The METER multipart reply body for `meter_id` (`OFPM_ALL` for
     /// every meter; one that does not exist gives an empty list).
-    pub fn stats(&self, meter_id: u32, tables: &Tables, now: Time) -> Vec<MeterStats> {
+    /// `flow_count(m)` is the number of flow entries using meter `m`.
+    pub fn stats(
+        &self,
+        meter_id: u32,
+        flow_count: impl Fn(u32) -> usize,
+        now: Time,
+    ) -> Vec<MeterStats> {
         self.select(meter_id)
             .map(|m| {
                 let (duration_sec, duration_nsec) = now.duration_since(m.installed_at);
                 MeterStats {
                     meter_id: m.meter_id,
-                    flow_count: u32::try_from(tables.meter_flow_count(m.meter_id))
-                        .unwrap_or(u32::MAX),
+                    flow_count: u32::try_from(flow_count(m.meter_id)).unwrap_or(u32::MAX),
                     packet_in_count: m.packet_in_count,
                     byte_in_count: m.byte_in_count,
                     duration_sec,
@@ -574,8 +568,9 @@ impl Meters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow_table::TablesConfig;
-    use crate::group_table::Groups;
+    use crate::model::flow_entry::FlowRemoved;
+    use crate::tables::groups::Groups;
+    use crate::tables::{Tables, TablesConfig};
     use ofp::{FlowMod, Instruction};
     use proptest::prelude::*;
 
@@ -629,8 +624,12 @@ mod tests {
         }
 
         fn apply(&mut self, m: &MeterMod) -> Result<Vec<FlowRemoved>, OfpError> {
-            self.meters
-                .apply_meter_mod(m, &mut self.tables, Time::from_secs(1))
+            let now = Time::from_secs(1);
+            let deleted = self.meters.apply_meter_mod(m, now)?;
+            Ok(deleted
+                .into_iter()
+                .flat_map(|m| self.tables.remove_meter_users(m, now))
+                .collect())
         }
 
         fn ok(&mut self, m: &MeterMod) {
@@ -702,7 +701,9 @@ mod tests {
             vec![remark(10, 5, 1)],
         ));
         assert_eq!(sw.meters.configs(1)[0].bands, vec![remark(10, 5, 1)]);
-        let st = sw.meters.stats(1, &sw.tables, Time::from_secs(4));
+        let st = sw
+            .meters
+            .stats(1, |m| sw.tables.meter_flow_count(m), Time::from_secs(4));
         assert_eq!(
             (st[0].packet_in_count, st[0].byte_in_count),
             (0, 0),
@@ -833,7 +834,9 @@ mod tests {
         // 5 pps is under the rate: all pass.
         let (pass, _, _) = drive(m, Time::from_secs(20), 5, 10, 64);
         assert_eq!(pass, 50);
-        let st = sw.meters.stats(1, &sw.tables, Time::from_secs(30));
+        let st = sw
+            .meters
+            .stats(1, |m| sw.tables.meter_flow_count(m), Time::from_secs(30));
         assert_eq!(st[0].packet_in_count, 7 + 3 + 200 + 50);
         assert_eq!(st[0].byte_in_count, 64 * (7 + 3 + 200 + 50));
         assert_eq!(st[0].band_stats[0].packet_band_count, 2 + 2 + dropped);
@@ -949,7 +952,10 @@ mod tests {
         assert_eq!(whole, *sw.meters.get(1).unwrap());
         let (one, _, _) = drive(&mut whole, t, 20, 10, 64);
         assert!((100..=104).contains(&one), "one {one}");
-        assert_eq!(sw.meters.stats(1, &sw.tables, t)[0].packet_in_count, 0);
+        assert_eq!(
+            sw.meters.stats(1, |m| sw.tables.meter_flow_count(m), t)[0].packet_in_count,
+            0
+        );
         // 100 kbit/s without BURST: 100 ms of rate, a full frame at least.
         let k = sw.meters.get(3).unwrap().clone();
         let frames = (0..3)
@@ -968,7 +974,7 @@ mod tests {
         assert_ne!(*new, x, "other buckets");
         assert_eq!(new.apply_shared(t2, 64), MeterVerdict::Pass);
         assert!(sw.meters.add_counts(1, 5, 500, &[(2, 200), (9, 9)]));
-        let st = sw.meters.stats(1, &sw.tables, t);
+        let st = sw.meters.stats(1, |m| sw.tables.meter_flow_count(m), t);
         assert_eq!((st[0].packet_in_count, st[0].byte_in_count), (5, 500));
         assert_eq!(st[0].band_stats[0].packet_band_count, 2);
     }
@@ -1061,16 +1067,21 @@ mod tests {
                 .apply_flow_mod(&fm, Time(0), &Groups::default(), &sw.meters)
                 .unwrap();
         }
-        let st = sw
-            .meters
-            .stats(meter_no::ALL, &sw.tables, Time::from_secs(1));
+        let st = sw.meters.stats(
+            meter_no::ALL,
+            |m| sw.tables.meter_flow_count(m),
+            Time::from_secs(1),
+        );
         assert_eq!(
             st.iter()
                 .map(|s| (s.meter_id, s.flow_count))
                 .collect::<Vec<_>>(),
             vec![(1, 2), (2, 1)]
         );
-        assert!(sw.meters.stats(3, &sw.tables, Time(0)).is_empty());
+        assert!(sw
+            .meters
+            .stats(3, |m| sw.tables.meter_flow_count(m), Time(0))
+            .is_empty());
         let ev = sw.apply(&del(1)).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].reason, crate::RemovalReason::MeterDelete);

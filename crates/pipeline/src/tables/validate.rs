@@ -39,7 +39,7 @@
 //!   meter that does not exist: `METER_MOD_FAILED/UNKNOWN_METER`, the
 //!   spec's code for a meter id that names no meter.
 
-use crate::match_key::{full_mask, prerequisite_met, value_bits, MatchKey};
+use crate::model::match_key::{full_mask, prerequisite_met, value_bits, MatchKey};
 use ofp::consts::port_no;
 use ofp::error::{BadActionCode, BadInstructionCode, MeterModFailedCode};
 use ofp::{Action, Instruction, OfpError, Oxm, OxmField};
@@ -304,6 +304,26 @@ fn prune(p: &mut MatchKey) {
         }
     }
 }
+
+/// Every action type the executor runs (also what GROUP_FEATURES reports).
+pub const ACTIONS: [u16; 16] = [
+    ofp::action::action_type::OUTPUT,
+    ofp::action::action_type::COPY_TTL_OUT,
+    ofp::action::action_type::COPY_TTL_IN,
+    ofp::action::action_type::SET_MPLS_TTL,
+    ofp::action::action_type::DEC_MPLS_TTL,
+    ofp::action::action_type::PUSH_VLAN,
+    ofp::action::action_type::POP_VLAN,
+    ofp::action::action_type::PUSH_MPLS,
+    ofp::action::action_type::POP_MPLS,
+    ofp::action::action_type::SET_QUEUE,
+    ofp::action::action_type::GROUP,
+    ofp::action::action_type::SET_NW_TTL,
+    ofp::action::action_type::DEC_NW_TTL,
+    ofp::action::action_type::SET_FIELD,
+    ofp::action::action_type::PUSH_PBB,
+    ofp::action::action_type::POP_PBB,
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,127 @@
+//! What processing produces: packets to transmit, packet-ins, drops, and
+//! (when tracing) the steps each packet took.
+
+use super::counters::DropCounters;
+use crate::model::flow_entry::FlowId;
+use crate::tables::meters::MeterVerdict;
+use ofp::Action;
+use packet::buffer::PacketBuf;
+use packet::flow_key::FlowKey;
+use packet::ActionError;
+
+/// A packet to transmit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxPacket {
+    /// Output port (a standard port or `OFPP_LOCAL`).
+    pub port: u32,
+    /// Queue chosen by set_queue (0 when none).
+    pub queue_id: u32,
+    /// The packet as it leaves.
+    pub packet: PacketBuf,
+}
+
+/// A packet-in for the agent to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PacketInEvent {
+    /// Ingress port (also in the message's match).
+    pub in_port: u32,
+    /// The message body.
+    pub message: ofp::PacketIn,
+}
+
+/// What processing produced. Reuse one across bursts (call
+/// [`BurstOutput::clear`]) so its vectors keep their capacity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BurstOutput {
+    /// Packets to transmit, in the order the actions emitted them.
+    pub tx: Vec<TxPacket>,
+    /// Packet-ins, in order.
+    pub packet_ins: Vec<PacketInEvent>,
+    /// Drops by cause during this burst.
+    pub drops: DropCounters,
+}
+
+impl BurstOutput {
+    /// Empties the output, keeping capacity.
+    pub fn clear(&mut self) {
+        self.tx.clear();
+        self.packet_ins.clear();
+        self.drops = DropCounters::default();
+    }
+}
+
+/// One step of a packet's trip, recorded when tracing is on
+/// ([`Datapath::set_tracing`]) for `fulmar trace`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// A lookup in a table, the packet's fields then, and the entry hit.
+    Lookup {
+        /// Table number.
+        table_id: u8,
+        /// The entry hit, if any.
+        entry: Option<FlowId>,
+        /// The packet's fields at lookup.
+        key: Box<FlowKey>,
+    },
+    /// A meter's verdict.
+    Meter {
+        /// Meter id.
+        meter_id: u32,
+        /// What it decided.
+        verdict: MeterVerdict,
+    },
+    /// An action ran (apply-actions, action set, bucket or packet-out),
+    /// with the reason it could not apply, if any.
+    Action {
+        /// The action.
+        action: Action,
+        /// Why it failed.
+        error: Option<ActionError>,
+    },
+    /// The clear-actions instruction.
+    ClearActions,
+    /// A write-actions instruction.
+    WriteActions {
+        /// The actions written.
+        actions: Vec<Action>,
+    },
+    /// Metadata after a write-metadata instruction.
+    WriteMetadata {
+        /// The new metadata.
+        metadata: u64,
+    },
+    /// The action set about to run, in execution order.
+    ActionSet {
+        /// The actions.
+        actions: Vec<Action>,
+    },
+    /// A group and the bucket it used (`None`: no bucket could be used).
+    Group {
+        /// Group id.
+        group_id: u32,
+        /// Bucket index.
+        bucket: Option<usize>,
+    },
+    /// A packet transmitted.
+    Output {
+        /// Port.
+        port: u32,
+        /// Queue.
+        queue_id: u32,
+    },
+    /// An output to the ingress port, skipped (spec §5.12).
+    Skipped {
+        /// The port.
+        port: u32,
+    },
+    /// A packet-in.
+    PacketIn {
+        /// `OFPR_*`.
+        reason: u8,
+    },
+    /// The packet was dropped (the name of the drop counter).
+    Drop {
+        /// Counter name.
+        reason: &'static str,
+    },
+}

@@ -1,0 +1,332 @@
+//! Per-worker counters as plain data, and how they add up.
+//!
+//! Every worker writes its own [`Counters`] with plain `+=` (no atomics,
+//! no locks, no cache line shared with another worker); the control side
+//! takes them, adds them up with [`Counters::merge`], and either reads the
+//! sum (ports, queues, drops) or folds it into the control-side tables
+//! ([`crate::SwitchState::fold`]: flows, tables, groups, meters, ports).
+//! Keys are the control side's ids (flow ids, table numbers, group ids,
+//! port numbers, `(port, queue)` pairs, meter ids); a key that no longer
+//! exists when folded (the flow was deleted meanwhile) is ignored.
+
+use crate::model::drops::DropCounters;
+use crate::model::flow_entry::FlowId;
+use crate::Time;
+use std::collections::HashMap;
+
+/// Counters of one flow entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCounter {
+    /// Packets that hit the entry.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// The latest hit (restarts the idle timeout).
+    pub last_hit: Time,
+}
+
+/// Counters of one flow table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableCounter {
+    /// Lookups done in the table.
+    pub lookups: u64,
+    /// Lookups that hit an entry.
+    pub matched: u64,
+}
+
+/// Counters of one port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortCounter {
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Received packets dropped (the port is `NO_RECV`).
+    pub rx_dropped: u64,
+    /// Packets not sent because the port is down, `NO_FWD` or missing.
+    pub tx_dropped: u64,
+}
+
+impl PortCounter {
+    /// Adds `o` to `self`.
+    pub fn add(&mut self, o: &PortCounter) {
+        self.rx_packets += o.rx_packets;
+        self.rx_bytes += o.rx_bytes;
+        self.tx_packets += o.tx_packets;
+        self.tx_bytes += o.tx_bytes;
+        self.rx_dropped += o.rx_dropped;
+        self.tx_dropped += o.tx_dropped;
+    }
+}
+
+/// Counters of one queue of one port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueCounter {
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+}
+
+/// Counters of one group and its buckets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupCounter {
+    /// Packets processed by the group (once each, however many buckets).
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// `(packets, bytes)` per bucket, by bucket index.
+    pub buckets: Vec<(u64, u64)>,
+}
+
+/// What this worker sent through one meter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MeterCounter {
+    /// Packets metered.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// `(packets, bytes)` per band that applied, by band index.
+    pub bands: Vec<(u64, u64)>,
+}
+
+/// One worker's counters. See the module comment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// By flow id.
+    pub flows: HashMap<FlowId, FlowCounter>,
+    /// By table number.
+    pub tables: HashMap<u8, TableCounter>,
+    /// By port number.
+    pub ports: HashMap<u32, PortCounter>,
+    /// By `(port, queue)`.
+    pub queues: HashMap<(u32, u32), QueueCounter>,
+    /// By group id.
+    pub groups: HashMap<u32, GroupCounter>,
+    /// By meter id.
+    pub meters: HashMap<u32, MeterCounter>,
+    /// Drops by cause.
+    pub drops: DropCounters,
+}
+
+fn add_pairs(into: &mut Vec<(u64, u64)>, from: &[(u64, u64)]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), (0, 0));
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        a.0 += b.0;
+        a.1 += b.1;
+    }
+}
+
+fn bump_pair(v: &mut Vec<(u64, u64)>, i: usize, bytes: u64) {
+    if v.len() <= i {
+        v.resize(i + 1, (0, 0));
+    }
+    if let Some(p) = v.get_mut(i) {
+        p.0 += 1;
+        p.1 += bytes;
+    }
+}
+
+impl Counters {
+    /// A flow entry was hit by a packet of `bytes` bytes at `now`.
+    pub fn flow_hit(&mut self, id: FlowId, bytes: u64, now: Time) {
+        self.add_flow(id, 1, bytes, now);
+    }
+
+    /// Flow entry `id` was hit by `packets` packets of `bytes` bytes in
+    /// all, the latest at `last_hit`.
+    pub fn add_flow(&mut self, id: FlowId, packets: u64, bytes: u64, last_hit: Time) {
+        let c = self.flows.entry(id).or_default();
+        c.packets += packets;
+        c.bytes += bytes;
+        c.last_hit = c.last_hit.max(last_hit);
+    }
+
+    /// A lookup in table `t`.
+    pub fn table_lookup(&mut self, t: u8, matched: bool) {
+        let c = self.tables.entry(t).or_default();
+        c.lookups += 1;
+        c.matched += u64::from(matched);
+    }
+
+    /// The counters of port `p`, created on first use.
+    pub fn port(&mut self, p: u32) -> &mut PortCounter {
+        self.ports.entry(p).or_default()
+    }
+
+    /// A packet of `bytes` bytes was sent on queue `q` of port `p`.
+    pub fn queue_tx(&mut self, p: u32, q: u32, bytes: u64) {
+        let c = self.queues.entry((p, q)).or_default();
+        c.tx_packets += 1;
+        c.tx_bytes += bytes;
+    }
+
+    /// A packet of `bytes` bytes was processed by group `g`.
+    pub fn group_hit(&mut self, g: u32, bytes: u64) {
+        let c = self.groups.entry(g).or_default();
+        c.packets += 1;
+        c.bytes += bytes;
+    }
+
+    /// A packet of `bytes` bytes went through bucket `b` of group `g`.
+    pub fn bucket_hit(&mut self, g: u32, b: usize, bytes: u64) {
+        bump_pair(&mut self.groups.entry(g).or_default().buckets, b, bytes);
+    }
+
+    /// A packet of `bytes` bytes went through meter `m`; `band` is the
+    /// band that applied, if any.
+    pub fn meter_hit(&mut self, m: u32, band: Option<usize>, bytes: u64) {
+        let c = self.meters.entry(m).or_default();
+        c.packets += 1;
+        c.bytes += bytes;
+        if let Some(b) = band {
+            bump_pair(&mut c.bands, b, bytes);
+        }
+    }
+
+    /// Adds another worker's counters to these.
+    pub fn merge(&mut self, o: &Counters) {
+        for (id, f) in &o.flows {
+            let c = self.flows.entry(*id).or_default();
+            c.packets += f.packets;
+            c.bytes += f.bytes;
+            c.last_hit = c.last_hit.max(f.last_hit);
+        }
+        for (t, f) in &o.tables {
+            let c = self.tables.entry(*t).or_default();
+            c.lookups += f.lookups;
+            c.matched += f.matched;
+        }
+        for (p, f) in &o.ports {
+            self.ports.entry(*p).or_default().add(f);
+        }
+        for (q, f) in &o.queues {
+            let c = self.queues.entry(*q).or_default();
+            c.tx_packets += f.tx_packets;
+            c.tx_bytes += f.tx_bytes;
+        }
+        for (g, f) in &o.groups {
+            let c = self.groups.entry(*g).or_default();
+            c.packets += f.packets;
+            c.bytes += f.bytes;
+            add_pairs(&mut c.buckets, &f.buckets);
+        }
+        for (m, f) in &o.meters {
+            let c = self.meters.entry(*m).or_default();
+            c.packets += f.packets;
+            c.bytes += f.bytes;
+            add_pairs(&mut c.bands, &f.bands);
+        }
+        self.drops.merge(&o.drops);
+    }
+
+    /// The sum of several workers' counters.
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a Counters>) -> Counters {
+        let mut total = Counters::default();
+        for c in all {
+            total.merge(c);
+        }
+        total
+    }
+
+    /// Port statistics (spec §7.3.5.6) for every port these counters have
+    /// seen, by port number; durations are left at zero for the caller.
+    pub fn port_stats(&self) -> Vec<ofp::stats::PortStats> {
+        let mut v: Vec<ofp::stats::PortStats> = self
+            .ports
+            .iter()
+            .map(|(p, c)| ofp::stats::PortStats {
+                port_no: *p,
+                rx_packets: c.rx_packets,
+                tx_packets: c.tx_packets,
+                rx_bytes: c.rx_bytes,
+                tx_bytes: c.tx_bytes,
+                rx_dropped: c.rx_dropped,
+                tx_dropped: c.tx_dropped,
+                ..Default::default()
+            })
+            .collect();
+        v.sort_by_key(|s| s.port_no);
+        v
+    }
+
+    /// Queue statistics for every `(port, queue)` seen, sorted.
+    pub fn queue_stats(&self) -> Vec<ofp::stats::QueueStats> {
+        let mut v: Vec<ofp::stats::QueueStats> = self
+            .queues
+            .iter()
+            .map(|((p, q), c)| ofp::stats::QueueStats {
+                port_no: *p,
+                queue_id: *q,
+                tx_bytes: c.tx_bytes,
+                tx_packets: c.tx_packets,
+                tx_errors: 0,
+                duration_sec: 0,
+                duration_nsec: 0,
+            })
+            .collect();
+        v.sort_by_key(|s| (s.port_no, s.queue_id));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_everything_and_keeps_latest_hit() {
+        let mut a = Counters::default();
+        a.flow_hit(FlowId(1), 100, Time(5));
+        a.table_lookup(0, true);
+        a.port(1).rx_packets += 1;
+        a.queue_tx(2, 1, 60);
+        a.group_hit(7, 60);
+        a.bucket_hit(7, 1, 60);
+        a.meter_hit(3, Some(0), 60);
+        a.drops.no_match += 1;
+        let mut b = Counters::default();
+        b.flow_hit(FlowId(1), 50, Time(9));
+        b.flow_hit(FlowId(2), 10, Time(1));
+        b.table_lookup(0, false);
+        b.port(1).rx_packets += 2;
+        b.queue_tx(2, 1, 40);
+        b.bucket_hit(7, 0, 40);
+        b.bucket_hit(7, 1, 40);
+        b.meter_hit(3, None, 40);
+        b.drops.no_match += 2;
+        let s = Counters::sum([&a, &b]);
+        assert_eq!(
+            s.flows[&FlowId(1)],
+            FlowCounter {
+                packets: 2,
+                bytes: 150,
+                last_hit: Time(9)
+            }
+        );
+        assert_eq!(s.flows[&FlowId(2)].packets, 1);
+        assert_eq!(
+            s.tables[&0],
+            TableCounter {
+                lookups: 2,
+                matched: 1
+            }
+        );
+        assert_eq!(s.ports[&1].rx_packets, 3);
+        assert_eq!(s.queues[&(2, 1)].tx_bytes, 100);
+        assert_eq!(s.groups[&7].buckets, vec![(1, 40), (2, 100)]);
+        assert_eq!((s.groups[&7].packets, s.groups[&7].bytes), (1, 60));
+        assert_eq!(s.meters[&3].packets, 2);
+        assert_eq!(s.meters[&3].bands, vec![(1, 60)]);
+        assert_eq!(s.drops.no_match, 3);
+        assert_eq!(s.port_stats()[0].rx_packets, 3);
+        assert_eq!(s.queue_stats()[0].tx_packets, 2);
+        assert!(s.drops.named().contains(&("no_match", 3)));
+    }
+}

@@ -1,0 +1,356 @@
+//! One flow table as the workers read it: the entries in slots (shared
+//! with every other copy of the table), the compiled form of each, and
+//! the classifier index over their rules. The control side's indexes of
+//! the same table (by id, by priority and match, the free slots, the
+//! counters) are in [`super::set`].
+
+use super::compiled::FastEntry;
+use super::cow::Replay;
+use crate::model::flow_entry::{FlowEntry, FlowId};
+use packet::flow_key::FlowKey;
+use std::sync::Arc;
+
+/// Tables with at most this many entries are copied (copy-on-write) by
+/// rebuilding their classifier index from the rules instead of cloning
+/// it: a routing table's DIR-24-8 engine is 64 MiB whatever its size, and
+/// a fresh zeroed one costs nothing until written.
+pub(super) const REBUILD_INDEX_BELOW: usize = 16384;
+
+/// One flow table, as published (see the module comment).
+#[derive(Debug, Default)]
+pub struct FlowTable {
+    /// The entries, by slot; the control side chooses the slots.
+    slots: Vec<Option<Arc<FlowEntry>>>,
+    /// The compiled form of each slot's entry (default when empty).
+    fast: Vec<FastEntry>,
+    /// One bit per slot, set when the slot holds an entry that did not
+    /// compile: the burst prefetch asks this (a few KiB, cached) instead
+    /// of the compiled line it has only just asked the CPU to load.
+    general: Vec<u64>,
+    /// The classifier's lookup structures over the entries' (rule id,
+    /// priority, match); rule id = `FlowId << SLOT_BITS | slot`.
+    index: classifier::Table,
+    /// Set when the index refused a rule (cannot happen for a valid
+    /// `MatchKey`; kept as a guard): lookups then scan linearly.
+    index_broken: bool,
+    /// Changes so far (flow caches compare it); kept here, not taken from
+    /// the index, because a copy may rebuild the index.
+    generation: u64,
+    /// Entries held.
+    len: usize,
+}
+
+impl Clone for FlowTable {
+    fn clone(&self) -> Self {
+        let index = if self.len <= REBUILD_INDEX_BELOW && !self.index_broken {
+            let mut t = classifier::Table::new();
+            match t.insert_many(self.index.rules()) {
+                Ok(_) => t,
+                Err(_) => self.index.clone(),
+            }
+        } else {
+            self.index.clone()
+        };
+        FlowTable {
+            slots: self.slots.clone(),
+            fast: self.fast.clone(),
+            general: self.general.clone(),
+            index,
+            index_broken: self.index_broken,
+            generation: self.generation,
+            len: self.len,
+        }
+    }
+}
+
+/// A change of one [`FlowTable`]: the control side's slot choice travels
+/// with it, so every copy that replays it agrees on the slots.
+#[derive(Clone, Debug)]
+pub(super) enum TableOp {
+    /// Puts an entry in an empty slot (a reference count: every copy
+    /// shares the entry).
+    Put(u32, Arc<FlowEntry>),
+    /// Empties a slot.
+    Take(u32),
+}
+
+impl Replay for FlowTable {
+    type Op = TableOp;
+    /// `Take`: the entry removed.
+    type Out = Option<Arc<FlowEntry>>;
+
+    fn size(&self) -> usize {
+        self.len
+    }
+
+    fn apply(&mut self, op: &TableOp) -> Option<Arc<FlowEntry>> {
+        match op {
+            TableOp::Put(slot, e) => {
+                self.put(*slot, e.clone());
+                None
+            }
+            TableOp::Take(slot) => self.take(*slot),
+        }
+    }
+}
+
+/// Bits of a classifier rule id that hold the entry's slot (the rest hold
+/// its [`FlowId`], so the classifier's "smallest id wins" stays "oldest
+/// entry wins").
+pub const SLOT_BITS: u32 = 24;
+pub(super) const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+
+/// The classifier rule id of entry `id` in slot `slot`; `None` when one
+/// does not fit (a slot past 2^24 or an id past 2^40: the table then falls
+/// back to the linear scan).
+pub(super) fn rule_id(id: FlowId, slot: u32) -> Option<u64> {
+    (u64::from(slot) <= SLOT_MASK && id.0 < 1 << (64 - SLOT_BITS))
+        .then(|| (id.0 << SLOT_BITS) | u64::from(slot))
+}
+
+/// The classifier rule of an entry in slot `slot`: id, priority and match
+/// fields.
+pub(super) fn rule_of(e: &FlowEntry, id: u64) -> classifier::Rule {
+    classifier::Rule {
+        id,
+        priority: e.priority,
+        fields: e
+            .key
+            .fields()
+            .iter()
+            .map(|f| classifier::FieldMatch {
+                field: f.field as u8,
+                value: f.value,
+                mask: f.mask,
+            })
+            .collect(),
+    }
+}
+
+impl FlowTable {
+    /// Puts an entry into `slot` (empty), its compiled form and its rule.
+    fn put(&mut self, slot: u32, e: Arc<FlowEntry>) {
+        self.generation += 1;
+        if self.slot(slot).is_some() {
+            // Never done (the control side frees a slot first); kept
+            // exact anyway.
+            self.take(slot);
+        }
+        let i = slot as usize;
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, None);
+            self.fast.resize(i + 1, FastEntry::default());
+        }
+        if let Some(f) = self.fast.get_mut(i) {
+            *f = FastEntry::compile(&e);
+            let compiled = f.ops().is_some();
+            self.set_general(slot, !compiled);
+        }
+        let ok = rule_id(e.id, slot).is_some_and(|rid| self.index.insert(rule_of(&e, rid)).is_ok());
+        if !ok {
+            self.index_broken = true;
+        }
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = Some(e);
+        }
+        self.len += 1;
+    }
+
+    /// Empties `slot`: the entry, its compiled form and its rule.
+    fn take(&mut self, slot: u32) -> Option<Arc<FlowEntry>> {
+        let e = self.slots.get_mut(slot as usize)?.take()?;
+        if let Some(f) = self.fast.get_mut(slot as usize) {
+            *f = FastEntry::default();
+        }
+        self.set_general(slot, false);
+        self.generation += 1;
+        self.len -= 1;
+        // The classifier keeps no copy of the rule: it is handed back. Not
+        // finding it would break the mirror; lookups then scan instead.
+        let removed = rule_id(e.id, slot).is_some_and(|rid| self.index.remove(&rule_of(&e, rid)));
+        if !removed {
+            self.index_broken = true;
+        }
+        Some(e)
+    }
+
+    /// The slot of entry `id`, by a scan (the control side keeps an index;
+    /// used only when the classifier index is broken).
+    fn slot_of(&self, id: FlowId) -> Option<u32> {
+        self.slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|e| e.id == id))
+            .and_then(|i| u32::try_from(i).ok())
+    }
+
+    /// The entry in slot `slot` (as [`FlowTable::lookup_burst_slots`]
+    /// answers), if any. Slots are reused after removals, so a slot names
+    /// an entry only for one [`FlowTable::generation`].
+    #[inline]
+    pub fn slot(&self, slot: u32) -> Option<&FlowEntry> {
+        self.slots.get(slot as usize)?.as_deref()
+    }
+
+    /// Hints the CPU to load slot `slot`'s entry (not what it points to).
+    #[inline]
+    pub fn prefetch_slot(&self, slot: u32) {
+        if let Some(s) = self.slots.get(slot as usize) {
+            classifier::prefetch_all(s);
+        }
+    }
+
+    /// The compiled form of slot `slot`'s entry (see
+    /// [`crate::tables::compiled`]).
+    #[inline]
+    pub fn fast(&self, slot: u32) -> Option<&FastEntry> {
+        self.fast.get(slot as usize)
+    }
+
+    /// Whether slot `slot` holds an entry that did not compile (so
+    /// executing it reads the full entry, see [`FlowTable::slot`]).
+    #[inline]
+    pub fn is_general(&self, slot: u32) -> bool {
+        self.general
+            .get(slot as usize / 64)
+            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
+
+    pub(super) fn set_general(&mut self, slot: u32, on: bool) {
+        let i = slot as usize / 64;
+        if self.general.len() <= i {
+            self.general.resize(i + 1, 0);
+        }
+        if let Some(w) = self.general.get_mut(i) {
+            let bit = 1u64 << (slot % 64);
+            if on {
+                *w |= bit;
+            } else {
+                *w &= !bit;
+            }
+        }
+    }
+
+    /// Hints the CPU to load slot `slot`'s compiled entry.
+    #[inline]
+    pub fn prefetch_fast(&self, slot: u32) {
+        if let Some(f) = self.fast.get(slot as usize) {
+            classifier::prefetch(f);
+        }
+    }
+
+    /// The number of slots (every slot number is below it).
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The entry a classifier hit names (checked against the id, which
+    /// cannot differ while the index mirrors the table).
+    #[inline]
+    pub(super) fn entry_of_hit(&self, rid: u64) -> Option<&FlowEntry> {
+        let e = self.slot((rid & SLOT_MASK) as u32)?;
+        (e.id.0 == rid >> SLOT_BITS).then_some(e)
+    }
+
+    /// The entry `packet` hits: highest priority, then oldest (smallest
+    /// id), through the fast classifier. Equals
+    /// [`FlowTable::lookup_linear`].
+    pub fn lookup(&self, packet: &FlowKey) -> Option<&FlowEntry> {
+        if self.index_broken {
+            return self.lookup_linear(packet);
+        }
+        let hit = self.index.lookup(packet)?;
+        self.entry_of_hit(hit.id)
+    }
+
+    /// The entry `packet` hits, by scanning every entry (the reference
+    /// [`FlowTable::lookup`] equals).
+    pub fn lookup_linear(&self, packet: &FlowKey) -> Option<&FlowEntry> {
+        super::linear::best(self.entries(), packet)
+    }
+
+    /// The slot of the entry `packet` hits (see [`FlowTable::lookup`]).
+    #[inline]
+    pub fn lookup_slot(&self, packet: &FlowKey) -> Option<u32> {
+        if self.index_broken {
+            let e = self.lookup(packet)?;
+            return self.slot_of(e.id);
+        }
+        let hit = self.index.lookup(packet)?;
+        Some((hit.id & SLOT_MASK) as u32)
+    }
+
+    /// The entry slots a burst of packets hit, `out[i]` for `packets[i]`
+    /// (`out` at least as long as `packets`), with the classifier's burst
+    /// lookup (prefetching across the burst). Read the entries with
+    /// [`FlowTable::slot`].
+    pub fn lookup_burst_slots<K: std::borrow::Borrow<FlowKey>>(
+        &self,
+        packets: &[K],
+        out: &mut [Option<u32>],
+    ) {
+        if self.index_broken {
+            for (k, o) in packets.iter().zip(out.iter_mut()) {
+                *o = self.lookup(k.borrow()).and_then(|e| self.slot_of(e.id));
+            }
+            return;
+        }
+        let mut hits = [None; 32];
+        for (keys, outs) in packets.chunks(32).zip(out.chunks_mut(32)) {
+            let hits = &mut hits[..keys.len()];
+            self.index.lookup_burst(keys, hits);
+            for (o, h) in outs.iter_mut().zip(hits.iter()) {
+                *o = h.map(|h| (h.id & SLOT_MASK) as u32);
+            }
+        }
+    }
+
+    /// The entry ids a burst of packets hit, `out[i]` for `packets[i]`
+    /// (`out` at least as long as `packets`), with the classifier's burst
+    /// lookup (prefetching across the burst).
+    pub fn lookup_burst(&self, packets: &[FlowKey], out: &mut [Option<FlowId>]) {
+        let mut slots = vec![None; packets.len()];
+        self.lookup_burst_slots(packets, &mut slots);
+        for (o, s) in out.iter_mut().zip(slots) {
+            *o = s.and_then(|s| self.slot(s)).map(|e| e.id);
+        }
+    }
+
+    /// The table's generation: changes with every entry added, changed
+    /// or removed (flow caches compare it).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The classifier index (for shape reports and benchmarks).
+    pub fn index(&self) -> &classifier::Table {
+        &self.index
+    }
+
+    /// True when the index refused a rule and lookups scan.
+    pub fn index_broken(&self) -> bool {
+        self.index_broken
+    }
+
+    /// The entries, in slot order.
+    pub fn entries(&self) -> impl Iterator<Item = &FlowEntry> {
+        self.slots.iter().filter_map(|s| s.as_deref())
+    }
+
+    /// The entries with their slots, in slot order.
+    pub fn slots(&self) -> impl Iterator<Item = (u32, &Arc<FlowEntry>)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((u32::try_from(i).ok()?, s.as_ref()?)))
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the table has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
