@@ -10,12 +10,17 @@
 //! - **owned**: a heap slice the buffer owns outright. Memory, pcap and TAP
 //!   ports produce these; so does any code that builds a packet from scratch.
 //! - **lent**: memory that belongs to a backend — a slot of an AF_PACKET mmap
-//!   ring, later a DPDK mbuf or an AF_XDP UMEM frame. The buffer holds a raw
+//!   ring or an AF_XDP UMEM frame. The buffer holds a raw
 //!   pointer to the slot plus a [`BufferLender`] handle and a token; when the
 //!   buffer is dropped it calls [`BufferLender::release`] exactly once with
 //!   that token, and only then may the backend reuse the slot. The lender is
 //!   reference counted, so the memory stays mapped even if the port itself is
 //!   dropped first.
+//! - **a frame**: a [`packet::buffer::Lent`] region (a DPDK mbuf's data
+//!   room), given back through its static owner without reference
+//!   counting. It is the same type the pipeline's buffers hold, so such a
+//!   packet goes from the port through the pipeline and back to a port
+//!   without a copy ([`PacketBuf::from_frame`], [`PacketBuf::into_frame`]).
 //!
 //! A buffer is therefore `'static` and `Send`: it can cross an SPSC ring to a
 //! worker thread and on to a TX thread without copying and without a lifetime
@@ -62,6 +67,8 @@ use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use packet::buffer::Lent;
+
 use crate::pool;
 
 /// Default number of buffers in a burst.
@@ -95,6 +102,9 @@ enum Storage {
         #[allow(dead_code)]
         lease: Lease,
     },
+    /// A region lent through a static owner (a DPDK mbuf); dropping it
+    /// gives it back.
+    Frame(Lent),
 }
 
 /// The right to use a lent region; dropping it gives the region back. Kept
@@ -249,6 +259,7 @@ impl PacketBuf {
     fn storage(&self) -> &[u8] {
         match &self.storage {
             Storage::Owned(b) => b,
+            Storage::Frame(f) => f.bytes(),
             // SAFETY: `from_lent`'s contract: the region is valid and ours
             // until release, which only happens in Drop.
             Storage::Lent { ptr, cap, .. } => unsafe {
@@ -260,6 +271,7 @@ impl PacketBuf {
     fn storage_mut(&mut self) -> &mut [u8] {
         match &mut self.storage {
             Storage::Owned(b) => b,
+            Storage::Frame(f) => f.bytes_mut(),
             // SAFETY: as in `storage`, and `&mut self` makes this the only
             // live reference into the region.
             Storage::Lent { ptr, cap, .. } => unsafe {
@@ -304,7 +316,37 @@ impl PacketBuf {
 
     /// True when the bytes are lent by a backend rather than owned.
     pub fn is_lent(&self) -> bool {
-        matches!(self.storage, Storage::Lent { .. })
+        matches!(self.storage, Storage::Lent { .. } | Storage::Frame(_))
+    }
+
+    /// A buffer over the region `mem`: the frame is `len` bytes at offset
+    /// `head` (bounds past the region are cut to it).
+    pub fn from_frame(mem: Lent, head: usize, len: usize) -> Self {
+        let head = head.min(mem.capacity());
+        let len = len.min(mem.capacity() - head);
+        PacketBuf {
+            storage: Storage::Frame(mem),
+            head,
+            len,
+            meta: PacketMeta {
+                wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+                ..PacketMeta::default()
+            },
+        }
+    }
+
+    /// A region-backed buffer taken apart: the region, the frame's offset
+    /// in it and its length (the metadata is dropped); any other buffer
+    /// is handed back as it is (`Err`).
+    pub fn into_frame(mut self) -> Result<(Lent, usize, usize), PacketBuf> {
+        if !matches!(self.storage, Storage::Frame(_)) {
+            return Err(self);
+        }
+        let (head, len) = (self.head, self.len);
+        match std::mem::replace(&mut self.storage, Storage::Owned(Vec::new())) {
+            Storage::Frame(mem) => Ok((mem, head, len)),
+            _ => Err(self),
+        }
     }
 
     /// Moves the frame into a new owned buffer with `headroom` in front and
@@ -329,7 +371,7 @@ impl PacketBuf {
                 v.truncate(self.head + self.len);
                 Ok((v, self.head))
             }
-            Storage::Lent { .. } => Err(self),
+            Storage::Lent { .. } | Storage::Frame(_) => Err(self),
         }
     }
 
@@ -568,6 +610,12 @@ impl Burst {
         self.pkts.drain(..n)
     }
 
+    /// Puts packets back in front of the others, in order: those a port
+    /// took out of the burst but then could not send.
+    pub fn put_back_front(&mut self, pkts: impl IntoIterator<Item = PacketBuf>) {
+        self.pkts.splice(0..0, pkts);
+    }
+
     /// Removes and returns every packet.
     pub fn drain(&mut self) -> std::vec::Drain<'_, PacketBuf> {
         self.pkts.drain(..)
@@ -725,6 +773,15 @@ pub trait PortBackend: Send {
     /// `Ok(None)` when the backend cannot send from two handles.
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
         Ok(None)
+    }
+
+    /// Handles that read the port's further receive queues (a DPDK port
+    /// with several queues spread by RSS), one per queue, for other
+    /// threads; this handle keeps reading its own. Each handle's
+    /// counters count only what it read and sent. Empty (the default)
+    /// for single-queue backends.
+    fn split_receivers(&mut self) -> io::Result<Vec<Box<dyn PortBackend>>> {
+        Ok(Vec::new())
     }
 
     /// For backends with no [`rx_fd`](Self::rx_fd) that can tell when
