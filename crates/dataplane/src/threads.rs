@@ -276,6 +276,15 @@ pub struct PortSpec {
     /// (a control-side injection port), so a sleeping thread need not poll
     /// this port even though it has no descriptor.
     pub woken: bool,
+    /// Which thread reads each receive queue (queue `q` on entry `q`): a
+    /// worker index (run to completion) or an RX thread index
+    /// (rx-worker-tx). Queues past the list's end, or all with an empty
+    /// list, are spread over the threads in turn. A port has one queue
+    /// unless its backend has more ([`PortBackend::split_receivers`]).
+    pub readers: Vec<usize>,
+    /// rx-worker-tx: the TX thread that sends to the port (`None`: in
+    /// turn).
+    pub sender: Option<usize>,
 }
 
 impl PortSpec {
@@ -285,6 +294,8 @@ impl PortSpec {
             number,
             backend,
             woken: false,
+            readers: Vec::new(),
+            sender: None,
         }
     }
 }
@@ -379,6 +390,11 @@ pub struct ThreadStats {
     pub ring_fill: usize,
     /// Slots of its input rings together.
     pub ring_capacity: usize,
+    /// The CPU it is pinned to, if it is.
+    pub core: Option<usize>,
+    /// The receive queues it reads: (port number, queue), queue 0 for a
+    /// port with one queue.
+    pub reads: Vec<(u32, usize)>,
 }
 
 /// One port's drop counters (the `ThreadDrops` fields that have a port),
@@ -640,6 +656,8 @@ impl InRings {
 struct ThreadCtl {
     name: String,
     role: ThreadRole,
+    /// The CPU the thread is pinned to.
+    core: Option<usize>,
     bell: Arc<Doorbell>,
     mail: Arc<Mailbox>,
     cells: Arc<ThreadCells>,
@@ -650,10 +668,11 @@ struct ThreadCtl {
 }
 
 impl ThreadCtl {
-    fn new(name: String, role: ThreadRole) -> io::Result<ThreadCtl> {
+    fn new(name: String, role: ThreadRole, core: Option<usize>) -> io::Result<ThreadCtl> {
         Ok(ThreadCtl {
             name,
             role,
+            core,
             bell: Arc::new(Doorbell::new()?),
             mail: Arc::default(),
             cells: Arc::default(),
@@ -696,6 +715,8 @@ impl ThreadCtl {
             idle_ns: c.idle_ns.load(Ordering::Relaxed),
             ring_fill: self.rings.fill(),
             ring_capacity: self.ring_capacity,
+            core: self.core,
+            reads: Vec::new(),
         }
     }
 }
@@ -983,8 +1004,9 @@ impl<T: RingItem> Stage<T> {
 struct PortRecord {
     drops: Arc<PortDropCells>,
     slots: Vec<Slot>,
-    /// The worker (run to completion) or RX thread reading it.
-    reader: usize,
+    /// The worker (run to completion) or RX thread reading each of its
+    /// receive queues, queue `q` on entry `q`.
+    readers: Vec<usize>,
     /// The TX thread sending to it (split arrangement).
     tx: usize,
     /// The capture its threads copy into, if one was started.
@@ -1036,32 +1058,57 @@ fn handles_for(
     Ok((Handle::Own(backend), senders, false))
 }
 
-/// The pieces of one port: the reader's port (with `bell`, the reader's
-/// doorbell, attached), `writers` send ports, and its record (reader and
-/// TX thread still 0).
+/// The pieces of one port: a reader's port per receive queue (queue `q`
+/// read by thread `pick(q)`, whose doorbell `bells` gives, attached),
+/// `writers` send ports, and its record (TX thread still 0).
 fn port_parts(
-    spec: PortSpec,
+    mut spec: PortSpec,
     writers: usize,
-    bell: &Arc<Doorbell>,
+    bells: &[Arc<Doorbell>],
+    pick: &dyn Fn(usize) -> usize,
     tx_write: usize,
-) -> io::Result<(RxPort, Vec<TxPort>, PortRecord)> {
+) -> io::Result<(Vec<(usize, RxPort)>, Vec<TxPort>, PortRecord)> {
     let number = spec.number;
-    let (mut reader, senders, shared) = handles_for(spec.backend, writers)?;
-    let rung = reader.with(|p| p.attach_doorbell(bell.clone()));
-    let fdless = reader.fd().is_none() && !spec.woken && !rung;
+    // The further queues first, while the backend is still ours alone.
+    let extra = spec.backend.split_receivers()?;
+    let n_queues = 1 + extra.len();
+    let readers: Vec<usize> = (0..n_queues).map(pick).collect();
+    if let Some(bad) = readers.iter().find(|&&r| r >= bells.len()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "port {number}: no reading thread {bad} (there are {})",
+                bells.len()
+            ),
+        ));
+    }
+    let (reader, senders, shared) = handles_for(spec.backend, writers)?;
     let drops = Arc::new(PortDropCells::default());
-    let slot = Slot::default();
-    let mut slots = vec![slot.clone()];
-    let rx = RxPort {
-        number,
-        input: Published {
-            slot: Some(slot),
-            handle: reader,
-        },
-        fdless,
-        drops: drops.clone(),
-        capture: None,
+    let mut slots = Vec::new();
+    let woken = spec.woken;
+    let rx_of = |handle: Handle, bell: &Arc<Doorbell>, slots: &mut Vec<Slot>| {
+        let mut handle = handle;
+        let rung = handle.with(|p| p.attach_doorbell(bell.clone()));
+        let fdless = handle.fd().is_none() && !woken && !rung;
+        let slot = Slot::default();
+        slots.push(slot.clone());
+        RxPort {
+            number,
+            input: Published {
+                slot: Some(slot),
+                handle,
+            },
+            fdless,
+            drops: drops.clone(),
+            capture: None,
+        }
     };
+    let mut rxs = Vec::with_capacity(n_queues);
+    rxs.push((readers[0], rx_of(reader, &bells[readers[0]], &mut slots)));
+    for (q, h) in extra.into_iter().enumerate() {
+        let r = readers[q + 1];
+        rxs.push((r, rx_of(Handle::Own(h), &bells[r], &mut slots)));
+    }
     let txs = senders
         .into_iter()
         .map(|handle| {
@@ -1081,14 +1128,15 @@ fn port_parts(
             }
         })
         .collect();
+    spec.readers.clear();
     let record = PortRecord {
         drops,
         slots,
-        reader: 0,
+        readers,
         tx: 0,
         capture: None,
     };
-    Ok((rx, txs, record))
+    Ok((rxs, txs, record))
 }
 
 fn spawn(
@@ -1235,9 +1283,26 @@ impl Threads {
         tag: &str,
         role: ThreadRole,
     ) -> io::Result<Vec<ThreadCtl>> {
+        let cores = match role {
+            ThreadRole::Rx => &cfg.rx_cores,
+            ThreadRole::Worker => &cfg.worker_cores,
+            ThreadRole::Tx => &cfg.tx_cores,
+        };
         (0..n)
-            .map(|i| ThreadCtl::new(format!("{}-{tag}{i}", cfg.name), role))
+            .map(|i| ThreadCtl::new(format!("{}-{tag}{i}", cfg.name), role, core_of(cores, i)))
             .collect()
+    }
+
+    /// rx-worker-tx: the TX thread of the `i`-th port handed over.
+    fn sender_of(spec: &PortSpec, i: usize, ntx: usize) -> io::Result<usize> {
+        match spec.sender {
+            Some(x) if x >= ntx => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("port {}: no TX thread {x} (there are {ntx})", spec.number),
+            )),
+            Some(x) => Ok(x),
+            None => Ok(i % ntx),
+        }
     }
 
     fn check_new(&self, number: u32) -> io::Result<()> {
@@ -1260,16 +1325,17 @@ impl Threads {
         t.workers = Self::ctls(cfg, workers, "w", ThreadRole::Worker)?;
         let mut rx_of: Vec<Vec<RxPort>> = (0..workers).map(|_| Vec::new()).collect();
         let mut tx_of: Vec<Vec<TxPort>> = (0..workers).map(|_| Vec::new()).collect();
+        let bells: Vec<Arc<Doorbell>> = t.workers.iter().map(|c| c.bell.clone()).collect();
         for (i, spec) in ports.into_iter().enumerate() {
             let number = spec.number;
             t.check_new(number)?;
-            let reader = i % workers;
-            let bell = t.workers.get(reader).map(|c| c.bell.clone());
-            let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
-            let (rx, txs, mut record) = port_parts(spec, workers, &bell, t.tx_write)?;
-            record.reader = reader;
-            if let Some(list) = rx_of.get_mut(reader) {
-                list.push(rx);
+            let chosen = spec.readers.clone();
+            let pick = |q: usize| chosen.get(q).copied().unwrap_or((i + q) % workers);
+            let (rxs, txs, record) = port_parts(spec, workers, &bells, &pick, t.tx_write)?;
+            for (reader, rx) in rxs {
+                if let Some(list) = rx_of.get_mut(reader) {
+                    list.push(rx);
+                }
             }
             for (list, tx) in tx_of.iter_mut().zip(txs) {
                 list.push(tx);
@@ -1315,16 +1381,19 @@ impl Threads {
         t.tx = Self::ctls(cfg, ntx, "tx", ThreadRole::Tx)?;
         let mut rx_ports: Vec<Vec<RxPort>> = (0..nrx).map(|_| Vec::new()).collect();
         let mut tx_ports: Vec<Vec<TxPort>> = (0..ntx).map(|_| Vec::new()).collect();
+        let bells: Vec<Arc<Doorbell>> = t.rx.iter().map(|c| c.bell.clone()).collect();
         for (i, spec) in ports.into_iter().enumerate() {
             let number = spec.number;
             t.check_new(number)?;
-            let (reader, x) = (i % nrx, i % ntx);
-            let bell = t.rx.get(reader).map(|c| c.bell.clone());
-            let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
-            let (rx, mut txs, mut record) = port_parts(spec, 1, &bell, t.tx_write)?;
-            (record.reader, record.tx) = (reader, x);
-            if let Some(list) = rx_ports.get_mut(reader) {
-                list.push(rx);
+            let x = Self::sender_of(&spec, i, ntx)?;
+            let chosen = spec.readers.clone();
+            let pick = |q: usize| chosen.get(q).copied().unwrap_or((i + q) % nrx);
+            let (rxs, mut txs, mut record) = port_parts(spec, 1, &bells, &pick, t.tx_write)?;
+            record.tx = x;
+            for (reader, rx) in rxs {
+                if let Some(list) = rx_ports.get_mut(reader) {
+                    list.push(rx);
+                }
             }
             if let (Some(tx), Some(list)) = (txs.pop(), tx_ports.get_mut(x)) {
                 list.push(tx);
@@ -1483,36 +1552,43 @@ impl Threads {
             return Err(io::Error::other("the dataplane threads have stopped"));
         }
         let n = self.readers().len().max(1);
-        let reader = (0..n)
-            .min_by_key(|i| self.ports.values().filter(|r| r.reader == *i).count())
+        let base = (0..n)
+            .min_by_key(|i| {
+                self.ports
+                    .values()
+                    .map(|r| r.readers.iter().filter(|&&t| t == *i).count())
+                    .sum::<usize>()
+            })
             .unwrap_or(0);
-        let bell = self.readers().get(reader).map(|c| c.bell.clone());
-        let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
+        let chosen = spec.readers.clone();
+        let pick = |q: usize| chosen.get(q).copied().unwrap_or((base + q) % n);
+        let bells: Vec<Arc<Doorbell>> = self.readers().iter().map(|c| c.bell.clone()).collect();
         let done = match self.mode {
             ThreadMode::RunToCompletion => {
-                let (rx, txs, mut record) =
-                    port_parts(spec, self.workers.len(), &bell, self.tx_write)?;
-                record.reader = reader;
+                let (rxs, txs, record) =
+                    port_parts(spec, self.workers.len(), &bells, &pick, self.tx_write)?;
                 self.ports.insert(number, record);
                 self.given += 1;
-                // Each worker applies its changes in order: the reader
-                // can send to the port before it reads it.
+                // Each worker applies its changes in order: a reader can
+                // send to the port before it reads it.
                 for (ctl, tx) in self.workers.iter_mut().zip(txs) {
                     ctl.post(Change::Write(tx));
                 }
-                if let Some(ctl) = self.workers.get_mut(reader) {
-                    ctl.post(Change::Read(rx));
+                for (reader, rx) in rxs {
+                    if let Some(ctl) = self.workers.get_mut(reader) {
+                        ctl.post(Change::Read(rx));
+                    }
                 }
                 await_acks(self.workers.iter())
             }
             ThreadMode::RxWorkerTx => {
-                let x = self.given % self.tx.len().max(1);
-                let (rx, mut txs, mut record) = port_parts(spec, 1, &bell, self.tx_write)?;
-                (record.reader, record.tx) = (reader, x);
+                let x = Self::sender_of(&spec, self.given, self.tx.len().max(1))?;
+                let (rxs, mut txs, mut record) = port_parts(spec, 1, &bells, &pick, self.tx_write)?;
+                record.tx = x;
                 let drops = record.drops.clone();
                 self.ports.insert(number, record);
                 self.given += 1;
-                self.add_split(number, rx, txs.pop(), drops, reader, x)
+                self.add_split(number, rxs, txs.pop(), drops, x)
             }
         };
         if done.is_err() {
@@ -1526,10 +1602,9 @@ impl Threads {
     fn add_split(
         &mut self,
         number: u32,
-        rx: RxPort,
+        rxs: Vec<(usize, RxPort)>,
         tx: Option<TxPort>,
         drops: Arc<PortDropCells>,
-        reader: usize,
         x: usize,
     ) -> io::Result<()> {
         if let (Some(ctl), Some(tx)) = (self.tx.get_mut(x), tx) {
@@ -1544,10 +1619,12 @@ impl Threads {
             });
         }
         await_acks(self.workers.iter())?;
-        if let Some(ctl) = self.rx.get_mut(reader) {
-            ctl.post(Change::Read(rx));
+        for (reader, rx) in rxs {
+            if let Some(ctl) = self.rx.get_mut(reader) {
+                ctl.post(Change::Read(rx));
+            }
         }
-        await_acks(self.rx.get(reader).into_iter())
+        await_acks(self.rx.iter())
     }
 
     /// Tells every thread to forget `number` without waiting, and forgets
@@ -1589,7 +1666,7 @@ impl Threads {
                 format!("no port {number}"),
             ));
         };
-        let (reader, x) = (r.reader, r.tx);
+        let (readers, x) = (r.readers.clone(), r.tx);
         if self.running() {
             match self.mode {
                 ThreadMode::RunToCompletion => {
@@ -1600,10 +1677,12 @@ impl Threads {
                 }
                 ThreadMode::RxWorkerTx => {
                     // Forwards along the packets' way.
-                    if let Some(ctl) = self.rx.get_mut(reader) {
-                        ctl.post(Change::Remove(number));
+                    for (i, ctl) in self.rx.iter_mut().enumerate() {
+                        if readers.contains(&i) {
+                            ctl.post(Change::Remove(number));
+                        }
                     }
-                    await_acks(self.rx.get(reader).into_iter())?;
+                    await_acks(self.rx.iter())?;
                     for ctl in &mut self.workers {
                         ctl.post(Change::Remove(number));
                     }
@@ -1677,7 +1756,7 @@ impl Threads {
         let Some(r) = self.ports.get(&number) else {
             return Ok(());
         };
-        let (reader, x) = (r.reader, r.tx);
+        let (readers, x) = (r.readers.clone(), r.tx);
         let change = || Change::Capture {
             number,
             sink: sink.clone(),
@@ -1690,13 +1769,15 @@ impl Threads {
                 await_acks(self.workers.iter())
             }
             ThreadMode::RxWorkerTx => {
-                if let Some(ctl) = self.rx.get_mut(reader) {
-                    ctl.post(change());
+                for (i, ctl) in self.rx.iter_mut().enumerate() {
+                    if readers.contains(&i) {
+                        ctl.post(change());
+                    }
                 }
                 if let Some(ctl) = self.tx.get_mut(x) {
                     ctl.post(change());
                 }
-                await_acks(self.rx.get(reader).into_iter().chain(self.tx.get(x)))
+                await_acks(self.rx.iter().chain(self.tx.get(x)))
             }
         }
     }
@@ -1748,12 +1829,26 @@ impl Threads {
     /// publication, at most a few milliseconds old), and its input rings'
     /// fill now. RX threads first, then workers, then TX threads.
     pub fn thread_stats(&self) -> Vec<ThreadStats> {
-        self.rx
+        let mut out: Vec<ThreadStats> = self
+            .rx
             .iter()
             .chain(&self.workers)
             .chain(&self.tx)
             .map(ThreadCtl::stats)
-            .collect()
+            .collect();
+        // The readers are the RX threads (split) or the workers.
+        let first = match self.mode {
+            ThreadMode::RunToCompletion => self.rx.len(),
+            ThreadMode::RxWorkerTx => 0,
+        };
+        for (number, r) in &self.ports {
+            for (q, &t) in r.readers.iter().enumerate() {
+                if let Some(st) = out.get_mut(first + t) {
+                    st.reads.push((*number, q));
+                }
+            }
+        }
+        out
     }
 
     /// Number of threads running.

@@ -222,9 +222,8 @@ impl BridgeRt {
         let (inject_sw, inject) =
             dataplane::patch::pair("inject", "inject-feed", ports::PATCH_RING);
         specs.push(PortSpec {
-            number: INJECT_PORT,
-            backend: Box::new(inject_sw),
             woken: true,
+            ..PortSpec::new(INJECT_PORT, Box::new(inject_sw))
         });
         let dp_config = DatapathConfig {
             miss_send_len: br.miss_send_len,
