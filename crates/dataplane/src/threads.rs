@@ -1058,6 +1058,10 @@ fn handles_for(
     Ok((Handle::Own(backend), senders, false))
 }
 
+/// What [`port_parts`] makes: (reading thread, port) per receive queue,
+/// the send ports, the record.
+type PortParts = (Vec<(usize, RxPort)>, Vec<TxPort>, PortRecord);
+
 /// The pieces of one port: a reader's port per receive queue (queue `q`
 /// read by thread `pick(q)`, whose doorbell `bells` gives, attached),
 /// `writers` send ports, and its record (TX thread still 0).
@@ -1067,7 +1071,7 @@ fn port_parts(
     bells: &[Arc<Doorbell>],
     pick: &dyn Fn(usize) -> usize,
     tx_write: usize,
-) -> io::Result<(Vec<(usize, RxPort)>, Vec<TxPort>, PortRecord)> {
+) -> io::Result<PortParts> {
     let number = spec.number;
     // The further queues first, while the backend is still ours alone.
     let extra = spec.backend.split_receivers()?;

@@ -51,7 +51,7 @@ use bridge::{build_state, BridgeRt};
 use links::LinkRegistry;
 
 pub use bridge::{PortEntry, INJECT_PORT};
-pub use ports::{AfPacketMode, BackendOptions, PortError};
+pub use ports::{AfPacketMode, BackendOptions, DpdkOptions, PortError};
 pub use report::{BridgeReport, FlowLine};
 pub use worker::{PipelineWorker, WorkerShared};
 
@@ -180,6 +180,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Runtime {
     /// Opens every port, builds every bridge and starts the threads.
     pub fn start(config: &Config, opts: &RuntimeOptions) -> Result<Runtime, RuntimeError> {
+        let mut opts = opts.clone();
+        opts.backends.dpdk = DpdkOptions::of(config);
+        let opts = &opts;
         let mut states = Vec::new();
         for br in &config.bridges {
             states.push(build_state(br, Time(0))?);
