@@ -54,5 +54,5 @@ mod sys;
 mod testnet;
 
 pub use port::{
-    Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
+    BufParts, Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
 };

@@ -89,11 +89,30 @@ pub trait BufferLender: Send + Sync {
     fn release(&self, token: usize);
 }
 
-/// Where a buffer's bytes live.
+/// A heap vector that goes back to [`crate::pool`] when dropped.
+struct Pooled(Vec<u8>);
+
+impl Pooled {
+    /// The vector, taken out without recycling it.
+    fn into_inner(self) -> Vec<u8> {
+        let mut me = std::mem::ManuallyDrop::new(self);
+        std::mem::take(&mut me.0)
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.0));
+    }
+}
+
+/// Where a buffer's bytes live. The buffer itself has no `Drop`: each
+/// kind gives its memory back by its own (a pooled vector, a lease, a
+/// frame), so taking a buffer apart is a plain move.
 enum Storage {
     /// A heap vector the buffer owns (all of its length is the region;
     /// it goes back to [`crate::pool`] when the buffer dies).
-    Owned(Vec<u8>),
+    Owned(Pooled),
     /// Memory lent by a backend; returned through `lender.release(token)`.
     Lent {
         ptr: NonNull<u8>,
@@ -119,6 +138,17 @@ impl Drop for Lease {
     fn drop(&mut self) {
         self.lender.release(self.token);
     }
+}
+
+/// A [`PacketBuf`] taken apart ([`PacketBuf::into_parts`]).
+pub enum BufParts {
+    /// An owned vector and the frame's offset in it (the frame runs to
+    /// the vector's end).
+    Vec(Vec<u8>, usize),
+    /// A frame region, the frame's offset in it and its length.
+    Frame(Lent, usize, usize),
+    /// A slot lent through a [`BufferLender`], still in its buffer.
+    Slot(PacketBuf),
 }
 
 /// Metadata that travels with a packet.
@@ -180,7 +210,7 @@ impl PacketBuf {
     /// frame of `capacity` bytes after it.
     pub fn new(headroom: usize, capacity: usize) -> Self {
         PacketBuf {
-            storage: Storage::Owned(zeroed(headroom.saturating_add(capacity))),
+            storage: Storage::Owned(Pooled(zeroed(headroom.saturating_add(capacity)))),
             head: headroom,
             len: 0,
             meta: PacketMeta::default(),
@@ -195,7 +225,7 @@ impl PacketBuf {
     /// An owned buffer holding a copy of `frame` after `headroom` bytes.
     pub fn with_headroom(frame: &[u8], headroom: usize) -> Self {
         PacketBuf {
-            storage: Storage::Owned(copied(headroom, frame, 0)),
+            storage: Storage::Owned(Pooled(copied(headroom, frame, 0))),
             head: headroom,
             len: frame.len(),
             meta: PacketMeta {
@@ -213,7 +243,7 @@ impl PacketBuf {
         let head = head.min(storage.len());
         let len = storage.len() - head;
         PacketBuf {
-            storage: Storage::Owned(storage),
+            storage: Storage::Owned(Pooled(storage)),
             head,
             len,
             meta: PacketMeta {
@@ -258,7 +288,7 @@ impl PacketBuf {
 
     fn storage(&self) -> &[u8] {
         match &self.storage {
-            Storage::Owned(b) => b,
+            Storage::Owned(b) => &b.0,
             Storage::Frame(f) => f.bytes(),
             // SAFETY: `from_lent`'s contract: the region is valid and ours
             // until release, which only happens in Drop.
@@ -270,7 +300,7 @@ impl PacketBuf {
 
     fn storage_mut(&mut self) -> &mut [u8] {
         match &mut self.storage {
-            Storage::Owned(b) => b,
+            Storage::Owned(b) => &mut b.0,
             Storage::Frame(f) => f.bytes_mut(),
             // SAFETY: as in `storage`, and `&mut self` makes this the only
             // live reference into the region.
@@ -338,14 +368,11 @@ impl PacketBuf {
     /// A region-backed buffer taken apart: the region, the frame's offset
     /// in it and its length (the metadata is dropped); any other buffer
     /// is handed back as it is (`Err`).
-    pub fn into_frame(mut self) -> Result<(Lent, usize, usize), PacketBuf> {
-        if !matches!(self.storage, Storage::Frame(_)) {
-            return Err(self);
-        }
-        let (head, len) = (self.head, self.len);
-        match std::mem::replace(&mut self.storage, Storage::Owned(Vec::new())) {
-            Storage::Frame(mem) => Ok((mem, head, len)),
-            _ => Err(self),
+    #[inline]
+    pub fn into_frame(self) -> Result<(Lent, usize, usize), PacketBuf> {
+        match self.storage {
+            Storage::Frame(mem) => Ok((mem, self.head, self.len)),
+            storage => Err(PacketBuf { storage, ..self }),
         }
     }
 
@@ -355,8 +382,7 @@ impl PacketBuf {
         let storage = copied(headroom, self.data(), tailroom);
         // Dropping the old storage releases a lent slot (or recycles an
         // owned vector).
-        let old = std::mem::replace(&mut self.storage, Storage::Owned(storage));
-        recycle(old);
+        self.storage = Storage::Owned(Pooled(storage));
         self.head = headroom;
     }
 
@@ -364,14 +390,32 @@ impl PacketBuf {
     /// cut to the frame's end (`head <= len`), for a buffer type that takes
     /// the bytes over without copying; a lent buffer is handed back as it
     /// is (`Err`), its slot still held.
-    pub fn into_vec_parts(mut self) -> Result<(Vec<u8>, usize), PacketBuf> {
-        match &mut self.storage {
+    #[inline]
+    pub fn into_vec_parts(self) -> Result<(Vec<u8>, usize), PacketBuf> {
+        match self.storage {
             Storage::Owned(v) => {
-                let mut v = std::mem::take(v);
+                let mut v = v.into_inner();
                 v.truncate(self.head + self.len);
                 Ok((v, self.head))
             }
-            Storage::Lent { .. } | Storage::Frame(_) => Err(self),
+            storage => Err(PacketBuf { storage, ..self }),
+        }
+    }
+
+    /// The buffer taken apart for another buffer type, in one step: an
+    /// owned vector (cut to the frame's end) with the frame's offset, a
+    /// frame region with the frame's offset and length, or — for a slot
+    /// lent through a [`BufferLender`] — the buffer itself.
+    #[inline]
+    pub fn into_parts(self) -> BufParts {
+        match self.storage {
+            Storage::Owned(v) => {
+                let mut v = v.into_inner();
+                v.truncate(self.head + self.len);
+                BufParts::Vec(v, self.head)
+            }
+            Storage::Frame(mem) => BufParts::Frame(mem, self.head, self.len),
+            storage => BufParts::Slot(PacketBuf { storage, ..self }),
         }
     }
 
@@ -452,24 +496,6 @@ impl PacketBuf {
     /// Appends a copy of `bytes` to the frame.
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.push_back(bytes.len()).copy_from_slice(bytes);
-    }
-}
-
-impl Drop for PacketBuf {
-    /// Owned storage goes back to [`crate::pool`]; a lent slot goes back to
-    /// its backend (the lease's own drop).
-    fn drop(&mut self) {
-        if let Storage::Owned(v) = &mut self.storage {
-            pool::give(std::mem::take(v));
-        }
-    }
-}
-
-/// Gives replaced storage back: an owned vector to the pool, a lent slot
-/// to its backend.
-fn recycle(storage: Storage) {
-    if let Storage::Owned(v) = storage {
-        pool::give(v);
     }
 }
 

@@ -801,10 +801,57 @@ struct TxPort {
     capture: Option<Tap>,
 }
 
+/// Port number → position in a list, looked up once per packet sent: a
+/// table for the numbers below [`PortIndex::DIRECT`] (OpenFlow ports are
+/// mostly small), a map for the rest.
+struct PortIndex {
+    direct: [u32; PortIndex::DIRECT],
+    other: HashMap<u32, usize>,
+}
+
+impl Default for PortIndex {
+    fn default() -> Self {
+        PortIndex {
+            direct: [u32::MAX; PortIndex::DIRECT],
+            other: HashMap::new(),
+        }
+    }
+}
+
+impl PortIndex {
+    const DIRECT: usize = 256;
+
+    #[inline]
+    fn get(&self, number: u32) -> Option<usize> {
+        match self.direct.get(number as usize) {
+            Some(&i) if i != u32::MAX => Some(i as usize),
+            _ => self.other.get(&number).copied(),
+        }
+    }
+
+    fn insert(&mut self, number: u32, i: usize) {
+        match (self.direct.get_mut(number as usize), u32::try_from(i)) {
+            (Some(slot), Ok(i)) if i != u32::MAX => *slot = i,
+            _ => {
+                self.other.insert(number, i);
+            }
+        }
+    }
+
+    fn remove(&mut self, number: u32) -> Option<usize> {
+        let found = self.get(number);
+        if let Some(slot) = self.direct.get_mut(number as usize) {
+            *slot = u32::MAX;
+        }
+        self.other.remove(&number);
+        found
+    }
+}
+
 /// The sending side of a thread: a pending burst per port.
 struct TxSide {
     ports: Vec<TxPort>,
-    index: HashMap<u32, usize>,
+    index: PortIndex,
     no_port: Arc<AtomicU64>,
 }
 
@@ -812,7 +859,7 @@ impl TxSide {
     fn new(ports: Vec<TxPort>, no_port: Arc<AtomicU64>) -> TxSide {
         let mut side = TxSide {
             ports: Vec::with_capacity(ports.len()),
-            index: HashMap::new(),
+            index: PortIndex::default(),
             no_port,
         };
         for p in ports {
@@ -830,7 +877,7 @@ impl TxSide {
     /// Sends what is pending for port `number` (what the port refuses is
     /// dropped as `tx_queue_full`) and drops the handle.
     fn remove(&mut self, number: u32) {
-        let Some(i) = self.index.remove(&number) else {
+        let Some(i) = self.index.remove(number) else {
             return;
         };
         if i >= self.ports.len() {
@@ -881,13 +928,13 @@ impl TxSide {
 
     /// Starts (`Some`) or stops copying what port `number` is handed.
     fn set_capture(&mut self, number: u32, sink: Option<Arc<Capture>>) {
-        if let Some(p) = self.index.get(&number).and_then(|&i| self.ports.get_mut(i)) {
+        if let Some(p) = self.index.get(number).and_then(|i| self.ports.get_mut(i)) {
             p.capture = sink.map(Tap::new);
         }
     }
 
     fn enqueue(&mut self, port: u32, pkt: PacketBuf, now: Instant) {
-        let Some(p) = self.index.get(&port).and_then(|&i| self.ports.get_mut(i)) else {
+        let Some(p) = self.index.get(port).and_then(|i| self.ports.get_mut(i)) else {
             bump(&self.no_port, 1);
             return;
         };

@@ -112,6 +112,15 @@ pub struct BenchArgs {
     /// Small, quick run for tests: 64 rules, 0.2 s unless given.
     #[arg(long)]
     pub smoke: bool,
+    /// Instead of running: write the scenario's rules (`rules.flows`,
+    /// ovs-ofctl syntax) and one packet per flow (`traffic.pcap`, in
+    /// seeded random order) into this directory, for a run through real
+    /// ports (`bench/dpdk-vs-ovs.sh`). Every flow must enter on port 1.
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<std::path::PathBuf>,
+    /// With --export: every rule outputs to this port instead of its own.
+    #[arg(long, value_name = "PORT", requires = "export")]
+    pub out_port: Option<u32>,
 }
 
 /// The packets sent: one template per flow, laid out burst by burst.
@@ -699,8 +708,75 @@ fn totals(results: &[WorkerResult]) -> Totals {
     }
 }
 
+/// Writes the rules and the packets of a scenario (`--export`).
+fn export(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Result<()> {
+    use dataplane::pcap::PcapCapture;
+    use dataplane::{Burst, PacketBuf, PortBackend};
+    let rules = args.rules.unwrap_or(if args.smoke { 64 } else { 10_000 });
+    let flows = args.flows.unwrap_or(rules);
+    ensure!(flows > 0, "--flows must be at least 1");
+    ensure!(
+        (frame::MIN_FRAME..=9000).contains(&args.packet_size),
+        "--packet-size must be {}..=9000",
+        frame::MIN_FRAME
+    );
+    let w = Workload::new(args.scenario, rules, args.seed)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    let mut text = String::new();
+    for line in (0..rules).map(|i| w.rule_text(i)).chain(w.extra_rules()) {
+        match (args.out_port, line.rfind(",output:")) {
+            (Some(p), Some(at)) => {
+                text.push_str(&line[..at]);
+                text.push_str(&format!(",output:{p}"));
+            }
+            _ => text.push_str(&line),
+        }
+        text.push('\n');
+    }
+    let flows_path = dir.join("rules.flows");
+    std::fs::write(&flows_path, text).with_context(|| format!("{}", flows_path.display()))?;
+    let mut order: Vec<usize> = (0..flows).collect();
+    Rng::new(args.seed ^ 0xe4).shuffle(&mut order);
+    let pcap_path = dir.join("traffic.pcap");
+    let mut out =
+        PcapCapture::create(&pcap_path).with_context(|| format!("{}", pcap_path.display()))?;
+    let mut burst = Burst::with_limit(1024);
+    for j in order {
+        let (i, v) = Workload::flow_rule(j, flows, rules);
+        let (port, frame) = w.flow(i, v);
+        ensure!(
+            port == 1,
+            "{} with {rules} rules sends flows into port {port}; --export needs every flow on port 1",
+            args.scenario.name()
+        );
+        if burst
+            .push(PacketBuf::from_slice(&frame.build(args.packet_size)))
+            .is_err()
+        {
+            unreachable!("the burst is sent when full");
+        }
+        if burst.is_full() {
+            out.tx_burst(&mut burst)?;
+        }
+    }
+    out.tx_burst(&mut burst)?;
+    out.flush()?;
+    eprintln!(
+        "wrote {} rules to {} and {flows} packets of {} bytes to {}",
+        rules + w.extra_rules().len(),
+        flows_path.display(),
+        args.packet_size,
+        pcap_path.display()
+    );
+    Ok(())
+}
+
 /// Runs `fulmar bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(dir) = &args.export {
+        export(args, dir)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = bench(args)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -993,7 +1069,40 @@ mod tests {
             seed: 5,
             json: true,
             smoke: true,
+            export: None,
+            out_port: None,
         }
+    }
+
+    #[test]
+    fn export_writes_rules_and_one_packet_per_flow() {
+        let dir = std::env::temp_dir().join(format!("fulmar-bench-export-{}", std::process::id()));
+        let mut a = args(Scenario::GatewayMpls2Vlan);
+        a.rules = Some(50);
+        a.flows = Some(20);
+        a.export = Some(dir.clone());
+        a.out_port = Some(2);
+        assert_eq!(run(&a).unwrap(), ExitCode::SUCCESS);
+        let rules = std::fs::read_to_string(dir.join("rules.flows")).unwrap();
+        assert_eq!(rules.lines().count(), 50);
+        assert!(rules
+            .lines()
+            .all(|l| l.ends_with(",output:2") && l.contains("mpls_label=")));
+        let mut r = dataplane::pcap::PcapReplay::open(dir.join("traffic.pcap")).unwrap();
+        let mut b = dataplane::Burst::with_limit(64);
+        use dataplane::PortBackend;
+        r.rx_burst(&mut b).unwrap();
+        assert_eq!(b.len(), 20);
+        assert!(b
+            .iter()
+            .all(|p| p.len() == 64 && p.data()[12..14] == [0x88, 0x47]));
+        // A scenario whose flows enter on several ports is refused.
+        let mut many = args(Scenario::GatewayVlan2Mpls);
+        many.rules = Some(5000);
+        many.export = Some(dir.clone());
+        let e = run(&many).unwrap_err().to_string();
+        assert!(e.contains("needs every flow on port 1"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -249,6 +249,7 @@ fn open_dpdk(d: &datastore::DpdkBackend, o: &DpdkOptions) -> io::Result<Box<dyn 
     let cfg = DpdkConfig {
         devargs: d.devargs.clone(),
         rx_queues: d.rx_queues.unwrap_or(o.readers).max(1),
+        exact_rx_queues: d.rx_queues.is_some(),
         tx_queues: o.writers.max(1),
         rx_desc: d.rx_desc,
         tx_desc: d.tx_desc,

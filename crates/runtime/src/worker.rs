@@ -62,7 +62,7 @@ use std::time::{Duration, Instant};
 
 use dataplane::snapshot::Reader;
 use dataplane::threads::BurstProcessor;
-use dataplane::Burst;
+use dataplane::{BufParts, Burst};
 use packet::buffer::Parts;
 use pipeline::datapath::{BurstOutput, Counters, Snapshot, WorkerState};
 use pipeline::Time;
@@ -173,13 +173,12 @@ impl PipelineWorker {
 /// storage with [`HEADROOM`] and its slot given back at once.
 #[inline]
 fn to_pipeline(p: dataplane::PacketBuf) -> packet::buffer::PacketBuf {
-    let lent = match p.into_vec_parts() {
-        Ok((v, head)) => return packet::buffer::PacketBuf::from_raw_parts(v, head),
-        Err(lent) => lent,
-    };
-    match lent.into_frame() {
-        Ok((mem, head, len)) => packet::buffer::PacketBuf::from_lent(mem, head, head + len),
-        Err(lent) => {
+    match p.into_parts() {
+        BufParts::Vec(v, head) => packet::buffer::PacketBuf::from_raw_parts(v, head),
+        BufParts::Frame(mem, head, len) => {
+            packet::buffer::PacketBuf::from_lent(mem, head, head + len)
+        }
+        BufParts::Slot(lent) => {
             let mut v = dataplane::pool::take();
             v.resize(HEADROOM, 0);
             v.extend_from_slice(lent.data());

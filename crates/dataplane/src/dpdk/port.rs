@@ -32,7 +32,11 @@ pub struct DpdkConfig {
     pub devargs: String,
     /// Receive queues, spread over threads; more than one turns RSS on.
     pub rx_queues: u16,
-    /// Transmit queues: one per thread that sends to the port.
+    /// Whether `rx_queues` is a requirement (an error when the device has
+    /// fewer) rather than a wish (cut to what the device has).
+    pub exact_rx_queues: bool,
+    /// Transmit queues: one per thread that sends to the port (cut to
+    /// what the device has; threads beyond share a queue under a lock).
     pub tx_queues: u16,
     /// Descriptors per receive queue (the driver may round).
     pub rx_desc: u16,
@@ -55,6 +59,7 @@ impl Default for DpdkConfig {
         DpdkConfig {
             devargs: String::new(),
             rx_queues: 1,
+            exact_rx_queues: true,
             tx_queues: 1,
             rx_desc: 1024,
             tx_desc: 1024,
@@ -307,15 +312,19 @@ impl DpdkPort {
                 r,
             )));
         }
-        if cfg.rx_queues > info.max_rx_queues || cfg.tx_queues > info.max_tx_queues {
+        if cfg.exact_rx_queues && cfg.rx_queues > info.max_rx_queues {
             return Err(undo(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "DPDK device {name:?} has at most {} RX and {} TX queues; {} and {} were asked for",
-                    info.max_rx_queues, info.max_tx_queues, cfg.rx_queues, cfg.tx_queues
+                    "DPDK device {name:?} has at most {} RX queues; {} were asked for",
+                    info.max_rx_queues, cfg.rx_queues
                 ),
             )));
         }
+        let mut cfg = cfg.clone();
+        cfg.rx_queues = cfg.rx_queues.min(info.max_rx_queues).max(1);
+        cfg.tx_queues = cfg.tx_queues.min(info.max_tx_queues).max(1);
+        let cfg = &cfg;
         let pool_n = if cfg.mbufs > 0 {
             cfg.mbufs
         } else {

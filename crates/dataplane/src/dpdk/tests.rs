@@ -282,6 +282,20 @@ fn bad_devices_and_arguments_are_clear_errors() {
     })
     .unwrap_err();
     assert!(e.to_string().contains("at most"), "{e}");
+    // Asked as a wish, the queues are cut to what the device has.
+    let pcap = std::env::temp_dir().join(format!("fulmar-dpdk-fit-{}.pcap", std::process::id()));
+    PcapCapture::create(&pcap).unwrap().flush().unwrap();
+    let mut fit = DpdkPort::open(&DpdkConfig {
+        devargs: format!("{},rx_pcap={}", unique("net_pcap"), pcap.display()),
+        rx_queues: 4,
+        exact_rx_queues: false,
+        tx_queues: 4,
+        mbufs: 1023,
+        ..DpdkConfig::default()
+    })
+    .unwrap();
+    assert!(fit.split_receivers().unwrap().is_empty(), "one RX queue");
+    let _ = std::fs::remove_file(&pcap);
     // A second start with other arguments is refused, naming both.
     let e = init(&["--no-huge".to_string()]).unwrap_err();
     assert!(e.to_string().contains("already runs"), "{e}");
