@@ -35,8 +35,13 @@
 #   packet times the TSC rate (taken from OVS's own cycle counts) the
 #   cycles per packet.
 #
-# Both forward every packet (port 2's counters are checked against the
-# input's). With --workers N (N > 1) a third run gives fulmar N workers on
+# On a shared machine other processes take time from the forwarding
+# core, so the table gives both rates per second their forwarding thread
+# was on a CPU (its schedstat run time; both threads busy-poll, so this is
+# the rate they would have with the core to themselves), cycles per packet
+# over that time, and their ratio; the wall-clock rates follow on the next
+# line. Both forward every packet (port 2's counters are checked against
+# the input's). With --workers N (N > 1) a third run gives fulmar N workers on
 # N receive queues of the input port (the pcap given N times: net_pcap has
 # one queue per rx_pcap) to show how the rate grows with workers; the
 # machine needs N + 1 CPUs for that to mean anything.
@@ -142,6 +147,18 @@ cpus=$(nproc)
 # TSC cycles per second, from OVS's own cycle counts when it ran.
 tsc_hz=
 
+# oncpu PID COMM_PREFIX: nanoseconds the process's threads named COMM_PREFIX*
+# have run on a CPU (schedstat), summed.
+oncpu() {
+    local pid=$1 prefix=$2 sum=0 t
+    for t in /proc/"$pid"/task/*; do
+        case "$(cat "$t/comm" 2>/dev/null)" in
+            "$prefix"*) sum=$(( sum + $(cut -d' ' -f1 "$t/schedstat") )) ;;
+        esac
+    done
+    echo "$sum"
+}
+
 # --- Open vSwitch with DPDK ---------------------------------------------------
 # ovs_run DIR RULES PCAP: prints "mpps cycles_per_packet tsc_hz megaflows forwarded_share"
 ovs_run() {
@@ -177,17 +194,21 @@ ovs_run() {
     echo "  OVS: $(wc -l < "$rules") rules in $(( $(date +%s) - t0 )) s; warming up ${warmup} s" >&2
     sleep "$warmup"
     local tx0=$(ovs-ofctl -O OpenFlow13 dump-ports "$of" 2 | awk -F'pkts=' '/tx/ {split($2,a,","); print a[1]}')
+    local vpid=$(cat "$run/vswitchd.pid")
     "${appctl[@]}" dpif-netdev/pmd-stats-clear
+    local c0=$(oncpu "$vpid" pmd)
     local s0=$(date +%s.%N)
     sleep "$seconds"
     local stats=$("${appctl[@]}" dpif-netdev/pmd-stats-show)
+    local c1=$(oncpu "$vpid" pmd)
     local s1=$(date +%s.%N)
     local tx1=$(ovs-ofctl -O OpenFlow13 dump-ports "$of" 2 | awk -F'pkts=' '/tx/ {split($2,a,","); print a[1]}')
     local megaflows=$("${appctl[@]}" dpctl/dump-flows 2>/dev/null | wc -l)
     echo "$stats" > "$dir/ovs-pmd-stats.txt"
-    python3 - "$stats" "$s0" "$s1" "$tx0" "$tx1" "$megaflows" <<'PY'
+    python3 - "$stats" "$s0" "$s1" "$tx0" "$tx1" "$megaflows" "$c0" "$c1" <<'PY'
 import re, sys
 stats, s0, s1, tx0, tx1, mf = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4] or 0), int(sys.argv[5] or 0), sys.argv[6]
+oncpu = (int(sys.argv[8]) - int(sys.argv[7])) / 1e9
 def num(key):
     m = re.search(key + r":\s*([0-9.]+)", stats)
     return float(m.group(1)) if m else 0.0
@@ -197,7 +218,12 @@ idle, proc = num("idle cycles"), num("processing cycles")
 cpp = proc / pkts if pkts else 0.0
 hz = (idle + proc) / secs if secs else 0.0
 fwd = (tx1 - tx0) / pkts if pkts else 0.0
-print(f"{pkts / secs / 1e6:.3f} {cpp:.0f} {hz:.0f} {mf} {fwd:.3f}")
+# Rate per second the PMD thread was on a CPU (it busy-polls: wall time
+# minus what other processes took from its CPU), and cycles per packet
+# over that time.
+cpu_mpps = pkts / oncpu / 1e6 if oncpu > 0 else 0.0
+cpu_cpp = oncpu * hz / pkts if pkts else 0.0
+print(f"{pkts / secs / 1e6:.3f} {cpp:.0f} {hz:.0f} {mf} {fwd:.3f} {cpu_mpps:.3f} {cpu_cpp:.0f} {oncpu / secs:.2f}")
 PY
     stop_ovs
     unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR
@@ -254,17 +280,20 @@ EOF
     echo "  fulmar: started with $(wc -l < "$rules") rules in $(( $(date +%s) - t0 )) s; warming up 5 s" >&2
     sleep 5
     local a=$("$fulmar" ctl -t "$run/ctl" stats --json)
+    local c0=$(oncpu "$fulmar_pid" br0-w)
     local s0=$(date +%s.%N)
     sleep "$seconds"
     local b=$("$fulmar" ctl -t "$run/ctl" stats --json)
+    local c1=$(oncpu "$fulmar_pid" br0-w)
     local s1=$(date +%s.%N)
     "$fulmar" ctl -t "$run/ctl" stats > "$dir/fulmar-stats.txt" 2>&1 || true
     kill "$fulmar_pid"; wait "$fulmar_pid" 2>/dev/null || true
     fulmar_pid=
-    python3 - "$a" "$b" "$s0" "$s1" <<'PY'
+    python3 - "$a" "$b" "$s0" "$s1" "$c0" "$c1" <<'PY'
 import json, sys
 a, b = json.loads(sys.argv[1])[0], json.loads(sys.argv[2])[0]
 secs = float(sys.argv[4]) - float(sys.argv[3])
+oncpu = (int(sys.argv[6]) - int(sys.argv[5])) / 1e9
 def port(r, n, k):
     return next(p[k] for p in r["ports"] if p["port"] == n)
 def work(r, k):
@@ -274,7 +303,11 @@ rx = port(b, 1, "rx_packets") - port(a, 1, "rx_packets")
 busy = work(b, "busy_ns") - work(a, "busy_ns")
 pk = work(b, "packets") - work(a, "packets")
 n = max(1, sum(1 for t in b["threads"] if t["role"] == "worker"))
-print(f"{tx / secs / 1e6:.3f} {busy / max(pk, 1) * n:.1f} {tx / max(rx, 1):.3f}")
+# On-CPU: packets per second the workers ran (summed over workers), and
+# nanoseconds of worker CPU per packet.
+cpu_mpps = tx / oncpu * n / 1e6 if oncpu > 0 else 0.0
+cpu_ns = oncpu / max(tx, 1) * 1e9
+print(f"{tx / secs / 1e6:.3f} {busy / max(pk, 1) * n:.1f} {tx / max(rx, 1):.3f} {cpu_mpps:.3f} {cpu_ns:.1f} {oncpu / secs:.2f}")
 PY
 }
 
@@ -283,6 +316,7 @@ PY
     echo "# $(date -u +%FT%TZ) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cpus CPUs"
     echo "# fulmar $(git -C "$root" rev-parse --short HEAD 2>/dev/null), $("$ovs_dpdk" --version | head -1), flows $flows, warm-up ${warmup} s, ${seconds} s each, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$work/summary.txt"
+# Rates are per second of the forwarding thread on a CPU (see the header).
 printf '%-18s %10s %12s %10s %12s %8s %10s\n' scenario "OVS Mpps" "OVS cyc/pkt" "fulmar" "fulmar c/p" "ratio" megaflows | tee -a "$work/summary.txt"
 for s in $scenarios; do
     kind=${s%%:*}; rules=${s#*:}
@@ -299,19 +333,19 @@ for s in $scenarios; do
     "$fulmar" bench "$scen" --rules "$rules" --flows "$f" --export "$dir" --out-port 2 2>/dev/null
     # Called in this shell (not a subshell), so cleanup knows the daemons.
     ovs_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" > "$dir/ovs.res"
-    read -r o_mpps o_cpp o_hz o_mf o_fwd < "$dir/ovs.res"
+    read -r o_mpps o_cpp o_hz o_mf o_fwd o_cmpps o_ccpp o_share < "$dir/ovs.res"
     [ -n "$o_hz" ] && [ "${o_hz%.*}" -gt 0 ] && tsc_hz=$o_hz
     fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" 1 > "$dir/fulmar.res"
-    read -r f_mpps f_ns f_fwd < "$dir/fulmar.res"
-    f_cpp=$(python3 -c "print(f'{$f_ns * ${tsc_hz:-0} / 1e9:.0f}')")
-    ratio=$(python3 -c "print(f'{$f_mpps / $o_mpps:.1f}' if $o_mpps > 0 else 'n/a')")
-    printf '%-18s %10s %12s %10s %12s %8s %10s\n' "$kind $rules" "$o_mpps" "$o_cpp" "$f_mpps" "$f_cpp" "${ratio}x" "$o_mf" | tee -a "$work/summary.txt"
-    echo "  forwarded share of input: OVS $o_fwd, fulmar $f_fwd; TSC ${tsc_hz:-?} Hz" | tee -a "$work/summary.txt"
+    read -r f_mpps f_ns f_fwd f_cmpps f_cns f_share < "$dir/fulmar.res"
+    f_ccpp=$(python3 -c "print(f'{$f_cns * ${tsc_hz:-0} / 1e9:.0f}')")
+    ratio=$(python3 -c "print(f'{$f_cmpps / $o_cmpps:.1f}' if $o_cmpps > 0 else 'n/a')")
+    printf '%-18s %10s %12s %10s %12s %8s %10s\n' "$kind $rules" "$o_cmpps" "$o_ccpp" "$f_cmpps" "$f_ccpp" "${ratio}x" "$o_mf" | tee -a "$work/summary.txt"
+    echo "  wall clock: OVS $o_mpps Mpps (PMD on CPU $o_share of the time), fulmar $f_mpps Mpps (worker on CPU $f_share); forwarded share of input: OVS $o_fwd, fulmar $f_fwd; TSC ${tsc_hz:-?} Hz" | tee -a "$work/summary.txt"
     if [ "$workers" -gt 1 ]; then
         for n in $(seq 2 "$workers"); do
             fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" "$n" > "$dir/fulmar-$n.res"
-            read -r m_mpps m_ns m_fwd < "$dir/fulmar-$n.res"
-            echo "  fulmar, $n workers on $n RX queues: $m_mpps Mpps (1 worker: $f_mpps), forwarded share $m_fwd" | tee -a "$work/summary.txt"
+            read -r m_mpps m_ns m_fwd m_cmpps m_cns m_share < "$dir/fulmar-$n.res"
+            echo "  fulmar, $n workers on $n RX queues: $m_mpps Mpps wall ($m_cmpps per worker CPU-second summed, workers on CPU $m_share), 1 worker: $f_mpps wall; forwarded share $m_fwd" | tee -a "$work/summary.txt"
         done
     fi
     rm -f "$dir/traffic.pcap" "$dir/rules.flows"

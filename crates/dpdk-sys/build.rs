@@ -38,6 +38,9 @@ fn generate() {
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
 
     let cflags = pkg_config("--cflags");
+    // The ring PMD's constructor of ethdevs over rte_rings (in-process
+    // port pairs); its library is the PMD EAL also loads, the same file.
+    println!("cargo:rustc-link-lib=dylib=rte_net_ring");
     for lib in pkg_config("--libs") {
         if let Some(dir) = lib.strip_prefix("-L") {
             println!("cargo:rustc-link-search=native={dir}");
@@ -70,6 +73,9 @@ fn generate() {
         .allowlist_function("rte_dev_(probe|remove)")
         .allowlist_function("rte_eth_(dev_configure|dev_info_get|rx_queue_setup|tx_queue_setup|dev_start|dev_stop|dev_close|dev_socket_id|dev_get_port_by_name|dev_get_name_by_port|dev_is_valid_port|stats_get|stats_reset|link_get_nowait|promiscuous_enable|macaddr_get|dev_set_mtu|dev_count_avail|dev_adjust_nb_rx_tx_desc|rx_queue_count|dev_set_link_up)")
         .allowlist_function("rte_pktmbuf_pool_create")
+        .allowlist_function("rte_ring_(create|free)")
+        .allowlist_function("rte_eth_from_rings")
+        .allowlist_var("RING_F_(SP_ENQ|SC_DEQ)")
         .allowlist_function("rte_pktmbuf_free_bulk")
         .allowlist_function("rte_mempool_(free|avail_count|in_use_count)")
         .allowlist_function("fulmar_.*")

@@ -7,4 +7,6 @@
 #include <rte_ethdev.h>
 #include <rte_dev.h>
 #include <rte_bus_vdev.h>
+#include <rte_ring.h>
+#include <rte_eth_ring.h>
 #include "shim.h"

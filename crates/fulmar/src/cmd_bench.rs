@@ -48,6 +48,8 @@
 //! On a terminal, a progress line on stderr is updated every second.
 
 mod frame;
+#[cfg(feature = "dpdk")]
+mod loss_free;
 mod workload;
 
 use anyhow::{bail, ensure, Context};
@@ -121,6 +123,27 @@ pub struct BenchArgs {
     /// With --export: every rule outputs to this port instead of its own.
     #[arg(long, value_name = "PORT", requires = "export")]
     pub out_port: Option<u32>,
+    /// Instead of the in-memory run: the highest loss-free rate through
+    /// DPDK ports (RFC 2544 style trials; a generator in the same process
+    /// paces the packets over ring ports; needs the `dpdk` build and root).
+    #[arg(long, conflicts_with = "export")]
+    pub loss_free: bool,
+    /// With --loss-free: seconds per trial.
+    #[arg(long, default_value_t = 2.0, requires = "loss_free")]
+    pub trial_seconds: f64,
+    /// With --loss-free: stop when the interval is within this share of
+    /// the rate found.
+    #[arg(long, default_value_t = 0.02, requires = "loss_free")]
+    pub resolution: f64,
+    /// With --loss-free: the EAL's arguments, one string (default: no huge
+    /// pages, 1 GiB, no PCI scan, no shared files).
+    #[arg(
+        long,
+        value_name = "ARGS",
+        default_value = "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry",
+        requires = "loss_free"
+    )]
+    pub eal: String,
 }
 
 /// The packets sent: one template per flow, laid out burst by burst.
@@ -771,11 +794,32 @@ fn export(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "dpdk")]
+fn loss_free_run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let eal: Vec<String> = args.eal.split_whitespace().map(str::to_string).collect();
+    let r = loss_free::run(args, args.resolution, args.trial_seconds, &eal)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&r)?)?;
+    } else {
+        loss_free::print(&r, &mut out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn loss_free_run(_: &BenchArgs) -> anyhow::Result<ExitCode> {
+    bail!("--loss-free needs a fulmar built with `--features dpdk`")
+}
+
 /// Runs `fulmar bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.export {
         export(args, dir)?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.loss_free {
+        return loss_free_run(args);
     }
     let report = bench(args)?;
     let mut out = std::io::stdout().lock();
@@ -1071,6 +1115,10 @@ mod tests {
             smoke: true,
             export: None,
             out_port: None,
+            loss_free: false,
+            trial_seconds: 2.0,
+            resolution: 0.02,
+            eal: String::new(),
         }
     }
 

@@ -16,6 +16,8 @@
 //!   gives a handle per further receive queue, [`PortBackend::split_sender`]
 //!   one per transmit queue, so each thread has queues of its own and no
 //!   lock is taken on the packet path.
+//! - [`ring_pipe`]: two ethdevs joined back to back over rings, for a
+//!   generator in the same process.
 //!
 //! # Mbufs, in place
 //!
@@ -56,9 +58,11 @@
 //! [`PacketBuf`]: crate::port::PacketBuf
 
 pub mod eal;
+mod pipe;
 mod port;
 
 pub use eal::{init, is_running, lcore_id, running_args};
+pub use pipe::ring_pipe;
 pub use port::{DpdkConfig, DpdkPort};
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use super::ring_pipe;
 use super::*;
 use crate::pcap::{PcapCapture, PcapReplay};
 use crate::port::{Burst, PacketBuf, PortBackend};
@@ -300,4 +301,43 @@ fn bad_devices_and_arguments_are_clear_errors() {
     let e = init(&["--no-huge".to_string()]).unwrap_err();
     assert!(e.to_string().contains("already runs"), "{e}");
     assert!(eal::check_args(&["--help".to_string()]).is_err());
+}
+
+#[test]
+fn a_ring_pipe_carries_frames_both_ways() {
+    eal_up();
+    assert!(
+        ring_pipe("pipe a", "pipe_b", 1024).is_err(),
+        "a space in a name"
+    );
+    let (a, b) = ring_pipe(&unique("pa"), &unique("pb"), 1024).unwrap();
+    let open = |n: &str| {
+        DpdkPort::open(&DpdkConfig {
+            devargs: n.to_string(),
+            mbufs: 1023,
+            ..DpdkConfig::default()
+        })
+        .unwrap()
+    };
+    let (mut pa, mut pb) = (open(&a), open(&b));
+    let mut out = Burst::with_limit(8);
+    for i in 0..8 {
+        out.push(PacketBuf::from_slice(&frame(i, 64))).unwrap();
+    }
+    assert_eq!(pa.tx_burst(&mut out).unwrap(), 8);
+    let got = rx_all(&mut pb, 8);
+    assert_eq!(got.len(), 8);
+    assert_eq!(got[3].data(), &frame(3, 64)[..]);
+    let mut back = Burst::with_limit(8);
+    for g in got {
+        back.push(g).unwrap();
+    }
+    assert_eq!(pb.tx_burst(&mut back).unwrap(), 8);
+    assert_eq!(rx_all(&mut pa, 8).len(), 8);
+    assert!(rx_all(&mut pb, 1).is_empty(), "nothing loops back");
+    let used = a.trim_start_matches("net_ring_");
+    assert!(
+        ring_pipe(used, &unique("pc"), 1024).is_err(),
+        "a name is used once"
+    );
 }
