@@ -4,6 +4,7 @@
 #
 #   sudo bench/dpdk-vs-ovs.sh [--scenarios "gw:1 gw:100000 gw:1000000 l2:100000 l3:100000"]
 #                             [--flows N] [--warmup S] [--seconds S] [--workers N] [--keep DIR]
+#                             [--fulmar PATH]
 #
 # For each scenario (`KIND:RULES`, KIND gw = fulmar bench's
 # gateway-mpls2vlan, the WAN -> data-center gateway keyed on the MPLS label
@@ -63,6 +64,7 @@ warmup=60
 seconds=10
 workers=1
 keep=
+fulmar=
 while [ $# -gt 0 ]; do
     case "$1" in
         --scenarios) scenarios=$2; shift 2 ;;
@@ -71,7 +73,8 @@ while [ $# -gt 0 ]; do
         --seconds) seconds=$2; shift 2 ;;
         --workers) workers=$2; shift 2 ;;
         --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--scenarios \"gw:1 gw:100000 ...\"] [--flows N] [--warmup S] [--seconds S] [--workers N] [--keep DIR]" >&2; exit 2 ;;
+        --fulmar) fulmar=$2; shift 2 ;;
+        *) echo "usage: $0 [--scenarios \"gw:1 gw:100000 ...\"] [--flows N] [--warmup S] [--seconds S] [--workers N] [--keep DIR] [--fulmar PATH]" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (huge pages, DPDK)" >&2; exit 1; }
@@ -98,9 +101,12 @@ if [ ${#need[@]} -gt 0 ]; then
         update-alternatives --set ovs-vswitchd "$alt_before" >/dev/null 2>&1 || true
     fi
 fi
-fulmar=$root/target/release/fulmar
-echo "building fulmar (release, --features dpdk)" >&2
-cargo build --quiet --release --locked -p fulmar --features dpdk
+if [ -z "$fulmar" ]; then
+    fulmar=$root/target/release/fulmar
+    echo "building fulmar (release, --features dpdk)" >&2
+    cargo build --quiet --release --locked -p fulmar --features dpdk
+fi
+[ -x "$fulmar" ] || { echo "$0: no fulmar binary at $fulmar" >&2; exit 1; }
 
 # --- the run's directory, huge pages, cleanup ---------------------------------
 work=$(mktemp -d /tmp/fdd-bench.XXXXXX)
@@ -314,7 +320,7 @@ PY
 # --- the scenarios ------------------------------------------------------------
 {
     echo "# $(date -u +%FT%TZ) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cpus CPUs"
-    echo "# fulmar $(git -C "$root" rev-parse --short HEAD 2>/dev/null), $("$ovs_dpdk" --version | head -1), flows $flows, warm-up ${warmup} s, ${seconds} s each, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# fulmar $("$fulmar" --version | head -1), $("$ovs_dpdk" --version | head -1), flows $flows, warm-up ${warmup} s, ${seconds} s each, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$work/summary.txt"
 # Rates are per second of the forwarding thread on a CPU (see the header).
 printf '%-18s %10s %12s %10s %12s %8s %10s\n' scenario "OVS Mpps" "OVS cyc/pkt" "fulmar" "fulmar c/p" "ratio" megaflows | tee -a "$work/summary.txt"
