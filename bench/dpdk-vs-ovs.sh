@@ -42,10 +42,14 @@
 # the rate they would have with the core to themselves), cycles per packet
 # over that time, and their ratio; the wall-clock rates follow on the next
 # line. Both forward every packet (port 2's counters are checked against
-# the input's). With --workers N (N > 1) a third run gives fulmar N workers on
-# N receive queues of the input port (the pcap given N times: net_pcap has
-# one queue per rx_pcap) to show how the rate grows with workers; the
-# machine needs N + 1 CPUs for that to mean anything.
+# the input's).
+#
+# With --workers N (N > 1) a third run gives fulmar N workers on N receive
+# queues of the input port (the pcap given N times: net_pcap has one queue
+# per rx_pcap, each replaying the file; a NIC would spread one stream
+# with RSS) to show how the rate grows with workers; the machine needs
+# N + 1 CPUs for that to mean anything (with fewer, the last workers share
+# CPU 0 with everything else).
 #
 # Huge pages: 1024 x 2 MiB are reserved (vm.nr_hugepages) and a hugetlbfs
 # mounted at a private directory for the run; both are put back on exit,
@@ -245,7 +249,10 @@ fulmar_run() {
     for _ in $(seq "$n"); do devargs="$devargs,rx_pcap=$pcap"; done
     local cores="1" q=""
     if [ "$n" -gt 1 ]; then
-        cores=$(seq -s, 1 "$n"); q="dpdk_rx_queues = $n"
+        # Workers on CPUs 1..n when the machine has them; otherwise the
+        # last ones share CPU 0 with the control threads.
+        cores=$(for i in $(seq 1 "$n"); do echo $(( i < cpus ? i : 0 )); done | paste -sd,)
+        q="dpdk_rx_queues = $n"
     fi
     cat > "$run/fulmar.toml" <<EOF
 [dpdk]

@@ -52,8 +52,10 @@
 //! A backend is `Send` and used through `&mut`, so one thread drives it at a
 //! time. For an RX thread and a TX thread on the same port,
 //! [`PortBackend::split_sender`] makes a second handle with its own socket or
-//! descriptor that only sends (AF_PACKET, TAP and the memory sink can;
-//! others answer `None`).
+//! descriptor that only sends (AF_PACKET, TAP, the memory sink and DPDK — a
+//! transmit queue each — can; others answer `None`). A port with several
+//! receive queues (DPDK with RSS) hands out a handle per further queue with
+//! [`PortBackend::split_receivers`], each read by its own thread.
 //!
 //! # Counters
 //!
@@ -351,6 +353,7 @@ impl PacketBuf {
 
     /// A buffer over the region `mem`: the frame is `len` bytes at offset
     /// `head` (bounds past the region are cut to it).
+    #[inline]
     pub fn from_frame(mem: Lent, head: usize, len: usize) -> Self {
         let head = head.min(mem.capacity());
         let len = len.min(mem.capacity() - head);

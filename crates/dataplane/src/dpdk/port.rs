@@ -98,35 +98,45 @@ pub(crate) static MBUF: LentOwner = LentOwner {
 /// # Safety
 ///
 /// `m` is a valid mbuf the caller owns and hands over.
+#[inline(always)]
 unsafe fn lend(m: *mut sys::rte_mbuf) -> PacketBuf {
     let mb = &*m;
-    let direct = mb.ol_flags & (sys::RTE_MBUF_F_INDIRECT | sys::RTE_MBUF_F_EXTERNAL) == 0;
+    let plain = mb.nb_segs == 1
+        && mb.refcnt == 1
+        && mb.ol_flags & (sys::RTE_MBUF_F_INDIRECT | sys::RTE_MBUF_F_EXTERNAL) == 0;
     match NonNull::new(mb.buf_addr.cast::<u8>()) {
-        Some(base) if mb.nb_segs == 1 && direct && mb.refcnt == 1 => {
+        Some(base) if plain => {
             // The data room is the mbuf's alone until freed (we own `m`);
             // free_mbuf gives it back from any thread.
             let lent = Lent::new(base, usize::from(mb.buf_len), m as usize, &MBUF);
             PacketBuf::from_frame(lent, usize::from(mb.data_off), usize::from(mb.data_len))
         }
-        _ => {
-            // Chained, shared or external: one linear owned copy.
-            let mut p = PacketBuf::new(DEFAULT_HEADROOM, mb.pkt_len as usize);
-            p.truncate(0);
-            let mut seg = m;
-            while let Some(s) = seg.as_ref() {
-                if let Some(base) = NonNull::new(s.buf_addr.cast::<u8>()) {
-                    let data = std::slice::from_raw_parts(
-                        base.as_ptr().add(usize::from(s.data_off)),
-                        usize::from(s.data_len),
-                    );
-                    p.extend_from_slice(data);
-                }
-                seg = s.next;
-            }
-            sys::fulmar_pktmbuf_free(m);
-            p
-        }
+        _ => linearize(m),
     }
+}
+
+/// A chained, shared or external mbuf as one owned copy; frees the mbuf.
+///
+/// # Safety
+///
+/// As [`lend`].
+#[cold]
+unsafe fn linearize(m: *mut sys::rte_mbuf) -> PacketBuf {
+    let mut p = PacketBuf::new(DEFAULT_HEADROOM, (*m).pkt_len as usize);
+    p.truncate(0);
+    let mut seg = m;
+    while let Some(s) = seg.as_ref() {
+        if let Some(base) = NonNull::new(s.buf_addr.cast::<u8>()) {
+            let data = std::slice::from_raw_parts(
+                base.as_ptr().add(usize::from(s.data_off)),
+                usize::from(s.data_len),
+            );
+            p.extend_from_slice(data);
+        }
+        seg = s.next;
+    }
+    sys::fulmar_pktmbuf_free(m);
+    p
 }
 
 /// Port ids opened by fulmar, so one device is not opened twice.
