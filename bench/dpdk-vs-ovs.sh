@@ -126,6 +126,8 @@ cleanup() {
     [ -n "$fulmar_pid" ] && kill "$fulmar_pid" 2>/dev/null && sleep 1 && kill -9 "$fulmar_pid" 2>/dev/null
     stop_ovs
     ip netns del "$ns" 2>/dev/null
+    # The run directory DPDK made for OVS's EAL (--file-prefix fddovs).
+    rm -rf /var/run/dpdk/fddovs
     [ -n "$mounted" ] && umount "$huge"
     echo "$hp_before" > /proc/sys/vm/nr_hugepages
     if [ -n "$keep" ]; then mkdir -p "$keep" && cp -r "$work"/run-* "$work"/*.txt "$keep"/ 2>/dev/null; fi

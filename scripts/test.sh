@@ -112,6 +112,8 @@ if [ "$(id -u)" -eq 0 ]; then
     cargo clippy --locked -p dpdk-sys -p dataplane -p runtime -p fulmar --all-targets --features fulmar/dpdk -- -D warnings
     cargo test --locked -p dpdk-sys -p dataplane -p runtime --features dataplane/dpdk,runtime/dpdk
     cargo build --locked -p fulmar --features dpdk
+    # The loss-free search (a generator over DPDK ring ports), briefly.
+    cargo test --locked -p fulmar --features dpdk --bin fulmar loss_free
     export FULMAR="$root/target/debug/fulmar"
 else
     echo "skipped: DPDK's EAL needs root" >&2

@@ -1122,6 +1122,42 @@ mod tests {
         }
     }
 
+    /// The loss-free search end to end on a small gateway: it finds a rate
+    /// above zero, and its last loss-free trial lost nothing. (The rate
+    /// itself is this machine's affair; nothing is asserted about it.)
+    #[cfg(feature = "dpdk")]
+    #[test]
+    fn loss_free_search_runs_through_dpdk_ring_ports() {
+        use std::os::unix::fs::MetadataExt;
+        // /proc/self belongs to the process's effective user.
+        if std::fs::metadata("/proc/self")
+            .map(|m| m.uid())
+            .unwrap_or(1)
+            != 0
+        {
+            eprintln!("skipped: DPDK's EAL needs root");
+            return;
+        }
+        let mut a = args(Scenario::GatewayMpls2Vlan);
+        a.rules = Some(64);
+        a.flows = Some(64);
+        let eal: Vec<String> = "-l 0 --no-huge -m 512 --no-pci --no-shconf --no-telemetry"
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let r = loss_free::run(&a, 0.2, 0.2, &eal).unwrap();
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["loss_free_pps"].as_f64().unwrap() > 0.0, "{j}");
+        let trials = j["trials"].as_array().unwrap();
+        assert!(trials.len() >= 2, "{j}");
+        assert!(
+            trials
+                .iter()
+                .any(|t| t["sent"] == t["received"] && t["offered_pps"].is_f64()),
+            "a paced trial without loss: {j}"
+        );
+    }
+
     #[test]
     fn export_writes_rules_and_one_packet_per_flow() {
         let dir = std::env::temp_dir().join(format!("fulmar-bench-export-{}", std::process::id()));

@@ -376,10 +376,15 @@ impl PacketBuf {
 
     /// Appends zeros up to the shortest length the frame may leave with
     /// (see the module comment): call it when the frame is emitted.
+    #[inline]
     pub fn pad_to_floor(&mut self) {
-        if self.len() >= self.floor {
-            return;
+        if self.len() < self.floor {
+            self.pad();
         }
+    }
+
+    #[cold]
+    fn pad(&mut self) {
         let want = self.start + self.floor;
         if let Store::Lent { mem, end } = &mut self.store {
             if let Some(gap) = mem.bytes_mut().get_mut(*end..want) {

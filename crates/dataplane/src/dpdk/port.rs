@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::io;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use dpdk_sys as sys;
@@ -155,10 +155,11 @@ struct Device {
     /// Set for devices fulmar probed (removed again on close).
     rte_dev: Option<NonNull<sys::rte_device>>,
     started: bool,
-    rx_queues: u16,
     tx_queues: u16,
-    next_rxq: AtomicU16,
-    next_txq: AtomicU16,
+    /// Receive and transmit queues no handle holds (lowest first); a
+    /// handle gives its queues back when dropped.
+    free_rxq: Mutex<Vec<u16>>,
+    free_txq: Mutex<Vec<u16>>,
 }
 
 // SAFETY: the pool and device pointers are only used through DPDK calls
@@ -170,12 +171,16 @@ unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
 impl Device {
-    fn claim(counter: &AtomicU16, limit: u16) -> Option<u16> {
-        counter
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |q| {
-                (q < limit).then_some(q + 1)
-            })
-            .ok()
+    /// Takes the lowest free queue of `free`.
+    fn claim(free: &Mutex<Vec<u16>>) -> Option<u16> {
+        let mut f = free.lock().unwrap_or_else(|e| e.into_inner());
+        let (i, _) = f.iter().enumerate().min_by_key(|(_, q)| **q)?;
+        Some(f.swap_remove(i))
+    }
+
+    /// Gives queue `q` back to `free`.
+    fn give_back(free: &Mutex<Vec<u16>>, q: u16) {
+        free.lock().unwrap_or_else(|e| e.into_inner()).push(q);
     }
 }
 
@@ -376,10 +381,10 @@ impl DpdkPort {
             tx_room: usize::from(cfg.data_room).saturating_sub(sys::RTE_PKTMBUF_HEADROOM as usize),
             rte_dev,
             started: false,
-            rx_queues: cfg.rx_queues,
             tx_queues: cfg.tx_queues,
-            next_rxq: AtomicU16::new(1),
-            next_txq: AtomicU16::new(0),
+            // Queue 0 is read by the handle `open` returns.
+            free_rxq: Mutex::new((1..cfg.rx_queues).collect()),
+            free_txq: Mutex::new((0..cfg.tx_queues).collect()),
         };
         let mut conf = sys::rte_eth_conf::default();
         if cfg.rx_queues > 1 {
@@ -488,7 +493,7 @@ impl DpdkPort {
         if let Some(q) = self.txq {
             return Ok(q);
         }
-        let q = Device::claim(&self.dev.next_txq, self.dev.tx_queues).ok_or_else(|| {
+        let q = Device::claim(&self.dev.free_txq).ok_or_else(|| {
             io::Error::other(format!(
                 "DPDK device {:?}: all {} TX queues are taken",
                 self.dev.name, self.dev.tx_queues
@@ -567,9 +572,15 @@ impl std::fmt::Debug for DpdkPort {
 
 impl Drop for DpdkPort {
     fn drop(&mut self) {
-        // Nothing is held between calls; a handle's queues die with the
-        // Device.
+        // No mbuf is held between calls; the queues go back for another
+        // handle (a thread that shares this port instead, say).
         debug_assert!(self.mbufs.is_empty());
+        if let Some(q) = self.rxq {
+            Device::give_back(&self.dev.free_rxq, q);
+        }
+        if let Some(q) = self.txq {
+            Device::give_back(&self.dev.free_txq, q);
+        }
     }
 }
 
@@ -680,7 +691,7 @@ impl PortBackend for DpdkPort {
 
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
         let mut h = DpdkPort::handle(self.dev.clone(), None, false);
-        match Device::claim(&self.dev.next_txq, self.dev.tx_queues) {
+        match Device::claim(&self.dev.free_txq) {
             Some(q) => {
                 h.txq = Some(q);
                 Ok(Some(Box::new(h)))
@@ -692,7 +703,7 @@ impl PortBackend for DpdkPort {
 
     fn split_receivers(&mut self) -> io::Result<Vec<Box<dyn PortBackend>>> {
         let mut out: Vec<Box<dyn PortBackend>> = Vec::new();
-        while let Some(q) = Device::claim(&self.dev.next_rxq, self.dev.rx_queues) {
+        while let Some(q) = Device::claim(&self.dev.free_rxq) {
             out.push(Box::new(DpdkPort::handle(self.dev.clone(), Some(q), false)));
         }
         Ok(out)

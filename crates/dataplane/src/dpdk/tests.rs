@@ -185,9 +185,16 @@ fn queues_split_over_handles() {
     // The first handle found no TX queue left to claim.
     let err = p.tx_burst(&mut b0).unwrap_err();
     assert!(err.to_string().contains("TX queues are taken"), "{err}");
-    let mut s = senders.into_iter().next().flatten().unwrap();
+    let mut senders: Vec<_> = senders.into_iter().flatten().collect();
+    let mut s = senders.remove(0);
     assert_eq!(s.tx_burst(&mut b).unwrap(), 32);
     assert_eq!(s.stats().tx_packets, 32);
+    // A dropped handle's queue is free again: the first handle sends on it.
+    drop(s);
+    let mut b1 = Burst::with_limit(32);
+    assert!(more[0].rx_burst(&mut b1).unwrap() > 0);
+    assert_eq!(p.tx_burst(&mut b1).unwrap(), 32);
+    assert_eq!(p.tx_queue(), Some(0));
 }
 
 #[test]

@@ -8,7 +8,8 @@
 //! order, over and over) into switch port 1 and counts what comes out of
 //! port 2, where every rule sends. The switch is a whole `fulmar run`
 //! runtime ([`runtime::Runtime`]) with the scenario's rules as its flows
-//! file, its workers busy-polling on the CPUs after the first; the
+//! file, its workers busy-polling on the CPUs after the first
+//! (`core_assign = "balance"`: shared when there are too few); the
 //! generator runs on the first CPU (with the control threads).
 //!
 //! A trial offers a fixed rate for `--trial-seconds`: bursts of 32 leave
@@ -226,7 +227,6 @@ fn search(
     let (gen_in, sw_in) = dpdk::ring_pipe(&format!("lf{n}gi"), &format!("lf{n}si"), 4096)?;
     let (sw_out, gen_out) = dpdk::ring_pipe(&format!("lf{n}so"), &format!("lf{n}go"), 4096)?;
     let workers = args.workers.max(1);
-    let cores: Vec<String> = (1..=workers).map(|c| c.to_string()).collect();
     let quoted: Vec<String> = eal.iter().map(|a| format!("{a:?}")).collect();
     let config = format!(
         r#"
@@ -234,7 +234,7 @@ fn search(
 eal_args = [{eal}]
 [dataplane]
 worker_threads = {workers}
-worker_cores = [{cores}]
+core_assign = "balance"
 [[bridges]]
 name = "br0"
 flow_table_capacity = {cap}
@@ -251,7 +251,6 @@ backend = "dpdk"
 dpdk_devargs = "{sw_out}"
 "#,
         eal = quoted.join(", "),
-        cores = cores.join(", "),
         cap = (rules + 16).next_power_of_two().max(65536),
         flows = flows_file.display().to_string(),
     );
