@@ -8,10 +8,13 @@
 # (its OpenFlow 1.3 test vectors), scapy (an independent packet encoder and
 # decoder) and pytest — then runs, in order: formatting and lint checks, the
 # Rust tests, the OpenFlow vector round trip through the `fulmar` binary, the
-# Python tests (scapy as the independent decoder; ovs-ofctl parse-flow /
-# parse-group / add-meter and ofp-print as the reference for the flow, group
-# and meter text in tests/flowtext_ovs; end-to-end tests in network
-# namespaces, faults under traffic and restarts among them; os-ken's
+# DPDK backend (libdpdk-dev, pkg-config and libclang from apt; the `dpdk`
+# feature's Rust tests and lints over virtual devices without huge pages,
+# and a `fulmar` built with it for the Python tests), the Python tests
+# (scapy as the independent decoder; ovs-ofctl parse-flow / parse-group /
+# add-meter and ofp-print as the reference for the flow, group and meter
+# text in tests/flowtext_ovs; end-to-end tests in network namespaces, DPDK
+# ports, faults under traffic and restarts among them; os-ken's
 # simple_switch_13, Faucet and a three-switch Faucet fabric driving fulmar
 # in tests/controllers), Miri over the unsafe code, the os-ken OpenFlow 1.3
 # conformance run (match and action), and a compile check of the fuzz
@@ -102,6 +105,32 @@ done
 echo "${#vectors[@]} vector files"
 target/debug/fulmar ofp decode --roundtrip "${vectors[@]}" > /dev/null
 echo "all ${#vectors[@]} round-trip byte-exactly"
+
+step "DPDK ports (cargo feature dpdk): libdpdk-dev, pkg-config and libclang (bindgen) from apt; tests over vdevs, --no-huge"
+# DPDK 22.11 from Debian; the EAL runs without huge pages, PCI scan or
+# shared files in every test, so CI needs none of them. The fulmar built
+# here (a superset of the default one) is the one the Python tests run, so
+# tests/e2e/test_dpdk.py pings through DPDK ports and checks the gateway
+# rewrites through net_pcap against `fulmar trace`.
+if [ "$(id -u)" -eq 0 ]; then
+    need=()
+    pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
+    command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+    dpkg -s libclang1-14 >/dev/null 2>&1 || need+=(libclang1-14)
+    dpkg -s libclang-common-14-dev >/dev/null 2>&1 || need+=(libclang-common-14-dev)
+    if [ ${#need[@]} -gt 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    fi
+    cargo clippy --locked -p dpdk-sys -p dataplane -p runtime -p fulmar --all-targets --features fulmar/dpdk -- -D warnings
+    cargo test --locked -p dpdk-sys -p dataplane -p runtime --features dataplane/dpdk,runtime/dpdk
+    cargo build --locked -p fulmar --features dpdk
+    # The loss-free search (a generator over DPDK ring ports), briefly.
+    cargo test --locked -p fulmar --features dpdk --bin fulmar loss_free
+    export FULMAR="$root/target/debug/fulmar"
+else
+    echo "skipped: DPDK's EAL needs root" >&2
+fi
 
 step "python tests (scapy as the independent decoder; ovs-ofctl as the reference for the flow, group and meter text)"
 export PACKET_TOOL="$root/target/debug/examples/packet_tool"

@@ -11,6 +11,8 @@
 //! - [`rawsock`]: Linux AF_PACKET without a ring (`recvmmsg`/`sendmmsg`),
 //!   for low latency at low rates;
 //! - [`afxdp`]: AF_XDP on one interface queue (raw syscalls, own XDP program);
+//! - `dpdk` (cargo feature `dpdk`): DPDK ethdevs, NICs and virtual devices,
+//!   with mbufs lent to the pipeline in place;
 //! - [`pcap`]: replay a capture file, classic pcap or [`pcapng`] (RX), and
 //!   write one (TX);
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
@@ -23,18 +25,22 @@
 //! [`dispatch`] (which worker gets a packet), [`flush`] (when partial
 //! bursts leave, idle back-off), [`wake`] (sleeping and waking, pinning),
 //! [`snapshot`] (publishing new table versions to running workers),
-//! [`pool`] (recycled storage for owned packet buffers).
+//! [`pool`] (recycled storage for owned packet buffers), [`placement`]
+//! (which CPU each thread runs on).
 
 pub mod afpacket;
 pub mod afxdp;
 pub mod capture;
 pub mod dispatch;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod flush;
 pub mod link;
 pub mod memory;
 pub mod patch;
 pub mod pcap;
 pub mod pcapng;
+pub mod placement;
 pub mod pool;
 pub mod port;
 pub mod rawsock;
@@ -50,5 +56,5 @@ mod sys;
 mod testnet;
 
 pub use port::{
-    Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
+    BufParts, Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
 };

@@ -10,12 +10,17 @@
 //! - **owned**: a heap slice the buffer owns outright. Memory, pcap and TAP
 //!   ports produce these; so does any code that builds a packet from scratch.
 //! - **lent**: memory that belongs to a backend — a slot of an AF_PACKET mmap
-//!   ring, later a DPDK mbuf or an AF_XDP UMEM frame. The buffer holds a raw
+//!   ring or an AF_XDP UMEM frame. The buffer holds a raw
 //!   pointer to the slot plus a [`BufferLender`] handle and a token; when the
 //!   buffer is dropped it calls [`BufferLender::release`] exactly once with
 //!   that token, and only then may the backend reuse the slot. The lender is
 //!   reference counted, so the memory stays mapped even if the port itself is
 //!   dropped first.
+//! - **a frame**: a [`packet::buffer::Lent`] region (a DPDK mbuf's data
+//!   room), given back through its static owner without reference
+//!   counting. It is the same type the pipeline's buffers hold, so such a
+//!   packet goes from the port through the pipeline and back to a port
+//!   without a copy ([`PacketBuf::from_frame`], [`PacketBuf::into_frame`]).
 //!
 //! A buffer is therefore `'static` and `Send`: it can cross an SPSC ring to a
 //! worker thread and on to a TX thread without copying and without a lifetime
@@ -47,8 +52,10 @@
 //! A backend is `Send` and used through `&mut`, so one thread drives it at a
 //! time. For an RX thread and a TX thread on the same port,
 //! [`PortBackend::split_sender`] makes a second handle with its own socket or
-//! descriptor that only sends (AF_PACKET, TAP and the memory sink can;
-//! others answer `None`).
+//! descriptor that only sends (AF_PACKET, TAP, the memory sink and DPDK — a
+//! transmit queue each — can; others answer `None`). A port with several
+//! receive queues (DPDK with RSS) hands out a handle per further queue with
+//! [`PortBackend::split_receivers`], each read by its own thread.
 //!
 //! # Counters
 //!
@@ -61,6 +68,8 @@ use std::io;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
 use std::sync::Arc;
+
+use packet::buffer::Lent;
 
 use crate::pool;
 
@@ -82,11 +91,30 @@ pub trait BufferLender: Send + Sync {
     fn release(&self, token: usize);
 }
 
-/// Where a buffer's bytes live.
+/// A heap vector that goes back to [`crate::pool`] when dropped.
+struct Pooled(Vec<u8>);
+
+impl Pooled {
+    /// The vector, taken out without recycling it.
+    fn into_inner(self) -> Vec<u8> {
+        let mut me = std::mem::ManuallyDrop::new(self);
+        std::mem::take(&mut me.0)
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.0));
+    }
+}
+
+/// Where a buffer's bytes live. The buffer itself has no `Drop`: each
+/// kind gives its memory back by its own (a pooled vector, a lease, a
+/// frame), so taking a buffer apart is a plain move.
 enum Storage {
     /// A heap vector the buffer owns (all of its length is the region;
     /// it goes back to [`crate::pool`] when the buffer dies).
-    Owned(Vec<u8>),
+    Owned(Pooled),
     /// Memory lent by a backend; returned through `lender.release(token)`.
     Lent {
         ptr: NonNull<u8>,
@@ -95,6 +123,9 @@ enum Storage {
         #[allow(dead_code)]
         lease: Lease,
     },
+    /// A region lent through a static owner (a DPDK mbuf); dropping it
+    /// gives it back.
+    Frame(Lent),
 }
 
 /// The right to use a lent region; dropping it gives the region back. Kept
@@ -109,6 +140,17 @@ impl Drop for Lease {
     fn drop(&mut self) {
         self.lender.release(self.token);
     }
+}
+
+/// A [`PacketBuf`] taken apart ([`PacketBuf::into_parts`]).
+pub enum BufParts {
+    /// An owned vector and the frame's offset in it (the frame runs to
+    /// the vector's end).
+    Vec(Vec<u8>, usize),
+    /// A frame region, the frame's offset in it and its length.
+    Frame(Lent, usize, usize),
+    /// A slot lent through a [`BufferLender`], still in its buffer.
+    Slot(PacketBuf),
 }
 
 /// Metadata that travels with a packet.
@@ -170,7 +212,7 @@ impl PacketBuf {
     /// frame of `capacity` bytes after it.
     pub fn new(headroom: usize, capacity: usize) -> Self {
         PacketBuf {
-            storage: Storage::Owned(zeroed(headroom.saturating_add(capacity))),
+            storage: Storage::Owned(Pooled(zeroed(headroom.saturating_add(capacity)))),
             head: headroom,
             len: 0,
             meta: PacketMeta::default(),
@@ -185,7 +227,7 @@ impl PacketBuf {
     /// An owned buffer holding a copy of `frame` after `headroom` bytes.
     pub fn with_headroom(frame: &[u8], headroom: usize) -> Self {
         PacketBuf {
-            storage: Storage::Owned(copied(headroom, frame, 0)),
+            storage: Storage::Owned(Pooled(copied(headroom, frame, 0))),
             head: headroom,
             len: frame.len(),
             meta: PacketMeta {
@@ -203,7 +245,7 @@ impl PacketBuf {
         let head = head.min(storage.len());
         let len = storage.len() - head;
         PacketBuf {
-            storage: Storage::Owned(storage),
+            storage: Storage::Owned(Pooled(storage)),
             head,
             len,
             meta: PacketMeta {
@@ -248,7 +290,8 @@ impl PacketBuf {
 
     fn storage(&self) -> &[u8] {
         match &self.storage {
-            Storage::Owned(b) => b,
+            Storage::Owned(b) => &b.0,
+            Storage::Frame(f) => f.bytes(),
             // SAFETY: `from_lent`'s contract: the region is valid and ours
             // until release, which only happens in Drop.
             Storage::Lent { ptr, cap, .. } => unsafe {
@@ -259,7 +302,8 @@ impl PacketBuf {
 
     fn storage_mut(&mut self) -> &mut [u8] {
         match &mut self.storage {
-            Storage::Owned(b) => b,
+            Storage::Owned(b) => &mut b.0,
+            Storage::Frame(f) => f.bytes_mut(),
             // SAFETY: as in `storage`, and `&mut self` makes this the only
             // live reference into the region.
             Storage::Lent { ptr, cap, .. } => unsafe {
@@ -304,7 +348,35 @@ impl PacketBuf {
 
     /// True when the bytes are lent by a backend rather than owned.
     pub fn is_lent(&self) -> bool {
-        matches!(self.storage, Storage::Lent { .. })
+        matches!(self.storage, Storage::Lent { .. } | Storage::Frame(_))
+    }
+
+    /// A buffer over the region `mem`: the frame is `len` bytes at offset
+    /// `head` (bounds past the region are cut to it).
+    #[inline]
+    pub fn from_frame(mem: Lent, head: usize, len: usize) -> Self {
+        let head = head.min(mem.capacity());
+        let len = len.min(mem.capacity() - head);
+        PacketBuf {
+            storage: Storage::Frame(mem),
+            head,
+            len,
+            meta: PacketMeta {
+                wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+                ..PacketMeta::default()
+            },
+        }
+    }
+
+    /// A region-backed buffer taken apart: the region, the frame's offset
+    /// in it and its length (the metadata is dropped); any other buffer
+    /// is handed back as it is (`Err`).
+    #[inline]
+    pub fn into_frame(self) -> Result<(Lent, usize, usize), PacketBuf> {
+        match self.storage {
+            Storage::Frame(mem) => Ok((mem, self.head, self.len)),
+            storage => Err(PacketBuf { storage, ..self }),
+        }
     }
 
     /// Moves the frame into a new owned buffer with `headroom` in front and
@@ -313,8 +385,7 @@ impl PacketBuf {
         let storage = copied(headroom, self.data(), tailroom);
         // Dropping the old storage releases a lent slot (or recycles an
         // owned vector).
-        let old = std::mem::replace(&mut self.storage, Storage::Owned(storage));
-        recycle(old);
+        self.storage = Storage::Owned(Pooled(storage));
         self.head = headroom;
     }
 
@@ -322,14 +393,32 @@ impl PacketBuf {
     /// cut to the frame's end (`head <= len`), for a buffer type that takes
     /// the bytes over without copying; a lent buffer is handed back as it
     /// is (`Err`), its slot still held.
-    pub fn into_vec_parts(mut self) -> Result<(Vec<u8>, usize), PacketBuf> {
-        match &mut self.storage {
+    #[inline]
+    pub fn into_vec_parts(self) -> Result<(Vec<u8>, usize), PacketBuf> {
+        match self.storage {
             Storage::Owned(v) => {
-                let mut v = std::mem::take(v);
+                let mut v = v.into_inner();
                 v.truncate(self.head + self.len);
                 Ok((v, self.head))
             }
-            Storage::Lent { .. } => Err(self),
+            storage => Err(PacketBuf { storage, ..self }),
+        }
+    }
+
+    /// The buffer taken apart for another buffer type, in one step: an
+    /// owned vector (cut to the frame's end) with the frame's offset, a
+    /// frame region with the frame's offset and length, or — for a slot
+    /// lent through a [`BufferLender`] — the buffer itself.
+    #[inline]
+    pub fn into_parts(self) -> BufParts {
+        match self.storage {
+            Storage::Owned(v) => {
+                let mut v = v.into_inner();
+                v.truncate(self.head + self.len);
+                BufParts::Vec(v, self.head)
+            }
+            Storage::Frame(mem) => BufParts::Frame(mem, self.head, self.len),
+            storage => BufParts::Slot(PacketBuf { storage, ..self }),
         }
     }
 
@@ -410,24 +499,6 @@ impl PacketBuf {
     /// Appends a copy of `bytes` to the frame.
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.push_back(bytes.len()).copy_from_slice(bytes);
-    }
-}
-
-impl Drop for PacketBuf {
-    /// Owned storage goes back to [`crate::pool`]; a lent slot goes back to
-    /// its backend (the lease's own drop).
-    fn drop(&mut self) {
-        if let Storage::Owned(v) = &mut self.storage {
-            pool::give(std::mem::take(v));
-        }
-    }
-}
-
-/// Gives replaced storage back: an owned vector to the pool, a lent slot
-/// to its backend.
-fn recycle(storage: Storage) {
-    if let Storage::Owned(v) = storage {
-        pool::give(v);
     }
 }
 
@@ -566,6 +637,12 @@ impl Burst {
     pub fn drain_front(&mut self, n: usize) -> std::vec::Drain<'_, PacketBuf> {
         let n = n.min(self.pkts.len());
         self.pkts.drain(..n)
+    }
+
+    /// Puts packets back in front of the others, in order: those a port
+    /// took out of the burst but then could not send.
+    pub fn put_back_front(&mut self, pkts: impl IntoIterator<Item = PacketBuf>) {
+        self.pkts.splice(0..0, pkts);
     }
 
     /// Removes and returns every packet.
@@ -725,6 +802,15 @@ pub trait PortBackend: Send {
     /// `Ok(None)` when the backend cannot send from two handles.
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
         Ok(None)
+    }
+
+    /// Handles that read the port's further receive queues (a DPDK port
+    /// with several queues spread by RSS), one per queue, for other
+    /// threads; this handle keeps reading its own. Each handle's
+    /// counters count only what it read and sent. Empty (the default)
+    /// for single-queue backends.
+    fn split_receivers(&mut self) -> io::Result<Vec<Box<dyn PortBackend>>> {
+        Ok(Vec::new())
     }
 
     /// For backends with no [`rx_fd`](Self::rx_fd) that can tell when

@@ -283,6 +283,15 @@ pub struct PortSpec {
     /// (a control-side injection port), so a sleeping thread need not poll
     /// this port even though it has no descriptor.
     pub woken: bool,
+    /// Which thread reads each receive queue (queue `q` on entry `q`): a
+    /// worker index (run to completion) or an RX thread index
+    /// (rx-worker-tx). Queues past the list's end, or all with an empty
+    /// list, are spread over the threads in turn. A port has one queue
+    /// unless its backend has more ([`PortBackend::split_receivers`]).
+    pub readers: Vec<usize>,
+    /// rx-worker-tx: the TX thread that sends to the port (`None`: in
+    /// turn).
+    pub sender: Option<usize>,
 }
 
 impl PortSpec {
@@ -292,6 +301,8 @@ impl PortSpec {
             number,
             backend,
             woken: false,
+            readers: Vec::new(),
+            sender: None,
         }
     }
 }
@@ -386,6 +397,11 @@ pub struct ThreadStats {
     pub ring_fill: usize,
     /// Slots of its input rings together.
     pub ring_capacity: usize,
+    /// The CPU it is pinned to, if it is.
+    pub core: Option<usize>,
+    /// The receive queues it reads: (port number, queue), queue 0 for a
+    /// port with one queue.
+    pub reads: Vec<(u32, usize)>,
 }
 
 /// One port's drop counters (the `ThreadDrops` fields that have a port),
@@ -647,6 +663,8 @@ impl InRings {
 struct ThreadCtl {
     name: String,
     role: ThreadRole,
+    /// The CPU the thread is pinned to.
+    core: Option<usize>,
     bell: Arc<Doorbell>,
     mail: Arc<Mailbox>,
     cells: Arc<ThreadCells>,
@@ -657,10 +675,11 @@ struct ThreadCtl {
 }
 
 impl ThreadCtl {
-    fn new(name: String, role: ThreadRole) -> io::Result<ThreadCtl> {
+    fn new(name: String, role: ThreadRole, core: Option<usize>) -> io::Result<ThreadCtl> {
         Ok(ThreadCtl {
             name,
             role,
+            core,
             bell: Arc::new(Doorbell::new()?),
             mail: Arc::default(),
             cells: Arc::default(),
@@ -703,6 +722,8 @@ impl ThreadCtl {
             idle_ns: c.idle_ns.load(Ordering::Relaxed),
             ring_fill: self.rings.fill(),
             ring_capacity: self.ring_capacity,
+            core: self.core,
+            reads: Vec::new(),
         }
     }
 }
@@ -787,10 +808,57 @@ struct TxPort {
     capture: Option<Tap>,
 }
 
+/// Port number → position in a list, looked up once per packet sent: a
+/// table for the numbers below [`PortIndex::DIRECT`] (OpenFlow ports are
+/// mostly small), a map for the rest.
+struct PortIndex {
+    direct: [u32; PortIndex::DIRECT],
+    other: HashMap<u32, usize>,
+}
+
+impl Default for PortIndex {
+    fn default() -> Self {
+        PortIndex {
+            direct: [u32::MAX; PortIndex::DIRECT],
+            other: HashMap::new(),
+        }
+    }
+}
+
+impl PortIndex {
+    const DIRECT: usize = 256;
+
+    #[inline]
+    fn get(&self, number: u32) -> Option<usize> {
+        match self.direct.get(number as usize) {
+            Some(&i) if i != u32::MAX => Some(i as usize),
+            _ => self.other.get(&number).copied(),
+        }
+    }
+
+    fn insert(&mut self, number: u32, i: usize) {
+        match (self.direct.get_mut(number as usize), u32::try_from(i)) {
+            (Some(slot), Ok(i)) if i != u32::MAX => *slot = i,
+            _ => {
+                self.other.insert(number, i);
+            }
+        }
+    }
+
+    fn remove(&mut self, number: u32) -> Option<usize> {
+        let found = self.get(number);
+        if let Some(slot) = self.direct.get_mut(number as usize) {
+            *slot = u32::MAX;
+        }
+        self.other.remove(&number);
+        found
+    }
+}
+
 /// The sending side of a thread: a pending burst per port.
 struct TxSide {
     ports: Vec<TxPort>,
-    index: HashMap<u32, usize>,
+    index: PortIndex,
     no_port: Arc<AtomicU64>,
 }
 
@@ -798,7 +866,7 @@ impl TxSide {
     fn new(ports: Vec<TxPort>, no_port: Arc<AtomicU64>) -> TxSide {
         let mut side = TxSide {
             ports: Vec::with_capacity(ports.len()),
-            index: HashMap::new(),
+            index: PortIndex::default(),
             no_port,
         };
         for p in ports {
@@ -816,7 +884,7 @@ impl TxSide {
     /// Sends what is pending for port `number` (what the port refuses is
     /// dropped as `tx_queue_full`) and drops the handle.
     fn remove(&mut self, number: u32) {
-        let Some(i) = self.index.remove(&number) else {
+        let Some(i) = self.index.remove(number) else {
             return;
         };
         if i >= self.ports.len() {
@@ -867,13 +935,13 @@ impl TxSide {
 
     /// Starts (`Some`) or stops copying what port `number` is handed.
     fn set_capture(&mut self, number: u32, sink: Option<Arc<Capture>>) {
-        if let Some(p) = self.index.get(&number).and_then(|&i| self.ports.get_mut(i)) {
+        if let Some(p) = self.index.get(number).and_then(|i| self.ports.get_mut(i)) {
             p.capture = sink.map(Tap::new);
         }
     }
 
     fn enqueue(&mut self, port: u32, pkt: PacketBuf, now: Instant) {
-        let Some(p) = self.index.get(&port).and_then(|&i| self.ports.get_mut(i)) else {
+        let Some(p) = self.index.get(port).and_then(|i| self.ports.get_mut(i)) else {
             bump(&self.no_port, 1);
             return;
         };
@@ -990,8 +1058,9 @@ impl<T: RingItem> Stage<T> {
 struct PortRecord {
     drops: Arc<PortDropCells>,
     slots: Vec<Slot>,
-    /// The worker (run to completion) or RX thread reading it.
-    reader: usize,
+    /// The worker (run to completion) or RX thread reading each of its
+    /// receive queues, queue `q` on entry `q`.
+    readers: Vec<usize>,
     /// The TX thread sending to it (split arrangement).
     tx: usize,
     /// The capture its threads copy into, if one was started.
@@ -1043,32 +1112,61 @@ fn handles_for(
     Ok((Handle::Own(backend), senders, false))
 }
 
-/// The pieces of one port: the reader's port (with `bell`, the reader's
-/// doorbell, attached), `writers` send ports, and its record (reader and
-/// TX thread still 0).
+/// What [`port_parts`] makes: (reading thread, port) per receive queue,
+/// the send ports, the record.
+type PortParts = (Vec<(usize, RxPort)>, Vec<TxPort>, PortRecord);
+
+/// The pieces of one port: a reader's port per receive queue (queue `q`
+/// read by thread `pick(q)`, whose doorbell `bells` gives, attached),
+/// `writers` send ports, and its record (TX thread still 0).
 fn port_parts(
-    spec: PortSpec,
+    mut spec: PortSpec,
     writers: usize,
-    bell: &Arc<Doorbell>,
+    bells: &[Arc<Doorbell>],
+    pick: &dyn Fn(usize) -> usize,
     tx_write: usize,
-) -> io::Result<(RxPort, Vec<TxPort>, PortRecord)> {
+) -> io::Result<PortParts> {
     let number = spec.number;
-    let (mut reader, senders, shared) = handles_for(spec.backend, writers)?;
-    let rung = reader.with(|p| p.attach_doorbell(bell.clone()));
-    let fdless = reader.fd().is_none() && !spec.woken && !rung;
+    // The further queues first, while the backend is still ours alone.
+    let extra = spec.backend.split_receivers()?;
+    let n_queues = 1 + extra.len();
+    let readers: Vec<usize> = (0..n_queues).map(pick).collect();
+    if let Some(bad) = readers.iter().find(|&&r| r >= bells.len()) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "port {number}: no reading thread {bad} (there are {})",
+                bells.len()
+            ),
+        ));
+    }
+    let (reader, senders, shared) = handles_for(spec.backend, writers)?;
     let drops = Arc::new(PortDropCells::default());
-    let slot = Slot::default();
-    let mut slots = vec![slot.clone()];
-    let rx = RxPort {
-        number,
-        input: Published {
-            slot: Some(slot),
-            handle: reader,
-        },
-        fdless,
-        drops: drops.clone(),
-        capture: None,
+    let mut slots = Vec::new();
+    let woken = spec.woken;
+    let rx_of = |handle: Handle, bell: &Arc<Doorbell>, slots: &mut Vec<Slot>| {
+        let mut handle = handle;
+        let rung = handle.with(|p| p.attach_doorbell(bell.clone()));
+        let fdless = handle.fd().is_none() && !woken && !rung;
+        let slot = Slot::default();
+        slots.push(slot.clone());
+        RxPort {
+            number,
+            input: Published {
+                slot: Some(slot),
+                handle,
+            },
+            fdless,
+            drops: drops.clone(),
+            capture: None,
+        }
     };
+    let mut rxs = Vec::with_capacity(n_queues);
+    rxs.push((readers[0], rx_of(reader, &bells[readers[0]], &mut slots)));
+    for (q, h) in extra.into_iter().enumerate() {
+        let r = readers[q + 1];
+        rxs.push((r, rx_of(Handle::Own(h), &bells[r], &mut slots)));
+    }
     let txs = senders
         .into_iter()
         .map(|handle| {
@@ -1088,14 +1186,15 @@ fn port_parts(
             }
         })
         .collect();
+    spec.readers.clear();
     let record = PortRecord {
         drops,
         slots,
-        reader: 0,
+        readers,
         tx: 0,
         capture: None,
     };
-    Ok((rx, txs, record))
+    Ok((rxs, txs, record))
 }
 
 fn spawn(
@@ -1246,9 +1345,26 @@ impl Threads {
         tag: &str,
         role: ThreadRole,
     ) -> io::Result<Vec<ThreadCtl>> {
+        let cores = match role {
+            ThreadRole::Rx => &cfg.rx_cores,
+            ThreadRole::Worker => &cfg.worker_cores,
+            ThreadRole::Tx => &cfg.tx_cores,
+        };
         (0..n)
-            .map(|i| ThreadCtl::new(format!("{}-{tag}{i}", cfg.name), role))
+            .map(|i| ThreadCtl::new(format!("{}-{tag}{i}", cfg.name), role, core_of(cores, i)))
             .collect()
+    }
+
+    /// rx-worker-tx: the TX thread of the `i`-th port handed over.
+    fn sender_of(spec: &PortSpec, i: usize, ntx: usize) -> io::Result<usize> {
+        match spec.sender {
+            Some(x) if x >= ntx => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("port {}: no TX thread {x} (there are {ntx})", spec.number),
+            )),
+            Some(x) => Ok(x),
+            None => Ok(i % ntx),
+        }
     }
 
     fn check_new(&self, number: u32) -> io::Result<()> {
@@ -1271,16 +1387,17 @@ impl Threads {
         t.workers = Self::ctls(cfg, workers, "w", ThreadRole::Worker)?;
         let mut rx_of: Vec<Vec<RxPort>> = (0..workers).map(|_| Vec::new()).collect();
         let mut tx_of: Vec<Vec<TxPort>> = (0..workers).map(|_| Vec::new()).collect();
+        let bells: Vec<Arc<Doorbell>> = t.workers.iter().map(|c| c.bell.clone()).collect();
         for (i, spec) in ports.into_iter().enumerate() {
             let number = spec.number;
             t.check_new(number)?;
-            let reader = i % workers;
-            let bell = t.workers.get(reader).map(|c| c.bell.clone());
-            let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
-            let (rx, txs, mut record) = port_parts(spec, workers, &bell, t.tx_write)?;
-            record.reader = reader;
-            if let Some(list) = rx_of.get_mut(reader) {
-                list.push(rx);
+            let chosen = spec.readers.clone();
+            let pick = |q: usize| chosen.get(q).copied().unwrap_or((i + q) % workers);
+            let (rxs, txs, record) = port_parts(spec, workers, &bells, &pick, t.tx_write)?;
+            for (reader, rx) in rxs {
+                if let Some(list) = rx_of.get_mut(reader) {
+                    list.push(rx);
+                }
             }
             for (list, tx) in tx_of.iter_mut().zip(txs) {
                 list.push(tx);
@@ -1326,16 +1443,19 @@ impl Threads {
         t.tx = Self::ctls(cfg, ntx, "tx", ThreadRole::Tx)?;
         let mut rx_ports: Vec<Vec<RxPort>> = (0..nrx).map(|_| Vec::new()).collect();
         let mut tx_ports: Vec<Vec<TxPort>> = (0..ntx).map(|_| Vec::new()).collect();
+        let bells: Vec<Arc<Doorbell>> = t.rx.iter().map(|c| c.bell.clone()).collect();
         for (i, spec) in ports.into_iter().enumerate() {
             let number = spec.number;
             t.check_new(number)?;
-            let (reader, x) = (i % nrx, i % ntx);
-            let bell = t.rx.get(reader).map(|c| c.bell.clone());
-            let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
-            let (rx, mut txs, mut record) = port_parts(spec, 1, &bell, t.tx_write)?;
-            (record.reader, record.tx) = (reader, x);
-            if let Some(list) = rx_ports.get_mut(reader) {
-                list.push(rx);
+            let x = Self::sender_of(&spec, i, ntx)?;
+            let chosen = spec.readers.clone();
+            let pick = |q: usize| chosen.get(q).copied().unwrap_or((i + q) % nrx);
+            let (rxs, mut txs, mut record) = port_parts(spec, 1, &bells, &pick, t.tx_write)?;
+            record.tx = x;
+            for (reader, rx) in rxs {
+                if let Some(list) = rx_ports.get_mut(reader) {
+                    list.push(rx);
+                }
             }
             if let (Some(tx), Some(list)) = (txs.pop(), tx_ports.get_mut(x)) {
                 list.push(tx);
@@ -1494,36 +1614,43 @@ impl Threads {
             return Err(io::Error::other("the dataplane threads have stopped"));
         }
         let n = self.readers().len().max(1);
-        let reader = (0..n)
-            .min_by_key(|i| self.ports.values().filter(|r| r.reader == *i).count())
+        let base = (0..n)
+            .min_by_key(|i| {
+                self.ports
+                    .values()
+                    .map(|r| r.readers.iter().filter(|&&t| t == *i).count())
+                    .sum::<usize>()
+            })
             .unwrap_or(0);
-        let bell = self.readers().get(reader).map(|c| c.bell.clone());
-        let bell = bell.ok_or_else(|| io::Error::other("bell"))?;
+        let chosen = spec.readers.clone();
+        let pick = |q: usize| chosen.get(q).copied().unwrap_or((base + q) % n);
+        let bells: Vec<Arc<Doorbell>> = self.readers().iter().map(|c| c.bell.clone()).collect();
         let done = match self.mode {
             ThreadMode::RunToCompletion => {
-                let (rx, txs, mut record) =
-                    port_parts(spec, self.workers.len(), &bell, self.tx_write)?;
-                record.reader = reader;
+                let (rxs, txs, record) =
+                    port_parts(spec, self.workers.len(), &bells, &pick, self.tx_write)?;
                 self.ports.insert(number, record);
                 self.given += 1;
-                // Each worker applies its changes in order: the reader
-                // can send to the port before it reads it.
+                // Each worker applies its changes in order: a reader can
+                // send to the port before it reads it.
                 for (ctl, tx) in self.workers.iter_mut().zip(txs) {
                     ctl.post(Change::Write(tx));
                 }
-                if let Some(ctl) = self.workers.get_mut(reader) {
-                    ctl.post(Change::Read(rx));
+                for (reader, rx) in rxs {
+                    if let Some(ctl) = self.workers.get_mut(reader) {
+                        ctl.post(Change::Read(rx));
+                    }
                 }
                 await_acks(self.workers.iter())
             }
             ThreadMode::RxWorkerTx => {
-                let x = self.given % self.tx.len().max(1);
-                let (rx, mut txs, mut record) = port_parts(spec, 1, &bell, self.tx_write)?;
-                (record.reader, record.tx) = (reader, x);
+                let x = Self::sender_of(&spec, self.given, self.tx.len().max(1))?;
+                let (rxs, mut txs, mut record) = port_parts(spec, 1, &bells, &pick, self.tx_write)?;
+                record.tx = x;
                 let drops = record.drops.clone();
                 self.ports.insert(number, record);
                 self.given += 1;
-                self.add_split(number, rx, txs.pop(), drops, reader, x)
+                self.add_split(number, rxs, txs.pop(), drops, x)
             }
         };
         if done.is_err() {
@@ -1537,10 +1664,9 @@ impl Threads {
     fn add_split(
         &mut self,
         number: u32,
-        rx: RxPort,
+        rxs: Vec<(usize, RxPort)>,
         tx: Option<TxPort>,
         drops: Arc<PortDropCells>,
-        reader: usize,
         x: usize,
     ) -> io::Result<()> {
         if let (Some(ctl), Some(tx)) = (self.tx.get_mut(x), tx) {
@@ -1555,10 +1681,12 @@ impl Threads {
             });
         }
         await_acks(self.workers.iter())?;
-        if let Some(ctl) = self.rx.get_mut(reader) {
-            ctl.post(Change::Read(rx));
+        for (reader, rx) in rxs {
+            if let Some(ctl) = self.rx.get_mut(reader) {
+                ctl.post(Change::Read(rx));
+            }
         }
-        await_acks(self.rx.get(reader).into_iter())
+        await_acks(self.rx.iter())
     }
 
     /// Tells every thread to forget `number` without waiting, and forgets
@@ -1600,7 +1728,7 @@ impl Threads {
                 format!("no port {number}"),
             ));
         };
-        let (reader, x) = (r.reader, r.tx);
+        let (readers, x) = (r.readers.clone(), r.tx);
         if self.running() {
             match self.mode {
                 ThreadMode::RunToCompletion => {
@@ -1611,10 +1739,12 @@ impl Threads {
                 }
                 ThreadMode::RxWorkerTx => {
                     // Forwards along the packets' way.
-                    if let Some(ctl) = self.rx.get_mut(reader) {
-                        ctl.post(Change::Remove(number));
+                    for (i, ctl) in self.rx.iter_mut().enumerate() {
+                        if readers.contains(&i) {
+                            ctl.post(Change::Remove(number));
+                        }
                     }
-                    await_acks(self.rx.get(reader).into_iter())?;
+                    await_acks(self.rx.iter())?;
                     for ctl in &mut self.workers {
                         ctl.post(Change::Remove(number));
                     }
@@ -1688,7 +1818,7 @@ impl Threads {
         let Some(r) = self.ports.get(&number) else {
             return Ok(());
         };
-        let (reader, x) = (r.reader, r.tx);
+        let (readers, x) = (r.readers.clone(), r.tx);
         let change = || Change::Capture {
             number,
             sink: sink.clone(),
@@ -1701,13 +1831,15 @@ impl Threads {
                 await_acks(self.workers.iter())
             }
             ThreadMode::RxWorkerTx => {
-                if let Some(ctl) = self.rx.get_mut(reader) {
-                    ctl.post(change());
+                for (i, ctl) in self.rx.iter_mut().enumerate() {
+                    if readers.contains(&i) {
+                        ctl.post(change());
+                    }
                 }
                 if let Some(ctl) = self.tx.get_mut(x) {
                     ctl.post(change());
                 }
-                await_acks(self.rx.get(reader).into_iter().chain(self.tx.get(x)))
+                await_acks(self.rx.iter().chain(self.tx.get(x)))
             }
         }
     }
@@ -1759,12 +1891,26 @@ impl Threads {
     /// publication, at most a few milliseconds old), and its input rings'
     /// fill now. RX threads first, then workers, then TX threads.
     pub fn thread_stats(&self) -> Vec<ThreadStats> {
-        self.rx
+        let mut out: Vec<ThreadStats> = self
+            .rx
             .iter()
             .chain(&self.workers)
             .chain(&self.tx)
             .map(ThreadCtl::stats)
-            .collect()
+            .collect();
+        // The readers are the RX threads (split) or the workers.
+        let first = match self.mode {
+            ThreadMode::RunToCompletion => self.rx.len(),
+            ThreadMode::RxWorkerTx => 0,
+        };
+        for (number, r) in &self.ports {
+            for (q, &t) in r.readers.iter().enumerate() {
+                if let Some(st) = out.get_mut(first + t) {
+                    st.reads.push((*number, q));
+                }
+            }
+        }
+        out
     }
 
     /// Number of threads running.

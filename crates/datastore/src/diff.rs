@@ -102,7 +102,8 @@ pub enum Change {
         /// `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores`,
         /// `burst.rx_read` ... `burst.tx_write`, `flush_idle_us`,
         /// `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`,
-        /// `dispatch`, `dispatch_fallback`, `priority_class`.
+        /// `dispatch`, `dispatch_fallback`, `priority_class`,
+        /// `core_assign`, and `dpdk.eal_args` (the `[dpdk]` section).
         fields: Vec<&'static str>,
     },
     /// Only the static flows, groups or meters of a bridge differ (the
@@ -247,7 +248,11 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     if !same_links(&old.patch_links, &new.patch_links) {
         out.push(Change::PatchLinks);
     }
-    let fields = dataplane_fields(&old.dataplane, &new.dataplane);
+    let mut fields = dataplane_fields(&old.dataplane, &new.dataplane);
+    if old.dpdk != new.dpdk {
+        // The EAL starts once per process.
+        fields.push("dpdk.eal_args");
+    }
     if !fields.is_empty() {
         out.push(Change::ChangeDataplane { fields });
     }
@@ -344,6 +349,9 @@ fn dataplane_fields(a: &Dataplane, b: &Dataplane) -> Vec<&'static str> {
         .collect();
     if a.dispatch.rules != b.dispatch.rules {
         out.push("priority_class");
+    }
+    if a.core_assign != b.core_assign {
+        out.push("core_assign");
     }
     out
 }

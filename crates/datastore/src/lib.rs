@@ -113,6 +113,8 @@ pub struct Config {
     pub dataplane: Dataplane,
     /// TLS files, if any controller uses TLS (or the file gave them).
     pub tls: Option<TlsFiles>,
+    /// How DPDK starts (used only when a port has backend `dpdk`).
+    pub dpdk: DpdkSettings,
     /// What was found but does not stop the configuration from loading
     /// (undefined groups or meters referred to by static flows, outputs to
     /// ports the bridge lacks, shared cores, ignored settings).
@@ -244,6 +246,14 @@ impl Config {
                 pcap_read: None,
                 pcap_write: None,
                 pcap_rate: None,
+                dpdk_devargs: None,
+                dpdk_rx_queues: None,
+                dpdk_rx_desc: None,
+                dpdk_tx_desc: None,
+                dpdk_mbufs: None,
+                dpdk_mtu: None,
+                rx_queue_cores: None,
+                tx_core: None,
             };
             if let Backend::Pcap(pc) = &args.io {
                 p.pcap_read = match &pc.read {
@@ -312,6 +322,7 @@ impl Config {
                 ..RawDataplane::default()
             })),
             tls: None,
+            dpdk: None,
         };
         let src = SourceText::new(Path::new(COMMAND_LINE), None);
         let mut checker = validate::Checker::new(src, PathBuf::new(), host);

@@ -125,6 +125,8 @@ pub enum Backend {
     Pcap(PcapBackend),
     /// In-process queues, for tests.
     Memory,
+    /// A DPDK ethdev (a NIC or a virtual device); needs the `dpdk` build.
+    Dpdk(DpdkBackend),
 }
 
 impl Backend {
@@ -137,6 +139,7 @@ impl Backend {
             Backend::Tap => "tap",
             Backend::Pcap(_) => "pcap",
             Backend::Memory => "memory",
+            Backend::Dpdk(_) => "dpdk",
         }
     }
 
@@ -145,6 +148,65 @@ impl Backend {
     pub fn is_kernel(&self) -> bool {
         matches!(self, Backend::AfPacket | Backend::AfXdp | Backend::Tap)
     }
+}
+
+/// A DPDK port: the device and how its queues are set up and placed.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct DpdkBackend {
+    /// What DPDK opens: a vdev with its arguments
+    /// (`net_pcap0,rx_pcap=in.pcap`), a PCI address, or the name of a
+    /// device the EAL arguments create. Paths in it are taken as DPDK
+    /// takes them (relative to the working directory). Default: the
+    /// interface name.
+    pub devargs: String,
+    /// Receive queues (1..=1024), spread by RSS; `None`: one per thread
+    /// that reads ports (workers, or RX threads in rx-worker-tx).
+    pub rx_queues: Option<u16>,
+    /// Descriptors per receive queue (64..=32768, default 1024).
+    pub rx_desc: u16,
+    /// Descriptors per transmit queue (64..=32768, default 1024).
+    pub tx_desc: u16,
+    /// Mbufs of the port's pool (0: the queues' descriptors plus 8192;
+    /// else 1023..=16777215).
+    pub mbufs: u32,
+    /// MTU to set (68..=65535), if given.
+    pub mtu: Option<u16>,
+    /// The CPU of the thread that reads each receive queue, queue `q` on
+    /// entry `q` (Lagopus's `(port, queue, lcore)`); the reading threads
+    /// must be pinned there (`*_cores` or `core_assign`).
+    pub rx_queue_cores: Option<Vec<usize>>,
+    /// rx-worker-tx: the CPU of the TX thread that sends to the port
+    /// (Lagopus's `(port, lcore)`).
+    pub tx_core: Option<usize>,
+}
+
+/// Default descriptors per DPDK queue.
+pub const DPDK_DEFAULT_DESC: u16 = 1024;
+
+impl DpdkBackend {
+    /// A port on `devargs` with the defaults.
+    pub fn new(devargs: impl Into<String>) -> DpdkBackend {
+        DpdkBackend {
+            devargs: devargs.into(),
+            rx_desc: DPDK_DEFAULT_DESC,
+            tx_desc: DPDK_DEFAULT_DESC,
+            ..DpdkBackend::default()
+        }
+    }
+
+    /// The device's name: the devargs up to the first comma.
+    pub fn device_name(&self) -> &str {
+        self.devargs.split(',').next().unwrap_or("").trim()
+    }
+}
+
+/// The `[dpdk]` section: how DPDK's EAL starts (once per process, when
+/// the first DPDK port opens).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct DpdkSettings {
+    /// The EAL's command line, without the program name (`-l N` with the
+    /// first usable CPU is added when no lcores are named).
+    pub eal_args: Vec<String>,
 }
 
 /// A pcap-file port: packets come from `read` at `rate`, and what the
@@ -576,6 +638,31 @@ pub struct Dataplane {
     pub rings: RingSizes,
     /// RX dispatch.
     pub dispatch: Dispatch,
+    /// Places the threads on CPUs by a policy instead of `*_cores`.
+    pub core_assign: Option<CoreAssign>,
+}
+
+/// How the dataplane threads are placed on CPUs when no `*_cores` are
+/// given (Lagopus's `--core-assign`); see `dataplane::placement`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CoreAssign {
+    /// One thread per physical core, hyperthread siblings skipped.
+    Performance,
+    /// Every logical CPU, siblings included; shared when too few.
+    Balance,
+    /// One CPU for the I/O threads, one for the workers.
+    Minimum,
+}
+
+impl CoreAssign {
+    /// The config-file spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoreAssign::Performance => "performance",
+            CoreAssign::Balance => "balance",
+            CoreAssign::Minimum => "minimum",
+        }
+    }
 }
 
 /// Most threads of one kind.
@@ -597,6 +684,7 @@ impl Default for Dataplane {
             flush: FlushPolicy::default(),
             rings: RingSizes::default(),
             dispatch: Dispatch::default(),
+            core_assign: None,
         }
     }
 }

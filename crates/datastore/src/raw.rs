@@ -21,6 +21,14 @@ pub(crate) struct RawConfig {
     pub patch_links: Vec<S<RawPatchLink>>,
     pub dataplane: Option<S<RawDataplane>>,
     pub tls: Option<S<RawTls>>,
+    pub dpdk: Option<S<RawDpdk>>,
+}
+
+/// `[dpdk]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDpdk {
+    pub eal_args: Option<S<Vec<S<String>>>>,
 }
 
 /// `[[bridges]]`.
@@ -59,6 +67,14 @@ pub(crate) struct RawPort {
     pub pcap_read: Option<S<String>>,
     pub pcap_write: Option<S<String>>,
     pub pcap_rate: Option<S<IntOrString>>,
+    pub dpdk_devargs: Option<S<String>>,
+    pub dpdk_rx_queues: Option<S<i64>>,
+    pub dpdk_rx_desc: Option<S<i64>>,
+    pub dpdk_tx_desc: Option<S<i64>>,
+    pub dpdk_mbufs: Option<S<i64>>,
+    pub dpdk_mtu: Option<S<i64>>,
+    pub rx_queue_cores: Option<S<Vec<S<i64>>>>,
+    pub tx_core: Option<S<i64>>,
 }
 
 /// `[[bridges.controllers]]`.
@@ -110,6 +126,7 @@ pub(crate) struct RawDataplane {
     pub dispatch_fallback: Option<S<String>>,
     #[serde(default)]
     pub priority_class: Vec<S<RawRule>>,
+    pub core_assign: Option<S<String>>,
 }
 
 /// `[dataplane.burst]`.

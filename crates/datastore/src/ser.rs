@@ -13,10 +13,17 @@ use crate::Config;
 struct OutConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     tls: Option<OutTls>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpdk: Option<OutDpdk>,
     dataplane: OutDataplane,
     bridges: Vec<OutBridge>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     patch_links: Vec<OutLink>,
+}
+
+#[derive(Serialize)]
+struct OutDpdk {
+    eal_args: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -48,6 +55,8 @@ struct OutDataplane {
     dispatch: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dispatch_fallback: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    core_assign: Option<&'static str>,
     burst: OutBurst,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     priority_class: Vec<OutRule>,
@@ -122,6 +131,22 @@ struct OutPort {
     pcap_write: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pcap_rate: Option<PcapRateOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpdk_devargs: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpdk_rx_queues: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpdk_rx_desc: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpdk_tx_desc: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpdk_mbufs: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dpdk_mtu: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rx_queue_cores: Option<Vec<usize>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tx_core: Option<usize>,
 }
 
 #[derive(Serialize)]
@@ -208,6 +233,14 @@ fn port(p: &Port) -> OutPort {
         pcap_read: None,
         pcap_write: None,
         pcap_rate: None,
+        dpdk_devargs: None,
+        dpdk_rx_queues: None,
+        dpdk_rx_desc: None,
+        dpdk_tx_desc: None,
+        dpdk_mbufs: None,
+        dpdk_mtu: None,
+        rx_queue_cores: None,
+        tx_core: None,
     };
     if let PortKind::Interface { name, backend } = &p.kind {
         out.interface = Some(name.clone());
@@ -219,6 +252,16 @@ fn port(p: &Port) -> OutPort {
                 PcapRate::Max => PcapRateOut::Max("max"),
                 PcapRate::Pps(n) => PcapRateOut::Pps(n),
             });
+        }
+        if let Backend::Dpdk(d) = backend {
+            out.dpdk_devargs = Some(d.devargs.clone());
+            out.dpdk_rx_queues = d.rx_queues;
+            out.dpdk_rx_desc = Some(d.rx_desc);
+            out.dpdk_tx_desc = Some(d.tx_desc);
+            out.dpdk_mbufs = Some(d.mbufs);
+            out.dpdk_mtu = d.mtu;
+            out.rx_queue_cores = d.rx_queue_cores.clone();
+            out.tx_core = d.tx_core;
         }
     }
     out
@@ -241,6 +284,7 @@ fn dataplane(d: &Dataplane) -> OutDataplane {
         tx_ring_size: d.rings.tx_ring,
         dispatch: piped.then_some(d.dispatch.key.as_str()),
         dispatch_fallback: (piped && class).then_some(d.dispatch.fallback.as_str()),
+        core_assign: d.core_assign.map(CoreAssign::as_str),
         burst: OutBurst {
             rx_read: d.burst.rx_read,
             rx_write: d.burst.rx_write,
@@ -277,6 +321,9 @@ pub(crate) fn to_toml(c: &Config) -> String {
             private_key: path_str(&t.private_key),
             certificate: path_str(&t.certificate),
             ca_cert: path_str(&t.ca_cert),
+        }),
+        dpdk: (!c.dpdk.eal_args.is_empty()).then(|| OutDpdk {
+            eal_args: c.dpdk.eal_args.clone(),
         }),
         dataplane: dataplane(&c.dataplane),
         bridges: c.bridges.iter().map(bridge).collect(),

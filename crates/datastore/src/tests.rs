@@ -180,7 +180,7 @@ fn dpid_forms() {
 fn unknown_keys_name_the_key_and_where() {
     assert_eq!(
         error("bridge = 1\n"),
-        "fulmar.toml:1:1: bridge: unknown field `bridge`, expected one of `bridges`, `patch_links`, `dataplane`, `tls`"
+        "fulmar.toml:1:1: bridge: unknown field `bridge`, expected one of `bridges`, `patch_links`, `dataplane`, `tls`, `dpdk`"
     );
     assert_eq!(
         error("[[bridges]]\nname = \"br0\"\ndatapath_id = 1\n"),
@@ -188,7 +188,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&format!("{}speed = 10\n", one_bridge(""))),
-        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`"
+        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`"
     );
     // The second bridge's port.
     let text = format!(
@@ -197,7 +197,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&text),
-        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`"
+        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`"
     );
     assert_eq!(
         error("[dataplane.burst]\nrx_read = 32\nrx_reed = 32\n"),
@@ -205,7 +205,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error("[dataplane]\nworkers = 2\n"),
-        "fulmar.toml:2:1: dataplane.workers: unknown field `workers`, expected one of `mode`, `rx_threads`, `worker_threads`, `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores`, `burst`, `flush_idle_us`, `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`, `dispatch`, `dispatch_fallback`, `priority_class`"
+        "fulmar.toml:2:1: dataplane.workers: unknown field `workers`, expected one of `mode`, `rx_threads`, `worker_threads`, `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores`, `burst`, `flush_idle_us`, `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`, `dispatch`, `dispatch_fallback`, `priority_class`, `core_assign`"
     );
     assert_eq!(
         error("[[bridges]]\nname = \"b\"\ncontrollers = [{ target = \"tcp:1.2.3.4\", echo = 5 }]\n"),
@@ -322,8 +322,8 @@ fn port_errors() {
         "fulmar.toml:4:8: bridges[0].ports[0]: the port has no interface (give interface = \"NAME\", or backend = \"patch\")"
     );
     assert_eq!(
-        port("port = 1\ninterface = \"e\"\nbackend = \"dpdk\""),
-        "fulmar.toml:6:11: bridges[0].ports[0].backend: backend \"dpdk\" is not valid (afpacket, afxdp, tap, pcap, memory or patch)"
+        port("port = 1\ninterface = \"e\"\nbackend = \"vhost\""),
+        "fulmar.toml:6:11: bridges[0].ports[0].backend: backend \"vhost\" is not valid (afpacket, afxdp, tap, pcap, dpdk, memory or patch)"
     );
     assert_eq!(
         port("port = 1\ninterface = \"a-very-long-name0\""),
@@ -1406,4 +1406,133 @@ mod no_panic {
         out.push('"');
         out
     }
+}
+
+#[test]
+fn dpdk_ports_eal_arguments_and_placement_load_and_round_trip() {
+    let text = r#"
+[dpdk]
+eal_args = ["--no-huge", "-m", "256", "--no-pci"]
+
+[dataplane]
+mode = "rx-worker-tx"
+rx_threads = 2
+worker_threads = 1
+tx_threads = 1
+rx_cores = [0, 1]
+worker_cores = [1]
+tx_cores = [0]
+
+[[bridges]]
+name = "br0"
+
+[[bridges.ports]]
+port = 1
+interface = "wan"
+backend = "dpdk"
+dpdk_devargs = "net_pcap0,rx_pcap=in.pcap,infinite_rx=1"
+dpdk_rx_queues = 2
+dpdk_rx_desc = 512
+dpdk_mbufs = 65535
+rx_queue_cores = [1, 0]
+tx_core = 0
+
+[[bridges.ports]]
+port = 2
+interface = "net_null0"
+backend = "dpdk"
+"#;
+    let c = Config::from_str_for(text, "fulmar.toml", HOST).unwrap();
+    assert_eq!(c.dpdk.eal_args, ["--no-huge", "-m", "256", "--no-pci"]);
+    let PortKind::Interface {
+        backend: Backend::Dpdk(d),
+        ..
+    } = &c.bridges[0].ports[0].kind
+    else {
+        panic!("not dpdk")
+    };
+    assert_eq!(d.devargs, "net_pcap0,rx_pcap=in.pcap,infinite_rx=1");
+    assert_eq!(d.device_name(), "net_pcap0");
+    assert_eq!(
+        (d.rx_queues, d.rx_desc, d.tx_desc, d.mbufs),
+        (Some(2), 512, 1024, 65535)
+    );
+    assert_eq!(
+        (d.rx_queue_cores.clone(), d.tx_core),
+        (Some(vec![1, 0]), Some(0))
+    );
+    let PortKind::Interface {
+        backend: Backend::Dpdk(d2),
+        ..
+    } = &c.bridges[0].ports[1].kind
+    else {
+        panic!("not dpdk")
+    };
+    assert_eq!(
+        d2,
+        &DpdkBackend::new("net_null0"),
+        "devargs default to the interface"
+    );
+    let again = Config::from_str_for(&c.to_toml_string(), "fulmar.toml", HOST).unwrap();
+    assert_eq!(without_sources(again), without_sources(c));
+
+    let policy = "[dataplane]\ncore_assign = \"minimum\"\n[[bridges]]\nname = \"b\"\n";
+    let c = Config::from_str_for(policy, "fulmar.toml", HOST).unwrap();
+    assert_eq!(c.dataplane.core_assign, Some(CoreAssign::Minimum));
+    assert!(c.to_toml_string().contains("core_assign = \"minimum\""));
+}
+
+#[test]
+fn dpdk_errors_name_the_field() {
+    let port = |body: &str| {
+        error(&format!(
+            "[[bridges]]\nname = \"b\"\n[[bridges.ports]]\nport = 1\n{body}\n"
+        ))
+    };
+    assert_eq!(
+        port("interface = \"e\"\ndpdk_rx_queues = 2"),
+        "fulmar.toml:6:18: bridges[0].ports[0].dpdk_rx_queues: dpdk_rx_queues is only for backend = \"dpdk\""
+    );
+    assert_eq!(
+        port("interface = \"e\"\nbackend = \"dpdk\"\ndpdk_rx_queues = 0"),
+        "fulmar.toml:7:18: bridges[0].ports[0].dpdk_rx_queues: dpdk_rx_queues 0 is not valid (1..=1024)"
+    );
+    assert_eq!(
+        port("interface = \"e\"\nbackend = \"dpdk\"\ndpdk_devargs = \",x=1\""),
+        "fulmar.toml:7:16: bridges[0].ports[0].dpdk_devargs: dpdk_devargs \",x=1\" is not a device (a vdev like \"net_pcap0,rx_pcap=in.pcap\", or a PCI address)"
+    );
+    assert_eq!(
+        port("interface = \"e\"\nbackend = \"dpdk\"\ndpdk_mbufs = 100"),
+        "fulmar.toml:7:14: bridges[0].ports[0].dpdk_mbufs: dpdk_mbufs 100 is not valid (1023..=16777215)"
+    );
+    assert_eq!(
+        port("interface = \"e\"\nbackend = \"dpdk\"\nrx_queue_cores = [1]"),
+        "fulmar.toml:7:18: bridges[0].ports[0].rx_queue_cores: rx_queue_cores needs the reading threads pinned: give dataplane.worker_cores or dataplane.core_assign"
+    );
+    assert_eq!(
+        port("interface = \"e\"\nbackend = \"dpdk\"\ntx_core = 1"),
+        "fulmar.toml:7:11: bridges[0].ports[0].tx_core: tx_core is only for mode = \"rx-worker-tx\" (run to completion, every worker sends)"
+    );
+    let two = "[[bridges]]\nname = \"b\"\n[[bridges.ports]]\nport = 1\ninterface = \"a\"\nbackend = \"dpdk\"\ndpdk_devargs = \"net_null0\"\n[[bridges.ports]]\nport = 2\ninterface = \"b\"\nbackend = \"dpdk\"\ndpdk_devargs = \"net_null0,size=64\"\n";
+    assert_eq!(
+        error(two),
+        "fulmar.toml:12:16: bridges[0].ports[1].dpdk_devargs: DPDK device \"net_null0\" is already bridges[0].ports[0]"
+    );
+    let pinned = "[dataplane]\nworker_cores = [1]\n[[bridges]]\nname = \"b\"\n[[bridges.ports]]\nport = 1\ninterface = \"a\"\nbackend = \"dpdk\"\nrx_queue_cores = [0]\n";
+    assert_eq!(
+        error(pinned),
+        "fulmar.toml:9:19: bridges[0].ports[0].rx_queue_cores[0]: no reading thread runs on core 0 (dataplane.worker_cores = [1])"
+    );
+    assert_eq!(
+        error("[dataplane]\ncore_assign = \"fastest\"\n"),
+        "fulmar.toml:2:15: dataplane.core_assign: core_assign \"fastest\" is not valid (performance, balance or minimum)"
+    );
+    assert_eq!(
+        error("[dataplane]\ncore_assign = \"balance\"\nworker_cores = [1]\n"),
+        "fulmar.toml:2:15: dataplane.core_assign: give core_assign or the cores of each kind of thread (rx_cores, worker_cores, tx_cores), not both"
+    );
+    assert_eq!(
+        error("[dpdk]\neal_args = [\"-l\", \"0\", \"--help\"]\n"),
+        "fulmar.toml:2:24: dpdk.eal_args[2]: EAL argument \"--help\" is not allowed (it ends the process)"
+    );
 }

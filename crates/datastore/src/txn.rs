@@ -20,7 +20,7 @@
 //! message starts with the operation in `fulmar ctl` words:
 //!
 //! ```text
-//! <transaction>:2: bridges.br0.ports.eth3.backend: add-port br0 eth3 type=vhost: backend "vhost" is not valid (afpacket, afxdp, tap, memory or pcap)
+//! <transaction>:2: bridges.br0.ports.eth3.backend: add-port br0 eth3 type=vhost: backend "vhost" is not valid (afpacket, afxdp, tap, memory, pcap or dpdk)
 //! ```
 //!
 //! An operation that fails is skipped and the ones after it still run, so
@@ -528,6 +528,11 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
             opts.number = opts.number.or(*number);
             let mut backend = Backend::AfPacket;
             opts.apply_to(&field, &mut backend)?;
+            if let Backend::Dpdk(d) = &mut backend {
+                if d.devargs.is_empty() {
+                    d.devargs = interface.clone();
+                }
+            }
             let b = bridge_mut(cfg, bridge)?;
             let number = match opts.number {
                 Some(n) => {
@@ -700,7 +705,8 @@ fn unquote(v: &str) -> &str {
 }
 
 /// The keys an interface port takes, in messages.
-const PORT_KEYS: &str = "type, pcap_read, pcap_write, pcap_rate, ofport";
+const PORT_KEYS: &str =
+    "type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport";
 
 /// The options of [`Op::AddPort`] (or one `set port` key), parsed.
 #[derive(Default)]
@@ -709,6 +715,8 @@ struct PortOptions {
     pcap_read: Option<PathBuf>,
     pcap_write: Option<PathBuf>,
     pcap_rate: Option<PcapRate>,
+    dpdk_devargs: Option<String>,
+    dpdk_rx_queues: Option<u16>,
     number: Option<u32>,
 }
 
@@ -733,7 +741,7 @@ impl PortOptions {
         let key = key.strip_prefix("options:").unwrap_or(key);
         match key {
             "type" | "backend" => match value {
-                "afpacket" | "afxdp" | "tap" | "memory" | "pcap" => {
+                "afpacket" | "afxdp" | "tap" | "memory" | "pcap" | "dpdk" => {
                     self.kind = Some(value.to_string())
                 }
                 "patch" => {
@@ -746,11 +754,26 @@ impl PortOptions {
                     return Err(fail(
                         format!("{field}.backend"),
                         format!(
-                            "backend {other:?} is not valid (afpacket, afxdp, tap, memory or pcap)"
+                            "backend {other:?} is not valid (afpacket, afxdp, tap, memory, pcap or dpdk)"
                         ),
                     ))
                 }
             },
+            // `options:dpdk-devargs` and `options:n_rxq` as ovs-vsctl spells them.
+            "dpdk_devargs" | "dpdk-devargs" => {
+                let v = value.trim();
+                if v.is_empty() || v.starts_with(',') || v.contains(char::is_control) {
+                    return Err(fail(
+                        format!("{field}.dpdk_devargs"),
+                        format!("dpdk_devargs {value:?} is not a device (a vdev like \"net_pcap0,rx_pcap=in.pcap\", or a PCI address)"),
+                    ));
+                }
+                self.dpdk_devargs = Some(v.to_string());
+            }
+            "dpdk_rx_queues" | "n_rxq" => {
+                let f = format!("{field}.dpdk_rx_queues");
+                self.dpdk_rx_queues = Some(int_in(&f, "dpdk_rx_queues", value, 1..=1024)? as u16);
+            }
             "pcap_read" | "pcap_write" => {
                 if value.is_empty() {
                     return Err(fail(format!("{field}.{key}"), "the path is empty"));
@@ -812,6 +835,7 @@ impl PortOptions {
                     "tap" => Backend::Tap,
                     "memory" => Backend::Memory,
                     "pcap" => Backend::Pcap(PcapBackend::default()),
+                    "dpdk" => Backend::Dpdk(DpdkBackend::new("")),
                     _ => Backend::AfPacket,
                 };
             }
@@ -821,7 +845,39 @@ impl PortOptions {
             ("pcap_write", self.pcap_write.is_some()),
             ("pcap_rate", self.pcap_rate.is_some()),
         ];
+        let dpdk_given = [
+            ("dpdk_devargs", self.dpdk_devargs.is_some()),
+            ("dpdk_rx_queues", self.dpdk_rx_queues.is_some()),
+        ];
+        if !matches!(backend, Backend::Dpdk(_)) {
+            let fails: Fail = dpdk_given
+                .iter()
+                .filter(|(_, g)| *g)
+                .map(|(k, _)| (format!("{field}.{k}"), format!("{k} is only for type=dpdk")))
+                .collect();
+            if !fails.is_empty() {
+                return Err(fails);
+            }
+        }
         match backend {
+            Backend::Dpdk(d) => {
+                if let Some(a) = &self.dpdk_devargs {
+                    d.devargs = a.clone();
+                }
+                if let Some(q) = self.dpdk_rx_queues {
+                    d.rx_queues = Some(q);
+                }
+                let fails: Fail = given
+                    .iter()
+                    .filter(|(_, g)| *g)
+                    .map(|(k, _)| (format!("{field}.{k}"), format!("{k} is only for type=pcap")))
+                    .collect();
+                if fails.is_empty() {
+                    Ok(())
+                } else {
+                    Err(fails)
+                }
+            }
             Backend::Pcap(pc) => {
                 if let Some(r) = &self.pcap_read {
                     pc.read = Some(r.clone());

@@ -166,6 +166,10 @@ impl<'a> Checker<'a> {
         let links = self.patch_links(raw, &mut drafts);
         let tls = self.tls(raw, &bridges);
         let dataplane = self.dataplane(raw.dataplane.as_ref());
+        let dpdk = self.dpdk(raw);
+        if let Some(d) = &dataplane {
+            self.queue_placement(raw, &drafts, d);
+        }
         if !self.errors.is_empty() {
             return None;
         }
@@ -191,6 +195,7 @@ impl<'a> Checker<'a> {
             patch_links: links,
             dataplane: dataplane?,
             tls: tls?,
+            dpdk: dpdk?,
             warnings: std::mem::take(&mut self.warnings),
         })
     }
@@ -361,6 +366,15 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        if backend_name != Some("dpdk") {
+            for (f, span) in dpdk_fields(rp) {
+                self.err(
+                    &span,
+                    &format!("{p}.{f}"),
+                    format!("{f} is only for backend = \"dpdk\""),
+                );
+            }
+        }
         let kind = match backend_name {
             Some("patch") => {
                 if let Some(i) = &rp.interface {
@@ -384,12 +398,13 @@ impl<'a> Checker<'a> {
                     Some("tap") => Some(Backend::Tap),
                     Some("memory") => Some(Backend::Memory),
                     Some("pcap") => self.pcap(p, rp),
+                    Some("dpdk") => self.dpdk_port(p, rp),
                     Some(other) => {
                         self.err(
                             &backend_span.clone().unwrap_or(0..0),
                             &format!("{p}.backend"),
                             format!(
-                                "backend {other:?} is not valid (afpacket, afxdp, tap, pcap, memory or patch)"
+                                "backend {other:?} is not valid (afpacket, afxdp, tap, pcap, dpdk, memory or patch)"
                             ),
                         );
                         None
@@ -426,6 +441,196 @@ impl<'a> Checker<'a> {
             span: rp.port.span(),
             path: p.to_string(),
         })
+    }
+
+    /// A DPDK port's settings (its placement is checked with the
+    /// dataplane, [`Self::queue_placement`]).
+    fn dpdk_port(&mut self, p: &str, rp: &RawPort) -> Option<Backend> {
+        let devargs = match (&rp.dpdk_devargs, &rp.interface) {
+            (Some(d), _) => {
+                let v = d.get_ref().trim();
+                if v.is_empty() || v.starts_with(',') || v.contains(char::is_control) {
+                    self.err(
+                        &d.span(),
+                        &format!("{p}.dpdk_devargs"),
+                        format!("dpdk_devargs {:?} is not a device (a vdev like \"net_pcap0,rx_pcap=in.pcap\", or a PCI address)", d.get_ref()),
+                    );
+                    return None;
+                }
+                v.to_string()
+            }
+            (None, Some(i)) => i.get_ref().clone(),
+            (None, None) => String::new(),
+        };
+        let num = |c: &mut Self, v: &Option<S<i64>>, name: &str, range: RangeInclusive<i64>| match v
+        {
+            None => Some(None),
+            Some(v) => c.int(v, &format!("{p}.{name}"), name, range).map(Some),
+        };
+        let rx_queues = num(self, &rp.dpdk_rx_queues, "dpdk_rx_queues", 1..=1024);
+        let rx_desc = num(self, &rp.dpdk_rx_desc, "dpdk_rx_desc", 64..=32768);
+        let tx_desc = num(self, &rp.dpdk_tx_desc, "dpdk_tx_desc", 64..=32768);
+        let mbufs = match &rp.dpdk_mbufs {
+            Some(v) if *v.get_ref() == 0 => Some(Some(0)),
+            _ => num(self, &rp.dpdk_mbufs, "dpdk_mbufs", 1023..=16_777_215),
+        };
+        let mtu = num(self, &rp.dpdk_mtu, "dpdk_mtu", 68..=65535);
+        let cpus = self.host.cpus as i64;
+        let rx_queue_cores = match &rp.rx_queue_cores {
+            None => Some(None),
+            Some(list) => {
+                let mut ok = true;
+                let mut out = Vec::new();
+                for (i, c) in list.get_ref().iter().enumerate() {
+                    match self.int(c, &format!("{p}.rx_queue_cores[{i}]"), "core", 0..=cpus - 1) {
+                        Some(n) => out.push(n as usize),
+                        None => ok = false,
+                    }
+                }
+                if list.get_ref().is_empty() {
+                    self.err(
+                        &list.span(),
+                        &format!("{p}.rx_queue_cores"),
+                        "give one core per receive queue",
+                    );
+                    ok = false;
+                }
+                ok.then_some(Some(out))
+            }
+        };
+        let tx_core = num(self, &rp.tx_core, "tx_core", 0..=cpus - 1);
+        let (rx_queues, rx_desc, tx_desc, mbufs, mtu) =
+            (rx_queues?, rx_desc?, tx_desc?, mbufs?, mtu?);
+        let rx_queue_cores = rx_queue_cores?;
+        if let (Some(q), Some(cores), Some(v)) = (rx_queues, &rx_queue_cores, &rp.rx_queue_cores) {
+            if cores.len() as i64 > q {
+                self.err(
+                    &v.span(),
+                    &format!("{p}.rx_queue_cores"),
+                    format!("{} cores for {q} receive queues", cores.len()),
+                );
+                return None;
+            }
+        }
+        Some(Backend::Dpdk(DpdkBackend {
+            devargs,
+            rx_queues: rx_queues.map(|n| n as u16),
+            rx_desc: rx_desc.map_or(DPDK_DEFAULT_DESC, |n| n as u16),
+            tx_desc: tx_desc.map_or(DPDK_DEFAULT_DESC, |n| n as u16),
+            mbufs: mbufs.map_or(0, |n| n as u32),
+            mtu: mtu.map(|n| n as u16),
+            rx_queue_cores,
+            tx_core: tx_core?.map(|n| n as usize),
+        }))
+    }
+
+    /// `[dpdk]`: the EAL's arguments.
+    fn dpdk(&mut self, raw: &RawConfig) -> Option<DpdkSettings> {
+        let Some(d) = &raw.dpdk else {
+            return Some(DpdkSettings::default());
+        };
+        let mut out = DpdkSettings::default();
+        let mut ok = true;
+        if let Some(args) = &d.get_ref().eal_args {
+            for (i, a) in args.get_ref().iter().enumerate() {
+                let v = a.get_ref();
+                if ["-h", "--help", "-v", "--version"].contains(&v.as_str()) {
+                    self.err(
+                        &a.span(),
+                        &format!("dpdk.eal_args[{i}]"),
+                        format!("EAL argument {v:?} is not allowed (it ends the process)"),
+                    );
+                    ok = false;
+                } else if v.contains('\0') {
+                    self.err(
+                        &a.span(),
+                        &format!("dpdk.eal_args[{i}]"),
+                        "an EAL argument contains a NUL byte",
+                    );
+                    ok = false;
+                }
+                out.eal_args.push(v.clone());
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// Where DPDK ports' queues are read and sent: `rx_queue_cores` must
+    /// name CPUs of reading threads (workers, or RX threads in
+    /// rx-worker-tx) and `tx_core` of a TX thread, pinned by `*_cores`;
+    /// with `core_assign` the runtime checks them, once it has placed the
+    /// threads.
+    fn queue_placement(
+        &mut self,
+        raw: &RawConfig,
+        drafts: &[Vec<Option<PortDraft>>],
+        d: &Dataplane,
+    ) {
+        let piped = d.mode == ThreadMode::RxWorkerTx;
+        let readers = if piped { &d.rx_cores } else { &d.worker_cores };
+        let reader_key = if piped { "rx_cores" } else { "worker_cores" };
+        for (bi, rb) in raw.bridges.iter().enumerate() {
+            for (pi, rp) in rb.get_ref().ports.iter().enumerate() {
+                let rp = rp.get_ref();
+                let Some(Some(PortDraft {
+                    kind:
+                        PortKind::Interface {
+                            backend: Backend::Dpdk(b),
+                            ..
+                        },
+                    ..
+                })) = drafts.get(bi).and_then(|ps| ps.get(pi))
+                else {
+                    continue;
+                };
+                let p = format!("bridges[{bi}].ports[{pi}]");
+                if let (Some(cores), Some(v)) = (&b.rx_queue_cores, &rp.rx_queue_cores) {
+                    match readers {
+                        Some(pinned) => {
+                            for (i, c) in cores.iter().enumerate() {
+                                if !pinned.contains(c) {
+                                    self.err(
+                                        &v.get_ref().get(i).map_or(v.span(), |x| x.span()),
+                                        &format!("{p}.rx_queue_cores[{i}]"),
+                                        format!("no reading thread runs on core {c} (dataplane.{reader_key} = {pinned:?})"),
+                                    );
+                                }
+                            }
+                        }
+                        None if d.core_assign.is_some() => {}
+                        None => self.err(
+                            &v.span(),
+                            &format!("{p}.rx_queue_cores"),
+                            format!("rx_queue_cores needs the reading threads pinned: give dataplane.{reader_key} or dataplane.core_assign"),
+                        ),
+                    }
+                }
+                if let (Some(c), Some(v)) = (b.tx_core, &rp.tx_core) {
+                    if !piped {
+                        self.err(
+                            &v.span(),
+                            &format!("{p}.tx_core"),
+                            "tx_core is only for mode = \"rx-worker-tx\" (run to completion, every worker sends)",
+                        );
+                    } else {
+                        match &d.tx_cores {
+                            Some(pinned) if !pinned.contains(&c) => self.err(
+                                &v.span(),
+                                &format!("{p}.tx_core"),
+                                format!("no TX thread runs on core {c} (dataplane.tx_cores = {pinned:?})"),
+                            ),
+                            Some(_) => {}
+                            None if d.core_assign.is_some() => {}
+                            None => self.err(
+                                &v.span(),
+                                &format!("{p}.tx_core"),
+                                "tx_core needs the TX threads pinned: give dataplane.tx_cores or dataplane.core_assign",
+                            ),
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn pcap(&mut self, p: &str, rp: &RawPort) -> Option<Backend> {
@@ -978,6 +1183,7 @@ impl<'a> Checker<'a> {
         }
         let mut ifaces: HashMap<String, String> = HashMap::new();
         let mut pcap_out: HashMap<PathBuf, String> = HashMap::new();
+        let mut devices: HashMap<String, String> = HashMap::new();
         for (bi, ports) in drafts.iter().enumerate() {
             let Some(rb) = raw.bridges.get(bi) else {
                 continue;
@@ -1004,6 +1210,19 @@ impl<'a> Checker<'a> {
                     );
                 } else {
                     ifaces.insert(name.clone(), path.clone());
+                }
+                if let Backend::Dpdk(d) = backend {
+                    let dev = d.device_name().to_string();
+                    if let Some(prev) = devices.get(&dev) {
+                        let span = rp.dpdk_devargs.as_ref().map_or(ispan.clone(), |v| v.span());
+                        self.err(
+                            &span,
+                            &format!("{path}.dpdk_devargs"),
+                            format!("DPDK device {dev:?} is already {prev}"),
+                        );
+                    } else {
+                        devices.insert(dev, path.clone());
+                    }
                 }
                 if let Backend::Pcap(PcapBackend { write: Some(w), .. }) = backend {
                     let wspan = rp.pcap_write.as_ref().map(|i| i.span()).unwrap_or(0..0);
@@ -1340,6 +1559,37 @@ impl<'a> Checker<'a> {
             }
         }
         let dispatch = self.dispatch(r, workers, pipelined);
+        let core_assign = match &r.core_assign {
+            None => Some(None),
+            Some(v) => {
+                let policy = match v.get_ref().as_str() {
+                    "performance" => Some(CoreAssign::Performance),
+                    "balance" => Some(CoreAssign::Balance),
+                    "minimum" => Some(CoreAssign::Minimum),
+                    other => {
+                        self.err(
+                            &v.span(),
+                            "dataplane.core_assign",
+                            format!("core_assign {other:?} is not valid (performance, balance or minimum)"),
+                        );
+                        None
+                    }
+                };
+                let explicit = [&r.rx_cores, &r.worker_cores, &r.tx_cores]
+                    .iter()
+                    .any(|c| c.is_some());
+                if explicit {
+                    self.err(
+                        &v.span(),
+                        "dataplane.core_assign",
+                        "give core_assign or the cores of each kind of thread (rx_cores, worker_cores, tx_cores), not both",
+                    );
+                    None
+                } else {
+                    policy.map(Some)
+                }
+            }
+        };
         let flush_ok = matches!((flush_idle, max_wait), (Some(i), Some(w)) if w >= i);
         if !flush_ok {
             return None;
@@ -1362,6 +1612,7 @@ impl<'a> Checker<'a> {
                 tx_ring: tx_ring?,
             },
             dispatch: dispatch?,
+            core_assign: core_assign?,
         })
     }
 
@@ -1676,6 +1927,29 @@ struct Parsed<T> {
     /// The inline string, or the `*_file` value.
     span: Range<usize>,
     field: String,
+}
+
+/// The DPDK keys a port gives, with where.
+fn dpdk_fields(rp: &RawPort) -> Vec<(&'static str, Range<usize>)> {
+    let ints = [
+        ("dpdk_rx_queues", &rp.dpdk_rx_queues),
+        ("dpdk_rx_desc", &rp.dpdk_rx_desc),
+        ("dpdk_tx_desc", &rp.dpdk_tx_desc),
+        ("dpdk_mbufs", &rp.dpdk_mbufs),
+        ("dpdk_mtu", &rp.dpdk_mtu),
+        ("tx_core", &rp.tx_core),
+    ];
+    let mut out: Vec<(&'static str, Range<usize>)> = ints
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v.span())))
+        .collect();
+    if let Some(v) = &rp.dpdk_devargs {
+        out.push(("dpdk_devargs", v.span()));
+    }
+    if let Some(v) = &rp.rx_queue_cores {
+        out.push(("rx_queue_cores", v.span()));
+    }
+    out
 }
 
 fn source_at(source: &Source, span: Range<usize>) -> At {

@@ -48,6 +48,8 @@
 //! On a terminal, a progress line on stderr is updated every second.
 
 mod frame;
+#[cfg(feature = "dpdk")]
+mod loss_free;
 mod workload;
 
 use anyhow::{bail, ensure, Context};
@@ -118,6 +120,36 @@ pub struct BenchArgs {
     /// `fulmar run` beside `fulmar bench` (bench/million-flows.sh).
     #[arg(long, value_name = "FILE")]
     pub write_flows: Option<std::path::PathBuf>,
+    /// Instead of running: write the scenario's rules (`rules.flows`,
+    /// ovs-ofctl syntax) and one packet per flow (`traffic.pcap`, in
+    /// seeded random order) into this directory, for a run through real
+    /// ports (`bench/dpdk-vs-ovs.sh`). Every flow must enter on port 1.
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<std::path::PathBuf>,
+    /// With --export: every rule outputs to this port instead of its own.
+    #[arg(long, value_name = "PORT", requires = "export")]
+    pub out_port: Option<u32>,
+    /// Instead of the in-memory run: the highest loss-free rate through
+    /// DPDK ports (RFC 2544 style trials; a generator in the same process
+    /// paces the packets over ring ports; needs the `dpdk` build and root).
+    #[arg(long, conflicts_with = "export")]
+    pub loss_free: bool,
+    /// With --loss-free: seconds per trial.
+    #[arg(long, default_value_t = 2.0, requires = "loss_free")]
+    pub trial_seconds: f64,
+    /// With --loss-free: stop when the interval is within this share of
+    /// the rate found.
+    #[arg(long, default_value_t = 0.02, requires = "loss_free")]
+    pub resolution: f64,
+    /// With --loss-free: the EAL's arguments, one string (default: no huge
+    /// pages, 1 GiB, no PCI scan, no shared files).
+    #[arg(
+        long,
+        value_name = "ARGS",
+        default_value = "--no-huge -m 1024 --no-pci --no-shconf --no-telemetry",
+        requires = "loss_free"
+    )]
+    pub eal: String,
 }
 
 /// The packets sent: one template per flow, laid out burst by burst.
@@ -705,6 +737,87 @@ fn totals(results: &[WorkerResult]) -> Totals {
     }
 }
 
+/// Writes the rules and the packets of a scenario (`--export`).
+fn export(args: &BenchArgs, dir: &std::path::Path) -> anyhow::Result<()> {
+    use dataplane::pcap::PcapCapture;
+    use dataplane::{Burst, PacketBuf, PortBackend};
+    let rules = args.rules.unwrap_or(if args.smoke { 64 } else { 10_000 });
+    let flows = args.flows.unwrap_or(rules);
+    ensure!(flows > 0, "--flows must be at least 1");
+    ensure!(
+        (frame::MIN_FRAME..=9000).contains(&args.packet_size),
+        "--packet-size must be {}..=9000",
+        frame::MIN_FRAME
+    );
+    let w = Workload::new(args.scenario, rules, args.seed)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+    let mut text = String::new();
+    for line in (0..rules).map(|i| w.rule_text(i)).chain(w.extra_rules()) {
+        match (args.out_port, line.rfind(",output:")) {
+            (Some(p), Some(at)) => {
+                text.push_str(&line[..at]);
+                text.push_str(&format!(",output:{p}"));
+            }
+            _ => text.push_str(&line),
+        }
+        text.push('\n');
+    }
+    let flows_path = dir.join("rules.flows");
+    std::fs::write(&flows_path, text).with_context(|| format!("{}", flows_path.display()))?;
+    let mut order: Vec<usize> = (0..flows).collect();
+    Rng::new(args.seed ^ 0xe4).shuffle(&mut order);
+    let pcap_path = dir.join("traffic.pcap");
+    let mut out =
+        PcapCapture::create(&pcap_path).with_context(|| format!("{}", pcap_path.display()))?;
+    let mut burst = Burst::with_limit(1024);
+    for j in order {
+        let (i, v) = Workload::flow_rule(j, flows, rules);
+        let (port, frame) = w.flow(i, v);
+        ensure!(
+            port == 1,
+            "{} with {rules} rules sends flows into port {port}; --export needs every flow on port 1",
+            args.scenario.name()
+        );
+        if burst
+            .push(PacketBuf::from_slice(&frame.build(args.packet_size)))
+            .is_err()
+        {
+            unreachable!("the burst is sent when full");
+        }
+        if burst.is_full() {
+            out.tx_burst(&mut burst)?;
+        }
+    }
+    out.tx_burst(&mut burst)?;
+    out.flush()?;
+    eprintln!(
+        "wrote {} rules to {} and {flows} packets of {} bytes to {}",
+        rules + w.extra_rules().len(),
+        flows_path.display(),
+        args.packet_size,
+        pcap_path.display()
+    );
+    Ok(())
+}
+
+#[cfg(feature = "dpdk")]
+fn loss_free_run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let eal: Vec<String> = args.eal.split_whitespace().map(str::to_string).collect();
+    let r = loss_free::run(args, args.resolution, args.trial_seconds, &eal)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&r)?)?;
+    } else {
+        loss_free::print(&r, &mut out)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn loss_free_run(_: &BenchArgs) -> anyhow::Result<ExitCode> {
+    bail!("--loss-free needs a fulmar built with `--features dpdk`")
+}
+
 /// Runs `fulmar bench`.
 pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.write_flows {
@@ -721,6 +834,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         }
         f.flush()?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(dir) = &args.export {
+        export(args, dir)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.loss_free {
+        return loss_free_run(args);
     }
     let report = bench(args)?;
     let mut out = std::io::stdout().lock();
@@ -1015,7 +1135,80 @@ mod tests {
             json: true,
             smoke: true,
             write_flows: None,
+            export: None,
+            out_port: None,
+            loss_free: false,
+            trial_seconds: 2.0,
+            resolution: 0.02,
+            eal: String::new(),
         }
+    }
+
+    /// The loss-free search end to end on a small gateway: it finds a rate
+    /// above zero, and its last loss-free trial lost nothing. (The rate
+    /// itself is this machine's affair; nothing is asserted about it.)
+    #[cfg(feature = "dpdk")]
+    #[test]
+    fn loss_free_search_runs_through_dpdk_ring_ports() {
+        use std::os::unix::fs::MetadataExt;
+        // /proc/self belongs to the process's effective user.
+        if std::fs::metadata("/proc/self")
+            .map(|m| m.uid())
+            .unwrap_or(1)
+            != 0
+        {
+            eprintln!("skipped: DPDK's EAL needs root");
+            return;
+        }
+        let mut a = args(Scenario::GatewayMpls2Vlan);
+        a.rules = Some(64);
+        a.flows = Some(64);
+        let eal: Vec<String> = "-l 0 --no-huge -m 512 --no-pci --no-shconf --no-telemetry"
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        let r = loss_free::run(&a, 0.2, 0.2, &eal).unwrap();
+        let j = serde_json::to_value(&r).unwrap();
+        assert!(j["loss_free_pps"].as_f64().unwrap() > 0.0, "{j}");
+        let trials = j["trials"].as_array().unwrap();
+        assert!(trials.len() >= 2, "{j}");
+        assert!(
+            trials
+                .iter()
+                .any(|t| t["sent"] == t["received"] && t["offered_pps"].is_f64()),
+            "a paced trial without loss: {j}"
+        );
+    }
+
+    #[test]
+    fn export_writes_rules_and_one_packet_per_flow() {
+        let dir = std::env::temp_dir().join(format!("fulmar-bench-export-{}", std::process::id()));
+        let mut a = args(Scenario::GatewayMpls2Vlan);
+        a.rules = Some(50);
+        a.flows = Some(20);
+        a.export = Some(dir.clone());
+        a.out_port = Some(2);
+        assert_eq!(run(&a).unwrap(), ExitCode::SUCCESS);
+        let rules = std::fs::read_to_string(dir.join("rules.flows")).unwrap();
+        assert_eq!(rules.lines().count(), 50);
+        assert!(rules
+            .lines()
+            .all(|l| l.ends_with(",output:2") && l.contains("mpls_label=")));
+        let mut r = dataplane::pcap::PcapReplay::open(dir.join("traffic.pcap")).unwrap();
+        let mut b = dataplane::Burst::with_limit(64);
+        use dataplane::PortBackend;
+        r.rx_burst(&mut b).unwrap();
+        assert_eq!(b.len(), 20);
+        assert!(b
+            .iter()
+            .all(|p| p.len() == 64 && p.data()[12..14] == [0x88, 0x47]));
+        // A scenario whose flows enter on several ports is refused.
+        let mut many = args(Scenario::GatewayVlan2Mpls);
+        many.rules = Some(5000);
+        many.export = Some(dir.clone());
+        let e = run(&many).unwrap_err().to_string();
+        assert!(e.contains("needs every flow on port 1"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -33,6 +33,18 @@
 //!   writes the action's EtherType; pop_pbb removes the backbone addresses,
 //!   any backbone VLAN tags and the I-TAG, leaving the customer frame.
 //!
+//! # Lent storage
+//!
+//! The bytes normally live in a `Vec<u8>` the buffer owns. A packet I/O
+//! backend that has its own buffers (a DPDK mbuf's data room) can instead
+//! lend one as a [`Lent`] region ([`PacketBuf::from_lent`]): the packet is
+//! then processed where the device put it, pushes use the region's own
+//! headroom, and [`PacketBuf::into_parts`] hands the region back to the
+//! backend for sending with the packet's new offset and length. Only what
+//! does not fit moves the packet into an owned vector (one copy; the
+//! region goes back to its owner at once): a push past the headroom, a pad
+//! past the region's end, and a [`Clone`] (a region is never shared).
+//!
 //! A frame never leaves shorter than it may: if the buffer was made from a
 //! frame of Ethernet's minimum size ([`MIN_FRAME_LEN`], 60 bytes without
 //! the FCS) or more, and pops left it shorter, [`PacketBuf::pad_to_floor`]
@@ -46,6 +58,9 @@
 //! agree with the step-by-step path). A frame that arrived shorter
 //! (possible on veth or TAP ports) is never padded, and push-then-pop
 //! gives back exactly the frame it started from.
+
+use core::fmt;
+use core::ptr::NonNull;
 
 use crate::ethernet::ethertype;
 use crate::flow_key::{field, FlowKey};
@@ -66,14 +81,182 @@ fn floor_of(len: usize) -> usize {
     }
 }
 
-/// A packet in a `Vec<u8>` with headroom in front (see the module comment).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who takes [`Lent`] regions back: one `static` per kind of backend
+/// buffer (its address tells the kinds apart, see [`Lent::is_from`]).
+#[derive(Debug)]
+pub struct LentOwner {
+    /// What lends (for messages).
+    pub name: &'static str,
+    /// Gives the region with this token back. Called exactly once per
+    /// [`Lent`] that is dropped, from whichever thread drops it.
+    pub release: fn(usize),
+}
+
+/// A region of memory a packet I/O backend lends a [`PacketBuf`] (a DPDK
+/// mbuf's data room), and the token that gives it back to its
+/// [`LentOwner`] when the `Lent` is dropped.
+pub struct Lent {
+    base: NonNull<u8>,
+    cap: usize,
+    token: usize,
+    owner: &'static LentOwner,
+}
+
+// SAFETY: `Lent::new`'s contract makes the region exclusively this value's
+// until release, and the owner's `release` may be called from any thread;
+// nothing in a `Lent` is tied to the thread that made it.
+unsafe impl Send for Lent {}
+// SAFETY: shared references only read the region (`bytes`); writing needs
+// `&mut self`.
+unsafe impl Sync for Lent {}
+
+impl Lent {
+    /// Lends the `cap` bytes at `base`, identified to `owner` by `token`.
+    ///
+    /// # Safety
+    ///
+    /// `base..base + cap` is valid for reads and writes, and nothing else
+    /// reads or writes it, until `(owner.release)(token)` is called (which
+    /// the `Lent` does once, when dropped) or [`Lent::into_token`] hands
+    /// the duty back; `owner.release` may run on any thread.
+    pub unsafe fn new(
+        base: NonNull<u8>,
+        cap: usize,
+        token: usize,
+        owner: &'static LentOwner,
+    ) -> Lent {
+        Lent {
+            base,
+            cap,
+            token,
+            owner,
+        }
+    }
+
+    /// Bytes in the region.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// The owner's token for the region.
+    pub fn token(&self) -> usize {
+        self.token
+    }
+
+    /// Whether `owner` lent this region (compares the statics' addresses).
+    pub fn is_from(&self, owner: &'static LentOwner) -> bool {
+        core::ptr::eq(self.owner, owner)
+    }
+
+    /// The whole region.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `new`'s contract: the region is valid and ours until
+        // release, which only happens when `self` is dropped.
+        unsafe { core::slice::from_raw_parts(self.base.as_ptr(), self.cap) }
+    }
+
+    /// The whole region, writable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`; `&mut self` makes this the only live
+        // reference into the region.
+        unsafe { core::slice::from_raw_parts_mut(self.base.as_ptr(), self.cap) }
+    }
+
+    /// Ends the loan without releasing the region: the caller now holds
+    /// the token and the duty to give the region back (a backend handing
+    /// the buffer to its device).
+    pub fn into_token(self) -> usize {
+        let token = self.token;
+        core::mem::forget(self);
+        token
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        (self.owner.release)(self.token);
+    }
+}
+
+impl fmt::Debug for Lent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lent")
+            .field("owner", &self.owner.name)
+            .field("cap", &self.cap)
+            .field("token", &self.token)
+            .finish()
+    }
+}
+
+/// Where a [`PacketBuf`]'s bytes live.
+enum Store {
+    /// A vector the buffer owns; the packet ends at its end.
+    Owned(Vec<u8>),
+    /// A lent region; the packet ends at `end` (`end <= mem.capacity()`).
+    Lent { mem: Lent, end: usize },
+}
+
+/// A packet's storage taken apart ([`PacketBuf::into_parts`]).
+#[derive(Debug)]
+pub enum Parts {
+    /// An owned vector; the packet is `data[start..]`.
+    Owned {
+        /// The storage, headroom included.
+        data: Vec<u8>,
+        /// Where the packet starts.
+        start: usize,
+    },
+    /// A lent region; the packet is `mem.bytes()[start..end]`.
+    Lent {
+        /// The region.
+        mem: Lent,
+        /// Where the packet starts.
+        start: usize,
+        /// Where it ends.
+        end: usize,
+    },
+}
+
+/// A packet in a `Vec<u8>` or a [`Lent`] region, with headroom in front
+/// (see the module comment).
 pub struct PacketBuf {
-    data: Vec<u8>,
+    store: Store,
     start: usize,
     /// The shortest the packet may leave: [`MIN_FRAME_LEN`] if the buffer
     /// was made from a frame at least that long, else 0.
     floor: usize,
+}
+
+impl Clone for PacketBuf {
+    /// An owned copy with the same headroom (a lent region is never
+    /// shared between two buffers).
+    fn clone(&self) -> Self {
+        PacketBuf {
+            store: Store::Owned(self.region().to_vec()),
+            start: self.start,
+            floor: self.floor,
+        }
+    }
+}
+
+impl PartialEq for PacketBuf {
+    /// Same bytes (headroom included), same offset, same floor.
+    fn eq(&self, other: &Self) -> bool {
+        self.start == other.start && self.floor == other.floor && self.region() == other.region()
+    }
+}
+
+impl Eq for PacketBuf {}
+
+impl fmt::Debug for PacketBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacketBuf")
+            .field("data", &self.as_slice())
+            .field("headroom", &self.start)
+            .field("floor", &self.floor)
+            .field("lent", &self.is_lent())
+            .finish()
+    }
 }
 
 impl PacketBuf {
@@ -83,7 +266,7 @@ impl PacketBuf {
         data.resize(headroom, 0);
         data.extend_from_slice(pkt);
         PacketBuf {
-            data,
+            store: Store::Owned(data),
             start: headroom,
             floor: floor_of(pkt.len()),
         }
@@ -99,25 +282,74 @@ impl PacketBuf {
     pub fn from_vec(v: Vec<u8>) -> Self {
         let floor = floor_of(v.len());
         PacketBuf {
-            data: v,
+            store: Store::Owned(v),
             start: 0,
             floor,
         }
     }
 
+    /// The storage up to the packet's end (headroom included).
+    #[inline]
+    fn region(&self) -> &[u8] {
+        match &self.store {
+            Store::Owned(v) => v,
+            Store::Lent { mem, end } => mem.bytes().get(..*end).unwrap_or(&[]),
+        }
+    }
+
+    /// The storage up to the packet's end, writable.
+    #[inline]
+    fn region_mut(&mut self) -> &mut [u8] {
+        match &mut self.store {
+            Store::Owned(v) => v,
+            Store::Lent { mem, end } => mem.bytes_mut().get_mut(..*end).unwrap_or(&mut []),
+        }
+    }
+
+    /// Where the packet ends in the storage.
+    #[inline]
+    fn end(&self) -> usize {
+        match &self.store {
+            Store::Owned(v) => v.len(),
+            Store::Lent { end, .. } => *end,
+        }
+    }
+
     /// The packet bytes.
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        &self.data[self.start..]
+        let s = self.start;
+        &self.region()[s..]
     }
 
     /// The packet bytes, mutable.
+    #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        &mut self.data[self.start..]
+        let s = self.start;
+        &mut self.region_mut()[s..]
     }
 
     /// Packet length.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.data.len() - self.start
+        self.end() - self.start
+    }
+
+    /// True when the bytes are in a region lent by a backend.
+    pub fn is_lent(&self) -> bool {
+        matches!(self.store, Store::Lent { .. })
+    }
+
+    /// Moves a lent packet into an owned vector with `headroom` in front
+    /// (the region goes back to its owner); an owned one stays as it is.
+    fn make_owned(&mut self, headroom: usize) {
+        if let Store::Lent { .. } = self.store {
+            let mut v = Vec::with_capacity(headroom + self.len() + 4);
+            v.resize(headroom, 0);
+            v.extend_from_slice(self.as_slice());
+            self.store = Store::Owned(v);
+            self.start = headroom;
+        }
     }
 
     /// True for an empty packet.
@@ -130,17 +362,40 @@ impl PacketBuf {
         self.start
     }
 
-    /// The packet as a vector (moves the bytes down if there is headroom).
-    pub fn into_vec(mut self) -> Vec<u8> {
-        self.data.drain(..self.start);
-        self.data
+    /// The packet as a vector (moves the bytes down if there is headroom;
+    /// copies them out of a lent region).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.store {
+            Store::Owned(mut v) => {
+                v.drain(..self.start);
+                v
+            }
+            Store::Lent { mem, end } => mem.bytes().get(self.start..end).unwrap_or(&[]).to_vec(),
+        }
     }
 
     /// Appends zeros up to the shortest length the frame may leave with
     /// (see the module comment): call it when the frame is emitted.
+    #[inline]
     pub fn pad_to_floor(&mut self) {
         if self.len() < self.floor {
-            self.data.resize(self.start + self.floor, 0);
+            self.pad();
+        }
+    }
+
+    #[cold]
+    fn pad(&mut self) {
+        let want = self.start + self.floor;
+        if let Store::Lent { mem, end } = &mut self.store {
+            if let Some(gap) = mem.bytes_mut().get_mut(*end..want) {
+                gap.fill(0);
+                *end = want;
+                return;
+            }
+        }
+        self.make_owned(self.start);
+        if let Store::Owned(v) = &mut self.store {
+            v.resize(self.start + self.floor, 0);
         }
     }
 
@@ -150,9 +405,45 @@ impl PacketBuf {
     }
 
     /// The storage and the offset of the packet in it (`start <= len`),
-    /// so another buffer type can take the bytes over without copying.
+    /// so another buffer type can take the bytes over without copying. A
+    /// lent packet is copied out (storage up to its end, headroom
+    /// included) and its region given back: use [`Self::into_parts`] to
+    /// keep it.
     pub fn into_raw_parts(self) -> (Vec<u8>, usize) {
-        (self.data, self.start)
+        match self.into_parts() {
+            Parts::Owned { data, start } => (data, start),
+            Parts::Lent { mem, start, end } => (mem.bytes()[..end].to_vec(), start),
+        }
+    }
+
+    /// The storage taken apart, owned or lent, with the packet's bounds in
+    /// it: the inverse of [`Self::from_raw_parts`] and [`Self::from_lent`].
+    pub fn into_parts(self) -> Parts {
+        match self.store {
+            Store::Owned(data) => Parts::Owned {
+                data,
+                start: self.start,
+            },
+            Store::Lent { mem, end } => Parts::Lent {
+                mem,
+                start: self.start,
+                end,
+            },
+        }
+    }
+
+    /// A packet in the lent region `mem`, at `mem.bytes()[start..end]`
+    /// (bounds past the region are cut to it); the bytes before `start`
+    /// are headroom. The floor is set from the length as for
+    /// [`Self::from_raw_parts`].
+    pub fn from_lent(mem: Lent, start: usize, end: usize) -> Self {
+        let end = end.min(mem.capacity());
+        let start = start.min(end);
+        PacketBuf {
+            store: Store::Lent { mem, end },
+            start,
+            floor: floor_of(end - start),
+        }
     }
 
     /// Opens `n` bytes at packet offset `at` (`at <= len`) by moving the
@@ -161,14 +452,16 @@ impl PacketBuf {
     fn open_gap(&mut self, at: usize, n: usize) -> core::ops::Range<usize> {
         if self.start < n {
             let extra = n + DEFAULT_HEADROOM;
-            let mut v = Vec::with_capacity(self.data.len() + extra);
+            let region = self.region();
+            let mut v = Vec::with_capacity(region.len() + extra);
             v.resize(extra, 0);
-            v.extend_from_slice(&self.data);
-            self.data = v;
+            v.extend_from_slice(region);
+            // A lent region goes back to its owner here.
+            self.store = Store::Owned(v);
             self.start += extra;
         }
         let s = self.start;
-        self.data.copy_within(s..s + at, s - n);
+        self.region_mut().copy_within(s..s + at, s - n);
         self.start = s - n;
         at..at + n
     }
@@ -177,7 +470,7 @@ impl PacketBuf {
     /// the first `at` bytes forward.
     fn close_gap(&mut self, at: usize, n: usize) {
         let s = self.start;
-        self.data.copy_within(s..s + at, s + n);
+        self.region_mut().copy_within(s..s + at, s + n);
         self.start = s + n;
     }
 
@@ -343,7 +636,11 @@ impl PacketBuf {
     pub fn from_raw_parts(data: Vec<u8>, start: usize) -> Self {
         let start = start.min(data.len());
         let floor = floor_of(data.len() - start);
-        PacketBuf { data, start, floor }
+        PacketBuf {
+            store: Store::Owned(data),
+            start,
+            floor,
+        }
     }
 }
 
@@ -617,5 +914,137 @@ mod tests {
         short.pad_to_floor();
         assert_eq!(short.len(), 3);
         assert!(PacketBuf::from_raw_parts(vec![1, 2], 5).is_empty());
+    }
+
+    mod lent {
+        use super::super::*;
+        use crate::testutil::*;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Mutex;
+
+        /// Tokens given back, for one test at a time.
+        static RELEASED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        static SERIAL: Mutex<()> = Mutex::new(());
+
+        fn give_back(token: usize) {
+            CALLS.fetch_add(1, Ordering::SeqCst);
+            RELEASED.lock().unwrap().push(token);
+        }
+
+        static OWNER: LentOwner = LentOwner {
+            name: "test",
+            release: give_back,
+        };
+        static OTHER: LentOwner = LentOwner {
+            name: "other",
+            release: give_back,
+        };
+
+        fn lend(region: &mut [u8], token: usize) -> Lent {
+            // SAFETY: every test keeps `region` alive and untouched until
+            // the Lent (or the buffer holding it) is dropped or its token
+            // taken back.
+            unsafe {
+                Lent::new(
+                    NonNull::new(region.as_mut_ptr()).unwrap(),
+                    region.len(),
+                    token,
+                    &OWNER,
+                )
+            }
+        }
+
+        fn released() -> Vec<usize> {
+            std::mem::take(&mut *RELEASED.lock().unwrap())
+        }
+
+        #[test]
+        fn pushes_within_the_headroom_stay_in_the_region() {
+            let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+            released();
+            let frame = with_tags(&eth_ipv4_tcp(), &[(0x8100, 7)]);
+            let mut region = vec![0u8; 256];
+            region[64..64 + frame.len()].copy_from_slice(&frame);
+            let mut b = PacketBuf::from_lent(lend(&mut region, 9), 64, 64 + frame.len());
+            assert!(b.is_lent());
+            let mut owned = PacketBuf::with_headroom(&frame, 64);
+            for p in [&mut b, &mut owned] {
+                p.pop_vlan().unwrap();
+                p.push_mpls(0x8847).unwrap();
+                p.push_vlan(0x8100).unwrap();
+            }
+            assert!(b.is_lent(), "no push needed more than the headroom");
+            assert_eq!(b.as_slice(), owned.as_slice());
+            assert_eq!(b, owned.clone(), "equal to its owned twin");
+            let c = b.clone();
+            assert!(!c.is_lent() && c.as_slice() == b.as_slice());
+            let Parts::Lent { mem, start, end } = b.into_parts() else {
+                panic!("lent parts expected");
+            };
+            assert!(mem.is_from(&OWNER) && !mem.is_from(&OTHER));
+            assert_eq!((start, end - start), (60, owned.len()));
+            assert_eq!(&mem.bytes()[start..end], owned.as_slice());
+            assert_eq!(mem.into_token(), 9);
+            assert!(
+                released().is_empty(),
+                "handing the token back releases nothing"
+            );
+            assert_eq!(
+                &region[60..60 + owned.len()],
+                owned.as_slice(),
+                "written in place"
+            );
+        }
+
+        #[test]
+        fn a_push_past_the_headroom_copies_once_and_releases_the_region() {
+            let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+            released();
+            let frame = eth_ipv4_tcp();
+            let mut region = vec![0u8; 200];
+            region[2..2 + frame.len()].copy_from_slice(&frame);
+            let mut b = PacketBuf::from_lent(lend(&mut region, 5), 2, 2 + frame.len());
+            b.push_vlan(0x8100).unwrap();
+            assert!(!b.is_lent());
+            assert_eq!(released(), vec![5]);
+            assert_eq!(&b.as_slice()[16..], &frame[12..]);
+            drop(b);
+            assert!(released().is_empty(), "released exactly once");
+        }
+
+        #[test]
+        fn padding_uses_the_tailroom_or_moves_out() {
+            let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+            released();
+            let mut t = with_tags(&eth_ipv4_tcp(), &[(0x8100, 5)]);
+            t.truncate(MIN_FRAME_LEN);
+            let mut region = vec![0xeeu8; 128];
+            region[16..16 + t.len()].copy_from_slice(&t);
+            let mut b = PacketBuf::from_lent(lend(&mut region, 1), 16, 16 + t.len());
+            b.pop_vlan().unwrap();
+            b.pad_to_floor();
+            assert!(b.is_lent());
+            assert_eq!(b.len(), MIN_FRAME_LEN);
+            assert_eq!(&b.as_slice()[56..], &[0; 4]);
+            // A region that ends at the frame: the pad moves it out.
+            let mut tight = t.clone();
+            let mut b2 = PacketBuf::from_lent(lend(&mut tight, 2), 0, t.len());
+            b2.pop_vlan().unwrap();
+            b2.pad_to_floor();
+            assert!(!b2.is_lent());
+            assert_eq!(b2.as_slice(), b.as_slice());
+            assert_eq!(released(), vec![2]);
+            assert_eq!(b.into_vec(), b2.into_vec());
+            assert_eq!(released(), vec![1], "into_vec copies out and releases");
+            // Bounds past the region are cut to it.
+            let mut small = vec![1u8; 8];
+            let odd = PacketBuf::from_lent(lend(&mut small, 3), 6, 100);
+            assert_eq!(odd.as_slice(), &[1, 1]);
+            let (v, start) = odd.into_raw_parts();
+            assert_eq!((v.len(), start), (8, 6));
+            assert_eq!(released(), vec![3]);
+            assert!(CALLS.load(Ordering::SeqCst) >= 3);
+        }
     }
 }

@@ -17,10 +17,11 @@ use std::time::{Duration, Instant};
 use dataplane::dispatch::{ClassRule, DispatchKey as DpKey, Dispatcher};
 use dataplane::flush::FlushPolicy;
 use dataplane::patch::PatchPort;
+use dataplane::placement;
 use dataplane::snapshot::Publisher;
 use dataplane::threads::{BurstSizes, PortSpec, ThreadDrops, ThreadMode, Threads, ThreadsConfig};
 use dataplane::{LinkState, PortBackend, PortCounters};
-use datastore::{Config, DispatchKey, ThreadMode as CfgMode};
+use datastore::{Config, CoreAssign, DispatchKey, ThreadMode as CfgMode};
 use ofp::port::port_state;
 use pipeline::datapath::{Counters, Datapath, DatapathConfig, PortInfo, Snapshot, TxPacket};
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
@@ -72,10 +73,92 @@ pub(crate) struct BridgeRt {
     pub(crate) controller_up: Arc<std::sync::atomic::AtomicBool>,
     pub(crate) epoch: Instant,
     pub(crate) mode: &'static str,
+    /// The threads' settings, cores included (ports added later are
+    /// placed by them).
+    pub(crate) tcfg: ThreadsConfig,
 }
 
-pub(crate) fn threads_config(name: &str, cfg: &Config) -> ThreadsConfig {
+/// The CPUs of each kind of thread (RX, workers, TX): the `*_cores`
+/// lists, or those `core_assign` picks on this machine.
+fn placed_cores(d: &datastore::Dataplane) -> Result<[Option<Vec<usize>>; 3], String> {
+    let Some(policy) = d.core_assign else {
+        return Ok([
+            d.rx_cores.clone(),
+            d.worker_cores.clone(),
+            d.tx_cores.clone(),
+        ]);
+    };
+    let policy = match policy {
+        CoreAssign::Performance => placement::CoreAssign::Performance,
+        CoreAssign::Balance => placement::CoreAssign::Balance,
+        CoreAssign::Minimum => placement::CoreAssign::Minimum,
+    };
+    let (nrx, ntx) = match d.mode {
+        CfgMode::RunToCompletion => (0, 0),
+        CfgMode::RxWorkerTx => (d.rx_threads.max(1), d.tx_threads.max(1)),
+    };
+    let plan = placement::assign(
+        policy,
+        nrx,
+        d.worker_threads.max(1),
+        ntx,
+        &placement::allowed_cpus(),
+        &placement::siblings,
+    )?;
+    let some = |v: Vec<usize>| (!v.is_empty()).then_some(v);
+    Ok([some(plan.rx), some(plan.workers), some(plan.tx)])
+}
+
+/// The thread index of the reader (or TX thread) pinned to each CPU in
+/// `cores`; `what` names the list in errors.
+fn threads_on(
+    wanted: &[usize],
+    cores: &Option<Vec<usize>>,
+    what: &str,
+) -> Result<Vec<usize>, String> {
+    wanted
+        .iter()
+        .map(|c| {
+            cores
+                .as_ref()
+                .and_then(|list| list.iter().position(|x| x == c))
+                .ok_or_else(|| format!("no {what} runs on core {c} (cores: {cores:?})"))
+        })
+        .collect()
+}
+
+/// A port for the threads, with its queues placed as the configuration
+/// asks (`rx_queue_cores`, `tx_core`).
+fn port_spec(t: &ThreadsConfig, p: OpenPort) -> io::Result<PortSpec> {
+    let (readers, reader_kind) = match t.mode {
+        ThreadMode::RunToCompletion => (&t.worker_cores, "worker"),
+        ThreadMode::RxWorkerTx => (&t.rx_cores, "RX thread"),
+    };
+    let bad = |e: String| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("port {}: {e}", p.number),
+        )
+    };
+    let chosen = match &p.rx_queue_cores {
+        Some(cores) => threads_on(cores, readers, reader_kind).map_err(bad)?,
+        None => Vec::new(),
+    };
+    let sender = match p.tx_core {
+        Some(c) if t.mode == ThreadMode::RxWorkerTx => threads_on(&[c], &t.tx_cores, "TX thread")
+            .map_err(bad)?
+            .pop(),
+        _ => None,
+    };
+    let mut spec = PortSpec::new(p.number, p.backend);
+    spec.readers = chosen;
+    spec.sender = sender;
+    Ok(spec)
+}
+
+pub(crate) fn threads_config(name: &str, cfg: &Config) -> Result<ThreadsConfig, String> {
     let d = &cfg.dataplane;
+    let [rx_cores, worker_cores, tx_cores] = placed_cores(d)?;
     let key = |k: DispatchKey| match k {
         DispatchKey::Port => DpKey::Port,
         DispatchKey::L2 => DpKey::L2,
@@ -103,7 +186,7 @@ pub(crate) fn threads_config(name: &str, cfg: &Config) -> ThreadsConfig {
         Dispatcher::new(key(d.dispatch.key), workers)
     };
     let b = d.burst;
-    ThreadsConfig {
+    Ok(ThreadsConfig {
         name: name.to_string(),
         mode: match d.mode {
             CfgMode::RunToCompletion => ThreadMode::RunToCompletion,
@@ -127,11 +210,11 @@ pub(crate) fn threads_config(name: &str, cfg: &Config) -> ThreadsConfig {
         rx_ring: d.rings.rx_ring as usize,
         tx_ring: d.rings.tx_ring as usize,
         dispatcher,
-        rx_cores: d.rx_cores.clone(),
-        worker_cores: d.worker_cores.clone(),
-        tx_cores: d.tx_cores.clone(),
+        rx_cores,
+        worker_cores,
+        tx_cores,
         ..ThreadsConfig::default()
-    }
+    })
 }
 
 /// A bridge's empty tables, sized as configured.
@@ -235,6 +318,24 @@ fn port_desc(number: u32, interface: &str, backend: &dyn PortBackend) -> ofp::Po
     }
 }
 
+/// One thread's place: `br0-w0 (worker) on core 1, reads 1:q0 2:q0`.
+pub(crate) fn placement_line(t: &dataplane::threads::ThreadStats) -> String {
+    let core = t
+        .core
+        .map_or("unpinned".to_string(), |c| format!("on core {c}"));
+    let reads: Vec<String> = t
+        .reads
+        .iter()
+        .filter(|(p, _)| *p != INJECT_PORT)
+        .map(|(p, q)| format!("{p}:q{q}"))
+        .collect();
+    if reads.is_empty() {
+        format!("{} ({}) {core}", t.name, t.role)
+    } else {
+        format!("{} ({}) {core}, reads {}", t.name, t.role, reads.join(" "))
+    }
+}
+
 fn mode_name(t: &ThreadsConfig) -> &'static str {
     match t.mode {
         ThreadMode::RunToCompletion => "run-to-completion",
@@ -255,6 +356,15 @@ impl BridgeRt {
         let epoch = Instant::now();
         let mut entries = BTreeMap::new();
         let mut specs = Vec::new();
+        let threads_err = |error: io::Error| RuntimeError::Threads {
+            bridge: br.name.clone(),
+            error,
+        };
+        let mut tcfg = threads_config(&br.name, config)
+            .map_err(|e| threads_err(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+        if let Some(w) = opts.poll_window {
+            tcfg.poll_window = w;
+        }
         for p in ports {
             state.port_table.add_port(
                 port_desc(p.number, &p.interface, p.backend.as_ref()),
@@ -267,14 +377,13 @@ impl BridgeRt {
                     kernel: p.kernel,
                 },
             );
-            specs.push(PortSpec::new(p.number, p.backend));
+            specs.push(port_spec(&tcfg, p).map_err(threads_err)?);
         }
         let (inject_sw, inject) =
             dataplane::patch::pair("inject", "inject-feed", ports::PATCH_RING);
         specs.push(PortSpec {
-            number: INJECT_PORT,
-            backend: Box::new(inject_sw),
             woken: true,
+            ..PortSpec::new(INJECT_PORT, Box::new(inject_sw))
         });
         let dp_config = DatapathConfig {
             miss_send_len: br.miss_send_len,
@@ -286,10 +395,6 @@ impl BridgeRt {
         let dp_ports = state.port_table.datapath_ports();
         let snapshot = Snapshot::new(&state, dp_ports.clone(), dp_config.clone());
         let publisher = Publisher::new(snapshot);
-        let mut tcfg = threads_config(&br.name, config);
-        if let Some(w) = opts.poll_window {
-            tcfg.poll_window = w;
-        }
         let mut workers = Vec::new();
         let events: Arc<OnceLock<EventSender>> = Arc::default();
         // Up until an agent says otherwise (Controllers::attach follows
@@ -332,6 +437,13 @@ impl BridgeRt {
             flows = state.tables.len(),
             "bridge started"
         );
+        for t in threads.thread_stats() {
+            tracing::info!(
+                bridge = %br.name,
+                "placement: {}",
+                placement_line(&t)
+            );
+        }
         let dp = Datapath::new(state, dp_ports, dp_config);
         Ok(BridgeRt {
             name: br.name.clone(),
@@ -350,6 +462,7 @@ impl BridgeRt {
             controller_up,
             epoch,
             mode: mode_name(&tcfg),
+            tcfg,
         })
     }
 
@@ -541,21 +654,23 @@ impl BridgeRt {
             );
             self.publish(&c);
         }
-        if let Err(e) = self.threads().add_port(PortSpec::new(p.number, p.backend)) {
+        let (number, interface) = (p.number, p.interface.clone());
+        let added = port_spec(&self.tcfg, p).and_then(|spec| self.threads().add_port(spec));
+        if let Err(e) = added {
             let mut c = self.control();
-            c.dp.state.port_table.remove_port(p.number);
-            c.dp.ports.remove(p.number);
+            c.dp.state.port_table.remove_port(number);
+            c.dp.ports.remove(number);
             self.publish(&c);
             return Err(e);
         }
         let numbers = {
             let mut ports = self.port_entries();
-            ports.insert(p.number, entry);
+            ports.insert(number, entry);
             ports.keys().copied().collect()
         };
         self.standalone.set_ports(numbers);
         self.emit_port_status(ofp::port_status::port_reason::ADD, desc);
-        tracing::info!(bridge = %self.name, port = p.number, interface = %p.interface, "port added");
+        tracing::info!(bridge = %self.name, port = number, interface = %interface, "port added");
         Ok(())
     }
 

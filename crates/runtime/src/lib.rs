@@ -52,7 +52,7 @@ use bridge::{build_state, BridgeRt};
 use links::LinkRegistry;
 
 pub use bridge::{PortEntry, INJECT_PORT};
-pub use ports::{AfPacketMode, BackendOptions, PortError};
+pub use ports::{AfPacketMode, BackendOptions, DpdkOptions, PortError};
 pub use report::{BridgeReport, FlowLine};
 pub use worker::{PipelineWorker, WorkerShared};
 
@@ -211,6 +211,9 @@ fn build_or_restore(
 impl Runtime {
     /// Opens every port, builds every bridge and starts the threads.
     pub fn start(config: &Config, opts: &RuntimeOptions) -> Result<Runtime, RuntimeError> {
+        let mut opts = opts.clone();
+        opts.backends.dpdk = DpdkOptions::of(config);
+        let opts = &opts;
         let mut pending = opts
             .saved_tables
             .as_deref()

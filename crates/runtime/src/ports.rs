@@ -68,6 +68,38 @@ pub struct BackendOptions {
     pub afpacket_rcvbuf: Option<usize>,
     /// AF_XDP settings.
     pub afxdp: AfXdpConfig,
+    /// How DPDK starts and how many queues its ports get (the runtime
+    /// fills it from the configuration).
+    pub dpdk: DpdkOptions,
+}
+
+/// What opening a DPDK port needs beyond the port's own settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DpdkOptions {
+    /// The EAL's arguments (`[dpdk] eal_args`).
+    pub eal_args: Vec<String>,
+    /// Threads that read ports: each gets a receive queue unless the port
+    /// says how many it has (workers, or RX threads in rx-worker-tx).
+    pub readers: u16,
+    /// Threads that send to one port: one transmit queue each (workers in
+    /// run-to-completion, one TX thread in rx-worker-tx).
+    pub writers: u16,
+}
+
+impl DpdkOptions {
+    /// From a configuration's `[dpdk]` and `[dataplane]`.
+    pub fn of(config: &Config) -> DpdkOptions {
+        let d = &config.dataplane;
+        let (readers, writers) = match d.mode {
+            datastore::ThreadMode::RunToCompletion => (d.worker_threads, d.worker_threads),
+            datastore::ThreadMode::RxWorkerTx => (d.rx_threads, 1),
+        };
+        DpdkOptions {
+            eal_args: config.dpdk.eal_args.clone(),
+            readers: u16::try_from(readers.max(1)).unwrap_or(u16::MAX),
+            writers: u16::try_from(writers.max(1)).unwrap_or(u16::MAX),
+        }
+    }
 }
 
 /// An opened port, not yet handed to threads.
@@ -81,6 +113,11 @@ pub struct OpenPort {
     pub kernel: bool,
     /// The backend.
     pub backend: Box<dyn PortBackend>,
+    /// The CPU of the thread that should read each receive queue (DPDK
+    /// ports' `rx_queue_cores`).
+    pub rx_queue_cores: Option<Vec<usize>>,
+    /// The CPU of the TX thread that should send to it (`tx_core`).
+    pub tx_core: Option<usize>,
 }
 
 /// A pcap port: replays one file and/or writes another.
@@ -180,13 +217,55 @@ fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::R
         Backend::Memory => {
             return Err(io::Error::other("memory ports are opened by open_all"));
         }
+        Backend::Dpdk(d) => {
+            let port = open_dpdk(d, &opts.dpdk)?;
+            return Ok(OpenPort {
+                number: 0,
+                interface: name.to_string(),
+                kernel: false,
+                backend: port,
+                rx_queue_cores: d.rx_queue_cores.clone(),
+                tx_core: d.tx_core,
+            });
+        }
     };
     Ok(OpenPort {
         number: 0,
         interface: name.to_string(),
         kernel,
         backend: b,
+        rx_queue_cores: None,
+        tx_core: None,
     })
+}
+
+/// Starts the EAL (once) and opens a DPDK port with one receive queue per
+/// reading thread (unless the port says) and one transmit queue per
+/// sending thread.
+#[cfg(feature = "dpdk")]
+fn open_dpdk(d: &datastore::DpdkBackend, o: &DpdkOptions) -> io::Result<Box<dyn PortBackend>> {
+    use dataplane::dpdk::{DpdkConfig, DpdkPort};
+    dataplane::dpdk::init(&o.eal_args)?;
+    let cfg = DpdkConfig {
+        devargs: d.devargs.clone(),
+        rx_queues: d.rx_queues.unwrap_or(o.readers).max(1),
+        exact_rx_queues: d.rx_queues.is_some(),
+        tx_queues: o.writers.max(1),
+        rx_desc: d.rx_desc,
+        tx_desc: d.tx_desc,
+        mbufs: d.mbufs,
+        mtu: d.mtu,
+        ..DpdkConfig::default()
+    };
+    Ok(Box::new(DpdkPort::open(&cfg)?))
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn open_dpdk(_: &datastore::DpdkBackend, _: &DpdkOptions) -> io::Result<Box<dyn PortBackend>> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this fulmar was built without DPDK (build with `--features dpdk`)",
+    ))
 }
 
 /// Every bridge's ports (in config order), plus the far ends of memory
@@ -220,6 +299,8 @@ pub fn open_port(
                 interface: name.clone(),
                 kernel: false,
                 backend: Box::new(sw),
+                rx_queue_cores: None,
+                tx_core: None,
             })
         }
         PortKind::Interface { name, backend } => {
@@ -240,6 +321,8 @@ pub fn open_port(
                 interface: format!("patch:{peer_bridge}:{peer_port}"),
                 kernel: false,
                 backend: Box::new(end),
+                rx_queue_cores: None,
+                tx_core: None,
             }),
             None => Err(PortError {
                 bridge: bridge.to_string(),

@@ -69,6 +69,10 @@ pub struct ThreadLine {
     pub ring_fill: u64,
     /// Slots of those rings.
     pub ring_capacity: u64,
+    /// The CPU it is pinned to, if it is.
+    pub core: Option<usize>,
+    /// The receive queues it reads, `PORT:qQUEUE`.
+    pub reads: Vec<String>,
 }
 
 /// A bridge's report, gathered at one moment.
@@ -155,6 +159,13 @@ fn thread_line(t: &ThreadStats) -> ThreadLine {
         idle_ns: t.idle_ns,
         ring_fill: t.ring_fill as u64,
         ring_capacity: t.ring_capacity as u64,
+        core: t.core,
+        reads: t
+            .reads
+            .iter()
+            .filter(|(p, _)| *p != crate::INJECT_PORT)
+            .map(|(p, q)| format!("{p}:q{q}"))
+            .collect(),
     }
 }
 

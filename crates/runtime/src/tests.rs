@@ -616,3 +616,85 @@ fn a_stalled_worker_never_gets_a_barrier_reply_claiming_completion() {
     drop(s);
     rt.stop();
 }
+
+#[cfg(not(feature = "dpdk"))]
+#[test]
+fn dpdk_ports_without_the_dpdk_build_are_a_clear_error() {
+    let cfg = config(
+        r#"
+[[bridges]]
+name = "br0"
+[[bridges.ports]]
+port = 1
+interface = "d0"
+backend = "dpdk"
+dpdk_devargs = "net_null0"
+"#,
+    );
+    let err = match Runtime::start(&cfg, &RuntimeOptions::default()) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("started a DPDK port without DPDK"),
+    };
+    assert!(
+        err.contains("port 1") && err.contains("built without DPDK"),
+        "{err}"
+    );
+}
+
+/// Two DPDK null devices, in and out, in both thread modes and with the
+/// threads placed by a policy: every generated frame reaches the output
+/// port's counters, and the stats name each thread's core and queues.
+#[cfg(feature = "dpdk")]
+#[test]
+fn dpdk_null_ports_forward_in_both_modes_with_placed_queues() {
+    for (mode, extra) in [
+        (
+            "run-to-completion",
+            "worker_threads = 2\ncore_assign = \"balance\"",
+        ),
+        ("rx-worker-tx", "rx_threads = 2\ncore_assign = \"minimum\""),
+    ] {
+        let dev = format!("net_null{}", if mode == "rx-worker-tx" { 11 } else { 10 });
+        let text = format!(
+            r#"
+[dpdk]
+eal_args = ["-l", "0", "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "--no-telemetry"]
+[dataplane]
+mode = "{mode}"
+{extra}
+[[bridges]]
+name = "br0"
+flows = ["priority=1,in_port=1,actions=output:2"]
+[[bridges.ports]]
+port = 1
+interface = "in"
+backend = "dpdk"
+dpdk_devargs = "{dev},size=64"
+dpdk_mbufs = 8191
+[[bridges.ports]]
+port = 2
+interface = "out"
+backend = "dpdk"
+dpdk_devargs = "{dev}9,size=64"
+dpdk_mbufs = 4095
+"#
+        );
+        let cfg = config(&text);
+        let rt = Runtime::start(&cfg, &RuntimeOptions::default()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let report = rt.bridge_report("br0", 0, true).unwrap();
+        rt.stop();
+        let port = |n: u32| report.ports.iter().find(|p| p.port == n).unwrap().clone();
+        assert!(port(1).rx_packets > 1000, "{mode}: {:?}", port(1));
+        assert!(port(2).tx_packets > 1000, "{mode}: {:?}", port(2));
+        // Both receive queues of port 1 are read, each by its own thread.
+        let reads: Vec<Vec<String>> = report
+            .threads
+            .iter()
+            .filter(|t| t.reads.iter().any(|r| r.starts_with("1:")))
+            .map(|t| t.reads.clone())
+            .collect();
+        assert_eq!(reads.len(), 2, "{mode}: {:?}", report.threads);
+        assert!(report.threads.iter().all(|t| t.core.is_some()), "{mode}");
+    }
+}

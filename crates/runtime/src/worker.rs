@@ -3,13 +3,18 @@
 //!
 //! # The buffer seam
 //!
-//! Ports hand out [`dataplane::PacketBuf`] (owned, or lent from an
-//! AF_PACKET/AF_XDP ring); the pipeline works on
+//! Ports hand out [`dataplane::PacketBuf`] (owned, lent from an
+//! AF_PACKET/AF_XDP ring, or a DPDK mbuf's region); the pipeline works on
 //! [`packet::buffer::PacketBuf`] (a `Vec` with headroom). On the way in an
 //! owned buffer's vector is taken over as it is, headroom included
 //! ([`dataplane::PacketBuf::into_vec_parts`] and
 //! [`packet::buffer::PacketBuf::from_raw_parts`], which sets the padding floor
-//! from the received length like the copying constructors); a lent frame
+//! from the received length like the copying constructors); a DPDK mbuf's
+//! region ([`packet::buffer::Lent`]) is handed over as it is, so the
+//! pipeline rewrites the frame where the device put it and the region goes
+//! back to a port for sending ([`dataplane::PacketBuf::into_frame`],
+//! [`packet::buffer::PacketBuf::from_lent`] and back through
+//! [`packet::buffer::PacketBuf::into_parts`]); a frame lent from a ring
 //! is copied once into storage from [`dataplane::pool`] (the ring slot goes
 //! back to the kernel at once, which also keeps a slow flow from pinning
 //! ring blocks). On the way out the pipeline's vector is handed to a
@@ -33,8 +38,9 @@
 //! 9 KB receive buffer, then shrinking it) and now copies the frame into
 //! pooled storage instead. What the pipeline
 //! itself allocates (a copy per extra output, growth past the headroom)
-//! is its own affair. Zero copies for lent frames would need the pipeline
-//! to be generic over its buffer type, which it is not today.
+//! is its own affair. AF_PACKET and AF_XDP slots are still copied: their
+//! lenders are reference counted per ring, and a slow flow holding slots
+//! would starve the kernel's ring.
 //!
 //! # Table updates
 //!
@@ -56,7 +62,8 @@ use std::time::{Duration, Instant};
 
 use dataplane::snapshot::Reader;
 use dataplane::threads::BurstProcessor;
-use dataplane::Burst;
+use dataplane::{BufParts, Burst};
+use packet::buffer::Parts;
 use pipeline::datapath::{BurstOutput, Counters, Snapshot, WorkerState};
 use pipeline::Time;
 
@@ -167,14 +174,30 @@ impl PipelineWorker {
 /// A received buffer as a pipeline buffer: owned storage is taken over
 /// as it is (headroom included); a lent frame is copied into recycled
 /// storage with [`HEADROOM`] and its slot given back at once.
+#[inline]
 fn to_pipeline(p: dataplane::PacketBuf) -> packet::buffer::PacketBuf {
-    match p.into_vec_parts() {
-        Ok((v, head)) => packet::buffer::PacketBuf::from_raw_parts(v, head),
-        Err(lent) => {
+    match p.into_parts() {
+        BufParts::Vec(v, head) => packet::buffer::PacketBuf::from_raw_parts(v, head),
+        BufParts::Frame(mem, head, len) => {
+            packet::buffer::PacketBuf::from_lent(mem, head, head + len)
+        }
+        BufParts::Slot(lent) => {
             let mut v = dataplane::pool::take();
             v.resize(HEADROOM, 0);
             v.extend_from_slice(lent.data());
             packet::buffer::PacketBuf::from_raw_parts(v, HEADROOM)
+        }
+    }
+}
+
+/// A pipeline buffer as a dataplane buffer: an owned vector or a lent
+/// region is handed over as it is, headroom included.
+#[inline]
+fn to_dataplane(p: packet::buffer::PacketBuf) -> dataplane::PacketBuf {
+    match p.into_parts() {
+        Parts::Owned { data, start } => dataplane::PacketBuf::from_vec(data, start),
+        Parts::Lent { mem, start, end } => {
+            dataplane::PacketBuf::from_frame(mem, start, end - start)
         }
     }
 }
@@ -228,8 +251,7 @@ impl BurstProcessor for PipelineWorker {
         self.ws
             .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
         for tx in self.out.tx.drain(..) {
-            let (v, head) = tx.packet.into_raw_parts();
-            out(tx.port, dataplane::PacketBuf::from_vec(v, head));
+            out(tx.port, to_dataplane(tx.packet));
         }
         if !self.out.packet_ins.is_empty() {
             let mut lost = 0;

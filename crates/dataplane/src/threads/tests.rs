@@ -580,7 +580,11 @@ fn ports_come_and_go(mode: ThreadMode) {
     );
     t.add_port(PortSpec::new(3, Watched::new(c_sw, &token, true)))
         .unwrap();
-    assert_eq!(t.ports[&3].reader, 0, "{mode:?}: the least loaded reader");
+    assert_eq!(
+        t.ports[&3].readers,
+        [0],
+        "{mode:?}: the least loaded reader"
+    );
     let (dup, _) = patch::pair("dup", "dup-far", 16);
     assert_eq!(
         kind(t.add_port(PortSpec::new(3, Box::new(dup)))),
@@ -755,13 +759,13 @@ fn a_new_port_goes_to_the_least_loaded_reader_and_the_next_tx_thread() {
         let mut t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
         // Readers: 0 has ports 1 and 3, 1 has port 2.
         t.add_port(PortSpec::new(4, Box::new(Refuser))).unwrap();
-        assert_eq!(t.ports[&4].reader, 1, "{mode:?}");
+        assert_eq!(t.ports[&4].readers, [1], "{mode:?}");
         if mode == ThreadMode::RxWorkerTx {
             assert_eq!(t.ports[&4].tx, 3 % 2);
         }
         t.remove_port(1).unwrap();
         t.add_port(PortSpec::new(5, Box::new(Refuser))).unwrap();
-        assert_eq!(t.ports[&5].reader, 0, "{mode:?}");
+        assert_eq!(t.ports[&5].readers, [0], "{mode:?}");
         assert_eq!(
             t.port_counters().keys().copied().collect::<Vec<_>>(),
             [2, 3, 4, 5]
@@ -1098,4 +1102,125 @@ fn an_independent_reader_reads_the_file() {
         "{tool}: {text}"
     );
     assert_eq!(stats.captured, 4);
+}
+
+/// A port with several receive queues: handle `q` hands out `left`
+/// frames tagged with `q` and notes which thread read them.
+struct Queues {
+    q: u8,
+    left: usize,
+    extra: Vec<Box<dyn PortBackend>>,
+    seen: Arc<Mutex<Vec<(u8, String)>>>,
+}
+
+impl Queues {
+    fn new(n: u8, frames: usize, seen: &Arc<Mutex<Vec<(u8, String)>>>) -> Queues {
+        let mk = |q| Queues {
+            q,
+            left: frames,
+            extra: Vec::new(),
+            seen: seen.clone(),
+        };
+        let mut first = mk(0);
+        first.extra = (1..n)
+            .map(|q| Box::new(mk(q)) as Box<dyn PortBackend>)
+            .collect();
+        first
+    }
+}
+
+impl PortBackend for Queues {
+    fn name(&self) -> &str {
+        "queues"
+    }
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        let n = self.left.min(out.room());
+        for i in 0..n {
+            let _ = out.push(PacketBuf::from_slice(&test_frame(self.q, i as u32, 64)));
+        }
+        self.left -= n;
+        if n > 0 {
+            let who = std::thread::current().name().unwrap_or("").to_string();
+            self.seen.lock().unwrap().push((self.q, who));
+        }
+        Ok(n)
+    }
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        let n = pkts.len();
+        pkts.clear();
+        Ok(n)
+    }
+    fn link_state(&self) -> LinkState {
+        LinkState::Up
+    }
+    fn stats(&self) -> PortCounters {
+        PortCounters::default()
+    }
+    fn split_receivers(&mut self) -> io::Result<Vec<Box<dyn PortBackend>>> {
+        Ok(std::mem::take(&mut self.extra))
+    }
+}
+
+#[test]
+fn each_receive_queue_is_read_by_its_own_thread() {
+    for mode in [ThreadMode::RunToCompletion, ThreadMode::RxWorkerTx] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut c = cfg(mode, 2);
+        c.rx_threads = 2;
+        c.worker_cores = Some(vec![0]);
+        // Port 1: three queues, spread in turn; port 2: two queues, read
+        // by the thread the spec names for each.
+        let mut p2 = PortSpec::new(2, Box::new(Queues::new(2, 50, &seen)));
+        p2.readers = vec![1, 1];
+        let ports = vec![PortSpec::new(1, Box::new(Queues::new(3, 50, &seen))), p2];
+        let t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while seen.lock().unwrap().len() < 10 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let tag = if mode == ThreadMode::RunToCompletion {
+            "w"
+        } else {
+            "rx"
+        };
+        let mut readers: Vec<(u8, String)> = seen.lock().unwrap().clone();
+        readers.sort();
+        readers.dedup();
+        // Queue q of port 1 (i = 0) by thread q % 2; port 2's queues by 1.
+        assert_eq!(
+            readers,
+            vec![
+                (0, format!("t-{tag}0")),
+                (0, format!("t-{tag}1")),
+                (1, format!("t-{tag}1")),
+                (2, format!("t-{tag}0")),
+            ],
+            "{mode:?}"
+        );
+        let stats = t.thread_stats();
+        let reads: Vec<(String, Vec<(u32, usize)>)> = stats
+            .iter()
+            .filter(|s| !s.reads.is_empty())
+            .map(|s| (s.name.clone(), s.reads.clone()))
+            .collect();
+        assert_eq!(
+            reads,
+            vec![
+                (format!("t-{tag}0"), vec![(1, 0), (1, 2)]),
+                (format!("t-{tag}1"), vec![(1, 1), (2, 0), (2, 1)]),
+            ],
+            "{mode:?}"
+        );
+        let w0 = stats.iter().find(|s| s.name == "t-w0").unwrap();
+        assert_eq!(w0.core, Some(0));
+        t.stop();
+        // A reader that does not exist is refused.
+        let mut bad = PortSpec::new(3, Box::new(Queues::new(2, 1, &seen)));
+        bad.readers = vec![0, 7];
+        let e = Threads::start(&c, vec![bad], &mut |_| cross())
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("no reading thread 7"), "{e}");
+    }
 }

@@ -172,6 +172,23 @@ fn add_port() {
     let c = ok("add-port br1 eth3");
     assert_eq!(port(&c, "br1", 2).number, 2, "lowest free from 1");
 
+    let c = ok("add-port br0 d0 type=dpdk options:dpdk-devargs=net_null0,size=64 options:n_rxq=2 ofport=78");
+    let PortKind::Interface {
+        backend: Backend::Dpdk(d),
+        ..
+    } = &c.bridges[0].ports.last().unwrap().kind
+    else {
+        panic!("not dpdk")
+    };
+    assert_eq!(
+        (d.devargs.as_str(), d.rx_queues),
+        ("net_null0,size=64", Some(2))
+    );
+    let c = ok("add-port br0 net_ring7 type=dpdk");
+    assert_eq!(
+        backend(&c, "br0", c.bridges[0].ports.last().unwrap().number),
+        Backend::Dpdk(DpdkBackend::new("net_ring7"))
+    );
     let c = ok("add-port br0 x0 type=afxdp ofport=77");
     assert_eq!(backend(&c, "br0", 77), Backend::AfXdp);
     let c = ok("add-port br0 t1 backend=tap -- add-port br0 m1 options:type=memory");
@@ -226,11 +243,11 @@ fn add_port_errors() {
     );
     assert_eq!(
         err("add-port br0 eth3 speed=10G"),
-        "<transaction>:1: bridges.br0.ports.eth3.speed: add-port br0 eth3 speed=10G: unknown key \"speed\" for a port (expected type, pcap_read, pcap_write, pcap_rate, ofport)"
+        "<transaction>:1: bridges.br0.ports.eth3.speed: add-port br0 eth3 speed=10G: unknown key \"speed\" for a port (expected type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport)"
     );
     assert_eq!(
         err("add-port br0 eth3 type=vhost"),
-        "<transaction>:1: bridges.br0.ports.eth3.backend: add-port br0 eth3 type=vhost: backend \"vhost\" is not valid (afpacket, afxdp, tap, memory or pcap)"
+        "<transaction>:1: bridges.br0.ports.eth3.backend: add-port br0 eth3 type=vhost: backend \"vhost\" is not valid (afpacket, afxdp, tap, memory, pcap or dpdk)"
     );
     assert_eq!(
         err("add-port br0 eth3 ofport=2"),
@@ -547,7 +564,7 @@ fn one_bad_op_changes_nothing_and_every_error_is_reported() {
     assert_eq!(
         got,
         vec![
-            "<transaction>:3: bridges.br2.ports.p1.backend: add-port br2 p1 type=bogus: backend \"bogus\" is not valid (afpacket, afxdp, tap, memory or pcap)",
+            "<transaction>:3: bridges.br2.ports.p1.backend: add-port br2 p1 type=bogus: backend \"bogus\" is not valid (afpacket, afxdp, tap, memory, pcap or dpdk)",
             "<transaction>:5: bridges.br0.ports.nope: del-port br0 nope: bridge \"br0\" has no port nope",
             "<transaction>:6: bridges.br2.n_tables: set bridge:br2 n_tables=0: n_tables 0 is not valid (1..=254)",
             "<transaction>:7: bridges.br9: set-controller br9 ptcp:: there is no bridge \"br9\"",

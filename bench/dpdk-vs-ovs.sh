@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# fulmar vs Open vSwitch with DPDK, on the same DPDK I/O, one forwarding
+# core each, in one run.
+#
+#   sudo bench/dpdk-vs-ovs.sh [--scenarios "gw:1 gw:100000 gw:1000000 l2:100000 l3:100000"]
+#                             [--flows N] [--warmup S] [--seconds S] [--workers N] [--keep DIR]
+#                             [--fulmar PATH]
+#
+# For each scenario (`KIND:RULES`, KIND gw = fulmar bench's
+# gateway-mpls2vlan, the WAN -> data-center gateway keyed on the MPLS label
+# of one input port; l2; l3), `fulmar bench --export` writes the rules
+# (ovs-ofctl syntax, every rule outputting to port 2) and a pcap of 64-byte
+# packets, one per flow (--flows, default 4096, spread evenly over the
+# rules; one flow for a one-rule scenario). OVS recirculates after
+# pop_mpls, so each gateway flow takes two megaflows, and its datapath
+# starts with a dynamic limit of 10000 megaflows that grows only while
+# its revalidators keep up: with many more flows than that (try --flows
+# 65536) OVS keeps missing to the slow path and runs far below its steady
+# state, so the default keeps every megaflow in its cache. Then, one after the other:
+#
+# - Open vSwitch 3.1 with DPDK (Debian's openvswitch-switch-dpdk,
+#   ovs-vswitchd-dpdk --disable-system, in a network namespace of its own
+#   and with its own database and run directory, so no other OVS is
+#   touched): a netdev bridge with port 1 = a net_pcap vdev replaying the
+#   pcap forever (infinite_rx=1) and port 2 = a net_null vdev, one PMD
+#   thread on CPU 1 (pmd-cpu-mask), its main thread on CPU 0; the rules
+#   added with ovs-ofctl; --warmup seconds (default 60) for its megaflow
+#   cache to fill; then `dpif-netdev/pmd-stats-clear`, --seconds (default
+#   10), `dpif-netdev/pmd-stats-show`: packets / seconds is the rate, and
+#   its processing cycles / packets the cycles per packet.
+# - fulmar run (release, --features dpdk) with the same two vdevs as DPDK
+#   ports, the same rules as its flows file, one run-to-completion worker
+#   pinned to CPU 1 (busy polling), EAL main lcore on CPU 0; a short
+#   warm-up, then two `fulmar ctl stats --json` --seconds apart: port 2's
+#   transmitted packets / seconds is the rate, the worker's busy time per
+#   packet times the TSC rate (taken from OVS's own cycle counts) the
+#   cycles per packet.
+#
+# On a shared machine other processes take time from the forwarding
+# core, so the table gives both rates per second their forwarding thread
+# was on a CPU (its schedstat run time; both threads busy-poll, so this is
+# the rate they would have with the core to themselves), cycles per packet
+# over that time, and their ratio; the wall-clock rates follow on the next
+# line. Both forward every packet (port 2's counters are checked against
+# the input's).
+#
+# With --workers N (N > 1) a third run gives fulmar N workers on N receive
+# queues of the input port (the pcap given N times: net_pcap has one queue
+# per rx_pcap, each replaying the file; a NIC would spread one stream
+# with RSS) to show how the rate grows with workers; the machine needs
+# N + 1 CPUs for that to mean anything (with fewer, the last workers share
+# CPU 0 with everything else).
+#
+# Huge pages: 1024 x 2 MiB are reserved (vm.nr_hugepages) and a hugetlbfs
+# mounted at a private directory for the run; both are put back on exit,
+# also on Ctrl-C. Installs openvswitch-switch-dpdk (and what building
+# fulmar with DPDK needs) with apt when missing, leaving the ovs-vswitchd
+# alternative as it was. Needs root. Run it alone (`flock
+# /tmp/fulmar-heavy.lock ...` on a shared machine): the figures are only as
+# quiet as the machine is. Names: fdd-* (namespace), /tmp/fdd-bench.*.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+scenarios="gw:1 gw:100000 gw:1000000 l2:100000 l3:100000"
+flows=4096
+warmup=60
+seconds=10
+workers=1
+keep=
+fulmar=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --scenarios) scenarios=$2; shift 2 ;;
+        --flows) flows=$2; shift 2 ;;
+        --warmup) warmup=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --workers) workers=$2; shift 2 ;;
+        --keep) keep=$2; shift 2 ;;
+        --fulmar) fulmar=$2; shift 2 ;;
+        *) echo "usage: $0 [--scenarios \"gw:1 gw:100000 ...\"] [--flows N] [--warmup S] [--seconds S] [--workers N] [--keep DIR] [--fulmar PATH]" >&2; exit 2 ;;
+    esac
+done
+[ "$(id -u)" = 0 ] || { echo "$0: needs root (huge pages, DPDK)" >&2; exit 1; }
+
+# --- packages -----------------------------------------------------------------
+ovs_dpdk=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+need=()
+[ -x "$ovs_dpdk" ] || need+=(openvswitch-switch-dpdk)
+command -v ovs-ofctl >/dev/null || need+=(openvswitch-switch)
+pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+dpkg -s libclang1-14 >/dev/null 2>&1 || need+=(libclang1-14)
+dpkg -s libclang-common-14-dev >/dev/null 2>&1 || need+=(libclang-common-14-dev)
+if [ ${#need[@]} -gt 0 ]; then
+    # Installing openvswitch-switch-dpdk may move the ovs-vswitchd
+    # alternative; it is put back as it was.
+    alt_before=$(readlink -f /etc/alternatives/ovs-vswitchd 2>/dev/null || true)
+    alt_mode=$(update-alternatives --query ovs-vswitchd 2>/dev/null | awk '/^Status:/ {print $2}')
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    if [ "$alt_mode" = auto ] || [ -z "$alt_before" ]; then
+        update-alternatives --auto ovs-vswitchd >/dev/null 2>&1 || true
+    else
+        update-alternatives --set ovs-vswitchd "$alt_before" >/dev/null 2>&1 || true
+    fi
+fi
+if [ -z "$fulmar" ]; then
+    fulmar=$root/target/release/fulmar
+    echo "building fulmar (release, --features dpdk)" >&2
+    cargo build --quiet --release --locked -p fulmar --features dpdk
+fi
+[ -x "$fulmar" ] || { echo "$0: no fulmar binary at $fulmar" >&2; exit 1; }
+
+# --- the run's directory, huge pages, cleanup ---------------------------------
+work=$(mktemp -d /tmp/fdd-bench.XXXXXX)
+ns=fdd-ovs
+huge=$work/huge
+hp_before=$(cat /proc/sys/vm/nr_hugepages)
+mounted=
+ovs_pids=()
+fulmar_pid=
+cleanup() {
+    set +e
+    trap - EXIT INT TERM
+    [ -n "$fulmar_pid" ] && kill "$fulmar_pid" 2>/dev/null && sleep 1 && kill -9 "$fulmar_pid" 2>/dev/null
+    stop_ovs
+    ip netns del "$ns" 2>/dev/null
+    # The run directory DPDK made for OVS's EAL (--file-prefix fddovs).
+    rm -rf /var/run/dpdk/fddovs
+    [ -n "$mounted" ] && umount "$huge"
+    echo "$hp_before" > /proc/sys/vm/nr_hugepages
+    if [ -n "$keep" ]; then mkdir -p "$keep" && cp -r "$work"/run-* "$work"/*.txt "$keep"/ 2>/dev/null; fi
+    rm -rf "$work"
+}
+stop_ovs() {
+    local p
+    for p in "${ovs_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${ovs_pids[@]}"; do
+        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$p" 2>/dev/null || true
+    done
+    ovs_pids=()
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo 1024 > /proc/sys/vm/nr_hugepages
+got=$(cat /proc/sys/vm/nr_hugepages)
+[ "$got" -ge 512 ] || { echo "$0: only $got huge pages could be reserved" >&2; exit 1; }
+mkdir -p "$huge"
+mount -t hugetlbfs -o pagesize=2M nodev "$huge"
+mounted=1
+ip netns add "$ns"
+
+cpus=$(nproc)
+[ "$cpus" -ge 2 ] || { echo "$0: needs 2 CPUs (one forwarding core, one for the rest)" >&2; exit 1; }
+
+# TSC cycles per second, from OVS's own cycle counts when it ran.
+tsc_hz=
+
+# oncpu PID COMM_PREFIX: nanoseconds the process's threads named COMM_PREFIX*
+# have run on a CPU (schedstat), summed.
+oncpu() {
+    local pid=$1 prefix=$2 sum=0 t
+    for t in /proc/"$pid"/task/*; do
+        case "$(cat "$t/comm" 2>/dev/null)" in
+            "$prefix"*) sum=$(( sum + $(cut -d' ' -f1 "$t/schedstat") )) ;;
+        esac
+    done
+    echo "$sum"
+}
+
+# --- Open vSwitch with DPDK ---------------------------------------------------
+# ovs_run DIR RULES PCAP: prints "mpps cycles_per_packet tsc_hz megaflows forwarded_share"
+ovs_run() {
+    local dir=$1 rules=$2 pcap=$3
+    local run=$dir/ovs
+    mkdir -p "$run"
+    export OVS_RUNDIR=$run OVS_LOGDIR=$run OVS_DBDIR=$run
+    ovsdb-tool create "$run/conf.db" /usr/share/openvswitch/vswitch.ovsschema
+    ovsdb-server "$run/conf.db" --remote="punix:$run/db.sock" --pidfile="$run/ovsdb.pid" \
+        --unixctl="$run/ovsdb.ctl" --log-file="$run/ovsdb.log" --detach --no-chdir
+    ovs_pids+=("$(cat "$run/ovsdb.pid")")
+    local vsctl=(ovs-vsctl --db="unix:$run/db.sock" --no-wait)
+    "${vsctl[@]}" init
+    "${vsctl[@]}" set Open_vSwitch . other_config:dpdk-init=true \
+        other_config:dpdk-lcore-mask=0x1 other_config:pmd-cpu-mask=0x2 \
+        "other_config:dpdk-extra=--no-pci --huge-dir $huge --file-prefix fddovs --no-telemetry"
+    ip netns exec "$ns" "$ovs_dpdk" "unix:$run/db.sock" --disable-system --pidfile="$run/vswitchd.pid" \
+        --unixctl="$run/vswitchd.ctl" --log-file="$run/vswitchd.log" --detach --no-chdir
+    ovs_pids+=("$(cat "$run/vswitchd.pid")")
+    local appctl=(ovs-appctl -t "$run/vswitchd.ctl")
+    local vs=(ovs-vsctl --db="unix:$run/db.sock" --timeout=60)
+    "${vs[@]}" add-br br0 -- set bridge br0 datapath_type=netdev protocols=OpenFlow13 fail_mode=secure \
+        -- add-port br0 in0 -- set Interface in0 type=dpdk ofport_request=1 \
+            "options:dpdk-devargs=net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
+        -- add-port br0 out0 -- set Interface out0 type=dpdk ofport_request=2 \
+            "options:dpdk-devargs=net_null0,no-rx=1"
+    local of="unix:$run/br0.mgmt"
+    for _ in $(seq 100); do [ -S "$run/br0.mgmt" ] && break; sleep 0.2; done
+    ovs-ofctl -O OpenFlow13 del-flows "$of"
+    local t0=$(date +%s)
+    ovs-ofctl -O OpenFlow13 --bundle add-flows "$of" "$rules" 2>/dev/null \
+        || ovs-ofctl -O OpenFlow13 add-flows "$of" "$rules"
+    echo "  OVS: $(wc -l < "$rules") rules in $(( $(date +%s) - t0 )) s; warming up ${warmup} s" >&2
+    sleep "$warmup"
+    local tx0=$(ovs-ofctl -O OpenFlow13 dump-ports "$of" 2 | awk -F'pkts=' '/tx/ {split($2,a,","); print a[1]}')
+    local vpid=$(cat "$run/vswitchd.pid")
+    "${appctl[@]}" dpif-netdev/pmd-stats-clear
+    local c0=$(oncpu "$vpid" pmd)
+    local s0=$(date +%s.%N)
+    sleep "$seconds"
+    local stats=$("${appctl[@]}" dpif-netdev/pmd-stats-show)
+    local c1=$(oncpu "$vpid" pmd)
+    local s1=$(date +%s.%N)
+    local tx1=$(ovs-ofctl -O OpenFlow13 dump-ports "$of" 2 | awk -F'pkts=' '/tx/ {split($2,a,","); print a[1]}')
+    local megaflows=$("${appctl[@]}" dpctl/dump-flows 2>/dev/null | wc -l)
+    echo "$stats" > "$dir/ovs-pmd-stats.txt"
+    python3 - "$stats" "$s0" "$s1" "$tx0" "$tx1" "$megaflows" "$c0" "$c1" <<'PY'
+import re, sys
+stats, s0, s1, tx0, tx1, mf = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4] or 0), int(sys.argv[5] or 0), sys.argv[6]
+oncpu = (int(sys.argv[8]) - int(sys.argv[7])) / 1e9
+def num(key):
+    m = re.search(key + r":\s*([0-9.]+)", stats)
+    return float(m.group(1)) if m else 0.0
+secs = s1 - s0
+pkts = num("packets received")
+idle, proc = num("idle cycles"), num("processing cycles")
+cpp = proc / pkts if pkts else 0.0
+hz = (idle + proc) / secs if secs else 0.0
+fwd = (tx1 - tx0) / pkts if pkts else 0.0
+# Rate per second the PMD thread was on a CPU (it busy-polls: wall time
+# minus what other processes took from its CPU), and cycles per packet
+# over that time.
+cpu_mpps = pkts / oncpu / 1e6 if oncpu > 0 else 0.0
+cpu_cpp = oncpu * hz / pkts if pkts else 0.0
+print(f"{pkts / secs / 1e6:.3f} {cpp:.0f} {hz:.0f} {mf} {fwd:.3f} {cpu_mpps:.3f} {cpu_cpp:.0f} {oncpu / secs:.2f}")
+PY
+    stop_ovs
+    unset OVS_RUNDIR OVS_LOGDIR OVS_DBDIR
+}
+
+# --- fulmar -------------------------------------------------------------------
+# fulmar_run DIR RULES PCAP WORKERS: prints "mpps busy_ns_per_packet forwarded_share"
+fulmar_run() {
+    local dir=$1 rules=$2 pcap=$3 n=$4
+    local run=$dir/fulmar
+    mkdir -p "$run"
+    local devargs="net_pcap0"
+    for _ in $(seq "$n"); do devargs="$devargs,rx_pcap=$pcap"; done
+    local cores="1" q=""
+    if [ "$n" -gt 1 ]; then
+        # Workers on CPUs 1..n when the machine has them; otherwise the
+        # last ones share CPU 0 with the control threads.
+        cores=$(for i in $(seq 1 "$n"); do echo $(( i < cpus ? i : 0 )); done | paste -sd,)
+        q="dpdk_rx_queues = $n"
+    fi
+    cat > "$run/fulmar.toml" <<EOF
+[dpdk]
+eal_args = ["-l", "0", "--in-memory", "--huge-dir", "$huge", "--no-pci", "--no-telemetry"]
+
+[dataplane]
+worker_threads = $n
+worker_cores = [$cores]
+
+[[bridges]]
+name = "br0"
+flow_table_capacity = 2000000
+flows_file = "$rules"
+
+[[bridges.ports]]
+port = 1
+interface = "in0"
+backend = "dpdk"
+dpdk_devargs = "$devargs,infinite_rx=1"
+dpdk_mbufs = $(( (flows * n + 4096 * n + 8192) | 1023 ))
+$q
+
+[[bridges.ports]]
+port = 2
+interface = "out0"
+backend = "dpdk"
+dpdk_devargs = "net_null0,no-rx=1"
+EOF
+    "$fulmar" run --config "$run/fulmar.toml" --ctl "$run/ctl" --mgmt-dir "$run" \
+        --poll-us busy --log-level warn > "$run/log" 2>&1 &
+    fulmar_pid=$!
+    local t0=$(date +%s)
+    for _ in $(seq 600); do
+        "$fulmar" ctl -t "$run/ctl" stats >/dev/null 2>&1 && break
+        kill -0 "$fulmar_pid" 2>/dev/null || { cat "$run/log" >&2; return 1; }
+        sleep 0.5
+    done
+    echo "  fulmar: started with $(wc -l < "$rules") rules in $(( $(date +%s) - t0 )) s; warming up 5 s" >&2
+    sleep 5
+    local a=$("$fulmar" ctl -t "$run/ctl" stats --json)
+    local c0=$(oncpu "$fulmar_pid" br0-w)
+    local s0=$(date +%s.%N)
+    sleep "$seconds"
+    local b=$("$fulmar" ctl -t "$run/ctl" stats --json)
+    local c1=$(oncpu "$fulmar_pid" br0-w)
+    local s1=$(date +%s.%N)
+    "$fulmar" ctl -t "$run/ctl" stats > "$dir/fulmar-stats.txt" 2>&1 || true
+    kill "$fulmar_pid"; wait "$fulmar_pid" 2>/dev/null || true
+    fulmar_pid=
+    python3 - "$a" "$b" "$s0" "$s1" "$c0" "$c1" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1])[0], json.loads(sys.argv[2])[0]
+secs = float(sys.argv[4]) - float(sys.argv[3])
+oncpu = (int(sys.argv[6]) - int(sys.argv[5])) / 1e9
+def port(r, n, k):
+    return next(p[k] for p in r["ports"] if p["port"] == n)
+def work(r, k):
+    return sum(t[k] for t in r["threads"] if t["role"] == "worker")
+tx = port(b, 2, "tx_packets") - port(a, 2, "tx_packets")
+rx = port(b, 1, "rx_packets") - port(a, 1, "rx_packets")
+busy = work(b, "busy_ns") - work(a, "busy_ns")
+pk = work(b, "packets") - work(a, "packets")
+n = max(1, sum(1 for t in b["threads"] if t["role"] == "worker"))
+# On-CPU: packets per second the workers ran (summed over workers), and
+# nanoseconds of worker CPU per packet.
+cpu_mpps = tx / oncpu * n / 1e6 if oncpu > 0 else 0.0
+cpu_ns = oncpu / max(tx, 1) * 1e9
+print(f"{tx / secs / 1e6:.3f} {busy / max(pk, 1) * n:.1f} {tx / max(rx, 1):.3f} {cpu_mpps:.3f} {cpu_ns:.1f} {oncpu / secs:.2f}")
+PY
+}
+
+# --- the scenarios ------------------------------------------------------------
+{
+    echo "# $(date -u +%FT%TZ) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cpus CPUs"
+    echo "# fulmar $("$fulmar" --version | head -1), $("$ovs_dpdk" --version | head -1), flows $flows, warm-up ${warmup} s, ${seconds} s each, load $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$work/summary.txt"
+# Rates are per second of the forwarding thread on a CPU (see the header).
+printf '%-18s %10s %12s %10s %12s %8s %10s\n' scenario "OVS Mpps" "OVS cyc/pkt" "fulmar" "fulmar c/p" "ratio" megaflows | tee -a "$work/summary.txt"
+for s in $scenarios; do
+    kind=${s%%:*}; rules=${s#*:}
+    case "$kind" in
+        gw) scen=gateway-mpls2vlan ;;
+        l2) scen=l2 ;;
+        l3) scen=l3 ;;
+        *) echo "$0: unknown scenario kind $kind (gw, l2, l3)" >&2; exit 2 ;;
+    esac
+    f=$flows; [ "$rules" -lt "$f" ] && f=$rules
+    dir=$work/run-$kind-$rules
+    mkdir -p "$dir"
+    echo "== $scen, $rules rules, $f flows" >&2
+    "$fulmar" bench "$scen" --rules "$rules" --flows "$f" --export "$dir" --out-port 2 2>/dev/null
+    # Called in this shell (not a subshell), so cleanup knows the daemons.
+    ovs_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" > "$dir/ovs.res"
+    read -r o_mpps o_cpp o_hz o_mf o_fwd o_cmpps o_ccpp o_share < "$dir/ovs.res"
+    [ -n "$o_hz" ] && [ "${o_hz%.*}" -gt 0 ] && tsc_hz=$o_hz
+    fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" 1 > "$dir/fulmar.res"
+    read -r f_mpps f_ns f_fwd f_cmpps f_cns f_share < "$dir/fulmar.res"
+    f_ccpp=$(python3 -c "print(f'{$f_cns * ${tsc_hz:-0} / 1e9:.0f}')")
+    ratio=$(python3 -c "print(f'{$f_cmpps / $o_cmpps:.1f}' if $o_cmpps > 0 else 'n/a')")
+    printf '%-18s %10s %12s %10s %12s %8s %10s\n' "$kind $rules" "$o_cmpps" "$o_ccpp" "$f_cmpps" "$f_ccpp" "${ratio}x" "$o_mf" | tee -a "$work/summary.txt"
+    echo "  wall clock: OVS $o_mpps Mpps (PMD on CPU $o_share of the time), fulmar $f_mpps Mpps (worker on CPU $f_share); forwarded share of input: OVS $o_fwd, fulmar $f_fwd; TSC ${tsc_hz:-?} Hz" | tee -a "$work/summary.txt"
+    if [ "$workers" -gt 1 ]; then
+        for n in $(seq 2 "$workers"); do
+            fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" "$n" > "$dir/fulmar-$n.res"
+            read -r m_mpps m_ns m_fwd m_cmpps m_cns m_share < "$dir/fulmar-$n.res"
+            echo "  fulmar, $n workers on $n RX queues: $m_mpps Mpps wall ($m_cmpps per worker CPU-second summed, workers on CPU $m_share), 1 worker: $f_mpps wall; forwarded share $m_fwd" | tee -a "$work/summary.txt"
+        done
+    fi
+    rm -f "$dir/traffic.pcap" "$dir/rules.flows"
+done
+cp "$work/summary.txt" "$work/../fdd-bench-last.txt" 2>/dev/null || true

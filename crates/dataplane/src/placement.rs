@@ -1,0 +1,248 @@
+//! Which CPU each dataplane thread runs on: the CPUs the process may use,
+//! their hyperthread siblings, and the three assignment policies Lagopus
+//! offered (`--core-assign`), here for RX threads, workers and TX threads.
+//!
+//! The first CPU the process may use is left to the control side (the
+//! main thread, the controller channels, DPDK's main lcore) whenever
+//! there is another one; dataplane threads are placed on the rest:
+//!
+//! - [`CoreAssign::Performance`]: one logical CPU per physical core — a
+//!   CPU whose hyperthread sibling is already taken (the control CPU's
+//!   included) is skipped — and one thread per CPU. Too few cores is an
+//!   error that says how many are needed.
+//! - [`CoreAssign::Balance`]: every logical CPU, siblings included, one
+//!   thread per CPU while they last, then round robin (threads share).
+//! - [`CoreAssign::Minimum`]: two CPUs: RX and TX threads share one, the
+//!   workers share the other (run to completion: all workers on one CPU).
+//!
+//! Threads are taken in the order RX threads, workers, TX threads.
+
+use std::io;
+
+/// An assignment policy (Lagopus's `--core-assign`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CoreAssign {
+    /// One thread per physical core, hyperthread siblings skipped.
+    Performance,
+    /// Every logical CPU, siblings included; threads share when there are
+    /// more threads than CPUs.
+    Balance,
+    /// One CPU for the I/O threads, one for the workers.
+    Minimum,
+}
+
+impl CoreAssign {
+    /// The config-file spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoreAssign::Performance => "performance",
+            CoreAssign::Balance => "balance",
+            CoreAssign::Minimum => "minimum",
+        }
+    }
+}
+
+/// The CPUs of each kind of thread, thread `i` on entry `i`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CorePlan {
+    /// RX threads (rx-worker-tx only).
+    pub rx: Vec<usize>,
+    /// Workers.
+    pub workers: Vec<usize>,
+    /// TX threads (rx-worker-tx only).
+    pub tx: Vec<usize>,
+}
+
+/// The CPUs the calling thread may run on (at start-up: the process's),
+/// ascending; empty if the system does not say.
+pub fn allowed_cpus() -> Vec<usize> {
+    let Some(set) = thread_cpus() else {
+        return Vec::new();
+    };
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: i < CPU_SETSIZE; CPU_ISSET reads within the set.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .collect()
+}
+
+/// The calling thread's CPU set.
+pub fn thread_cpus() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data, zero is a valid value; the call
+    // writes at most size_of::<cpu_set_t>() bytes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+            .then_some(set)
+    }
+}
+
+/// Sets the calling thread's CPU set.
+pub fn set_thread_cpus(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: reads size_of::<cpu_set_t>() bytes from a valid set.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Parses a kernel CPU list (`0-3,8,10-11`).
+pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                if b < a || b - a > 4096 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
+/// The hyperthread siblings of `cpu` (itself included), from sysfs; just
+/// `cpu` when sysfs does not say.
+pub fn siblings(cpu: usize) -> Vec<usize> {
+    std::fs::read_to_string(format!(
+        "/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+    ))
+    .ok()
+    .and_then(|s| parse_cpu_list(&s))
+    .filter(|l| l.contains(&cpu))
+    .unwrap_or_else(|| vec![cpu])
+}
+
+/// Places `n_rx` RX threads, `n_workers` workers and `n_tx` TX threads
+/// (zero RX/TX threads: run to completion) on `cpus` by `policy`;
+/// `siblings_of` gives a CPU's hyperthread siblings.
+pub fn assign(
+    policy: CoreAssign,
+    n_rx: usize,
+    n_workers: usize,
+    n_tx: usize,
+    cpus: &[usize],
+    siblings_of: &dyn Fn(usize) -> Vec<usize>,
+) -> Result<CorePlan, String> {
+    if cpus.is_empty() {
+        return Err("no CPU is available to place threads on".into());
+    }
+    // The first CPU stays with the control side when there is another.
+    let (control, usable) = match cpus {
+        [only] => (None, vec![*only]),
+        [first, rest @ ..] => (Some(*first), rest.to_vec()),
+        [] => return Err("no CPU".into()),
+    };
+    let total = n_rx + n_workers + n_tx;
+    let spread =
+        |list: &[usize]| -> Vec<usize> { (0..total).map(|i| list[i % list.len()]).collect() };
+    let flat = match policy {
+        CoreAssign::Performance => {
+            let mut taken: Vec<usize> = control.map(siblings_of).unwrap_or_default();
+            let mut list = Vec::new();
+            for &c in &usable {
+                if taken.contains(&c) {
+                    continue;
+                }
+                list.push(c);
+                taken.extend(siblings_of(c));
+            }
+            if list.len() < total {
+                return Err(format!(
+                    "core_assign = \"performance\" needs {total} physical cores besides the control CPU ({} RX, {} workers, {} TX), and only {} are available ({:?}); use \"balance\" or fewer threads",
+                    n_rx,
+                    n_workers,
+                    n_tx,
+                    list.len(),
+                    list
+                ));
+            }
+            spread(&list)
+        }
+        CoreAssign::Balance => spread(&usable),
+        CoreAssign::Minimum => {
+            let io = usable[0];
+            let work = *usable.get(1).unwrap_or(&usable[0]);
+            let (io, work) = if n_rx + n_tx == 0 {
+                (io, io)
+            } else {
+                (io, work)
+            };
+            let mut v = vec![io; n_rx];
+            v.extend(std::iter::repeat_n(work, n_workers));
+            v.extend(std::iter::repeat_n(io, n_tx));
+            v
+        }
+    };
+    Ok(CorePlan {
+        rx: flat[..n_rx].to_vec(),
+        workers: flat[n_rx..n_rx + n_workers].to_vec(),
+        tx: flat[n_rx + n_workers..].to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eight CPUs, siblings i and i+4.
+    fn ht(c: usize) -> Vec<usize> {
+        vec![c % 4, c % 4 + 4]
+    }
+
+    #[test]
+    fn performance_skips_siblings_and_the_control_cpu() {
+        let cpus: Vec<usize> = (0..8).collect();
+        let p = assign(CoreAssign::Performance, 1, 1, 1, &cpus, &ht).unwrap();
+        assert_eq!((p.rx, p.workers, p.tx), (vec![1], vec![2], vec![3]));
+        let err = assign(CoreAssign::Performance, 1, 2, 1, &cpus, &ht).unwrap_err();
+        assert!(
+            err.contains("needs 4 physical cores") && err.contains("only 3"),
+            "{err}"
+        );
+        let rtc = assign(CoreAssign::Performance, 0, 3, 0, &cpus, &ht).unwrap();
+        assert_eq!(rtc.workers, vec![1, 2, 3]);
+        assert!(rtc.rx.is_empty() && rtc.tx.is_empty());
+    }
+
+    #[test]
+    fn balance_uses_siblings_then_shares() {
+        let cpus: Vec<usize> = (0..8).collect();
+        let p = assign(CoreAssign::Balance, 2, 4, 2, &cpus, &ht).unwrap();
+        assert_eq!(p.rx, vec![1, 2]);
+        assert_eq!(p.workers, vec![3, 4, 5, 6]);
+        assert_eq!(p.tx, vec![7, 1]);
+        let two = assign(CoreAssign::Balance, 0, 2, 0, &[0, 1], &|c| vec![c]).unwrap();
+        assert_eq!(two.workers, vec![1, 1]);
+        let one = assign(CoreAssign::Balance, 0, 2, 0, &[5], &|c| vec![c]).unwrap();
+        assert_eq!(one.workers, vec![5, 5]);
+    }
+
+    #[test]
+    fn minimum_uses_one_io_and_one_worker_cpu() {
+        let cpus: Vec<usize> = (0..8).collect();
+        let p = assign(CoreAssign::Minimum, 2, 3, 1, &cpus, &ht).unwrap();
+        assert_eq!(
+            (p.rx, p.workers, p.tx),
+            (vec![1, 1], vec![2, 2, 2], vec![1])
+        );
+        let rtc = assign(CoreAssign::Minimum, 0, 2, 0, &cpus, &ht).unwrap();
+        assert_eq!(rtc.workers, vec![1, 1]);
+        assert!(assign(CoreAssign::Minimum, 0, 1, 0, &[], &ht).is_err());
+    }
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(parse_cpu_list("0-2,5,7-8\n"), Some(vec![0, 1, 2, 5, 7, 8]));
+        assert_eq!(parse_cpu_list("3"), Some(vec![3]));
+        assert_eq!(parse_cpu_list("2-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+        assert!(!allowed_cpus().is_empty());
+        let c = allowed_cpus()[0];
+        assert!(siblings(c).contains(&c));
+    }
+}
