@@ -187,7 +187,8 @@ def main():
     if args.list:
         for n in ordered():
             e = EXPERIMENTS[n]
-            print(f"{n:16s} seed {e['seed']}  ~{e['minutes'][0]} min quick, ~{e['minutes'][1]} min default  {e['title']}")
+            print(f"{n:16s} seed {e['seed']}  ~{e['minutes'][0]} min quick, ~{e['minutes'][1]} min default  "
+                  f"{e['title']}")
         return 0
     if args.replot:
         replot(select(args.names), out)

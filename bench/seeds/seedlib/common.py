@@ -2,11 +2,10 @@
 through a switch on veths, rule sets."""
 
 import json
-import time
 
 from .core import ExperimentError, sh
 from .pkt import udp_frame
-from .topo import host_ip, host_mac, link_stats
+from .topo import host_ip, host_mac
 from .traffic import Generator, measure
 
 VIDS = 4094
@@ -14,7 +13,7 @@ FIRST_LABEL = 16
 
 
 def bench(ctx, scenario, rules, size=64, secs=1.0, workers=1, flows=None, extra=""):
-    """`fulmar bench ... --json` pinned to the switch's CPUs; the JSON."""
+    """`fulmar bench ... --json` on ctx.bench_cpus(workers); its JSON, with "cpus"."""
     cpus = ctx.bench_cpus(workers)
     cmd = (f"taskset -c {cpus} {ctx.fulmar} bench {scenario} --rules {rules} --packet-size {size} "
            f"--seconds {secs} --workers {workers} --json")
@@ -80,11 +79,3 @@ def check_alive(sw):
 
 def mpps(x):
     return x / 1e6 if x is not None else None
-
-
-def wait_quiet(secs=0.3):
-    time.sleep(secs)
-
-
-def kernel_rx(topo, i):
-    return link_stats(topo.sw, topo.sw_dev(i))["rx"]

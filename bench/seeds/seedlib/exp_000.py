@@ -8,12 +8,12 @@ import threading
 import time
 
 from . import experiment
-from .common import FIRST_LABEL, bench, check_alive, mpps, throughput
+from .common import FIRST_LABEL, bench, check_alive, throughput
 from .core import ExperimentError, sh
 from .pkt import udp_frame
 from .report import color, figure, num
 from .switches import Fulmar, Ovs, port_flows
-from .topo import Topo, host_ip, host_mac, link_stats
+from .topo import Topo, host_ip, host_mac
 from .traffic import Generator, iperf3, measure, ping, ping_until, summary
 
 # Table II: ping delay (ms) at light load with the I/O loop count at 100
@@ -110,7 +110,8 @@ def batching(ctx, res):
 
 def plot_batching(res):
     fig, (ax, ax2) = figure(2)
-    for system, style, lab in (("fulmar-rwt", "-o", "fulmar rx-worker-tx"), ("fulmar", "-s", "fulmar run-to-completion")):
+    for system, style, lab in (("fulmar-rwt", "-o", "fulmar rx-worker-tx"),
+                               ("fulmar", "-s", "fulmar run-to-completion")):
         pts = [r for r in res.rows if r["system"] == system and r["rtt_median_ms"] is not None]
         if not pts:
             continue
@@ -170,7 +171,7 @@ def workers(ctx, res):
     topo = Topo(ctx, 2).build()
     for n_rules in tables:
         flows = l2_flows(n_rules)
-        configs = [(f"fulmar-rwt", w, lambda w=w: Fulmar(ctx, topo, label=f"fulmar-rwt-{w}", mode="rx-worker-tx",
+        configs = [("fulmar-rwt", w, lambda w=w: Fulmar(ctx, topo, label=f"fulmar-rwt-{w}", mode="rx-worker-tx",
                                                           workers=w, cpus=f"0-{ctx.ncpu - 1}",
                                                           dataplane={"dispatch": "l2"}))
                    for w in (1, 2)]
@@ -216,13 +217,21 @@ def workers(ctx, res):
         rows.append([r["system"], r["where"], r["table"], r["workers"],
                      num(r.get("mbps")) if r.get("mbps") else num(r.get("mpps")) + " Mpps",
                      r.get("worker_packets", "")])
-    res.table = (["system", "where", "table entries", "workers", "Mbit/s (sum of both flows)", "packets per worker"], rows)
+    res.table = (["system", "where", "table entries", "workers", "Mbit/s (sum of both flows)",
+                  "packets per worker"], rows)
     for sysname in ("fulmar-rwt", "fulmar-bench"):
         for t in tables:
-            v = {r["workers"]: (r.get("mbps") or r.get("mpps")) for r in res.rows if r["system"] == sysname and r["table"] == t}
+            v = by_workers(res, sysname, t)
             if 1 in v and 2 in v and v[1]:
                 paper = PAPER_WORKERS[(2, t)] / PAPER_WORKERS[(1, t)]
-                res.findings.append(f"{sysname}, {t} entries: 2 workers give {v[2] / v[1]:.2f}× one (paper: {paper:.2f}×).")
+                res.findings.append(f"{sysname}, {t} entries: 2 workers give {v[2] / v[1]:.2f}× one "
+                                    f"(paper: {paper:.2f}×).")
+
+
+def by_workers(res, system, table):
+    """workers -> Mbit/s (veth) or Mpps (bench) of one system and table size."""
+    return {r["workers"]: (r.get("mbps") or r.get("mpps")) for r in res.rows
+            if r["system"] == system and r["table"] == table}
 
 
 def l2_flows(n):
@@ -256,7 +265,7 @@ def plot_workers(res):
     names, ratios, cols = [], [], []
     for t in tables:
         for system in ("fulmar-rwt", "fulmar-bench"):
-            v = {r["workers"]: (r.get("mbps") or r.get("mpps")) for r in res.rows if r["system"] == system and r["table"] == t}
+            v = by_workers(res, system, t)
             if 1 in v and 2 in v and v[1]:
                 names.append(f"{'veth' if system == 'fulmar-rwt' else 'bench'}\n{t}e")
                 ratios.append(v[2] / v[1])
@@ -305,7 +314,8 @@ def tablesize(ctx, res):
         f"table size varied. Here {k} flows spread evenly over the labels installed (each with its own source "
         f"MAC), offered by tcpreplay at {OFFERED:.0%} of what fulmar run-to-completion forwarded with the "
         "smallest table in a calibration at the start of this run (trafgen as fast as it can); loss = 1 − "
-        "received ÷ sent (veth counters). fulmar run-to-completion with 1 worker, rx-worker-tx with 1 and 2 workers (dispatch by Ethernet addresses; "
+        "received ÷ sent (veth counters). fulmar run-to-completion with 1 worker, rx-worker-tx with 1 and 2 "
+        "workers (dispatch by Ethernet addresses; "
         "the paper used 1 and 4), and Open vSwitch. Dashed: the paper's drop rates.")
     res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}; fulmar with one worker and OVS on CPU "
                  f"{ctx.switch_cpus(1)}, fulmar with two workers on CPUs {ctx.switch_cpus(2)} (never the "
@@ -371,7 +381,8 @@ def plot_tablesize(res):
                                (("ovs", 1), "-^")):
         pts = [(r["table"], max(r["loss_pct"], 1e-4)) for r in res.rows if r["system"] == system and r["workers"] == w]
         if pts:
-            name = {"fulmar": "fulmar run-to-completion", "fulmar-rwt": "fulmar rx-worker-tx", "ovs": "OVS 3.1 netdev"}[system]
+            name = {"fulmar": "fulmar run-to-completion", "fulmar-rwt": "fulmar rx-worker-tx",
+                    "ovs": "OVS 3.1 netdev"}[system]
             ax.plot(*zip(*pts), style, color=color(system), label=f"{name}, {w} worker{'s' if w > 1 else ''}")
     for w, style in ((1, "k--"), (4, "k:")):
         ax.plot(list(PAPER_DROP[w]), list(PAPER_DROP[w].values()), style, lw=1,
@@ -385,7 +396,8 @@ def plot_tablesize(res):
 
 
 # --------------------------------------------------------------------------
-@experiment("000-priority", "000", "delay of a delay-sensitive flow under load, with and without priority-class dispatch", (1.5, 3),
+@experiment("000-priority", "000",
+            "delay of a delay-sensitive flow under load, with and without priority-class dispatch", (1.5, 3),
             plot="plot_priority")
 def priority(ctx, res):
     loads = ctx.pick([2.0], [0.5, 1.0, 2.0], [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0])
@@ -468,8 +480,9 @@ def priority(ctx, res):
         b = next((r for r in res.rows if r["system"] == "fulmar-priority" and r["load"] == load), None)
         if load >= 1 and a and b and a["rtt_median_ms"] and b["rtt_median_ms"]:
             res.findings.append(f"At {load}× the bulk flow's calibrated rate the ping's median is "
-                                f"{a['rtt_median_ms']:.3f} ms on the bulk flow's worker and {b['rtt_median_ms']:.3f} ms "
-                                f"on a worker of its own ({a['answered']} and {b['answered']} of {a['pings']} answered).")
+                                f"{a['rtt_median_ms']:.3f} ms on the bulk flow's worker and "
+                                f"{b['rtt_median_ms']:.3f} ms on a worker of its own ({a['answered']} and "
+                                f"{b['answered']} of {a['pings']} answered).")
 
 
 CHAIN = 100

@@ -150,7 +150,8 @@ def size(ctx, res):
                 res.add(system=label, mss=m, frame_bytes=frame, mbps=mbps, kpps=pk / dt / 1e3,
                         kpps_iperf=mbps * 1e6 / 8 / max(m - 12, 1) / 1e3, seconds=sec,
                         cpus=sw.cpus if sw else "-")
-                ctx.log(f"  {label:8s} MSS {m:5d}: {mbps:7.0f} Mbit/s, {pk / dt / 1e3:6.1f} kpps (frames {frame:.0f} B)")
+                ctx.log(f"  {label:8s} MSS {m:5d}: {mbps:7.0f} Mbit/s, {pk / dt / 1e3:6.1f} kpps "
+                        f"(frames {frame:.0f} B)")
             if sw:
                 check_alive(sw)
         finally:
@@ -196,7 +197,8 @@ def r2(pts):
 
 def plot_size(res):
     fig, (ax, ax2) = figure(2)
-    for s, st, lab in (("direct", ":o", "direct veth pair"), ("fulmar", "-s", "fulmar"), ("ovs", "-^", "OVS 3.1 netdev")):
+    for s, st, lab in (("direct", ":o", "direct veth pair"), ("fulmar", "-s", "fulmar"),
+                       ("ovs", "-^", "OVS 3.1 netdev")):
         pts = [r for r in res.rows if r["system"] == s and r["frame_bytes"]]
         if pts:
             ax.plot([r["frame_bytes"] for r in pts], [r["mbps"] / 1e3 for r in pts], st, color=color(s), label=lab)

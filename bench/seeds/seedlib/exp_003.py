@@ -22,12 +22,13 @@ PAPER_DROP_96 = {"openflow": (0.6, 5.0, 11.3), "linux-ip": (0.1, 5.4, 8.9), "lin
 PAPER_SIZES = (8192, 65536, 131072)
 
 SYSTEMS = ("fulmar", "ovs", "linux-bridge", "linux-ip")
-LABELS = {"fulmar": "fulmar", "ovs": "OVS 3.1 netdev", "linux-bridge": "Linux bridge", "linux-ip": "Linux IP forwarding"}
+LABELS = {"fulmar": "fulmar", "ovs": "OVS 3.1 netdev", "linux-bridge": "Linux bridge",
+          "linux-ip": "Linux IP forwarding"}
 
 
 def make_switch(ctx, topo, kind, **kw):
-    return {"fulmar": lambda: Fulmar(ctx, topo, **kw), "ovs": lambda: Ovs(ctx, topo, **kw),
-            "linux-bridge": lambda: LinuxBridge(ctx, topo, **kw), "linux-ip": lambda: IpForward(ctx, topo, **kw)}[kind]()
+    cls = {"fulmar": Fulmar, "ovs": Ovs, "linux-bridge": LinuxBridge, "linux-ip": IpForward}[kind]
+    return cls(ctx, topo, **kw)
 
 
 def frame_for(kind, size, src=1, dst=2, sport=1024, dport=4789, dst_mac=None, dst_ip=None):
@@ -80,7 +81,8 @@ def forwarding(ctx, res):
         sw = start(make_switch(ctx, topo, kind), flows)
         try:
             for s in sizes:
-                g = Generator(ctx, topo.host_ns(1), topo.host_dev(1), [frame_for(kind, s, sport=1024 + j) for j in range(16)])
+                frames = [frame_for(kind, s, sport=1024 + j) for j in range(16)]
+                g = Generator(ctx, topo.host_ns(1), topo.host_dev(1), frames)
                 r = measure([g], [(topo.host_ns(2), topo.host_dev(2))], warm, secs)
                 check_alive(sw)
                 res.add(part="size", system=kind, size=s, load=None, offered_mpps=mpps(r["offered_pps"]),
@@ -131,7 +133,8 @@ def plot_forwarding(res):
     for kind in SYSTEMS:
         pts = [r for r in res.rows if r["part"] == "size" and r["system"] == kind]
         if pts:
-            ax.plot([r["size"] for r in pts], [r["mpps"] * 1e3 for r in pts], "-o", color=color(kind), label=LABELS[kind])
+            ax.plot([r["size"] for r in pts], [r["mpps"] * 1e3 for r in pts], "-o", color=color(kind),
+                    label=LABELS[kind])
             ax.plot([r["size"] for r in pts], [r["offered_mpps"] * 1e3 for r in pts], ":", color=color(kind), lw=0.8)
         pts = [r for r in res.rows if r["part"] == "load" and r["system"] == kind]
         if pts:
@@ -196,7 +199,8 @@ def tablesize(ctx, res):
             elif kind == "linux-ip":
                 routes = [(f"{11 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}.0/24", "10.2.1.99") for i in range(n)]
                 sw.start(routes=routes)
-                mk = lambda s: [frame_for(kind, s, dst_ip=f"{11 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}.1") for i in pick]
+                mk = lambda s: [frame_for(kind, s, dst_ip=f"{11 + (i >> 16)}.{(i >> 8) & 255}.{i & 255}.1")
+                                for i in pick]
             else:
                 macs = [f"0e:00:00:{(i >> 16) & 255:02x}:{(i >> 8) & 255:02x}:{i & 255:02x}" for i in range(n)]
                 sw.start(fdb=[(m, 2) for m in macs])

@@ -64,7 +64,8 @@ def match_flows(kind):
             src, dst = prefix(rng, sl), prefix(rng, dl)
             proto = rng.choice(("tcp", "udp", "ip"))
             port = f",tp_dst={rng.randrange(1, 65535)}" if proto != "ip" and rng.random() < 0.7 else ""
-            lines.append(f"table=0,priority={2000 - k},{proto},nw_src={src}/{sl},nw_dst={dst}/{dl}{port},actions=drop\n")
+            lines.append(f"table=0,priority={2000 - k},{proto},nw_src={src}/{sl},nw_dst={dst}/{dl}{port},"
+                         "actions=drop\n")
         lines.append(both("ip,nw_src=10.0.0.0/30,nw_dst=10.0.0.2/31", "ip,nw_src=10.0.0.2/31,nw_dst=10.0.0.0/30")
                      .replace("priority=100", "priority=10"))
         return "".join(lines)
@@ -87,7 +88,7 @@ def prefix(rng, length):
 REWRITES = {
     "none": ("in_port=1", "", "in_port=2", ""),
     "mac": ("in_port=1", "set_field:02:00:00:00:ee:01->eth_src,", "in_port=2", "set_field:02:00:00:00:ee:02->eth_src,"),
-    "ip": (f"ip,in_port=1", "set_field:10.0.0.99->ip_src,", f"ip,in_port=2,nw_dst=10.0.0.99",
+    "ip": ("ip,in_port=1", "set_field:10.0.0.99->ip_src,", "ip,in_port=2,nw_dst=10.0.0.99",
            f"set_field:{A}->ip_dst,"),
     "tos": ("ip,in_port=1", "set_field:46->ip_dscp,", "ip,in_port=2", "set_field:0->ip_dscp,"),
     "ttl": ("ip,in_port=1", "dec_ttl,", "ip,in_port=2", "dec_ttl,"),
@@ -234,7 +235,8 @@ def matches(ctx, res):
         "The paper's Tables III and V: the round trip of UDP packets echoed back through the switch, with the "
         "two rules (one each way) matching on: the input port; source and destination MAC; IPv4 addresses; "
         "addresses, protocol and UDP ports; every field (exact); IPv4 prefixes below 1000 wildcard rules of many "
-        f"shapes the echo misses (wildcard){'; the IP rules installed after 100,000 others (ip+100000)' if len(kinds) > 6 else ''}. "
+        f"shapes the echo misses (wildcard)"
+        f"{'; the IP rules installed after 100,000 others (ip+100000)' if len(kinds) > 6 else ''}. "
         f"{count} echoes per case, one at a time 0.2 ms apart, from a Python client; fulmar (run-to-completion, "
         "defaults) and Open vSwitch, the same rules over their management sockets. Left: median and p10–p90; "
         "right: relative to matching the input port, beside the paper's Open vSwitch 2.3.")
@@ -264,8 +266,9 @@ def rewrites(ctx, res):
         "The paper's Table VI: the echo's round trip when the switch rewrites a header on the way: nothing; the "
         "source MAC; the source IPv4 address (restored on the way back); the DSCP; the TTL (dec_ttl); the UDP "
         "destination port (restored on the way back); a VLAN tag with a priority pushed, looked up in a "
-        "second table and popped (this kernel has no 802.1Q to give a host a tagged interface). 64-byte frames, {count} echoes per case; fulmar and Open vSwitch. Right: relative to no "
-        "rewrite, beside the paper's Open vSwitch 2.3.")
+        "second table and popped (this kernel has no 802.1Q to give a host a tagged interface). "
+        f"64-byte frames, {count} echoes per case; fulmar and Open vSwitch. Right: relative to no rewrite, "
+        "beside the paper's Open vSwitch 2.3.")
     res.setup = (f"Two CPUs: the echo client on CPU {ctx.gen_cpus}, the switch on CPU {ctx.switch_cpus(1)}, the echo "
                  "server unpinned; other builds may have shared the machine.")
     res.paper = [(f"Open vSwitch 2.3, rewrite {k}", f"{a}–{b} ms") for k, (a, b) in PAPER_REWRITE_OVS.items()]
@@ -373,9 +376,11 @@ def stats(ctx, res):
     for system in ("fulmar", "ovs"):
         pts = [r for r in res.rows if r["system"] == system and r["load"] == "idle"]
         if len(pts) > 1:
-            res.findings.append(f"{system}: a flow-stats reply for {pts[-1]['flows']:,} flows takes "
-                                f"{pts[-1]['flow_stats_ms']:.0f} ms ({pts[-1]['flow_stats_ms'] * 1e3 / pts[-1]['flows']:.2f} "
-                                f"µs a flow); port stats {pts[0]['port_stats_ms']:.2f} → {pts[-1]['port_stats_ms']:.2f} ms.")
+            last = pts[-1]
+            res.findings.append(f"{system}: a flow-stats reply for {last['flows']:,} flows takes "
+                                f"{last['flow_stats_ms']:.0f} ms ({last['flow_stats_ms'] * 1e3 / last['flows']:.2f} "
+                                f"µs a flow); port stats {pts[0]['port_stats_ms']:.2f} → "
+                                f"{last['port_stats_ms']:.2f} ms.")
 
 
 def plot_stats(res):
@@ -389,7 +394,8 @@ def plot_stats(res):
             x = [r["flows"] for r in pts]
             for a, key in ((ax, "flow_stats"), (ax2, "port_stats")):
                 y = [r[f"{key}_ms"] for r in pts]
-                err = [[r[f"{key}_ms"] - r[f"{key}_min_ms"] for r in pts], [r[f"{key}_max_ms"] - r[f"{key}_ms"] for r in pts]]
+                err = [[r[f"{key}_ms"] - r[f"{key}_min_ms"] for r in pts],
+                       [r[f"{key}_max_ms"] - r[f"{key}_ms"] for r in pts]]
                 a.errorbar(x, y, yerr=err, fmt=st, color=color(system), label=lab, capsize=2)
     for k, (a, b, c, d) in PAPER_FLOWSTATS_OVS.items():
         x = 1 if k == "one rule" else 750000

@@ -153,7 +153,8 @@ def ping(ns, dst, count, interval, size=56, timeout=1, timestamps=False):
     """Per-ping RTTs in ms (and, with timestamps, (t, rtt) pairs), and the
     number sent."""
     w = max(int(count * float(interval) + 10), 5)
-    cmd = f"ip netns exec {ns} timeout {w} ping -n {'-D ' if timestamps else ''}-c {count} -i {interval} -W {timeout} -s {size} {dst}"
+    cmd = (f"ip netns exec {ns} timeout {w} ping -n {'-D ' if timestamps else ''}-c {count} -i {interval} "
+           f"-W {timeout} -s {size} {dst}")
     out = subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout
     if timestamps:
         pts = [(float(t), float(r)) for t, r in re.findall(r"\[([\d.]+)\].*time=([\d.]+) ms", out)]
