@@ -19,7 +19,9 @@ docs/results.md between its markers. See bench/seeds/README.md.
 import argparse
 import fcntl
 import fnmatch
+import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -134,6 +136,12 @@ def command_line(name, args):
     return f"sudo bench/seeds/run.sh {name}{size}"
 
 
+def anchor(name, title, seed):
+    """GitHub's anchor of the fragment's heading `### NAME: TITLE (seed N)`."""
+    text = f"{name}: {title} (seed {seed})".lower()
+    return re.sub(r"[^a-z0-9 _-]", "", text).replace(" ", "-")
+
+
 def publish(out):
     """Copies out/*.svg and *.csv to docs/results/seeds/ and rewrites the
     part of docs/results.md between the markers from out/*.md."""
@@ -141,6 +149,7 @@ def publish(out):
     dest.mkdir(parents=True, exist_ok=True)
     parts = []
     missing = []
+    index = ["| experiment | seed | measured | first finding |", "|---|---|---|---|"]
     for name in ordered():
         md = out / f"{name}.md"
         if not md.exists():
@@ -150,6 +159,10 @@ def publish(out):
             src = out / f"{name}.{ext}"
             if src.exists():
                 shutil.copyfile(src, dest / f"{name}.{ext}")
+        meta = json.loads((out / f"{name}.json").read_text()) if (out / f"{name}.json").exists() else {}
+        first = (meta.get("findings") or ["–"])[0].replace("|", "/")
+        index.append(f"| [{name}](#{anchor(name, EXPERIMENTS[name]['title'], EXPERIMENTS[name]['seed'])}) | "
+                     f"{EXPERIMENTS[name]['seed']} | {meta.get('date', '?')}, {meta.get('size', '?')} size | {first} |")
         text = md.read_text()
         text = text.replace(f"]({name}.svg)", f"](results/seeds/{name}.svg)")
         text = text.replace(f"]({name}.csv)", f"](results/seeds/{name}.csv)")
@@ -160,7 +173,7 @@ def publish(out):
         raise SystemExit(f"{results}: no {BEGIN} ... {END} markers to replace between")
     head, rest = doc.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    body = "\n".join(parts)
+    body = "\n".join(index) + "\n\n" + "\n".join(parts)
     if missing:
         body += "\nNot measured yet: " + ", ".join(missing) + ".\n"
     results.write_text(head + BEGIN + "\n" + body + END + tail)
