@@ -3,22 +3,24 @@
 #
 # It installs what the tests need on a fresh Debian 12 machine — the Rust
 # toolchain components, Debian packages (openvswitch-switch for ovs-ofctl and
-# ovs-appctl, iputils-ping, prometheus for promtool),
+# ovs-appctl, iputils-ping, prometheus for promtool; netsniff-ng, tcpreplay,
+# iperf3, ethtool and nftables for the seed experiments' smoke run),
 # and a Python venv (.venv) from PyPI with os-ken 3.1.0
 # (its OpenFlow 1.3 test vectors), scapy (an independent packet encoder and
-# decoder) and pytest — then runs, in order: formatting and lint checks, the
-# Rust tests, the OpenFlow vector round trip through the `fulmar` binary, the
-# DPDK backend (libdpdk-dev, pkg-config and libclang from apt; the `dpdk`
-# feature's Rust tests and lints over virtual devices without huge pages,
-# and a `fulmar` built with it for the Python tests), the Python tests
-# (scapy as the independent decoder; ovs-ofctl parse-flow / parse-group /
-# add-meter and ofp-print as the reference for the flow, group and meter
-# text in tests/flowtext_ovs; end-to-end tests in network namespaces, DPDK
-# ports, faults under traffic and restarts among them; os-ken's
-# simple_switch_13, Faucet and a three-switch Faucet fabric driving fulmar
-# in tests/controllers), Miri over the unsafe code, the os-ken OpenFlow 1.3
-# conformance run (match and action), and a compile check of the fuzz
-# targets.
+# decoder), pytest and matplotlib (the seed experiments' plots) — then
+# runs, in order: formatting and lint checks, the Rust tests, the OpenFlow
+# vector round trip through the `fulmar` binary, the DPDK backend
+# (libdpdk-dev, pkg-config and libclang from apt; the `dpdk` feature's Rust
+# tests and lints over virtual devices without huge pages, and a `fulmar`
+# built with it for the Python tests), the Python tests (scapy as the
+# independent decoder; ovs-ofctl parse-flow / parse-group / add-meter and
+# ofp-print as the reference for the flow, group and meter text in
+# tests/flowtext_ovs; end-to-end tests in network namespaces, DPDK ports,
+# faults under traffic, restarts and `bench/seeds/run.sh --smoke` among
+# them; os-ken's simple_switch_13, Faucet and a three-switch Faucet fabric
+# driving fulmar in tests/controllers), Miri over the unsafe code, the
+# os-ken OpenFlow 1.3 conformance run (match and action), and a compile
+# check of the fuzz targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -31,13 +33,18 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 cargo --version
 
-step "system packages (apt): ovs-ofctl, ovs-appctl, ovs-vsctl and ovsdb-server (real OpenFlow, unixctl and OVSDB peers), ping, promtool, snmpd and snmpget/snmpwalk"
+step "system packages (apt): ovs-ofctl, ovs-appctl, ovs-vsctl and ovsdb-server (real OpenFlow, unixctl and OVSDB peers), ping, promtool, snmpd and snmpget/snmpwalk, trafgen, tcpreplay, iperf3, ethtool, nft"
 need=()
 command -v ovs-ofctl >/dev/null 2>&1 || need+=(openvswitch-switch)
 command -v snmpd >/dev/null 2>&1 || need+=(snmpd)
 command -v snmpget >/dev/null 2>&1 || need+=(snmp)
 command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+command -v trafgen >/dev/null 2>&1 || need+=(netsniff-ng)
+command -v tcpreplay >/dev/null 2>&1 || need+=(tcpreplay)
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
+command -v nft >/dev/null 2>&1 || need+=(nftables)
 if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
         apt-get update -qq
@@ -47,8 +54,8 @@ if [ ${#need[@]} -gt 0 ]; then
     fi
 fi
 
-step "python venv (.venv: os-ken==3.1.0, scapy, pytest, pytest-timeout, ncclient)"
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest, ncclient, pytest_timeout' 2>/dev/null; then
+step "python venv (.venv: os-ken==3.1.0, scapy, pytest, pytest-timeout, ncclient, matplotlib)"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest, ncclient, pytest_timeout, matplotlib' 2>/dev/null; then
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 fi
