@@ -186,7 +186,7 @@ fn overload_drops(late: bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         let d = t.drops();
-        if seen.packets() + d.rx_ring_full >= generated {
+        if seen.packets() + d.rx_ring_full + d.tx_ring_full >= generated {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -194,12 +194,26 @@ fn overload_drops(late: bool) {
     let d = t.drops();
     let per_port = t.port_drops();
     t.stop();
-    // Counted against the port the packets came in on.
+    // Counted against the port the packets came in on. On a loaded
+    // machine the TX thread may also be kept off its CPU long enough for
+    // the worker to fill its ring: those drops count against the output
+    // port, by their own name, and every packet is still accounted for.
     assert_eq!(per_port[&1].rx_ring_full, d.rx_ring_full, "{per_port:?}");
-    assert_eq!(per_port[&2], ThreadDrops::default());
+    assert_eq!(per_port[&1].tx_ring_full, 0, "{per_port:?}");
+    assert_eq!(
+        per_port[&2],
+        ThreadDrops {
+            tx_ring_full: d.tx_ring_full,
+            ..ThreadDrops::default()
+        }
+    );
     assert!(d.rx_ring_full > 0, "{d:?}");
-    assert_eq!(seen.packets() + d.rx_ring_full, generated, "{d:?}");
-    assert_eq!((d.tx_ring_full, d.no_port, d.port_error), (0, 0, 0));
+    assert_eq!(
+        seen.packets() + d.rx_ring_full + d.tx_ring_full,
+        generated,
+        "{d:?}"
+    );
+    assert_eq!((d.no_port, d.port_error), (0, 0));
 }
 
 /// A sink that takes its time over every burst.
