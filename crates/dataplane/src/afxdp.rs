@@ -888,6 +888,12 @@ mod tests {
             };
             let mut port = AfXdpPort::open_with("xda", &cfg).unwrap();
             assert!(!port.is_zero_copy(), "veth has no zero-copy AF_XDP");
+            // A veth's carrier comes up a moment after both ends are set
+            // up (longer on a loaded machine): wait for it, within reason.
+            let up_by = Instant::now() + Duration::from_secs(5);
+            while port.link_state() != LinkState::Up && Instant::now() < up_by {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             assert_eq!(port.link_state(), LinkState::Up);
             let peer = RawSocket::bind("xdb");
             // Port -> peer, more frames than TX frames, so completions recycle.
