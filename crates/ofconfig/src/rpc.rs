@@ -270,9 +270,20 @@ impl Session<'_> {
             let e = RpcError::malformed(&format!("expected <rpc> in {BASE_NS}, got <{}>", el.name));
             return (reply("", Err(e)), After::Continue);
         }
+        // The reply carries the request's attributes (RFC 6241 4.2). They
+        // are kept by local name, so two with different prefixes (`a:x`,
+        // `b:x`) would be one name twice, and a prefixed `xmlns` would
+        // clash with the reply's own namespace: the first of each name is
+        // echoed, and no `xmlns`.
+        let mut echoed: Vec<&str> = Vec::new();
         let attrs: String = el
             .attrs
             .iter()
+            .filter(|(k, _)| {
+                let fresh = k != "xmlns" && !echoed.contains(&k.as_str());
+                echoed.push(k);
+                fresh
+            })
             .map(|(k, v)| format!(" {k}=\"{}\"", escape(v)))
             .collect();
         if el.attr("message-id").is_none() {
@@ -600,6 +611,36 @@ mod tests {
             "{r}"
         );
         assert!(r.contains("<id>br0</id>"));
+    }
+
+    /// Found by the netconf fuzz target: attributes with one local name
+    /// under two prefixes were echoed twice, and the reply did not parse.
+    #[test]
+    fn echoed_attributes_are_one_per_name_and_never_xmlns() {
+        let (f, s) = (Fake::default(), Shared::default());
+        for (attrs, want) in [
+            (
+                r#"message-id="1" xmlns:a="urn:a" xmlns:b="urn:b" a:ns="x" b:ns="y""#,
+                r#"ns="x""#,
+            ),
+            (r#"xmlns:a="urn:a" a:ns="x" xml:ns="y""#, r#"ns="x""#),
+            (
+                r#"message-id="2" xmlns:a="urn:a" a:xmlns="urn:z""#,
+                r#"message-id="2""#,
+            ),
+        ] {
+            let (r, _) = run(
+                &f,
+                &s,
+                1,
+                &format!(
+                    r#"<rpc {attrs} xmlns="{BASE_NS}"><get-config><source><running/></source></get-config></rpc>"#
+                ),
+            );
+            xml::parse(r.as_bytes()).unwrap_or_else(|e| panic!("{e}: {r}"));
+            assert!(r.contains(want), "{r}");
+            assert!(!r.contains("urn:z"), "{r}");
+        }
     }
 
     #[test]
