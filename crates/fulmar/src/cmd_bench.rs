@@ -8,7 +8,7 @@
 //! fulmar bench gateway-vlan2mpls|gateway-mpls2vlan|l2|l3|acl
 //!     [--rules N] [--flows N] [--workers N] [--seconds S]
 //!     [--packet-size B] [--burst N] [--flow-mods N [--publish-every N]]
-//!     [--seed N] [--json] [--smoke]
+//!     [--seed N] [--json] [--smoke] [--reference [--rounds N]]
 //! ```
 //!
 //! How a run goes:
@@ -42,6 +42,11 @@
 //!    between bursts with a `Reader`, as the runtime's workers do. The
 //!    report gives both install rates and the forwarding rate during that
 //!    phase beside the undisturbed one.
+//!
+//! 6. With `--reference`, step 3's run is split into `--rounds` rounds,
+//!    each a turn of fulmar and a turn of the hand-written minimum loop of
+//!    [`reference`] over the same pool (the order alternating), and the
+//!    report adds the medians and the median ratio fulmar / reference.
 //!
 //! `--smoke`: 64 rules and 0.2 s unless given; for tests.
 //!
