@@ -45,7 +45,7 @@
 //!
 //! 6. With `--reference`, step 3's run is split into `--rounds` rounds,
 //!    each a turn of fulmar and a turn of the hand-written minimum loop of
-//!    [`reference`] over the same pool (the order alternating), and the
+//!    [`mod@reference`] over the same pool (the order alternating), and the
 //!    report adds the medians and the median ratio fulmar / reference.
 //!
 //! `--smoke`: 64 rules and 0.2 s unless given; for tests.
