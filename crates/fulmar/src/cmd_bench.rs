@@ -8,7 +8,7 @@
 //! fulmar bench gateway-vlan2mpls|gateway-mpls2vlan|l2|l3|acl
 //!     [--rules N] [--flows N] [--workers N] [--seconds S]
 //!     [--packet-size B] [--burst N] [--flow-mods N [--publish-every N]]
-//!     [--seed N] [--json] [--smoke]
+//!     [--seed N] [--json] [--smoke] [--reference [--rounds N]]
 //! ```
 //!
 //! How a run goes:
@@ -43,6 +43,11 @@
 //!    report gives both install rates and the forwarding rate during that
 //!    phase beside the undisturbed one.
 //!
+//! 6. With `--reference`, step 3's run is split into `--rounds` rounds,
+//!    each a turn of fulmar and a turn of the hand-written minimum loop of
+//!    [`mod@reference`] over the same pool (the order alternating), and the
+//!    report adds the medians and the median ratio fulmar / reference.
+//!
 //! `--smoke`: 64 rules and 0.2 s unless given; for tests.
 //!
 //! On a terminal, a progress line on stderr is updated every second.
@@ -50,6 +55,7 @@
 mod frame;
 #[cfg(feature = "dpdk")]
 mod loss_free;
+mod reference;
 mod workload;
 
 use anyhow::{bail, ensure, Context};
@@ -114,6 +120,18 @@ pub struct BenchArgs {
     /// Small, quick run for tests: 64 rules, 0.2 s unless given.
     #[arg(long)]
     pub smoke: bool,
+    /// Also run, in the same process, alternating with fulmar, the least
+    /// any switch must do for the scenario on the same packets (a
+    /// hand-written loop: parse the key, one hash or LPM probe with the
+    /// burst's lookups prefetched, the scenario's rewrite, move the
+    /// buffer; for acl the classifier's own lookups), and report
+    /// fulmar's rate as a fraction of it.
+    #[arg(long, conflicts_with_all = ["export", "write_flows", "loss_free"])]
+    pub reference: bool,
+    /// With --reference: rounds of each (fulmar, then the reference, in
+    /// turn; --seconds is shared between all of them; medians reported).
+    #[arg(long, default_value_t = 5, requires = "reference")]
+    pub rounds: usize,
     /// Write the scenario's rules (flow text, one per line, as
     /// `fulmar run --flows` or a config's `flows_file` reads them) to
     /// this file and exit, without running: the same rules for a
@@ -218,7 +236,7 @@ impl Pool {
 
 /// What one worker did.
 #[derive(Default, Debug, Clone, Copy)]
-struct WorkerResult {
+pub(crate) struct WorkerResult {
     packets: u64,
     tx: u64,
     process_ns: u64,
@@ -259,7 +277,8 @@ pub struct Report {
     /// Share of table-0 lookups the workers' flow caches answered (hits /
     /// (hits + misses + bypassed)); null when no packet was looked up.
     cache_hit_rate: Option<f64>,
-    /// VmRSS at the end of the run.
+    /// VmRSS at the end of the run (with `--reference`: before the
+    /// reference's own tables were built).
     rss_bytes: Option<u64>,
     /// Bytes of packet templates (part of rss_bytes).
     template_bytes: usize,
@@ -275,7 +294,79 @@ pub struct Report {
     /// Sampled packets checked against the generator, and mismatches.
     checked: usize,
     mismatches: usize,
+    /// `--reference`: fulmar beside the hand-written minimum.
+    reference: Option<ReferenceFigures>,
     notes: Vec<String>,
+}
+
+/// Figures of `--reference`: rounds of fulmar and of the reference loop
+/// in turn over the same packets, each round `seconds_each` long.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReferenceFigures {
+    /// What the reference does.
+    what: &'static str,
+    rounds: usize,
+    seconds_each: f64,
+    /// Median over rounds of fulmar's Mpps (pipeline time, summed over
+    /// workers).
+    fulmar_mpps: f64,
+    /// Median over rounds of the reference's Mpps (its timed part only).
+    reference_mpps: f64,
+    /// Reference nanoseconds per packet (median round).
+    reference_ns_per_packet: f64,
+    /// Median of the per-round ratios fulmar / reference.
+    ratio: f64,
+    /// The issue's target for this scenario (one worker), if it has one.
+    target: Option<f64>,
+    /// ratio >= target.
+    target_met: Option<bool>,
+    fulmar_mpps_rounds: Vec<f64>,
+    reference_mpps_rounds: Vec<f64>,
+    /// Packets the reference forwarded and dropped (all rounds).
+    reference_packets: u64,
+    reference_tx_packets: u64,
+    reference_dropped: u64,
+    /// Bytes of the reference's lookup structures.
+    reference_table_bytes: usize,
+    /// Sampled packets checked through the reference, and mismatches.
+    reference_checked: usize,
+    reference_mismatches: usize,
+}
+
+impl WorkerResult {
+    /// Adds `o`'s counts to `self`.
+    fn add(&mut self, o: &WorkerResult) {
+        self.packets += o.packets;
+        self.tx += o.tx;
+        self.process_ns += o.process_ns;
+        self.generator_ns += o.generator_ns;
+        self.allocations += o.allocations;
+        self.drops += o.drops;
+        self.versions += o.versions;
+        self.cache_hits += o.cache_hits;
+        self.cache_lookups += o.cache_lookups;
+    }
+}
+
+/// The median of `v` (mean of the middle two for an even count; 0 when
+/// empty).
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+/// The issue's per-core target for a scenario's ratio to its reference.
+fn target_of(s: Scenario) -> Option<f64> {
+    match s {
+        Scenario::GatewayVlan2Mpls | Scenario::GatewayMpls2Vlan | Scenario::L3 => Some(0.33),
+        Scenario::Acl => Some(0.70),
+        Scenario::L2 => None,
+    }
 }
 
 /// Figures of `--flow-mods N`: N more rules of the scenario's shape,
@@ -849,7 +940,11 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         print_report(&report, &mut out)?;
     }
-    Ok(if report.mismatches == 0 {
+    let ref_bad = report
+        .reference
+        .as_ref()
+        .is_some_and(|r| r.reference_mismatches > 0);
+    Ok(if report.mismatches == 0 && !ref_bad {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -868,6 +963,10 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         "--workers must be 1..=1024"
     );
     ensure!((1..=4096).contains(&args.burst), "--burst must be 1..=4096");
+    ensure!(
+        (1..=1000).contains(&args.rounds),
+        "--rounds must be 1..=1000"
+    );
     ensure!(
         args.publish_every >= 1,
         "--publish-every must be at least 1"
@@ -921,16 +1020,90 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         burst: args.burst,
         flow_cache: args.flow_cache,
     };
-    let (results, wall, _) = traffic(
-        &publisher,
-        &pool,
-        args.workers,
-        opts,
-        seconds,
-        Control::Idle,
-        &progress,
-    )?;
-    let rss = rss_bytes();
+    let (results, wall, rss, reference) = if args.reference {
+        // Resident memory before the reference's tables exist: fulmar's.
+        let rss = rss_bytes();
+        let r = reference::Reference::new(&w, &pool)?;
+        let (ref_checked, ref_bad) = reference::check(&r, &w, &pool, 100, args.seed);
+        for b in ref_bad.iter().take(10) {
+            eprintln!("mismatch: {b}");
+        }
+        let each = seconds / args.rounds as f64;
+        let mut all = vec![WorkerResult::default(); args.workers];
+        let mut ref_all = WorkerResult::default();
+        let (mut f_rounds, mut r_rounds, mut ratios, mut r_ns) = (vec![], vec![], vec![], vec![]);
+        let mut wall = 0.0;
+        for round in 0..args.rounds {
+            // Alternate which goes first, so a trend in the machine's
+            // load does not favour one side.
+            let mut f_mpps = 0.0;
+            let mut r_mpps = 0.0;
+            for fulmar_turn in [round % 2 == 0, round % 2 == 1] {
+                if fulmar_turn {
+                    let (res, w_s, _) = traffic(
+                        &publisher,
+                        &pool,
+                        args.workers,
+                        opts,
+                        each,
+                        Control::Idle,
+                        &progress,
+                    )?;
+                    for (a, b) in all.iter_mut().zip(&res) {
+                        a.add(b);
+                    }
+                    wall += w_s;
+                    f_mpps = totals(&res).mpps;
+                } else {
+                    let res = reference::run(&r, &pool, args.workers, args.burst, each)?;
+                    let t = totals(&res);
+                    res.iter().for_each(|x| ref_all.add(x));
+                    r_mpps = t.mpps;
+                    r_ns.push(if t.packets == 0 {
+                        0.0
+                    } else {
+                        t.process_ns as f64 / t.packets as f64
+                    });
+                }
+            }
+            f_rounds.push(f_mpps);
+            r_rounds.push(r_mpps);
+            ratios.push(if r_mpps > 0.0 { f_mpps / r_mpps } else { 0.0 });
+        }
+        let ratio = median(&ratios);
+        let target = target_of(args.scenario);
+        let figures = ReferenceFigures {
+            what: r.describe(),
+            rounds: args.rounds,
+            seconds_each: each,
+            fulmar_mpps: median(&f_rounds),
+            reference_mpps: median(&r_rounds),
+            reference_ns_per_packet: median(&r_ns),
+            ratio,
+            target,
+            target_met: target.map(|t| ratio >= t),
+            fulmar_mpps_rounds: f_rounds,
+            reference_mpps_rounds: r_rounds,
+            reference_packets: ref_all.packets,
+            reference_tx_packets: ref_all.tx,
+            reference_dropped: ref_all.drops,
+            reference_table_bytes: r.table_bytes(),
+            reference_checked: ref_checked,
+            reference_mismatches: ref_bad.len(),
+        };
+        (all, wall, rss, Some(figures))
+    } else {
+        let (results, wall, _) = traffic(
+            &publisher,
+            &pool,
+            args.workers,
+            opts,
+            seconds,
+            Control::Idle,
+            &progress,
+        )?;
+        (results, wall, rss_bytes(), None)
+    };
     let t = totals(&results);
     let per_packet = |ns: u64, packets: u64| {
         if packets == 0 {
@@ -1024,6 +1197,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         flow_mods: fm,
         checked,
         mismatches: bad.len(),
+        reference,
         notes,
     })
 }
@@ -1108,7 +1282,37 @@ fn print_report(r: &Report, w: &mut impl Write) -> anyhow::Result<()> {
             r.mpps
         )?;
     }
-
+    if let Some(x) = &r.reference {
+        writeln!(
+            w,
+            "  reference   {:.3} Mpps, {:.1} ns/packet: {}",
+            x.reference_mpps, x.reference_ns_per_packet, x.what
+        )?;
+        writeln!(
+            w,
+            "  reference   check {} of {} sampled packets as the rules say; {} rounds of {:.2} s each, fulmar {:.3} Mpps",
+            x.reference_checked - x.reference_mismatches,
+            x.reference_checked,
+            x.rounds,
+            x.seconds_each,
+            x.fulmar_mpps
+        )?;
+        writeln!(
+            w,
+            "  ratio       fulmar / reference = {:.3} ({:.1}%, median of {} rounds){}",
+            x.ratio,
+            x.ratio * 100.0,
+            x.rounds,
+            match (x.target, x.target_met) {
+                (Some(t), Some(m)) => format!(
+                    "; target >= {:.0}%: {}",
+                    t * 100.0,
+                    if m { "met" } else { "not met" }
+                ),
+                _ => String::new(),
+            }
+        )?;
+    }
     for n in &r.notes {
         writeln!(w, "  note: {n}")?;
     }
@@ -1134,6 +1338,8 @@ mod tests {
             seed: 5,
             json: true,
             smoke: true,
+            reference: false,
+            rounds: 5,
             write_flows: None,
             export: None,
             out_port: None,
@@ -1231,6 +1437,31 @@ mod tests {
             );
             assert!(f.packets_while_installing.is_some());
         }
+    }
+
+    #[test]
+    fn reference_rounds_alternate_and_give_a_ratio() {
+        for s in Scenario::ALL {
+            let mut a = args(s);
+            a.reference = true;
+            a.rounds = 3;
+            a.flow_mods = 0;
+            a.workers = 1;
+            let r = bench(&a).unwrap();
+            assert_eq!(r.mismatches, 0, "{s:?}");
+            let x = r.reference.expect("--reference figures");
+            assert_eq!((x.reference_checked, x.reference_mismatches), (100, 0));
+            assert_eq!(x.fulmar_mpps_rounds.len(), 3);
+            assert_eq!(x.reference_mpps_rounds.len(), 3);
+            assert!(x.reference_packets > 0 && x.ratio > 0.0, "{s:?}: {x:?}");
+            assert_eq!(x.reference_tx_packets, x.reference_packets, "{s:?}");
+            assert_eq!(x.reference_dropped, 0);
+            assert_eq!(x.target.is_some(), s != Scenario::L2);
+            // Fulmar's own figures cover its rounds.
+            assert!(r.packets > 0 && r.tx_packets == r.packets);
+        }
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 
     #[test]

@@ -171,3 +171,41 @@ fn a_terminal_gets_a_progress_line_each_second() {
     );
     assert!(all.contains("check       100 of 100"), "{all:?}");
 }
+
+#[test]
+fn reference_smoke_prints_a_ratio() {
+    for s in SCENARIOS {
+        let out = fulmar(&["bench", s, "--reference", "--smoke", "--rounds", "2"]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{s}: {stdout}\n{}", text(&out.stderr));
+        assert!(
+            stdout.contains("check 64 of 64 sampled packets as the rules say"),
+            "{s}: {stdout}"
+        );
+        assert!(
+            stdout.contains("ratio       fulmar / reference = "),
+            "{s}: {stdout}"
+        );
+        let out = fulmar(&["bench", s, "--reference", "--smoke", "--json"]);
+        assert!(out.status.success(), "{s}: {}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+        let r = &v["reference"];
+        assert_eq!(r["rounds"], 5, "{s}: {v}");
+        assert!(r["ratio"].as_f64().unwrap() > 0.0, "{s}: {v}");
+        assert!(r["reference_mpps"].as_f64().unwrap() > 0.0, "{s}: {v}");
+        assert_eq!(r["reference_mismatches"], 0, "{s}: {v}");
+    }
+    // Without --reference the field is null; --rounds needs --reference.
+    let out = fulmar(&["bench", "l2", "--smoke", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert!(v["reference"].is_null(), "{v}");
+    let out = fulmar(&["bench", "l2", "--smoke", "--rounds", "3"]);
+    assert!(!out.status.success());
+    let out = fulmar(&["bench", "l2", "--smoke", "--reference", "--rounds", "0"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--rounds"),
+        "{}",
+        text(&out.stderr)
+    );
+}

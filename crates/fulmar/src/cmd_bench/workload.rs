@@ -120,6 +120,40 @@ pub struct Expected {
     pub frame: Frame,
 }
 
+/// A rule as the hand-written reference loop (`--reference`) holds it:
+/// its key and what it does, from the generator's record of its rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefRule {
+    /// An exact key (packed as the reference parses it: gateway
+    /// `in_port << 12 | vid` or `in_port << 20 | label`, l2 the MAC) to
+    /// an output port and the rewrite's argument (the MPLS label or the
+    /// VLAN id to set; 0 for l2).
+    Exact {
+        /// The packed key.
+        key: u64,
+        /// Output port.
+        port: u32,
+        /// The rewrite's argument.
+        arg: u64,
+    },
+    /// An IPv4 prefix to an output port and the next-hop MAC to set.
+    Prefix {
+        /// The prefix (host bits zero).
+        addr: u32,
+        /// Its length.
+        len: u8,
+        /// Output port.
+        port: u32,
+        /// Next-hop MAC.
+        mac: u64,
+    },
+    /// A wildcard (acl) rule: its output port (its match is its flow text).
+    Wildcard {
+        /// Output port.
+        port: u32,
+    },
+}
+
 /// A scenario's rules: generated once, then read by index.
 pub struct Workload {
     /// The scenario.
@@ -324,6 +358,40 @@ impl Workload {
                 t.push_str(&format!(",actions=output:{}", r.out));
                 t
             }
+        }
+    }
+
+    /// Rule `i` (`i < rules`) as the reference loop holds it; for the
+    /// acl, `i == rules` is the default rule of [`Self::extra_rules`].
+    pub fn reference_rule(&self, i: usize) -> RefRule {
+        match self.scenario {
+            Scenario::GatewayVlan2Mpls => RefRule::Exact {
+                key: ((1 + i / VIDS) as u64) << 12 | (1 + i % VIDS) as u64,
+                port: self.n_ports - 4 + 1 + (i as u32 % 4),
+                arg: (FIRST_LABEL + i) as u64,
+            },
+            Scenario::GatewayMpls2Vlan => RefRule::Exact {
+                key: 1 << 20 | (FIRST_LABEL + i) as u64,
+                port: Self::out_port(i),
+                arg: (1 + i % VIDS) as u64,
+            },
+            Scenario::L2 => RefRule::Exact {
+                key: l2_mac(i),
+                port: Self::out_port(i),
+                arg: 0,
+            },
+            Scenario::L3 => {
+                let (addr, len) = self.l3[i];
+                RefRule::Prefix {
+                    addr,
+                    len,
+                    port: Self::out_port(i),
+                    mac: l3_mac(i),
+                }
+            }
+            Scenario::Acl => RefRule::Wildcard {
+                port: self.acl.get(i).map_or(DEFAULT_PORT, |r| r.out),
+            },
         }
     }
 
