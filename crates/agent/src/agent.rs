@@ -504,14 +504,17 @@ impl<S: Switch> Agent<S> {
         // A peer that takes none of our bytes for as long as it may stay
         // silent is as dead as a silent one (a controller that stopped
         // reading): the channel closes instead of waiting for it forever.
+        // One that reads slowly but steadily (a million-entry flow-stats
+        // reply into a Python client) is not stalled: the limit is per
+        // write, not for the whole output.
         let stall = self.config.conn.echo_interval + self.config.conn.echo_timeout;
         loop {
             let out = conn.take_output();
             if !out.is_empty() {
-                match tokio::time::timeout(stall, wr.write_all(&out)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => conn.close(CloseReason::Io(e.to_string())),
-                    Err(_) => conn.close(CloseReason::WriteStalled),
+                match write_moving(&mut wr, &out, stall).await {
+                    Ok(waited) if waited => conn.output_taken(Instant::now()),
+                    Ok(_) => {}
+                    Err(reason) => conn.close(reason),
                 }
             }
             if let Some(reason) = conn.closed() {
@@ -960,6 +963,27 @@ async fn unix_peer(
             }
         ))
     }
+}
+
+/// Writes all of `out`, closing with [`CloseReason::WriteStalled`] only
+/// when the peer takes none of it for `stall` (each write must make
+/// progress within that time; the whole may take longer). Says whether
+/// it had to wait for the peer (more than one write).
+async fn write_moving<W>(wr: &mut W, mut out: &[u8], stall: Duration) -> Result<bool, CloseReason>
+where
+    W: AsyncWrite + Unpin,
+{
+    let mut writes = 0;
+    while !out.is_empty() {
+        match tokio::time::timeout(stall, wr.write(out)).await {
+            Ok(Ok(0)) => return Err(CloseReason::Io("the peer takes no more bytes".into())),
+            Ok(Ok(n)) => out = &out[n..],
+            Ok(Err(e)) => return Err(CloseReason::Io(e.to_string())),
+            Err(_) => return Err(CloseReason::WriteStalled),
+        }
+        writes += 1;
+    }
+    Ok(writes > 1)
 }
 
 #[cfg(test)]

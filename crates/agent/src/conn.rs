@@ -176,6 +176,11 @@ pub struct Connection<S: Switch> {
     reply_next: Option<(ofp::stats::FlowStatsRequest, crate::switch::FlowStatsPos)>,
     started: Instant,
     last_rx: Instant,
+    /// When the peer last showed it is alive: a message from it, or our
+    /// bytes taken off a full socket (a peer draining a long reply sends
+    /// nothing, and may not see our echo request until it has read up to
+    /// it). What the keepalive measures.
+    last_alive: Instant,
     echo_outstanding: bool,
     next_xid: u32,
     /// When the batch not yet flushed began.
@@ -255,6 +260,7 @@ impl<S: Switch> Connection<S> {
             reply_next: None,
             started: now,
             last_rx: now,
+            last_alive: now,
             echo_outstanding: false,
             next_xid: 1,
             unflushed_since: None,
@@ -330,9 +336,9 @@ impl<S: Switch> Connection<S> {
         let keepalive = if !self.negotiated {
             self.started + self.config.hello_timeout
         } else if self.echo_outstanding {
-            self.last_rx + self.config.echo_interval + self.config.echo_timeout
+            self.last_alive + self.config.echo_interval + self.config.echo_timeout
         } else {
-            self.last_rx + self.config.echo_interval
+            self.last_alive + self.config.echo_interval
         };
         match self.unflushed_since {
             Some(since) => keepalive
@@ -354,6 +360,14 @@ impl<S: Switch> Connection<S> {
         self.unflushed_since.is_some()
     }
 
+    /// The peer has just taken output that had waited on a full socket
+    /// (see [`Connection::next_deadline`]): it is alive, whether or not it
+    /// has sent anything. A peer that takes nothing is closed by the
+    /// caller's write limit instead ([`CloseReason::WriteStalled`]).
+    pub fn output_taken(&mut self, now: Instant) {
+        self.last_alive = self.last_alive.max(now);
+    }
+
     /// Advances time: HELLO timeout, echo keepalive, dead-peer detection.
     pub fn on_tick(&mut self, now: Instant) {
         if let Some(since) = self.unflushed_since {
@@ -373,7 +387,7 @@ impl<S: Switch> Connection<S> {
             }
             return;
         }
-        let idle = now.saturating_duration_since(self.last_rx);
+        let idle = now.saturating_duration_since(self.last_alive);
         if idle >= self.config.echo_interval + self.config.echo_timeout {
             self.close(CloseReason::DeadPeer);
         } else if idle >= self.config.echo_interval && !self.echo_outstanding {
@@ -397,6 +411,7 @@ impl<S: Switch> Connection<S> {
             return;
         }
         self.last_rx = now;
+        self.last_alive = now;
         self.echo_outstanding = false;
         if self.input.is_empty() {
             self.run(bytes).await;

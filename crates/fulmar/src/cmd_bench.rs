@@ -189,6 +189,27 @@ struct BurstSpan {
 }
 
 impl Pool {
+    /// Puts the packets of `span` into `batch`, reusing the buffers in
+    /// `free` (the untimed refill between bursts); returns how many had to
+    /// be allocated.
+    fn fill(&self, span: BurstSpan, free: &mut Vec<PacketBuf>, batch: &mut Vec<PacketBuf>) -> u64 {
+        let mut allocations = 0;
+        for k in span.start..span.start + span.len {
+            let tpl = self.template(k);
+            match free.pop() {
+                Some(mut buf) if buf.len() == tpl.len() => {
+                    buf.as_mut_slice().copy_from_slice(tpl);
+                    batch.push(buf);
+                }
+                _ => {
+                    allocations += 1;
+                    batch.push(PacketBuf::from_slice(tpl));
+                }
+            }
+        }
+        allocations
+    }
+
     fn template(&self, k: usize) -> &[u8] {
         &self.bytes[k * self.size..(k + 1) * self.size]
     }
@@ -749,20 +770,7 @@ fn worker(
             r.versions += 1;
         }
         let span = pool.bursts[b];
-        let mut allocations = 0;
-        for k in span.start..span.start + span.len {
-            let tpl = pool.template(k);
-            match free.pop() {
-                Some(mut buf) if buf.len() == tpl.len() => {
-                    buf.as_mut_slice().copy_from_slice(tpl);
-                    batch.push(buf);
-                }
-                _ => {
-                    allocations += 1;
-                    batch.push(PacketBuf::from_slice(tpl));
-                }
-            }
-        }
+        let allocations = pool.fill(span, &mut free, &mut batch);
         let t1 = Instant::now();
         let now = Time(t1.duration_since(epoch).as_nanos() as u64);
         ws.process_burst_into(&snap.view(), span.in_port, &mut batch, now, &mut out);

@@ -669,3 +669,82 @@ async fn a_peer_that_stops_reading_is_disconnected() {
     assert_eq!(reason, CloseReason::WriteStalled);
     writer.abort();
 }
+
+/// A peer that reads slowly but steadily is not a stalled one: replies
+/// that take several times echo_interval + echo_timeout to drain, while
+/// their bytes keep moving, arrive whole and the channel stays open (the
+/// first write-stall limit timed the whole output and cut off a client
+/// reading a million-entry flow-stats reply).
+#[tokio::test]
+async fn a_slow_but_steady_reader_gets_every_reply() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let config = AgentConfig {
+        conn: ConnConfig {
+            echo_interval: Duration::from_millis(100),
+            echo_timeout: Duration::from_millis(100),
+            ..ConnConfig::default()
+        },
+        ..AgentConfig::default()
+    };
+    let agent = Agent::new(memory_switch(None), config);
+    let (ours, theirs) = tokio::io::duplex(4096);
+    let (mut rd, mut wr) = tokio::io::split(theirs);
+    const N: usize = 3;
+    const LEN: usize = 60_000;
+    // The peer's writing side: HELLO, N echo requests, then whatever the
+    // reader hands it (its answers to our keepalive echoes, as a live
+    // controller answers them once it reads them).
+    let (answers, mut to_send) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        wr.write_all(&Message::Hello(Hello::default()).encode(1))
+            .await
+            .unwrap();
+        let echo = Message::EchoRequest(ofp::Echo {
+            data: vec![0xcd; LEN],
+        })
+        .encode(2);
+        for _ in 0..N {
+            wr.write_all(&echo).await.unwrap();
+        }
+        while let Some(b) = to_send.recv().await {
+            if wr.write_all(&b).await.is_err() {
+                break;
+            }
+        }
+    });
+    // 4 KiB every 20 ms: one 60 KB reply takes ~300 ms, 1.5x the limit.
+    let reader = async move {
+        let mut framer = Framer::new();
+        let mut replies = 0;
+        let mut buf = [0u8; 4096];
+        while replies < N {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let n = rd.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed after {replies} replies");
+            framer.feed(&buf[..n]);
+            while let Ok(Some(raw)) = framer.next_message() {
+                match Message::decode(&raw) {
+                    Ok((_, Message::EchoReply(e))) => {
+                        assert_eq!(e.data.len(), LEN);
+                        replies += 1;
+                    }
+                    Ok((xid, Message::EchoRequest(e))) => {
+                        let _ = answers.send(Message::EchoReply(e).encode(xid));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        replies
+    };
+    let replies = timeout(WAIT, async {
+        tokio::select! {
+            reason = agent.serve(ours) => panic!("the channel closed: {reason:?}"),
+            n = reader => n,
+        }
+    })
+    .await
+    .expect("the replies did not arrive");
+    assert_eq!(replies, N);
+    writer.abort();
+}

@@ -584,19 +584,7 @@ fn worker(
             let hits = r.lookup_span(span.start, span.len, &mut sc);
             (t1, Instant::now(), hits)
         } else {
-            for k in span.start..span.start + span.len {
-                let tpl = pool.template(k);
-                match free.pop() {
-                    Some(mut buf) if buf.len() == tpl.len() => {
-                        buf.as_mut_slice().copy_from_slice(tpl);
-                        batch.push(buf);
-                    }
-                    _ => {
-                        allocations += 1;
-                        batch.push(PacketBuf::from_slice(tpl));
-                    }
-                }
-            }
+            allocations = pool.fill(span, &mut free, &mut batch);
             let t1 = Instant::now();
             r.process(span.in_port, &mut batch, &mut sc, &mut out);
             let t2 = Instant::now();
