@@ -165,7 +165,7 @@ if [ "$pipelined" != none ]; then
     echo
     echo "pipelined client (flowmod_rate: N flow-mods back to back, one BARRIER):"
     printf '  %-9s %-14s %-14s %-8s %s\n' flows "fulmar fm/s" "OVS fm/s" ratio "targets (>= 200K, >= 5x)"
-    rate_of() { sed -nE 's/^run 1: ([0-9]+) flow-mods\/s.*/\1/p' "$1"; }
+    rate_of() { sed -nE 's/^run 1: .*: ([0-9]+) flow-mods\/s.*/\1/p' "$1"; }
     for n in $(echo "$pipelined" | tr ',' ' '); do
         "$client" "$n" 1 --target "tcp:127.0.0.1:$fport" > "$work/pipe-fulmar-$n.txt"
         ip netns exec "$ns" "$client" "$n" 1 --target "tcp:127.0.0.1:$oport" > "$work/pipe-ovs-$n.txt"

@@ -78,8 +78,8 @@ t1=$(date +%s.%N)
 grep -q "bridge started" "$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
 flows=$(sed -nE 's/.*bridge started.*flows=([0-9]+).*/\1/p' "$work/run.err" | head -1)
 sleep 3
-r_rss=$(awk '/VmRSS/ {print $2 * 1024}' "/proc/$fpid/status")
-r_hwm=$(awk '/VmHWM/ {print $2 * 1024}' "/proc/$fpid/status")
+r_rss=$(awk '/VmRSS/ {printf "%.0f", $2 * 1024}' "/proc/$fpid/status")
+r_hwm=$(awk '/VmHWM/ {printf "%.0f", $2 * 1024}' "/proc/$fpid/status")
 
 python3 - "$rules" "$flows" "$t0" "$t1" "$r_rss" "$r_hwm" "$b_rss" "$b_tpl" "$b_mpps" "$b_install" <<'PY'
 import sys
