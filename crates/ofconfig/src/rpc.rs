@@ -280,7 +280,7 @@ impl Session<'_> {
             .attrs
             .iter()
             .filter(|(k, _)| {
-                let fresh = k != "xmlns" && !echoed.contains(&k.as_str());
+                let fresh = k != "xmlns" && plain_name(k) && !echoed.contains(&k.as_str());
                 echoed.push(k);
                 fresh
             })
@@ -516,6 +516,16 @@ fn running(op: &Element, which: &str) -> Result<(), RpcError> {
     }
 }
 
+/// Whether `k` can be written back as an attribute name as it is (a
+/// prefix with nothing after it leaves an empty local name).
+fn plain_name(k: &str) -> bool {
+    let mut chars = k.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
 fn reply(attrs: &str, result: Result<Option<String>, RpcError>) -> String {
     let body = match result {
         Ok(None) => "<ok/>".to_string(),
@@ -627,6 +637,10 @@ mod tests {
             (
                 r#"message-id="2" xmlns:a="urn:a" a:xmlns="urn:z""#,
                 r#"message-id="2""#,
+            ),
+            (
+                r#"message-id="3" xmlns:a="urn:a" a:="urn:z""#,
+                r#"message-id="3""#,
             ),
         ] {
             let (r, _) = run(
