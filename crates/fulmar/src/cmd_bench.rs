@@ -355,6 +355,26 @@ pub struct ReferenceFigures {
 }
 
 impl WorkerResult {
+    /// Counts one measured burst: `span` packets, what was sent and
+    /// dropped, buffers allocated, the time processing (t1..t2) and the
+    /// time refilling around it (t0..t1 and t2..t3).
+    fn record(
+        &mut self,
+        span: usize,
+        tx: u64,
+        dropped: u64,
+        allocations: u64,
+        [t0, t1, t2, t3]: [Instant; 4],
+    ) {
+        self.packets += span as u64;
+        self.tx += tx;
+        self.drops += dropped;
+        self.allocations += allocations;
+        self.process_ns += t2.duration_since(t1).as_nanos() as u64;
+        self.generator_ns +=
+            t3.duration_since(t2).as_nanos() as u64 + t1.duration_since(t0).as_nanos() as u64;
+    }
+
     /// Adds `o`'s counts to `self`.
     fn add(&mut self, o: &WorkerResult) {
         self.packets += o.packets;
@@ -789,13 +809,7 @@ fn worker(
         }
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {
-            r.packets += span.len as u64;
-            r.tx += tx;
-            r.allocations += allocations;
-            r.drops += dropped;
-            r.process_ns += t2.duration_since(t1).as_nanos() as u64;
-            r.generator_ns +=
-                t3.duration_since(t2).as_nanos() as u64 + t1.duration_since(t0).as_nanos() as u64;
+            r.record(span.len, tx, dropped, allocations, [t0, t1, t2, t3]);
             count.store(r.packets, Ordering::Relaxed);
         }
         t0 = t3;

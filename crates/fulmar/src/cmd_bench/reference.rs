@@ -607,13 +607,7 @@ fn worker(
         }
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {
-            res.packets += span.len as u64;
-            res.tx += tx;
-            res.drops += dropped;
-            res.allocations += allocations;
-            res.process_ns += t2.duration_since(t1).as_nanos() as u64;
-            res.generator_ns +=
-                t3.duration_since(t2).as_nanos() as u64 + t1.duration_since(t0).as_nanos() as u64;
+            res.record(span.len, tx, dropped, allocations, [t0, t1, t2, t3]);
         }
         t0 = t3;
     }
