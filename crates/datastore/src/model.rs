@@ -5,7 +5,8 @@
 
 use std::fmt;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ofp::{FlowMod, GroupMod, MeterMod};
 
@@ -380,14 +381,26 @@ pub struct TlsFiles {
 }
 
 /// A flow installed when the bridge starts.
+///
+/// Only the text is kept, not its parse: a bridge may have a million of
+/// them, and their FLOW_MODs (about 600 bytes each) would double what the
+/// running switch holds once its tables have them. The text was parsed
+/// and checked when the configuration was validated;
+/// [`StaticFlow::flow_mod`] parses it again for whoever installs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StaticFlow {
     /// The text as written (trimmed).
     pub text: String,
-    /// Its parse.
-    pub flow_mod: FlowMod,
     /// Where it was written.
     pub source: Source,
+}
+
+impl StaticFlow {
+    /// The FLOW_MOD the text stands for (it parsed when the configuration
+    /// was validated, so an error here means the text was changed since).
+    pub fn flow_mod(&self) -> Result<FlowMod, flowtext::ParseError> {
+        flowtext::parse_flow(&self.text)
+    }
 }
 
 /// A group installed when the bridge starts.
@@ -416,8 +429,9 @@ pub struct StaticMeter {
 /// runtime refuses it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {
-    /// The config file (inline) or the flows/groups/meters file.
-    pub file: PathBuf,
+    /// The config file (inline) or the flows/groups/meters file (shared:
+    /// every line of a file names the same one).
+    pub file: Arc<Path>,
     /// 1-based line in `file` (0 when given on the command line with no
     /// file).
     pub line: usize,

@@ -832,13 +832,13 @@ fn inline_flows_name_the_toml_line_and_column() {
     assert_eq!(f.len(), 2);
     assert_eq!(f[1].text, "table=1, priority=5,actions=drop");
     assert_eq!(
-        f[1].flow_mod,
+        f[1].flow_mod().unwrap(),
         flowtext::parse_flow("table=1,priority=5,actions=drop").unwrap()
     );
     assert_eq!(
         f[1].source,
         Source {
-            file: "fulmar.toml".into(),
+            file: std::path::Path::new("fulmar.toml").into(),
             line: 5,
             inline: true
         }
@@ -918,6 +918,76 @@ fn flow_semantic_errors_and_warnings() {
     );
 }
 
+/// A flows file long enough to be parsed on several threads keeps its
+/// order, names each error's line, finds a flow that replaces an earlier
+/// one (the duplicate check keys flows by a hash), and keeps the first
+/// hundred warnings of many with a count of the rest.
+#[test]
+fn a_long_flows_file_keeps_order_lines_duplicates_and_counts_warnings() {
+    let dir = tmpdir("long-flows");
+    let n = 70_000; // more than one parse block (65,536 lines)
+    let mut text = String::from("# generated\n");
+    for i in 0..n {
+        // Port 7 is not on the bridge: one warning per flow.
+        text.push_str(&format!(
+            "priority=5,in_port=1,dl_vlan={},actions=output:7\n",
+            i % 40 + 1
+        ));
+    }
+    std::fs::write(dir.join("long.flows"), &text).unwrap();
+    let origin = dir.join("fulmar.toml");
+    let c =
+        Config::from_str_for(&one_bridge("flows_file = \"long.flows\""), &origin, HOST).unwrap();
+    let b = &c.bridges[0];
+    assert_eq!(b.flows.len(), n);
+    for (i, f) in b.flows.iter().enumerate().step_by(997) {
+        assert_eq!(f.source.line, i + 2);
+        assert_eq!(
+            f.flow_mod().unwrap(),
+            flowtext::parse_flow(&f.text).unwrap()
+        );
+        assert!(
+            f.text.contains(&format!("dl_vlan={},", i % 40 + 1)),
+            "{}",
+            f.text
+        );
+    }
+    // n "no port 7" warnings and n - 40 "replaces" warnings: 100 kept,
+    // then the count of the others.
+    assert_eq!(c.warnings.len(), 101, "{:#?}", &c.warnings[..3]);
+    let last = c.warnings.last().unwrap().to_string();
+    let expected = 2 * n - 40 - 100;
+    assert!(
+        last.contains(&format!("{expected} more warning(s) not listed")),
+        "{last}"
+    );
+    let replaces: Vec<_> = c
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("replaces it"))
+        .collect();
+    assert!(!replaces.is_empty());
+    // Flow 41 (line 42) repeats flow 1 (line 2).
+    assert!(
+        replaces[0]
+            .message
+            .contains(&format!("{}:2,", dir.join("long.flows").display())),
+        "{}",
+        replaces[0]
+    );
+    assert_eq!(replaces[0].line, Some(42));
+
+    // Errors in both halves are all reported, at their lines, in order.
+    let mut bad: Vec<&str> = text.lines().collect();
+    bad[10] = "priority=5,in_port=1,actions=frobnicate";
+    bad[69_999] = "table=0,actions=drop,eth_dts=1";
+    std::fs::write(dir.join("bad.flows"), bad.join("\n")).unwrap();
+    let e =
+        Config::from_str_for(&one_bridge("flows_file = \"bad.flows\""), &origin, HOST).unwrap_err();
+    let lines: Vec<Option<usize>> = e.errors.iter().map(|d| d.line).collect();
+    assert_eq!(lines, vec![Some(11), Some(70_000)], "{}", e);
+}
+
 #[test]
 fn flows_file_errors_name_that_file_and_line() {
     let dir = tmpdir("flows-file");
@@ -965,7 +1035,7 @@ fn flows_file_errors_name_that_file_and_line() {
     assert_eq!(
         b.flows[0].source,
         Source {
-            file: origin.clone(),
+            file: origin.clone().into(),
             line: 3,
             inline: true
         }
@@ -973,7 +1043,7 @@ fn flows_file_errors_name_that_file_and_line() {
     assert_eq!(
         b.flows[1].source,
         Source {
-            file: dir.join("ok.flows"),
+            file: dir.join("ok.flows").into(),
             line: 3,
             inline: false
         }
@@ -1071,7 +1141,7 @@ fn gateway_example_loads() {
         "table=0,priority=100,in_port=1,dl_vlan=10,actions=pop_vlan,push_mpls:0x8847,set_field:100->mpls_label,output:2",
     )
     .unwrap();
-    assert_eq!(gw1.flows[0].flow_mod, push);
+    assert_eq!(gw1.flows[0].flow_mod().unwrap(), push);
     assert_eq!(gw2.flows.len(), 3);
     let gw2_file =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gateway-gw2.flows");
@@ -1079,7 +1149,7 @@ fn gateway_example_loads() {
     assert_eq!(
         gw2.flows[0].source,
         Source {
-            file: gw2_file,
+            file: gw2_file.into(),
             line: 3,
             inline: false
         }
@@ -1185,7 +1255,7 @@ fn from_flags_builds_one_bridge() {
     assert_eq!(
         b.flows[1].source,
         Source {
-            file: flows.clone(),
+            file: flows.clone().into(),
             line: 2,
             inline: false
         }

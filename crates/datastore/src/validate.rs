@@ -11,10 +11,12 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ofp::consts::{group_no, meter_no, port_no};
 use ofp::{
-    Action, FlowModCommand, GroupModCommand, Instruction, MeterModCommand, Oxm, OxmField, OxmValue,
+    Action, FlowMod, FlowModCommand, GroupModCommand, Instruction, MeterModCommand, Oxm, OxmField,
+    OxmValue,
 };
 use toml::Spanned;
 
@@ -30,7 +32,7 @@ type S<T> = Spanned<T>;
 enum At {
     Span(Range<usize>),
     Line {
-        file: PathBuf,
+        file: Arc<Path>,
         line: usize,
         column: Option<usize>,
     },
@@ -44,7 +46,14 @@ pub(crate) struct Checker<'a> {
     host: Host,
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
+    /// Warnings past [`MAX_WARNINGS`], counted and not kept: a flows file
+    /// of a million rules that all name an absent port would otherwise
+    /// hold and print a million lines.
+    warnings_not_kept: usize,
 }
+
+/// The most warnings a configuration keeps and reports one by one.
+pub(crate) const MAX_WARNINGS: usize = 100;
 
 /// A port as read, before patch links are resolved.
 struct PortDraft {
@@ -63,6 +72,7 @@ impl<'a> Checker<'a> {
             host,
             errors: Vec::new(),
             warnings: Vec::new(),
+            warnings_not_kept: 0,
         }
     }
 
@@ -70,7 +80,7 @@ impl<'a> Checker<'a> {
         match at {
             At::Span(span) => self.src.diag(span, field, message),
             At::Line { file, line, column } => Diagnostic {
-                file: file.clone(),
+                file: file.to_path_buf(),
                 line: Some(*line),
                 column: *column,
                 field: field.to_string(),
@@ -90,13 +100,40 @@ impl<'a> Checker<'a> {
     }
 
     fn warn_at(&mut self, at: &At, field: &str, message: impl Into<String>) {
+        if self.warnings.len() >= MAX_WARNINGS {
+            self.warnings_not_kept += 1;
+            return;
+        }
         let d = self.diag(at, field, message.into());
         self.warnings.push(d);
     }
 
     fn warn(&mut self, span: &Range<usize>, field: &str, message: impl Into<String>) {
+        if self.warnings.len() >= MAX_WARNINGS {
+            self.warnings_not_kept += 1;
+            return;
+        }
         let d = self.src.diag(span, field, message.into());
         self.warnings.push(d);
+    }
+
+    /// The kept warnings, and one more that counts those not kept.
+    fn take_warnings(&mut self) -> Vec<Diagnostic> {
+        let mut w = std::mem::take(&mut self.warnings);
+        if self.warnings_not_kept > 0 {
+            w.push(Diagnostic {
+                file: self.src.name.clone(),
+                line: None,
+                column: None,
+                field: String::new(),
+                message: format!(
+                    "{} more warning(s) not listed (only the first {MAX_WARNINGS} are kept)",
+                    self.warnings_not_kept
+                ),
+            });
+            self.warnings_not_kept = 0;
+        }
+        w
     }
 
     /// An integer in `range`, else an error `WHAT N is not valid (LO..=HI)`.
@@ -196,7 +233,7 @@ impl<'a> Checker<'a> {
             dataplane: dataplane?,
             tls: tls?,
             dpdk: dpdk?,
-            warnings: std::mem::take(&mut self.warnings),
+            warnings: self.take_warnings(),
         })
     }
 
@@ -328,7 +365,7 @@ impl<'a> Checker<'a> {
                 flow_memory_limit_mib: memory_limit? as u32,
                 ports: Vec::new(),
                 controllers: controllers.into_iter().collect::<Option<Vec<_>>>()?,
-                flows: flows.into_iter().map(|f| f.item).collect(),
+                flows,
                 groups: groups.into_iter().map(|g| g.item).collect(),
                 meters: meters.into_iter().map(|m| m.item).collect(),
                 flows_file: flows_file?,
@@ -829,7 +866,7 @@ impl<'a> Checker<'a> {
                     item: v,
                     text: text.trim().to_string(),
                     source: Source {
-                        file: self.src.name.clone(),
+                        file: Arc::from(self.src.name.as_path()),
                         line: self.src.line_of(&s.span()),
                         inline: true,
                     },
@@ -848,6 +885,7 @@ impl<'a> Checker<'a> {
             Some(f) => match self.read_list_file(f, &file_field) {
                 None => None,
                 Some((path, text)) => {
+                    let shared: Arc<Path> = Arc::from(path.as_path());
                     for (li, line) in text.lines().enumerate() {
                         let trimmed = line.trim();
                         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -858,7 +896,7 @@ impl<'a> Checker<'a> {
                                 item: v,
                                 text: trimmed.to_string(),
                                 source: Source {
-                                    file: path.clone(),
+                                    file: shared.clone(),
                                     line: li + 1,
                                     inline: false,
                                 },
@@ -866,17 +904,8 @@ impl<'a> Checker<'a> {
                                 field: file_field.clone(),
                             }),
                             Err(e) => {
-                                let column = line
-                                    .get(..e.position)
-                                    .map(|s| s.chars().count() + 1)
-                                    .unwrap_or(e.position + 1);
-                                self.errors.push(Diagnostic {
-                                    file: path.clone(),
-                                    line: Some(li + 1),
-                                    column: Some(column),
-                                    field: file_field.clone(),
-                                    message: e.message,
-                                });
+                                self.errors
+                                    .push(line_parse_error(&path, li, line, &file_field, e))
                             }
                         }
                     }
@@ -1010,105 +1039,180 @@ impl<'a> Checker<'a> {
         rb: &RawBridge,
         groups: &HashSet<u32>,
         meters: &HashSet<u32>,
-    ) -> (Vec<Parsed<StaticFlow>>, Option<Option<PathBuf>>) {
+    ) -> (Vec<StaticFlow>, Option<Option<PathBuf>>) {
         let base = format!("{}.flows", ctx.bridge_path);
-        let (parsed, file) =
-            self.parse_list(&base, &rb.flows, &rb.flows_file, flowtext::parse_flow);
-        let mut seen: HashMap<(u8, u16, ofp::Match), String> = HashMap::new();
-        let mut out = Vec::new();
-        for f in parsed {
-            let at = source_at(&f.source, f.span.clone());
-            let fm = &f.item;
-            if fm.command != FlowModCommand::Add {
-                self.err_at(&at, &f.field, "a static flow must be an add");
-                continue;
-            }
-            if fm.table_id >= ctx.n_tables {
-                self.err_at(
-                    &at,
-                    &f.field,
-                    format!(
-                        "table {} does not exist (n_tables = {})",
-                        fm.table_id, ctx.n_tables
-                    ),
-                );
-            }
-            for oxm in &fm.match_.fields {
-                if let Oxm::Basic {
-                    field: OxmField::InPort,
-                    value: OxmValue::U32(port),
-                    ..
-                } = oxm
-                {
-                    if *port <= port_no::MAX && !ctx.ports.contains(port) {
-                        self.warn_at(
-                            &at,
-                            &f.field,
-                            format!("in_port={port}: the bridge has no port {port}"),
-                        );
-                    }
+        let mut fc = FlowChecks {
+            ctx,
+            groups,
+            meters,
+            seen: SeenFlows::default(),
+            out: Vec::new(),
+        };
+        let inline_file: Arc<Path> = Arc::from(self.src.name.as_path());
+        for (i, s) in rb.flows.iter().enumerate() {
+            let field = format!("{base}[{i}]");
+            let text = s.get_ref();
+            match flowtext::parse_flow(text) {
+                Ok(fm) => {
+                    let source = Source {
+                        file: inline_file.clone(),
+                        line: self.src.line_of(&s.span()),
+                        inline: true,
+                    };
+                    self.check_flow(&mut fc, fm, text.trim(), source, s.span(), &field);
+                }
+                Err(e) => {
+                    let d = self.inline_parse_error(s, &field, &e);
+                    self.errors.push(d);
                 }
             }
-            for ins in &fm.instructions {
-                match ins {
-                    Instruction::GotoTable { table_id } => {
-                        if *table_id <= fm.table_id {
-                            self.err_at(
-                                &at,
-                                &f.field,
-                                format!(
-                                    "goto_table:{table_id} must go to a table after {}",
-                                    fm.table_id
-                                ),
-                            );
-                        } else if *table_id >= ctx.n_tables {
-                            self.err_at(
-                                &at,
-                                &f.field,
-                                format!(
-                                    "goto_table:{table_id}: table {table_id} does not exist (n_tables = {})",
-                                    ctx.n_tables
-                                ),
-                            );
+        }
+        let file_field = format!("{base}_file");
+        let resolved = match &rb.flows_file {
+            None => Some(None),
+            Some(f) => match self.read_list_file(f, &file_field) {
+                None => None,
+                Some((path, text)) => {
+                    let file: Arc<Path> = Arc::from(path.as_path());
+                    let lines: Vec<(usize, &str)> = text
+                        .lines()
+                        .enumerate()
+                        .filter(|(_, l)| {
+                            let t = l.trim();
+                            !t.is_empty() && !t.starts_with('#')
+                        })
+                        .collect();
+                    // Block by block, so that only one block's FLOW_MODs
+                    // exist at a time (the model keeps the text).
+                    for block in lines.chunks(PARSE_BLOCK) {
+                        let parsed = parse_in_parallel(block, flowtext::parse_flow);
+                        for (&(li, line), r) in block.iter().zip(parsed) {
+                            match r {
+                                Ok(fm) => {
+                                    let source = Source {
+                                        file: file.clone(),
+                                        line: li + 1,
+                                        inline: false,
+                                    };
+                                    self.check_flow(
+                                        &mut fc,
+                                        fm,
+                                        line.trim(),
+                                        source,
+                                        f.span(),
+                                        &file_field,
+                                    );
+                                }
+                                Err(e) => self.errors.push(line_parse_error(
+                                    &path,
+                                    li,
+                                    line,
+                                    &file_field,
+                                    e,
+                                )),
+                            }
                         }
                     }
-                    Instruction::Meter { meter_id } if !meters.contains(meter_id) => {
-                        self.warn_at(
-                            &at,
-                            &f.field,
-                            format!("meter {meter_id} is not defined in this file (a controller must add it)"),
-                        );
-                    }
-                    Instruction::ApplyActions { actions }
-                    | Instruction::WriteActions { actions } => {
-                        self.check_actions(ctx, &at, &f.field, actions, groups);
-                    }
-                    _ => {}
+                    Some(Some(path))
+                }
+            },
+        };
+        let mut out = fc.out;
+        out.shrink_to_fit();
+        (out, resolved)
+    }
+
+    /// Checks one parsed static flow against its bridge and the flows
+    /// before it; keeps its text and source when it is an add.
+    fn check_flow(
+        &mut self,
+        fc: &mut FlowChecks,
+        fm: FlowMod,
+        text: &str,
+        source: Source,
+        span: Range<usize>,
+        field: &str,
+    ) {
+        let (ctx, groups, meters) = (fc.ctx, fc.groups, fc.meters);
+        let at = source_at(&source, span);
+        let fm = &fm;
+        if fm.command != FlowModCommand::Add {
+            self.err_at(&at, field, "a static flow must be an add");
+            return;
+        }
+        if fm.table_id >= ctx.n_tables {
+            self.err_at(
+                &at,
+                field,
+                format!(
+                    "table {} does not exist (n_tables = {})",
+                    fm.table_id, ctx.n_tables
+                ),
+            );
+        }
+        for oxm in &fm.match_.fields {
+            if let Oxm::Basic {
+                field: OxmField::InPort,
+                value: OxmValue::U32(port),
+                ..
+            } = oxm
+            {
+                if *port <= port_no::MAX && !ctx.ports.contains(port) {
+                    self.warn_at(
+                        &at,
+                        field,
+                        format!("in_port={port}: the bridge has no port {port}"),
+                    );
                 }
             }
-            let key = (fm.table_id, fm.priority, fm.match_.clone());
-            if let Some(prev) = seen.get(&key) {
-                self.warn_at(
-                    &at,
-                    &f.field,
-                    format!("this flow has the same table, priority and match as the one at {prev}, and replaces it"),
-                );
-            } else {
-                seen.insert(key, f.source.to_string());
-            }
-            out.push(Parsed {
-                item: StaticFlow {
-                    text: f.text.clone(),
-                    flow_mod: f.item,
-                    source: f.source.clone(),
-                },
-                text: f.text,
-                source: f.source,
-                span: f.span,
-                field: f.field,
-            });
         }
-        (out, file)
+        for ins in &fm.instructions {
+            match ins {
+                Instruction::GotoTable { table_id } => {
+                    if *table_id <= fm.table_id {
+                        self.err_at(
+                            &at,
+                            field,
+                            format!(
+                                "goto_table:{table_id} must go to a table after {}",
+                                fm.table_id
+                            ),
+                        );
+                    } else if *table_id >= ctx.n_tables {
+                        self.err_at(
+                            &at,
+                            field,
+                            format!(
+                                "goto_table:{table_id}: table {table_id} does not exist (n_tables = {})",
+                                ctx.n_tables
+                            ),
+                        );
+                    }
+                }
+                Instruction::Meter { meter_id } if !meters.contains(meter_id) => {
+                    self.warn_at(
+                        &at,
+                        field,
+                        format!("meter {meter_id} is not defined in this file (a controller must add it)"),
+                    );
+                }
+                Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
+                    self.check_actions(ctx, &at, field, actions, groups);
+                }
+                _ => {}
+            }
+        }
+        if let Some(prev) = fc.seen.first(&fc.out, fm) {
+            self.warn_at(
+                &at,
+                field,
+                format!("this flow has the same table, priority and match as the one at {prev}, and replaces it"),
+            );
+        }
+        fc.out.push(StaticFlow {
+            text: text.to_string(),
+            source,
+        });
     }
 
     /// Warnings for actions that name groups not defined here or ports the
@@ -2110,4 +2214,108 @@ fn walk_value(
 /// The directory relative paths in a config file are taken from.
 pub(crate) fn config_dir(origin: &Path) -> PathBuf {
     origin.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Flow-file lines parsed per block ([`parse_in_parallel`]).
+const PARSE_BLOCK: usize = 1 << 16;
+
+/// Parses `lines` in order, split over the machine's cores when there
+/// are enough of them to be worth a thread (a million-line flows file
+/// takes about 2 s on one core here).
+fn parse_in_parallel<T: Send>(
+    lines: &[(usize, &str)],
+    parse: fn(&str) -> Result<T, flowtext::ParseError>,
+) -> Vec<Result<T, flowtext::ParseError>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads <= 1 || lines.len() < 4096 {
+        return lines.iter().map(|(_, l)| parse(l)).collect();
+    }
+    let per = lines.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = lines
+            .chunks(per)
+            .map(|part| s.spawn(move || part.iter().map(|(_, l)| parse(l)).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// A parse error on line `li` (0-based) of a flows, groups or meters
+/// file, with the column of the offending token.
+fn line_parse_error(
+    path: &Path,
+    li: usize,
+    line: &str,
+    field: &str,
+    e: flowtext::ParseError,
+) -> Diagnostic {
+    let column = line
+        .get(..e.position)
+        .map(|s| s.chars().count() + 1)
+        .unwrap_or(e.position + 1);
+    Diagnostic {
+        file: path.to_path_buf(),
+        line: Some(li + 1),
+        column: Some(column),
+        field: field.to_string(),
+        message: e.message,
+    }
+}
+
+/// What the flow checks of one bridge carry from flow to flow.
+struct FlowChecks<'c> {
+    ctx: &'c FlowCtx,
+    groups: &'c HashSet<u32>,
+    meters: &'c HashSet<u32>,
+    seen: SeenFlows,
+    out: Vec<StaticFlow>,
+}
+
+/// The (table, priority, match) keys of the flows so far, to find one
+/// that replaces an earlier one. Keyed by a 64-bit hash, not by the
+/// match itself (a copy of a million matches would cost more than the
+/// flows' text); a hash that is already there is confirmed by parsing
+/// the earlier flow again, and keys whose hashes collide go to `exact`.
+#[derive(Default)]
+struct SeenFlows {
+    by_hash: HashMap<u64, usize>,
+    exact: HashMap<(u8, u16, ofp::Match), usize>,
+}
+
+impl SeenFlows {
+    /// Where the first flow with `fm`'s key was written, if one was; else
+    /// records `fm` as the first, at index `out.len()` (it is pushed next).
+    fn first(&mut self, out: &[StaticFlow], fm: &FlowMod) -> Option<String> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        (fm.table_id, fm.priority, &fm.match_).hash(&mut h);
+        let next = out.len();
+        let same = |i: usize| {
+            out[i].flow_mod().is_ok_and(|o| {
+                (o.table_id, o.priority, &o.match_) == (fm.table_id, fm.priority, &fm.match_)
+            })
+        };
+        match self.by_hash.entry(h.finish()) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(next);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(o) if same(*o.get()) => {
+                Some(out[*o.get()].source.to_string())
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                let key = (fm.table_id, fm.priority, fm.match_.clone());
+                match self.exact.get(&key) {
+                    Some(&i) => Some(out[i].source.to_string()),
+                    None => {
+                        self.exact.insert(key, next);
+                        None
+                    }
+                }
+            }
+        }
+    }
 }

@@ -70,6 +70,16 @@ pub enum RuntimeError {
         /// The OpenFlow error.
         error: OfpError,
     },
+    /// A static flow whose text no longer parses (the model keeps only
+    /// the text of static flows; it parsed when it was validated).
+    Unparsable {
+        /// Bridge name.
+        bridge: String,
+        /// Where it was written (`FILE:LINE`) and its text.
+        what: String,
+        /// The parser's message.
+        error: String,
+    },
     /// Threads could not be started.
     Threads {
         /// Bridge name.
@@ -98,6 +108,11 @@ impl fmt::Display for RuntimeError {
                 what,
                 error,
             } => write!(f, "bridge {bridge}: {what}: refused: {error}"),
+            RuntimeError::Unparsable {
+                bridge,
+                what,
+                error,
+            } => write!(f, "bridge {bridge}: {what}: does not parse: {error}"),
             RuntimeError::Threads { bridge, error } => {
                 write!(f, "bridge {bridge}: cannot start threads: {error}")
             }
