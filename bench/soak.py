@@ -22,7 +22,8 @@ and that every packet sent is accounted for.
   10 s, the maximum of the last fifth against the maximum of the first
   fifth after the install (flat: within 5 %).
 
-Exit status 0 when both checks hold, 1 otherwise.
+Exit status 0 when both checks hold and the controller never failed (a
+missing reply within its timeout fails the run), 1 otherwise.
 """
 
 import argparse
@@ -89,7 +90,15 @@ def ctl(fulmar, d, *args):
 
 
 def controller(port, stop, log):
-    """Flow changes and statistics requests until `stop`."""
+    """Flow changes and statistics requests until `stop`; a failure is
+    logged as ("error", why) and fails the run."""
+    try:
+        controller_rounds(port, stop, log)
+    except Exception as ex:  # noqa: BLE001 (any failure fails the soak)
+        log.append(("error", f"{type(ex).__name__}: {ex}"))
+
+
+def controller_rounds(port, stop, log):
     from of_client import DP, OfClient, ofp, parser
 
     c = OfClient(port, timeout=60)
@@ -193,6 +202,10 @@ def main():
         print(f"RSS max first fifth {first} KiB, last fifth {last} KiB ({(last - first) / first * 100:+.1f} %); "
               f"min {min(s[1] for s in samples)}, max {max(s[1] for s in samples)} over {len(samples)} samples")
         if last > first * 1.05:
+            ok = False
+        errors = [t for k, t in log if k == "error"]
+        if errors:
+            print(f"controller failed: {errors[0]}")
             ok = False
         rounds = [t for k, t in log if k == "round"]
         if rounds:

@@ -901,6 +901,10 @@ impl<S: Switch> Agent<S> {
         let agent = Arc::clone(self);
         tokio::spawn(async move {
             let mut t = tokio::time::interval(period);
+            // A tick that took longer than the period (a slow machine,
+            // huge tables) is not made up for with a burst of ticks that
+            // would hold this thread from the channels.
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 t.tick().await;
                 agent.switch.tick();

@@ -161,6 +161,10 @@ pub struct Tables {
     pub(super) next_id: u64,
     pub(super) group_refs: HashMap<u32, BTreeSet<FlowId>>,
     pub(super) meter_refs: HashMap<u32, BTreeSet<FlowId>>,
+    /// The entries with an idle or a hard timeout, the only ones
+    /// [`Tables::expire`] looks at: a million permanent entries cost the
+    /// once-a-second expiry nothing.
+    pub(super) timed: BTreeSet<FlowId>,
     /// [`Tables::memory_estimate`].
     pub(super) bytes: usize,
 }
@@ -206,6 +210,7 @@ impl Tables {
             next_id: 1,
             group_refs: HashMap::new(),
             meter_refs: HashMap::new(),
+            timed: BTreeSet::new(),
             bytes: 0,
         }
     }
@@ -354,6 +359,9 @@ impl Tables {
         if let Some(m) = e.meter() {
             self.meter_refs.entry(m).or_default().insert(id);
         }
+        if e.idle_timeout != 0 || e.hard_timeout != 0 {
+            self.timed.insert(id);
+        }
         self.location.insert(id, t);
         if let Some(d) = self.set.tables.get_mut(usize::from(t)) {
             d.write(TableOp::Put(slot, Arc::new(e)));
@@ -393,6 +401,7 @@ impl Tables {
         if let Some(m) = e.meter() {
             unref(&mut self.meter_refs, m, id);
         }
+        self.timed.remove(&id);
         Some((e, c))
     }
 }

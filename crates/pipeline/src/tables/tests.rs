@@ -1752,3 +1752,49 @@ fn a_released_spare_is_reused_not_copied() {
     assert_eq!(again.table(0).unwrap().len(), 2);
     sw.tables.check_invariants();
 }
+
+/// Expiry looks only at the entries with a timeout: the index follows
+/// adds, replacements, modifications and deletions, and what expires is
+/// what the timeouts say, in table then installation order.
+#[test]
+fn expiry_index_holds_exactly_the_timed_entries() {
+    let mut sw = Switch::new(4, 1000);
+    for p in 0..50 {
+        sw.ok(&add(0, 10, vec![in_port(p)], 1), Time::from_secs(1));
+    }
+    let mut hard = add(2, 10, vec![in_port(1)], 1);
+    hard.hard_timeout = 5;
+    hard.flags = SEND;
+    let h = sw.ok(&hard, Time::from_secs(1)).installed.unwrap();
+    let mut idle = add(1, 10, vec![in_port(2)], 1);
+    idle.idle_timeout = 3;
+    idle.flags = SEND;
+    let i = sw.ok(&idle, Time::from_secs(1)).installed.unwrap();
+    assert_eq!(sw.tables.timed, BTreeSet::from([h, i]));
+    // Replacing a timed entry by a permanent one takes it out.
+    let perm = add(1, 10, vec![in_port(2)], 3);
+    sw.ok(&perm, Time::from_secs(1));
+    assert_eq!(sw.tables.timed, BTreeSet::from([h]));
+    // And back: a timed replacement is in again.
+    let i3 = sw.ok(&idle, Time::from_secs(1)).installed.unwrap();
+    assert_eq!(sw.tables.timed, BTreeSet::from([h, i3]));
+    // Nothing due at 2 s; at 6 s both, table 1 before table 2.
+    assert!(sw.tables.expire(Time::from_secs(2)).is_empty());
+    let gone = sw.tables.expire(Time::from_secs(6));
+    let reasons: Vec<(u8, RemovalReason)> = gone.iter().map(|r| (r.table_id, r.reason)).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (1, RemovalReason::IdleTimeout),
+            (2, RemovalReason::HardTimeout)
+        ]
+    );
+    assert!(sw.tables.timed.is_empty());
+    assert_eq!(sw.tables.len(), 50);
+    // A deleted timed entry leaves the index.
+    let t = sw.ok(&hard, Time::from_secs(10)).installed.unwrap();
+    assert_eq!(sw.tables.timed, BTreeSet::from([t]));
+    let del = flow(FlowModCommand::Delete, 2, 0, vec![]);
+    sw.ok(&del, Time::from_secs(10));
+    assert!(sw.tables.timed.is_empty());
+}
