@@ -159,6 +159,12 @@ pub struct RunArgs {
     /// "none": neither saved nor restored).
     #[arg(long, value_name = "DIR")]
     pub saved_tables: Option<PathBuf>,
+    /// Microseconds a controller channel keeps polling its socket after a
+    /// reply, when the controller answered the previous reply that fast
+    /// (a controller that sends a BARRIER after every flow-mod, as
+    /// ovs-ofctl does, then waits less); 0: never poll.
+    #[arg(long, value_name = "US", default_value_t = 100)]
+    pub controller_busy_poll_us: u64,
     /// Validate the configuration (and its flow, group and meter files)
     /// and exit: 0 when valid, 2 with every error otherwise.
     #[arg(long)]
@@ -328,6 +334,7 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
     };
     opts.controllers.mgmt_dir = (!none(&args.mgmt_dir)).then(|| args.mgmt_dir.clone());
     opts.controllers.mgmt_perms = gid.map(agent::UnixPerms::group).unwrap_or_default();
+    opts.controllers.busy_poll = Some(Duration::from_micros(args.controller_busy_poll_us));
     opts.state_file = args.state.clone().or_else(|| args.config.clone());
     opts.runtime.saved_tables = match &args.saved_tables {
         Some(d) if none(d) => None,

@@ -74,6 +74,10 @@ pub struct ControllerOptions {
     pub mgmt_dir: Option<PathBuf>,
     /// Who may open the management sockets.
     pub mgmt_perms: UnixPerms,
+    /// How long a channel polls its socket after a reply to a quick
+    /// controller (`None`: the agent's default; zero: never; see
+    /// [`AgentConfig::busy_poll`]).
+    pub busy_poll: Option<Duration>,
 }
 
 /// The agents of every bridge.
@@ -127,6 +131,10 @@ impl Controllers {
         let config = AgentConfig {
             fail_mode: agent_fail_mode(br.fail_mode),
             tls: self.opts.tls.clone(),
+            busy_poll: self
+                .opts
+                .busy_poll
+                .unwrap_or(AgentConfig::default().busy_poll),
             ..AgentConfig::default()
         };
         let (tx, rx) = tokio::sync::mpsc::channel(config.event_queue);
