@@ -1018,7 +1018,9 @@ mod tests;
 /// more than the work here on a virtual machine. After a reply, when the
 /// previous reply was answered within `window`, the channel polls its
 /// socket (a non-blocking peek, no bytes taken) for up to `window`
-/// before it waits in the reactor as usual; the bytes are then read by
+/// before it waits in the reactor as usual (a window that passes with no
+/// input stops the polling until the peer answers a reply within the
+/// window again); the bytes are then read by
 /// the normal path, whose readiness event is already queued, so the
 /// reactor's wait returns at once instead of sleeping. A controller
 /// slower than `window` is never polled for. (Reading the bytes in the
@@ -1084,6 +1086,10 @@ impl Spin {
                 Err(_) => return,
             }
             if start.elapsed() >= self.window {
+                // Not answered within the window this time (or what was
+                // written needs no answer: a packet-in, a port status):
+                // no more polling until the peer is quick again.
+                self.quick = false;
                 return;
             }
             std::hint::spin_loop();
@@ -1118,8 +1124,19 @@ mod spin_tests {
         let t = Instant::now();
         spin.wait_for_input();
         assert!(t.elapsed() < Duration::from_millis(100));
-        // After a reply with no input: the whole window.
+        // After a reply with no input: the whole window...
         let (mut spin, _peer) = pair(Duration::from_millis(30));
+        spin.replied();
+        let t = Instant::now();
+        spin.wait_for_input();
+        assert!(t.elapsed() >= Duration::from_millis(30));
+        // ...and then no polling after further replies (asynchronous
+        // messages, say) until the peer answers one within the window.
+        spin.replied();
+        let t = Instant::now();
+        spin.wait_for_input();
+        assert!(t.elapsed() < Duration::from_millis(30));
+        spin.received();
         spin.replied();
         let t = Instant::now();
         spin.wait_for_input();
