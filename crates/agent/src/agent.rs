@@ -1109,38 +1109,35 @@ mod spin_tests {
         (Spin::new(Spin::handle(&ours), window), theirs)
     }
 
+    /// How long one [`Spin::wait_for_input`] took.
+    fn waited(spin: &mut Spin) -> Duration {
+        let t = Instant::now();
+        spin.wait_for_input();
+        t.elapsed()
+    }
+
     /// Polls only after a reply, returns as soon as input is there, and
     /// gives up after its window.
     #[test]
     fn polls_after_a_reply_until_input_or_the_window() {
         let (mut spin, mut peer) = pair(Duration::from_millis(200));
         // No reply yet: no polling at all.
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() < Duration::from_millis(100));
+        assert!(waited(&mut spin) < Duration::from_millis(100));
         // After a reply, input already there: at once.
         spin.replied();
         peer.write_all(b"x").unwrap();
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() < Duration::from_millis(100));
+        assert!(waited(&mut spin) < Duration::from_millis(100));
         // After a reply with no input: the whole window...
         let (mut spin, _peer) = pair(Duration::from_millis(30));
         spin.replied();
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() >= Duration::from_millis(30));
+        assert!(waited(&mut spin) >= Duration::from_millis(30));
         // ...and then no polling after further replies (asynchronous
         // messages, say) until the peer answers one within the window.
         spin.replied();
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() < Duration::from_millis(30));
+        assert!(waited(&mut spin) < Duration::from_millis(30));
         spin.received();
         spin.replied();
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() >= Duration::from_millis(30));
+        assert!(waited(&mut spin) >= Duration::from_millis(30));
     }
 
     /// A peer slower than the window is not polled for again until it
@@ -1152,17 +1149,13 @@ mod spin_tests {
         std::thread::sleep(Duration::from_millis(20));
         spin.received();
         spin.replied();
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() < Duration::from_millis(5));
+        assert!(waited(&mut spin) < Duration::from_millis(5));
         // Quick again: polled.
         spin.received();
         spin.replied();
         spin.received();
         spin.replied();
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() >= Duration::from_millis(5));
+        assert!(waited(&mut spin) >= Duration::from_millis(5));
     }
 
     /// A zero window (busy polling off) never polls.
@@ -1170,8 +1163,6 @@ mod spin_tests {
     fn a_zero_window_never_polls() {
         let (mut spin, _peer) = pair(Duration::ZERO);
         spin.replied();
-        let t = Instant::now();
-        spin.wait_for_input();
-        assert!(t.elapsed() < Duration::from_millis(5));
+        assert!(waited(&mut spin) < Duration::from_millis(5));
     }
 }

@@ -100,21 +100,27 @@ impl<'a> Checker<'a> {
     }
 
     fn warn_at(&mut self, at: &At, field: &str, message: impl Into<String>) {
-        if self.warnings.len() >= MAX_WARNINGS {
-            self.warnings_not_kept += 1;
-            return;
+        if self.room_for_warning() {
+            let d = self.diag(at, field, message.into());
+            self.warnings.push(d);
         }
-        let d = self.diag(at, field, message.into());
-        self.warnings.push(d);
     }
 
     fn warn(&mut self, span: &Range<usize>, field: &str, message: impl Into<String>) {
-        if self.warnings.len() >= MAX_WARNINGS {
-            self.warnings_not_kept += 1;
-            return;
+        if self.room_for_warning() {
+            let d = self.src.diag(span, field, message.into());
+            self.warnings.push(d);
         }
-        let d = self.src.diag(span, field, message.into());
-        self.warnings.push(d);
+    }
+
+    /// Whether one more warning is kept; else it is counted
+    /// ([`MAX_WARNINGS`]).
+    fn room_for_warning(&mut self) -> bool {
+        let room = self.warnings.len() < MAX_WARNINGS;
+        if !room {
+            self.warnings_not_kept += 1;
+        }
+        room
     }
 
     /// The kept warnings, and one more that counts those not kept.
