@@ -27,6 +27,16 @@ root=$PWD
 
 step() { printf '\n== %s\n' "$*"; }
 
+# A full run builds debug, release, the DPDK feature and the fuzz check,
+# and the tests write to /tmp. One CI run failed with "No space left on
+# device" in the Python tests, so the free space is printed before the
+# build and again whenever a step fails.
+free_space() { df -h "$root" /tmp 2>/dev/null | awk 'NR == 1 || !seen[$1]++' >&2; }
+trap 'echo "a step failed; free space now:" >&2; free_space' ERR
+
+step "free space"
+free_space
+
 step "toolchain"
 if command -v rustup >/dev/null 2>&1; then
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
@@ -49,6 +59,7 @@ if [ ${#need[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+        apt-get clean
     else
         echo "not root: cannot install ${need[*]}; the tests that need them will say so" >&2
     fi

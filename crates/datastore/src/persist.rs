@@ -139,12 +139,12 @@ mod tests {
 
     const HOST: Host = Host { cpus: 4 };
 
-    fn tmpdir(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("datastore-persist-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh directory, removed when dropped.
+    fn tmpdir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("datastore-persist-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     /// The names in `dir`, sorted.
@@ -178,24 +178,22 @@ mod tests {
 
     #[test]
     fn writes_and_replaces() {
-        let dir = tmpdir("replace");
+        let scratch = tmpdir("replace");
+        let dir = scratch.path();
         let path = dir.join("fulmar.toml");
         write_atomic(&path, "one").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "one");
         write_atomic(&path, "two").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "two");
-        assert_eq!(
-            listing(&dir),
-            vec!["fulmar.toml"],
-            "no temporary file stays"
-        );
+        assert_eq!(listing(dir), vec!["fulmar.toml"], "no temporary file stays");
     }
 
     #[cfg(unix)]
     #[test]
     fn keeps_permissions() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = tmpdir("perm");
+        let scratch = tmpdir("perm");
+        let dir = scratch.path();
         let path = dir.join("fulmar.toml");
         write_atomic(&path, "one").unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
@@ -206,7 +204,8 @@ mod tests {
 
     #[test]
     fn a_failed_write_leaves_the_old_file_and_no_temporary() {
-        let dir = tmpdir("fail");
+        let scratch = tmpdir("fail");
+        let dir = scratch.path();
         let path = dir.join("fulmar.toml");
         write_atomic(&path, "old").unwrap();
         // The rename fails: the target is a non-empty directory.
@@ -215,16 +214,17 @@ mod tests {
         fs::write(blocked.join("x"), "x").unwrap();
         assert!(write_atomic(&blocked, "new").is_err());
         assert!(blocked.is_dir());
-        assert_eq!(listing(&dir), vec!["blocked", "fulmar.toml"]);
+        assert_eq!(listing(dir), vec!["blocked", "fulmar.toml"]);
         assert_eq!(fs::read_to_string(&path).unwrap(), "old");
         // No directory: nothing created.
         assert!(write_atomic(&dir.join("none/fulmar.toml"), "new").is_err());
-        assert_eq!(listing(&dir), vec!["blocked", "fulmar.toml"]);
+        assert_eq!(listing(dir), vec!["blocked", "fulmar.toml"]);
     }
 
     #[test]
     fn a_temporary_file_left_by_a_crash_is_not_read_or_reused() {
-        let dir = tmpdir("crash");
+        let scratch = tmpdir("crash");
+        let dir = scratch.path();
         let path = dir.join("fulmar.toml");
         let good = config_text(1, 3);
         write_atomic(&path, &good).unwrap();
@@ -251,12 +251,13 @@ mod tests {
                 "a leftover is not touched"
             );
         }
-        assert_eq!(listing(&dir).len(), 1 + left.len());
+        assert_eq!(listing(dir).len(), 1 + left.len());
     }
 
     #[test]
     fn concurrent_readers_never_see_a_torn_file() {
-        let dir = tmpdir("torn");
+        let scratch = tmpdir("torn");
+        let dir = scratch.path();
         let path = dir.join("fulmar.toml");
         let texts: Vec<String> = (0..200).map(|i| config_text(i, 600 + i % 7)).collect();
         assert!(
@@ -291,7 +292,7 @@ mod tests {
         let reads = reader.join().unwrap();
         assert!(reads > 0);
         assert_eq!(fs::read_to_string(&path).unwrap(), texts[199]);
-        assert_eq!(listing(&dir), vec!["fulmar.toml"]);
+        assert_eq!(listing(dir), vec!["fulmar.toml"]);
     }
 
     #[test]
@@ -311,7 +312,8 @@ mod tests {
 
     #[test]
     fn save_then_load_gives_the_same_model() {
-        let dir = tmpdir("save");
+        let scratch = tmpdir("save");
+        let dir = scratch.path();
         fs::write(dir.join("br0.flows"), "table=0,priority=1,actions=drop\n").unwrap();
         let text = "[tls]\nprivate_key = \"k.pem\"\ncertificate = \"c.pem\"\nca_cert = \"ca.pem\"\n\
             [[bridges]]\nname = \"br0\"\nflows_file = \"br0.flows\"\n\
@@ -319,7 +321,8 @@ mod tests {
             [[bridges.controllers]]\ntarget = \"tls:192.0.2.1:6653\"\n";
         let c = Config::from_str_for(text, dir.join("fulmar.toml"), HOST).unwrap();
         // Saved elsewhere: the relative paths still name the same files.
-        let other = tmpdir("save-other");
+        let other_scratch = tmpdir("save-other");
+        let other = other_scratch.path();
         let path = other.join("state.toml");
         c.save(&path).unwrap();
         let back = Config::load_for(&path, HOST).unwrap();

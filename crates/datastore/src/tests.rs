@@ -3,7 +3,6 @@
 //! gateway example, flags, files of flows, round trips.
 
 use super::*;
-use std::path::PathBuf;
 
 const HOST: Host = Host { cpus: 4 };
 
@@ -35,12 +34,12 @@ fn warnings(text: &str) -> Vec<String> {
     }
 }
 
-/// A fresh directory for files a test writes.
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("datastore-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory for files a test writes, removed when dropped.
+fn tmpdir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("datastore-test-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A bridge with one port on eth0, then `extra` (more keys of the bridge
@@ -924,7 +923,8 @@ fn flow_semantic_errors_and_warnings() {
 /// hundred warnings of many with a count of the rest.
 #[test]
 fn a_long_flows_file_keeps_order_lines_duplicates_and_counts_warnings() {
-    let dir = tmpdir("long-flows");
+    let scratch = tmpdir("long-flows");
+    let dir = scratch.path();
     let n = 70_000; // more than one parse block (65,536 lines)
     let mut text = String::from("# generated\n");
     for i in 0..n {
@@ -990,7 +990,8 @@ fn a_long_flows_file_keeps_order_lines_duplicates_and_counts_warnings() {
 
 #[test]
 fn flows_file_errors_name_that_file_and_line() {
-    let dir = tmpdir("flows-file");
+    let scratch = tmpdir("flows-file");
+    let dir = scratch.path();
     std::fs::write(
         dir.join("br0.flows"),
         "# comment\n\ntable=0,priority=1,actions=output:1\n  in_port=1,eth_dts=1,actions=drop\ntable=0,actions=drop\nin_port=1,actions=frobnicate\n",
@@ -1093,7 +1094,7 @@ fn flows_file_errors_name_that_file_and_line() {
             dir.join("g").display()
         )
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -1220,7 +1221,8 @@ fn round_trip_through_toml() {
 
 #[test]
 fn from_flags_builds_one_bridge() {
-    let dir = tmpdir("flags");
+    let scratch = tmpdir("flags");
+    let dir = scratch.path();
     let flows = dir.join("f.flows");
     std::fs::write(
         &flows,
@@ -1345,7 +1347,7 @@ fn from_flags_builds_one_bridge() {
             rate: PcapRate::Pps(10)
         })
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

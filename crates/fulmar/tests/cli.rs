@@ -1,14 +1,16 @@
 //! Runs the built `fulmar` binary on files: `fulmar ofp decode`.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn write_temp(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fulmar-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    path
+/// A file holding `bytes`, removed when dropped.
+fn write_temp(name: &str, bytes: &[u8]) -> tempfile::TempPath {
+    let file = tempfile::Builder::new()
+        .prefix("fulmar-cli-test-")
+        .suffix(&format!("-{name}"))
+        .tempfile()
+        .unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    file.into_temp_path()
 }
 
 fn fulmar(args: &[&str]) -> Output {

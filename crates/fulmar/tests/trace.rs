@@ -1,12 +1,13 @@
 //! Runs the built `fulmar trace` on flow/group/meter files and packets.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn dir(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fulmar-trace-test-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh directory, removed when dropped.
+fn dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("fulmar-trace-test-{test}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn write(d: &std::path::Path, name: &str, text: &str) -> String {
@@ -44,9 +45,10 @@ fn json_lines(o: &Output) -> Vec<serde_json::Value> {
 
 #[test]
 fn bad_flow_line_names_file_line_and_column() {
-    let d = dir("bad");
+    let scratch = dir("bad");
+    let d = scratch.path();
     let flows = write(
-        &d,
+        d,
         "flows.txt",
         "# comment\npriority=1,actions=output:2\n\nin_port=1,eth_dts=00:00:00:00:00:01,actions=drop\n",
     );
@@ -61,8 +63,9 @@ fn bad_flow_line_names_file_line_and_column() {
 
 #[test]
 fn refused_entries_and_bad_group_lines_are_named_too() {
-    let d = dir("refused");
-    let flows = write(&d, "flows.txt", "priority=1,actions=group:9\n");
+    let scratch = dir("refused");
+    let d = scratch.path();
+    let flows = write(d, "flows.txt", "priority=1,actions=group:9\n");
     let o = fulmar(&["--flows", &flows, "--in-port", "1", "--packet", UDP]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8(o.stderr).unwrap();
@@ -73,7 +76,7 @@ fn refused_entries_and_bad_group_lines_are_named_too() {
         "{err}"
     );
     let groups = write(
-        &d,
+        d,
         "groups.txt",
         "group_id=1,type=all\n\ngroup_id=2,type=bad\n",
     );
@@ -93,9 +96,10 @@ fn refused_entries_and_bad_group_lines_are_named_too() {
 
 #[test]
 fn json_shape_for_outputs_and_packet_ins() {
-    let d = dir("json");
+    let scratch = dir("json");
+    let d = scratch.path();
     let flows = write(
-        &d,
+        d,
         "flows.txt",
         "table=0,priority=5,udp,cookie=0x99,actions=output:2,LOCAL,CONTROLLER:20\n\
          table=0,priority=0,actions=CONTROLLER:65535\n",
@@ -145,9 +149,10 @@ fn json_shape_for_outputs_and_packet_ins() {
 
 #[test]
 fn readable_trace_shows_tables_entries_and_action_set() {
-    let d = dir("readable");
+    let scratch = dir("readable");
+    let d = scratch.path();
     let flows = write(
-        &d,
+        d,
         "flows.txt",
         "table=0,priority=5,ip,actions=write_actions(dec_ttl,output:3),goto_table:1\n\
          table=1,priority=5,actions=push_vlan:0x8100\n",
@@ -170,10 +175,11 @@ fn readable_trace_shows_tables_entries_and_action_set() {
 
 #[test]
 fn pcap_input_and_down_ports() {
-    let d = dir("pcap");
-    let flows = write(&d, "flows.txt", "priority=1,actions=group:1\n");
+    let scratch = dir("pcap");
+    let d = scratch.path();
+    let flows = write(d, "flows.txt", "priority=1,actions=group:1\n");
     let groups = write(
-        &d,
+        d,
         "groups.txt",
         "group_id=1,type=ff,bucket=watch_port:2,output:2,bucket=watch_port:3,output:3\n",
     );
@@ -226,10 +232,11 @@ fn pcap_input_and_down_ports() {
 
 #[test]
 fn meters_see_the_pcap_capture_times() {
-    let d = dir("meter");
-    let flows = write(&d, "flows.txt", "priority=1,actions=meter:1,output:2\n");
+    let scratch = dir("meter");
+    let d = scratch.path();
+    let flows = write(d, "flows.txt", "priority=1,actions=meter:1,output:2\n");
     let meters = write(
-        &d,
+        d,
         "meters.txt",
         "meter=1,pktps,burst,bands=type=drop,rate=1,burst_size=1\n",
     );
