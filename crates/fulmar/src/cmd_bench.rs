@@ -406,7 +406,7 @@ fn target_of(s: Scenario) -> Option<f64> {
     match s {
         Scenario::GatewayVlan2Mpls | Scenario::GatewayMpls2Vlan | Scenario::L3 => Some(0.33),
         Scenario::Acl => Some(0.70),
-        Scenario::L2 => None,
+        Scenario::L2 | Scenario::Faucet => None,
     }
 }
 
@@ -990,6 +990,11 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
         "--rounds must be 1..=1000"
     );
     ensure!(
+        !args.reference || args.scenario.has_reference(),
+        "{} has no reference loop: its figures stand beside the single-table scenarios'",
+        args.scenario.name()
+    );
+    ensure!(
         args.publish_every >= 1,
         "--publish-every must be at least 1"
     );
@@ -1491,7 +1496,7 @@ mod tests {
 
     #[test]
     fn reference_rounds_alternate_and_give_a_ratio() {
-        for s in Scenario::ALL {
+        for s in Scenario::ALL.into_iter().filter(|s| s.has_reference()) {
             let mut a = args(s);
             a.reference = true;
             a.rounds = 3;
@@ -1560,9 +1565,21 @@ mod tests {
             // Rule 0 again above everything, with one more rewrite: the
             // right port, different bytes, for the flows that hit it.
             let r0 = w.rule_text(0);
-            let (_, rest) = r0.split_once(',').unwrap();
-            let twisted = format!("priority=65535,{rest}")
-                .replace("actions=", "actions=set_field:02:00:00:00:00:99->eth_src,");
+            let (head, actions) = r0.split_once("actions=").unwrap();
+            let head: Vec<&str> = head
+                .split(',')
+                .map(|f| {
+                    if f.starts_with("priority=") {
+                        "priority=65535"
+                    } else {
+                        f
+                    }
+                })
+                .collect();
+            let twisted = format!(
+                "{}actions=set_field:02:00:00:00:00:99->eth_src,{actions}",
+                head.join(",")
+            );
             let mut bad_state = state.clone();
             let fm = flowtext::parse_flow(&twisted).unwrap();
             bad_state.flow_mod(&fm, Time::from_secs(1)).unwrap();
@@ -1574,6 +1591,52 @@ mod tests {
                 "{s:?}: {bad:?}"
             );
         }
+    }
+
+    /// The faucet scenario's tables do what Faucet's do: a learned
+    /// destination goes out of its port untagged, an unknown one floods
+    /// the VLAN's other ports, a tagged frame on an access port drops.
+    #[test]
+    fn faucet_tables_forward_flood_and_drop_as_faucet_does() {
+        let w = Workload::new(Scenario::Faucet, 40, 3).unwrap();
+        let mut state = SwitchState::new(
+            TablesConfig::default(),
+            GroupsConfig::default(),
+            MetersConfig::default(),
+        );
+        install(&mut state, &w, 0..40, true, &Progress { on: false }).unwrap();
+        add_ports(&mut state, w.n_ports);
+        let snap = snapshot_of(&state);
+        let view = snap.view();
+        let mut ws = WorkerState::new(0, 1, 0);
+        let mut send = |port: u32, f: &frame::Frame| {
+            let mut out = BurstOutput::default();
+            let mut burst = vec![PacketBuf::from_slice(&f.build(64))];
+            ws.process_burst_into(&view, port, &mut burst, Time::from_secs(2), &mut out);
+            assert!(out.packet_ins.is_empty());
+            let mut ports: Vec<u32> = out.tx.iter().map(|t| t.port).collect();
+            ports.sort_unstable();
+            (ports, out.tx.first().map(|t| t.packet.as_slice().to_vec()))
+        };
+        // Host 5 (port 6) to host 4 (port 5): VLAN 101, learned.
+        let (in_port, f) = w.flow(4, 0);
+        assert_eq!(in_port, 6);
+        let (ports, bytes) = send(in_port, &f);
+        assert_eq!(ports, vec![5]);
+        assert_eq!(bytes.unwrap(), f.build(64), "the VLAN tag is popped again");
+        // An unknown destination floods VLAN 101's other ports.
+        let mut unknown = f;
+        unknown.eth_dst = 0x0200_dead_beef;
+        assert_eq!(send(in_port, &unknown).0, vec![5, 7, 8]);
+        // A tagged frame on an access port is dropped by table 0.
+        let mut tagged = f;
+        tagged.tag = frame::Tag::Vlan(101);
+        assert_eq!(send(in_port, &tagged).0, Vec::<u32>::new());
+        // --reference is refused with a reason.
+        let mut a = args(Scenario::Faucet);
+        a.reference = true;
+        let e = bench(&a).expect_err("faucet has no reference").to_string();
+        assert!(e.contains("no reference loop"), "{e}");
     }
 
     #[test]

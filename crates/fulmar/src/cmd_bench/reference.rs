@@ -314,6 +314,7 @@ impl Reference {
                 }
                 Engine::Acl(Box::new(AclRef { table, ports, keys }))
             }
+            Scenario::Faucet => anyhow::bail!("the faucet scenario has no reference loop"),
         };
         Ok(Reference { engine })
     }
@@ -713,7 +714,7 @@ mod tests {
 
     #[test]
     fn the_reference_forwards_and_rewrites_every_scenario_correctly() {
-        for s in Scenario::ALL {
+        for s in Scenario::ALL.into_iter().filter(|s| s.has_reference()) {
             every_template_forwards_as_expected(s, 300, 450);
         }
         // Several ingress ports (4094 VLANs each) and a table with
