@@ -331,6 +331,22 @@ impl<'a> Exec<'a> {
     /// The packet is processed in place (its buffer is moved out when it
     /// leaves by a single port).
     pub fn pipeline_first(&mut self, pkt: &mut Pkt, start: u8, first: Option<Option<u32>>) {
+        let _ = self.pipeline_stage(pkt, start, first, false);
+    }
+
+    /// [`Exec::pipeline_first`] that, with `defer`, stops at a goto while
+    /// the packet has no action set and returns the table it goes to: the
+    /// caller looks that table up for a whole burst of such packets (with
+    /// prefetching) and calls again from there with the hit. `None`: the
+    /// packet is done (sent, dropped or sent to the controller). Tracing
+    /// never defers.
+    pub fn pipeline_stage(
+        &mut self,
+        pkt: &mut Pkt,
+        start: u8,
+        first: Option<Option<u32>>,
+        defer: bool,
+    ) -> Option<u8> {
         pkt.packet_out = false;
         let tables = self.tables;
         let indexed = !self.reference;
@@ -339,6 +355,7 @@ impl<'a> Exec<'a> {
         let mut table_id = start;
         let mut first = first;
         let tracing = self.trace.is_some();
+        let defer = defer && !tracing;
         loop {
             let table = tables.table(table_id);
             // The slot hit, when the lookup answers slots.
@@ -349,9 +366,25 @@ impl<'a> Exec<'a> {
             };
             if let (Some(Some(s)), Some(t), false) = (hit, table, tracing) {
                 if let Some(fe) = t.fast(s).filter(|f| f.ops().is_some()) {
-                    // A compiled entry: one apply-actions list, no goto.
-                    self.fast_entry(pkt, table_id, s, fe, &set);
-                    break;
+                    // A compiled entry: at most one apply-actions list and
+                    // a goto.
+                    let goto = fe.goto();
+                    if self
+                        .fast_entry(pkt, table_id, s, fe, &set, goto.is_none())
+                        .is_err()
+                    {
+                        return None;
+                    }
+                    match goto {
+                        Some(next) if next > table_id => {
+                            if defer && set.is_none() {
+                                return Some(next);
+                            }
+                            table_id = next;
+                            continue;
+                        }
+                        _ => break,
+                    }
                 }
             }
             // The entry hit and, when known, its slot.
@@ -370,7 +403,7 @@ impl<'a> Exec<'a> {
             }
             let Some(e) = entry else {
                 self.dropped(DropReason::NoMatch);
-                return;
+                return None;
             };
             let len = pkt.buf.len() as u64;
             match slot {
@@ -388,7 +421,7 @@ impl<'a> Exec<'a> {
             for i in inst {
                 if let Instruction::Meter { meter_id } = i {
                     if self.meter(pkt, *meter_id).is_err() {
-                        return;
+                        return None;
                     }
                 }
             }
@@ -415,7 +448,7 @@ impl<'a> Exec<'a> {
                             self.action(pkt, a, 0)
                         };
                         if r.is_err() {
-                            return;
+                            return None;
                         }
                     }
                 }
@@ -454,7 +487,12 @@ impl<'a> Exec<'a> {
             match goto {
                 // Validation only installs forward gotos; a backward one
                 // would loop, so it ends the pipeline.
-                Some(next) if next > table_id => table_id = next,
+                Some(next) if next > table_id => {
+                    if defer && set.is_none() {
+                        return Some(next);
+                    }
+                    table_id = next;
+                }
                 _ => break,
             }
         }
@@ -464,12 +502,14 @@ impl<'a> Exec<'a> {
                 actions: Vec::new(),
             }),
         }
+        None
     }
 
     /// Runs compiled entry `fe` (slot `slot` of table `table_id`) on the
-    /// packet: the counting and the instructions of the general path for
-    /// an entry whose only instruction is one apply-actions list. `set`
-    /// is the action set so far (the pipeline ends after this entry).
+    /// packet: the counting and the apply-actions of the general path.
+    /// `set` is the action set so far; `last`: the pipeline ends after
+    /// this entry (it has no goto). An error: an action stopped the
+    /// packet.
     fn fast_entry(
         &mut self,
         pkt: &mut Pkt,
@@ -477,7 +517,8 @@ impl<'a> Exec<'a> {
         slot: u32,
         fe: &FastEntry,
         set: &Option<ActionSet>,
-    ) {
+        last: bool,
+    ) -> Result<(), Stopped> {
         self.hot.table_lookup(table_id, true);
         let len = pkt.buf.len() as u64;
         self.hot
@@ -487,7 +528,7 @@ impl<'a> Exec<'a> {
             cookie: fe.cookie,
             miss: fe.miss,
         };
-        let ends_empty = set.as_ref().is_none_or(ActionSet::is_empty);
+        let ends_empty = last && set.as_ref().is_none_or(ActionSet::is_empty);
         let ops = fe.ops().unwrap_or(&[]);
         let n = ops.len();
         for (i, op) in ops.iter().enumerate() {
@@ -505,10 +546,9 @@ impl<'a> Exec<'a> {
                 }
                 op => self.fast_op(pkt, op),
             };
-            if r.is_err() {
-                return;
-            }
+            r?;
         }
+        Ok(())
     }
 
     /// The last action a packet will see (see `ends_empty` in

@@ -29,8 +29,13 @@
 //!    ([`crate::tables::compiled::FastEntry`], one cache line each), then the flow
 //!    counters, then for entries that did not compile the full entries,
 //!    their instruction lists and their action lists;
-//! 4. execute each packet (`Exec::pipeline_first`); later tables are
-//!    looked up packet by packet.
+//! 4. execute each packet (`Exec::pipeline_stage`) until it is done or
+//!    reaches a goto while it has no action set;
+//! 5. later tables, lowest first: the packets waiting for a table are
+//!    looked up there in one burst lookup, their compiled entries and
+//!    flow counters prefetched, and each runs on as in step 4. What the
+//!    packets emit is then put back in packet order, so a burst gives
+//!    exactly what its packets give one at a time.
 //!
 //! Per-packet counters (flow, table, port, queue 0) go to
 //! [`super::counters::HotCounters`], plain arrays moved into [`Counters`]
@@ -50,6 +55,13 @@
 //! this table, so about 50 ns/packet are still spent around the lookup:
 //! the one parse, the flow-counter and compiled-entry misses (one memory
 //! latency per burst each), the output and the per-packet bookkeeping.
+//!
+//! Step 5 and compiled gotos came with the Faucet-shaped scenario (four
+//! tables, each packet through three with 100K-entry tables 1 and 2):
+//! `fulmar bench faucet --rules 100000 --workers 1 --seconds 5`, same
+//! VM: 0.79-0.91 Mpps with later tables looked up packet by packet and
+//! the eth_src entries (a bare goto) read from the full entry; 1.00-1.06
+//! with gotos compiled; 2.08-2.13 with later tables looked up per burst.
 //!
 //! # Meters across workers
 //!
@@ -255,6 +267,22 @@ struct Scratch {
     n: usize,
     first: Vec<Option<Option<u32>>>,
     miss_at: Vec<usize>,
+    /// Packets waiting for a later table's burst lookup: (record, table).
+    later: Vec<(usize, u8)>,
+    /// The records of the stage being looked up.
+    stage: Vec<usize>,
+    /// Per record: emitted or dropped something in an earlier stage.
+    acted: Vec<bool>,
+    /// What each stage call emitted after the first deferral: (record,
+    /// first tx, end, first packet-in, end), in the order of the calls.
+    spans: Vec<(usize, usize, usize, usize, usize)>,
+    /// Where the output stood when the first record was deferred: what
+    /// comes before is in packet order already.
+    base: Option<(usize, usize)>,
+    /// Kept for putting outputs back in packet order (no allocation per
+    /// burst).
+    tx_hold: Vec<Option<crate::datapath::TxPacket>>,
+    pin_hold: Vec<Option<crate::datapath::PacketInEvent>>,
 }
 
 impl WorkerState {
@@ -398,8 +426,9 @@ impl WorkerState {
     /// parsed first; table 0's hits come from the flow cache or, for the
     /// packets it does not answer, from one burst lookup
     /// ([`crate::tables::FlowTable::lookup_burst`], which prefetches);
-    /// later tables are looked up packet by packet as instructions lead
-    /// there.
+    /// later tables are looked up the same way, a burst lookup per table
+    /// for the packets a goto sent there without an action set (a packet
+    /// with one goes on alone).
     ///
     /// The cache holds only table 0's result, keyed by the whole parsed
     /// key (in_port included; metadata is 0 there) and valid while table
@@ -442,14 +471,21 @@ impl WorkerState {
         }
         let mut ex = self.exec(view, out, now);
         if table0.is_some() {
-            let live = sc.pkts.get_mut(..sc.n).unwrap_or_default();
-            for (pkt, first) in live.iter_mut().zip(sc.first.drain(..)) {
-                let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
-                let dropped = ex.out.drops;
-                ex.pipeline_first(pkt, 0, first);
-                if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
-                    ex.out.drops.bump(DropReason::NoOutput);
-                }
+            sc.later.clear();
+            sc.spans.clear();
+            sc.base = None;
+            sc.acted.clear();
+            sc.acted.resize(sc.n, false);
+            let first = std::mem::take(&mut sc.first);
+            for (i, hit) in first.iter().enumerate() {
+                Self::stage_call(&mut ex, &mut sc, i, 0, *hit);
+            }
+            sc.first = first;
+            while !sc.later.is_empty() {
+                Self::later_stage(&mut ex, &mut sc);
+            }
+            if let Some((tx0, pin0)) = sc.base {
+                Self::restore_order(ex.out, &mut sc, tx0, pin0);
             }
         }
         for buf in packets.drain(..) {
@@ -523,6 +559,125 @@ impl WorkerState {
 
     /// Fills `sc.first` (one per `sc.pkts`) with table 0's hit: from the
     /// flow cache, else from one burst lookup whose results are cached.
+    /// Runs record `i` of the burst from table `table` (its lookup there
+    /// done: `hit`) until it is done or goes on to a later table, which
+    /// queues it in `sc.later`. A record done without having emitted or
+    /// dropped anything in any stage counts as a NoOutput drop.
+    fn stage_call(
+        ex: &mut Exec<'_>,
+        sc: &mut Scratch,
+        i: usize,
+        table: u8,
+        hit: Option<Option<u32>>,
+    ) {
+        let Some(pkt) = sc.pkts.get_mut(i) else {
+            return;
+        };
+        let (tx, pin, drops) = (ex.out.tx.len(), ex.out.packet_ins.len(), ex.out.drops);
+        let next = ex.pipeline_stage(pkt, table, hit, true);
+        let (tx_end, pin_end) = (ex.out.tx.len(), ex.out.packet_ins.len());
+        let acted = tx_end != tx || pin_end != pin || ex.out.drops != drops;
+        if sc.base.is_some() && (tx_end != tx || pin_end != pin) {
+            sc.spans.push((i, tx, tx_end, pin, pin_end));
+        }
+        let before = sc.acted.get(i).copied().unwrap_or(false);
+        if let Some(a) = sc.acted.get_mut(i) {
+            *a = before || acted;
+        }
+        match next {
+            Some(t) => {
+                // Its outputs so far come first whatever follows.
+                sc.base.get_or_insert((tx_end, pin_end));
+                sc.later.push((i, t));
+            }
+            None if !(before || acted) => ex.out.drops.bump(DropReason::NoOutput),
+            None => {}
+        }
+    }
+
+    /// The lowest table that records wait for: one burst lookup of their
+    /// keys there (prefetching the classifier's slots), a pass
+    /// prefetching the compiled entries and flow counters hit, then each
+    /// record runs on from there.
+    fn later_stage(ex: &mut Exec<'_>, sc: &mut Scratch) {
+        let Some(t) = sc.later.iter().map(|&(_, t)| t).min() else {
+            return;
+        };
+        sc.stage.clear();
+        let stage = &mut sc.stage;
+        sc.later.retain(|&(i, tt)| {
+            if tt == t {
+                stage.push(i);
+            }
+            tt != t
+        });
+        let stage = std::mem::take(&mut sc.stage);
+        let Some(table) = ex.tables.table(t) else {
+            // No such table: the general path counts the miss.
+            for &i in &stage {
+                Self::stage_call(ex, sc, i, t, None);
+            }
+            sc.stage = stage;
+            return;
+        };
+        ex.hot.reserve(t, table.slot_count());
+        let blank = FlowKey::default();
+        for chunk in stage.chunks(32) {
+            // Rewrites earlier in the pipeline left some keys stale.
+            for &i in chunk {
+                if let Some(p) = sc.pkts.get_mut(i) {
+                    p.key();
+                }
+            }
+            let mut keys = [&blank; 32];
+            for (k, &i) in keys.iter_mut().zip(chunk) {
+                if let Some(p) = sc.pkts.get(i) {
+                    *k = p.parsed_key();
+                }
+            }
+            let m = chunk.len();
+            let mut found = [None; 32];
+            table.lookup_burst_slots(&keys[..m], &mut found[..m]);
+            for s in found[..m].iter().flatten() {
+                table.prefetch_fast(*s);
+            }
+            for s in found[..m].iter().flatten() {
+                ex.hot.prefetch(t, *s);
+            }
+            for (&i, hit) in chunk.iter().zip(found) {
+                Self::stage_call(ex, sc, i, t, Some(hit));
+            }
+        }
+        sc.stage = stage;
+    }
+
+    /// Puts what the burst emitted since `tx0` and `pin0` (where the
+    /// output stood at the first deferral) back in packet order, each
+    /// packet's own outputs in the order it made them, as if the packets
+    /// had gone through the tables one after the other.
+    fn restore_order(out: &mut BurstOutput, sc: &mut Scratch, tx0: usize, pin0: usize) {
+        // Stable: a record's spans keep their (chronological) order.
+        sc.spans.sort_by_key(|s| s.0);
+        sc.tx_hold.clear();
+        sc.tx_hold.extend(out.tx.drain(tx0..).map(Some));
+        sc.pin_hold.clear();
+        sc.pin_hold.extend(out.packet_ins.drain(pin0..).map(Some));
+        for &(_, a, b, c, d) in &sc.spans {
+            for slot in sc.tx_hold.get_mut(a - tx0..b - tx0).unwrap_or_default() {
+                if let Some(p) = slot.take() {
+                    out.tx.push(p);
+                }
+            }
+            for slot in sc.pin_hold.get_mut(c - pin0..d - pin0).unwrap_or_default() {
+                if let Some(p) = slot.take() {
+                    out.packet_ins.push(p);
+                }
+            }
+        }
+        sc.tx_hold.clear();
+        sc.pin_hold.clear();
+    }
+
     fn first_hits(
         &mut self,
         view: &PipelineView<'_>,

@@ -7,12 +7,13 @@
 //! ([`FastEntry::compile`]) and kept by its [`crate::FlowTable`] in a
 //! dense vector parallel to the entry slots (`FlowTable::fast`). It holds
 //! the entry's id, cookie and table-miss flag, and, when the entry's
-//! instructions are exactly one apply-actions list of at most
-//! [`MAX_OPS`] actions of the kinds below (or no instruction at all), the
-//! list as [`FastOp`]s of 8 bytes each. Anything else (write-actions,
-//! goto, meters, metadata, groups, PBB, 128-bit or tunnel_id set-fields,
-//! experimenter actions, longer lists) compiles to "not fast" and runs
-//! through the general executor on the full entry.
+//! instructions are at most one apply-actions list of at most
+//! [`MAX_OPS`] actions of the kinds below and at most one goto-table
+//! (or no instruction at all), the list as [`FastOp`]s of 8 bytes each
+//! and the goto's table. Anything else (write-actions, meters, metadata,
+//! groups, PBB, 128-bit or tunnel_id set-fields, experimenter actions,
+//! longer lists) compiles to "not fast" and runs through the general
+//! executor on the full entry.
 //!
 //! Runs of ops that a gateway uses are fused when compiled
 //! (`FastEntry::fuse`): pop_vlan, push_mpls, set_field mpls_label becomes
@@ -47,6 +48,9 @@
 //! per packet (classifier slot, this line, the flow counter): 3.4 to 5.2
 //! Mpps. Fusing the gateway's three rewrites: 8.6-11.1 to 12.2-14.4 Mpps
 //! (VLAN to MPLS), 10.8-11.0 to 14.3-14.7 (MPLS to VLAN), 100K rules.
+//! The goto joined later: in a pipeline shaped like Faucet's, every
+//! packet's eth_src entry is a bare goto, and reading it from the full
+//! entry was most of the cost of the scenario (`fulmar bench faucet`).
 
 use crate::model::flow_entry::{FlowEntry, FlowId};
 use ofp::{Action, Instruction, Oxm, OxmField};
@@ -205,6 +209,9 @@ pub struct FastEntry {
     n: u8,
     /// A table-miss entry (priority 0, empty match).
     pub miss: bool,
+    /// The goto-table's table, or 0 for none (a goto always names a later
+    /// table than its own, so never table 0).
+    goto: u8,
     ops: [FastOp; MAX_OPS],
 }
 
@@ -215,6 +222,7 @@ impl Default for FastEntry {
             cookie: 0,
             n: NOT_FAST,
             miss: false,
+            goto: 0,
             ops: [FastOp::SetQueue(0); MAX_OPS],
         }
     }
@@ -229,18 +237,36 @@ impl FastEntry {
             miss: e.priority == 0 && e.key.fields().is_empty(),
             ..FastEntry::default()
         };
-        let actions: &[Action] = match e.instructions.as_slice() {
-            [] => &[],
-            [Instruction::ApplyActions { actions }] => actions,
-            _ => return f,
-        };
+        let mut actions: &[Action] = &[];
+        let (mut applies, mut gotos) = (0, 0);
+        for i in &e.instructions {
+            match i {
+                Instruction::ApplyActions { actions: a } => {
+                    actions = a;
+                    applies += 1;
+                }
+                Instruction::GotoTable { table_id } if *table_id > 0 => {
+                    f.goto = *table_id;
+                    gotos += 1;
+                }
+                _ => return f,
+            }
+        }
+        if applies > 1 || gotos > 1 {
+            f.goto = 0;
+            return f;
+        }
         if actions.len() > MAX_OPS {
+            f.goto = 0;
             return f;
         }
         for (slot, a) in f.ops.iter_mut().zip(actions) {
             match FastOp::of(a) {
                 Some(op) => *slot = op,
-                None => return f,
+                None => {
+                    f.goto = 0;
+                    return f;
+                }
             }
         }
         f.n = actions.len() as u8;
@@ -298,6 +324,13 @@ impl FastEntry {
             return None;
         }
         self.ops.get(..usize::from(self.n))
+    }
+
+    /// The table a compiled entry goes on to, if it has a goto-table (the
+    /// executor checks that it is later than the entry's own table).
+    #[inline]
+    pub fn goto(&self) -> Option<u8> {
+        (self.goto != 0).then_some(self.goto)
     }
 }
 
@@ -475,9 +508,46 @@ mod tests {
     }
 
     #[test]
+    fn a_goto_compiles_with_or_without_apply_actions_in_either_order() {
+        let push = Instruction::ApplyActions {
+            actions: vec![Action::PushVlan { ethertype: 0x8100 }],
+        };
+        let goto = Instruction::GotoTable { table_id: 3 };
+        for inst in [
+            vec![goto.clone()],
+            vec![push.clone(), goto.clone()],
+            vec![goto.clone(), push.clone()],
+        ] {
+            let f = FastEntry::compile(&entry(inst.clone()));
+            assert_eq!(f.goto(), Some(3), "{inst:?}");
+            assert_eq!(f.ops().map(<[FastOp]>::len), Some(inst.len() - 1));
+        }
+        let plain = FastEntry::compile(&entry(vec![push]));
+        assert_eq!(plain.goto(), None);
+        // Not fast: no goto either, so nothing reads a stale one.
+        let slow = FastEntry::compile(&entry(vec![
+            Instruction::ApplyActions {
+                actions: vec![Action::Group { group_id: 1 }],
+            },
+            goto,
+        ]));
+        assert_eq!((slow.ops(), slow.goto()), (None, None));
+    }
+
+    #[test]
     fn everything_else_takes_the_general_path() {
         let slow = [
-            vec![Instruction::GotoTable { table_id: 1 }],
+            vec![
+                Instruction::GotoTable { table_id: 1 },
+                Instruction::GotoTable { table_id: 2 },
+            ],
+            vec![
+                Instruction::GotoTable { table_id: 1 },
+                Instruction::WriteMetadata {
+                    metadata: 1,
+                    metadata_mask: 1,
+                },
+            ],
             vec![Instruction::WriteActions { actions: vec![] }],
             vec![
                 Instruction::ApplyActions { actions: vec![] },
