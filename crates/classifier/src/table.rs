@@ -248,6 +248,19 @@ impl Table {
         }
     }
 
+    /// Whether a lookup is about one probe: no rules, only routes, or one
+    /// exact mask, each possibly beside the empty mask's rules (a table-
+    /// miss entry, whose lookup is pruned or trivial). Flow caches are not
+    /// worth consulting in front of such a table.
+    pub fn one_probe(&self) -> bool {
+        if !self.merged.is_empty() {
+            return false;
+        }
+        let catch_all = usize::from(self.by_mask.contains_key(&[][..]));
+        let exact = self.order.len().saturating_sub(catch_all);
+        exact == 0 || (exact == 1 && self.lpm.is_empty())
+    }
+
     /// The structures in use.
     pub fn shape(&self) -> Shape {
         let n = self.order.len();
@@ -942,6 +955,7 @@ mod tests {
     fn shapes_are_chosen_from_the_rules() {
         let mut t = Table::new();
         assert_eq!(t.shape(), Shape::Empty);
+        assert!(t.one_probe());
         let gw = |id: u64, port: u32| Rule {
             id,
             priority: 1,
@@ -950,6 +964,29 @@ mod tests {
         t.insert(gw(1, 5)).unwrap();
         t.insert(gw(2, 6)).unwrap();
         assert_eq!(t.shape(), Shape::SingleMask);
+        assert!(t.one_probe());
+        let miss = |id: u64| Rule {
+            id,
+            priority: 0,
+            fields: vec![],
+        };
+        // A table-miss entry beside one mask: still one probe.
+        t.insert(miss(9)).unwrap();
+        assert_eq!(t.shape(), Shape::Tss(2));
+        assert!(t.one_probe());
+        t.insert(Rule {
+            id: 10,
+            priority: 1,
+            fields: vec![fm(field::IN_PORT, 1, 0xffff_ffff)],
+        })
+        .unwrap();
+        assert!(!t.one_probe(), "two exact masks");
+        assert!(t.remove(&miss(9)));
+        assert!(t.remove(&Rule {
+            id: 10,
+            priority: 1,
+            fields: vec![fm(field::IN_PORT, 1, 0xffff_ffff)],
+        }));
         let g0 = t.generation();
         assert!(!t.remove(&gw(2, 7)), "same id, other fields: not held");
         assert_eq!(t.generation(), g0, "a refused remove changes nothing");
@@ -972,9 +1009,11 @@ mod tests {
         })
         .unwrap();
         assert_eq!(t.shape(), Shape::LpmPlusTss(1));
+        assert!(t.one_probe(), "routes and a table-miss entry");
         // A /24 with a priority below the /16: contradicts prefix order.
         t.insert(route(4, 0x0a01_0100, 24, 10)).unwrap();
         assert_eq!(t.shape(), Shape::LpmPlusTss(2));
+        assert!(!t.one_probe(), "routes and an exact subtable");
         let mut k = FlowKey {
             present: (1 << field::ETH_TYPE) | (1 << field::IPV4_DST),
             eth_type: 0x800,
