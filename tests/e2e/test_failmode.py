@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from e2e_support import NS_A, SW_A, SW_B, Switch, in_ns
+from e2e_support import NS_A, SW_A, SW_B, Switch, in_ns, wait_for
 
 
 def ping(count=3):
@@ -130,7 +130,17 @@ def test_standalone_goes_back_to_the_flow_tables_while_a_controller_is_connected
 def test_log_lines_carry_no_colour_codes_when_stderr_is_not_a_terminal(net, fulmar_bin):
     # (Here stderr is a pipe; the earlier tests' log lines come the same way.)
     sw = run(fulmar_bin, "--controller", UNREACHABLE, "--fail-mode", "standalone")
-    rc, _, err = sw.stop()
+    # The fail-mode line comes once the first connection attempt has
+    # failed, after start-up: wait for it (a loaded machine took longer
+    # than the stop took to arrive).
+    try:
+        wait_for(
+            lambda: any("acting as a learning switch" in l for l in sw.err_lines),
+            timeout=15,
+            what="the fail-mode log line",
+        )
+    finally:
+        rc, _, err = sw.stop()
     assert rc == 0, err
     assert "acting as a learning switch" in err, err
     assert "\x1b[" not in err, repr(err)
