@@ -557,8 +557,6 @@ impl WorkerState {
         }
     }
 
-    /// Fills `sc.first` (one per `sc.pkts`) with table 0's hit: from the
-    /// flow cache, else from one burst lookup whose results are cached.
     /// Runs record `i` of the burst from table `table` (its lookup there
     /// done: `hit`) until it is done or goes on to a later table, which
     /// queues it in `sc.later`. A record done without having emitted or
@@ -576,21 +574,25 @@ impl WorkerState {
         let (tx, pin, drops) = (ex.out.tx.len(), ex.out.packet_ins.len(), ex.out.drops);
         let next = ex.pipeline_stage(pkt, table, hit, true);
         let (tx_end, pin_end) = (ex.out.tx.len(), ex.out.packet_ins.len());
-        let acted = tx_end != tx || pin_end != pin || ex.out.drops != drops;
-        if sc.base.is_some() && (tx_end != tx || pin_end != pin) {
+        let emitted = tx_end != tx || pin_end != pin;
+        if sc.base.is_some() && emitted {
             sc.spans.push((i, tx, tx_end, pin, pin_end));
         }
-        let before = sc.acted.get(i).copied().unwrap_or(false);
-        if let Some(a) = sc.acted.get_mut(i) {
-            *a = before || acted;
-        }
+        let now = emitted || ex.out.drops != drops;
+        let acted = match sc.acted.get_mut(i) {
+            Some(a) => {
+                *a |= now;
+                *a
+            }
+            None => now,
+        };
         match next {
             Some(t) => {
                 // Its outputs so far come first whatever follows.
                 sc.base.get_or_insert((tx_end, pin_end));
                 sc.later.push((i, t));
             }
-            None if !(before || acted) => ex.out.drops.bump(DropReason::NoOutput),
+            None if !acted => ex.out.drops.bump(DropReason::NoOutput),
             None => {}
         }
     }
@@ -621,7 +623,6 @@ impl WorkerState {
             return;
         };
         ex.hot.reserve(t, table.slot_count());
-        let blank = FlowKey::default();
         for chunk in stage.chunks(32) {
             // Rewrites earlier in the pipeline left some keys stale.
             for &i in chunk {
@@ -629,15 +630,8 @@ impl WorkerState {
                     p.key();
                 }
             }
-            let mut keys = [&blank; 32];
-            for (k, &i) in keys.iter_mut().zip(chunk) {
-                if let Some(p) = sc.pkts.get(i) {
-                    *k = p.parsed_key();
-                }
-            }
+            let found = lookup_records(table, &sc.pkts, chunk);
             let m = chunk.len();
-            let mut found = [None; 32];
-            table.lookup_burst_slots(&keys[..m], &mut found[..m]);
             for s in found[..m].iter().flatten() {
                 table.prefetch_fast(*s);
             }
@@ -678,6 +672,8 @@ impl WorkerState {
         sc.pin_hold.clear();
     }
 
+    /// Fills `sc.first` (one per `sc.pkts`) with table 0's hit: from the
+    /// flow cache, else from one burst lookup whose results are cached.
     fn first_hits(
         &mut self,
         view: &PipelineView<'_>,
@@ -765,24 +761,14 @@ impl WorkerState {
         }
         let mut deps = Deps::new();
         deps.push(0, gens[0]);
-        // The misses' keys are passed by reference, 32 at a time (copying
-        // them out cost 3% of the gateway benchmark).
-        let blank = FlowKey::default();
         for chunk in sc.miss_at.chunks(32) {
-            let mut keys = [&blank; 32];
-            for (k, &i) in keys.iter_mut().zip(chunk) {
-                if let Some(p) = live.get(i) {
-                    *k = p.parsed_key();
-                }
-            }
-            let mut found = [None; 32];
-            let m = chunk.len();
-            t0.lookup_burst_slots(&keys[..m], &mut found[..m]);
-            for ((&i, hit), key) in chunk.iter().zip(found).zip(keys) {
+            let found = lookup_records(t0, live, chunk);
+            for (&i, hit) in chunk.iter().zip(found) {
                 if let Some(f) = sc.first.get_mut(i) {
                     *f = Some(hit);
                 }
-                if let Some(c) = self.cache.as_mut().filter(|_| use_cache) {
+                let key = live.get(i).map(Pkt::parsed_key);
+                if let (Some(c), Some(key)) = (self.cache.as_mut().filter(|_| use_cache), key) {
                     c.insert(*key, deps, hit, &gens);
                 }
             }
@@ -864,4 +850,25 @@ impl WorkerState {
         self.counters.drops.merge(&out.drops.since(&drops_before));
         Ok(())
     }
+}
+
+/// The slots of `table` that records `idx` (at most 32) of `pkts` hit:
+/// one burst lookup (it prefetches), the keys passed by reference
+/// (copying them out cost 3 % of the gateway benchmark).
+fn lookup_records(
+    table: &crate::tables::FlowTable,
+    pkts: &[Pkt],
+    idx: &[usize],
+) -> [Option<u32>; 32] {
+    let blank = FlowKey::default();
+    let mut keys = [&blank; 32];
+    for (k, &i) in keys.iter_mut().zip(idx) {
+        if let Some(p) = pkts.get(i) {
+            *k = p.parsed_key();
+        }
+    }
+    let m = idx.len().min(32);
+    let mut found = [None; 32];
+    table.lookup_burst_slots(&keys[..m], &mut found[..m]);
+    found
 }

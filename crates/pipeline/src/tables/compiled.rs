@@ -238,6 +238,7 @@ impl FastEntry {
             ..FastEntry::default()
         };
         let mut actions: &[Action] = &[];
+        let mut goto = 0;
         let (mut applies, mut gotos) = (0, 0);
         for i in &e.instructions {
             match i {
@@ -246,29 +247,23 @@ impl FastEntry {
                     applies += 1;
                 }
                 Instruction::GotoTable { table_id } if *table_id > 0 => {
-                    f.goto = *table_id;
+                    goto = *table_id;
                     gotos += 1;
                 }
                 _ => return f,
             }
         }
-        if applies > 1 || gotos > 1 {
-            f.goto = 0;
-            return f;
-        }
-        if actions.len() > MAX_OPS {
-            f.goto = 0;
+        if applies > 1 || gotos > 1 || actions.len() > MAX_OPS {
             return f;
         }
         for (slot, a) in f.ops.iter_mut().zip(actions) {
             match FastOp::of(a) {
                 Some(op) => *slot = op,
-                None => {
-                    f.goto = 0;
-                    return f;
-                }
+                None => return f,
             }
         }
+        // Only a compiled entry has a goto: nothing reads a stale one.
+        f.goto = goto;
         f.n = actions.len() as u8;
         f.fuse();
         f
