@@ -8,6 +8,7 @@ use crate::model::match_key::MatchKey;
 use crate::{Time, COUNTER_UNAVAILABLE};
 use ofp::flow_mod::flow_mod_flags;
 use ofp::{Action, Instruction, Match};
+use std::borrow::Cow;
 
 /// A flow entry's identity: unique among all entries ever installed in one
 /// [`crate::Tables`], never reused, kept when MODIFY or a replacing ADD
@@ -95,10 +96,15 @@ pub struct FlowEntry {
     /// The table holding it.
     pub table_id: u8,
     pub priority: u16,
-    /// The match as sent (TLV order kept), for stats and FLOW_REMOVED.
-    pub match_: Match,
-    /// The canonical form of `match_`, for comparisons and indexing.
+    /// The canonical form of the match, for comparisons and indexing; it
+    /// also gives back the match as sent when `sent` is `None`.
     pub key: MatchKey,
+    /// The match as sent, kept only when `key` does not give it back
+    /// (TLVs out of field order, an explicit all-ones mask, a mask bit
+    /// above the field's width): see [`FlowEntry::match_`]. Controllers send
+    /// their fields in order, and a second copy of every match was about
+    /// 180 bytes an entry at a million entries.
+    pub(crate) sent: Option<Match>,
     pub instructions: Vec<Instruction>,
     pub cookie: u64,
     pub idle_timeout: u16,
@@ -123,6 +129,25 @@ pub struct EntryCounter {
 }
 
 impl FlowEntry {
+    /// What [`FlowEntry::sent`] holds for a match `m` whose canonical
+    /// form is `key`: nothing when the key gives `m` back exactly.
+    pub(crate) fn sent_match(m: &Match, key: &MatchKey) -> Option<Match> {
+        if key.rebuilds(m) {
+            None
+        } else {
+            Some(m.clone())
+        }
+    }
+
+    /// The match as the controller sent it (TLV order kept), for
+    /// statistics and FLOW_REMOVED.
+    pub fn match_(&self) -> Cow<'_, Match> {
+        match &self.sent {
+            Some(m) => Cow::Borrowed(m),
+            None => Cow::Owned(self.key.to_match()),
+        }
+    }
+
     /// The packet and byte counts of `c` as statistics report them:
     /// all-ones for a counter the entry was installed without
     /// (`OFPFF_NO_PKT_COUNTS`, `OFPFF_NO_BYT_COUNTS`).
@@ -155,7 +180,7 @@ impl FlowEntry {
             idle_timeout: self.idle_timeout,
             hard_timeout: self.hard_timeout,
             flags: self.flags,
-            match_: self.match_.clone(),
+            match_: self.match_().into_owned(),
             instructions: self.instructions.clone(),
             ..ofp::FlowMod::default()
         }
@@ -178,7 +203,7 @@ impl FlowEntry {
             hard_timeout: self.hard_timeout,
             packet_count,
             byte_count,
-            match_: self.match_.clone(),
+            match_: self.match_().into_owned(),
         }
     }
 

@@ -33,6 +33,20 @@ pub struct MatchKey {
     fields: Vec<KeyField>,
 }
 
+impl KeyField {
+    /// The field as one OXM TLV: no mask when it is exact.
+    pub fn to_oxm(&self) -> Oxm {
+        let kind = self.field.kind();
+        let mask =
+            (self.mask != full_mask(self.field)).then(|| OxmValue::from_u128(kind, self.mask));
+        Oxm::Basic {
+            field: self.field,
+            value: OxmValue::from_u128(kind, self.value),
+            mask,
+        }
+    }
+}
+
 /// All of a field's meaningful bits set.
 pub fn full_mask(field: OxmField) -> u128 {
     let bits = field.bits();
@@ -82,6 +96,24 @@ impl MatchKey {
         }
         fields.sort();
         Ok(MatchKey { fields })
+    }
+
+    /// The match this key stands for, written the way controllers send
+    /// one: the fields in order, no mask where the field is exact.
+    pub fn to_match(&self) -> Match {
+        Match {
+            fields: self.fields.iter().map(KeyField::to_oxm).collect(),
+        }
+    }
+
+    /// Whether [`MatchKey::to_match`] gives back `m` exactly, TLV for TLV
+    /// (without building it).
+    pub fn rebuilds(&self, m: &Match) -> bool {
+        m.fields.len() == self.fields.len()
+            && m.fields
+                .iter()
+                .zip(&self.fields)
+                .all(|(o, f)| *o == f.to_oxm())
     }
 
     /// The canonical fields, sorted by field.

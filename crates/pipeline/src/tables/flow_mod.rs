@@ -120,9 +120,8 @@ impl Tables {
         if config.max_bytes > 0 {
             let freed = existing
                 .and_then(|id| self.entry(id))
-                .map_or(0, |e| entry_bytes(&e.match_, &e.instructions));
-            let after =
-                self.bytes - freed.min(self.bytes) + entry_bytes(&fm.match_, &fm.instructions);
+                .map_or(0, |e| entry_bytes(&e.key, &e.instructions));
+            let after = self.bytes - freed.min(self.bytes) + entry_bytes(&key, &fm.instructions);
             if after > config.max_bytes {
                 return Err(fm_failed(FlowModFailedCode::TableFull));
             }
@@ -151,7 +150,7 @@ impl Tables {
             id,
             table_id: fm.table_id,
             priority: fm.priority,
-            match_: fm.match_.clone(),
+            sent: FlowEntry::sent_match(&fm.match_, &key),
             key,
             instructions: fm.instructions.clone(),
             cookie: fm.cookie,

@@ -83,8 +83,9 @@
 //!    `entries[id].id == id`, `entries[id].table_id == t`.
 //! 2. `by_key` + `by_key_overflow` hold exactly one key per entry, found by
 //!    `find_key(e.priority, e.key)`, and no two entries of a table share one.
-//! 3. `e.key == MatchKey::new(&e.match_)`; `e.match_` is the TLV list as
-//!    the controller sent it.
+//! 3. `e.key == MatchKey::new(&e.match_())`; `e.match_()` is the TLV list
+//!    as the controller sent it (kept in `e.sent` only when the key does
+//!    not give it back).
 //! 4. `group_refs[g]` holds `id` exactly when entry `id` has a group
 //!    action to `g`; likewise `meter_refs`. Empty sets are removed.
 //! 5. No table has more than `max_entries` entries.

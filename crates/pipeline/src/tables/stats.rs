@@ -50,7 +50,7 @@ pub(super) fn flow_stats_of(e: &FlowEntry, c: &EntryCounter, now: Time) -> FlowS
         cookie: e.cookie,
         packet_count,
         byte_count,
-        match_: e.match_.clone(),
+        match_: e.match_().into_owned(),
         instructions: e.instructions.clone(),
     }
 }

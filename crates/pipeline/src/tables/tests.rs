@@ -87,7 +87,7 @@ impl Tables {
                 assert_eq!(usize::from(e.table_id), t, "1: table id");
                 assert_eq!(self.location.get(id).map(|x| usize::from(*x)), Some(t), "1");
                 assert_eq!(self.find_key(t as u8, e.priority, &e.key), Some(*id), "2");
-                assert_eq!(MatchKey::new(&e.match_).as_ref(), Ok(&e.key), "3");
+                assert_eq!(MatchKey::new(&e.match_()).as_ref(), Ok(&e.key), "3");
                 let rid = rule_id(*id, slot).expect("7: rule id");
                 let mut rule = rule_of(e, rid);
                 rule.canonicalize().unwrap();
@@ -294,6 +294,35 @@ fn add_installs_an_entry_that_stats_report_as_sent() {
 }
 
 #[test]
+fn a_match_in_field_order_is_not_stored_twice_and_reads_back_as_sent() {
+    let mut sw = Switch::new(1, 100);
+    let ip = |a: [u8; 4], m: [u8; 4]| Oxm::Basic {
+        field: OxmField::Ipv4Dst,
+        value: OxmValue::Ipv4(Ipv4Addr::from(a)),
+        mask: Some(OxmValue::Ipv4(Ipv4Addr::from(m))),
+    };
+    let cases = [
+        // In field order, exact fields unmasked: the key gives it back.
+        (
+            vec![in_port(1), eth_type(0x0800), ipv4_dst([10, 1, 0, 0], 16)],
+            false,
+        ),
+        // Out of order.
+        (vec![eth_type(0x0800), in_port(2)], true),
+        // An explicit all-ones mask.
+        (vec![eth_type(0x0800), ip([10, 0, 0, 3], [255; 4])], true),
+    ];
+    for (priority, (fields, kept)) in cases.into_iter().enumerate() {
+        let fm = add(0, priority as u16, fields.clone(), 2);
+        let id = sw.ok(&fm, Time(0)).installed.unwrap();
+        let e = sw.tables.entry(id).unwrap();
+        assert_eq!(e.sent.is_some(), kept, "{fields:?}");
+        assert_eq!(e.match_().fields, fields);
+        assert_eq!(e.to_flow_mod().match_.fields, fields);
+    }
+}
+
+#[test]
 fn add_with_identical_match_replaces_and_keeps_counters_unless_reset() {
     let mut sw = Switch::new(4, 100);
     let a = vec![in_port(1), eth_type(0x0800)];
@@ -378,9 +407,10 @@ fn a_full_table_refuses_new_entries_but_accepts_replacements() {
 fn a_memory_budget_refuses_new_entries_past_it_and_counts_replacements() {
     let mut sw = Switch::new(2, MAX_TABLE_ENTRIES);
     let one = entry_bytes(
-        &Match {
+        &MatchKey::new(&Match {
             fields: vec![in_port(1)],
-        },
+        })
+        .unwrap(),
         &output(2),
     );
     sw.tables.set.config.max_bytes = 3 * one + one / 2;
@@ -1096,7 +1126,7 @@ proptest! {
                         FlowModCommand::Add => {
                             prop_assert_eq!(here(&sw), 1);
                             let e = sw.tables.entry(out.installed.unwrap()).unwrap();
-                            prop_assert_eq!(&e.match_, &fm.match_);
+                            prop_assert_eq!(&*e.match_(), &fm.match_);
                             prop_assert_eq!(&e.instructions, &fm.instructions);
                         }
                         FlowModCommand::DeleteStrict | FlowModCommand::Delete
