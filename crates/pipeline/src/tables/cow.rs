@@ -37,8 +37,10 @@ pub(super) const LOG_PER_COPY: usize = 2;
 pub(super) const MAX_SPARES: usize = 2;
 
 /// Multi-buffered copy-on-write (see the module comment, "Publishing"):
-/// `cur` is the control side's copy, shared with published snapshots
-/// after a clone; `spares` are copies earlier publishes left behind, each
+/// `cur` is the control side's copy, kept by the caller (a table's place
+/// in [`super::TableSet`]) and shared with published snapshots after a
+/// publish; the `Dual` is the rest, which only the control side sees:
+/// `spares` are copies earlier publishes left behind, each
 /// with the number of operations it has seen; `log` holds the operations
 /// from number `log_start` on, `applied` counts those `cur` has seen.
 /// When `cur` is shared, a write takes a spare no snapshot holds anymore,
@@ -48,7 +50,6 @@ pub(super) const MAX_SPARES: usize = 2;
 /// reused.
 #[derive(Debug)]
 pub(super) struct Dual<T: Replay> {
-    pub(super) cur: Arc<T>,
     pub(super) spares: Vec<(Arc<T>, usize)>,
     pub(super) log: std::collections::VecDeque<T::Op>,
     pub(super) log_start: usize,
@@ -56,22 +57,15 @@ pub(super) struct Dual<T: Replay> {
 }
 
 impl<T: Replay> Clone for Dual<T> {
-    /// A clone shares `cur` (a publish): O(1).
+    /// A clone keeps no spare (they belong to the original's snapshots).
     fn clone(&self) -> Self {
-        Dual {
-            cur: self.cur.clone(),
-            spares: Vec::new(),
-            log: Default::default(),
-            log_start: 0,
-            applied: 0,
-        }
+        Dual::default()
     }
 }
 
-impl<T: Replay + Default> Default for Dual<T> {
+impl<T: Replay> Default for Dual<T> {
     fn default() -> Self {
         Dual {
-            cur: Arc::default(),
             spares: Vec::new(),
             log: Default::default(),
             log_start: 0,
@@ -84,13 +78,10 @@ impl<T: Replay> Dual<T>
 where
     T::Op: Clone,
 {
-    pub(super) fn get(&self) -> &T {
-        &self.cur
-    }
-
-    /// Applies `op` to the control side's copy.
-    pub(super) fn write(&mut self, op: T::Op) -> T::Out {
-        if Arc::get_mut(&mut self.cur).is_none() {
+    /// Applies `op` to the control side's copy `cur` (which the caller
+    /// keeps; published snapshots share it).
+    pub(super) fn write(&mut self, cur: &mut Arc<T>, op: T::Op) -> T::Out {
+        if Arc::get_mut(cur).is_none() {
             // Published: reuse a spare nothing reads anymore, else copy.
             let free = self
                 .spares
@@ -106,9 +97,9 @@ where
                     }
                     copy
                 }
-                None => Arc::new(T::clone(&self.cur)),
+                None => Arc::new(T::clone(cur)),
             };
-            let old = std::mem::replace(&mut self.cur, fresh);
+            let old = std::mem::replace(cur, fresh);
             self.spares.push((old, self.applied));
             if self.spares.len() > MAX_SPARES {
                 // Drop the copy that lags most.
@@ -118,7 +109,7 @@ where
             }
         }
         self.applied += 1;
-        if self.spares.is_empty() || self.log.len() >= MAX_LOG.max(self.cur.size() / LOG_PER_COPY) {
+        if self.spares.is_empty() || self.log.len() >= MAX_LOG.max(cur.size() / LOG_PER_COPY) {
             self.spares.clear();
             self.log.clear();
             self.log_start = self.applied;
@@ -135,10 +126,10 @@ where
                 self.log_start += 1;
             }
         }
-        match Arc::get_mut(&mut self.cur) {
-            Some(cur) => cur.apply_owned(op),
+        match Arc::get_mut(cur) {
+            Some(c) => c.apply_owned(op),
             // Unreachable: `cur` was made unique above.
-            None => Arc::make_mut(&mut self.cur).apply_owned(op),
+            None => Arc::make_mut(cur).apply_owned(op),
         }
     }
 }

@@ -101,16 +101,17 @@
 //! # Publishing: multi-buffered copy-on-write per table
 //!
 //! Workers read an immutable copy of the switch (`datapath::Snapshot`,
-//! published as an `Arc`), so every publish clones `Tables`. Each
-//! `FlowTable` (entries, strict index, classifier index) and the
-//! `location` index sit in a `Dual`: the control side's copy `cur` behind
-//! an `Arc`, up to `MAX_SPARES` (2) older copies left by earlier
-//! publishes, and a log of the changes the oldest of them has not seen.
-//! Every write is an operation (`TableOp`: put, take, add hits, add
-//! lookups; `LocOp`: insert, remove), applied to `cur` and logged.
+//! published as an `Arc`), so every publish clones the `TableSet`. Each
+//! `FlowTable` (entries, strict index, classifier index) is a
+//! copy-on-write structure: the control side's copy `cur` behind an
+//! `Arc` in the `TableSet` (sixteen tables to a shared chunk), and in a
+//! `Dual` up to `MAX_SPARES` (2) older copies left by earlier publishes
+//! and a log of the changes the oldest of them has not seen. Every write
+//! is an operation (`TableOp`: put, take), applied to `cur` and logged.
 //!
-//! * A publish clones `Tables`: `n_tables + 3` pointer copies, O(1) in
-//!   entries (measured ~200 ns at 100K and 1M entries).
+//! * A publish clones the `TableSet`: one pointer a chunk of sixteen
+//!   tables, O(1) in entries. The first write to a table after it copies
+//!   the table's chunk (sixteen pointers).
 //! * The first write to a structure after a publish finds `cur` shared.
 //!   It takes a spare no snapshot holds anymore (the workers moved on),
 //!   replays the operations that spare missed and swaps it in:

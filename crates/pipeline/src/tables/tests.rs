@@ -107,6 +107,11 @@ impl Tables {
 }
 
 impl TableSet {
+    /// Table `t` as shared with the snapshots.
+    fn set_shared(&self, t: u8) -> &Arc<FlowTable> {
+        self.shared(t).unwrap()
+    }
+
     /// The published content: every entry with its table and slot.
     pub(crate) fn content(&self) -> Vec<(u8, u32, FlowEntry)> {
         (0..self.n_tables())
@@ -1433,24 +1438,24 @@ fn published_copies_share_tables_until_one_is_changed() {
     sw.ok(&add(1, 1, vec![], 1), Time(0));
     let published = sw.tables.published();
     assert!(Arc::ptr_eq(
-        &published.tables[0].cur,
-        &sw.tables.set.tables[0].cur
+        published.set_shared(0),
+        sw.tables.set.set_shared(0)
     ));
     let id = sw.tables.entries().next().unwrap().id;
     assert!(sw.tables.add_hits(id, 3, 300, Time(5)));
     sw.tables.note_lookups(0, 9, 4);
     assert!(
-        Arc::ptr_eq(&published.tables[0].cur, &sw.tables.set.tables[0].cur),
+        Arc::ptr_eq(published.set_shared(0), sw.tables.set.set_shared(0)),
         "counters are not published"
     );
     sw.ok(&add(1, 2, vec![in_port(7)], 1), Time(0));
     assert!(Arc::ptr_eq(
-        &published.tables[0].cur,
-        &sw.tables.set.tables[0].cur
+        published.set_shared(0),
+        sw.tables.set.set_shared(0)
     ));
     assert!(!Arc::ptr_eq(
-        &published.tables[1].cur,
-        &sw.tables.set.tables[1].cur
+        published.set_shared(1),
+        sw.tables.set.set_shared(1)
     ));
     assert_eq!(published.table(1).unwrap().len(), 1);
     assert_eq!(sw.tables.table(1).unwrap().len(), 2);
@@ -1464,6 +1469,31 @@ fn published_copies_share_tables_until_one_is_changed() {
     assert!(Arc::ptr_eq(a, b));
     assert_eq!(published.instance(), sw.tables.instance());
     assert_ne!(Tables::default().instance(), sw.tables.instance());
+    published.check_invariants();
+    sw.tables.check_invariants();
+}
+
+/// Tables are published sixteen to a chunk: a write copies only its own
+/// chunk (and its table), so the other chunks and the other tables of its
+/// chunk stay shared with the snapshot, which does not change.
+#[test]
+fn a_write_after_a_publish_copies_only_its_chunk_and_its_table() {
+    let mut sw = Switch::new(40, 1000);
+    for t in [0u8, 16, 17, 39] {
+        sw.ok(&add(t, 1, vec![in_port(1)], 1), Time(0));
+    }
+    let published = sw.tables.published();
+    sw.ok(&add(17, 1, vec![in_port(2)], 1), Time(0));
+    let same = |t: u8| Arc::ptr_eq(published.set_shared(t), sw.tables.set.set_shared(t));
+    assert!(!same(17), "the written table is a new copy");
+    assert!(same(16) && same(0) && same(39), "the others are shared");
+    assert!(Arc::ptr_eq(&published.chunks[0], &sw.tables.set.chunks[0]));
+    assert!(!Arc::ptr_eq(&published.chunks[1], &sw.tables.set.chunks[1]));
+    assert!(Arc::ptr_eq(&published.chunks[2], &sw.tables.set.chunks[2]));
+    assert_eq!(published.table(17).unwrap().len(), 1);
+    assert_eq!(sw.tables.table(17).unwrap().len(), 2);
+    assert!(published.table(40).is_none() && sw.tables.table(40).is_none());
+    assert_eq!((published.len(), sw.tables.set().len()), (4, 5));
     published.check_invariants();
     sw.tables.check_invariants();
 }
@@ -1519,7 +1549,7 @@ fn publish_cost() {
             cycle += t.elapsed();
         }
         let t = Instant::now();
-        let deep = sw.tables.set.tables[0].get().clone();
+        let deep = sw.tables.set.table(0).unwrap().clone();
         let table_copy = t.elapsed();
         println!(
             "{n} entries: publish (clone) {clone:?}; first flow-mod after the first \
@@ -1772,12 +1802,12 @@ fn a_released_spare_is_reused_not_copied() {
     drop(sw.tables.published());
     let published = sw.tables.published();
     sw.ok(&add(0, 1, vec![in_port(2)], 1), Time(0)); // copies (no spare yet)
-    let spare = Arc::as_ptr(&sw.tables.set.tables[0].spares[0].0);
-    assert_eq!(spare, Arc::as_ptr(&published.tables[0].cur));
+    let spare = Arc::as_ptr(&sw.tables.cow[0].spares[0].0);
+    assert_eq!(spare, Arc::as_ptr(published.set_shared(0)));
     let again = sw.tables.published();
     drop(published);
     sw.ok(&add(0, 1, vec![in_port(3)], 1), Time(0)); // replays onto the spare
-    assert_eq!(Arc::as_ptr(&sw.tables.set.tables[0].cur), spare);
+    assert_eq!(Arc::as_ptr(sw.tables.set.set_shared(0)), spare);
     assert_eq!(sw.tables.table(0).unwrap().len(), 3);
     assert_eq!(again.table(0).unwrap().len(), 2);
     sw.tables.check_invariants();
