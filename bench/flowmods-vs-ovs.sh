@@ -12,6 +12,12 @@
 #     flow-mod written back to back, one BARRIER at the end) installing M
 #     flows (--pipelined, default 100000,1000000) into each switch.
 #
+#     Beside them, the same add-flows into a floor: a "switch" that
+#     applies nothing and answers each BARRIER at once, spinning on its
+#     socket (crates/agent/examples/barrier_floor.rs), started only for its
+#     own timing. What it takes is ovs-ofctl's own work and the kernel's
+#     wake-ups: no switch can do a round trip faster on this machine.
+#
 # Prints the seconds and rates side by side with their ratios. The targets
 # of issue 15: fulmar's add-flows time <= 2/3 of OVS's; pipelined >= 200K
 # flow-mods/s at 100K and 1M flows and >= 5x OVS with the same client.
@@ -47,9 +53,10 @@ for tool in ovs-vswitchd ovsdb-server ovs-ofctl ovs-vsctl python3; do
     command -v "$tool" >/dev/null || { echo "$0: needs $tool" >&2; exit 1; }
 done
 cargo build --release --quiet -p fulmar
-cargo build --release --quiet -p agent --example flowmod_rate
+cargo build --release --quiet -p agent --example flowmod_rate --example barrier_floor
 fulmar=$root/target/release/fulmar
 client=$root/target/release/examples/flowmod_rate
+floor=$root/target/release/examples/barrier_floor
 
 ns=fc-fmovs
 fport=6750
@@ -139,19 +146,40 @@ timed_add() {
     [ "$got" = "$flows" ] || { echo "$0: $target holds $got flows, not $flows" >&2; exit 1; }
     python3 -c "print(f'{$t1 - $t0:.2f}')"
 }
+timed_floor() {
+    "$floor" "$work/floor.sock" > "$work/floor.out" 2>&1 &
+    local p=$!
+    for _ in $(seq 50); do
+        [ -S "$work/floor.sock" ] && break
+        sleep 0.1
+    done
+    local t0 t1
+    t0=$(date +%s.%N)
+    ovs-ofctl -O OpenFlow13 add-flows "unix:$work/floor.sock" "$work/gateway.flows"
+    t1=$(date +%s.%N)
+    sleep 0.1
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null || true
+    grep -q "after $flows flow-mods" "$work/floor.out" ||
+        { echo "$0: the floor did not see $flows flow-mods" >&2; cat "$work/floor.out" >&2; exit 1; }
+    rm -f "$work/floor.sock"
+    python3 -c "print(f'{$t1 - $t0:.2f}')"
+}
 
 echo "fulmar $(git rev-parse --short HEAD 2>/dev/null || echo '?') vs $(ovs-vswitchd --version | head -1), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
 echo
 echo "ovs-ofctl -O OpenFlow13 add-flows, $flows gateway flows (a BARRIER after each flow-mod):"
-printf '  %-6s %-12s %-12s %-14s %-14s %-8s\n' round "fulmar s" "OVS s" "fulmar fm/s" "OVS fm/s" "fulmar/OVS time"
+printf '  %-6s %-10s %-10s %-10s %-13s %-13s %-16s %s\n' round "fulmar s" "OVS s" "floor s" \
+    "fulmar fm/s" "OVS fm/s" "fulmar/OVS time" "floor/OVS time"
 fs=() os=()
 for r in $(seq "$rounds"); do
     f=$(timed_add "${F[0]}")
     o=$(timed_add "${O[0]}")
+    z=$(timed_floor)
     fs+=("$f") os+=("$o")
-    printf '  %-6s %-12s %-12s %-14s %-14s %-8s\n' "$r" "$f" "$o" \
+    printf '  %-6s %-10s %-10s %-10s %-13s %-13s %-16s %s\n' "$r" "$f" "$o" "$z" \
         "$(python3 -c "print(int($flows / $f))")" "$(python3 -c "print(int($flows / $o))")" \
-        "$(python3 -c "print(f'{$f / $o:.2f}')")"
+        "$(python3 -c "print(f'{$f / $o:.2f}')")" "$(python3 -c "print(f'{$z / $o:.2f}')")"
 done
 ft=$(printf '%s\n' "${fs[@]}" | sort -n | head -1)
 ot=$(printf '%s\n' "${os[@]}" | sort -n | head -1)

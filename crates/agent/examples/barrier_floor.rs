@@ -20,10 +20,10 @@
 //! cargo run --release -p agent --example barrier_floor -- SOCKET_PATH
 //! ```
 
+use ofp::echo::Echo;
 use ofp::multipart::{MultipartReply, MultipartReplyBody};
 use ofp::switch_config::FeaturesReply;
 use ofp::table_features::TableFeatures;
-use ofp::echo::Echo;
 use ofp::{Framer, Hello, Message};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};

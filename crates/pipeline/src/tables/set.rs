@@ -419,7 +419,10 @@ impl Tables {
         let book = self.books.get_mut(usize::from(t))?;
         let slot = book.slot_of.remove(&id)?;
         let cur = self.set.shared_mut(t)?;
-        let e = self.cow.get_mut(usize::from(t))?.write(cur, TableOp::Take(slot))?;
+        let e = self
+            .cow
+            .get_mut(usize::from(t))?
+            .write(cur, TableOp::Take(slot))?;
         book.order.remove(&id);
         let h = key_hash(e.priority, &e.key);
         if book.by_key.get(&h) == Some(&id) {
