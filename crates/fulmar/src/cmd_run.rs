@@ -165,6 +165,15 @@ pub struct RunArgs {
     /// ovs-ofctl does, then waits less); 0: never poll.
     #[arg(long, value_name = "US", default_value_t = 100)]
     pub controller_busy_poll_us: u64,
+    /// Packet-ins each bridge sends its controllers per second at most (a
+    /// token bucket); what is over it is dropped and counted as
+    /// packet_in_rate_limited; 0: no limit.
+    #[arg(long, value_name = "PPS", default_value_t = agent::PacketInConfig::default().rate_pps)]
+    pub packet_in_rate: u32,
+    /// The most packet-ins the bucket admits at once, after a quiet spell.
+    #[arg(long, value_name = "N", default_value_t = agent::PacketInConfig::default().burst,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub packet_in_burst: u32,
     /// Validate the configuration (and its flow, group and meter files)
     /// and exit: 0 when valid, 2 with every error otherwise.
     #[arg(long)]
@@ -335,6 +344,11 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
     opts.controllers.mgmt_dir = (!none(&args.mgmt_dir)).then(|| args.mgmt_dir.clone());
     opts.controllers.mgmt_perms = gid.map(agent::UnixPerms::group).unwrap_or_default();
     opts.controllers.busy_poll = Some(Duration::from_micros(args.controller_busy_poll_us));
+    opts.controllers.packet_in = agent::PacketInConfig {
+        rate_pps: args.packet_in_rate,
+        burst: args.packet_in_burst,
+        ..agent::PacketInConfig::default()
+    };
     opts.state_file = args.state.clone().or_else(|| args.config.clone());
     opts.runtime.saved_tables = match &args.saved_tables {
         Some(d) if none(d) => None,

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use agent::{Agent, AgentConfig, ChannelHandle, TlsSettings, UnixPerms};
+use agent::{Agent, AgentConfig, ChannelHandle, PacketInConfig, TlsSettings, UnixPerms};
 use datastore::FailMode;
 use tokio::task::JoinHandle;
 
@@ -78,6 +78,9 @@ pub struct ControllerOptions {
     /// controller (`None`: the agent's default; zero: never; see
     /// [`AgentConfig::busy_poll`]).
     pub busy_poll: Option<Duration>,
+    /// Each bridge's packet-in path: its token bucket and queues (see
+    /// [`PacketInConfig`]).
+    pub packet_in: PacketInConfig,
 }
 
 /// The agents of every bridge.
@@ -135,6 +138,7 @@ impl Controllers {
                 .opts
                 .busy_poll
                 .unwrap_or(AgentConfig::default().busy_poll),
+            packet_in: self.opts.packet_in.clone(),
             ..AgentConfig::default()
         };
         let (tx, rx) = tokio::sync::mpsc::channel(config.event_queue);
