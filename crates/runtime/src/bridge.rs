@@ -41,7 +41,21 @@ pub(crate) struct Control {
     pub(crate) dp: Datapath,
     pub(crate) totals: Counters,
     pub(crate) inject: PatchPort,
+    /// Packets the injection ring had no room for, by output port (they
+    /// count as that port's `tx_ring_full` drops).
+    pub(crate) inject_lost: BTreeMap<u32, u64>,
+    /// The last wait for room in the injection ring ran out: the workers
+    /// are not draining it, so the next packets do not wait.
+    pub(crate) inject_stalled: bool,
 }
+
+/// How long packets from the control side (packet-outs) wait for the
+/// workers to make room in the injection ring (for any room at all: the
+/// wait starts again whenever some was made) before what does not fit is
+/// dropped.
+const INJECT_WAIT: Duration = Duration::from_millis(100);
+/// How often the ring is tried again meanwhile.
+const INJECT_POLL: Duration = Duration::from_micros(50);
 
 /// A port of a running bridge, as the control side knows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -511,6 +525,8 @@ impl BridgeRt {
                 dp,
                 totals: Counters::default(),
                 inject,
+                inject_lost: BTreeMap::new(),
+                inject_stalled: false,
             }),
             publisher,
             threads: Mutex::new(threads),
@@ -610,11 +626,18 @@ impl BridgeRt {
     }
 
     /// Hands packets (packet-out results) to the dataplane through the
-    /// injection port; counts what did not fit.
+    /// injection port. When the ring is full (a controller sending
+    /// packet-outs faster than the workers transmit them), it waits for
+    /// room ([`INJECT_WAIT`]): the agent reads no more from that
+    /// controller meanwhile, so TCP slows the controller down instead of
+    /// packets being lost. What still does not fit is dropped and counted
+    /// against its output port ([`BridgeRt::port_drops`]). Returns how
+    /// many were handed over.
     pub(crate) fn transmit(&self, c: &mut Control, tx: Vec<TxPacket>) -> usize {
         if tx.is_empty() {
             return 0;
         }
+        let ports: Vec<u32> = tx.iter().map(|t| t.port).collect();
         let mut burst = dataplane::Burst::with_limit(tx.len());
         for t in tx {
             let (mut v, head) = t.packet.into_raw_parts();
@@ -630,8 +653,27 @@ impl BridgeRt {
             }
             let _ = burst.push(dataplane::PacketBuf::from_vec(v, head));
         }
-        let n = c.inject.tx_burst(&mut burst).unwrap_or(0);
+        let mut n = c.inject.tx_burst(&mut burst).unwrap_or(0);
         self.wake_all();
+        if n > 0 {
+            c.inject_stalled = false;
+        }
+        if !burst.is_empty() && !c.inject_stalled {
+            let mut deadline = Instant::now() + INJECT_WAIT;
+            while !burst.is_empty() && Instant::now() < deadline {
+                std::thread::sleep(INJECT_POLL);
+                let more = c.inject.tx_burst(&mut burst).unwrap_or(0);
+                if more > 0 {
+                    n += more;
+                    deadline = Instant::now() + INJECT_WAIT;
+                }
+            }
+            c.inject_stalled = !burst.is_empty();
+        }
+        // The burst keeps the packets that did not fit, the last ones.
+        for port in ports.iter().skip(n) {
+            *c.inject_lost.entry(*port).or_default() += 1;
+        }
         n
     }
 
@@ -643,9 +685,17 @@ impl BridgeRt {
 
     /// The dataplane threads' drops per port (rings, TX bursts, failed
     /// port calls); the injection port's count against no OpenFlow port.
+    /// Packets the injection ring had no room for count as their output
+    /// port's `tx_ring_full`.
     pub(crate) fn port_drops(&self) -> BTreeMap<u32, ThreadDrops> {
         let mut m = self.threads().port_drops();
         m.remove(&INJECT_PORT);
+        // Not nested in the threads lock: `transmit` takes the two the
+        // other way round.
+        let lost = self.control().inject_lost.clone();
+        for (port, n) in lost {
+            m.entry(port).or_default().tx_ring_full += n;
+        }
         m
     }
 

@@ -174,10 +174,12 @@ fn thread_line(t: &ThreadStats) -> ThreadLine {
 pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
     let ports = b.port_counters();
     let port_drops = b.port_drops();
-    let (drops, threads) = {
+    let (mut drops, threads) = {
         let t = b.threads();
         (t.drops(), t.thread_stats())
     };
+    // Packet-outs the injection ring had no room for (as `port_drops`).
+    drops.tx_ring_full += b.control().inject_lost.values().sum::<u64>();
     let sa = b.standalone.counters();
     // Under the control lock: numbers, and copies of the top entries only.
     let (pc, flows, tables, top_entries) = {

@@ -486,6 +486,79 @@ backend = "memory"
     rt.stop();
 }
 
+#[test]
+fn packet_outs_beyond_the_injection_ring_are_sent_or_counted() {
+    // One packet-out with three rings' worth of outputs to port 2 (one
+    // handover to the dataplane), then a ring's worth of single ones:
+    // every copy comes out of port 2 or is one of port 2's counted drops,
+    // and port 2 counts as sent exactly what came out. (The injection ring
+    // once dropped what did not fit, counted nowhere, while the port
+    // statistics claimed it sent.)
+    use agent::Switch;
+    let rt = start(ONE_BRIDGE);
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let sw = rt.switch("br0", tx).unwrap();
+    let copies = 3 * ports::PATCH_RING;
+    let singles = ports::PATCH_RING;
+    let sent = copies + singles;
+    // Reads port 2's far end until all came, or nothing more comes for a
+    // second after the last packet-out.
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let collector = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut quiet_since = None;
+            while got.len() < sent {
+                let more = collect(&mut m2, sent - got.len(), Duration::from_millis(10));
+                if !more.is_empty() || !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    quiet_since = None;
+                } else if quiet_since.get_or_insert_with(Instant::now).elapsed()
+                    > Duration::from_secs(1)
+                {
+                    break;
+                }
+                got.extend(more);
+            }
+            got
+        })
+    };
+    let out2 = ofp::Action::Output {
+        port: 2,
+        max_len: 0,
+    };
+    let po = |n: usize| ofp::PacketOut {
+        buffer_id: ofp::consts::OFP_NO_BUFFER,
+        in_port: ofp::consts::port_no::CONTROLLER,
+        actions: vec![out2.clone(); n],
+        data: udp(7),
+    };
+    sw.packet_out(&po(copies)).unwrap();
+    let one = po(1);
+    for _ in 0..singles {
+        sw.packet_out(&one).unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let out = collector.join().unwrap();
+    let p2 = of_port_stats(&sw, 2);
+    let lost_at_injection = rt
+        .bridge("br0")
+        .unwrap()
+        .port_drops()
+        .get(&2)
+        .map_or(0, |d| d.tx_ring_full);
+    println!(
+        "{sent} copies: {} out of port 2, {} dropped ({lost_at_injection} at the injection ring)",
+        out.len(),
+        p2.tx_dropped
+    );
+    assert!(out.iter().all(|f| *f == udp(7)));
+    assert_eq!(out.len() as u64, p2.tx_packets, "{p2:?}");
+    assert_eq!(p2.tx_packets + p2.tx_dropped, sent as u64, "{p2:?}");
+    rt.stop();
+}
+
 /// Reads OpenFlow messages from `s` until `until` returns true for one
 /// (returned) or `timeout` passes (`None`); every message read is kept in
 /// `seen` as (type, xid).
