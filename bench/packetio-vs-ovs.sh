@@ -244,7 +244,7 @@ for run in "fulmar-default" "fulmar-raised --packet-in-rate $raised"; do
         >"$work/$cfg.out" 2>"$work/$cfg.err" &
     fulmar_pid=$!
     for _ in $(seq 100); do
-        grep -q "running bridges" "$work/$cfg.err" && break
+        grep -qs "running bridges" "$work/$cfg.err" && break
         kill -0 "$fulmar_pid" 2>/dev/null || break
         sleep 0.1
     done
