@@ -771,3 +771,45 @@ dpdk_mbufs = 4095
         assert!(report.threads.iter().all(|t| t.core.is_some()), "{mode}");
     }
 }
+
+#[test]
+fn final_counters_list_the_busiest_flows_not_every_flow() {
+    // 250 flows, traffic on one: the stop report names the total and
+    // lists FINAL_REPORT_FLOWS flows, the busy one first.
+    use agent::Switch;
+    let rt = start(ONE_BRIDGE);
+    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let sw = rt.switch("br0", tx).unwrap();
+    for i in 0..250 {
+        let text = format!(
+            "table=0,priority=10,in_port=1,dl_vlan={},actions=output:2",
+            i + 1
+        );
+        sw.flow_mod(&flowtext::parse_flow(&text).unwrap()).unwrap();
+    }
+    let busy = flowtext::parse_flow("table=0,priority=5,in_port=1,actions=output:2").unwrap();
+    sw.flow_mod(&busy).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(sw.barrier());
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    inject(&mut m1, &[udp(1), udp(2), udp(3)]);
+    assert_eq!(collect(&mut m2, 3, Duration::from_secs(5)).len(), 3);
+    std::thread::sleep(worker::SYNC_EVERY * 3);
+    let out = rt.stop();
+    let flow_lines: Vec<&str> = out.lines().filter(|l| l.contains("n_packets=")).collect();
+    assert_eq!(flow_lines.len(), FINAL_REPORT_FLOWS, "{out}");
+    assert!(
+        out.contains(&format!(
+            "flows: 252 (the {FINAL_REPORT_FLOWS} busiest below)"
+        )),
+        "{out}"
+    );
+    assert!(
+        flow_lines[0].starts_with("  n_packets=3 "),
+        "{}",
+        flow_lines[0]
+    );
+}
