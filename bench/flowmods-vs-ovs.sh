@@ -34,6 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+source bench/ovs-private.sh
 
 flows=100000
 rounds=2
@@ -113,17 +114,7 @@ done
 ip netns del "$ns" 2>/dev/null || true
 ip netns add "$ns"
 ip -n "$ns" link set lo up
-export OVS_RUNDIR=$work/ovs OVS_DBDIR=$work/ovs OVS_LOGDIR=$work/ovs OVS_PKGDATADIR=/usr/share/openvswitch
-mkdir -p "$work/ovs"
-ovsdb-tool create "$work/ovs/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-ovsdb-server "$work/ovs/conf.db" --remote="punix:$work/ovs/db.sock" --pidfile="$work/ovs/ovsdb.pid" \
-    --log-file="$work/ovs/ovsdb.log" --detach 2>>"$work/ovs/console.log"
-pids+=("$(cat "$work/ovs/ovsdb.pid")")
-vsctl() { ovs-vsctl --db="unix:$work/ovs/db.sock" --timeout=10 "$@"; }
-vsctl --no-wait init
-ip netns exec "$ns" ovs-vswitchd "unix:$work/ovs/db.sock" --disable-system --pidfile="$work/ovs/vswitchd.pid" \
-    --log-file="$work/ovs/vswitchd.log" --detach 2>>"$work/ovs/console.log"
-pids+=("$(cat "$work/ovs/vswitchd.pid")")
+ovs_private_start "$work/ovs" "$ns"
 vsctl add-br fc-fmbr -- set bridge fc-fmbr datapath_type=netdev protocols=OpenFlow13 fail_mode=secure \
     -- set-controller fc-fmbr "ptcp:$oport:127.0.0.1"
 for _ in $(seq 50); do

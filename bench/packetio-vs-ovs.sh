@@ -57,6 +57,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+source bench/ovs-private.sh
 
 secs=3
 rates=10000,100000
@@ -259,18 +260,7 @@ for run in "fulmar-default" "fulmar-raised --packet-in-rate $raised"; do
 done
 
 # Open vSwitch, userspace netdev datapath, private directory, in fpio-sw.
-export OVS_RUNDIR=$work/ovs OVS_DBDIR=$work/ovs OVS_LOGDIR=$work/ovs OVS_PKGDATADIR=/usr/share/openvswitch
-mkdir -p "$work/ovs"
-ovsdb-tool create "$work/ovs/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-ovsdb-server "$work/ovs/conf.db" --remote="punix:$work/ovs/db.sock" --pidfile="$work/ovs/ovsdb.pid" \
-    --log-file="$work/ovs/ovsdb.log" --detach 2>>"$work/ovs/console.log"
-pids+=("$(cat "$work/ovs/ovsdb.pid")")
-vsctl() { ovs-vsctl --db="unix:$work/ovs/db.sock" --timeout=10 "$@"; }
-vsctl --no-wait init
-nsx fpio-sw ovs-vswitchd "unix:$work/ovs/db.sock" --disable-system --pidfile="$work/ovs/vswitchd.pid" \
-    --log-file="$work/ovs/vswitchd.log" --detach 2>>"$work/ovs/console.log"
-pids+=("$(cat "$work/ovs/vswitchd.pid")")
-appctl() { ovs-appctl -t "$work/ovs/ovs-vswitchd.$(cat "$work/ovs/vswitchd.pid").ctl" "$@"; }
+ovs_private_start "$work/ovs" fpio-sw
 vsctl add-br fpio-br -- set bridge fpio-br datapath_type=netdev protocols=OpenFlow13 fail_mode=secure
 vsctl add-port fpio-br fpio-a0 -- set interface fpio-a0 ofport_request=1
 vsctl add-port fpio-br fpio-b0 -- set interface fpio-b0 ofport_request=2
@@ -282,13 +272,13 @@ for _ in $(seq 50); do
     [ -n "$(nsx fpio-sw ss -Hltn "sport = :$port")" ] && break
     sleep 0.1
 done
-appctl coverage/show >"$work/ovs-coverage-0.txt" 2>&1 || true
+ovs_appctl coverage/show >"$work/ovs-coverage-0.txt" 2>&1 || true
 measure ovs-default
-appctl coverage/show >"$work/ovs-coverage-1.txt" 2>&1 || true
+ovs_appctl coverage/show >"$work/ovs-coverage-1.txt" 2>&1 || true
 vsctl set controller fpio-br controller_rate_limit=1000 controller_burst_limit=100
 sleep 0.5
 measure ovs-limited
-appctl coverage/show >"$work/ovs-coverage-2.txt" 2>&1 || true
+ovs_appctl coverage/show >"$work/ovs-coverage-2.txt" 2>&1 || true
 
 # --- report ---------------------------------------------------------------
 ratio() { # a b -> a/b (two decimals) or -

@@ -34,6 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+source bench/ovs-private.sh
 
 secs=5
 udp_rate=200M
@@ -249,16 +250,7 @@ for run in "${runs[@]}"; do
 done
 
 # Open vSwitch, userspace netdev datapath, private run directory.
-export OVS_RUNDIR=$work OVS_DBDIR=$work OVS_LOGDIR=$work OVS_PKGDATADIR=/usr/share/openvswitch
-ovsdb-tool create "$work/conf.db" /usr/share/openvswitch/vswitch.ovsschema
-ovsdb-server "$work/conf.db" --remote="punix:$work/db.sock" --pidfile="$work/ovsdb.pid" \
-    --log-file="$work/ovsdb.log" --detach 2>>"$work/ovs-console.log"
-pids+=("$(cat "$work/ovsdb.pid")")
-vsctl() { ovs-vsctl --db="unix:$work/db.sock" --timeout=10 "$@"; }
-vsctl --no-wait init
-nsx ftp-sw ovs-vswitchd "unix:$work/db.sock" --disable-system --pidfile="$work/vswitchd.pid" \
-    --log-file="$work/vswitchd.log" --detach 2>>"$work/ovs-console.log"
-pids+=("$(cat "$work/vswitchd.pid")")
+ovs_private_start "$work/ovs" ftp-sw
 vsctl add-br ftp-br -- set bridge ftp-br datapath_type=netdev protocols=OpenFlow13 fail_mode=secure
 vsctl add-port ftp-br ftp-a0 -- set interface ftp-a0 ofport_request=1
 vsctl add-port ftp-br ftp-b0 -- set interface ftp-b0 ofport_request=2
@@ -271,7 +263,7 @@ measure ovs ftp-a
 r1=$(kernel_rx)
 R[ovs.kdrops]=$(( $(kernel_drops) - k0 ))
 ovs-ofctl -O OpenFlow13 dump-ports ftp-br >"$work/ovs-ports.txt" 2>&1 || true
-ovs-appctl -t "$work/ovs-vswitchd.$(cat "$work/vswitchd.pid").ctl" dpctl/show >"$work/ovs-dp.txt" 2>&1 || true
+ovs_appctl dpctl/show >"$work/ovs-dp.txt" 2>&1 || true
 ports_drops=$({ grep -oE 'drop=[0-9]+' "$work/ovs-ports.txt" || true; } | cut -d= -f2 | awk '{s += $1} END {print s + 0}')
 lost=$({ grep -oE 'lost:[0-9]+' "$work/ovs-dp.txt" || true; } | cut -d: -f2 | awk '{s += $1} END {print s + 0}')
 # Packets the datapath looked up (hit + missed + lost) = frames it read.
