@@ -21,25 +21,13 @@
 //! ```
 
 use ofp::echo::Echo;
-use ofp::multipart::{MultipartReply, MultipartReplyBody};
+use ofp::header::msg_type as t;
+use ofp::multipart::{multipart_type, MultipartReply, MultipartReplyBody};
 use ofp::switch_config::FeaturesReply;
 use ofp::table_features::TableFeatures;
 use ofp::{Framer, Hello, Message};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-
-/// `OFPMP_TABLE_FEATURES`.
-const OFPMP_TABLE_FEATURES: u16 = 12;
-
-/// OpenFlow 1.3 message types this floor looks at (spec 1.3.5 §7.1).
-mod t {
-    pub const HELLO: u8 = 0;
-    pub const ECHO_REQUEST: u8 = 2;
-    pub const FEATURES_REQUEST: u8 = 5;
-    pub const FLOW_MOD: u8 = 14;
-    pub const MULTIPART_REQUEST: u8 = 18;
-    pub const BARRIER_REQUEST: u8 = 20;
-}
 
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
@@ -130,7 +118,7 @@ fn serve(s: &mut UnixStream) -> anyhow::Result<u64> {
 fn multipart_reply(m: &[u8], xid: u32) -> Vec<u8> {
     let kind = m.get(8..10).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
     use ofp::table_features::TableFeatureProp as P;
-    if kind == OFPMP_TABLE_FEATURES {
+    if kind == multipart_type::TABLE_FEATURES {
         let table = TableFeatures {
             table_id: 0,
             name: "floor".into(),
@@ -155,7 +143,7 @@ fn multipart_reply(m: &[u8], xid: u32) -> Vec<u8> {
         return Message::MultipartReply(MultipartReply { flags: 0, body }).encode(xid);
     }
     // A header, the kind, no flags, 4 pad bytes.
-    let mut out = vec![4, 19, 0, 16];
+    let mut out = vec![4, t::MULTIPART_REPLY, 0, 16];
     out.extend_from_slice(&xid.to_be_bytes());
     out.extend_from_slice(&kind.to_be_bytes());
     out.extend_from_slice(&[0; 6]);

@@ -257,12 +257,7 @@ fn udp_frame() -> Vec<u8> {
     f.extend((20 + udp_len).to_be_bytes());
     f.extend([0, 0, 0x40, 0x00, 64, 17, 0, 0]); // id, DF, TTL, UDP, checksum
     f.extend([10, 15, 0, 1, 10, 15, 0, 2]);
-    let sum = f[ip_start..]
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum::<u32>();
-    let sum = (sum & 0xffff) + (sum >> 16);
-    let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
+    let sum = packet::checksum::checksum(&f[ip_start..], 0);
     f[ip_start + 10..ip_start + 12].copy_from_slice(&sum.to_be_bytes());
     f.extend(9u16.to_be_bytes()); // sport
     f.extend(9u16.to_be_bytes()); // dport
