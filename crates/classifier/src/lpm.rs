@@ -48,6 +48,7 @@ use crate::key::field_value;
 use crate::rule::{FieldMatch, Hit, Rule};
 use crate::subtable::prefetch;
 use packet::flow_key::{field, FlowKey};
+use packet::huge::HugeVec;
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
@@ -87,8 +88,8 @@ fn net(addr: u32, len: u32) -> u32 {
 pub struct Lpm {
     extra: Vec<FieldMatch>,
     required: u64,
-    tbl24: Vec<u32>,
-    tbl8: Vec<u32>,
+    tbl24: HugeVec<u32>,
+    tbl8: HugeVec<u32>,
     free8: Vec<u32>,
     best: Vec<Hit>,
     members: Vec<Vec<Hit>>,
@@ -165,7 +166,7 @@ impl Lpm {
                 .iter()
                 .fold(1u64 << field::IPV4_DST, |a, f| a | (1u64 << f.field));
             if self.tbl24.is_empty() {
-                self.tbl24 = vec![0; 1 << 24];
+                self.tbl24 = HugeVec::from_vec(vec![0; 1 << 24]);
                 self.by_len = vec![crate::fast_hash::FastMap::default(); 33];
                 self.prios = vec![BTreeMap::new(); 33];
             }
@@ -328,7 +329,8 @@ impl Lpm {
                     }
                     None => {
                         let g = (self.tbl8.len() >> 8) as u32;
-                        self.tbl8.resize(self.tbl8.len() + 256, cur);
+                        let n = self.tbl8.len() + 256;
+                        self.tbl8.grow(n, cur);
                         g
                     }
                 };
@@ -374,14 +376,11 @@ impl Lpm {
         if e & GROUP != 0 {
             e = self
                 .tbl8
-                .get((((e & IDX) as usize) << 8) | (addr & 0xff) as usize)
+                .get(self.tbl8_index(e, addr))
                 .copied()
                 .unwrap_or(0);
         }
-        if e & VALID == 0 {
-            return None;
-        }
-        self.best.get((e & IDX) as usize).copied()
+        self.best_of(e).copied()
     }
 
     /// The best route rule for `k`.
@@ -395,30 +394,73 @@ impl Lpm {
         self.resolve(e, a)
     }
 
-    /// [`Lpm::lookup`] for every key, tbl24 entries of a burst prefetched
-    /// before any is read.
+    /// [`Lpm::lookup`] for every key, in passes over each burst so that
+    /// its loads overlap instead of stalling key by key: the tbl24
+    /// entries are prefetched, then read (prefetching the tbl8 entry or
+    /// the route they name), then the tbl8 entries read (prefetching their
+    /// routes), then the routes read.
+    ///
+    /// `fulmar bench l3 --rules 100000 --seconds 3`, same minutes: with
+    /// only tbl24 prefetched, 33 % of this function's samples waited on
+    /// the route and 20 % on the tbl8 entry.
     pub fn lookup_burst<K: Borrow<FlowKey>>(&self, keys: &[K], out: &mut [Option<Hit>]) {
-        let mut ok = [false; BURST];
+        // Per key: 0 when it cannot match, else its tbl24 entry, then its
+        // final entry.
+        let mut ent = [0u32; BURST];
+        let mut addr = [0u32; BURST];
         for (kc, oc) in keys.chunks(BURST).zip(out.chunks_mut(BURST)) {
             for (j, k) in kc.iter().enumerate() {
                 let k = k.borrow();
-                ok[j] = self.extra_match(k);
-                if ok[j] {
+                addr[j] = k.ipv4_dst;
+                ent[j] = 0;
+                if self.extra_match(k) {
                     if let Some(e) = self.tbl24.get((k.ipv4_dst >> 8) as usize) {
                         prefetch(e);
+                        ent[j] = VALID;
                     }
                 }
             }
-            for (j, (k, o)) in kc.iter().zip(oc.iter_mut()).enumerate() {
-                *o = if ok[j] {
-                    let a = k.borrow().ipv4_dst;
-                    let e = self.tbl24.get((a >> 8) as usize).copied().unwrap_or(0);
-                    self.resolve(e, a)
-                } else {
-                    None
-                };
+            let n = kc.len();
+            for (e, a) in ent.iter_mut().zip(&addr).take(n) {
+                if *e == 0 {
+                    continue;
+                }
+                *e = self.tbl24.get((a >> 8) as usize).copied().unwrap_or(0);
+                if *e & GROUP != 0 {
+                    if let Some(x) = self.tbl8.get(self.tbl8_index(*e, *a)) {
+                        prefetch(x);
+                    }
+                } else if let Some(b) = self.best_of(*e) {
+                    prefetch(b);
+                }
+            }
+            for (e, a) in ent.iter_mut().zip(&addr).take(n) {
+                if *e & GROUP != 0 {
+                    *e = self.tbl8.get(self.tbl8_index(*e, *a)).copied().unwrap_or(0);
+                    if let Some(b) = self.best_of(*e) {
+                        prefetch(b);
+                    }
+                }
+            }
+            for (e, o) in ent.iter().zip(oc.iter_mut()).take(n) {
+                *o = self.best_of(*e).copied();
             }
         }
+    }
+
+    /// Where in tbl8 the address `addr` of tbl24 group entry `e` is.
+    #[inline]
+    fn tbl8_index(&self, e: u32, addr: u32) -> usize {
+        (((e & IDX) as usize) << 8) | (addr & 0xff) as usize
+    }
+
+    /// The route a final (not group) entry names, if it is valid.
+    #[inline]
+    fn best_of(&self, e: u32) -> Option<&Hit> {
+        if e & VALID == 0 || e & GROUP != 0 {
+            return None;
+        }
+        self.best.get((e & IDX) as usize)
     }
 }
 

@@ -53,6 +53,7 @@
 use crate::key::{hash_words, Layout, BURST_WORDS};
 use crate::rule::{Hit, Rule};
 use packet::flow_key::FlowKey;
+use packet::huge::HugeVec;
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
@@ -110,7 +111,7 @@ pub struct Subtable {
     layout: Layout,
     words: usize,
     stride: usize,
-    slots: Vec<u64>,
+    slots: HugeVec<u64>,
     cap_mask: usize,
     occupied: usize,
     rules: usize,
@@ -139,7 +140,7 @@ impl Subtable {
             layout,
             words,
             stride,
-            slots: vec![0; cap * stride],
+            slots: HugeVec::from_vec(vec![0; cap * stride]),
             cap_mask: cap - 1,
             occupied: 0,
             rules: 0,
@@ -238,9 +239,9 @@ impl Subtable {
     }
 
     fn grow(&mut self) {
-        let old = std::mem::take(&mut self.slots);
+        let old = std::mem::take(&mut *self.slots);
         let cap = (self.cap_mask + 1) * 2;
-        self.slots = vec![0; cap * self.stride];
+        self.slots = HugeVec::from_vec(vec![0; cap * self.stride]);
         self.cap_mask = cap - 1;
         for s in old.chunks_exact(self.stride) {
             if s[self.words + 1] & OCC != 0 {

@@ -57,6 +57,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod fixup;
 pub mod flow_key;
+pub mod huge;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;

@@ -42,6 +42,7 @@ use super::{Pool, WorkerResult};
 use anyhow::{ensure, Context};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
+use packet::huge::HugeVec;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -74,7 +75,7 @@ const HASH_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
 /// An open-addressing hash table (linear probing, load at most 1/2).
 #[derive(Debug)]
 struct ExactTable {
-    slots: Vec<Slot>,
+    slots: HugeVec<Slot>,
     mask: usize,
     shift: u32,
 }
@@ -83,7 +84,7 @@ impl ExactTable {
     fn with_rules(n: usize) -> ExactTable {
         let cap = (n.max(1) * 2).next_power_of_two().max(16);
         ExactTable {
-            slots: vec![Slot { key: EMPTY, val: 0 }; cap],
+            slots: HugeVec::filled(cap, Slot { key: EMPTY, val: 0 }),
             mask: cap - 1,
             shift: 64 - cap.trailing_zeros(),
         }
@@ -137,8 +138,8 @@ const GROUP: u32 = 1 << 31;
 /// next-hop index + 1, or [`GROUP`] | group number.
 #[derive(Debug)]
 struct Dir24 {
-    tbl24: Vec<u32>,
-    tbl8: Vec<u32>,
+    tbl24: HugeVec<u32>,
+    tbl8: HugeVec<u32>,
     /// Output port << 48 | next-hop MAC, by next-hop index.
     nexthops: Vec<u64>,
 }
@@ -148,8 +149,8 @@ impl Dir24 {
     /// duplicate prefix replaces an earlier one).
     fn new(mut routes: Vec<(u32, u8, u32, u64)>) -> anyhow::Result<Dir24> {
         let mut t = Dir24 {
-            tbl24: vec![0; 1 << 24],
-            tbl8: Vec::new(),
+            tbl24: HugeVec::from_vec(vec![0; 1 << 24]),
+            tbl8: HugeVec::default(),
             nexthops: Vec::with_capacity(routes.len()),
         };
         // Shorter first, so a longer prefix overwrites what it covers.
@@ -173,7 +174,8 @@ impl Dir24 {
                 } else {
                     let g = t.tbl8.len() / 256;
                     ensure!(g < GROUP as usize, "too many groups");
-                    t.tbl8.extend(std::iter::repeat_n(cur, 256));
+                    let n = t.tbl8.len() + 256;
+                    t.tbl8.grow(n, cur);
                     t.tbl24[i24] = GROUP | g as u32;
                     g
                 };

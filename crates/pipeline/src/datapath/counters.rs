@@ -6,6 +6,7 @@ pub use crate::model::counters::*;
 pub use crate::model::drops::{DropCounters, DropReason};
 use crate::model::flow_entry::FlowId;
 use crate::Time;
+use packet::huge::HugeVec;
 
 /// A flow counter kept by slot (see [`HotCounters`]).
 #[derive(Clone, Copy, Debug)]
@@ -43,7 +44,7 @@ impl Default for SlotCounter {
 /// benchmark's time in perf, more with 1M).
 #[derive(Clone, Debug, Default)]
 pub struct HotCounters {
-    flows: Vec<Vec<SlotCounter>>,
+    flows: Vec<HugeVec<SlotCounter>>,
     touched: Vec<(u8, u32)>,
     tables: Vec<TableCounter>,
     /// By port number, for ports below [`HOT_PORTS`].
@@ -71,14 +72,14 @@ impl HotCounters {
     ) {
         let t = usize::from(table);
         if self.flows.len() <= t {
-            self.flows.resize_with(t + 1, Vec::new);
+            self.flows.resize_with(t + 1, HugeVec::default);
         }
         let Some(v) = self.flows.get_mut(t) else {
             return;
         };
         let s = slot as usize;
         if v.len() <= s {
-            v.resize((s + 1).next_power_of_two().max(64), SlotCounter::default());
+            v.grow((s + 1).next_power_of_two().max(64), SlotCounter::default());
         }
         let Some(sc) = v.get_mut(s) else {
             return;
@@ -104,11 +105,11 @@ impl HotCounters {
     pub fn reserve(&mut self, table: u8, n: usize) {
         let t = usize::from(table);
         if self.flows.len() <= t {
-            self.flows.resize_with(t + 1, Vec::new);
+            self.flows.resize_with(t + 1, HugeVec::default);
         }
         if let Some(v) = self.flows.get_mut(t) {
             if v.len() < n {
-                v.resize(n, SlotCounter::default());
+                v.grow(n, SlotCounter::default());
             }
         }
     }

@@ -8,6 +8,7 @@ use super::compiled::FastEntry;
 use super::cow::Replay;
 use crate::model::flow_entry::{FlowEntry, FlowId};
 use packet::flow_key::FlowKey;
+use packet::huge::HugeVec;
 use std::sync::Arc;
 
 /// Tables with at most this many entries are copied (copy-on-write) by
@@ -22,7 +23,7 @@ pub struct FlowTable {
     /// The entries, by slot; the control side chooses the slots.
     slots: Vec<Option<Arc<FlowEntry>>>,
     /// The compiled form of each slot's entry (default when empty).
-    fast: Vec<FastEntry>,
+    fast: HugeVec<FastEntry>,
     /// One bit per slot, set when the slot holds an entry that did not
     /// compile: the burst prefetch asks this (a few KiB, cached) instead
     /// of the compiled line it has only just asked the CPU to load.
@@ -139,7 +140,7 @@ impl FlowTable {
         let i = slot as usize;
         if self.slots.len() <= i {
             self.slots.resize(i + 1, None);
-            self.fast.resize(i + 1, FastEntry::default());
+            self.fast.grow(i + 1, FastEntry::default());
         }
         if let Some(f) = self.fast.get_mut(i) {
             *f = FastEntry::compile(&e);
