@@ -505,6 +505,17 @@ impl<'a> Exec<'a> {
         None
     }
 
+    /// A table-0 hit on compiled entry `fe` (slot `slot`) that ends the
+    /// pipeline ([`FastEntry::is_final`]), for a packet fresh from its
+    /// port: what [`Exec::pipeline_stage`] does for it, without the
+    /// general path's set-up (no action set can exist yet, nothing is
+    /// deferred, no tracing).
+    #[inline]
+    pub(super) fn final_entry(&mut self, pkt: &mut Pkt, slot: u32, fe: &FastEntry) {
+        pkt.packet_out = false;
+        let _ = self.fast_entry(pkt, 0, slot, fe, &None, true);
+    }
+
     /// Runs compiled entry `fe` (slot `slot` of table `table_id`) on the
     /// packet: the counting and the apply-actions of the general path.
     /// `set` is the action set so far; `last`: the pipeline ends after

@@ -481,10 +481,27 @@ impl WorkerState {
             sc.acted.clear();
             sc.acted.resize(sc.n, false);
             let first = std::mem::take(&mut sc.first);
+            let lean = ex.trace.is_none();
             for (i, hit) in first.iter().enumerate() {
                 if let Some(Some(Some(s))) = first.get(i + AHEAD) {
                     t0.prefetch_fast(*s);
                     ex.hot.prefetch(0, *s);
+                }
+                if lean && sc.base.is_none() {
+                    if let (Some(Some(s)), Some(pkt)) = (hit, sc.pkts.get_mut(i)) {
+                        if let Some(fe) = t0.fast(*s).filter(|f| f.is_final()) {
+                            let (tx, pin, drops) =
+                                (ex.out.tx.len(), ex.out.packet_ins.len(), ex.out.drops);
+                            ex.final_entry(pkt, *s, fe);
+                            if ex.out.tx.len() == tx
+                                && ex.out.packet_ins.len() == pin
+                                && ex.out.drops == drops
+                            {
+                                ex.out.drops.bump(DropReason::NoOutput);
+                            }
+                            continue;
+                        }
+                    }
                 }
                 Self::stage_call(&mut ex, &mut sc, i, 0, *hit);
             }

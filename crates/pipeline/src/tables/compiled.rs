@@ -321,6 +321,12 @@ impl FastEntry {
         self.ops.get(..usize::from(self.n))
     }
 
+    /// A compiled entry without a goto-table: the pipeline ends with it.
+    #[inline]
+    pub fn is_final(&self) -> bool {
+        self.n != NOT_FAST && self.goto == 0
+    }
+
     /// The table a compiled entry goes on to, if it has a goto-table (the
     /// executor checks that it is later than the entry's own table).
     #[inline]
