@@ -136,3 +136,30 @@ def test_packet_outs_back_to_back_reach_b_or_are_counted(fulmar, fulmar_bin, pac
 
     wait_for(lambda: sum(at_b()) >= p[2]["tx_packets"], what="the frames at B")
     assert sum(at_b()) == p[2]["tx_packets"], (at_b(), p[2])
+
+
+def test_packet_ins_over_the_rate_limit_are_in_the_final_counters(net, fulmar_bin, packetio_bin, tmp_path):
+    """Packet-ins the agent's rate limit refused are drops like any other:
+    `fulmar ctl stats` names them while the switch runs, and the final
+    counters printed at stop name them too (they once left them out)."""
+    sw = Switch([fulmar_bin, "run", "--listen", "tcp:127.0.0.1:0", "--ctl", str(tmp_path / "ctl.sock"),
+                 "--mgmt-dir", str(tmp_path), "--saved-tables", "none", "--packet-in-rate", "100",
+                 "--packet-in-burst", "10", "-i", SW_A, "-i", SW_B])
+    try:
+        ctl = start_controller(packetio_bin, sw, "reactive", 2)
+        # 300 frames at 1000/s against a limit of 100/s (burst 10).
+        r = in_ns(NS_A, sys.executable, HELPER, "flood", "va", FRAME.hex(), str(FRAMES), "1000", timeout=60)
+        assert r.returncode == 0 and re.search(r"sent (\d+) failed 0", r.stdout), r.stdout + r.stderr
+        res = results(ctl)
+        _, drops = ports(fulmar_bin, tmp_path)
+        limited = drops.get("packet_in_rate_limited", 0)
+        print(f"controller: {res}; drops while running: {drops}")
+        assert limited > FRAMES // 2, drops
+        assert int(res["packet_ins"]) < FRAMES - limited + 1, res
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err
+    assert "panicked" not in err, err
+    m = re.search(r"^  drops: .*\bpacket_in_rate_limited=(\d+)", out, re.M)
+    assert m, out
+    assert int(m.group(1)) >= limited, out

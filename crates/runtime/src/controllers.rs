@@ -208,11 +208,14 @@ impl Controllers {
     }
 
     /// Stops bridge `bridge`'s agent and closes its channels.
-    pub fn detach(&self, bridge: &str) {
-        if let Some(b) = self.map().remove(bridge) {
-            let _enter = self.rt().enter();
-            b.stop();
-        }
+    /// Returns the agent's counters as they stood once it stopped (the
+    /// controller-side drops belong in the bridge's final report).
+    pub fn detach(&self, bridge: &str) -> Option<agent::AgentStats> {
+        let b = self.map().remove(bridge)?;
+        let _enter = self.rt().enter();
+        let agent = Arc::clone(&b.agent);
+        b.stop();
+        Some(agent.stats())
     }
 
     /// Sets bridge `bridge`'s controllers and fail mode: channels to
@@ -337,12 +340,17 @@ impl Controllers {
 
     /// Stops every agent and closes every channel (the runtime itself
     /// ends when this is dropped).
-    pub fn stop_all(&self) {
-        let all: Vec<_> = self.map().drain().map(|(_, b)| b).collect();
+    /// Returns each bridge's agent counters as they stood once it stopped.
+    pub fn stop_all(&self) -> HashMap<String, agent::AgentStats> {
+        let all: Vec<_> = self.map().drain().collect();
         let _enter = self.rt().enter();
-        for b in all {
-            b.stop();
-        }
+        all.into_iter()
+            .map(|(name, b)| {
+                let agent = Arc::clone(&b.agent);
+                b.stop();
+                (name, agent.stats())
+            })
+            .collect()
     }
 }
 

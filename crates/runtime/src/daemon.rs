@@ -383,8 +383,12 @@ impl Daemon {
         for c in changes {
             match c {
                 Change::DelBridge(b) => {
-                    self.controllers.detach(b);
-                    rt.remove_bridge(b)?;
+                    let agent = self.controllers.detach(b);
+                    rt.remove_bridge_with(b, |r| {
+                        if let Some(a) = &agent {
+                            add_agent_drops(r, a, false);
+                        }
+                    })?;
                 }
                 Change::DelPort { bridge, port, .. } | Change::ChangePort { bridge, port } => {
                     rt.remove_port(bridge, *port)?;
@@ -392,8 +396,12 @@ impl Daemon {
                 Change::ChangeBridge { bridge, .. } | Change::ChangeFlows { bridge }
                     if old.bridge(bridge).is_some() =>
                 {
-                    self.controllers.detach(bridge);
-                    rt.remove_bridge(bridge)?;
+                    let agent = self.controllers.detach(bridge);
+                    rt.remove_bridge_with(bridge, |r| {
+                        if let Some(a) = &agent {
+                            add_agent_drops(r, a, false);
+                        }
+                    })?;
                 }
                 _ => {}
             }
@@ -444,15 +452,7 @@ impl Daemon {
     ) -> Option<crate::BridgeReport> {
         let mut r = self.runtime.bridge_report(bridge, top, zeros)?;
         if let Some(a) = self.controllers.agent_stats(bridge) {
-            for (name, n) in [
-                ("packet_in_rate_limited", a.packet_in.packet_in_rate_limited),
-                ("packet_in_queue_full", a.packet_in.packet_in_queue_full),
-                ("controller_event_queue_full", a.event_queue_full),
-            ] {
-                if zeros || n > 0 {
-                    r.drops.push((name.to_string(), n));
-                }
-            }
+            add_agent_drops(&mut r, &a, zeros);
         }
         Some(r)
     }
@@ -516,7 +516,7 @@ impl Daemon {
     /// for them is set: [`crate::saved`]), then stops the bridges; returns
     /// the final counters.
     pub fn stop(&self) -> String {
-        self.controllers.stop_all();
+        let agents = self.controllers.stop_all();
         if let Some(dir) = &self.saved_tables {
             let (config, _) = self.config();
             match self.runtime.save_tables(&config, dir) {
@@ -528,7 +528,26 @@ impl Daemon {
                 Err(e) => tracing::warn!("tables not saved: {e}"),
             }
         }
-        self.runtime.halt()
+        self.runtime.halt_with(|r| {
+            if let Some(a) = agents.get(&r.bridge) {
+                add_agent_drops(r, a, false);
+            }
+        })
+    }
+}
+
+/// Adds the drops bridge `r`'s agent counted (packet-ins over the rate
+/// limit or a full queue, controller events that did not fit) to the
+/// report; with `zeros` also those at 0.
+fn add_agent_drops(r: &mut crate::BridgeReport, a: &agent::AgentStats, zeros: bool) {
+    for (name, n) in [
+        ("packet_in_rate_limited", a.packet_in.packet_in_rate_limited),
+        ("packet_in_queue_full", a.packet_in.packet_in_queue_full),
+        ("controller_event_queue_full", a.event_queue_full),
+    ] {
+        if zeros || n > 0 {
+            r.drops.push((name.to_string(), n));
+        }
     }
 }
 

@@ -417,6 +417,17 @@ impl Runtime {
     /// Stops bridge `name` (its threads stage by stage) and forgets it;
     /// returns its final counters as text.
     pub fn remove_bridge(&self, name: &str) -> Result<String, RuntimeError> {
+        self.remove_bridge_with(name, |_| {})
+    }
+
+    /// [`Runtime::remove_bridge`], with `extra` adding to the final report
+    /// what the runtime does not count itself (the daemon's controller-side
+    /// drops).
+    pub fn remove_bridge_with(
+        &self,
+        name: &str,
+        extra: impl FnOnce(&mut BridgeReport),
+    ) -> Result<String, RuntimeError> {
         let b = {
             let mut all = lock(&self.bridges);
             let Some(i) = all.iter().position(|b| b.name == name) else {
@@ -429,7 +440,9 @@ impl Runtime {
         self.links.remove(name, None);
         b.halt();
         let mut s = String::new();
-        report::gather(&b, FINAL_REPORT_FLOWS, false).text(&mut s);
+        let mut r = report::gather(&b, FINAL_REPORT_FLOWS, false);
+        extra(&mut r);
+        r.text(&mut s);
         tracing::info!(bridge = name, "bridge removed; final counters:\n{s}");
         Ok(s)
     }
@@ -732,6 +745,13 @@ impl Runtime {
     /// As [`Runtime::stop`], through a shared reference: the bridges are
     /// stopped and forgotten (the runtime runs none afterwards).
     pub fn halt(&self) -> String {
+        self.halt_with(|_| {})
+    }
+
+    /// [`Runtime::halt`], with `extra` adding to each bridge's final report
+    /// what the runtime does not count itself (the daemon's controller-side
+    /// drops).
+    pub fn halt_with(&self, extra: impl Fn(&mut BridgeReport)) -> String {
         self.stop_links.store(true, Ordering::Release);
         if let Some(h) = lock(&self.link_thread).take() {
             let _ = h.join();
@@ -740,7 +760,9 @@ impl Runtime {
         for b in std::mem::take(&mut *lock(&self.bridges)) {
             b.halt();
             let mut t = String::new();
-            report::gather(&b, FINAL_REPORT_FLOWS, false).text(&mut t);
+            let mut r = report::gather(&b, FINAL_REPORT_FLOWS, false);
+            extra(&mut r);
+            r.text(&mut t);
             tracing::info!("final counters:\n{t}");
             s.push_str(&t);
         }
