@@ -25,12 +25,16 @@
 //! 2. table 0: the flow cache, then one burst lookup of the misses
 //!    (`FlowTable::lookup_burst_slots`, which prefetches the classifier's
 //!    slots); the answer is an entry *slot*;
-//! 3. prefetch, in passes: the compiled entries
-//!    ([`crate::tables::compiled::FastEntry`], one cache line each), then the flow
-//!    counters, then for entries that did not compile the full entries,
-//!    their instruction lists and their action lists;
-//! 4. execute each packet (`Exec::pipeline_stage`) until it is done or
-//!    reaches a goto while it has no action set;
+//! 3. prefetch: the compiled entries
+//!    ([`crate::tables::compiled::FastEntry`], one cache line each) and
+//!    the flow counters of the first [`AHEAD`] packets, then for entries
+//!    that did not compile the full entries, their instruction lists and
+//!    their action lists;
+//! 4. execute each packet, prefetching the compiled entry and counter of
+//!    the packet [`AHEAD`] places on: a compiled entry without a goto
+//!    runs at once (`Exec::final_entry`), anything else through
+//!    `Exec::pipeline_stage` until it is done or reaches a goto while it
+//!    has no action set;
 //! 5. later tables, lowest first: the packets waiting for a table are
 //!    looked up there in one burst lookup, their compiled entries and
 //!    flow counters prefetched, and each runs on as in step 4. What the
@@ -62,6 +66,13 @@
 //! VM: 0.79-0.91 Mpps with later tables looked up packet by packet and
 //! the eth_src entries (a bare goto) read from the full entry; 1.00-1.06
 //! with gotos compiled; 2.08-2.13 with later tables looked up per burst.
+//!
+//! 2026-11-26: the whole burst's entry and counter prefetches had been
+//! issued at once and stalled on full miss buffers (55 % of the gateway
+//! benchmark's samples); fetched [`AHEAD`] packets ahead instead, gateway
+//! 100K went from 180-192 to 127 ns/packet and faucet 100K from 522 to
+//! 413-430; huge pages for the arrays (`packet::huge`) and the
+//! final-entry shortcut took gateway to 103 ns (docs/results.md).
 //!
 //! # Meters across workers
 //!
