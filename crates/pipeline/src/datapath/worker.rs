@@ -27,11 +27,11 @@
 //!    slots); the answer is an entry *slot*;
 //! 3. prefetch: the compiled entries
 //!    ([`crate::tables::compiled::FastEntry`], one cache line each) and
-//!    the flow counters of the first [`AHEAD`] packets, then for entries
+//!    the flow counters of the first `AHEAD` packets, then for entries
 //!    that did not compile the full entries, their instruction lists and
 //!    their action lists;
 //! 4. execute each packet, prefetching the compiled entry and counter of
-//!    the packet [`AHEAD`] places on: a compiled entry without a goto
+//!    the packet `AHEAD` places on: a compiled entry without a goto
 //!    runs at once (`Exec::final_entry`), anything else through
 //!    `Exec::pipeline_stage` until it is done or reaches a goto while it
 //!    has no action set;
@@ -69,7 +69,7 @@
 //!
 //! 2026-11-26: the whole burst's entry and counter prefetches had been
 //! issued at once and stalled on full miss buffers (55 % of the gateway
-//! benchmark's samples); fetched [`AHEAD`] packets ahead instead, gateway
+//! benchmark's samples); fetched `AHEAD` packets ahead instead, gateway
 //! 100K went from 180-192 to 127 ns/packet and faucet 100K from 522 to
 //! 413-430; huge pages for the arrays (`packet::huge`) and the
 //! final-entry shortcut took gateway to 103 ns (docs/results.md).
@@ -556,9 +556,9 @@ impl WorkerState {
     /// stalling packet by packet: the compiled entries (one line each, see
     /// [`super::fast`]); their flow counters, and for entries that did not
     /// compile the full entries; then those entries' instruction lists;
-    /// then their action lists. Only the first [`AHEAD`] packets' compiled
+    /// then their action lists. Only the first `AHEAD` packets' compiled
     /// entries and counters are fetched here; the execute loop fetches the
-    /// rest [`AHEAD`] packets ahead of the one it runs. Issued for the
+    /// rest `AHEAD` packets ahead of the one it runs. Issued for the
     /// whole burst at once, the prefetches themselves stalled on full miss
     /// buffers (their samples held 55 % of the gateway benchmark).
     fn prefetch_hits(&self, t0: &crate::tables::FlowTable, first: &[Option<Option<u32>>]) {
