@@ -34,7 +34,7 @@ LAYERS = {
         ("datapath", ["datapath"]),
     ],
     "packet": [
-        ("bytes", ["checksum"]),
+        ("bytes", ["checksum", "huge"]),
         ("headers", ["ethernet", "vlan", "mpls", "pbb", "arp", "ipv4", "ipv6",
                      "icmpv4", "icmpv6", "tcp", "udp", "sctp"]),
         ("key", ["flow_key", "set_field"]),
