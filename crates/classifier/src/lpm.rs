@@ -8,6 +8,12 @@
 //!
 //! - `tbl24`: 2^24 entries (64 MiB of address space, allocated zeroed so
 //!   untouched pages cost nothing), indexed by the top 24 address bits.
+//!   From `HUGE_FROM_RULES` rules on it is moved once into huge pages
+//!   ([`packet::huge`]; a lookup's TLB miss was a nested page walk in a
+//!   VM); below that it stays sparse, since a 2 MiB page is zeroed whole
+//!   for the first route written into it (a 50-route table rebuilt for
+//!   each published copy zeroed 64 MiB every flow-mod: 200 flow-mods/s
+//!   instead of 24K).
 //! - `tbl8`: groups of 256 entries for the /24s that hold a longer prefix,
 //!   indexed by the low 8 bits.
 //!
@@ -83,12 +89,60 @@ fn net(addr: u32, len: u32) -> u32 {
     }
 }
 
+/// Rules from which tbl24 lives in huge pages. The pipeline's tables of
+/// fewer entries (`REBUILD_INDEX_BELOW`, 16384) rebuild their index for
+/// each published copy, so their tbl24 stays sparse; bigger ones are
+/// copied whole, every page of the 64 MiB written anyway.
+const HUGE_FROM_RULES: usize = 16384;
+
+/// tbl24's storage: zeroed and sparse, or (from [`HUGE_FROM_RULES`]
+/// routes on) a copy in huge pages. Reads and writes go through `Deref`.
+#[derive(Clone, Debug)]
+enum Tbl24 {
+    Sparse(Vec<u32>),
+    Huge(HugeVec<u32>),
+}
+
+impl Default for Tbl24 {
+    fn default() -> Self {
+        Tbl24::Sparse(Vec::new())
+    }
+}
+
+impl Tbl24 {
+    /// Moves the table into huge pages (once; one 64 MiB copy).
+    fn make_huge(&mut self) {
+        if let Tbl24::Sparse(v) = self {
+            *self = Tbl24::Huge(HugeVec::from_vec(packet::huge::clone_slice(v)));
+        }
+    }
+}
+
+impl std::ops::Deref for Tbl24 {
+    type Target = Vec<u32>;
+    fn deref(&self) -> &Vec<u32> {
+        match self {
+            Tbl24::Sparse(v) => v,
+            Tbl24::Huge(h) => h,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Tbl24 {
+    fn deref_mut(&mut self) -> &mut Vec<u32> {
+        match self {
+            Tbl24::Sparse(v) => v,
+            Tbl24::Huge(h) => h,
+        }
+    }
+}
+
 /// The IPv4 route engine. Empty until its first route.
 #[derive(Clone, Debug, Default)]
 pub struct Lpm {
     extra: Vec<FieldMatch>,
     required: u64,
-    tbl24: HugeVec<u32>,
+    tbl24: Tbl24,
     tbl8: HugeVec<u32>,
     free8: Vec<u32>,
     best: Vec<Hit>,
@@ -166,7 +220,7 @@ impl Lpm {
                 .iter()
                 .fold(1u64 << field::IPV4_DST, |a, f| a | (1u64 << f.field));
             if self.tbl24.is_empty() {
-                self.tbl24 = HugeVec::from_vec(vec![0; 1 << 24]);
+                self.tbl24 = Tbl24::Sparse(vec![0; 1 << 24]);
                 self.by_len = vec![crate::fast_hash::FastMap::default(); 33];
                 self.prios = vec![BTreeMap::new(); 33];
             }
@@ -207,6 +261,9 @@ impl Lpm {
         }
         *self.prios[len as usize].entry(rule.priority).or_insert(0) += 1;
         self.count += 1;
+        if self.count >= HUGE_FROM_RULES {
+            self.tbl24.make_huge();
+        }
         true
     }
 
@@ -494,6 +551,27 @@ mod tests {
             ipv4_dst: a,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn tbl24_moves_to_huge_pages_only_for_big_tables() {
+        let mut l = Lpm::default();
+        let n = HUGE_FROM_RULES as u32;
+        for i in 0..n - 1 {
+            assert!(l.try_insert(&route(u64::from(i), (i * 977) << 8, 24)));
+        }
+        assert!(matches!(l.tbl24, Tbl24::Sparse(_)));
+        let before = l.clone();
+        assert!(l.try_insert(&route(u64::from(n), 0x0a01_0180, 25)));
+        assert!(matches!(l.tbl24, Tbl24::Huge(_)));
+        // The move changed no entry; a clone of a big table stays huge.
+        let id = |l: &Lpm, a| l.lookup(&pkt(a)).map(|h| h.id);
+        for i in (0..n - 1).step_by(97) {
+            assert_eq!(id(&l, (i * 977) << 8 | 5), Some(u64::from(i)));
+            assert_eq!(id(&before, (i * 977) << 8 | 5), Some(u64::from(i)));
+        }
+        assert_eq!(id(&l, 0x0a01_0181), Some(u64::from(n)));
+        assert!(matches!(l.clone().tbl24, Tbl24::Huge(_)));
     }
 
     #[test]
