@@ -25,3 +25,19 @@ ovs_private_start() {
 vsctl() { ovs-vsctl --db="unix:$OVS_RUNDIR/db.sock" --timeout=10 "$@"; }
 
 ovs_appctl() { ovs-appctl -t "$OVS_RUNDIR/ovs-vswitchd.$(cat "$OVS_RUNDIR/vswitchd.pid").ctl" "$@"; }
+
+# For a cleanup: reap_namespaces SIG NS... sends TERM to the caller's `pids`
+# and SIG to everything still running inside the namespaces NS (INT where
+# a generator such as trafgen must pass it on to its child), KILL to both
+# 0.3 s later, then deletes the namespaces.
+reap_namespaces() {
+    local sig=$1 ns p
+    shift
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    for ns in "$@"; do kill "-$sig" $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
+    sleep 0.3
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for ns in "$@"; do kill -9 $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
+    for ns in "$@"; do ip netns del "$ns" 2>/dev/null; done
+    return 0
+}

@@ -101,14 +101,10 @@ cleanup() {
     trap - EXIT INT TERM
     [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
     [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    # Anything still running inside our namespaces (generators: a trafgen
-    # parent waits for its child, so every process is told).
-    for ns in "${namespaces[@]}"; do kill -INT $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
-    sleep 0.3
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    for ns in "${namespaces[@]}"; do kill -9 $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
-    for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null; done
+    # The OVS daemons, then anything still running inside our namespaces
+    # (generators: a trafgen parent waits for its child, so every process
+    # is told).
+    reap_namespaces INT "${namespaces[@]}"
     if [ -n "$keep" ]; then mkdir -p "$keep" && cp -r "$work"/. "$keep"/ 2>/dev/null; echo "raw outputs: $keep" >&2; fi
     rm -rf "$work"
 }

@@ -70,12 +70,7 @@ cleanup() {
     [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
     [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
     # Our daemons, then anything still running inside our namespaces.
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    for ns in ftp-a ftp-b ftp-da ftp-db ftp-sw; do kill $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
-    sleep 0.3
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-    for ns in ftp-a ftp-b ftp-da ftp-db ftp-sw; do kill -9 $(ip netns pids "$ns" 2>/dev/null) 2>/dev/null; done
-    for ns in ftp-a ftp-b ftp-da ftp-db ftp-sw; do ip netns del "$ns" 2>/dev/null; done
+    reap_namespaces TERM ftp-a ftp-b ftp-da ftp-db ftp-sw
     rm -rf "$work"
 }
 trap cleanup EXIT
