@@ -48,7 +48,9 @@ struct BridgeAgent {
 }
 
 impl BridgeAgent {
-    fn stop(mut self) {
+    /// Closes the channels and ends the tasks; returns the agent's
+    /// counters as they stood once it stopped.
+    fn stop(mut self) -> agent::AgentStats {
         for (_, h) in self.channels.drain(..) {
             h.stop();
         }
@@ -61,6 +63,7 @@ impl BridgeAgent {
         for t in self.tasks.drain(..) {
             t.abort();
         }
+        self.agent.stats()
     }
 }
 
@@ -213,9 +216,7 @@ impl Controllers {
     pub fn detach(&self, bridge: &str) -> Option<agent::AgentStats> {
         let b = self.map().remove(bridge)?;
         let _enter = self.rt().enter();
-        let agent = Arc::clone(&b.agent);
-        b.stop();
-        Some(agent.stats())
+        Some(b.stop())
     }
 
     /// Sets bridge `bridge`'s controllers and fail mode: channels to
@@ -344,13 +345,7 @@ impl Controllers {
     pub fn stop_all(&self) -> HashMap<String, agent::AgentStats> {
         let all: Vec<_> = self.map().drain().collect();
         let _enter = self.rt().enter();
-        all.into_iter()
-            .map(|(name, b)| {
-                let agent = Arc::clone(&b.agent);
-                b.stop();
-                (name, agent.stats())
-            })
-            .collect()
+        all.into_iter().map(|(name, b)| (name, b.stop())).collect()
     }
 }
 

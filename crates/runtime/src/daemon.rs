@@ -339,6 +339,18 @@ impl Daemon {
 
     /// Applies `changes` (from `old` to `new`). Ports are opened before
     /// anything is removed or added; a failure there changes nothing.
+    /// Stops bridge `bridge`'s agent, then the bridge; its final report
+    /// (logged) names the agent's drops too.
+    fn remove_bridge(&self, bridge: &str) -> Result<(), RuntimeError> {
+        let agent = self.controllers.detach(bridge);
+        self.runtime.remove_bridge_with(bridge, |r| {
+            if let Some(a) = &agent {
+                add_agent_drops(r, a, false);
+            }
+        })?;
+        Ok(())
+    }
+
     fn apply(&self, old: &Config, new: &Config, changes: &[Change]) -> Result<(), RuntimeError> {
         let rt = &self.runtime;
         let bridge_of = |c: &Config, name: &str| {
@@ -382,26 +394,14 @@ impl Daemon {
         // 2. Removals.
         for c in changes {
             match c {
-                Change::DelBridge(b) => {
-                    let agent = self.controllers.detach(b);
-                    rt.remove_bridge_with(b, |r| {
-                        if let Some(a) = &agent {
-                            add_agent_drops(r, a, false);
-                        }
-                    })?;
-                }
+                Change::DelBridge(b) => self.remove_bridge(b)?,
                 Change::DelPort { bridge, port, .. } | Change::ChangePort { bridge, port } => {
                     rt.remove_port(bridge, *port)?;
                 }
                 Change::ChangeBridge { bridge, .. } | Change::ChangeFlows { bridge }
                     if old.bridge(bridge).is_some() =>
                 {
-                    let agent = self.controllers.detach(bridge);
-                    rt.remove_bridge_with(bridge, |r| {
-                        if let Some(a) = &agent {
-                            add_agent_drops(r, a, false);
-                        }
-                    })?;
+                    self.remove_bridge(bridge)?
                 }
                 _ => {}
             }
