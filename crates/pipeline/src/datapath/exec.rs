@@ -505,6 +505,18 @@ impl<'a> Exec<'a> {
         None
     }
 
+    /// Runs `run` (one packet's whole trip) and counts a NoOutput drop
+    /// when it neither emitted nor dropped anything, so traffic is never
+    /// lost silently.
+    #[inline]
+    pub(super) fn or_no_output(&mut self, run: impl FnOnce(&mut Self)) {
+        let (tx, pin, drops) = (self.out.tx.len(), self.out.packet_ins.len(), self.out.drops);
+        run(self);
+        if self.out.tx.len() == tx && self.out.packet_ins.len() == pin && self.out.drops == drops {
+            self.out.drops.bump(DropReason::NoOutput);
+        }
+    }
+
     /// A table-0 hit on compiled entry `fe` (slot `slot`) that ends the
     /// pipeline ([`FastEntry::is_final`]), for a packet fresh from its
     /// port: what [`Exec::pipeline_stage`] does for it, without the

@@ -501,15 +501,7 @@ impl WorkerState {
                 if lean && sc.base.is_none() {
                     if let (Some(Some(s)), Some(pkt)) = (hit, sc.pkts.get_mut(i)) {
                         if let Some(fe) = t0.fast(*s).filter(|f| f.is_final()) {
-                            let (tx, pin, drops) =
-                                (ex.out.tx.len(), ex.out.packet_ins.len(), ex.out.drops);
-                            ex.final_entry(pkt, *s, fe);
-                            if ex.out.tx.len() == tx
-                                && ex.out.packet_ins.len() == pin
-                                && ex.out.drops == drops
-                            {
-                                ex.out.drops.bump(DropReason::NoOutput);
-                            }
+                            ex.or_no_output(|ex| ex.final_entry(pkt, *s, fe));
                             continue;
                         }
                     }
@@ -534,12 +526,7 @@ impl WorkerState {
                 ex.out.drops.bump(DropReason::PortNoRecv);
                 continue;
             }
-            let emitted = ex.out.tx.len() + ex.out.packet_ins.len();
-            let dropped = ex.out.drops;
-            ex.pipeline(Pkt::new(buf, in_port), 0);
-            if ex.out.tx.len() + ex.out.packet_ins.len() == emitted && ex.out.drops == dropped {
-                ex.out.drops.bump(DropReason::NoOutput);
-            }
+            ex.or_no_output(|ex| ex.pipeline(Pkt::new(buf, in_port), 0));
         }
         // Packets not sent are dropped now, not when their record is reused.
         for p in sc.pkts.get_mut(..sc.n).unwrap_or_default() {
