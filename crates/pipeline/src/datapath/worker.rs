@@ -495,8 +495,7 @@ impl WorkerState {
             let lean = ex.trace.is_none();
             for (i, hit) in first.iter().enumerate() {
                 if let Some(Some(Some(s))) = first.get(i + AHEAD) {
-                    t0.prefetch_fast(*s);
-                    ex.hot.prefetch(0, *s);
+                    prefetch_hit(t0, ex.hot, 0, *s);
                 }
                 if lean && sc.base.is_none() {
                     if let (Some(Some(s)), Some(pkt)) = (hit, sc.pkts.get_mut(i)) {
@@ -552,8 +551,7 @@ impl WorkerState {
         let slots = || first.iter().filter_map(|f| f.flatten());
         let general = |s: u32| t0.is_general(s);
         for s in first.iter().take(AHEAD).filter_map(|f| f.flatten()) {
-            t0.prefetch_fast(s);
-            self.hot.prefetch(0, s);
+            prefetch_hit(t0, &self.hot, 0, s);
         }
         let mut any_general = false;
         for s in slots() {
@@ -657,13 +655,11 @@ impl WorkerState {
             let found = lookup_records(table, &sc.pkts, chunk);
             let m = chunk.len();
             for s in found[..m].iter().take(AHEAD).flatten() {
-                table.prefetch_fast(*s);
-                ex.hot.prefetch(t, *s);
+                prefetch_hit(table, ex.hot, t, *s);
             }
             for (j, (&i, hit)) in chunk.iter().zip(found).enumerate() {
                 if let Some(Some(s)) = found[..m].get(j + AHEAD) {
-                    table.prefetch_fast(*s);
-                    ex.hot.prefetch(t, *s);
+                    prefetch_hit(table, ex.hot, t, *s);
                 }
                 Self::stage_call(ex, sc, i, t, Some(hit));
             }
@@ -876,6 +872,14 @@ impl WorkerState {
         self.counters.drops.merge(&out.drops.since(&drops_before));
         Ok(())
     }
+}
+
+/// Hints the CPU to load what executing a hit on slot `slot` of table
+/// `t` reads first: its compiled entry and this worker's flow counter.
+#[inline]
+fn prefetch_hit(table: &crate::tables::FlowTable, hot: &HotCounters, t: u8, slot: u32) {
+    table.prefetch_fast(slot);
+    hot.prefetch(t, slot);
 }
 
 /// The slots of `table` that records `idx` (at most 32) of `pkts` hit:
