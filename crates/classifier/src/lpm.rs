@@ -113,7 +113,7 @@ impl Tbl24 {
     /// Moves the table into huge pages (once; one 64 MiB copy).
     fn make_huge(&mut self) {
         if let Tbl24::Sparse(v) = self {
-            *self = Tbl24::Huge(HugeVec::from_vec(packet::huge::clone_slice(v)));
+            *self = Tbl24::Huge(HugeVec::from_slice(v));
         }
     }
 }

@@ -12,9 +12,9 @@
 //! without it) nothing changes.
 //!
 //! The hint covers the 2 MiB-aligned part of an allocation; arrays below
-//! 2 MiB are left alone. It is given before the memory is written where
-//! the array is built here ([`with_capacity`], [`clone_slice`],
-//! [`grow`]), so the first touch of each 2 MiB maps a huge page directly.
+//! 2 MiB are left alone. [`HugeVec`] gives it before the memory is written
+//! when it fills, copies or grows an array, so the first touch of each
+//! 2 MiB maps a huge page directly.
 
 /// The huge page size on x86-64 and aarch64 with 4 KiB base pages.
 pub const HUGE_PAGE: usize = 2 << 20;
@@ -22,7 +22,7 @@ pub const HUGE_PAGE: usize = 2 << 20;
 /// Asks the kernel to back the whole 2 MiB-aligned pages inside `v`'s
 /// buffer (its capacity, not only its length) with huge pages. A hint:
 /// it changes no byte of the memory.
-pub fn advise<T>(v: &Vec<T>) {
+fn advise<T>(v: &Vec<T>) {
     let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
     if bytes < HUGE_PAGE {
         return;
@@ -53,14 +53,14 @@ fn madvise_huge(addr: usize, len: usize) {
 fn madvise_huge(_addr: usize, _len: usize) {}
 
 /// An empty vector with room for `n` elements, its buffer advised.
-pub fn with_capacity<T>(n: usize) -> Vec<T> {
+fn with_capacity<T>(n: usize) -> Vec<T> {
     let v = Vec::with_capacity(n);
     advise(&v);
     v
 }
 
 /// `n` copies of `x` in an advised buffer.
-pub fn filled<T: Clone>(n: usize, x: T) -> Vec<T> {
+fn filled<T: Clone>(n: usize, x: T) -> Vec<T> {
     let mut v = with_capacity(n);
     v.resize(n, x);
     v
@@ -68,16 +68,14 @@ pub fn filled<T: Clone>(n: usize, x: T) -> Vec<T> {
 
 /// A copy of `s` in an advised buffer (what `to_vec` gives, with the
 /// hint given before the copy touches the pages).
-pub fn clone_slice<T: Clone>(s: &[T]) -> Vec<T> {
+fn clone_slice<T: Clone>(s: &[T]) -> Vec<T> {
     let mut v = with_capacity(s.len());
     v.extend_from_slice(s);
     v
 }
 
-/// Makes `v` at least `n` long, new elements `x`. When the buffer must
-/// grow it moves to a new advised buffer of twice the room (or `n`), so
-/// a vector grown element by element ends up huge-page backed too.
-pub fn grow<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
+/// [`HugeVec::grow`] on the vector itself.
+fn grow<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
     if v.len() >= n {
         return;
     }
@@ -112,7 +110,14 @@ impl<T: Clone> HugeVec<T> {
         HugeVec(filled(n, x))
     }
 
-    /// Makes it at least `n` long, new elements `x` (see [`grow`]).
+    /// A copy of `s`.
+    pub fn from_slice(s: &[T]) -> HugeVec<T> {
+        HugeVec(clone_slice(s))
+    }
+
+    /// Makes it at least `n` long, new elements `x`. When the buffer must
+    /// grow it moves to a new advised buffer of twice the room (or `n`), so
+    /// a vector grown element by element ends up huge-page backed too.
     pub fn grow(&mut self, n: usize, x: T) {
         grow(&mut self.0, n, x);
     }
@@ -120,7 +125,7 @@ impl<T: Clone> HugeVec<T> {
 
 impl<T: Clone> Clone for HugeVec<T> {
     fn clone(&self) -> Self {
-        HugeVec(clone_slice(&self.0))
+        HugeVec::from_slice(&self.0)
     }
 }
 
