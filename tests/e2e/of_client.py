@@ -1,6 +1,6 @@
 """A small OpenFlow 1.3 controller for the fault tests: it connects to a
 `fulmar run --listen` port, says HELLO, answers ECHO_REQUEST, counts
-PACKET_INs, and sends messages built with os-ken's OpenFlow 1.3 encoder
+PACKET_INs and FLOW_REMOVEDs, and sends messages built with os-ken's OpenFlow 1.3 encoder
 (an implementation independent of fulmar's). Reading can be stopped and
 resumed, to play a controller that hangs.
 """
@@ -15,7 +15,7 @@ from e2e_support import split_messages
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
-HELLO, ECHO_REQUEST, ECHO_REPLY, PACKET_IN, BARRIER_REPLY, ERROR = 0, 2, 3, 10, 21, 1
+HELLO, ECHO_REQUEST, ECHO_REPLY, PACKET_IN, FLOW_REMOVED, BARRIER_REPLY, ERROR = 0, 2, 3, 10, 11, 21, 1
 
 
 class _Datapath:
@@ -44,6 +44,7 @@ class OfClient:
         self.replies = {}  # xid -> message type
         self.errors = []
         self.packet_ins = 0
+        self.flow_removed = []  # (cookie, reason), in arrival order
         self.xid = 100
         self.reading = threading.Event()
         self.reading.set()
@@ -73,6 +74,9 @@ class OfClient:
                         self.sock.sendall(struct.pack("!BBHI", 4, ECHO_REPLY, len(msg), xid) + msg[8:])
                 elif typ == PACKET_IN:
                     self.packet_ins += 1
+                elif typ == FLOW_REMOVED:
+                    # ofp_flow_removed: header, cookie (8), priority (2), reason.
+                    self.flow_removed.append((int.from_bytes(msg[8:16], "big"), msg[18]))
                 with self.cond:
                     if typ == ERROR:
                         self.errors.append(msg)
@@ -91,6 +95,17 @@ class OfClient:
             msg.serialize()
             self.sock.sendall(bytes(msg.buf))
         return xid
+
+    def send_all(self, msgs):
+        """Sends os-ken messages back to back in one write."""
+        out = bytearray()
+        with self.lock:
+            for msg in msgs:
+                self.xid += 1
+                msg.set_xid(self.xid)
+                msg.serialize()
+                out += msg.buf
+            self.sock.sendall(bytes(out))
 
     def barrier(self, timeout=10):
         """Sends a BARRIER_REQUEST and waits for its reply; returns the

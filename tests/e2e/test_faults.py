@@ -15,6 +15,8 @@ checking that nothing is lost that should not be.
   nothing.
 - Configuration changes with errors while forwarding: each is refused,
   nothing changes, a ping flood loses nothing.
+- Flows removed by the tens of thousands (one DELETE, idle timeouts): the
+  controller gets a FLOW_REMOVED for every one.
 
 Topology: the `net` fixture's hosts A (10.9.0.1, port 1) and B (10.9.0.2,
 port 2); the failover test adds a second link into B (port 3).
@@ -386,5 +388,52 @@ def test_configuration_changes_with_errors_change_nothing_under_traffic(net, ful
         sent, got = pinger.result()
         assert got == sent, f"{sent - got} pings lost"
         assert cfg.read_text() == saved
+    finally:
+        stop_ok(sw)
+
+
+def test_every_removed_flow_reaches_the_controller_as_flow_removed(net, fulmar_bin, tmp_path):
+    """20000 flows with OFPFF_SEND_FLOW_REM and one DELETE of every flow:
+    the controller gets 20000 FLOW_REMOVED, one per cookie (the switch's
+    event queue of 1024, shared with packet-ins, once delivered 1024 and
+    lost the rest without counting them). Then 5000 flows with a 1 s idle
+    timeout expire: 5000 more, reason IDLE_TIMEOUT."""
+    sw = start(fulmar_bin, tmp_path)
+    try:
+        c = OfClient(listen_port(sw))
+
+        def flows(n, base, **kw):
+            return [parser.OFPFlowMod(DP, table_id=0, priority=10, cookie=base + i, flags=ofp.OFPFF_SEND_FLOW_REM,
+                                      match=parser.OFPMatch(eth_type=0x0800, ipv4_dst=0x0B000000 + base + i),
+                                      instructions=[parser.OFPInstructionActions(
+                                          ofp.OFPIT_APPLY_ACTIONS, [parser.OFPActionOutput(2)])], **kw)
+                    for i in range(n)]
+
+        def wait_removed(n, timeout=30):
+            deadline = time.monotonic() + timeout
+            while len(c.flow_removed) < n and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)  # and nothing more
+            return len(c.flow_removed)
+
+        c.send_all(flows(20000, 0))
+        c.barrier(timeout=60)
+        assert not c.flow_removed
+        c.send(parser.OFPFlowMod(DP, table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY,
+                                 out_group=ofp.OFPG_ANY, match=parser.OFPMatch()))
+        c.barrier(timeout=60)
+        got = wait_removed(20000)
+        print(f"DELETE of 20000 flows: {got} FLOW_REMOVED")
+        assert got == 20000
+        assert sorted(c.flow_removed) == [(i, ofp.OFPRR_DELETE) for i in range(20000)]
+        c.flow_removed.clear()
+        c.send_all(flows(5000, 100000, idle_timeout=1))
+        c.barrier(timeout=60)
+        got = wait_removed(5000)
+        print(f"idle timeout of 5000 flows: {got} FLOW_REMOVED")
+        assert got == 5000
+        assert sorted(c.flow_removed) == [(i, ofp.OFPRR_IDLE_TIMEOUT) for i in range(100000, 105000)]
+        assert not c.errors
+        c.close()
     finally:
         stop_ok(sw)

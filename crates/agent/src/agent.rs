@@ -16,12 +16,16 @@
 //! - [`Agent::channel_status`] lists the open channels (where from,
 //!   negotiated, role, since when) for management; each serving task keeps
 //!   its own entry current without locks on the data path.
-//! - The event pump ([`Agent::run_events`]) reads the switch's bounded
-//!   event channel. Flow-removed and port-status events go to every
-//!   channel at once; packet-ins go through [`PacketInQueues`] and are
-//!   released only while every channel's queue has room. A channel whose
-//!   queue is full loses the event (`event_queue_full`); each
-//!   [`Connection`] filters what reaches it by role and async config.
+//! - The event pump ([`Agent::run_events`]) reads the switch's event
+//!   channel ([`crate::events`]: a bounded packet-in lane, an unbounded
+//!   lane for the rest). Flow-removed and port-status events go to every
+//!   channel at once, on a lane of the channel's own that never refuses
+//!   them (a controller that stops reading is closed by its write stall
+//!   limit, which frees what waits for it); packet-ins go through
+//!   [`PacketInQueues`] and are released only while every channel's
+//!   bounded packet-in queue has room. A channel whose packet-in queue is
+//!   full loses the packet-in (`event_queue_full`); each [`Connection`]
+//!   filters what reaches it by role and async config.
 //!
 //! Fail modes: when every controller is gone
 //! ([`Controllers::all_controllers_gone`]), the runtime applies
@@ -31,6 +35,7 @@
 //! is back. The agent only exposes the state; the datapath acts on it.
 
 use crate::conn::{CloseReason, ConnConfig, Connection};
+use crate::events::EventReceiver;
 use crate::packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
 use crate::roles::{ConnId, Controllers};
 use crate::switch::{Switch, SwitchEvent};
@@ -146,7 +151,10 @@ struct ChannelInfo {
 }
 
 struct Channel {
+    /// Packet-ins (bounded: see [`Agent::run_events`]).
     events: EventTx,
+    /// Flow-removed and port-status events (never refused).
+    control: mpsc::UnboundedSender<Arc<SwitchEvent>>,
     info: Arc<ChannelInfo>,
 }
 
@@ -487,6 +495,7 @@ impl<S: Switch> Agent<S> {
             Instant::now(),
         );
         let (tx, mut events) = mpsc::channel(self.config.event_queue.max(1));
+        let (control_tx, mut control) = mpsc::unbounded_channel::<Arc<SwitchEvent>>();
         let info = Arc::new(ChannelInfo {
             source,
             peer,
@@ -497,6 +506,7 @@ impl<S: Switch> Agent<S> {
             conn.id(),
             Channel {
                 events: tx,
+                control: control_tx,
                 info: Arc::clone(&info),
             },
         );
@@ -559,6 +569,18 @@ impl<S: Switch> Agent<S> {
                         None => std::future::pending().await,
                     }
                 } => conn.close(CloseReason::Stopped),
+                ev = control.recv() => {
+                    if let Some(ev) = ev {
+                        conn.on_event(&ev);
+                        // As below: many events to one write.
+                        for _ in 0..255 {
+                            match control.try_recv() {
+                                Ok(ev) => { conn.on_event(&ev); }
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                }
                 ev = events.recv() => {
                     if let Some(ev) = ev {
                         conn.on_event(&ev);
@@ -822,9 +844,13 @@ impl<S: Switch> Agent<S> {
         }
     }
     fn fan_out(&self, ev: SwitchEvent) {
+        let packet_in = matches!(ev, SwitchEvent::PacketIn(_));
         let ev = Arc::new(ev);
         for c in self.channels().values() {
-            if c.events.try_send(Arc::clone(&ev)).is_err() {
+            if !packet_in {
+                // Fails only for a channel whose task has ended.
+                let _ = c.control.send(Arc::clone(&ev));
+            } else if c.events.try_send(Arc::clone(&ev)).is_err() {
                 self.counters
                     .event_queue_full
                     .fetch_add(1, Ordering::Relaxed);
@@ -849,7 +875,8 @@ impl<S: Switch> Agent<S> {
 
     /// Reads switch events until the channel closes and fans them out (see
     /// the module documentation).
-    pub async fn run_events(&self, mut rx: mpsc::Receiver<SwitchEvent>) {
+    pub async fn run_events(&self, rx: impl Into<EventReceiver>) {
+        let mut rx = rx.into();
         let mut queues = PacketInQueues::new(self.config.packet_in.clone());
         loop {
             let first = if queues.is_empty() {
@@ -876,8 +903,8 @@ impl<S: Switch> Agent<S> {
             }
             for _ in 0..4096 {
                 match rx.try_recv() {
-                    Ok(ev) => take(ev, &mut queues),
-                    Err(_) => break,
+                    Some(ev) => take(ev, &mut queues),
+                    None => break,
                 }
             }
             while !queues.is_empty() && self.channels_have_room() {
@@ -890,7 +917,10 @@ impl<S: Switch> Agent<S> {
     }
 
     /// Spawns [`Agent::run_events`].
-    pub fn spawn_events(self: &Arc<Self>, rx: mpsc::Receiver<SwitchEvent>) -> JoinHandle<()> {
+    pub fn spawn_events(
+        self: &Arc<Self>,
+        rx: impl Into<EventReceiver> + Send + 'static,
+    ) -> JoinHandle<()> {
         let agent = Arc::clone(self);
         tokio::spawn(async move { agent.run_events(rx).await })
     }

@@ -48,6 +48,7 @@
 
 pub mod agent;
 pub mod conn;
+pub mod events;
 #[cfg(feature = "memory-switch")]
 pub mod memory;
 pub mod packet_in;
@@ -61,6 +62,7 @@ pub use agent::{
     Agent, AgentConfig, AgentStats, ChannelHandle, ChannelRole, ChannelStatus, FailMode, ListenAddr,
 };
 pub use conn::{CloseReason, ConnConfig, Connection};
+pub use events::{event_channel, EventReceiver, EventSender, PacketInRefused};
 #[cfg(feature = "memory-switch")]
 pub use memory::{MemorySwitch, MemorySwitchConfig};
 pub use packet_in::{PacketInConfig, PacketInQueues, PacketInStats};

@@ -726,7 +726,7 @@ impl BridgeRt {
 
     fn emit_port_status(&self, reason: u8, desc: ofp::Port) {
         if let Some(tx) = self.events.get() {
-            let _ = tx.try_send(agent::SwitchEvent::PortStatus(ofp::PortStatus {
+            tx.send(agent::SwitchEvent::PortStatus(ofp::PortStatus {
                 reason,
                 desc,
             }));

@@ -144,7 +144,7 @@ impl Controllers {
             packet_in: self.opts.packet_in.clone(),
             ..AgentConfig::default()
         };
-        let (tx, rx) = tokio::sync::mpsc::channel(config.event_queue);
+        let (tx, rx) = agent::event_channel(config.event_queue);
         let sw = rt
             .switch(&br.name, tx)
             .ok_or_else(|| RuntimeError::Change(format!("bridge {} is not running", br.name)))?;

@@ -172,8 +172,9 @@ impl Default for RuntimeOptions {
     }
 }
 
-/// Sender of agent events (packet-in, flow-removed, port-status).
-pub type EventSender = tokio::sync::mpsc::Sender<agent::SwitchEvent>;
+/// Sender of agent events (packet-in, flow-removed, port-status): see
+/// [`agent::events`] for its two lanes.
+pub use agent::EventSender;
 
 /// Running bridges.
 pub struct Runtime {

@@ -76,7 +76,7 @@ impl BridgeSwitch {
 
     fn emit(&self, ev: SwitchEvent) {
         if let Some(tx) = self.b.events.get() {
-            let _ = tx.try_send(ev);
+            tx.send(ev);
         }
     }
 

@@ -276,7 +276,7 @@ backend = "memory"
     );
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
-    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let (tx, mut rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
     assert_eq!(sw.features().datapath_id, 1);
     assert_eq!(
@@ -300,7 +300,7 @@ backend = "memory"
     inject(&mut m1, &[udp(4)]);
     let deadline = Instant::now() + Duration::from_secs(5);
     let ev = loop {
-        if let Ok(ev) = rx.try_recv() {
+        if let Some(ev) = rx.try_recv() {
             break ev;
         }
         assert!(Instant::now() < deadline, "no packet-in");
@@ -339,7 +339,7 @@ backend = "memory"
     // A link change becomes a PORT_STATUS event.
     rt.set_link("br0", 2, false);
     match rx.try_recv() {
-        Ok(SwitchEvent::PortStatus(ps)) => {
+        Some(SwitchEvent::PortStatus(ps)) => {
             assert_eq!(ps.desc.port_no, 2);
             assert_ne!(ps.desc.state & port_state::LINK_DOWN, 0);
         }
@@ -380,7 +380,7 @@ fn statistics_include_every_packet_forwarded_before_the_request() {
     let rt = start(ONE_BRIDGE);
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
-    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let (tx, _rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
     let fm = flowtext::parse_flow("table=0,priority=10,in_port=1,actions=output:2").unwrap();
     let v = rt.flow_mod("br0", &fm).unwrap();
@@ -442,7 +442,7 @@ backend = "memory"
     );
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
-    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let (tx, _rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
     let sent = 3 * ports::PATCH_RING as u64;
     for chunk in 0..sent / 64 {
@@ -497,7 +497,7 @@ fn packet_outs_beyond_the_injection_ring_are_sent_or_counted() {
     use agent::Switch;
     let rt = start(ONE_BRIDGE);
     let mut m2 = rt.take_memory_port("m2").unwrap();
-    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let (tx, _rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
     let copies = 3 * ports::PATCH_RING;
     let singles = ports::PATCH_RING;
@@ -615,7 +615,7 @@ fn a_stalled_worker_never_gets_a_barrier_reply_claiming_completion() {
     let rt = start(ONE_BRIDGE);
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
-    let (tx, _events) = tokio::sync::mpsc::channel(16);
+    let (tx, _events) = agent::event_channel(16);
     let sw = Arc::new(rt.switch("br0", tx).unwrap());
     let tokio_rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -778,7 +778,7 @@ fn final_counters_list_the_busiest_flows_not_every_flow() {
     // lists FINAL_REPORT_FLOWS flows, the busy one first.
     use agent::Switch;
     let rt = start(ONE_BRIDGE);
-    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let (tx, _rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
     for i in 0..250 {
         let text = format!(

@@ -261,8 +261,7 @@ impl BurstProcessor for PipelineWorker {
                 .get()
                 .filter(|_| self.shared.controller_up.load(Ordering::Relaxed));
             for pi in self.out.packet_ins.drain(..) {
-                let sent = tx
-                    .is_some_and(|t| t.try_send(agent::SwitchEvent::PacketIn(pi.message)).is_ok());
+                let sent = tx.is_some_and(|t| t.packet_in(pi.message).is_ok());
                 lost += u64::from(!sent);
             }
             if lost > 0 {
