@@ -652,9 +652,12 @@ impl Runtime {
 
     /// Housekeeping, about once a second: collects the workers' counters
     /// and removes flows whose idle or hard timeout passed (publishing the
-    /// tables when some were removed). Returns how many were removed. The
-    /// agent's housekeeping does the same for bridges it serves (and also
-    /// sends FLOW_REMOVED).
+    /// tables when some were removed), handing the FLOW_REMOVED of those
+    /// that asked for one to the bridge's agent. Returns how many were
+    /// removed. The agent's housekeeping does the same for bridges it
+    /// serves; whichever comes first removes a flow, and either sends its
+    /// FLOW_REMOVED (this one used to drop them, and a controller missed
+    /// about half of its idle-timeout messages).
     pub fn tick(&self) -> usize {
         {
             let mut pending = lock(&self.pending);
@@ -669,10 +672,16 @@ impl Runtime {
             b.collect(&mut c);
             let before = c.dp.state.tables.len();
             // The events are only for SEND_FLOW_REM entries; count entries.
-            c.dp.state.expire(now);
+            let removed = c.dp.state.expire(now);
             let gone = before - c.dp.state.tables.len();
             if gone > 0 {
                 b.publish(&c);
+            }
+            drop(c);
+            if let Some(tx) = b.events.get() {
+                for r in removed {
+                    tx.send(agent::SwitchEvent::FlowRemoved(r.to_message()));
+                }
             }
             n += gone;
         }

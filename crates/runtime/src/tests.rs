@@ -400,6 +400,37 @@ fn statistics_include_every_packet_forwarded_before_the_request() {
     rt.stop();
 }
 
+#[test]
+fn the_runtime_housekeeping_hands_its_flow_removed_to_the_agent() {
+    // The daemon's own tick and the agent's race to expire a flow; the
+    // daemon's used to drop the FLOW_REMOVED of what it removed.
+    let rt = start(ONE_BRIDGE);
+    let (tx, mut rx) = agent::event_channel(16);
+    let _sw = rt.switch("br0", tx).unwrap();
+    let fm = flowtext::parse_flow(
+        "table=0,cookie=0x77,priority=10,in_port=1,idle_timeout=1,send_flow_rem,actions=output:2",
+    )
+    .unwrap();
+    let v = rt.flow_mod("br0", &fm).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.tick() == 0 {
+        assert!(Instant::now() < deadline, "the flow did not expire");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match rx.try_recv() {
+        Some(agent::SwitchEvent::FlowRemoved(r)) => {
+            assert_eq!(r.cookie, 0x77);
+            assert_eq!(
+                r.reason,
+                ofp::flow_removed::flow_removed_reason::IDLE_TIMEOUT
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    rt.stop();
+}
+
 /// OpenFlow port statistics of `port`.
 fn of_port_stats(sw: &openflow::BridgeSwitch, port: u32) -> ofp::stats::PortStats {
     use agent::Switch;
