@@ -396,8 +396,10 @@ def test_every_removed_flow_reaches_the_controller_as_flow_removed(net, fulmar_b
     """20000 flows with OFPFF_SEND_FLOW_REM and one DELETE of every flow:
     the controller gets 20000 FLOW_REMOVED, one per cookie (the switch's
     event queue of 1024, shared with packet-ins, once delivered 1024 and
-    lost the rest without counting them). Then 5000 flows with a 1 s idle
-    timeout expire: 5000 more, reason IDLE_TIMEOUT."""
+    lost the rest without counting them), all before the BARRIER_REPLY
+    that follows the DELETE (OpenFlow: what a message before a barrier
+    causes is sent before the barrier's reply). Then 5000 flows with a
+    1 s idle timeout expire: 5000 more, reason IDLE_TIMEOUT."""
     sw = start(fulmar_bin, tmp_path)
     try:
         c = OfClient(listen_port(sw))
@@ -422,9 +424,11 @@ def test_every_removed_flow_reaches_the_controller_as_flow_removed(net, fulmar_b
         c.send(parser.OFPFlowMod(DP, table_id=ofp.OFPTT_ALL, command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY,
                                  out_group=ofp.OFPG_ANY, match=parser.OFPMatch()))
         c.barrier(timeout=60)
+        before = len(c.flow_removed)
         got = wait_removed(20000)
-        print(f"DELETE of 20000 flows: {got} FLOW_REMOVED")
+        print(f"DELETE of 20000 flows: {got} FLOW_REMOVED, {before} of them before the BARRIER_REPLY")
         assert got == 20000
+        assert before == 20000
         assert sorted(c.flow_removed) == [(i, ofp.OFPRR_DELETE) for i in range(20000)]
         c.flow_removed.clear()
         c.send_all(flows(5000, 100000, idle_timeout=1))

@@ -35,7 +35,7 @@
 //! is back. The agent only exposes the state; the datapath acts on it.
 
 use crate::conn::{CloseReason, ConnConfig, Connection};
-use crate::events::EventReceiver;
+use crate::events::{EventReceiver, EventSync};
 use crate::packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
 use crate::roles::{ConnId, Controllers};
 use crate::switch::{Switch, SwitchEvent};
@@ -345,6 +345,9 @@ pub struct Agent<S: Switch> {
     channels: Mutex<HashMap<ConnId, Channel>>,
     counters: Counters,
     fail_mode: AtomicU8,
+    /// Given by the event pump when its receiver has a control lane: what
+    /// lets each channel's barriers wait for the events sent before them.
+    event_sync: std::sync::OnceLock<EventSync>,
 }
 
 fn fail_mode_to_u8(m: FailMode) -> u8 {
@@ -374,6 +377,7 @@ impl<S: Switch> Agent<S> {
             channels: Mutex::new(HashMap::new()),
             counters: Counters::default(),
             fail_mode: AtomicU8::new(fail_mode_to_u8(config.fail_mode)),
+            event_sync: std::sync::OnceLock::new(),
             config,
         })
     }
@@ -495,7 +499,8 @@ impl<S: Switch> Agent<S> {
             Instant::now(),
         );
         let (tx, mut events) = mpsc::channel(self.config.event_queue.max(1));
-        let (control_tx, mut control) = mpsc::unbounded_channel::<Arc<SwitchEvent>>();
+        let (control_tx, control) = mpsc::unbounded_channel::<Arc<SwitchEvent>>();
+        conn.set_event_lane(control, self.event_sync.get().cloned());
         let info = Arc::new(ChannelInfo {
             source,
             peer,
@@ -569,16 +574,11 @@ impl<S: Switch> Agent<S> {
                         None => std::future::pending().await,
                     }
                 } => conn.close(CloseReason::Stopped),
-                ev = control.recv() => {
+                ev = conn.next_lane_event() => {
                     if let Some(ev) = ev {
                         conn.on_event(&ev);
                         // As below: many events to one write.
-                        for _ in 0..255 {
-                            match control.try_recv() {
-                                Ok(ev) => { conn.on_event(&ev); }
-                                Err(_) => break,
-                            }
-                        }
+                        conn.drain_lane(255);
                     }
                 }
                 ev = events.recv() => {
@@ -877,6 +877,10 @@ impl<S: Switch> Agent<S> {
     /// the module documentation).
     pub async fn run_events(&self, rx: impl Into<EventReceiver>) {
         let mut rx = rx.into();
+        let mut handed = rx.handed();
+        if let Some(h) = &handed {
+            let _ = self.event_sync.set(h.sync());
+        }
         let mut queues = PacketInQueues::new(self.config.packet_in.clone());
         loop {
             let first = if queues.is_empty() {
@@ -892,18 +896,25 @@ impl<S: Switch> Agent<S> {
                 }
             };
             let now = Instant::now();
-            let take = |ev: SwitchEvent, queues: &mut PacketInQueues| match ev {
-                SwitchEvent::PacketIn(pi) => {
-                    let _ = queues.offer(pi, now);
-                }
-                other => self.fan_out(other),
-            };
+            let take =
+                |ev: SwitchEvent, queues: &mut PacketInQueues, handed: &mut Option<_>| match ev {
+                    SwitchEvent::PacketIn(pi) => {
+                        let _ = queues.offer(pi, now);
+                    }
+                    other => {
+                        self.fan_out(other);
+                        // Only the control lane carries these.
+                        if let Some(h) = handed.as_mut() {
+                            crate::events::Handed::one(h);
+                        }
+                    }
+                };
             if let Some(ev) = first {
-                take(ev, &mut queues);
+                take(ev, &mut queues, &mut handed);
             }
             for _ in 0..4096 {
                 match rx.try_recv() {
-                    Some(ev) => take(ev, &mut queues),
+                    Some(ev) => take(ev, &mut queues, &mut handed),
                     None => break,
                 }
             }

@@ -39,6 +39,7 @@
 //! this controller wants, one mask for MASTER/EQUAL and one for SLAVE) is
 //! per connection.
 
+use crate::events::EventSync;
 use crate::roles::{ConnId, Controllers};
 use crate::switch::{Switch, SwitchEvent};
 use ofp::async_config::AsyncConfig;
@@ -54,6 +55,7 @@ use ofp::role::controller_role;
 use ofp::{ErrorMsg, Framer, Hello, Message, OfpError, QueueGetConfigReply, Role};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
 
 /// Largest OpenFlow message (the length field is 16 bits).
 pub const MAX_MESSAGE_LEN: usize = 65535;
@@ -185,6 +187,11 @@ pub struct Connection<S: Switch> {
     next_xid: u32,
     /// When the batch not yet flushed began.
     unflushed_since: Option<Instant>,
+    /// Flow-removed and port-status events for this channel
+    /// ([`Connection::set_event_lane`]).
+    lane: Option<mpsc::UnboundedReceiver<Arc<SwitchEvent>>>,
+    /// Lets a barrier wait for the events sent before it to reach `lane`.
+    lane_sync: Option<EventSync>,
 }
 
 impl<S: Switch> Drop for Connection<S> {
@@ -264,6 +271,8 @@ impl<S: Switch> Connection<S> {
             echo_outstanding: false,
             next_xid: 1,
             unflushed_since: None,
+            lane: None,
+            lane_sync: None,
         };
         c.send(0, &Message::Hello(Hello::default()));
         c
@@ -664,6 +673,12 @@ impl<S: Switch> Connection<S> {
             Message::BarrierRequest => {
                 self.flush();
                 sw.barrier().await;
+                // What the messages before the barrier caused (the
+                // FLOW_REMOVED of a delete) goes before its reply.
+                if let Some(s) = self.lane_sync.as_mut() {
+                    s.caught_up().await;
+                }
+                self.drain_lane(usize::MAX);
                 self.send(xid, &Message::BarrierReply);
                 Ok(())
             }
@@ -813,6 +828,38 @@ impl<S: Switch> Connection<S> {
     /// Offers an event from the switch; it is written when the channel is
     /// up and this controller's role and async configuration ask for it.
     /// Returns whether it was written.
+    /// Gives the channel its lane of flow-removed and port-status events
+    /// (see [`crate::events`]), and what lets a barrier wait for the
+    /// events sent before it: the channel's task reads the lane
+    /// ([`Connection::next_lane_event`]), and a BARRIER_REPLY is written
+    /// only after every such event sent before the barrier.
+    pub fn set_event_lane(
+        &mut self,
+        lane: mpsc::UnboundedReceiver<Arc<SwitchEvent>>,
+        sync: Option<EventSync>,
+    ) {
+        self.lane = Some(lane);
+        self.lane_sync = sync;
+    }
+
+    /// The next event of the lane (pending forever without one).
+    pub async fn next_lane_event(&mut self) -> Option<Arc<SwitchEvent>> {
+        match self.lane.as_mut() {
+            Some(l) => l.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Handles up to `max` events already in the lane.
+    pub fn drain_lane(&mut self, max: usize) {
+        for _ in 0..max {
+            let Some(ev) = self.lane.as_mut().and_then(|l| l.try_recv().ok()) else {
+                return;
+            };
+            self.on_event(&ev);
+        }
+    }
+
     pub fn on_event(&mut self, ev: &SwitchEvent) -> bool {
         if !self.negotiated || self.closed.is_some() {
             return false;

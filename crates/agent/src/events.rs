@@ -11,10 +11,73 @@
 //! packet-ins, 18,976 of them were lost unseen). Their lane is unbounded:
 //! their number is bounded by the flows and ports the switch holds, and
 //! the event pump reads it before the packet-in lane.
+//!
+//! A BARRIER_REPLY comes after the FLOW_REMOVED messages of the deletes
+//! before it, as OpenFlow asks of everything a message before a barrier
+//! causes: the control lane counts what it was given ([`EventSync`]),
+//! the event pump counts what it handed to the channels, and a channel
+//! answering a barrier first waits until the pump has handed over what
+//! was sent by then and writes it ([`crate::Connection::set_event_lane`]).
 
 use crate::switch::SwitchEvent;
 use ofp::PacketIn;
-use tokio::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// The longest a barrier waits for the event pump to catch up (it is
+/// behind by a few events at most, unless it is stuck: the barrier is
+/// then answered anyway, not held).
+pub const CATCH_UP_LIMIT: Duration = Duration::from_secs(1);
+
+/// How far the control lane's events have got: how many were sent, and
+/// how many the event pump has handed to the channels.
+#[derive(Debug)]
+struct Progress {
+    sent: AtomicU64,
+    handed: watch::Sender<u64>,
+}
+
+/// A channel's view of [`Progress`]: waits until the event pump has
+/// handed over every control event sent before the wait began.
+#[derive(Clone, Debug)]
+pub struct EventSync {
+    progress: Arc<Progress>,
+    handed: watch::Receiver<u64>,
+}
+
+impl EventSync {
+    /// Returns once every control event sent before this call has been
+    /// handed to the channels (or after [`CATCH_UP_LIMIT`]).
+    pub async fn caught_up(&mut self) {
+        let target = self.progress.sent.load(Ordering::Acquire);
+        let _ = tokio::time::timeout(CATCH_UP_LIMIT, self.handed.wait_for(|h| *h >= target)).await;
+    }
+}
+
+/// The pump's side of [`Progress`]: counts the control events handed over.
+#[derive(Debug)]
+pub(crate) struct Handed {
+    progress: Arc<Progress>,
+    n: u64,
+}
+
+impl Handed {
+    /// One more control event was handed to the channels.
+    pub(crate) fn one(&mut self) {
+        self.n += 1;
+        self.progress.handed.send_replace(self.n);
+    }
+
+    /// A view for a channel.
+    pub(crate) fn sync(&self) -> EventSync {
+        EventSync {
+            progress: Arc::clone(&self.progress),
+            handed: self.progress.handed.subscribe(),
+        }
+    }
+}
 
 /// The sending side: held by whatever produces events (the datapath
 /// workers send packet-ins, the control side everything).
@@ -22,6 +85,7 @@ use tokio::sync::mpsc;
 pub struct EventSender {
     packet_ins: mpsc::Sender<SwitchEvent>,
     control: mpsc::UnboundedSender<SwitchEvent>,
+    progress: Arc<Progress>,
 }
 
 /// Why a packet-in was not queued.
@@ -49,7 +113,12 @@ impl EventSender {
     pub fn send(&self, ev: SwitchEvent) -> bool {
         match ev {
             SwitchEvent::PacketIn(pi) => self.packet_in(pi).is_ok(),
-            other => self.control.send(other).is_ok(),
+            other => {
+                // Counted before it is queued, so a barrier that reads the
+                // count waits for it.
+                self.progress.sent.fetch_add(1, Ordering::AcqRel);
+                self.control.send(other).is_ok()
+            }
         }
     }
 }
@@ -61,7 +130,7 @@ impl EventSender {
 #[derive(Debug)]
 pub struct EventReceiver {
     packet_ins: mpsc::Receiver<SwitchEvent>,
-    control: Option<mpsc::UnboundedReceiver<SwitchEvent>>,
+    control: Option<(mpsc::UnboundedReceiver<SwitchEvent>, Arc<Progress>)>,
 }
 
 impl From<mpsc::Receiver<SwitchEvent>> for EventReceiver {
@@ -79,7 +148,7 @@ impl EventReceiver {
     pub async fn recv(&mut self) -> Option<SwitchEvent> {
         match &mut self.control {
             None => self.packet_ins.recv().await,
-            Some(control) => tokio::select! {
+            Some((control, _)) => tokio::select! {
                 biased;
                 Some(ev) = control.recv() => Some(ev),
                 Some(ev) = self.packet_ins.recv() => Some(ev),
@@ -90,10 +159,19 @@ impl EventReceiver {
 
     /// An event already queued, control events first.
     pub fn try_recv(&mut self) -> Option<SwitchEvent> {
-        if let Some(ev) = self.control.as_mut().and_then(|c| c.try_recv().ok()) {
+        if let Some(ev) = self.control.as_mut().and_then(|c| c.0.try_recv().ok()) {
             return Some(ev);
         }
         self.packet_ins.try_recv().ok()
+    }
+
+    /// The pump's counter of control events handed over (`None` for a
+    /// receiver without a control lane).
+    pub(crate) fn handed(&self) -> Option<Handed> {
+        self.control.as_ref().map(|(_, p)| Handed {
+            progress: Arc::clone(p),
+            n: *p.handed.borrow(),
+        })
     }
 }
 
@@ -101,14 +179,19 @@ impl EventReceiver {
 pub fn event_channel(packet_ins: usize) -> (EventSender, EventReceiver) {
     let (ptx, prx) = mpsc::channel(packet_ins.max(1));
     let (ctx, crx) = mpsc::unbounded_channel();
+    let progress = Arc::new(Progress {
+        sent: AtomicU64::new(0),
+        handed: watch::Sender::new(0),
+    });
     (
         EventSender {
             packet_ins: ptx,
             control: ctx,
+            progress: Arc::clone(&progress),
         },
         EventReceiver {
             packet_ins: prx,
-            control: Some(crx),
+            control: Some((crx, progress)),
         },
     )
 }
