@@ -932,6 +932,12 @@ impl<S: Switch> Agent<S> {
         self: &Arc<Self>,
         rx: impl Into<EventReceiver> + Send + 'static,
     ) -> JoinHandle<()> {
+        let rx: EventReceiver = rx.into();
+        // Now, not when the task first runs: a channel opened before that
+        // gets the barrier ordering too.
+        if let Some(h) = rx.handed() {
+            let _ = self.event_sync.set(h.sync());
+        }
         let agent = Arc::clone(self);
         tokio::spawn(async move { agent.run_events(rx).await })
     }
