@@ -612,15 +612,18 @@ impl BridgeRt {
         c.totals.merge(&own);
     }
 
-    /// The pipeline counters summed over workers, and the packet-ins that
-    /// found no agent.
+    /// The pipeline counters summed over workers, and the packet-ins not
+    /// handed to the agent (no controller, or its queue full).
     pub(crate) fn sum_workers(&self) -> (Counters, u64) {
         let mut c = self.control();
         self.collect(&mut c);
         let pins = self
             .workers
             .iter()
-            .map(|w| w.packet_ins.load(Ordering::Relaxed))
+            .map(|w| {
+                w.packet_ins_no_controller.load(Ordering::Relaxed)
+                    + w.packet_ins_agent_full.load(Ordering::Relaxed)
+            })
             .sum();
         (c.totals.clone(), pins)
     }

@@ -579,7 +579,7 @@ impl Runtime {
 
     /// The flag that tells a bridge's workers whether a controller channel
     /// is open (packet-ins are handed to the agent only then; counted as
-    /// `packet_in_unsent` otherwise). Up until someone follows it.
+    /// `packet_in_no_controller` otherwise). Up until someone follows it.
     pub fn controller_flag(&self, bridge: &str) -> Option<Arc<std::sync::atomic::AtomicBool>> {
         Some(self.bridge(bridge)?.controller_up.clone())
     }

@@ -105,13 +105,13 @@ pub struct BridgeReport {
 }
 
 /// Every non-zero drop counter of a bridge by its name: the pipeline's,
-/// the ports', the threads', the packet-ins that found no agent, the
+/// the ports', the threads', the packet-ins not handed to the agent (by why), the
 /// learning switch's.
 fn named_drops(
     pc: &pipeline::datapath::Counters,
     ports: &BTreeMap<u32, PortCounters>,
     drops: &ThreadDrops,
-    pins: u64,
+    pins: (u64, u64),
     sa: &StandaloneCounters,
 ) -> Vec<(String, u64)> {
     let mut p = PortCounters::default();
@@ -140,7 +140,8 @@ fn named_drops(
         ("no_port", drops.no_port),
         ("port_error", drops.port_error),
         ("rx_error", drops.rx_error),
-        ("packet_in_unsent", pins),
+        ("packet_in_no_controller", pins.0),
+        ("packet_in_agent_queue_full", pins.1),
         ("standalone_same_port", sa.same_port),
         ("standalone_runt", sa.runt),
     ] {
@@ -226,12 +227,13 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
             .collect();
         (c.totals.clone(), t.len(), tables, top_entries)
     };
-    let pins: u64 = b
-        .workers
-        .iter()
-        .map(|w| w.packet_ins.load(std::sync::atomic::Ordering::Relaxed))
-        .sum();
     let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let pins = b.workers.iter().fold((0, 0), |(n, f), w| {
+        (
+            n + load(&w.packet_ins_no_controller),
+            f + load(&w.packet_ins_agent_full),
+        )
+    });
     let flow_cache = b.workers.iter().fold((0, 0), |(h, m), w| {
         (h + load(&w.cache_hits), m + load(&w.cache_misses))
     });

@@ -5,7 +5,7 @@
 //! switch's fail mode (`fail_mode` of a bridge in the config, the agent's
 //! [`agent::FailMode`]). `Secure` needs nothing here: the flow tables stay
 //! and misses are dropped (packet-ins find no channel and are counted as
-//! `packet_in_unsent`). `Standalone` is this module: while [`Standalone`]
+//! `packet_in_no_controller`). `Standalone` is this module: while [`Standalone`]
 //! is active, every worker hands each burst to it instead of to the
 //! pipeline (the flow tables are bypassed, not changed, so they are in
 //! force again the moment a controller returns; the worker still counts

@@ -374,6 +374,55 @@ fn hard_timeout_removes_a_flow_from_running_workers() {
 }
 
 #[test]
+fn packet_ins_not_handed_over_are_counted_by_why() {
+    let rt = start(
+        r#"
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=0,actions=CONTROLLER:64"]
+[[bridges.ports]]
+port = 1
+interface = "m1"
+backend = "memory"
+"#,
+    );
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    // Room for one packet-in, and nobody reading it.
+    let (tx, _rx) = agent::event_channel(1);
+    let _sw = rt.switch("br0", tx).unwrap();
+    let up = rt.controller_flag("br0").unwrap();
+    let drop_named = |name: &str| {
+        let r = rt.bridge_report("br0", 0, true).unwrap();
+        r.drops
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(0, |(_, n)| *n)
+    };
+    let wait_for = |name: &str, n: u64| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while drop_named(name) != n {
+            assert!(
+                Instant::now() < deadline,
+                "{name}: {} not {n}",
+                drop_named(name)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    for i in 0..3 {
+        inject(&mut m1, &[udp(i)]);
+    }
+    wait_for("packet_in_agent_queue_full", 2);
+    up.store(false, std::sync::atomic::Ordering::Relaxed);
+    for i in 3..5 {
+        inject(&mut m1, &[udp(i)]);
+    }
+    wait_for("packet_in_no_controller", 2);
+    assert_eq!(drop_named("packet_in_agent_queue_full"), 2);
+    rt.stop();
+}
+
+#[test]
 fn statistics_include_every_packet_forwarded_before_the_request() {
     use agent::Switch;
     use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};

@@ -78,12 +78,17 @@ pub const SYNC_EVERY: Duration = Duration::from_millis(20);
 pub struct WorkerShared {
     /// The worker's pipeline counters not yet collected by the control side.
     pub counters: Mutex<Counters>,
-    /// Packet-ins that found no agent (none runs, or its queue was full).
-    pub packet_ins: AtomicU64,
+    /// Packet-ins not handed to the agent: no controller channel was
+    /// open (or no agent runs), reported as `packet_in_no_controller`.
+    pub packet_ins_no_controller: AtomicU64,
+    /// Packet-ins not handed to the agent: its queue from the workers was
+    /// full (the agent is behind), reported as `packet_in_agent_queue_full`.
+    pub packet_ins_agent_full: AtomicU64,
     /// The agent's event queue, once one runs (read without locking).
     pub events: Arc<OnceLock<crate::EventSender>>,
     /// Whether a controller channel is open now: packet-ins go to the
-    /// agent only then, and are counted as `packet_in_unsent` otherwise.
+    /// agent only then, and are counted as `packet_in_no_controller`
+    /// otherwise.
     pub controller_up: Arc<AtomicBool>,
     /// The latest counter hand-over the control side asked for: a statistics
     /// request must see every packet forwarded before it, not a view up to
@@ -254,18 +259,26 @@ impl BurstProcessor for PipelineWorker {
             out(tx.port, to_dataplane(tx.packet));
         }
         if !self.out.packet_ins.is_empty() {
-            let mut lost = 0;
+            let (mut no_controller, mut full) = (0, 0);
             let tx = self
                 .shared
                 .events
                 .get()
                 .filter(|_| self.shared.controller_up.load(Ordering::Relaxed));
             for pi in self.out.packet_ins.drain(..) {
-                let sent = tx.is_some_and(|t| t.packet_in(pi.message).is_ok());
-                lost += u64::from(!sent);
+                match tx.map(|t| t.packet_in(pi.message)) {
+                    Some(Ok(())) => {}
+                    Some(Err(agent::PacketInRefused::Full)) => full += 1,
+                    None | Some(Err(agent::PacketInRefused::Closed)) => no_controller += 1,
+                }
             }
-            if lost > 0 {
-                self.shared.packet_ins.fetch_add(lost, Ordering::Relaxed);
+            for (n, c) in [
+                (no_controller, &self.shared.packet_ins_no_controller),
+                (full, &self.shared.packet_ins_agent_full),
+            ] {
+                if n > 0 {
+                    c.fetch_add(n, Ordering::Relaxed);
+                }
             }
         }
     }
