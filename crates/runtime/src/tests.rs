@@ -28,6 +28,14 @@ fn config(text: &str) -> Config {
     Config::from_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Bridge br0 with one static flow and one memory port, 1 (m1).
+fn one_port_bridge(flow: &str) -> String {
+    format!(
+        "[[bridges]]\nname = \"br0\"\nflows = [\"{flow}\"]\n\
+         [[bridges.ports]]\nport = 1\ninterface = \"m1\"\nbackend = \"memory\"\n"
+    )
+}
+
 fn start(text: &str) -> Runtime {
     Runtime::start(&config(text), &RuntimeOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -234,17 +242,7 @@ backend = "afxdp"
 
 #[test]
 fn refused_static_flow_names_its_source() {
-    let cfg = config(
-        r#"
-[[bridges]]
-name = "br0"
-flows = ["table=0,actions=group:77"]
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-"#,
-    );
+    let cfg = config(&one_port_bridge("table=0,actions=group:77"));
     match Runtime::start(&cfg, &RuntimeOptions::default()) {
         Err(e) => {
             let s = e.to_string();
@@ -375,17 +373,7 @@ fn hard_timeout_removes_a_flow_from_running_workers() {
 
 #[test]
 fn packet_ins_not_handed_over_are_counted_by_why() {
-    let rt = start(
-        r#"
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=0,actions=CONTROLLER:64"]
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-"#,
-    );
+    let rt = start(&one_port_bridge("table=0,priority=0,actions=CONTROLLER:64"));
     let mut m1 = rt.take_memory_port("m1").unwrap();
     // Room for one packet-in, and nobody reading it.
     let (tx, _rx) = agent::event_channel(1);
