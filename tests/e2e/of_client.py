@@ -45,6 +45,7 @@ class OfClient:
         self.errors = []
         self.packet_ins = 0
         self.flow_removed = []  # (cookie, reason), in arrival order
+        self.removed_counts = {}  # cookie -> (packet_count, byte_count)
         self.xid = 100
         self.reading = threading.Event()
         self.reading.set()
@@ -75,8 +76,13 @@ class OfClient:
                 elif typ == PACKET_IN:
                     self.packet_ins += 1
                 elif typ == FLOW_REMOVED:
-                    # ofp_flow_removed: header, cookie (8), priority (2), reason.
-                    self.flow_removed.append((int.from_bytes(msg[8:16], "big"), msg[18]))
+                    # ofp_flow_removed: header, cookie (8), priority (2),
+                    # reason, table_id, durations (8), timeouts (4), then
+                    # packet_count and byte_count (8 each).
+                    cookie = int.from_bytes(msg[8:16], "big")
+                    self.flow_removed.append((cookie, msg[18]))
+                    self.removed_counts[cookie] = (int.from_bytes(msg[32:40], "big"),
+                                                   int.from_bytes(msg[40:48], "big"))
                 with self.cond:
                     if typ == ERROR:
                         self.errors.append(msg)

@@ -16,7 +16,8 @@ checking that nothing is lost that should not be.
 - Configuration changes with errors while forwarding: each is refused,
   nothing changes, a ping flood loses nothing.
 - Flows removed by the tens of thousands (one DELETE, idle timeouts): the
-  controller gets a FLOW_REMOVED for every one.
+  controller gets a FLOW_REMOVED for every one, and a flow deleted right
+  after traffic reports every frame it forwarded.
 
 Topology: the `net` fixture's hosts A (10.9.0.1, port 1) and B (10.9.0.2,
 port 2); the failover test adds a second link into B (port 3).
@@ -438,6 +439,35 @@ def test_every_removed_flow_reaches_the_controller_as_flow_removed(net, fulmar_b
         assert got == 5000
         assert sorted(c.flow_removed) == [(i, ofp.OFPRR_IDLE_TIMEOUT) for i in range(100000, 105000)]
         assert not c.errors
+        c.close()
+    finally:
+        stop_ok(sw)
+
+
+def test_a_flow_deleted_right_after_traffic_reports_every_frame_in_its_flow_removed(net, fulmar_bin, tmp_path):
+    """A flow with OFPFF_SEND_FLOW_REM forwards 3000 frames from A and is
+    deleted 50 ms later, inside the workers' 20 ms counter hand-over
+    period at worst: its FLOW_REMOVED counts every frame port 1 received
+    (it used to say 0: a delete did not collect the workers' counters)."""
+    sw = start(fulmar_bin, tmp_path)
+    try:
+        c = OfClient(listen_port(sw))
+        match = parser.OFPMatch(in_port=1)
+        c.send(parser.OFPFlowMod(DP, table_id=0, priority=10, cookie=9, flags=ofp.OFPFF_SEND_FLOW_REM, match=match,
+                                 instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
+                                                                            [parser.OFPActionOutput(2)])]))
+        c.barrier()
+        sent = flood(3000, 0)
+        time.sleep(0.05)
+        c.send(parser.OFPFlowMod(DP, table_id=0, command=ofp.OFPFC_DELETE_STRICT, priority=10, out_port=ofp.OFPP_ANY,
+                                 out_group=ofp.OFPG_ANY, match=match))
+        c.barrier()
+        ports, _ = report(fulmar_bin, tmp_path)
+        counts = c.removed_counts.get(9)
+        print(f"sent {sent}, port 1 rx {ports[1]['rx_packets']} frames {ports[1]['rx_bytes']} bytes; "
+              f"FLOW_REMOVED {counts}")
+        assert ports[1]["rx_packets"] > 0
+        assert counts == (ports[1]["rx_packets"], ports[1]["rx_bytes"])
         c.close()
     finally:
         stop_ok(sw)

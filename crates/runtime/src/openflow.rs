@@ -20,15 +20,15 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use agent::{FlowStatsPos, Switch, SwitchEvent};
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
 use ofp::{
-    FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketOut, PacketQueue, Port, PortMod,
-    PortStatus, SwitchConfig, TableMod,
+    FeaturesReply, FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand,
+    OfpError, PacketOut, PacketQueue, Port, PortMod, PortStatus, SwitchConfig, TableMod,
 };
 
 use crate::bridge::{BridgeRt, Control};
@@ -80,6 +80,21 @@ impl BridgeSwitch {
         }
     }
 
+    /// The control side for a change that may remove flows (`removes`):
+    /// when some flow asked for a FLOW_REMOVED, first every packet the
+    /// workers forwarded so far is counted, since the message reports
+    /// the flow's counters (without this a flow that forwarded 3,000
+    /// frames was reported with packet_count 0).
+    fn control_for(&self, removes: bool) -> MutexGuard<'_, Control> {
+        if removes && self.b.control().dp.state.tables.any_send_flow_rem() {
+            self.b.request_counters(COUNTER_SYNC_TIMEOUT);
+            let mut c = self.b.control();
+            self.b.collect(&mut c);
+            return c;
+        }
+        self.b.control()
+    }
+
     fn emit_removed(&self, removed: Vec<pipeline::FlowRemoved>) {
         for r in removed {
             self.emit(SwitchEvent::FlowRemoved(r.to_message()));
@@ -114,8 +129,12 @@ impl Switch for BridgeSwitch {
     }
 
     fn flow_mod(&self, fm: &FlowMod) -> Result<(), OfpError> {
+        let removes = matches!(
+            fm.command,
+            FlowModCommand::Delete | FlowModCommand::DeleteStrict
+        );
+        let mut c = self.control_for(removes);
         let now = self.b.now();
-        let mut c = self.b.control();
         let outcome = c.dp.state.flow_mod(fm, now)?;
         // Published at the end of the agent's batch (flush), not per
         // message: every publish makes the next write replay or copy.
@@ -130,8 +149,8 @@ impl Switch for BridgeSwitch {
     }
 
     fn group_mod(&self, gm: &GroupMod) -> Result<(), OfpError> {
+        let mut c = self.control_for(gm.command == GroupModCommand::Delete);
         let now = self.b.now();
-        let mut c = self.b.control();
         let removed = c.dp.state.group_mod(gm, now)?;
         self.b.publish(&c);
         drop(c);
@@ -140,8 +159,8 @@ impl Switch for BridgeSwitch {
     }
 
     fn meter_mod(&self, mm: &MeterMod) -> Result<(), OfpError> {
+        let mut c = self.control_for(mm.command == MeterModCommand::Delete);
         let now = self.b.now();
-        let mut c = self.b.control();
         let removed = c.dp.state.meter_mod(mm, now)?;
         self.b.publish(&c);
         drop(c);

@@ -212,6 +212,8 @@ pub struct Tables {
     pub(super) timed: BTreeSet<FlowId>,
     /// [`Tables::memory_estimate`].
     pub(super) bytes: usize,
+    /// Entries with SEND_FLOW_REM ([`Tables::any_send_flow_rem`]).
+    pub(super) send_flow_rem: usize,
 }
 
 impl Default for Tables {
@@ -254,6 +256,7 @@ impl Tables {
             meter_refs: HashMap::new(),
             timed: BTreeSet::new(),
             bytes: 0,
+            send_flow_rem: 0,
         }
     }
 
@@ -313,6 +316,13 @@ impl Tables {
     /// Every entry, in table then installation order.
     pub fn entries(&self) -> impl Iterator<Item = &FlowEntry> + '_ {
         (0..self.n_tables()).flat_map(move |t| self.entries_in(t))
+    }
+
+    /// Whether some entry asked for a FLOW_REMOVED when it goes (a
+    /// delete then needs the workers' latest counters, which the message
+    /// reports).
+    pub fn any_send_flow_rem(&self) -> bool {
+        self.send_flow_rem > 0
     }
 
     /// Total entries in all tables.
@@ -404,6 +414,9 @@ impl Tables {
         if e.idle_timeout != 0 || e.hard_timeout != 0 {
             self.timed.insert(id);
         }
+        if e.flags & flow_mod_flags::SEND_FLOW_REM != 0 {
+            self.send_flow_rem += 1;
+        }
         self.location.insert(id, t);
         if let Some(cur) = self.set.shared_mut(t) {
             if let Some(d) = self.cow.get_mut(usize::from(t)) {
@@ -446,6 +459,9 @@ impl Tables {
             unref(&mut self.meter_refs, m, id);
         }
         self.timed.remove(&id);
+        if e.flags & flow_mod_flags::SEND_FLOW_REM != 0 {
+            self.send_flow_rem = self.send_flow_rem.saturating_sub(1);
+        }
         Some((e, c))
     }
 }

@@ -1858,3 +1858,27 @@ fn expiry_index_holds_exactly_the_timed_entries() {
     sw.ok(&del, Time::from_secs(10));
     assert!(sw.tables.timed.is_empty());
 }
+
+#[test]
+fn any_send_flow_rem_follows_adds_replacements_and_deletes() {
+    let mut sw = Switch::new(2, 100);
+    let t = Time::from_secs(1);
+    sw.ok(&add(0, 10, vec![in_port(1)], 2), t);
+    assert!(!sw.tables.any_send_flow_rem(), "no entry asked");
+    let asking = |p: u32| FlowMod {
+        flags: SEND,
+        ..add(0, 10, vec![in_port(p)], 2)
+    };
+    sw.ok(&asking(2), t);
+    sw.ok(&asking(3), t);
+    assert!(sw.tables.any_send_flow_rem());
+    // Replaced by an entry that does not ask: one asker left.
+    sw.ok(&add(0, 10, vec![in_port(2)], 2), t);
+    assert!(sw.tables.any_send_flow_rem());
+    let gone = sw.ok(
+        &flow(FlowModCommand::DeleteStrict, 0, 10, vec![in_port(3)]),
+        t,
+    );
+    assert_eq!(gone.flow_removed.len(), 1);
+    assert!(!sw.tables.any_send_flow_rem(), "the last asker was deleted");
+}
