@@ -665,27 +665,10 @@ impl Runtime {
                 pending.expire();
             }
         }
-        let mut n = 0;
-        for b in self.all() {
-            let now = b.now();
-            let mut c = b.control();
-            b.collect(&mut c);
-            let before = c.dp.state.tables.len();
-            // The events are only for SEND_FLOW_REM entries; count entries.
-            let removed = c.dp.state.expire(now);
-            let gone = before - c.dp.state.tables.len();
-            if gone > 0 {
-                b.publish(&c);
-            }
-            drop(c);
-            if let Some(tx) = b.events.get() {
-                for r in removed {
-                    tx.send(agent::SwitchEvent::FlowRemoved(r.to_message()));
-                }
-            }
-            n += gone;
-        }
-        n
+        self.all()
+            .iter()
+            .map(|b| b.expire_flows(openflow::COUNTER_SYNC_TIMEOUT))
+            .sum()
     }
 
     /// A bridge's datapath id.

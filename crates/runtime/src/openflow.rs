@@ -34,7 +34,7 @@ use ofp::{
 use crate::bridge::{BridgeRt, Control};
 
 /// Longest a statistics request waits for the workers' counters.
-const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
+pub(crate) const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
 
 /// How often a BARRIER that waits for a worker says so in the log (it
 /// keeps waiting: a reply would claim what is not true).
@@ -293,16 +293,6 @@ impl Switch for BridgeSwitch {
     }
 
     fn tick(&self) {
-        let now = self.b.now();
-        let mut c = self.b.control();
-        // Idle timeouts need the workers' hits.
-        self.b.collect(&mut c);
-        let before = c.dp.state.tables.len();
-        let removed = c.dp.state.expire(now);
-        if c.dp.state.tables.len() != before {
-            self.b.publish(&c);
-        }
-        drop(c);
-        self.emit_removed(removed);
+        self.b.expire_flows(COUNTER_SYNC_TIMEOUT);
     }
 }

@@ -372,6 +372,39 @@ fn hard_timeout_removes_a_flow_from_running_workers() {
 }
 
 #[test]
+fn a_flow_removed_at_its_hard_timeout_reports_every_frame_it_forwarded() {
+    // What the expiry reports is what the workers counted (traffic at
+    // the moment of expiry: tests/e2e/test_faults.py).
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let (tx, mut rx) = agent::event_channel(16);
+    let _sw = rt.switch("br0", tx).unwrap();
+    let fm = flowtext::parse_flow(
+        "table=0,cookie=0x9,priority=10,in_port=1,hard_timeout=1,send_flow_rem,actions=output:2",
+    )
+    .unwrap();
+    let v = rt.flow_mod("br0", &fm).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
+    inject(&mut m1, &frames);
+    assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.tick() == 0 {
+        assert!(Instant::now() < deadline, "the flow did not expire");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match rx.try_recv() {
+        Some(agent::SwitchEvent::FlowRemoved(r)) => {
+            assert_eq!(r.cookie, 0x9);
+            assert_eq!(r.packet_count, 50, "{r:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    rt.stop();
+}
+
+#[test]
 fn packet_ins_not_handed_over_are_counted_by_why() {
     let rt = start(&one_port_bridge("table=0,priority=0,actions=CONTROLLER:64"));
     let mut m1 = rt.take_memory_port("m1").unwrap();
