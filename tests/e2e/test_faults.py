@@ -477,9 +477,10 @@ def test_a_flow_timed_out_under_traffic_reports_the_frames_it_forwarded(net, ful
     """A flow with a 1 s hard timeout and OFPFF_SEND_FLOW_REM forwards A's
     10,000 frames/s until it expires (the rest miss): its FLOW_REMOVED
     counts what port 2 sent, but for the frames that hit it between the
-    expiry's count and the workers taking the new tables (2-3 here, 10 allowed). The
-    expiry used to take the counters the workers handed over every 20 ms
-    without asking: up to 200 frames short (9-178 measured)."""
+    expiry's count and the workers taking the new tables (2-3 here, 10
+    allowed). The expiry used to take the counters the workers handed
+    over every 20 ms without asking: up to 200 frames short (9-178
+    measured)."""
     sw = start(fulmar_bin, tmp_path)
     try:
         c = OfClient(listen_port(sw))
