@@ -35,7 +35,7 @@
 //! is back. The agent only exposes the state; the datapath acts on it.
 
 use crate::conn::{CloseReason, ConnConfig, Connection};
-use crate::events::{EventReceiver, EventSync};
+use crate::events::{EventReceiver, EventSync, Handed};
 use crate::packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
 use crate::roles::{ConnId, Controllers};
 use crate::switch::{Switch, SwitchEvent};
@@ -896,19 +896,20 @@ impl<S: Switch> Agent<S> {
                 }
             };
             let now = Instant::now();
-            let take =
-                |ev: SwitchEvent, queues: &mut PacketInQueues, handed: &mut Option<_>| match ev {
-                    SwitchEvent::PacketIn(pi) => {
-                        let _ = queues.offer(pi, now);
+            let take = |ev: SwitchEvent,
+                        queues: &mut PacketInQueues,
+                        handed: &mut Option<Handed>| match ev {
+                SwitchEvent::PacketIn(pi) => {
+                    let _ = queues.offer(pi, now);
+                }
+                other => {
+                    self.fan_out(other);
+                    // Only the control lane carries these.
+                    if let Some(h) = handed.as_mut() {
+                        h.one();
                     }
-                    other => {
-                        self.fan_out(other);
-                        // Only the control lane carries these.
-                        if let Some(h) = handed.as_mut() {
-                            crate::events::Handed::one(h);
-                        }
-                    }
-                };
+                }
+            };
             if let Some(ev) = first {
                 take(ev, &mut queues, &mut handed);
             }

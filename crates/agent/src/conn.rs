@@ -825,9 +825,6 @@ impl<S: Switch> Connection<S> {
         }
     }
 
-    /// Offers an event from the switch; it is written when the channel is
-    /// up and this controller's role and async configuration ask for it.
-    /// Returns whether it was written.
     /// Gives the channel its lane of flow-removed and port-status events
     /// (see [`crate::events`]), and what lets a barrier wait for the
     /// events sent before it: the channel's task reads the lane
@@ -860,6 +857,9 @@ impl<S: Switch> Connection<S> {
         }
     }
 
+    /// Offers an event from the switch; it is written when the channel is
+    /// up and this controller's role and async configuration ask for it.
+    /// Returns whether it was written.
     pub fn on_event(&mut self, ev: &SwitchEvent) -> bool {
         if !self.negotiated || self.closed.is_some() {
             return false;

@@ -650,14 +650,13 @@ impl Runtime {
         }
     }
 
-    /// Housekeeping, about once a second: collects the workers' counters
-    /// and removes flows whose idle or hard timeout passed (publishing the
-    /// tables when some were removed), handing the FLOW_REMOVED of those
-    /// that asked for one to the bridge's agent. Returns how many were
-    /// removed. The agent's housekeeping does the same for bridges it
-    /// serves; whichever comes first removes a flow, and either sends its
-    /// FLOW_REMOVED (this one used to drop them, and a controller missed
-    /// about half of its idle-timeout messages).
+    /// Housekeeping, about once a second: removes the flows whose idle or
+    /// hard timeout passed ([`BridgeRt::expire_flows`]: their
+    /// FLOW_REMOVED go to the bridge's agent). Returns how many were
+    /// removed. The agent's housekeeping calls the same for the bridges
+    /// it serves; whichever comes first removes a flow (this one used to
+    /// drop the FLOW_REMOVED, and a controller missed about half of its
+    /// idle-timeout messages).
     pub fn tick(&self) -> usize {
         {
             let mut pending = lock(&self.pending);

@@ -105,8 +105,8 @@ pub struct BridgeReport {
 }
 
 /// Every non-zero drop counter of a bridge by its name: the pipeline's,
-/// the ports', the threads', the packet-ins not handed to the agent (by why), the
-/// learning switch's.
+/// the ports', the threads', the packet-ins not handed to the agent (by
+/// why), the learning switch's.
 fn named_drops(
     pc: &pipeline::datapath::Counters,
     ports: &BTreeMap<u32, PortCounters>,
