@@ -39,7 +39,7 @@ struct Progress {
     handed: watch::Sender<u64>,
 }
 
-/// A channel's view of [`Progress`]: waits until the event pump has
+/// A channel's view of `Progress`: waits until the event pump has
 /// handed over every control event sent before the wait began.
 #[derive(Clone, Debug)]
 pub struct EventSync {

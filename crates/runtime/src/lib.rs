@@ -651,7 +651,7 @@ impl Runtime {
     }
 
     /// Housekeeping, about once a second: removes the flows whose idle or
-    /// hard timeout passed ([`BridgeRt::expire_flows`]: their
+    /// hard timeout passed (`BridgeRt::expire_flows`: their
     /// FLOW_REMOVED go to the bridge's agent). Returns how many were
     /// removed. The agent's housekeeping calls the same for the bridges
     /// it serves; whichever comes first removes a flow (this one used to
