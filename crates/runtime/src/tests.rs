@@ -36,6 +36,28 @@ fn one_port_bridge(flow: &str) -> String {
     )
 }
 
+/// Installs one flow (flow text) on br0 and waits until the workers
+/// have it.
+fn install(rt: &Runtime, flow: &str) {
+    let fm = flowtext::parse_flow(flow).unwrap_or_else(|e| panic!("{e}"));
+    let v = rt.flow_mod("br0", &fm).unwrap();
+    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+}
+
+/// Runs the housekeeping until a flow expires; the FLOW_REMOVED the
+/// agent was handed for it.
+fn tick_until_removed(rt: &Runtime, rx: &mut agent::EventReceiver) -> ofp::FlowRemoved {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.tick() == 0 {
+        assert!(Instant::now() < deadline, "no flow expired");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match rx.try_recv() {
+        Some(agent::SwitchEvent::FlowRemoved(r)) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
 fn start(text: &str) -> Runtime {
     Runtime::start(&config(text), &RuntimeOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -380,27 +402,15 @@ fn a_flow_removed_at_its_hard_timeout_reports_every_frame_it_forwarded() {
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, mut rx) = agent::event_channel(16);
     let _sw = rt.switch("br0", tx).unwrap();
-    let fm = flowtext::parse_flow(
+    install(
+        &rt,
         "table=0,cookie=0x9,priority=10,in_port=1,hard_timeout=1,send_flow_rem,actions=output:2",
-    )
-    .unwrap();
-    let v = rt.flow_mod("br0", &fm).unwrap();
-    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    );
     let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
     inject(&mut m1, &frames);
     assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while rt.tick() == 0 {
-        assert!(Instant::now() < deadline, "the flow did not expire");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    match rx.try_recv() {
-        Some(agent::SwitchEvent::FlowRemoved(r)) => {
-            assert_eq!(r.cookie, 0x9);
-            assert_eq!(r.packet_count, 50, "{r:?}");
-        }
-        other => panic!("{other:?}"),
-    }
+    let r = tick_until_removed(&rt, &mut rx);
+    assert_eq!((r.cookie, r.packet_count), (0x9, 50), "{r:?}");
     rt.stop();
 }
 
@@ -477,27 +487,16 @@ fn the_runtime_housekeeping_hands_its_flow_removed_to_the_agent() {
     let rt = start(ONE_BRIDGE);
     let (tx, mut rx) = agent::event_channel(16);
     let _sw = rt.switch("br0", tx).unwrap();
-    let fm = flowtext::parse_flow(
+    install(
+        &rt,
         "table=0,cookie=0x77,priority=10,in_port=1,idle_timeout=1,send_flow_rem,actions=output:2",
-    )
-    .unwrap();
-    let v = rt.flow_mod("br0", &fm).unwrap();
-    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while rt.tick() == 0 {
-        assert!(Instant::now() < deadline, "the flow did not expire");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    match rx.try_recv() {
-        Some(agent::SwitchEvent::FlowRemoved(r)) => {
-            assert_eq!(r.cookie, 0x77);
-            assert_eq!(
-                r.reason,
-                ofp::flow_removed::flow_removed_reason::IDLE_TIMEOUT
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    );
+    let r = tick_until_removed(&rt, &mut rx);
+    assert_eq!(r.cookie, 0x77);
+    assert_eq!(
+        r.reason,
+        ofp::flow_removed::flow_removed_reason::IDLE_TIMEOUT
+    );
     rt.stop();
 }
 
