@@ -873,14 +873,21 @@ impl<S: Switch> Agent<S> {
         c.depth.store(s.packet_in_queue_depth, Ordering::Relaxed);
     }
 
+    /// The pump's counter of what it hands over from `rx`'s control lane
+    /// (if it has one), whose view the channels' barriers then wait on.
+    fn adopt_sync(&self, rx: &EventReceiver) -> Option<Handed> {
+        let handed = rx.handed();
+        if let Some(h) = &handed {
+            let _ = self.event_sync.set(h.sync());
+        }
+        handed
+    }
+
     /// Reads switch events until the channel closes and fans them out (see
     /// the module documentation).
     pub async fn run_events(&self, rx: impl Into<EventReceiver>) {
         let mut rx = rx.into();
-        let mut handed = rx.handed();
-        if let Some(h) = &handed {
-            let _ = self.event_sync.set(h.sync());
-        }
+        let mut handed = self.adopt_sync(&rx);
         let mut queues = PacketInQueues::new(self.config.packet_in.clone());
         loop {
             let first = if queues.is_empty() {
@@ -936,9 +943,7 @@ impl<S: Switch> Agent<S> {
         let rx: EventReceiver = rx.into();
         // Now, not when the task first runs: a channel opened before that
         // gets the barrier ordering too.
-        if let Some(h) = rx.handed() {
-            let _ = self.event_sync.set(h.sync());
-        }
+        self.adopt_sync(&rx);
         let agent = Arc::clone(self);
         tokio::spawn(async move { agent.run_events(rx).await })
     }

@@ -60,14 +60,12 @@ impl EventSync {
 #[derive(Debug)]
 pub(crate) struct Handed {
     progress: Arc<Progress>,
-    n: u64,
 }
 
 impl Handed {
     /// One more control event was handed to the channels.
     pub(crate) fn one(&mut self) {
-        self.n += 1;
-        self.progress.handed.send_replace(self.n);
+        self.progress.handed.send_modify(|n| *n += 1);
     }
 
     /// A view for a channel.
@@ -170,7 +168,6 @@ impl EventReceiver {
     pub(crate) fn handed(&self) -> Option<Handed> {
         self.control.as_ref().map(|(_, p)| Handed {
             progress: Arc::clone(p),
-            n: *p.handed.borrow(),
         })
     }
 }

@@ -606,25 +606,55 @@ impl BridgeRt {
     /// flow forwarding 10K frames/s at its hard timeout was reported up
     /// to 178 frames short: the workers hand over every 20 ms).
     pub(crate) fn expire_flows(&self, timeout: Duration) -> usize {
-        if self.control().dp.state.tables.any_send_flow_rem() {
-            self.request_counters(timeout);
-        }
-        let now = self.now();
-        let mut c = self.control();
-        self.collect(&mut c);
+        let mut c = self.counted_control(timeout);
         let before = c.dp.state.tables.len();
-        let removed = c.dp.state.expire(now);
+        let removed = c.dp.state.expire(self.now());
         let gone = before - c.dp.state.tables.len();
         if gone > 0 {
             self.publish(&c);
         }
         drop(c);
-        if let Some(tx) = self.events.get() {
-            for r in removed {
-                tx.send(agent::SwitchEvent::FlowRemoved(r.to_message()));
-            }
-        }
+        self.emit_removed(removed);
         gone
+    }
+
+    /// The control side with the workers' counters folded in; when some
+    /// entry asked for FLOW_REMOVED (which reports the flow's counters)
+    /// the workers are asked for them first ([`BridgeRt::request_counters`],
+    /// waiting at most `timeout`), so the count is not up to a hand-over
+    /// period old.
+    pub(crate) fn counted_control(&self, timeout: Duration) -> MutexGuard<'_, Control> {
+        if self.control().dp.state.tables.any_send_flow_rem() {
+            self.request_counters(timeout);
+        }
+        let mut c = self.control();
+        self.collect(&mut c);
+        c
+    }
+
+    /// Hands an event to the bridge's agent, when one runs.
+    pub(crate) fn emit(&self, ev: agent::SwitchEvent) {
+        if let Some(tx) = self.events.get() {
+            tx.send(ev);
+        }
+    }
+
+    /// Hands the FLOW_REMOVED of `removed` to the agent.
+    pub(crate) fn emit_removed(&self, removed: Vec<pipeline::FlowRemoved>) {
+        for r in removed {
+            self.emit(agent::SwitchEvent::FlowRemoved(r.to_message()));
+        }
+    }
+
+    /// Packet-ins the workers did not hand to the agent: (no controller
+    /// channel open, the agent's queue full).
+    pub(crate) fn packet_ins_not_handed(&self) -> (u64, u64) {
+        self.workers.iter().fold((0, 0), |(n, f), w| {
+            (
+                n + w.packet_ins_no_controller.load(Ordering::Relaxed),
+                f + w.packet_ins_agent_full.load(Ordering::Relaxed),
+            )
+        })
     }
 
     /// Takes what the workers counted since the last collection and folds
@@ -647,15 +677,8 @@ impl BridgeRt {
     pub(crate) fn sum_workers(&self) -> (Counters, u64) {
         let mut c = self.control();
         self.collect(&mut c);
-        let pins = self
-            .workers
-            .iter()
-            .map(|w| {
-                w.packet_ins_no_controller.load(Ordering::Relaxed)
-                    + w.packet_ins_agent_full.load(Ordering::Relaxed)
-            })
-            .sum();
-        (c.totals.clone(), pins)
+        let (no_controller, full) = self.packet_ins_not_handed();
+        (c.totals.clone(), no_controller + full)
     }
 
     /// Hands packets (packet-out results) to the dataplane through the
@@ -758,12 +781,10 @@ impl BridgeRt {
     }
 
     fn emit_port_status(&self, reason: u8, desc: ofp::Port) {
-        if let Some(tx) = self.events.get() {
-            tx.send(agent::SwitchEvent::PortStatus(ofp::PortStatus {
-                reason,
-                desc,
-            }));
-        }
+        self.emit(agent::SwitchEvent::PortStatus(ofp::PortStatus {
+            reason,
+            desc,
+        }));
     }
 
     /// Adds an opened port to the running bridge: the pipeline learns it

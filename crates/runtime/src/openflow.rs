@@ -74,30 +74,15 @@ impl BridgeSwitch {
         }
     }
 
-    fn emit(&self, ev: SwitchEvent) {
-        if let Some(tx) = self.b.events.get() {
-            tx.send(ev);
-        }
-    }
-
     /// The control side for a change that may remove flows (`removes`):
-    /// when some flow asked for a FLOW_REMOVED, first every packet the
-    /// workers forwarded so far is counted, since the message reports
-    /// the flow's counters (without this a flow that forwarded 3,000
-    /// frames was reported with packet_count 0).
+    /// with the workers' counters counted in first, since a FLOW_REMOVED
+    /// reports the flow's counters (without this a flow that forwarded
+    /// 3,000 frames was reported with packet_count 0).
     fn control_for(&self, removes: bool) -> MutexGuard<'_, Control> {
-        if removes && self.b.control().dp.state.tables.any_send_flow_rem() {
-            self.b.request_counters(COUNTER_SYNC_TIMEOUT);
-            let mut c = self.b.control();
-            self.b.collect(&mut c);
-            return c;
-        }
-        self.b.control()
-    }
-
-    fn emit_removed(&self, removed: Vec<pipeline::FlowRemoved>) {
-        for r in removed {
-            self.emit(SwitchEvent::FlowRemoved(r.to_message()));
+        if removes {
+            self.b.counted_control(COUNTER_SYNC_TIMEOUT)
+        } else {
+            self.b.control()
         }
     }
 
@@ -106,7 +91,7 @@ impl BridgeSwitch {
     fn absorb(&self, c: &mut Control, out: pipeline::datapath::BurstOutput) {
         self.b.transmit(c, out.tx);
         for pi in out.packet_ins {
-            self.emit(SwitchEvent::PacketIn(pi.message));
+            self.b.emit(SwitchEvent::PacketIn(pi.message));
         }
     }
 }
@@ -140,7 +125,7 @@ impl Switch for BridgeSwitch {
         // message: every publish makes the next write replay or copy.
         self.unpublished.store(true, Ordering::Release);
         drop(c);
-        self.emit_removed(outcome.flow_removed);
+        self.b.emit_removed(outcome.flow_removed);
         if outcome.release_buffer.is_some() {
             // Packet-ins are never buffered here (n_buffers 0).
             return Err(OfpError::BadRequest(BadRequestCode::BufferUnknown));
@@ -154,7 +139,7 @@ impl Switch for BridgeSwitch {
         let removed = c.dp.state.group_mod(gm, now)?;
         self.b.publish(&c);
         drop(c);
-        self.emit_removed(removed);
+        self.b.emit_removed(removed);
         Ok(())
     }
 
@@ -164,7 +149,7 @@ impl Switch for BridgeSwitch {
         let removed = c.dp.state.meter_mod(mm, now)?;
         self.b.publish(&c);
         drop(c);
-        self.emit_removed(removed);
+        self.b.emit_removed(removed);
         Ok(())
     }
 
@@ -174,7 +159,7 @@ impl Switch for BridgeSwitch {
         self.b.publish(&c);
         drop(c);
         if let Some(desc) = changed {
-            self.emit(SwitchEvent::PortStatus(PortStatus {
+            self.b.emit(SwitchEvent::PortStatus(PortStatus {
                 reason: ofp::port_status::port_reason::MODIFY,
                 desc,
             }));

@@ -228,12 +228,7 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
         (c.totals.clone(), t.len(), tables, top_entries)
     };
     let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-    let pins = b.workers.iter().fold((0, 0), |(n, f), w| {
-        (
-            n + load(&w.packet_ins_no_controller),
-            f + load(&w.packet_ins_agent_full),
-        )
-    });
+    let pins = b.packet_ins_not_handed();
     let flow_cache = b.workers.iter().fold((0, 0), |(h, m), w| {
         (h + load(&w.cache_hits), m + load(&w.cache_misses))
     });
