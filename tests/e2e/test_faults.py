@@ -452,15 +452,11 @@ def test_a_flow_deleted_right_after_traffic_reports_every_frame_in_its_flow_remo
     sw = start(fulmar_bin, tmp_path)
     try:
         c = OfClient(listen_port(sw))
-        match = parser.OFPMatch(in_port=1)
-        c.send(parser.OFPFlowMod(DP, table_id=0, priority=10, cookie=9, flags=ofp.OFPFF_SEND_FLOW_REM, match=match,
-                                 instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
-                                                                            [parser.OFPActionOutput(2)])]))
+        c.flow({"in_port": 1}, [parser.OFPActionOutput(2)], cookie=9, flags=ofp.OFPFF_SEND_FLOW_REM)
         c.barrier()
         sent = flood(3000, 0)
         time.sleep(0.05)
-        c.send(parser.OFPFlowMod(DP, table_id=0, command=ofp.OFPFC_DELETE_STRICT, priority=10, out_port=ofp.OFPP_ANY,
-                                 out_group=ofp.OFPG_ANY, match=match))
+        c.flow({"in_port": 1}, command=ofp.OFPFC_DELETE_STRICT, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)
         c.barrier()
         ports, _ = report(fulmar_bin, tmp_path)
         counts = c.removed_counts.get(9)
@@ -484,10 +480,7 @@ def test_a_flow_timed_out_under_traffic_reports_the_frames_it_forwarded(net, ful
     sw = start(fulmar_bin, tmp_path)
     try:
         c = OfClient(listen_port(sw))
-        c.send(parser.OFPFlowMod(DP, table_id=0, priority=10, cookie=9, flags=ofp.OFPFF_SEND_FLOW_REM, hard_timeout=1,
-                                 match=parser.OFPMatch(in_port=1),
-                                 instructions=[parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS,
-                                                                            [parser.OFPActionOutput(2)])]))
+        c.flow({"in_port": 1}, [parser.OFPActionOutput(2)], cookie=9, flags=ofp.OFPFF_SEND_FLOW_REM, hard_timeout=1)
         c.barrier()
         sent = flood(25000, 10000)
         time.sleep(0.5)
