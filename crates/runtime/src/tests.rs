@@ -187,12 +187,10 @@ fn flow_changes_reach_running_workers_and_barrier_waits() {
     let mut m2 = rt.take_memory_port("m2").unwrap();
     inject(&mut m1, &[udp(1)]);
     assert!(collect(&mut m2, 1, Duration::from_millis(200)).is_empty());
-    let fm = flowtext::parse_flow(
+    install(
+        &rt,
         "table=0,priority=10,in_port=1,actions=push_vlan:0x8100,set_field:4099->vlan_vid,output:2",
-    )
-    .unwrap();
-    let v = rt.flow_mod("br0", &fm).unwrap();
-    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    );
     inject(&mut m1, &[udp(2)]);
     assert_eq!(
         collect(&mut m2, 1, Duration::from_secs(5)),
@@ -212,9 +210,7 @@ fn link_down_shows_in_port_state_and_stops_output() {
     let rt = start(ONE_BRIDGE);
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
-    let fm = flowtext::parse_flow("table=0,priority=10,in_port=1,actions=output:2").unwrap();
-    let v = rt.flow_mod("br0", &fm).unwrap();
-    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    install(&rt, "table=0,priority=10,in_port=1,actions=output:2");
     assert_eq!(
         rt.port_info("br0", 2).unwrap().state & port_state::LINK_DOWN,
         0
@@ -373,10 +369,10 @@ fn hard_timeout_removes_a_flow_from_running_workers() {
     let rt = start(ONE_BRIDGE);
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
-    let fm = flowtext::parse_flow("table=0,priority=10,hard_timeout=1,in_port=1,actions=output:2")
-        .unwrap();
-    let v = rt.flow_mod("br0", &fm).unwrap();
-    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    install(
+        &rt,
+        "table=0,priority=10,hard_timeout=1,in_port=1,actions=output:2",
+    );
     inject(&mut m1, &[udp(1)]);
     assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)).len(), 1);
     assert_eq!(rt.tick(), 0);
@@ -462,9 +458,7 @@ fn statistics_include_every_packet_forwarded_before_the_request() {
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, _rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
-    let fm = flowtext::parse_flow("table=0,priority=10,in_port=1,actions=output:2").unwrap();
-    let v = rt.flow_mod("br0", &fm).unwrap();
-    assert!(rt.barrier("br0", v, Duration::from_secs(5)));
+    install(&rt, "table=0,priority=10,in_port=1,actions=output:2");
     for round in 1..=5u64 {
         inject(&mut m1, &[udp(round as u8)]);
         assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)).len(), 1);
