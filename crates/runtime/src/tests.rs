@@ -1,6 +1,7 @@
 //! Runtime tests over memory and patch ports (no root needed).
 
 use super::*;
+use crate::bridge::COUNTERS_ASK_EVERY;
 use dataplane::{Burst, PacketBuf, PortBackend};
 use ofp::port::port_state;
 use std::time::Instant;
@@ -407,6 +408,31 @@ fn a_flow_removed_at_its_hard_timeout_reports_every_frame_it_forwarded() {
     assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
     let r = tick_until_removed(&rt, &mut rx);
     assert_eq!((r.cookie, r.packet_count), (0x9, 50), "{r:?}");
+    rt.stop();
+}
+
+#[test]
+fn deletes_ask_the_workers_for_counters_once_per_publish_or_interval() {
+    let rt = start(ONE_BRIDGE);
+    let b = rt.bridge("br0").unwrap();
+    let t0 = Instant::now();
+    assert!(!b.counters_wanted(t0), "no entry asked for FLOW_REMOVED");
+    install(
+        &rt,
+        "table=0,priority=10,in_port=1,send_flow_rem,actions=output:2",
+    );
+    assert!(b.counters_wanted(t0), "the first delete asks");
+    let soon = t0 + COUNTERS_ASK_EVERY / 2;
+    assert!(
+        !b.counters_wanted(soon),
+        "the next ones in the batch do not"
+    );
+    let later = t0 + COUNTERS_ASK_EVERY * 2;
+    assert!(b.counters_wanted(later), "asked again after the interval");
+    assert!(!b.counters_wanted(later));
+    // A publish: the workers forward on other tables now.
+    b.publish(&b.control());
+    assert!(b.counters_wanted(later), "asked again after a publish");
     rt.stop();
 }
 
