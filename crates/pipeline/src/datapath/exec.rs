@@ -307,7 +307,7 @@ impl<'a> Exec<'a> {
     /// Counts a drop for `reason` (and traces it).
     #[inline]
     fn dropped(&mut self, reason: DropReason) {
-        self.out.drops.bump(reason);
+        self.out.count_drop(reason);
         self.trace(|| TraceEvent::Drop {
             reason: reason.name(),
         });
@@ -510,10 +510,15 @@ impl<'a> Exec<'a> {
     /// lost silently.
     #[inline]
     pub(super) fn or_no_output(&mut self, run: impl FnOnce(&mut Self)) {
-        let (tx, pin, drops) = (self.out.tx.len(), self.out.packet_ins.len(), self.out.drops);
+        let (tx, pin, drops) = (
+            self.out.tx.len(),
+            self.out.packet_ins.len(),
+            self.out.dropped,
+        );
         run(self);
-        if self.out.tx.len() == tx && self.out.packet_ins.len() == pin && self.out.drops == drops {
-            self.out.drops.bump(DropReason::NoOutput);
+        if self.out.tx.len() == tx && self.out.packet_ins.len() == pin && self.out.dropped == drops
+        {
+            self.out.count_drop(DropReason::NoOutput);
         }
     }
 
@@ -699,7 +704,7 @@ impl<'a> Exec<'a> {
             }
             Some(_) => {
                 // Not a drop of the packet: the trace shows the action's error.
-                self.out.drops.bump(DropReason::ActionFailed);
+                self.out.count_drop(DropReason::ActionFailed);
                 Ok(())
             }
         }

@@ -1,7 +1,7 @@
 //! What processing produces: packets to transmit, packet-ins, drops, and
 //! (when tracing) the steps each packet took.
 
-use super::counters::DropCounters;
+use super::counters::{DropCounters, DropReason};
 use crate::model::flow_entry::FlowId;
 use crate::tables::meters::MeterVerdict;
 use ofp::Action;
@@ -37,8 +37,12 @@ pub struct BurstOutput {
     pub tx: Vec<TxPacket>,
     /// Packet-ins, in order.
     pub packet_ins: Vec<PacketInEvent>,
-    /// Drops by cause during this burst.
+    /// Drops by cause during this burst (count them with
+    /// [`BurstOutput::count_drop`]).
     pub drops: DropCounters,
+    /// How many drops `drops` holds: one number to compare per packet
+    /// where `drops` would be ten.
+    pub dropped: u64,
 }
 
 impl BurstOutput {
@@ -47,6 +51,14 @@ impl BurstOutput {
         self.tx.clear();
         self.packet_ins.clear();
         self.drops = DropCounters::default();
+        self.dropped = 0;
+    }
+
+    /// Counts one drop for `reason`.
+    #[inline]
+    pub fn count_drop(&mut self, reason: DropReason) {
+        self.drops.bump(reason);
+        self.dropped += 1;
     }
 }
 

@@ -522,7 +522,7 @@ impl WorkerState {
             pc.rx_bytes += len;
             if !receives {
                 pc.rx_dropped += 1;
-                ex.out.drops.bump(DropReason::PortNoRecv);
+                ex.out.count_drop(DropReason::PortNoRecv);
                 continue;
             }
             ex.or_no_output(|ex| ex.pipeline(Pkt::new(buf, in_port), 0));
@@ -593,14 +593,14 @@ impl WorkerState {
         let Some(pkt) = sc.pkts.get_mut(i) else {
             return;
         };
-        let (tx, pin, drops) = (ex.out.tx.len(), ex.out.packet_ins.len(), ex.out.drops);
+        let (tx, pin, drops) = (ex.out.tx.len(), ex.out.packet_ins.len(), ex.out.dropped);
         let next = ex.pipeline_stage(pkt, table, hit, true);
         let (tx_end, pin_end) = (ex.out.tx.len(), ex.out.packet_ins.len());
         let emitted = tx_end != tx || pin_end != pin;
         if sc.base.is_some() && emitted {
             sc.spans.push((i, tx, tx_end, pin, pin_end));
         }
-        let now = emitted || ex.out.drops != drops;
+        let now = emitted || ex.out.dropped != drops;
         let acted = match sc.acted.get_mut(i) {
             Some(a) => {
                 *a |= now;
@@ -614,7 +614,7 @@ impl WorkerState {
                 sc.base.get_or_insert((tx_end, pin_end));
                 sc.later.push((i, t));
             }
-            None if !acted => ex.out.drops.bump(DropReason::NoOutput),
+            None if !acted => ex.out.count_drop(DropReason::NoOutput),
             None => {}
         }
     }
