@@ -53,7 +53,7 @@ pub(crate) struct Control {
     pub(crate) counters_asked: Option<(u64, Instant)>,
 }
 
-/// A delete or an expiry asks the workers for their counters again only
+/// A delete asks the workers for their counters again only
 /// once the tables were published since the last ask, or this long after
 /// it: frames forwarded in between are at most this old, and a burst of
 /// deletes pays one hand-over, not one each (10,000 strict deletes of
@@ -619,7 +619,10 @@ impl BridgeRt {
     /// flow forwarding 10K frames/s at its hard timeout was reported up
     /// to 178 frames short: the workers hand over every 20 ms).
     pub(crate) fn expire_flows(&self, timeout: Duration) -> usize {
-        let mut c = self.counted_control(timeout);
+        // Always asked: the two housekeeping ticks run about together, and
+        // an ask the other made 1 ms earlier left a flow timed out under
+        // 10K frames/s 23 frames short.
+        let mut c = self.counted_control(timeout, Duration::ZERO);
         let before = c.dp.state.tables.len();
         let removed = c.dp.state.expire(self.now());
         let gone = before - c.dp.state.tables.len();
@@ -635,10 +638,15 @@ impl BridgeRt {
     /// entry asked for FLOW_REMOVED (which reports the flow's counters)
     /// the workers are asked for them first ([`BridgeRt::request_counters`],
     /// waiting at most `timeout`), so the count is not up to a hand-over
-    /// period (20 ms) old; at most once per publish or per
-    /// [`COUNTERS_ASK_EVERY`] ([`BridgeRt::counters_wanted`]).
-    pub(crate) fn counted_control(&self, timeout: Duration) -> MutexGuard<'_, Control> {
-        if self.counters_wanted(Instant::now()) {
+    /// period (20 ms) old; not again when they were asked less than
+    /// `reuse` ago and nothing was published since
+    /// ([`BridgeRt::counters_wanted`]).
+    pub(crate) fn counted_control(
+        &self,
+        timeout: Duration,
+        reuse: Duration,
+    ) -> MutexGuard<'_, Control> {
+        if self.counters_wanted(Instant::now(), reuse) {
             self.request_counters(timeout);
         }
         let mut c = self.control();
@@ -648,9 +656,9 @@ impl BridgeRt {
 
     /// Whether [`BridgeRt::counted_control`] should ask the workers for
     /// their counters now: some entry asked for FLOW_REMOVED, and the last
-    /// ask was before the newest publish or [`COUNTERS_ASK_EVERY`] ago.
+    /// ask was before the newest publish or `reuse` ago or longer.
     /// Records the ask (at `now`) when it answers yes.
-    pub(crate) fn counters_wanted(&self, now: Instant) -> bool {
+    pub(crate) fn counters_wanted(&self, now: Instant, reuse: Duration) -> bool {
         let mut c = self.control();
         if !c.dp.state.tables.any_send_flow_rem() {
             return false;
@@ -658,7 +666,7 @@ impl BridgeRt {
         let version = self.publisher.version();
         let fresh = c
             .counters_asked
-            .is_some_and(|(v, at)| v == version && now.duration_since(at) < COUNTERS_ASK_EVERY);
+            .is_some_and(|(v, at)| v == version && now.duration_since(at) < reuse);
         if !fresh {
             c.counters_asked = Some((version, now));
         }

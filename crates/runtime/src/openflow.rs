@@ -80,7 +80,8 @@ impl BridgeSwitch {
     /// 3,000 frames was reported with packet_count 0).
     fn control_for(&self, removes: bool) -> MutexGuard<'_, Control> {
         if removes {
-            self.b.counted_control(COUNTER_SYNC_TIMEOUT)
+            self.b
+                .counted_control(COUNTER_SYNC_TIMEOUT, crate::bridge::COUNTERS_ASK_EVERY)
         } else {
             self.b.control()
         }

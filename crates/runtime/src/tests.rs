@@ -416,23 +416,39 @@ fn deletes_ask_the_workers_for_counters_once_per_publish_or_interval() {
     let rt = start(ONE_BRIDGE);
     let b = rt.bridge("br0").unwrap();
     let t0 = Instant::now();
-    assert!(!b.counters_wanted(t0), "no entry asked for FLOW_REMOVED");
+    assert!(
+        !b.counters_wanted(t0, COUNTERS_ASK_EVERY),
+        "no entry asked for FLOW_REMOVED"
+    );
     install(
         &rt,
         "table=0,priority=10,in_port=1,send_flow_rem,actions=output:2",
     );
-    assert!(b.counters_wanted(t0), "the first delete asks");
+    assert!(
+        b.counters_wanted(t0, COUNTERS_ASK_EVERY),
+        "the first delete asks"
+    );
     let soon = t0 + COUNTERS_ASK_EVERY / 2;
     assert!(
-        !b.counters_wanted(soon),
+        !b.counters_wanted(soon, COUNTERS_ASK_EVERY),
         "the next ones in the batch do not"
     );
     let later = t0 + COUNTERS_ASK_EVERY * 2;
-    assert!(b.counters_wanted(later), "asked again after the interval");
-    assert!(!b.counters_wanted(later));
+    assert!(
+        b.counters_wanted(later, COUNTERS_ASK_EVERY),
+        "asked again after the interval"
+    );
+    assert!(
+        b.counters_wanted(later, Duration::ZERO),
+        "the expiry asks every time"
+    );
+    assert!(!b.counters_wanted(later, COUNTERS_ASK_EVERY));
     // A publish: the workers forward on other tables now.
     b.publish(&b.control());
-    assert!(b.counters_wanted(later), "asked again after a publish");
+    assert!(
+        b.counters_wanted(later, COUNTERS_ASK_EVERY),
+        "asked again after a publish"
+    );
     rt.stop();
 }
 
