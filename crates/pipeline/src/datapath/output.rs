@@ -41,8 +41,9 @@ pub struct BurstOutput {
     /// [`BurstOutput::count_drop`]).
     pub drops: DropCounters,
     /// How many drops `drops` holds: one number to compare per packet
-    /// where `drops` would be ten.
-    pub dropped: u64,
+    /// where `drops` would be ten. Kept by [`BurstOutput::count_drop`]
+    /// and `clear`, so only the datapath writes it.
+    pub(super) dropped: u64,
 }
 
 impl BurstOutput {
