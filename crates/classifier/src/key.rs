@@ -11,7 +11,7 @@
 //! IPv4 5-tuple plus EtherType is two.
 
 use crate::rule::FieldMatch;
-use packet::flow_key::{field, FlowKey};
+use packet::flow_key::{field, FlowKey, L2Fields, L2_FIELDS};
 
 /// Most words a key may have on the burst path (longer keys use the
 /// one-at-a-time path).
@@ -209,6 +209,94 @@ impl Layout {
     }
 }
 
+/// Most fields an [`L2Layout`] packs.
+const L2_SLOTS: usize = 8;
+
+/// The ingress-port fields a table-0 key may have beside the link-layer
+/// ones: both are the port the frame arrived on.
+const PORT_FIELDS: u64 = (1 << field::IN_PORT) | (1 << field::IN_PHY_PORT);
+
+/// Most words an [`L2Layout`] packs into (in_port + EtherType + MPLS
+/// label takes two).
+pub const L2_WORDS: usize = 2;
+
+/// A [`Layout`] of at most [`L2_WORDS`] words whose fields are all
+/// link-layer ones ([`L2Fields`]) or the ingress port: it packs a
+/// frame's key straight from its header ([`L2Layout::pack`]), with no
+/// [`FlowKey`]. What `pack` gives is what [`Layout::extract`] gives on
+/// the parsed key of a frame fresh from port `in_port` (same fields,
+/// masks, words and shifts; the differential test holds them together).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct L2Layout {
+    /// (field, mask, word, shift), in the layout's order.
+    slots: [(u8, u64, u8, u8); L2_SLOTS],
+    n: usize,
+    words: usize,
+    /// Presence bits a frame needs (the ports' always there).
+    required: u64,
+}
+
+impl Layout {
+    /// This layout as an [`L2Layout`], when it is at most [`L2_WORDS`]
+    /// words of link-layer fields and the ingress port.
+    pub fn l2(&self) -> Option<L2Layout> {
+        if self.words > L2_WORDS || self.slots.len() > L2_SLOTS {
+            return None;
+        }
+        let mut l = L2Layout {
+            slots: [(0, 0, 0, 0); L2_SLOTS],
+            n: self.slots.len(),
+            words: self.words,
+            required: self.required & !PORT_FIELDS,
+        };
+        for (d, s) in l.slots.iter_mut().zip(&self.slots) {
+            let known = (L2_FIELDS | PORT_FIELDS) & (1u64 << s.field) != 0;
+            if s.wide || !known {
+                return None;
+            }
+            *d = (
+                s.field,
+                u64::try_from(s.mask).ok()?,
+                u8::try_from(s.word).ok()?,
+                u8::try_from(s.shift).ok()?,
+            );
+        }
+        Some(l)
+    }
+}
+
+impl L2Layout {
+    /// Words of the packed key (the rest of [`L2Layout::pack`]'s array
+    /// is zero).
+    #[inline]
+    pub fn words(&self) -> usize {
+        self.words
+    }
+
+    /// The packed key of a frame with link-layer fields `f` received on
+    /// `in_port` (`W` at least [`L2Layout::words`]: the rest is zero);
+    /// `None` when it lacks a field of the layout (no rule of this mask
+    /// can match it).
+    #[inline]
+    pub fn pack<const W: usize>(&self, in_port: u32, f: &L2Fields) -> Option<[u64; W]> {
+        if f.present & self.required != self.required {
+            return None;
+        }
+        let mut w = [0u64; W];
+        for &(field, mask, word, shift) in self.slots.get(..self.n).unwrap_or(&[]) {
+            let v = if PORT_FIELDS & (1u64 << field) != 0 {
+                u64::from(in_port)
+            } else {
+                f.value(field)
+            };
+            if let Some(x) = w.get_mut(usize::from(word)) {
+                *x |= (v & mask) << shift;
+            }
+        }
+        Some(w)
+    }
+}
+
 /// Hash of a packed key: multiply-xorshift per word (fast, and good
 /// enough for tables whose keys are not chosen by an adversary who sees
 /// the seed; the seed is per table).
@@ -289,6 +377,88 @@ mod tests {
             assert_eq!(layout.unpack(&w), fields);
         }
         assert_eq!(Layout::new(&[]).words(), 1);
+    }
+
+    proptest::proptest! {
+        /// An L2 layout packs from a frame's header what `extract`
+        /// packs from the frame's parsed key, for the gateway and l2
+        /// masks and for random one-word masks of link-layer fields.
+        #[test]
+        fn l2_layout_packs_as_extract_does(
+            pick in proptest::collection::vec(0usize..9, 1..4),
+            masks in proptest::collection::vec(proptest::prelude::any::<u64>(), 9),
+            frame in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            shape in 0usize..5,
+            in_port in 1u32..70000,
+        ) {
+            const FIELDS: [(u8, u64); 9] = [
+                (field::IN_PORT, 0xffff_ffff),
+                (field::ETH_DST, 0xffff_ffff_ffff),
+                (field::ETH_SRC, 0xffff_ffff_ffff),
+                (field::ETH_TYPE, 0xffff),
+                (field::VLAN_VID, 0x1fff),
+                (field::VLAN_PCP, 0x7),
+                (field::MPLS_LABEL, 0xf_ffff),
+                (field::MPLS_TC, 0x7),
+                (field::MPLS_BOS, 0x1),
+            ];
+            let mut mask: Vec<(u8, u128)> = pick
+                .iter()
+                .map(|&i| (FIELDS[i].0, u128::from(FIELDS[i].1 & masks[i]).max(1)))
+                .collect();
+            mask.sort_unstable();
+            mask.dedup_by_key(|m| m.0);
+            let masks_to_try = [
+                mask,
+                vec![(field::IN_PORT, 0xffff_ffff), (field::VLAN_VID, 0x1fff)],
+                vec![(field::IN_PORT, 0xffff_ffff), (field::ETH_TYPE, 0xffff), (field::MPLS_LABEL, 0xf_ffff)],
+                vec![(field::ETH_DST, 0xffff_ffff_ffff)],
+            ];
+            // Steer the frame's EtherType towards the shapes that matter.
+            let mut frame = frame;
+            let types: [&[u8]; 5] = [&[0x81, 0x00], &[0x88, 0x47], &[0x08, 0x00], &[0x88, 0xa8], &[]];
+            if frame.len() >= 14 && !types[shape].is_empty() {
+                frame[12..14].copy_from_slice(types[shape]);
+            }
+            let mut k = FlowKey::parse(&frame);
+            k.set_metadata_fields(in_port, in_port, 0, 0);
+            for m in &masks_to_try {
+                let layout = Layout::new(m);
+                let Some(l2) = layout.l2() else {
+                    proptest::prop_assert!(layout.words() > L2_WORDS, "{:?}", m);
+                    continue;
+                };
+                proptest::prop_assert_eq!(l2.words(), layout.words());
+                let Some(f) = L2Fields::parse(&frame) else { continue };
+                let mut want = [0u64; L2_WORDS];
+                let found = layout.extract(&k, &mut want[..layout.words()]).then_some(want);
+                proptest::prop_assert_eq!(l2.pack::<L2_WORDS>(in_port, &f), found, "{:?}", m);
+            }
+        }
+    }
+
+    #[test]
+    fn only_short_link_layer_layouts_are_l2() {
+        let gw = Layout::new(&[(field::IN_PORT, 0xffff_ffff), (field::VLAN_VID, 0x1fff)]);
+        assert_eq!(gw.l2().map(|l| l.words()), Some(1));
+        let mpls = Layout::new(&[
+            (field::IN_PORT, 0xffff_ffff),
+            (field::ETH_TYPE, 0xffff),
+            (field::MPLS_LABEL, 0xf_ffff),
+        ]);
+        assert_eq!(mpls.l2().map(|l| l.words()), Some(2));
+        let v4 = Layout::new(&[(field::ETH_TYPE, 0xffff), (field::IPV4_DST, 0xffff_ffff)]);
+        assert_eq!(v4.l2(), None, "an IP field");
+        let three = Layout::new(&[
+            (field::ETH_DST, 0xffff_ffff_ffff),
+            (field::ETH_SRC, 0xffff_ffff_ffff),
+            (field::VLAN_VID, 0x1fff),
+            (field::MPLS_LABEL, 0xf_ffff),
+        ]);
+        assert_eq!(three.l2(), None, "three words");
+        let meta = Layout::new(&[(field::METADATA, 1)]);
+        assert_eq!(meta.l2(), None, "metadata");
+        assert!(Layout::new(&[]).l2().is_some(), "the empty mask packs to 0");
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub mod table;
 
 pub use cache::{CacheStats, Deps, FlowCache, MAX_DEPS};
 pub use fast_hash::{FastBuild, FastHasher, FastMap, FastSet};
+pub use key::{L2Layout, L2_WORDS};
 pub use rule::{FieldMatch, Hit, LinearRef, Rule, RuleError};
-pub use subtable::{prefetch, prefetch_all};
+pub use subtable::{prefetch, prefetch_all, Subtable};
 pub use table::{Shape, Table};

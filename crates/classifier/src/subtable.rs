@@ -50,7 +50,7 @@
 //! core where the prefetches do not. Figures are in the crate's top
 //! comment.
 
-use crate::key::{hash_words, Layout, BURST_WORDS};
+use crate::key::{hash_words, L2Layout, Layout, BURST_WORDS};
 use crate::rule::{Hit, Rule};
 use packet::flow_key::FlowKey;
 use packet::huge::HugeVec;
@@ -109,6 +109,8 @@ pub fn prefetch_all<T: ?Sized>(r: &T) {
 pub struct Subtable {
     mask: Vec<(u8, u128)>,
     layout: Layout,
+    /// The layout as an [`L2Layout`], when it is one.
+    l2: Option<L2Layout>,
     words: usize,
     stride: usize,
     slots: HugeVec<u64>,
@@ -137,6 +139,7 @@ impl Subtable {
         Subtable {
             seed: 0x51_7c_c1_b7_27_22_0a_95 ^ (mask.len() as u64),
             mask,
+            l2: layout.l2(),
             layout,
             words,
             stride,
@@ -164,6 +167,54 @@ impl Subtable {
     /// Number of rules.
     pub fn len(&self) -> usize {
         self.rules
+    }
+
+    /// The packing of the mask as an [`L2Layout`] (a frame's key packed
+    /// straight from its link-layer header), when it is one.
+    #[inline]
+    pub fn l2_layout(&self) -> Option<&L2Layout> {
+        self.l2.as_ref()
+    }
+
+    /// The home slot of packed key `key` (`W` must be this subtable's
+    /// words), its line prefetched: the first half of a lookup, issued
+    /// for a whole burst before any [`Subtable::probe_from`].
+    #[inline]
+    pub fn home_of<const W: usize>(&self, key: &[u64; W]) -> usize {
+        let i = self.hash(key) as usize & self.cap_mask;
+        if let Some(s) = self.slots.get(i * self.stride) {
+            prefetch(s);
+        }
+        if let Some(s) = self.slots.get(i * self.stride + self.stride - 1) {
+            prefetch(s);
+        }
+        i
+    }
+
+    /// The best rule whose packed key is `key`, probing from its home
+    /// slot `home` ([`Subtable::home_of`]); `None` when `W` is not this
+    /// subtable's words.
+    #[inline]
+    pub fn probe_from<const W: usize>(&self, home: usize, key: &[u64; W]) -> Option<Hit> {
+        if self.words != W {
+            return None;
+        }
+        let mut i = home & self.cap_mask;
+        loop {
+            let b = i * self.stride;
+            let s: &[u64] = self.slots.get(b..b + W + 2)?;
+            if s.get(W + 1).copied().unwrap_or(0) & OCC == 0 {
+                return None;
+            }
+            // Word by word, as `lookup_burst` compares.
+            if s.iter().zip(key).all(|(a, b)| a == b) {
+                return Some(Hit {
+                    id: s.get(W).copied().unwrap_or(0),
+                    priority: s.get(W + 1).copied().unwrap_or(0) as u16,
+                });
+            }
+            i = (i + 1) & self.cap_mask;
+        }
     }
 
     /// True when empty.
@@ -536,6 +587,8 @@ mod tests {
                         v.iter().copied().reduce(|a, b| if b.beats(&a) { b } else { a })
                     });
                     prop_assert_eq!(t.lookup_packed(&[k]), want);
+                    prop_assert_eq!(t.probe_from(t.home_of(&[k]), &[k]), want, "the split probe");
+                    prop_assert_eq!(t.probe_from(0, &[k, 0]), None, "not its width");
                 }
                 let want_max = model.values().flatten().map(|h| h.priority).max().unwrap_or(0);
                 prop_assert_eq!(t.max_priority(), want_max);

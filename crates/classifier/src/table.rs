@@ -261,6 +261,20 @@ impl Table {
         exact == 0 || (exact == 1 && self.lpm.is_empty())
     }
 
+    /// The table's only lookup structure when that is one hash subtable
+    /// (no route engine, no merged table, no other mask, not even the
+    /// empty one): a lookup is then exactly that subtable's.
+    #[inline]
+    pub fn sole_subtable(&self) -> Option<&Subtable> {
+        if !self.merged.is_empty() || !self.lpm.is_empty() {
+            return None;
+        }
+        match self.order.as_slice() {
+            [i] => self.subtables.get(*i)?.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The structures in use.
     pub fn shape(&self) -> Shape {
         let n = self.order.len();
@@ -965,6 +979,7 @@ mod tests {
         t.insert(gw(2, 6)).unwrap();
         assert_eq!(t.shape(), Shape::SingleMask);
         assert!(t.one_probe());
+        assert_eq!(t.sole_subtable().map(Subtable::len), Some(2));
         let miss = |id: u64| Rule {
             id,
             priority: 0,
@@ -974,6 +989,7 @@ mod tests {
         t.insert(miss(9)).unwrap();
         assert_eq!(t.shape(), Shape::Tss(2));
         assert!(t.one_probe());
+        assert!(t.sole_subtable().is_none(), "the miss entry's mask too");
         t.insert(Rule {
             id: 10,
             priority: 1,

@@ -400,6 +400,7 @@ impl PacketBuf {
     }
 
     /// The length the frame leaves with once padded ([`Self::pad_to_floor`]).
+    #[inline]
     pub fn padded_len(&self) -> usize {
         self.len().max(self.floor)
     }

@@ -852,6 +852,103 @@ impl FlowKey {
     }
 }
 
+/// Presence bits of the fields [`L2Fields`] holds.
+pub const L2_FIELDS: u64 = L2_BITS
+    | (1 << field::ETH_TYPE)
+    | (1 << field::VLAN_VID)
+    | (1 << field::VLAN_PCP)
+    | (1 << field::MPLS_LABEL)
+    | (1 << field::MPLS_TC)
+    | (1 << field::MPLS_BOS);
+
+/// The link-layer fields of a frame (Ethernet addresses and type, the
+/// outer VLAN tag, the top MPLS label), read straight from the header
+/// without parsing further: what a table whose match has only these
+/// fields and the ingress port needs, in a few loads instead of
+/// [`FlowKey::parse_into`]'s whole key. Each value and presence bit is
+/// the one `parse_into` gives (the differential test below holds them
+/// together); MACs are 48-bit numbers, as [`FlowKey::get`] gives them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct L2Fields {
+    /// Presence bits, as [`FlowKey::present`] has them for these fields.
+    pub present: u64,
+    /// Ethernet destination.
+    pub eth_dst: u64,
+    /// Ethernet source.
+    pub eth_src: u64,
+    /// EtherType after the VLAN tag.
+    pub eth_type: u16,
+    /// `OFPVID_PRESENT | vid`, or 0 when untagged.
+    pub vlan_vid: u16,
+    /// PCP of the tag.
+    pub vlan_pcp: u8,
+    /// Top MPLS label.
+    pub mpls_label: u32,
+    /// Its traffic class.
+    pub mpls_tc: u8,
+    /// Its bottom-of-stack bit.
+    pub mpls_bos: u8,
+}
+
+impl L2Fields {
+    /// The fields of `data`, or `None` for a frame this short parse
+    /// leaves to [`FlowKey::parse_into`]: shorter than 18 bytes, or with
+    /// a second VLAN tag.
+    #[inline]
+    pub fn parse(data: &[u8]) -> Option<L2Fields> {
+        let h: &[u8; 18] = data.get(..18)?.try_into().ok()?;
+        let mac = |o: usize| {
+            u64::from_be_bytes([0, 0, h[o], h[o + 1], h[o + 2], h[o + 3], h[o + 4], h[o + 5]])
+        };
+        let mut f = L2Fields {
+            present: L2_BITS | bit(field::ETH_TYPE) | bit(field::VLAN_VID),
+            eth_dst: mac(0),
+            eth_src: mac(6),
+            eth_type: u16::from_be_bytes([h[12], h[13]]),
+            ..L2Fields::default()
+        };
+        let mut l3 = 14;
+        if ethertype::is_vlan(f.eth_type) {
+            let tci = u16::from_be_bytes([h[14], h[15]]);
+            f.eth_type = u16::from_be_bytes([h[16], h[17]]);
+            if ethertype::is_vlan(f.eth_type) {
+                return None;
+            }
+            f.vlan_vid = OFPVID_PRESENT | (tci & 0x0fff);
+            f.vlan_pcp = (tci >> 13) as u8;
+            f.present |= bit(field::VLAN_PCP);
+            l3 = 18;
+        }
+        if ethertype::is_mpls(f.eth_type) {
+            if let Some(&[a, b, c, d]) = data.get(l3..l3 + 4) {
+                let v = u32::from_be_bytes([a, b, c, d]);
+                f.mpls_label = v >> 12;
+                f.mpls_tc = ((v >> 9) & 7) as u8;
+                f.mpls_bos = ((v >> 8) & 1) as u8;
+                f.present |= bit(field::MPLS_LABEL) | bit(field::MPLS_TC) | bit(field::MPLS_BOS);
+            }
+        }
+        Some(f)
+    }
+
+    /// The value of field `f` (one of [`L2_FIELDS`]; 0 for any other),
+    /// whether present or not.
+    #[inline]
+    pub fn value(&self, f: u8) -> u64 {
+        match f {
+            field::ETH_DST => self.eth_dst,
+            field::ETH_SRC => self.eth_src,
+            field::ETH_TYPE => self.eth_type.into(),
+            field::VLAN_VID => self.vlan_vid.into(),
+            field::VLAN_PCP => self.vlan_pcp.into(),
+            field::MPLS_LABEL => self.mpls_label.into(),
+            field::MPLS_TC => self.mpls_tc.into(),
+            field::MPLS_BOS => self.mpls_bos.into(),
+            _ => 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1096,5 +1193,71 @@ mod tests {
         let mut p = eth_ipv6_tcp();
         p[14] = 0x40;
         assert_eq!(FlowKey::parse(&p).flags, flags::MALFORMED);
+    }
+
+    /// The frame of a link-layer shape: `et` at 12, then a tag (`tci`,
+    /// `inner`) when `et` is a TPID, then `rest`, cut to `cut` bytes.
+    fn l2_frame(et: u16, tci: u16, inner: u16, rest: &[u8], cut: usize) -> Vec<u8> {
+        let mut f: Vec<u8> = (1..=12).collect();
+        f.extend(et.to_be_bytes());
+        if ethertype::is_vlan(et) {
+            f.extend(tci.to_be_bytes());
+            f.extend(inner.to_be_bytes());
+        }
+        f.extend_from_slice(rest);
+        f.truncate(cut);
+        f
+    }
+
+    proptest::proptest! {
+        /// `L2Fields::parse` gives each of its fields as `parse_into`
+        /// does (value and presence), and declines only short frames and
+        /// a second VLAN tag.
+        #[test]
+        fn l2_fields_agree_with_the_full_parse(
+            et in proptest::sample::select(vec![0x0800u16, 0x86dd, 0x0806, 0x8100, 0x88a8, 0x8847, 0x8848, 0x88e7, 0x1234]),
+            inner in proptest::sample::select(vec![0x0800u16, 0x86dd, 0x8100, 0x88a8, 0x8847, 0x8848, 0x0000]),
+            tci in proptest::prelude::any::<u16>(),
+            rest in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            cut in 0usize..80,
+        ) {
+            let frame = l2_frame(et, tci, inner, &rest, cut);
+            let k = FlowKey::parse(&frame);
+            match L2Fields::parse(&frame) {
+                Some(f) => {
+                    for fld in (0..64u8).filter(|b| L2_FIELDS & (1 << b) != 0) {
+                        let mine = (f.present & (1 << fld) != 0).then(|| u128::from(f.value(fld)));
+                        proptest::prop_assert_eq!(k.get(fld), mine, "field {}", fld);
+                    }
+                }
+                None => proptest::prop_assert!(
+                    frame.len() < 18 || (ethertype::is_vlan(et) && ethertype::is_vlan(inner))
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn l2_fields_of_the_gateway_frames() {
+        let tagged = l2_frame(0x8100, 0x6005, 0x0800, &[0x45; 46], 64);
+        let f = L2Fields::parse(&tagged).expect("one tag over IPv4");
+        assert_eq!((f.vlan_vid, f.vlan_pcp, f.eth_type), (0x1005, 3, 0x0800));
+        assert_eq!(f.eth_dst, 0x0102_0304_0506);
+        assert_eq!(f.present & (1 << field::MPLS_LABEL), 0);
+        let mpls = l2_frame(0x8847, 0, 0, &[0x00, 0x06, 0x41, 0x40], 64);
+        let f = L2Fields::parse(&mpls).expect("MPLS");
+        assert_eq!(
+            (f.vlan_vid, f.eth_type, f.mpls_label, f.mpls_bos),
+            (0, 0x8847, 100, 1)
+        );
+        assert_eq!(f.value(field::MPLS_LABEL), 100);
+        // A tag, then too short for the whole label: the label is absent.
+        let tagged_mpls = l2_frame(0x8100, 7, 0x8847, &[0, 0x06, 0x41, 0x40], 64);
+        assert!(L2Fields::parse(&tagged_mpls).is_some_and(|f| f.mpls_label == 100));
+        let f = L2Fields::parse(&tagged_mpls[..21]).expect("21 bytes");
+        assert_eq!(f.present & (1 << field::MPLS_LABEL), 0);
+        assert_eq!(L2Fields::parse(&tagged[..17]), None);
+        let qinq = l2_frame(0x88a8, 5, 0x8100, &[0; 30], 64);
+        assert_eq!(L2Fields::parse(&qinq), None, "two tags: the full parse");
     }
 }

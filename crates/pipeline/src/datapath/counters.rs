@@ -117,13 +117,19 @@ impl HotCounters {
     /// A lookup in table `t`.
     #[inline]
     pub fn table_lookup(&mut self, t: u8, matched: bool) {
+        self.table_lookups(t, 1, u64::from(matched));
+    }
+
+    /// `lookups` lookups in table `t`, `matched` of them hits.
+    #[inline]
+    pub fn table_lookups(&mut self, t: u8, lookups: u64, matched: u64) {
         let i = usize::from(t);
         if self.tables.len() <= i {
             self.tables.resize(256, TableCounter::default());
         }
         if let Some(c) = self.tables.get_mut(i) {
-            c.lookups += 1;
-            c.matched += u64::from(matched);
+            c.lookups += lookups;
+            c.matched += matched;
         }
     }
 
@@ -143,18 +149,22 @@ impl HotCounters {
         }
     }
 
-    /// A packet of `bytes` bytes was sent on queue `q` of port `p`.
+    /// `packets` packets of `bytes` bytes in all were sent on queue `q`
+    /// of port `p`.
     #[inline]
-    pub fn queue_tx(&mut self, c: &mut Counters, p: u32, q: u32, bytes: u64) {
+    pub fn queue_tx(&mut self, c: &mut Counters, p: u32, q: u32, packets: u64, bytes: u64) {
         if q != 0 || p >= HOT_PORTS {
-            return c.queue_tx(p, q, bytes);
+            let d = c.queues.entry((p, q)).or_default();
+            d.tx_packets += packets;
+            d.tx_bytes += bytes;
+            return;
         }
         let i = p as usize;
         if self.queues0.len() <= i {
             self.queues0.resize(i + 1, QueueCounter::default());
         }
         if let Some(qc) = self.queues0.get_mut(i) {
-            qc.tx_packets += 1;
+            qc.tx_packets += packets;
             qc.tx_bytes += bytes;
         }
     }

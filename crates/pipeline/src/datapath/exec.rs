@@ -201,6 +201,74 @@ pub(super) struct Exec<'a> {
     pub now: Time,
 }
 
+/// [`FastOp::VlanToMpls`] on frame `p` when it has one VLAN tag over
+/// IPv4 or IPv6 with a whole header, or over an EtherType that is
+/// neither IP nor MPLS: pop_vlan, push_mpls and set_field mpls_label
+/// then leave the length alone and change only bytes 12..18 (the tag and
+/// the inner EtherType become `ethertype` and the label stack entry:
+/// the label, TC 0, bottom of stack, the IP TTL or 0 without IP), which
+/// is all this writes. False, writing nothing, on any other frame (the
+/// caller runs the three actions). Read from the bytes, not a parsed
+/// key, so the express path needs none.
+#[inline]
+pub(super) fn vlan_to_mpls_in_place(p: &mut [u8], ethertype: u16, label: u32) -> bool {
+    use packet::ethernet::ethertype::{is_mpls, is_vlan, IPV4, IPV6};
+    let Some(&[a, b, _, _, c, d]) = p.get(12..18) else {
+        return false;
+    };
+    let inner = u16::from_be_bytes([c, d]);
+    if !is_vlan(u16::from_be_bytes([a, b])) || is_vlan(inner) || is_mpls(inner) {
+        return false;
+    }
+    // The IP TTL as the parser finds it: only behind a whole header.
+    let ttl = match inner {
+        IPV4 => match p.get(18..38) {
+            Some(h) => {
+                let hl = usize::from(h[0] & 0xf) * 4;
+                let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+                if h[0] >> 4 != 4 || hl < 20 || total < hl || p.len() < 18 + hl {
+                    return false;
+                }
+                h[8]
+            }
+            None => return false,
+        },
+        IPV6 => match p.get(18..58) {
+            Some(h) if h[0] >> 4 == 6 => h[7],
+            _ => return false,
+        },
+        _ => 0,
+    };
+    let lse = ((label & 0xf_ffff) << 12) | 0x100 | u32::from(ttl);
+    let Some(h) = p.get_mut(12..18) else {
+        return false;
+    };
+    h[..2].copy_from_slice(&ethertype.to_be_bytes());
+    h[2..].copy_from_slice(&lse.to_be_bytes());
+    true
+}
+
+/// [`FastOp::MplsToVlan`] on frame `p` when it is untagged with a whole
+/// MPLS label: pop_mpls, push_vlan and set_field vlan_vid then leave the
+/// length alone and change only bytes 12..18 (the MPLS EtherType and
+/// label become the tag, PCP 0, and `ethertype`), which is all this
+/// writes. False, writing nothing, on any other frame.
+#[inline]
+pub(super) fn mpls_to_vlan_in_place(p: &mut [u8], ethertype: u16, tpid: u16, vid: u16) -> bool {
+    let Some(h) = p.get_mut(12..18) else {
+        return false;
+    };
+    if !packet::ethernet::ethertype::is_mpls(u16::from_be_bytes([h[0], h[1]])) {
+        return false;
+    }
+    // push_vlan on an untagged frame: PCP, DEI and VID 0; then set_field
+    // writes the VID bits.
+    h[..2].copy_from_slice(&tpid.to_be_bytes());
+    h[2..4].copy_from_slice(&(vid & 0x0fff).to_be_bytes());
+    h[4..].copy_from_slice(&ethertype.to_be_bytes());
+    true
+}
+
 /// Applies a header rewrite to the packet's bytes and keeps the key
 /// right: updated in place where the packet crate knows how (pop_vlan of
 /// a single tag, push_mpls, dec_nw_ttl), else marked stale.
@@ -746,7 +814,8 @@ impl<'a> Exec<'a> {
 
     /// [`FastOp::MplsToVlan`]: the result of pop_mpls, push_vlan and
     /// set_field vlan_vid written directly when the frame is untagged and
-    /// has an MPLS label, else the three steps one by one.
+    /// has an MPLS label ([`mpls_to_vlan_in_place`]), else the three steps
+    /// one by one.
     fn mpls_to_vlan(
         &mut self,
         pkt: &mut Pkt,
@@ -754,18 +823,9 @@ impl<'a> Exec<'a> {
         tpid: u16,
         vid: u16,
     ) -> Result<(), Stopped> {
-        let k = pkt.key();
-        if k.vlan_tags == 0 && k.ethertype_offset == 12 && k.has(field::MPLS_LABEL) {
-            // push_vlan on an untagged frame: PCP, DEI and VID 0; then
-            // set_field writes the VID bits.
-            let tci = vid & 0x0fff;
-            if let Some(h) = pkt.buf.as_mut_slice().get_mut(12..18) {
-                h[..2].copy_from_slice(&tpid.to_be_bytes());
-                h[2..4].copy_from_slice(&tci.to_be_bytes());
-                h[4..].copy_from_slice(&ethertype.to_be_bytes());
-                pkt.stale = true;
-                return Ok(());
-            }
+        if mpls_to_vlan_in_place(pkt.buf.as_mut_slice(), ethertype, tpid, vid) {
+            pkt.stale = true;
+            return Ok(());
         }
         self.fast_op(pkt, FastOp::Rewrite(Rewrite::PopMpls(ethertype)))?;
         self.fast_op(pkt, FastOp::Rewrite(Rewrite::PushVlan(tpid)))?;
@@ -781,23 +841,12 @@ impl<'a> Exec<'a> {
 
     /// [`FastOp::VlanToMpls`]: the result of pop_vlan, push_mpls and
     /// set_field mpls_label written directly when the frame has one VLAN
-    /// tag over a non-MPLS EtherType, else the three steps one by one.
+    /// tag over IP or a non-IP, non-MPLS EtherType
+    /// ([`vlan_to_mpls_in_place`]), else the three steps one by one.
     fn vlan_to_mpls(&mut self, pkt: &mut Pkt, ethertype: u16, label: u32) -> Result<(), Stopped> {
-        let k = pkt.key();
-        if k.vlan_tags == 1 && k.ethertype_offset == 16 && !k.has(field::MPLS_LABEL) {
-            // push_mpls takes the IP TTL (0 when not IP); TC 0, BOS 1.
-            let ttl = if k.has(field::IPV4_SRC) || k.has(field::IPV6_SRC) {
-                k.ip_ttl
-            } else {
-                0
-            };
-            let lse = ((label & 0xf_ffff) << 12) | 0x100 | u32::from(ttl);
-            if let Some(h) = pkt.buf.as_mut_slice().get_mut(12..18) {
-                h[..2].copy_from_slice(&ethertype.to_be_bytes());
-                h[2..].copy_from_slice(&lse.to_be_bytes());
-                pkt.stale = true;
-                return Ok(());
-            }
+        if vlan_to_mpls_in_place(pkt.buf.as_mut_slice(), ethertype, label) {
+            pkt.stale = true;
+            return Ok(());
         }
         self.fast_op(pkt, FastOp::Rewrite(Rewrite::PopVlan))?;
         self.fast_op(pkt, FastOp::Rewrite(Rewrite::PushMpls(ethertype)))?;
@@ -1035,40 +1084,47 @@ impl<'a> Exec<'a> {
     }
 
     fn tx(&mut self, pkt: &Pkt, p: u32) {
-        self.count_tx(pkt, p);
-        let mut packet = pkt.buf.clone();
-        packet.pad_to_floor();
-        self.out.tx.push(TxPacket {
-            port: p,
-            queue_id: pkt.queue_id,
-            packet,
-        });
+        self.emit_frame(pkt.buf.clone(), p, pkt.queue_id);
     }
 
     /// As `tx`, moving the buffer out of `pkt` (left empty).
     fn tx_owned(&mut self, pkt: &mut Pkt, p: u32) {
-        self.count_tx(pkt, p);
-        let mut packet = std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new()));
+        let packet = std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new()));
+        self.emit_frame(packet, p, pkt.queue_id);
+    }
+
+    /// Sends `packet` on queue `queue_id` of port `p` (a standard port
+    /// that can send): counted, padded to its floor, moved to the output.
+    #[inline]
+    pub(super) fn emit_frame(&mut self, mut packet: PacketBuf, p: u32, queue_id: u32) {
+        self.count_tx(&packet, p, queue_id);
         packet.pad_to_floor();
         self.out.tx.push(TxPacket {
             port: p,
-            queue_id: pkt.queue_id,
+            queue_id,
             packet,
         });
     }
 
-    /// Counts a frame leaving on port `p`, at the length it leaves with
-    /// (padded: see `packet::buffer`).
-    fn count_tx(&mut self, pkt: &Pkt, p: u32) {
-        let len = pkt.buf.padded_len() as u64;
+    /// Counts a frame leaving on queue `queue_id` of port `p`, at the
+    /// length it leaves with (padded: see `packet::buffer`).
+    fn count_tx(&mut self, buf: &PacketBuf, p: u32, queue_id: u32) {
+        let len = buf.padded_len() as u64;
         let c = self.hot.port(self.counters, p);
         c.tx_packets += 1;
         c.tx_bytes += len;
-        self.hot.queue_tx(self.counters, p, pkt.queue_id, len);
-        self.trace(|| TraceEvent::Output {
-            port: p,
-            queue_id: pkt.queue_id,
-        });
+        self.hot.queue_tx(self.counters, p, queue_id, 1, len);
+        self.trace(|| TraceEvent::Output { port: p, queue_id });
+    }
+
+    /// Counts `packets` frames of `bytes` bytes in all (padded) that left
+    /// on queue 0 of port `p` untraced (the express path's per-burst
+    /// count).
+    pub(super) fn count_tx_run(&mut self, p: u32, packets: u64, bytes: u64) {
+        let c = self.hot.port(self.counters, p);
+        c.tx_packets += packets;
+        c.tx_bytes += bytes;
+        self.hot.queue_tx(self.counters, p, 0, packets, bytes);
     }
 
     /// Sends the packet to the controller: buffers it unless `max_len` is

@@ -1483,3 +1483,143 @@ fn threads_sharing_a_meter_pass_its_rate_in_aggregate() {
     // twice, however the threads interleave.
     assert!((1098..=1100).contains(&passed), "passed {passed}");
 }
+
+// ---- the express path ---------------------------------------------------------------
+
+mod express_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Table 0 of one in_port + VLAN mask (one key word): entries the
+    /// express path runs (a fused rewrite or none, then an output) and
+    /// entries it leaves to the general path (output to the ingress port,
+    /// to the controller, to a port that cannot send, a goto, two
+    /// outputs).
+    const VLAN_FLOWS: &str =
+        "table=0,priority=5,in_port=1,dl_vlan=5,actions=pop_vlan,push_mpls:0x8847,set_field:77->mpls_label,output:3\n\
+         table=0,priority=5,in_port=1,dl_vlan=6,actions=output:2\n\
+         table=0,priority=5,in_port=1,dl_vlan=7,actions=output:in_port\n\
+         table=0,priority=5,in_port=1,dl_vlan=8,actions=CONTROLLER:64\n\
+         table=0,priority=5,in_port=1,dl_vlan=9,actions=pop_vlan,push_mpls:0x8847,set_field:78->mpls_label,goto_table:1\n\
+         table=0,priority=5,in_port=1,dl_vlan=10,actions=output:1\n\
+         table=0,priority=5,in_port=1,dl_vlan=11,actions=output:9\n\
+         table=0,priority=5,in_port=1,dl_vlan=12,actions=pop_vlan,push_mpls:0x8847,set_field:79->mpls_label,output:3,output:4\n\
+         table=1,priority=1,actions=output:4";
+
+    /// Table 0 of one in_port + EtherType + MPLS label mask (two words).
+    const MPLS_FLOWS: &str =
+        "table=0,priority=5,in_port=1,mpls,mpls_label=17,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4101->vlan_vid,output:4\n\
+         table=0,priority=5,in_port=1,mpls,mpls_label=18,actions=output:2\n\
+         table=0,priority=5,in_port=1,mpls,mpls_label=19,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4102->vlan_vid,output:1";
+
+    fn tagged(tpid: u16, vid: u16, inner: Vec<u8>) -> Vec<u8> {
+        let mut t = inner;
+        let [a, b] = tpid.to_be_bytes();
+        let [c, d] = vid.to_be_bytes();
+        t.splice(12..12, [a, b, c, d]);
+        t
+    }
+
+    fn labelled(label: u32) -> Vec<u8> {
+        let mut m = udp4(64);
+        m[12] = 0x88;
+        m[13] = 0x47;
+        let lse = (label << 12) | 0x100 | 0x40;
+        m.splice(14..14, lse.to_be_bytes());
+        m
+    }
+
+    /// An IPv6/UDP frame with hop limit 33 and version nibble `version`.
+    fn v6(version: u8) -> Vec<u8> {
+        let mut ip = vec![0u8; 48];
+        ip[0] = version << 4;
+        ip[5] = 8;
+        ip[6] = 17;
+        ip[7] = 33;
+        eth(0x86dd, &ip)
+    }
+
+    /// Gateway frames of every shape the express path declines or takes,
+    /// with random byte edits and truncation.
+    fn packet() -> impl Strategy<Value = Vec<u8>> {
+        let mut templates: Vec<Vec<u8>> = (4..=13).map(|v| tagged(0x8100, v, udp4(64))).collect();
+        templates.extend([
+            tagged(0x8100, 5, tcp4()),
+            tagged(0x8100, 6, udp4(1)),
+            tagged(0x88a8, 5, tagged(0x8100, 6, udp4(64))),
+            tagged(0x8100, 5, labelled(17)),
+            tagged(0x8100, 5, v6(6)),
+            tagged(0x8100, 5, v6(4)),
+            tagged(0x8100, 5, eth(0x0806, &[0; 28])),
+            udp4(64),
+            labelled(17),
+            labelled(18),
+            labelled(19),
+            labelled(20),
+        ]);
+        (
+            proptest::sample::select(templates),
+            proptest::collection::vec((0usize..60, any::<u8>()), 0..3),
+            0usize..90,
+        )
+            .prop_map(|(mut p, edits, cut)| {
+                for (at, v) in edits {
+                    if let Some(b) = p.get_mut(at) {
+                        *b = v;
+                    }
+                }
+                p.truncate(cut.max(1));
+                p
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// A table-0 express table gives exactly the linear scan's (the
+        /// general path's) outputs, packet-ins, drops and counters, for
+        /// bursts mixing frames it takes and frames it hands on, from
+        /// the port its rules name and from another.
+        #[test]
+        fn express_path_equals_the_general_path(
+            pkts in proptest::collection::vec(packet(), 1..40),
+            mpls in any::<bool>(),
+            in_port in 1u32..3,
+        ) {
+            let flows = if mpls { MPLS_FLOWS } else { VLAN_FLOWS };
+            let mut fast = dp_full(flows, "", "");
+            let mut slow = dp_full(flows, "", "");
+            let t0 = fast.state.tables.table(0).expect("table 0");
+            prop_assert_eq!(t0.l2_index().map(|i| i.words()), Some(if mpls { 2 } else { 1 }));
+            slow.set_reference_lookup(true);
+            let run = |d: &mut Datapath| {
+                let mut b: Vec<PacketBuf> = pkts.iter().map(|p| PacketBuf::from_slice(p)).collect();
+                d.process_burst(in_port, &mut b, T0)
+            };
+            for round in 0..2 {
+                let (a, b) = (run(&mut fast), run(&mut slow));
+                prop_assert_eq!(&a.tx, &b.tx, "round {}", round);
+                prop_assert_eq!(&a.packet_ins, &b.packet_ins);
+                prop_assert_eq!(a.drops, b.drops);
+                prop_assert_eq!(fast.counters(), slow.counters());
+            }
+        }
+    }
+
+    #[test]
+    fn express_path_forwards_gateway_frames_and_counts_them() {
+        let mut d = dp_full(VLAN_FLOWS, "", "");
+        let mut b: Vec<PacketBuf> = (0..40)
+            .map(|_| PacketBuf::from_slice(&tagged(0x8100, 5, udp4(64))))
+            .collect();
+        let out = d.process_burst(1, &mut b, T0);
+        assert_eq!(out.tx.len(), 40);
+        let k = key_of(&out, 0);
+        assert_eq!((k.eth_type, k.mpls_label, k.mpls_ttl), (0x8847, 77, 64));
+        let c = d.counters();
+        assert_eq!(c.ports[&1].rx_packets, 40);
+        assert_eq!(c.ports[&3].tx_packets, 40);
+        assert_eq!((c.tables[&0].lookups, c.tables[&0].matched), (40, 40));
+        assert_eq!(c.flows.values().map(|f| f.packets).sum::<u64>(), 40);
+    }
+}

@@ -107,6 +107,8 @@
 //! and per band) are counted per worker in [`Counters::meters`] and folded
 //! into the control-side meter like every other counter.
 
+mod express;
+
 use super::buffers::BufferPool;
 use super::config::DatapathConfig;
 use super::counters::DropReason;
@@ -155,7 +157,7 @@ const CACHE_MAX_BACKOFF: u32 = 6;
 
 /// How many packets ahead of the one executing the table-0 compiled
 /// entries and flow counters are prefetched.
-const AHEAD: usize = 8;
+pub(super) const AHEAD: usize = 8;
 
 /// Everything a worker reads, borrowed from the published switch.
 #[derive(Clone, Copy)]
@@ -353,7 +355,7 @@ impl WorkerState {
         let c = self.hot.port(&mut self.counters, port);
         c.tx_packets += 1;
         c.tx_bytes += bytes;
-        self.hot.queue_tx(&mut self.counters, port, 0, bytes);
+        self.hot.queue_tx(&mut self.counters, port, 0, 1, bytes);
     }
 
     /// Packets whose table-0 lookup went past the flow cache because its
@@ -461,6 +463,9 @@ impl WorkerState {
         now: Time,
         out: &mut BurstOutput,
     ) {
+        if self.express_burst(view, in_port, packets, now, out) {
+            return;
+        }
         let drops_before = out.drops;
         let receives = view.ports.receives(in_port);
         let table0 = view.tables.table(0).filter(|_| receives && !view.reference);

@@ -94,6 +94,7 @@ impl Ports {
     }
 
     /// Whether the port exists, is not down and its link is up.
+    #[inline]
     pub fn is_live(&self, port_no: u32) -> bool {
         self.get(port_no).is_some_and(|p| {
             p.config & port_config::PORT_DOWN == 0 && p.state & port_state::LINK_DOWN == 0
@@ -101,6 +102,7 @@ impl Ports {
     }
 
     /// Whether a packet may be sent out of the port.
+    #[inline]
     pub fn can_send(&self, port_no: u32) -> bool {
         self.is_live(port_no)
             && self

@@ -17,6 +17,51 @@ use std::sync::Arc;
 /// a fresh zeroed one costs nothing until written.
 pub(super) const REBUILD_INDEX_BELOW: usize = 16384;
 
+/// A table whose whole index is one hash subtable keyed on link-layer
+/// fields and the ingress port ([`FlowTable::l2_index`]): a frame's key
+/// is packed from its header ([`packet::flow_key::L2Fields`]), and the
+/// lookup is one probe, split in two so a burst's probes overlap
+/// ([`L2Index::home`] for every frame, then [`L2Index::slot`]). The
+/// answer is the entry slot the general lookup gives.
+#[derive(Clone, Copy, Debug)]
+pub struct L2Index<'a> {
+    sub: &'a classifier::Subtable,
+    layout: classifier::L2Layout,
+}
+
+impl L2Index<'_> {
+    /// Words of the table's packed keys (at most
+    /// [`classifier::L2_WORDS`]).
+    #[inline]
+    pub fn words(&self) -> usize {
+        self.layout.words()
+    }
+
+    /// The packed key of frame `data` received on `in_port` (`W`:
+    /// [`L2Index::words`]), or `None` when the frame is not one the
+    /// short parse reads or lacks a field of the table's mask (the
+    /// general path then looks it up).
+    #[inline]
+    pub fn key<const W: usize>(&self, in_port: u32, data: &[u8]) -> Option<[u64; W]> {
+        let f = packet::flow_key::L2Fields::parse(data)?;
+        self.layout.pack(in_port, &f)
+    }
+
+    /// The home slot of `key` in the subtable, its line prefetched.
+    #[inline]
+    pub fn home<const W: usize>(&self, key: &[u64; W]) -> usize {
+        self.sub.home_of(key)
+    }
+
+    /// The entry slot `key` hits, probing from `home`.
+    #[inline]
+    pub fn slot<const W: usize>(&self, home: usize, key: &[u64; W]) -> Option<u32> {
+        self.sub
+            .probe_from(home, key)
+            .map(|h| (h.id & SLOT_MASK) as u32)
+    }
+}
+
 /// One flow table, as published (see the module comment).
 #[derive(Debug, Default)]
 pub struct FlowTable {
@@ -303,6 +348,21 @@ impl FlowTable {
                 *o = h.map(|h| (h.id & SLOT_MASK) as u32);
             }
         }
+    }
+
+    /// The table's index as one subtable keyed on link-layer fields and
+    /// the ingress port ([`L2Index`]), when it is that: table 0's
+    /// express path packs its keys straight from the frames.
+    #[inline]
+    pub fn l2_index(&self) -> Option<L2Index<'_>> {
+        if self.index_broken {
+            return None;
+        }
+        let sub = self.index.sole_subtable()?;
+        Some(L2Index {
+            layout: *sub.l2_layout()?,
+            sub,
+        })
     }
 
     /// The entry ids a burst of packets hit, `out[i]` for `packets[i]`
