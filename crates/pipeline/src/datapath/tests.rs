@@ -1512,6 +1512,21 @@ mod express_props {
          table=0,priority=5,in_port=1,mpls,mpls_label=18,actions=output:2\n\
          table=0,priority=5,in_port=1,mpls,mpls_label=19,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4102->vlan_vid,output:1";
 
+    /// Table-0 changes between bursts: new actions for an entry the
+    /// express path runs (another port, another label, to the general
+    /// path), a removal, and a new entry.
+    const VLAN_CHANGES: [&str; 4] = [
+        "table=0,priority=5,in_port=1,dl_vlan=6,actions=output:4",
+        "table=0,priority=5,in_port=1,dl_vlan=5,actions=pop_vlan,push_mpls:0x8847,set_field:99->mpls_label,output:2",
+        "delete table=0,priority=5,in_port=1,dl_vlan=5,actions=drop",
+        "table=0,priority=5,in_port=1,dl_vlan=6,actions=CONTROLLER:64",
+    ];
+    const MPLS_CHANGES: [&str; 3] = [
+        "table=0,priority=5,in_port=1,mpls,mpls_label=17,actions=output:3",
+        "delete table=0,priority=5,in_port=1,mpls,mpls_label=18,actions=drop",
+        "table=0,priority=5,in_port=1,mpls,mpls_label=20,actions=output:2",
+    ];
+
     fn tagged(tpid: u16, vid: u16, inner: Vec<u8>) -> Vec<u8> {
         let mut t = inner;
         let [a, b] = tpid.to_be_bytes();
@@ -1585,6 +1600,7 @@ mod express_props {
             pkts in proptest::collection::vec(packet(), 1..40),
             mpls in any::<bool>(),
             in_port in 1u32..3,
+            change in 0usize..4,
         ) {
             let flows = if mpls { MPLS_FLOWS } else { VLAN_FLOWS };
             let mut fast = dp_full(flows, "", "");
@@ -1596,7 +1612,22 @@ mod express_props {
                 let mut b: Vec<PacketBuf> = pkts.iter().map(|p| PacketBuf::from_slice(p)).collect();
                 d.process_burst(in_port, &mut b, T0)
             };
-            for round in 0..2 {
+            for round in 0..3 {
+                if round == 2 {
+                    // A table-0 change between bursts: the worker's copies
+                    // of entries must not outlive it.
+                    let changes: &[&str] = if mpls { &MPLS_CHANGES } else { &VLAN_CHANGES };
+                    let text = changes[change % changes.len()];
+                    let (cmd, text) = match text.strip_prefix("delete ") {
+                        Some(t) => (ofp::FlowModCommand::DeleteStrict, t),
+                        None => (ofp::FlowModCommand::Add, text),
+                    };
+                    for mut fm in flowtext::parse_flow_file(text).unwrap() {
+                        fm.command = cmd;
+                        fast.state.flow_mod(&fm, T0).unwrap();
+                        slow.state.flow_mod(&fm, T0).unwrap();
+                    }
+                }
                 let (a, b) = (run(&mut fast), run(&mut slow));
                 prop_assert_eq!(&a.tx, &b.tx, "round {}", round);
                 prop_assert_eq!(&a.packet_ins, &b.packet_ins);
