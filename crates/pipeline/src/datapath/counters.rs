@@ -5,20 +5,16 @@
 pub use crate::model::counters::*;
 pub use crate::model::drops::{DropCounters, DropReason};
 use crate::model::flow_entry::FlowId;
-use crate::tables::compiled::FastOp;
 use crate::Time;
 use packet::huge::HugeVec;
 
-/// A flow counter kept by slot (see [`HotCounters`]), one cache line
-/// with what the express path keeps of the slot's entry.
+/// A flow counter kept by slot (see [`HotCounters`]).
 #[derive(Clone, Copy, Debug)]
-#[repr(align(64))]
 struct SlotCounter {
     id: FlowId,
     packets: u64,
     bytes: u64,
     last_hit: Time,
-    express: ExpressEntry,
 }
 
 impl Default for SlotCounter {
@@ -28,55 +24,6 @@ impl Default for SlotCounter {
             packets: 0,
             bytes: 0,
             last_hit: Time(0),
-            express: ExpressEntry::default(),
-        }
-    }
-}
-
-impl SlotCounter {
-    /// Takes the count, leaving zeros (the express part stays).
-    #[inline]
-    fn take_count(&mut self) -> (FlowId, u64, u64, Time) {
-        let old = (self.id, self.packets, self.bytes, self.last_hit);
-        self.id = FlowId(0);
-        self.packets = 0;
-        self.bytes = 0;
-        self.last_hit = Time(0);
-        old
-    }
-}
-
-/// What table 0's express path (`worker::express`) needs of the entry
-/// in a slot, copied from its compiled entry into this worker's counter
-/// line for the slot: a hit then reads one line of the worker's and not
-/// the shared compiled entry too. Valid while `epoch` is the worker's
-/// current express epoch, which changes whenever table 0's generation
-/// or instance does (so a flow-mod of table 0 invalidates every copy).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExpressEntry {
-    /// The worker's epoch when this was copied; 0: never.
-    pub epoch: u64,
-    /// The entry's id.
-    pub id: FlowId,
-    /// The fused rewrite, if any, before the output.
-    pub op: Option<FastOp>,
-    /// The output port; [`ExpressEntry::GENERAL`] when the entry is not
-    /// one the express path runs.
-    pub port: u32,
-}
-
-impl ExpressEntry {
-    /// `port` of an entry the general path runs.
-    pub const GENERAL: u32 = u32::MAX;
-}
-
-impl Default for ExpressEntry {
-    fn default() -> Self {
-        ExpressEntry {
-            epoch: 0,
-            id: FlowId(0),
-            op: None,
-            port: ExpressEntry::GENERAL,
         }
     }
 }
@@ -142,8 +89,8 @@ impl HotCounters {
             self.touched.push((table, slot));
         } else if sc.id != id {
             // The slot was reused: settle the old entry's count.
-            let (oid, packets, bytes, last_hit) = sc.take_count();
-            c.add_flow(oid, packets, bytes, last_hit);
+            let old = std::mem::take(sc);
+            c.add_flow(old.id, old.packets, old.bytes, old.last_hit);
             sc.id = id;
         }
         sc.packets += 1;
@@ -222,15 +169,6 @@ impl HotCounters {
         }
     }
 
-    /// The express path's copy of slot `slot`'s entry of table 0 (see
-    /// [`ExpressEntry`]), in the slot's counter line; `None` beyond the
-    /// slots reserved ([`HotCounters::reserve`]).
-    #[inline]
-    pub fn express(&mut self, slot: u32) -> Option<&mut ExpressEntry> {
-        let v = self.flows.first_mut()?;
-        v.get_mut(slot as usize).map(|c| &mut c.express)
-    }
-
     /// Hints the CPU to load slot `slot`'s counter of table `table`.
     #[inline]
     pub fn prefetch(&self, table: u8, slot: u32) {
@@ -252,9 +190,9 @@ impl HotCounters {
                 .get_mut(usize::from(t))
                 .and_then(|v| v.get_mut(s as usize));
             if let Some(sc) = sc {
-                let (id, packets, bytes, last_hit) = sc.take_count();
-                if packets > 0 {
-                    c.add_flow(id, packets, bytes, last_hit);
+                let old = std::mem::take(sc);
+                if old.packets > 0 {
+                    c.add_flow(old.id, old.packets, old.bytes, old.last_hit);
                 }
             }
         }

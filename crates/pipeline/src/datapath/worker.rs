@@ -273,11 +273,6 @@ pub struct WorkerState {
     cache_bypassed: u64,
     /// Per-burst scratch, kept to avoid allocating per burst.
     scratch: Scratch,
-    /// Table 0's (instance, generation) when the express path last ran,
-    /// and the epoch its copied entries are valid for (see
-    /// [`super::counters::ExpressEntry`]); bumped when the pair changes.
-    express_seen: (u64, u64),
-    express_epoch: u64,
 }
 
 /// Buffers one burst uses, kept between bursts.
@@ -328,8 +323,6 @@ impl WorkerState {
             cache_jitter: 0x9e37_79b9_7f4a_7c15 ^ u64::from(index),
             cache_bypassed: 0,
             scratch: Scratch::default(),
-            express_seen: (u64::MAX, u64::MAX),
-            express_epoch: 0,
         }
     }
 

@@ -13,22 +13,14 @@
 //!    prefetched;
 //! 2. probe: each key is probed from its home slot, giving the entry
 //!    slot it hits;
-//! 3. execute, in packet order, fetching the worker's counter line of
-//!    the slot `AHEAD` packets ahead: a hit on an entry that is at most
-//!    one fused gateway rewrite and an output to another standard port
-//!    that can send is done here (the six bytes written in place, the
-//!    flow, table and port counters bumped, the buffer moved to the
-//!    output); any other packet (a miss, another entry, a frame of
-//!    another shape) goes through the general pipeline on its own, at
-//!    its place in the burst, so the outputs keep packet order.
-//!
-//! What the express path needs of an entry (its id, rewrite and output
-//! port) is copied from the compiled entry into the worker's counter
-//! line for the slot ([`crate::datapath::counters::ExpressEntry`]) the
-//! first time the slot is hit, so a hit reads two lines (the
-//! classifier's slot and the worker's own) rather than three. The copies
-//! carry an epoch the worker bumps whenever table 0's generation or
-//! instance changes: a flow-mod of table 0 makes every copy stale.
+//! 3. execute, in packet order, fetching the compiled entry and flow
+//!    counter `AHEAD` packets ahead: a hit on a compiled entry that is
+//!    at most one fused gateway rewrite and an output to another
+//!    standard port that can send is done here (the six bytes written
+//!    in place, the flow, table and port counters bumped, the buffer
+//!    moved to the output); any other packet (a miss, another entry, a
+//!    frame of another shape) goes through the general pipeline on its
+//!    own, at its place in the burst, so the outputs keep packet order.
 //!
 //! # Invariants
 //!
@@ -38,10 +30,8 @@
 //!   table's (its whole index is this subtable), the rewrites are the
 //!   executor's own in-place functions, which decline every frame they
 //!   are not exact for, and the counters are the ones
-//!   [`super::Exec`]'s compiled-entry path bumps. A copied entry is used
-//!   only in the epoch it was copied in. The datapath's differential
-//!   proptest (`express_path_equals_the_general_path`) runs bursts
-//!   through both, with table-0 changes between bursts.
+//!   [`super::Exec`]'s compiled-entry path bumps. The datapath's
+//!   differential proptest runs bursts through both.
 //! - Nothing is taken from the burst before the burst is known to be an
 //!   express one (table, ports, tracing): a `false` return leaves it
 //!   whole for [`WorkerState::process_burst_into`]'s general path.
@@ -56,8 +46,7 @@
 //! field by field from the parsed key, and the general output. The
 //! figures after are in docs/results.md.
 
-use super::{WorkerState, AHEAD};
-use crate::datapath::counters::ExpressEntry;
+use super::{prefetch_hit, WorkerState, AHEAD};
 use crate::datapath::exec::{mpls_to_vlan_in_place, vlan_to_mpls_in_place, Exec, Pkt};
 use crate::datapath::output::{BurstOutput, TxPacket};
 use crate::datapath::PipelineView;
@@ -89,13 +78,6 @@ impl WorkerState {
         let Some(index) = t0.l2_index() else {
             return false;
         };
-        let seen = (view.tables.instance(), t0.generation());
-        if self.express_seen != seen {
-            // Table 0 changed: every copied entry is stale.
-            self.express_seen = seen;
-            self.express_epoch += 1;
-        }
-        let epoch = self.express_epoch;
         let drops_before = out.drops;
         let mut sc = std::mem::take(&mut self.scratch);
         sc.first.clear();
@@ -108,7 +90,7 @@ impl WorkerState {
         pc.rx_bytes += bytes;
         self.hot.reserve(0, t0.slot_count());
         for s in sc.first.iter().take(AHEAD).flatten().flatten() {
-            self.hot.prefetch(0, *s);
+            prefetch_hit(t0, &self.hot, 0, *s);
         }
         let mut ex = self.exec(view, out, now);
         let mut done = 0;
@@ -117,10 +99,10 @@ impl WorkerState {
         let mut tx = TxRun::default();
         for (i, buf) in packets.drain(..).enumerate() {
             if let Some(Some(Some(s))) = sc.first.get(i + AHEAD) {
-                ex.hot.prefetch(0, *s);
+                prefetch_hit(t0, ex.hot, 0, *s);
             }
             let buf = match sc.first.get(i).copied().flatten().flatten() {
-                Some(slot) => match express_one(&mut ex, t0, epoch, in_port, slot, buf, &mut tx) {
+                Some(slot) => match express_one(&mut ex, t0, in_port, slot, buf, &mut tx) {
                     Ok(()) => {
                         done += 1;
                         continue;
@@ -210,62 +192,32 @@ impl TxRun {
     }
 }
 
-/// What the express path does with the entry in slot `slot` of table
-/// 0, read from its compiled entry: the fused rewrite and the output
-/// port when it ends the pipeline with at most one fused gateway rewrite
-/// and an output to a standard port, else [`ExpressEntry::GENERAL`].
-fn express_entry(t0: &FlowTable, slot: u32, epoch: u64) -> ExpressEntry {
-    let mut e = ExpressEntry {
-        epoch,
-        ..ExpressEntry::default()
-    };
-    let Some(fe) = t0.fast(slot).filter(|f| f.is_final()) else {
-        return e;
-    };
-    e.id = fe.id;
-    let (op, port) = match fe.ops() {
-        Some(&[FastOp::Output { port, .. }]) => (None, port),
-        Some(
-            &[op @ (FastOp::VlanToMpls { .. } | FastOp::MplsToVlan { .. }), FastOp::Output { port, .. }],
-        ) => (Some(op), port),
-        _ => return e,
-    };
-    if port <= port_no::MAX {
-        e.op = op;
-        e.port = port;
-    }
-    e
-}
-
 /// Forwards one frame that hit entry slot `slot` of table 0 when the
-/// slot's entry ([`express_entry`], from this worker's copy when it is
-/// of `epoch`) ends the pipeline with at most one fused gateway rewrite,
-/// exact for this frame, and an output to another standard port that
-/// can send; else gives the frame back untouched.
+/// slot's compiled entry ends the pipeline with at most one fused
+/// gateway rewrite, exact for this frame, and an output to another
+/// standard port that can send; else gives the frame back untouched.
 #[inline]
 fn express_one(
     ex: &mut Exec<'_>,
     t0: &FlowTable,
-    epoch: u64,
     in_port: u32,
     slot: u32,
     mut buf: PacketBuf,
     tx: &mut TxRun,
 ) -> Result<(), PacketBuf> {
-    let e = match ex.hot.express(slot) {
-        Some(e) if e.epoch == epoch => *e,
-        Some(e) => {
-            *e = express_entry(t0, slot, epoch);
-            *e
-        }
-        None => express_entry(t0, slot, epoch),
+    let Some(fe) = t0.fast(slot).filter(|f| f.is_final()) else {
+        return Err(buf);
     };
-    let port = e.port;
-    if port == ExpressEntry::GENERAL || port == in_port || !tx.sendable(ex, port) {
+    let (op, port) = match fe.ops() {
+        Some(&[FastOp::Output { port, .. }]) => (None, port),
+        Some(&[op, FastOp::Output { port, .. }]) => (Some(op), port),
+        _ => return Err(buf),
+    };
+    if port > port_no::MAX || port == in_port || !tx.sendable(ex, port) {
         return Err(buf);
     }
     let len = buf.len() as u64;
-    let rewritten = match e.op {
+    let rewritten = match op {
         None => true,
         Some(FastOp::VlanToMpls { ethertype, label }) => {
             vlan_to_mpls_in_place(buf.as_mut_slice(), ethertype, label)
@@ -280,7 +232,7 @@ fn express_one(
     if !rewritten {
         return Err(buf);
     }
-    ex.hot.flow_hit(ex.counters, 0, slot, e.id, len, ex.now);
+    ex.hot.flow_hit(ex.counters, 0, slot, fe.id, len, ex.now);
     buf.pad_to_floor();
     tx.packets += 1;
     tx.bytes += buf.len() as u64;
