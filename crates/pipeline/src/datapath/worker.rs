@@ -283,6 +283,8 @@ struct Scratch {
     pkts: Vec<Pkt>,
     n: usize,
     first: Vec<Option<Option<u32>>>,
+    /// What the express path hands on to the general path.
+    rest: Vec<PacketBuf>,
     miss_at: Vec<usize>,
     /// Packets waiting for a later table's burst lookup: (record, table).
     later: Vec<(usize, u8)>,
@@ -466,6 +468,21 @@ impl WorkerState {
         if self.express_burst(view, in_port, packets, now, out) {
             return;
         }
+        self.general_burst(view, in_port, packets, now, out, false);
+    }
+
+    /// [`WorkerState::process_burst_into`] without the express path;
+    /// `rx_counted`: the burst's port counters were bumped already (the
+    /// express path hands on what it does not forward).
+    fn general_burst(
+        &mut self,
+        view: &PipelineView<'_>,
+        in_port: u32,
+        packets: &mut Vec<PacketBuf>,
+        now: Time,
+        out: &mut BurstOutput,
+        rx_counted: bool,
+    ) {
         let drops_before = out.drops;
         let receives = view.ports.receives(in_port);
         let table0 = view.tables.table(0).filter(|_| receives && !view.reference);
@@ -482,9 +499,11 @@ impl WorkerState {
                 n += 1;
             }
             sc.n = n;
-            let pc = self.hot.port(&mut self.counters, in_port);
-            pc.rx_packets += n as u64;
-            pc.rx_bytes += bytes;
+            if !rx_counted {
+                let pc = self.hot.port(&mut self.counters, in_port);
+                pc.rx_packets += n as u64;
+                pc.rx_bytes += bytes;
+            }
             self.first_hits(view, t0, &mut sc);
             self.hot.reserve(0, t0.slot_count());
             self.prefetch_hits(t0, &sc.first);

@@ -18,9 +18,12 @@
 //!    at most one fused gateway rewrite and an output to another
 //!    standard port that can send is done here (the six bytes written
 //!    in place, the flow, table and port counters bumped, the buffer
-//!    moved to the output); any other packet (a miss, another entry, a
-//!    frame of another shape) goes through the general pipeline on its
-//!    own, at its place in the burst, so the outputs keep packet order.
+//!    moved to the output). At the first packet it does not forward (a
+//!    miss, another kind of entry, a frame of another shape), that
+//!    packet and the rest of the burst go on to the general path's
+//!    stages ([`WorkerState::process_burst_into`]), so the outputs keep
+//!    packet order and a table whose entries go on to later tables
+//!    keeps its per-table burst lookups.
 //!
 //! # Invariants
 //!
@@ -30,8 +33,9 @@
 //!   table's (its whole index is this subtable), the rewrites are the
 //!   executor's own in-place functions, which decline every frame they
 //!   are not exact for, and the counters are the ones
-//!   [`super::Exec`]'s compiled-entry path bumps. The datapath's
-//!   differential proptest runs bursts through both.
+//!   compiled-entry path of `Exec` bumps. The datapath's differential
+//!   proptest (`express_path_equals_the_general_path`) runs bursts
+//!   through both, with table-0 changes between bursts.
 //! - Nothing is taken from the burst before the burst is known to be an
 //!   express one (table, ports, tracing): a `false` return leaves it
 //!   whole for [`WorkerState::process_burst_into`]'s general path.
@@ -47,7 +51,7 @@
 //! figures after are in docs/results.md.
 
 use super::{prefetch_hit, WorkerState, AHEAD};
-use crate::datapath::exec::{mpls_to_vlan_in_place, vlan_to_mpls_in_place, Exec, Pkt};
+use crate::datapath::exec::{mpls_to_vlan_in_place, vlan_to_mpls_in_place, Exec};
 use crate::datapath::output::{BurstOutput, TxPacket};
 use crate::datapath::PipelineView;
 use crate::tables::compiled::FastOp;
@@ -78,7 +82,6 @@ impl WorkerState {
         let Some(index) = t0.l2_index() else {
             return false;
         };
-        let drops_before = out.drops;
         let mut sc = std::mem::take(&mut self.scratch);
         sc.first.clear();
         let bytes = match index.words() {
@@ -97,7 +100,9 @@ impl WorkerState {
         // The port the last express packet left by, whether it can send,
         // and what left by it since its counters were last bumped.
         let mut tx = TxRun::default();
-        for (i, buf) in packets.drain(..).enumerate() {
+        let mut rest = std::mem::take(&mut sc.rest);
+        let mut drain = packets.drain(..).enumerate();
+        for (i, buf) in drain.by_ref() {
             if let Some(Some(Some(s))) = sc.first.get(i + AHEAD) {
                 prefetch_hit(t0, ex.hot, 0, *s);
             }
@@ -111,13 +116,22 @@ impl WorkerState {
                 },
                 None => buf,
             };
-            ex.or_no_output(|ex| ex.pipeline(Pkt::new(buf, in_port), 0));
+            rest.push(buf);
+            break;
         }
         tx.flush(&mut ex);
         ex.hot.table_lookups(0, done, done);
+        rest.extend(drain.map(|(_, b)| b));
         sc.first.clear();
         self.scratch = sc;
-        self.counters.drops.merge(&out.drops.since(&drops_before));
+        if !rest.is_empty() {
+            // From the first frame the express path does not forward, the
+            // rest of the burst takes the general path's stages (a table
+            // whose entries go on to later tables keeps its burst
+            // lookups there).
+            self.general_burst(view, in_port, &mut rest, now, out, true);
+        }
+        self.scratch.rest = rest;
         true
     }
 }
