@@ -125,6 +125,20 @@ fn dp(flows: &str) -> Datapath {
     dp_full(flows, "", "")
 }
 
+/// Applies flow text `text` to both datapaths: an add, or with a
+/// "delete " prefix a `delete` command.
+fn change_both(a: &mut Datapath, b: &mut Datapath, text: &str, delete: ofp::FlowModCommand) {
+    let (cmd, text) = match text.strip_prefix("delete ") {
+        Some(t) => (delete, t),
+        None => (ofp::FlowModCommand::Add, text),
+    };
+    for mut fm in flowtext::parse_flow_file(text).unwrap() {
+        fm.command = cmd;
+        a.state.flow_mod(&fm, T0).unwrap();
+        b.state.flow_mod(&fm, T0).unwrap();
+    }
+}
+
 fn send(d: &mut Datapath, in_port: u32, p: &[u8]) -> BurstOutput {
     d.process_burst(in_port, &mut vec![PacketBuf::from_slice(p)], T0)
 }
@@ -1103,16 +1117,7 @@ mod props {
             };
             for round in 0..3 {
                 if round == 2 {
-                    let text = CHANGES[change];
-                    let (cmd, text) = match text.strip_prefix("delete ") {
-                        Some(t) => (ofp::FlowModCommand::Delete, t),
-                        None => (ofp::FlowModCommand::Add, text),
-                    };
-                    for mut fm in flowtext::parse_flow_file(text).unwrap() {
-                        fm.command = cmd;
-                        fast.state.flow_mod(&fm, T0).unwrap();
-                        slow.state.flow_mod(&fm, T0).unwrap();
-                    }
+                    change_both(&mut fast, &mut slow, CHANGES[change], ofp::FlowModCommand::Delete);
                 }
                 let (a, b) = (run(&mut fast), run(&mut slow));
                 prop_assert_eq!(&a.tx, &b.tx, "round {}", round);
@@ -1614,19 +1619,10 @@ mod express_props {
             };
             for round in 0..3 {
                 if round == 2 {
-                    // A table-0 change between bursts: the worker's copies
-                    // of entries must not outlive it.
+                    // A table-0 change between bursts.
                     let changes: &[&str] = if mpls { &MPLS_CHANGES } else { &VLAN_CHANGES };
                     let text = changes[change % changes.len()];
-                    let (cmd, text) = match text.strip_prefix("delete ") {
-                        Some(t) => (ofp::FlowModCommand::DeleteStrict, t),
-                        None => (ofp::FlowModCommand::Add, text),
-                    };
-                    for mut fm in flowtext::parse_flow_file(text).unwrap() {
-                        fm.command = cmd;
-                        fast.state.flow_mod(&fm, T0).unwrap();
-                        slow.state.flow_mod(&fm, T0).unwrap();
-                    }
+                    change_both(&mut fast, &mut slow, text, ofp::FlowModCommand::DeleteStrict);
                 }
                 let (a, b) = (run(&mut fast), run(&mut slow));
                 prop_assert_eq!(&a.tx, &b.tx, "round {}", round);
