@@ -275,6 +275,33 @@ impl Table {
         }
     }
 
+    /// The table's lookup as one hash subtable beside, at most, the
+    /// empty mask's rules (table-miss entries): that subtable and the
+    /// best rule of the empty mask, which matches every packet. A lookup
+    /// is then the better ([`Hit::best`]) of the subtable's answer and
+    /// that rule. `None` with a route engine, a merged table or another
+    /// mask.
+    pub fn exact_and_catch_all(&self) -> Option<(&Subtable, Option<Hit>)> {
+        if !self.merged.is_empty() || !self.lpm.is_empty() {
+            return None;
+        }
+        let sub = |i: usize| self.subtables.get(i).and_then(Option::as_ref);
+        match *self.order.as_slice() {
+            [i] => Some((sub(i)?, None)),
+            [a, b] => {
+                let empty = self.by_mask.get(&[][..]).copied()?;
+                let other = match (a == empty, b == empty) {
+                    (true, false) => b,
+                    (false, true) => a,
+                    _ => return None,
+                };
+                let all = sub(empty)?.lookup_packed(&[0])?;
+                Some((sub(other)?, Some(all)))
+            }
+            _ => None,
+        }
+    }
+
     /// The structures in use.
     pub fn shape(&self) -> Shape {
         let n = self.order.len();
@@ -990,6 +1017,8 @@ mod tests {
         assert_eq!(t.shape(), Shape::Tss(2));
         assert!(t.one_probe());
         assert!(t.sole_subtable().is_none(), "the miss entry's mask too");
+        let (st, all) = t.exact_and_catch_all().expect("one mask and the miss");
+        assert_eq!((st.len(), all.map(|h| h.id)), (2, Some(9)));
         t.insert(Rule {
             id: 10,
             priority: 1,
@@ -997,6 +1026,7 @@ mod tests {
         })
         .unwrap();
         assert!(!t.one_probe(), "two exact masks");
+        assert!(t.exact_and_catch_all().is_none(), "two exact masks");
         assert!(t.remove(&miss(9)));
         assert!(t.remove(&Rule {
             id: 10,

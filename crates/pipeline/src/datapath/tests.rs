@@ -1599,17 +1599,28 @@ mod express_props {
         /// A table-0 express table gives exactly the linear scan's (the
         /// general path's) outputs, packet-ins, drops and counters, for
         /// bursts mixing frames it takes and frames it hands on, from
-        /// the port its rules name and from another.
+        /// the port its rules name and from another, with and without
+        /// table-miss entries of every priority.
         #[test]
         fn express_path_equals_the_general_path(
             pkts in proptest::collection::vec(packet(), 1..40),
             mpls in any::<bool>(),
             in_port in 1u32..3,
             change in 0usize..4,
+            catch_all in 0usize..5,
         ) {
-            let flows = if mpls { MPLS_FLOWS } else { VLAN_FLOWS };
-            let mut fast = dp_full(flows, "", "");
-            let mut slow = dp_full(flows, "", "");
+            // Table-miss entries beside the mask: none, below every
+            // entry (dropping, or sending), above them, level with them.
+            let extra = [
+                "",
+                "\ntable=0,priority=0,actions=drop",
+                "\ntable=0,priority=0,actions=output:4",
+                "\ntable=0,priority=7,actions=output:2",
+                "\ntable=0,priority=5,actions=output:3",
+            ][catch_all];
+            let flows = format!("{}{extra}", if mpls { MPLS_FLOWS } else { VLAN_FLOWS });
+            let mut fast = dp_full(&flows, "", "");
+            let mut slow = dp_full(&flows, "", "");
             let t0 = fast.state.tables.table(0).expect("table 0");
             prop_assert_eq!(t0.l2_index().map(|i| i.words()), Some(if mpls { 2 } else { 1 }));
             slow.set_reference_lookup(true);

@@ -18,7 +18,8 @@ use std::sync::Arc;
 pub(super) const REBUILD_INDEX_BELOW: usize = 16384;
 
 /// A table whose whole index is one hash subtable keyed on link-layer
-/// fields and the ingress port ([`FlowTable::l2_index`]): a frame's key
+/// fields and the ingress port, beside at most table-miss entries
+/// ([`FlowTable::l2_index`]): a frame's key
 /// is packed from its header ([`packet::flow_key::L2Fields`]), and the
 /// lookup is one probe, split in two so a burst's probes overlap
 /// ([`L2Index::home`] for every frame, then [`L2Index::slot`]). The
@@ -27,6 +28,8 @@ pub(super) const REBUILD_INDEX_BELOW: usize = 16384;
 pub struct L2Index<'a> {
     sub: &'a classifier::Subtable,
     layout: classifier::L2Layout,
+    /// The best table-miss entry (empty match), if the table has one.
+    catch_all: Option<classifier::Hit>,
 }
 
 impl L2Index<'_> {
@@ -53,11 +56,11 @@ impl L2Index<'_> {
         self.sub.home_of(key)
     }
 
-    /// The entry slot `key` hits, probing from `home`.
+    /// The entry slot `key` hits, probing from `home`: the subtable's
+    /// answer or the table-miss entry, whichever is better.
     #[inline]
     pub fn slot<const W: usize>(&self, home: usize, key: &[u64; W]) -> Option<u32> {
-        self.sub
-            .probe_from(home, key)
+        classifier::Hit::best(self.sub.probe_from(home, key), self.catch_all)
             .map(|h| (h.id & SLOT_MASK) as u32)
     }
 }
@@ -351,17 +354,19 @@ impl FlowTable {
     }
 
     /// The table's index as one subtable keyed on link-layer fields and
-    /// the ingress port ([`L2Index`]), when it is that: table 0's
-    /// express path packs its keys straight from the frames.
+    /// the ingress port, beside at most table-miss entries ([`L2Index`]),
+    /// when it is that: table 0's express path packs its keys straight
+    /// from the frames.
     #[inline]
     pub fn l2_index(&self) -> Option<L2Index<'_>> {
         if self.index_broken {
             return None;
         }
-        let sub = self.index.sole_subtable()?;
+        let (sub, catch_all) = self.index.exact_and_catch_all()?;
         Some(L2Index {
             layout: *sub.l2_layout()?,
             sub,
+            catch_all,
         })
     }
 

@@ -1,8 +1,8 @@
 //! Table 0's express path: a burst whose first table is one hash
 //! subtable keyed on link-layer fields and the ingress port (the
 //! gateway's in_port + VLAN or in_port + MPLS label, an L2 table's
-//! eth_dst) is forwarded without packet records and without parsing
-//! past the Ethernet header.
+//! eth_dst), beside at most table-miss entries, is forwarded without
+//! packet records and without parsing past the Ethernet header.
 //!
 //! # What
 //!
@@ -12,7 +12,7 @@
 //!    ([`crate::tables::L2Index::key`]), hashed, and its home slot
 //!    prefetched;
 //! 2. probe: each key is probed from its home slot, giving the entry
-//!    slot it hits;
+//!    slot it hits (the table-miss entry's when that is better);
 //! 3. execute, in packet order, fetching the compiled entry and flow
 //!    counter `AHEAD` packets ahead: a hit on a compiled entry that is
 //!    at most one fused gateway rewrite and an output to another
