@@ -11,7 +11,8 @@
 //! IPv4 5-tuple plus EtherType is two.
 
 use crate::rule::FieldMatch;
-use packet::flow_key::{field, FlowKey, L2Fields, L2_FIELDS};
+use packet::ethernet::ethertype;
+use packet::flow_key::{field, FlowKey, L2Fields, L2_FIELDS, OFPVID_PRESENT};
 
 /// Most words a key may have on the burst path (longer keys use the
 /// one-at-a-time path).
@@ -234,6 +235,48 @@ pub struct L2Layout {
     words: usize,
     /// Presence bits a frame needs (the ports' always there).
     required: u64,
+    /// Where the ingress port, the VID and the PCP go when those are the
+    /// layout's only fields, each at most once (in_port + VLAN, the
+    /// commonest table-0 mask): such a key is read from the tag alone.
+    tag: Option<[Place; 3]>,
+}
+
+/// Where one value goes in a packed key: `(value & mask) << shift` into
+/// word `word`; a mask of 0 for a value the layout does not have.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Place {
+    mask: u64,
+    word: u8,
+    shift: u8,
+}
+
+impl Place {
+    #[inline]
+    fn put<const W: usize>(&self, v: u64, w: &mut [u64; W]) {
+        if let Some(x) = w.get_mut(usize::from(self.word)) {
+            *x |= (v & self.mask) << self.shift;
+        }
+    }
+}
+
+/// The places of in_port, VID and PCP when a layout of `slots` has only
+/// those fields, each once.
+fn tag_places(slots: &[(u8, u64, u8, u8)]) -> Option<[Place; 3]> {
+    let mut p = [Place::default(); 3];
+    for &(field, mask, word, shift) in slots {
+        let i = match field {
+            field::IN_PORT => 0,
+            field::VLAN_VID => 1,
+            field::VLAN_PCP => 2,
+            _ => return None,
+        };
+        let place = p.get_mut(i)?;
+        if place.mask != 0 {
+            return None;
+        }
+        *place = Place { mask, word, shift };
+    }
+    Some(p)
 }
 
 impl Layout {
@@ -248,6 +291,7 @@ impl Layout {
             n: self.slots.len(),
             words: self.words,
             required: self.required & !PORT_FIELDS,
+            tag: None,
         };
         for (d, s) in l.slots.iter_mut().zip(&self.slots) {
             let known = (L2_FIELDS | PORT_FIELDS) & (1u64 << s.field) != 0;
@@ -261,6 +305,7 @@ impl Layout {
                 u8::try_from(s.shift).ok()?,
             );
         }
+        l.tag = tag_places(l.slots.get(..l.n)?);
         Some(l)
     }
 }
@@ -271,6 +316,34 @@ impl L2Layout {
     #[inline]
     pub fn words(&self) -> usize {
         self.words
+    }
+
+    /// The packed key of frame `data` received on `in_port` (`W` at least
+    /// [`L2Layout::words`]): [`L2Layout::pack`] of its [`L2Fields`], read
+    /// from the VLAN tag alone when the layout is in_port + VLAN. `None`
+    /// when the short parse declines the frame or it lacks a field of the
+    /// layout.
+    #[inline]
+    pub fn pack_frame<const W: usize>(&self, in_port: u32, data: &[u8]) -> Option<[u64; W]> {
+        let Some([port, vid, pcp]) = self.tag else {
+            return self.pack(in_port, &L2Fields::parse(data)?);
+        };
+        // As `L2Fields::parse`: 18 bytes at least, at most one tag.
+        let h: &[u8; 18] = data.get(..18)?.try_into().ok()?;
+        let mut w = [0u64; W];
+        port.put(u64::from(in_port), &mut w);
+        if ethertype::is_vlan(u16::from_be_bytes([h[12], h[13]])) {
+            if ethertype::is_vlan(u16::from_be_bytes([h[16], h[17]])) {
+                return None;
+            }
+            let tci = u16::from_be_bytes([h[14], h[15]]);
+            vid.put(u64::from(OFPVID_PRESENT | (tci & 0x0fff)), &mut w);
+            pcp.put(u64::from(tci >> 13), &mut w);
+        } else if pcp.mask != 0 {
+            // Untagged: no PCP to match.
+            return None;
+        }
+        Some(w)
     }
 
     /// The packed key of a frame with link-layer fields `f` received on
@@ -429,10 +502,15 @@ mod tests {
                     continue;
                 };
                 proptest::prop_assert_eq!(l2.words(), layout.words());
-                let Some(f) = L2Fields::parse(&frame) else { continue };
+                let from_frame = l2.pack_frame::<L2_WORDS>(in_port, &frame);
+                let Some(f) = L2Fields::parse(&frame) else {
+                    proptest::prop_assert_eq!(from_frame, None);
+                    continue;
+                };
                 let mut want = [0u64; L2_WORDS];
                 let found = layout.extract(&k, &mut want[..layout.words()]).then_some(want);
                 proptest::prop_assert_eq!(l2.pack::<L2_WORDS>(in_port, &f), found, "{:?}", m);
+                proptest::prop_assert_eq!(from_frame, found, "from the frame: {:?}", m);
             }
         }
     }

@@ -46,8 +46,7 @@ impl L2Index<'_> {
     /// general path then looks it up).
     #[inline]
     pub fn key<const W: usize>(&self, in_port: u32, data: &[u8]) -> Option<[u64; W]> {
-        let f = packet::flow_key::L2Fields::parse(data)?;
-        self.layout.pack(in_port, &f)
+        self.layout.pack_frame(in_port, data)
     }
 
     /// The home slot of `key` in the subtable, its line prefetched.
