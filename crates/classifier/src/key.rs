@@ -11,7 +11,6 @@
 //! IPv4 5-tuple plus EtherType is two.
 
 use crate::rule::FieldMatch;
-use packet::ethernet::ethertype;
 use packet::flow_key::{field, FlowKey, L2Fields, L2_FIELDS, OFPVID_PRESENT};
 
 /// Most words a key may have on the burst path (longer keys use the
@@ -328,20 +327,17 @@ impl L2Layout {
         let Some([port, vid, pcp]) = self.tag else {
             return self.pack(in_port, &L2Fields::parse(data)?);
         };
-        // As `L2Fields::parse`: 18 bytes at least, at most one tag.
-        let h: &[u8; 18] = data.get(..18)?.try_into().ok()?;
+        let tag = L2Fields::tag(data)?;
         let mut w = [0u64; W];
         port.put(u64::from(in_port), &mut w);
-        if ethertype::is_vlan(u16::from_be_bytes([h[12], h[13]])) {
-            if ethertype::is_vlan(u16::from_be_bytes([h[16], h[17]])) {
-                return None;
+        match tag {
+            Some(tci) => {
+                vid.put(u64::from(OFPVID_PRESENT | (tci & 0x0fff)), &mut w);
+                pcp.put(u64::from(tci >> 13), &mut w);
             }
-            let tci = u16::from_be_bytes([h[14], h[15]]);
-            vid.put(u64::from(OFPVID_PRESENT | (tci & 0x0fff)), &mut w);
-            pcp.put(u64::from(tci >> 13), &mut w);
-        } else if pcp.mask != 0 {
             // Untagged: no PCP to match.
-            return None;
+            None if pcp.mask != 0 => return None,
+            None => {}
         }
         Some(w)
     }

@@ -182,13 +182,20 @@ impl Subtable {
     #[inline]
     pub fn home_of<const W: usize>(&self, key: &[u64; W]) -> usize {
         let i = self.hash(key) as usize & self.cap_mask;
+        self.prefetch_slot(i);
+        i
+    }
+
+    /// Prefetches slot `i`; a slot may straddle two cache lines, so both
+    /// ends.
+    #[inline]
+    fn prefetch_slot(&self, i: usize) {
         if let Some(s) = self.slots.get(i * self.stride) {
             prefetch(s);
         }
         if let Some(s) = self.slots.get(i * self.stride + self.stride - 1) {
             prefetch(s);
         }
-        i
     }
 
     /// The best rule whose packed key is `key`, probing from its home
@@ -505,13 +512,7 @@ impl Subtable {
                 let key = &mut packed[j * w..j * w + w];
                 home[j] = if self.layout.extract(k.borrow(), key) {
                     let i = self.hash(key) as usize & self.cap_mask;
-                    // A slot may straddle two cache lines: fetch both ends.
-                    if let Some(s) = self.slots.get(i * self.stride) {
-                        prefetch(s);
-                    }
-                    if let Some(s) = self.slots.get(i * self.stride + self.stride - 1) {
-                        prefetch(s);
-                    }
+                    self.prefetch_slot(i);
                     i
                 } else {
                     usize::MAX

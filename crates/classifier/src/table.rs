@@ -261,20 +261,6 @@ impl Table {
         exact == 0 || (exact == 1 && self.lpm.is_empty())
     }
 
-    /// The table's only lookup structure when that is one hash subtable
-    /// (no route engine, no merged table, no other mask, not even the
-    /// empty one): a lookup is then exactly that subtable's.
-    #[inline]
-    pub fn sole_subtable(&self) -> Option<&Subtable> {
-        if !self.merged.is_empty() || !self.lpm.is_empty() {
-            return None;
-        }
-        match self.order.as_slice() {
-            [i] => self.subtables.get(*i)?.as_ref(),
-            _ => None,
-        }
-    }
-
     /// The table's lookup as one hash subtable beside, at most, the
     /// empty mask's rules (table-miss entries): that subtable and the
     /// best rule of the empty mask, which matches every packet. A lookup
@@ -1006,7 +992,8 @@ mod tests {
         t.insert(gw(2, 6)).unwrap();
         assert_eq!(t.shape(), Shape::SingleMask);
         assert!(t.one_probe());
-        assert_eq!(t.sole_subtable().map(Subtable::len), Some(2));
+        let (st, all) = t.exact_and_catch_all().expect("one mask");
+        assert_eq!((st.len(), all), (2, None));
         let miss = |id: u64| Rule {
             id,
             priority: 0,
@@ -1016,7 +1003,6 @@ mod tests {
         t.insert(miss(9)).unwrap();
         assert_eq!(t.shape(), Shape::Tss(2));
         assert!(t.one_probe());
-        assert!(t.sole_subtable().is_none(), "the miss entry's mask too");
         let (st, all) = t.exact_and_catch_all().expect("one mask and the miss");
         assert_eq!((st.len(), all.map(|h| h.id)), (2, Some(9)));
         t.insert(Rule {

@@ -896,6 +896,7 @@ impl L2Fields {
     /// a second VLAN tag.
     #[inline]
     pub fn parse(data: &[u8]) -> Option<L2Fields> {
+        let tag = Self::tag(data)?;
         let h: &[u8; 18] = data.get(..18)?.try_into().ok()?;
         let mac = |o: usize| {
             u64::from_be_bytes([0, 0, h[o], h[o + 1], h[o + 2], h[o + 3], h[o + 4], h[o + 5]])
@@ -908,12 +909,8 @@ impl L2Fields {
             ..L2Fields::default()
         };
         let mut l3 = 14;
-        if ethertype::is_vlan(f.eth_type) {
-            let tci = u16::from_be_bytes([h[14], h[15]]);
+        if let Some(tci) = tag {
             f.eth_type = u16::from_be_bytes([h[16], h[17]]);
-            if ethertype::is_vlan(f.eth_type) {
-                return None;
-            }
             f.vlan_vid = OFPVID_PRESENT | (tci & 0x0fff);
             f.vlan_pcp = (tci >> 13) as u8;
             f.present |= bit(field::VLAN_PCP);
@@ -929,6 +926,20 @@ impl L2Fields {
             }
         }
         Some(f)
+    }
+
+    /// The outer VLAN tag's TCI of a frame [`L2Fields::parse`] reads
+    /// (`None` inside when untagged); `None` for a frame it declines.
+    #[inline]
+    pub fn tag(data: &[u8]) -> Option<Option<u16>> {
+        let h: &[u8; 18] = data.get(..18)?.try_into().ok()?;
+        if !ethertype::is_vlan(u16::from_be_bytes([h[12], h[13]])) {
+            return Some(None);
+        }
+        if ethertype::is_vlan(u16::from_be_bytes([h[16], h[17]])) {
+            return None;
+        }
+        Some(Some(u16::from_be_bytes([h[14], h[15]])))
     }
 
     /// The value of field `f` (one of [`L2_FIELDS`]; 0 for any other),

@@ -154,10 +154,7 @@ impl HotCounters {
     #[inline]
     pub fn queue_tx(&mut self, c: &mut Counters, p: u32, q: u32, packets: u64, bytes: u64) {
         if q != 0 || p >= HOT_PORTS {
-            let d = c.queues.entry((p, q)).or_default();
-            d.tx_packets += packets;
-            d.tx_bytes += bytes;
-            return;
+            return c.queue_tx_many(p, q, packets, bytes);
         }
         let i = p as usize;
         if self.queues0.len() <= i {

@@ -1094,37 +1094,37 @@ impl<'a> Exec<'a> {
     }
 
     /// Sends `packet` on queue `queue_id` of port `p` (a standard port
-    /// that can send): counted, padded to its floor, moved to the output.
+    /// that can send): moved to the output, counted, traced.
     #[inline]
-    pub(super) fn emit_frame(&mut self, mut packet: PacketBuf, p: u32, queue_id: u32) {
-        self.count_tx(&packet, p, queue_id);
+    pub(super) fn emit_frame(&mut self, packet: PacketBuf, p: u32, queue_id: u32) {
+        let len = self.queue_frame(packet, p, queue_id);
+        self.count_tx(p, queue_id, 1, len);
+        self.trace(|| TraceEvent::Output { port: p, queue_id });
+    }
+
+    /// Pads `packet` to its floor and moves it to the output for queue
+    /// `queue_id` of port `p`, uncounted; returns the length it leaves
+    /// with (see `packet::buffer`).
+    #[inline]
+    pub(super) fn queue_frame(&mut self, mut packet: PacketBuf, p: u32, queue_id: u32) -> u64 {
         packet.pad_to_floor();
+        let len = packet.len() as u64;
         self.out.tx.push(TxPacket {
             port: p,
             queue_id,
             packet,
         });
+        len
     }
 
-    /// Counts a frame leaving on queue `queue_id` of port `p`, at the
-    /// length it leaves with (padded: see `packet::buffer`).
-    fn count_tx(&mut self, buf: &PacketBuf, p: u32, queue_id: u32) {
-        let len = buf.padded_len() as u64;
-        let c = self.hot.port(self.counters, p);
-        c.tx_packets += 1;
-        c.tx_bytes += len;
-        self.hot.queue_tx(self.counters, p, queue_id, 1, len);
-        self.trace(|| TraceEvent::Output { port: p, queue_id });
-    }
-
-    /// Counts `packets` frames of `bytes` bytes in all (padded) that left
-    /// on queue 0 of port `p` untraced (the express path's per-burst
-    /// count).
-    pub(super) fn count_tx_run(&mut self, p: u32, packets: u64, bytes: u64) {
+    /// Counts `packets` frames of `bytes` bytes in all (as they leave,
+    /// padded) sent on queue `queue_id` of port `p`.
+    pub(super) fn count_tx(&mut self, p: u32, queue_id: u32, packets: u64, bytes: u64) {
         let c = self.hot.port(self.counters, p);
         c.tx_packets += packets;
         c.tx_bytes += bytes;
-        self.hot.queue_tx(self.counters, p, 0, packets, bytes);
+        self.hot
+            .queue_tx(self.counters, p, queue_id, packets, bytes);
     }
 
     /// Sends the packet to the controller: buffers it unless `max_len` is

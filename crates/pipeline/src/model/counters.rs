@@ -162,8 +162,14 @@ impl Counters {
 
     /// A packet of `bytes` bytes was sent on queue `q` of port `p`.
     pub fn queue_tx(&mut self, p: u32, q: u32, bytes: u64) {
+        self.queue_tx_many(p, q, 1, bytes);
+    }
+
+    /// `packets` packets of `bytes` bytes in all were sent on queue `q`
+    /// of port `p`.
+    pub fn queue_tx_many(&mut self, p: u32, q: u32, packets: u64, bytes: u64) {
         let c = self.queues.entry((p, q)).or_default();
-        c.tx_packets += 1;
+        c.tx_packets += packets;
         c.tx_bytes += bytes;
     }
 

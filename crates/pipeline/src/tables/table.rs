@@ -27,7 +27,7 @@ pub(super) const REBUILD_INDEX_BELOW: usize = 16384;
 #[derive(Clone, Copy, Debug)]
 pub struct L2Index<'a> {
     sub: &'a classifier::Subtable,
-    layout: classifier::L2Layout,
+    layout: &'a classifier::L2Layout,
     /// The best table-miss entry (empty match), if the table has one.
     catch_all: Option<classifier::Hit>,
 }
@@ -363,7 +363,7 @@ impl FlowTable {
         }
         let (sub, catch_all) = self.index.exact_and_catch_all()?;
         Some(L2Index {
-            layout: *sub.l2_layout()?,
+            layout: sub.l2_layout()?,
             sub,
             catch_all,
         })

@@ -52,7 +52,7 @@
 
 use super::{prefetch_hit, WorkerState, AHEAD};
 use crate::datapath::exec::{mpls_to_vlan_in_place, vlan_to_mpls_in_place, Exec};
-use crate::datapath::output::{BurstOutput, TxPacket};
+use crate::datapath::output::BurstOutput;
 use crate::datapath::PipelineView;
 use crate::tables::compiled::FastOp;
 use crate::tables::{FlowTable, L2Index};
@@ -169,9 +169,9 @@ fn express_lookup<const W: usize>(
     bytes
 }
 
-/// Frames the express path sent by one port, not yet counted: a burst
-/// usually leaves by one port, so its port and queue counters are bumped
-/// once, and whether the port can send is asked once.
+/// Frames the express path sent by one port, not yet counted: frames
+/// that leave one after the other by the same port are counted together,
+/// and whether the port can send is asked once for them.
 #[derive(Default)]
 struct TxRun {
     /// The port, if any frame has left yet, and whether it can send.
@@ -199,7 +199,7 @@ impl TxRun {
     /// Counts what left by the current port (queue 0).
     fn flush(&mut self, ex: &mut Exec<'_>) {
         if let (Some((p, _)), 1..) = (self.port, self.packets) {
-            ex.count_tx_run(p, self.packets, self.bytes);
+            ex.count_tx(p, 0, self.packets, self.bytes);
         }
         self.packets = 0;
         self.bytes = 0;
@@ -247,13 +247,7 @@ fn express_one(
         return Err(buf);
     }
     ex.hot.flow_hit(ex.counters, 0, slot, fe.id, len, ex.now);
-    buf.pad_to_floor();
     tx.packets += 1;
-    tx.bytes += buf.len() as u64;
-    ex.out.tx.push(TxPacket {
-        port,
-        queue_id: 0,
-        packet: buf,
-    });
+    tx.bytes += ex.queue_frame(buf, port, 0);
     Ok(())
 }
