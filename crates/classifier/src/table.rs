@@ -288,6 +288,26 @@ impl Table {
         }
     }
 
+    /// The table as the route engine beside at most table-miss rules:
+    /// the engine and the best rule of the empty mask (if any), when
+    /// that is all it holds and a frame's IPv4 destination alone decides
+    /// its route ([`Lpm::needs_only_ipv4_dst`]). The answer for a frame
+    /// whose key has IPv4 addresses is then the better ([`Hit::best`]) of
+    /// the engine's and that rule, as [`Table::lookup`] gives it.
+    pub fn route_and_catch_all(&self) -> Option<(&Lpm, Option<Hit>)> {
+        if !self.merged.is_empty() || self.lpm.is_empty() || !self.lpm.needs_only_ipv4_dst() {
+            return None;
+        }
+        match *self.order.as_slice() {
+            [] => Some((&self.lpm, None)),
+            [i] if self.by_mask.get(&[][..]) == Some(&i) => {
+                let all = self.subtables.get(i)?.as_ref()?.lookup_packed(&[0])?;
+                Some((&self.lpm, Some(all)))
+            }
+            _ => None,
+        }
+    }
+
     /// The structures in use.
     pub fn shape(&self) -> Shape {
         let n = self.order.len();
@@ -1034,6 +1054,8 @@ mod tests {
         t.insert(route(1, 0x0a00_0000, 8, 8)).unwrap();
         t.insert(route(2, 0x0a01_0000, 16, 16)).unwrap();
         assert_eq!(t.shape(), Shape::Lpm);
+        let (lpm, all) = t.route_and_catch_all().expect("routes only");
+        assert_eq!((lpm.len(), all), (2, None));
         t.insert(Rule {
             id: 3,
             priority: 0,
@@ -1042,10 +1064,41 @@ mod tests {
         .unwrap();
         assert_eq!(t.shape(), Shape::LpmPlusTss(1));
         assert!(t.one_probe(), "routes and a table-miss entry");
+        let (lpm, all) = t.route_and_catch_all().expect("routes and the miss");
+        assert_eq!(all.map(|h| h.id), Some(3));
+        // The address burst answers as the key lookup does, for frames
+        // whose key has the IPv4 destination (`None` in, `None` out).
+        let addrs = [
+            Some(0x0a01_0203),
+            Some(0x0a02_0000),
+            Some(0x0b00_0000),
+            None,
+        ];
+        let mut hits = [Some(Hit {
+            id: 99,
+            priority: 1,
+        }); 4];
+        lpm.lookup_burst_addrs(&addrs, &mut hits);
+        for (a, h) in addrs.iter().zip(hits) {
+            let want = a.and_then(|a| {
+                t.lookup(&FlowKey {
+                    present: (1 << field::ETH_TYPE) | (1 << field::IPV4_DST),
+                    eth_type: 0x800,
+                    ipv4_dst: a,
+                    ..Default::default()
+                })
+            });
+            assert_eq!(a.and_then(|_| Hit::best(h, all)), want, "{a:x?}");
+        }
+        assert_eq!(hits[3], None);
         // A /24 with a priority below the /16: contradicts prefix order.
         t.insert(route(4, 0x0a01_0100, 24, 10)).unwrap();
         assert_eq!(t.shape(), Shape::LpmPlusTss(2));
         assert!(!t.one_probe(), "routes and an exact subtable");
+        assert!(
+            t.route_and_catch_all().is_none(),
+            "routes and an exact subtable"
+        );
         let mut k = FlowKey {
             present: (1 << field::ETH_TYPE) | (1 << field::IPV4_DST),
             eth_type: 0x800,

@@ -960,6 +960,31 @@ impl L2Fields {
     }
 }
 
+/// Where the IPv4 header of a frame [`plain_ipv4_dst`] accepts begins.
+pub const PLAIN_IPV4_L3: usize = 14;
+
+/// The IPv4 destination of an untagged IPv4 frame whose header
+/// [`FlowKey::parse_into`] reads (its key then has `eth_type` 0x0800, no
+/// VLAN, and `IPV4_SRC` and `IPV4_DST` present), read straight from the
+/// header; `None` for any other frame: tagged, another EtherType, shorter
+/// than an IPv4 header, or a header `parse_into` calls malformed or
+/// truncated. What a table of IPv4 routes needs to look a frame up (the
+/// differential test below holds it to `parse_into`).
+#[inline]
+pub fn plain_ipv4_dst(data: &[u8]) -> Option<u32> {
+    let h: &[u8; 34] = data.get(..34)?.try_into().ok()?;
+    if u16::from_be_bytes([h[12], h[13]]) != ethertype::IPV4 {
+        return None;
+    }
+    let l3 = PLAIN_IPV4_L3;
+    let hl = usize::from(h[l3] & 0xf) * 4;
+    let total = usize::from(u16::from_be_bytes([h[l3 + 2], h[l3 + 3]]));
+    if h[l3] >> 4 != 4 || hl < 20 || total < hl || data.len() < l3 + hl {
+        return None;
+    }
+    Some(u32::from_be_bytes([h[30], h[31], h[32], h[33]]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1244,6 +1269,34 @@ mod tests {
                 None => proptest::prop_assert!(
                     frame.len() < 18 || (ethertype::is_vlan(et) && ethertype::is_vlan(inner))
                 ),
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// `plain_ipv4_dst` answers exactly for the frames whose parsed
+        /// key is untagged IPv4 with the addresses present, and gives
+        /// the key's destination.
+        #[test]
+        fn plain_ipv4_dst_agrees_with_the_full_parse(
+            et in proptest::sample::select(vec![0x0800u16, 0x86dd, 0x8100, 0x8847]),
+            inner in proptest::sample::select(vec![0x0800u16, 0x86dd]),
+            ver_ihl in proptest::sample::select(vec![0x45u8, 0x46, 0x4f, 0x44, 0x40, 0x65, 0x35]),
+            total in proptest::sample::select(vec![0u16, 19, 20, 24, 46, 60, 1500]),
+            rest in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..60),
+            cut in 0usize..90,
+        ) {
+            let mut ip = vec![ver_ihl, 0];
+            ip.extend(total.to_be_bytes());
+            ip.extend(rest);
+            let frame = l2_frame(et, 5, inner, &ip, cut);
+            let k = FlowKey::parse(&frame);
+            let want = (k.vlan_tags == 0 && k.eth_type == ethertype::IPV4 && k.has(field::IPV4_DST))
+                .then_some(k.ipv4_dst);
+            proptest::prop_assert_eq!(plain_ipv4_dst(&frame), want);
+            if want.is_some() {
+                proptest::prop_assert!(k.has(field::IPV4_SRC));
+                proptest::prop_assert_eq!(k.l3_offset as usize, PLAIN_IPV4_L3);
             }
         }
     }

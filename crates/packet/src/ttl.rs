@@ -89,6 +89,24 @@ pub fn dec_nw_ttl_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<u8, ActionErro
     Ok(ttl - 1)
 }
 
+/// dec_nw_ttl on the IPv4 header at offset `l3` of a frame whose key
+/// has its IPv4 addresses there (as [`crate::flow_key::plain_ipv4_dst`]
+/// vouches for): the TTL and the header checksum written as
+/// [`dec_nw_ttl_with_key`] writes them, without a key. Returns the new
+/// TTL; a TTL of 0 or 1 ([`ActionError::InvalidTtl`]) or a header not
+/// held whole leaves the frame unchanged.
+pub fn dec_ipv4_ttl_at(pkt: &mut [u8], l3: usize) -> Result<u8, ActionError> {
+    if pkt.len() < l3.saturating_add(20) {
+        return Err(ActionError::Truncated);
+    }
+    let ttl = pkt[l3 + 8];
+    if ttl <= 1 {
+        return Err(ActionError::InvalidTtl);
+    }
+    write_ipv4_ttl(pkt, l3, ttl - 1);
+    Ok(ttl - 1)
+}
+
 /// OpenFlow set_nw_ttl.
 pub fn set_nw_ttl(pkt: &mut [u8], ttl: u8) -> Result<(), ActionError> {
     let k = FlowKey::parse(pkt);
@@ -262,6 +280,23 @@ mod tests {
         let mut o = eth_ipv4_options_udp();
         assert_eq!(dec_nw_ttl(&mut o), Ok(1));
         assert_eq!(verify_checksums(&o), Ok(()));
+    }
+
+    #[test]
+    fn dec_ipv4_ttl_at_writes_what_dec_nw_ttl_writes() {
+        for mut p in [eth_ipv4_tcp(), eth_ipv4_options_udp()] {
+            for t in [255u8, 64, 2, 1, 0] {
+                set_nw_ttl(&mut p, t).unwrap();
+                let mut q = p.clone();
+                assert_eq!(dec_ipv4_ttl_at(&mut q, 14), dec_nw_ttl(&mut p));
+                assert_eq!(q, p);
+            }
+        }
+        let mut short = eth_ipv4_tcp();
+        short.truncate(33);
+        let before = short.clone();
+        assert_eq!(dec_ipv4_ttl_at(&mut short, 14), Err(ActionError::Truncated));
+        assert_eq!(short, before);
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! Lookups go through each table's classifier index (the reference linear
 //! scan instead with [`Datapath::set_reference_lookup`], for differential
 //! tests: a flag, not a trait object on the packet path). A table 0 of
-//! one exact link-layer mask takes the express path first (see
+//! one exact link-layer mask or of IPv4 routes takes the express path
+//! first (see
 //! [`worker`]); otherwise a burst is parsed first; table 0 is answered
 //! by the worker's flow cache or one
 //! prefetching burst lookup, the entries hit are prefetched and run from

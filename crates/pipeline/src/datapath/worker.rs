@@ -19,9 +19,10 @@
 //! [`WorkerState::process_burst_into`] runs a burst in stages so that the
 //! cache misses of one stage overlap across the whole burst instead of
 //! stalling packet after packet. When table 0 is one exact table keyed
-//! on link-layer fields and the ingress port, the burst first takes the
-//! express path (`worker::express`: keys packed straight from the frames, no
-//! packet records, the compiled entry run in place) and what that path
+//! on link-layer fields and the ingress port, or the IPv4 route engine,
+//! the burst first takes the express path (`worker::express`: keys read
+//! straight from the frames, no packet records, the compiled entry run
+//! in place) and what that path
 //! does not forward goes on to these stages:
 //!
 //! 1. parse: each packet's [`FlowKey`] is parsed in place into a packet

@@ -176,6 +176,6 @@ pub mod validate;
 
 pub use flow_mod::FlowModOutcome;
 pub use stats::{any_flow, FlowFilter, FlowPos};
-pub use table::{FlowTable, L2Index, SLOT_BITS};
+pub use table::{FlowTable, L2Index, RouteIndex, SLOT_BITS};
 
 pub use set::{TableSet, Tables, TablesConfig, ENTRY_BYTES, MAX_TABLE_ENTRIES};

@@ -64,6 +64,37 @@ impl L2Index<'_> {
     }
 }
 
+/// A table whose whole index is the IPv4 route engine, beside at most
+/// table-miss entries, where a frame's IPv4 destination alone decides
+/// its route ([`FlowTable::route_index`]): a frame's address is read
+/// from its header ([`packet::flow_key::plain_ipv4_dst`]) and looked up
+/// with the engine's burst passes. The answer is the entry slot the
+/// general lookup gives.
+#[derive(Clone, Copy, Debug)]
+pub struct RouteIndex<'a> {
+    lpm: &'a classifier::lpm::Lpm,
+    /// The best table-miss entry (empty match), if the table has one.
+    catch_all: Option<classifier::Hit>,
+}
+
+impl RouteIndex<'_> {
+    /// The route engine's hit for each address, `hits[i]` for
+    /// `addrs[i]` (`hits` at least as long), with its burst passes;
+    /// `None` for a `None` address.
+    #[inline]
+    pub fn hits(&self, addrs: &[Option<u32>], hits: &mut [Option<classifier::Hit>]) {
+        self.lpm.lookup_burst_addrs(addrs, hits);
+    }
+
+    /// The entry slot of a frame with an address, given the route
+    /// engine's hit for it ([`RouteIndex::hits`]): the route's or the
+    /// table-miss entry's, whichever is better.
+    #[inline]
+    pub fn slot(&self, hit: Option<classifier::Hit>) -> Option<u32> {
+        classifier::Hit::best(hit, self.catch_all).map(|h| (h.id & SLOT_MASK) as u32)
+    }
+}
+
 /// One flow table, as published (see the module comment).
 #[derive(Debug, Default)]
 pub struct FlowTable {
@@ -367,6 +398,18 @@ impl FlowTable {
             sub,
             catch_all,
         })
+    }
+
+    /// The table's index as the IPv4 route engine beside at most
+    /// table-miss entries ([`RouteIndex`]), when it is that: table 0's
+    /// express path reads the destinations straight from the frames.
+    #[inline]
+    pub fn route_index(&self) -> Option<RouteIndex<'_>> {
+        if self.index_broken {
+            return None;
+        }
+        let (lpm, catch_all) = self.index.route_and_catch_all()?;
+        Some(RouteIndex { lpm, catch_all })
     }
 
     /// The entry ids a burst of packets hit, `out[i]` for `packets[i]`

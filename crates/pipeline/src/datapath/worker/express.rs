@@ -1,8 +1,9 @@
 //! Table 0's express path: a burst whose first table is one hash
 //! subtable keyed on link-layer fields and the ingress port (the
 //! gateway's in_port + VLAN or in_port + MPLS label, an L2 table's
-//! eth_dst), beside at most table-miss entries, is forwarded without
-//! packet records and without parsing past the Ethernet header.
+//! eth_dst), or the IPv4 route engine (a routing table's prefixes),
+//! beside at most table-miss entries, is forwarded without packet
+//! records and without parsing past the headers the table reads.
 //!
 //! # What
 //!
@@ -10,15 +11,19 @@
 //!
 //! 1. key: each frame's key is packed straight from its header
 //!    ([`crate::tables::L2Index::key`]), hashed, and its home slot
-//!    prefetched;
-//! 2. probe: each key is probed from its home slot, giving the entry
-//!    slot it hits (the table-miss entry's when that is better);
+//!    prefetched; for routes, its IPv4 destination is read
+//!    ([`packet::flow_key::plain_ipv4_dst`]: untagged IPv4 only);
+//! 2. probe: each key is probed from its home slot (for routes, the
+//!    engine's burst passes), giving the entry slot it hits (the
+//!    table-miss entry's when that is better);
 //! 3. execute, in packet order, fetching the compiled entry and flow
-//!    counter `AHEAD` packets ahead: a hit on a compiled entry that is
-//!    at most one fused gateway rewrite and an output to another
-//!    standard port that can send is done here (the six bytes written
-//!    in place, the flow, table and port counters bumped, the buffer
-//!    moved to the output). At the first packet it does not forward (a
+//!    counter `AHEAD` packets ahead: a hit on a compiled entry whose
+//!    actions the path does in place for this frame (none; one fused
+//!    gateway rewrite; Ethernet address set_fields and a dec_ttl, see
+//!    [`rewrite_in_place`]) and then an output to another standard port
+//!    that can send is done here (the bytes written in place, the flow,
+//!    table and port counters bumped, the buffer moved to the output).
+//!    At the first packet it does not forward (a
 //!    miss, another kind of entry, a frame of another shape), that
 //!    packet and the rest of the burst go on to the general path's
 //!    stages ([`WorkerState::process_burst_into`]), so the outputs keep
@@ -47,18 +52,22 @@
 //! 13 (`fulmar bench gateway-vlan2mpls --rules 100000 --reference`):
 //! filling a packet record and parsing the whole key (about 20 ns), the
 //! stage bookkeeping around each packet (about 17), packing the key
-//! field by field from the parsed key, and the general output. The
-//! figures after are in docs/results.md.
+//! field by field from the parsed key, and the general output. With
+//! 100K routes (`fulmar bench l3`) the general path spent 114-124 ns, the
+//! express path 66-71. The figures are in docs/results.md.
 
 use super::{prefetch_hit, WorkerState, AHEAD};
 use crate::datapath::exec::{mpls_to_vlan_in_place, vlan_to_mpls_in_place, Exec};
 use crate::datapath::output::BurstOutput;
 use crate::datapath::PipelineView;
-use crate::tables::compiled::FastOp;
-use crate::tables::{FlowTable, L2Index};
+use crate::tables::compiled::{FastOp, Rewrite};
+use crate::tables::{FlowTable, L2Index, RouteIndex};
 use crate::Time;
 use ofp::consts::port_no;
+use ofp::OxmField;
 use packet::buffer::PacketBuf;
+use packet::flow_key::{plain_ipv4_dst, PLAIN_IPV4_L3};
+use packet::ttl::dec_ipv4_ttl_at;
 
 impl WorkerState {
     /// Forwards a burst received on `in_port` by the express path (see
@@ -79,14 +88,19 @@ impl WorkerState {
         let Some(t0) = view.tables.table(0) else {
             return false;
         };
-        let Some(index) = t0.l2_index() else {
-            return false;
+        let index = match (t0.l2_index(), t0.route_index()) {
+            (Some(l2), _) => Index::L2(l2),
+            (None, Some(routes)) => Index::Routes(routes),
+            (None, None) => return false,
         };
         let mut sc = std::mem::take(&mut self.scratch);
         sc.first.clear();
-        let bytes = match index.words() {
-            1 => express_lookup::<1>(&index, in_port, packets, &mut sc.first),
-            _ => express_lookup::<2>(&index, in_port, packets, &mut sc.first),
+        let bytes = match index {
+            Index::L2(index) if index.words() == 1 => {
+                express_lookup::<1>(&index, in_port, packets, &mut sc.first)
+            }
+            Index::L2(index) => express_lookup::<2>(&index, in_port, packets, &mut sc.first),
+            Index::Routes(routes) => express_route_lookup(&routes, packets, &mut sc.first),
         };
         let pc = self.hot.port(&mut self.counters, in_port);
         pc.rx_packets += packets.len() as u64;
@@ -136,6 +150,12 @@ impl WorkerState {
     }
 }
 
+/// Table 0's index in one of the two shapes the express path takes.
+enum Index<'a> {
+    L2(L2Index<'a>),
+    Routes(RouteIndex<'a>),
+}
+
 /// Passes 1 and 2 of the module comment for `packets`, 32 at a time
 /// (keys of `W` words): each one's table-0 slot pushed to `first`
 /// (`Some(None)`: a miss or a frame for the general path). Returns the
@@ -164,6 +184,35 @@ fn express_lookup<const W: usize>(
                     .then(|| index.slot(*home, key))
                     .flatten(),
             ));
+        }
+    }
+    bytes
+}
+
+/// Passes 1 and 2 for a route table: each frame's IPv4 destination read
+/// from its header, the route engine's burst passes over 32 at a time,
+/// and each frame's table-0 slot pushed to `first` (`Some(None)`: a miss,
+/// or a frame that is not plain IPv4, for the general path). Returns the
+/// burst's bytes.
+#[inline]
+fn express_route_lookup(
+    index: &RouteIndex<'_>,
+    packets: &[PacketBuf],
+    first: &mut Vec<Option<Option<u32>>>,
+) -> u64 {
+    const CHUNK: usize = 32;
+    let mut addrs = [None; CHUNK];
+    let mut hits = [None; CHUNK];
+    let mut bytes = 0;
+    for chunk in packets.chunks(CHUNK) {
+        for (a, buf) in addrs.iter_mut().zip(chunk) {
+            bytes += buf.len() as u64;
+            *a = plain_ipv4_dst(buf.as_slice());
+        }
+        let n = chunk.len();
+        index.hits(&addrs[..n], &mut hits[..n]);
+        for (a, h) in addrs.iter().zip(&hits).take(n) {
+            first.push(Some(a.and_then(|_| index.slot(*h))));
         }
     }
     bytes
@@ -207,9 +256,10 @@ impl TxRun {
 }
 
 /// Forwards one frame that hit entry slot `slot` of table 0 when the
-/// slot's compiled entry ends the pipeline with at most one fused
-/// gateway rewrite, exact for this frame, and an output to another
-/// standard port that can send; else gives the frame back untouched.
+/// slot's compiled entry ends the pipeline with rewrites the express
+/// path does in place for this frame ([`rewrite_in_place`]) and an output
+/// to another standard port that can send; else gives the frame back
+/// untouched.
 #[inline]
 fn express_one(
     ex: &mut Exec<'_>,
@@ -222,32 +272,82 @@ fn express_one(
     let Some(fe) = t0.fast(slot).filter(|f| f.is_final()) else {
         return Err(buf);
     };
-    let (op, port) = match fe.ops() {
-        Some(&[FastOp::Output { port, .. }]) => (None, port),
-        Some(&[op, FastOp::Output { port, .. }]) => (Some(op), port),
-        _ => return Err(buf),
+    let Some((&FastOp::Output { port, .. }, body)) = fe.ops().and_then(<[FastOp]>::split_last)
+    else {
+        return Err(buf);
     };
     if port > port_no::MAX || port == in_port || !tx.sendable(ex, port) {
         return Err(buf);
     }
-    let len = buf.len() as u64;
-    let rewritten = match op {
-        None => true,
-        Some(FastOp::VlanToMpls { ethertype, label }) => {
-            vlan_to_mpls_in_place(buf.as_mut_slice(), ethertype, label)
-        }
-        Some(FastOp::MplsToVlan {
-            ethertype,
-            tpid,
-            vid,
-        }) => mpls_to_vlan_in_place(buf.as_mut_slice(), ethertype, tpid, vid),
-        Some(_) => false,
-    };
-    if !rewritten {
+    if !rewrite_in_place(buf.as_mut_slice(), body) {
         return Err(buf);
     }
+    let len = buf.len() as u64;
     ex.hot.flow_hit(ex.counters, 0, slot, fe.id, len, ex.now);
     tx.packets += 1;
     tx.bytes += ex.queue_frame(buf, port, 0);
     Ok(())
+}
+
+/// Applies `ops` (a compiled entry's actions before its output) to
+/// `frame` when the express path does them in place: none; one fused
+/// gateway rewrite, exact for this frame; or set_fields of the Ethernet
+/// addresses with at most one dec_nw_ttl, on a frame the TTL can be
+/// decremented in without a key (untagged IPv4, TTL above 1). Each
+/// writes the bytes the executor's own functions write. `false`, with
+/// the frame untouched, for anything else (the general path then runs
+/// the entry, and sees the frame as it came).
+#[inline]
+fn rewrite_in_place(frame: &mut [u8], ops: &[FastOp]) -> bool {
+    match *ops {
+        [] => return true,
+        [FastOp::VlanToMpls { ethertype, label }] => {
+            return vlan_to_mpls_in_place(frame, ethertype, label)
+        }
+        [FastOp::MplsToVlan {
+            ethertype,
+            tpid,
+            vid,
+        }] => return mpls_to_vlan_in_place(frame, ethertype, tpid, vid),
+        _ => {}
+    }
+    let mut dec_ttl = false;
+    for op in ops {
+        match *op {
+            FastOp::SetField { field, .. } if mac_at(field).is_some() => {}
+            FastOp::Rewrite(Rewrite::DecNwTtl) if !dec_ttl => dec_ttl = true,
+            _ => return false,
+        }
+    }
+    if frame.len() < 14 {
+        return false;
+    }
+    // The only step that can fail goes first, so a refusal leaves the
+    // frame as it came (the others write other bytes: order does not
+    // change the result).
+    if dec_ttl
+        && (plain_ipv4_dst(frame).is_none() || dec_ipv4_ttl_at(frame, PLAIN_IPV4_L3).is_err())
+    {
+        return false;
+    }
+    for op in ops {
+        if let FastOp::SetField { field, hi, lo } = *op {
+            if let Some(mac) = mac_at(field).and_then(|at| frame.get_mut(at..at + 6)) {
+                mac[..2].copy_from_slice(&hi.to_be_bytes());
+                mac[2..].copy_from_slice(&lo.to_be_bytes());
+            }
+        }
+    }
+    true
+}
+
+/// Where in the frame set_field of OXM field `field` writes, when it is
+/// one of the Ethernet addresses.
+#[inline]
+fn mac_at(field: u8) -> Option<usize> {
+    match field {
+        f if f == OxmField::EthDst as u8 => Some(0),
+        f if f == OxmField::EthSrc as u8 => Some(6),
+        _ => None,
+    }
 }
