@@ -234,10 +234,21 @@ pub struct L2Layout {
     words: usize,
     /// Presence bits a frame needs (the ports' always there).
     required: u64,
-    /// Where the ingress port, the VID and the PCP go when those are the
-    /// layout's only fields, each at most once (in_port + VLAN, the
-    /// commonest table-0 mask): such a key is read from the tag alone.
-    tag: Option<[Place; 3]>,
+    /// A layout of three fields or fewer that a key is read for without
+    /// [`L2Fields::parse`], when it is one.
+    short: Option<Short>,
+}
+
+/// The two commonest table-0 masks, read from the bytes they need
+/// alone: where each of their fields goes (a mask of 0 for one the
+/// layout lacks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Short {
+    /// in_port, VLAN_VID, VLAN_PCP (in_port + VLAN): the tag alone.
+    Tag([Place; 3]),
+    /// in_port, ETH_TYPE, MPLS_LABEL (in_port + MPLS label): the
+    /// EtherType and the top label stack entry alone.
+    Label([Place; 3]),
 }
 
 /// Where one value goes in a packed key: `(value & mask) << shift` into
@@ -258,17 +269,12 @@ impl Place {
     }
 }
 
-/// The places of in_port, VID and PCP when a layout of `slots` has only
-/// those fields, each once.
-fn tag_places(slots: &[(u8, u64, u8, u8)]) -> Option<[Place; 3]> {
+/// The places of `fields` when a layout of `slots` has only those
+/// fields, each at most once.
+fn places(slots: &[(u8, u64, u8, u8)], fields: [u8; 3]) -> Option<[Place; 3]> {
     let mut p = [Place::default(); 3];
     for &(field, mask, word, shift) in slots {
-        let i = match field {
-            field::IN_PORT => 0,
-            field::VLAN_VID => 1,
-            field::VLAN_PCP => 2,
-            _ => return None,
-        };
+        let i = fields.iter().position(|&f| f == field)?;
         let place = p.get_mut(i)?;
         if place.mask != 0 {
             return None;
@@ -290,7 +296,7 @@ impl Layout {
             n: self.slots.len(),
             words: self.words,
             required: self.required & !PORT_FIELDS,
-            tag: None,
+            short: None,
         };
         for (d, s) in l.slots.iter_mut().zip(&self.slots) {
             let known = (L2_FIELDS | PORT_FIELDS) & (1u64 << s.field) != 0;
@@ -304,7 +310,13 @@ impl Layout {
                 u8::try_from(s.shift).ok()?,
             );
         }
-        l.tag = tag_places(l.slots.get(..l.n)?);
+        let slots = l.slots.get(..l.n)?;
+        l.short = places(slots, [field::IN_PORT, field::VLAN_VID, field::VLAN_PCP])
+            .map(Short::Tag)
+            .or_else(|| {
+                places(slots, [field::IN_PORT, field::ETH_TYPE, field::MPLS_LABEL])
+                    .map(Short::Label)
+            });
         Some(l)
     }
 }
@@ -319,25 +331,39 @@ impl L2Layout {
 
     /// The packed key of frame `data` received on `in_port` (`W` at least
     /// [`L2Layout::words`]): [`L2Layout::pack`] of its [`L2Fields`], read
-    /// from the VLAN tag alone when the layout is in_port + VLAN. `None`
+    /// from the VLAN tag alone when the layout is in_port + VLAN, from the
+    /// EtherType and the label alone when it is in_port + MPLS label. `None`
     /// when the short parse declines the frame or it lacks a field of the
     /// layout.
     #[inline]
     pub fn pack_frame<const W: usize>(&self, in_port: u32, data: &[u8]) -> Option<[u64; W]> {
-        let Some([port, vid, pcp]) = self.tag else {
-            return self.pack(in_port, &L2Fields::parse(data)?);
-        };
-        let tag = L2Fields::tag(data)?;
         let mut w = [0u64; W];
-        port.put(u64::from(in_port), &mut w);
-        match tag {
-            Some(tci) => {
-                vid.put(u64::from(OFPVID_PRESENT | (tci & 0x0fff)), &mut w);
-                pcp.put(u64::from(tci >> 13), &mut w);
+        match self.short {
+            None => return self.pack(in_port, &L2Fields::parse(data)?),
+            Some(Short::Tag([port, vid, pcp])) => {
+                port.put(u64::from(in_port), &mut w);
+                match L2Fields::tag(data)? {
+                    Some(tci) => {
+                        vid.put(u64::from(OFPVID_PRESENT | (tci & 0x0fff)), &mut w);
+                        pcp.put(u64::from(tci >> 13), &mut w);
+                    }
+                    // Untagged: no PCP to match.
+                    None if pcp.mask != 0 => return None,
+                    None => {}
+                }
             }
-            // Untagged: no PCP to match.
-            None if pcp.mask != 0 => return None,
-            None => {}
+            Some(Short::Label([port, et, label])) => {
+                port.put(u64::from(in_port), &mut w);
+                let tag = L2Fields::tag(data)?;
+                let (t, lse) = L2Fields::type_and_label(data, tag.is_some());
+                et.put(u64::from(t), &mut w);
+                match lse {
+                    Some(v) => label.put(u64::from(v >> 12), &mut w),
+                    // No whole label: no label to match.
+                    None if label.mask != 0 => return None,
+                    None => {}
+                }
+            }
         }
         Some(w)
     }

@@ -908,24 +908,38 @@ impl L2Fields {
             eth_type: u16::from_be_bytes([h[12], h[13]]),
             ..L2Fields::default()
         };
-        let mut l3 = 14;
         if let Some(tci) = tag {
-            f.eth_type = u16::from_be_bytes([h[16], h[17]]);
             f.vlan_vid = OFPVID_PRESENT | (tci & 0x0fff);
             f.vlan_pcp = (tci >> 13) as u8;
             f.present |= bit(field::VLAN_PCP);
-            l3 = 18;
         }
-        if ethertype::is_mpls(f.eth_type) {
-            if let Some(&[a, b, c, d]) = data.get(l3..l3 + 4) {
-                let v = u32::from_be_bytes([a, b, c, d]);
-                f.mpls_label = v >> 12;
-                f.mpls_tc = ((v >> 9) & 7) as u8;
-                f.mpls_bos = ((v >> 8) & 1) as u8;
-                f.present |= bit(field::MPLS_LABEL) | bit(field::MPLS_TC) | bit(field::MPLS_BOS);
-            }
+        let (et, lse) = Self::type_and_label(data, tag.is_some());
+        f.eth_type = et;
+        if let Some(v) = lse {
+            f.mpls_label = v >> 12;
+            f.mpls_tc = ((v >> 9) & 7) as u8;
+            f.mpls_bos = ((v >> 8) & 1) as u8;
+            f.present |= bit(field::MPLS_LABEL) | bit(field::MPLS_TC) | bit(field::MPLS_BOS);
         }
         Some(f)
+    }
+
+    /// The EtherType of a frame [`L2Fields::parse`] reads (behind the
+    /// outer tag when `tagged`, as [`L2Fields::tag`] tells) and, when it
+    /// is MPLS and the frame holds the whole entry, the top label stack
+    /// entry.
+    #[inline]
+    pub fn type_and_label(data: &[u8], tagged: bool) -> (u16, Option<u32>) {
+        let l3 = if tagged { 18 } else { 14 };
+        let et = match data.get(l3 - 2..l3) {
+            Some(&[a, b]) => u16::from_be_bytes([a, b]),
+            _ => return (0, None),
+        };
+        let lse = match data.get(l3..l3 + 4) {
+            Some(&[a, b, c, d]) if ethertype::is_mpls(et) => Some(u32::from_be_bytes([a, b, c, d])),
+            _ => None,
+        };
+        (et, lse)
     }
 
     /// The outer VLAN tag's TCI of a frame [`L2Fields::parse`] reads
