@@ -104,6 +104,60 @@ def test_vlan_mpls_pbb_push_and_pop_seen_on_the_far_side(net, switch, mode):
     assert "n_packets=1" in out
 
 
+ROUTER_MAC = "02:00:00:00:0e:fe"
+
+ROUTES = (
+    f"table=0,priority=32,ip,nw_dst=10.9.0.2/32,actions=set_field:{ROUTER_MAC}->eth_src,set_field:{MAC_B}->eth_dst,dec_ttl,output:2\n"
+    f"table=0,priority=32,ip,nw_dst=10.9.0.1/32,actions=set_field:{ROUTER_MAC}->eth_src,set_field:{MAC_A}->eth_dst,dec_ttl,output:1\n"
+    "table=0,priority=24,ip,nw_dst=10.9.0.0/24,actions=CONTROLLER:64\n"
+    "table=0,priority=0,actions=drop\n"
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_routed_ping_and_ttl_through_a_route_table(net, switch, mode):
+    """Table 0 of IPv4 routes beside a table-miss entry (the express path
+    for routes): pings cross with the TTL decremented on each hop; a
+    datagram that arrives with TTL 1 is dropped, one with TTL 64 leaves
+    with 63 and the rewritten addresses, and one tagged (left to the
+    general path) is routed the same."""
+    for ns, dev, addr, mac in ((NS_A, "va", "10.9.0.2", ROUTER_MAC), (NS_B, "vb", "10.9.0.1", ROUTER_MAC)):
+        r = in_ns(ns, "ip", "neigh", "replace", addr, "lladdr", mac, "dev", dev)
+        assert r.returncode == 0, r.stderr
+    sw = switch(ROUTES, "--mode", mode)
+    if shutil.which("ping") is None:
+        pytest.skip("no ping binary")
+    r = in_ns(NS_A, "ping", "-n", "-c", "3", "-i", "0.2", "-W", "2", "10.9.0.2")
+    assert r.returncode == 0 and " 0% packet loss" in r.stdout, r.stdout + r.stderr
+    # The echo and its reply each crossed the switch once.
+    assert "ttl=63" in r.stdout, r.stdout
+
+    def datagram(ttl, dport, tag=False):
+        e = Ether(src=MAC_A, dst=ROUTER_MAC)
+        if tag:
+            e = e / Dot1Q(vlan=5)
+        return e / IP(src="10.9.0.1", dst="10.9.0.2", ttl=ttl) / UDP(sport=4321, dport=dport) / b"routed"
+
+    got = capture(NS_B, "vb", 3, 3, "0800", "8100")
+    send(NS_A, "va", datagram(1, 7001), datagram(64, 7002), datagram(9, 7003, tag=True))
+    frames = [Ether(f) for f in got()]
+    assert [f[UDP].dport for f in frames] == [7002, 7003], frames
+    plain, tagged = frames
+    assert (plain.src, plain.dst, plain[IP].ttl) == (ROUTER_MAC, MAC_B, 63)
+    assert tagged[Dot1Q].vlan == 5 and tagged[IP].ttl == 8
+    # The checksums were updated with the TTL.
+    for f in frames:
+        fresh = f[IP].copy()
+        del fresh.chksum
+        assert IP(bytes(fresh)).chksum == f[IP].chksum, f.show(dump=True)
+    rc, out, _ = sw.stop()
+    assert rc == 0
+    m = re.search(r"n_packets=(\d+) \S+ table=0,priority=32,ip,ipv4_dst=10\.9\.0\.2", out)
+    # The 3 echoes and the 3 datagrams (the TTL-1 one matched, then was
+    # dropped by dec_ttl).
+    assert m and int(m.group(1)) == 6, out
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_meter_passes_its_burst_with_two_workers(net, fulmar_bin, tmp_path, mode):
     """Two workers, one flow (so all its frames land on one worker): a meter
