@@ -1800,6 +1800,46 @@ mod express_props {
         assert_eq!(c.flows.values().map(|f| f.packets).sum::<u64>(), 40);
     }
 
+    /// A table 0 whose entries all go on to later tables (Faucet's VLAN
+    /// table) is not offered to the express path, which would pack and
+    /// probe each burst only to hand it all on; one entry that leaves by
+    /// a port brings it back, its removal takes it away again.
+    #[test]
+    fn express_path_is_offered_only_when_an_entry_leaves_by_a_port() {
+        let flows = "table=0,priority=5,in_port=1,dl_vlan=5,actions=pop_vlan,goto_table:1\n\
+                     table=0,priority=0,actions=CONTROLLER:64\n\
+                     table=1,priority=1,actions=output:2";
+        let mut d = dp_full(flows, "", "");
+        let offered = |d: &Datapath| {
+            d.state
+                .tables
+                .table(0)
+                .expect("table 0")
+                .l2_index()
+                .is_some()
+        };
+        assert!(!offered(&d));
+        let mut apply = |text: &str, cmd| {
+            for mut fm in flowtext::parse_flow_file(text).unwrap() {
+                fm.command = cmd;
+                d.state.flow_mod(&fm, T0).unwrap();
+            }
+        };
+        let leaving = "table=0,priority=5,in_port=1,dl_vlan=6,actions=output:2";
+        apply(leaving, ofp::FlowModCommand::Add);
+        let mut d2 = dp_full(&format!("{flows}\n{leaving}"), "", "");
+        assert!(offered(&d2));
+        apply(leaving, ofp::FlowModCommand::DeleteStrict);
+        assert!(!offered(&d));
+        // Forwarding is the same either way: tagged 5 leaves by port 2
+        // untagged, through table 1.
+        for dp in [&mut d, &mut d2] {
+            let out = send(dp, 1, &tagged(0x8100, 5, udp4(64)));
+            assert_eq!(out.tx.len(), 1);
+            assert_eq!((out.tx[0].port, key_of(&out, 0).vlan_tags), (2, 0));
+        }
+    }
+
     #[test]
     fn express_path_forwards_gateway_frames_and_counts_them() {
         let mut d = dp_full(VLAN_FLOWS, "", "");

@@ -327,6 +327,18 @@ impl FastEntry {
         self.n != NOT_FAST && self.goto == 0
     }
 
+    /// A compiled entry that ends the pipeline with its last op an output
+    /// to a standard port: one the express path may forward (it still
+    /// checks the ops before and the port, per frame).
+    #[inline]
+    pub fn leaves_by_port(&self) -> bool {
+        self.is_final()
+            && matches!(
+                self.ops().and_then(<[FastOp]>::last),
+                Some(FastOp::Output { port, .. }) if *port <= ofp::consts::port_no::MAX
+            )
+    }
+
     /// The table a compiled entry goes on to, if it has a goto-table (the
     /// executor checks that it is later than the entry's own table).
     #[inline]

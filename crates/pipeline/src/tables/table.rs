@@ -117,6 +117,12 @@ pub struct FlowTable {
     generation: u64,
     /// Entries held.
     len: usize,
+    /// Entries whose compiled form ends the pipeline with an output to a
+    /// standard port ([`FastEntry::leaves_by_port`]): with none, table
+    /// 0's express path would only find the first frame of every burst
+    /// going on, after packing and probing the whole burst (a Faucet
+    /// VLAN table: every entry a goto), so it is not offered.
+    leaving: usize,
 }
 
 impl Clone for FlowTable {
@@ -138,6 +144,7 @@ impl Clone for FlowTable {
             index_broken: self.index_broken,
             generation: self.generation,
             len: self.len,
+            leaving: self.leaving,
         }
     }
 }
@@ -223,6 +230,7 @@ impl FlowTable {
         if let Some(f) = self.fast.get_mut(i) {
             *f = FastEntry::compile(&e);
             let compiled = f.ops().is_some();
+            self.leaving += usize::from(f.leaves_by_port());
             self.set_general(slot, !compiled);
         }
         let ok = rule_id(e.id, slot).is_some_and(|rid| self.index.insert(rule_of(&e, rid)).is_ok());
@@ -239,6 +247,7 @@ impl FlowTable {
     fn take(&mut self, slot: u32) -> Option<Arc<FlowEntry>> {
         let e = self.slots.get_mut(slot as usize)?.take()?;
         if let Some(f) = self.fast.get_mut(slot as usize) {
+            self.leaving = self.leaving.saturating_sub(usize::from(f.leaves_by_port()));
             *f = FastEntry::default();
         }
         self.set_general(slot, false);
@@ -385,11 +394,11 @@ impl FlowTable {
 
     /// The table's index as one subtable keyed on link-layer fields and
     /// the ingress port, beside at most table-miss entries ([`L2Index`]),
-    /// when it is that: table 0's express path packs its keys straight
-    /// from the frames.
+    /// when it is that and some entry leaves by a port (see `leaving`):
+    /// table 0's express path packs its keys straight from the frames.
     #[inline]
     pub fn l2_index(&self) -> Option<L2Index<'_>> {
-        if self.index_broken {
+        if self.index_broken || self.leaving == 0 {
             return None;
         }
         let (sub, catch_all) = self.index.exact_and_catch_all()?;
@@ -401,11 +410,12 @@ impl FlowTable {
     }
 
     /// The table's index as the IPv4 route engine beside at most
-    /// table-miss entries ([`RouteIndex`]), when it is that: table 0's
-    /// express path reads the destinations straight from the frames.
+    /// table-miss entries ([`RouteIndex`]), when it is that and some entry
+    /// leaves by a port: table 0's express path reads the destinations
+    /// straight from the frames.
     #[inline]
     pub fn route_index(&self) -> Option<RouteIndex<'_>> {
-        if self.index_broken {
+        if self.index_broken || self.leaving == 0 {
             return None;
         }
         let (lpm, catch_all) = self.index.route_and_catch_all()?;
