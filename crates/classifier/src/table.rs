@@ -275,17 +275,24 @@ impl Table {
         match *self.order.as_slice() {
             [i] => Some((sub(i)?, None)),
             [a, b] => {
-                let empty = self.by_mask.get(&[][..]).copied()?;
+                let (empty, all) = self.catch_all()?;
                 let other = match (a == empty, b == empty) {
                     (true, false) => b,
                     (false, true) => a,
                     _ => return None,
                 };
-                let all = sub(empty)?.lookup_packed(&[0])?;
                 Some((sub(other)?, Some(all)))
             }
             _ => None,
         }
+    }
+
+    /// The empty mask's subtable (its place in `subtables`) and its best
+    /// rule, which matches every packet: the table-miss entries.
+    fn catch_all(&self) -> Option<(usize, Hit)> {
+        let i = self.by_mask.get(&[][..]).copied()?;
+        let all = self.subtables.get(i)?.as_ref()?.lookup_packed(&[0])?;
+        Some((i, all))
     }
 
     /// The table as the route engine beside at most table-miss rules:
@@ -300,9 +307,9 @@ impl Table {
         }
         match *self.order.as_slice() {
             [] => Some((&self.lpm, None)),
-            [i] if self.by_mask.get(&[][..]) == Some(&i) => {
-                let all = self.subtables.get(i)?.as_ref()?.lookup_packed(&[0])?;
-                Some((&self.lpm, Some(all)))
+            [i] => {
+                let (empty, all) = self.catch_all()?;
+                (i == empty).then_some((&self.lpm, Some(all)))
             }
             _ => None,
         }

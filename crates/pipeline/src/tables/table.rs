@@ -60,7 +60,7 @@ impl L2Index<'_> {
     #[inline]
     pub fn slot<const W: usize>(&self, home: usize, key: &[u64; W]) -> Option<u32> {
         classifier::Hit::best(self.sub.probe_from(home, key), self.catch_all)
-            .map(|h| (h.id & SLOT_MASK) as u32)
+            .map(|h| slot_of_rule(h.id))
     }
 }
 
@@ -91,7 +91,7 @@ impl RouteIndex<'_> {
     /// table-miss entry's, whichever is better.
     #[inline]
     pub fn slot(&self, hit: Option<classifier::Hit>) -> Option<u32> {
-        classifier::Hit::best(hit, self.catch_all).map(|h| (h.id & SLOT_MASK) as u32)
+        classifier::Hit::best(hit, self.catch_all).map(|h| slot_of_rule(h.id))
     }
 }
 
@@ -192,6 +192,12 @@ pub(super) const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
 pub(super) fn rule_id(id: FlowId, slot: u32) -> Option<u64> {
     (u64::from(slot) <= SLOT_MASK && id.0 < 1 << (64 - SLOT_BITS))
         .then(|| (id.0 << SLOT_BITS) | u64::from(slot))
+}
+
+/// The slot of classifier rule id `rid` (see [`rule_id`]).
+#[inline]
+fn slot_of_rule(rid: u64) -> u32 {
+    (rid & SLOT_MASK) as u32
 }
 
 /// The classifier rule of an entry in slot `slot`: id, priority and match
@@ -335,7 +341,7 @@ impl FlowTable {
     /// cannot differ while the index mirrors the table).
     #[inline]
     pub(super) fn entry_of_hit(&self, rid: u64) -> Option<&FlowEntry> {
-        let e = self.slot((rid & SLOT_MASK) as u32)?;
+        let e = self.slot(slot_of_rule(rid))?;
         (e.id.0 == rid >> SLOT_BITS).then_some(e)
     }
 
@@ -364,7 +370,7 @@ impl FlowTable {
             return self.slot_of(e.id);
         }
         let hit = self.index.lookup(packet)?;
-        Some((hit.id & SLOT_MASK) as u32)
+        Some(slot_of_rule(hit.id))
     }
 
     /// The entry slots a burst of packets hit, `out[i]` for `packets[i]`
@@ -387,9 +393,17 @@ impl FlowTable {
             let hits = &mut hits[..keys.len()];
             self.index.lookup_burst(keys, hits);
             for (o, h) in outs.iter_mut().zip(hits.iter()) {
-                *o = h.map(|h| (h.id & SLOT_MASK) as u32);
+                *o = h.map(|h| slot_of_rule(h.id));
             }
         }
+    }
+
+    /// Whether table 0's express path may take this table at all: its
+    /// index mirrors the entries and some entry leaves by a port (see
+    /// `leaving`).
+    #[inline]
+    fn offers_express(&self) -> bool {
+        !self.index_broken && self.leaving > 0
     }
 
     /// The table's index as one subtable keyed on link-layer fields and
@@ -398,7 +412,7 @@ impl FlowTable {
     /// table 0's express path packs its keys straight from the frames.
     #[inline]
     pub fn l2_index(&self) -> Option<L2Index<'_>> {
-        if self.index_broken || self.leaving == 0 {
+        if !self.offers_express() {
             return None;
         }
         let (sub, catch_all) = self.index.exact_and_catch_all()?;
@@ -415,7 +429,7 @@ impl FlowTable {
     /// straight from the frames.
     #[inline]
     pub fn route_index(&self) -> Option<RouteIndex<'_>> {
-        if self.index_broken || self.leaving == 0 {
+        if !self.offers_express() {
             return None;
         }
         let (lpm, catch_all) = self.index.route_and_catch_all()?;

@@ -88,6 +88,10 @@ impl WorkerState {
         let Some(t0) = view.tables.table(0) else {
             return false;
         };
+        // Both asked (the route engine answers at once when it is empty):
+        // an `if let` chain asking for routes only after the link-layer
+        // index was measured 2-7 ns a packet slower (l3 and gateway 100K,
+        // code layout), not faster.
         let index = match (t0.l2_index(), t0.route_index()) {
             (Some(l2), _) => Index::L2(l2),
             (None, Some(routes)) => Index::Routes(routes),
