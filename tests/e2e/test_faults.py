@@ -495,3 +495,37 @@ def test_a_flow_timed_out_under_traffic_reports_the_frames_it_forwarded(net, ful
         c.close()
     finally:
         stop_ok(sw)
+
+
+def test_a_flow_deleted_under_traffic_reports_the_frames_it_forwarded(net, fulmar_bin, tmp_path):
+    """A flow with OFPFF_SEND_FLOW_REM forwards A's 10,000 frames/s and is
+    deleted in the middle of the flood (the rest miss): its FLOW_REMOVED
+    counts exactly what port 2 sent. A delete used to take the workers'
+    counters and report at once, before the tables without the flow were
+    published at the end of the agent's batch, so the frames forwarded
+    until the workers took them were missing (as with timeouts, see the
+    test above)."""
+    sw = start(fulmar_bin, tmp_path)
+    try:
+        c = OfClient(listen_port(sw))
+        c.flow({"in_port": 1}, [parser.OFPActionOutput(2)], cookie=9, flags=ofp.OFPFF_SEND_FLOW_REM)
+        c.barrier()
+        sent = []
+        t = threading.Thread(target=lambda: sent.append(flood(25000, 10000)))
+        t.start()
+        time.sleep(1.0)
+        c.flow({"in_port": 1}, command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)
+        c.barrier()
+        t.join(timeout=60)
+        time.sleep(0.5)
+        ports, drops = report(fulmar_bin, tmp_path)
+        counts = c.removed_counts.get(9)
+        forwarded = ports[2]["tx_packets"]
+        print(f"sent {sent}, port 1 rx {ports[1]['rx_packets']}, port 2 tx {forwarded}, "
+              f"no_match {drops.get('no_match')}; FLOW_REMOVED {counts}")
+        assert counts is not None and forwarded > 0 and drops.get("no_match", 0) > 0, \
+            "the flow was not deleted under traffic"
+        assert counts[0] == forwarded
+        c.close()
+    finally:
+        stop_ok(sw)

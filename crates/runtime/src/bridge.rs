@@ -51,6 +51,30 @@ pub(crate) struct Control {
     /// FLOW_REMOVED ([`BridgeRt::counted_control`]): the published version
     /// then, and the time.
     pub(crate) counters_asked: Option<(u64, Instant)>,
+    /// FLOW_REMOVED reports of entries already gone from the control
+    /// side's tables, not yet handed to the agent: every collection of
+    /// the workers' counters adds what they counted for those entries
+    /// (folding drops it: the tables no longer hold them), so frames
+    /// forwarded until the workers took tables without them count,
+    /// whichever thread collects. Each with its report's ticket: 0 while
+    /// the removal may be unpublished, then the ticket of the
+    /// [`BridgeRt::publish_and_report`] that sends it.
+    pub(crate) removing: Vec<(u64, pipeline::FlowRemoved)>,
+    /// The last ticket [`BridgeRt::publish_and_report`] gave.
+    pub(crate) last_ticket: u64,
+}
+
+impl Control {
+    /// Keeps `removed` (entries just removed, not yet published) until a
+    /// [`BridgeRt::publish_and_report`] sends them.
+    pub(crate) fn hold_removed(&mut self, removed: Vec<pipeline::FlowRemoved>) {
+        self.removing.extend(removed.into_iter().map(|r| (0, r)));
+    }
+
+    /// Whether removals wait for a publish and a report.
+    pub(crate) fn holds_unreported(&self) -> bool {
+        self.removing.iter().any(|(t, _)| *t == 0)
+    }
 }
 
 /// A delete asks the workers for their counters again only once the
@@ -386,6 +410,24 @@ fn install_static_flows(
     })
 }
 
+/// Adds what `taken` counted for entries already removed to their
+/// FLOW_REMOVED reports (a count of `u64::MAX`, "not counted", stays).
+fn count_late(removing: &mut [(u64, pipeline::FlowRemoved)], taken: &Counters) {
+    if taken.flows.is_empty() {
+        return;
+    }
+    for (_, r) in removing.iter_mut() {
+        if let Some(f) = taken.flows.get(&r.id) {
+            if r.packet_count != u64::MAX {
+                r.packet_count = r.packet_count.wrapping_add(f.packets);
+            }
+            if r.byte_count != u64::MAX {
+                r.byte_count = r.byte_count.wrapping_add(f.bytes);
+            }
+        }
+    }
+}
+
 pub(crate) fn link_bits(s: LinkState) -> u32 {
     match s {
         LinkState::Down => port_state::LINK_DOWN,
@@ -540,6 +582,8 @@ impl BridgeRt {
                 inject_lost: BTreeMap::new(),
                 inject_stalled: false,
                 counters_asked: None,
+                removing: Vec::new(),
+                last_ticket: 0,
             }),
             publisher,
             threads: Mutex::new(threads),
@@ -624,24 +668,43 @@ impl BridgeRt {
         // 10K frames/s 23 frames short.
         let mut c = self.counted_control(timeout, Duration::ZERO);
         let before = c.dp.state.tables.len();
-        let mut removed = c.dp.state.expire(self.now());
+        let removed = c.dp.state.expire(self.now());
         let gone = before - c.dp.state.tables.len();
         if gone > 0 {
-            self.publish(&c);
+            c.hold_removed(removed);
+            self.publish_and_report(c, timeout);
+        }
+        gone
+    }
+
+    /// Publishes the control side's tables, then hands to the agent the
+    /// FLOW_REMOVED of the removals `c` holds ([`Control::hold_removed`]),
+    /// which that publish covers. The workers went on forwarding by those
+    /// entries until they took those tables (a few frames at 10K/s on a
+    /// quiet machine, 40 with both cores busy): they are asked once more
+    /// (waiting at most `timeout`), now that every burst they start is
+    /// without them, and the reports go out with what they counted (added
+    /// by every collection meanwhile, see [`Control::removing`]).
+    pub(crate) fn publish_and_report(&self, mut c: MutexGuard<'_, Control>, timeout: Duration) {
+        self.publish(&c);
+        if !c.holds_unreported() {
+            return;
+        }
+        c.last_ticket += 1;
+        let ticket = c.last_ticket;
+        for (t, _) in c.removing.iter_mut().filter(|(t, _)| *t == 0) {
+            *t = ticket;
         }
         drop(c);
-        if !removed.is_empty() {
-            // The workers went on forwarding by the removed entries from
-            // handing their counters over until they took the tables just
-            // published (a few frames at 10K/s on a quiet machine, 40 with
-            // both cores busy): asked once more, now that every burst they
-            // start is without them, and added to the reports.
-            self.request_counters(timeout);
-            let mut c = self.control();
-            self.collect_late(&mut c, &mut removed);
-        }
-        self.emit_removed(removed);
-        gone
+        self.request_counters(timeout);
+        let mut c = self.control();
+        self.collect(&mut c);
+        let (mine, rest) = std::mem::take(&mut c.removing)
+            .into_iter()
+            .partition(|(t, _)| *t == ticket);
+        c.removing = rest;
+        drop(c);
+        self.emit_removed(mine.into_iter().map(|(_, r)| r).collect());
     }
 
     /// The control side with the workers' counters folded in; when some
@@ -711,31 +774,18 @@ impl BridgeRt {
     /// Takes what the workers counted since the last collection and folds
     /// it into the control side's state (flow, table, group, meter and
     /// port counters) and totals.
+    /// Hits of entries already removed are added to their FLOW_REMOVED
+    /// reports in [`Control::removing`] (folding drops them).
     pub(crate) fn collect(&self, c: &mut Control) {
-        self.collect_late(c, &mut []);
-    }
-
-    /// [`BridgeRt::collect`], adding the hits it brings of entries already
-    /// removed to their FLOW_REMOVED reports in `removed` (the tables no
-    /// longer hold them, so folding drops those hits).
-    pub(crate) fn collect_late(&self, c: &mut Control, removed: &mut [pipeline::FlowRemoved]) {
         for w in &self.workers {
             let taken = std::mem::take(&mut *w.counters.lock().unwrap_or_else(|e| e.into_inner()));
-            for r in removed.iter_mut() {
-                if let Some(f) = taken.flows.get(&r.id) {
-                    if r.packet_count != u64::MAX {
-                        r.packet_count = r.packet_count.wrapping_add(f.packets);
-                    }
-                    if r.byte_count != u64::MAX {
-                        r.byte_count = r.byte_count.wrapping_add(f.bytes);
-                    }
-                }
-            }
+            count_late(&mut c.removing, &taken);
             c.dp.state.fold(&taken);
             c.totals.merge(&taken);
         }
         // The control side's own: packet-outs through OUTPUT:TABLE.
         let own = c.dp.take_counters();
+        count_late(&mut c.removing, &own);
         c.dp.state.fold(&own);
         c.totals.merge(&own);
     }

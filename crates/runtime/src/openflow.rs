@@ -11,7 +11,9 @@
 //! does, with a warning in the log every two seconds: the reply is never
 //! sent early. Flow-mods are published once per agent batch
 //! ([`Switch::flush`]: the channel went quiet, a barrier, or a second of
-//! continuous stream), not one by one. Statistics first collect the
+//! continuous stream), not one by one; the FLOW_REMOVED of the flows a
+//! batch deleted go out once it is published, with what the workers
+//! counted until they took it. Statistics first collect the
 //! workers' counters; port statistics add the drops the dataplane made
 //! outside the pipeline (see `BridgeRt::complete_port_stats`). PACKET_OUT
 //! runs its actions on the control side and hands the
@@ -124,9 +126,10 @@ impl Switch for BridgeSwitch {
         let outcome = c.dp.state.flow_mod(fm, now)?;
         // Published at the end of the agent's batch (flush), not per
         // message: every publish makes the next write replay or copy.
+        // Their FLOW_REMOVED go out after that publish.
         self.unpublished.store(true, Ordering::Release);
+        c.hold_removed(outcome.flow_removed);
         drop(c);
-        self.b.emit_removed(outcome.flow_removed);
         if outcome.release_buffer.is_some() {
             // Packet-ins are never buffered here (n_buffers 0).
             return Err(OfpError::BadRequest(BadRequestCode::BufferUnknown));
@@ -138,9 +141,8 @@ impl Switch for BridgeSwitch {
         let mut c = self.control_for(gm.command == GroupModCommand::Delete);
         let now = self.b.now();
         let removed = c.dp.state.group_mod(gm, now)?;
-        self.b.publish(&c);
-        drop(c);
-        self.b.emit_removed(removed);
+        c.hold_removed(removed);
+        self.b.publish_and_report(c, COUNTER_SYNC_TIMEOUT);
         Ok(())
     }
 
@@ -148,9 +150,8 @@ impl Switch for BridgeSwitch {
         let mut c = self.control_for(mm.command == MeterModCommand::Delete);
         let now = self.b.now();
         let removed = c.dp.state.meter_mod(mm, now)?;
-        self.b.publish(&c);
-        drop(c);
-        self.b.emit_removed(removed);
+        c.hold_removed(removed);
+        self.b.publish_and_report(c, COUNTER_SYNC_TIMEOUT);
         Ok(())
     }
 
@@ -241,8 +242,8 @@ impl Switch for BridgeSwitch {
 
     fn flush(&self) {
         if self.unpublished.swap(false, Ordering::AcqRel) {
-            let c = self.b.control();
-            self.b.publish(&c);
+            self.b
+                .publish_and_report(self.b.control(), COUNTER_SYNC_TIMEOUT);
         }
     }
 

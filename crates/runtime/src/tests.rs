@@ -412,6 +412,54 @@ fn a_flow_removed_at_its_hard_timeout_reports_every_frame_it_forwarded() {
 }
 
 #[test]
+fn a_deleted_flow_reports_what_it_forwarded_until_the_delete_was_published() {
+    // A delete is published at the end of the agent's batch (flush), so
+    // the workers forward by the entry until then; its FLOW_REMOVED goes
+    // out after that publish and counts those frames too, even when a
+    // statistics request collected the workers' counters in between or
+    // the expiry ran.
+    use agent::Switch as _;
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let (tx, mut rx) = agent::event_channel(16);
+    let sw = rt.switch("br0", tx).unwrap();
+    install(
+        &rt,
+        "table=0,cookie=0x9,priority=10,in_port=1,send_flow_rem,actions=output:2",
+    );
+    let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
+    inject(&mut m1, &frames);
+    assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
+    let delete = ofp::FlowMod {
+        command: ofp::FlowModCommand::Delete,
+        cookie: 0x9,
+        cookie_mask: u64::MAX,
+        ..ofp::FlowMod::default()
+    };
+    sw.flow_mod(&delete).unwrap();
+    assert!(rx.try_recv().is_none(), "reported before it was published");
+    inject(&mut m1, &frames[..30]);
+    assert_eq!(collect(&mut m2, 30, Duration::from_secs(5)).len(), 30);
+    let b = rt.bridge("br0").unwrap();
+    b.request_counters(Duration::from_secs(1));
+    b.collect(&mut b.control());
+    // The housekeeping's expiry, removing nothing, publishes nothing and
+    // reports nothing.
+    assert_eq!(rt.tick(), 0);
+    assert!(rx.try_recv().is_none(), "reported before it was published");
+    sw.flush();
+    match rx.try_recv() {
+        Some(agent::SwitchEvent::FlowRemoved(r)) => {
+            assert_eq!((r.cookie, r.packet_count), (0x9, 80), "{r:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(b.control().removing.is_empty());
+    rt.stop();
+}
+
+#[test]
 fn deletes_ask_the_workers_for_counters_once_per_publish_or_interval() {
     let rt = start(ONE_BRIDGE);
     let b = rt.bridge("br0").unwrap();
