@@ -7,8 +7,9 @@
 //! [`Tables`] holds `n_tables` (1..=255, ids `0..n_tables`) [`FlowTable`]s
 //! and three indexes across them:
 //!
-//! * `location: FlowId -> table id`, so an entry is found from its id
-//!   alone (counter updates from the data side arrive by id);
+//! * `location: FlowId -> (table id, slot)`, so an entry and its
+//!   counters are found from its id alone (counter updates from the data
+//!   side arrive by id);
 //! * `group_refs: group id -> {FlowId}` and `meter_refs: meter id ->
 //!   {FlowId}`: which entries forward to a group (through a group action
 //!   in apply-actions or write-actions) or use a meter (meter
@@ -79,7 +80,7 @@
 //!
 //! # Invariants (checked by `Tables::check_invariants` in tests)
 //!
-//! 1. `location[id] == t` exactly when `tables[t].entries` has `id`, and
+//! 1. `location[id]` is `(t, s)` exactly when slot `s` of table `t` holds `id`, and
 //!    `entries[id].id == id`, `entries[id].table_id == t`.
 //! 2. `by_key` + `by_key_overflow` hold exactly one key per entry, found by
 //!    `find_key(e.priority, e.key)`, and no two entries of a table share one.

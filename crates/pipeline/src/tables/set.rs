@@ -171,8 +171,6 @@ impl TableSet {
 /// the counters. Never published.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Book {
-    /// Entry id -> slot.
-    pub(super) slot_of: FastMap<FlowId, u32>,
     /// The ids, in order (statistics replies in installation order).
     pub(super) order: BTreeSet<FlowId>,
     /// The strict index, by hash of `(priority, key)` (see
@@ -193,6 +191,13 @@ pub(super) struct Book {
     pub(super) matched: u64,
 }
 
+/// Where an entry is: its table and its slot there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Place {
+    pub(super) table: u8,
+    pub(super) slot: u32,
+}
+
 /// All flow tables of one switch, control side. See the module comment of
 /// [`super`].
 #[derive(Clone, Debug)]
@@ -201,8 +206,10 @@ pub struct Tables {
     /// Each table's copy-on-write state besides its current copy.
     pub(super) cow: Vec<Dual<FlowTable>>,
     pub(super) books: Vec<Book>,
-    /// Entry id -> table.
-    pub(super) location: FastMap<FlowId, u8>,
+    /// Entry id -> where it is: one map for table and slot, so that an
+    /// install inserts into one id-keyed map, not two (at 1M entries each
+    /// insert is a cache miss).
+    pub(super) location: FastMap<FlowId, Place>,
     pub(super) next_id: u64,
     pub(super) group_refs: HashMap<u32, BTreeSet<FlowId>>,
     pub(super) meter_refs: HashMap<u32, BTreeSet<FlowId>>,
@@ -292,17 +299,15 @@ impl Tables {
 
     /// An entry by id.
     pub fn entry(&self, id: FlowId) -> Option<&FlowEntry> {
-        let t = *self.location.get(&id)?;
-        let slot = *self.books.get(usize::from(t))?.slot_of.get(&id)?;
-        self.table(t)?.slot(slot)
+        let p = *self.location.get(&id)?;
+        self.table(p.table)?.slot(p.slot)
     }
 
     /// An entry's counters by id.
     pub fn counter(&self, id: FlowId) -> Option<EntryCounter> {
-        let t = *self.location.get(&id)?;
-        let book = self.books.get(usize::from(t))?;
-        let slot = *book.slot_of.get(&id)?;
-        book.counters.get(slot as usize).copied()
+        let p = *self.location.get(&id)?;
+        let book = self.books.get(usize::from(p.table))?;
+        book.counters.get(p.slot as usize).copied()
     }
 
     /// The entries of table `t` in installation order.
@@ -403,7 +408,6 @@ impl Tables {
             }
         }
         book.order.insert(id);
-        book.slot_of.insert(id, slot);
         self.bytes += entry_bytes(&e.key, &e.instructions);
         for g in e.groups() {
             self.group_refs.entry(g).or_default().insert(id);
@@ -417,7 +421,7 @@ impl Tables {
         if e.flags & flow_mod_flags::SEND_FLOW_REM != 0 {
             self.send_flow_rem += 1;
         }
-        self.location.insert(id, t);
+        self.location.insert(id, Place { table: t, slot });
         if let Some(cur) = self.set.shared_mut(t) {
             if let Some(d) = self.cow.get_mut(usize::from(t)) {
                 d.write(cur, TableOp::Put(slot, Arc::new(e)));
@@ -428,9 +432,8 @@ impl Tables {
     /// Takes an entry out of its table and every index; returns it with
     /// its counters.
     pub(super) fn detach(&mut self, id: FlowId) -> Option<(Arc<FlowEntry>, EntryCounter)> {
-        let t = self.location.remove(&id)?;
+        let Place { table: t, slot } = self.location.remove(&id)?;
         let book = self.books.get_mut(usize::from(t))?;
-        let slot = book.slot_of.remove(&id)?;
         let cur = self.set.shared_mut(t)?;
         let e = self
             .cow

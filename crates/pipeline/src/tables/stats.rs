@@ -79,16 +79,13 @@ impl Tables {
     /// [`Tables::note_hit`], for folding worker counters: O(1) whatever the
     /// packet count). False if no such entry.
     pub fn add_hits(&mut self, id: FlowId, packets: u64, bytes: u64, last_hit: Time) -> bool {
-        let Some(&t) = self.location.get(&id) else {
+        let Some(&p) = self.location.get(&id) else {
             return false;
         };
-        let Some(book) = self.books.get_mut(usize::from(t)) else {
-            return false;
-        };
-        let Some(c) = book
-            .slot_of
-            .get(&id)
-            .and_then(|&s| book.counters.get_mut(s as usize))
+        let Some(c) = self
+            .books
+            .get_mut(usize::from(p.table))
+            .and_then(|b| b.counters.get_mut(p.slot as usize))
         else {
             return false;
         };
@@ -226,7 +223,7 @@ impl Tables {
             .enumerate()
             .map(|(i, b)| TableStats {
                 table_id: u8::try_from(i).unwrap_or(table_no::MAX),
-                active_count: u32::try_from(b.slot_of.len()).unwrap_or(u32::MAX),
+                active_count: u32::try_from(b.order.len()).unwrap_or(u32::MAX),
                 lookup_count: b.lookups,
                 matched_count: b.matched,
             })
