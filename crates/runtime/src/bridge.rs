@@ -633,20 +633,25 @@ impl BridgeRt {
     /// Asks every worker to hand over its counters now and waits (at most
     /// `timeout`) until each has; a worker that does not answer in time
     /// (stopped, or stuck in a long burst) is simply collected as it is.
+    /// A sleeping worker handed everything over when it went to sleep
+    /// (`WorkerShared::asleep`) and is neither woken nor waited for: what
+    /// it forwards after waking uses the tables published before this
+    /// call.
     pub(crate) fn request_counters(&self, timeout: Duration) {
         let wanted: Vec<u64> = self
             .workers
             .iter()
-            .map(|w| w.sync_requested.fetch_add(1, Ordering::AcqRel) + 1)
+            .map(|w| w.sync_requested.fetch_add(1, Ordering::SeqCst) + 1)
             .collect();
+        let pending = |(w, &v): (&Arc<WorkerShared>, &u64)| {
+            w.sync_done.load(Ordering::Acquire) < v && !w.asleep.load(Ordering::SeqCst)
+        };
+        if !self.workers.iter().zip(&wanted).any(pending) {
+            return;
+        }
         self.wake_all();
         let deadline = Instant::now() + timeout;
-        while self
-            .workers
-            .iter()
-            .zip(&wanted)
-            .any(|(w, &v)| w.sync_done.load(Ordering::Acquire) < v)
-        {
+        while self.workers.iter().zip(&wanted).any(pending) {
             if Instant::now() >= deadline {
                 break;
             }

@@ -460,6 +460,41 @@ fn a_deleted_flow_reports_what_it_forwarded_until_the_delete_was_published() {
 }
 
 #[test]
+fn a_worker_going_to_sleep_hands_its_counters_over_first() {
+    // So that a request for counters (a statistics request, a delete's
+    // FLOW_REMOVED) need neither wake nor wait for a sleeping worker.
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    install(
+        &rt,
+        "table=0,cookie=0x9,priority=10,in_port=1,actions=output:2",
+    );
+    let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
+    inject(&mut m1, &frames);
+    assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
+    let b = rt.bridge("br0").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !b.workers.iter().all(|w| w.asleep.load(Ordering::SeqCst)) {
+        assert!(Instant::now() < deadline, "the workers never slept");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut c = b.control();
+    b.collect(&mut c);
+    let hits: u64 =
+        c.dp.state
+            .tables
+            .entries()
+            .filter(|e| e.cookie == 0x9)
+            .filter_map(|e| c.dp.state.tables.counter(e.id))
+            .map(|n| n.packets)
+            .sum();
+    assert_eq!(hits, 50);
+    drop(c);
+    rt.stop();
+}
+
+#[test]
 fn deletes_ask_the_workers_for_counters_once_per_publish_or_interval() {
     let rt = start(ONE_BRIDGE);
     let b = rt.bridge("br0").unwrap();

@@ -97,6 +97,11 @@ pub struct WorkerShared {
     /// The latest request the worker has answered (its counters are in
     /// `counters`).
     pub sync_done: AtomicU64,
+    /// Set when the worker goes to sleep, after handing over every count
+    /// and letting go of its table version; cleared when it wakes, before
+    /// it counts anything more. A request for counters need not wake a
+    /// sleeping worker, nor wait for it.
+    pub asleep: AtomicBool,
     /// The flow cache's hits and misses so far (stored at each counter
     /// hand-over).
     pub cache_hits: AtomicU64,
@@ -284,6 +289,11 @@ impl BurstProcessor for PipelineWorker {
     }
 
     fn between_bursts(&mut self) {
+        // Awake: a request for counters waits for this worker again.
+        // (Cleared before any burst: between_bursts runs first.)
+        if self.shared.asleep.load(Ordering::Relaxed) {
+            self.shared.asleep.store(false, Ordering::SeqCst);
+        }
         let requested = self.shared.sync_requested.load(Ordering::Acquire);
         if requested > self.shared.sync_done.load(Ordering::Relaxed) {
             self.last_sync = Instant::now();
@@ -305,8 +315,11 @@ impl BurstProcessor for PipelineWorker {
 
     fn idle(&mut self) {
         // A sleeping worker holds no table version: barriers count it as
-        // caught up, and old versions are freed for reuse.
+        // caught up, and old versions are freed for reuse. It hands its
+        // counters over first, so that it need not be woken for them.
         self.reader.park();
+        self.sync(true);
+        self.shared.asleep.store(true, Ordering::SeqCst);
     }
 
     fn finish(&mut self) {
