@@ -469,6 +469,21 @@ def test_a_flow_deleted_right_after_traffic_reports_every_frame_in_its_flow_remo
         stop_ok(sw)
 
 
+def removed_counts_what_port_2_sent(fulmar_bin, tmp_path, c, sent, what):
+    """The FLOW_REMOVED of cookie 9 (in_port 1 -> 2) counts exactly the
+    frames port 2 sent, and the flow went while traffic ran (later frames
+    missed)."""
+    time.sleep(0.5)
+    ports, drops = report(fulmar_bin, tmp_path)
+    counts = c.removed_counts.get(9)
+    forwarded = ports[2]["tx_packets"]
+    print(f"sent {sent}, port 1 rx {ports[1]['rx_packets']}, port 2 tx {forwarded}, "
+          f"no_match {drops.get('no_match')}; FLOW_REMOVED {counts}")
+    assert counts is not None and forwarded > 0 and drops.get("no_match", 0) > 0, \
+        f"the flow did not {what} under traffic"
+    assert counts[0] == forwarded
+
+
 def test_a_flow_timed_out_under_traffic_reports_the_frames_it_forwarded(net, fulmar_bin, tmp_path):
     """A flow with a 1 s hard timeout and OFPFF_SEND_FLOW_REM forwards A's
     10,000 frames/s until it expires (the rest miss): its FLOW_REMOVED
@@ -484,14 +499,7 @@ def test_a_flow_timed_out_under_traffic_reports_the_frames_it_forwarded(net, ful
         c.flow({"in_port": 1}, [parser.OFPActionOutput(2)], cookie=9, flags=ofp.OFPFF_SEND_FLOW_REM, hard_timeout=1)
         c.barrier()
         sent = flood(25000, 10000)
-        time.sleep(0.5)
-        ports, drops = report(fulmar_bin, tmp_path)
-        counts = c.removed_counts.get(9)
-        forwarded = ports[2]["tx_packets"]
-        print(f"sent {sent}, port 1 rx {ports[1]['rx_packets']}, port 2 tx {forwarded}, "
-              f"no_match {drops.get('no_match')}; FLOW_REMOVED {counts}")
-        assert counts is not None and drops.get("no_match", 0) > 0, "the flow did not time out under traffic"
-        assert counts[0] == forwarded
+        removed_counts_what_port_2_sent(fulmar_bin, tmp_path, c, sent, "time out")
         c.close()
     finally:
         stop_ok(sw)
@@ -517,15 +525,7 @@ def test_a_flow_deleted_under_traffic_reports_the_frames_it_forwarded(net, fulma
         c.flow({"in_port": 1}, command=ofp.OFPFC_DELETE, out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY)
         c.barrier()
         t.join(timeout=60)
-        time.sleep(0.5)
-        ports, drops = report(fulmar_bin, tmp_path)
-        counts = c.removed_counts.get(9)
-        forwarded = ports[2]["tx_packets"]
-        print(f"sent {sent}, port 1 rx {ports[1]['rx_packets']}, port 2 tx {forwarded}, "
-              f"no_match {drops.get('no_match')}; FLOW_REMOVED {counts}")
-        assert counts is not None and forwarded > 0 and drops.get("no_match", 0) > 0, \
-            "the flow was not deleted under traffic"
-        assert counts[0] == forwarded
+        removed_counts_what_port_2_sent(fulmar_bin, tmp_path, c, sent, "get deleted")
         c.close()
     finally:
         stop_ok(sw)
