@@ -390,22 +390,45 @@ fn hard_timeout_removes_a_flow_from_running_workers() {
     rt.stop();
 }
 
+/// ONE_BRIDGE with `flow` installed and 50 frames from m1 forwarded by
+/// it to m2; the runtime, m1, the frames, m2, and the agent's end of an
+/// event queue with a switch handing events to it.
+struct Forwarded {
+    rt: Runtime,
+    m1: PatchPort,
+    m2: PatchPort,
+    frames: Vec<Vec<u8>>,
+    rx: agent::EventReceiver,
+    sw: openflow::BridgeSwitch,
+}
+
+fn forwarded(flow: &str) -> Forwarded {
+    let rt = start(ONE_BRIDGE);
+    let mut m1 = rt.take_memory_port("m1").unwrap();
+    let mut m2 = rt.take_memory_port("m2").unwrap();
+    let (tx, rx) = agent::event_channel(16);
+    let sw = rt.switch("br0", tx).unwrap();
+    install(&rt, flow);
+    let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
+    inject(&mut m1, &frames);
+    assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
+    Forwarded {
+        rt,
+        m1,
+        m2,
+        frames,
+        rx,
+        sw,
+    }
+}
+
 #[test]
 fn a_flow_removed_at_its_hard_timeout_reports_every_frame_it_forwarded() {
     // What the expiry reports is what the workers counted (traffic at
     // the moment of expiry: tests/e2e/test_faults.py).
-    let rt = start(ONE_BRIDGE);
-    let mut m1 = rt.take_memory_port("m1").unwrap();
-    let mut m2 = rt.take_memory_port("m2").unwrap();
-    let (tx, mut rx) = agent::event_channel(16);
-    let _sw = rt.switch("br0", tx).unwrap();
-    install(
-        &rt,
+    let Forwarded { rt, mut rx, .. } = forwarded(
         "table=0,cookie=0x9,priority=10,in_port=1,hard_timeout=1,send_flow_rem,actions=output:2",
     );
-    let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
-    inject(&mut m1, &frames);
-    assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
     let r = tick_until_removed(&rt, &mut rx);
     assert_eq!((r.cookie, r.packet_count), (0x9, 50), "{r:?}");
     rt.stop();
@@ -419,18 +442,14 @@ fn a_deleted_flow_reports_what_it_forwarded_until_the_delete_was_published() {
     // statistics request collected the workers' counters in between or
     // the expiry ran.
     use agent::Switch as _;
-    let rt = start(ONE_BRIDGE);
-    let mut m1 = rt.take_memory_port("m1").unwrap();
-    let mut m2 = rt.take_memory_port("m2").unwrap();
-    let (tx, mut rx) = agent::event_channel(16);
-    let sw = rt.switch("br0", tx).unwrap();
-    install(
-        &rt,
-        "table=0,cookie=0x9,priority=10,in_port=1,send_flow_rem,actions=output:2",
-    );
-    let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
-    inject(&mut m1, &frames);
-    assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
+    let Forwarded {
+        rt,
+        mut m1,
+        mut m2,
+        frames,
+        mut rx,
+        sw,
+    } = forwarded("table=0,cookie=0x9,priority=10,in_port=1,send_flow_rem,actions=output:2");
     let delete = ofp::FlowMod {
         command: ofp::FlowModCommand::Delete,
         cookie: 0x9,
@@ -463,16 +482,8 @@ fn a_deleted_flow_reports_what_it_forwarded_until_the_delete_was_published() {
 fn a_worker_going_to_sleep_hands_its_counters_over_first() {
     // So that a request for counters (a statistics request, a delete's
     // FLOW_REMOVED) need neither wake nor wait for a sleeping worker.
-    let rt = start(ONE_BRIDGE);
-    let mut m1 = rt.take_memory_port("m1").unwrap();
-    let mut m2 = rt.take_memory_port("m2").unwrap();
-    install(
-        &rt,
-        "table=0,cookie=0x9,priority=10,in_port=1,actions=output:2",
-    );
-    let frames: Vec<Vec<u8>> = (0..50u8).map(udp).collect();
-    inject(&mut m1, &frames);
-    assert_eq!(collect(&mut m2, 50, Duration::from_secs(5)).len(), 50);
+    let Forwarded { rt, .. } =
+        forwarded("table=0,cookie=0x9,priority=10,in_port=1,actions=output:2");
     let b = rt.bridge("br0").unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     while !b.workers.iter().all(|w| w.asleep.load(Ordering::SeqCst)) {
