@@ -47,10 +47,6 @@ pub(crate) struct Control {
     /// The last wait for room in the injection ring ran out: the workers
     /// are not draining it, so the next packets do not wait.
     pub(crate) inject_stalled: bool,
-    /// When the workers were last asked for their counters for a
-    /// FLOW_REMOVED ([`BridgeRt::counted_control`]): the published version
-    /// then, and the time.
-    pub(crate) counters_asked: Option<(u64, Instant)>,
     /// FLOW_REMOVED reports of entries already gone from the control
     /// side's tables, not yet handed to the agent: every collection of
     /// the workers' counters adds what they counted for those entries
@@ -76,14 +72,6 @@ impl Control {
         self.removing.iter().any(|(t, _)| *t == 0)
     }
 }
-
-/// A delete asks the workers for their counters again only once the
-/// tables were published since the last ask, or this long after it:
-/// frames forwarded in between are at most this old, and a burst of
-/// deletes pays one hand-over, not one each (10,000 strict deletes of
-/// `send_flow_rem` flows: 0.43-0.48 s asking each time, 0.28-0.31 s
-/// now, 0.23-0.25 s without the flag).
-pub(crate) const COUNTERS_ASK_EVERY: Duration = Duration::from_millis(2);
 
 /// How long packets from the control side (packet-outs) wait for the
 /// workers to make room in the injection ring (for any room at all: the
@@ -581,7 +569,6 @@ impl BridgeRt {
                 inject,
                 inject_lost: BTreeMap::new(),
                 inject_stalled: false,
-                counters_asked: None,
                 removing: Vec::new(),
                 last_ticket: 0,
             }),
@@ -668,10 +655,7 @@ impl BridgeRt {
     /// flow forwarding 10K frames/s at its hard timeout was reported up
     /// to 178 frames short: the workers hand over every 20 ms).
     pub(crate) fn expire_flows(&self, timeout: Duration) -> usize {
-        // Always asked: the two housekeeping ticks run about together, and
-        // an ask the other made 1 ms earlier left a flow timed out under
-        // 10K frames/s 23 frames short.
-        let mut c = self.counted_control(timeout, Duration::ZERO);
+        let mut c = self.counted_control(timeout);
         let before = c.dp.state.tables.len();
         let removed = c.dp.state.expire(self.now());
         let gone = before - c.dp.state.tables.len();
@@ -713,42 +697,18 @@ impl BridgeRt {
     }
 
     /// The control side with the workers' counters folded in; when some
-    /// entry asked for FLOW_REMOVED (which reports the flow's counters)
-    /// the workers are asked for them first ([`BridgeRt::request_counters`],
-    /// waiting at most `timeout`), so the count is not up to a hand-over
-    /// period (20 ms) old; not again when they were asked less than
-    /// `reuse` ago and nothing was published since
-    /// ([`BridgeRt::counters_wanted`]).
-    pub(crate) fn counted_control(
-        &self,
-        timeout: Duration,
-        reuse: Duration,
-    ) -> MutexGuard<'_, Control> {
-        if self.counters_wanted(Instant::now(), reuse) {
+    /// entry asked for FLOW_REMOVED the workers are asked for them first
+    /// ([`BridgeRt::request_counters`], waiting at most `timeout`), so
+    /// that what the expiry sees is not up to a hand-over period (20 ms)
+    /// old.
+    pub(crate) fn counted_control(&self, timeout: Duration) -> MutexGuard<'_, Control> {
+        let ask = self.control().dp.state.tables.any_send_flow_rem();
+        if ask {
             self.request_counters(timeout);
         }
         let mut c = self.control();
         self.collect(&mut c);
         c
-    }
-
-    /// Whether [`BridgeRt::counted_control`] should ask the workers for
-    /// their counters now: some entry asked for FLOW_REMOVED, and the last
-    /// ask was before the newest publish or `reuse` ago or longer.
-    /// Records the ask (at `now`) when it answers yes.
-    pub(crate) fn counters_wanted(&self, now: Instant, reuse: Duration) -> bool {
-        let mut c = self.control();
-        if !c.dp.state.tables.any_send_flow_rem() {
-            return false;
-        }
-        let version = self.publisher.version();
-        let fresh = c
-            .counters_asked
-            .is_some_and(|(v, at)| v == version && now.duration_since(at) < reuse);
-        if !fresh {
-            c.counters_asked = Some((version, now));
-        }
-        !fresh
     }
 
     /// Hands an event to the bridge's agent, when one runs.

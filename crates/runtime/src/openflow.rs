@@ -22,15 +22,15 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent::{FlowStatsPos, Switch, SwitchEvent};
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
 use ofp::{
-    FeaturesReply, FlowMod, FlowModCommand, GroupMod, GroupModCommand, MeterMod, MeterModCommand,
-    OfpError, PacketOut, PacketQueue, Port, PortMod, PortStatus, SwitchConfig, TableMod,
+    FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketOut, PacketQueue, Port, PortMod,
+    PortStatus, SwitchConfig, TableMod,
 };
 
 use crate::bridge::{BridgeRt, Control};
@@ -76,19 +76,6 @@ impl BridgeSwitch {
         }
     }
 
-    /// The control side for a change that may remove flows (`removes`):
-    /// with the workers' counters counted in first, since a FLOW_REMOVED
-    /// reports the flow's counters (without this a flow that forwarded
-    /// 3,000 frames was reported with packet_count 0).
-    fn control_for(&self, removes: bool) -> MutexGuard<'_, Control> {
-        if removes {
-            self.b
-                .counted_control(COUNTER_SYNC_TIMEOUT, crate::bridge::COUNTERS_ASK_EVERY)
-        } else {
-            self.b.control()
-        }
-    }
-
     /// Sends what a control-side run produced: packets to the dataplane,
     /// packet-ins to the agent.
     fn absorb(&self, c: &mut Control, out: pipeline::datapath::BurstOutput) {
@@ -117,11 +104,10 @@ impl Switch for BridgeSwitch {
     }
 
     fn flow_mod(&self, fm: &FlowMod) -> Result<(), OfpError> {
-        let removes = matches!(
-            fm.command,
-            FlowModCommand::Delete | FlowModCommand::DeleteStrict
-        );
-        let mut c = self.control_for(removes);
+        // A FLOW_REMOVED reports the flow's counters: what the workers
+        // counted and had not handed over yet is added when they do
+        // (`Control::removing`), so nothing is asked for here.
+        let mut c = self.b.control();
         let now = self.b.now();
         let outcome = c.dp.state.flow_mod(fm, now)?;
         // Published at the end of the agent's batch (flush), not per
@@ -138,7 +124,7 @@ impl Switch for BridgeSwitch {
     }
 
     fn group_mod(&self, gm: &GroupMod) -> Result<(), OfpError> {
-        let mut c = self.control_for(gm.command == GroupModCommand::Delete);
+        let mut c = self.b.control();
         let now = self.b.now();
         let removed = c.dp.state.group_mod(gm, now)?;
         c.hold_removed(removed);
@@ -147,7 +133,7 @@ impl Switch for BridgeSwitch {
     }
 
     fn meter_mod(&self, mm: &MeterMod) -> Result<(), OfpError> {
-        let mut c = self.control_for(mm.command == MeterModCommand::Delete);
+        let mut c = self.b.control();
         let now = self.b.now();
         let removed = c.dp.state.meter_mod(mm, now)?;
         c.hold_removed(removed);

@@ -1,7 +1,6 @@
 //! Runtime tests over memory and patch ports (no root needed).
 
 use super::*;
-use crate::bridge::COUNTERS_ASK_EVERY;
 use dataplane::{Burst, PacketBuf, PortBackend};
 use ofp::port::port_state;
 use std::time::Instant;
@@ -502,47 +501,6 @@ fn a_worker_going_to_sleep_hands_its_counters_over_first() {
             .sum();
     assert_eq!(hits, 50);
     drop(c);
-    rt.stop();
-}
-
-#[test]
-fn deletes_ask_the_workers_for_counters_once_per_publish_or_interval() {
-    let rt = start(ONE_BRIDGE);
-    let b = rt.bridge("br0").unwrap();
-    let t0 = Instant::now();
-    assert!(
-        !b.counters_wanted(t0, COUNTERS_ASK_EVERY),
-        "no entry asked for FLOW_REMOVED"
-    );
-    install(
-        &rt,
-        "table=0,priority=10,in_port=1,send_flow_rem,actions=output:2",
-    );
-    assert!(
-        b.counters_wanted(t0, COUNTERS_ASK_EVERY),
-        "the first delete asks"
-    );
-    let soon = t0 + COUNTERS_ASK_EVERY / 2;
-    assert!(
-        !b.counters_wanted(soon, COUNTERS_ASK_EVERY),
-        "the next ones in the batch do not"
-    );
-    let later = t0 + COUNTERS_ASK_EVERY * 2;
-    assert!(
-        b.counters_wanted(later, COUNTERS_ASK_EVERY),
-        "asked again after the interval"
-    );
-    assert!(
-        b.counters_wanted(later, Duration::ZERO),
-        "the expiry asks every time"
-    );
-    assert!(!b.counters_wanted(later, COUNTERS_ASK_EVERY));
-    // A publish: the workers forward on other tables now.
-    b.publish(&b.control());
-    assert!(
-        b.counters_wanted(later, COUNTERS_ASK_EVERY),
-        "asked again after a publish"
-    );
     rt.stop();
 }
 
