@@ -399,19 +399,14 @@ fn install_static_flows(
 }
 
 /// Adds what `taken` counted for entries already removed to their
-/// FLOW_REMOVED reports (a count of `u64::MAX`, "not counted", stays).
+/// FLOW_REMOVED reports.
 fn count_late(removing: &mut [(u64, pipeline::FlowRemoved)], taken: &Counters) {
     if taken.flows.is_empty() {
         return;
     }
     for (_, r) in removing.iter_mut() {
         if let Some(f) = taken.flows.get(&r.id) {
-            if r.packet_count != u64::MAX {
-                r.packet_count = r.packet_count.wrapping_add(f.packets);
-            }
-            if r.byte_count != u64::MAX {
-                r.byte_count = r.byte_count.wrapping_add(f.bytes);
-            }
+            r.add_late_hits(f.packets, f.bytes);
         }
     }
 }

@@ -69,6 +69,18 @@ pub struct FlowRemoved {
 }
 
 impl FlowRemoved {
+    /// Adds hits counted for the entry after the report was made (by
+    /// workers that had not handed them over yet); a count the entry
+    /// does not keep (all-ones) stays all-ones.
+    pub fn add_late_hits(&mut self, packets: u64, bytes: u64) {
+        if self.packet_count != u64::MAX {
+            self.packet_count = self.packet_count.wrapping_add(packets);
+        }
+        if self.byte_count != u64::MAX {
+            self.byte_count = self.byte_count.wrapping_add(bytes);
+        }
+    }
+
     /// The OpenFlow 1.3 FLOW_REMOVED body for this event (reason as
     /// [`RemovalReason::wire_v13`]).
     pub fn to_message(&self) -> ofp::FlowRemoved {
@@ -301,6 +313,19 @@ mod tests {
             byte_count: 10,
             match_: Match::default(),
         };
+        let mut late = ev.clone();
+        late.add_late_hits(5, 500);
+        assert_eq!((late.packet_count, late.byte_count), (14, 510));
+        let mut uncounted = FlowRemoved {
+            packet_count: u64::MAX,
+            byte_count: u64::MAX,
+            ..ev.clone()
+        };
+        uncounted.add_late_hits(5, 500);
+        assert_eq!(
+            (uncounted.packet_count, uncounted.byte_count),
+            (u64::MAX, u64::MAX)
+        );
         let m = ev.to_message();
         assert_eq!(
             (
