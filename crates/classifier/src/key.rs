@@ -261,9 +261,12 @@ struct Place {
 }
 
 impl Place {
+    /// Ors `v` into its word of `w` (`W` at least the layout's words, so
+    /// the word is always in `w`: the remainder only lets the compiler
+    /// drop the bounds check).
     #[inline]
     fn put<const W: usize>(&self, v: u64, w: &mut [u64; W]) {
-        if let Some(x) = w.get_mut(usize::from(self.word)) {
+        if let Some(x) = w.get_mut(usize::from(self.word) % W.max(1)) {
             *x |= (v & self.mask) << self.shift;
         }
     }
@@ -337,11 +340,35 @@ impl L2Layout {
     /// layout.
     #[inline]
     pub fn pack_frame<const W: usize>(&self, in_port: u32, data: &[u8]) -> Option<[u64; W]> {
+        self.pack_frame_on(self.port_bits(in_port), in_port, data)
+    }
+
+    /// What the ingress port `in_port` puts in the packed keys of the
+    /// frames it receives, when the layout reads them without
+    /// [`L2Fields::parse`] (zero otherwise): for [`L2Layout::pack_frame_on`],
+    /// which then does not place the port for each frame of a burst.
+    #[inline]
+    pub fn port_bits<const W: usize>(&self, in_port: u32) -> [u64; W] {
         let mut w = [0u64; W];
+        if let Some(Short::Tag([port, ..]) | Short::Label([port, ..])) = self.short {
+            port.put(u64::from(in_port), &mut w);
+        }
+        w
+    }
+
+    /// [`L2Layout::pack_frame`] given `port` = [`L2Layout::port_bits`] of
+    /// `in_port`.
+    #[inline]
+    pub fn pack_frame_on<const W: usize>(
+        &self,
+        port: [u64; W],
+        in_port: u32,
+        data: &[u8],
+    ) -> Option<[u64; W]> {
+        let mut w = port;
         match self.short {
             None => return self.pack(in_port, &L2Fields::parse(data)?),
-            Some(Short::Tag([port, vid, pcp])) => {
-                port.put(u64::from(in_port), &mut w);
+            Some(Short::Tag([_, vid, pcp])) => {
                 match L2Fields::tag(data)? {
                     Some(tci) => {
                         vid.put(u64::from(OFPVID_PRESENT | (tci & 0x0fff)), &mut w);
@@ -352,10 +379,8 @@ impl L2Layout {
                     None => {}
                 }
             }
-            Some(Short::Label([port, et, label])) => {
-                port.put(u64::from(in_port), &mut w);
-                let tag = L2Fields::tag(data)?;
-                let (t, lse) = L2Fields::type_and_label(data, tag.is_some());
+            Some(Short::Label([_, et, label])) => {
+                let (t, lse) = L2Fields::type_and_label_of(data)?;
                 et.put(u64::from(t), &mut w);
                 match lse {
                     Some(v) => label.put(u64::from(v >> 12), &mut w),

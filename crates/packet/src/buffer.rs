@@ -378,9 +378,19 @@ impl PacketBuf {
     /// (see the module comment): call it when the frame is emitted.
     #[inline]
     pub fn pad_to_floor(&mut self) {
-        if self.len() < self.floor {
+        self.pad_to_floor_from(self.len());
+    }
+
+    /// [`PacketBuf::pad_to_floor`] given the packet's length `len`
+    /// ([`PacketBuf::len`], read once by a caller that needs it too);
+    /// returns the length it leaves with.
+    #[inline]
+    pub fn pad_to_floor_from(&mut self, len: usize) -> usize {
+        if len < self.floor {
             self.pad();
+            return self.len();
         }
+        len
     }
 
     #[cold]

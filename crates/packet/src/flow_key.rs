@@ -942,6 +942,22 @@ impl L2Fields {
         (et, lse)
     }
 
+    /// [`L2Fields::type_and_label`] of a frame [`L2Fields::tag`] reads,
+    /// tagged or not as it finds; `None` for a frame it declines. An
+    /// untagged frame's header is read once.
+    #[inline]
+    pub fn type_and_label_of(data: &[u8]) -> Option<(u16, Option<u32>)> {
+        let h: &[u8; 18] = data.get(..18)?.try_into().ok()?;
+        let et = u16::from_be_bytes([h[12], h[13]]);
+        if !ethertype::is_vlan(et) {
+            let lse =
+                ethertype::is_mpls(et).then(|| u32::from_be_bytes([h[14], h[15], h[16], h[17]]));
+            return Some((et, lse));
+        }
+        let tagged = L2Fields::tag(data)?.is_some();
+        Some(L2Fields::type_and_label(data, tagged))
+    }
+
     /// The outer VLAN tag's TCI of a frame [`L2Fields::parse`] reads
     /// (`None` inside when untagged); `None` for a frame it declines.
     #[inline]
@@ -1284,6 +1300,10 @@ mod tests {
                     frame.len() < 18 || (ethertype::is_vlan(et) && ethertype::is_vlan(inner))
                 ),
             }
+            // The one-read form gives what the tag and the two-step read give.
+            let two_steps = L2Fields::tag(&frame)
+                .map(|tag| L2Fields::type_and_label(&frame, tag.is_some()));
+            proptest::prop_assert_eq!(L2Fields::type_and_label_of(&frame), two_steps);
         }
     }
 

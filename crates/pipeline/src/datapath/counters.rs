@@ -28,6 +28,24 @@ impl Default for SlotCounter {
     }
 }
 
+/// Grows table `t`'s flow counters (`flows`, by table) so that slot
+/// `s` has one.
+#[cold]
+fn make_room(
+    flows: &mut Vec<HugeVec<SlotCounter>>,
+    t: usize,
+    s: usize,
+) -> Option<&mut SlotCounter> {
+    if flows.len() <= t {
+        flows.resize_with(t + 1, HugeVec::default);
+    }
+    let v = flows.get_mut(t)?;
+    if v.len() <= s {
+        v.grow((s + 1).next_power_of_two().max(64), SlotCounter::default());
+    }
+    v.get_mut(s)
+}
+
 /// The counters a worker bumps for every packet, kept where a bump is one
 /// indexed add: flow hits by (table, entry slot) in a plain vector per
 /// table, table lookups in an array by table number. They move into
@@ -70,19 +88,13 @@ impl HotCounters {
         bytes: u64,
         now: Time,
     ) {
-        let t = usize::from(table);
-        if self.flows.len() <= t {
-            self.flows.resize_with(t + 1, HugeVec::default);
-        }
-        let Some(v) = self.flows.get_mut(t) else {
-            return;
-        };
-        let s = slot as usize;
-        if v.len() <= s {
-            v.grow((s + 1).next_power_of_two().max(64), SlotCounter::default());
-        }
-        let Some(sc) = v.get_mut(s) else {
-            return;
+        let (t, s) = (usize::from(table), slot as usize);
+        let sc = match self.flows.get_mut(t).and_then(|v| v.get_mut(s)) {
+            Some(sc) => sc,
+            None => match make_room(&mut self.flows, t, s) {
+                Some(sc) => sc,
+                None => return,
+            },
         };
         if sc.packets == 0 {
             sc.id = id;
@@ -146,6 +158,24 @@ impl HotCounters {
         match self.ports.get_mut(i) {
             Some(pc) => pc,
             None => c.port(p),
+        }
+    }
+
+    /// One frame of `bytes` bytes was sent on queue 0 of port `p`, when
+    /// both counters are in the arrays already (the port was counted
+    /// before); `false`, counting nothing, otherwise.
+    #[inline]
+    pub fn tx_one(&mut self, p: u32, bytes: u64) -> bool {
+        let i = p as usize;
+        match (self.ports.get_mut(i), self.queues0.get_mut(i)) {
+            (Some(pc), Some(qc)) => {
+                pc.tx_packets += 1;
+                pc.tx_bytes += bytes;
+                qc.tx_packets += 1;
+                qc.tx_bytes += bytes;
+                true
+            }
+            _ => false,
         }
     }
 

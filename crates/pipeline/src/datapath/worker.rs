@@ -290,6 +290,8 @@ struct Scratch {
     first: Vec<Option<Option<u32>>>,
     /// What the express path hands on to the general path.
     rest: Vec<PacketBuf>,
+    /// The express path's table-0 slots, one per frame.
+    express: Vec<u32>,
     miss_at: Vec<usize>,
     /// Packets waiting for a later table's burst lookup: (record, table).
     later: Vec<(usize, u8)>,

@@ -321,6 +321,16 @@ impl FastEntry {
         self.ops.get(..usize::from(self.n))
     }
 
+    /// The compiled apply-actions of a compiled entry without a
+    /// goto-table ([`FastEntry::is_final`]); `None` for any other.
+    #[inline]
+    pub fn final_ops(&self) -> Option<&[FastOp]> {
+        if self.goto != 0 {
+            return None;
+        }
+        self.ops()
+    }
+
     /// A compiled entry without a goto-table: the pipeline ends with it.
     #[inline]
     pub fn is_final(&self) -> bool {

@@ -49,6 +49,25 @@ impl L2Index<'_> {
         self.layout.pack_frame(in_port, data)
     }
 
+    /// [`L2Index::key`] given `port` = [`L2Index::port_bits`] of
+    /// `in_port` (placed once for a burst).
+    #[inline]
+    pub fn key_on<const W: usize>(
+        &self,
+        port: [u64; W],
+        in_port: u32,
+        data: &[u8],
+    ) -> Option<[u64; W]> {
+        self.layout.pack_frame_on(port, in_port, data)
+    }
+
+    /// What `in_port` puts in the keys of the frames it receives (see
+    /// [`classifier::L2Layout::port_bits`]).
+    #[inline]
+    pub fn port_bits<const W: usize>(&self, in_port: u32) -> [u64; W] {
+        self.layout.port_bits(in_port)
+    }
+
     /// The home slot of `key` in the subtable, its line prefetched.
     #[inline]
     pub fn home<const W: usize>(&self, key: &[u64; W]) -> usize {
