@@ -89,7 +89,6 @@ pub struct CacheStats {
 
 #[derive(Clone, Debug)]
 struct Entry<V> {
-    hash: u64,
     key: Packed,
     deps: Deps,
     value: V,
@@ -238,7 +237,7 @@ impl<V> FlowCache<V> {
                 continue;
             }
             if let Some(Some(e)) = self.slots.get(i) {
-                if e.hash == h && e.key == key {
+                if e.key == key {
                     found = Some((i, e.deps.current(gens)));
                     break;
                 }
@@ -268,14 +267,14 @@ impl<V> FlowCache<V> {
         let key = Packed::of(&key);
         let h = key.hash();
         let s = self.set(h);
-        let way = |e: &Option<Entry<V>>| match e {
-            None => 0,
-            Some(e) if e.hash == h && e.key == key => 0,
-            Some(e) if !e.deps.current(gens) => 1,
-            Some(_) => 2,
+        let way = |i: usize| match self.slots.get(i) {
+            None => 3,
+            Some(None) => 0,
+            Some(Some(e)) if self.tags.get(i) == Some(&h) && e.key == key => 0,
+            Some(Some(e)) if !e.deps.current(gens) => 1,
+            Some(Some(_)) => 2,
         };
-        let w0 = self.slots.get(s).map_or(3, way);
-        let w1 = self.slots.get(s + 1).map_or(3, way);
+        let (w0, w1) = (way(s), way(s + 1));
         let i = if w0 < w1 {
             s
         } else if w1 < w0 {
@@ -284,12 +283,7 @@ impl<V> FlowCache<V> {
             s + ((h >> 63) as usize)
         };
         if let (Some(slot), Some(tag)) = (self.slots.get_mut(i), self.tags.get_mut(i)) {
-            *slot = Some(Entry {
-                hash: h,
-                key,
-                deps,
-                value,
-            });
+            *slot = Some(Entry { key, deps, value });
             *tag = h;
             self.stats.inserts += 1;
         }

@@ -1106,20 +1106,14 @@ impl<'a> Exec<'a> {
     /// `queue_id` of port `p`, uncounted; returns the length it leaves
     /// with (see `packet::buffer`).
     #[inline]
-    pub(super) fn queue_frame(&mut self, packet: PacketBuf, p: u32, queue_id: u32) -> u64 {
-        self.queue_tx(TxPacket {
+    pub(super) fn queue_frame(&mut self, mut packet: PacketBuf, p: u32, queue_id: u32) -> u64 {
+        packet.pad_to_floor();
+        let len = packet.len() as u64;
+        self.out.tx.push(TxPacket {
             port: p,
             queue_id,
             packet,
-        })
-    }
-
-    /// [`Exec::queue_frame`] of a packet already addressed.
-    #[inline]
-    pub(super) fn queue_tx(&mut self, mut t: TxPacket) -> u64 {
-        t.packet.pad_to_floor();
-        let len = t.packet.len() as u64;
-        self.out.tx.push(t);
+        });
         len
     }
 

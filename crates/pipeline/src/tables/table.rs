@@ -41,18 +41,12 @@ impl L2Index<'_> {
     }
 
     /// The packed key of frame `data` received on `in_port` (`W`:
-    /// [`L2Index::words`]), or `None` when the frame is not one the
-    /// short parse reads or lacks a field of the table's mask (the
-    /// general path then looks it up).
+    /// [`L2Index::words`]), given `port` = [`L2Index::port_bits`] of
+    /// `in_port` (placed once for a burst); `None` when the frame is not
+    /// one the short parse reads or lacks a field of the table's mask
+    /// (the general path then looks it up).
     #[inline]
-    pub fn key<const W: usize>(&self, in_port: u32, data: &[u8]) -> Option<[u64; W]> {
-        self.layout.pack_frame(in_port, data)
-    }
-
-    /// [`L2Index::key`] given `port` = [`L2Index::port_bits`] of
-    /// `in_port` (placed once for a burst).
-    #[inline]
-    pub fn key_on<const W: usize>(
+    pub fn key<const W: usize>(
         &self,
         port: [u64; W],
         in_port: u32,

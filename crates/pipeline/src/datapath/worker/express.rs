@@ -118,7 +118,7 @@ impl WorkerState {
         }
         let mut ex = self.exec(view, out, now);
         let mut done = 0;
-        let mut tx = TxRun::default();
+        let mut tx = CanSend::default();
         let mut drain = packets.drain(..).enumerate();
         for (i, buf) in drain.by_ref() {
             if let Some(&s) = first.get(i + AHEAD).filter(|s| **s != NO_SLOT) {
@@ -183,7 +183,7 @@ fn express_lookup<const W: usize>(
         for (k, buf) in keys.iter_mut().zip(chunk) {
             let data = buf.as_slice();
             bytes += data.len() as u64;
-            *k = match index.key_on::<W>(port, in_port, data) {
+            *k = match index.key::<W>(port, in_port, data) {
                 Some(key) => (key, index.home(&key)),
                 None => ([0; W], usize::MAX),
             };
@@ -232,14 +232,14 @@ fn express_route_lookup(
 /// not change within a burst). Asked frame by frame, `Ports::can_send`
 /// was 14 instructions of each gateway frame.
 #[derive(Default)]
-struct TxRun {
+struct CanSend {
     /// Ports asked.
     known: u64,
     /// Ports asked that can send.
     ok: u64,
 }
 
-impl TxRun {
+impl CanSend {
     /// Whether `port` can send.
     #[inline]
     fn sendable(&mut self, ex: &Exec<'_>, port: u32) -> bool {
@@ -268,7 +268,7 @@ fn express_one(
     in_port: u32,
     slot: u32,
     buf: PacketBuf,
-    tx: &mut TxRun,
+    tx: &mut CanSend,
 ) -> Result<(), PacketBuf> {
     let Some(fe) = t0.fast(slot) else {
         return Err(buf);
@@ -297,7 +297,7 @@ fn express_one(
     let len = t.packet.len();
     ex.hot
         .flow_hit(ex.counters, 0, slot, fe.id, len as u64, ex.now);
-    // What `Exec::queue_tx` does, the length read once.
+    // What `Exec::queue_frame` does, the length read once.
     let sent = t.packet.pad_to_floor_from(len) as u64;
     ex.out.tx.push(t);
     // Counted frame by frame: the counts of a run of frames by one port,
