@@ -4,7 +4,7 @@
 #
 #   sudo bench/dpdk-vs-ovs.sh [--scenarios "gw:1 gw:100000 gw:1000000 l2:100000 l3:100000"]
 #                             [--flows N] [--warmup S] [--seconds S] [--workers N] [--keep DIR]
-#                             [--fulmar PATH]
+#                             [--fulmar PATH] [--fulmar-only] [--dpdk-plugins DIR]
 #
 # For each scenario (`KIND:RULES`, KIND gw = fulmar bench's
 # gateway-mpls2vlan, the WAN -> data-center gateway keyed on the MPLS label
@@ -47,9 +47,17 @@
 # With --workers N (N > 1) a third run gives fulmar N workers on N receive
 # queues of the input port (the pcap given N times: net_pcap has one queue
 # per rx_pcap, each replaying the file; a NIC would spread one stream
-# with RSS) to show how the rate grows with workers; the machine needs
+# with RSS) to show how the rate grows with workers, for every count from
+# 2 to N, or for the counts listed (--workers 2,4,8,15); the machine needs
 # N + 1 CPUs for that to mean anything (with fewer, the last workers share
 # CPU 0 with everything else).
+#
+# --fulmar-only skips Open vSwitch (no packages installed, no namespace):
+# fulmar's rates alone, for a machine that has the cores but not OVS, given
+# a fulmar built elsewhere (--fulmar). Where no huge pages can be reserved
+# (a sandboxed kernel) it then runs the EAL with --no-huge and says so.
+# --dpdk-plugins DIR loads DPDK's drivers from DIR (`-d DIR`), for a
+# machine where they are not in the path DPDK was built with.
 #
 # Huge pages: 1024 x 2 MiB are reserved (vm.nr_hugepages) and a hugetlbfs
 # mounted at a private directory for the run; both are put back on exit,
@@ -69,6 +77,8 @@ seconds=10
 workers=1
 keep=
 fulmar=
+fulmar_only=
+plugins=
 while [ $# -gt 0 ]; do
     case "$1" in
         --scenarios) scenarios=$2; shift 2 ;;
@@ -78,20 +88,30 @@ while [ $# -gt 0 ]; do
         --workers) workers=$2; shift 2 ;;
         --keep) keep=$2; shift 2 ;;
         --fulmar) fulmar=$2; shift 2 ;;
-        *) echo "usage: $0 [--scenarios \"gw:1 gw:100000 ...\"] [--flows N] [--warmup S] [--seconds S] [--workers N] [--keep DIR] [--fulmar PATH]" >&2; exit 2 ;;
+        --fulmar-only) fulmar_only=1; shift ;;
+        --dpdk-plugins) plugins=$2; shift 2 ;;
+        *) echo "usage: $0 [--scenarios \"gw:1 gw:100000 ...\"] [--flows N] [--warmup S] [--seconds S] [--workers N|N,N...] [--keep DIR] [--fulmar PATH] [--fulmar-only] [--dpdk-plugins DIR]" >&2; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (huge pages, DPDK)" >&2; exit 1; }
+[ -z "$fulmar_only" ] || [ -n "$fulmar" ] || { echo "$0: --fulmar-only needs --fulmar PATH" >&2; exit 2; }
+# The worker counts of the multi-queue runs: 2..N, or the list given.
+case "$workers" in
+    *,*) counts=$(echo "$workers" | tr ',' ' ') ;;
+    *) counts=$(seq 2 "$workers") ;;
+esac
 
 # --- packages -----------------------------------------------------------------
 ovs_dpdk=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 need=()
+if [ -z "$fulmar_only" ]; then
 [ -x "$ovs_dpdk" ] || need+=(openvswitch-switch-dpdk)
 command -v ovs-ofctl >/dev/null || need+=(openvswitch-switch)
 pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 dpkg -s libclang1-14 >/dev/null 2>&1 || need+=(libclang1-14)
 dpkg -s libclang-common-14-dev >/dev/null 2>&1 || need+=(libclang-common-14-dev)
+fi
 if [ ${#need[@]} -gt 0 ]; then
     # Installing openvswitch-switch-dpdk may move the ovs-vswitchd
     # alternative; it is put back as it was.
@@ -129,7 +149,7 @@ cleanup() {
     # The run directory DPDK made for OVS's EAL (--file-prefix fddovs).
     rm -rf /var/run/dpdk/fddovs
     [ -n "$mounted" ] && umount "$huge"
-    echo "$hp_before" > /proc/sys/vm/nr_hugepages
+    echo "$hp_before" > /proc/sys/vm/nr_hugepages 2>/dev/null
     if [ -n "$keep" ]; then mkdir -p "$keep" && cp -r "$work"/run-* "$work"/*.txt "$keep"/ 2>/dev/null; fi
     rm -rf "$work"
 }
@@ -145,13 +165,22 @@ stop_ovs() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo 1024 > /proc/sys/vm/nr_hugepages
-got=$(cat /proc/sys/vm/nr_hugepages)
-[ "$got" -ge 512 ] || { echo "$0: only $got huge pages could be reserved" >&2; exit 1; }
-mkdir -p "$huge"
-mount -t hugetlbfs -o pagesize=2M nodev "$huge"
-mounted=1
-ip netns add "$ns"
+# fulmar's EAL memory: the huge pages below, or none (--fulmar-only on a
+# machine that cannot reserve them).
+eal_mem=("--huge-dir" "$huge")
+echo 1024 > /proc/sys/vm/nr_hugepages 2>/dev/null || true
+got=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+if [ "$got" -ge 512 ] && mkdir -p "$huge" && mount -t hugetlbfs -o pagesize=2M nodev "$huge"; then
+    mounted=1
+elif [ -n "$fulmar_only" ]; then
+    echo "$0: no huge pages here ($got reserved); fulmar's EAL runs with --no-huge" >&2
+    eal_mem=("--no-huge" "-m" "4096")
+else
+    echo "$0: only $got huge pages could be reserved" >&2
+    exit 1
+fi
+[ -n "$plugins" ] && eal_mem+=("-d" "$plugins")
+[ -n "$fulmar_only" ] || ip netns add "$ns"
 
 cpus=$(nproc)
 [ "$cpus" -ge 2 ] || { echo "$0: needs 2 CPUs (one forwarding core, one for the rest)" >&2; exit 1; }
@@ -165,7 +194,7 @@ oncpu() {
     local pid=$1 prefix=$2 sum=0 t
     for t in /proc/"$pid"/task/*; do
         case "$(cat "$t/comm" 2>/dev/null)" in
-            "$prefix"*) sum=$(( sum + $(cut -d' ' -f1 "$t/schedstat") )) ;;
+            "$prefix"*) sum=$(( sum + $(cut -d' ' -f1 "$t/schedstat" 2>/dev/null || echo 0) )) ;;
         esac
     done
     echo "$sum"
@@ -258,7 +287,7 @@ fulmar_run() {
     fi
     cat > "$run/fulmar.toml" <<EOF
 [dpdk]
-eal_args = ["-l", "0", "--in-memory", "--huge-dir", "$huge", "--no-pci", "--no-telemetry"]
+eal_args = ["-l", "0", "--in-memory", $(printf '"%s", ' "${eal_mem[@]}")"--no-pci", "--no-telemetry"]
 
 [dataplane]
 worker_threads = $n
@@ -329,7 +358,9 @@ PY
 # --- the scenarios ------------------------------------------------------------
 {
     echo "# $(date -u +%FT%TZ) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cpus CPUs"
-    echo "# fulmar $("$fulmar" --version | head -1), $("$ovs_dpdk" --version | head -1), flows $flows, warm-up ${warmup} s, ${seconds} s each, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    ovs_version=none
+    [ -n "$fulmar_only" ] || ovs_version=$("$ovs_dpdk" --version | head -1)
+    echo "# fulmar $("$fulmar" --version | head -1), OVS: $ovs_version, fulmar's EAL: ${eal_mem[*]}, flows $flows, warm-up ${warmup} s, ${seconds} s each, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$work/summary.txt"
 # Rates are per second of the forwarding thread on a CPU (see the header).
 printf '%-18s %10s %12s %10s %12s %8s %10s\n' scenario "OVS Mpps" "OVS cyc/pkt" "fulmar" "fulmar c/p" "ratio" megaflows | tee -a "$work/summary.txt"
@@ -347,7 +378,11 @@ for s in $scenarios; do
     echo "== $scen, $rules rules, $f flows" >&2
     "$fulmar" bench "$scen" --rules "$rules" --flows "$f" --export "$dir" --out-port 2 2>/dev/null
     # Called in this shell (not a subshell), so cleanup knows the daemons.
-    ovs_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" > "$dir/ovs.res"
+    if [ -n "$fulmar_only" ]; then
+        echo "0 0 0 - 0 0 0 0" > "$dir/ovs.res"
+    else
+        ovs_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" > "$dir/ovs.res"
+    fi
     read -r o_mpps o_cpp o_hz o_mf o_fwd o_cmpps o_ccpp o_share < "$dir/ovs.res"
     [ -n "$o_hz" ] && [ "${o_hz%.*}" -gt 0 ] && tsc_hz=$o_hz
     fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" 1 > "$dir/fulmar.res"
@@ -356,8 +391,8 @@ for s in $scenarios; do
     ratio=$(python3 -c "print(f'{$f_cmpps / $o_cmpps:.1f}' if $o_cmpps > 0 else 'n/a')")
     printf '%-18s %10s %12s %10s %12s %8s %10s\n' "$kind $rules" "$o_cmpps" "$o_ccpp" "$f_cmpps" "$f_ccpp" "${ratio}x" "$o_mf" | tee -a "$work/summary.txt"
     echo "  wall clock: OVS $o_mpps Mpps (PMD on CPU $o_share of the time), fulmar $f_mpps Mpps (worker on CPU $f_share); forwarded share of input: OVS $o_fwd, fulmar $f_fwd; TSC ${tsc_hz:-?} Hz" | tee -a "$work/summary.txt"
-    if [ "$workers" -gt 1 ]; then
-        for n in $(seq 2 "$workers"); do
+    if [ -n "$counts" ]; then
+        for n in $counts; do
             fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" "$n" > "$dir/fulmar-$n.res"
             read -r m_mpps m_ns m_fwd m_cmpps m_cns m_share < "$dir/fulmar-$n.res"
             echo "  fulmar, $n workers on $n RX queues: $m_mpps Mpps wall ($m_cmpps per worker CPU-second summed, workers on CPU $m_share), 1 worker: $f_mpps wall; forwarded share $m_fwd" | tee -a "$work/summary.txt"
