@@ -1,6 +1,11 @@
 //! The `fulmar` command: parses the command line and dispatches to the
 //! subcommand modules, which hold the logic.
 
+/// jemalloc for every allocation of the binary (see the dependency's
+/// comment in Cargo.toml for the measurements).
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod cmd_bench;
 mod cmd_ctl;
 mod cmd_demo;
