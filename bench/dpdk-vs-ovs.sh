@@ -105,12 +105,12 @@ esac
 ovs_dpdk=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 need=()
 if [ -z "$fulmar_only" ]; then
-[ -x "$ovs_dpdk" ] || need+=(openvswitch-switch-dpdk)
-command -v ovs-ofctl >/dev/null || need+=(openvswitch-switch)
-pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
-command -v pkg-config >/dev/null || need+=(pkg-config)
-dpkg -s libclang1-14 >/dev/null 2>&1 || need+=(libclang1-14)
-dpkg -s libclang-common-14-dev >/dev/null 2>&1 || need+=(libclang-common-14-dev)
+    [ -x "$ovs_dpdk" ] || need+=(openvswitch-switch-dpdk)
+    command -v ovs-ofctl >/dev/null || need+=(openvswitch-switch)
+    pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
+    command -v pkg-config >/dev/null || need+=(pkg-config)
+    dpkg -s libclang1-14 >/dev/null 2>&1 || need+=(libclang1-14)
+    dpkg -s libclang-common-14-dev >/dev/null 2>&1 || need+=(libclang-common-14-dev)
 fi
 if [ ${#need[@]} -gt 0 ]; then
     # Installing openvswitch-switch-dpdk may move the ovs-vswitchd
@@ -363,7 +363,7 @@ PY
     echo "# fulmar $("$fulmar" --version | head -1), OVS: $ovs_version, fulmar's EAL: ${eal_mem[*]}, flows $flows, warm-up ${warmup} s, ${seconds} s each, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$work/summary.txt"
 # Rates are per second of the forwarding thread on a CPU (see the header).
-printf '%-18s %10s %12s %10s %12s %8s %10s\n' scenario "OVS Mpps" "OVS cyc/pkt" "fulmar" "fulmar c/p" "ratio" megaflows | tee -a "$work/summary.txt"
+[ -n "$fulmar_only" ] || printf '%-18s %10s %12s %10s %12s %8s %10s\n' scenario "OVS Mpps" "OVS cyc/pkt" "fulmar" "fulmar c/p" "ratio" megaflows | tee -a "$work/summary.txt"
 for s in $scenarios; do
     kind=${s%%:*}; rules=${s#*:}
     case "$kind" in
@@ -378,19 +378,20 @@ for s in $scenarios; do
     echo "== $scen, $rules rules, $f flows" >&2
     "$fulmar" bench "$scen" --rules "$rules" --flows "$f" --export "$dir" --out-port 2 2>/dev/null
     # Called in this shell (not a subshell), so cleanup knows the daemons.
-    if [ -n "$fulmar_only" ]; then
-        echo "0 0 0 - 0 0 0 0" > "$dir/ovs.res"
-    else
-        ovs_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" > "$dir/ovs.res"
-    fi
-    read -r o_mpps o_cpp o_hz o_mf o_fwd o_cmpps o_ccpp o_share < "$dir/ovs.res"
-    [ -n "$o_hz" ] && [ "${o_hz%.*}" -gt 0 ] && tsc_hz=$o_hz
+    [ -n "$fulmar_only" ] || ovs_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" > "$dir/ovs.res"
     fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" 1 > "$dir/fulmar.res"
     read -r f_mpps f_ns f_fwd f_cmpps f_cns f_share < "$dir/fulmar.res"
-    f_ccpp=$(python3 -c "print(f'{$f_cns * ${tsc_hz:-0} / 1e9:.0f}')")
-    ratio=$(python3 -c "print(f'{$f_cmpps / $o_cmpps:.1f}' if $o_cmpps > 0 else 'n/a')")
-    printf '%-18s %10s %12s %10s %12s %8s %10s\n' "$kind $rules" "$o_cmpps" "$o_ccpp" "$f_cmpps" "$f_ccpp" "${ratio}x" "$o_mf" | tee -a "$work/summary.txt"
-    echo "  wall clock: OVS $o_mpps Mpps (PMD on CPU $o_share of the time), fulmar $f_mpps Mpps (worker on CPU $f_share); forwarded share of input: OVS $o_fwd, fulmar $f_fwd; TSC ${tsc_hz:-?} Hz" | tee -a "$work/summary.txt"
+    if [ -n "$fulmar_only" ]; then
+        # No OVS: no TSC rate for cycles and nothing to compare with.
+        echo "$kind $rules: fulmar $f_cmpps Mpps per worker CPU-second, $f_mpps Mpps wall (worker on CPU $f_share); forwarded share of input $f_fwd" | tee -a "$work/summary.txt"
+    else
+        read -r o_mpps o_cpp o_hz o_mf o_fwd o_cmpps o_ccpp o_share < "$dir/ovs.res"
+        [ -n "$o_hz" ] && [ "${o_hz%.*}" -gt 0 ] && tsc_hz=$o_hz
+        f_ccpp=$(python3 -c "print(f'{$f_cns * ${tsc_hz:-0} / 1e9:.0f}')")
+        ratio=$(python3 -c "print(f'{$f_cmpps / $o_cmpps:.1f}' if $o_cmpps > 0 else 'n/a')")
+        printf '%-18s %10s %12s %10s %12s %8s %10s\n' "$kind $rules" "$o_cmpps" "$o_ccpp" "$f_cmpps" "$f_ccpp" "${ratio}x" "$o_mf" | tee -a "$work/summary.txt"
+        echo "  wall clock: OVS $o_mpps Mpps (PMD on CPU $o_share of the time), fulmar $f_mpps Mpps (worker on CPU $f_share); forwarded share of input: OVS $o_fwd, fulmar $f_fwd; TSC ${tsc_hz:-?} Hz" | tee -a "$work/summary.txt"
+    fi
     if [ -n "$counts" ]; then
         for n in $counts; do
             fulmar_run "$dir" "$dir/rules.flows" "$dir/traffic.pcap" "$n" > "$dir/fulmar-$n.res"
