@@ -1484,11 +1484,16 @@ mod tests {
             assert_eq!(r.generator_allocations, 0, "{s:?}: buffers are reused");
             let f = &r.flow_mods;
             assert!(f.per_sec.is_some());
-            assert_eq!(f.applied_with_traffic, Some(10), "{s:?}");
+            // The install stops when --seconds is up, so how many of the
+            // 10 flow-mods land with traffic depends on the machine's
+            // speed: at least the first chunk of 3 (applied before the
+            // clock is read), at most all 10, and a snapshot per chunk.
+            let applied = f.applied_with_traffic.expect("flow-mods with traffic");
+            assert!((3..=10).contains(&applied), "{s:?}: {applied}");
             assert_eq!(
                 f.publishes,
-                Some(4),
-                "{s:?}: 10 flow-mods, a snapshot every 3"
+                Some(applied.div_ceil(3) as u64),
+                "{s:?}: {applied} flow-mods, a snapshot every 3"
             );
             assert!(f.packets_while_installing.is_some());
         }
