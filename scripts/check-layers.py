@@ -28,7 +28,7 @@ import sys
 # ancestors. The crate root (lib.rs) may only declare and re-export.
 LAYERS = {
     "pipeline": [
-        ("model", ["model"]),
+        ("model", ["model", "normal"]),
         ("tables", ["tables"]),
         ("switch state", ["switch_state", "features"]),
         ("datapath", ["datapath"]),

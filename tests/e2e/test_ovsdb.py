@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from e2e_support import NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, sh, spare_veth, wait_for
+from e2e_support import MAC_A, MAC_B, NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, sh, spare_veth, wait_for
 from mgmt_support import Ovsdb, ctl, need
 
 SW_X = f"{P}-ox"  # a third link, added with `fulmar ctl`
@@ -151,19 +151,82 @@ def test_ovs_vsctl_configures_the_switch_and_sees_it_live(net, link_x, ovsdb, fu
     assert "panicked" not in err
 
 
-def test_standalone_bridge_forwards_without_flows(net, ovsdb, fulmar, fulmar_bin, tmp_path):
-    """An empty fail_mode is standalone, as in Open vSwitch: with its
-    controller unreachable, the bridge is a learning switch and the hosts
-    ping through a bridge made by ovs-vsctl alone. (fulmar's standalone
-    mode applies while controllers are configured; Open vSwitch's also
-    without any.)"""
+def first_ping():
+    """One ping, the first frame the hosts send each other (neighbours
+    forgotten, so it starts with ARP): no warm-up, no retry."""
+    sh("ip", "-n", NS_A, "neigh", "flush", "all")
+    return in_ns(NS_A, "ping", "-n", "-q", "-c", "1", "-W", "3", "10.9.0.2")
+
+
+@pytest.mark.parametrize("controller", [None, "tcp:127.0.0.1:9"], ids=["no-controller", "unreachable"])
+def test_a_bridge_made_by_ovs_vsctl_forwards_the_first_ping(net, ovsdb, fulmar, fulmar_bin, tmp_path, controller):
+    """add-br and two add-ports, as every Open vSwitch tutorial starts, with
+    no fail mode set (standalone, as in Open vSwitch): the first ping gets
+    through, with no controller, and with one that cannot be reached.
+    Without a controller the flow tables stay in force (a table miss goes
+    to NORMAL), so a flow added beside it takes precedence; NORMAL's
+    learnt addresses are listed by fdb-show (and ovs-appctl fdb/show)."""
     need("ping")
-    fulmar()
-    ovsdb.vsctl("add-br", "br0", "--", "add-port", "br0", SW_A, "--", "add-port", "br0", SW_B,
-                "--", "set-controller", "br0", "tcp:127.0.0.1:9")
+    sw = fulmar()
+    args = ["add-br", "br0", "--", "add-port", "br0", SW_A, "--", "add-port", "br0", SW_B]
+    if controller:
+        args += ["--", "set-controller", "br0", controller]
+    ovsdb.vsctl(*args)
     assert json.loads(ctl(fulmar_bin, tmp_path, "show", "--json"))["bridges"][0]["fail_mode"] == "standalone"
-    r = ping()
+    r = first_ping()
     assert r.returncode == 0, r.stdout + r.stderr
+    fdb = json.loads(ctl(fulmar_bin, tmp_path, "fdb-show", "br0", "--json"))
+    learnt = {(e["mac"], e["port"]) for e in fdb["entries"]}
+    assert {(MAC_A, 1), (MAC_B, 2)} <= learnt, fdb
+    text = ctl(fulmar_bin, tmp_path, "fdb/show", "br0")
+    assert re.search(rf"^\s+1\s+0\s+{MAC_A}\s+\d+$", text, re.M), text
+    if controller is None:
+        # The tables are in force: a drop flow beside the NORMAL miss wins.
+        mgmt = f"unix:{tmp_path}/br0.mgmt"
+        r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "add-flow", mgmt, "priority=10,icmp,actions=drop"],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert first_ping().returncode != 0
+    # Fail mode secure: misses are dropped again.
+    ovsdb.vsctl("set-fail-mode", "br0", "secure")
+    if controller is None:
+        subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "del-flows", f"unix:{tmp_path}/br0.mgmt"],
+                       capture_output=True, text=True, timeout=30, check=True)
+    assert first_ping().returncode != 0
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+
+
+def test_port_vlan_settings_through_ovsdb(net, ovsdb, fulmar, fulmar_bin, tmp_path):
+    """tag, trunks and vlan_mode set with ovs-vsctl reach the switch (and
+    a fulmar ctl change reaches the database); settings that do not go
+    together refuse the port with the reason; two access ports of
+    different VLANs do not talk, of the same VLAN they do."""
+    need("ping")
+    sw = fulmar()
+    ovsdb.vsctl("add-br", "br0", "--", "add-port", "br0", SW_A, "tag=10", "--", "add-port", "br0", SW_B, "tag=20")
+
+    def vlan(iface):
+        show = json.loads(ctl(fulmar_bin, tmp_path, "show", "--json"))
+        return next(p for p in show["bridges"][0]["ports"] if p["interface"] == iface).get("vlan")
+
+    wait_for(lambda: vlan(SW_A) == {"tag": 10}, 5, "tag 10 in the switch")
+    assert first_ping().returncode != 0, "VLAN 10 and VLAN 20 must not talk"
+    ovsdb.vsctl("set", "Port", SW_B, "tag=10")
+    wait_for(lambda: vlan(SW_B) == {"tag": 10}, 5, "tag 10 on the second port")
+    r = first_ping()
+    assert r.returncode == 0, r.stdout + r.stderr
+    # A trunk with a native VLAN, written by fulmar ctl, shows in the database.
+    ctl(fulmar_bin, tmp_path, "set", "port", SW_B, "vlan_mode=native-untagged", "trunks=10,30")
+    wait_for(lambda: ovsdb.get("Port", SW_B, "vlan_mode") == "native-untagged", 5, "vlan_mode in the database")
+    assert ovsdb.get("Port", SW_B, "trunks") == "[10, 30]"
+    assert first_ping().returncode == 0
+    # native-tagged without a tag does not go together: refused, with why.
+    ovsdb.vsctl("clear", "Port", SW_B, "tag", "--", "set", "Port", SW_B, "vlan_mode=native-tagged")
+    wait_for(lambda: "needs a tag" in ovsdb.get("Interface", SW_B, "error"), 5, "the refusal in the row")
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+    assert "panicked" not in err
 
 
 def test_reconnects_when_ovsdb_server_restarts(net, ovsdb, fulmar, fulmar_bin, tmp_path):

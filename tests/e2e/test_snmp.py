@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from e2e_support import NS_A, SW_A, SW_B, Switch, in_ns, wait_for
-from mgmt_support import Snmpd, TrapSink, need
+from e2e_support import MAC_A, MAC_B, NS_A, SW_A, SW_B, Switch, in_ns, wait_for
+from mgmt_support import Snmpd, TrapSink, ctl, need
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"
@@ -172,6 +172,27 @@ def test_walks_show_the_ports(snmp, tmp_path):
     r = d.run("snmpset", f"{IF_X_ENTRY}.18.1", "s", "uplink", community="private", check=False)
     assert r.returncode != 0 and "notWritable" in r.stdout + r.stderr, r.stdout + r.stderr
     assert d.values("snmpget", f"{IF_X_ENTRY}.18.1")[f"{IF_X_ENTRY}.18.1"] == ""
+    stop_ok(sw)
+
+
+def test_fdb_table_lists_what_normal_learnt(snmp, fulmar_bin, tmp_path):
+    """BRIDGE-MIB dot1dTpFdbTable: after pings through NORMAL, both hosts'
+    addresses, on their ports, status learned(3)."""
+    d, sw, _, _ = snmp
+    ctl(fulmar_bin, tmp_path, "add-flow", "br0", "priority=20,actions=NORMAL")
+    r = in_ns(NS_A, "ping", "-n", "-q", "-c", "2", "-i", "0.2", "-W", "2", "10.9.0.2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    fdb = "1.3.6.1.2.1.17.4.3.1"
+    index = lambda mac: ".".join(str(int(b, 16)) for b in mac.split(":"))
+    ports = wait_for(lambda: (v := d.values("snmpwalk", f"{fdb}.2")) and
+                     f"{fdb}.2.{index(MAC_A)}" in v and f"{fdb}.2.{index(MAC_B)}" in v and v,
+                     timeout=5, what="both hosts in dot1dTpFdbTable")
+    assert ports[f"{fdb}.2.{index(MAC_A)}"] == "1", ports
+    assert ports[f"{fdb}.2.{index(MAC_B)}"] == "2", ports
+    status = d.values("snmpget", f"{fdb}.3.{index(MAC_A)}")
+    assert status[f"{fdb}.3.{index(MAC_A)}"] == "3", status
+    addr = d.values("snmpget", f"{fdb}.1.{index(MAC_B)}")[f"{fdb}.1.{index(MAC_B)}"]
+    assert addr.lower().split() == MAC_B.split(":"), addr
     stop_ok(sw)
 
 

@@ -14,7 +14,8 @@
 //! 1. [`Change::DelBridge`], 2. [`Change::DelPort`],
 //! 3. [`Change::ChangeBridge`] / [`Change::ChangeFlows`],
 //! 4. [`Change::ChangePort`], 5. [`Change::AddBridge`],
-//! 6. [`Change::AddPort`], 7. [`Change::SetFailMode`],
+//! 6. [`Change::AddPort`], 6½. [`Change::SetPortVlan`],
+//! 7. [`Change::SetFailMode`],
 //! 8. [`Change::SetControllers`], 9. [`Change::PatchLinks`],
 //! 10. [`Change::ChangeDataplane`].
 //!
@@ -23,7 +24,8 @@
 //! [`Change::needs_restart`] classifies; the runtime decides.
 //!
 //! * Live: adding and deleting bridges and ports, re-opening a port
-//!   ([`Change::ChangePort`]), controllers and fail mode.
+//!   ([`Change::ChangePort`]), a port's VLAN settings, controllers and
+//!   fail mode.
 //! * The bridge rebuilt: [`Change::ChangeBridge`] (dpid, n_tables,
 //!   miss_send_len, flow_table_capacity — the tables are sized and the
 //!   datapath id announced when the bridge starts) and
@@ -79,6 +81,14 @@ pub enum Change {
     SetControllers {
         /// The bridge.
         bridge: String,
+    },
+    /// The VLAN settings (`tag`, `trunks`, `vlan_mode`) of a port that
+    /// stays differ: applied live, nothing re-opened.
+    SetPortVlan {
+        /// The bridge.
+        bridge: String,
+        /// Its OpenFlow number.
+        port: u32,
     },
     /// The fail mode of a bridge differs.
     SetFailMode {
@@ -142,6 +152,7 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     let mut change_ports = Vec::new();
     let mut add_bridges = Vec::new();
     let mut add_ports = Vec::new();
+    let mut vlans = Vec::new();
     let mut fail_modes = Vec::new();
     let mut controllers = Vec::new();
 
@@ -198,7 +209,11 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
         for op in &ob.ports {
             match nb.port(op.number) {
                 None => del_ports.push(del_port(nb, op)),
-                Some(np) if np.kind == op.kind => {}
+                Some(np) if np.kind == op.kind && np.vlan == op.vlan => {}
+                Some(np) if np.kind == op.kind => vlans.push(Change::SetPortVlan {
+                    bridge: bridge(),
+                    port: op.number,
+                }),
                 Some(np) if same_identity(&op.kind, &np.kind) => {
                     change_ports.push(Change::ChangePort {
                         bridge: bridge(),
@@ -243,6 +258,7 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     out.extend(change_ports);
     out.extend(add_bridges);
     out.extend(add_ports);
+    out.extend(vlans);
     out.extend(fail_modes);
     out.extend(controllers);
     if !same_links(&old.patch_links, &new.patch_links) {

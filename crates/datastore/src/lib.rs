@@ -254,6 +254,9 @@ impl Config {
                 dpdk_mtu: None,
                 rx_queue_cores: None,
                 tx_core: None,
+                tag: None,
+                trunks: None,
+                vlan_mode: None,
             };
             if let Backend::Pcap(pc) = &args.io {
                 p.pcap_read = match &pc.read {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ofp::{FlowMod, GroupMod, MeterMod};
+pub use pipeline::normal::{PortVlan, VlanMode};
 
 /// One OpenFlow switch instance: its identity, its ports, the controllers
 /// it talks to and the flows, groups and meters it starts with.
@@ -87,6 +88,34 @@ pub struct Port {
     pub number: u32,
     /// What the port is attached to.
     pub kind: PortKind,
+    /// How NORMAL carries VLANs on it (`tag`, `trunks`, `vlan_mode`;
+    /// default a trunk of every VLAN).
+    pub vlan: VlanSettings,
+}
+
+/// A port's VLAN settings as written (`vlan_mode`, `tag`, `trunks`, as
+/// Open vSwitch's Port table has them); a model holds only settings that
+/// [`VlanSettings::resolve`] accepts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct VlanSettings {
+    /// The mode; None: access when `tag` is set, else trunk.
+    pub mode: Option<VlanMode>,
+    /// The access or native VLAN.
+    pub tag: Option<u16>,
+    /// Trunked VLANs, ascending, no repeats; empty: all.
+    pub trunks: Vec<u16>,
+}
+
+impl VlanSettings {
+    /// What NORMAL reads, or why these settings do not go together.
+    pub fn resolve(&self) -> Result<PortVlan, String> {
+        PortVlan::new(self.mode, self.tag, &self.trunks)
+    }
+
+    /// Nothing set (a trunk of every VLAN).
+    pub fn is_default(&self) -> bool {
+        *self == VlanSettings::default()
+    }
 }
 
 /// What a port sends to and receives from.

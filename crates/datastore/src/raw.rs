@@ -75,6 +75,9 @@ pub(crate) struct RawPort {
     pub dpdk_mtu: Option<S<i64>>,
     pub rx_queue_cores: Option<S<Vec<S<i64>>>>,
     pub tx_core: Option<S<i64>>,
+    pub tag: Option<S<i64>>,
+    pub trunks: Option<S<Vec<S<i64>>>>,
+    pub vlan_mode: Option<S<String>>,
 }
 
 /// `[[bridges.controllers]]`.

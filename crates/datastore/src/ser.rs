@@ -147,6 +147,12 @@ struct OutPort {
     rx_queue_cores: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tx_core: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vlan_mode: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tag: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trunks: Option<Vec<u16>>,
 }
 
 #[derive(Serialize)]
@@ -241,7 +247,13 @@ fn port(p: &Port) -> OutPort {
         dpdk_mtu: None,
         rx_queue_cores: None,
         tx_core: None,
+        vlan_mode: None,
+        tag: None,
+        trunks: None,
     };
+    out.vlan_mode = p.vlan.mode.map(|m| m.as_str());
+    out.tag = p.vlan.tag;
+    out.trunks = (!p.vlan.trunks.is_empty()).then(|| p.vlan.trunks.clone());
     if let PortKind::Interface { name, backend } = &p.kind {
         out.interface = Some(name.clone());
         out.backend = backend.kind_str();

@@ -87,7 +87,8 @@ fn defaults() {
             kind: PortKind::Interface {
                 name: "eth0".into(),
                 backend: Backend::AfPacket
-            }
+            },
+            vlan: VlanSettings::default(),
         }]
     );
     assert!(b.controllers.is_empty() && b.flows.is_empty() && b.flows_file.is_none());
@@ -187,7 +188,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&format!("{}speed = 10\n", one_bridge(""))),
-        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`"
+        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`"
     );
     // The second bridge's port.
     let text = format!(
@@ -196,7 +197,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&text),
-        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`"
+        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`"
     );
     assert_eq!(
         error("[dataplane.burst]\nrx_read = 32\nrx_reed = 32\n"),
@@ -1607,4 +1608,44 @@ fn dpdk_errors_name_the_field() {
         error("[dpdk]\neal_args = [\"-l\", \"0\", \"--help\"]\n"),
         "fulmar.toml:2:24: dpdk.eal_args[2]: EAL argument \"--help\" is not allowed (it ends the process)"
     );
+}
+
+#[test]
+fn port_vlan_settings_load_check_and_round_trip() {
+    let text = "[[bridges]]\nname = \"br0\"\n\
+        [[bridges.ports]]\nport = 1\ninterface = \"eth0\"\ntag = 10\n\
+        [[bridges.ports]]\nport = 2\ninterface = \"eth1\"\ntrunks = [20, 10, 20]\n\
+        [[bridges.ports]]\nport = 3\ninterface = \"eth2\"\nvlan_mode = \"native-untagged\"\ntag = 5\n";
+    let c = load(text).unwrap();
+    let b = &c.bridges[0];
+    let v = |n: u32| b.port(n).unwrap().vlan.clone();
+    assert_eq!(v(1).tag, Some(10));
+    assert_eq!(v(1).resolve().unwrap().mode(), VlanMode::Access);
+    assert_eq!(v(2).trunks, vec![10, 20], "sorted, no repeats");
+    assert_eq!(v(2).resolve().unwrap().mode(), VlanMode::Trunk);
+    assert_eq!(v(3).mode, Some(VlanMode::NativeUntagged));
+    let again = Config::from_str_for(&c.to_toml_string(), "again.toml", HOST).unwrap();
+    assert_eq!(without_sources(again), without_sources(c));
+
+    let e =
+        error(&one_bridge("").replace("interface = \"eth0\"", "interface = \"eth0\"\ntag = 4095"));
+    assert!(
+        e.contains("bridges[0].ports[0].tag") && e.contains("4095"),
+        "{e}"
+    );
+    let e = error(&one_bridge("").replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\nvlan_mode = \"native-tagged\"",
+    ));
+    assert!(e.contains("vlan_mode") && e.contains("needs a tag"), "{e}");
+    let e = error(&one_bridge("").replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\nvlan_mode = \"dot1q-tunnel\"",
+    ));
+    assert!(e.contains("is not valid"), "{e}");
+    let e = error(&one_bridge("").replace(
+        "interface = \"eth0\"",
+        "interface = \"eth0\"\ntrunks = [1, 9999]",
+    ));
+    assert!(e.contains("trunks[1]"), "{e}");
 }

@@ -543,12 +543,15 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
                     .find(|n| b.port(*n).is_none())
                     .unwrap_or(port_no::MAX),
             };
+            let mut vlan = VlanSettings::default();
+            opts.apply_vlan(&mut vlan);
             b.ports.push(Port {
                 number,
                 kind: PortKind::Interface {
                     name: interface.clone(),
                     backend,
                 },
+                vlan,
             });
             touched.push(field);
             Ok(())
@@ -706,7 +709,7 @@ fn unquote(v: &str) -> &str {
 
 /// The keys an interface port takes, in messages.
 const PORT_KEYS: &str =
-    "type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport";
+    "type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport, tag, trunks, vlan_mode";
 
 /// The options of [`Op::AddPort`] (or one `set port` key), parsed.
 #[derive(Default)]
@@ -718,6 +721,12 @@ struct PortOptions {
     dpdk_devargs: Option<String>,
     dpdk_rx_queues: Option<u16>,
     number: Option<u32>,
+    /// `tag` (Some(None): cleared with an empty value).
+    tag: Option<Option<u16>>,
+    /// `trunks` (Some(empty): cleared).
+    trunks: Option<Vec<u16>>,
+    /// `vlan_mode` (Some(None): cleared).
+    vlan_mode: Option<Option<VlanMode>>,
 }
 
 impl PortOptions {
@@ -797,6 +806,36 @@ impl PortOptions {
                     }
                 });
             }
+            "tag" => {
+                let f = format!("{field}.tag");
+                self.tag = Some(match cleared(value) {
+                    true => None,
+                    false => Some(int_in(&f, "tag", value, 0..=4094)? as u16),
+                });
+            }
+            "trunks" => {
+                let f = format!("{field}.trunks");
+                let list = value.trim_start_matches('[').trim_end_matches(']');
+                let mut t = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| int_in(&f, "VLAN id", w, 0..=4094).map(|n| n as u16))
+                    .collect::<Result<Vec<u16>, Fail>>()?;
+                t.sort_unstable();
+                t.dedup();
+                self.trunks = Some(t);
+            }
+            "vlan_mode" => {
+                self.vlan_mode = Some(match cleared(value) {
+                    true => None,
+                    false => Some(
+                        value
+                            .parse::<VlanMode>()
+                            .map_err(|m| fail(format!("{field}.vlan_mode"), m))?,
+                    ),
+                });
+            }
             "ofport" | "ofport_request" => {
                 let max = port_no::MAX;
                 match value.parse::<i64>() {
@@ -823,6 +862,38 @@ impl PortOptions {
             }
         }
         Ok(())
+    }
+
+    /// Whether any VLAN key was given.
+    fn has_vlan(&self) -> bool {
+        self.tag.is_some() || self.trunks.is_some() || self.vlan_mode.is_some()
+    }
+
+    /// Whether only VLAN keys were given.
+    fn only_vlan(&self) -> bool {
+        self.has_vlan()
+            && self.kind.is_none()
+            && self.pcap_read.is_none()
+            && self.pcap_write.is_none()
+            && self.pcap_rate.is_none()
+            && self.dpdk_devargs.is_none()
+            && self.dpdk_rx_queues.is_none()
+            && self.number.is_none()
+    }
+
+    /// The VLAN settings these options make of `v` (checked whole when the
+    /// transaction's model is validated, so `tag` and `vlan_mode` may be
+    /// set by two operations of one transaction in either order).
+    fn apply_vlan(&self, v: &mut VlanSettings) {
+        if let Some(t) = self.tag {
+            v.tag = t;
+        }
+        if let Some(t) = &self.trunks {
+            v.trunks = t.clone();
+        }
+        if let Some(m) = self.vlan_mode {
+            v.mode = m;
+        }
     }
 
     /// The backend these options make of `backend`.
@@ -906,6 +977,12 @@ impl PortOptions {
     }
 }
 
+/// Whether a value clears a setting: empty, or `[]` as `ovs-vsctl`
+/// writes an empty set.
+fn cleared(value: &str) -> bool {
+    matches!(value.trim(), "" | "[]")
+}
+
 /// An integer value in `range`, with the file's message.
 fn int_in(
     field: &str,
@@ -981,6 +1058,11 @@ fn set(
     let field = format!("bridges.{bridge}.ports.{label}");
     let mut opts = PortOptions::default();
     opts.set(&field, key, value)?;
+    if opts.only_vlan() {
+        opts.apply_vlan(&mut b.ports[pi].vlan);
+        touched.push(field);
+        return Ok(());
+    }
     if let Some(n) = opts.number {
         if n != b.ports[pi].number {
             check_free(b, n, &field)?;

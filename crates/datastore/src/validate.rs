@@ -59,6 +59,7 @@ pub(crate) const MAX_WARNINGS: usize = 100;
 struct PortDraft {
     number: u32,
     kind: PortKind,
+    vlan: VlanSettings,
     /// Where the port's number was written (for link errors).
     span: Range<usize>,
     path: String,
@@ -227,6 +228,7 @@ impl<'a> Checker<'a> {
                         p.map(|p| Port {
                             number: p.number,
                             kind: p.kind,
+                            vlan: p.vlan,
                         })
                     })
                     .collect::<Option<Vec<_>>>()?;
@@ -478,12 +480,56 @@ impl<'a> Checker<'a> {
                 }
             }
         };
+        let vlan = self.port_vlan(p, rp);
         Some(PortDraft {
             number: number?,
             kind: kind?,
+            vlan: vlan?,
             span: rp.port.span(),
             path: p.to_string(),
         })
+    }
+
+    /// A port's VLAN settings for NORMAL: `tag`, `trunks`, `vlan_mode`.
+    fn port_vlan(&mut self, p: &str, rp: &RawPort) -> Option<VlanSettings> {
+        let vid = 0..=i64::from(pipeline::normal::vlan::MAX_VID);
+        let tag = match &rp.tag {
+            Some(t) => Some(self.int(t, &format!("{p}.tag"), "tag", vid.clone())? as u16),
+            None => None,
+        };
+        let mut trunks = Vec::new();
+        if let Some(list) = &rp.trunks {
+            for (i, t) in list.get_ref().iter().enumerate() {
+                trunks
+                    .push(self.int(t, &format!("{p}.trunks[{i}]"), "VLAN id", vid.clone())? as u16);
+            }
+        }
+        let mode = match &rp.vlan_mode {
+            Some(m) => match m.get_ref().parse::<VlanMode>() {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    self.err(&m.span(), &format!("{p}.vlan_mode"), e);
+                    return None;
+                }
+            },
+            None => None,
+        };
+        trunks.sort_unstable();
+        trunks.dedup();
+        let v = VlanSettings { mode, tag, trunks };
+        match v.resolve() {
+            Ok(_) => Some(v),
+            Err(e) => {
+                let (field, span) = match (&rp.vlan_mode, &rp.tag, &rp.trunks) {
+                    (Some(m), _, _) => ("vlan_mode", m.span()),
+                    (None, Some(t), _) => ("tag", t.span()),
+                    (None, None, Some(t)) => ("trunks", t.span()),
+                    (None, None, None) => ("port", rp.port.span()),
+                };
+                self.err(&span, &format!("{p}.{field}"), e);
+                None
+            }
+        }
     }
 
     /// A DPDK port's settings (its placement is checked with the

@@ -96,6 +96,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ("dump-groups", "BR", "group entries"),
     ("dump-meters", "BR", "meter entries"),
     (
+        "fdb-show",
+        "BR [--json]",
+        "the addresses NORMAL has learnt: port, VLAN, MAC, age",
+    ),
+    (
         "trace",
         "BR in_port=N HEX [--json]",
         "a packet through the live tables",
@@ -115,6 +120,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("ofproto/trace", "trace"),
     ("dpif-netdev/pmd-stats-show", "stats"),
     ("memory/show", "memory"),
+    ("fdb/show", "fdb-show"),
     ("vlog/set", "log-level"),
 ];
 
@@ -407,6 +413,58 @@ impl Ctl {
         ))
     }
 
+    /// NORMAL's learnt addresses, one line each, as `ovs-appctl
+    /// fdb/show` prints them (`--json`: a list of objects).
+    fn fdb_show(&self, params: &[String]) -> Result<String, String> {
+        let (as_json, params) = flag(params, "--json");
+        let bridge = need(&params, 0, "bridge")?;
+        let (entries, capacity, aging) = self
+            .daemon
+            .runtime()
+            .fdb(bridge)
+            .ok_or_else(|| format!("no bridge named {bridge:?}"))?;
+        let mac = |m: &[u8; 6]| {
+            m.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(":")
+        };
+        if as_json {
+            let v: Vec<serde_json::Value> = entries
+                .iter()
+                .map(|e| {
+                    serde_json::json!({
+                        "port": e.port,
+                        "vlan": e.vlan,
+                        "mac": mac(&e.mac),
+                        "age": e.age_secs,
+                    })
+                })
+                .collect();
+            return json(&serde_json::json!({
+                "bridge": bridge,
+                "capacity": capacity,
+                "aging_secs": aging.as_secs(),
+                "entries": v,
+            }));
+        }
+        let mut s = String::from(" port  VLAN  MAC                Age\n");
+        for e in &entries {
+            let port = match e.port {
+                ofp::consts::port_no::LOCAL => "LOCAL".to_string(),
+                p => p.to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "{port:>5}  {:>4}  {}  {:>3}",
+                e.vlan,
+                mac(&e.mac),
+                e.age_secs
+            );
+        }
+        Ok(s)
+    }
+
     fn memory(&self) -> Result<String, String> {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let field = |k: &str| {
@@ -542,6 +600,7 @@ impl Handler for Ctl {
             }
             "dump-groups" => self.dump_groups(params),
             "dump-meters" => self.dump_meters(params),
+            "fdb-show" => self.fdb_show(params),
             "trace" => self.trace(params),
             "stats" => self.stats(params),
             "capture" => self.capture(params),

@@ -701,6 +701,23 @@ pub fn switch_ops(key: &Key, d: Option<&Val>, wanted: &Items, model: &Items) -> 
                 vec![add]
             }
         }
+        (Key::PortVlan(_, i), Some(Val::Vlan(v))) => {
+            let object = format!("interface:{i}");
+            let set = |key: &str, value: String| Op::Set {
+                object: object.clone(),
+                key: key.into(),
+                value,
+            };
+            let trunks: Vec<String> = v.trunks.iter().map(u16::to_string).collect();
+            vec![
+                set("tag", v.tag.map(|t| t.to_string()).unwrap_or_default()),
+                set("trunks", trunks.join(",")),
+                set(
+                    "vlan_mode",
+                    v.mode.map(|m| m.as_str().to_string()).unwrap_or_default(),
+                ),
+            ]
+        }
         (Key::FailMode(b), Some(Val::FailMode(mode))) => vec![Op::SetFailMode {
             bridge: b.clone(),
             mode: *mode,

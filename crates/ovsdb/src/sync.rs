@@ -28,7 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use datastore::{Backend, Config, FailMode, PcapRate, PortKind};
+use datastore::{Backend, Config, FailMode, PcapRate, PortKind, VlanSettings};
 
 /// An item's identity.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -41,13 +41,21 @@ pub enum Key {
     FailMode(String),
     /// A bridge's controller targets.
     Controllers(String),
+    /// The VLAN settings (`tag`, `trunks`, `vlan_mode`) of a port, by
+    /// interface name (after [`Key::Port`], so a new port exists before
+    /// its settings are set).
+    PortVlan(String, String),
 }
 
 impl Key {
     /// The bridge the item belongs to.
     pub fn bridge(&self) -> &str {
         match self {
-            Key::Bridge(b) | Key::Port(b, _) | Key::FailMode(b) | Key::Controllers(b) => b,
+            Key::Bridge(b)
+            | Key::Port(b, _)
+            | Key::FailMode(b)
+            | Key::Controllers(b)
+            | Key::PortVlan(b, _) => b,
         }
     }
 }
@@ -78,6 +86,8 @@ pub enum Val {
     FailMode(FailMode),
     /// Canonical controller targets, in order.
     Controllers(Vec<String>),
+    /// A port's VLAN settings.
+    Vlan(VlanSettings),
 }
 
 /// Every item of one side.
@@ -147,6 +157,10 @@ pub fn model_items(cfg: &Config) -> Items {
                     number: Some(p.number),
                     options,
                 }),
+            );
+            out.insert(
+                Key::PortVlan(b.name.clone(), name.clone()),
+                Val::Vlan(p.vlan.clone()),
             );
         }
     }

@@ -13,10 +13,13 @@
 //!   interface. `Interface.type` "" or "system" → afpacket; "afxdp", "tap",
 //!   "memory", "pcap" (with `options:pcap_read`, `pcap_write`,
 //!   `pcap_rate`) → those backends; `ofport_request` → the port number.
+//! * `Port.tag`, `trunks`, `vlan_mode` → the port's VLAN settings for
+//!   NORMAL (checked as the configuration file checks them; settings
+//!   that do not go together refuse the port, with the reason).
 //! * Refused, with the reason in the interface's `error` (and `ofport`
 //!   -1): "internal" (fulmar has no bridge-local port; `ovs-vsctl add-br`
-//!   makes one), "patch" and other types, bonds (several interfaces), VLAN
-//!   settings (`tag`, `trunks`, `vlan_mode`), an interface in two ports.
+//!   makes one), "patch" and other types, bonds (several interfaces,
+//!   `bond_mode`), an interface in two ports.
 //! * Ignored but reported (in `error`, the port still works):
 //!   `mtu_request`, `mac`, `ingress_policing_rate`, `bfd`, unknown
 //!   `options`. A bridge's `stp_enable`, `rstp_enable`,
@@ -25,7 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use datastore::{ControllerTarget, FailMode};
+use datastore::{ControllerTarget, FailMode, VlanMode, VlanSettings};
 
 use crate::datum::RowRef;
 use crate::replica::Replica;
@@ -227,15 +230,18 @@ impl DbView {
                         "port {pname} is a bond of {} interfaces: fulmar ports have one",
                         ifs.len()
                     ));
-                } else if ["tag", "trunks", "vlan_mode", "bond_mode"]
-                    .iter()
-                    .any(|c| p.is_set(c))
-                {
+                } else if p.is_set("bond_mode") {
                     port_refusal = Some(format!(
-                        "port {pname}: VLAN and bond settings (tag, trunks, vlan_mode, \
-                         bond_mode) are not supported by fulmar; use OpenFlow flows"
+                        "port {pname}: bond_mode is not supported by fulmar (ports have one interface)"
                     ));
                 }
+                let vlan = match port_vlan(p) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        port_refusal.get_or_insert(format!("port {pname}: {e}"));
+                        None
+                    }
+                };
                 for iu in ifs {
                     let Some(irow) = r.row("Interface", &iu) else {
                         continue;
@@ -256,10 +262,14 @@ impl DbView {
                             Err(e) => refused = Some(e),
                         }
                     }
-                    if let Some(s) = spec {
+                    if let (Some(s), Some(vl)) = (spec, &vlan) {
                         row.port_rows.insert(iname.clone(), pu.clone());
                         v.wanted
                             .insert(Key::Port(name.clone(), iname.clone()), Val::Port(s));
+                        v.wanted.insert(
+                            Key::PortVlan(name.clone(), iname.clone()),
+                            Val::Vlan(vl.clone()),
+                        );
                     }
                     v.ifaces.push(IfaceRow {
                         uuid: iu,
@@ -279,6 +289,41 @@ impl DbView {
     pub fn bridge(&self, name: &str) -> Option<&BridgeRow> {
         self.bridges.iter().find(|b| b.name == name)
     }
+}
+
+/// A Port row's `tag`, `trunks` and `vlan_mode`, checked as the
+/// configuration file checks them.
+fn port_vlan(p: RowRef<'_>) -> Result<VlanSettings, String> {
+    let vid = |n: i64| {
+        u16::try_from(n)
+            .ok()
+            .filter(|v| *v <= 4094)
+            .ok_or_else(|| format!("{n} is not a VLAN id (0 to 4094)"))
+    };
+    let tag = match p.int("tag") {
+        Some(n) => Some(vid(n).map_err(|e| format!("tag {e}"))?),
+        None => None,
+    };
+    let mut trunks = Vec::new();
+    if let Some(d) = p.get("trunks") {
+        for a in d.atoms() {
+            match a {
+                crate::datum::Atom::Int(n) => {
+                    trunks.push(vid(*n).map_err(|e| format!("trunks: {e}"))?)
+                }
+                other => return Err(format!("trunks: {other:?} is not a VLAN id")),
+            }
+        }
+    }
+    trunks.sort_unstable();
+    trunks.dedup();
+    let mode = match p.string("vlan_mode") {
+        Some(m) => Some(m.parse::<VlanMode>()?),
+        None => None,
+    };
+    let v = VlanSettings { mode, tag, trunks };
+    v.resolve()?;
+    Ok(v)
 }
 
 fn port_spec(i: RowRef<'_>, ignored: &mut Vec<String>) -> Result<PortSpec, String> {
@@ -395,7 +440,16 @@ pub(crate) mod tests {
                 ..
             }))
         ));
-        for refused in ["br0", "a", "b", "vlan"] {
+        // A tagged port is an access port of its VLAN.
+        assert!(p("vlan").is_some());
+        assert_eq!(
+            w[&Key::PortVlan("br0".into(), "vlan".into())],
+            Val::Vlan(VlanSettings {
+                tag: Some(10),
+                ..VlanSettings::default()
+            })
+        );
+        for refused in ["br0", "a", "b"] {
             assert_eq!(p(refused), None, "{refused}");
             let row = v.ifaces.iter().find(|i| i.name == refused).unwrap();
             assert!(row.refused.is_some(), "{refused}");
@@ -403,6 +457,42 @@ pub(crate) mod tests {
         let eth1 = v.ifaces.iter().find(|i| i.name == "eth1").unwrap();
         assert_eq!(eth1.ignored, vec!["mtu_request".to_string()]);
         assert_eq!(v.bridges[0].ignored, vec!["stp_enable".to_string()]);
+    }
+
+    #[test]
+    fn vlan_settings_that_do_not_go_together_refuse_the_port() {
+        let mut r = Replica::default();
+        r.apply(&json!({
+            "Open_vSwitch": {"o": {"new": {"bridges": ["uuid", "b0"]}}},
+            "Bridge": {"b0": {"new": {"name": "br0", "ports": ["set", [["uuid", "p0"], ["uuid", "p1"], ["uuid", "p2"]]]}}},
+            "Port": {
+                "p0": {"new": {"name": "x", "interfaces": ["uuid", "i0"], "vlan_mode": "native-tagged"}},
+                "p1": {"new": {"name": "y", "interfaces": ["uuid", "i1"], "tag": 4095}},
+                "p2": {"new": {"name": "z", "interfaces": ["uuid", "i2"], "trunks": ["set", [20, 10]],
+                               "vlan_mode": "native-untagged", "tag": 5}}},
+            "Interface": {"i0": {"new": {"name": "x"}}, "i1": {"new": {"name": "y"}}, "i2": {"new": {"name": "z"}}}
+        }))
+        .unwrap();
+        let v = DbView::read(&r);
+        let refusal = |n: &str| {
+            v.ifaces
+                .iter()
+                .find(|i| i.name == n)
+                .unwrap()
+                .refused
+                .clone()
+        };
+        assert!(refusal("x").unwrap().contains("needs a tag"));
+        assert!(refusal("y").unwrap().contains("4095"));
+        assert_eq!(refusal("z"), None);
+        assert_eq!(
+            v.wanted[&Key::PortVlan("br0".into(), "z".into())],
+            Val::Vlan(VlanSettings {
+                mode: Some(VlanMode::NativeUntagged),
+                tag: Some(5),
+                trunks: vec![10, 20],
+            })
+        );
     }
 
     #[test]

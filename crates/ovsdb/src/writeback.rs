@@ -75,6 +75,18 @@ pub fn structure_ops(items: &[(Key, Option<Val>)], view: &DbView) -> Vec<Value> 
                                     "mutations": [["bridges", "delete", ["set", [["uuid", row.uuid]]]]]}));
                 }
             }
+            (Key::PortVlan(_, i), Some(Val::Vlan(v))) => {
+                let tag = match v.tag {
+                    Some(t) => json!(t),
+                    None => json!(["set", []]),
+                };
+                let mode = match v.mode {
+                    Some(m) => json!(m.as_str()),
+                    None => json!(["set", []]),
+                };
+                ops.push(json!({"op": "update", "table": "Port", "where": where_name(i),
+                                "row": {"tag": tag, "trunks": ["set", v.trunks], "vlan_mode": mode}}));
+            }
             (Key::FailMode(b), Some(Val::FailMode(m))) => {
                 ops.push(
                     json!({"op": "update", "table": "Bridge", "where": where_name(b),

@@ -21,6 +21,7 @@
 pub mod datapath;
 pub mod features;
 pub mod model;
+pub mod normal;
 pub mod switch_state;
 pub mod tables;
 

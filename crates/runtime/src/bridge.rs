@@ -475,11 +475,13 @@ impl BridgeRt {
         if let Some(w) = opts.poll_window {
             tcfg.poll_window = w;
         }
+        let mut vlans = Vec::new();
         for p in ports {
             state.port_table.add_port(
                 port_desc(p.number, &p.interface, p.backend.as_ref()),
                 Time(0),
             );
+            vlans.push((p.number, p.vlan.clone()));
             entries.insert(
                 p.number,
                 PortEntry {
@@ -502,7 +504,10 @@ impl BridgeRt {
             n_buffers: 0,
             ..DatapathConfig::default()
         };
-        let dp_ports = state.port_table.datapath_ports();
+        let mut dp_ports = state.port_table.datapath_ports();
+        for (n, v) in vlans {
+            dp_ports.set_vlan(n, v);
+        }
         let snapshot = Snapshot::new(&state, dp_ports.clone(), dp_config.clone());
         let publisher = Publisher::new(snapshot);
         let mut workers = Vec::new();
@@ -510,9 +515,7 @@ impl BridgeRt {
         // Up until an agent says otherwise (Controllers::attach follows
         // its channels): whoever takes the events directly gets them all.
         let controller_up = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let standalone = Arc::new(standalone::Standalone::new(
-            entries.keys().copied().collect(),
-        ));
+        let standalone = Arc::new(standalone::Standalone::new(dp_config.normal.clone()));
         let n_workers = u32::try_from(tcfg.workers).unwrap_or(u32::MAX);
         let threads = Threads::start(&tcfg, specs, &mut |i| {
             let shared = Arc::new(WorkerShared {
@@ -893,6 +896,7 @@ impl BridgeRt {
                     state: desc.state,
                 },
             );
+            c.dp.ports.set_vlan(p.number, p.vlan.clone());
             self.publish(&c);
         }
         let (number, interface) = (p.number, p.interface.clone());
@@ -904,12 +908,7 @@ impl BridgeRt {
             self.publish(&c);
             return Err(e);
         }
-        let numbers = {
-            let mut ports = self.port_entries();
-            ports.insert(number, entry);
-            ports.keys().copied().collect()
-        };
-        self.standalone.set_ports(numbers);
+        self.port_entries().insert(number, entry);
         self.emit_port_status(ofp::port_status::port_reason::ADD, desc);
         tracing::info!(bridge = %self.name, port = number, interface = %interface, "port added");
         Ok(())
@@ -931,14 +930,11 @@ impl BridgeRt {
             let desc = c.dp.state.port_table.remove_port(number);
             c.dp.ports.remove(number);
             self.publish(&c);
+            // What NORMAL learnt behind the port is gone with it.
+            c.dp.config.normal.flush_port(number);
             desc
         };
-        let numbers = {
-            let mut ports = self.port_entries();
-            ports.remove(&number);
-            ports.keys().copied().collect()
-        };
-        self.standalone.set_ports(numbers);
+        self.port_entries().remove(&number);
         if let Some(desc) = desc {
             self.emit_port_status(ofp::port_status::port_reason::DELETE, desc);
         }
@@ -972,6 +968,28 @@ impl BridgeRt {
             self.emit_port_status(ofp::port_status::port_reason::MODIFY, desc);
         }
         v
+    }
+
+    /// Sets a port's VLAN settings for NORMAL, publishes, and forgets
+    /// what was learnt behind the port.
+    pub(crate) fn set_port_vlan(&self, number: u32, vlan: pipeline::normal::PortVlan) {
+        let mut c = self.control();
+        c.dp.ports.set_vlan(number, vlan);
+        self.publish(&c);
+        c.dp.config.normal.flush_port(number);
+    }
+
+    /// Whether a table-0 miss goes to NORMAL (fail mode standalone with
+    /// no controller configured); publishes when it changes. Returns
+    /// whether it changed.
+    pub(crate) fn set_miss_normal(&self, on: bool) -> bool {
+        let mut c = self.control();
+        if c.dp.config.miss_normal == on {
+            return false;
+        }
+        c.dp.config.miss_normal = on;
+        self.publish(&c);
+        true
     }
 
     /// Stops the threads (stage by stage, so packets inside are sent).

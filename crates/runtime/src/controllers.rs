@@ -279,8 +279,22 @@ impl Controllers {
         b.channels = kept;
         b.agent.set_fail_mode(agent_fail_mode(fail_mode));
         b.fail_mode = fail_mode;
-        // Fail mode standalone applies while controllers are configured.
+        // Fail mode standalone: with controllers, fail-open while none is
+        // connected; without, table-0 misses go to NORMAL (see
+        // `standalone`).
         let follow = fail_mode == FailMode::Standalone && !b.channels.is_empty();
+        let miss_normal = fail_mode == FailMode::Standalone && b.channels.is_empty();
+        if rt.set_miss_normal(bridge, miss_normal) {
+            tracing::info!(
+                bridge,
+                "{}",
+                if miss_normal {
+                    "no controller, fail mode standalone: table misses go to NORMAL"
+                } else {
+                    "table misses are dropped again"
+                }
+            );
+        }
         let sa = rt.standalone(bridge);
         match (follow, b.follow.is_some()) {
             (true, false) => {

@@ -82,6 +82,23 @@ pub struct ShowPort {
     pub link_up: bool,
     /// The port is administratively up (no OFPPC_PORT_DOWN).
     pub admin_up: bool,
+    /// Its VLAN settings for NORMAL, when any is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<ShowVlan>,
+}
+
+/// A port's VLAN settings in `show` (what is not set is left out).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ShowVlan {
+    /// `vlan_mode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vlan_mode: Option<String>,
+    /// `tag`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<u16>,
+    /// `trunks`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trunks: Vec<u16>,
 }
 
 /// A bridge in `show`.
@@ -126,6 +143,18 @@ impl Show {
             for p in &b.ports {
                 let _ = writeln!(s, "    Port {}", p.interface);
                 let _ = writeln!(s, "        ofport: {}", p.ofport);
+                if let Some(v) = &p.vlan {
+                    if let Some(t) = v.tag {
+                        let _ = writeln!(s, "        tag: {t}");
+                    }
+                    if !v.trunks.is_empty() {
+                        let t: Vec<String> = v.trunks.iter().map(u16::to_string).collect();
+                        let _ = writeln!(s, "        trunks: [{}]", t.join(", "));
+                    }
+                    if let Some(m) = &v.vlan_mode {
+                        let _ = writeln!(s, "        vlan_mode: {m}");
+                    }
+                }
                 let _ = writeln!(s, "        Interface {}", p.interface);
                 if p.kind != "afpacket" {
                     let _ = writeln!(s, "            type: {}", p.kind);
@@ -186,6 +215,9 @@ fn describe(c: &Change) -> String {
             interface,
         } => format!("delete port {port} ({interface}) from {bridge}"),
         Change::ChangePort { bridge, port } => format!("re-open port {port} of {bridge}"),
+        Change::SetPortVlan { bridge, port } => {
+            format!("set the VLAN settings of port {port} of {bridge}")
+        }
         Change::SetControllers { bridge } => format!("set the controllers of {bridge}"),
         Change::SetFailMode { bridge, mode } => {
             format!("set the fail mode of {bridge} to {}", mode.as_str())
@@ -421,6 +453,17 @@ impl Daemon {
                 }
             }
         }
+        for c in changes {
+            if let Change::SetPortVlan { bridge, port } = c {
+                let b = bridge_of(new, bridge)?;
+                if let Some(p) = b.port(*port) {
+                    let v = p.vlan.resolve().map_err(|e| {
+                        RuntimeError::Change(format!("bridge {bridge} port {port}: {e}"))
+                    })?;
+                    rt.set_port_vlan(bridge, *port, v)?;
+                }
+            }
+        }
         for (br, prepared) in new_bridges {
             match prepared {
                 Some(p) => rt.add_prepared_bridge(new, &br, p)?,
@@ -492,6 +535,11 @@ impl Daemon {
                                 .is_some_and(|d| d.state & ofp::port::port_state::LINK_DOWN == 0),
                             admin_up: d
                                 .is_some_and(|d| d.config & ofp::port::port_config::PORT_DOWN == 0),
+                            vlan: (!p.vlan.is_default()).then(|| ShowVlan {
+                                vlan_mode: p.vlan.mode.map(|m| m.as_str().to_string()),
+                                tag: p.vlan.tag,
+                                trunks: p.vlan.trunks.clone(),
+                            }),
                         }
                     })
                     .collect();

@@ -480,6 +480,18 @@ impl Runtime {
         Ok(())
     }
 
+    /// Sets how NORMAL carries VLANs on port `number` of `bridge`; what
+    /// NORMAL learnt behind the port is forgotten (its VLANs changed).
+    pub fn set_port_vlan(
+        &self,
+        bridge: &str,
+        number: u32,
+        vlan: pipeline::normal::PortVlan,
+    ) -> Result<(), RuntimeError> {
+        self.need(bridge)?.set_port_vlan(number, vlan);
+        Ok(())
+    }
+
     /// Removes port `number` from `bridge`; its interface is closed when
     /// this returns.
     pub fn remove_port(&self, bridge: &str, number: u32) -> Result<(), RuntimeError> {
@@ -597,14 +609,26 @@ impl Runtime {
     pub fn trace_datapath(&self, bridge: &str) -> Option<(pipeline::datapath::Datapath, Time)> {
         let b = self.bridge(bridge)?;
         let c = b.control();
+        let now = b.now();
+        // NORMAL's table is copied: a trace learns nothing for real.
+        let mut config = c.dp.config.clone();
+        config.normal = pipeline::normal::NormalHandle(Arc::new(c.dp.config.normal.copy(now)));
         Some((
-            pipeline::datapath::Datapath::new(
-                c.dp.state.clone(),
-                c.dp.ports.clone(),
-                c.dp.config.clone(),
-            ),
-            b.now(),
+            pipeline::datapath::Datapath::new(c.dp.state.clone(), c.dp.ports.clone(), config),
+            now,
         ))
+    }
+
+    /// What NORMAL has learnt in bridge `bridge` (as `ovs-appctl
+    /// fdb/show` lists it), with the table's capacity and aging time.
+    pub fn fdb(
+        &self,
+        bridge: &str,
+    ) -> Option<(Vec<pipeline::normal::FdbEntry>, usize, std::time::Duration)> {
+        let b = self.bridge(bridge)?;
+        let now = b.now();
+        let t = b.control().dp.config.normal.clone();
+        Some((t.entries(now), t.capacity(), t.aging()))
     }
 
     /// Flow entries installed in a bridge.
@@ -673,6 +697,13 @@ impl Runtime {
     /// A bridge's datapath id.
     pub fn dpid(&self, bridge: &str) -> Option<u64> {
         Some(self.bridge(bridge)?.dpid)
+    }
+
+    /// Sends bridge `bridge`'s table-0 misses to NORMAL, or drops them
+    /// again (see [`standalone`]). False when there is no such bridge or
+    /// nothing changed.
+    pub fn set_miss_normal(&self, bridge: &str, on: bool) -> bool {
+        self.bridge(bridge).is_some_and(|b| b.set_miss_normal(on))
     }
 
     /// A bridge's learning switch (fail mode standalone): turn it on while

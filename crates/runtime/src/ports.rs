@@ -118,6 +118,8 @@ pub struct OpenPort {
     pub rx_queue_cores: Option<Vec<usize>>,
     /// The CPU of the TX thread that should send to it (`tx_core`).
     pub tx_core: Option<usize>,
+    /// How NORMAL carries VLANs on it.
+    pub vlan: pipeline::normal::PortVlan,
 }
 
 /// A pcap port: replays one file and/or writes another.
@@ -226,6 +228,7 @@ fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::R
                 backend: port,
                 rx_queue_cores: d.rx_queue_cores.clone(),
                 tx_core: d.tx_core,
+                vlan: Default::default(),
             });
         }
     };
@@ -236,6 +239,7 @@ fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::R
         backend: b,
         rx_queue_cores: None,
         tx_core: None,
+        vlan: Default::default(),
     })
 }
 
@@ -301,6 +305,7 @@ pub fn open_port(
                 backend: Box::new(sw),
                 rx_queue_cores: None,
                 tx_core: None,
+                vlan: Default::default(),
             })
         }
         PortKind::Interface { name, backend } => {
@@ -323,6 +328,7 @@ pub fn open_port(
                 backend: Box::new(end),
                 rx_queue_cores: None,
                 tx_core: None,
+                vlan: Default::default(),
             }),
             None => Err(PortError {
                 bridge: bridge.to_string(),
@@ -335,6 +341,8 @@ pub fn open_port(
     };
     opened.map(|mut o| {
         o.number = p.number;
+        // A model holds only settings that resolve.
+        o.vlan = p.vlan.resolve().unwrap_or_default();
         o
     })
 }

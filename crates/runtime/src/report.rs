@@ -16,7 +16,6 @@ use dataplane::PortCounters;
 use serde::Serialize;
 
 use crate::bridge::BridgeRt;
-use crate::standalone::StandaloneCounters;
 
 /// One flow entry with its counters (summed over workers).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -106,13 +105,12 @@ pub struct BridgeReport {
 
 /// Every non-zero drop counter of a bridge by its name: the pipeline's,
 /// the ports', the threads', the packet-ins not handed to the agent (by
-/// why), the learning switch's.
+/// why); NORMAL's (fail-open's included) are the pipeline's.
 fn named_drops(
     pc: &pipeline::datapath::Counters,
     ports: &BTreeMap<u32, PortCounters>,
     drops: &ThreadDrops,
     pins: (u64, u64),
-    sa: &StandaloneCounters,
 ) -> Vec<(String, u64)> {
     let mut p = PortCounters::default();
     for c in ports.values() {
@@ -142,8 +140,6 @@ fn named_drops(
         ("rx_error", drops.rx_error),
         ("packet_in_no_controller", pins.0),
         ("packet_in_agent_queue_full", pins.1),
-        ("standalone_same_port", sa.same_port),
-        ("standalone_runt", sa.runt),
     ] {
         named.push((k.to_string(), n));
     }
@@ -232,7 +228,7 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
     let flow_cache = b.workers.iter().fold((0, 0), |(h, m), w| {
         (h + load(&w.cache_hits), m + load(&w.cache_misses))
     });
-    let mut drops = named_drops(&pc, &ports, &drops, pins, &sa);
+    let mut drops = named_drops(&pc, &ports, &drops, pins);
     if !zeros {
         drops.retain(|(_, n)| *n > 0);
     }

@@ -233,17 +233,22 @@ impl BurstProcessor for PipelineWorker {
             return;
         }
         if self.shared.standalone.is_active() {
-            // Port statistics count what the learning switch forwards.
-            for p in burst.iter() {
-                self.ws.count_port_rx(in_port, p.len() as u64);
+            // Fail-open: NORMAL for the burst, the tables bypassed.
+            let now = self.now();
+            self.pkts.extend(burst.drain().map(to_pipeline));
+            self.out.clear();
+            let snap = self.reader.get();
+            let (forwarded, flooded) = self.ws.process_burst_normal(
+                &snap.view(),
+                in_port,
+                &mut self.pkts,
+                now,
+                &mut self.out,
+            );
+            self.shared.standalone.count(forwarded, flooded);
+            for tx in self.out.tx.drain(..) {
+                out(tx.port, to_dataplane(tx.packet));
             }
-            let ws = &mut self.ws;
-            self.shared
-                .standalone
-                .process(in_port, burst, &mut |port, p| {
-                    ws.count_port_tx(port, p.len() as u64);
-                    out(port, p)
-                });
             return;
         }
         let now = self.now();

@@ -32,6 +32,9 @@ pub struct RawBridge {
     pub ports: Vec<(u32, String, bool)>,
     pub desc: Vec<ofp::Port>,
     pub stats: Vec<ofp::stats::PortStats>,
+    /// NORMAL's learnt addresses: (address, port), one per address (the
+    /// most recently seen, whatever its VLAN).
+    pub fdb: Vec<([u8; 6], u32)>,
 }
 
 /// Reads the daemon's bridges.
@@ -57,6 +60,17 @@ pub fn read_daemon(d: &Daemon) -> Vec<RawBridge> {
                 .collect(),
             desc: rt.port_desc(&b.name).unwrap_or_default(),
             stats: rt.port_stats(&b.name).unwrap_or_default(),
+            // dot1dTpFdbTable is indexed by address alone (BRIDGE-MIB
+            // knows no VLANs): an address learnt in several VLANs is
+            // listed once, with the port it was seen on last.
+            fdb: rt
+                .fdb(&b.name)
+                .map(|(mut e, _, _)| {
+                    e.sort_by_key(|e| (e.mac, e.age_secs));
+                    e.dedup_by_key(|e| e.mac);
+                    e.into_iter().map(|e| (e.mac, e.port)).collect()
+                })
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -213,6 +227,7 @@ impl Collector {
             let mut dot1d = Dot1d {
                 dpid: b.dpid,
                 ports: Vec::new(),
+                fdb: b.fdb.clone(),
             };
             for (ofport, interface, patch) in ports {
                 let key = PortKey {
@@ -311,6 +326,7 @@ mod tests {
                     rx_bytes: 42,
                     ..Default::default()
                 }],
+                fdb: vec![([2, 0, 0, 0, 0, 1], 2)],
             },
             RawBridge {
                 name: "br1".into(),
@@ -318,6 +334,7 @@ mod tests {
                 ports: vec![(1, "patch:br0:9".into(), true)],
                 desc: vec![desc(1, true)],
                 stats: vec![],
+                fdb: vec![],
             },
         ]));
         let s = state.clone();
@@ -349,7 +366,8 @@ mod tests {
             m.dot1d,
             Some(Dot1d {
                 dpid: 1,
-                ports: vec![(1, 1), (2, 2)]
+                ports: vec![(1, 1), (2, 2)],
+                fdb: vec![([2, 0, 0, 0, 0, 1], 2)],
             })
         );
         let (mut c, _, _) = collector(Some("br1"));

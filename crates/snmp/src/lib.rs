@@ -58,7 +58,10 @@
 //!   port of every bridge.
 //! - BRIDGE-MIB `dot1dBase` (dot1dBaseBridgeAddress: the low 48 bits of
 //!   the datapath id, dot1dBaseNumPorts, dot1dBaseType unknown(1),
-//!   dot1dBasePortTable indexed by OpenFlow port number) for one bridge:
+//!   dot1dBasePortTable indexed by OpenFlow port number) and
+//!   `dot1dTpFdbTable` (the addresses NORMAL learnt: dot1dTpFdbAddress,
+//!   dot1dTpFdbPort, dot1dTpFdbStatus learned(3); one row per address, the
+//!   port it was seen on last, whatever its VLAN) for one bridge:
 //!   `--agentx-bridge NAME`, by default the first.
 //! - linkDown and linkUp notifications (snmpTrapOID.0, ifIndex,
 //!   ifAdminStatus, ifOperStatus) when a port's operational status goes
@@ -80,8 +83,9 @@
 //!   port-mod or `fulmar ctl`); ifAlias is empty.
 //! - No multicast/broadcast counters (OpenFlow does not split packets by
 //!   destination: the unicast counters count every packet), no
-//!   ifStackTable, ifRcvAddressTable, dot1dTp (FDB), dot1dStp or
-//!   Q-BRIDGE-MIB.
+//!   ifStackTable, ifRcvAddressTable, the rest of dot1dTp (aging time,
+//!   port counters), dot1dStp or Q-BRIDGE-MIB (per-VLAN forwarding
+//!   tables).
 //! - One bridge in dot1dBase (BRIDGE-MIB's per-bridge contexts are not
 //!   registered).
 //! - Notifications raised while no session is open are dropped; the

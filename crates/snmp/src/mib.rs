@@ -28,9 +28,20 @@ pub const DOT1D_BASE: &[u32] = &[1, 3, 6, 1, 2, 1, 17, 1];
 /// BRIDGE-MIB `dot1dBasePortEntry`.
 pub const DOT1D_BASE_PORT_ENTRY: &[u32] = &[1, 3, 6, 1, 2, 1, 17, 1, 4, 1];
 
+/// BRIDGE-MIB `dot1dTpFdbTable`.
+pub const DOT1D_TP_FDB_TABLE: &[u32] = &[1, 3, 6, 1, 2, 1, 17, 4, 3];
+/// BRIDGE-MIB `dot1dTpFdbEntry`.
+pub const DOT1D_TP_FDB_ENTRY: &[u32] = &[1, 3, 6, 1, 2, 1, 17, 4, 3, 1];
+
 /// The subtrees registered with the master, each as snmpd registers its
 /// own IF-MIB (so that a registration priority can decide between them).
-pub const SUBTREES: &[&[u32]] = &[IF_NUMBER, IF_TABLE, IF_X_TABLE, DOT1D_BASE];
+pub const SUBTREES: &[&[u32]] = &[
+    IF_NUMBER,
+    IF_TABLE,
+    IF_X_TABLE,
+    DOT1D_BASE,
+    DOT1D_TP_FDB_TABLE,
+];
 
 /// `ifTable` columns served (RFC 2863): ifIndex, ifDescr, ifType, ifMtu,
 /// ifSpeed, ifPhysAddress, ifAdminStatus, ifOperStatus, ifLastChange,
@@ -47,6 +58,9 @@ const IF_COLUMNS: &[u32] = &[
 /// ifCounterDiscontinuityTime. (Not the multicast and broadcast counters:
 /// OpenFlow port statistics do not split packets by destination.)
 const IF_X_COLUMNS: &[u32] = &[1, 6, 7, 10, 11, 14, 15, 16, 17, 18, 19];
+/// `dot1dTpFdbTable` columns: dot1dTpFdbAddress, dot1dTpFdbPort,
+/// dot1dTpFdbStatus.
+const DOT1D_FDB_COLUMNS: &[u32] = &[1, 2, 3];
 /// `dot1dBasePortTable` columns: dot1dBasePort, dot1dBasePortIfIndex,
 /// dot1dBasePortCircuit, dot1dBasePortDelayExceededDiscards,
 /// dot1dBasePortMtuExceededDiscards.
@@ -116,6 +130,8 @@ pub struct Dot1d {
     pub dpid: u64,
     /// (OpenFlow port number, ifIndex) of each of its ports.
     pub ports: Vec<(u32, u32)>,
+    /// What NORMAL learnt: (address, OpenFlow port number).
+    pub fdb: Vec<([u8; 6], u32)>,
 }
 
 /// What the module read from the daemon.
@@ -240,6 +256,20 @@ impl View {
                 col(4, Value::Counter32(0));
                 col(5, Value::Counter32(0));
             }
+            for (mac, port) in &d.fdb {
+                let index: Vec<u32> = mac.iter().map(|b| u32::from(*b)).collect();
+                let mut col = |c: u32, v: Value| {
+                    let mut tail = vec![c];
+                    tail.extend_from_slice(&index);
+                    map.insert(oid(DOT1D_TP_FDB_ENTRY, &tail), v);
+                };
+                col(1, Value::OctetString(mac.to_vec()));
+                // dot1dTpFdbPort: the dot1dBasePort (the OpenFlow number
+                // where it fits), 0 when it does not (OFPP_LOCAL).
+                let base_port = if (1..=65535).contains(port) { *port } else { 0 };
+                col(2, Value::Integer(base_port as i32));
+                col(3, Value::Integer(3)); // learned(3)
+            }
         }
         View { map }
     }
@@ -355,6 +385,7 @@ fn is_object_instance(name: &[u32]) -> bool {
         || under(IF_ENTRY, IF_COLUMNS)
         || under(IF_X_ENTRY, IF_X_COLUMNS)
         || under(DOT1D_BASE_PORT_ENTRY, DOT1D_PORT_COLUMNS)
+        || under(DOT1D_TP_FDB_ENTRY, DOT1D_FDB_COLUMNS)
         || under(DOT1D_BASE, &[1, 2, 3]) && name.len() == DOT1D_BASE.len() + 2
 }
 
@@ -436,8 +467,42 @@ mod tests {
             dot1d: Some(Dot1d {
                 dpid: 0x0000_0200_0000_00ab,
                 ports: vec![(1, 1), (2, 2)],
+                fdb: vec![
+                    ([2, 0, 0, 0, 0, 7], 2),
+                    ([0x0a, 0, 0, 0, 0, 1], port_no_local()),
+                ],
             }),
         }
+    }
+
+    fn port_no_local() -> u32 {
+        0xffff_fffe
+    }
+
+    #[test]
+    fn the_fdb_table_lists_learnt_addresses_by_address() {
+        let v = View::build(&model());
+        let at = |c: u32, mac: [u32; 6]| {
+            let mut t = vec![c];
+            t.extend_from_slice(&mac);
+            o(&t, DOT1D_TP_FDB_ENTRY)
+        };
+        assert_eq!(
+            v.get(&at(1, [2, 0, 0, 0, 0, 7])),
+            Value::OctetString(vec![2, 0, 0, 0, 0, 7])
+        );
+        assert_eq!(v.get(&at(2, [2, 0, 0, 0, 0, 7])), Value::Integer(2));
+        assert_eq!(v.get(&at(3, [2, 0, 0, 0, 0, 7])), Value::Integer(3));
+        // LOCAL has no dot1dBasePort: 0.
+        assert_eq!(v.get(&at(2, [10, 0, 0, 0, 0, 1])), Value::Integer(0));
+        assert_eq!(v.get(&at(2, [2, 0, 0, 0, 0, 8])), Value::NoSuchInstance);
+        // A walk goes address by address within a column.
+        let next = v.next(&SearchRange {
+            start: at(1, [2, 0, 0, 0, 0, 7]),
+            include: false,
+            end: vec![],
+        });
+        assert_eq!(next.name, at(1, [10, 0, 0, 0, 0, 1]));
     }
 
     fn o(tail: &[u32], base: &[u32]) -> Oid {

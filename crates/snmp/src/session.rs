@@ -617,6 +617,7 @@ mod tests {
                         ports: vec![(1, "a".into(), false), (2, "b".into(), false)],
                         desc: vec![],
                         stats: vec![],
+                        fdb: vec![],
                     }]
                 }),
                 |_| 1500,

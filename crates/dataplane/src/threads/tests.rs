@@ -1110,11 +1110,13 @@ fn an_independent_reader_reads_the_file() {
         "{tool}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        text.lines().count() as u64,
-        stats.captured,
-        "{tool}: {text}"
-    );
+    // One line per frame; tcpdump adds indented hex lines for frames of
+    // an EtherType it does not decode.
+    let frames = text
+        .lines()
+        .filter(|l| !l.starts_with(char::is_whitespace))
+        .count();
+    assert_eq!(frames as u64, stats.captured, "{tool}: {text}");
     assert_eq!(stats.captured, 4);
 }
 

@@ -243,7 +243,7 @@ fn add_port_errors() {
     );
     assert_eq!(
         err("add-port br0 eth3 speed=10G"),
-        "<transaction>:1: bridges.br0.ports.eth3.speed: add-port br0 eth3 speed=10G: unknown key \"speed\" for a port (expected type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport)"
+        "<transaction>:1: bridges.br0.ports.eth3.speed: add-port br0 eth3 speed=10G: unknown key \"speed\" for a port (expected type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport, tag, trunks, vlan_mode)"
     );
     assert_eq!(
         err("add-port br0 eth3 type=vhost"),
@@ -1047,4 +1047,46 @@ b = "edge:7"
     // revalidate keeps the sources: the same model exactly.
     assert_eq!(c.revalidate(HOST).unwrap(), c);
     assert!(diff(&c, &back).is_empty());
+}
+
+#[test]
+fn port_vlan_settings_by_transaction() {
+    // add-port with a tag, then set the mode and tag in either order
+    // within one transaction: checked whole.
+    let c = ok("add-port br0 eth7 tag=10");
+    let p = c
+        .bridge("br0")
+        .unwrap()
+        .ports
+        .iter()
+        .find(|p| matches!(&p.kind, PortKind::Interface { name, .. } if name == "eth7"))
+        .unwrap();
+    assert_eq!(p.vlan.tag, Some(10));
+    let c = ok("set port eth0 vlan_mode=native-tagged tag=3 trunks=[4,5]");
+    let v = &port(&c, "br0", 1).vlan;
+    assert_eq!(
+        (v.mode, v.tag, v.trunks.clone()),
+        (Some(VlanMode::NativeTagged), Some(3), vec![4, 5])
+    );
+    // Cleared with empty values.
+    let cleared = c
+        .apply(&ctl("set port eth0 vlan_mode= tag=[] trunks="), HOST)
+        .unwrap();
+    assert!(port(&cleared, "br0", 1).vlan.is_default());
+    // Live: a VLAN change re-opens nothing.
+    assert_eq!(
+        diff(&base(), &c),
+        vec![Change::SetPortVlan {
+            bridge: "br0".into(),
+            port: 1
+        }]
+    );
+    // What does not go together is refused, naming the operation.
+    let e = err("set port eth0 vlan_mode=access");
+    assert!(e.contains("needs a tag"), "{e}");
+    let e = err("set port eth0 tag=5000");
+    assert!(e.contains("tag 5000"), "{e}");
+    // A patch port takes VLAN settings too.
+    let c = ok("set port:br0:10 tag=7");
+    assert_eq!(port(&c, "br0", 10).vlan.tag, Some(7));
 }

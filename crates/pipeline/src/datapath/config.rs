@@ -1,6 +1,7 @@
 //! The settings of a pipeline instance (the switch configuration a
 //! controller sets with SET_CONFIG, and the datapath's own bounds).
 
+use crate::normal::NormalHandle;
 use ofp::OfpError;
 
 /// `OFPC_INVALID_TTL_TO_CONTROLLER` (switch config flag, bit 2): send
@@ -19,6 +20,12 @@ pub struct DatapathConfig {
     pub flags: u16,
     /// Deepest group chain followed (deeper: dropped, `group_drop`).
     pub max_group_depth: u8,
+    /// NORMAL's learning table (one per bridge, shared by its workers).
+    pub normal: NormalHandle,
+    /// A table-0 miss goes to NORMAL instead of being dropped (a bridge
+    /// with no controller in fail mode standalone, as Open vSwitch's
+    /// `priority=0,actions=NORMAL` on such a bridge).
+    pub miss_normal: bool,
 }
 
 impl Default for DatapathConfig {
@@ -30,6 +37,8 @@ impl Default for DatapathConfig {
             miss_send_len: 128,
             flags: 0,
             max_group_depth: 8,
+            normal: NormalHandle::default(),
+            miss_normal: false,
         }
     }
 }

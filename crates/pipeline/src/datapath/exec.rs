@@ -374,7 +374,7 @@ pub(super) fn flow_hash(k: &FlowKey) -> u64 {
 impl<'a> Exec<'a> {
     /// Counts a drop for `reason` (and traces it).
     #[inline]
-    fn dropped(&mut self, reason: DropReason) {
+    pub(super) fn dropped(&mut self, reason: DropReason) {
         self.out.count_drop(reason);
         self.trace(|| TraceEvent::Drop {
             reason: reason.name(),
@@ -470,7 +470,13 @@ impl<'a> Exec<'a> {
                 });
             }
             let Some(e) = entry else {
-                self.dropped(DropReason::NoMatch);
+                if table_id == 0 && self.config.miss_normal && !pkt.packet_out {
+                    // A bridge without controllers in fail mode
+                    // standalone: what no flow takes, NORMAL does.
+                    self.normal(pkt);
+                } else {
+                    self.dropped(DropReason::NoMatch);
+                }
                 return None;
             };
             let len = pkt.buf.len() as u64;
@@ -1067,6 +1073,9 @@ impl<'a> Exec<'a> {
                 self.packet_in(pkt, reason, max_len);
             }
             port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
+            port_no::NORMAL => {
+                self.normal(pkt);
+            }
             port_no::TABLE if pkt.packet_out => self.pipeline(pkt.clone(), 0),
             _ => {
                 self.dropped(DropReason::UnsupportedOutput);

@@ -53,6 +53,7 @@ pub mod counters;
 mod exec;
 mod instance;
 mod local_meters;
+mod normal;
 mod output;
 
 #[cfg(test)]

@@ -378,18 +378,133 @@ fn output_to_a_down_port_is_a_counted_drop_and_local_works() {
 }
 
 #[test]
-fn normal_is_refused_at_install() {
+fn output_table_outside_a_packet_out_is_refused_at_install() {
     let mut s = state("", "", "");
-    let fm = flowtext::parse_flow("priority=1,actions=NORMAL").unwrap();
-    assert_eq!(
-        s.flow_mod(&fm, T0),
-        Err(OfpError::BadAction(BadActionCode::BadOutPort))
-    );
     let fm = flowtext::parse_flow("priority=1,actions=output:TABLE").unwrap();
     assert_eq!(
         s.flow_mod(&fm, T0),
         Err(OfpError::BadAction(BadActionCode::BadOutPort))
     );
+}
+
+/// A frame from `src` to `dst`, tagged with `vid` when given.
+fn l2(dst: [u8; 6], src: [u8; 6], vid: Option<u16>) -> Vec<u8> {
+    let mut f = eth(0x0800, &[0x45; 46]);
+    f[..6].copy_from_slice(&dst);
+    f[6..12].copy_from_slice(&src);
+    if let Some(v) = vid {
+        f.splice(12..12, [0x81, 0x00, (0xa0 | (v >> 8)) as u8, v as u8]);
+    }
+    f
+}
+
+/// (port, VID of the frame as it leaves) for each transmission.
+fn outs(o: &BurstOutput) -> Vec<(u32, Option<u16>)> {
+    o.tx.iter()
+        .map(|t| (t.port, crate::normal::vid_of(t.packet.as_slice())))
+        .collect()
+}
+
+const HA: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
+const HB: [u8; 6] = [2, 0, 0, 0, 0, 0xb];
+const BC: [u8; 6] = [0xff; 6];
+
+#[test]
+fn normal_learns_floods_and_forwards_beside_other_flows() {
+    let mut d = dp("priority=10,ip,nw_dst=10.0.0.9,actions=drop\npriority=0,actions=NORMAL");
+    // Unknown destination: flooded to every other port.
+    let o = send(&mut d, 1, &l2(HB, HA, None));
+    assert_eq!(
+        o.tx.iter().map(|t| t.port).collect::<Vec<_>>(),
+        (2..=8).collect::<Vec<_>>()
+    );
+    // B answers from 3: A is known on 1, and now B on 3.
+    assert_eq!(outs(&send(&mut d, 3, &l2(HA, HB, None))), vec![(1, None)]);
+    assert_eq!(outs(&send(&mut d, 1, &l2(HB, HA, None))), vec![(3, None)]);
+    // Broadcast floods; the frame is left as it came.
+    let o = send(&mut d, 3, &l2(BC, HB, None));
+    assert_eq!(o.tx.len(), 7);
+    assert!(o
+        .tx
+        .iter()
+        .all(|t| t.packet.as_slice() == l2(BC, HB, None).as_slice()));
+    // A destination on the input port is not sent back.
+    let o = send(&mut d, 1, &l2(HA, [2, 0, 0, 0, 0, 0xc], None));
+    assert!(o.tx.is_empty());
+    assert_eq!(o.drops.normal_same_port, 1);
+    // Reserved 802.1D destinations are not forwarded.
+    let o = send(&mut d, 1, &l2([1, 0x80, 0xc2, 0, 0, 0], HA, None));
+    assert_eq!((o.tx.len(), o.drops.normal_reserved), (0, 1));
+    // The higher-priority flow still drops what it matches.
+    let mut ip = udp4(64);
+    ip[30..34].copy_from_slice(&[10, 0, 0, 9]);
+    let o = send(&mut d, 1, &ip);
+    assert!(o.tx.is_empty());
+    let fdb = d.config.normal.entries(T0);
+    assert_eq!(
+        fdb.iter()
+            .map(|e| (e.port, e.vlan, e.mac))
+            .collect::<Vec<_>>(),
+        vec![(1, 0, HA), (1, 0, [2, 0, 0, 0, 0, 0xc]), (3, 0, HB)]
+    );
+}
+
+#[test]
+fn normal_keeps_vlans_apart_and_tags_by_port_mode() {
+    use crate::normal::{PortVlan, VlanMode};
+    let mut d = dp("priority=0,actions=NORMAL");
+    // 1, 2: access VLAN 10; 3: access VLAN 20; 4: trunk of 10 and 20;
+    // 5: native-untagged 10 trunking all; 6..8 unplugged.
+    d.ports.set_vlan(1, PortVlan::access(10));
+    d.ports.set_vlan(2, PortVlan::access(10));
+    d.ports.set_vlan(3, PortVlan::access(20));
+    d.ports
+        .set_vlan(4, PortVlan::new(None, None, &[10, 20]).unwrap());
+    d.ports.set_vlan(
+        5,
+        PortVlan::new(Some(VlanMode::NativeUntagged), Some(10), &[]).unwrap(),
+    );
+    for p in 6..=8 {
+        d.ports.remove(p);
+    }
+    // An untagged broadcast on access 10 reaches 2 (untagged), the trunk
+    // (tagged 10) and 5 (untagged: its native VLAN); never VLAN 20's 3.
+    let o = send(&mut d, 1, &l2(BC, HA, None));
+    assert_eq!(outs(&o), vec![(2, None), (4, Some(10)), (5, None)]);
+    // Tagged 20 from the trunk reaches 3 untagged and 5 tagged.
+    let o = send(&mut d, 4, &l2(BC, HB, Some(20)));
+    assert_eq!(outs(&o), vec![(3, None), (5, Some(20))]);
+    // B is learnt in VLAN 20 only: from VLAN 10 it is unknown (flooded
+    // in VLAN 10), from VLAN 20 it goes to the trunk, tagged.
+    let o = send(&mut d, 1, &l2(HB, HA, None));
+    assert_eq!(outs(&o), vec![(2, None), (4, Some(10)), (5, None)]);
+    let o = send(&mut d, 3, &l2(HB, [2, 0, 0, 0, 0, 0xc], None));
+    assert_eq!(outs(&o), vec![(4, Some(20))]);
+    // A tagged frame on an access port, and a VLAN the trunk does not
+    // carry, are dropped and counted.
+    let o = send(&mut d, 1, &l2(BC, HA, Some(10)));
+    assert_eq!((o.tx.len(), o.drops.normal_vlan), (0, 1));
+    let o = send(&mut d, 4, &l2(BC, HA, Some(30)));
+    assert_eq!((o.tx.len(), o.drops.normal_vlan), (0, 1));
+    // Untagged on the native port: VLAN 10; the frames to the trunk keep
+    // the PCP bits of a tagged one.
+    let o = send(&mut d, 5, &l2(BC, HB, Some(10)));
+    assert_eq!(outs(&o), vec![(1, None), (2, None), (4, Some(10))]);
+    let to_trunk = &o.tx[2].packet.as_slice()[14..16];
+    assert_eq!(to_trunk, &[0xa0, 10]);
+}
+
+#[test]
+fn normal_after_other_actions_uses_the_rewritten_frame() {
+    // push_vlan and set the VID, then NORMAL: the frame is in VLAN 7.
+    let mut d = dp("priority=0,in_port=1,actions=push_vlan:0x8100,set_field:4103->vlan_vid,NORMAL");
+    d.ports.set_vlan(2, crate::normal::PortVlan::access(7));
+    d.ports.set_vlan(3, crate::normal::PortVlan::access(8));
+    let o = send(&mut d, 1, &l2(BC, HA, None));
+    let got = outs(&o);
+    assert!(got.contains(&(2, None)), "{got:?}");
+    assert!(!got.iter().any(|(p, _)| *p == 3), "{got:?}");
+    assert!(got.contains(&(4, Some(7))), "{got:?}");
 }
 
 #[test]

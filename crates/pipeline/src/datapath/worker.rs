@@ -884,6 +884,45 @@ impl WorkerState {
         Ok(())
     }
 
+    /// Fail-open: NORMAL for every packet of a burst received on
+    /// `in_port`, the flow tables bypassed (a bridge in fail mode
+    /// standalone whose controllers are all gone; see
+    /// [`crate::normal`]). Port counters and drops are counted as on the
+    /// general path. Returns how many packets went to one learnt port and
+    /// how many were flooded.
+    pub fn process_burst_normal(
+        &mut self,
+        view: &PipelineView<'_>,
+        in_port: u32,
+        packets: &mut Vec<PacketBuf>,
+        now: Time,
+        out: &mut BurstOutput,
+    ) -> (u64, u64) {
+        use super::normal::NormalOutcome;
+        let drops_before = out.drops;
+        let receives = view.ports.receives(in_port);
+        let mut ex = self.exec(view, out, now);
+        let (mut forwarded, mut flooded) = (0, 0);
+        for buf in packets.drain(..) {
+            let pc = ex.hot.port(ex.counters, in_port);
+            pc.rx_packets += 1;
+            pc.rx_bytes += buf.len() as u64;
+            if !receives {
+                pc.rx_dropped += 1;
+                ex.out.count_drop(DropReason::PortNoRecv);
+                continue;
+            }
+            let pkt = Pkt::new(buf, in_port);
+            ex.or_no_output(|ex| match ex.normal(&pkt) {
+                NormalOutcome::Forwarded => forwarded += 1,
+                NormalOutcome::Flooded => flooded += 1,
+                NormalOutcome::Dropped => {}
+            });
+        }
+        self.counters.drops.merge(&out.drops.since(&drops_before));
+        (forwarded, flooded)
+    }
+
     /// Sends a buffered packet through the pipeline from table 0 (see
     /// [`super::Datapath::release_buffer`]).
     pub fn release_buffer_into(

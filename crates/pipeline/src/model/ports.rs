@@ -13,6 +13,7 @@
 //! numbers below `DENSE_PORTS`, in a vector too, which answers the
 //! per-packet questions (`can_send`, `receives`).
 
+use crate::normal::PortVlan;
 use ofp::port::{port_config, port_state};
 use std::collections::BTreeMap;
 
@@ -37,11 +38,14 @@ pub struct Ports {
     ports: BTreeMap<u32, PortInfo>,
     /// `ports` again for numbers below [`DENSE_PORTS`].
     dense: Vec<Option<PortInfo>>,
+    /// VLAN settings of the ports NORMAL does not treat as trunks of
+    /// every VLAN (the default); read only by NORMAL.
+    vlans: BTreeMap<u32, PortVlan>,
 }
 
 impl PartialEq for Ports {
     fn eq(&self, other: &Self) -> bool {
-        self.ports == other.ports
+        self.ports == other.ports && self.vlans == other.vlans
     }
 }
 
@@ -71,8 +75,28 @@ impl Ports {
         }
     }
 
-    /// Removes a port.
+    /// Sets a port's VLAN settings for NORMAL (the default, a trunk of
+    /// every VLAN, takes no room).
+    pub fn set_vlan(&mut self, port_no: u32, vlan: PortVlan) {
+        if vlan.is_default() {
+            self.vlans.remove(&port_no);
+        } else {
+            self.vlans.insert(port_no, vlan);
+        }
+    }
+
+    /// A port's VLAN settings (the default for a port without any).
+    #[inline]
+    pub fn vlan(&self, port_no: u32) -> &PortVlan {
+        static TRUNK: std::sync::OnceLock<PortVlan> = std::sync::OnceLock::new();
+        self.vlans
+            .get(&port_no)
+            .unwrap_or_else(|| TRUNK.get_or_init(PortVlan::default))
+    }
+
+    /// Removes a port (its VLAN settings with it).
     pub fn remove(&mut self, port_no: u32) {
+        self.vlans.remove(&port_no);
         self.ports.remove(&port_no);
         if let Some(d) = self.dense.get_mut(port_no as usize) {
             *d = None;

@@ -67,7 +67,7 @@ pub(super) fn entry_bytes(key: &MatchKey, instructions: &[ofp::Instruction]) -> 
 
 impl Default for TablesConfig {
     /// 255 tables of up to [`MAX_TABLE_ENTRIES`] entries each, no memory
-    /// budget, no `OFPP_NORMAL`.
+    /// budget, `OFPP_NORMAL` accepted.
     fn default() -> Self {
         TablesConfig {
             n_tables: 255,

@@ -52,10 +52,11 @@ pub struct ActionPolicy {
 }
 
 impl Default for ActionPolicy {
-    /// `OFPP_NORMAL` unsupported (no built-in L2 switching yet).
+    /// `OFPP_NORMAL` supported (the switch's own learning bridge,
+    /// [`crate::normal`]).
     fn default() -> Self {
         ActionPolicy {
-            normal_supported: false,
+            normal_supported: true,
         }
     }
 }
@@ -441,13 +442,7 @@ mod tests {
         let k = MatchKey::default();
         let ba = |c| Err(OfpError::BadAction(c));
         let out = |port| Action::Output { port, max_len: 0 };
-        for port in [
-            0,
-            port_no::ANY,
-            port_no::TABLE,
-            port_no::NORMAL,
-            port_no::MAX + 1,
-        ] {
+        for port in [0, port_no::ANY, port_no::TABLE, port_no::MAX + 1] {
             assert_eq!(
                 check(&apply(vec![out(port)]), &k, 0),
                 ba(BadActionCode::BadOutPort)
@@ -460,9 +455,16 @@ mod tests {
             port_no::FLOOD,
             port_no::ALL,
             port_no::LOCAL,
+            port_no::NORMAL,
         ] {
             assert_eq!(check(&apply(vec![out(port)]), &k, 0), Ok(()));
         }
+        // A switch that says it has no NORMAL refuses it.
+        let off = ActionPolicy {
+            normal_supported: false,
+        };
+        assert!(!valid_output_port(port_no::NORMAL, off));
+        assert!(valid_output_port(port_no::NORMAL, ActionPolicy::default()));
         assert_eq!(
             check(&apply(vec![Action::Group { group_id: 2 }]), &k, 0),
             ba(BadActionCode::BadOutGroup)
