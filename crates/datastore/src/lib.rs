@@ -87,6 +87,7 @@ mod persist;
 mod raw;
 mod ser;
 mod target;
+mod tunnel;
 mod txn;
 mod validate;
 
@@ -94,6 +95,7 @@ pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
 pub use model::*;
 pub use persist::write_atomic;
+pub use tunnel::{parse_tunnel_ip, parse_tunnel_key};
 pub use txn::{parse_ctl, Op, PortRef, CTL_COMMANDS, TRANSACTION};
 
 use std::path::{Path, PathBuf};
@@ -254,6 +256,10 @@ impl Config {
                 dpdk_mtu: None,
                 rx_queue_cores: None,
                 tx_core: None,
+                remote_ip: None,
+                local_ip: None,
+                key: None,
+                dst_port: None,
             };
             if let Backend::Pcap(pc) = &args.io {
                 p.pcap_read = match &pc.read {

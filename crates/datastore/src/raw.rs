@@ -75,6 +75,10 @@ pub(crate) struct RawPort {
     pub dpdk_mtu: Option<S<i64>>,
     pub rx_queue_cores: Option<S<Vec<S<i64>>>>,
     pub tx_core: Option<S<i64>>,
+    pub remote_ip: Option<S<String>>,
+    pub local_ip: Option<S<String>>,
+    pub key: Option<S<IntOrString>>,
+    pub dst_port: Option<S<i64>>,
 }
 
 /// `[[bridges.controllers]]`.

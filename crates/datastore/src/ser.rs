@@ -147,6 +147,14 @@ struct OutPort {
     rx_queue_cores: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tx_core: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dst_port: Option<u16>,
 }
 
 #[derive(Serialize)]
@@ -241,6 +249,10 @@ fn port(p: &Port) -> OutPort {
         dpdk_mtu: None,
         rx_queue_cores: None,
         tx_core: None,
+        remote_ip: None,
+        local_ip: None,
+        key: None,
+        dst_port: None,
     };
     if let PortKind::Interface { name, backend } = &p.kind {
         out.interface = Some(name.clone());
@@ -262,6 +274,12 @@ fn port(p: &Port) -> OutPort {
             out.dpdk_mtu = d.mtu;
             out.rx_queue_cores = d.rx_queue_cores.clone();
             out.tx_core = d.tx_core;
+        }
+        if let Backend::Vxlan(t) | Backend::Gre(t) = backend {
+            out.remote_ip = t.remote_ip.map(|a| a.to_string());
+            out.local_ip = t.local_ip.map(|a| a.to_string());
+            out.key = t.key;
+            out.dst_port = matches!(backend, Backend::Vxlan(_)).then_some(t.dst_port);
         }
     }
     out
