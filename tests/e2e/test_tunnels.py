@@ -168,13 +168,33 @@ def inner_of(pkt, kind):
     return Ether(bytes(layer.payload))
 
 
-@pytest.mark.parametrize("kind", ["vxlan", "gre"])
-def test_host_pings_the_kernel_across_the_tunnel(tunnel_net, fulmar_bin, tmp_path, kind):
+def add_by_ctl(fulmar_bin, sock, kind):
+    """The tunnel port added to the running switch as ovs-vsctl words
+    would add it (options before the type, too)."""
+    name = f"{kind}-peer"
+    r = subprocess.run(
+        [fulmar_bin, "ctl", "-t", sock, "add-port", "br0", name, "--", "set", "interface", name,
+         f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}", f"options:key={KEY}",
+         f"type={kind}", "ofport_request=2"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("kind,how", [("vxlan", "file"), ("vxlan", "ctl"), ("gre", "file")])
+def test_host_pings_the_kernel_across_the_tunnel(tunnel_net, fulmar_bin, tmp_path, kind, how):
     """The host resolves and pings the peer's overlay address through
-    fulmar's tunnel port; both directions of the underlay decode as the
-    tunnel with key 42, and fulmar's packets are exactly scapy's."""
+    fulmar's tunnel port (from the configuration file, or added to the
+    running switch with `fulmar ctl`); both directions of the underlay
+    decode as the tunnel with key 42, and fulmar's packets are exactly
+    scapy's."""
     peer_device(kind)
-    sw, sock = start_switch(fulmar_bin, tmp_path, config(kind))
+    text = config(kind)
+    if how == "ctl":
+        text = text[: text.index("[[bridges.ports]]\nport = 2")]
+    sw, sock = start_switch(fulmar_bin, tmp_path, text)
+    if how == "ctl":
+        add_by_ctl(fulmar_bin, sock, kind)
     to_peer = Capture(NS_PEER, "tp", 4)
     from_peer = Capture(NS_SW, "tu", 4)
     try:

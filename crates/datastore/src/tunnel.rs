@@ -221,6 +221,16 @@ key = "0x10"
             backend(&c, 1),
             Backend::Vxlan(TunnelBackend { dst_port: 4790, .. })
         ));
+        // Options before the type, as ovs-vsctl allows.
+        let c = apply(
+            &c,
+            "add-port br0 g2 -- set interface g2 options:remote_ip=10.77.0.4 type=gre",
+        )
+        .unwrap();
+        assert!(matches!(
+            backend(&c, 3),
+            Backend::Gre(TunnelBackend { key: None, .. })
+        ));
         // Refusals change nothing and say why.
         for (words, want) in [
             ("add-port br0 vx9 type=vxlan", "needs remote_ip"),

@@ -1469,7 +1469,12 @@ fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), Str
             if rest.is_empty() {
                 return Err(usage(u));
             }
-            for w in rest {
+            // The kind first, as ovs-vsctl takes `options:remote_ip=...
+            // type=vxlan` in either order.
+            let (kinds, others): (Vec<&&str>, Vec<&&str>) = rest
+                .iter()
+                .partition(|w| w.starts_with("type=") || w.starts_with("backend="));
+            for w in kinds.into_iter().chain(others) {
                 let (k, v) = key_value(name, w)?;
                 ops.push(Op::Set {
                     object: object.clone(),
