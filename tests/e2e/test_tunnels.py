@@ -237,6 +237,14 @@ def test_host_pings_the_kernel_across_the_tunnel(tunnel_net, fulmar_bin, tmp_pat
     stats = ctl_json(fulmar_bin, sock, "stats")[0]
     ports = {p["port"]: p for p in stats["ports"]}
     assert ports[2]["tx_packets"] >= 2 and ports[2]["rx_packets"] >= 2, ports[2]
+    # The trace names the encapsulation of the tunnel port it outputs to.
+    frame = bytes(Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC, type=0x88B5) / (b"\x00" * 46)).hex()
+    r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "trace", "br0", "in_port=1", frame],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    how = "IPv4/UDP port 4789/VXLAN VNI 42" if kind == "vxlan" else "IPv4/GRE key 42 (0x6558)"
+    want = f"tunnel: port 2 ({kind}-peer) sends it in {how} from {SW_UNDERLAY} to {PEER_UNDERLAY}"
+    assert "-> output to port 2" in r.stdout and want in r.stdout, r.stdout
     rc, _, err = sw.stop()
     assert rc == 0, err
     assert "panicked" not in err, err
@@ -344,5 +352,10 @@ def test_gre_against_a_scapy_peer(tunnel_net, fulmar_bin, tmp_path):
     assert [bytes(f) for f in got] == [bytes(back)]
     d = dict(ctl_json(fulmar_bin, sock, "stats")[0]["drops"])
     assert (d.get("port_rx_tunnel_malformed", 0), d.get("port_rx_tunnel_mismatch", 0)) == (2, 2), d
+    r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "trace", "br0", "in_port=1", bytes(frame).hex()],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    want = f"tunnel: port 2 (gre-peer) sends it in IPv4/GRE key 42 (0x6558) from {SW_UNDERLAY} to {PEER_UNDERLAY}"
+    assert want in r.stdout, r.stdout
     rc, _, err = sw.stop()
     assert rc == 0, err
