@@ -178,6 +178,15 @@ key = "0x10"
         assert!(e.contains("IPv6"), "{e}");
         let e = file(&format!("{vx}remote_ip = \"10.0.0.1\"\ndst_port = 0\n")).unwrap_err();
         assert!(e.contains("ports[0].dst_port"), "{e}");
+        let two = format!(
+            "{vx}remote_ip = \"10.0.0.1\"\n[[bridges.ports]]\nport = 6\ninterface = \"vx1\"\nbackend = \"vxlan\"\nremote_ip = \"10.0.0.2\"\nlocal_ip = \"10.0.0.9\"\n"
+        );
+        let e = file(&two).unwrap_err();
+        assert!(
+            e.contains("ports[1].dst_port") && e.contains("already received on"),
+            "{e}"
+        );
+        file(&format!("{two}dst_port = 4790\n")).unwrap();
         let gre = "[[bridges.ports]]\nport = 5\ninterface = \"g0\"\nbackend = \"gre\"\nremote_ip = \"10.0.0.1\"\n";
         let e = file(&format!("{gre}dst_port = 4789\n")).unwrap_err();
         assert!(e.contains("only for backend = \"vxlan\""), "{e}");

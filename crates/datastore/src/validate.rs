@@ -1383,6 +1383,8 @@ impl<'a> Checker<'a> {
         let mut ifaces: HashMap<String, String> = HashMap::new();
         let mut pcap_out: HashMap<PathBuf, String> = HashMap::new();
         let mut devices: HashMap<String, String> = HashMap::new();
+        // VXLAN receive sockets: (local address, UDP port, which port).
+        let mut vxlan_binds: Vec<(Option<std::net::Ipv4Addr>, u16, String)> = Vec::new();
         for (bi, ports) in drafts.iter().enumerate() {
             let Some(rb) = raw.bridges.get(bi) else {
                 continue;
@@ -1409,6 +1411,28 @@ impl<'a> Checker<'a> {
                     );
                 } else {
                     ifaces.insert(name.clone(), path.clone());
+                }
+                if let Backend::Vxlan(t) = backend {
+                    // One UDP socket per address and port: any address
+                    // overlaps every other.
+                    let clash = vxlan_binds.iter().find(|(l, p, _)| {
+                        *p == t.dst_port
+                            && (l.is_none() || t.local_ip.is_none() || *l == t.local_ip)
+                    });
+                    if let Some((_, _, prev)) = clash {
+                        self.err(
+                            &ispan,
+                            &format!("{path}.dst_port"),
+                            format!(
+                                "VXLAN UDP port {} on {} is already received on by {prev}",
+                                t.dst_port,
+                                t.local_ip
+                                    .map_or("any address".to_string(), |a| a.to_string())
+                            ),
+                        );
+                    } else {
+                        vxlan_binds.push((t.local_ip, t.dst_port, path.clone()));
+                    }
                 }
                 if let Backend::Dpdk(d) = backend {
                     let dev = d.device_name().to_string();
@@ -2128,7 +2152,6 @@ struct Parsed<T> {
     field: String,
 }
 
-/// The DPDK keys a port gives, with where.
 /// The tunnel keys a port sets, with their spans.
 fn tunnel_fields(rp: &RawPort) -> Vec<(&'static str, Range<usize>)> {
     let mut out = Vec::new();
@@ -2147,6 +2170,7 @@ fn tunnel_fields(rp: &RawPort) -> Vec<(&'static str, Range<usize>)> {
     out
 }
 
+/// The DPDK keys a port gives, with where.
 fn dpdk_fields(rp: &RawPort) -> Vec<(&'static str, Range<usize>)> {
     let ints = [
         ("dpdk_rx_queues", &rp.dpdk_rx_queues),
