@@ -359,3 +359,41 @@ def test_gre_against_a_scapy_peer(tunnel_net, fulmar_bin, tmp_path):
     assert want in r.stdout, r.stdout
     rc, _, err = sw.stop()
     assert rc == 0, err
+
+
+def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
+    """`ovs-vsctl add-port br0 vx0 -- set interface vx0 type=vxlan
+    options:remote_ip=... options:key=42` against the ovsdb-server fulmar
+    follows makes a working VXLAN port: the host pings the kernel's VXLAN
+    device through it, and the row shows its ofport and no error."""
+    from mgmt_support import Ovsdb
+
+    peer_device("vxlan")
+    db = Ovsdb(tmp_path)
+    sock = str(tmp_path / "ctl.sock")
+    sw = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run", "--ovsdb", f"unix:{db.sock}",
+                 "--ctl", sock, "--mgmt-dir", str(tmp_path)])
+    try:
+        db.vsctl("add-br", "br0", "--", "set-fail-mode", "br0", "secure")
+        db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
+        db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
+                 f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
+                 f"options:key={KEY}", "ofport_request=2")
+        assert db.get("Interface", "vx0", "ofport") == "2"
+        assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
+        for flow in ("table=0,priority=10,in_port=1,actions=output:2",
+                     "table=0,priority=10,in_port=2,actions=output:1"):
+            r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+        deadline = time.time() + 30
+        pinged = False
+        while time.time() < deadline and not pinged:
+            pinged = ping_once()
+        assert pinged, "no ping across the VXLAN port made through OVSDB"
+        ports = {p["interface"]: p["ofport"] for p in ctl_json(fulmar_bin, sock, "show")["bridges"][0]["ports"]}
+        assert ports.get("vx0") == 2, ports
+    finally:
+        rc, _, err = sw.stop()
+        db.stop()
+    assert rc == 0, err
