@@ -17,7 +17,9 @@
 //!   write one (TX);
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
 //! - [`link`]: a netlink watcher for link up/down events;
-//! - [`patch`]: in-process port pairs (patch links between bridges).
+//! - [`patch`]: in-process port pairs (patch links between bridges);
+//! - [`tunnel`]: VXLAN and GRE ports over an IPv4 underlay (raw IPv4
+//!   sockets; the kernel routes the outer packets).
 //!
 //! [`capture`] writes what a port receives and sends as a pcapng file.
 //!
@@ -48,6 +50,7 @@ pub mod snapshot;
 pub mod spsc;
 pub mod tap;
 pub mod threads;
+pub mod tunnel;
 pub mod wake;
 
 mod sys;

@@ -678,6 +678,14 @@ pub struct RxDrops {
     /// The source handed over something that is not a frame (a corrupt pcap
     /// record, a runt).
     pub malformed: u64,
+    /// A tunnel port got an encapsulated packet too short for its headers
+    /// or with headers it cannot take (VXLAN without the I flag, GRE with
+    /// routing, another version, a runt inner frame).
+    pub tunnel_malformed: u64,
+    /// A tunnel port got a packet from its peer (or on its own UDP port)
+    /// for another tunnel: another VNI/key, another GRE protocol, or a
+    /// VXLAN sender that is not the peer.
+    pub tunnel_mismatch: u64,
 }
 
 /// Why packets given to the port for sending were lost; each field is one
@@ -721,7 +729,7 @@ impl PortCounters {
     /// Total packets lost on receive, all reasons.
     pub fn rx_dropped(&self) -> u64 {
         let d = &self.rx_drops;
-        d.ring_full + d.truncated + d.malformed
+        d.ring_full + d.truncated + d.malformed + d.tunnel_malformed + d.tunnel_mismatch
     }
 
     /// Total packets lost on send, all reasons.
@@ -741,6 +749,8 @@ impl PortCounters {
                 ring_full: a.rx_drops.ring_full + b.rx_drops.ring_full,
                 truncated: a.rx_drops.truncated + b.rx_drops.truncated,
                 malformed: a.rx_drops.malformed + b.rx_drops.malformed,
+                tunnel_malformed: a.rx_drops.tunnel_malformed + b.rx_drops.tunnel_malformed,
+                tunnel_mismatch: a.rx_drops.tunnel_mismatch + b.rx_drops.tunnel_mismatch,
             },
             rx_errors: a.rx_errors + b.rx_errors,
             tx_packets: a.tx_packets + b.tx_packets,
@@ -1038,6 +1048,7 @@ mod tests {
                 ring_full: 1,
                 truncated: 2,
                 malformed: 3,
+                ..Default::default()
             },
             tx_drops: TxDrops {
                 oversize: 1,

@@ -87,6 +87,7 @@ mod persist;
 mod raw;
 mod ser;
 mod target;
+mod tunnel;
 mod txn;
 mod validate;
 
@@ -94,6 +95,7 @@ pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
 pub use model::*;
 pub use persist::write_atomic;
+pub use tunnel::{parse_tunnel_ip, parse_tunnel_key};
 pub use txn::{parse_ctl, Op, PortRef, CTL_COMMANDS, TRANSACTION};
 
 use std::path::{Path, PathBuf};
@@ -257,6 +259,10 @@ impl Config {
                 tag: None,
                 trunks: None,
                 vlan_mode: None,
+                remote_ip: None,
+                local_ip: None,
+                key: None,
+                dst_port: None,
             };
             if let Backend::Pcap(pc) = &args.io {
                 p.pcap_read = match &pc.read {

@@ -4,7 +4,7 @@
 //! as is.
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -157,6 +157,12 @@ pub enum Backend {
     Memory,
     /// A DPDK ethdev (a NIC or a virtual device); needs the `dpdk` build.
     Dpdk(DpdkBackend),
+    /// A VXLAN tunnel over IPv4 (RFC 7348); the interface name is only a
+    /// label.
+    Vxlan(TunnelBackend),
+    /// A GRE tunnel over IPv4 carrying Ethernet frames (RFC 2784/2890,
+    /// protocol 0x6558); the interface name is only a label.
+    Gre(TunnelBackend),
 }
 
 impl Backend {
@@ -170,6 +176,8 @@ impl Backend {
             Backend::Pcap(_) => "pcap",
             Backend::Memory => "memory",
             Backend::Dpdk(_) => "dpdk",
+            Backend::Vxlan(_) => "vxlan",
+            Backend::Gre(_) => "gre",
         }
     }
 
@@ -209,6 +217,29 @@ pub struct DpdkBackend {
     /// (Lagopus's `(port, lcore)`).
     pub tx_core: Option<usize>,
 }
+
+/// A tunnel port's settings: the IPv4 underlay endpoints and the key.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct TunnelBackend {
+    /// The peer's address (required; `None` only while a transaction is
+    /// being built, validation refuses it).
+    pub remote_ip: Option<Ipv4Addr>,
+    /// This end's address: the source of what is sent and the address
+    /// received on; `None`: the kernel's choice by route, any address.
+    pub local_ip: Option<Ipv4Addr>,
+    /// VXLAN: the VNI (0..=16777215, `None`: 0); GRE: the key written
+    /// and required on receive (`None`: no key).
+    pub key: Option<u32>,
+    /// VXLAN: the UDP destination port (and the port received on);
+    /// GRE: unused (0).
+    pub dst_port: u16,
+}
+
+/// The UDP port VXLAN uses unless told otherwise (IANA, RFC 7348).
+pub const VXLAN_DEFAULT_PORT: u16 = 4789;
+
+/// Largest VXLAN network identifier (24 bits).
+pub const VXLAN_MAX_VNI: u32 = 0xff_ffff;
 
 /// Default descriptors per DPDK queue.
 pub const DPDK_DEFAULT_DESC: u16 = 1024;

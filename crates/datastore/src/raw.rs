@@ -78,6 +78,10 @@ pub(crate) struct RawPort {
     pub tag: Option<S<i64>>,
     pub trunks: Option<S<Vec<S<i64>>>>,
     pub vlan_mode: Option<S<String>>,
+    pub remote_ip: Option<S<String>>,
+    pub local_ip: Option<S<String>>,
+    pub key: Option<S<IntOrString>>,
+    pub dst_port: Option<S<i64>>,
 }
 
 /// `[[bridges.controllers]]`.

@@ -153,6 +153,14 @@ struct OutPort {
     tag: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trunks: Option<Vec<u16>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remote_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local_ip: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dst_port: Option<u16>,
 }
 
 #[derive(Serialize)]
@@ -250,6 +258,10 @@ fn port(p: &Port) -> OutPort {
         vlan_mode: None,
         tag: None,
         trunks: None,
+        remote_ip: None,
+        local_ip: None,
+        key: None,
+        dst_port: None,
     };
     out.vlan_mode = p.vlan.mode.map(|m| m.as_str());
     out.tag = p.vlan.tag;
@@ -274,6 +286,12 @@ fn port(p: &Port) -> OutPort {
             out.dpdk_mtu = d.mtu;
             out.rx_queue_cores = d.rx_queue_cores.clone();
             out.tx_core = d.tx_core;
+        }
+        if let Backend::Vxlan(t) | Backend::Gre(t) = backend {
+            out.remote_ip = t.remote_ip.map(|a| a.to_string());
+            out.local_ip = t.local_ip.map(|a| a.to_string());
+            out.key = t.key;
+            out.dst_port = matches!(backend, Backend::Vxlan(_)).then_some(t.dst_port);
         }
     }
     out

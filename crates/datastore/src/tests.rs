@@ -188,7 +188,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&format!("{}speed = 10\n", one_bridge(""))),
-        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`"
+        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`, `remote_ip`, `local_ip`, `key`, `dst_port`"
     );
     // The second bridge's port.
     let text = format!(
@@ -197,7 +197,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&text),
-        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`"
+        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`, `remote_ip`, `local_ip`, `key`, `dst_port`"
     );
     assert_eq!(
         error("[dataplane.burst]\nrx_read = 32\nrx_reed = 32\n"),
@@ -323,7 +323,7 @@ fn port_errors() {
     );
     assert_eq!(
         port("port = 1\ninterface = \"e\"\nbackend = \"vhost\""),
-        "fulmar.toml:6:11: bridges[0].ports[0].backend: backend \"vhost\" is not valid (afpacket, afxdp, tap, pcap, dpdk, memory or patch)"
+        "fulmar.toml:6:11: bridges[0].ports[0].backend: backend \"vhost\" is not valid (afpacket, afxdp, tap, pcap, dpdk, vxlan, gre, memory or patch)"
     );
     assert_eq!(
         port("port = 1\ninterface = \"a-very-long-name0\""),

@@ -709,7 +709,7 @@ fn unquote(v: &str) -> &str {
 
 /// The keys an interface port takes, in messages.
 const PORT_KEYS: &str =
-    "type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport, tag, trunks, vlan_mode";
+    "type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, remote_ip, local_ip, key, dst_port, ofport, tag, trunks, vlan_mode";
 
 /// The options of [`Op::AddPort`] (or one `set port` key), parsed.
 #[derive(Default)]
@@ -727,6 +727,11 @@ struct PortOptions {
     trunks: Option<Vec<u16>>,
     /// `vlan_mode` (Some(None): cleared).
     vlan_mode: Option<Option<VlanMode>>,
+    remote_ip: Option<std::net::Ipv4Addr>,
+    local_ip: Option<std::net::Ipv4Addr>,
+    /// As written; checked against the kind in `apply_to`.
+    key: Option<String>,
+    dst_port: Option<u16>,
 }
 
 impl PortOptions {
@@ -750,7 +755,7 @@ impl PortOptions {
         let key = key.strip_prefix("options:").unwrap_or(key);
         match key {
             "type" | "backend" => match value {
-                "afpacket" | "afxdp" | "tap" | "memory" | "pcap" | "dpdk" => {
+                "afpacket" | "afxdp" | "tap" | "memory" | "pcap" | "dpdk" | "vxlan" | "gre" => {
                     self.kind = Some(value.to_string())
                 }
                 "patch" => {
@@ -763,7 +768,7 @@ impl PortOptions {
                     return Err(fail(
                         format!("{field}.backend"),
                         format!(
-                            "backend {other:?} is not valid (afpacket, afxdp, tap, memory, pcap or dpdk)"
+                            "backend {other:?} is not valid (afpacket, afxdp, tap, memory, pcap, dpdk, vxlan or gre)"
                         ),
                     ))
                 }
@@ -836,6 +841,21 @@ impl PortOptions {
                     ),
                 });
             }
+            "remote_ip" | "local_ip" => {
+                let remote = key == "remote_ip";
+                let ip = crate::tunnel::parse_tunnel_ip(key, value, remote)
+                    .map_err(|m| fail(format!("{field}.{key}"), m))?;
+                if remote {
+                    self.remote_ip = Some(ip);
+                } else {
+                    self.local_ip = Some(ip);
+                }
+            }
+            "key" => self.key = Some(value.to_string()),
+            "dst_port" => {
+                let f = format!("{field}.dst_port");
+                self.dst_port = Some(int_in(&f, "dst_port", value, 1..=65535)? as u16);
+            }
             "ofport" | "ofport_request" => {
                 let max = port_no::MAX;
                 match value.parse::<i64>() {
@@ -907,8 +927,59 @@ impl PortOptions {
                     "memory" => Backend::Memory,
                     "pcap" => Backend::Pcap(PcapBackend::default()),
                     "dpdk" => Backend::Dpdk(DpdkBackend::new("")),
+                    "vxlan" => Backend::Vxlan(TunnelBackend {
+                        dst_port: VXLAN_DEFAULT_PORT,
+                        ..TunnelBackend::default()
+                    }),
+                    "gre" => Backend::Gre(TunnelBackend::default()),
                     _ => Backend::AfPacket,
                 };
+            }
+        }
+        let tunnel_given = [
+            ("remote_ip", self.remote_ip.is_some()),
+            ("local_ip", self.local_ip.is_some()),
+            ("key", self.key.is_some()),
+            ("dst_port", self.dst_port.is_some()),
+        ];
+        let vxlan = matches!(backend, Backend::Vxlan(_));
+        match backend {
+            Backend::Vxlan(t) | Backend::Gre(t) => {
+                if let Some(k) = &self.key {
+                    let n = crate::tunnel::parse_tunnel_key(vxlan, k)
+                        .map_err(|m| fail(format!("{field}.key"), m))?;
+                    t.key = Some(n);
+                }
+                if let Some(d) = self.dst_port {
+                    if !vxlan {
+                        return Err(fail(
+                            format!("{field}.dst_port"),
+                            "dst_port is only for type=vxlan",
+                        ));
+                    }
+                    t.dst_port = d;
+                }
+                if self.remote_ip.is_some() {
+                    t.remote_ip = self.remote_ip;
+                }
+                if self.local_ip.is_some() {
+                    t.local_ip = self.local_ip;
+                }
+            }
+            _ => {
+                let fails: Fail = tunnel_given
+                    .iter()
+                    .filter(|(_, g)| *g)
+                    .map(|(k, _)| {
+                        (
+                            format!("{field}.{k}"),
+                            format!("{k} is only for type=vxlan or type=gre"),
+                        )
+                    })
+                    .collect();
+                if !fails.is_empty() {
+                    return Err(fails);
+                }
             }
         }
         let given = [
@@ -1480,7 +1551,12 @@ fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), Str
             if rest.is_empty() {
                 return Err(usage(u));
             }
-            for w in rest {
+            // The kind first, as ovs-vsctl takes `options:remote_ip=...
+            // type=vxlan` in either order.
+            let (kinds, others): (Vec<&&str>, Vec<&&str>) = rest
+                .iter()
+                .partition(|w| w.starts_with("type=") || w.starts_with("backend="));
+            for w in kinds.into_iter().chain(others) {
                 let (k, v) = key_value(name, w)?;
                 ops.push(Op::Set {
                     object: object.clone(),

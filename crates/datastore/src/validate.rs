@@ -420,6 +420,15 @@ impl<'a> Checker<'a> {
                 );
             }
         }
+        if !matches!(backend_name, Some("vxlan") | Some("gre")) {
+            for (f, span) in tunnel_fields(rp) {
+                self.err(
+                    &span,
+                    &format!("{p}.{f}"),
+                    format!("{f} is only for backend = \"vxlan\" or \"gre\""),
+                );
+            }
+        }
         let kind = match backend_name {
             Some("patch") => {
                 if let Some(i) = &rp.interface {
@@ -444,12 +453,14 @@ impl<'a> Checker<'a> {
                     Some("memory") => Some(Backend::Memory),
                     Some("pcap") => self.pcap(p, rp),
                     Some("dpdk") => self.dpdk_port(p, rp),
+                    Some("vxlan") => self.tunnel_port(p, rp, true),
+                    Some("gre") => self.tunnel_port(p, rp, false),
                     Some(other) => {
                         self.err(
                             &backend_span.clone().unwrap_or(0..0),
                             &format!("{p}.backend"),
                             format!(
-                                "backend {other:?} is not valid (afpacket, afxdp, tap, pcap, dpdk, memory or patch)"
+                                "backend {other:?} is not valid (afpacket, afxdp, tap, pcap, dpdk, vxlan, gre, memory or patch)"
                             ),
                         );
                         None
@@ -530,6 +541,84 @@ impl<'a> Checker<'a> {
                 None
             }
         }
+    }
+
+    /// A VXLAN (`vxlan`) or GRE port's underlay settings.
+    fn tunnel_port(&mut self, p: &str, rp: &RawPort, vxlan: bool) -> Option<Backend> {
+        let mut ok = true;
+        let mut ip = |c: &mut Self, v: &Option<S<String>>, what: &str, remote: bool| match v {
+            None => None,
+            Some(v) => match crate::tunnel::parse_tunnel_ip(what, v.get_ref(), remote) {
+                Ok(ip) => Some(ip),
+                Err(m) => {
+                    c.err(&v.span(), &format!("{p}.{what}"), m);
+                    ok = false;
+                    None
+                }
+            },
+        };
+        let remote_ip = ip(self, &rp.remote_ip, "remote_ip", true);
+        let local_ip = ip(self, &rp.local_ip, "local_ip", false);
+        if rp.remote_ip.is_none() {
+            let span = rp.backend.as_ref().map(|b| b.span()).unwrap_or(0..0);
+            self.err(
+                &span,
+                &format!("{p}.remote_ip"),
+                "a tunnel port needs remote_ip (the peer's IPv4 address)",
+            );
+            ok = false;
+        }
+        let key = match &rp.key {
+            None => None,
+            Some(k) => {
+                let text = match k.get_ref() {
+                    IntOrString::Int(n) => n.to_string(),
+                    IntOrString::Str(s) => s.clone(),
+                };
+                match crate::tunnel::parse_tunnel_key(vxlan, &text) {
+                    Ok(n) => Some(n),
+                    Err(m) => {
+                        self.err(&k.span(), &format!("{p}.key"), m);
+                        ok = false;
+                        None
+                    }
+                }
+            }
+        };
+        let dst_port = match (&rp.dst_port, vxlan) {
+            (None, true) => VXLAN_DEFAULT_PORT,
+            (None, false) => 0,
+            (Some(v), true) => match self.int(v, &format!("{p}.dst_port"), "dst_port", 1..=65535) {
+                Some(n) => n as u16,
+                None => {
+                    ok = false;
+                    0
+                }
+            },
+            (Some(v), false) => {
+                self.err(
+                    &v.span(),
+                    &format!("{p}.dst_port"),
+                    "dst_port is only for backend = \"vxlan\"",
+                );
+                ok = false;
+                0
+            }
+        };
+        if !ok {
+            return None;
+        }
+        let t = TunnelBackend {
+            remote_ip,
+            local_ip,
+            key,
+            dst_port,
+        };
+        Some(if vxlan {
+            Backend::Vxlan(t)
+        } else {
+            Backend::Gre(t)
+        })
     }
 
     /// A DPDK port's settings (its placement is checked with the
@@ -1340,6 +1429,8 @@ impl<'a> Checker<'a> {
         let mut ifaces: HashMap<String, String> = HashMap::new();
         let mut pcap_out: HashMap<PathBuf, String> = HashMap::new();
         let mut devices: HashMap<String, String> = HashMap::new();
+        // VXLAN receive sockets: (local address, UDP port, which port).
+        let mut vxlan_binds: Vec<(Option<std::net::Ipv4Addr>, u16, String)> = Vec::new();
         for (bi, ports) in drafts.iter().enumerate() {
             let Some(rb) = raw.bridges.get(bi) else {
                 continue;
@@ -1366,6 +1457,28 @@ impl<'a> Checker<'a> {
                     );
                 } else {
                     ifaces.insert(name.clone(), path.clone());
+                }
+                if let Backend::Vxlan(t) = backend {
+                    // One UDP socket per address and port: any address
+                    // overlaps every other.
+                    let clash = vxlan_binds.iter().find(|(l, p, _)| {
+                        *p == t.dst_port
+                            && (l.is_none() || t.local_ip.is_none() || *l == t.local_ip)
+                    });
+                    if let Some((_, _, prev)) = clash {
+                        self.err(
+                            &ispan,
+                            &format!("{path}.dst_port"),
+                            format!(
+                                "VXLAN UDP port {} on {} is already received on by {prev}",
+                                t.dst_port,
+                                t.local_ip
+                                    .map_or("any address".to_string(), |a| a.to_string())
+                            ),
+                        );
+                    } else {
+                        vxlan_binds.push((t.local_ip, t.dst_port, path.clone()));
+                    }
                 }
                 if let Backend::Dpdk(d) = backend {
                     let dev = d.device_name().to_string();
@@ -2083,6 +2196,24 @@ struct Parsed<T> {
     /// The inline string, or the `*_file` value.
     span: Range<usize>,
     field: String,
+}
+
+/// The tunnel keys a port sets, with their spans.
+fn tunnel_fields(rp: &RawPort) -> Vec<(&'static str, Range<usize>)> {
+    let mut out = Vec::new();
+    if let Some(v) = &rp.remote_ip {
+        out.push(("remote_ip", v.span()));
+    }
+    if let Some(v) = &rp.local_ip {
+        out.push(("local_ip", v.span()));
+    }
+    if let Some(v) = &rp.key {
+        out.push(("key", v.span()));
+    }
+    if let Some(v) = &rp.dst_port {
+        out.push(("dst_port", v.span()));
+    }
+    out
 }
 
 /// The DPDK keys a port gives, with where.

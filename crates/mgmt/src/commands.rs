@@ -307,7 +307,14 @@ impl Ctl {
         let mut out = Vec::new();
         crate::trace::run(&mut dp, in_port, &[(now, bytes)], as_json, &mut out)
             .map_err(|e| e.to_string())?;
-        String::from_utf8(out).map_err(|e| e.to_string())
+        let mut text = String::from_utf8(out).map_err(|e| e.to_string())?;
+        if !as_json {
+            let (cfg, _) = self.daemon.config();
+            if let Some(b) = cfg.bridge(bridge) {
+                text.push_str(&crate::trace::tunnel_notes(b, &text));
+            }
+        }
+        Ok(text)
     }
 
     fn stats(&self, params: &[String]) -> Result<String, String> {

@@ -246,6 +246,46 @@ pub fn print_trace(
     Ok(())
 }
 
+/// For a readable trace of bridge `b`: a line for each tunnel port the
+/// trace outputs to (`  port N: ...` under `final:`), saying how the
+/// port wraps the frame it was given — the encapsulation is the port's,
+/// after the pipeline, so the frames above are the inner ones.
+pub fn tunnel_notes(b: &datastore::Bridge, trace: &str) -> String {
+    let mut notes = String::new();
+    for p in &b.ports {
+        let datastore::PortKind::Interface {
+            name,
+            backend: backend @ (datastore::Backend::Vxlan(t) | datastore::Backend::Gre(t)),
+        } = &p.kind
+        else {
+            continue;
+        };
+        if !trace.contains(&format!("\n  port {}: ", p.number)) {
+            continue;
+        }
+        let remote = t.remote_ip.map_or("?".to_string(), |a| a.to_string());
+        let local = t
+            .local_ip
+            .map_or("the route's source".to_string(), |a| a.to_string());
+        let how = match backend {
+            datastore::Backend::Vxlan(_) => format!(
+                "IPv4/UDP port {}/VXLAN VNI {}",
+                t.dst_port,
+                t.key.unwrap_or(0)
+            ),
+            _ => match t.key {
+                Some(k) => format!("IPv4/GRE key {k} (0x6558)"),
+                None => "IPv4/GRE no key (0x6558)".to_string(),
+            },
+        };
+        notes.push_str(&format!(
+            "tunnel: port {} ({name}) sends it in {how} from {local} to {remote}\n",
+            p.number
+        ));
+    }
+    notes
+}
+
 /// Sends `packets` (each with its time) one by one into `dp` on
 /// `in_port` and writes what happens: the readable trace, or with `json`
 /// one line per emitted packet.

@@ -52,11 +52,12 @@
 //!   interface `ovs-vsctl add-br` makes reports this in its `error` and
 //!   ofport -1, the bridge works), "patch" (patch links are made in the
 //!   configuration file and are not shown in the database), "dpdk" and
-//!   tunnels; bonds; VLAN settings on ports (`tag`, `trunks`,
+//!   tunnels other than "vxlan" and "gre" (IPv4, fixed key); bonds; VLAN settings on ports (`tag`, `trunks`,
 //!   `vlan_mode`): such a port is refused with the reason in its
 //!   interfaces' `error`.
 //! * Ignored, and said so in the row: `mtu_request`, `mac`,
 //!   `ingress_policing_rate`, `bfd`, interface `options` other than pcap's
+//!   and the tunnels' (`remote_ip`, `local_ip`, `key`, `dst_port`)
 //!   (in `Interface.error`, the port still works); STP, RSTP, multicast
 //!   snooping, mirrors, NetFlow, sFlow, IPFIX (in
 //!   `Bridge.status:fulmar_ignored`). Not read at all: QoS, queues,
@@ -80,6 +81,8 @@ mod datum;
 mod jsonrpc;
 mod replica;
 pub mod sync;
+#[cfg(test)]
+mod tunnel_tests;
 pub mod view;
 mod writeback;
 

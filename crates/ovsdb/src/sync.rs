@@ -150,6 +150,22 @@ pub fn model_items(cfg: &Config) -> Items {
                     options.insert("pcap_rate".into(), n.to_string());
                 }
             }
+            if let Backend::Vxlan(t) | Backend::Gre(t) = backend {
+                if let Some(ip) = t.remote_ip {
+                    options.insert("remote_ip".into(), ip.to_string());
+                }
+                if let Some(ip) = t.local_ip {
+                    options.insert("local_ip".into(), ip.to_string());
+                }
+                if let Some(k) = t.key {
+                    options.insert("key".into(), k.to_string());
+                }
+                if matches!(backend, Backend::Vxlan(_))
+                    && t.dst_port != datastore::VXLAN_DEFAULT_PORT
+                {
+                    options.insert("dst_port".into(), t.dst_port.to_string());
+                }
+            }
             out.insert(
                 Key::Port(b.name.clone(), name.clone()),
                 Val::Port(PortSpec {

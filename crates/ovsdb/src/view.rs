@@ -12,7 +12,10 @@
 //! * `Port` with exactly one `Interface` → a fulmar port named after the
 //!   interface. `Interface.type` "" or "system" → afpacket; "afxdp", "tap",
 //!   "memory", "pcap" (with `options:pcap_read`, `pcap_write`,
-//!   `pcap_rate`) → those backends; `ofport_request` → the port number.
+//!   `pcap_rate`) → those backends; `ofport_request` → the port number;
+//!   "vxlan" and "gre" → tunnel ports, with `options:remote_ip`
+//!   (required), `local_ip`, `key` (a number) and, for VXLAN, `dst_port`;
+//!   a bad or missing value refuses the interface (`key=flow` included).
 //! * `Port.tag`, `trunks`, `vlan_mode` → the port's VLAN settings for
 //!   NORMAL (checked as the configuration file checks them; settings
 //!   that do not go together refuse the port, with the reason).
@@ -102,6 +105,8 @@ pub fn backend_of(ovs_type: &str) -> Result<&'static str, String> {
         "tap" => Ok("tap"),
         "memory" => Ok("memory"),
         "pcap" => Ok("pcap"),
+        "vxlan" => Ok("vxlan"),
+        "gre" => Ok("gre"),
         "internal" => Err("fulmar has no internal (bridge-local) ports; \
                            this interface is left out and the rest of the bridge works"
             .into()),
@@ -110,7 +115,7 @@ pub fn backend_of(ovs_type: &str) -> Result<&'static str, String> {
             .into()),
         other => Err(format!(
             "interface type {other:?} is not supported by fulmar \
-             (system, afxdp, tap, memory or pcap)"
+             (system, afxdp, tap, memory, pcap, vxlan or gre)"
         )),
     }
 }
@@ -338,13 +343,38 @@ fn port_spec(i: RowRef<'_>, ignored: &mut Vec<String>) -> Result<PortSpec, Strin
         ),
     };
     let mut options = BTreeMap::new();
+    let tunnel = matches!(kind, "vxlan" | "gre");
     for (k, val) in i.str_map("options") {
         match k.as_str() {
             "pcap_read" | "pcap_write" | "pcap_rate" if kind == "pcap" => {
                 options.insert(k, val);
             }
+            // Canonical forms, so that the model's values agree with these.
+            "remote_ip" | "local_ip" if tunnel => {
+                let ip = datastore::parse_tunnel_ip(&k, &val, k == "remote_ip")?;
+                options.insert(k, ip.to_string());
+            }
+            "key" if tunnel => {
+                let n = datastore::parse_tunnel_key(kind == "vxlan", &val)?;
+                options.insert(k, n.to_string());
+            }
+            "dst_port" if kind == "vxlan" => {
+                let n = val
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| format!("dst_port {val:?} is not a UDP port (1..=65535)"))?;
+                if n != datastore::VXLAN_DEFAULT_PORT {
+                    options.insert(k, n.to_string());
+                }
+            }
             _ => ignored.push(format!("options:{k}")),
         }
+    }
+    if tunnel && !options.contains_key("remote_ip") {
+        return Err(format!(
+            "a {kind} interface needs options:remote_ip (the peer's IPv4 address)"
+        ));
     }
     for col in ["mtu_request", "mac", "bfd"] {
         if i.is_set(col) {

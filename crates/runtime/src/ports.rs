@@ -13,6 +13,7 @@ use dataplane::patch::{self, PatchPort};
 use dataplane::pcap::{PcapCapture, PcapReplay};
 use dataplane::rawsock::RawSocketPort;
 use dataplane::tap::TapPort;
+use dataplane::tunnel::{TunnelConfig, TunnelKind, TunnelPort};
 use dataplane::{LinkState, PortBackend, PortCounters, RxBurst, TxBurst};
 use datastore::{Backend, Config, PcapRate, PortKind};
 
@@ -214,6 +215,23 @@ fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::R
                 }),
                 false,
             )
+        }
+        Backend::Vxlan(t) | Backend::Gre(t) => {
+            let kind = match backend {
+                Backend::Vxlan(_) => TunnelKind::Vxlan,
+                _ => TunnelKind::Gre,
+            };
+            let remote = t.remote_ip.ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "the tunnel has no remote_ip")
+            })?;
+            let cfg = TunnelConfig {
+                kind,
+                remote,
+                local: t.local_ip,
+                key: t.key,
+                dst_port: t.dst_port,
+            };
+            (Box::new(TunnelPort::open(name, &cfg)?), false)
         }
         // Memory ports are made by `open_all` (they need a far end).
         Backend::Memory => {

@@ -126,6 +126,8 @@ fn named_drops(
         ("port_rx_full", p.rx_drops.ring_full),
         ("port_rx_truncated", p.rx_drops.truncated),
         ("port_rx_malformed", p.rx_drops.malformed),
+        ("port_rx_tunnel_malformed", p.rx_drops.tunnel_malformed),
+        ("port_rx_tunnel_mismatch", p.rx_drops.tunnel_mismatch),
         ("port_rx_errors", p.rx_errors),
         ("port_tx_oversize", p.tx_drops.oversize),
         ("port_tx_link_down", p.tx_drops.link_down),

@@ -243,11 +243,11 @@ fn add_port_errors() {
     );
     assert_eq!(
         err("add-port br0 eth3 speed=10G"),
-        "<transaction>:1: bridges.br0.ports.eth3.speed: add-port br0 eth3 speed=10G: unknown key \"speed\" for a port (expected type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, ofport, tag, trunks, vlan_mode)"
+        "<transaction>:1: bridges.br0.ports.eth3.speed: add-port br0 eth3 speed=10G: unknown key \"speed\" for a port (expected type, pcap_read, pcap_write, pcap_rate, dpdk_devargs, dpdk_rx_queues, remote_ip, local_ip, key, dst_port, ofport, tag, trunks, vlan_mode)"
     );
     assert_eq!(
         err("add-port br0 eth3 type=vhost"),
-        "<transaction>:1: bridges.br0.ports.eth3.backend: add-port br0 eth3 type=vhost: backend \"vhost\" is not valid (afpacket, afxdp, tap, memory, pcap or dpdk)"
+        "<transaction>:1: bridges.br0.ports.eth3.backend: add-port br0 eth3 type=vhost: backend \"vhost\" is not valid (afpacket, afxdp, tap, memory, pcap, dpdk, vxlan or gre)"
     );
     assert_eq!(
         err("add-port br0 eth3 ofport=2"),
@@ -564,7 +564,7 @@ fn one_bad_op_changes_nothing_and_every_error_is_reported() {
     assert_eq!(
         got,
         vec![
-            "<transaction>:3: bridges.br2.ports.p1.backend: add-port br2 p1 type=bogus: backend \"bogus\" is not valid (afpacket, afxdp, tap, memory, pcap or dpdk)",
+            "<transaction>:3: bridges.br2.ports.p1.backend: add-port br2 p1 type=bogus: backend \"bogus\" is not valid (afpacket, afxdp, tap, memory, pcap, dpdk, vxlan or gre)",
             "<transaction>:5: bridges.br0.ports.nope: del-port br0 nope: bridge \"br0\" has no port nope",
             "<transaction>:6: bridges.br2.n_tables: set bridge:br2 n_tables=0: n_tables 0 is not valid (1..=254)",
             "<transaction>:7: bridges.br9: set-controller br9 ptcp:: there is no bridge \"br9\"",

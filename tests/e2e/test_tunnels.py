@@ -1,0 +1,399 @@
+"""End-to-end: VXLAN and GRE tunnel ports with the Linux kernel as the peer.
+
+Topology (every address is inside namespaces this test makes):
+
+    ns P-th: th (10.77.1.1) == ts1 [port 1] fulmar (ns P-tsw) [port 2: tunnel]
+                                      tu (10.77.0.1) == tp (10.77.0.2) :ns P-tp
+                                      ns P-tp also: vx0/gt0 (10.77.1.2), the
+                                      kernel's own VXLAN/GRETAP device
+
+The host pings 10.77.1.2 across the tunnel with two explicit flows
+(in_port=1 -> 2, in_port=2 -> 1). The underlay is captured on both sides
+and decoded with scapy: what fulmar sends must be byte for byte what scapy
+builds from the same fields, and what the kernel sends must decode as the
+tunnel the port was told to expect.
+"""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from scapy.layers.inet import GRE, IP, UDP
+from scapy.layers.l2 import ARP, Ether
+from scapy.layers.vxlan import VXLAN
+
+from e2e_support import HELPER, P, Switch, sh
+
+NS_SW, NS_HOST, NS_PEER = f"{P}-tsw", f"{P}-th", f"{P}-tp"
+HOST_IP, PEER_OVERLAY_IP = "10.77.1.1", "10.77.1.2"
+SW_UNDERLAY, PEER_UNDERLAY = "10.77.0.1", "10.77.0.2"
+HOST_MAC = "02:00:00:00:77:01"
+KEY = 42
+
+
+def cleanup():
+    for ns in (NS_SW, NS_HOST, NS_PEER):
+        sh("ip", "netns", "del", ns, check=False)
+
+
+@pytest.fixture
+def tunnel_net(fulmar_bin):
+    """The three namespaces and two veth pairs; the peer's tunnel device
+    is made by each test."""
+    cleanup()
+    try:
+        for ns in (NS_SW, NS_HOST, NS_PEER):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", NS_SW, "link", "add", "ts1", "type", "veth", "peer", "name", "th", "netns", NS_HOST)
+        sh("ip", "-n", NS_SW, "link", "add", "tu", "type", "veth", "peer", "name", "tp", "netns", NS_PEER)
+        sh("ip", "-n", NS_SW, "link", "set", "ts1", "up")
+        sh("ip", "-n", NS_SW, "addr", "add", f"{SW_UNDERLAY}/24", "dev", "tu")
+        sh("ip", "-n", NS_SW, "link", "set", "tu", "up")
+        sh("ip", "-n", NS_HOST, "link", "set", "th", "address", HOST_MAC, "up")
+        sh("ip", "-n", NS_HOST, "addr", "add", f"{HOST_IP}/24", "dev", "th")
+        sh("ip", "-n", NS_PEER, "addr", "add", f"{PEER_UNDERLAY}/24", "dev", "tp")
+        sh("ip", "-n", NS_PEER, "link", "set", "tp", "up")
+        yield
+    finally:
+        cleanup()
+
+
+def peer_device(kind):
+    """The kernel's tunnel device in the peer namespace, with the overlay
+    address."""
+    if kind == "vxlan":
+        r = sh("ip", "-n", NS_PEER, "link", "add", "vx0", "type", "vxlan", "id", str(KEY),
+               "remote", SW_UNDERLAY, "local", PEER_UNDERLAY, "dstport", "4789", check=False)
+        dev = "vx0"
+    else:
+        r = sh("ip", "-n", NS_PEER, "link", "add", "gt0", "type", "gretap",
+               "remote", SW_UNDERLAY, "local", PEER_UNDERLAY, "key", str(KEY), check=False)
+        dev = "gt0"
+    if r.returncode != 0:
+        pytest.skip(f"the kernel cannot make a {kind} device: {r.stderr.strip()}")
+    sh("ip", "-n", NS_PEER, "addr", "add", f"{PEER_OVERLAY_IP}/24", "dev", dev)
+    sh("ip", "-n", NS_PEER, "link", "set", dev, "up")
+
+
+def config(kind):
+    extra = 'dst_port = 4789\n' if kind == "vxlan" else ""
+    return f"""
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=10,in_port=1,actions=output:2",
+         "table=0,priority=10,in_port=2,actions=output:1"]
+[[bridges.ports]]
+port = 1
+interface = "ts1"
+[[bridges.ports]]
+port = 2
+interface = "{kind}-peer"
+backend = "{kind}"
+remote_ip = "{PEER_UNDERLAY}"
+local_ip = "{SW_UNDERLAY}"
+key = {KEY}
+{extra}"""
+
+
+class Capture:
+    """The first `limit` IPv4 frames received on IFACE in namespace NS
+    (nshelper capture), polled so the test can keep traffic going until
+    it has them."""
+
+    def __init__(self, ns, iface, limit, seconds=60, ethertype="0800"):
+        self.p = subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, HELPER, "capture", iface, str(seconds), str(limit), ethertype],
+            stdout=subprocess.PIPE, text=True,
+        )
+        assert self.p.stdout.readline().strip() == "ready"
+
+    def done(self):
+        return self.p.poll() is not None
+
+    def frames(self):
+        out, _ = self.p.communicate(timeout=90)
+        return [Ether(bytes.fromhex(l)) for l in out.split()]
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def ping_once():
+    r = subprocess.run(["ip", "netns", "exec", NS_HOST, "ping", "-n", "-c", "1", "-W", "1", PEER_OVERLAY_IP],
+                       capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def ctl_json(fulmar_bin, sock, *args):
+    r = subprocess.run([fulmar_bin, "ctl", "-t", sock, *args, "--json"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def start_switch(fulmar_bin, tmp_path, text):
+    cfg = tmp_path / "switch.toml"
+    cfg.write_text(text)
+    sock = str(tmp_path / "ctl.sock")
+    sw = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run", "--config", str(cfg), "--ctl", sock,
+                 "--mgmt-dir", str(tmp_path), "--saved-tables", "none"])
+    return sw, sock
+
+
+def is_tunnel(pkt, kind):
+    if IP not in pkt:
+        return False
+    if kind == "vxlan":
+        return UDP in pkt and pkt[UDP].dport == 4789
+    return pkt[IP].proto == 47
+
+
+def expected_outer(kind, ip, inner):
+    """What fulmar must have sent, built by scapy from the fields the
+    format leaves to the sender (the IP identification the kernel chose,
+    the hashed UDP source port)."""
+    outer = IP(src=SW_UNDERLAY, dst=PEER_UNDERLAY, ttl=64, tos=0, id=ip.id, flags=0, frag=0)
+    if kind == "vxlan":
+        return outer / UDP(sport=ip[UDP].sport, dport=4789, chksum=0) / VXLAN(flags=0x08, vni=KEY) / inner
+    return outer / GRE(key_present=1, key=KEY, proto=0x6558) / inner
+
+
+def inner_of(pkt, kind):
+    layer = pkt[VXLAN] if kind == "vxlan" else pkt[GRE]
+    return Ether(bytes(layer.payload))
+
+
+def add_by_ctl(fulmar_bin, sock, kind):
+    """The tunnel port added to the running switch as ovs-vsctl words
+    would add it (options before the type, too)."""
+    name = f"{kind}-peer"
+    r = subprocess.run(
+        [fulmar_bin, "ctl", "-t", sock, "add-port", "br0", name, "--", "set", "interface", name,
+         f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}", f"options:key={KEY}",
+         f"type={kind}", "ofport_request=2"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("kind,how", [("vxlan", "file"), ("vxlan", "ctl"), ("gre", "file")])
+def test_host_pings_the_kernel_across_the_tunnel(tunnel_net, fulmar_bin, tmp_path, kind, how):
+    """The host resolves and pings the peer's overlay address through
+    fulmar's tunnel port (from the configuration file, or added to the
+    running switch with `fulmar ctl`); both directions of the underlay
+    decode as the tunnel with key 42, and fulmar's packets are exactly
+    scapy's."""
+    peer_device(kind)
+    text = config(kind)
+    if how == "ctl":
+        text = text[: text.index("[[bridges.ports]]\nport = 2")]
+    sw, sock = start_switch(fulmar_bin, tmp_path, text)
+    if how == "ctl":
+        add_by_ctl(fulmar_bin, sock, kind)
+    to_peer = Capture(NS_PEER, "tp", 4)
+    from_peer = Capture(NS_SW, "tu", 4)
+    try:
+        pinged = False
+        deadline = time.time() + 60
+        while time.time() < deadline and not (pinged and to_peer.done() and from_peer.done()):
+            pinged = ping_once() or pinged
+        assert pinged, "no ping across the tunnel"
+        sent, received = to_peer.frames(), from_peer.frames()
+    finally:
+        to_peer.kill()
+        from_peer.kill()
+    # fulmar -> the kernel.
+    ours = [p for p in sent if is_tunnel(p, kind)]
+    assert ours, [p.summary() for p in sent]
+    for p in ours:
+        ip = p[IP]
+        assert (ip.src, ip.dst, ip.ttl) == (SW_UNDERLAY, PEER_UNDERLAY, 64)
+        if kind == "vxlan":
+            assert 49152 <= ip[UDP].sport <= 65535
+            assert ip[UDP].chksum == 0
+            assert ip[VXLAN].vni == KEY and ip[VXLAN].flags & 0x08
+        else:
+            g = ip[GRE]
+            assert (g.key_present, g.key, g.proto, g.chksum_present, g.seqnum_present) == (1, KEY, 0x6558, 0, 0)
+        inner = inner_of(p, kind)
+        assert inner.src == HOST_MAC
+        assert bytes(ip) == bytes(expected_outer(kind, ip, inner)), ip.show(dump=True)
+    assert any(ARP in inner_of(p, kind) for p in ours), "the host's ARP request crossed"
+    # The kernel -> fulmar, as the kernel wrote it.
+    theirs = [p for p in received if is_tunnel(p, kind)]
+    assert theirs, [p.summary() for p in received]
+    for p in theirs:
+        assert (p[IP].src, p[IP].dst) == (PEER_UNDERLAY, SW_UNDERLAY)
+        if kind == "vxlan":
+            assert p[VXLAN].vni == KEY
+        else:
+            assert (p[GRE].key_present, p[GRE].key, p[GRE].proto) == (1, KEY, 0x6558)
+        assert inner_of(p, kind).dst == HOST_MAC
+    stats = ctl_json(fulmar_bin, sock, "stats")[0]
+    ports = {p["port"]: p for p in stats["ports"]}
+    assert ports[2]["tx_packets"] >= 2 and ports[2]["rx_packets"] >= 2, ports[2]
+    # The trace names the encapsulation of the tunnel port it outputs to.
+    frame = bytes(Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC, type=0x88B5) / (b"\x00" * 46)).hex()
+    r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "trace", "br0", "in_port=1", frame],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    how = "IPv4/UDP port 4789/VXLAN VNI 42" if kind == "vxlan" else "IPv4/GRE key 42 (0x6558)"
+    want = f"tunnel: port 2 ({kind}-peer) sends it in {how} from {SW_UNDERLAY} to {PEER_UNDERLAY}"
+    assert "-> output to port 2" in r.stdout and want in r.stdout, r.stdout
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+    assert "panicked" not in err, err
+
+
+def peer_send_udp(payloads):
+    """UDP datagrams from the peer's underlay address to fulmar's VXLAN
+    port."""
+    code = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+        f"s.bind(('{PEER_UNDERLAY}',0))\n"
+        "for h in sys.argv[1:]:\n"
+        f"    s.sendto(bytes.fromhex(h),('{SW_UNDERLAY}',4789))\n"
+    )
+    r = subprocess.run(["ip", "netns", "exec", NS_PEER, sys.executable, "-c", code, *[p.hex() for p in payloads]],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_bad_vxlan_packets_are_dropped_and_counted(tunnel_net, fulmar_bin, tmp_path):
+    """Short or flagless VXLAN headers are `tunnel_malformed`, another
+    VNI is `tunnel_mismatch`; none reaches the host, a good one does."""
+    sw, sock = start_switch(fulmar_bin, tmp_path, config("vxlan"))
+    inner = bytes(Ether(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:77:99", type=0x88B5) / (b"\x00" * 46))
+    peer_send_udp([
+        b"\x08\x00\x00",  # shorter than the VXLAN header
+        bytes(VXLAN(flags=0, vni=KEY)) + inner,  # no I flag
+        bytes(VXLAN(flags=0x08, vni=KEY)) + inner[:10],  # a runt inner frame
+        bytes(VXLAN(flags=0x08, vni=KEY + 1)) + inner,  # another VNI
+    ])
+
+    def drops():
+        d = dict(ctl_json(fulmar_bin, sock, "stats")[0]["drops"])
+        return d.get("port_rx_tunnel_malformed", 0), d.get("port_rx_tunnel_mismatch", 0)
+
+    deadline = time.time() + 30
+    while time.time() < deadline and drops() != (3, 1):
+        time.sleep(0.1)
+    assert drops() == (3, 1)
+    ports = {p["port"]: p for p in ctl_json(fulmar_bin, sock, "stats")[0]["ports"]}
+    assert ports[2]["rx_packets"] == 0 and ports[1]["tx_packets"] == 0, ports
+    # A good one goes through (so the counts above are not a dead port).
+    peer_send_udp([bytes(VXLAN(flags=0x08, vni=KEY)) + inner])
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        ports = {p["port"]: p for p in ctl_json(fulmar_bin, sock, "stats")[0]["ports"]}
+        if ports[1]["tx_packets"] >= 1:
+            break
+        time.sleep(0.1)
+    assert ports[2]["rx_packets"] == 1 and ports[1]["tx_packets"] == 1, ports
+    assert drops() == (3, 1)
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+
+
+def peer_send_ip(packets):
+    """Whole IPv4 packets (scapy-built) from the peer namespace through a
+    raw socket."""
+    code = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_INET,socket.SOCK_RAW,socket.IPPROTO_RAW)\n"
+        "for h in sys.argv[1:]:\n"
+        f"    s.sendto(bytes.fromhex(h),('{SW_UNDERLAY}',0))\n"
+    )
+    r = subprocess.run(["ip", "netns", "exec", NS_PEER, sys.executable, "-c", code,
+                        *[bytes(p).hex() for p in packets]], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_gre_against_a_scapy_peer(tunnel_net, fulmar_bin, tmp_path):
+    """GRE both ways without the kernel's gretap (not every kernel has
+    it): a frame from the host leaves as scapy's IP/GRE(key 42,
+    0x6558)/frame; scapy's GRE packets from the peer arrive at the host
+    decapsulated, or are counted when their key or header is wrong."""
+    sw, sock = start_switch(fulmar_bin, tmp_path, config("gre"))
+    frame = Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC, type=0x88B5) / (b"\x01" * 46)
+    to_peer = Capture(NS_PEER, "tp", 1)
+    try:
+        r = subprocess.run(["ip", "netns", "exec", NS_HOST, sys.executable, HELPER, "send", "th",
+                            bytes(frame).hex()], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        sent = to_peer.frames()
+    finally:
+        to_peer.kill()
+    assert len(sent) == 1 and is_tunnel(sent[0], "gre"), [p.summary() for p in sent]
+    ip = sent[0][IP]
+    assert bytes(inner_of(sent[0], "gre")) == bytes(frame)
+    assert bytes(ip) == bytes(expected_outer("gre", ip, frame)), ip.show(dump=True)
+
+    back = Ether(dst=HOST_MAC, src="02:00:00:00:77:02", type=0x88B5) / (b"\x02" * 46)
+    outer = IP(src=PEER_UNDERLAY, dst=SW_UNDERLAY)
+    host = Capture(NS_HOST, "th", 1, ethertype="88b5")
+    try:
+        peer_send_ip([
+            outer / GRE(key_present=1, key=KEY + 1, proto=0x6558) / back,  # another key
+            outer / GRE(key_present=1, key=KEY, proto=0x0800) / back,  # not Ethernet
+            outer / GRE(routing_present=1, key_present=1, key=KEY, proto=0x6558) / back,  # routing
+            outer / GRE(key_present=1, key=KEY, proto=0x6558) / bytes(back)[:10],  # runt frame
+            outer / GRE(key_present=1, key=KEY, proto=0x6558) / back,
+        ])
+        got = host.frames()
+    finally:
+        host.kill()
+    assert [bytes(f) for f in got] == [bytes(back)]
+    d = dict(ctl_json(fulmar_bin, sock, "stats")[0]["drops"])
+    assert (d.get("port_rx_tunnel_malformed", 0), d.get("port_rx_tunnel_mismatch", 0)) == (2, 2), d
+    r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "trace", "br0", "in_port=1", bytes(frame).hex()],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    want = f"tunnel: port 2 (gre-peer) sends it in IPv4/GRE key 42 (0x6558) from {SW_UNDERLAY} to {PEER_UNDERLAY}"
+    assert want in r.stdout, r.stdout
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+
+
+def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
+    """`ovs-vsctl add-port br0 vx0 -- set interface vx0 type=vxlan
+    options:remote_ip=... options:key=42` against the ovsdb-server fulmar
+    follows makes a working VXLAN port: the host pings the kernel's VXLAN
+    device through it, and the row shows its ofport and no error."""
+    from mgmt_support import Ovsdb
+
+    peer_device("vxlan")
+    db = Ovsdb(tmp_path)
+    sock = str(tmp_path / "ctl.sock")
+    sw = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run", "--ovsdb", f"unix:{db.sock}",
+                 "--ctl", sock, "--mgmt-dir", str(tmp_path)])
+    try:
+        db.vsctl("add-br", "br0", "--", "set-fail-mode", "br0", "secure")
+        db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
+        db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
+                 f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
+                 f"options:key={KEY}", "ofport_request=2")
+        assert db.get("Interface", "vx0", "ofport") == "2"
+        assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
+        for flow in ("table=0,priority=10,in_port=1,actions=output:2",
+                     "table=0,priority=10,in_port=2,actions=output:1"):
+            r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+        deadline = time.time() + 30
+        pinged = False
+        while time.time() < deadline and not pinged:
+            pinged = ping_once()
+        assert pinged, "no ping across the VXLAN port made through OVSDB"
+        ports = {p["interface"]: p["ofport"] for p in ctl_json(fulmar_bin, sock, "show")["bridges"][0]["ports"]}
+        assert ports.get("vx0") == 2, ports
+    finally:
+        rc, _, err = sw.stop()
+        db.stop()
+    assert rc == 0, err
