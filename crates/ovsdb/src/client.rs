@@ -566,9 +566,10 @@ impl Client {
         for b in show.bridges {
             let mut lb = LiveBridge {
                 dpid: u64::from_str_radix(&b.datapath_id, 16).unwrap_or(0),
+                local_error: b.local_port_error.clone(),
                 ..Default::default()
             };
-            for p in &b.ports {
+            for p in b.ports.iter().chain(&b.local_port) {
                 lb.ports.insert(
                     p.interface.clone(),
                     LivePort {
@@ -591,6 +592,7 @@ impl Client {
                 let by_no: HashMap<u32, &str> = b
                     .ports
                     .iter()
+                    .chain(&b.local_port)
                     .map(|p| (p.ofport, p.interface.as_str()))
                     .collect();
                 for s in self

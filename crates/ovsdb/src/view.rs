@@ -13,10 +13,15 @@
 //!   interface. `Interface.type` "" or "system" → afpacket; "afxdp", "tap",
 //!   "memory", "pcap" (with `options:pcap_read`, `pcap_write`,
 //!   `pcap_rate`) → those backends; `ofport_request` → the port number.
+//! * The interface of type "internal" named after its bridge (the one
+//!   `ovs-vsctl add-br` makes) → the bridge's local port (`OFPP_LOCAL`, a
+//!   TAP interface that a bridge made by `add-br` has): no port item; its
+//!   row shows `ofport` 65534 as Open vSwitch's does, or -1 and why the
+//!   bridge has none.
 //! * Refused, with the reason in the interface's `error` (and `ofport`
-//!   -1): "internal" (fulmar has no bridge-local port; `ovs-vsctl add-br`
-//!   makes one), "patch" and other types, bonds (several interfaces), VLAN
-//!   settings (`tag`, `trunks`, `vlan_mode`), an interface in two ports.
+//!   -1): other "internal" interfaces, "patch" and other types, bonds
+//!   (several interfaces), VLAN settings (`tag`, `trunks`, `vlan_mode`),
+//!   an interface in two ports.
 //! * Ignored but reported (in `error`, the port still works):
 //!   `mtu_request`, `mac`, `ingress_policing_rate`, `bfd`, unknown
 //!   `options`. A bridge's `stp_enable`, `rstp_enable`,
@@ -44,6 +49,8 @@ pub struct IfaceRow {
     pub refused: Option<String>,
     /// Settings it ignores.
     pub ignored: Vec<String>,
+    /// The bridge's local port: type "internal", named after the bridge.
+    pub local: bool,
 }
 
 /// A controller row.
@@ -99,7 +106,8 @@ pub fn backend_of(ovs_type: &str) -> Result<&'static str, String> {
         "tap" => Ok("tap"),
         "memory" => Ok("memory"),
         "pcap" => Ok("pcap"),
-        "internal" => Err("fulmar has no internal (bridge-local) ports; \
+        "internal" => Err("fulmar's only internal port is a bridge's local port, \
+                           the interface named after the bridge; \
                            this interface is left out and the rest of the bridge works"
             .into()),
         "patch" => Err("patch ports are configured in fulmar's configuration file \
@@ -250,7 +258,10 @@ impl DbView {
                     }
                     let mut ignored = Vec::new();
                     let mut spec = None;
-                    if refused.is_none() {
+                    let local = refused.is_none()
+                        && iname == name
+                        && i.string("type").as_deref() == Some("internal");
+                    if refused.is_none() && !local {
                         match port_spec(i, &mut ignored) {
                             Ok(s) => spec = Some(s),
                             Err(e) => refused = Some(e),
@@ -267,6 +278,7 @@ impl DbView {
                         bridge: name.clone(),
                         refused,
                         ignored,
+                        local,
                     });
                 }
             }
@@ -395,7 +407,11 @@ pub(crate) mod tests {
                 ..
             }))
         ));
-        for refused in ["br0", "a", "b", "vlan"] {
+        // br0 is the bridge's local port: no port item, not refused.
+        assert_eq!(p("br0"), None);
+        let br0 = v.ifaces.iter().find(|i| i.name == "br0").unwrap();
+        assert!(br0.local && br0.refused.is_none(), "{br0:?}");
+        for refused in ["a", "b", "vlan"] {
             assert_eq!(p(refused), None, "{refused}");
             let row = v.ifaces.iter().find(|i| i.name == refused).unwrap();
             assert!(row.refused.is_some(), "{refused}");

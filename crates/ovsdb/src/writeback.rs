@@ -174,7 +174,16 @@ pub struct LiveBridge {
     pub ports: BTreeMap<String, LivePort>,
     /// Controllers.
     pub controllers: Vec<LiveController>,
+    /// Why the bridge has no local port although it was asked for one.
+    pub local_error: Option<String>,
 }
+
+/// The `ofport` Open vSwitch shows for its bridge-local port (its
+/// OpenFlow 1.0 number); OpenFlow 1.3 calls it 0xfffffffe.
+pub const OVS_LOCAL_OFPORT: i64 = 65534;
+
+/// `OFPP_LOCAL` in OpenFlow 1.3, as the switch numbers the port.
+pub const OFPP_LOCAL: u32 = 0xffff_fffe;
 
 /// The running switch, as far as the database shows it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -271,7 +280,12 @@ impl Status {
             let mut cols = Vec::new();
             match (lp, &i.refused) {
                 (Some(p), None) => {
-                    cols.push(("ofport", Datum::int(i64::from(p.ofport))));
+                    let ofport = if p.ofport == OFPP_LOCAL {
+                        OVS_LOCAL_OFPORT
+                    } else {
+                        i64::from(p.ofport)
+                    };
+                    cols.push(("ofport", Datum::int(ofport)));
                     let error = if i.ignored.is_empty() {
                         Datum::empty()
                     } else {
@@ -314,6 +328,16 @@ impl Status {
                             errors
                                 .get(&Key::Bridge(i.bridge.clone()))
                                 .map(|e| format!("bridge {} is not running: {e}", i.bridge))
+                        })
+                        .or_else(|| {
+                            let lb = live.bridges.get(&i.bridge).filter(|_| i.local)?;
+                            Some(lb.local_error.clone().unwrap_or_else(|| {
+                                format!(
+                                    "bridge {} runs without its local port \
+                                     (local_port = false in fulmar's configuration)",
+                                    i.bridge
+                                )
+                            }))
                         })
                         .unwrap_or_else(|| "not configured in the switch".into());
                     cols.push(("ofport", Datum::int(-1)));
@@ -429,8 +453,13 @@ mod tests {
         let veth9 = &find(&ops, "Interface", "i2").unwrap()["row"];
         assert_eq!(veth9["ofport"], -1);
         assert_eq!(veth9["error"], "could not open veth9");
+        // The bridge's internal interface without a local port running.
         let br0 = &find(&ops, "Interface", "i0").unwrap()["row"];
-        assert!(br0["error"].as_str().unwrap().contains("internal"));
+        assert_eq!(br0["ofport"], -1);
+        assert!(
+            br0["error"].as_str().unwrap().contains("local port"),
+            "{br0}"
+        );
         let c = &find(&ops, "Controller", "c0").unwrap()["row"];
         assert_eq!(c["is_connected"], true);
         assert_eq!(c["role"], "other");
@@ -524,5 +553,46 @@ mod tests {
             ops[0],
             json!({"op": "insert", "table": "Open_vSwitch", "row": {}})
         );
+    }
+}
+
+#[cfg(test)]
+mod local_port_tests {
+    use super::*;
+    use crate::view::tests::sample;
+
+    fn find<'a>(ops: &'a [Value], uuid: &str) -> Option<&'a Value> {
+        ops.iter()
+            .find(|o| o["table"] == "Interface" && o["where"][0][2][1] == uuid)
+    }
+
+    #[test]
+    fn the_local_port_shows_as_open_vswitch_shows_it() {
+        let r = sample();
+        let v = DbView::read(&r);
+        let mut b = LiveBridge::default();
+        b.ports.insert(
+            "br0".into(),
+            LivePort {
+                ofport: OFPP_LOCAL,
+                link_up: false,
+                admin_up: true,
+            },
+        );
+        let mut l = Live::default();
+        l.bridges.insert("br0".into(), b.clone());
+        let ops = Status::default().ops(&r, &v, &l, &BTreeMap::new(), None);
+        let br0 = &find(&ops, "i0").unwrap()["row"];
+        assert_eq!(br0["ofport"], 65534);
+        assert_eq!(br0["link_state"], "down");
+        assert_eq!(br0["error"], json!(["set", []]));
+        // The TAP could not be made: -1 and why.
+        b.ports.clear();
+        b.local_error = Some("the local port (TAP interface \"br0\") could not be made".into());
+        l.bridges.insert("br0".into(), b);
+        let ops = Status::default().ops(&r, &v, &l, &BTreeMap::new(), None);
+        let br0 = &find(&ops, "i0").unwrap()["row"];
+        assert_eq!(br0["ofport"], -1);
+        assert!(br0["error"].as_str().unwrap().contains("could not be made"));
     }
 }
