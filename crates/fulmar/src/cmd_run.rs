@@ -94,7 +94,7 @@ pub struct RunArgs {
     pub fail_mode: Option<FailModeArg>,
     /// Give the bridge its local port (OFPP_LOCAL): a TAP interface named
     /// br0, as `add-br` makes (in a file: `local_port = true`).
-    #[arg(long)]
+    #[arg(long, requires = "interface")]
     pub local_port: bool,
     /// Packet I/O backend.
     #[arg(long, value_enum)]
