@@ -139,6 +139,15 @@ def test_add_br_makes_the_local_port_and_the_host_pings_through_it(lnet, ovsdb, 
     ovsdb.vsctl("del-br", "br0")
     assert bridge_show(fulmar_bin, tmp_path) is None
     wait_for(lambda: tap_exists().returncode != 0, 10, "the TAP br0 removed with its bridge")
+
+    # A bridge made with fulmar ctl is written into the database with its
+    # internal interface, as ovs-vsctl add-br would have made it.
+    ctl(fulmar_bin, tmp_path, "add-br", "br1")
+    wait_for(lambda: ovsdb.get("Interface", "br1", "ofport") == "65534", 10, "br1's local port in OVSDB")
+    assert ovsdb.get("Interface", "br1", "type") == "internal"
+    assert re.search(r"Port br1\n\s+Interface br1\n\s+type: internal", ovsdb.vsctl("show").stdout)
+    ovsdb.vsctl("del-br", "br1")
+    wait_for(lambda: tap_exists("br1").returncode != 0, 10, "the TAP br1 removed with its bridge")
     rc, _, err = sw.stop()
     assert rc == 0, err
     assert "panicked" not in err

@@ -143,6 +143,39 @@ pub fn structure_ops(items: &[(Key, Option<Val>)], view: &DbView) -> Vec<Value> 
     ops
 }
 
+/// The rows Open vSwitch's `add-br` makes beside a bridge, for bridges
+/// that `structure_ops` inserts and that have a local port (`has_local`):
+/// an `Interface` of type "internal" and a `Port`, both named after the
+/// bridge, in its `ports`. Goes after `structure_ops`'s operations in the
+/// same transaction (the bridge is found by name).
+pub fn local_port_ops(
+    items: &[(Key, Option<Val>)],
+    view: &DbView,
+    has_local: impl Fn(&str) -> bool,
+) -> Vec<Value> {
+    let mut ops = Vec::new();
+    for (n, (key, val)) in items.iter().enumerate() {
+        let (Key::Bridge(b), Some(Val::Bridge { .. })) = (key, val) else {
+            continue;
+        };
+        if view.bridge(b).is_some() || !has_local(b) {
+            continue;
+        }
+        let (iname, pname) = (format!("local_iface{n}"), format!("local_port{n}"));
+        ops.push(
+            json!({"op": "insert", "table": "Interface", "uuid-name": iname,
+                        "row": {"name": b, "type": "internal"}}),
+        );
+        ops.push(json!({"op": "insert", "table": "Port", "uuid-name": pname,
+                        "row": {"name": b, "interfaces": ["named-uuid", iname]}}));
+        ops.push(
+            json!({"op": "mutate", "table": "Bridge", "where": where_name(b),
+                        "mutations": [["ports", "insert", ["set", [["named-uuid", pname]]]]]}),
+        );
+    }
+    ops
+}
+
 /// A port as the switch runs it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LivePort {
@@ -594,5 +627,37 @@ mod local_port_tests {
         let br0 = &find(&ops, "i0").unwrap()["row"];
         assert_eq!(br0["ofport"], -1);
         assert!(br0["error"].as_str().unwrap().contains("could not be made"));
+    }
+}
+
+#[cfg(test)]
+mod local_port_rows_tests {
+    use super::*;
+    use crate::replica::Replica;
+
+    #[test]
+    fn a_new_bridge_with_a_local_port_gets_its_internal_rows() {
+        let view = DbView::read(&Replica::default());
+        let items = vec![
+            (
+                Key::Bridge("br1".into()),
+                Some(Val::Bridge { dpid: Some(2) }),
+            ),
+            (
+                Key::Bridge("br2".into()),
+                Some(Val::Bridge { dpid: Some(3) }),
+            ),
+            (Key::Bridge("br3".into()), None),
+        ];
+        let ops = local_port_ops(&items, &view, |b| b != "br2");
+        assert_eq!(ops.len(), 3, "{ops:?}");
+        assert_eq!(ops[0]["row"], json!({"name": "br1", "type": "internal"}));
+        assert_eq!(ops[1]["table"], "Port");
+        assert_eq!(ops[1]["row"]["name"], "br1");
+        assert_eq!(ops[2]["where"], where_name("br1"));
+        // A bridge the database has already is left alone.
+        let view = DbView::read(&crate::view::tests::sample());
+        let items = vec![(Key::Bridge("br0".into()), Some(Val::Bridge { dpid: None }))];
+        assert!(local_port_ops(&items, &view, |_| true).is_empty());
     }
 }
