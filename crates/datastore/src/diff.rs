@@ -184,6 +184,9 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
         if ob.flow_memory_limit_mib != nb.flow_memory_limit_mib {
             fields.push("flow_memory_limit_mib");
         }
+        if ob.local_port != nb.local_port {
+            fields.push("local_port");
+        }
         let mut statics = Vec::new();
         if texts(&ob.flows, |f| &f.text) != texts(&nb.flows, |f| &f.text) {
             statics.push("flows");

@@ -324,6 +324,7 @@ impl Config {
                 groups_file: None,
                 meters: Vec::new(),
                 meters_file: None,
+                local_port: None,
             })],
             patch_links: Vec::new(),
             dataplane: Some(s(RawDataplane {

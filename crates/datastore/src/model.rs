@@ -52,6 +52,10 @@ pub struct Bridge {
     pub groups_file: Option<PathBuf>,
     /// The meters file, resolved.
     pub meters_file: Option<PathBuf>,
+    /// The bridge-local port (`OFPP_LOCAL`): a TAP interface named after
+    /// the bridge, made with it and removed with it. `add-br` turns it on;
+    /// in a file it is `local_port = true` (default false).
+    pub local_port: bool,
 }
 
 impl Bridge {

@@ -55,6 +55,7 @@ pub(crate) struct RawBridge {
     #[serde(default)]
     pub meters: Vec<S<String>>,
     pub meters_file: Option<S<String>>,
+    pub local_port: Option<S<bool>>,
 }
 
 /// `[[bridges.ports]]`.

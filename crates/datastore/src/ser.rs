@@ -113,6 +113,8 @@ struct OutBridge {
     meters: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     meters_file: Option<String>,
+    #[serde(skip_serializing_if = "is_false")]
+    local_port: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     ports: Vec<OutPort>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -221,6 +223,7 @@ fn bridge(b: &Bridge) -> OutBridge {
             .map(|m| m.text.clone())
             .collect(),
         meters_file: b.meters_file.as_deref().map(path_str),
+        local_port: b.local_port,
         ports: b.ports.iter().map(port).collect(),
         controllers: b
             .controllers
@@ -374,4 +377,8 @@ pub(crate) fn to_toml(c: &Config) -> String {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

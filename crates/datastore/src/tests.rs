@@ -184,7 +184,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error("[[bridges]]\nname = \"br0\"\ndatapath_id = 1\n"),
-        "fulmar.toml:3:1: bridges[0].datapath_id: unknown field `datapath_id`, expected one of `name`, `dpid`, `fail_mode`, `n_tables`, `miss_send_len`, `flow_table_capacity`, `flow_memory_limit_mib`, `ports`, `controllers`, `flows`, `flows_file`, `groups`, `groups_file`, `meters`, `meters_file`"
+        "fulmar.toml:3:1: bridges[0].datapath_id: unknown field `datapath_id`, expected one of `name`, `dpid`, `fail_mode`, `n_tables`, `miss_send_len`, `flow_table_capacity`, `flow_memory_limit_mib`, `ports`, `controllers`, `flows`, `flows_file`, `groups`, `groups_file`, `meters`, `meters_file`, `local_port`"
     );
     assert_eq!(
         error(&format!("{}speed = 10\n", one_bridge(""))),

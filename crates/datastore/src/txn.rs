@@ -478,8 +478,10 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
                 }
                 None => (1..).find(|d| !used.contains(d)).unwrap_or(u64::MAX),
             };
-            cfg.bridges
-                .push(new_bridge(name, dpid, fail_mode.unwrap_or_default()));
+            let mut b = new_bridge(name, dpid, fail_mode.unwrap_or_default());
+            // As Open vSwitch's add-br: the bridge comes with its local port.
+            b.local_port = true;
+            cfg.bridges.push(b);
             touched.push(field);
             Ok(())
         }
@@ -649,6 +651,7 @@ fn new_bridge(name: &str, dpid: u64, fail_mode: FailMode) -> Bridge {
         flows_file: None,
         groups_file: None,
         meters_file: None,
+        local_port: false,
     }
 }
 
@@ -1169,7 +1172,7 @@ fn bad_object(object: &str) -> Fail {
 }
 
 const BRIDGE_KEYS: &str =
-    "dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity, flow_memory_limit_mib";
+    "dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity, flow_memory_limit_mib, local_port";
 
 fn set_bridge(
     b: &mut Bridge,
@@ -1212,6 +1215,18 @@ fn set_bridge(
         "flow_memory_limit_mib" => {
             b.flow_memory_limit_mib =
                 int_in(&f, "flow_memory_limit_mib", value, 0..=16_777_216)? as u32
+        }
+        "local_port" => {
+            b.local_port = match value {
+                "true" => true,
+                "false" => false,
+                v => {
+                    return Err(fail(
+                        f,
+                        format!("local_port {v:?} is not valid (true or false)"),
+                    ))
+                }
+            }
         }
         other => {
             return Err(fail(

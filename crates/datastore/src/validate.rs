@@ -379,6 +379,7 @@ impl<'a> Checker<'a> {
                 flows_file: flows_file?,
                 groups_file: groups_file?,
                 meters_file: meters_file?,
+                local_port: rb.local_port.as_ref().is_some_and(|v| *v.get_ref()),
             })
         })();
         (bridge, ports)
@@ -1427,6 +1428,14 @@ impl<'a> Checker<'a> {
             }
         }
         let mut ifaces: HashMap<String, String> = HashMap::new();
+        // A bridge's local port is the TAP interface named after it: no
+        // kernel interface port may take that name.
+        let locals: HashSet<&str> = bridges
+            .iter()
+            .flatten()
+            .filter(|b| b.local_port)
+            .map(|b| b.name.as_str())
+            .collect();
         let mut pcap_out: HashMap<PathBuf, String> = HashMap::new();
         let mut devices: HashMap<String, String> = HashMap::new();
         // VXLAN receive sockets: (local address, UDP port, which port).
@@ -1479,6 +1488,16 @@ impl<'a> Checker<'a> {
                     } else {
                         vxlan_binds.push((t.local_ip, t.dst_port, path.clone()));
                     }
+                }
+                if backend.is_kernel() && locals.contains(name.as_str()) {
+                    self.err(
+                        &ispan,
+                        &format!("{path}.interface"),
+                        format!(
+                            "interface {name:?} is the local port of bridge {name:?} \
+                             (local_port = true): a port cannot use that name"
+                        ),
+                    );
                 }
                 if let Backend::Dpdk(d) = backend {
                     let dev = d.device_name().to_string();

@@ -71,7 +71,7 @@ pub enum Mode {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A TOML configuration file (bridges, ports, threads, flows).
-    #[arg(long, short = 'c', conflicts_with_all = ["interface", "flows", "listen", "controller", "dpid", "io", "workers", "mode", "fail_mode"])]
+    #[arg(long, short = 'c', conflicts_with_all = ["interface", "flows", "listen", "controller", "dpid", "io", "workers", "mode", "fail_mode", "local_port"])]
     pub config: Option<PathBuf>,
     /// An interface to switch; ports are numbered 1, 2, ... in order.
     #[arg(long, short = 'i')]
@@ -92,6 +92,10 @@ pub struct RunArgs {
     /// secure); applies when --controller or --listen is given.
     #[arg(long, value_enum)]
     pub fail_mode: Option<FailModeArg>,
+    /// Give the bridge its local port (OFPP_LOCAL): a TAP interface named
+    /// br0, as `add-br` makes (in a file: `local_port = true`).
+    #[arg(long, requires = "interface")]
+    pub local_port: bool,
     /// Packet I/O backend.
     #[arg(long, value_enum)]
     pub io: Option<Io>,
@@ -245,6 +249,17 @@ fn load(args: &RunArgs) -> anyhow::Result<Config> {
     if let Some(FailModeArg::Standalone) = args.fail_mode {
         for b in &mut cfg.bridges {
             b.fail_mode = datastore::FailMode::Standalone;
+        }
+    }
+    if args.local_port {
+        for b in &mut cfg.bridges {
+            if args.interface.contains(&b.name) {
+                anyhow::bail!(
+                    "--local-port makes the TAP interface {0}: -i {0} cannot be a port too",
+                    b.name
+                );
+            }
+            b.local_port = true;
         }
     }
     if let Some(Mode::RxWorkerTx) = args.mode {

@@ -34,7 +34,9 @@ use crate::jsonrpc::{self, Framer, Message};
 use crate::replica::{self, Replica, DB, MONITOR_ID};
 use crate::sync::{model_items, Items, Key, Sync, Val};
 use crate::view::DbView;
-use crate::writeback::{structure_ops, Live, LiveBridge, LiveController, LivePort, Status};
+use crate::writeback::{
+    local_port_ops, structure_ops, Live, LiveBridge, LiveController, LivePort, Status,
+};
 
 /// Where ovsdb-server is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -476,7 +478,10 @@ impl Client {
             self.apply_to_switch(plan.to_switch, &view);
         }
         if !plan.to_db.is_empty() {
-            let ops = structure_ops(&plan.to_db, &view);
+            let mut ops = structure_ops(&plan.to_db, &view);
+            ops.extend(local_port_ops(&plan.to_db, &view, |b| {
+                cfg.bridge(b).is_some_and(|b| b.local_port)
+            }));
             let keys: Vec<Key> = plan.to_db.iter().map(|(k, _)| k.clone()).collect();
             for (k, v) in plan.to_db {
                 self.sync.wrote(&k, v);
@@ -566,9 +571,10 @@ impl Client {
         for b in show.bridges {
             let mut lb = LiveBridge {
                 dpid: u64::from_str_radix(&b.datapath_id, 16).unwrap_or(0),
+                local_error: b.local_port_error.clone(),
                 ..Default::default()
             };
-            for p in &b.ports {
+            for p in b.ports.iter().chain(&b.local_port) {
                 lb.ports.insert(
                     p.interface.clone(),
                     LivePort {
@@ -591,6 +597,7 @@ impl Client {
                 let by_no: HashMap<u32, &str> = b
                     .ports
                     .iter()
+                    .chain(&b.local_port)
                     .map(|p| (p.ofport, p.interface.as_str()))
                     .collect();
                 for s in self

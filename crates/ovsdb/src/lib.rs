@@ -48,9 +48,9 @@
 //!
 //! # What it does not cover
 //!
-//! * Interface types "internal" (fulmar has no bridge-local port; the
-//!   interface `ovs-vsctl add-br` makes reports this in its `error` and
-//!   ofport -1, the bridge works), "patch" (patch links are made in the
+//! * Interface types "internal" other than the one `ovs-vsctl add-br`
+//!   makes (that one, named after its bridge, is the bridge's local port,
+//!   `ofport` 65534; see [`view`]), "patch" (patch links are made in the
 //!   configuration file and are not shown in the database), "dpdk" and
 //!   tunnels other than "vxlan" and "gre" (IPv4, fixed key); bonds; VLAN settings on ports (`tag`, `trunks`,
 //!   `vlan_mode`): such a port is refused with the reason in its

@@ -19,10 +19,14 @@
 //! * `Port.tag`, `trunks`, `vlan_mode` → the port's VLAN settings for
 //!   NORMAL (checked as the configuration file checks them; settings
 //!   that do not go together refuse the port, with the reason).
+//! * The interface of type "internal" named after its bridge (the one
+//!   `ovs-vsctl add-br` makes) → the bridge's local port (`OFPP_LOCAL`, a
+//!   TAP interface that a bridge made by `add-br` has): no port item; its
+//!   row shows `ofport` 65534 as Open vSwitch's does, or -1 and why the
+//!   bridge has none.
 //! * Refused, with the reason in the interface's `error` (and `ofport`
-//!   -1): "internal" (fulmar has no bridge-local port; `ovs-vsctl add-br`
-//!   makes one), "patch" and other types, bonds (several interfaces,
-//!   `bond_mode`), an interface in two ports.
+//!   -1): other "internal" interfaces, "patch" and other types, bonds
+//!   (several interfaces, `bond_mode`), an interface in two ports.
 //! * Ignored but reported (in `error`, the port still works):
 //!   `mtu_request`, `mac`, `ingress_policing_rate`, `bfd`, unknown
 //!   `options`. A bridge's `stp_enable`, `rstp_enable`,
@@ -50,6 +54,8 @@ pub struct IfaceRow {
     pub refused: Option<String>,
     /// Settings it ignores.
     pub ignored: Vec<String>,
+    /// The bridge's local port: type "internal", named after the bridge.
+    pub local: bool,
 }
 
 /// A controller row.
@@ -107,7 +113,8 @@ pub fn backend_of(ovs_type: &str) -> Result<&'static str, String> {
         "pcap" => Ok("pcap"),
         "vxlan" => Ok("vxlan"),
         "gre" => Ok("gre"),
-        "internal" => Err("fulmar has no internal (bridge-local) ports; \
+        "internal" => Err("fulmar's only internal port is a bridge's local port, \
+                           the interface named after the bridge; \
                            this interface is left out and the rest of the bridge works"
             .into()),
         "patch" => Err("patch ports are configured in fulmar's configuration file \
@@ -261,7 +268,10 @@ impl DbView {
                     }
                     let mut ignored = Vec::new();
                     let mut spec = None;
-                    if refused.is_none() {
+                    let local = refused.is_none()
+                        && iname == name
+                        && i.string("type").as_deref() == Some("internal");
+                    if refused.is_none() && !local {
                         match port_spec(i, &mut ignored) {
                             Ok(s) => spec = Some(s),
                             Err(e) => refused = Some(e),
@@ -282,6 +292,7 @@ impl DbView {
                         bridge: name.clone(),
                         refused,
                         ignored,
+                        local,
                     });
                 }
             }
@@ -479,7 +490,11 @@ pub(crate) mod tests {
                 ..VlanSettings::default()
             })
         );
-        for refused in ["br0", "a", "b"] {
+        // br0 is the bridge's local port: no port item, not refused.
+        assert_eq!(p("br0"), None);
+        let br0 = v.ifaces.iter().find(|i| i.name == "br0").unwrap();
+        assert!(br0.local && br0.refused.is_none(), "{br0:?}");
+        for refused in ["a", "b"] {
             assert_eq!(p(refused), None, "{refused}");
             let row = v.ifaces.iter().find(|i| i.name == refused).unwrap();
             assert!(row.refused.is_some(), "{refused}");

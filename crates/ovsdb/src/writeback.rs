@@ -155,6 +155,39 @@ pub fn structure_ops(items: &[(Key, Option<Val>)], view: &DbView) -> Vec<Value> 
     ops
 }
 
+/// The rows Open vSwitch's `add-br` makes beside a bridge, for bridges
+/// that `structure_ops` inserts and that have a local port (`has_local`):
+/// an `Interface` of type "internal" and a `Port`, both named after the
+/// bridge, in its `ports`. Goes after `structure_ops`'s operations in the
+/// same transaction (the bridge is found by name).
+pub fn local_port_ops(
+    items: &[(Key, Option<Val>)],
+    view: &DbView,
+    has_local: impl Fn(&str) -> bool,
+) -> Vec<Value> {
+    let mut ops = Vec::new();
+    for (n, (key, val)) in items.iter().enumerate() {
+        let (Key::Bridge(b), Some(Val::Bridge { .. })) = (key, val) else {
+            continue;
+        };
+        if view.bridge(b).is_some() || !has_local(b) {
+            continue;
+        }
+        let (iname, pname) = (format!("local_iface{n}"), format!("local_port{n}"));
+        ops.push(
+            json!({"op": "insert", "table": "Interface", "uuid-name": iname,
+                        "row": {"name": b, "type": "internal"}}),
+        );
+        ops.push(json!({"op": "insert", "table": "Port", "uuid-name": pname,
+                        "row": {"name": b, "interfaces": ["named-uuid", iname]}}));
+        ops.push(
+            json!({"op": "mutate", "table": "Bridge", "where": where_name(b),
+                        "mutations": [["ports", "insert", ["set", [["named-uuid", pname]]]]]}),
+        );
+    }
+    ops
+}
+
 /// A port as the switch runs it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LivePort {
@@ -186,7 +219,16 @@ pub struct LiveBridge {
     pub ports: BTreeMap<String, LivePort>,
     /// Controllers.
     pub controllers: Vec<LiveController>,
+    /// Why the bridge has no local port although it was asked for one.
+    pub local_error: Option<String>,
 }
+
+/// The `ofport` Open vSwitch shows for its bridge-local port (its
+/// OpenFlow 1.0 number); OpenFlow 1.3 calls it 0xfffffffe.
+pub const OVS_LOCAL_OFPORT: i64 = 65534;
+
+/// `OFPP_LOCAL` in OpenFlow 1.3, as the switch numbers the port.
+pub const OFPP_LOCAL: u32 = 0xffff_fffe;
 
 /// The running switch, as far as the database shows it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -283,7 +325,12 @@ impl Status {
             let mut cols = Vec::new();
             match (lp, &i.refused) {
                 (Some(p), None) => {
-                    cols.push(("ofport", Datum::int(i64::from(p.ofport))));
+                    let ofport = if p.ofport == OFPP_LOCAL {
+                        OVS_LOCAL_OFPORT
+                    } else {
+                        i64::from(p.ofport)
+                    };
+                    cols.push(("ofport", Datum::int(ofport)));
                     let error = if i.ignored.is_empty() {
                         Datum::empty()
                     } else {
@@ -326,6 +373,16 @@ impl Status {
                             errors
                                 .get(&Key::Bridge(i.bridge.clone()))
                                 .map(|e| format!("bridge {} is not running: {e}", i.bridge))
+                        })
+                        .or_else(|| {
+                            let lb = live.bridges.get(&i.bridge).filter(|_| i.local)?;
+                            Some(lb.local_error.clone().unwrap_or_else(|| {
+                                format!(
+                                    "bridge {} runs without its local port \
+                                     (local_port = false in fulmar's configuration)",
+                                    i.bridge
+                                )
+                            }))
                         })
                         .unwrap_or_else(|| "not configured in the switch".into());
                     cols.push(("ofport", Datum::int(-1)));
@@ -441,8 +498,13 @@ mod tests {
         let veth9 = &find(&ops, "Interface", "i2").unwrap()["row"];
         assert_eq!(veth9["ofport"], -1);
         assert_eq!(veth9["error"], "could not open veth9");
+        // The bridge's internal interface without a local port running.
         let br0 = &find(&ops, "Interface", "i0").unwrap()["row"];
-        assert!(br0["error"].as_str().unwrap().contains("internal"));
+        assert_eq!(br0["ofport"], -1);
+        assert!(
+            br0["error"].as_str().unwrap().contains("local port"),
+            "{br0}"
+        );
         let c = &find(&ops, "Controller", "c0").unwrap()["row"];
         assert_eq!(c["is_connected"], true);
         assert_eq!(c["role"], "other");
@@ -536,5 +598,78 @@ mod tests {
             ops[0],
             json!({"op": "insert", "table": "Open_vSwitch", "row": {}})
         );
+    }
+}
+
+#[cfg(test)]
+mod local_port_tests {
+    use super::*;
+    use crate::view::tests::sample;
+
+    fn find<'a>(ops: &'a [Value], uuid: &str) -> Option<&'a Value> {
+        ops.iter()
+            .find(|o| o["table"] == "Interface" && o["where"][0][2][1] == uuid)
+    }
+
+    #[test]
+    fn the_local_port_shows_as_open_vswitch_shows_it() {
+        let r = sample();
+        let v = DbView::read(&r);
+        let mut b = LiveBridge::default();
+        b.ports.insert(
+            "br0".into(),
+            LivePort {
+                ofport: OFPP_LOCAL,
+                link_up: false,
+                admin_up: true,
+            },
+        );
+        let mut l = Live::default();
+        l.bridges.insert("br0".into(), b.clone());
+        let ops = Status::default().ops(&r, &v, &l, &BTreeMap::new(), None);
+        let br0 = &find(&ops, "i0").unwrap()["row"];
+        assert_eq!(br0["ofport"], 65534);
+        assert_eq!(br0["link_state"], "down");
+        assert_eq!(br0["error"], json!(["set", []]));
+        // The TAP could not be made: -1 and why.
+        b.ports.clear();
+        b.local_error = Some("the local port (TAP interface \"br0\") could not be made".into());
+        l.bridges.insert("br0".into(), b);
+        let ops = Status::default().ops(&r, &v, &l, &BTreeMap::new(), None);
+        let br0 = &find(&ops, "i0").unwrap()["row"];
+        assert_eq!(br0["ofport"], -1);
+        assert!(br0["error"].as_str().unwrap().contains("could not be made"));
+    }
+}
+
+#[cfg(test)]
+mod local_port_rows_tests {
+    use super::*;
+    use crate::replica::Replica;
+
+    #[test]
+    fn a_new_bridge_with_a_local_port_gets_its_internal_rows() {
+        let view = DbView::read(&Replica::default());
+        let items = vec![
+            (
+                Key::Bridge("br1".into()),
+                Some(Val::Bridge { dpid: Some(2) }),
+            ),
+            (
+                Key::Bridge("br2".into()),
+                Some(Val::Bridge { dpid: Some(3) }),
+            ),
+            (Key::Bridge("br3".into()), None),
+        ];
+        let ops = local_port_ops(&items, &view, |b| b != "br2");
+        assert_eq!(ops.len(), 3, "{ops:?}");
+        assert_eq!(ops[0]["row"], json!({"name": "br1", "type": "internal"}));
+        assert_eq!(ops[1]["table"], "Port");
+        assert_eq!(ops[1]["row"]["name"], "br1");
+        assert_eq!(ops[2]["where"], where_name("br1"));
+        // A bridge the database has already is left alone.
+        let view = DbView::read(&crate::view::tests::sample());
+        let items = vec![(Key::Bridge("br0".into()), Some(Val::Bridge { dpid: None }))];
+        assert!(local_port_ops(&items, &view, |_| true).is_empty());
     }
 }

@@ -116,6 +116,14 @@ pub struct ShowBridge {
     pub controllers: Vec<ControllerStatus>,
     /// Ports in number order.
     pub ports: Vec<ShowPort>,
+    /// The bridge-local port when it has one: `ofport` `OFPP_LOCAL`
+    /// (4294967294), the bridge's name, type `internal`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_port: Option<ShowPort>,
+    /// Why the bridge has no local port although its configuration asks
+    /// for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_port_error: Option<String>,
 }
 
 /// The tree `fulmar ctl show` prints.
@@ -140,9 +148,16 @@ impl Show {
                 }
             }
             let _ = writeln!(s, "    fail_mode: {}", b.fail_mode);
-            for p in &b.ports {
+            if let Some(e) = &b.local_port_error {
+                let _ = writeln!(s, "    local_port: none: {e}");
+            }
+            for p in b.ports.iter().chain(&b.local_port) {
                 let _ = writeln!(s, "    Port {}", p.interface);
-                let _ = writeln!(s, "        ofport: {}", p.ofport);
+                if p.ofport == ofp::consts::port_no::LOCAL {
+                    let _ = writeln!(s, "        ofport: LOCAL");
+                } else {
+                    let _ = writeln!(s, "        ofport: {}", p.ofport);
+                }
                 if let Some(v) = &p.vlan {
                     if let Some(t) = v.tag {
                         let _ = writeln!(s, "        tag: {t}");
@@ -543,6 +558,15 @@ impl Daemon {
                         }
                     })
                     .collect();
+                let local = ofp::consts::port_no::LOCAL;
+                let local_port = desc.iter().find(|d| d.port_no == local).map(|d| ShowPort {
+                    ofport: local,
+                    interface: b.name.clone(),
+                    kind: "internal".into(),
+                    link_up: d.state & ofp::port::port_state::LINK_DOWN == 0,
+                    admin_up: d.config & ofp::port::port_config::PORT_DOWN == 0,
+                    vlan: None,
+                });
                 ShowBridge {
                     name: b.name.clone(),
                     datapath_id: format!("{:016x}", b.dpid),
@@ -554,6 +578,8 @@ impl Daemon {
                         .to_string(),
                     controllers: self.controllers.status(&b.name),
                     ports,
+                    local_port,
+                    local_port_error: self.runtime.local_port_error(&b.name),
                 }
             })
             .collect();

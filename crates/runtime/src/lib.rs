@@ -187,6 +187,8 @@ pub struct Runtime {
     link_thread: Mutex<Option<JoinHandle<()>>>,
     /// Saved tables not yet taken by their bridge.
     pending: Mutex<saved::Pending>,
+    /// Why a running bridge with `local_port` has none, by bridge.
+    local_errors: Mutex<HashMap<String, String>>,
 }
 
 /// A port opened for a running bridge, not yet handed to it.
@@ -200,6 +202,21 @@ pub struct OpenedPort {
 pub struct PreparedBridge {
     state: pipeline::SwitchState,
     ports: Vec<OpenedPort>,
+    /// Why its local port could not be made.
+    local_error: Option<String>,
+}
+
+/// Bridge `br`'s local port ([`ports::open_local`]), or why it has none
+/// (logged as a warning: the bridge runs without it).
+fn local_port(br: &datastore::Bridge) -> (Option<ports::OpenPort>, Option<String>) {
+    match ports::open_local(br) {
+        None => (None, None),
+        Some(Ok(p)) => (Some(p), None),
+        Some(Err(e)) => {
+            tracing::warn!(bridge = %br.name, "{e}");
+            (None, Some(e))
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -252,7 +269,15 @@ impl Runtime {
         let (tx_events, rx_events) = mpsc::channel();
         let links = Arc::new(LinkRegistry::default());
         let mut bridges = Vec::new();
-        for ((br, state), ports) in config.bridges.iter().zip(states).zip(opened.bridges) {
+        let mut local_errors = HashMap::new();
+        for ((br, state), mut ports) in config.bridges.iter().zip(states).zip(opened.bridges) {
+            match local_port(br) {
+                (Some(p), _) => ports.push(p),
+                (None, Some(e)) => {
+                    local_errors.insert(br.name.clone(), e);
+                }
+                (None, None) => {}
+            }
             let b = Arc::new(BridgeRt::start(config, br, state, ports, opts)?);
             for (no, e) in b.port_entries().iter() {
                 if e.kernel {
@@ -279,6 +304,7 @@ impl Runtime {
             stop_links,
             link_thread: Mutex::new(link_thread),
             pending: Mutex::new(pending),
+            local_errors: Mutex::new(local_errors),
         })
     }
 
@@ -344,12 +370,24 @@ impl Runtime {
                 br.name
             )));
         }
-        let ports = self.open_ports(&br.name, &br.ports)?;
+        let mut ports = self.open_ports(&br.name, &br.ports)?;
         let (state, restored) = build_or_restore(br, &mut lock(&self.pending))?;
         if let Some((path, bridge, tables)) = restored {
             saved::consumed(&path, &bridge, &tables);
         }
-        Ok(PreparedBridge { state, ports })
+        // Last: a bridge that cannot start closes it again at once.
+        let (local, local_error) = local_port(br);
+        if let Some(port) = local {
+            ports.push(OpenedPort {
+                port,
+                memory: HashMap::new(),
+            });
+        }
+        Ok(PreparedBridge {
+            state,
+            ports,
+            local_error,
+        })
     }
 
     /// Writes every bridge's tables to `dir` ([`saved`]): each bridge of
@@ -405,6 +443,10 @@ impl Runtime {
         }
         lock(&self.memory).extend(memory);
         lock(&self.bridges).push(b);
+        match prepared.local_error {
+            Some(e) => lock(&self.local_errors).insert(br.name.clone(), e),
+            None => lock(&self.local_errors).remove(&br.name),
+        };
         Ok(())
     }
 
@@ -439,6 +481,9 @@ impl Runtime {
             all.remove(i)
         };
         self.links.remove(name, None);
+        lock(&self.local_errors).remove(name);
+        // The threads own the ports: once they are stopped, the local
+        // port's TAP interface is gone too.
         b.halt();
         let mut s = String::new();
         let mut r = report::gather(&b, FINAL_REPORT_FLOWS, false);
@@ -446,6 +491,13 @@ impl Runtime {
         r.text(&mut s);
         tracing::info!(bridge = name, "bridge removed; final counters:\n{s}");
         Ok(s)
+    }
+
+    /// Why the running bridge `bridge`, configured with a local port, has
+    /// none (the TAP could not be made); `None` when it has one, or was not
+    /// asked for one.
+    pub fn local_port_error(&self, bridge: &str) -> Option<String> {
+        lock(&self.local_errors).get(bridge).cloned()
     }
 
     /// Opens `port` and adds it to the running bridge `bridge`: the other

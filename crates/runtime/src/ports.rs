@@ -12,7 +12,7 @@ use dataplane::afxdp::{AfXdpConfig, AfXdpPort};
 use dataplane::patch::{self, PatchPort};
 use dataplane::pcap::{PcapCapture, PcapReplay};
 use dataplane::rawsock::RawSocketPort;
-use dataplane::tap::TapPort;
+use dataplane::tap::{TapConfig, TapPort};
 use dataplane::tunnel::{TunnelConfig, TunnelKind, TunnelPort};
 use dataplane::{LinkState, PortBackend, PortCounters, RxBurst, TxBurst};
 use datastore::{Backend, Config, PcapRate, PortKind};
@@ -397,4 +397,35 @@ pub fn open_all(config: &Config, opts: &BackendOptions) -> Result<Opened, Vec<Po
         // Everything opened so far is dropped (closed) here.
         Err(errors)
     }
+}
+
+/// Opens bridge `br`'s local port (`OFPP_LOCAL`): the TAP interface named
+/// after the bridge, in the daemon's network namespace. It is left
+/// administratively down, as Open vSwitch leaves a bridge's internal port:
+/// `ip link set BRIDGE up` brings it up. `None` when the bridge has no
+/// local port (`local_port = false`); an error says why the TAP could not
+/// be made (no `CAP_NET_ADMIN`, a name longer than 15 bytes, an interface
+/// of that name that is no free TAP).
+pub fn open_local(br: &datastore::Bridge) -> Option<Result<OpenPort, String>> {
+    if !br.local_port {
+        return None;
+    }
+    let opened = TapPort::open_with(&br.name, &TapConfig { up: false });
+    Some(match opened {
+        Ok(t) => Ok(OpenPort {
+            number: ofp::consts::port_no::LOCAL,
+            interface: br.name.clone(),
+            kernel: true,
+            backend: Box::new(t),
+            rx_queue_cores: None,
+            tx_core: None,
+            // A trunk of every VLAN, as Open vSwitch's internal port.
+            vlan: Default::default(),
+        }),
+        Err(e) => Err(format!(
+            "the local port (TAP interface {:?}) could not be made: {e}; \
+             the bridge runs without it",
+            br.name
+        )),
+    })
 }

@@ -20,6 +20,9 @@ use crate::ifindex::{IfIndexMap, PortKey};
 use crate::mib::{self, Dot1d, Model, PortRow, View};
 use crate::pdu::VarBind;
 
+/// `OFPP_LOCAL`: the bridge-local port's number.
+const LOCAL: u32 = ofp::consts::port_no::LOCAL;
+
 /// A View older than this is read again for a request.
 pub const MAX_AGE: Duration = Duration::from_millis(500);
 
@@ -72,7 +75,17 @@ pub fn read_daemon(d: &Daemon) -> Vec<RawBridge> {
                 })
                 .unwrap_or_default(),
         })
+        .map(with_local_port)
         .collect()
+}
+
+/// The bridge-local port (a TAP named after the bridge) is an interface
+/// too, when the bridge has it.
+fn with_local_port(mut b: RawBridge) -> RawBridge {
+    if b.desc.iter().any(|d| d.port_no == LOCAL) {
+        b.ports.push((LOCAL, b.name.clone(), false));
+    }
+    b
 }
 
 /// The kernel's MTU of `interface`, 1500 when it has none to tell.
@@ -275,7 +288,11 @@ impl Collector {
                 row.last_change = self.clock.as_master(seen.last_change);
                 row.discontinuity = self.clock.as_master(seen.since);
                 present.insert(if_index, seen);
-                dot1d.ports.push((*ofport, if_index));
+                // dot1dBasePort is 1..65535: the local port is no bridge
+                // port there (as Open vSwitch's own bridge is not).
+                if *ofport != LOCAL {
+                    dot1d.ports.push((*ofport, if_index));
+                }
                 m.ports.push(row);
             }
             if dot1d_name.as_deref() == Some(b.name.as_str()) {
@@ -437,5 +454,48 @@ mod tests {
         let v3 = c.view(Duration::ZERO);
         let name = [mib::IF_X_ENTRY, &[6, 1]].concat();
         assert_eq!(v3.get(&name), crate::pdu::Value::Counter64(43));
+    }
+}
+
+#[cfg(test)]
+mod local_port_tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn the_local_port_is_an_interface_but_no_dot1d_port() {
+        let raw = vec![RawBridge {
+            name: "br0".into(),
+            dpid: 1,
+            ports: vec![(1, "a".into(), false), (LOCAL, "br0".into(), false)],
+            desc: vec![
+                ofp::Port {
+                    port_no: 1,
+                    ..Default::default()
+                },
+                ofp::Port {
+                    port_no: LOCAL,
+                    ..Default::default()
+                },
+            ],
+            stats: vec![],
+            fdb: vec![],
+        }];
+        let state = Arc::new(Mutex::new(raw));
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut c = Collector::with_source(
+            Box::new(move || state.lock().unwrap().clone()),
+            |_| 1500,
+            None,
+            tx,
+        );
+        let m = c.model();
+        let rows: Vec<_> = m
+            .ports
+            .iter()
+            .map(|p| (p.if_index, p.ofport, p.interface.as_str()))
+            .collect();
+        assert_eq!(rows, vec![(1, 1, "a"), (2, LOCAL, "br0")]);
+        assert_eq!(m.dot1d.unwrap().ports, vec![(1, 1)]);
     }
 }

@@ -109,9 +109,9 @@ fn add_bridge() {
     let c = ok("add-br br2");
     let b = c.bridge("br2").unwrap();
     assert_eq!(b.dpid, 2, "the lowest unused positive dpid");
-    // The defaults are exactly the file's.
+    // The defaults are exactly the file's, with the local port on.
     let file = Config::from_str_for(
-        "[[bridges]]\nname = \"br2\"\ndpid = 2\n",
+        "[[bridges]]\nname = \"br2\"\ndpid = 2\nlocal_port = true\n",
         "fulmar.toml",
         HOST,
     )
@@ -406,7 +406,7 @@ fn set_bridge() {
     );
     assert_eq!(
         err("set bridge br0 stp_enable=true"),
-        "<transaction>:1: bridges.br0.stp_enable: set bridge:br0 stp_enable=true: unknown key \"stp_enable\" for a bridge (expected dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity, flow_memory_limit_mib)"
+        "<transaction>:1: bridges.br0.stp_enable: set bridge:br0 stp_enable=true: unknown key \"stp_enable\" for a bridge (expected dpid, fail_mode, n_tables, miss_send_len, flow_table_capacity, flow_memory_limit_mib, local_port)"
     );
     assert_eq!(
         err("set bridge br9 n_tables=2"),
@@ -1089,4 +1089,41 @@ fn port_vlan_settings_by_transaction() {
     // A patch port takes VLAN settings too.
     let c = ok("set port:br0:10 tag=7");
     assert_eq!(port(&c, "br0", 10).vlan.tag, Some(7));
+}
+
+#[test]
+fn local_port_comes_with_add_br_and_is_a_bridge_setting() {
+    // add-br makes it; the file's bridges keep theirs (off by default).
+    let c = ok("add-br br2");
+    assert!(c.bridge("br2").unwrap().local_port);
+    assert!(!c.bridge("br0").unwrap().local_port);
+    // It survives the file a restart reads.
+    let again = Config::from_str_for(&c.to_toml_string(), "fulmar.toml", HOST).unwrap();
+    assert!(again.bridge("br2").unwrap().local_port);
+    assert!(!again.bridge("br0").unwrap().local_port);
+    // `set bridge:B local_port=...` turns it off and on: a bridge restart.
+    let off = ok("add-br br2 -- set bridge:br2 local_port=false");
+    assert!(!off.bridge("br2").unwrap().local_port);
+    let on = ok("set bridge:br0 local_port=true");
+    assert!(on.bridge("br0").unwrap().local_port);
+    assert_eq!(
+        diff(&base(), &on),
+        vec![Change::ChangeBridge {
+            bridge: "br0".into(),
+            fields: vec!["local_port"],
+        }]
+    );
+    assert_eq!(
+        err("set bridge:br0 local_port=yes"),
+        "<transaction>:1: bridges.br0.local_port: set bridge:br0 local_port=yes: local_port \"yes\" is not valid (true or false)"
+    );
+    // The TAP takes the bridge's name: no kernel port may take it too.
+    let e = err("add-br br2 -- add-port br0 br2");
+    assert!(
+        e.contains("interface \"br2\" is the local port of bridge \"br2\""),
+        "{e}"
+    );
+    // Unless the local port is off, or the port is no kernel interface.
+    ok("add-br br2 -- set bridge:br2 local_port=false -- add-port br0 br2");
+    ok("add-br br2 -- add-port br0 br2 type=memory");
 }

@@ -1072,6 +1072,12 @@ impl<'a> Exec<'a> {
                 };
                 self.packet_in(pkt, reason, max_len);
             }
+            // Spec §5.12 again: the local port is an ingress port too.
+            port_no::LOCAL if pkt.in_port == port_no::LOCAL => {
+                self.trace(|| TraceEvent::Skipped {
+                    port: port_no::LOCAL,
+                });
+            }
             port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
             port_no::NORMAL => {
                 self.normal(pkt);

@@ -1974,3 +1974,28 @@ mod express_props {
         assert_eq!(c.flows.values().map(|f| f.packets).sum::<u64>(), 40);
     }
 }
+
+#[test]
+fn the_local_port_is_an_ingress_port_and_flooded_to() {
+    let mut d = dp("priority=2,in_port=LOCAL,actions=output:1,LOCAL\n\
+         priority=2,in_port=1,actions=LOCAL\n\
+         priority=1,actions=FLOOD");
+    d.ports = Ports::with_range(3);
+    d.ports.set(port_no::LOCAL, PortInfo::default());
+    // in_port=LOCAL matches; output:LOCAL back to it is skipped (only
+    // IN_PORT sends there).
+    assert_eq!(out_ports(&send(&mut d, port_no::LOCAL, &udp4(64))), vec![1]);
+    assert_eq!(out_ports(&send(&mut d, 1, &udp4(64))), vec![port_no::LOCAL]);
+    // FLOOD includes the local port, except where the packet came in.
+    assert_eq!(
+        out_ports(&send(&mut d, 2, &udp4(64))),
+        vec![1, 3, port_no::LOCAL]
+    );
+    let mut d = dp("priority=1,actions=FLOOD");
+    d.ports = Ports::with_range(2);
+    d.ports.set(port_no::LOCAL, PortInfo::default());
+    assert_eq!(
+        out_ports(&send(&mut d, port_no::LOCAL, &udp4(64))),
+        vec![1, 2]
+    );
+}

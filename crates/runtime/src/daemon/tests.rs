@@ -305,3 +305,40 @@ fn tables_saved_at_stop_are_restored_at_the_next_start() {
     d.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_local_port_that_cannot_be_made_leaves_the_bridge_running() {
+    // A name longer than a kernel interface takes (15 bytes): no TAP can
+    // have it, with or without privilege.
+    let dir = tmpdir("local-port");
+    let d = start(&dir);
+    let long = "bridge-name-of-20-ch";
+    d.transact(
+        &ops(&format!("add-br {long} -- add-port {long} m9 type=memory")),
+        false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let show = d.show();
+    let b = show.bridges.iter().find(|b| b.name == long).unwrap();
+    assert_eq!(b.local_port, None);
+    let why = b.local_port_error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("could not be made") && why.contains(long),
+        "{why}"
+    );
+    assert_eq!(b.ports.len(), 1);
+    assert_ne!(b.mode, "stopped");
+    assert!(show.text().contains("local_port: none: the local port"));
+    // The configuration keeps asking for it; without it, the error goes.
+    assert!(d.config().0.bridge(long).unwrap().local_port);
+    d.transact(&ops(&format!("set bridge:{long} local_port=false")), false)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let show = d.show();
+    let b = show.bridges.iter().find(|b| b.name == long).unwrap();
+    assert_eq!((&b.local_port, &b.local_port_error), (&None, &None));
+    // Bridges of the file have none unless they ask.
+    let br0 = show.bridges.iter().find(|b| b.name == "br0").unwrap();
+    assert_eq!((&br0.local_port, &br0.local_port_error), (&None, &None));
+    d.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
