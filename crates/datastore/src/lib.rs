@@ -254,6 +254,7 @@ impl Config {
                 dpdk_mtu: None,
                 rx_queue_cores: None,
                 tx_core: None,
+                qos: None,
             };
             if let Backend::Pcap(pc) = &args.io {
                 p.pcap_read = match &pc.read {

@@ -75,6 +75,29 @@ pub(crate) struct RawPort {
     pub dpdk_mtu: Option<S<i64>>,
     pub rx_queue_cores: Option<S<Vec<S<i64>>>>,
     pub tx_core: Option<S<i64>>,
+    #[serde(default)]
+    pub qos: Option<S<RawQos>>,
+}
+
+/// A port's `qos = { type, max_rate, queues = [..] }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawQos {
+    #[serde(rename = "type")]
+    pub kind: Option<S<String>>,
+    pub max_rate: Option<S<i64>>,
+    #[serde(default)]
+    pub queues: Vec<S<RawQueue>>,
+}
+
+/// One of `qos.queues`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawQueue {
+    pub id: S<i64>,
+    pub min_rate: Option<S<i64>>,
+    pub max_rate: Option<S<i64>>,
+    pub priority: Option<S<i64>>,
 }
 
 /// `[[bridges.controllers]]`.

@@ -147,6 +147,49 @@ struct OutPort {
     rx_queue_cores: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tx_core: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qos: Option<OutQos>,
+}
+
+#[derive(Serialize)]
+struct OutQos {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    max_rate: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    queues: Vec<OutQueue>,
+}
+
+#[derive(Serialize)]
+struct OutQueue {
+    id: u32,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    min_rate: u64,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    max_rate: u64,
+    priority: u32,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn qos(q: &PortQos) -> OutQos {
+    OutQos {
+        kind: q.kind.as_str(),
+        max_rate: q.max_rate,
+        queues: q
+            .queues
+            .iter()
+            .map(|q| OutQueue {
+                id: q.id,
+                min_rate: q.min_rate,
+                max_rate: q.max_rate,
+                priority: q.priority,
+            })
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]
@@ -207,7 +250,14 @@ fn bridge(b: &Bridge) -> OutBridge {
             .map(|m| m.text.clone())
             .collect(),
         meters_file: b.meters_file.as_deref().map(path_str),
-        ports: b.ports.iter().map(port).collect(),
+        ports: b
+            .ports
+            .iter()
+            .map(|p| OutPort {
+                qos: b.qos.get(&p.number).map(qos),
+                ..port(p)
+            })
+            .collect(),
         controllers: b
             .controllers
             .iter()
@@ -241,6 +291,7 @@ fn port(p: &Port) -> OutPort {
         dpdk_mtu: None,
         rx_queue_cores: None,
         tx_core: None,
+        qos: None,
     };
     if let PortKind::Interface { name, backend } = &p.kind {
         out.interface = Some(name.clone());

@@ -646,6 +646,7 @@ fn new_bridge(name: &str, dpid: u64, fail_mode: FailMode) -> Bridge {
         flows_file: None,
         groups_file: None,
         meters_file: None,
+        qos: Default::default(),
     }
 }
 
