@@ -857,6 +857,9 @@ pub(crate) struct QosPort {
     epoch: Instant,
     /// Packets the scheduler holds (stored under the lock).
     held: AtomicUsize,
+    /// Nanoseconds after `epoch` when the rates let the next held packet
+    /// leave (stored under the lock).
+    next_ns: AtomicU64,
     /// In the scheduler's queue order.
     cells: Vec<QueueCells>,
 }
@@ -877,6 +880,7 @@ impl QosPort {
             sched: Mutex::new(sched),
             epoch: Instant::now(),
             held: AtomicUsize::new(0),
+            next_ns: AtomicU64::new(0),
             cells,
         })
     }
@@ -901,6 +905,9 @@ impl QosPort {
             let _ = out.push(pkt);
         }
         self.held.store(s.len(), Ordering::Relaxed);
+        let wait = s.wait_ns().unwrap_or(0);
+        self.next_ns
+            .store(now.saturating_add(wait), Ordering::Relaxed);
         for (cell, c) in self.cells.iter().zip(s.counters()) {
             cell.tx_packets.store(c.tx_packets, Ordering::Relaxed);
             cell.tx_bytes.store(c.tx_bytes, Ordering::Relaxed);
@@ -933,6 +940,18 @@ impl QosPort {
     }
 }
 
+/// The control side's view of a port's egress queue counters (as of
+/// their last burst); cheap to clone, takes no lock.
+#[derive(Clone)]
+pub struct QueueStatsHandle(Arc<QosPort>);
+
+impl QueueStatsHandle {
+    /// Every queue's counters, the default queue included.
+    pub fn counters(&self) -> Vec<QueueCounters> {
+        self.0.counters()
+    }
+}
+
 /// A sender's side of a port's egress queues: the shared scheduler and
 /// the burst it let out that the port has not taken yet.
 struct QosTx {
@@ -944,7 +963,29 @@ impl QosTx {
     fn backlog(&self) -> bool {
         !self.out.is_empty() || self.port.held.load(Ordering::Relaxed) > 0
     }
+
+    /// How long until this port may send again (`None`: nothing held).
+    /// A burst the port refused is tried again soon.
+    fn wait(&self) -> Option<Duration> {
+        if !self.out.is_empty() {
+            return Some(QOS_RETRY);
+        }
+        if self.port.held.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let now = u64::try_from(self.port.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let next = self.port.next_ns.load(Ordering::Relaxed);
+        Some(Duration::from_nanos(next.saturating_sub(now)))
+    }
 }
+
+/// A sender whose egress queues hold packets that may leave sooner than
+/// this spins for them; a later release it sleeps for (so shaping a flood
+/// does not take a core).
+const QOS_SPIN: Duration = Duration::from_micros(20);
+
+/// When a port refused a burst its egress queues let out, the next try.
+const QOS_RETRY: Duration = Duration::from_micros(50);
 
 /// Port number → position in a list, looked up once per packet sent: a
 /// table for the numbers below [`PortIndex::DIRECT`] (OpenFlow ports are
@@ -1194,9 +1235,22 @@ impl TxSide {
     }
 
     fn holding(&self) -> bool {
+        self.ports.iter().any(|p| p.first_at.is_some())
+            || self.qos_wait().is_some_and(|w| w < QOS_SPIN)
+    }
+
+    /// The soonest any port's egress queues may send again (`None`:
+    /// they hold nothing): an idle thread sleeps no longer.
+    fn qos_wait(&self) -> Option<Duration> {
         self.ports
             .iter()
-            .any(|p| p.first_at.is_some() || p.qos.as_ref().is_some_and(|q| q.backlog()))
+            .filter_map(|p| p.qos.as_ref().and_then(|q| q.wait()))
+            .min()
+    }
+
+    /// `timeout`, or less when egress queues release a packet sooner.
+    fn sleep_for(&self, timeout: Duration) -> Duration {
+        self.qos_wait().map_or(timeout, |w| w.min(timeout))
     }
 
     fn publish(&mut self) {
@@ -2106,6 +2160,15 @@ impl Threads {
             .map(|q| q.counters())
     }
 
+    /// A handle on port `port`'s egress queue counters that outlives
+    /// this borrow (`None`: no queues configured).
+    pub fn queue_handle(&self, port: u32) -> Option<QueueStatsHandle> {
+        self.ports
+            .get(&port)
+            .and_then(|r| r.qos.clone())
+            .map(QueueStatsHandle)
+    }
+
     /// Wakes every sleeping thread (after publishing new tables, so they
     /// pick them up at once).
     pub fn wake_all(&self) {
@@ -2314,7 +2377,7 @@ impl RtcWorker {
                     holding,
                     &self.side.bell,
                     &plan.fds,
-                    plan.timeout,
+                    self.tx.sleep_for(plan.timeout),
                     || false,
                     || self.processor.idle(),
                 );
@@ -2634,7 +2697,7 @@ impl TxThread {
                     holding,
                     &self.side.bell,
                     &[],
-                    self.cfg.max_sleep,
+                    self.tx.sleep_for(self.cfg.max_sleep),
                     || inputs.iter_mut().any(|c| c.available() > 0),
                     || {},
                 );

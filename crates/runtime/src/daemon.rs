@@ -186,6 +186,9 @@ fn describe(c: &Change) -> String {
             interface,
         } => format!("delete port {port} ({interface}) from {bridge}"),
         Change::ChangePort { bridge, port } => format!("re-open port {port} of {bridge}"),
+        Change::SetQos { bridge, port } => {
+            format!("set the egress queues of port {port} of {bridge}")
+        }
         Change::SetControllers { bridge } => format!("set the controllers of {bridge}"),
         Change::SetFailMode { bridge, mode } => {
             format!("set the fail mode of {bridge} to {}", mode.as_str())
@@ -418,6 +421,19 @@ impl Daemon {
                 let b = bridge_of(new, bridge)?;
                 if let Some(p) = b.port(*port) {
                     rt.add_port(bridge, p)?;
+                }
+            }
+        }
+        // Egress queues of ports added, re-opened or changed (a new
+        // bridge's ports get theirs as it starts).
+        for c in changes {
+            if let Change::AddPort { bridge, port }
+            | Change::ChangePort { bridge, port }
+            | Change::SetQos { bridge, port } = c
+            {
+                let b = bridge_of(new, bridge)?;
+                if b.port(*port).is_some() {
+                    rt.set_port_qos(bridge, *port, b.qos.get(port))?;
                 }
             }
         }
