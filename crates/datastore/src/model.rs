@@ -59,7 +59,7 @@ pub struct Bridge {
 
 /// A port's egress queues (`ovs-vsctl`'s QoS row with its Queue rows):
 /// served by fulmar's own strict-priority scheduler whatever the type.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PortQos {
     /// The QoS type as written (`linux-htb` or `linux-hfsc`); both mean
     /// the same scheduler here.
@@ -71,7 +71,7 @@ pub struct PortQos {
 }
 
 /// The QoS types accepted (Open vSwitch's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum QosKind {
     /// `linux-htb` (default).
     #[default]
@@ -100,7 +100,7 @@ impl QosKind {
 }
 
 /// One egress queue of a port.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QueueConf {
     /// The queue id `set_queue` names, 0..=0xfffffffe (0: the default
     /// queue).
