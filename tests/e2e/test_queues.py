@@ -142,3 +142,58 @@ def test_high_class_keeps_its_rtt_under_a_low_class_flood(net, fulmar_bin, tmp_p
         rc, _out, err = sw.stop()
     assert rc == 0, err
     assert "qos_queue_full" in err, err
+
+
+def test_ovs_vsctl_qos_and_fulmar_ctl_set_qos(net, fulmar_bin, tmp_path):
+    """OVSDB's QoS and Queue rows (`ovs-vsctl set port ... qos=@q -- create
+    qos ... -- create queue ...`) become the port's egress queues, as
+    QUEUE_GET_CONFIG shows; `fulmar ctl clear-qos` / `set-qos` change them
+    and the database follows."""
+    from mgmt_support import Ovsdb, ctl, need
+
+    need("ovs-ofctl", "ovs-vsctl", "ovsdb-server")
+    db = Ovsdb(tmp_path)
+    sw = None
+    try:
+        sw = Switch([fulmar_bin, "run", "--ovsdb", f"unix:{db.sock}", "--ctl", str(tmp_path / "ctl.sock"),
+                     "--mgmt-dir", str(tmp_path)])
+        db.vsctl("add-br", "br0", "--", "add-port", "br0", SW_A, "--", "set", "interface", SW_A, "ofport_request=1",
+                 "--", "add-port", "br0", SW_B, "--", "set", "interface", SW_B, "ofport_request=2")
+        db.vsctl("set", "port", SW_B, "qos=@q", "--",
+                 "--id=@q", "create", "qos", "type=linux-htb", "other_config:max-rate=10000000",
+                 "queues:1=@q1", "queues:2=@q2", "--",
+                 "--id=@q1", "create", "queue", "other_config:priority=0", "other_config:max-rate=8000000", "--",
+                 "--id=@q2", "create", "queue", "other_config:priority=1", "other_config:min-rate=1000000")
+        mgmt = f"unix:{tmp_path}/br0.mgmt"
+
+        def config():
+            r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "queue-get-config", mgmt, "2"],
+                               capture_output=True, text=True, timeout=30)
+            return r.stdout if r.returncode == 0 else ""
+
+        wait_for(lambda: re.search(r"queue 1:.*max_rate:80\.0%", config()) and re.search(r"queue 2:.*min_rate:10\.0%", config()),
+                 timeout=10, what="the queues from OVSDB")
+        shown = ctl(fulmar_bin, tmp_path, "save", str(tmp_path / "saved.toml"))
+        assert "linux-htb" in (tmp_path / "saved.toml").read_text(), shown
+
+        # fulmar ctl: cleared, and the database's port loses its qos.
+        ctl(fulmar_bin, tmp_path, "clear-qos", "br0", SW_B)
+        wait_for(lambda: "queue" not in config(), timeout=10, what="no queues")
+        wait_for(lambda: db.get("Port", SW_B, "qos") == "[]", timeout=10, what="the port's qos cleared in OVSDB")
+        # Set again by ctl: written into QoS and Queue rows.
+        ctl(fulmar_bin, tmp_path, "set-qos", "br0", SW_B, "type=linux-hfsc", "max_rate=20000000",
+            "queue:5=priority:1,min_rate:2000000")
+        wait_for(lambda: re.search(r"queue 5:.*min_rate:10\.0%", config()), timeout=10, what="queue 5")
+        wait_for(lambda: "linux-hfsc" in db.vsctl("--no-wait", "list", "qos").stdout, timeout=10,
+                 what="the QoS row in OVSDB")
+        assert "min-rate" in db.vsctl("--no-wait", "list", "queue").stdout
+        # A bad value is refused and changes nothing.
+        r = subprocess.run([fulmar_bin, "ctl", "-t", str(tmp_path / "ctl.sock"), "set-qos", "br0", SW_B,
+                            "queue:1=min_rate:5,max_rate:4"], capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "min_rate 5 is above max_rate 4" in r.stderr, r.stderr
+        assert re.search(r"queue 5:", config())
+    finally:
+        if sw is not None:
+            rc, _out, err = sw.stop()
+            assert rc == 0, err
+        db.stop()

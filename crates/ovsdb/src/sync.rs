@@ -41,13 +41,19 @@ pub enum Key {
     FailMode(String),
     /// A bridge's controller targets.
     Controllers(String),
+    /// The egress queues of a port (bridge, interface); absent: none.
+    Qos(String, String),
 }
 
 impl Key {
     /// The bridge the item belongs to.
     pub fn bridge(&self) -> &str {
         match self {
-            Key::Bridge(b) | Key::Port(b, _) | Key::FailMode(b) | Key::Controllers(b) => b,
+            Key::Bridge(b)
+            | Key::Port(b, _)
+            | Key::FailMode(b)
+            | Key::Controllers(b)
+            | Key::Qos(b, _) => b,
         }
     }
 }
@@ -78,6 +84,8 @@ pub enum Val {
     FailMode(FailMode),
     /// Canonical controller targets, in order.
     Controllers(Vec<String>),
+    /// A port's egress queues (queues in id order).
+    Qos(datastore::PortQos),
 }
 
 /// Every item of one side.
@@ -140,6 +148,9 @@ pub fn model_items(cfg: &Config) -> Items {
                     options.insert("pcap_rate".into(), n.to_string());
                 }
             }
+            if let Some(q) = b.qos.get(&p.number) {
+                out.insert(Key::Qos(b.name.clone(), name.clone()), qos_val(q));
+            }
             out.insert(
                 Key::Port(b.name.clone(), name.clone()),
                 Val::Port(PortSpec {
@@ -151,6 +162,14 @@ pub fn model_items(cfg: &Config) -> Items {
         }
     }
     out
+}
+
+/// A port's queues as an item: queue order is no difference (the
+/// database keeps them as a map by id).
+pub fn qos_val(q: &datastore::PortQos) -> Val {
+    let mut q = q.clone();
+    q.queues.sort_by_key(|c| c.id);
+    Val::Qos(q)
 }
 
 /// What one round does.
