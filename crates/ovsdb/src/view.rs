@@ -13,6 +13,12 @@
 //!   interface. `Interface.type` "" or "system" → afpacket; "afxdp", "tap",
 //!   "memory", "pcap" (with `options:pcap_read`, `pcap_write`,
 //!   `pcap_rate`) → those backends; `ofport_request` → the port number.
+//! * `Port.qos` → that port's egress queues: `QoS.type` `linux-htb` or
+//!   `linux-hfsc` (both served by fulmar's own scheduler),
+//!   `other_config:max-rate` (the port's rate), `queues` (id → `Queue`
+//!   row: `other_config:min-rate`, `max-rate`, `priority`). Another type
+//!   or a value that is not a number leaves the queues out and says so in
+//!   the interface's `error`.
 //! * Refused, with the reason in the interface's `error` (and `ofport`
 //!   -1): "internal" (fulmar has no bridge-local port; `ovs-vsctl add-br`
 //!   makes one), "patch" and other types, bonds (several interfaces), VLAN
