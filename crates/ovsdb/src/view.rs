@@ -497,7 +497,7 @@ pub(crate) mod tests {
             ),
         ] {
             let v = DbView::read(&with_qos(ty, min));
-            assert!(v.wanted.get(&k).is_none());
+            assert!(!v.wanted.contains_key(&k));
             assert!(v
                 .wanted
                 .contains_key(&Key::Port("br0".into(), "eth1".into())));

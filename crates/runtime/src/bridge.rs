@@ -1033,6 +1033,7 @@ impl BridgeRt {
             ));
         };
         self.threads().remove_port(number)?;
+        lock_map(&self.qos).remove(&number);
         let desc = {
             let mut c = self.control();
             let desc = c.dp.state.port_table.remove_port(number);
