@@ -1144,7 +1144,8 @@ impl TxSide {
     }
 
     /// Starts (`Some`) or stops sending port `number` through egress
-    /// queues. Packets the old queues hold are sent first, unshaped.
+    /// queues. What the old queues already let out is sent; what they
+    /// still hold is dropped, counted as `tx_queue_full`.
     fn set_qos(&mut self, number: u32, qos: Option<Arc<QosPort>>) {
         let Some(p) = self.index.get(number).and_then(|i| self.ports.get_mut(i)) else {
             return;
@@ -2104,7 +2105,8 @@ impl Threads {
 
     /// Sends port `port` through egress queues configured by `spec`
     /// ([`crate::qos`]), replacing any it had (their counters start
-    /// again; packets they hold are sent at once); `None` sends it
+    /// again; packets they still hold are dropped as `tx_queue_full`);
+    /// `None` sends it
     /// directly again. Once this returns every sender of the port has it.
     /// An unknown port is `NotFound`, a bad spec `InvalidInput` (nothing
     /// changes); a thread that does not answer within a few seconds is
