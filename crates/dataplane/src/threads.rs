@@ -81,7 +81,8 @@
 //! by its senders (its TX thread, or every run-to-completion worker)
 //! behind a mutex only they take, once per burst: a sender queues the
 //! burst it staged by each packet's `meta.queue_id` and hands the port
-//! what the rates let out now. While the scheduler holds packets the
+//! what the rates let out now, still under the lock (so that several
+//! senders keep a queue's order). While the scheduler holds packets the
 //! sender counts as holding (it polls instead of sleeping) and serves the
 //! port every round. A port without queues costs one branch per burst.
 //! Drop-tail losses count as `qos_queue_full` (per queue in
@@ -885,9 +886,18 @@ impl QosPort {
         })
     }
 
-    /// Queues the staged packets (drop-tail, counted) and moves what the
-    /// rates let leave now into `out`, up to its room.
-    fn service(&self, staged: &mut Burst, out: &mut Burst, drops: &PortDropCells) {
+    /// Queues the staged packets (drop-tail, counted), moves what the
+    /// rates let leave now into `out`, up to its room, and hands `out` to
+    /// `send` before letting go of the lock: with several senders (run
+    /// to completion), packets leave a queue in the order they were
+    /// dequeued.
+    fn service(
+        &self,
+        staged: &mut Burst,
+        out: &mut Burst,
+        drops: &PortDropCells,
+        send: impl FnOnce(&mut Burst),
+    ) {
         let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let mut s = self.sched.lock().unwrap_or_else(|e| e.into_inner());
         let mut dropped = 0;
@@ -913,6 +923,7 @@ impl QosPort {
             cell.tx_bytes.store(c.tx_bytes, Ordering::Relaxed);
             cell.dropped.store(c.dropped, Ordering::Relaxed);
         }
+        send(out);
         drop(s);
         if dropped > 0 {
             bump(&drops.qos_queue_full, dropped);
@@ -1085,10 +1096,10 @@ impl TxSide {
         match &mut p.qos {
             None => Self::put(&mut p.out, &mut p.pending, &mut p.capture, &p.drops),
             Some(q) => {
-                if !p.pending.is_empty() || q.out.room() > 0 {
-                    q.port.service(&mut p.pending, &mut q.out, &p.drops);
-                }
-                Self::put(&mut p.out, &mut q.out, &mut p.capture, &p.drops);
+                let (out, capture, drops) = (&mut p.out, &mut p.capture, &p.drops);
+                q.port.service(&mut p.pending, &mut q.out, drops, |b| {
+                    Self::put(out, b, capture, drops)
+                });
             }
         }
         if p.pending.is_empty() {
