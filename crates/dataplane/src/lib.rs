@@ -27,7 +27,8 @@
 //! [`dispatch`] (which worker gets a packet), [`flush`] (when partial
 //! bursts leave, idle back-off), [`wake`] (sleeping and waking, pinning),
 //! [`snapshot`] (publishing new table versions to running workers),
-//! [`pool`] (recycled storage for owned packet buffers), [`placement`]
+//! [`pool`] (recycled storage for owned packet buffers), [`qos`] (egress
+//! queues: strict priority under rates), [`placement`]
 //! (which CPU each thread runs on).
 
 pub mod afpacket;
@@ -45,6 +46,7 @@ pub mod pcapng;
 pub mod placement;
 pub mod pool;
 pub mod port;
+pub mod qos;
 pub mod rawsock;
 pub mod snapshot;
 pub mod spsc;

@@ -165,6 +165,10 @@ pub struct PacketMeta {
     /// Length of the frame on the wire; larger than the buffer's length when
     /// the backend captured only part of it.
     pub wire_len: u32,
+    /// The egress queue the pipeline chose (`set_queue`; 0: none). A port
+    /// with queues configured sends it through that queue ([`crate::qos`]);
+    /// other ports ignore it.
+    pub queue_id: u32,
 }
 
 /// Error from a buffer operation that would leave the frame's bounds.

@@ -75,6 +75,19 @@
 //! captures costs one branch per burst and nothing per packet; a thread
 //! forgets a capture that has ended by itself (its frame limit reached).
 //!
+//! # Egress queues
+//!
+//! [`Threads::set_qos`] gives a port a [`crate::qos::Scheduler`], shared
+//! by its senders (its TX thread, or every run-to-completion worker)
+//! behind a mutex only they take, once per burst: a sender queues the
+//! burst it staged by each packet's `meta.queue_id` and hands the port
+//! what the rates let out now, still under the lock (so that several
+//! senders keep a queue's order). While the scheduler holds packets the
+//! sender counts as holding (it polls instead of sleeping) and serves the
+//! port every round. A port without queues costs one branch per burst.
+//! Drop-tail losses count as `qos_queue_full` (per queue in
+//! [`Threads::queue_counters`]).
+//!
 //! # Counters and the control side
 //!
 //! Dataplane threads never wait for a lock the control side can hold.
@@ -120,7 +133,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -129,6 +142,7 @@ use crate::capture::{Capture, Tap};
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::{Backoff, FlushPolicy, IdleStep};
 use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
+use crate::qos::{QosError, QosSpec, QueueCounters, Scheduler};
 use crate::spsc::{self, Consumer, Producer, RingStats};
 use crate::wake::{self, Doorbell};
 
@@ -322,6 +336,9 @@ pub struct ThreadDrops {
     pub port_error: u64,
     /// Failed receive calls (each counted once; what they lost is unknown).
     pub rx_error: u64,
+    /// An egress queue was full (drop-tail; per queue in
+    /// [`Threads::queue_counters`]).
+    pub qos_queue_full: u64,
 }
 
 impl ThreadDrops {
@@ -333,7 +350,11 @@ impl ThreadDrops {
     /// Lost on the way out (rings toward TX threads, port TX bursts,
     /// failed port calls) and outputs to unknown ports.
     pub fn tx_total(&self) -> u64 {
-        self.tx_ring_full + self.tx_queue_full + self.port_error + self.no_port
+        self.tx_ring_full
+            + self.tx_queue_full
+            + self.port_error
+            + self.no_port
+            + self.qos_queue_full
     }
 
     fn add(&mut self, o: &ThreadDrops) {
@@ -343,6 +364,7 @@ impl ThreadDrops {
         self.no_port += o.no_port;
         self.port_error += o.port_error;
         self.rx_error += o.rx_error;
+        self.qos_queue_full += o.qos_queue_full;
     }
 }
 
@@ -413,6 +435,7 @@ struct PortDropCells {
     tx_queue_full: AtomicU64,
     port_error: AtomicU64,
     rx_error: AtomicU64,
+    qos_queue_full: AtomicU64,
 }
 
 impl PortDropCells {
@@ -424,6 +447,7 @@ impl PortDropCells {
             no_port: 0,
             port_error: self.port_error.load(Ordering::Relaxed),
             rx_error: self.rx_error.load(Ordering::Relaxed),
+            qos_queue_full: self.qos_queue_full.load(Ordering::Relaxed),
         }
     }
 }
@@ -506,6 +530,12 @@ enum Change {
     Capture {
         number: u32,
         sink: Option<Arc<Capture>>,
+    },
+    /// Send to port `number` through these egress queues (`None`: send
+    /// directly again). Only its senders apply it.
+    Qos {
+        number: u32,
+        qos: Option<Arc<QosPort>>,
     },
 }
 
@@ -806,7 +836,167 @@ struct TxPort {
     drops: Arc<PortDropCells>,
     /// A capture of what the port is handed, if one runs.
     capture: Option<Tap>,
+    /// The port's egress queues, if it has some.
+    qos: Option<Box<QosTx>>,
 }
+
+/// One queue's counters as the control side reads them.
+struct QueueCells {
+    id: u32,
+    tx_packets: AtomicU64,
+    tx_bytes: AtomicU64,
+    dropped: AtomicU64,
+}
+
+/// A port's egress queues, shared by the threads that send to it (one
+/// TX thread, or every run-to-completion worker) and the control side's
+/// record. Only dataplane threads take `sched`'s lock, once per burst;
+/// the control side reads the cells.
+pub(crate) struct QosPort {
+    sched: Mutex<Scheduler<PacketBuf>>,
+    /// The scheduler's clock starts here.
+    epoch: Instant,
+    /// Packets the scheduler holds (stored under the lock).
+    held: AtomicUsize,
+    /// Nanoseconds after `epoch` when the rates let the next held packet
+    /// leave (stored under the lock).
+    next_ns: AtomicU64,
+    /// In the scheduler's queue order.
+    cells: Vec<QueueCells>,
+}
+
+impl QosPort {
+    fn new(spec: &QosSpec) -> Result<QosPort, QosError> {
+        let sched = Scheduler::new(spec, 0)?;
+        let cells = sched
+            .counters()
+            .map(|c| QueueCells {
+                id: c.id,
+                tx_packets: AtomicU64::new(0),
+                tx_bytes: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
+            })
+            .collect();
+        Ok(QosPort {
+            sched: Mutex::new(sched),
+            epoch: Instant::now(),
+            held: AtomicUsize::new(0),
+            next_ns: AtomicU64::new(0),
+            cells,
+        })
+    }
+
+    /// Queues the staged packets (drop-tail, counted), moves what the
+    /// rates let leave now into `out`, up to its room, and hands `out` to
+    /// `send` before letting go of the lock: with several senders (run
+    /// to completion), packets leave a queue in the order they were
+    /// dequeued.
+    fn service(
+        &self,
+        staged: &mut Burst,
+        out: &mut Burst,
+        drops: &PortDropCells,
+        send: impl FnOnce(&mut Burst),
+    ) {
+        let now = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let mut s = self.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut dropped = 0;
+        for pkt in staged.drain() {
+            let len = u32::try_from(pkt.len()).unwrap_or(u32::MAX);
+            let queue = pkt.meta.queue_id;
+            if s.enqueue(queue, pkt, len).is_err() {
+                dropped += 1;
+            }
+        }
+        while out.room() > 0 {
+            let Some(pkt) = s.dequeue(now) else {
+                break;
+            };
+            let _ = out.push(pkt);
+        }
+        self.held.store(s.len(), Ordering::Relaxed);
+        let wait = s.wait_ns().unwrap_or(0);
+        self.next_ns
+            .store(now.saturating_add(wait), Ordering::Relaxed);
+        for (cell, c) in self.cells.iter().zip(s.counters()) {
+            cell.tx_packets.store(c.tx_packets, Ordering::Relaxed);
+            cell.tx_bytes.store(c.tx_bytes, Ordering::Relaxed);
+            cell.dropped.store(c.dropped, Ordering::Relaxed);
+        }
+        send(out);
+        drop(s);
+        if dropped > 0 {
+            bump(&drops.qos_queue_full, dropped);
+        }
+    }
+
+    /// Takes every held packet out; how many.
+    fn discard(&self) -> u64 {
+        let mut s = self.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let n = s.drain().count() as u64;
+        self.held.store(0, Ordering::Relaxed);
+        n
+    }
+
+    fn counters(&self) -> Vec<QueueCounters> {
+        self.cells
+            .iter()
+            .map(|c| QueueCounters {
+                id: c.id,
+                tx_packets: c.tx_packets.load(Ordering::Relaxed),
+                tx_bytes: c.tx_bytes.load(Ordering::Relaxed),
+                dropped: c.dropped.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+}
+
+/// The control side's view of a port's egress queue counters (as of
+/// their last burst); cheap to clone, takes no lock.
+#[derive(Clone)]
+pub struct QueueStatsHandle(Arc<QosPort>);
+
+impl QueueStatsHandle {
+    /// Every queue's counters, the default queue included.
+    pub fn counters(&self) -> Vec<QueueCounters> {
+        self.0.counters()
+    }
+}
+
+/// A sender's side of a port's egress queues: the shared scheduler and
+/// the burst it let out that the port has not taken yet.
+struct QosTx {
+    port: Arc<QosPort>,
+    out: Burst,
+}
+
+impl QosTx {
+    fn backlog(&self) -> bool {
+        !self.out.is_empty() || self.port.held.load(Ordering::Relaxed) > 0
+    }
+
+    /// How long until this port may send again (`None`: nothing held).
+    /// A burst the port refused is tried again soon.
+    fn wait(&self) -> Option<Duration> {
+        if !self.out.is_empty() {
+            return Some(QOS_RETRY);
+        }
+        if self.port.held.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        let now = u64::try_from(self.port.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let next = self.port.next_ns.load(Ordering::Relaxed);
+        Some(Duration::from_nanos(next.saturating_sub(now)))
+    }
+}
+
+/// A sender whose egress queues hold packets that may leave sooner than
+/// this spins for them; a later release it sleeps for (so shaping a flood
+/// does not take a core).
+const QOS_SPIN: Duration = Duration::from_micros(20);
+
+/// When a port refused a burst its egress queues let out, the next try.
+const QOS_RETRY: Duration = Duration::from_micros(50);
 
 /// Port number → position in a list, looked up once per packet sent: a
 /// table for the numbers below [`PortIndex::DIRECT`] (OpenFlow ports are
@@ -895,28 +1085,49 @@ impl TxSide {
             self.index.insert(moved.number, i);
         }
         Self::send(&mut p);
-        let left = p.pending.len() as u64;
+        let left = p.pending.len() as u64 + Self::qos_left(&mut p);
         if left > 0 {
             bump(&p.drops.tx_queue_full, left);
         }
     }
 
     fn send(p: &mut TxPort) {
+        // Without egress queues: this one branch per burst.
+        match &mut p.qos {
+            None => Self::put(&mut p.out, &mut p.pending, &mut p.capture, &p.drops),
+            Some(q) => {
+                let (out, capture, drops) = (&mut p.out, &mut p.capture, &p.drops);
+                q.port.service(&mut p.pending, &mut q.out, drops, |b| {
+                    Self::put(out, b, capture, drops)
+                });
+            }
+        }
         if p.pending.is_empty() {
+            p.first_at = None;
+        }
+    }
+
+    /// Hands `pending` to the port; what it refuses stays in `pending`.
+    fn put(
+        out: &mut Published,
+        pending: &mut Burst,
+        capture: &mut Option<Tap>,
+        drops: &PortDropCells,
+    ) {
+        if pending.is_empty() {
             return;
         }
-        let pending = &mut p.pending;
         // Without a capture: this one branch per burst.
-        let sent = match &mut p.capture {
-            None => p.out.handle.with(|b| b.tx_burst(pending)).is_ok(),
+        let sent = match capture {
+            None => out.handle.with(|b| b.tx_burst(pending)).is_ok(),
             Some(tap) => {
                 tap.sending(pending.pkts());
                 let before = pending.len();
-                let sent = p.out.handle.with(|b| b.tx_burst(pending)).is_ok();
+                let sent = out.handle.with(|b| b.tx_burst(pending)).is_ok();
                 if sent {
                     let taken = before.saturating_sub(pending.len());
                     if !tap.sent(taken) {
-                        p.capture = None;
+                        *capture = None;
                     }
                 } else {
                     tap.unsent();
@@ -925,12 +1136,46 @@ impl TxSide {
             }
         };
         if !sent {
-            bump(&p.drops.port_error, p.pending.len() as u64);
-            p.pending.clear();
+            bump(&drops.port_error, pending.len() as u64);
+            pending.clear();
         }
-        if p.pending.is_empty() {
-            p.first_at = None;
+    }
+
+    /// Packets held for port `p` after what is staged: what its egress
+    /// queues let out and they still hold.
+    fn qos_left(p: &mut TxPort) -> u64 {
+        match &mut p.qos {
+            None => 0,
+            Some(q) => {
+                let n = q.out.len() as u64 + q.port.discard();
+                q.out.clear();
+                n
+            }
         }
+    }
+
+    /// Starts (`Some`) or stops sending port `number` through egress
+    /// queues. What the old queues already let out is sent; what they
+    /// still hold is dropped, counted as `tx_queue_full`.
+    fn set_qos(&mut self, number: u32, qos: Option<Arc<QosPort>>) {
+        let Some(p) = self.index.get(number).and_then(|i| self.ports.get_mut(i)) else {
+            return;
+        };
+        if let Some(old) = p.qos.take() {
+            let mut old = *old;
+            Self::put(&mut p.out, &mut old.out, &mut p.capture, &p.drops);
+            let left = old.out.len() as u64 + old.port.discard();
+            if left > 0 {
+                bump(&p.drops.tx_queue_full, left);
+            }
+        }
+        let limit = p.pending.limit();
+        p.qos = qos.map(|port| {
+            Box::new(QosTx {
+                port,
+                out: Burst::with_limit(limit),
+            })
+        });
     }
 
     /// Starts (`Some`) or stops copying what port `number` is handed.
@@ -969,22 +1214,28 @@ impl TxSide {
             if let Some(first) = p.first_at {
                 if policy.due(now, first, last_input, drained) {
                     Self::send(p);
+                    continue;
                 }
+            }
+            // Held by the egress queues: leaves as the rates allow.
+            if p.qos.as_ref().is_some_and(|q| q.backlog()) {
+                Self::send(p);
             }
         }
     }
 
     fn flush_all(&mut self) {
         for p in &mut self.ports {
-            // A port that keeps refusing is given a few more tries.
+            // A port that keeps refusing (or whose queues' rates hold
+            // packets back) is given a few more tries.
             for _ in 0..100 {
                 Self::send(p);
-                if p.pending.is_empty() {
+                if p.pending.is_empty() && !p.qos.as_ref().is_some_and(|q| q.backlog()) {
                     break;
                 }
                 std::thread::sleep(Duration::from_micros(100));
             }
-            let left = p.pending.len() as u64;
+            let left = p.pending.len() as u64 + Self::qos_left(p);
             if left > 0 {
                 bump(&p.drops.tx_queue_full, left);
                 p.pending.clear();
@@ -997,6 +1248,21 @@ impl TxSide {
 
     fn holding(&self) -> bool {
         self.ports.iter().any(|p| p.first_at.is_some())
+            || self.qos_wait().is_some_and(|w| w < QOS_SPIN)
+    }
+
+    /// The soonest any port's egress queues may send again (`None`:
+    /// they hold nothing): an idle thread sleeps no longer.
+    fn qos_wait(&self) -> Option<Duration> {
+        self.ports
+            .iter()
+            .filter_map(|p| p.qos.as_ref().and_then(|q| q.wait()))
+            .min()
+    }
+
+    /// `timeout`, or less when egress queues release a packet sooner.
+    fn sleep_for(&self, timeout: Duration) -> Duration {
+        self.qos_wait().map_or(timeout, |w| w.min(timeout))
     }
 
     fn publish(&mut self) {
@@ -1065,6 +1331,8 @@ struct PortRecord {
     tx: usize,
     /// The capture its threads copy into, if one was started.
     capture: Option<Arc<Capture>>,
+    /// Its egress queues, if configured.
+    qos: Option<Arc<QosPort>>,
 }
 
 /// A running set of dataplane threads.
@@ -1183,6 +1451,7 @@ fn port_parts(
                 first_at: None,
                 drops: drops.clone(),
                 capture: None,
+                qos: None,
             }
         })
         .collect();
@@ -1193,6 +1462,7 @@ fn port_parts(
         readers,
         tx: 0,
         capture: None,
+        qos: None,
     };
     Ok((rxs, txs, record))
 }
@@ -1844,6 +2114,74 @@ impl Threads {
         }
     }
 
+    /// Sends port `port` through egress queues configured by `spec`
+    /// ([`crate::qos`]), replacing any it had (their counters start
+    /// again; packets they still hold are dropped as `tx_queue_full`);
+    /// `None` sends it
+    /// directly again. Once this returns every sender of the port has it.
+    /// An unknown port is `NotFound`, a bad spec `InvalidInput` (nothing
+    /// changes); a thread that does not answer within a few seconds is
+    /// `TimedOut`.
+    pub fn set_qos(&mut self, port: u32, spec: Option<&QosSpec>) -> io::Result<()> {
+        if !self.ports.contains_key(&port) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no port {port}"),
+            ));
+        }
+        let qos = match spec {
+            Some(s) => Some(Arc::new(QosPort::new(s).map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidInput, format!("port {port}: {e}"))
+            })?)),
+            None => None,
+        };
+        if !self.running() {
+            return Err(io::Error::other("the dataplane threads have stopped"));
+        }
+        let Some(r) = self.ports.get_mut(&port) else {
+            return Ok(());
+        };
+        r.qos = qos.clone();
+        let x = r.tx;
+        let change = || Change::Qos {
+            number: port,
+            qos: qos.clone(),
+        };
+        match self.mode {
+            ThreadMode::RunToCompletion => {
+                for ctl in &mut self.workers {
+                    ctl.post(change());
+                }
+                await_acks(self.workers.iter())
+            }
+            ThreadMode::RxWorkerTx => {
+                if let Some(ctl) = self.tx.get_mut(x) {
+                    ctl.post(change());
+                }
+                await_acks(self.tx.get(x).into_iter())
+            }
+        }
+    }
+
+    /// The counters of port `port`'s egress queues (the default queue
+    /// included, in the scheduler's order), as of their last burst;
+    /// `None` when the port has none configured.
+    pub fn queue_counters(&self, port: u32) -> Option<Vec<QueueCounters>> {
+        self.ports
+            .get(&port)
+            .and_then(|r| r.qos.as_ref())
+            .map(|q| q.counters())
+    }
+
+    /// A handle on port `port`'s egress queue counters that outlives
+    /// this borrow (`None`: no queues configured).
+    pub fn queue_handle(&self, port: u32) -> Option<QueueStatsHandle> {
+        self.ports
+            .get(&port)
+            .and_then(|r| r.qos.clone())
+            .map(QueueStatsHandle)
+    }
+
     /// Wakes every sleeping thread (after publishing new tables, so they
     /// pick them up at once).
     pub fn wake_all(&self) {
@@ -1995,6 +2333,7 @@ impl RtcWorker {
                 }
                 self.tx.set_capture(number, sink);
             }
+            Change::Qos { number, qos } => self.tx.set_qos(number, qos),
             Change::Route { .. } => {}
         }) else {
             return;
@@ -2051,7 +2390,7 @@ impl RtcWorker {
                     holding,
                     &self.side.bell,
                     &plan.fds,
-                    plan.timeout,
+                    self.tx.sleep_for(plan.timeout),
                     || false,
                     || self.processor.idle(),
                 );
@@ -2112,7 +2451,7 @@ impl RxThread {
                     p.capture = sink.clone().map(Tap::new);
                 }
             }
-            Change::Write(_) | Change::Route { .. } => {}
+            Change::Write(_) | Change::Route { .. } | Change::Qos { .. } => {}
         }) else {
             return;
         };
@@ -2215,7 +2554,7 @@ impl SplitWorker {
                 self.routes.remove(&number);
                 self.drops.ports.remove(&number);
             }
-            Change::Read(_) | Change::Write(_) | Change::Capture { .. } => {}
+            Change::Read(_) | Change::Write(_) | Change::Capture { .. } | Change::Qos { .. } => {}
         }) else {
             return;
         };
@@ -2322,6 +2661,7 @@ impl TxThread {
             Change::Write(p) => self.tx.add(p),
             Change::Remove(number) => self.tx.remove(number),
             Change::Capture { number, sink } => self.tx.set_capture(number, sink),
+            Change::Qos { number, qos } => self.tx.set_qos(number, qos),
             Change::Read(_) | Change::Route { .. } => {}
         }) else {
             return;
@@ -2370,7 +2710,7 @@ impl TxThread {
                     holding,
                     &self.side.bell,
                     &[],
-                    self.cfg.max_sleep,
+                    self.tx.sleep_for(self.cfg.max_sleep),
                     || inputs.iter_mut().any(|c| c.available() > 0),
                     || {},
                 );

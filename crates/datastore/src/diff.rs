@@ -124,6 +124,14 @@ pub enum Change {
     },
     /// The patch links differ (as a set; `a`/`b` order is no difference).
     PatchLinks,
+    /// The egress queues of a port that stays differ (given, changed or
+    /// taken away); a port added or re-added gets its queues with it.
+    SetQos {
+        /// The bridge.
+        bridge: String,
+        /// Its OpenFlow number.
+        port: u32,
+    },
 }
 
 impl Change {
@@ -155,6 +163,7 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     let mut vlans = Vec::new();
     let mut fail_modes = Vec::new();
     let mut controllers = Vec::new();
+    let mut qos = Vec::new();
 
     for ob in &old.bridges {
         if new.bridge(&ob.name).is_none() {
@@ -240,6 +249,20 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
                 });
             }
         }
+        for np in &nb.ports {
+            let readded = add_ports.iter().any(
+                |c| matches!(c, Change::AddPort { bridge, port } if *bridge == nb.name && *port == np.number),
+            );
+            if !readded
+                && ob.port(np.number).is_some()
+                && ob.qos.get(&np.number) != nb.qos.get(&np.number)
+            {
+                qos.push(Change::SetQos {
+                    bridge: bridge(),
+                    port: np.number,
+                });
+            }
+        }
         if ob.fail_mode != nb.fail_mode {
             fail_modes.push(Change::SetFailMode {
                 bridge: bridge(),
@@ -264,6 +287,7 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
     out.extend(vlans);
     out.extend(fail_modes);
     out.extend(controllers);
+    out.extend(qos);
     if !same_links(&old.patch_links, &new.patch_links) {
         out.push(Change::PatchLinks);
     }

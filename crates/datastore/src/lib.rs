@@ -263,6 +263,7 @@ impl Config {
                 local_ip: None,
                 key: None,
                 dst_port: None,
+                qos: None,
             };
             if let Backend::Pcap(pc) = &args.io {
                 p.pcap_read = match &pc.read {

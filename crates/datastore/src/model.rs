@@ -56,6 +56,107 @@ pub struct Bridge {
     /// the bridge, made with it and removed with it. `add-br` turns it on;
     /// in a file it is `local_port = true` (default false).
     pub local_port: bool,
+    /// Egress queues by port number (`qos = {..}` on a port; ports
+    /// without are sent to directly). An entry whose port is gone is
+    /// ignored and not written back.
+    pub qos: std::collections::BTreeMap<u32, PortQos>,
+}
+
+/// A port's egress queues (`ovs-vsctl`'s QoS row with its Queue rows):
+/// served by fulmar's own strict-priority scheduler whatever the type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PortQos {
+    /// The QoS type as written (`linux-htb` or `linux-hfsc`); both mean
+    /// the same scheduler here.
+    pub kind: QosKind,
+    /// The port's ceiling in bits per second (0: none).
+    pub max_rate: u64,
+    /// The queues, ids unique.
+    pub queues: Vec<QueueConf>,
+}
+
+/// The QoS types accepted (Open vSwitch's names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum QosKind {
+    /// `linux-htb` (default).
+    #[default]
+    LinuxHtb,
+    /// `linux-hfsc`.
+    LinuxHfsc,
+}
+
+impl QosKind {
+    /// The spelling in files, `fulmar ctl` and OVSDB.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QosKind::LinuxHtb => "linux-htb",
+            QosKind::LinuxHfsc => "linux-hfsc",
+        }
+    }
+
+    /// The kind spelled `s`, if it is one.
+    pub fn parse(s: &str) -> Option<QosKind> {
+        match s {
+            "linux-htb" => Some(QosKind::LinuxHtb),
+            "linux-hfsc" => Some(QosKind::LinuxHfsc),
+            _ => None,
+        }
+    }
+}
+
+/// One egress queue of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QueueConf {
+    /// The queue id `set_queue` names, 0..=0xfffffffe (0: the default
+    /// queue).
+    pub id: u32,
+    /// Guaranteed rate in bits per second (0: none).
+    pub min_rate: u64,
+    /// Ceiling in bits per second (0: none but the port's).
+    pub max_rate: u64,
+    /// Strict priority: a lower number is served first.
+    pub priority: u32,
+}
+
+/// The most a rate may be, in bits per second (1 Tbit/s).
+pub const MAX_QOS_RATE: u64 = 1_000_000_000_000;
+
+impl PortQos {
+    /// What is wrong with these queues, if anything: ids above
+    /// 0xfffffffe or repeated, rates above [`MAX_QOS_RATE`], a minimum
+    /// above a maximum.
+    pub fn check(&self) -> Result<(), String> {
+        if self.max_rate > MAX_QOS_RATE {
+            return Err(format!(
+                "max_rate {} is above {MAX_QOS_RATE} bits/s",
+                self.max_rate
+            ));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for q in &self.queues {
+            if q.id == u32::MAX {
+                return Err("queue id 4294967295 is OFPQ_ALL, not a queue".into());
+            }
+            if !seen.insert(q.id) {
+                return Err(format!("queue {} is given twice", q.id));
+            }
+            for (what, r) in [("min_rate", q.min_rate), ("max_rate", q.max_rate)] {
+                if r > MAX_QOS_RATE {
+                    return Err(format!(
+                        "queue {}: {what} {r} is above {MAX_QOS_RATE} bits/s",
+                        q.id
+                    ));
+                }
+            }
+            if q.max_rate != 0 && q.min_rate > q.max_rate {
+                return Err(format!(
+                    "queue {}: min_rate {} is above max_rate {}",
+                    q.id, q.min_rate, q.max_rate
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Bridge {

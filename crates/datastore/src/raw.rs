@@ -83,6 +83,29 @@ pub(crate) struct RawPort {
     pub local_ip: Option<S<String>>,
     pub key: Option<S<IntOrString>>,
     pub dst_port: Option<S<i64>>,
+    #[serde(default)]
+    pub qos: Option<S<RawQos>>,
+}
+
+/// A port's `qos = { type, max_rate, queues = [..] }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawQos {
+    #[serde(rename = "type")]
+    pub kind: Option<S<String>>,
+    pub max_rate: Option<S<i64>>,
+    #[serde(default)]
+    pub queues: Vec<S<RawQueue>>,
+}
+
+/// One of `qos.queues`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawQueue {
+    pub id: S<i64>,
+    pub min_rate: Option<S<i64>>,
+    pub max_rate: Option<S<i64>>,
+    pub priority: Option<S<i64>>,
 }
 
 /// `[[bridges.controllers]]`.

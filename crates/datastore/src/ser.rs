@@ -163,6 +163,48 @@ struct OutPort {
     key: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dst_port: Option<u16>,
+    qos: Option<OutQos>,
+}
+
+#[derive(Serialize)]
+struct OutQos {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    max_rate: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    queues: Vec<OutQueue>,
+}
+
+#[derive(Serialize)]
+struct OutQueue {
+    id: u32,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    min_rate: u64,
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    max_rate: u64,
+    priority: u32,
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn qos(q: &PortQos) -> OutQos {
+    OutQos {
+        kind: q.kind.as_str(),
+        max_rate: q.max_rate,
+        queues: q
+            .queues
+            .iter()
+            .map(|q| OutQueue {
+                id: q.id,
+                min_rate: q.min_rate,
+                max_rate: q.max_rate,
+                priority: q.priority,
+            })
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]
@@ -224,7 +266,14 @@ fn bridge(b: &Bridge) -> OutBridge {
             .collect(),
         meters_file: b.meters_file.as_deref().map(path_str),
         local_port: b.local_port,
-        ports: b.ports.iter().map(port).collect(),
+        ports: b
+            .ports
+            .iter()
+            .map(|p| OutPort {
+                qos: b.qos.get(&p.number).map(qos),
+                ..port(p)
+            })
+            .collect(),
         controllers: b
             .controllers
             .iter()
@@ -265,6 +314,7 @@ fn port(p: &Port) -> OutPort {
         local_ip: None,
         key: None,
         dst_port: None,
+        qos: None,
     };
     out.vlan_mode = p.vlan.mode.map(|m| m.as_str());
     out.tag = p.vlan.tag;

@@ -188,7 +188,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&format!("{}speed = 10\n", one_bridge(""))),
-        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`, `remote_ip`, `local_ip`, `key`, `dst_port`"
+        "fulmar.toml:7:1: bridges[0].ports[0].speed: unknown field `speed`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`, `remote_ip`, `local_ip`, `key`, `dst_port`, `qos`"
     );
     // The second bridge's port.
     let text = format!(
@@ -197,7 +197,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error(&text),
-        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`, `remote_ip`, `local_ip`, `key`, `dst_port`"
+        "fulmar.toml:11:1: bridges[1].ports[0].ifname: unknown field `ifname`, expected one of `port`, `interface`, `backend`, `pcap_read`, `pcap_write`, `pcap_rate`, `dpdk_devargs`, `dpdk_rx_queues`, `dpdk_rx_desc`, `dpdk_tx_desc`, `dpdk_mbufs`, `dpdk_mtu`, `rx_queue_cores`, `tx_core`, `tag`, `trunks`, `vlan_mode`, `remote_ip`, `local_ip`, `key`, `dst_port`, `qos`"
     );
     assert_eq!(
         error("[dataplane.burst]\nrx_read = 32\nrx_reed = 32\n"),
@@ -1648,4 +1648,83 @@ fn port_vlan_settings_load_check_and_round_trip() {
         "interface = \"eth0\"\ntrunks = [1, 9999]",
     ));
     assert!(e.contains("trunks[1]"), "{e}");
+}
+
+#[test]
+fn port_qos_loads_writes_back_and_diffs() {
+    let text = "[[bridges]]\nname = \"br0\"\n[[bridges.ports]]\nport = 1\ninterface = \"eth0\"\n\
+        qos = { type = \"linux-hfsc\", max_rate = 20000000, queues = [\
+        { id = 1, priority = 0, min_rate = 1000000 }, { id = 2, priority = 5, max_rate = 15000000 } ] }\n\
+        [[bridges.ports]]\nport = 2\ninterface = \"eth1\"\n";
+    let c = load(text).unwrap();
+    let b = &c.bridges[0];
+    let q = &b.qos[&1];
+    assert_eq!(q.kind, QosKind::LinuxHfsc);
+    assert_eq!(q.max_rate, 20_000_000);
+    assert_eq!(
+        q.queues,
+        vec![
+            QueueConf {
+                id: 1,
+                min_rate: 1_000_000,
+                max_rate: 0,
+                priority: 0
+            },
+            QueueConf {
+                id: 2,
+                min_rate: 0,
+                max_rate: 15_000_000,
+                priority: 5
+            },
+        ]
+    );
+    assert!(!b.qos.contains_key(&2));
+    // Written back and read again: the same model.
+    let again = load(&c.to_toml_string()).unwrap();
+    assert_eq!(without_sources(again.clone()), without_sources(c.clone()));
+    // A change of queues is a SetQos of that port only, no restart.
+    let mut changed = c.clone();
+    changed.bridges[0].qos.get_mut(&1).unwrap().max_rate = 1_000_000;
+    changed.bridges[0].qos.insert(
+        2,
+        PortQos {
+            kind: QosKind::LinuxHtb,
+            max_rate: 0,
+            queues: vec![],
+        },
+    );
+    let d = diff(&c, &changed);
+    assert_eq!(
+        d,
+        vec![
+            Change::SetQos {
+                bridge: "br0".into(),
+                port: 1
+            },
+            Change::SetQos {
+                bridge: "br0".into(),
+                port: 2
+            }
+        ]
+    );
+    assert!(d.iter().all(|c| !c.needs_restart()));
+    assert!(diff(&c, &again).is_empty());
+}
+
+#[test]
+fn port_qos_errors() {
+    let q = |s: &str| {
+        format!("[[bridges]]\nname = \"br0\"\n[[bridges.ports]]\nport = 1\ninterface = \"eth0\"\nqos = {s}\n")
+    };
+    assert!(error(&q("{ type = \"linux-noop\" }")).contains("QoS type \"linux-noop\" is not valid"));
+    assert!(error(&q("{ max_rate = -1 }")).contains("bridges[0].ports[0].qos.max_rate"));
+    assert!(error(&q("{ queues = [{ id = 4294967295 }] }"))
+        .contains("queue id 4294967295 is not valid"));
+    assert!(error(&q("{ queues = [{ id = 1 }, { id = 1 }] }"))
+        .contains("queue 1 is already given as bridges[0].ports[0].qos.queues[0]"));
+    assert!(
+        error(&q("{ queues = [{ id = 1, min_rate = 5, max_rate = 4 }] }"))
+            .contains("min_rate 5 is above max_rate 4")
+    );
+    assert!(error(&q("{ queues = [{ id = 1, weight = 4 }] }")).contains("weight"));
 }

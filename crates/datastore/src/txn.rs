@@ -187,6 +187,18 @@ pub enum Op {
         /// The value as written.
         value: String,
     },
+    /// `set-qos BRIDGE PORT [type=T] [max_rate=BITS]
+    /// [queue:ID=min_rate:BITS,max_rate:BITS,priority:N]...` (`qos`
+    /// `Some`), or `clear-qos BRIDGE PORT` (`None`): the port's egress
+    /// queues, replaced whole.
+    SetQos {
+        /// The bridge.
+        bridge: String,
+        /// The port.
+        port: PortRef,
+        /// The queues; `None`: none.
+        qos: Option<PortQos>,
+    },
 }
 
 impl fmt::Display for Op {
@@ -240,6 +252,25 @@ impl fmt::Display for Op {
             }
             Op::DelFailMode { bridge } => write!(f, "del-fail-mode {bridge}"),
             Op::Set { object, key, value } => write!(f, "set {object} {key}={value}"),
+            Op::SetQos { bridge, port, qos } => match qos {
+                None => write!(f, "clear-qos {bridge} {port}"),
+                Some(q) => {
+                    write!(f, "set-qos {bridge} {port} type={}", q.kind.as_str())?;
+                    if q.max_rate != 0 {
+                        write!(f, " max_rate={}", q.max_rate)?;
+                    }
+                    for c in &q.queues {
+                        write!(f, " queue:{}=priority:{}", c.id, c.priority)?;
+                        if c.min_rate != 0 {
+                            write!(f, ",min_rate:{}", c.min_rate)?;
+                        }
+                        if c.max_rate != 0 {
+                            write!(f, ",max_rate:{}", c.max_rate)?;
+                        }
+                    }
+                    Ok(())
+                }
+            },
         }
     }
 }
@@ -558,6 +589,28 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
             touched.push(field);
             Ok(())
         }
+        Op::SetQos { bridge, port, qos } => {
+            let b = bridge_mut(cfg, bridge)?;
+            let Some(pi) = find_port(b, port) else {
+                return Err(fail(
+                    format!("bridges.{bridge}.ports.{port}"),
+                    format!("bridge {bridge:?} has no port {port}"),
+                ));
+            };
+            let number = b.ports.get(pi).map_or(0, |p| p.number);
+            let field = format!("bridges.{bridge}.ports.{port}.qos");
+            match qos {
+                Some(q) => {
+                    q.check().map_err(|m| fail(field.clone(), m))?;
+                    b.qos.insert(number, q.clone());
+                }
+                None => {
+                    b.qos.remove(&number);
+                }
+            }
+            touched.push(field);
+            Ok(())
+        }
         Op::DelPort { bridge, port } => {
             let bridge = match (bridge, port) {
                 (Some(b), _) => b.clone(),
@@ -652,6 +705,7 @@ fn new_bridge(name: &str, dpid: u64, fail_mode: FailMode) -> Bridge {
         groups_file: None,
         meters_file: None,
         local_port: false,
+        qos: Default::default(),
     }
 }
 
@@ -1428,6 +1482,8 @@ pub const CTL_COMMANDS: &[&str] = &[
     "set-fail-mode",
     "del-fail-mode",
     "set",
+    "set-qos",
+    "clear-qos",
 ];
 
 /// Parses `fulmar ctl` words, `ovs-vsctl` style, into one transaction:
@@ -1440,6 +1496,9 @@ pub const CTL_COMMANDS: &[&str] = &[
 /// * `set-fail-mode BR secure|standalone`, `del-fail-mode BR`
 /// * `set OBJECT KEY=VALUE...` where OBJECT is `bridge:BR` (or `bridge
 ///   BR`), `port:BR:IF` (or `port IF`, `interface IF`), or `dataplane`
+/// * `set-qos BR PORT [type=linux-htb|linux-hfsc] [max_rate=BITS]
+///   [queue:ID=priority:N,min_rate:BITS,max_rate:BITS]...`,
+///   `clear-qos BR PORT` (see [`Op::SetQos`])
 ///
 /// ```
 /// use datastore::{parse_ctl, Op};
@@ -1462,6 +1521,75 @@ pub fn parse_ctl(words: &[&str]) -> Result<Vec<Op>, String> {
         ));
     }
     Ok(ops)
+}
+
+/// A rate in bits per second, at most [`MAX_QOS_RATE`].
+fn parse_rate(key: &str, v: &str) -> Result<u64, String> {
+    v.parse::<u64>()
+        .ok()
+        .filter(|r| *r <= MAX_QOS_RATE)
+        .ok_or_else(|| format!("{key} {v:?} is not a rate in bits/s (0..={MAX_QOS_RATE})"))
+}
+
+/// The words of `set-qos` after the port.
+fn parse_qos(words: &[&str]) -> Result<PortQos, String> {
+    let mut q = PortQos {
+        kind: QosKind::default(),
+        max_rate: 0,
+        queues: Vec::new(),
+    };
+    for w in words {
+        let (k, v) = key_value("set-qos", w)?;
+        match k {
+            "type" => {
+                q.kind = QosKind::parse(v).ok_or_else(|| {
+                    format!("QoS type {v:?} is not valid (linux-htb or linux-hfsc)")
+                })?
+            }
+            "max_rate" | "max-rate" => q.max_rate = parse_rate(k, v)?,
+            _ => {
+                let id = k
+                    .strip_prefix("queue:")
+                    .or_else(|| k.strip_prefix("queues:"))
+                    .ok_or_else(|| {
+                        format!("unknown key {k:?} (expected type, max_rate or queue:ID)")
+                    })?;
+                let id = id
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|id| *id != u32::MAX)
+                    .ok_or_else(|| format!("queue id {id:?} is not valid (0..=4294967294)"))?;
+                let mut c = QueueConf {
+                    id,
+                    min_rate: 0,
+                    max_rate: 0,
+                    priority: 0,
+                };
+                for kv in v.split(',').filter(|s| !s.is_empty()) {
+                    let (qk, qv) = kv
+                        .split_once(':')
+                        .ok_or_else(|| format!("queue {id}: {kv:?} is not KEY:VALUE"))?;
+                    match qk {
+                        "min_rate" | "min-rate" => c.min_rate = parse_rate(qk, qv)?,
+                        "max_rate" | "max-rate" => c.max_rate = parse_rate(qk, qv)?,
+                        "priority" => {
+                            c.priority = qv.parse().map_err(|_| {
+                                format!("queue {id}: priority {qv:?} is not valid (0..=4294967295)")
+                            })?
+                        }
+                        _ => {
+                            return Err(format!(
+                                "queue {id}: unknown key {qk:?} (expected min_rate, max_rate or priority)"
+                            ))
+                        }
+                    }
+                }
+                q.queues.push(c);
+            }
+        }
+    }
+    q.check()?;
+    Ok(q)
 }
 
 fn key_value<'a>(cmd: &str, word: &'a str) -> Result<(&'a str, &'a str), String> {
@@ -1580,6 +1708,27 @@ fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), Str
                 });
             }
         }
+        "set-qos" => {
+            let [br, port, rest @ ..] = args else {
+                return Err(usage(
+                    "BRIDGE PORT [type=TYPE] [max_rate=BITS] [queue:ID=priority:N,min_rate:BITS,max_rate:BITS]...",
+                ));
+            };
+            let qos = parse_qos(rest).map_err(|m| format!("{name}: {m}"))?;
+            ops.push(Op::SetQos {
+                bridge: s(br),
+                port: PortRef::parse(port),
+                qos: Some(qos),
+            });
+        }
+        "clear-qos" => match args {
+            [br, port] => ops.push(Op::SetQos {
+                bridge: s(br),
+                port: PortRef::parse(port),
+                qos: None,
+            }),
+            _ => return Err(usage("BRIDGE PORT")),
+        },
         other => {
             return Err(format!(
                 "unknown command {other:?} (known: {})",

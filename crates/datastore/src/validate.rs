@@ -60,6 +60,8 @@ struct PortDraft {
     number: u32,
     kind: PortKind,
     vlan: VlanSettings,
+    /// Its egress queues, if given.
+    qos: Option<PortQos>,
     /// Where the port's number was written (for link errors).
     span: Range<usize>,
     path: String,
@@ -222,6 +224,11 @@ impl<'a> Checker<'a> {
             .zip(drafts)
             .map(|(b, ports)| {
                 let mut b = b?;
+                b.qos = ports
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| Some((p.number, p.qos.clone()?)))
+                    .collect();
                 b.ports = ports
                     .into_iter()
                     .map(|p| {
@@ -380,6 +387,7 @@ impl<'a> Checker<'a> {
                 groups_file: groups_file?,
                 meters_file: meters_file?,
                 local_port: rb.local_port.as_ref().is_some_and(|v| *v.get_ref()),
+                qos: Default::default(),
             })
         })();
         (bridge, ports)
@@ -493,7 +501,12 @@ impl<'a> Checker<'a> {
             }
         };
         let vlan = self.port_vlan(p, rp);
+        let qos = match &rp.qos {
+            Some(q) => Some(self.qos(&format!("{p}.qos"), q)?),
+            None => None,
+        };
         Some(PortDraft {
+            qos,
             number: number?,
             kind: kind?,
             vlan: vlan?,
@@ -619,6 +632,88 @@ impl<'a> Checker<'a> {
             Backend::Vxlan(t)
         } else {
             Backend::Gre(t)
+        })
+    }
+
+    /// A port's `qos = {..}`.
+    fn qos(&mut self, p: &str, rq: &S<RawQos>) -> Option<PortQos> {
+        let raw = rq.get_ref();
+        let kind = match &raw.kind {
+            None => Some(QosKind::default()),
+            Some(k) => {
+                let kind = QosKind::parse(k.get_ref());
+                if kind.is_none() {
+                    self.err(
+                        &k.span(),
+                        &format!("{p}.type"),
+                        format!(
+                            "QoS type {:?} is not valid (linux-htb or linux-hfsc)",
+                            k.get_ref()
+                        ),
+                    );
+                }
+                kind
+            }
+        };
+        let rate = MAX_QOS_RATE as i64;
+        let max_rate = match &raw.max_rate {
+            Some(v) => self.int(v, &format!("{p}.max_rate"), "rate", 0..=rate),
+            None => Some(0),
+        };
+        let mut queues = Vec::new();
+        let mut ids: HashMap<u32, usize> = HashMap::new();
+        for (qi, rq) in raw.queues.iter().enumerate() {
+            let qp = format!("{p}.queues[{qi}]");
+            let q = rq.get_ref();
+            let id = self.int(&q.id, &format!("{qp}.id"), "queue id", 0..=0xffff_fffe);
+            let min_rate = match &q.min_rate {
+                Some(v) => self.int(v, &format!("{qp}.min_rate"), "rate", 0..=rate),
+                None => Some(0),
+            };
+            let qmax = match &q.max_rate {
+                Some(v) => self.int(v, &format!("{qp}.max_rate"), "rate", 0..=rate),
+                None => Some(0),
+            };
+            let priority = match &q.priority {
+                Some(v) => self.int(
+                    v,
+                    &format!("{qp}.priority"),
+                    "priority",
+                    0..=i64::from(u32::MAX),
+                ),
+                None => Some(0),
+            };
+            if let Some(id) = id {
+                if let Some(prev) = ids.insert(id as u32, qi) {
+                    self.err(
+                        &q.id.span(),
+                        &format!("{qp}.id"),
+                        format!("queue {id} is already given as {p}.queues[{prev}]"),
+                    );
+                }
+            }
+            if let (Some(lo), Some(hi)) = (min_rate, qmax) {
+                if hi != 0 && lo > hi {
+                    self.err(
+                        &rq.span(),
+                        &format!("{qp}.min_rate"),
+                        format!("min_rate {lo} is above max_rate {hi}"),
+                    );
+                }
+            }
+            queues.push((|| {
+                Some(QueueConf {
+                    id: id? as u32,
+                    min_rate: min_rate? as u64,
+                    max_rate: qmax? as u64,
+                    priority: priority? as u32,
+                })
+            })());
+        }
+        Some(PortQos {
+            kind: kind?,
+            max_rate: max_rate? as u64,
+            queues: queues.into_iter().collect::<Option<Vec<_>>>()?,
         })
     }
 

@@ -78,6 +78,12 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         "set settings (bridge:BR, port:BR:IF, dataplane)",
     ),
     (
+        "set-qos",
+        "BR PORT [type=T] [max_rate=BITS] [queue:ID=priority:N,min_rate:BITS,max_rate:BITS…]",
+        "set a port's egress queues",
+    ),
+    ("clear-qos", "BR PORT", "remove a port's egress queues"),
+    (
         "save",
         "[FILE]",
         "write the running configuration (default: the state file)",
@@ -565,7 +571,7 @@ impl Handler for Ctl {
                 }
             }
             "add-br" | "del-br" | "add-port" | "del-port" | "set-controller" | "del-controller"
-            | "set-fail-mode" | "del-fail-mode" | "set" => {
+            | "set-fail-mode" | "del-fail-mode" | "set" | "set-qos" | "clear-qos" => {
                 let mut words = vec![method.to_string()];
                 words.extend(params.iter().cloned());
                 self.transaction(&words)

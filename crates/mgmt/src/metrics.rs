@@ -34,7 +34,10 @@
 //! `role`): `fulmar_worker_packets_total`, `fulmar_worker_busy_seconds_total`,
 //! `fulmar_worker_idle_seconds_total`. Per bridge: `fulmar_bridge_info`
 //! (`bridge`, `dpid`), `fulmar_flows`, `fulmar_bridge_standalone_active`,
-//! `fulmar_drops_total` (`bridge`, `reason`). Per controller (`bridge`,
+//! `fulmar_drops_total` (`bridge`, `reason`). Per egress queue (`bridge`,
+//! `port`, `ofport`, `queue`; ports with queues only):
+//! `fulmar_queue_tx_packets_total`, `fulmar_queue_tx_bytes_total`,
+//! `fulmar_queue_dropped_total`. Per controller (`bridge`,
 //! `target`, `role`): `fulmar_controller_connected`. Process-wide:
 //! `fulmar_process_resident_memory_bytes`, `fulmar_process_start_time_seconds`,
 //! `fulmar_datastore_version`, `fulmar_build_info` (`version`).
@@ -93,6 +96,26 @@ pub struct BridgeMetrics {
     /// Whether the bridge forwards on its own (fail-mode standalone, no
     /// controller connected).
     pub standalone_active: bool,
+    /// The egress queues of its ports that have some, the default queue
+    /// (0) included.
+    pub queues: Vec<QueueMetrics>,
+}
+
+/// One egress queue's counters, as its scheduler counts them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueMetrics {
+    /// The port's name, the `port` label.
+    pub port: String,
+    /// The OpenFlow port number, the `ofport` label.
+    pub ofport: u32,
+    /// The queue id, the `queue` label.
+    pub queue: u32,
+    /// Packets the scheduler sent.
+    pub tx_packets: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// Packets dropped because the queue was full.
+    pub dropped: u64,
 }
 
 /// One port's counters, as OpenFlow port statistics count them.
@@ -469,6 +492,40 @@ impl Collector for SnapshotCollector {
             bridges
                 .iter()
                 .map(|b| (bridge_labels(b), i64::from(b.standalone_active))),
+        )?;
+        let queues = || {
+            bridges.iter().flat_map(|b| {
+                b.queues.iter().map(move |q| {
+                    let labels = Labels(vec![
+                        ("bridge", Cow::Borrowed(b.name.as_str())),
+                        ("port", Cow::Borrowed(q.port.as_str())),
+                        ("ofport", Cow::Owned(q.ofport.to_string())),
+                        ("queue", Cow::Owned(q.queue.to_string())),
+                    ]);
+                    (labels, q)
+                })
+            })
+        };
+        counter(
+            &mut enc,
+            "queue_tx_packets",
+            "Packets an egress queue sent.",
+            None,
+            queues().map(|(l, q)| (l, q.tx_packets)),
+        )?;
+        counter(
+            &mut enc,
+            "queue_tx",
+            "Bytes an egress queue sent.",
+            Some(Unit::Bytes),
+            queues().map(|(l, q)| (l, q.tx_bytes)),
+        )?;
+        counter(
+            &mut enc,
+            "queue_dropped",
+            "Packets an egress queue dropped because it was full.",
+            None,
+            queues().map(|(l, q)| (l, q.dropped)),
         )?;
         counter(
             &mut enc,

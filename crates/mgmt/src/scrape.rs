@@ -8,8 +8,8 @@ use std::time::SystemTime;
 use runtime::daemon::Daemon;
 
 use crate::metrics::{
-    BridgeMetrics, ControllerMetrics, PortMetrics, ProcessMetrics, Scrape, TableMetrics,
-    WorkerMetrics,
+    BridgeMetrics, ControllerMetrics, PortMetrics, ProcessMetrics, QueueMetrics, Scrape,
+    TableMetrics, WorkerMetrics,
 };
 
 /// Reads every series of `daemon` now (`started`: the process start, for
@@ -89,6 +89,25 @@ pub fn scrape(daemon: &Daemon, started: SystemTime) -> Scrape {
             drops: report.drops.clone(),
             flows: report.flows as u64,
             standalone_active: report.standalone_active,
+            queues: rt
+                .queue_counters(&name)
+                .unwrap_or_default()
+                .into_iter()
+                .flat_map(|(ofport, qs)| {
+                    let port = names
+                        .get(&ofport)
+                        .map(|e| e.interface.clone())
+                        .unwrap_or_else(|| ofport.to_string());
+                    qs.into_iter().map(move |q| QueueMetrics {
+                        port: port.clone(),
+                        ofport,
+                        queue: q.id,
+                        tx_packets: q.tx_packets,
+                        tx_bytes: q.tx_bytes,
+                        dropped: q.dropped,
+                    })
+                })
+                .collect(),
         });
     }
     Scrape {

@@ -696,7 +696,7 @@ pub fn switch_ops(key: &Key, d: Option<&Val>, wanted: &Items, model: &Items) -> 
                 number: spec.number,
                 options,
             };
-            if model.contains_key(key) {
+            let mut ops = if model.contains_key(key) {
                 vec![
                     Op::DelPort {
                         bridge: Some(b.clone()),
@@ -706,7 +706,16 @@ pub fn switch_ops(key: &Key, d: Option<&Val>, wanted: &Items, model: &Items) -> 
                 ]
             } else {
                 vec![add]
+            };
+            // A port made again keeps the queues the database gives it.
+            if let Some(Val::Qos(q)) = wanted.get(&Key::Qos(b.clone(), i.clone())) {
+                ops.push(Op::SetQos {
+                    bridge: b.clone(),
+                    port: PortRef::Name(i.clone()),
+                    qos: Some(q.clone()),
+                });
             }
+            ops
         }
         (Key::PortVlan(_, i), Some(Val::Vlan(v))) => {
             let object = format!("interface:{i}");
@@ -736,6 +745,17 @@ pub fn switch_ops(key: &Key, d: Option<&Val>, wanted: &Items, model: &Items) -> 
             bridge: b.clone(),
             targets: t.clone(),
         }],
+        // Queues of a port that runs (a port deleted took its queues).
+        (Key::Qos(b, i), q) if model.contains_key(&Key::Port(b.clone(), i.clone())) => {
+            vec![Op::SetQos {
+                bridge: b.clone(),
+                port: PortRef::Name(i.clone()),
+                qos: match q {
+                    Some(Val::Qos(q)) => Some(q.clone()),
+                    _ => None,
+                },
+            }]
+        }
         _ => Vec::new(),
     }
 }

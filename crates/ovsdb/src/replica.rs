@@ -42,8 +42,11 @@ pub const MONITORED: &[(&str, &[&str])] = &[
             "trunks",
             "vlan_mode",
             "bond_mode",
+            "qos",
         ],
     ),
+    ("QoS", &["type", "other_config", "queues"]),
+    ("Queue", &["other_config"]),
     (
         "Interface",
         &[

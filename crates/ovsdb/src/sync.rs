@@ -45,6 +45,8 @@ pub enum Key {
     /// interface name (after [`Key::Port`], so a new port exists before
     /// its settings are set).
     PortVlan(String, String),
+    /// The egress queues of a port (bridge, interface); absent: none.
+    Qos(String, String),
 }
 
 impl Key {
@@ -56,6 +58,7 @@ impl Key {
             | Key::FailMode(b)
             | Key::Controllers(b)
             | Key::PortVlan(b, _) => b,
+            Key::Qos(b, _) => b,
         }
     }
 }
@@ -88,6 +91,8 @@ pub enum Val {
     Controllers(Vec<String>),
     /// A port's VLAN settings.
     Vlan(VlanSettings),
+    /// A port's egress queues (queues in id order).
+    Qos(datastore::PortQos),
 }
 
 /// Every item of one side.
@@ -166,6 +171,9 @@ pub fn model_items(cfg: &Config) -> Items {
                     options.insert("dst_port".into(), t.dst_port.to_string());
                 }
             }
+            if let Some(q) = b.qos.get(&p.number) {
+                out.insert(Key::Qos(b.name.clone(), name.clone()), qos_val(q));
+            }
             out.insert(
                 Key::Port(b.name.clone(), name.clone()),
                 Val::Port(PortSpec {
@@ -181,6 +189,14 @@ pub fn model_items(cfg: &Config) -> Items {
         }
     }
     out
+}
+
+/// A port's queues as an item: queue order is no difference (the
+/// database keeps them as a map by id).
+pub fn qos_val(q: &datastore::PortQos) -> Val {
+    let mut q = q.clone();
+    q.queues.sort_by_key(|c| c.id);
+    Val::Qos(q)
 }
 
 /// What one round does.

@@ -24,6 +24,12 @@
 //!   TAP interface that a bridge made by `add-br` has): no port item; its
 //!   row shows `ofport` 65534 as Open vSwitch's does, or -1 and why the
 //!   bridge has none.
+//! * `Port.qos` → that port's egress queues: `QoS.type` `linux-htb` or
+//!   `linux-hfsc` (both served by fulmar's own scheduler),
+//!   `other_config:max-rate` (the port's rate), `queues` (id → `Queue`
+//!   row: `other_config:min-rate`, `max-rate`, `priority`). Another type
+//!   or a value that is not a number leaves the queues out and says so in
+//!   the interface's `error`.
 //! * Refused, with the reason in the interface's `error` (and `ofport`
 //!   -1): other "internal" interfaces, "patch" and other types, bonds
 //!   (several interfaces, `bond_mode`), an interface in two ports.
@@ -35,9 +41,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use datastore::{ControllerTarget, FailMode, VlanMode, VlanSettings};
+use datastore::{ControllerTarget, FailMode, PortQos, QosKind, QueueConf, VlanMode, VlanSettings};
 
-use crate::datum::RowRef;
+use crate::datum::{Atom, Datum, RowRef};
 use crate::replica::Replica;
 use crate::sync::{Items, Key, PortSpec, Val};
 
@@ -278,6 +284,16 @@ impl DbView {
                         }
                     }
                     if let (Some(s), Some(vl)) = (spec, &vlan) {
+                        match port_qos(r, p) {
+                            Ok(Some(q)) => {
+                                v.wanted.insert(
+                                    Key::Qos(name.clone(), iname.clone()),
+                                    crate::sync::qos_val(&q),
+                                );
+                            }
+                            Ok(None) => {}
+                            Err(e) => ignored.push(e),
+                        }
                         row.port_rows.insert(iname.clone(), pu.clone());
                         v.wanted
                             .insert(Key::Port(name.clone(), iname.clone()), Val::Port(s));
@@ -402,6 +418,70 @@ fn port_spec(i: RowRef<'_>, ignored: &mut Vec<String>) -> Result<PortSpec, Strin
     })
 }
 
+/// A port's `qos` row and its `Queue` rows as fulmar's egress queues
+/// (`None`: no QoS row), or why they are left out. `linux-htb` and
+/// `linux-hfsc` are both served by fulmar's own scheduler; QoS
+/// `other_config:max-rate` is the port's rate, and each queue's
+/// `other_config:min-rate`, `max-rate` (bits/s) and `priority` its own.
+fn port_qos(r: &Replica, p: RowRef<'_>) -> Result<Option<PortQos>, String> {
+    let Some(qu) = p.uuids("qos").into_iter().next() else {
+        return Ok(None);
+    };
+    let Some(qrow) = r.row("QoS", &qu) else {
+        return Ok(None);
+    };
+    let q = RowRef(qrow);
+    let ty = q.string("type").unwrap_or_default();
+    let kind = QosKind::parse(&ty)
+        .ok_or_else(|| format!("qos type {ty:?} (fulmar applies linux-htb and linux-hfsc only)"))?;
+    let rate = |m: &BTreeMap<String, String>, k: &str, what: &str| -> Result<u64, String> {
+        match m.get(k) {
+            None => Ok(0),
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n <= datastore::MAX_QOS_RATE)
+                .ok_or_else(|| format!("qos: {what} other_config:{k} {v:?} is not a rate")),
+        }
+    };
+    let other = q.str_map("other_config");
+    let mut out = PortQos {
+        kind,
+        max_rate: rate(&other, "max-rate", "QoS")?,
+        queues: Vec::new(),
+    };
+    if let Some(Datum::Map(pairs)) = q.get("queues") {
+        for (k, v) in pairs {
+            let (Atom::Int(id), Atom::Uuid(u)) = (k, v) else {
+                continue;
+            };
+            let id = u32::try_from(id)
+                .ok()
+                .filter(|i| *i != u32::MAX)
+                .ok_or_else(|| format!("qos: queue id {id} is not valid"))?;
+            let qo = r
+                .row("Queue", &u)
+                .map(|row| RowRef(row).str_map("other_config"))
+                .unwrap_or_default();
+            let what = format!("queue {id}");
+            let priority = match qo.get("priority") {
+                None => 0,
+                Some(v) => v
+                    .parse::<u32>()
+                    .map_err(|_| format!("qos: {what} other_config:priority {v:?} is not valid"))?,
+            };
+            out.queues.push(QueueConf {
+                id,
+                min_rate: rate(&qo, "min-rate", &what)?,
+                max_rate: rate(&qo, "max-rate", &what)?,
+                priority,
+            });
+        }
+    }
+    out.check().map_err(|e| format!("qos: {e}"))?;
+    Ok(Some(out))
+}
+
 /// `other_config:datapath-id`: exactly 16 hex digits, as Open vSwitch
 /// takes it.
 pub fn parse_dpid(s: &str) -> Result<u64, String> {
@@ -446,6 +526,74 @@ pub(crate) mod tests {
         }))
         .unwrap();
         r
+    }
+
+    /// `ovs-vsctl set port eth1 qos=@q -- --id=@q create qos
+    /// type=TYPE other_config:max-rate=10000000 queues:1=@q1 queues:2=@q2
+    /// -- ...create queue ...`.
+    fn with_qos(ty: &str, q2_min: &str) -> Replica {
+        let mut r = sample();
+        r.apply(&json!({
+            "Port": {"p1": {"new": {"name": "eth1", "interfaces": ["uuid", "i1"], "qos": ["uuid", "q0"]}}},
+            "QoS": {"q0": {"new": {"type": ty, "other_config": ["map", [["max-rate", "10000000"]]],
+                "queues": ["map", [[1, ["uuid", "u1"]], [2, ["uuid", "u2"]]]]}}},
+            "Queue": {
+                "u1": {"new": {"other_config": ["map", [["priority", "0"], ["max-rate", "8000000"]]]}},
+                "u2": {"new": {"other_config": ["map", [["priority", "5"], ["min-rate", q2_min]]]}}}
+        }))
+        .unwrap();
+        r
+    }
+
+    #[test]
+    fn qos_and_queue_rows_become_egress_queues() {
+        let v = DbView::read(&with_qos("linux-htb", "1000000"));
+        let k = Key::Qos("br0".into(), "eth1".into());
+        assert_eq!(
+            v.wanted.get(&k),
+            Some(&Val::Qos(PortQos {
+                kind: QosKind::LinuxHtb,
+                max_rate: 10_000_000,
+                queues: vec![
+                    QueueConf {
+                        id: 1,
+                        min_rate: 0,
+                        max_rate: 8_000_000,
+                        priority: 0
+                    },
+                    QueueConf {
+                        id: 2,
+                        min_rate: 1_000_000,
+                        max_rate: 0,
+                        priority: 5
+                    },
+                ]
+            }))
+        );
+        let v = DbView::read(&with_qos("linux-hfsc", "1000000"));
+        assert!(matches!(v.wanted.get(&k), Some(Val::Qos(q)) if q.kind == QosKind::LinuxHfsc));
+        // Another type, or a rate that is not one: left out, said on the
+        // interface; the port itself still works.
+        for (ty, min, why) in [
+            ("linux-codel", "1", "qos type \"linux-codel\""),
+            (
+                "linux-htb",
+                "fast",
+                "queue 2 other_config:min-rate \"fast\"",
+            ),
+        ] {
+            let v = DbView::read(&with_qos(ty, min));
+            assert!(!v.wanted.contains_key(&k));
+            assert!(v
+                .wanted
+                .contains_key(&Key::Port("br0".into(), "eth1".into())));
+            let eth1 = v.ifaces.iter().find(|i| i.name == "eth1").unwrap();
+            assert!(
+                eth1.ignored.iter().any(|e| e.contains(why)),
+                "{:?}",
+                eth1.ignored
+            );
+        }
     }
 
     #[test]

@@ -148,6 +148,42 @@ pub fn structure_ops(items: &[(Key, Option<Val>)], view: &DbView) -> Vec<Value> 
                     );
                 }
             }
+            (Key::Qos(_, i), Some(Val::Qos(q))) => {
+                let mut queues = Vec::new();
+                for c in &q.queues {
+                    let qname = named("queue");
+                    let mut other = BTreeMap::new();
+                    other.insert("priority".to_string(), c.priority.to_string());
+                    if c.min_rate != 0 {
+                        other.insert("min-rate".to_string(), c.min_rate.to_string());
+                    }
+                    if c.max_rate != 0 {
+                        other.insert("max-rate".to_string(), c.max_rate.to_string());
+                    }
+                    ops.push(json!({"op": "insert", "table": "Queue", "uuid-name": qname,
+                                    "row": {"other_config": str_map_json(&other)}}));
+                    queues.push(json!([c.id, ["named-uuid", qname]]));
+                }
+                let qos = named("qos");
+                let mut other = BTreeMap::new();
+                if q.max_rate != 0 {
+                    other.insert("max-rate".to_string(), q.max_rate.to_string());
+                }
+                ops.push(json!({"op": "insert", "table": "QoS", "uuid-name": qos,
+                                "row": {"type": q.kind.as_str(),
+                                        "other_config": str_map_json(&other),
+                                        "queues": ["map", queues]}}));
+                ops.push(
+                    json!({"op": "update", "table": "Port", "where": where_name(i),
+                                "row": {"qos": ["named-uuid", qos]}}),
+                );
+            }
+            (Key::Qos(_, i), None) => {
+                ops.push(
+                    json!({"op": "update", "table": "Port", "where": where_name(i),
+                                "row": {"qos": ["set", []]}}),
+                );
+            }
             // A bridge's settings when the bridge itself goes: nothing.
             _ => {}
         }
@@ -537,6 +573,40 @@ mod tests {
         let ops = st.ops(&r2, &v, &l, &errors, Some(4));
         assert_eq!(ops.len(), 1);
         assert_eq!(ops[0]["row"], json!({"link_state": "down"}));
+    }
+
+    #[test]
+    fn queues_become_qos_and_queue_rows() {
+        let v = DbView::read(&sample());
+        let q = datastore::PortQos {
+            kind: datastore::QosKind::LinuxHfsc,
+            max_rate: 5_000_000,
+            queues: vec![datastore::QueueConf {
+                id: 3,
+                min_rate: 1000,
+                max_rate: 0,
+                priority: 2,
+            }],
+        };
+        let k = Key::Qos("br0".into(), "eth1".into());
+        let ops = structure_ops(&[(k.clone(), Some(Val::Qos(q)))], &v);
+        let text = serde_json::to_string(&ops).unwrap();
+        assert_eq!(ops.len(), 3, "{text}");
+        assert_eq!(ops[0]["table"], "Queue");
+        assert_eq!(
+            ops[0]["row"]["other_config"],
+            json!(["map", [["min-rate", "1000"], ["priority", "2"]]])
+        );
+        assert_eq!(ops[1]["table"], "QoS");
+        assert_eq!(ops[1]["row"]["type"], "linux-hfsc");
+        assert_eq!(
+            ops[1]["row"]["queues"],
+            json!(["map", [[3, ["named-uuid", "queue1"]]]])
+        );
+        assert_eq!(ops[2]["table"], "Port");
+        assert_eq!(ops[2]["row"]["qos"], json!(["named-uuid", "qos2"]));
+        let ops = structure_ops(&[(k, None)], &v);
+        assert_eq!(ops[0]["row"]["qos"], json!(["set", []]));
     }
 
     #[test]

@@ -562,6 +562,32 @@ mod wire_tests {
     }
 
     #[test]
+    fn scheduler_counts_replace_the_pipelines() {
+        let mut s = queued();
+        assert!(s.port_table.set_queue_counters(1, 5, 7, 700, 3));
+        assert!(!s.port_table.set_queue_counters(1, 6, 1, 1, 1));
+        let mut c = Counters::default();
+        c.queue_tx(1, 5, 100);
+        s.fold(&c);
+        match ask(
+            &s,
+            MultipartRequestBody::Queue {
+                port_no: 1,
+                queue_id: 5,
+            },
+            T0.plus_secs(1),
+        ) {
+            MultipartReplyBody::Queue { stats } => {
+                assert_eq!(
+                    (stats[0].tx_packets, stats[0].tx_bytes, stats[0].tx_errors),
+                    (7, 700, 3)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn queue_stats_filter_by_port_and_queue() {
         let s = queued();
         let stats_of = |port_no, queue_id| match ask(

@@ -114,6 +114,38 @@ pub(crate) struct BridgeRt {
     /// The threads' settings, cores included (ports added later are
     /// placed by them).
     pub(crate) tcfg: ThreadsConfig,
+    /// Ports with egress queues: the queue ids configured and the
+    /// scheduler's counters (copied into the port table by `collect`).
+    pub(crate) qos: Mutex<BTreeMap<u32, (Vec<u32>, dataplane::threads::QueueStatsHandle)>>,
+}
+
+/// The dataplane's scheduler settings for a port's configured queues
+/// (each queue holds [`dataplane::qos::DEFAULT_QUEUE_LEN`] packets).
+fn qos_spec(q: &datastore::PortQos) -> dataplane::qos::QosSpec {
+    dataplane::qos::QosSpec {
+        max_rate: q.max_rate,
+        queues: q
+            .queues
+            .iter()
+            .map(|c| dataplane::qos::QueueSpec {
+                priority: c.priority,
+                min_rate: c.min_rate,
+                max_rate: c.max_rate,
+                ..dataplane::qos::QueueSpec::new(c.id)
+            })
+            .collect(),
+    }
+}
+
+/// A rate as OpenFlow's queue properties give it: tenths of a percent
+/// of `reference` (the port's max_rate; ports report no speed), at most
+/// 1000; `None` for no rate or no reference.
+fn permille(rate: u64, reference: u64) -> Option<u16> {
+    if rate == 0 || reference == 0 {
+        return None;
+    }
+    let v = (u128::from(rate) * 1000 / u128::from(reference)).min(1000);
+    u16::try_from(v).ok()
 }
 
 /// The CPUs of each kind of thread (RX, workers, TX): the `*_cores`
@@ -428,6 +460,10 @@ fn port_desc(number: u32, interface: &str, backend: &dyn PortBackend) -> ofp::Po
     }
 }
 
+fn lock_map<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// One thread's place: `br0-w0 (worker) on core 1, reads 1:q0 2:q0`.
 pub(crate) fn placement_line(t: &dataplane::threads::ThreadStats) -> String {
     let core = t
@@ -558,7 +594,7 @@ impl BridgeRt {
             );
         }
         let dp = Datapath::new(state, dp_ports, dp_config);
-        Ok(BridgeRt {
+        let b = BridgeRt {
             name: br.name.clone(),
             dpid: br.dpid,
             control: Mutex::new(Control {
@@ -580,7 +616,66 @@ impl BridgeRt {
             epoch,
             mode: mode_name(&tcfg),
             tcfg,
-        })
+            qos: Mutex::new(BTreeMap::new()),
+        };
+        // Egress queues of the ports it starts with.
+        for (port, q) in &br.qos {
+            if !b.port_entries().contains_key(port) {
+                continue;
+            }
+            if let Err(error) = b.set_qos(*port, Some(q)) {
+                b.halt();
+                return Err(threads_err(error));
+            }
+        }
+        Ok(b)
+    }
+
+    /// Gives port `port` the egress queues `q` (`None`: none): the
+    /// threads send through them once this returns, and the port table
+    /// lists them for QUEUE_GET_CONFIG and QUEUE stats (counters from the
+    /// scheduler). An unknown port is `NotFound`.
+    pub(crate) fn set_qos(&self, port: u32, q: Option<&datastore::PortQos>) -> io::Result<()> {
+        let spec = q.map(qos_spec);
+        let handle = {
+            let mut t = self.threads();
+            t.set_qos(port, spec.as_ref())?;
+            t.queue_handle(port)
+        };
+        let old = lock_map(&self.qos).remove(&port);
+        {
+            let mut c = self.control();
+            let now = self.now();
+            for id in old.iter().flat_map(|(ids, _)| ids) {
+                c.dp.state.port_table.remove_queue(port, *id);
+            }
+            for qc in q.iter().flat_map(|q| &q.queues) {
+                let reference = q.map_or(0, |q| q.max_rate);
+                c.dp.state.port_table.set_queue(
+                    port,
+                    qc.id,
+                    pipeline::tables::port_table::QueueConfig {
+                        min_rate: permille(qc.min_rate, reference),
+                        max_rate: permille(qc.max_rate, reference),
+                    },
+                    now,
+                );
+            }
+        }
+        if let (Some(q), Some(h)) = (q, handle) {
+            let ids = q.queues.iter().map(|c| c.id).collect();
+            lock_map(&self.qos).insert(port, (ids, h));
+        }
+        tracing::info!(bridge = %self.name, port, queues = q.map_or(0, |q| q.queues.len()), "egress queues set");
+        Ok(())
+    }
+
+    /// Every port's egress queue counters (the default queue included).
+    pub(crate) fn queue_counters(&self) -> BTreeMap<u32, Vec<dataplane::qos::QueueCounters>> {
+        lock_map(&self.qos)
+            .iter()
+            .map(|(p, (_, h))| (*p, h.counters()))
+            .collect()
     }
 
     pub(crate) fn control(&self) -> MutexGuard<'_, Control> {
@@ -751,6 +846,18 @@ impl BridgeRt {
         count_late(&mut c.removing, &own);
         c.dp.state.fold(&own);
         c.totals.merge(&own);
+        // Egress queues: what their scheduler sent and dropped.
+        for (port, (ids, h)) in lock_map(&self.qos).iter() {
+            for q in h.counters().iter().filter(|q| ids.contains(&q.id)) {
+                c.dp.state.port_table.set_queue_counters(
+                    *port,
+                    q.id,
+                    q.tx_packets,
+                    q.tx_bytes,
+                    q.dropped,
+                );
+            }
+        }
     }
 
     /// The pipeline counters summed over workers, and the packet-ins not
@@ -925,6 +1032,7 @@ impl BridgeRt {
             ));
         };
         self.threads().remove_port(number)?;
+        lock_map(&self.qos).remove(&number);
         let desc = {
             let mut c = self.control();
             let desc = c.dp.state.port_table.remove_port(number);

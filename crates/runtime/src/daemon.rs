@@ -233,6 +233,9 @@ fn describe(c: &Change) -> String {
         Change::SetPortVlan { bridge, port } => {
             format!("set the VLAN settings of port {port} of {bridge}")
         }
+        Change::SetQos { bridge, port } => {
+            format!("set the egress queues of port {port} of {bridge}")
+        }
         Change::SetControllers { bridge } => format!("set the controllers of {bridge}"),
         Change::SetFailMode { bridge, mode } => {
             format!("set the fail mode of {bridge} to {}", mode.as_str())
@@ -476,6 +479,19 @@ impl Daemon {
                         RuntimeError::Change(format!("bridge {bridge} port {port}: {e}"))
                     })?;
                     rt.set_port_vlan(bridge, *port, v)?;
+                }
+            }
+        }
+        // Egress queues of ports added, re-opened or changed (a new
+        // bridge's ports get theirs as it starts).
+        for c in changes {
+            if let Change::AddPort { bridge, port }
+            | Change::ChangePort { bridge, port }
+            | Change::SetQos { bridge, port } = c
+            {
+                let b = bridge_of(new, bridge)?;
+                if b.port(*port).is_some() {
+                    rt.set_port_qos(bridge, *port, b.qos.get(port))?;
                 }
             }
         }

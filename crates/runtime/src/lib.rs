@@ -559,6 +559,30 @@ impl Runtime {
         Ok(())
     }
 
+    /// Gives port `port` of `bridge` the egress queues `q` (`None`:
+    /// none); see the guide's "Egress queues".
+    pub fn set_port_qos(
+        &self,
+        bridge: &str,
+        port: u32,
+        q: Option<&datastore::PortQos>,
+    ) -> Result<(), RuntimeError> {
+        let b = self.need(bridge)?;
+        b.set_qos(port, q).map_err(|error| RuntimeError::Threads {
+            bridge: bridge.to_string(),
+            error,
+        })
+    }
+
+    /// Each port's egress queue counters (the default queue included), for
+    /// ports with queues configured.
+    pub fn queue_counters(
+        &self,
+        bridge: &str,
+    ) -> Option<BTreeMap<u32, Vec<dataplane::qos::QueueCounters>>> {
+        Some(self.bridge(bridge)?.queue_counters())
+    }
+
     /// A bridge's ports: number → interface.
     pub fn ports(&self, bridge: &str) -> Option<BTreeMap<u32, PortEntry>> {
         Some(self.bridge(bridge)?.port_entries().clone())

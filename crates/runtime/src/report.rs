@@ -140,6 +140,7 @@ fn named_drops(
         ("no_port", drops.no_port),
         ("port_error", drops.port_error),
         ("rx_error", drops.rx_error),
+        ("qos_queue_full", drops.qos_queue_full),
         ("packet_in_no_controller", pins.0),
         ("packet_in_agent_queue_full", pins.1),
     ] {

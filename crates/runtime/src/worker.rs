@@ -266,7 +266,11 @@ impl BurstProcessor for PipelineWorker {
         self.ws
             .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
         for tx in self.out.tx.drain(..) {
-            out(tx.port, to_dataplane(tx.packet));
+            let mut p = to_dataplane(tx.packet);
+            // The egress queue set_queue chose (a port without queues
+            // ignores it).
+            p.meta.queue_id = tx.queue_id;
+            out(tx.port, p);
         }
         if !self.out.packet_ins.is_empty() {
             let (mut no_controller, mut full) = (0, 0);

@@ -1240,3 +1240,94 @@ fn each_receive_queue_is_read_by_its_own_thread() {
         assert!(e.to_string().contains("no reading thread 7"), "{e}");
     }
 }
+
+/// Forwards port 1 → port 2 on the queue named by the frame's flow byte.
+fn queued() -> Box<dyn BurstProcessor> {
+    Box::new(
+        |_in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
+            for mut p in burst.drain() {
+                p.meta.queue_id = u32::from(seq_of(p.data()).0);
+                out(2, p);
+            }
+        },
+    )
+}
+
+fn egress_queues(mode: ThreadMode) {
+    let (ports, mut a, mut b) = switch_ports();
+    let mut c = cfg(mode, 1);
+    c.rx_ring = 8192;
+    c.tx_ring = 8192;
+    let mut t = Threads::start(&c, ports, &mut |_| queued()).unwrap();
+    let spec = QosSpec {
+        max_rate: 8_000_000, // one byte per microsecond
+        queues: vec![
+            crate::qos::QueueSpec {
+                priority: 0,
+                ..crate::qos::QueueSpec::new(1)
+            },
+            crate::qos::QueueSpec {
+                priority: 1,
+                limit: 100,
+                ..crate::qos::QueueSpec::new(2)
+            },
+        ],
+    };
+    let bad = QosSpec {
+        max_rate: 0,
+        queues: vec![crate::qos::QueueSpec::new(3), crate::qos::QueueSpec::new(3)],
+    };
+    assert_eq!(
+        t.set_qos(2, Some(&bad)).unwrap_err().kind(),
+        io::ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        t.set_qos(9, Some(&spec)).unwrap_err().kind(),
+        io::ErrorKind::NotFound
+    );
+    assert!(t.queue_counters(2).is_none());
+    t.set_qos(2, Some(&spec)).unwrap();
+    // A low-class flood, then the high class behind it.
+    let low: Vec<Vec<u8>> = (0..300).map(|s| test_frame(2, s, 1000)).collect();
+    let high: Vec<Vec<u8>> = (0..5).map(|s| test_frame(1, s, 100)).collect();
+    let start = Instant::now();
+    send_all(&mut a, low);
+    send_all(&mut a, high);
+    let got = collect(&mut b, 105, Duration::from_secs(20));
+    let elapsed = start.elapsed();
+    let flows: Vec<u8> = got.iter().map(|f| seq_of(f).0).collect();
+    assert_eq!(flows.iter().filter(|&&f| f == 1).count(), 5, "{flows:?}");
+    // The high class overtakes the low one still queued.
+    let last_high = flows.iter().rposition(|&f| f == 1).unwrap();
+    let last_low = flows.iter().rposition(|&f| f == 2).unwrap();
+    assert!(last_high < last_low, "{flows:?}");
+    // The port rate holds: 100 KB at 1 MB/s less a 12.5 KB burst.
+    assert!(elapsed >= Duration::from_millis(60), "{elapsed:?}");
+    // Nothing more than the queue held comes later.
+    let more = collect(&mut b, 1000, Duration::from_millis(500));
+    std::thread::sleep(PUBLISH_EVERY * 3);
+    let q = t.queue_counters(2).unwrap();
+    let by_id = |id: u32| q.iter().find(|c| c.id == id).copied().unwrap();
+    assert_eq!(by_id(1).tx_packets, 5);
+    assert_eq!(by_id(1).dropped, 0);
+    let low_sent = by_id(2).tx_packets;
+    assert_eq!(low_sent as usize, got.len() + more.len() - 5);
+    assert_eq!(low_sent + by_id(2).dropped, 300, "{q:?}");
+    assert_eq!(t.port_drops()[&2].qos_queue_full, by_id(2).dropped);
+    // Direct again.
+    t.set_qos(2, None).unwrap();
+    assert!(t.queue_counters(2).is_none());
+    send_all(&mut a, vec![test_frame(1, 9, 60)]);
+    assert_eq!(collect(&mut b, 1, Duration::from_secs(5)).len(), 1);
+    t.stop();
+}
+
+#[test]
+fn egress_queues_run_to_completion() {
+    egress_queues(ThreadMode::RunToCompletion);
+}
+
+#[test]
+fn egress_queues_split() {
+    egress_queues(ThreadMode::RxWorkerTx);
+}

@@ -914,11 +914,11 @@ fn parse_ctl_words() {
     };
     assert_eq!(
         bad("add-bridge br0"),
-        "unknown command \"add-bridge\" (known: add-br, del-br, add-port, del-port, set-controller, del-controller, set-fail-mode, del-fail-mode, set)"
+        "unknown command \"add-bridge\" (known: add-br, del-br, add-port, del-port, set-controller, del-controller, set-fail-mode, del-fail-mode, set, set-qos, clear-qos)"
     );
     assert_eq!(
         bad("add-br br0 -- frobnicate"),
-        "unknown command \"frobnicate\" (known: add-br, del-br, add-port, del-port, set-controller, del-controller, set-fail-mode, del-fail-mode, set)"
+        "unknown command \"frobnicate\" (known: add-br, del-br, add-port, del-port, set-controller, del-controller, set-fail-mode, del-fail-mode, set, set-qos, clear-qos)"
     );
     assert_eq!(
         bad("add-port br0"),
@@ -1126,4 +1126,82 @@ fn local_port_comes_with_add_br_and_is_a_bridge_setting() {
     // Unless the local port is off, or the port is no kernel interface.
     ok("add-br br2 -- set bridge:br2 local_port=false -- add-port br0 br2");
     ok("add-br br2 -- add-port br0 br2 type=memory");
+}
+
+#[test]
+fn set_qos_and_clear_qos() {
+    let c = base()
+        .apply(
+            &ctl("set-qos br0 eth0 type=linux-hfsc max_rate=20000000 queue:1=priority:0,min_rate:1000000 queue:2=priority:3,max-rate:5000000"),
+            HOST,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let q = &c.bridge("br0").unwrap().qos[&1];
+    assert_eq!(q.kind, QosKind::LinuxHfsc);
+    assert_eq!(q.max_rate, 20_000_000);
+    assert_eq!(q.queues.len(), 2);
+    assert_eq!(
+        (q.queues[1].id, q.queues[1].priority, q.queues[1].max_rate),
+        (2, 3, 5_000_000)
+    );
+    assert_eq!(
+        diff(&base(), &c),
+        vec![Change::SetQos {
+            bridge: "br0".into(),
+            port: 1
+        }]
+    );
+    // The words it prints parse back to the same operation.
+    let op = ctl("set-qos br0 1 max_rate=10 queue:7=priority:1");
+    let again = ctl(&op[0].to_string());
+    assert_eq!(again, op);
+    // Persisted and read again.
+    let text = c.to_toml_string();
+    assert!(text.contains("linux-hfsc"), "{text}");
+    // Cleared by number.
+    let cleared = c.apply(&ctl("clear-qos br0 1"), HOST).unwrap();
+    assert!(cleared.bridge("br0").unwrap().qos.is_empty());
+}
+
+#[test]
+fn set_qos_errors_change_nothing() {
+    for (words, want) in [
+        (
+            "set-qos br0 eth0 type=linux-noop",
+            "QoS type \"linux-noop\" is not valid",
+        ),
+        (
+            "set-qos br0 eth0 max_rate=fast",
+            "max_rate \"fast\" is not a rate",
+        ),
+        (
+            "set-qos br0 eth0 queue:x=priority:1",
+            "queue id \"x\" is not valid",
+        ),
+        (
+            "set-qos br0 eth0 queue:1=weight:3",
+            "unknown key \"weight\"",
+        ),
+        (
+            "set-qos br0 eth0 queue:1=min_rate:5,max_rate:4",
+            "min_rate 5 is above max_rate 4",
+        ),
+        (
+            "set-qos br0 eth0 queue:1= queue:1=",
+            "queue 1 is given twice",
+        ),
+        ("set-qos br0 eth0 speed=1", "unknown key \"speed\""),
+        ("clear-qos br0", "usage: clear-qos BRIDGE PORT"),
+    ] {
+        let w: Vec<&str> = words.split_whitespace().collect();
+        let e = parse_ctl(&w).unwrap_err();
+        assert!(e.contains(want), "{words}: {e}");
+    }
+    let e = base().apply(&ctl("set-qos br0 eth9"), HOST).unwrap_err();
+    assert!(
+        e.to_string().contains("bridge \"br0\" has no port eth9"),
+        "{e}"
+    );
+    let e = base().apply(&ctl("clear-qos br7 1"), HOST).unwrap_err();
+    assert!(e.to_string().contains("there is no bridge \"br7\""), "{e}");
 }

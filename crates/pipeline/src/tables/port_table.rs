@@ -63,6 +63,11 @@ struct QueueEntry {
     added_at: Time,
     tx_packets: u64,
     tx_bytes: u64,
+    /// Packets the egress scheduler dropped (QUEUE stats `tx_errors`).
+    tx_errors: u64,
+    /// Counted by the egress scheduler ([`PortTable::set_queue_counters`]):
+    /// [`PortTable::fold`] leaves it alone.
+    scheduled: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -146,7 +151,35 @@ impl PortTable {
                 added_at: now,
                 tx_packets: 0,
                 tx_bytes: 0,
+                tx_errors: 0,
+                scheduled: false,
             });
+        true
+    }
+
+    /// Sets a queue's counters to what the egress scheduler counted
+    /// (packets and bytes it sent, packets it dropped); from then on they
+    /// come only from it (the pipeline's counts of `set_queue` outputs
+    /// are no longer added). False when there is no such queue.
+    pub fn set_queue_counters(
+        &mut self,
+        port: u32,
+        queue_id: u32,
+        tx_packets: u64,
+        tx_bytes: u64,
+        tx_errors: u64,
+    ) -> bool {
+        let Some(q) = self
+            .ports
+            .get_mut(&port)
+            .and_then(|e| e.queues.get_mut(&queue_id))
+        else {
+            return false;
+        };
+        q.scheduled = true;
+        q.tx_packets = tx_packets;
+        q.tx_bytes = tx_bytes;
+        q.tx_errors = tx_errors;
         true
     }
 
@@ -244,7 +277,7 @@ impl PortTable {
                     queue_id: *q,
                     tx_bytes: qe.tx_bytes,
                     tx_packets: qe.tx_packets,
-                    tx_errors: 0,
+                    tx_errors: qe.tx_errors,
                     duration_sec,
                     duration_nsec,
                 });
@@ -304,6 +337,9 @@ impl PortTable {
             let Some(qe) = self.ports.get_mut(n).and_then(|e| e.queues.get_mut(q)) else {
                 continue;
             };
+            if qe.scheduled {
+                continue;
+            }
             qe.tx_packets = qe.tx_packets.wrapping_add(qc.tx_packets);
             qe.tx_bytes = qe.tx_bytes.wrapping_add(qc.tx_bytes);
         }

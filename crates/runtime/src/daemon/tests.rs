@@ -339,6 +339,56 @@ fn a_local_port_that_cannot_be_made_leaves_the_bridge_running() {
     // Bridges of the file have none unless they ask.
     let br0 = show.bridges.iter().find(|b| b.name == "br0").unwrap();
     assert_eq!((&br0.local_port, &br0.local_port_error), (&None, &None));
+}
+
+/// `set-qos` puts port 2 behind egress queues at once: what it sends is
+/// counted on its default queue, the queues persist and come back at a
+/// restart; `clear-qos` and deleting the port take them away.
+#[test]
+fn set_qos_applies_live_and_persists() {
+    let dir = tmpdir("qos");
+    let d = start(&dir);
+    let queues = |d: &Daemon| d.runtime().queue_counters("br0").unwrap_or_default();
+    assert!(queues(&d).is_empty());
+    d.transact(
+        &ops(
+            "set-qos br0 m2 max_rate=100000000 queue:1=priority:0 queue:2=priority:1,min_rate:1000",
+        ),
+        false,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<u32> = queues(&d)[&2].iter().map(|q| q.id).collect();
+    assert_eq!(ids, vec![1, 2, 0]);
+    let mut m1 = d.runtime().take_memory_port("m1").unwrap();
+    let mut m2 = d.runtime().take_memory_port("m2").unwrap();
+    let mut b = Burst::with_limit(16);
+    for i in 0..10 {
+        let _ = b.push(PacketBuf::from_slice(&frame(i)));
+    }
+    m1.tx_burst(&mut b).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = 0;
+    while got < 10 && Instant::now() < deadline {
+        let mut r = Burst::with_limit(16);
+        got += m2.rx_burst(&mut r).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(got, 10);
+    let default = |d: &Daemon| queues(d)[&2].iter().find(|q| q.id == 0).unwrap().tx_packets;
+    assert_eq!(default(&d), 10);
+    d.stop();
+    let text = std::fs::read_to_string(dir.join("switch.toml")).unwrap();
+    assert!(text.contains("linux-htb"), "{text}");
+    // Back after a restart, then cleared, then gone with the port.
+    let cfg = std::fs::read_to_string(dir.join("switch.toml")).unwrap();
+    let d = start_with(&dir, &cfg, None);
+    assert_eq!(queues(&d)[&2].len(), 3);
+    d.transact(&ops("clear-qos br0 2"), false).unwrap();
+    assert!(queues(&d).is_empty());
+    d.transact(&ops("set-qos br0 m2 queue:4="), false).unwrap();
+    assert_eq!(queues(&d)[&2].len(), 2);
+    d.transact(&ops("del-port br0 m2"), false).unwrap();
+    assert!(queues(&d).is_empty());
     d.stop();
     let _ = std::fs::remove_dir_all(&dir);
 }
