@@ -95,8 +95,9 @@ def bridge_show(fulmar_bin, tmp_path, name="br0"):
 
 def test_add_br_makes_the_local_port_and_the_host_pings_through_it(lnet, ovsdb, fulmar, fulmar_bin, tmp_path):
     """ovs-vsctl add-br: the TAP br0 exists, shows as OFPP_LOCAL in
-    PORT_DESC, ctl show and OVSDB (ofport 65534); flows between LOCAL and
-    port 1 carry the host's ping; del-br removes the TAP."""
+    PORT_DESC, ctl show and OVSDB (ofport 65534); the host on br0 pings the
+    port's host through NORMAL at once, and in fail mode secure through
+    flows between LOCAL and port 1; del-br removes the TAP."""
     need("ping", "ovs-ofctl")
     sw = fulmar("--ovsdb", f"unix:{ovsdb.sock}", "--ovsdb-stats-interval", "1")
     ovsdb.vsctl("add-br", "br0", "--", "add-port", "br0", VS, "--", "set", "Interface", VS, "ofport_request=1")
@@ -114,9 +115,15 @@ def test_add_br_makes_the_local_port_and_the_host_pings_through_it(lnet, ovsdb, 
     text = ctl(fulmar_bin, tmp_path, "show")
     assert re.search(r"Port br0\n\s+ofport: LOCAL\n\s+Interface br0\n\s+type: internal", text), text
 
-    # Nothing forwards yet (secure bridge, no flows): the ping fails.
+    # As ovs-vsctl leaves it (standalone, no controller), NORMAL switches
+    # between the host on br0 and the port's host at once.
     sh("ip", "-n", NS_SW, "addr", "add", f"{BRIDGE_IP}/24", "dev", "br0")
     sh("ip", "-n", NS_SW, "link", "set", "br0", "up")
+    r = ping()
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Fail mode secure and no flows: nothing forwards.
+    ovsdb.vsctl("set-fail-mode", "br0", "secure")
+    sh("ip", "-n", NS_SW, "neigh", "flush", "dev", "br0")
     assert ping(1).returncode != 0
     ofctl(tmp_path, "add-flow", "in_port=LOCAL,actions=output:1")
     ofctl(tmp_path, "add-flow", "in_port=1,actions=LOCAL")
