@@ -165,9 +165,10 @@ def first_ping():
 
 @pytest.mark.parametrize("controller", [None, "tcp:127.0.0.1:9"], ids=["no-controller", "unreachable"])
 def test_a_bridge_made_by_ovs_vsctl_forwards_the_first_ping(net, ovsdb, fulmar, fulmar_bin, tmp_path, controller):
-    """add-br and two add-ports, as every Open vSwitch tutorial starts, with
-    no fail mode set (standalone, as in Open vSwitch): the first ping gets
-    through, with no controller, and with one that cannot be reached.
+    """add-br and two add-ports, as every Open vSwitch tutorial starts: the
+    first ping gets through with no controller and no fail mode set
+    (standalone, as in Open vSwitch), and with fail mode standalone and a
+    controller that cannot be reached.
     Without a controller the flow tables stay in force (a table miss goes
     to NORMAL), so a flow added beside it takes precedence; NORMAL's
     learnt addresses are listed by fdb-show (and ovs-appctl fdb/show)."""
@@ -175,7 +176,7 @@ def test_a_bridge_made_by_ovs_vsctl_forwards_the_first_ping(net, ovsdb, fulmar, 
     sw = fulmar()
     args = ["add-br", "br0", "--", "add-port", "br0", SW_A, "--", "add-port", "br0", SW_B]
     if controller:
-        args += ["--", "set-controller", "br0", controller]
+        args += ["--", "set-controller", "br0", controller, "--", "set-fail-mode", "br0", "standalone"]
     ovsdb.vsctl(*args)
     assert json.loads(ctl(fulmar_bin, tmp_path, "show", "--json"))["bridges"][0]["fail_mode"] == "standalone"
     r = first_ping()
