@@ -36,7 +36,11 @@
 //!   get the state oper-state/blocked/live); `logical-switches/switch`
 //!   (id = bridge name, datapath-id, enabled, lost-connection-behavior =
 //!   fail mode, controllers with id/role/ip-address/port/protocol and in
-//!   get their connection-state, resources/port references);
+//!   get their connection-state, resources/port and queue references);
+//! * `resources/queue`: a port's egress queues (resource-id `PORT:ID`, id,
+//!   port, properties min-rate/max-rate in tenths of a percent of the
+//!   port's QoS max_rate); an edit of queues is one `set-qos` of each port
+//!   whose queues change (see `model` for the mapping);
 //! * one edit-config is one datastore transaction, all or nothing: a new
 //!   switch is `add-br`, a removed one `del-br`, the controller list
 //!   `set-controller` (or `del-controller`), lost-connection-behavior
@@ -52,7 +56,9 @@
 //!
 //! # What it does not cover
 //!
-//! * queues (fulmar has none), owned certificates, flow-table resources,
+//! * queue names other than `PORT:ID`, queue experimenter properties,
+//!   queue priorities and the port's QoS max_rate (`fulmar ctl set-qos`
+//!   sets them; a new queue gets priority 0), owned certificates, flow-table resources,
 //!   capabilities (not shown), port features, tunnels, configuration
 //!   points; changing a port's `configuration` (its bits are OpenFlow
 //!   port-mod's and are shown as the port has them; a different value is

@@ -8,12 +8,22 @@
 //! resource is an interface port (resource-id = interface name); a
 //! controller's id is its target (`tcp:IP:PORT`), since the datastore keeps
 //! no other name; `lost-connection-behavior` is the fail mode. fulmar has no
-//! queues, owned certificates or flow tables to configure through
-//! OF-CONFIG: those containers are neither shown nor accepted.
+//! owned certificates or flow tables to configure through OF-CONFIG: those
+//! containers are neither shown nor accepted.
+//!
+//! Queues: a queue resource is one of a port's egress queues (`qos` in the
+//! datastore); its resource-id is `PORT:ID` (the port's resource-id and the
+//! queue id: fulmar keeps no queue names), `id` the queue id, `port` the
+//! port's resource-id. `min-rate`/`max-rate` are tenths of a percent of the
+//! port's QoS `max_rate`, as QUEUE_GET_CONFIG gives them (ports report no
+//! speed): shown rounded down, left out when the rate or the port's
+//! `max_rate` is 0; a value sent back as shown keeps the exact bits/s.
 
 use std::net::IpAddr;
 
-use datastore::{Config, ControllerTarget, FailMode, Op, PortKind, PortRef, Transport};
+use datastore::{
+    Config, ControllerTarget, FailMode, Op, PortKind, PortQos, PortRef, QueueConf, Transport,
+};
 
 use crate::rpc::RpcError;
 use crate::xml::Element;
@@ -34,6 +44,8 @@ pub struct PortSnap {
     /// get-config too, its state and rates in get only); `None` when the
     /// port is not open.
     pub live: Option<PortLive>,
+    /// The port's egress queues, if it has any.
+    pub qos: Option<PortQos>,
 }
 
 /// A port's live state (from the OpenFlow port description).
@@ -95,6 +107,7 @@ impl Snapshot {
                             name: name.clone(),
                             number: p.number,
                             live: None,
+                            qos: b.qos.get(&p.number).cloned(),
                         }),
                         PortKind::Patch { .. } => None,
                     })
@@ -244,6 +257,11 @@ pub fn render(snap: &Snapshot, state: bool) -> Element {
             ports.push(node("port", c));
         }
     }
+    for b in &snap.bridges {
+        for p in &b.ports {
+            ports.extend(queue_resources(p));
+        }
+    }
     let switches = snap
         .bridges
         .iter()
@@ -293,7 +311,17 @@ pub fn render(snap: &Snapshot, state: bool) -> Element {
                     node("controllers", ctls),
                     node(
                         "resources",
-                        b.ports.iter().map(|p| leaf("port", &p.name)).collect(),
+                        b.ports
+                            .iter()
+                            .map(|p| leaf("port", &p.name))
+                            .chain(b.ports.iter().flat_map(|p| {
+                                p.qos.iter().flat_map(move |q| {
+                                    q.queues
+                                        .iter()
+                                        .map(move |c| leaf("queue", queue_rid(&p.name, c.id)))
+                                })
+                            }))
+                            .collect(),
                     ),
                 ],
             )
@@ -306,6 +334,53 @@ pub fn render(snap: &Snapshot, state: bool) -> Element {
     top.push(node("resources", ports));
     top.push(node("logical-switches", switches));
     node("capable-switch", top)
+}
+
+/// A queue's resource-id: `PORT:ID`.
+pub fn queue_rid(port: &str, id: u32) -> String {
+    format!("{port}:{id}")
+}
+
+/// The port resource-id and queue id in a queue's resource-id.
+fn parse_queue_rid(rid: &str) -> Option<(&str, u32)> {
+    let (port, id) = rid.rsplit_once(':')?;
+    let id: u32 = id.parse().ok().filter(|&i| i != u32::MAX)?;
+    (!port.is_empty() && id.to_string() == rid[port.len() + 1..]).then_some((port, id))
+}
+
+/// A rate in tenths of a percent of `reference` (rounded down, at most
+/// 1000), as QUEUE_GET_CONFIG gives it; `None` for no rate or no reference.
+pub fn permille(rate: u64, reference: u64) -> Option<u16> {
+    if rate == 0 || reference == 0 {
+        return None;
+    }
+    let v = (u128::from(rate) * 1000 / u128::from(reference)).min(1000);
+    u16::try_from(v).ok()
+}
+
+/// A port's queue resources.
+fn queue_resources(p: &PortSnap) -> Vec<Element> {
+    let Some(q) = &p.qos else {
+        return Vec::new();
+    };
+    q.queues
+        .iter()
+        .map(|c| {
+            let props: Vec<Element> = [("min-rate", c.min_rate), ("max-rate", c.max_rate)]
+                .into_iter()
+                .filter_map(|(n, r)| permille(r, q.max_rate).map(|v| leaf(n, v.to_string())))
+                .collect();
+            let mut ch = vec![
+                leaf("resource-id", queue_rid(&p.name, c.id)),
+                leaf("id", c.id.to_string()),
+                leaf("port", &p.name),
+            ];
+            if !props.is_empty() {
+                ch.push(node("properties", props));
+            }
+            node("queue", ch)
+        })
+        .collect()
 }
 
 /// RFC 6241 §6 subtree filtering of `data` by `filter` (same element
@@ -456,7 +531,7 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
     // New port resources: each must be referenced by a logical switch.
     let mut unattached: Vec<String> = Vec::new();
     if let Some(res) = cs.child("resources") {
-        allow(res, &["port"])?;
+        allow(res, &["port", "queue"])?;
         let rop = op_of(res, op)?;
         for p in res.children_named("port") {
             allow(
@@ -564,7 +639,328 @@ pub fn edit_ops(snap: &Snapshot, cs: &Element, default: EditOp) -> Result<Vec<Op
             )));
         }
     }
+    edit_queues(snap, cs, op, &mut ops)?;
     Ok(ops)
+}
+
+/// The queues of every port as an edit leaves them.
+struct QueueEdit<'a> {
+    /// `(bridge, port, queues now, changed)`.
+    ports: Vec<(&'a str, &'a PortSnap, Option<PortQos>, bool)>,
+}
+
+impl<'a> QueueEdit<'a> {
+    fn port(&mut self, name: &str) -> Option<&mut (&'a str, &'a PortSnap, Option<PortQos>, bool)> {
+        self.ports.iter_mut().find(|(_, p, _, _)| p.name == name)
+    }
+
+    /// Removes queue `id` of `port`; false when it has none such.
+    fn remove(&mut self, port: &str, id: u32) -> bool {
+        let Some((_, _, Some(q), changed)) = self.port(port) else {
+            return false;
+        };
+        let before = q.queues.len();
+        q.queues.retain(|c| c.id != id);
+        *changed |= q.queues.len() != before;
+        q.queues.len() != before
+    }
+
+    fn exists(&self, port: &str, id: u32) -> bool {
+        self.ports.iter().any(|(_, p, q, _)| {
+            p.name == port
+                && q.as_ref()
+                    .is_some_and(|q| q.queues.iter().any(|c| c.id == id))
+        })
+    }
+}
+
+/// The queue resources of an edit (capable-switch `resources/queue`, and
+/// the logical switches' references to them) as one `SetQos` per port
+/// whose queues change, appended to `ops` (after the port operations, so a
+/// renumbered port keeps its queues; ports the edit deletes are skipped).
+fn edit_queues(
+    snap: &Snapshot,
+    cs: &Element,
+    op: EditOp,
+    ops: &mut Vec<Op>,
+) -> Result<(), RpcError> {
+    let mut st = QueueEdit {
+        ports: snap
+            .bridges
+            .iter()
+            .flat_map(|b| {
+                b.ports
+                    .iter()
+                    .map(move |p| (b.name.as_str(), p, p.qos.clone(), false))
+            })
+            .collect(),
+    };
+    let res = cs.child("resources");
+    let rop = match res {
+        Some(r) => op_of(r, op)?,
+        None => op,
+    };
+    let mut listed: Vec<(String, u32)> = Vec::new();
+    for q in res.iter().flat_map(|r| r.children_named("queue")) {
+        let (port, id) = edit_queue(&mut st, q, op_of(q, rop)?)?;
+        listed.push((port, id));
+    }
+    if rop == EditOp::Replace {
+        // What replaces the resources and does not list a queue drops it.
+        for (_, p, q, changed) in &mut st.ports {
+            if let Some(q) = q {
+                let before = q.queues.len();
+                q.queues
+                    .retain(|c| listed.iter().any(|(n, i)| *n == p.name && *i == c.id));
+                *changed |= q.queues.len() != before;
+            }
+        }
+    }
+    if let Some(ls) = cs.child("logical-switches") {
+        let lop = op_of(ls, op)?;
+        for sw in ls.children_named("switch") {
+            let sop = op_of(sw, lop)?;
+            let Some(bridge) = sw.child_text("id") else {
+                continue;
+            };
+            if matches!(sop, EditOp::Delete | EditOp::Remove) {
+                continue;
+            }
+            let sres = sw.child("resources");
+            let qop = match sres {
+                Some(r) => op_of(r, sop)?,
+                None => sop,
+            };
+            let mut refs: Vec<(String, u32)> = Vec::new();
+            for r in sres.iter().flat_map(|r| r.children_named("queue")) {
+                let eop = op_of(r, qop)?;
+                let rid = r.text.as_str();
+                let (port, id) = parse_queue_rid(rid).ok_or_else(|| {
+                    RpcError::invalid_value("queue", "a queue reference is a resource-id PORT:ID")
+                })?;
+                if !st
+                    .ports
+                    .iter()
+                    .any(|(b, p, _, _)| *b == bridge && p.name == port)
+                {
+                    return Err(RpcError::data_missing(&format!(
+                        "queue {rid}: logical switch {bridge} has no port {port}"
+                    )));
+                }
+                refs.push((port.to_string(), id));
+                match eop {
+                    EditOp::Delete | EditOp::Remove
+                        if !st.remove(port, id) && eop == EditOp::Delete =>
+                    {
+                        return Err(RpcError::data_missing(&format!("queue {rid}")));
+                    }
+                    EditOp::Delete | EditOp::Remove => {}
+                    EditOp::Create
+                        if snap.bridges.iter().any(|b| {
+                            b.ports.iter().any(|p| {
+                                p.name == port
+                                    && p.qos
+                                        .as_ref()
+                                        .is_some_and(|q| q.queues.iter().any(|c| c.id == id))
+                            })
+                        }) =>
+                    {
+                        return Err(RpcError::data_exists(&format!(
+                            "queue {rid} on logical switch {bridge}"
+                        )))
+                    }
+                    _ if !st.exists(port, id) => {
+                        return Err(RpcError::data_missing(&format!(
+                            "queue {rid}: create it under the capable switch's resources"
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+            if qop == EditOp::Replace {
+                for (b, p, q, changed) in &mut st.ports {
+                    if *b != bridge {
+                        continue;
+                    }
+                    if let Some(q) = q {
+                        let before = q.queues.len();
+                        q.queues
+                            .retain(|c| refs.iter().any(|(n, i)| *n == p.name && *i == c.id));
+                        *changed |= q.queues.len() != before;
+                    }
+                }
+            }
+        }
+    }
+    for (bridge, p, q, changed) in st.ports {
+        if !changed || q == p.qos {
+            continue;
+        }
+        let gone = ops.iter().any(|o| match o {
+            Op::DelBridge { name } => name == bridge,
+            Op::DelPort {
+                port: PortRef::Name(n),
+                ..
+            } => *n == p.name,
+            _ => false,
+        });
+        if gone {
+            continue;
+        }
+        // No queues and no port ceiling left: the port sends directly.
+        let q = q.filter(|q| !q.queues.is_empty() || q.max_rate != 0);
+        if let Some(q) = &q {
+            q.check()
+                .map_err(|m| RpcError::invalid_value("queue", &format!("port {}: {m}", p.name)))?;
+        }
+        ops.push(Op::SetQos {
+            bridge: bridge.to_string(),
+            port: PortRef::Name(p.name.clone()),
+            qos: q,
+        });
+    }
+    Ok(())
+}
+
+/// One capable-switch queue resource applied to `st`: its port and id.
+fn edit_queue(st: &mut QueueEdit, q: &Element, qop: EditOp) -> Result<(String, u32), RpcError> {
+    allow(q, &["resource-id", "id", "port", "properties"])?;
+    let rid = required(q, "resource-id")?;
+    let (port, id) = parse_queue_rid(rid).ok_or_else(|| {
+        RpcError::invalid_value(
+            "resource-id",
+            "a queue's resource-id is PORT:ID, the port's resource-id and the queue id \
+             (0..4294967294; fulmar keeps no queue names)",
+        )
+    })?;
+    if let Some(t) = q.child_text("id") {
+        if t.parse::<u64>().ok() != Some(u64::from(id)) {
+            return Err(RpcError::invalid_value(
+                "id",
+                &format!("queue {rid} has id {id} (the number after the resource-id's colon)"),
+            ));
+        }
+    }
+    if let Some(t) = q.child_text("port") {
+        if t != port {
+            return Err(RpcError::invalid_value(
+                "port",
+                &format!("queue {rid} is on port {port} (the resource-id before its colon)"),
+            ));
+        }
+    }
+    let exists = st.exists(port, id);
+    match qop {
+        EditOp::Delete | EditOp::Remove => {
+            if !st.remove(port, id) && qop == EditOp::Delete {
+                return Err(RpcError::data_missing(&format!("queue {rid}")));
+            }
+            return Ok((port.to_string(), id));
+        }
+        EditOp::Create if exists => return Err(RpcError::data_exists(&format!("queue {rid}"))),
+        EditOp::None if !exists => return Err(RpcError::data_missing(&format!("queue {rid}"))),
+        _ => {}
+    }
+    let Some((_, _, qos, changed)) = st.port(port) else {
+        return Err(RpcError::data_missing(&format!(
+            "queue {rid}: there is no port {port}"
+        )));
+    };
+    let qos = qos.get_or_insert_with(|| PortQos {
+        kind: Default::default(),
+        max_rate: 0,
+        queues: Vec::new(),
+    });
+    let reference = qos.max_rate;
+    let old = qos.queues.iter().find(|c| c.id == id).copied();
+    let mut conf = match (old, qop) {
+        // Replace: the rates not given are none, but a rate that cannot be
+        // shown (no port max_rate) is not dropped for not being shown.
+        (Some(o), EditOp::Replace) if reference != 0 => QueueConf {
+            min_rate: 0,
+            max_rate: 0,
+            ..o
+        },
+        (Some(o), _) => o,
+        (None, _) => QueueConf {
+            id,
+            min_rate: 0,
+            max_rate: 0,
+            priority: 0,
+        },
+    };
+    if let Some(props) = q.child("properties") {
+        allow(props, &["min-rate", "max-rate", "experimenter"])?;
+        let pop = op_of(props, qop)?;
+        if pop == EditOp::Replace && reference != 0 {
+            conf.min_rate = 0;
+            conf.max_rate = 0;
+        }
+        for leafe in &props.children {
+            let lop = op_of(leafe, pop)?;
+            if leafe.name == "experimenter" {
+                if !matches!(lop, EditOp::Delete | EditOp::Remove) {
+                    return Err(RpcError::not_supported(
+                        "experimenter: fulmar's queues have no experimenter properties",
+                    ));
+                }
+                continue;
+            }
+            let slot = if leafe.name == "min-rate" {
+                &mut conf.min_rate
+            } else {
+                &mut conf.max_rate
+            };
+            if matches!(lop, EditOp::Delete | EditOp::Remove) {
+                *slot = 0;
+                continue;
+            }
+            let v: u16 = leafe
+                .text
+                .parse()
+                .ok()
+                .filter(|&v| v <= 1000)
+                .ok_or_else(|| {
+                    RpcError::invalid_value(
+                        &leafe.name,
+                        &format!("{:?} is not a tenth of a percent (0..1000)", leafe.text),
+                    )
+                })?;
+            if v != 0 && reference == 0 {
+                return Err(RpcError::invalid_value(
+                    &leafe.name,
+                    &format!(
+                        "port {port} has no QoS max_rate to take tenths of a percent of \
+                         (set one: fulmar ctl set-qos BRIDGE {port} max_rate=BITS ...)"
+                    ),
+                ));
+            }
+            // The value shown for the current rate keeps its exact bits/s.
+            let current = old.map_or(0, |o| {
+                if leafe.name == "min-rate" {
+                    o.min_rate
+                } else {
+                    o.max_rate
+                }
+            });
+            *slot = if permille(current, reference).unwrap_or(0) == v {
+                current
+            } else {
+                u64::try_from(u128::from(reference) * u128::from(v) / 1000).unwrap_or(u64::MAX)
+            };
+        }
+    }
+    match qos.queues.iter_mut().find(|c| c.id == id) {
+        Some(c) => {
+            *changed |= *c != conf;
+            *c = conf;
+        }
+        None => {
+            qos.queues.push(conf);
+            *changed = true;
+        }
+    }
+    Ok((port.to_string(), id))
 }
 
 /// A port's `configuration` in an edit must say what the port has: the
@@ -907,7 +1303,8 @@ fn edit_ports(
         return Ok(());
     };
     allow(res, &["port", "queue", "certificate", "flow-table"])?;
-    for other in ["queue", "certificate", "flow-table"] {
+    // Queue references: see edit_queues.
+    for other in ["certificate", "flow-table"] {
         if res.child(other).is_some() {
             return Err(RpcError::not_supported(&format!(
                 "logical switch {other} resources (fulmar has none to configure)"
@@ -992,6 +1389,7 @@ mod tests {
                         name: "eth1".into(),
                         number: 1,
                         live: None,
+                        qos: None,
                     },
                     PortSnap {
                         name: "eth2".into(),
@@ -1001,6 +1399,24 @@ mod tests {
                             state: 1,
                             curr_speed: 10_000_000,
                             max_speed: 0,
+                        }),
+                        qos: Some(PortQos {
+                            kind: Default::default(),
+                            max_rate: 10_000_000,
+                            queues: vec![
+                                QueueConf {
+                                    id: 1,
+                                    min_rate: 1_000_000,
+                                    max_rate: 0,
+                                    priority: 0,
+                                },
+                                QueueConf {
+                                    id: 2,
+                                    min_rate: 0,
+                                    max_rate: 3_333_333,
+                                    priority: 1,
+                                },
+                            ],
                         }),
                     },
                 ],
@@ -1043,7 +1459,10 @@ mod tests {
         assert!(out.contains("<datapath-id>00:00:00:00:00:00:00:01</datapath-id>"));
         assert!(out.contains("<lost-connection-behavior>failSecureMode</lost-connection-behavior>"));
         assert!(out.contains("<controller><id>tcp:10.0.0.1:6653</id><ip-address>10.0.0.1</ip-address><port>6653</port><protocol>tcp</protocol></controller>"));
-        assert!(out.contains("<resources><port>eth1</port><port>eth2</port></resources>"));
+        assert!(out.contains("<resources><port>eth1</port><port>eth2</port><queue>eth2:1</queue><queue>eth2:2</queue></resources>"));
+        // Queue resources after the ports: rates in tenths of a percent
+        // of the port's max_rate, rounded down; a zero rate left out.
+        assert!(out.contains("</port><queue><resource-id>eth2:1</resource-id><id>1</id><port>eth2</port><properties><min-rate>100</min-rate></properties></queue><queue><resource-id>eth2:2</resource-id><id>2</id><port>eth2</port><properties><max-rate>333</max-rate></properties></queue></resources><logical-switches>"));
         assert!(!out.contains("<state>") && !out.contains("current-rate"));
         assert!(out.contains("<name>eth2</name><configuration><admin-state>down</admin-state>"));
         let mut out = String::new();
@@ -1269,7 +1688,7 @@ mod tests {
             (ls("<switch><id>br0</id><controllers><controller><id>n</id><ip-address>1.2.3.4</ip-address><port>70000</port></controller></controllers></switch>"), "invalid-value"),
             (ls("<switch><id>br0</id><controllers><controller><id>n</id><ip-address>1.2.3.4</ip-address><protocol>udp</protocol></controller></controllers></switch>"), "invalid-value"),
             (ls(r#"<switch nc:operation="frobnicate"><id>br0</id></switch>"#), "bad-attribute"),
-            (ls("<switch><id>br0</id><resources><queue>q</queue></resources></switch>"), "operation-not-supported"),
+            (ls("<switch><id>br0</id><resources><queue>q</queue></resources></switch>"), "invalid-value"),
             ("<resources><port><resource-id>eth1</resource-id><configuration><admin-state>down</admin-state></configuration></port></resources>".into(), "operation-not-supported"),
             ("<resources><port><resource-id>eth2</resource-id><configuration><admin-state>up</admin-state></configuration></port></resources>".into(), "operation-not-supported"),
             ("<resources><port><resource-id>eth2</resource-id><configuration><no-forward>maybe</no-forward></configuration></port></resources>".into(), "invalid-value"),
@@ -1289,5 +1708,232 @@ mod tests {
             edit_ops(&snap(), &wrong_id, EditOp::Merge).unwrap_err().tag,
             "invalid-value"
         );
+    }
+
+    fn queues(body: &str) -> String {
+        format!("<resources>{body}</resources>")
+    }
+
+    fn eth2_qos(queues: Vec<QueueConf>) -> Op {
+        Op::SetQos {
+            bridge: "br0".into(),
+            port: PortRef::Name("eth2".into()),
+            qos: Some(PortQos {
+                kind: Default::default(),
+                max_rate: 10_000_000,
+                queues,
+            }),
+        }
+    }
+
+    const Q1: QueueConf = QueueConf {
+        id: 1,
+        min_rate: 1_000_000,
+        max_rate: 0,
+        priority: 0,
+    };
+    const Q2: QueueConf = QueueConf {
+        id: 2,
+        min_rate: 0,
+        max_rate: 3_333_333,
+        priority: 1,
+    };
+
+    #[test]
+    fn queue_permille_and_resource_ids() {
+        assert_eq!(permille(0, 10), None);
+        assert_eq!(permille(5, 0), None);
+        assert_eq!(permille(3_333_333, 10_000_000), Some(333));
+        assert_eq!(permille(u64::MAX, 1), Some(1000));
+        assert_eq!(parse_queue_rid("eth1:2"), Some(("eth1", 2)));
+        assert_eq!(parse_queue_rid("a:b:7"), Some(("a:b", 7)));
+        for bad in [
+            "eth1",
+            ":2",
+            "eth1:",
+            "eth1:x",
+            "eth1:02",
+            "eth1:4294967295",
+            "eth1:+2",
+        ] {
+            assert_eq!(parse_queue_rid(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn queue_edits_set_the_ports_queues() {
+        // Create a queue: tenths of a percent of the port's max_rate.
+        let ops = edit(
+            &queues("<queue><resource-id>eth2:5</resource-id><id>5</id><port>eth2</port><properties><min-rate>250</min-rate><max-rate>500</max-rate></properties></queue>"),
+            EditOp::Merge,
+        )
+        .unwrap();
+        let q5 = QueueConf {
+            id: 5,
+            min_rate: 2_500_000,
+            max_rate: 5_000_000,
+            priority: 0,
+        };
+        assert_eq!(ops, vec![eth2_qos(vec![Q1, Q2, q5])]);
+        // create of an existing one; delete of a missing one.
+        assert_eq!(
+            edit(
+                &queues(
+                    r#"<queue nc:operation="create"><resource-id>eth2:1</resource-id></queue>"#
+                ),
+                EditOp::Merge
+            )
+            .unwrap_err()
+            .tag,
+            "data-exists"
+        );
+        assert_eq!(
+            edit(
+                &queues(
+                    r#"<queue nc:operation="delete"><resource-id>eth2:9</resource-id></queue>"#
+                ),
+                EditOp::Merge
+            )
+            .unwrap_err()
+            .tag,
+            "data-missing"
+        );
+        assert_eq!(
+            edit(
+                &queues(
+                    r#"<queue nc:operation="remove"><resource-id>eth2:9</resource-id></queue>"#
+                ),
+                EditOp::Merge
+            )
+            .unwrap(),
+            vec![]
+        );
+        // Merge changes only what it names; priority is kept.
+        assert_eq!(
+            edit(&queues("<queue><resource-id>eth2:2</resource-id><properties><min-rate>100</min-rate></properties></queue>"), EditOp::Merge).unwrap(),
+            vec![eth2_qos(vec![Q1, QueueConf { min_rate: 1_000_000, ..Q2 }])]
+        );
+        // Replace of a queue: rates not given are none.
+        assert_eq!(
+            edit(&queues(r#"<queue nc:operation="replace"><resource-id>eth2:2</resource-id><properties><min-rate>100</min-rate></properties></queue>"#), EditOp::Merge).unwrap(),
+            vec![eth2_qos(vec![Q1, QueueConf { min_rate: 1_000_000, max_rate: 0, ..Q2 }])]
+        );
+        // A rate leaf deleted.
+        assert_eq!(
+            edit(&queues(r#"<queue><resource-id>eth2:1</resource-id><properties><min-rate nc:operation="delete"/></properties></queue>"#), EditOp::Merge).unwrap(),
+            vec![eth2_qos(vec![QueueConf { min_rate: 0, ..Q1 }, Q2])]
+        );
+        // Delete: one SetQos with the rest.
+        assert_eq!(
+            edit(
+                &queues(
+                    r#"<queue nc:operation="delete"><resource-id>eth2:1</resource-id></queue>"#
+                ),
+                EditOp::Merge
+            )
+            .unwrap(),
+            vec![eth2_qos(vec![Q2])]
+        );
+        // Through the logical switch's reference too.
+        assert_eq!(
+            edit(&ls(r#"<switch><id>br0</id><resources><queue nc:operation="delete">eth2:2</queue></resources></switch>"#), EditOp::Merge).unwrap(),
+            vec![eth2_qos(vec![Q1])]
+        );
+        // A new queue on a port without queues, no rates: the port gets
+        // queues (no max_rate, so no rates can be given).
+        assert_eq!(
+            edit(
+                &queues("<queue><resource-id>eth1:0</resource-id></queue>"),
+                EditOp::Merge
+            )
+            .unwrap(),
+            vec![Op::SetQos {
+                bridge: "br0".into(),
+                port: PortRef::Name("eth1".into()),
+                qos: Some(PortQos {
+                    kind: Default::default(),
+                    max_rate: 0,
+                    queues: vec![QueueConf {
+                        id: 0,
+                        min_rate: 0,
+                        max_rate: 0,
+                        priority: 0
+                    }],
+                }),
+            }]
+        );
+        // The resources replaced: queues not listed go.
+        assert_eq!(
+            edit(r#"<resources nc:operation="replace"><port><resource-id>eth1</resource-id></port><port><resource-id>eth2</resource-id></port><queue><resource-id>eth2:2</resource-id><properties><max-rate>333</max-rate></properties></queue></resources>"#, EditOp::Merge).unwrap(),
+            vec![eth2_qos(vec![Q2])]
+        );
+        // A switch replaced with only its ports: its queues go; the port
+        // deleted in the same edit gets no SetQos.
+        assert_eq!(
+            edit(&ls("<switch><id>br0</id><controllers><controller><id>tcp:10.0.0.1:6653</id><ip-address>10.0.0.1</ip-address><port>6653</port><protocol>tcp</protocol></controller></controllers><resources><port>eth1</port><port>eth2</port></resources></switch>"), EditOp::Replace).unwrap(),
+            vec![eth2_qos(vec![])]
+        );
+        assert_eq!(
+            edit(&ls("<switch><id>br0</id><controllers><controller><id>tcp:10.0.0.1:6653</id><ip-address>10.0.0.1</ip-address><port>6653</port><protocol>tcp</protocol></controller></controllers><resources><port>eth1</port></resources></switch>"), EditOp::Replace).unwrap(),
+            vec![Op::DelPort { bridge: Some("br0".into()), port: PortRef::Name("eth2".into()) }]
+        );
+    }
+
+    #[test]
+    fn last_queue_of_a_port_without_ceiling_clears_its_qos() {
+        let mut s = snap();
+        s.bridges[0].ports[1].qos.as_mut().unwrap().max_rate = 0;
+        let doc = format!(
+            r#"<capable-switch xmlns="{NS}" xmlns:nc="urn:ietf:params:xml:ns:netconf:base:1.0"><resources><queue nc:operation="delete"><resource-id>eth2:1</resource-id></queue><queue nc:operation="delete"><resource-id>eth2:2</resource-id></queue></resources></capable-switch>"#
+        );
+        assert_eq!(
+            edit_ops(&s, &parse(doc.as_bytes()).unwrap(), EditOp::Merge).unwrap(),
+            vec![Op::SetQos {
+                bridge: "br0".into(),
+                port: PortRef::Name("eth2".into()),
+                qos: None
+            }]
+        );
+        // Rates it cannot show are not dropped by a replace that omits them.
+        let tree = render(&s, false);
+        assert_eq!(edit_ops(&s, &tree, EditOp::Replace).unwrap(), vec![]);
+        let doc = format!(
+            r#"<capable-switch xmlns="{NS}"><resources><queue><resource-id>eth2:1</resource-id><properties><min-rate>5</min-rate></properties></queue></resources></capable-switch>"#
+        );
+        let e = edit_ops(&s, &parse(doc.as_bytes()).unwrap(), EditOp::Merge).unwrap_err();
+        assert_eq!(e.tag, "invalid-value");
+    }
+
+    #[test]
+    fn bad_queue_edits_are_rpc_errors() {
+        for (body, tag) in [
+            (queues("<queue><resource-id>q1</resource-id></queue>"), "invalid-value"),
+            (queues("<queue><id>1</id></queue>"), "missing-element"),
+            (queues("<queue><resource-id>eth2:1</resource-id><id>2</id></queue>"), "invalid-value"),
+            (queues("<queue><resource-id>eth2:1</resource-id><port>eth1</port></queue>"), "invalid-value"),
+            (queues("<queue><resource-id>eth9:1</resource-id></queue>"), "data-missing"),
+            (queues("<queue><resource-id>eth2:1</resource-id><bogus/></queue>"), "unknown-element"),
+            (queues("<queue><resource-id>eth2:1</resource-id><properties><min-rate>1001</min-rate></properties></queue>"), "invalid-value"),
+            (queues("<queue><resource-id>eth2:1</resource-id><properties><max-rate>-1</max-rate></properties></queue>"), "invalid-value"),
+            (queues("<queue><resource-id>eth2:1</resource-id><properties><experimenter>7</experimenter></properties></queue>"), "operation-not-supported"),
+            (queues("<queue><resource-id>eth2:1</resource-id><properties><weight>7</weight></properties></queue>"), "unknown-element"),
+            // min above max (the datastore's check, before any transaction).
+            (queues("<queue><resource-id>eth2:1</resource-id><properties><min-rate>500</min-rate><max-rate>100</max-rate></properties></queue>"), "invalid-value"),
+            (ls("<switch><id>br0</id><resources><queue>eth2:9</queue></resources></switch>"), "data-missing"),
+            (ls("<switch><id>br0</id><resources><queue>eth7:1</queue></resources></switch>"), "data-missing"),
+            (ls(r#"<switch><id>br0</id><resources><queue nc:operation="create">eth2:1</queue></resources></switch>"#), "data-exists"),
+        ] {
+            assert_eq!(edit(&body, EditOp::Merge).unwrap_err().tag, tag, "{body}");
+        }
+        // A queue and its reference in one edit.
+        assert!(edit(
+            &format!(
+                "{}{}",
+                queues("<queue><resource-id>eth2:7</resource-id></queue>"),
+                ls("<switch><id>br0</id><resources><queue>eth2:7</queue></resources></switch>")
+            ),
+            EditOp::Merge
+        )
+        .is_ok());
     }
 }
