@@ -9,9 +9,11 @@ adds a controller and the switch connects to it (and `fulmar ctl show` lists
 it); bad edits (unknown element, bad value, a datastore failure half way)
 get rpc-errors and change nothing; broken XML, a DTD and an undeclared
 entity get malformed-message; a `fulmar ctl` change shows in get-config;
-locks, kill-session, port references, an unknown client key refused."""
+locks, kill-session, port references, an unknown client key refused;
+queue resources made, shown, refused and deleted."""
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -150,6 +152,78 @@ def test_port_reference_removed_and_added(nc, fulmar_bin, tmp_path):
     assert texts(doc, "resource-id") == [SW_A, SW_B] and texts(doc, "number") == ["1", "5"]
     show = json.loads(ctl(fulmar_bin, tmp_path, "show", "--json"))
     assert [(p["ofport"], p["interface"]) for p in show["bridges"][0]["ports"]] == [(1, SW_A), (5, SW_B)]
+
+
+def saved_queues(fulmar_bin, tmp_path, iface):
+    """The port's `qos` as `fulmar ctl save` writes the configuration."""
+    import tomllib
+    saved = tmp_path / "saved.toml"
+    ctl(fulmar_bin, tmp_path, "save", str(saved))
+    cfg = tomllib.loads(saved.read_text())
+    port = next(p for p in cfg["bridges"][0]["ports"] if p.get("interface") == iface)
+    return port.get("qos")
+
+
+def queue_get_config(tmp_path, port_no):
+    r = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", "queue-get-config", f"unix:{tmp_path}/br0.mgmt", str(port_no)],
+                       capture_output=True, text=True, timeout=30)
+    return r.stdout if r.returncode == 0 else ""
+
+
+def test_queue_resource_created_shown_and_deleted(nc, fulmar_bin, tmp_path):
+    """A queue resource made through edit-config is the port's egress queue
+    (saved configuration, QUEUE_GET_CONFIG, get-config with the switch's
+    reference), its rates tenths of a percent of the port's QoS max_rate;
+    a bad queue edit changes nothing; delete removes it."""
+    m, _ = nc
+    nc_ns = 'xmlns:nc="urn:ietf:params:xml:ns:netconf:base:1.0"'
+    rid = f"{SW_B}:3"
+    # The port's ceiling first (OF-CONFIG has no word for it).
+    ctl(fulmar_bin, tmp_path, "set-qos", "br0", SW_B, "max_rate=10000000")
+    assert texts(get_config(m), "queue") == []
+    edit(m, f"""<resources><queue {nc_ns} nc:operation="create"><resource-id>{rid}</resource-id><id>3</id>
+<port>{SW_B}</port><properties><min-rate>200</min-rate><max-rate>500</max-rate></properties></queue></resources>""")
+    qos = saved_queues(fulmar_bin, tmp_path, SW_B)
+    assert qos["max_rate"] == 10000000, qos
+    assert [(q["id"], q.get("min_rate"), q.get("max_rate")) for q in qos["queues"]] == [(3, 2000000, 5000000)], qos
+    if shutil.which("ovs-ofctl"):
+        wait_for(lambda: re.search(r"queue 3:.*min_rate:20\.0%.*max_rate:50\.0%", queue_get_config(tmp_path, 2)),
+                 timeout=10, what="queue 3 in QUEUE_GET_CONFIG")
+    doc = get_config(m)
+    # The resource (resource-id, id, port, properties) and br0's reference.
+    assert rid in texts(doc, "resource-id") and "3" in texts(doc, "id")
+    assert texts(doc, "min-rate") == ["200"] and texts(doc, "max-rate") == ["500"]
+    assert texts(doc, "queue") == [rid]
+    # A subtree filter selects the queue alone.
+    only = m.get_config(source="running", filter=("subtree",
+        f'<capable-switch xmlns="{NS}"><resources><queue><resource-id>{rid}</resource-id></queue></resources></capable-switch>')).data_xml
+    assert texts(only, "resource-id") == [rid] and texts(only, "number") == []
+    # get-config sent back changes nothing (exact bits/s kept).
+    cs = etree.tostring(etree.fromstring(doc.encode())[0]).decode()
+    m.edit_config(target="running", default_operation="replace",
+                  config=f'<config xmlns="urn:ietf:params:xml:ns:netconf:base:1.0">{cs}</config>')
+    assert saved_queues(fulmar_bin, tmp_path, SW_B) == qos
+    # Bad edits: an rpc-error naming the element, nothing changed.
+    for body, tag in [
+        (f"<resources><queue><resource-id>{rid}</resource-id><properties><min-rate>1001</min-rate></properties></queue></resources>", "invalid-value"),
+        (f"<resources><queue><resource-id>{SW_B}:4</resource-id><properties><experimenter>1</experimenter></properties></queue></resources>", "operation-not-supported"),
+        (f'<resources><queue {nc_ns} nc:operation="create"><resource-id>{rid}</resource-id></queue></resources>', "data-exists"),
+        ("<resources><queue><resource-id>nosuchport:1</resource-id></queue></resources>", "data-missing"),
+    ]:
+        with pytest.raises(RPCError) as e:
+            edit(m, body)
+        assert e.value.tag == tag, body
+    assert get_config(m) == doc
+    assert saved_queues(fulmar_bin, tmp_path, SW_B) == qos
+    # delete: gone from the port (its ceiling stays), from get-config.
+    edit(m, f'<resources><queue {nc_ns} nc:operation="delete"><resource-id>{rid}</resource-id></queue></resources>')
+    qos = saved_queues(fulmar_bin, tmp_path, SW_B)
+    assert qos["max_rate"] == 10000000 and not qos.get("queues"), qos
+    doc = get_config(m)
+    assert rid not in texts(doc, "resource-id") and texts(doc, "queue") == []
+    with pytest.raises(RPCError) as e:
+        edit(m, f'<resources><queue {nc_ns} nc:operation="delete"><resource-id>{rid}</resource-id></queue></resources>')
+    assert e.value.tag == "data-missing"
 
 
 class Raw:
