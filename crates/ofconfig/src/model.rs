@@ -793,7 +793,13 @@ fn edit_queues(
         }
     }
     for (bridge, p, q, changed) in st.ports {
-        if !changed || q == p.qos {
+        // The datastore keeps queues by port number: a port this edit
+        // renumbers takes its queues along.
+        let renumbered = ops.iter().any(|o| {
+            matches!(o, Op::Set { object, key, .. }
+                if key == "ofport" && object.strip_prefix("interface:") == Some(p.name.as_str()))
+        });
+        if !(changed && q != p.qos || renumbered && q.is_some()) {
             continue;
         }
         let gone = ops.iter().any(|o| match o {
@@ -898,6 +904,9 @@ fn edit_queue(st: &mut QueueEdit, q: &Element, qop: EditOp) -> Result<(String, u
         }
         for leafe in &props.children {
             let lop = op_of(leafe, pop)?;
+            if lop == EditOp::None {
+                continue;
+            }
             if leafe.name == "experimenter" {
                 if !matches!(lop, EditOp::Delete | EditOp::Remove) {
                     return Err(RpcError::not_supported(
@@ -1572,15 +1581,16 @@ mod tests {
                 "{default:?}"
             );
         }
-        // Renumbering an attached port.
+        // Renumbering an attached port (eth1: eth2 has queues, see
+        // renumbered_port_takes_its_queues_along).
         assert_eq!(
             edit(
-                "<resources><port><resource-id>eth2</resource-id><number>9</number></port></resources>",
+                "<resources><port><resource-id>eth1</resource-id><number>9</number></port></resources>",
                 EditOp::Merge
             )
             .unwrap(),
             vec![Op::Set {
-                object: "interface:eth2".into(),
+                object: "interface:eth1".into(),
                 key: "ofport".into(),
                 value: "9".into()
             }]
@@ -1876,6 +1886,35 @@ mod tests {
         assert_eq!(
             edit(&ls("<switch><id>br0</id><controllers><controller><id>tcp:10.0.0.1:6653</id><ip-address>10.0.0.1</ip-address><port>6653</port><protocol>tcp</protocol></controller></controllers><resources><port>eth1</port></resources></switch>"), EditOp::Replace).unwrap(),
             vec![Op::DelPort { bridge: Some("br0".into()), port: PortRef::Name("eth2".into()) }]
+        );
+    }
+
+    #[test]
+    fn renumbered_port_takes_its_queues_along() {
+        assert_eq!(
+            edit(
+                "<resources><port><resource-id>eth2</resource-id><number>9</number></port></resources>",
+                EditOp::Merge
+            )
+            .unwrap(),
+            vec![
+                Op::Set {
+                    object: "interface:eth2".into(),
+                    key: "ofport".into(),
+                    value: "9".into()
+                },
+                eth2_qos(vec![Q1, Q2]),
+            ]
+        );
+        // default-operation none: a rate without its own operation is
+        // left alone.
+        assert_eq!(
+            edit(
+                &queues("<queue><resource-id>eth2:1</resource-id><properties><min-rate>900</min-rate></properties></queue>"),
+                EditOp::None
+            )
+            .unwrap(),
+            vec![]
         );
     }
 
