@@ -265,8 +265,12 @@ impl BurstProcessor for PipelineWorker {
             .is_some_and(|p| p.meta.tunnel_id.is_some());
         if tunnel {
             self.tunnel_ids.clear();
-            self.tunnel_ids
-                .extend(burst.pkts().iter().map(|p| p.meta.tunnel_id.unwrap_or(0)));
+            self.tunnel_ids.extend(
+                burst
+                    .pkts()
+                    .iter()
+                    .map(|p| p.meta.tunnel_id.map_or(0, u64::from)),
+            );
         }
         self.pkts.extend(burst.drain().map(to_pipeline));
         self.out.clear();
@@ -302,13 +306,14 @@ impl BurstProcessor for PipelineWorker {
             }
         } else {
             // As above, each packet with the tunnel_id it leaves with
-            // (the key a key=flow tunnel port wraps it in).
+            // (the key a key=flow tunnel port wraps it in: its low 32
+            // bits, all a VNI or GRE key holds).
             let mut ids = self.out.tx_tunnel_ids.iter().peekable();
             for (i, tx) in self.out.tx.drain(..).enumerate() {
                 let mut p = to_dataplane(tx.packet);
                 p.meta.queue_id = tx.queue_id;
                 if let Some((_, id)) = ids.next_if(|(j, _)| *j == i) {
-                    p.meta.tunnel_id = Some(*id);
+                    p.meta.tunnel_id = Some(*id as u32);
                 }
                 out(tx.port, p);
             }
