@@ -601,3 +601,43 @@ key = "flow"
     assert ports[2]["rx_packets"] == 3, ports[2]
     rc, _, err = sw.stop()
     assert rc == 0, err
+
+
+def test_ovs_vsctl_makes_a_key_flow_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
+    """`ovs-vsctl ... options:key=flow` makes a working key=flow port:
+    the host reaches the kernel's VNI 42 device once flows put its frames
+    on tunnel_id 42 and send tun_id=42 back; the row keeps key=flow (the
+    switch writes it back as it was) and shows no error."""
+    from mgmt_support import Ovsdb
+
+    peer_device("vxlan")
+    db = Ovsdb(tmp_path)
+    sock = str(tmp_path / "ctl.sock")
+    sw = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run", "--ovsdb", f"unix:{db.sock}",
+                 "--ctl", sock, "--mgmt-dir", str(tmp_path)])
+    try:
+        db.vsctl("add-br", "br0", "--", "set-fail-mode", "br0", "secure")
+        db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
+        db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
+                 f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
+                 "options:key=flow", "ofport_request=2")
+        assert db.get("Interface", "vx0", "ofport") == "2"
+        assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
+        # Without these the host's frames would leave on VNI 0.
+        for flow in ("table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
+                     "table=0,priority=10,in_port=2,tun_id=42,actions=output:1"):
+            r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+        deadline = time.time() + 30
+        pinged = False
+        while time.time() < deadline and not pinged:
+            pinged = ping_once()
+        assert pinged, "no ping across the key=flow VXLAN port made through OVSDB"
+        assert db.get("Interface", "vx0", "options:key").strip('"') == "flow", db.get("Interface", "vx0", "options")
+        show = ctl_json(fulmar_bin, sock, "show")
+        assert "vx0" in json.dumps(show), show
+    finally:
+        rc, _, err = sw.stop()
+        db.stop()
+    assert rc == 0, err
