@@ -12,6 +12,10 @@ The host pings 10.77.1.2 across the tunnel with two explicit flows
 and decoded with scapy: what fulmar sends must be byte for byte what scapy
 builds from the same fields, and what the kernel sends must decode as the
 tunnel the port was told to expect.
+
+The key=flow tests add a second host (ns P-th2, 10.77.3.1) on switch port
+3 and two kernel tunnel devices in P-tp, keys 42 (10.77.1.2) and 43
+(10.77.3.2), both reached through fulmar's one tunnel port.
 """
 
 import json
@@ -393,6 +397,246 @@ def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
         assert pinged, "no ping across the VXLAN port made through OVSDB"
         ports = {p["interface"]: p["ofport"] for p in ctl_json(fulmar_bin, sock, "show")["bridges"][0]["ports"]}
         assert ports.get("vx0") == 2, ports
+    finally:
+        rc, _, err = sw.stop()
+        db.stop()
+    assert rc == 0, err
+
+
+NS_HOST2 = f"{P}-th2"
+HOST2_IP, PEER2_OVERLAY_IP = "10.77.3.1", "10.77.3.2"
+HOST2_MAC = "02:00:00:00:77:03"
+KEY2 = 43
+
+
+@pytest.fixture
+def two_hosts(tunnel_net):
+    """tunnel_net and a second host (10.77.3.1) on switch port 3."""
+    sh("ip", "netns", "del", NS_HOST2, check=False)
+    try:
+        sh("ip", "netns", "add", NS_HOST2)
+        sh("ip", "netns", "exec", NS_HOST2, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
+        sh("ip", "-n", NS_SW, "link", "add", "ts3", "type", "veth", "peer", "name", "th2", "netns", NS_HOST2)
+        sh("ip", "-n", NS_SW, "link", "set", "ts3", "up")
+        sh("ip", "-n", NS_HOST2, "link", "set", "th2", "address", HOST2_MAC, "up")
+        sh("ip", "-n", NS_HOST2, "addr", "add", f"{HOST2_IP}/24", "dev", "th2")
+        # Host 1 also routes host 2's overlay to its own link: the ping
+        # that must not get through.
+        sh("ip", "-n", NS_HOST, "route", "add", "10.77.3.0/24", "dev", "th")
+        yield
+    finally:
+        sh("ip", "netns", "del", NS_HOST2, check=False)
+
+
+def peer_devices_by_key(kind):
+    """Two kernel tunnel devices in the peer namespace to the same
+    switch address, one per key: 42 with 10.77.1.2, 43 with 10.77.3.2.
+    The peer answers ARP only on the device holding the address, so a
+    frame that arrives with the wrong key gets no answer."""
+    sh("ip", "netns", "exec", NS_PEER, "sysctl", "-qw", "net.ipv4.conf.all.arp_ignore=1")
+    devs = []
+    for key, ip in ((KEY, PEER_OVERLAY_IP), (KEY2, PEER2_OVERLAY_IP)):
+        dev = f"k{key}"
+        if kind == "vxlan":
+            r = sh("ip", "-n", NS_PEER, "link", "add", dev, "type", "vxlan", "id", str(key),
+                   "remote", SW_UNDERLAY, "local", PEER_UNDERLAY, "dstport", "4789", check=False)
+        else:
+            r = sh("ip", "-n", NS_PEER, "link", "add", dev, "type", "gretap",
+                   "remote", SW_UNDERLAY, "local", PEER_UNDERLAY, "key", str(key), check=False)
+        if r.returncode != 0:
+            pytest.skip(f"the kernel cannot make a {kind} device: {r.stderr.strip()}")
+        sh("ip", "-n", NS_PEER, "addr", "add", f"{ip}/24", "dev", dev)
+        sh("ip", "-n", NS_PEER, "link", "set", dev, "up")
+        devs.append(dev)
+    return devs
+
+
+def key_of(pkt, kind):
+    return pkt[VXLAN].vni if kind == "vxlan" else pkt[GRE].key
+
+
+def ping_from(ns, ip):
+    r = subprocess.run(["ip", "netns", "exec", ns, "ping", "-n", "-c", "1", "-W", "1", ip],
+                       capture_output=True, text=True)
+    return r.returncode == 0
+
+
+@pytest.mark.parametrize("kind", ["vxlan", "gre"])
+def test_key_flow_puts_each_host_on_its_own_key(two_hosts, fulmar_bin, tmp_path, kind):
+    """One tunnel port with key=flow carries two keys: host 1 (port 1) is
+    put on key 42 by set_field:42->tunnel_id, host 2 (port 3) on key 43
+    by set_tunnel:43, and what comes back is sent on by tun_id. Each host
+    pings the kernel device of its own key; every underlay packet decodes
+    (scapy) with its host's key; host 1 cannot reach key 43's device."""
+    peer_devices_by_key(kind)
+    extra = 'dst_port = 4789\n' if kind == "vxlan" else ""
+    text = f"""
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
+         "table=0,priority=10,in_port=3,actions=set_tunnel:43,output:2",
+         "table=0,priority=10,tun_id=42,in_port=2,actions=output:1",
+         "table=0,priority=10,tunnel_id=43,in_port=2,actions=output:3"]
+[[bridges.ports]]
+port = 1
+interface = "ts1"
+[[bridges.ports]]
+port = 3
+interface = "ts3"
+[[bridges.ports]]
+port = 2
+interface = "{kind}-peer"
+backend = "{kind}"
+remote_ip = "{PEER_UNDERLAY}"
+local_ip = "{SW_UNDERLAY}"
+key = "flow"
+{extra}"""
+    sw, sock = start_switch(fulmar_bin, tmp_path, text)
+    to_peer = Capture(NS_PEER, "tp", 12)
+    from_peer = Capture(NS_SW, "tu", 12)
+    try:
+        pinged = [False, False]
+        deadline = time.time() + 60
+        while time.time() < deadline and not (all(pinged) and to_peer.done() and from_peer.done()):
+            pinged[0] = ping_from(NS_HOST, PEER_OVERLAY_IP) or pinged[0]
+            pinged[1] = ping_from(NS_HOST2, PEER2_OVERLAY_IP) or pinged[1]
+        assert pinged == [True, True], "no ping across the tunnel"
+        sent, received = to_peer.frames(), from_peer.frames()
+    finally:
+        to_peer.kill()
+        from_peer.kill()
+    want = {HOST_MAC: KEY, HOST2_MAC: KEY2}
+    ours = [p for p in sent if is_tunnel(p, kind)]
+    seen = set()
+    for p in ours:
+        inner = inner_of(p, kind)
+        assert key_of(p, kind) == want[inner.src], p.show(dump=True)
+        if kind == "gre":
+            assert (p[GRE].key_present, p[GRE].proto) == (1, 0x6558)
+        seen.add(inner.src)
+    assert seen == set(want), [p.summary() for p in ours]
+    theirs = [p for p in received if is_tunnel(p, kind)]
+    seen = set()
+    for p in theirs:
+        inner = inner_of(p, kind)
+        assert key_of(p, kind) == want[inner.dst], p.show(dump=True)
+        seen.add(inner.dst)
+    assert seen == set(want), [p.summary() for p in theirs]
+    # Host 1's frames for key 43's address leave with key 42 and find
+    # no one (the peer answers ARP only on the device with the address).
+    assert not any(ping_from(NS_HOST, PEER2_OVERLAY_IP) for _ in range(3))
+    r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "trace", "br0", "in_port=1",
+                        bytes(Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC, type=0x88B5) / (b"\x00" * 46)).hex()],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "from the packet's tunnel_id (key=flow" in r.stdout, r.stdout
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+    assert "panicked" not in err, err
+
+
+def test_gre_key_flow_against_a_scapy_peer(two_hosts, fulmar_bin, tmp_path):
+    """GRE key=flow without the kernel's gretap: each host's frame leaves
+    with its own key (42 by set_field, 43 by set_tunnel); scapy's GRE
+    packets from the peer reach the host their key's flow names (42 ->
+    host 1, 43 -> host 2), and one without a key (tunnel_id 0) neither."""
+    text = f"""
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
+         "table=0,priority=10,in_port=3,actions=set_tunnel:43,output:2",
+         "table=0,priority=10,tun_id=42,in_port=2,actions=output:1",
+         "table=0,priority=10,tun_id=43,in_port=2,actions=output:3"]
+[[bridges.ports]]
+port = 1
+interface = "ts1"
+[[bridges.ports]]
+port = 3
+interface = "ts3"
+[[bridges.ports]]
+port = 2
+interface = "gre-peer"
+backend = "gre"
+remote_ip = "{PEER_UNDERLAY}"
+local_ip = "{SW_UNDERLAY}"
+key = "flow"
+"""
+    sw, sock = start_switch(fulmar_bin, tmp_path, text)
+    frames = {
+        (NS_HOST, "th"): Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC, type=0x88B5) / (b"\x01" * 46),
+        (NS_HOST2, "th2"): Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST2_MAC, type=0x88B5) / (b"\x03" * 46),
+    }
+    to_peer = Capture(NS_PEER, "tp", 2)
+    try:
+        for (ns, dev), frame in frames.items():
+            r = subprocess.run(["ip", "netns", "exec", ns, sys.executable, HELPER, "send", dev,
+                                bytes(frame).hex()], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+        sent = to_peer.frames()
+    finally:
+        to_peer.kill()
+    got = {bytes(inner_of(p, "gre")): (p[GRE].key_present, p[GRE].key, p[GRE].proto) for p in sent}
+    assert got == {bytes(frames[(NS_HOST, "th")]): (1, KEY, 0x6558),
+                   bytes(frames[(NS_HOST2, "th2")]): (1, KEY2, 0x6558)}, [p.summary() for p in sent]
+
+    outer = IP(src=PEER_UNDERLAY, dst=SW_UNDERLAY)
+    back = {key: Ether(dst="ff:ff:ff:ff:ff:ff", src="02:00:00:00:77:02", type=0x88B5) / (bytes([key]) * 46)
+            for key in (0, KEY, KEY2)}
+    h1 = Capture(NS_HOST, "th", 2, seconds=10, ethertype="88b5")
+    h2 = Capture(NS_HOST2, "th2", 2, seconds=10, ethertype="88b5")
+    try:
+        peer_send_ip([
+            outer / GRE(key_present=0, proto=0x6558) / back[0],  # tunnel_id 0: no flow
+            outer / GRE(key_present=1, key=KEY2, proto=0x6558) / back[KEY2],
+            outer / GRE(key_present=1, key=KEY, proto=0x6558) / back[KEY],
+        ])
+        # Each capture ends at its deadline with what it got (at most 2).
+        got1, got2 = h1.frames(), h2.frames()
+    finally:
+        h1.kill()
+        h2.kill()
+    assert [bytes(f) for f in got1] == [bytes(back[KEY])]
+    assert [bytes(f) for f in got2] == [bytes(back[KEY2])]
+    ports = {p["port"]: p for p in ctl_json(fulmar_bin, sock, "stats")[0]["ports"]}
+    assert ports[2]["rx_packets"] == 3, ports[2]
+    rc, _, err = sw.stop()
+    assert rc == 0, err
+
+
+def test_ovs_vsctl_makes_a_key_flow_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
+    """`ovs-vsctl ... options:key=flow` makes a working key=flow port:
+    the host reaches the kernel's VNI 42 device once flows put its frames
+    on tunnel_id 42 and send tun_id=42 back; the row keeps key=flow (the
+    switch writes it back as it was) and shows no error."""
+    from mgmt_support import Ovsdb
+
+    peer_device("vxlan")
+    db = Ovsdb(tmp_path)
+    sock = str(tmp_path / "ctl.sock")
+    sw = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run", "--ovsdb", f"unix:{db.sock}",
+                 "--ctl", sock, "--mgmt-dir", str(tmp_path)])
+    try:
+        db.vsctl("add-br", "br0", "--", "set-fail-mode", "br0", "secure")
+        db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
+        db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
+                 f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
+                 "options:key=flow", "ofport_request=2")
+        assert db.get("Interface", "vx0", "ofport") == "2"
+        assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
+        # Without these the host's frames would leave on VNI 0.
+        for flow in ("table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
+                     "table=0,priority=10,in_port=2,tun_id=42,actions=output:1"):
+            r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
+                               capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+        deadline = time.time() + 30
+        pinged = False
+        while time.time() < deadline and not pinged:
+            pinged = ping_once()
+        assert pinged, "no ping across the key=flow VXLAN port made through OVSDB"
+        assert db.get("Interface", "vx0", "options:key").strip('"') == "flow", db.get("Interface", "vx0", "options")
+        show = ctl_json(fulmar_bin, sock, "show")
+        assert "vx0" in json.dumps(show), show
     finally:
         rc, _, err = sw.stop()
         db.stop()

@@ -110,7 +110,16 @@ impl PortBackend for PatchPort {
         }
         let mut tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
         let room = tx.free().min(pkts.len());
-        let bytes: u64 = pkts.pkts()[..room].iter().map(|p| p.len() as u64).sum();
+        // A tunnel_id does not cross a patch link: the other bridge
+        // would take the burst for a tunnel port's (see
+        // `PacketMeta::tunnel_id`).
+        let bytes: u64 = pkts.pkts_mut()[..room]
+            .iter_mut()
+            .map(|p| {
+                p.meta.tunnel_id = None;
+                p.len() as u64
+            })
+            .sum();
         let queued = tx.push_all_or_drop(pkts.drain_front(room));
         drop(tx);
         self.counters.tx_packets += queued as u64;

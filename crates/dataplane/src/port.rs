@@ -169,6 +169,16 @@ pub struct PacketMeta {
     /// with queues configured sends it through that queue ([`crate::qos`]);
     /// other ports ignore it.
     pub queue_id: u32,
+    /// Tunnel ports: on receive, the VNI (VXLAN) or key (GRE; 0 without
+    /// one) the frame came in with, `Some` on every frame a tunnel port
+    /// receives and `None` on every other port's (a patch link clears it),
+    /// so the first frame of a burst says whether the burst is a tunnel
+    /// port's; on output, the key a `key=flow` tunnel port wraps the frame
+    /// in (the low 32 bits of the flow's `tunnel_id`, all a VNI or GRE key
+    /// holds; set when not 0, `None` is 0). Other ports ignore it. 32 bits,
+    /// not the match field's 64: this way the field grows every buffer by
+    /// 8 bytes, not 16.
+    pub tunnel_id: Option<u32>,
 }
 
 /// Error from a buffer operation that would leave the frame's bounds.

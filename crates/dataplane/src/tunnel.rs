@@ -29,10 +29,19 @@
 //! the I flag, GRE with routing or a version other than 0, an inner frame
 //! shorter than an Ethernet header) is counted as `tunnel_malformed`.
 //!
+//! The key and the flow: every frame a tunnel port receives carries the
+//! VNI or GRE key it came with in [`crate::PacketMeta::tunnel_id`] (0 for GRE
+//! without a key), which the pipeline makes the packet's `tunnel_id`
+//! match field. A port with `key=flow` ([`TunnelConfig::key_flow`])
+//! takes every VNI (VXLAN) or every key, and no key (GRE) from its peer,
+//! and wraps what it sends in the key the pipeline gave the frame
+//! ([`crate::PacketMeta::tunnel_id`] on output: the flow's `tunnel_id`, set by
+//! `set_field:N->tunnel_id`); a VNI is the key's low 24 bits.
+//!
 //! Not covered: an IPv6 underlay, Geneve, the outer UDP checksum (zero, as
 //! IPv4 allows), GRE checksums and sequence numbers on send (accepted and
-//! skipped on receive), multicast VXLAN and learning, keys taken from the
-//! flow (`key=flow`).
+//! skipped on receive), multicast VXLAN and learning; with `key=flow`, GRE
+//! always writes a key (there is no "no key" in a flow's `tunnel_id`).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -63,8 +72,13 @@ pub struct TunnelConfig {
     /// address is received on).
     pub local: Option<Ipv4Addr>,
     /// VXLAN: the VNI (24 bits; `None` is 0). GRE: the key (`None`: no key
-    /// is written, and a packet with one is not this tunnel's).
+    /// is written, and a packet with one is not this tunnel's). Unused
+    /// with `key_flow`.
     pub key: Option<u32>,
+    /// `key=flow`: the key is the flow's: any key is received (and handed
+    /// on as the frame's `tunnel_id`), and what is sent is wrapped in the
+    /// frame's `tunnel_id` ([`crate::PacketMeta::tunnel_id`]).
+    pub key_flow: bool,
     /// VXLAN: the UDP destination port (and the one received on).
     pub dst_port: u16,
 }
@@ -153,12 +167,44 @@ pub fn vxlan_src_port(inner: &[u8]) -> u16 {
     VXLAN_SRC_PORTS.start() + off
 }
 
+/// The key `cfg` wraps a frame in whose `tunnel_id` (from the pipeline,
+/// its low 32 bits) is `tunnel_id`: the port's own, or with `key=flow`
+/// the frame's (for VXLAN its low 24 bits, the VNI; for GRE all 32).
+pub fn tx_key(cfg: &TunnelConfig, tunnel_id: Option<u32>) -> Option<u32> {
+    if cfg.key_flow {
+        let id = tunnel_id.unwrap_or(0);
+        Some(match cfg.kind {
+            TunnelKind::Vxlan => id & VXLAN_MAX_VNI,
+            TunnelKind::Gre => id,
+        })
+    } else {
+        cfg.key
+    }
+}
+
+/// Largest VNI (24 bits).
+const VXLAN_MAX_VNI: u32 = 0x00ff_ffff;
+
 /// Writes the outer headers for `inner` into `out` and returns their
-/// length (36 for VXLAN, 24 or 28 for GRE). `ident` is the IPv4
-/// identification (0 lets the kernel choose); the source is `cfg.local`
-/// or 0.0.0.0 (the kernel's choice by route).
+/// length (36 for VXLAN, 24 or 28 for GRE) with the port's own key (see
+/// [`encap_header_keyed`]).
 pub fn encap_header(
     cfg: &TunnelConfig,
+    inner: &[u8],
+    ident: u16,
+    out: &mut [u8; MAX_OVERHEAD],
+) -> usize {
+    encap_header_keyed(cfg, cfg.key, inner, ident, out)
+}
+
+/// Writes the outer headers for `inner` into `out`, with `key` as the
+/// VNI (`None`: 0) or the GRE key (`None`: none) whatever `cfg.key` says,
+/// and returns their length (36 for VXLAN, 24 or 28 for GRE). `ident` is
+/// the IPv4 identification (0 lets the kernel choose); the source is
+/// `cfg.local` or 0.0.0.0 (the kernel's choice by route).
+pub fn encap_header_keyed(
+    cfg: &TunnelConfig,
+    key: Option<u32>,
     inner: &[u8],
     ident: u16,
     out: &mut [u8; MAX_OVERHEAD],
@@ -167,7 +213,7 @@ pub fn encap_header(
         TunnelKind::Vxlan => (IPPROTO_UDP, VXLAN_OVERHEAD),
         TunnelKind::Gre => (
             IPPROTO_GRE,
-            IPV4_HEADER + 4 + if cfg.key.is_some() { 4 } else { 0 },
+            IPV4_HEADER + 4 + if key.is_some() { 4 } else { 0 },
         ),
     };
     let total = (hlen + inner.len()).min(usize::from(u16::MAX)) as u16;
@@ -194,15 +240,15 @@ pub fn encap_header(
             rest[2..4].copy_from_slice(&cfg.dst_port.to_be_bytes());
             rest[4..6].copy_from_slice(&udp_len.to_be_bytes());
             rest[6..8].copy_from_slice(&[0, 0]);
-            let vni = cfg.key.unwrap_or(0) & 0x00ff_ffff;
+            let vni = key.unwrap_or(0) & VXLAN_MAX_VNI;
             rest[8..12].copy_from_slice(&[VXLAN_FLAG_I, 0, 0, 0]);
             rest[12..16].copy_from_slice(&(vni << 8).to_be_bytes());
         }
         TunnelKind::Gre => {
-            let flags = if cfg.key.is_some() { gre_flags::KEY } else { 0 };
+            let flags = if key.is_some() { gre_flags::KEY } else { 0 };
             rest[0..2].copy_from_slice(&flags.to_be_bytes());
             rest[2..4].copy_from_slice(&ETH_P_TEB.to_be_bytes());
-            if let Some(k) = cfg.key {
+            if let Some(k) = key {
                 rest[4..8].copy_from_slice(&k.to_be_bytes());
             }
         }
@@ -224,9 +270,29 @@ pub enum DecapError {
     Mismatch,
 }
 
+/// A frame taken off a tunnel: where the inner frame starts, and the key
+/// it came with (the VNI; GRE's key, 0 without one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decapped {
+    /// Offset of the inner frame.
+    pub at: usize,
+    /// The VNI or GRE key (0: GRE without a key).
+    pub key: u32,
+}
+
 /// The inner frame of a VXLAN payload (the UDP payload, from `src`): its
-/// offset in `payload`.
+/// offset in `payload` (see [`decap_vxlan_keyed`] for the VNI too).
 pub fn decap_vxlan(cfg: &TunnelConfig, src: Ipv4Addr, payload: &[u8]) -> Result<usize, DecapError> {
+    decap_vxlan_keyed(cfg, src, payload).map(|d| d.at)
+}
+
+/// The inner frame of a VXLAN payload (the UDP payload, from `src`) and
+/// its VNI: any VNI with `key=flow`, else only the port's.
+pub fn decap_vxlan_keyed(
+    cfg: &TunnelConfig,
+    src: Ipv4Addr,
+    payload: &[u8],
+) -> Result<Decapped, DecapError> {
     let Some(h) = payload.get(..8) else {
         return Err(DecapError::Malformed);
     };
@@ -237,15 +303,23 @@ pub fn decap_vxlan(cfg: &TunnelConfig, src: Ipv4Addr, payload: &[u8]) -> Result<
         return Err(DecapError::Malformed);
     }
     let vni = u32::from_be_bytes([0, h[4], h[5], h[6]]);
-    if src != cfg.remote || vni != cfg.key.unwrap_or(0) & 0x00ff_ffff {
+    if src != cfg.remote || (!cfg.key_flow && vni != cfg.key.unwrap_or(0) & VXLAN_MAX_VNI) {
         return Err(DecapError::Mismatch);
     }
-    Ok(8)
+    Ok(Decapped { at: 8, key: vni })
 }
 
 /// The inner frame of a GRE packet as a raw socket hands it over (outer
-/// IPv4 header first): its offset in `packet`.
+/// IPv4 header first): its offset in `packet` (see [`decap_gre_keyed`]
+/// for the key too).
 pub fn decap_gre(cfg: &TunnelConfig, packet: &[u8]) -> Result<usize, DecapError> {
+    decap_gre_keyed(cfg, packet).map(|d| d.at)
+}
+
+/// The inner frame of a GRE packet as a raw socket hands it over (outer
+/// IPv4 header first) and its key (0 without one): any key or none with
+/// `key=flow`, else exactly the port's.
+pub fn decap_gre_keyed(cfg: &TunnelConfig, packet: &[u8]) -> Result<Decapped, DecapError> {
     let Some(ip) = packet.get(..IPV4_HEADER) else {
         return Err(DecapError::Malformed);
     };
@@ -286,10 +360,13 @@ pub fn decap_gre(cfg: &TunnelConfig, packet: &[u8]) -> Result<usize, DecapError>
     if packet.len() < at + ETH_HEADER {
         return Err(DecapError::Malformed);
     }
-    if proto != ETH_P_TEB || key != cfg.key {
+    if proto != ETH_P_TEB || (!cfg.key_flow && key != cfg.key) {
         return Err(DecapError::Mismatch);
     }
-    Ok(at)
+    Ok(Decapped {
+        at,
+        key: key.unwrap_or(0),
+    })
 }
 
 /// A raw IPv4 socket that sends complete IPv4 packets (`IPPROTO_RAW`
@@ -372,7 +449,8 @@ impl Sender {
                 counters.tx_drops.oversize += 1;
             } else {
                 let mut hdr = [0u8; MAX_OVERHEAD];
-                let hl = encap_header(&self.cfg, inner, 0, &mut hdr);
+                let key = tx_key(&self.cfg, p.meta.tunnel_id);
+                let hl = encap_header_keyed(&self.cfg, key, inner, 0, &mut hdr);
                 self.scratch[..hl].copy_from_slice(&hdr[..hl]);
                 self.scratch[hl..hl + inner.len()].copy_from_slice(inner);
                 match send_to(&self.fd, &self.scratch[..hl + inner.len()], self.cfg.remote) {
@@ -477,19 +555,20 @@ impl PortBackend for TunnelPort {
                             std::net::SocketAddr::V4(a) => *a.ip(),
                             std::net::SocketAddr::V6(_) => Ipv4Addr::UNSPECIFIED,
                         };
-                        Ok((n, decap_vxlan(&cfg, src, &self.scratch[..n])))
+                        Ok((n, decap_vxlan_keyed(&cfg, src, &self.scratch[..n])))
                     }
                     Err(e) => Err(e),
                 },
                 Receiver::Gre(fd) => match recv(fd, &mut self.scratch) {
-                    Ok(n) => Ok((n, decap_gre(&cfg, &self.scratch[..n]))),
+                    Ok(n) => Ok((n, decap_gre_keyed(&cfg, &self.scratch[..n]))),
                     Err(e) => Err(e),
                 },
             };
             match res {
-                Ok((n, Ok(at))) => {
-                    let frame = &self.scratch[at..n];
-                    let pkt = PacketBuf::with_headroom(frame, DEFAULT_HEADROOM);
+                Ok((n, Ok(d))) => {
+                    let frame = &self.scratch[d.at..n];
+                    let mut pkt = PacketBuf::with_headroom(frame, DEFAULT_HEADROOM);
+                    pkt.meta.tunnel_id = Some(d.key);
                     self.counters.rx_packets += 1;
                     self.counters.rx_bytes += frame.len() as u64;
                     let _ = out.push(pkt);
@@ -599,6 +678,7 @@ mod tests {
             remote: Ipv4Addr::new(192, 0, 2, 2),
             local: Some(Ipv4Addr::new(192, 0, 2, 1)),
             key: Some(42),
+            key_flow: false,
             dst_port: 4789,
         }
     }
@@ -681,6 +761,7 @@ mod tests {
                     remote,
                     local: Some(local),
                     key: Some(7),
+                    key_flow: false,
                     dst_port: if kind == TunnelKind::Vxlan { 4789 } else { 0 },
                 };
                 let mut a = TunnelPort::open("a", &cfg(one, two)).unwrap();
@@ -704,7 +785,10 @@ mod tests {
                     if b.rx_burst(&mut burst).unwrap() == 0 {
                         std::thread::sleep(Duration::from_millis(1));
                     }
-                    got.extend(burst.drain().map(|p| p.data().to_vec()));
+                    got.extend(burst.drain().map(|p| {
+                        assert_eq!(p.meta.tunnel_id, Some(7), "{kind:?}");
+                        p.data().to_vec()
+                    }));
                 }
                 let want: Vec<Vec<u8>> = (0..6).map(|s| test_frame(1, s, 100)).collect();
                 assert_eq!(got, want, "{kind:?}");
@@ -715,8 +799,122 @@ mod tests {
                 // and are not its to take or count.
                 assert_eq!(a.rx_burst(&mut burst).unwrap(), 0, "{kind:?}");
                 assert_eq!(a.stats().rx_dropped(), 0, "{kind:?}");
+                drop((a, b, sender));
+
+                // key=flow both ends: each frame leaves with its own
+                // tunnel_id and arrives with it.
+                let flow = |local, remote| TunnelConfig {
+                    key: None,
+                    key_flow: true,
+                    ..cfg(local, remote)
+                };
+                let mut a = TunnelPort::open("a", &flow(one, two)).unwrap();
+                let mut b = TunnelPort::open("b", &flow(two, one)).unwrap();
+                for (seq, id) in [(0u16, Some(42u32)), (1, Some(43)), (2, None)] {
+                    let mut p = PacketBuf::from_slice(&test_frame(1, seq.into(), 100));
+                    p.meta.tunnel_id = id;
+                    burst.push(p).unwrap();
+                }
+                assert_eq!(a.tx_burst(&mut burst).unwrap(), 3);
+                let mut got = Vec::new();
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while got.len() < 3 && Instant::now() < deadline {
+                    if b.rx_burst(&mut burst).unwrap() == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    got.extend(burst.drain().map(|p| (p.data().to_vec(), p.meta.tunnel_id)));
+                }
+                let want: Vec<_> = [(0, 42), (1, 43), (2, 0)]
+                    .into_iter()
+                    .map(|(s, id)| (test_frame(1, s, 100), Some(id)))
+                    .collect();
+                assert_eq!(got, want, "{kind:?} key=flow");
             }
         });
+    }
+
+    /// `key=flow`: what is sent carries the frame's tunnel_id (VXLAN its
+    /// low 24 bits), and any VNI/key (or none, GRE) from the peer is taken
+    /// and reported; a fixed-key port reports its own key.
+    #[test]
+    fn flow_key_encap_and_decap() {
+        let f = inner();
+        let flow = TunnelConfig {
+            key: None,
+            key_flow: true,
+            ..vxlan()
+        };
+        let mut h = [0u8; MAX_OVERHEAD];
+        for (id, vni) in [
+            (Some(42), 42u32),
+            (Some(43), 43),
+            (None, 0),
+            (Some(0xff00_002a), 42),
+        ] {
+            let key = tx_key(&flow, id);
+            assert_eq!(key, Some(vni));
+            assert_eq!(encap_header_keyed(&flow, key, &f, 0, &mut h), 36);
+            let mut want = vec![0x08u8, 0, 0, 0];
+            want.extend_from_slice(&(vni << 8).to_be_bytes());
+            assert_eq!(&h[28..36], &want[..]);
+            let mut payload = h[28..36].to_vec();
+            payload.extend_from_slice(&f);
+            assert_eq!(
+                decap_vxlan_keyed(&flow, flow.remote, &payload),
+                Ok(Decapped { at: 8, key: vni })
+            );
+            // A fixed-key port takes only its own VNI, and reports it.
+            let fixed = vxlan();
+            let want = if vni == 42 {
+                Ok(Decapped { at: 8, key: 42 })
+            } else {
+                Err(DecapError::Mismatch)
+            };
+            assert_eq!(decap_vxlan_keyed(&fixed, fixed.remote, &payload), want);
+            // The fixed-key port ignores the frame's tunnel_id on output.
+            assert_eq!(tx_key(&fixed, id), Some(42));
+        }
+        // Still only from the peer.
+        let mut payload = h[28..36].to_vec();
+        payload.extend_from_slice(&f);
+        assert_eq!(
+            decap_vxlan_keyed(&flow, Ipv4Addr::new(192, 0, 2, 9), &payload),
+            Err(DecapError::Mismatch)
+        );
+
+        // GRE: the key is always written, the low 32 bits of tunnel_id.
+        let gflow = TunnelConfig {
+            key_flow: true,
+            ..gre(None)
+        };
+        let peer = |c: TunnelConfig| TunnelConfig {
+            remote: c.local.unwrap(),
+            local: Some(c.remote),
+            ..c
+        };
+        for (id, key) in [(Some(7u32), 7u32), (Some(u32::MAX), u32::MAX), (None, 0)] {
+            let k = tx_key(&gflow, id);
+            assert_eq!(k, Some(key));
+            let hl = encap_header_keyed(&peer(gflow), k, &f, 0, &mut h);
+            assert_eq!(hl, 28);
+            let mut want = vec![0x20u8, 0, 0x65, 0x58];
+            want.extend_from_slice(&key.to_be_bytes());
+            assert_eq!(&h[20..28], &want[..]);
+            let mut pkt = h[..hl].to_vec();
+            pkt.extend_from_slice(&f);
+            assert_eq!(decap_gre_keyed(&gflow, &pkt), Ok(Decapped { at: 28, key }));
+        }
+        // A packet without a key is taken too, as key 0.
+        let hl = encap_header_keyed(&peer(gflow), None, &f, 0, &mut h);
+        let mut pkt = h[..hl].to_vec();
+        pkt.extend_from_slice(&f);
+        assert_eq!(
+            decap_gre_keyed(&gflow, &pkt),
+            Ok(Decapped { at: 24, key: 0 })
+        );
+        // Another protocol is still refused.
+        pkt[23] = 0;
+        assert_eq!(decap_gre_keyed(&gflow, &pkt), Err(DecapError::Mismatch));
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
 pub use model::*;
 pub use persist::write_atomic;
-pub use tunnel::{parse_tunnel_ip, parse_tunnel_key};
+pub use tunnel::{parse_tunnel_ip, parse_tunnel_key, TunnelKey};
 pub use txn::{parse_ctl, Op, PortRef, CTL_COMMANDS, TRANSACTION};
 
 use std::path::{Path, PathBuf};

@@ -333,8 +333,12 @@ pub struct TunnelBackend {
     /// received on; `None`: the kernel's choice by route, any address.
     pub local_ip: Option<Ipv4Addr>,
     /// VXLAN: the VNI (0..=16777215, `None`: 0); GRE: the key written
-    /// and required on receive (`None`: no key).
+    /// and required on receive (`None`: no key). `None` with `key_flow`.
     pub key: Option<u32>,
+    /// `key = "flow"`: the key is the flow's `tunnel_id` (any key is
+    /// received and becomes the packet's `tunnel_id`; what is sent is
+    /// wrapped in the packet's `tunnel_id`); `key` is `None` then.
+    pub key_flow: bool,
     /// VXLAN: the UDP destination port (and the port received on);
     /// GRE: unused (0).
     pub dst_port: u16,

@@ -160,7 +160,7 @@ struct OutPort {
     #[serde(skip_serializing_if = "Option::is_none")]
     local_ip: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    key: Option<u32>,
+    key: Option<KeyOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dst_port: Option<u16>,
     qos: Option<OutQos>,
@@ -205,6 +205,14 @@ fn qos(q: &PortQos) -> OutQos {
             })
             .collect(),
     }
+}
+
+/// A tunnel key: a number, or `"flow"`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum KeyOut {
+    Fixed(u32),
+    Flow(&'static str),
 }
 
 #[derive(Serialize)]
@@ -343,7 +351,11 @@ fn port(p: &Port) -> OutPort {
         if let Backend::Vxlan(t) | Backend::Gre(t) = backend {
             out.remote_ip = t.remote_ip.map(|a| a.to_string());
             out.local_ip = t.local_ip.map(|a| a.to_string());
-            out.key = t.key;
+            out.key = if t.key_flow {
+                Some(KeyOut::Flow("flow"))
+            } else {
+                t.key.map(KeyOut::Fixed)
+            };
             out.dst_port = matches!(backend, Backend::Vxlan(_)).then_some(t.dst_port);
         }
     }

@@ -39,17 +39,32 @@ pub fn parse_tunnel_ip(what: &str, value: &str, remote: bool) -> Result<Ipv4Addr
     Ok(ip)
 }
 
+/// A tunnel port's `key` setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TunnelKey {
+    /// A fixed key (the VNI for VXLAN).
+    Fixed(u32),
+    /// `flow`: the key taken from and given to the flow's `tunnel_id`.
+    Flow,
+}
+
+impl TunnelKey {
+    /// As the model holds it: (`key`, `key_flow`).
+    pub fn to_model(self) -> (Option<u32>, bool) {
+        match self {
+            TunnelKey::Fixed(n) => (Some(n), false),
+            TunnelKey::Flow => (None, true),
+        }
+    }
+}
+
 /// `key`: a number (decimal or `0x` hex), 0..=16777215 for VXLAN (the
-/// VNI) and 0..=4294967295 for GRE. `flow` is refused: the key from and
-/// to the flow's `tunnel_id` is not implemented.
-pub fn parse_tunnel_key(vxlan: bool, value: &str) -> Result<u32, String> {
+/// VNI) and 0..=4294967295 for GRE, or `flow` (the key from and to the
+/// flow's `tunnel_id`).
+pub fn parse_tunnel_key(vxlan: bool, value: &str) -> Result<TunnelKey, String> {
     let v = value.trim();
     if v == "flow" {
-        return Err(
-            "key=flow (the key taken from and given to the flow's tunnel_id) is not supported; \
-             give a fixed key"
-                .into(),
-        );
+        return Ok(TunnelKey::Flow);
     }
     let max = if vxlan { VXLAN_MAX_VNI } else { u32::MAX };
     let n = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
@@ -57,7 +72,7 @@ pub fn parse_tunnel_key(vxlan: bool, value: &str) -> Result<u32, String> {
         None => v.parse::<u64>().ok(),
     };
     match n {
-        Some(n) if n <= u64::from(max) => Ok(n as u32),
+        Some(n) if n <= u64::from(max) => Ok(TunnelKey::Fixed(n as u32)),
         Some(n) => Err(format!("key {n} is not valid (0..={max})")),
         None => Err(format!(
             "key {value:?} is not a number (0..={max}, decimal or 0x hex)"
@@ -94,15 +109,16 @@ mod tests {
 
     #[test]
     fn keys_by_kind() {
-        assert_eq!(parse_tunnel_key(true, "42"), Ok(42));
-        assert_eq!(parse_tunnel_key(true, "0xffffff"), Ok(0xff_ffff));
+        use TunnelKey::{Fixed, Flow};
+        assert_eq!(parse_tunnel_key(true, "42"), Ok(Fixed(42)));
+        assert_eq!(parse_tunnel_key(true, "0xffffff"), Ok(Fixed(0xff_ffff)));
         assert!(parse_tunnel_key(true, "16777216").is_err());
-        assert_eq!(parse_tunnel_key(false, "4294967295"), Ok(u32::MAX));
+        assert_eq!(parse_tunnel_key(false, "4294967295"), Ok(Fixed(u32::MAX)));
         assert!(parse_tunnel_key(false, "4294967296").is_err());
         assert!(parse_tunnel_key(false, "-1").is_err());
-        assert!(parse_tunnel_key(true, "flow")
-            .unwrap_err()
-            .contains("not supported"));
+        assert_eq!(parse_tunnel_key(true, "flow"), Ok(Flow));
+        assert_eq!(parse_tunnel_key(false, " flow "), Ok(Flow));
+        assert!(parse_tunnel_key(true, "Flow").is_err());
     }
 
     use crate::model::{Backend, Host, PortKind, TunnelBackend};
@@ -147,6 +163,7 @@ key = "0x10"
                 remote_ip: Some(Ipv4Addr::new(10, 77, 0, 2)),
                 local_ip: None,
                 key: Some(42),
+                key_flow: false,
                 dst_port: 4789,
             })
         );
@@ -156,10 +173,61 @@ key = "0x10"
                 remote_ip: Some(Ipv4Addr::new(10, 77, 0, 3)),
                 local_ip: Some(Ipv4Addr::new(10, 77, 0, 1)),
                 key: Some(16),
+                key_flow: false,
                 dst_port: 0,
             })
         );
         assert_eq!(c.revalidate(HOST).unwrap(), c);
+    }
+
+    #[test]
+    fn key_flow_in_the_file_and_ctl() {
+        let c = file(
+            "[[bridges.ports]]\nport = 5\ninterface = \"vx0\"\nbackend = \"vxlan\"\n\
+             remote_ip = \"10.77.0.2\"\nkey = \"flow\"\n\
+             [[bridges.ports]]\nport = 6\ninterface = \"g0\"\nbackend = \"gre\"\n\
+             remote_ip = \"10.77.0.3\"\nkey = \"flow\"\n",
+        )
+        .unwrap();
+        for n in [5, 6] {
+            let (Backend::Vxlan(t) | Backend::Gre(t)) = backend(&c, n) else {
+                panic!("{:?}", backend(&c, n));
+            };
+            assert_eq!((t.key, t.key_flow), (None, true));
+        }
+        // Written back as key = "flow", and read back the same.
+        let text = c.to_toml_string();
+        assert!(text.contains("key = \"flow\""), "{text}");
+        let again = Config::from_str_for(&text, "t.toml", HOST).unwrap();
+        assert_eq!(again, c);
+        assert_eq!(c.revalidate(HOST).unwrap(), c);
+        // ctl: key=flow, then a fixed key again (and back).
+        let c = apply(&c, "set interface vx0 options:key=9").unwrap();
+        assert!(matches!(
+            backend(&c, 5),
+            Backend::Vxlan(TunnelBackend {
+                key: Some(9),
+                key_flow: false,
+                ..
+            })
+        ));
+        let c = apply(
+            &c,
+            "add-port br0 vx1 type=vxlan remote_ip=10.0.0.9 dst_port=4790 key=flow -- set interface vx0 options:key=flow",
+        )
+        .unwrap();
+        let vxlan_keys: Vec<(Option<u32>, bool)> = c.bridges[0]
+            .ports
+            .iter()
+            .filter_map(|p| match &p.kind {
+                PortKind::Interface {
+                    backend: Backend::Vxlan(t),
+                    ..
+                } => Some((t.key, t.key_flow)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(vxlan_keys, [(None, true), (None, true)]);
     }
 
     #[test]
@@ -170,8 +238,11 @@ key = "0x10"
             e.contains("ports[0].remote_ip") && e.contains("needs remote_ip"),
             "{e}"
         );
-        let e = file(&format!("{vx}remote_ip = \"10.0.0.1\"\nkey = \"flow\"\n")).unwrap_err();
-        assert!(e.contains("ports[0].key") && e.contains("key=flow"), "{e}");
+        let e = file(&format!("{vx}remote_ip = \"10.0.0.1\"\nkey = \"flaw\"\n")).unwrap_err();
+        assert!(
+            e.contains("ports[0].key") && e.contains("not a number"),
+            "{e}"
+        );
         let e = file(&format!("{vx}remote_ip = \"10.0.0.1\"\nkey = 16777216\n")).unwrap_err();
         assert!(e.contains("0..=16777215"), "{e}");
         let e = file(&format!("{vx}remote_ip = \"fe80::1\"\n")).unwrap_err();
@@ -243,10 +314,6 @@ key = "0x10"
         // Refusals change nothing and say why.
         for (words, want) in [
             ("add-port br0 vx9 type=vxlan", "needs remote_ip"),
-            (
-                "add-port br0 vx9 type=vxlan remote_ip=10.0.0.9 key=flow",
-                "key=flow",
-            ),
             (
                 "add-port br0 g9 type=gre remote_ip=10.0.0.9 dst_port=1",
                 "only for type=vxlan",

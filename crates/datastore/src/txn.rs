@@ -1003,9 +1003,9 @@ impl PortOptions {
         match backend {
             Backend::Vxlan(t) | Backend::Gre(t) => {
                 if let Some(k) = &self.key {
-                    let n = crate::tunnel::parse_tunnel_key(vxlan, k)
+                    let k = crate::tunnel::parse_tunnel_key(vxlan, k)
                         .map_err(|m| fail(format!("{field}.key"), m))?;
-                    t.key = Some(n);
+                    (t.key, t.key_flow) = k.to_model();
                 }
                 if let Some(d) = self.dst_port {
                     if !vxlan {

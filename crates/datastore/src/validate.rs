@@ -583,14 +583,14 @@ impl<'a> Checker<'a> {
             ok = false;
         }
         let key = match &rp.key {
-            None => None,
+            None => None::<crate::tunnel::TunnelKey>,
             Some(k) => {
                 let text = match k.get_ref() {
                     IntOrString::Int(n) => n.to_string(),
                     IntOrString::Str(s) => s.clone(),
                 };
                 match crate::tunnel::parse_tunnel_key(vxlan, &text) {
-                    Ok(n) => Some(n),
+                    Ok(k) => Some(k),
                     Err(m) => {
                         self.err(&k.span(), &format!("{p}.key"), m);
                         ok = false;
@@ -622,10 +622,12 @@ impl<'a> Checker<'a> {
         if !ok {
             return None;
         }
+        let (key, key_flow) = key.map_or((None, false), |k| k.to_model());
         let t = TunnelBackend {
             remote_ip,
             local_ip,
             key,
+            key_flow,
             dst_port,
         };
         Some(if vxlan {

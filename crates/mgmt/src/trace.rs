@@ -268,6 +268,13 @@ pub fn tunnel_notes(b: &datastore::Bridge, trace: &str) -> String {
             .local_ip
             .map_or("the route's source".to_string(), |a| a.to_string());
         let how = match backend {
+            datastore::Backend::Vxlan(_) if t.key_flow => format!(
+                "IPv4/UDP port {}/VXLAN VNI from the packet's tunnel_id (key=flow)",
+                t.dst_port
+            ),
+            _ if t.key_flow => {
+                "IPv4/GRE key from the packet's tunnel_id (key=flow, 0x6558)".to_string()
+            }
             datastore::Backend::Vxlan(_) => format!(
                 "IPv4/UDP port {}/VXLAN VNI {}",
                 t.dst_port,

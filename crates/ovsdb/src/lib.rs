@@ -52,7 +52,7 @@
 //!   makes (that one, named after its bridge, is the bridge's local port,
 //!   `ofport` 65534; see [`view`]), "patch" (patch links are made in the
 //!   configuration file and are not shown in the database), "dpdk" and
-//!   tunnels other than "vxlan" and "gre" (IPv4, fixed key); bonds; VLAN settings on ports (`tag`, `trunks`,
+//!   tunnels other than "vxlan" and "gre" (IPv4, a fixed key or `key=flow`); bonds; VLAN settings on ports (`tag`, `trunks`,
 //!   `vlan_mode`): such a port is refused with the reason in its
 //!   interfaces' `error`.
 //! * Ignored, and said so in the row: `mtu_request`, `mac`,

@@ -165,6 +165,9 @@ pub fn model_items(cfg: &Config) -> Items {
                 if let Some(k) = t.key {
                     options.insert("key".into(), k.to_string());
                 }
+                if t.key_flow {
+                    options.insert("key".into(), "flow".into());
+                }
                 if matches!(backend, Backend::Vxlan(_))
                     && t.dst_port != datastore::VXLAN_DEFAULT_PORT
                 {

@@ -68,6 +68,16 @@ fn vxlan_and_gre_rows_become_tunnel_ports_that_agree_with_the_model() {
             ]),
             "gre",
         ),
+        (
+            "vxlan",
+            json!(["map", [["remote_ip", "192.0.2.4"], ["key", "flow"]]]),
+            "vxlan",
+        ),
+        (
+            "gre",
+            json!(["map", [["remote_ip", "192.0.2.5"], ["key", "flow"]]]),
+            "gre",
+        ),
     ] {
         let r = with_iface(json!({"name": "vx0", "type": ty, "options": opts}));
         let v = DbView::read(&r);
@@ -84,6 +94,11 @@ fn vxlan_and_gre_rows_become_tunnel_ports_that_agree_with_the_model() {
             panic!("{port:?}");
         };
         assert_eq!(b.kind_str(), backend);
+        let flow = opts.to_string().contains("flow");
+        let (datastore::Backend::Vxlan(t) | datastore::Backend::Gre(t)) = b else {
+            panic!("{b:?}");
+        };
+        assert_eq!(t.key_flow, flow, "{ty}");
         let m = model_items(&cfg);
         assert!(
             agree(v.wanted.get(&key), m.get(&key)),
@@ -99,8 +114,8 @@ fn bad_tunnel_rows_are_refused_with_the_reason() {
     for (opts, want) in [
         (json!(["map", [["key", "42"]]]), "needs options:remote_ip"),
         (
-            json!(["map", [["remote_ip", "192.0.2.2"], ["key", "flow"]]]),
-            "key=flow",
+            json!(["map", [["remote_ip", "192.0.2.2"], ["key", "flaw"]]]),
+            "not a number",
         ),
         (json!(["map", [["remote_ip", "2001:db8::1"]]]), "IPv6"),
         (

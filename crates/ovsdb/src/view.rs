@@ -14,8 +14,9 @@
 //!   "memory", "pcap" (with `options:pcap_read`, `pcap_write`,
 //!   `pcap_rate`) → those backends; `ofport_request` → the port number;
 //!   "vxlan" and "gre" → tunnel ports, with `options:remote_ip`
-//!   (required), `local_ip`, `key` (a number) and, for VXLAN, `dst_port`;
-//!   a bad or missing value refuses the interface (`key=flow` included).
+//!   (required), `local_ip`, `key` (a number, or `flow`: the key from
+//!   and to the flow's `tunnel_id`) and, for VXLAN, `dst_port`; a bad or
+//!   missing value refuses the interface.
 //! * `Port.tag`, `trunks`, `vlan_mode` → the port's VLAN settings for
 //!   NORMAL (checked as the configuration file checks them; settings
 //!   that do not go together refuse the port, with the reason).
@@ -382,8 +383,11 @@ fn port_spec(i: RowRef<'_>, ignored: &mut Vec<String>) -> Result<PortSpec, Strin
                 options.insert(k, ip.to_string());
             }
             "key" if tunnel => {
-                let n = datastore::parse_tunnel_key(kind == "vxlan", &val)?;
-                options.insert(k, n.to_string());
+                let text = match datastore::parse_tunnel_key(kind == "vxlan", &val)? {
+                    datastore::TunnelKey::Fixed(n) => n.to_string(),
+                    datastore::TunnelKey::Flow => "flow".to_string(),
+                };
+                options.insert(k, text);
             }
             "dst_port" if kind == "vxlan" => {
                 let n = val

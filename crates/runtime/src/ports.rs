@@ -229,6 +229,7 @@ fn open_interface(name: &str, backend: &Backend, opts: &BackendOptions) -> io::R
                 remote,
                 local: t.local_ip,
                 key: t.key,
+                key_flow: t.key_flow,
                 dst_port: t.dst_port,
             };
             (Box::new(TunnelPort::open(name, &cfg)?), false)

@@ -119,6 +119,9 @@ pub struct PipelineWorker {
     reader_version: u64,
     ws: WorkerState,
     pkts: Vec<packet::buffer::PacketBuf>,
+    /// The tunnel_ids of a burst from a tunnel port, one per packet
+    /// (empty for every other burst).
+    tunnel_ids: Vec<u64>,
     out: BurstOutput,
     epoch: Instant,
     shared: Arc<WorkerShared>,
@@ -142,6 +145,7 @@ impl PipelineWorker {
             reader_version: reader.version(),
             reader,
             pkts: Vec::new(),
+            tunnel_ids: Vec::new(),
             out: BurstOutput::default(),
             epoch,
             shared,
@@ -252,6 +256,22 @@ impl BurstProcessor for PipelineWorker {
             return;
         }
         let now = self.now();
+        // A tunnel port marks every frame with the key it came with; a
+        // burst is one port's, so its first frame says (one test a burst
+        // on every other port).
+        let tunnel = burst
+            .pkts()
+            .first()
+            .is_some_and(|p| p.meta.tunnel_id.is_some());
+        if tunnel {
+            self.tunnel_ids.clear();
+            self.tunnel_ids.extend(
+                burst
+                    .pkts()
+                    .iter()
+                    .map(|p| p.meta.tunnel_id.map_or(0, u64::from)),
+            );
+        }
         self.pkts.extend(burst.drain().map(to_pipeline));
         self.out.clear();
         // Parked while the thread slept: this takes the newest version.
@@ -263,14 +283,40 @@ impl BurstProcessor for PipelineWorker {
             // Meter copies of meters that are gone are dropped.
             self.ws.meters_mut().prune(&snap.meters);
         }
-        self.ws
-            .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
-        for tx in self.out.tx.drain(..) {
-            let mut p = to_dataplane(tx.packet);
-            // The egress queue set_queue chose (a port without queues
-            // ignores it).
-            p.meta.queue_id = tx.queue_id;
-            out(tx.port, p);
+        if tunnel {
+            self.ws.process_burst_tunnel_into(
+                &snap.view(),
+                in_port,
+                &mut self.pkts,
+                &self.tunnel_ids,
+                now,
+                &mut self.out,
+            );
+        } else {
+            self.ws
+                .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
+        }
+        if self.out.tx_tunnel_ids.is_empty() {
+            for tx in self.out.tx.drain(..) {
+                let mut p = to_dataplane(tx.packet);
+                // The egress queue set_queue chose (a port without queues
+                // ignores it).
+                p.meta.queue_id = tx.queue_id;
+                out(tx.port, p);
+            }
+        } else {
+            // As above, each packet with the tunnel_id it leaves with
+            // (the key a key=flow tunnel port wraps it in: its low 32
+            // bits, all a VNI or GRE key holds).
+            let mut ids = self.out.tx_tunnel_ids.iter().peekable();
+            for (i, tx) in self.out.tx.drain(..).enumerate() {
+                let mut p = to_dataplane(tx.packet);
+                p.meta.queue_id = tx.queue_id;
+                if let Some((_, id)) = ids.next_if(|(j, _)| *j == i) {
+                    p.meta.tunnel_id = Some(*id as u32);
+                }
+                out(tx.port, p);
+            }
         }
         if !self.out.packet_ins.is_empty() {
             let (mut no_controller, mut full) = (0, 0);

@@ -118,6 +118,13 @@ impl Pkt {
         self.reparse();
     }
 
+    /// Sets the packet's `tunnel_id` as it was received (a tunnel port's
+    /// key), in the parsed key too.
+    pub fn set_tunnel_id(&mut self, tunnel_id: u64) {
+        self.tunnel_id = tunnel_id;
+        self.key.tunnel_id = tunnel_id;
+    }
+
     /// Drops the packet's buffer (keeping the record).
     pub fn release(&mut self) {
         self.buf = PacketBuf::from_vec(Vec::new());
@@ -1099,20 +1106,21 @@ impl<'a> Exec<'a> {
     }
 
     fn tx(&mut self, pkt: &Pkt, p: u32) {
-        self.emit_frame(pkt.buf.clone(), p, pkt.queue_id);
+        self.emit_frame(pkt.buf.clone(), p, pkt.queue_id, pkt.tunnel_id);
     }
 
     /// As `tx`, moving the buffer out of `pkt` (left empty).
     fn tx_owned(&mut self, pkt: &mut Pkt, p: u32) {
         let packet = std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new()));
-        self.emit_frame(packet, p, pkt.queue_id);
+        self.emit_frame(packet, p, pkt.queue_id, pkt.tunnel_id);
     }
 
-    /// Sends `packet` on queue `queue_id` of port `p` (a standard port
-    /// that can send): moved to the output, counted, traced.
+    /// Sends `packet` (whose `tunnel_id` is `tunnel_id`) on queue
+    /// `queue_id` of port `p` (a standard port that can send): moved to
+    /// the output, counted, traced.
     #[inline]
-    pub(super) fn emit_frame(&mut self, packet: PacketBuf, p: u32, queue_id: u32) {
-        let len = self.queue_frame(packet, p, queue_id);
+    pub(super) fn emit_frame(&mut self, packet: PacketBuf, p: u32, queue_id: u32, tunnel_id: u64) {
+        let len = self.queue_frame(packet, p, queue_id, tunnel_id);
         self.count_tx(p, queue_id, 1, len);
         self.trace(|| TraceEvent::Output { port: p, queue_id });
     }
@@ -1121,9 +1129,18 @@ impl<'a> Exec<'a> {
     /// `queue_id` of port `p`, uncounted; returns the length it leaves
     /// with (see `packet::buffer`).
     #[inline]
-    pub(super) fn queue_frame(&mut self, mut packet: PacketBuf, p: u32, queue_id: u32) -> u64 {
+    pub(super) fn queue_frame(
+        &mut self,
+        mut packet: PacketBuf,
+        p: u32,
+        queue_id: u32,
+        tunnel_id: u64,
+    ) -> u64 {
         packet.pad_to_floor();
         let len = packet.len() as u64;
+        if tunnel_id != 0 {
+            self.out.tx_tunnel_ids.push((self.out.tx.len(), tunnel_id));
+        }
         self.out.tx.push(TxPacket {
             port: p,
             queue_id,

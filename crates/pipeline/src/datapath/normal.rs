@@ -85,7 +85,7 @@ impl Exec<'_> {
             _ => true,
         };
         if done {
-            self.emit_frame(buf, port, pkt.queue_id);
+            self.emit_frame(buf, port, pkt.queue_id, pkt.tunnel_id);
         } else {
             self.dropped(DropReason::ActionFailed);
         }

@@ -646,6 +646,111 @@ fn tunnel_id_and_metadata_reach_the_packet_in_match() {
     );
 }
 
+/// Each output's port and tunnel_id (0 where `tx_tunnel_ids` has none).
+fn ports_and_tunnel_ids(o: &BurstOutput) -> Vec<(u32, u64)> {
+    let ids: std::collections::HashMap<usize, u64> = o.tx_tunnel_ids.iter().copied().collect();
+    assert!(o.tx_tunnel_ids.windows(2).all(|w| w[0].0 < w[1].0));
+    assert!(o
+        .tx_tunnel_ids
+        .iter()
+        .all(|(i, id)| *i < o.tx.len() && *id != 0));
+    o.tx.iter()
+        .enumerate()
+        .map(|(i, t)| (t.port, ids.get(&i).copied().unwrap_or(0)))
+        .collect()
+}
+
+/// A burst from a tunnel port carries each packet's received key as its
+/// tunnel_id: flows match it (through the flow cache, which keys on it:
+/// one frame alternating between two keys never hits the other key's
+/// entry), it stays with the packet to the output (`BurstOutput::tx_tunnel_ids`,
+/// what a key=flow port wraps it in), and set_field sets it for output.
+#[test]
+fn tunnel_ids_from_a_tunnel_burst_are_matched_and_carried_to_the_output() {
+    // Two masks: tuple-space search, a table the cache is used for.
+    let st = state(
+        "table=0,priority=10,tun_id=42,in_port=2,actions=output:1\n\
+         table=0,priority=10,tunnel_id=43,in_port=2,actions=output:3\n\
+         table=0,priority=5,in_port=1,udp,actions=set_field:42->tunnel_id,output:2\n\
+         table=0,priority=5,in_port=4,actions=output:2",
+        "",
+        "",
+    );
+    let ports = Ports::with_range(8);
+    let config = DatapathConfig::default();
+    let view = PipelineView::of(&st, &ports, &config);
+    let mut w = WorkerState::new(0, 1, 16);
+    w.set_flow_cache(64);
+    let mut o = BurstOutput::default();
+    let frame = udp4(64);
+    for _ in 0..8 {
+        let ids = [42u64, 43, 42, 44, 43, 43, 42];
+        let mut burst: Vec<PacketBuf> = ids.iter().map(|_| PacketBuf::from_slice(&frame)).collect();
+        o.clear();
+        w.process_burst_tunnel_into(&view, 2, &mut burst, &ids, T0, &mut o);
+        let got = ports_and_tunnel_ids(&o);
+        assert_eq!(
+            got,
+            [(1, 42), (3, 43), (1, 42), (3, 43), (3, 43), (1, 42)],
+            "44 matches nothing"
+        );
+        assert!(o.tx.iter().all(|t| t.packet.as_slice() == frame.as_slice()));
+    }
+    let cs = w.cache_stats();
+    assert!(cs.hits > 0, "the cache was used: {cs:?}");
+    // Without tunnel_ids (any other port's burst) the tunnel_id is 0.
+    o.clear();
+    w.process_burst_into(
+        &view,
+        2,
+        &mut vec![PacketBuf::from_slice(&frame)],
+        T0,
+        &mut o,
+    );
+    assert!(o.tx.is_empty());
+    // set_field gives the output its tunnel_id; otherwise it is 0, also
+    // where a tunnel burst's tunnel_ids run short.
+    o.clear();
+    w.process_burst_into(
+        &view,
+        1,
+        &mut vec![PacketBuf::from_slice(&frame)],
+        T0,
+        &mut o,
+    );
+    w.process_burst_into(
+        &view,
+        4,
+        &mut vec![PacketBuf::from_slice(&frame)],
+        T0,
+        &mut o,
+    );
+    let mut two = vec![PacketBuf::from_slice(&frame), PacketBuf::from_slice(&frame)];
+    w.process_burst_tunnel_into(&view, 4, &mut two, &[7], T0, &mut o);
+    let got = ports_and_tunnel_ids(&o);
+    assert_eq!(got, [(2, 42), (2, 0), (2, 7), (2, 0)]);
+
+    // Packets that go on to a later table come out in packet order with
+    // the rest, their tunnel_ids with them.
+    let st = state(
+        "table=0,priority=10,tun_id=42,actions=output:1\n\
+         table=0,priority=10,tun_id=43,actions=goto_table:1\n\
+         table=0,priority=10,tun_id=44,actions=set_field:45->tunnel_id,goto_table:1\n\
+         table=1,priority=1,actions=output:3",
+        "",
+        "",
+    );
+    let view = PipelineView::of(&st, &ports, &config);
+    let ids = [43u64, 42, 44, 43, 42, 7, 42];
+    let mut burst: Vec<PacketBuf> = ids.iter().map(|_| PacketBuf::from_slice(&frame)).collect();
+    o.clear();
+    w.process_burst_tunnel_into(&view, 2, &mut burst, &ids, T0, &mut o);
+    assert_eq!(
+        ports_and_tunnel_ids(&o),
+        [(3, 43), (1, 42), (3, 45), (3, 43), (1, 42), (1, 42)]
+    );
+}
+
 // ---- groups ----------------------------------------------------------------
 
 #[test]

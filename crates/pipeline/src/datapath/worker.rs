@@ -308,6 +308,9 @@ struct Scratch {
     /// Kept for putting outputs back in packet order (no allocation per
     /// burst).
     tx_hold: Vec<Option<crate::datapath::TxPacket>>,
+    /// Where `restore_order` put each held output (by hold index), when
+    /// outputs carry tunnel_ids.
+    tx_moved: Vec<usize>,
     pin_hold: Vec<Option<crate::datapath::PacketInEvent>>,
 }
 
@@ -475,17 +478,38 @@ impl WorkerState {
         if self.express_burst(view, in_port, packets, now, out) {
             return;
         }
-        self.general_burst(view, in_port, packets, now, out, false);
+        self.general_burst(view, in_port, packets, &[], now, out, false);
+    }
+
+    /// As [`WorkerState::process_burst_into`] for a burst from a tunnel
+    /// port: packet `i` starts with `tunnel_ids[i]` as its `tunnel_id`
+    /// match field (the key it was received with; 0 past the slice's
+    /// end). Such bursts take the general path: the express path's keys
+    /// have no tunnel_id, and the flow cache's key has it (so a packet
+    /// never hits an entry made for another tunnel_id).
+    pub fn process_burst_tunnel_into(
+        &mut self,
+        view: &PipelineView<'_>,
+        in_port: u32,
+        packets: &mut Vec<PacketBuf>,
+        tunnel_ids: &[u64],
+        now: Time,
+        out: &mut BurstOutput,
+    ) {
+        self.general_burst(view, in_port, packets, tunnel_ids, now, out, false);
     }
 
     /// [`WorkerState::process_burst_into`] without the express path;
+    /// `tunnel_ids`: the packets' received tunnel_ids (empty: all 0);
     /// `rx_counted`: the burst's port counters were bumped already (the
     /// express path hands on what it does not forward).
+    #[allow(clippy::too_many_arguments)]
     fn general_burst(
         &mut self,
         view: &PipelineView<'_>,
         in_port: u32,
         packets: &mut Vec<PacketBuf>,
+        tunnel_ids: &[u64],
         now: Time,
         out: &mut BurstOutput,
         rx_counted: bool,
@@ -506,6 +530,11 @@ impl WorkerState {
                 n += 1;
             }
             sc.n = n;
+            if !tunnel_ids.is_empty() {
+                for (p, id) in sc.pkts.iter_mut().zip(tunnel_ids).take(n) {
+                    p.set_tunnel_id(*id);
+                }
+            }
             if !rx_counted {
                 let pc = self.hot.port(&mut self.counters, in_port);
                 pc.rx_packets += n as u64;
@@ -546,7 +575,7 @@ impl WorkerState {
                 Self::restore_order(ex.out, &mut sc, tx0, pin0);
             }
         }
-        for buf in packets.drain(..) {
+        for (i, buf) in packets.drain(..).enumerate() {
             let len = buf.len() as u64;
             let pc = ex.hot.port(ex.counters, in_port);
             pc.rx_packets += 1;
@@ -556,7 +585,11 @@ impl WorkerState {
                 ex.out.count_drop(DropReason::PortNoRecv);
                 continue;
             }
-            ex.or_no_output(|ex| ex.pipeline(Pkt::new(buf, in_port), 0));
+            let mut pkt = Pkt::new(buf, in_port);
+            if let Some(id) = tunnel_ids.get(i) {
+                pkt.set_tunnel_id(*id);
+            }
+            ex.or_no_output(|ex| ex.pipeline(pkt, 0));
         }
         // Packets not sent are dropped now, not when their record is reused.
         for p in sc.pkts.get_mut(..sc.n).unwrap_or_default() {
@@ -709,9 +742,25 @@ impl WorkerState {
         sc.tx_hold.extend(out.tx.drain(tx0..).map(Some));
         sc.pin_hold.clear();
         sc.pin_hold.extend(out.packet_ins.drain(pin0..).map(Some));
+        let tunnels = out.tx_tunnel_ids.last().is_some_and(|(i, _)| *i >= tx0);
+        if tunnels {
+            sc.tx_moved.clear();
+            sc.tx_moved.resize(sc.tx_hold.len(), usize::MAX);
+        }
         for &(_, a, b, c, d) in &sc.spans {
-            for slot in sc.tx_hold.get_mut(a - tx0..b - tx0).unwrap_or_default() {
+            for (j, slot) in sc
+                .tx_hold
+                .get_mut(a - tx0..b - tx0)
+                .unwrap_or_default()
+                .iter_mut()
+                .enumerate()
+            {
                 if let Some(p) = slot.take() {
+                    if tunnels {
+                        if let Some(m) = sc.tx_moved.get_mut(a - tx0 + j) {
+                            *m = out.tx.len();
+                        }
+                    }
                     out.tx.push(p);
                 }
             }
@@ -720,6 +769,24 @@ impl WorkerState {
                     out.packet_ins.push(p);
                 }
             }
+        }
+        if tunnels {
+            // The tunnel_ids follow their packets (one not put back has
+            // none left to follow).
+            let moved = &sc.tx_moved;
+            out.tx_tunnel_ids.retain_mut(|(i, _)| {
+                if *i < tx0 {
+                    return true;
+                }
+                match moved.get(*i - tx0) {
+                    Some(&m) if m != usize::MAX => {
+                        *i = m;
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            out.tx_tunnel_ids.sort_unstable_by_key(|(i, _)| *i);
         }
         sc.tx_hold.clear();
         sc.pin_hold.clear();

@@ -146,7 +146,7 @@ impl WorkerState {
             // rest of the burst takes the general path's stages (a table
             // whose entries go on to later tables keeps its burst
             // lookups there).
-            self.general_burst(view, in_port, &mut rest, now, out, true);
+            self.general_burst(view, in_port, &mut rest, &[], now, out, true);
         }
         self.scratch.rest = rest;
         true
