@@ -638,6 +638,7 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
                 ));
             };
             let p = b.ports.remove(pi);
+            b.qos.remove(&p.number);
             touched.push(format!("bridges.{bridge}.ports.{}", port_label(&p)));
             if let PortKind::Patch { .. } = p.kind {
                 unlink(cfg, &bridge, p.number, touched);
@@ -1192,8 +1193,14 @@ fn set(
         return Ok(());
     }
     if let Some(n) = opts.number {
-        if n != b.ports[pi].number {
+        let old = b.ports[pi].number;
+        if n != old {
             check_free(b, n, &field)?;
+            // The port's egress queues are kept by its number: they move
+            // with it.
+            if let Some(q) = b.qos.remove(&old) {
+                b.qos.insert(n, q);
+            }
         }
         b.ports[pi].number = n;
     }

@@ -1205,3 +1205,24 @@ fn set_qos_errors_change_nothing() {
     let e = base().apply(&ctl("clear-qos br7 1"), HOST).unwrap_err();
     assert!(e.to_string().contains("there is no bridge \"br7\""), "{e}");
 }
+
+#[test]
+fn a_port_renumbered_keeps_its_queues_and_a_deleted_one_takes_them() {
+    let c = ok("set-qos br0 eth0 max_rate=10000000 queue:1=priority:0");
+    assert!(c.bridge("br0").unwrap().qos.contains_key(&1));
+    // Renumbered (as ovs-vsctl's ofport_request, or ctl's ofport): the
+    // queues follow the port, also through the file a restart reads.
+    let moved = c.apply(&ctl("set port eth0 ofport=7"), HOST).unwrap();
+    let b = moved.bridge("br0").unwrap();
+    assert_eq!(b.qos.keys().copied().collect::<Vec<_>>(), vec![7]);
+    let again = Config::from_str_for(&moved.to_toml_string(), "fulmar.toml", HOST).unwrap();
+    assert_eq!(again.bridge("br0").unwrap().qos, b.qos);
+    // A port that comes later under the old number gets none.
+    let reused = moved
+        .apply(&ctl("add-port br0 eth9 ofport=1"), HOST)
+        .unwrap();
+    assert!(!reused.bridge("br0").unwrap().qos.contains_key(&1));
+    // Deleted: its queues go with it.
+    let gone = moved.apply(&ctl("del-port br0 eth0"), HOST).unwrap();
+    assert!(gone.bridge("br0").unwrap().qos.is_empty());
+}
