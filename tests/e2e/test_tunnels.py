@@ -16,15 +16,22 @@ tunnel the port was told to expect.
 The key=flow tests add a second host (ns P-th2, 10.77.3.1) on switch port
 3 and two kernel tunnel devices in P-tp, keys 42 (10.77.1.2) and 43
 (10.77.3.2), both reached through fulmar's one tunnel port.
+
+Where the kernel has no GRE, the independent GRE peer is Open vSwitch's
+userspace datapath, run privately in P-tp (see `ovs_peer` at the end):
+the same ping and the same decoding, for GRE and VXLAN.
 """
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
-from scapy.layers.inet import GRE, IP, UDP
+from scapy.layers.inet import GRE, ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.layers.vxlan import VXLAN
 
@@ -641,3 +648,199 @@ def test_ovs_vsctl_makes_a_key_flow_vxlan_port(tunnel_net, fulmar_bin, tmp_path)
         rc, _, err = sw.stop()
         db.stop()
     assert rc == 0, err
+
+
+# --- Open vSwitch's userspace datapath as the peer ---------------------------
+#
+# The kernel here may have no GRE (no ip_gre), so the independent GRE peer
+# is Open vSwitch's userspace (netdev) datapath, run privately in P-tp:
+#
+#     ns P-tp: tp -- [br-phy, netdev, 10.77.0.2] (underlay)
+#              [br-int, netdev, 10.77.1.2] -- ovs-tun (type gre/vxlan,
+#                                             remote 10.77.0.1, key 42)
+#
+# Its ovsdb-server and ovs-vswitchd keep every file in a directory of their
+# own and run in the foreground as children of the test (no --detach), so
+# the fixture knows their pids and stops them, also after a failure.
+
+OVS_TOOLS = ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl")
+OVS_SCHEMA = "/usr/share/openvswitch/vswitch.ovsschema"
+
+
+class PrivateOvs:
+    """ovsdb-server and ovs-vswitchd (netdev datapath only) inside NS_PEER,
+    with their sockets, database and logs in DIR."""
+
+    def __init__(self, d):
+        self.dir = d
+        self.env = dict(os.environ, OVS_RUNDIR=d, OVS_DBDIR=d, OVS_LOGDIR=d,
+                        OVS_PKGDATADIR=os.path.dirname(OVS_SCHEMA))
+        self.db_sock = os.path.join(d, "db.sock")
+        self.procs = []
+
+    def spawn(self, name, *argv):
+        log = open(os.path.join(self.dir, f"{name}.console"), "w")
+        p = subprocess.Popen(["ip", "netns", "exec", NS_PEER, *argv], stdout=log, stderr=subprocess.STDOUT,
+                             env=self.env)
+        log.close()
+        self.procs.append(p)
+        return p
+
+    def logs(self):
+        text = []
+        for name in ("ovsdb", "vswitchd"):
+            # The log file, or what the daemon said before it had one.
+            for path in (os.path.join(self.dir, f"{name}.log"), os.path.join(self.dir, f"{name}.console")):
+                if os.path.exists(path) and os.path.getsize(path):
+                    with open(path) as f:
+                        text.append(f"{os.path.basename(path)}: " + "".join(f.readlines()[-8:]))
+                    break
+        return "\n".join(text)
+
+    def vsctl(self, *args, wait=True):
+        argv = ["ovs-vsctl", f"--db=unix:{self.db_sock}", "--timeout=10"]
+        if not wait:
+            argv.append("--no-wait")
+        return subprocess.run([*argv, *args], capture_output=True, text=True, env=self.env, timeout=20)
+
+    def start(self):
+        """Starts both daemons; returns None, or why Open vSwitch could not
+        be started here."""
+        conf = os.path.join(self.dir, "conf.db")
+        r = subprocess.run(["ovsdb-tool", "create", conf, OVS_SCHEMA], capture_output=True, text=True,
+                           env=self.env, timeout=20)
+        if r.returncode != 0:
+            return f"ovsdb-tool create: {r.stderr.strip()}"
+        db = self.spawn("ovsdb", "ovsdb-server", conf, f"--remote=punix:{self.db_sock}",
+                        f"--unixctl={self.dir}/ovsdb.ctl", f"--log-file={self.dir}/ovsdb.log")
+        deadline = time.time() + 15
+        while time.time() < deadline and db.poll() is None and not os.path.exists(self.db_sock):
+            time.sleep(0.05)
+        if not os.path.exists(self.db_sock):
+            return f"ovsdb-server did not start (exit status {db.poll()})"
+        r = self.vsctl("init", wait=False)
+        if r.returncode != 0:
+            return f"ovs-vsctl init: {r.stderr.strip()}"
+        ctl = os.path.join(self.dir, "vswitchd.ctl")
+        vswitchd = self.spawn("vswitchd", "ovs-vswitchd", f"unix:{self.db_sock}", "--disable-system",
+                              f"--unixctl={ctl}", f"--log-file={self.dir}/vswitchd.log")
+        deadline = time.time() + 15
+        while time.time() < deadline and vswitchd.poll() is None and not os.path.exists(ctl):
+            time.sleep(0.05)
+        if vswitchd.poll() is not None:
+            return f"ovs-vswitchd exited with status {vswitchd.returncode}"
+        # Without --no-wait, ovs-vsctl returns once ovs-vswitchd has
+        # applied the change: the daemon is up and has the bridge.
+        r = self.vsctl("add-br", "br-phy", "--", "set", "bridge", "br-phy", "datapath_type=netdev")
+        if r.returncode != 0:
+            return f"ovs-vswitchd did not make a netdev bridge: {r.stderr.strip()}"
+        return None
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def ovs_peer(tunnel_net):
+    """A private Open vSwitch in the peer namespace: the underlay address
+    moves from tp to the netdev bridge br-phy that holds tp, and br-int
+    (10.77.1.2, the peer host) gets the tunnel port from each test."""
+    missing = [t for t in OVS_TOOLS if shutil.which(t) is None]
+    if missing or not os.path.exists(OVS_SCHEMA) or not os.path.exists("/dev/net/tun"):
+        pytest.skip(f"Open vSwitch userspace is not usable here (missing: {missing or 'schema or /dev/net/tun'})")
+    d = tempfile.mkdtemp(prefix=f"{P}-ovs.")
+    ovs = PrivateOvs(d)
+    try:
+        why = ovs.start()
+        if why:
+            pytest.skip(f"cannot run Open vSwitch's userspace datapath here: {why}\n{ovs.logs()}")
+        sh("ip", "-n", NS_PEER, "addr", "flush", "dev", "tp")
+        for args in (("add-port", "br-phy", "tp"),
+                     ("add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev")):
+            r = ovs.vsctl(*args)
+            if r.returncode != 0:
+                pytest.skip(f"ovs-vsctl {' '.join(args)}: {r.stderr.strip()}\n{ovs.logs()}")
+        for dev, addr in (("br-phy", f"{PEER_UNDERLAY}/24"), ("br-int", f"{PEER_OVERLAY_IP}/24")):
+            r = sh("ip", "-n", NS_PEER, "addr", "add", addr, "dev", dev, check=False)
+            if r.returncode != 0:
+                pytest.skip(f"Open vSwitch made no {dev} tap: {r.stderr.strip()}\n{ovs.logs()}")
+            sh("ip", "-n", NS_PEER, "link", "set", dev, "up")
+        yield ovs
+    finally:
+        ovs.stop()
+        # Anything else left in the namespace (nothing, normally).
+        for pid in sh("ip", "netns", "pids", NS_PEER, check=False).stdout.split():
+            sh("kill", "-9", pid, check=False)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def ping_and_capture(ovs):
+    """Pings until a reply came and both captures (the first four IPv4
+    frames into each side's underlay end) are complete: what fulmar sent
+    to OVS, what OVS sent to fulmar."""
+    to_ovs = Capture(NS_PEER, "tp", 4, seconds=30)
+    from_ovs = Capture(NS_SW, "tu", 4, seconds=30)
+    try:
+        pinged = False
+        deadline = time.time() + 25
+        while time.time() < deadline and not (pinged and to_ovs.done() and from_ovs.done()):
+            pinged = ping_once() or pinged
+        assert pinged, f"no ping across the tunnel to Open vSwitch\n{ovs.logs()}"
+        return to_ovs.frames(), from_ovs.frames()
+    finally:
+        to_ovs.kill()
+        from_ovs.kill()
+
+
+@pytest.mark.parametrize("kind", ["gre", "vxlan"])
+def test_host_pings_ovs_userspace_across_the_tunnel(ovs_peer, fulmar_bin, tmp_path, kind):
+    """fulmar's tunnel port against Open vSwitch's userspace one (key 42):
+    the host pings OVS's br-int address; both directions of the underlay
+    decode with scapy as the tunnel with key 42 carrying the two hosts'
+    frames, fulmar's exactly as scapy builds them."""
+    r = ovs_peer.vsctl("add-port", "br-int", "ovs-tun", "--", "set", "interface", "ovs-tun", f"type={kind}",
+                       f"options:remote_ip={SW_UNDERLAY}", f"options:key={KEY}")
+    assert r.returncode == 0, r.stderr + ovs_peer.logs()
+    assert ovs_peer.vsctl("get", "interface", "ovs-tun", "error").stdout.strip() in ("[]", ""), ovs_peer.logs()
+    sw, sock = start_switch(fulmar_bin, tmp_path, config(kind))
+    try:
+        sent, received = ping_and_capture(ovs_peer)
+    finally:
+        rc, _, err = sw.stop()
+    assert rc == 0, err
+    assert "panicked" not in err, err
+    # fulmar -> OVS: exactly scapy's packet.
+    ours = [p for p in sent if is_tunnel(p, kind)]
+    assert ours, [p.summary() for p in sent]
+    for p in ours:
+        ip = p[IP]
+        inner = inner_of(p, kind)
+        assert inner.src == HOST_MAC
+        assert bytes(ip) == bytes(expected_outer(kind, ip, inner)), ip.show(dump=True)
+    # OVS -> fulmar: decoded by scapy as the tunnel OVS was told to make.
+    theirs = [p for p in received if is_tunnel(p, kind)]
+    assert theirs, [p.summary() for p in received]
+    for p in theirs:
+        ip = p[IP]
+        assert (ip.src, ip.dst, ip.proto) == (PEER_UNDERLAY, SW_UNDERLAY, 17 if kind == "vxlan" else 47)
+        # The IPv4 header checksum OVS wrote is the one scapy computes.
+        redone = IP(bytes(ip))
+        del redone.chksum
+        assert IP(bytes(redone)).chksum == ip.chksum
+        if kind == "vxlan":
+            assert ip[UDP].dport == 4789 and ip[VXLAN].vni == KEY and ip[VXLAN].flags & 0x08
+        else:
+            g = ip[GRE]
+            assert (g.key_present, g.key, g.proto, g.chksum_present, g.seqnum_present) == (1, KEY, 0x6558, 0, 0)
+        assert inner_of(p, kind).dst == HOST_MAC
+    inners = [inner_of(p, kind) for p in theirs]
+    assert any((ARP in f and f[ARP].op == 2) or (ICMP in f and f[ICMP].type == 0) for f in inners), \
+        [f.summary() for f in inners]
