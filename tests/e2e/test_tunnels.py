@@ -468,22 +468,19 @@ def ping_from(ns, ip):
     return r.returncode == 0
 
 
-@pytest.mark.parametrize("kind", ["vxlan", "gre"])
-def test_key_flow_puts_each_host_on_its_own_key(two_hosts, fulmar_bin, tmp_path, kind):
-    """One tunnel port with key=flow carries two keys: host 1 (port 1) is
-    put on key 42 by set_field:42->tunnel_id, host 2 (port 3) on key 43
-    by set_tunnel:43, and what comes back is sent on by tun_id. Each host
-    pings the kernel device of its own key; every underlay packet decodes
-    (scapy) with its host's key; host 1 cannot reach key 43's device."""
-    peer_devices_by_key(kind)
+def key_flow_config(kind, back43):
+    """One bridge with host ports 1 and 3 and a key=flow `kind` tunnel port
+    2: host 1 is put on key 42 by set_field, host 3 on key 43 by
+    set_tunnel; what comes back on key 42 goes to port 1, what `back43`
+    matches to port 3."""
     extra = 'dst_port = 4789\n' if kind == "vxlan" else ""
-    text = f"""
+    return f"""
 [[bridges]]
 name = "br0"
 flows = ["table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
          "table=0,priority=10,in_port=3,actions=set_tunnel:43,output:2",
          "table=0,priority=10,tun_id=42,in_port=2,actions=output:1",
-         "table=0,priority=10,tunnel_id=43,in_port=2,actions=output:3"]
+         "table=0,priority=10,{back43},in_port=2,actions=output:3"]
 [[bridges.ports]]
 port = 1
 interface = "ts1"
@@ -498,6 +495,18 @@ remote_ip = "{PEER_UNDERLAY}"
 local_ip = "{SW_UNDERLAY}"
 key = "flow"
 {extra}"""
+
+
+@pytest.mark.parametrize("kind", ["vxlan", "gre"])
+def test_key_flow_puts_each_host_on_its_own_key(two_hosts, fulmar_bin, tmp_path, kind):
+    """One tunnel port with key=flow carries two keys: host 1 (port 1) is
+    put on key 42 by set_field:42->tunnel_id, host 2 (port 3) on key 43
+    by set_tunnel:43, and what comes back is sent on by tun_id. Each host
+    pings the kernel device of its own key; every underlay packet decodes
+    (scapy) with its host's key; host 1 cannot reach key 43's device."""
+    peer_devices_by_key(kind)
+    # Both spellings of the match field: tunnel_id and tun_id.
+    text = key_flow_config(kind, "tunnel_id=43")
     sw, sock = start_switch(fulmar_bin, tmp_path, text)
     to_peer = Capture(NS_PEER, "tp", 12)
     from_peer = Capture(NS_SW, "tu", 12)
@@ -547,27 +556,7 @@ def test_gre_key_flow_against_a_scapy_peer(two_hosts, fulmar_bin, tmp_path):
     with its own key (42 by set_field, 43 by set_tunnel); scapy's GRE
     packets from the peer reach the host their key's flow names (42 ->
     host 1, 43 -> host 2), and one without a key (tunnel_id 0) neither."""
-    text = f"""
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
-         "table=0,priority=10,in_port=3,actions=set_tunnel:43,output:2",
-         "table=0,priority=10,tun_id=42,in_port=2,actions=output:1",
-         "table=0,priority=10,tun_id=43,in_port=2,actions=output:3"]
-[[bridges.ports]]
-port = 1
-interface = "ts1"
-[[bridges.ports]]
-port = 3
-interface = "ts3"
-[[bridges.ports]]
-port = 2
-interface = "gre-peer"
-backend = "gre"
-remote_ip = "{PEER_UNDERLAY}"
-local_ip = "{SW_UNDERLAY}"
-key = "flow"
-"""
+    text = key_flow_config("gre", "tun_id=43")
     sw, sock = start_switch(fulmar_bin, tmp_path, text)
     frames = {
         (NS_HOST, "th"): Ether(dst="ff:ff:ff:ff:ff:ff", src=HOST_MAC, type=0x88B5) / (b"\x01" * 46),

@@ -2089,10 +2089,21 @@ impl Threads {
             return Ok(());
         };
         let (readers, x) = (r.readers.clone(), r.tx);
-        let change = || Change::Capture {
+        self.post_to(&readers, x, || Change::Capture {
             number,
             sink: sink.clone(),
-        };
+        })
+    }
+
+    /// Posts `change()` to the threads that handle a port read by RX
+    /// threads `readers` and sent by TX thread `x` (every worker in run
+    /// to completion) and waits for them.
+    fn post_to(
+        &mut self,
+        readers: &[usize],
+        x: usize,
+        change: impl Fn() -> Change,
+    ) -> io::Result<()> {
         match self.mode {
             ThreadMode::RunToCompletion => {
                 for ctl in &mut self.workers {
@@ -2109,7 +2120,14 @@ impl Threads {
                 if let Some(ctl) = self.tx.get_mut(x) {
                     ctl.post(change());
                 }
-                await_acks(self.rx.iter().chain(self.tx.get(x)))
+                await_acks(
+                    self.rx
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| readers.contains(i))
+                        .map(|(_, c)| c)
+                        .chain(self.tx.get(x)),
+                )
             }
         }
     }
@@ -2143,24 +2161,11 @@ impl Threads {
         };
         r.qos = qos.clone();
         let x = r.tx;
-        let change = || Change::Qos {
+        // Only the senders hold a port's queues.
+        self.post_to(&[], x, || Change::Qos {
             number: port,
             qos: qos.clone(),
-        };
-        match self.mode {
-            ThreadMode::RunToCompletion => {
-                for ctl in &mut self.workers {
-                    ctl.post(change());
-                }
-                await_acks(self.workers.iter())
-            }
-            ThreadMode::RxWorkerTx => {
-                if let Some(ctl) = self.tx.get_mut(x) {
-                    ctl.post(change());
-                }
-                await_acks(self.tx.get(x).into_iter())
-            }
-        }
+        })
     }
 
     /// The counters of port `port`'s egress queues (the default queue

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ofp::{FlowMod, GroupMod, MeterMod};
+pub use pipeline::normal::vlan::MAX_VID;
 pub use pipeline::normal::{PortVlan, VlanMode};
 
 /// One OpenFlow switch instance: its identity, its ports, the controllers

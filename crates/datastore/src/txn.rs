@@ -873,7 +873,7 @@ impl PortOptions {
                 let f = format!("{field}.tag");
                 self.tag = Some(match cleared(value) {
                     true => None,
-                    false => Some(int_in(&f, "tag", value, 0..=4094)? as u16),
+                    false => Some(int_in(&f, "tag", value, 0..=i64::from(MAX_VID))? as u16),
                 });
             }
             "trunks" => {
@@ -883,7 +883,7 @@ impl PortOptions {
                     .split(',')
                     .map(str::trim)
                     .filter(|w| !w.is_empty())
-                    .map(|w| int_in(&f, "VLAN id", w, 0..=4094).map(|n| n as u16))
+                    .map(|w| int_in(&f, "VLAN id", w, 0..=i64::from(MAX_VID)).map(|n| n as u16))
                     .collect::<Result<Vec<u16>, Fail>>()?;
                 t.sort_unstable();
                 t.dedup();

@@ -517,7 +517,7 @@ impl<'a> Checker<'a> {
 
     /// A port's VLAN settings for NORMAL: `tag`, `trunks`, `vlan_mode`.
     fn port_vlan(&mut self, p: &str, rp: &RawPort) -> Option<VlanSettings> {
-        let vid = 0..=i64::from(pipeline::normal::vlan::MAX_VID);
+        let vid = 0..=i64::from(MAX_VID);
         let tag = match &rp.tag {
             Some(t) => Some(self.int(t, &format!("{p}.tag"), "tag", vid.clone())? as u16),
             None => None,

@@ -42,7 +42,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use datastore::{ControllerTarget, FailMode, PortQos, QosKind, QueueConf, VlanMode, VlanSettings};
+use datastore::{
+    ControllerTarget, FailMode, PortQos, QosKind, QueueConf, VlanMode, VlanSettings, MAX_VID,
+};
 
 use crate::datum::{Atom, Datum, RowRef};
 use crate::replica::Replica;
@@ -330,8 +332,8 @@ fn port_vlan(p: RowRef<'_>) -> Result<VlanSettings, String> {
     let vid = |n: i64| {
         u16::try_from(n)
             .ok()
-            .filter(|v| *v <= 4094)
-            .ok_or_else(|| format!("{n} is not a VLAN id (0 to 4094)"))
+            .filter(|v| *v <= MAX_VID)
+            .ok_or_else(|| format!("{n} is not a VLAN id (0 to {MAX_VID})"))
     };
     let tag = match p.int("tag") {
         Some(n) => Some(vid(n).map_err(|e| format!("tag {e}"))?),

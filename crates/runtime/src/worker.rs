@@ -236,25 +236,6 @@ impl BurstProcessor for PipelineWorker {
             }
             return;
         }
-        if self.shared.standalone.is_active() {
-            // Fail-open: NORMAL for the burst, the tables bypassed.
-            let now = self.now();
-            self.pkts.extend(burst.drain().map(to_pipeline));
-            self.out.clear();
-            let snap = self.reader.get();
-            let (forwarded, flooded) = self.ws.process_burst_normal(
-                &snap.view(),
-                in_port,
-                &mut self.pkts,
-                now,
-                &mut self.out,
-            );
-            self.shared.standalone.count(forwarded, flooded);
-            for tx in self.out.tx.drain(..) {
-                out(tx.port, to_dataplane(tx.packet));
-            }
-            return;
-        }
         let now = self.now();
         // A tunnel port marks every frame with the key it came with; a
         // burst is one port's, so its first frame says (one test a burst
@@ -283,7 +264,17 @@ impl BurstProcessor for PipelineWorker {
             // Meter copies of meters that are gone are dropped.
             self.ws.meters_mut().prune(&snap.meters);
         }
-        if tunnel {
+        if self.shared.standalone.is_active() {
+            // Fail-open: NORMAL for the burst, the tables bypassed.
+            let (forwarded, flooded) = self.ws.process_burst_normal(
+                &snap.view(),
+                in_port,
+                &mut self.pkts,
+                now,
+                &mut self.out,
+            );
+            self.shared.standalone.count(forwarded, flooded);
+        } else if tunnel {
             self.ws.process_burst_tunnel_into(
                 &snap.view(),
                 in_port,

@@ -576,20 +576,9 @@ impl WorkerState {
             }
         }
         for (i, buf) in packets.drain(..).enumerate() {
-            let len = buf.len() as u64;
-            let pc = ex.hot.port(ex.counters, in_port);
-            pc.rx_packets += 1;
-            pc.rx_bytes += len;
-            if !receives {
-                pc.rx_dropped += 1;
-                ex.out.count_drop(DropReason::PortNoRecv);
-                continue;
+            if let Some(pkt) = received(&mut ex, in_port, receives, buf, tunnel_ids.get(i)) {
+                ex.or_no_output(|ex| ex.pipeline(pkt, 0));
             }
-            let mut pkt = Pkt::new(buf, in_port);
-            if let Some(id) = tunnel_ids.get(i) {
-                pkt.set_tunnel_id(*id);
-            }
-            ex.or_no_output(|ex| ex.pipeline(pkt, 0));
         }
         // Packets not sent are dropped now, not when their record is reused.
         for p in sc.pkts.get_mut(..sc.n).unwrap_or_default() {
@@ -971,15 +960,9 @@ impl WorkerState {
         let mut ex = self.exec(view, out, now);
         let (mut forwarded, mut flooded) = (0, 0);
         for buf in packets.drain(..) {
-            let pc = ex.hot.port(ex.counters, in_port);
-            pc.rx_packets += 1;
-            pc.rx_bytes += buf.len() as u64;
-            if !receives {
-                pc.rx_dropped += 1;
-                ex.out.count_drop(DropReason::PortNoRecv);
+            let Some(pkt) = received(&mut ex, in_port, receives, buf, None) else {
                 continue;
-            }
-            let pkt = Pkt::new(buf, in_port);
+            };
             ex.or_no_output(|ex| match ex.normal(&pkt) {
                 NormalOutcome::Forwarded => forwarded += 1,
                 NormalOutcome::Flooded => flooded += 1,
@@ -1009,6 +992,32 @@ impl WorkerState {
         self.counters.drops.merge(&out.drops.since(&drops_before));
         Ok(())
     }
+}
+
+/// Counts a frame received on `in_port` and makes its record (with the
+/// `tunnel_id` it came with, if any), or drops it, counted, when the port
+/// is `NO_RECV` (`receives` false).
+#[inline]
+fn received(
+    ex: &mut Exec<'_>,
+    in_port: u32,
+    receives: bool,
+    buf: PacketBuf,
+    tunnel_id: Option<&u64>,
+) -> Option<Pkt> {
+    let pc = ex.hot.port(ex.counters, in_port);
+    pc.rx_packets += 1;
+    pc.rx_bytes += buf.len() as u64;
+    if !receives {
+        pc.rx_dropped += 1;
+        ex.out.count_drop(DropReason::PortNoRecv);
+        return None;
+    }
+    let mut pkt = Pkt::new(buf, in_port);
+    if let Some(id) = tunnel_id {
+        pkt.set_tunnel_id(*id);
+    }
+    Some(pkt)
 }
 
 /// Hints the CPU to load what executing a hit on slot `slot` of table
