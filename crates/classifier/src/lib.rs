@@ -39,32 +39,16 @@
 //! front of the whole table walk, keyed by the packet's `FlowKey`, with
 //! the generations of the tables the walk read as its [`Deps`].
 //!
-//! # Figures
+//! # Memory
 //!
-//! `cargo run --release -p classifier --example lookup_bench`, one
-//! thread, on the 2-core shared development VM (AMD EPYC, 32 MiB L3, 4
-//! KiB pages: transparent huge pages are madvise-only and nothing here
-//! madvises), other jobs running (load average 2 to 2.6; under load 4
-//! the figures halve). Uniform random pre-parsed keys over all rules;
-//! burst-32 lookups:
-//!
-//! | scenario | shape | burst-32 | one by one | insert | table RSS |
-//! |---|---|---|---|---|---|
-//! | gateway 100K in_port+VLAN | single mask | 41-43 Mpps | 20-23 Mpps | 2.4M rules/s | 9 MiB |
-//! | gateway 1M in_port+VLAN | single mask | 18-19 Mpps | 5 Mpps | 1.5M rules/s | 124-135 MiB |
-//! | gateway 1M MPLS label | single mask | 18-19 (22 hot keys) | 5 Mpps | 1.0-1.6M rules/s | 107-124 MiB |
-//! | l3 100K IPv4 prefixes | LPM | 27-33 Mpps | 26-38 Mpps | 1.0M rules/s | 63-82 MiB |
-//! | acl 10K acl1-like | LPM + 1 exact + merged | 6-7 Mpps | 7 Mpps | 1.9M rules/s | 3 MiB |
-//!
-//! The 1M tables are bound by memory: the same code does 43 Mpps on a
-//! hot subset of 4096 keys (`BENCH_KEYS=4096`), and shrinking the table
-//! to 700K rules (24 MiB of slots instead of 48) barely helps, so the
-//! cost is the random miss plus the 4 KiB-page TLB walk per lookup (a VM:
-//! nested page walks), not the slot size. The slot arrays and the route
-//! table are therefore backed by transparent huge pages
-//! ([`packet::huge`]); see docs/results.md for the figures with them.
-//! Plain tuple-space search on the acl set made 269 subtables and ran at
-//! 0.2 Mpps; the merged tables made it 7.
+//! A large table is bound by memory, not by code: a lookup in a 1M-rule
+//! table is a random cache miss and, with 4 KiB pages, a TLB walk (in a
+//! VM a nested one), whatever the slot size. The slot arrays and the
+//! route table are therefore backed by transparent huge pages
+//! ([`packet::huge`]). A wildcard (ACL) table with a long tail of masks
+//! would make one subtable per mask under plain tuple-space search, each
+//! probed on a miss; the merged tables bound that. The figures are in
+//! docs/results.md ("The classifier alone").
 
 pub mod cache;
 pub mod fast_hash;

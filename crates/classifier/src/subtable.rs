@@ -47,8 +47,8 @@
 //! alternative, an ordinary read of each home slot before probing, was
 //! measured at 5.1 Mpps against 17.6 with the prefetch (gateway 1M,
 //! burst-32; 100K rules: 14.9 against 43.1), since the reads stall the
-//! core where the prefetches do not. Figures are in the crate's top
-//! comment.
+//! core where the prefetches do not. Figures are in docs/results.md
+//! ("The classifier alone").
 
 use crate::key::{hash_words, L2Layout, Layout, BURST_WORDS};
 use crate::rule::{Hit, Rule};

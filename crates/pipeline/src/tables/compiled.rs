@@ -39,18 +39,17 @@
 //!
 //! # Why
 //!
-//! Executing from the full entry chased three pointers per packet (the
+//! Executing from the full entry chases three pointers per packet (the
 //! entry, its instruction vector, the action vector inside it): about ten
-//! cache lines per packet, which with 100K or 1M entries are all misses.
-//! Prefetching them across a burst (see `WorkerState::prefetch_hits`) took
-//! the gateway benchmark from 1.0 to 3.6 Mpps but then saturated the
-//! core's outstanding-miss slots; a compiled entry makes it three lines
-//! per packet (classifier slot, this line, the flow counter): 3.4 to 5.2
-//! Mpps. Fusing the gateway's three rewrites: 8.6-11.1 to 12.2-14.4 Mpps
-//! (VLAN to MPLS), 10.8-11.0 to 14.3-14.7 (MPLS to VLAN), 100K rules.
-//! The goto joined later: in a pipeline shaped like Faucet's, every
-//! packet's eth_src entry is a bare goto, and reading it from the full
-//! entry was most of the cost of the scenario (`fulmar bench faucet`).
+//! cache lines per packet, which with 100K or 1M entries are all misses,
+//! and prefetching them all across a burst fills the core's outstanding-
+//! miss slots. A compiled entry makes it three lines per packet
+//! (classifier slot, this line, the flow counter). Fusing the gateway's
+//! three rewrites makes them one six-byte write. The goto is compiled
+//! because in a pipeline shaped like Faucet's every packet's eth_src entry
+//! is a bare goto, which read from the full entry would cost a whole
+//! entry's misses (`fulmar bench faucet`). What each step measured is in
+//! docs/results.md ("What the datapath's structure bought").
 
 use crate::model::flow_entry::{FlowEntry, FlowId};
 use ofp::{Action, Instruction, Oxm, OxmField};

@@ -33,9 +33,7 @@
 //!   falls through to the overflow map, which holds entries whose hash was
 //!   taken — empty in practice; tests keep 4 bits of the hash so that it
 //!   is not). Keyed by the hash it holds 16 bytes a slot instead of a
-//!   second copy of every match: 1339 -> 1129 bytes per entry at 1M
-//!   (849 once the classifier stopped keeping its own copy of each rule)
-//!   (`bytes_per_rule` test below);
+//!   second copy of every match (`bytes_per_rule` test below);
 //! * `lookup_count` / `matched_count` — the table counters the data side
 //!   feeds through [`Tables::note_lookup`] or, folded in bulk,
 //!   [`Tables::note_lookups`];
@@ -128,15 +126,13 @@
 //!   size, whichever is larger: replaying that many costs about one copy);
 //!   beyond it the spares are dropped and the next write after a publish
 //!   copies. Sizing it by the table keeps a long bulk install, published
-//!   every second, from copying the growing table at each publish:
-//!   1M adds with a publish every 100K went from 133-135K to 211-217K
-//!   flow-mods/s (`bulk_install_with_publishes` test, --release).
+//!   every second, from copying the growing table at each publish
+//!   (`bulk_install_with_publishes` test).
 //!
-//! Measured (`cargo test -p pipeline --release publish_cost -- --ignored
-//! --nocapture`, one table of in_port+VLAN entries, shared 2-core VM):
-//! at 100K entries a copy costs ~110 ms and the steady cycle (publish,
-//! previous snapshot dropped, 10 flow-mods) ~50 µs; at 1M entries a copy
-//! costs ~1.0-1.3 s and the steady cycle ~60 µs.
+//! A full copy of a large table costs thousands of times the steady
+//! cycle of publish, previous snapshot dropped and a few flow-mods
+//! (`publish_cost` test; figures in docs/results.md, "What a publish
+//! costs"), which is why a write replays a spare instead of copying.
 //!
 //! Costs of the scheme: up to three copies of every table written after
 //! publishes (memory); `group_refs` and `meter_refs` stay plain
