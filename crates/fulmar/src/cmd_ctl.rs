@@ -41,12 +41,20 @@ const ARGS: &str = "args";
 fn subcommand(c: &registry::Command) -> Command {
     Command::new(c.name)
         .about(c.help)
-        .override_usage(format!("fulmar ctl [-t SOCKET] {} {}", c.name, c.args))
+        .override_usage(
+            format!("fulmar ctl [-t SOCKET] {} {}", c.name, c.usage())
+                .trim_end()
+                .to_string(),
+        )
         .visible_aliases(c.aliases.iter().copied())
         .arg(
             Arg::new(ARGS)
                 .value_name("ARG")
-                .help(if c.args.is_empty() { "(none)" } else { c.args })
+                .help(if c.usage().is_empty() {
+                    "(none)"
+                } else {
+                    c.usage()
+                })
                 .num_args(0..)
                 .action(ArgAction::Append)
                 .trailing_var_arg(true)

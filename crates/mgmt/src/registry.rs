@@ -32,7 +32,9 @@ pub struct Command {
     pub name: &'static str,
     /// Other names it answers to (`ovs-appctl` names: `fdb/show`, ...).
     pub aliases: &'static [&'static str],
-    /// Its arguments, as usage prints them.
+    /// Its arguments, as usage prints them (empty for a
+    /// [`Run::Transaction`], whose usage is the datastore's: read
+    /// [`Command::usage`]).
     pub args: &'static str,
     /// What it does, in one line.
     pub help: &'static str,
@@ -58,6 +60,11 @@ const fn cmd(name: &'static str, args: &'static str, help: &'static str, run: Ru
     }
 }
 
+/// A configuration command: its usage is the datastore's.
+const fn txn(name: &'static str, help: &'static str) -> Command {
+    cmd(name, "", help, Run::Transaction)
+}
+
 impl Command {
     const fn aliases(mut self, aliases: &'static [&'static str]) -> Command {
         self.aliases = aliases;
@@ -72,6 +79,19 @@ impl Command {
     const fn valued(mut self, valued: &'static [&'static str]) -> Command {
         self.valued = valued;
         self
+    }
+
+    /// Its arguments, as usage prints them: a configuration command's
+    /// from the datastore's grammar (`datastore::CTL_COMMANDS`, which its
+    /// errors print too), the others' from [`Command::args`].
+    pub fn usage(&self) -> &'static str {
+        match self.run {
+            Run::Transaction => datastore::CTL_COMMANDS
+                .iter()
+                .find(|(n, _)| *n == self.name)
+                .map_or("", |(_, u)| *u),
+            Run::Call(_) => self.args,
+        }
     }
 
     /// Whether `name` is this command's name or one of its aliases.
@@ -106,7 +126,7 @@ impl Command {
     }
 }
 
-use Run::{Call, Transaction};
+use Run::Call;
 
 /// Every command, in the order `list-commands` prints them.
 pub static COMMANDS: &[Command] = &[
@@ -118,62 +138,17 @@ pub static COMMANDS: &[Command] = &[
         "bridges, ports, controllers and their state",
         Call(Ctl::show),
     ),
-    cmd(
-        "add-br",
-        "BR [dpid=N] [fail_mode=M]",
-        "add a bridge",
-        Transaction,
-    ),
-    cmd("del-br", "BR", "delete a bridge", Transaction),
-    cmd(
-        "add-port",
-        "BR IF [type=T] [ofport=N] [key=value…]",
-        "add a port",
-        Transaction,
-    ),
-    cmd("del-port", "[BR] IF|NUM", "delete a port", Transaction),
-    cmd(
-        "set-controller",
-        "BR TARGET…",
-        "set a bridge's controllers",
-        Transaction,
-    ),
-    cmd(
-        "del-controller",
-        "BR",
-        "remove a bridge's controllers",
-        Transaction,
-    ),
-    cmd(
-        "set-fail-mode",
-        "BR secure|standalone",
-        "set a bridge's fail mode",
-        Transaction,
-    ),
-    cmd(
-        "del-fail-mode",
-        "BR",
-        "back to fail mode secure",
-        Transaction,
-    ),
-    cmd(
-        "set",
-        "OBJECT KEY=VALUE…",
-        "set settings (bridge:BR, port:BR:IF, dataplane)",
-        Transaction,
-    ),
-    cmd(
-        "set-qos",
-        "BR PORT [type=T] [max_rate=BITS] [queue:ID=priority:N,min_rate:BITS,max_rate:BITS…]",
-        "set a port's egress queues",
-        Transaction,
-    ),
-    cmd(
-        "clear-qos",
-        "BR PORT",
-        "remove a port's egress queues",
-        Transaction,
-    ),
+    txn("add-br", "add a bridge"),
+    txn("del-br", "delete a bridge"),
+    txn("add-port", "add a port"),
+    txn("del-port", "delete a port"),
+    txn("set-controller", "set a bridge's controllers"),
+    txn("del-controller", "remove a bridge's controllers"),
+    txn("set-fail-mode", "set a bridge's fail mode"),
+    txn("del-fail-mode", "back to fail mode secure"),
+    txn("set", "set settings (bridge:BR, port:BR:IF, dataplane)"),
+    txn("set-qos", "set a port's egress queues"),
+    txn("clear-qos", "remove a port's egress queues"),
     cmd(
         "save",
         "[FILE]",
@@ -277,7 +252,7 @@ pub fn find(name: &str) -> Option<&'static Command> {
 pub fn list_text() -> String {
     let mut s = String::from("The available commands are:\n");
     for c in COMMANDS {
-        let line = format!("  {:<23} {}", c.name, c.args);
+        let line = format!("  {:<23} {}", c.name, c.usage());
         let _ = writeln!(s, "{}", line.trim_end());
     }
     for c in COMMANDS {
@@ -308,13 +283,23 @@ mod tests {
     fn transactions_are_the_datastores_commands() {
         let mut ours: Vec<&str> = COMMANDS
             .iter()
-            .filter(|c| matches!(c.run, Transaction))
+            .filter(|c| matches!(c.run, Run::Transaction))
             .map(|c| c.name)
             .collect();
-        let mut theirs = datastore::CTL_COMMANDS.to_vec();
+        let mut theirs: Vec<&str> = datastore::CTL_COMMANDS.iter().map(|(n, _)| *n).collect();
         ours.sort_unstable();
         theirs.sort_unstable();
         assert_eq!(ours, theirs);
+        // Their usage is the datastore's, and theirs alone.
+        for c in COMMANDS
+            .iter()
+            .filter(|c| matches!(c.run, Run::Transaction))
+        {
+            assert_eq!(c.args, "", "{}", c.name);
+            assert!(!c.usage().is_empty(), "{}", c.name);
+        }
+        assert_eq!(find("del-br").unwrap().usage(), "BRIDGE");
+        assert_eq!(find("trace").unwrap().usage(), "BR in_port=N HEX [--json]");
     }
 
     #[test]

@@ -9,20 +9,41 @@ use crate::model::*;
 use crate::raw::IntOrString;
 use crate::validate::parse_dpid;
 
-/// The commands [`parse_ctl`] knows.
-pub const CTL_COMMANDS: &[&str] = &[
-    "add-br",
-    "del-br",
-    "add-port",
-    "del-port",
-    "set-controller",
-    "del-controller",
-    "set-fail-mode",
-    "del-fail-mode",
-    "set",
-    "set-qos",
-    "clear-qos",
+/// The commands [`parse_ctl`] knows, each with its usage (the words after
+/// the name), which its errors print and `list-commands` shows.
+pub const CTL_COMMANDS: &[(&str, &str)] = &[
+    ("add-br", "BRIDGE [dpid=DPID] [fail_mode=MODE]"),
+    ("del-br", "BRIDGE"),
+    ("add-port", "BRIDGE INTERFACE [KEY=VALUE...]"),
+    ("del-port", "[BRIDGE] PORT"),
+    ("set-controller", "BRIDGE TARGET..."),
+    ("del-controller", "BRIDGE"),
+    ("set-fail-mode", "BRIDGE secure|standalone"),
+    ("del-fail-mode", "BRIDGE"),
+    ("set", "bridge:BR|port:BR:IF|dataplane KEY=VALUE..."),
+    (
+        "set-qos",
+        "BRIDGE PORT [type=TYPE] [max_rate=BITS] [queue:ID=priority:N,min_rate:BITS,max_rate:BITS]...",
+    ),
+    ("clear-qos", "BRIDGE PORT"),
 ];
+
+/// The usage of command `name` of [`CTL_COMMANDS`].
+pub(crate) fn ctl_usage(name: &str) -> Option<&'static str> {
+    CTL_COMMANDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, u)| *u)
+}
+
+/// The names of [`CTL_COMMANDS`], for an error.
+fn known() -> String {
+    CTL_COMMANDS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Parses `fulmar ctl` words, `ovs-vsctl` style, into one transaction:
 /// commands separated by `--`.
@@ -53,10 +74,7 @@ pub fn parse_ctl(words: &[&str]) -> Result<Vec<Op>, String> {
         parse_command(name, args, &mut ops)?;
     }
     if ops.is_empty() {
-        return Err(format!(
-            "no command given (expected one of {})",
-            CTL_COMMANDS.join(", ")
-        ));
+        return Err(format!("no command given (expected one of {})", known()));
     }
     Ok(ops)
 }
@@ -137,12 +155,12 @@ fn key_value<'a>(cmd: &str, word: &'a str) -> Result<(&'a str, &'a str), String>
 }
 
 fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), String> {
-    let usage = |u: &str| format!("{name}: usage: {name} {u}");
+    let usage = || format!("{name}: usage: {name} {}", ctl_usage(name).unwrap_or(""));
     let s = |w: &&str| w.to_string();
     match name {
         "add-br" => {
             let Some((br, rest)) = args.split_first() else {
-                return Err(usage("BRIDGE [dpid=DPID] [fail_mode=MODE]"));
+                return Err(usage());
             };
             let (mut dpid, mut fail_mode) = (None, None);
             for w in rest {
@@ -171,11 +189,11 @@ fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), Str
         }
         "del-br" => match args {
             [br] => ops.push(Op::DelBridge { name: s(br) }),
-            _ => return Err(usage("BRIDGE")),
+            _ => return Err(usage()),
         },
         "add-port" => {
             let [br, iface, rest @ ..] = args else {
-                return Err(usage("BRIDGE INTERFACE [KEY=VALUE...]"));
+                return Err(usage());
             };
             let options = rest
                 .iter()
@@ -197,40 +215,39 @@ fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), Str
                 bridge: Some(s(br)),
                 port: PortRef::parse(port),
             }),
-            _ => return Err(usage("[BRIDGE] PORT")),
+            _ => return Err(usage()),
         },
         "set-controller" => match args {
             [br, targets @ ..] if !targets.is_empty() => ops.push(Op::SetController {
                 bridge: s(br),
                 targets: targets.iter().map(s).collect(),
             }),
-            _ => return Err(usage("BRIDGE TARGET...")),
+            _ => return Err(usage()),
         },
         "del-controller" => match args {
             [br] => ops.push(Op::DelController { bridge: s(br) }),
-            _ => return Err(usage("BRIDGE")),
+            _ => return Err(usage()),
         },
         "set-fail-mode" => match args {
             [br, mode] => ops.push(Op::SetFailMode {
                 bridge: s(br),
                 mode: parse_fail_mode(mode).map_err(|m| format!("{name}: {m}"))?,
             }),
-            _ => return Err(usage("BRIDGE secure|standalone")),
+            _ => return Err(usage()),
         },
         "del-fail-mode" => match args {
             [br] => ops.push(Op::DelFailMode { bridge: s(br) }),
-            _ => return Err(usage("BRIDGE")),
+            _ => return Err(usage()),
         },
         "set" => {
-            let u = "bridge:BR|port:BR:IF|dataplane KEY=VALUE...";
             let (object, rest) = match args {
                 ["bridge", br, rest @ ..] => (format!("bridge:{br}"), rest),
                 ["port" | "interface", iface, rest @ ..] => (format!("interface:{iface}"), rest),
                 [obj, rest @ ..] => (obj.to_string(), rest),
-                [] => return Err(usage(u)),
+                [] => return Err(usage()),
             };
             if rest.is_empty() {
-                return Err(usage(u));
+                return Err(usage());
             }
             // The kind first, as ovs-vsctl takes `options:remote_ip=...
             // type=vxlan` in either order.
@@ -248,9 +265,7 @@ fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), Str
         }
         "set-qos" => {
             let [br, port, rest @ ..] = args else {
-                return Err(usage(
-                    "BRIDGE PORT [type=TYPE] [max_rate=BITS] [queue:ID=priority:N,min_rate:BITS,max_rate:BITS]...",
-                ));
+                return Err(usage());
             };
             let qos = parse_qos(rest).map_err(|m| format!("{name}: {m}"))?;
             ops.push(Op::SetQos {
@@ -265,14 +280,9 @@ fn parse_command(name: &str, args: &[&str], ops: &mut Vec<Op>) -> Result<(), Str
                 port: PortRef::parse(port),
                 qos: None,
             }),
-            _ => return Err(usage("BRIDGE PORT")),
+            _ => return Err(usage()),
         },
-        other => {
-            return Err(format!(
-                "unknown command {other:?} (known: {})",
-                CTL_COMMANDS.join(", ")
-            ))
-        }
+        other => return Err(format!("unknown command {other:?} (known: {})", known())),
     }
     Ok(())
 }
