@@ -145,3 +145,116 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::DemoEcho(args) => cmd_demo::echo(&args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mgmt::registry::COMMANDS;
+
+    fn ctl() -> clap::Command {
+        Cli::command()
+            .find_subcommand("ctl")
+            .cloned()
+            .expect("a ctl subcommand")
+    }
+
+    fn parse(words: &[&str]) -> Vec<String> {
+        let cli = Cli::try_parse_from(std::iter::once("fulmar").chain(words.iter().copied()))
+            .unwrap_or_else(|e| panic!("{words:?}: {e}"));
+        let Command::Ctl(args) = cli.command else {
+            panic!("{words:?}: not ctl");
+        };
+        args.command
+    }
+
+    /// Every place that lists `fulmar ctl`'s commands lists the
+    /// registry's, and nothing else.
+    #[test]
+    fn ctl_commands_everywhere_are_the_registrys() {
+        let names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+        // The parser: one subcommand per entry, with its aliases.
+        let ctl = ctl();
+        let subs: Vec<&str> = ctl.get_subcommands().map(|s| s.get_name()).collect();
+        assert_eq!(subs, names);
+        for c in COMMANDS {
+            let sub = ctl.find_subcommand(c.name).unwrap();
+            let aliases: Vec<&str> = sub.get_visible_aliases().collect();
+            assert_eq!(aliases, c.aliases, "{}", c.name);
+        }
+        // `fulmar ctl --help`.
+        let help = ctl.clone().render_long_help().to_string();
+        // `list-commands`.
+        let list = mgmt::registry::list_text();
+        // The completions of three shells.
+        let completion = |shell| {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "fulmar", &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        let bash = completion(clap_complete::Shell::Bash);
+        let zsh = completion(clap_complete::Shell::Zsh);
+        let fish = completion(clap_complete::Shell::Fish);
+        // The man pages: fulmar-ctl.1 and one per command.
+        let dir = tempfile::tempdir().unwrap();
+        write_man_pages(Cli::command(), dir.path()).unwrap();
+        let man = std::fs::read_to_string(dir.path().join("fulmar-ctl.1")).unwrap();
+        for n in &names {
+            let word = |text: &str| {
+                text.split(|c: char| c.is_whitespace() || "'\"(),:;\\[]".contains(c))
+                    .any(|w| w == *n)
+            };
+            assert!(word(&help), "--help lacks {n}:\n{help}");
+            assert!(word(&list), "list-commands lacks {n}:\n{list}");
+            assert!(word(&bash), "bash completion lacks {n}");
+            assert!(word(&zsh), "zsh completion lacks {n}");
+            assert!(word(&fish), "fish completion lacks {n}");
+            assert!(man.contains(&n.replace('-', "\\-")), "man page lacks {n}");
+            assert!(
+                dir.path().join(format!("fulmar-ctl-{n}.1")).exists(),
+                "no man page for {n}"
+            );
+        }
+        // Nothing listed that the registry lacks: list-commands' lines
+        // are the names and aliases, one each.
+        let listed: Vec<&str> = list
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let known = COMMANDS.iter().map(|c| 1 + c.aliases.len()).sum::<usize>();
+        assert_eq!(listed.len(), known);
+    }
+
+    #[test]
+    fn ctl_words_reach_the_switch_as_typed() {
+        assert_eq!(parse(&["ctl", "show", "--json"]), ["show", "--json"]);
+        assert_eq!(
+            parse(&["ctl", "-t", "/x.ctl", "add-br", "br1", "--", "add-port", "br1", "p0"]),
+            ["add-br", "br1", "--", "add-port", "br1", "p0"]
+        );
+        assert_eq!(
+            parse(&["ctl", "capture", "--count", "5", "eth0", "x.pcapng"]),
+            ["capture", "--count", "5", "eth0", "x.pcapng"]
+        );
+        assert_eq!(
+            parse(&["ctl", "load", "a.toml", "--dry-run"]),
+            ["load", "a.toml", "--dry-run"]
+        );
+        assert_eq!(
+            parse(&["ctl", "dump-flows", "br0", "-"]),
+            ["dump-flows", "br0", "-"]
+        );
+        assert_eq!(parse(&["ctl", "fdb/show", "br0"]), ["fdb-show", "br0"]);
+        assert_eq!(
+            parse(&["ctl", "set", "port", "p0", "tag=10"]),
+            ["set", "port", "p0", "tag=10"]
+        );
+        // A name the registry lacks still goes to the switch, which
+        // answers for itself.
+        assert_eq!(
+            parse(&["ctl", "coverage/show", "x", "--y"]),
+            ["coverage/show", "x", "--y"]
+        );
+        assert!(Cli::try_parse_from(["fulmar", "ctl"]).is_err());
+    }
+}

@@ -16,14 +16,13 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use agent::Switch;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
 use ofp::stats::FlowStatsRequest;
-use ofp::{FlowMod, FlowModCommand};
+use ofp::FlowModCommand;
 use runtime::daemon::{Daemon, Outcome, TxnError};
-use runtime::openflow::BridgeSwitch;
 
 use crate::ctl::Handler;
+use crate::registry::{self, Run};
 
 /// Sets the log filter; returns the filter now in force.
 pub type SetLogFilter = Box<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
@@ -46,89 +45,6 @@ pub struct Ctl {
     daemon: Arc<Daemon>,
     hooks: Hooks,
 }
-
-/// Name, arguments, what it does.
-const COMMANDS: &[(&str, &str, &str)] = &[
-    ("list-commands", "", "this list"),
-    ("version", "", "the switch's version"),
-    (
-        "show",
-        "[--json]",
-        "bridges, ports, controllers and their state",
-    ),
-    ("add-br", "BR [dpid=N] [fail_mode=M]", "add a bridge"),
-    ("del-br", "BR", "delete a bridge"),
-    (
-        "add-port",
-        "BR IF [type=T] [ofport=N] [key=value…]",
-        "add a port",
-    ),
-    ("del-port", "[BR] IF|NUM", "delete a port"),
-    ("set-controller", "BR TARGET…", "set a bridge's controllers"),
-    ("del-controller", "BR", "remove a bridge's controllers"),
-    (
-        "set-fail-mode",
-        "BR secure|standalone",
-        "set a bridge's fail mode",
-    ),
-    ("del-fail-mode", "BR", "back to fail mode secure"),
-    (
-        "set",
-        "OBJECT KEY=VALUE…",
-        "set settings (bridge:BR, port:BR:IF, dataplane)",
-    ),
-    (
-        "set-qos",
-        "BR PORT [type=T] [max_rate=BITS] [queue:ID=priority:N,min_rate:BITS,max_rate:BITS…]",
-        "set a port's egress queues",
-    ),
-    ("clear-qos", "BR PORT", "remove a port's egress queues"),
-    (
-        "save",
-        "[FILE]",
-        "write the running configuration (default: the state file)",
-    ),
-    (
-        "load",
-        "FILE [--dry-run]",
-        "make the running switch what FILE says",
-    ),
-    ("check", "FILE", "validate a configuration file"),
-    ("dump-flows", "BR [MATCH]", "flow entries with counters"),
-    ("add-flow", "BR FLOW", "add a flow (ovs-ofctl syntax)"),
-    ("add-flows", "BR FILE", "add the flows of a file"),
-    ("mod-flows", "BR FLOW [--strict]", "modify flows"),
-    ("del-flows", "BR [MATCH] [--strict]", "delete flows"),
-    ("dump-groups", "BR", "group entries"),
-    ("dump-meters", "BR", "meter entries"),
-    (
-        "fdb-show",
-        "BR [--json]",
-        "the addresses NORMAL has learnt: port, VLAN, MAC, age",
-    ),
-    (
-        "trace",
-        "BR in_port=N HEX [--json]",
-        "a packet through the live tables",
-    ),
-    (
-        "stats",
-        "[BR] [--json]",
-        "ports, tables, threads, drops by name",
-    ),
-    ("memory", "", "memory in use"),
-    ("log-level", "LEVEL [TARGET]", "set the log level"),
-    ("exit", "", "stop the switch"),
-];
-
-/// OVS names for the same commands (`ovs-appctl` users reach for these).
-const ALIASES: &[(&str, &str)] = &[
-    ("ofproto/trace", "trace"),
-    ("dpif-netdev/pmd-stats-show", "stats"),
-    ("memory/show", "memory"),
-    ("fdb/show", "fdb-show"),
-    ("vlog/set", "log-level"),
-];
 
 fn flag(params: &[String], name: &str) -> (bool, Vec<String>) {
     let has = params.iter().any(|p| p == name);
@@ -186,22 +102,12 @@ fn txn_error(e: TxnError) -> String {
     e.to_string()
 }
 
-/// An OpenFlow error as text.
-fn of_error(e: ofp::OfpError) -> String {
-    format!("refused: {e}")
-}
-
+// Each command's method has the registry's shape, `fn(&Ctl, name,
+// params)`, whether or not it needs the name.
 impl Ctl {
     /// Commands over `daemon`.
     pub fn new(daemon: Arc<Daemon>, hooks: Hooks) -> Ctl {
         Ctl { daemon, hooks }
-    }
-
-    fn switch(&self, bridge: &str) -> Result<BridgeSwitch, String> {
-        self.daemon
-            .runtime()
-            .bridge_switch(bridge)
-            .ok_or_else(|| format!("no bridge named {bridge:?}"))
     }
 
     /// A multipart request to a bridge, answered as a controller's would be.
@@ -210,35 +116,40 @@ impl Ctl {
         bridge: &str,
         req: &MultipartRequestBody,
     ) -> Result<MultipartReplyBody, String> {
-        self.switch(bridge)?.multipart(req).map_err(of_error)
+        self.daemon
+            .multipart(bridge, req)
+            .map_err(|e| e.to_string())
     }
 
-    /// Runs flow-mods through the bridge's OpenFlow path and waits for
-    /// the workers (a barrier), as a controller's would.
-    fn flow_mods(&self, bridge: &str, mods: &[FlowMod]) -> Result<String, String> {
-        let sw = self.switch(bridge)?;
-        for (i, fm) in mods.iter().enumerate() {
-            if let Err(e) = sw.flow_mod(fm) {
-                // What went before is in force, as with ovs-ofctl.
-                sw.flush();
-                return Err(format!(
-                    "flow {} of {}: {}{}",
-                    i + 1,
-                    mods.len(),
-                    of_error(e),
-                    if i > 0 {
-                        format!(" ({i} before it were applied)")
-                    } else {
-                        String::new()
-                    }
-                ));
-            }
+    pub(crate) fn list_commands(&self, _: &str, _: &[String]) -> Result<String, String> {
+        Ok(registry::list_text())
+    }
+
+    pub(crate) fn version(&self, _: &str, _: &[String]) -> Result<String, String> {
+        Ok(format!("{}\n", self.hooks.version))
+    }
+
+    pub(crate) fn show(&self, _: &str, params: &[String]) -> Result<String, String> {
+        let (as_json, _) = flag(params, "--json");
+        let show = self.daemon.show();
+        if as_json {
+            json(&show)
+        } else {
+            Ok(show.text())
         }
-        self.daemon.controllers().handle().block_on(sw.barrier());
-        Ok(String::new())
     }
 
-    fn dump_flows(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn check(&self, _: &str, params: &[String]) -> Result<String, String> {
+        let path = need(params, 0, "file")?;
+        let cfg = datastore::Config::load(path).map_err(|e| e.to_string())?;
+        let mut s = format!("{path}: valid\n");
+        for w in &cfg.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        Ok(s)
+    }
+
+    pub(crate) fn dump_flows(&self, _: &str, params: &[String]) -> Result<String, String> {
         let bridge = need(params, 0, "bridge")?;
         let filter = params.get(1).map(String::as_str).unwrap_or("");
         let fm = flowtext::parse_flow_command(filter, FlowModCommand::Delete)
@@ -262,7 +173,40 @@ impl Ctl {
         Ok(s)
     }
 
-    fn dump_groups(&self, params: &[String]) -> Result<String, String> {
+    /// `add-flow`, `mod-flows`, `del-flows`: one flow-mod through the
+    /// bridge's OpenFlow path, then a barrier.
+    pub(crate) fn flow_command(&self, name: &str, params: &[String]) -> Result<String, String> {
+        let (strict, params) = flag(params, "--strict");
+        let bridge = need(&params, 0, "bridge")?;
+        let text = params.get(1..).unwrap_or_default().join(" ");
+        let command = match (name, strict) {
+            ("add-flow", _) => FlowModCommand::Add,
+            ("mod-flows", false) => FlowModCommand::Modify,
+            ("mod-flows", true) => FlowModCommand::ModifyStrict,
+            (_, false) => FlowModCommand::Delete,
+            (_, true) => FlowModCommand::DeleteStrict,
+        };
+        let fm =
+            flowtext::parse_flow_command(&text, command).map_err(|e| format!("{text:?}: {e}"))?;
+        self.daemon
+            .flow_mods(bridge, &[fm])
+            .map_err(|e| e.to_string())?;
+        Ok(String::new())
+    }
+
+    pub(crate) fn add_flows(&self, _: &str, params: &[String]) -> Result<String, String> {
+        let bridge = need(params, 0, "bridge")?;
+        let path = need(params, 1, "file")?;
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        let mods =
+            flowtext::parse_flow_file(&text).map_err(|(line, e)| format!("{path}:{line}: {e}"))?;
+        self.daemon
+            .flow_mods(bridge, &mods)
+            .map_err(|e| e.to_string())?;
+        Ok(String::new())
+    }
+
+    pub(crate) fn dump_groups(&self, _: &str, params: &[String]) -> Result<String, String> {
         let bridge = need(params, 0, "bridge")?;
         let MultipartReplyBody::GroupDesc { groups } =
             self.multipart(bridge, &MultipartRequestBody::GroupDesc)?
@@ -276,7 +220,7 @@ impl Ctl {
         Ok(s)
     }
 
-    fn dump_meters(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn dump_meters(&self, _: &str, params: &[String]) -> Result<String, String> {
         let bridge = need(params, 0, "bridge")?;
         let all = MultipartRequestBody::MeterConfig {
             meter_id: ofp::consts::meter_no::ALL,
@@ -291,7 +235,7 @@ impl Ctl {
         Ok(s)
     }
 
-    fn trace(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn trace(&self, _: &str, params: &[String]) -> Result<String, String> {
         let (as_json, params) = flag(params, "--json");
         let bridge = need(&params, 0, "bridge")?;
         let port = need(&params, 1, "in_port=N")?;
@@ -305,25 +249,12 @@ impl Ctl {
             return Err("missing the packet (hex)".into());
         }
         let bytes = crate::trace::parse_hex(&hex)?;
-        let (mut dp, now) = self
-            .daemon
-            .runtime()
-            .trace_datapath(bridge)
-            .ok_or_else(|| format!("no bridge named {bridge:?}"))?;
-        let mut out = Vec::new();
-        crate::trace::run(&mut dp, in_port, &[(now, bytes)], as_json, &mut out)
-            .map_err(|e| e.to_string())?;
-        let mut text = String::from_utf8(out).map_err(|e| e.to_string())?;
-        if !as_json {
-            let (cfg, _) = self.daemon.config();
-            if let Some(b) = cfg.bridge(bridge) {
-                text.push_str(&crate::trace::tunnel_notes(b, &text));
-            }
-        }
-        Ok(text)
+        self.daemon
+            .trace(bridge, in_port, bytes, as_json)
+            .map_err(|e| e.to_string())
     }
 
-    fn stats(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn stats(&self, _: &str, params: &[String]) -> Result<String, String> {
         let (as_json, params) = flag(params, "--json");
         let rt = self.daemon.runtime();
         let names = match params.first() {
@@ -389,46 +320,26 @@ impl Ctl {
 
     /// Writes a pcapng of what a port receives and sends, until `--count`
     /// frames (default 100) or `--seconds` (default 60) pass.
-    fn capture(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn capture(&self, _: &str, params: &[String]) -> Result<String, String> {
         let (count, params) = option(params, "--count")?;
         let (seconds, params) = option(&params, "--seconds")?;
         let count = number(count, "--count", 100)?;
         let seconds = number(seconds, "--seconds", 60)?;
         let port = need(&params, 0, "port (an interface, or BR:PORT)")?;
         let path = need(&params, 1, "file")?;
-        let rt = self.daemon.runtime();
-        let (bridge, no, name) = rt
-            .find_port(port)
-            .ok_or_else(|| format!("no port {port:?} (an interface name, or BRIDGE:NUMBER)"))?;
-        let file = std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?;
-        let cap = Arc::new(dataplane::capture::Capture::new(name.clone()).with_count(count));
-        rt.start_capture(&bridge, no, cap.clone())
+        let c = self
+            .daemon
+            .capture(port, Path::new(path), count, seconds)
             .map_err(|e| e.to_string())?;
-        let timer = {
-            let cap = cap.clone();
-            std::thread::spawn(move || {
-                let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
-                while !cap.is_finished() && std::time::Instant::now() < end {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                cap.stop();
-            })
-        };
-        let mut out = std::io::BufWriter::new(file);
-        let stats = cap.drain_to(&mut out);
-        rt.stop_capture(&bridge, no);
-        let _ = timer.join();
-        let stats = stats.map_err(|e| format!("{path}: {e}"))?;
         Ok(format!(
-            "{} frames of {name} (bridge {bridge} port {no}) written to {path}; {} lost\n",
-            stats.written,
-            stats.dropped()
+            "{} frames of {} (bridge {} port {}) written to {path}; {} lost\n",
+            c.written, c.name, c.bridge, c.port, c.lost
         ))
     }
 
     /// NORMAL's learnt addresses, one line each, as `ovs-appctl
     /// fdb/show` prints them (`--json`: a list of objects).
-    fn fdb_show(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn fdb_show(&self, _: &str, params: &[String]) -> Result<String, String> {
         let (as_json, params) = flag(params, "--json");
         let bridge = need(&params, 0, "bridge")?;
         let (entries, capacity, aging) = self
@@ -478,7 +389,7 @@ impl Ctl {
         Ok(s)
     }
 
-    fn memory(&self) -> Result<String, String> {
+    pub(crate) fn memory(&self, _: &str, _: &[String]) -> Result<String, String> {
         let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
         let field = |k: &str| {
             status
@@ -503,10 +414,13 @@ impl Ctl {
         ))
     }
 
-    fn transaction(&self, words: &[String]) -> Result<String, String> {
-        let (dry_run, words) = flag(words, "--dry-run");
-        let (as_json, words) = flag(&words, "--json");
-        let refs: Vec<&str> = words.iter().map(String::as_str).collect();
+    /// A configuration command (and any joined to it by `--`): one
+    /// transaction.
+    fn transaction(&self, name: &str, params: &[String]) -> Result<String, String> {
+        let (dry_run, params) = flag(params, "--dry-run");
+        let (as_json, params) = flag(&params, "--json");
+        let mut refs: Vec<&str> = vec![name];
+        refs.extend(params.iter().map(String::as_str));
         let ops = datastore::parse_ctl(&refs)?;
         let o = self.daemon.transact(&ops, dry_run).map_err(txn_error)?;
         if as_json {
@@ -516,7 +430,7 @@ impl Ctl {
         }
     }
 
-    fn load(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn load(&self, _: &str, params: &[String]) -> Result<String, String> {
         let (dry_run, params) = flag(params, "--dry-run");
         let path = need(&params, 0, "file")?;
         let cfg = datastore::Config::load(path).map_err(|e| e.to_string())?;
@@ -524,7 +438,7 @@ impl Ctl {
         Ok(outcome_text(&o))
     }
 
-    fn save(&self, params: &[String]) -> Result<String, String> {
+    pub(crate) fn save(&self, _: &str, params: &[String]) -> Result<String, String> {
         let path = match params.first() {
             Some(p) => Path::new(p).to_path_buf(),
             None => self
@@ -539,104 +453,35 @@ impl Ctl {
         Ok(format!("saved to {}\n", path.display()))
     }
 
-    fn list(&self) -> String {
-        let mut s = String::from("The available commands are:\n");
-        for (name, args, _) in COMMANDS {
-            let _ = writeln!(s, "  {name:<24}{args}");
+    /// With no argument the filter in force; else sets it.
+    pub(crate) fn log_level(&self, _: &str, params: &[String]) -> Result<String, String> {
+        if params.is_empty() {
+            return Ok(format!("{}\n", (self.hooks.log_filter)()));
         }
-        for (alias, name) in ALIASES {
-            let _ = writeln!(s, "  {alias:<24}(as {name})");
-        }
-        s
+        let filter = match params {
+            [level] => level.clone(),
+            [level, target] => format!("{target}={level}"),
+            _ => return Err("usage: log-level LEVEL [TARGET]".into()),
+        };
+        (self.hooks.log_level)(&filter).map(|f| format!("log filter now {f}\n"))
+    }
+
+    pub(crate) fn exit(&self, _: &str, _: &[String]) -> Result<String, String> {
+        (self.hooks.exit)();
+        Ok(String::new())
     }
 }
 
 impl Handler for Ctl {
     fn call(&self, method: &str, params: &[String]) -> Result<String, String> {
-        let method = ALIASES
-            .iter()
-            .find(|(a, _)| *a == method)
-            .map(|(_, m)| *m)
-            .unwrap_or(method);
-        match method {
-            "list-commands" | "help" => Ok(self.list()),
-            "version" => Ok(format!("{}\n", self.hooks.version)),
-            "show" => {
-                let (as_json, _) = flag(params, "--json");
-                let show = self.daemon.show();
-                if as_json {
-                    json(&show)
-                } else {
-                    Ok(show.text())
-                }
-            }
-            "add-br" | "del-br" | "add-port" | "del-port" | "set-controller" | "del-controller"
-            | "set-fail-mode" | "del-fail-mode" | "set" | "set-qos" | "clear-qos" => {
-                let mut words = vec![method.to_string()];
-                words.extend(params.iter().cloned());
-                self.transaction(&words)
-            }
-            "save" => self.save(params),
-            "load" => self.load(params),
-            "check" => {
-                let path = need(params, 0, "file")?;
-                let cfg = datastore::Config::load(path).map_err(|e| e.to_string())?;
-                let mut s = format!("{path}: valid\n");
-                for w in &cfg.warnings {
-                    let _ = writeln!(s, "warning: {w}");
-                }
-                Ok(s)
-            }
-            "dump-flows" => self.dump_flows(params),
-            "add-flow" | "mod-flows" | "del-flows" => {
-                let (strict, params) = flag(params, "--strict");
-                let bridge = need(&params, 0, "bridge")?;
-                let text = params.get(1..).unwrap_or_default().join(" ");
-                let command = match (method, strict) {
-                    ("add-flow", _) => FlowModCommand::Add,
-                    ("mod-flows", false) => FlowModCommand::Modify,
-                    ("mod-flows", true) => FlowModCommand::ModifyStrict,
-                    (_, false) => FlowModCommand::Delete,
-                    (_, true) => FlowModCommand::DeleteStrict,
-                };
-                let fm = flowtext::parse_flow_command(&text, command)
-                    .map_err(|e| format!("{text:?}: {e}"))?;
-                self.flow_mods(bridge, &[fm])
-            }
-            "add-flows" => {
-                let bridge = need(params, 0, "bridge")?;
-                let path = need(params, 1, "file")?;
-                let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-                let mods = flowtext::parse_flow_file(&text)
-                    .map_err(|(line, e)| format!("{path}:{line}: {e}"))?;
-                self.flow_mods(bridge, &mods)
-            }
-            "dump-groups" => self.dump_groups(params),
-            "dump-meters" => self.dump_meters(params),
-            "fdb-show" => self.fdb_show(params),
-            "trace" => self.trace(params),
-            "stats" => self.stats(params),
-            "capture" => self.capture(params),
-            "memory" => self.memory(),
-            "log-level" => {
-                if params.is_empty() {
-                    return Ok(format!("{}\n", (self.hooks.log_filter)()));
-                }
-                let filter = match params {
-                    [level] => level.clone(),
-                    [level, target] => format!("{target}={level}"),
-                    _ => return Err("usage: log-level LEVEL [TARGET]".into()),
-                };
-                (self.hooks.log_level)(&filter).map(|f| format!("log filter now {f}\n"))
-            }
-            "vlog/list" => Ok(format!("{}\n", (self.hooks.log_filter)())),
-            "exit" => {
-                (self.hooks.exit)();
-                Ok(String::new())
-            }
-            other => Err(format!(
-                "\"{other}\" is not a valid command (use list-commands to see a list)"
-            )),
+        let Some(cmd) = registry::find(method) else {
+            return Err(format!(
+                "\"{method}\" is not a valid command (use list-commands to see a list)"
+            ));
+        };
+        match cmd.run {
+            Run::Transaction => self.transaction(cmd.name, params),
+            Run::Call(f) => f(self, cmd.name, params),
         }
     }
 }

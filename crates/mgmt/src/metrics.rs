@@ -42,7 +42,7 @@
 //! `fulmar_process_resident_memory_bytes`, `fulmar_process_start_time_seconds`,
 //! `fulmar_datastore_version`, `fulmar_build_info` (`version`).
 //!
-//! The HTTP side is in [`serve`]: one request per connection, no framework.
+//! The HTTP side is in [`serve`]: one request per connection, on `hyper`.
 
 mod http;
 mod prom_text;

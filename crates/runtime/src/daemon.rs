@@ -641,5 +641,10 @@ fn add_agent_drops(r: &mut crate::BridgeReport, a: &agent::AgentStats, zeros: bo
     }
 }
 
+mod switch_ops;
+pub mod trace;
+
+pub use switch_ops::{CaptureSummary, SwitchOpError};
+
 #[cfg(test)]
 mod tests;

@@ -1,51 +1,57 @@
-//! The `/metrics` HTTP/1.1 server: one request per connection, no framework.
+//! The `/metrics` HTTP/1.1 server, on `hyper` (the request parser, the
+//! response writer, the head deadline and size limit are its).
 //!
-//! A connection gets 5 s to send a request head of at most 8 KiB; the head is
-//! then classified by [`route`], a plain function tested without sockets:
-//! `GET`/`HEAD /metrics` is scraped (the closure runs on tokio's blocking pool,
-//! it sums counters), another path is 404, another method 405, a malformed,
-//! oversized or late head 400. Every answer carries `Content-Length` and
-//! `Connection: close`, and the connection is closed after it. At most
-//! [`MAX_CONNECTIONS`] connections are served at once; further ones are
-//! closed on accept, so a flood of idle sockets costs a bounded amount.
+//! What is ours is the policy. A connection gets [`HEAD_DEADLINE`] to send
+//! a request head of at most [`MAX_HEAD`] bytes (`hyper`'s
+//! `header_read_timeout` and `max_buf_size`: a late head closes the
+//! connection, an oversized one gets 431, a malformed one 400). The head
+//! is then classified by [`route`], a plain function tested without
+//! sockets: `GET`/`HEAD /metrics` is scraped (the closure runs on tokio's
+//! blocking pool, it sums counters), another path is 404, another method
+//! 405. Every answer carries `Content-Length` and `Connection: close`, and
+//! the connection is closed after it. At most [`MAX_CONNECTIONS`]
+//! connections are served at once; further ones are closed on accept, so
+//! a flood of idle sockets costs a bounded amount.
 
+use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 use super::{render_owned, Format, Scrape};
 
-/// The largest request head (request line and headers, with the blank line).
+/// The largest request head (request line and headers), the least `hyper`
+/// accepts as its read buffer.
 pub(super) const MAX_HEAD: usize = 8 * 1024;
 /// How long a client has to send its whole request head.
 pub(super) const HEAD_DEADLINE: Duration = Duration::from_secs(5);
-/// How long writing the answer may take before the connection is dropped.
-const WRITE_DEADLINE: Duration = Duration::from_secs(10);
-/// How long to read and discard what a client still sends after the answer,
-/// so that closing does not reset the connection before it read the answer.
-const LINGER: Duration = Duration::from_secs(1);
+/// How long a connection may take in all, head to answer written.
+const CONNECTION_DEADLINE: Duration = Duration::from_secs(15);
 /// Connections served at once.
 pub(super) const MAX_CONNECTIONS: usize = 64;
+
+/// The scrape the server calls for each `/metrics` request.
+type ScrapeFn = Arc<dyn Fn() -> Scrape + Send + Sync>;
 
 /// Serves `/metrics` on `listener` until the returned future is dropped or
 /// its task aborted (which also ends the connections in progress). Each
 /// scrape calls `scrape` on tokio's blocking pool and renders the snapshot
 /// there: OpenMetrics when the `Accept` header asks for
 /// `application/openmetrics-text`, the Prometheus text format 0.0.4 otherwise.
-pub async fn serve(listener: TcpListener, scrape: Arc<dyn Fn() -> Scrape + Send + Sync>) {
+pub async fn serve(listener: TcpListener, scrape: ScrapeFn) {
     serve_with_deadline(listener, scrape, HEAD_DEADLINE).await
 }
 
 /// [`serve`] with another head deadline (tests use a short one).
-async fn serve_with_deadline(
-    listener: TcpListener,
-    scrape: Arc<dyn Fn() -> Scrape + Send + Sync>,
-    head_deadline: Duration,
-) {
+async fn serve_with_deadline(listener: TcpListener, scrape: ScrapeFn, head_deadline: Duration) {
     let mut connections = JoinSet::new();
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -67,7 +73,7 @@ async fn serve_with_deadline(
     }
 }
 
-/// What a request head asks for.
+/// What a request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Route {
     /// A scrape, in this format; `head` when the method was `HEAD`.
@@ -76,198 +82,92 @@ pub(super) enum Route {
     NotFound,
     /// A method other than `GET` and `HEAD`.
     MethodNotAllowed,
-    /// Not an HTTP/1.x request head.
-    BadRequest,
 }
 
-/// Where the request head ends (the index after its blank line), if it does.
-pub(super) fn head_end(buf: &[u8]) -> Option<usize> {
-    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
-    // Bare-LF line ends, which RFC 9112 lets a server accept.
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Classifies a complete request head.
-pub(super) fn route(head: &[u8]) -> Route {
-    let Ok(head) = std::str::from_utf8(head) else {
-        return Route::BadRequest;
-    };
-    let mut lines = head.lines();
-    let request_line = lines.next().unwrap_or("");
-    let mut parts = request_line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Route::BadRequest;
-    };
-    if method.is_empty() || target.is_empty() || !version.starts_with("HTTP/1.") {
-        return Route::BadRequest;
-    }
-    let mut accept: Option<String> = None;
-    for line in lines.take_while(|l| !l.is_empty()) {
-        let Some((name, value)) = line.split_once(':') else {
-            return Route::BadRequest;
-        };
-        if name.trim().eq_ignore_ascii_case("accept") {
-            // Repeated headers combine into one comma-separated list.
-            let value = value.trim();
-            accept = Some(match accept {
-                Some(prev) => format!("{prev}, {value}"),
-                None => value.to_string(),
-            });
-        }
-    }
-    let head_only = match method {
-        "GET" => false,
-        "HEAD" => true,
+/// Classifies a request by its method, path and `Accept` values (repeated
+/// headers are read as one comma-separated list).
+pub(super) fn route<'a>(
+    method: &Method,
+    path: &str,
+    accept: impl IntoIterator<Item = &'a str>,
+) -> Route {
+    let head = match *method {
+        Method::GET => false,
+        Method::HEAD => true,
         _ => return Route::MethodNotAllowed,
     };
-    let path = target.split_once('?').map_or(target, |(path, _query)| path);
     if path != "/metrics" {
         return Route::NotFound;
     }
+    let accept: Vec<&str> = accept.into_iter().collect();
+    let accept = (!accept.is_empty()).then(|| accept.join(", "));
     Route::Metrics {
         format: Format::from_accept(accept.as_deref()),
-        head: head_only,
+        head,
     }
 }
 
-/// Why no request head came.
-enum HeadError {
-    /// The client closed or the socket failed: nothing to answer.
-    Gone,
-    /// More than [`MAX_HEAD`] bytes without the blank line.
-    TooLarge,
-}
-
-async fn read_head(stream: &mut TcpStream) -> Result<Vec<u8>, HeadError> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
-    loop {
-        let n = match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return Err(HeadError::Gone),
-            Ok(n) => n,
-        };
-        let scanned = buf.len().saturating_sub(3);
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(end) = head_end(&buf[scanned..]) {
-            let end = scanned + end;
-            if end > MAX_HEAD {
-                return Err(HeadError::TooLarge);
-            }
-            buf.truncate(end);
-            return Ok(buf);
-        }
-        if buf.len() >= MAX_HEAD {
-            return Err(HeadError::TooLarge);
-        }
+async fn connection(stream: TcpStream, scrape: ScrapeFn, head_deadline: Duration) {
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        let scrape = Arc::clone(&scrape);
+        async move { Ok::<_, Infallible>(answer(&req, scrape).await) }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(head_deadline)
+        .max_buf_size(MAX_HEAD)
+        .keep_alive(false)
+        .title_case_headers(true)
+        .serve_connection(TokioIo::new(stream), service);
+    match tokio::time::timeout(CONNECTION_DEADLINE, served).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "metrics: connection ended"),
+        Err(_) => tracing::debug!("metrics: connection over its deadline, closed"),
     }
 }
 
-async fn connection(
-    mut stream: TcpStream,
-    scrape: Arc<dyn Fn() -> Scrape + Send + Sync>,
-    head_deadline: Duration,
-) {
-    let response = match tokio::time::timeout(head_deadline, read_head(&mut stream)).await {
-        Err(_elapsed) => plain(
-            400,
-            "Bad Request",
-            &format!("request head not complete within {head_deadline:?}\n"),
-        ),
-        Ok(Err(HeadError::Gone)) => return,
-        Ok(Err(HeadError::TooLarge)) => plain(400, "Bad Request", "request head over 8 KiB\n"),
-        Ok(Ok(head)) => match route(&head) {
-            Route::BadRequest => plain(400, "Bad Request", "not an HTTP/1.x request\n"),
-            Route::NotFound => plain(404, "Not Found", "only /metrics is served here\n"),
-            Route::MethodNotAllowed => {
-                let mut r = plain(405, "Method Not Allowed", "only GET and HEAD\n");
-                r.extra = "Allow: GET, HEAD\r\n";
-                r
-            }
-            Route::Metrics { format, head } => {
-                let scraped =
-                    tokio::task::spawn_blocking(move || render_owned(scrape(), format)).await;
-                match scraped {
-                    Ok(body) => Response {
-                        status: 200,
-                        reason: "OK",
-                        content_type: format.content_type(),
-                        extra: "",
-                        body,
-                        head_only: head,
-                    },
-                    Err(e) => {
-                        tracing::error!(error = %e, "metrics: scrape failed");
-                        plain(500, "Internal Server Error", "scrape failed\n")
-                    }
+async fn answer(req: &Request<Incoming>, scrape: ScrapeFn) -> Response<Full<Bytes>> {
+    let accept = req
+        .headers()
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    match route(req.method(), req.uri().path(), accept) {
+        Route::NotFound => plain(StatusCode::NOT_FOUND, "only /metrics is served here\n"),
+        Route::MethodNotAllowed => {
+            let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
+            r.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+            r
+        }
+        Route::Metrics { format, .. } => {
+            // `hyper` leaves the body out of a HEAD answer, keeping its
+            // Content-Length.
+            match tokio::task::spawn_blocking(move || render_owned(scrape(), format)).await {
+                Ok(body) => with_type(StatusCode::OK, body, format.content_type()),
+                Err(e) => {
+                    tracing::error!(error = %e, "metrics: scrape failed");
+                    plain(StatusCode::INTERNAL_SERVER_ERROR, "scrape failed\n")
                 }
             }
-        },
-    };
-    let written = tokio::time::timeout(WRITE_DEADLINE, async {
-        stream.write_all(&response.to_bytes()).await?;
-        stream.shutdown().await
-    })
-    .await;
-    if !matches!(written, Ok(Ok(()))) {
-        return;
-    }
-    // Read what the client still sends (the rest of an oversized head) until
-    // it closes, briefly, so the close is a FIN it can read the answer before.
-    let _ = tokio::time::timeout(LINGER, async {
-        let mut sink = [0u8; 4096];
-        let mut left: usize = 64 * 1024;
-        while left > 0 {
-            match stream.read(&mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
         }
-    })
-    .await;
+    }
 }
 
-struct Response {
-    status: u16,
-    reason: &'static str,
-    content_type: &'static str,
-    extra: &'static str,
+fn with_type(
+    status: StatusCode,
     body: String,
-    head_only: bool,
+    content_type: &'static str,
+) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
 }
 
-fn plain(status: u16, reason: &'static str, body: &str) -> Response {
-    Response {
-        status,
-        reason,
-        content_type: "text/plain; charset=utf-8",
-        extra: "",
-        body: body.to_string(),
-        head_only: false,
-    }
-}
-
-impl Response {
-    fn to_bytes(&self) -> Vec<u8> {
-        let mut out = format!(
-            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}Connection: close\r\n\r\n",
-            self.status,
-            self.reason,
-            self.content_type,
-            self.body.len(),
-            self.extra
-        )
-        .into_bytes();
-        if !self.head_only {
-            out.extend_from_slice(self.body.as_bytes());
-        }
-        out
-    }
+fn plain(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
+    with_type(status, body.to_string(), "text/plain; charset=utf-8")
 }
 
 /// Parses the `--metrics` listen address: `ADDR:PORT` (`0.0.0.0:9100`),
@@ -342,46 +242,37 @@ mod tests {
             format: Format::PrometheusText,
             head: false,
         };
-        assert_eq!(route(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), text);
-        assert_eq!(route(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"), text);
+        let get = Method::GET;
+        assert_eq!(route(&get, "/metrics", []), text);
         assert_eq!(
-            route(b"HEAD /metrics HTTP/1.1\r\n\r\n"),
+            route(&Method::HEAD, "/metrics", []),
             Route::Metrics {
                 format: Format::PrometheusText,
                 head: true
             }
         );
         // What Prometheus 2.x sends.
-        let prometheus = b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n\r\n";
-        assert_eq!(route(prometheus), om);
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(route(&get, "/metrics", [prometheus]), om);
+        // Repeated headers are one list.
         assert_eq!(
-            route(b"GET /metrics HTTP/1.1\r\naccept: text/plain\r\nACCEPT: Application/OpenMetrics-Text\r\n\r\n"),
+            route(
+                &get,
+                "/metrics",
+                ["text/plain", "Application/OpenMetrics-Text"]
+            ),
             om
         );
         assert_eq!(
-            route(b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text; q=0\r\n\r\n"),
+            route(&get, "/metrics", ["application/openmetrics-text; q=0"]),
             text
         );
-        assert_eq!(route(b"GET / HTTP/1.1\r\n\r\n"), Route::NotFound);
-        assert_eq!(route(b"GET /metricsx HTTP/1.1\r\n\r\n"), Route::NotFound);
+        assert_eq!(route(&get, "/", []), Route::NotFound);
+        assert_eq!(route(&get, "/metricsx", []), Route::NotFound);
         assert_eq!(
-            route(b"POST /metrics HTTP/1.1\r\n\r\n"),
+            route(&Method::POST, "/metrics", []),
             Route::MethodNotAllowed
         );
-        assert_eq!(route(b"GET /metrics\r\n\r\n"), Route::BadRequest);
-        assert_eq!(route(b"GET /metrics SPDY/3\r\n\r\n"), Route::BadRequest);
-        assert_eq!(
-            route(b"GET /metrics HTTP/1.1\r\nno colon\r\n\r\n"),
-            Route::BadRequest
-        );
-        assert_eq!(route(b"\xff /metrics HTTP/1.1\r\n\r\n"), Route::BadRequest);
-    }
-
-    #[test]
-    fn head_ends() {
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\n"), None);
-        assert_eq!(head_end(b"GET / HTTP/1.1\r\n\r\nbody"), Some(18));
-        assert_eq!(head_end(b"GET / HTTP/1.1\n\nbody"), Some(16));
     }
 
     use crate::metrics::tests::sample as sample_scrape;
@@ -431,10 +322,11 @@ mod tests {
             .contains("fulmar_port_rx_packets_total{bridge=\"br0\",port=\"p1\",ofport=\"1\"} 5\n"));
         assert_eq!(body, crate::metrics::render(&sample_scrape()));
 
-        // No Accept header: the Prometheus text format.
+        // No Accept header: the Prometheus text format. (An HTTP/1.0
+        // answer needs no Connection header to close.)
         let answer = exchange(addr, b"GET /metrics HTTP/1.0\r\n\r\n").await;
         let (head, body) = split(&answer);
-        assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+        assert!(head.starts_with("HTTP/1.0 200 OK\r\n"), "{head}");
         assert!(head.contains("\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"));
         assert_eq!(
             body,
@@ -480,7 +372,7 @@ mod tests {
         }
         let answer = exchange(addr, &huge).await;
         assert!(
-            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
             "{answer}"
         );
 
@@ -498,8 +390,10 @@ mod tests {
         server.abort();
     }
 
+    /// A head not complete within the deadline: the connection is
+    /// closed, unanswered.
     #[tokio::test]
-    async fn a_slow_head_gets_400() {
+    async fn a_slow_head_is_closed() {
         let (addr, server) = start().await;
         let mut stream = TcpStream::connect(addr).await.unwrap();
         stream
@@ -507,13 +401,16 @@ mod tests {
             .await
             .unwrap();
         let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await.unwrap();
-        let answer = String::from_utf8(answer).unwrap();
+        // Ends (EOF or reset) only because the server closed it; the
+        // deadline is generous, 100 times the server's.
+        let ended =
+            tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut answer)).await;
+        assert!(ended.is_ok(), "the connection stayed open");
         assert!(
-            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
-            "{answer}"
+            answer.is_empty() || answer.starts_with(b"HTTP/1.1 408"),
+            "{}",
+            String::from_utf8_lossy(&answer)
         );
-        assert!(answer.ends_with("request head not complete within 300ms\n"));
         server.abort();
     }
 
