@@ -24,14 +24,11 @@ use dataplane::{LinkState, PortBackend, PortCounters};
 use datastore::{Config, CoreAssign, DispatchKey, ThreadMode as CfgMode};
 use ofp::port::port_state;
 use pipeline::datapath::{Counters, Datapath, DatapathConfig, PortInfo, Snapshot, TxPacket};
-use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+use pipeline::{SwitchState, Time};
 
 use crate::ports::{self, OpenPort};
-use crate::{standalone, EventSender, PipelineWorker, RuntimeError, RuntimeOptions, WorkerShared};
-
-/// The switch-side number of each bridge's injection port (not an
-/// OpenFlow port: above `OFPP_MAX`, below the reserved numbers).
-pub const INJECT_PORT: u32 = 0xffff_fff0;
+use crate::{standalone, PipelineWorker, RuntimeError, RuntimeOptions, WorkerShared, INJECT_PORT};
+use agent::EventSender;
 
 /// The control side of a bridge: its own pipeline instance (tables,
 /// groups, meters, port table, settings; packet-outs run here), the
@@ -287,149 +284,6 @@ pub(crate) fn threads_config(name: &str, cfg: &Config) -> Result<ThreadsConfig, 
     })
 }
 
-/// A bridge's empty tables, sized as configured.
-fn empty_state(br: &datastore::Bridge) -> SwitchState {
-    SwitchState::new(
-        TablesConfig {
-            n_tables: br.n_tables,
-            max_entries: br.flow_table_capacity as usize,
-            max_bytes: (br.flow_memory_limit_mib as usize) << 20,
-            ..TablesConfig::default()
-        },
-        GroupsConfig::default(),
-        MetersConfig::default(),
-    )
-}
-
-/// A bridge's tables with what was saved at the last stop
-/// ([`crate::saved`]) instead of its static meters, groups and flows.
-pub(crate) fn restore_state(
-    br: &datastore::Bridge,
-    saved: &crate::saved::SavedTables,
-    now: Time,
-) -> Result<SwitchState, RuntimeError> {
-    let mut state = fill(
-        br,
-        now,
-        saved
-            .meters
-            .iter()
-            .map(|m| (m, move || format!("saved {}", flowtext::format_meter(m)))),
-        saved
-            .groups
-            .iter()
-            .map(|g| (g, move || format!("saved {}", flowtext::format_group(g)))),
-    )?;
-    for f in &saved.flows {
-        state
-            .flow_mod(f, now)
-            .map_err(|error| RuntimeError::Refused {
-                bridge: br.name.clone(),
-                what: format!("saved {}", flowtext::format_flow(f)),
-                error,
-            })?;
-    }
-    Ok(state)
-}
-
-/// A bridge's tables with its static meters, groups and flows.
-pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchState, RuntimeError> {
-    let mut state = fill(
-        br,
-        now,
-        br.meters
-            .iter()
-            .map(|m| (&m.meter_mod, move || format!("{}: {}", m.source, m.text))),
-        br.groups
-            .iter()
-            .map(|g| (&g.group_mod, move || format!("{}: {}", g.source, g.text))),
-    )?;
-    install_static_flows(&mut state, br, now)?;
-    Ok(state)
-}
-
-/// Empty tables sized for `br` with the meters, then the groups
-/// installed; the first one refused is named by its description (made
-/// only then).
-fn fill<'a>(
-    br: &datastore::Bridge,
-    now: Time,
-    meters: impl Iterator<Item = (&'a ofp::MeterMod, impl Fn() -> String)>,
-    groups: impl Iterator<Item = (&'a ofp::GroupMod, impl Fn() -> String)>,
-) -> Result<SwitchState, RuntimeError> {
-    let mut state = empty_state(br);
-    let refused = |what: &dyn Fn() -> String, error| RuntimeError::Refused {
-        bridge: br.name.clone(),
-        what: what(),
-        error,
-    };
-    for (m, what) in meters {
-        state.meter_mod(m, now).map_err(|e| refused(&what, e))?;
-    }
-    for (g, what) in groups {
-        state.group_mod(g, now).map_err(|e| refused(&what, e))?;
-    }
-    Ok(state)
-}
-
-/// Static flows parsed per block, a block ahead of their installation.
-const FLOW_BLOCK: usize = 8192;
-
-/// Installs `br`'s static flows in order. The model keeps only their text,
-/// so each is parsed again: on a second thread, a few blocks ahead of the
-/// installation, when there are more than a block of them (a million
-/// flows take about 2 s to parse and 3 s to install on one core here).
-fn install_static_flows(
-    state: &mut SwitchState,
-    br: &datastore::Bridge,
-    now: Time,
-) -> Result<(), RuntimeError> {
-    let install = |state: &mut SwitchState,
-                   f: &datastore::StaticFlow,
-                   parsed: Result<ofp::FlowMod, flowtext::ParseError>|
-     -> Result<(), RuntimeError> {
-        let what = || format!("{}: {}", f.source, f.text);
-        let fm = parsed.map_err(|e| RuntimeError::Unparsable {
-            bridge: br.name.clone(),
-            what: what(),
-            error: e.message,
-        })?;
-        state
-            .flow_mod(&fm, now)
-            .map_err(|error| RuntimeError::Refused {
-                bridge: br.name.clone(),
-                what: what(),
-                error,
-            })?;
-        Ok(())
-    };
-    if br.flows.len() <= FLOW_BLOCK {
-        for f in &br.flows {
-            install(state, f, f.flow_mod())?;
-        }
-        return Ok(());
-    }
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        s.spawn(move || {
-            for block in br.flows.chunks(FLOW_BLOCK) {
-                let parsed: Vec<_> = block.iter().map(|f| f.flow_mod()).collect();
-                // The installing side stopped at a refused flow.
-                if tx.send(parsed).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut flows = br.flows.iter();
-        for parsed in rx {
-            for (r, f) in parsed.into_iter().zip(flows.by_ref()) {
-                install(state, f, r)?;
-            }
-        }
-        Ok(())
-    })
-}
-
 /// Adds what `taken` counted for entries already removed to their
 /// FLOW_REMOVED reports.
 fn count_late(removing: &mut [(u64, pipeline::FlowRemoved)], taken: &Counters) {
@@ -450,10 +304,28 @@ pub(crate) fn link_bits(s: LinkState) -> u32 {
     }
 }
 
+/// The MAC address of an interface (from sysfs), or a locally administered
+/// one made from the port number.
+pub fn mac_of(interface: &str, port: u32) -> [u8; 6] {
+    let path = format!("/sys/class/net/{interface}/address");
+    if let Ok(s) = std::fs::read_to_string(path) {
+        let parts: Vec<u8> = s
+            .trim()
+            .split(':')
+            .filter_map(|p| u8::from_str_radix(p, 16).ok())
+            .collect();
+        if let Ok(mac) = <[u8; 6]>::try_from(parts.as_slice()) {
+            return mac;
+        }
+    }
+    let n = port.to_be_bytes();
+    [0x02, 0xf0, n[0], n[1], n[2], n[3]]
+}
+
 fn port_desc(number: u32, interface: &str, backend: &dyn PortBackend) -> ofp::Port {
     ofp::Port {
         port_no: number,
-        hw_addr: ofp::oxm::MacAddr(crate::openflow::mac_of(interface, number)),
+        hw_addr: ofp::oxm::MacAddr(mac_of(interface, number)),
         name: interface.chars().take(15).collect(),
         state: link_bits(backend.link_state()),
         ..ofp::Port::default()
