@@ -20,9 +20,10 @@
 //! `max_rate` is 0; a value sent back as shown keeps the exact bits/s.
 //!
 //! Files by concern: [`snapshot`] (what the model shows), [`render`] (the
-//! element tree of a snapshot), [`filter`] (subtree filters), [`edit`]
-//! (`edit-config` into datastore operations) and [`queues`] (the queue
-//! resources' part of an edit).
+//! element tree of a snapshot), [`filter`] (subtree filters), [`edit_op`]
+//! (what every part of an edit checks first), [`edit`] (`edit-config` into
+//! datastore operations) and [`queues`] (the queue resources' part of an
+//! edit).
 
 mod edit;
 mod edit_op;
