@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Checks that the modules of `pipeline`, `packet` and `ofp` import only
-downward, and that no modules import each other in a circle.
+"""Checks that crates and modules import only downward.
 
-Each crate below declares its layers, lowest first: a module may use items
-of its own layer or of a lower one, never of a higher one. Within a layer
-any import is allowed as long as it does not close a cycle.
+Crates: every crate of the workspace sits on one level of CRATE_LEVELS
+(lowest first), and its `[dependencies]` and `[build-dependencies]` may
+name only crates of a lower level (dev-dependencies are free).
+
+Modules: in every crate, no modules import each other in a circle. The
+crates in LAYERS also declare their module layers, lowest first: a module
+may use items of its own layer or of a lower one, never of a higher one.
+Within a layer any import is allowed as long as it does not close a cycle.
 
 What counts as an import: every `use` of `crate::`, `super::` or `self::`
 paths (grouped and nested uses expanded) and every such path written in
@@ -23,9 +27,26 @@ import os
 import re
 import sys
 
-# Layers, lowest first: (name, module path prefixes). A module belongs to
-# the first layer one of whose prefixes is the module or one of its
-# ancestors. The crate root (lib.rs) may only declare and re-export.
+# Crate levels, lowest first: (name, crates). A crate may depend on crates
+# of lower levels only; crates on one level are independent of each other.
+# docs/architecture.md mirrors this table.
+CRATE_LEVELS = [
+    ("wire and bytes", ["ofp", "packet"]),
+    ("text and lookups", ["flowtext", "classifier"]),
+    ("switch semantics", ["pipeline"]),
+    ("configuration model, native bindings", ["datastore", "dpdk-sys"]),
+    ("ports and threads", ["dataplane"]),
+    ("controller channels", ["agent"]),
+    ("the daemon", ["runtime"]),
+    ("management protocols", ["mgmt", "ovsdb", "snmp", "ofconfig"]),
+    ("the command", ["fulmar"]),
+]
+
+# Module layers, lowest first: (name, module path prefixes). A module
+# belongs to the first layer one of whose prefixes is the module or one of
+# its ancestors. The crate root (lib.rs) may only declare and re-export,
+# unless a layer names it ("<root>"): then its items are of that layer.
+# Crates not listed here get the no-cycle rule only.
 LAYERS = {
     "pipeline": [
         ("model", ["model", "normal"]),
@@ -53,6 +74,29 @@ LAYERS = {
         ("multipart", ["multipart"]),
         ("messages", ["message", "framer", "reply_parts"]),
         ("test support", ["strategies", "message_proptests"]),
+    ],
+    "runtime": [
+        ("shared names", ["error", "options", "signals", "standalone", "ports"]),
+        ("tables", ["saved", "tables"]),
+        ("workers", ["worker"]),
+        ("bridge", ["bridge"]),
+        ("a bridge's outside", ["openflow", "links", "report"]),
+        ("the runtime", ["<root>", "controllers", "daemon"]),
+    ],
+    "dataplane": [
+        ("primitives", ["pool", "wake", "placement", "flush", "dispatch", "qos", "snapshot"]),
+        ("the port trait", ["port", "sys", "spsc"]),
+        ("capture formats", ["capture"]),
+        ("backends", ["afpacket", "afxdp", "rawsock", "tap", "tunnel", "memory", "patch",
+                      "pcap", "link", "dpdk"]),
+        ("threads", ["threads"]),
+    ],
+    "ofconfig": [
+        ("xml and framing", ["xml", "framing"]),
+        ("errors", ["error"]),
+        ("model", ["model"]),
+        ("operations", ["rpc"]),
+        ("server", ["server"]),
     ],
 }
 
@@ -153,7 +197,7 @@ class Crate:
                     continue
                 rel = os.path.relpath(os.path.join(d, f), src)
                 parts = rel[:-3].split(os.sep)
-                if parts[-1] in ("mod", "lib"):
+                if parts[-1] == "mod" or parts in (["lib"], ["main"]):
                     parts = parts[:-1]
                 if "tests" in parts or parts[-1:] == ["tests"]:
                     continue
@@ -169,16 +213,18 @@ class Crate:
         self.items = {}
         self.reexports = {}  # module -> {name: full path}
         self.globs = {}  # module -> [module paths re-exported by glob]
+        self.external = {}  # module -> names it re-exports from other crates
         for m, rel in self.files.items():
             raw = open(os.path.join(src, rel), encoding="utf-8").read()
             t = strip_tests(strip_comments(raw))
             self.text[m] = t
             self.items[m] = set(ITEM.findall(t))
-            rex, globs = {}, []
+            rex, globs, ext = {}, [], set()
             for um in re.finditer(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", t):
                 for p in expand_use(um.group(1)):
                     full = self.absolute(p, m)
                     if full is None:
+                        ext.add(p.split("::")[-1])
                         continue
                     last = full.split("::")[-1]
                     if last == "*":
@@ -187,14 +233,19 @@ class Crate:
                         rex[last] = full
             self.reexports[m] = rex
             self.globs[m] = globs
+            self.external[m] = ext
 
     def children(self, m):
         pre = m + "::" if m else ""
         return {k[len(pre):] for k in self.files if k.startswith(pre) and "::" not in k[len(pre):] and k != m}
 
     def is_reexport_module(self, m):
+        """lib.rs, main.rs, a mod.rs, or a `NAME.rs` beside its `NAME/`
+        directory (the same module as `NAME/mod.rs`)."""
         rel = self.files[m]
-        return rel.endswith("mod.rs") or rel == "lib.rs"
+        if rel.endswith("mod.rs") or rel in ("lib.rs", "main.rs"):
+            return True
+        return os.path.isdir(os.path.join(self.src, rel[:-3]))
 
     def absolute(self, path, cur):
         parts = path.split("::")
@@ -242,6 +293,9 @@ class Crate:
         name = rest[0]
         if name in self.items.get(mod, ()):
             return [mod]
+        if name in self.external.get(mod, ()):
+            # Another crate's item, re-exported: not an import of `mod`.
+            return []
         if name in self.reexports.get(mod, {}):
             return self.resolve(self.reexports[mod][name], depth + 1)
         for g in self.globs.get(mod, []):
@@ -289,19 +343,62 @@ class Crate:
                     es.add(r)
             es.discard(m)
             vs.discard(m)
+            # A path through the crate root names where it leads (its
+            # re-exports followed), not the root: the root's own items are
+            # in `es` when used.
+            vs.discard("")
             out[m] = es
             via[m] = vs | es
         return out, via
 
 
 def layer_of(crate, m):
-    if m == "":
-        return None
     for i, (_, prefixes) in enumerate(LAYERS[crate]):
         for p in prefixes:
-            if m == p or m.startswith(p + "::"):
+            if m == "" and p == "<root>":
                 return i
-    return -1
+            if m != "" and (m == p or m.startswith(p + "::")):
+                return i
+    return None if m == "" else -1
+
+
+def cargo_deps(path):
+    """The names of a Cargo.toml's [dependencies] and [build-dependencies]
+    (target-specific tables included)."""
+    import tomllib
+
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    tables = [doc]
+    tables += list(doc.get("target", {}).values())
+    out = set()
+    for t in tables:
+        for key in ("dependencies", "build-dependencies"):
+            for name, spec in t.get(key, {}).items():
+                if isinstance(spec, dict) and "package" in spec:
+                    name = spec["package"]
+                out.add(name)
+    return out
+
+
+def check_crates(root, crates):
+    """One line per crate dependency that does not point down."""
+    bad = []
+    level = {}
+    for i, (_, names) in enumerate(CRATE_LEVELS):
+        for n in names:
+            level[n] = i
+    for crate in crates:
+        if crate not in level:
+            bad.append(f"crate {crate} is on no declared level (CRATE_LEVELS in scripts/check-layers.py)")
+            continue
+        for dep in sorted(cargo_deps(os.path.join(root, "crates", crate, "Cargo.toml"))):
+            if dep in level and level[dep] >= level[crate]:
+                bad.append(
+                    f"crate {crate} ({CRATE_LEVELS[level[crate]][0]}) depends on {dep} "
+                    f"({CRATE_LEVELS[level[dep]][0]}), not a lower level"
+                )
+    return bad
 
 
 def cycles(graph):
@@ -340,16 +437,24 @@ def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     show = "--graph" in sys.argv
     root = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    bad = []
-    for crate in LAYERS:
+    crates = sorted(
+        d for d in os.listdir(os.path.join(root, "crates"))
+        if os.path.isfile(os.path.join(root, "crates", d, "Cargo.toml"))
+    )
+    bad = check_crates(root, crates)
+    for crate in crates:
         c = Crate(crate, os.path.join(root, "crates", crate, "src"))
         g, via = c.edges()
         for m in sorted(g):
+            if show:
+                print(f"{crate}::{m or '<root>'} -> {', '.join(sorted(x or '<root>' for x in g[m]))}")
+            if crate not in LAYERS:
+                continue
             lm = layer_of(crate, m)
             if lm == -1:
                 bad.append(f"{crate}: module {m} is in no declared layer (scripts/check-layers.py)")
-            if m == "":
-                # The crate root: its items count as the lowest layer.
+            if lm is None:
+                # A crate root no layer names: its items count as the lowest layer.
                 lm = 0
             for d in sorted(via[m]):
                 ld = layer_of(crate, d)
@@ -360,8 +465,6 @@ def main():
                         f"{crate}: {m} ({LAYERS[crate][lm][0]}) imports {d} "
                         f"({LAYERS[crate][ld][0]}), a higher layer"
                     )
-            if show:
-                print(f"{crate}::{m or '<root>'} -> {', '.join(sorted(x or '<root>' for x in g[m]))}")
         for comp in cycles(g):
             bad.append(f"{crate}: modules import each other in a circle: {', '.join(x or '<root>' for x in comp)}")
     for b in bad:
@@ -369,7 +472,9 @@ def main():
     if bad:
         print(f"check-layers: {len(bad)} problem(s)")
         return 1
-    print("check-layers: pipeline, packet and ofp import only downward, no cycles")
+    layered = ", ".join(sorted(LAYERS))
+    print(f"check-layers: {len(crates)} crates depend only downward; no module cycles in any; "
+          f"modules of {layered} import only downward")
     return 0
 
 

@@ -100,7 +100,7 @@ fi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "module layers: pipeline, packet and ofp import only downward, no cycles"
+step "layers: crates depend only downward, no module cycles, layered crates import only downward"
 python3 scripts/check-layers.py
 
 step "cargo clippy"

@@ -13,7 +13,7 @@
 //! - [`afxdp`]: AF_XDP on one interface queue (raw syscalls, own XDP program);
 //! - `dpdk` (cargo feature `dpdk`): DPDK ethdevs, NICs and virtual devices,
 //!   with mbufs lent to the pipeline in place;
-//! - [`pcap`]: replay a capture file, classic pcap or [`pcapng`] (RX), and
+//! - [`pcap`]: replay a capture file, classic pcap or pcapng (RX), and
 //!   write one (TX);
 //! - [`tap`]: a TAP device toward the host stack (the LOCAL port);
 //! - [`link`]: a netlink watcher for link up/down events;
@@ -21,7 +21,8 @@
 //! - [`tunnel`]: VXLAN and GRE ports over an IPv4 underlay (raw IPv4
 //!   sockets; the kernel routes the outer packets).
 //!
-//! [`capture`] writes what a port receives and sends as a pcapng file.
+//! [`capture`] holds the capture formats and writes what a port receives
+//! and sends as a pcapng file.
 //!
 //! Threads: [`threads`] (run-to-completion or RX/worker/TX over rings),
 //! [`dispatch`] (which worker gets a packet), [`flush`] (when partial
@@ -42,7 +43,6 @@ pub mod link;
 pub mod memory;
 pub mod patch;
 pub mod pcap;
-pub mod pcapng;
 pub mod placement;
 pub mod pool;
 pub mod port;

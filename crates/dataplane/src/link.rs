@@ -16,19 +16,23 @@
 //! and the caller should [`dump`](LinkWatcher::dump) to resynchronise.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
+
+use netlink_packet_core::{
+    ErrorBuffer, NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NlasIterator,
+    ParseableParametrized, NLMSG_DONE, NLMSG_ERROR, NLM_F_DUMP, NLM_F_REQUEST,
+};
+use netlink_packet_route::link::{LinkAttribute, LinkHeader, LinkMessage};
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
 
 use crate::port::LinkState;
 use crate::sys;
 
+/// A netlink message header's length.
 const NLMSG_HDR_LEN: usize = 16;
+/// `struct ifinfomsg`'s length: a link message's fixed part.
 const IFINFO_LEN: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const RTM_NEWLINK: u16 = 16;
-const RTM_DELLINK: u16 = 17;
-const RTM_GETLINK: u16 = 18;
-const IFLA_IFNAME: u16 = 3;
 
 /// What happened to a link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,14 +92,6 @@ impl std::fmt::Display for LinkParseError {
 
 impl std::error::Error for LinkParseError {}
 
-fn u16_at(b: &[u8], off: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(off..off + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(off..off + 4)?.try_into().ok()?))
-}
-
 fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
@@ -108,21 +104,25 @@ pub fn parse_link_messages(buf: &[u8], out: &mut Vec<LinkEvent>) -> Result<bool,
     let mut done = false;
     while off + NLMSG_HDR_LEN <= buf.len() {
         let bad = LinkParseError::BadMessageLength { offset: off };
-        let len = u32_at(buf, off).ok_or(bad)? as usize;
-        let ty = u16_at(buf, off + 4).ok_or(bad)?;
-        if len < NLMSG_HDR_LEN || off.checked_add(len).is_none_or(|end| end > buf.len()) {
-            return Err(bad);
-        }
-        let msg = buf.get(off..off + len).ok_or(bad)?;
-        match ty {
+        let msg = NetlinkBuffer::new_checked(buf.get(off..).unwrap_or(&[])).map_err(|_| bad)?;
+        let len = msg.length() as usize;
+        let payload = msg.payload();
+        match msg.message_type() {
             NLMSG_DONE => done = true,
             NLMSG_ERROR => {
-                let errno = u32_at(msg, NLMSG_HDR_LEN).map(|e| e as i32).unwrap_or(0);
-                if errno != 0 {
-                    return Err(LinkParseError::Kernel(errno));
+                // A zero code is an acknowledgement, not an error.
+                if let Some(code) = ErrorBuffer::new_checked(payload)
+                    .ok()
+                    .and_then(|e| e.code())
+                {
+                    return Err(LinkParseError::Kernel(code.get()));
                 }
             }
-            RTM_NEWLINK | RTM_DELLINK => out.push(parse_link(msg, off, ty == RTM_DELLINK)?),
+            libc::RTM_NEWLINK | libc::RTM_DELLINK => out.push(parse_link(
+                payload,
+                off,
+                msg.message_type() == libc::RTM_DELLINK,
+            )?),
             _ => {} // NLMSG_NOOP and other families
         }
         off += align4(len);
@@ -130,34 +130,30 @@ pub fn parse_link_messages(buf: &[u8], out: &mut Vec<LinkEvent>) -> Result<bool,
     Ok(done)
 }
 
-fn parse_link(msg: &[u8], offset: usize, removed: bool) -> Result<LinkEvent, LinkParseError> {
+/// One link message's event: its `ifinfomsg` and, of its attributes, the
+/// name. A bad attribute ends the attribute list, not the event.
+fn parse_link(payload: &[u8], offset: usize, removed: bool) -> Result<LinkEvent, LinkParseError> {
     let short = LinkParseError::ShortLinkMessage { offset };
-    let body = msg.get(NLMSG_HDR_LEN..).ok_or(short)?;
-    if body.len() < IFINFO_LEN {
+    if payload.len() < IFINFO_LEN {
         return Err(short);
     }
-    let ifindex = u32_at(body, 4).ok_or(short)?;
-    let flags = u32_at(body, 8).ok_or(short)?;
+    let header = LinkHeader::parse(payload).map_err(|_| short)?;
     let mut name = None;
-    let mut attrs = body.get(IFINFO_LEN..).unwrap_or(&[]);
-    while attrs.len() >= 4 {
-        let (Some(alen), Some(aty)) = (u16_at(attrs, 0), u16_at(attrs, 2)) else {
-            break;
-        };
-        let alen = usize::from(alen);
-        if alen < 4 || alen > attrs.len() {
-            break; // a bad attribute ends the attribute list, not the event
+    for nla in NlasIterator::new(payload.get(IFINFO_LEN..).unwrap_or(&[])) {
+        let Ok(nla) = nla else { break };
+        if nla.kind() != libc::IFLA_IFNAME {
+            continue;
         }
-        if aty & 0x3fff == IFLA_IFNAME {
-            let raw = attrs.get(4..alen).unwrap_or(&[]);
-            let raw = raw.split(|&b| b == 0).next().unwrap_or(&[]);
-            name = Some(String::from_utf8_lossy(raw).into_owned());
+        if let Ok(LinkAttribute::IfName(n)) =
+            LinkAttribute::parse_with_param(&nla, header.interface_family)
+        {
+            name = Some(n);
         }
-        attrs = attrs.get(align4(alen)..).unwrap_or(&[]);
     }
+    let flags = header.flags.bits();
     let up = flags & libc::IFF_UP as u32 != 0 && flags & libc::IFF_RUNNING as u32 != 0;
     Ok(LinkEvent {
-        ifindex,
+        ifindex: header.index,
         name,
         flags,
         state: if up && !removed {
@@ -175,7 +171,7 @@ fn parse_link(msg: &[u8], offset: usize, removed: bool) -> Result<LinkEvent, Lin
 
 /// Watches link events of the calling thread's network namespace.
 pub struct LinkWatcher {
-    fd: OwnedFd,
+    sock: Socket,
     buf: Vec<u8>,
     seq: u32,
     overruns: u64,
@@ -184,27 +180,13 @@ pub struct LinkWatcher {
 impl LinkWatcher {
     /// Opens a non-blocking rtnetlink socket subscribed to link events.
     pub fn new() -> io::Result<Self> {
-        let fd = sys::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_NONBLOCK,
-            libc::NETLINK_ROUTE,
-        )
-        .map_err(|e| sys::context(e, "netlink socket"))?;
-        // SAFETY: sockaddr_nl is plain data; all-zero is valid.
-        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        addr.nl_family = libc::AF_NETLINK as u16;
-        addr.nl_groups = libc::RTMGRP_LINK as u32;
-        // SAFETY: `addr` is a valid sockaddr_nl of the size passed.
-        sys::cvt(unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                &addr as *const libc::sockaddr_nl as *const libc::sockaddr,
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        })
-        .map_err(|e| sys::context(e, "bind netlink to RTMGRP_LINK"))?;
+        let mut sock = Socket::new(NETLINK_ROUTE).map_err(|e| sys::context(e, "netlink socket"))?;
+        sock.set_non_blocking(true)
+            .map_err(|e| sys::context(e, "netlink socket"))?;
+        sock.bind(&SocketAddr::new(0, libc::RTMGRP_LINK as u32))
+            .map_err(|e| sys::context(e, "bind netlink to RTMGRP_LINK"))?;
         Ok(LinkWatcher {
-            fd,
+            sock,
             buf: vec![0u8; 1 << 16],
             seq: 0,
             overruns: 0,
@@ -213,7 +195,7 @@ impl LinkWatcher {
 
     /// The socket, readable when events are queued.
     pub fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.sock.as_raw_fd()
     }
 
     /// Times the kernel dropped events because they were not read in time.
@@ -224,27 +206,17 @@ impl LinkWatcher {
     /// Receives one datagram; `Ok(None)` when nothing is queued.
     fn recv(&mut self) -> io::Result<Option<usize>> {
         loop {
-            // SAFETY: `buf` is writable for its length.
-            let n = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr() as *mut libc::c_void,
-                    self.buf.len(),
-                    0,
-                )
-            };
-            if n >= 0 {
-                return Ok(Some(n as usize));
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => return Ok(None),
-                Some(libc::ENOBUFS) => {
-                    self.overruns += 1;
-                    continue;
-                }
-                _ => return Err(e),
+            match self.sock.recv(&mut &mut self.buf[..], 0) {
+                Ok(n) => return Ok(Some(n.min(self.buf.len()))),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EAGAIN) => return Ok(None),
+                    Some(libc::ENOBUFS) => {
+                        self.overruns += 1;
+                        continue;
+                    }
+                    _ => return Err(e),
+                },
             }
         }
     }
@@ -266,29 +238,19 @@ impl LinkWatcher {
     /// between are returned too.
     pub fn dump(&mut self) -> io::Result<Vec<LinkEvent>> {
         self.seq = self.seq.wrapping_add(1);
-        let mut req = [0u8; NLMSG_HDR_LEN + IFINFO_LEN];
-        let len = req.len() as u32;
-        req[0..4].copy_from_slice(&len.to_ne_bytes());
-        req[4..6].copy_from_slice(&RTM_GETLINK.to_ne_bytes());
-        let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
-        req[6..8].copy_from_slice(&flags.to_ne_bytes());
-        req[8..12].copy_from_slice(&self.seq.to_ne_bytes());
-        req[16] = libc::AF_UNSPEC as u8;
-        // SAFETY: `req` is readable for its length.
-        let rc = unsafe {
-            libc::send(
-                self.fd.as_raw_fd(),
-                req.as_ptr() as *const libc::c_void,
-                req.len(),
-                0,
-            )
-        };
-        if rc < 0 {
-            return Err(sys::context(
-                io::Error::last_os_error(),
-                "netlink RTM_GETLINK",
-            ));
-        }
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_DUMP;
+        header.sequence_number = self.seq;
+        let mut msg = NetlinkMessage::new(
+            header,
+            NetlinkPayload::from(RouteNetlinkMessage::GetLink(LinkMessage::default())),
+        );
+        msg.finalize();
+        let mut req = vec![0u8; msg.buffer_len()];
+        msg.serialize(&mut req);
+        self.sock
+            .send(&req, 0)
+            .map_err(|e| sys::context(e, "netlink RTM_GETLINK"))?;
         let mut out = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
         loop {
@@ -317,6 +279,7 @@ impl LinkWatcher {
 mod tests {
     use super::*;
     use crate::testnet::NetNs;
+    use libc::{IFLA_IFNAME, RTM_DELLINK, RTM_NEWLINK};
     use std::time::{Duration, Instant};
 
     /// Builds one netlink link message.

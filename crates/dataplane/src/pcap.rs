@@ -1,15 +1,10 @@
 //! The pcap backend: replay a capture file as a port's RX side, and write
 //! what a port sends to a capture file.
 //!
-//! Files are read by [`CaptureReader`], which tells the two formats apart
-//! by their first four bytes: the classic libpcap format (a 24-byte file
-//! header whose magic gives the byte order and the timestamp resolution,
-//! `a1b2c3d4` microseconds, `a1b23c4d` nanoseconds, in either byte order,
-//! then records of a 16-byte header, seconds, fraction, captured length,
-//! original length, and the captured bytes), or pcapng (sections of
-//! blocks, [`crate::pcapng`]). Only Ethernet (link type 1) frames are
-//! accepted; anything else is a typed [`PcapError`]. What is written is
-//! classic pcap, nanosecond resolution.
+//! Files are read by [`CaptureReader`], which takes classic pcap and
+//! pcapng alike ([`crate::capture`] holds the formats). Only Ethernet
+//! (link type 1) frames are accepted; anything else is a typed
+//! [`PcapError`]. What is written is classic pcap, nanosecond resolution.
 //!
 //! [`PcapReplay`] streams the file (it is never loaded whole), as fast as
 //! polled or paced to a packet rate, once or several times. A record that was
@@ -21,291 +16,19 @@
 //! [`PcapCapture`] writes nanosecond-resolution records stamped with the time
 //! of sending, through a buffer flushed by [`PortBackend::flush`] and on drop.
 
-use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::pcapng::{NgReader, SHB_TYPE};
+use crate::capture::classic;
+pub use crate::capture::{
+    read_file_header, read_record, CaptureReader, FileHeader, PcapError, RecordHeader,
+    LINKTYPE_ETHERNET, MAX_RECORD,
+};
 use crate::port::{
     LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst, DEFAULT_HEADROOM,
 };
-
-/// Magic of a microsecond-resolution file, as read in the writer's order.
-const MAGIC_US: u32 = 0xa1b2_c3d4;
-/// Magic of a nanosecond-resolution file.
-const MAGIC_NS: u32 = 0xa1b2_3c4d;
-/// Link type of Ethernet frames.
-pub const LINKTYPE_ETHERNET: u32 = 1;
-/// Largest record accepted (libpcap's own maximum snapshot length).
-pub const MAX_RECORD: u32 = 262_144;
-const FILE_HEADER_LEN: u64 = 24;
-
-/// What can be wrong with a capture file.
-#[derive(Debug)]
-pub enum PcapError {
-    /// Reading or writing the file failed.
-    Io(io::Error),
-    /// The file is shorter than its 24-byte header.
-    ShortHeader,
-    /// The first four bytes are neither a classic pcap magic nor a pcapng
-    /// section header.
-    BadMagic(u32),
-    /// A pcapng section of a major version other than 1.
-    UnsupportedVersion(u16),
-    /// A pcapng block whose structure is broken (the reason).
-    Malformed(&'static str),
-    /// The file holds frames of another link type than Ethernet.
-    UnsupportedLinkType(u32),
-    /// A record claims more captured bytes than allowed.
-    RecordTooLarge {
-        /// Captured length in the record header.
-        incl_len: u32,
-    },
-    /// The file ends inside a record.
-    TruncatedRecord,
-}
-
-impl fmt::Display for PcapError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PcapError::Io(e) => write!(f, "{e}"),
-            PcapError::ShortHeader => write!(f, "file is shorter than the 24-byte pcap header"),
-            PcapError::BadMagic(m) => {
-                write!(f, "not a pcap or pcapng file (magic {m:#010x})")
-            }
-            PcapError::UnsupportedVersion(v) => write!(f, "pcapng version {v} is not supported"),
-            PcapError::Malformed(why) => write!(f, "corrupt pcapng file: {why}"),
-            PcapError::UnsupportedLinkType(t) => write!(f, "link type {t} is not Ethernet (1)"),
-            PcapError::RecordTooLarge { incl_len } => {
-                write!(
-                    f,
-                    "record of {incl_len} bytes exceeds the {MAX_RECORD}-byte limit"
-                )
-            }
-            PcapError::TruncatedRecord => write!(f, "file ends inside a record"),
-        }
-    }
-}
-
-impl std::error::Error for PcapError {}
-
-impl From<io::Error> for PcapError {
-    fn from(e: io::Error) -> Self {
-        PcapError::Io(e)
-    }
-}
-
-impl From<PcapError> for io::Error {
-    fn from(e: PcapError) -> Self {
-        match e {
-            PcapError::Io(e) => e,
-            other => io::Error::new(io::ErrorKind::InvalidData, other),
-        }
-    }
-}
-
-/// The parts of a file header a reader needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileHeader {
-    /// Multi-byte fields are big-endian.
-    pub big_endian: bool,
-    /// Timestamps carry nanoseconds (else microseconds).
-    pub nanosecond: bool,
-    /// Snapshot length the capture used.
-    pub snaplen: u32,
-    /// Link type of the frames.
-    pub link_type: u32,
-}
-
-/// One record's header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecordHeader {
-    /// Capture time in nanoseconds since the Unix epoch.
-    pub timestamp_ns: u64,
-    /// Bytes captured (and following the header).
-    pub incl_len: u32,
-    /// Bytes the frame had on the wire.
-    pub orig_len: u32,
-}
-
-/// Reads a classic pcap file header, rejecting anything but Ethernet.
-pub fn read_file_header(r: &mut impl Read) -> Result<FileHeader, PcapError> {
-    let mut h = [0u8; FILE_HEADER_LEN as usize];
-    read_full(r, &mut h).map_err(|e| match e {
-        ReadFull::Eof | ReadFull::Partial => PcapError::ShortHeader,
-        ReadFull::Io(e) => PcapError::Io(e),
-    })?;
-    parse_file_header(&h)
-}
-
-fn parse_file_header(h: &[u8; FILE_HEADER_LEN as usize]) -> Result<FileHeader, PcapError> {
-    let le = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
-    let (big_endian, nanosecond) = match le {
-        MAGIC_US => (false, false),
-        MAGIC_NS => (false, true),
-        m if m.swap_bytes() == MAGIC_US => (true, false),
-        m if m.swap_bytes() == MAGIC_NS => (true, true),
-        m => return Err(PcapError::BadMagic(m)),
-    };
-    let field = |i: usize| {
-        let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
-        if big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        }
-    };
-    let hdr = FileHeader {
-        big_endian,
-        nanosecond,
-        snaplen: field(16),
-        link_type: field(20),
-    };
-    if hdr.link_type != LINKTYPE_ETHERNET {
-        return Err(PcapError::UnsupportedLinkType(hdr.link_type));
-    }
-    Ok(hdr)
-}
-
-/// A capture file being read, classic pcap or pcapng.
-pub struct CaptureReader<R> {
-    inner: R,
-    format: Format,
-}
-
-enum Format {
-    Classic(FileHeader),
-    Ng(NgReader),
-}
-
-impl Format {
-    /// Reads the start of a file and tells which format it is.
-    fn read(r: &mut impl Read) -> Result<Format, PcapError> {
-        let mut h = [0u8; FILE_HEADER_LEN as usize];
-        let short = |e| match e {
-            ReadFull::Eof | ReadFull::Partial => PcapError::ShortHeader,
-            ReadFull::Io(e) => PcapError::Io(e),
-        };
-        read_full(r, &mut h[..4]).map_err(short)?;
-        if u32::from_le_bytes([h[0], h[1], h[2], h[3]]) == SHB_TYPE {
-            return Ok(Format::Ng(NgReader::start(r)?));
-        }
-        read_full(r, &mut h[4..]).map_err(short)?;
-        Ok(Format::Classic(parse_file_header(&h)?))
-    }
-}
-
-impl<R: Read> CaptureReader<R> {
-    /// Reads the file's header (classic) or first section header (pcapng).
-    pub fn new(mut inner: R) -> Result<CaptureReader<R>, PcapError> {
-        let format = Format::read(&mut inner)?;
-        Ok(CaptureReader { inner, format })
-    }
-
-    /// The next packet into `data` (its contents replaced); `Ok(None)` at
-    /// a clean end of file.
-    pub fn next_record(&mut self, data: &mut Vec<u8>) -> Result<Option<RecordHeader>, PcapError> {
-        match &mut self.format {
-            Format::Classic(h) => read_record(&mut self.inner, h, data),
-            Format::Ng(ng) => ng.next_record(&mut self.inner, data),
-        }
-    }
-
-    /// True for a pcapng file.
-    pub fn is_pcapng(&self) -> bool {
-        matches!(self.format, Format::Ng(_))
-    }
-
-    /// The classic file's header (`None` for pcapng, whose interfaces
-    /// each have their own).
-    pub fn classic_header(&self) -> Option<FileHeader> {
-        match self.format {
-            Format::Classic(h) => Some(h),
-            Format::Ng(_) => None,
-        }
-    }
-
-    /// The reader underneath.
-    pub fn into_inner(self) -> R {
-        self.inner
-    }
-}
-
-impl<R: Read + Seek> CaptureReader<R> {
-    /// Starts again from the beginning of the file.
-    pub fn rewind(&mut self) -> Result<(), PcapError> {
-        self.inner.seek(SeekFrom::Start(0))?;
-        self.format = Format::read(&mut self.inner)?;
-        Ok(())
-    }
-}
-
-/// How [`read_full`] stopped short.
-pub(crate) enum ReadFull {
-    Eof,
-    Partial,
-    Io(io::Error),
-}
-
-/// Fills `buf`, telling a clean end of file from one in the middle.
-pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<(), ReadFull> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match r.read(&mut buf[filled..]) {
-            Ok(0) if filled == 0 => return Err(ReadFull::Eof),
-            Ok(0) => return Err(ReadFull::Partial),
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(ReadFull::Io(e)),
-        }
-    }
-    Ok(())
-}
-
-/// Reads the next record into `data` (replacing its contents); `Ok(None)` at
-/// a clean end of file.
-pub fn read_record(
-    r: &mut impl Read,
-    file: &FileHeader,
-    data: &mut Vec<u8>,
-) -> Result<Option<RecordHeader>, PcapError> {
-    let mut h = [0u8; 16];
-    match read_full(r, &mut h) {
-        Ok(()) => {}
-        Err(ReadFull::Eof) => return Ok(None),
-        Err(ReadFull::Partial) => return Err(PcapError::TruncatedRecord),
-        Err(ReadFull::Io(e)) => return Err(PcapError::Io(e)),
-    }
-    let field = |i: usize| {
-        let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
-        if file.big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        }
-    };
-    let (sec, frac, incl_len, orig_len) = (field(0), field(4), field(8), field(12));
-    if incl_len > MAX_RECORD {
-        return Err(PcapError::RecordTooLarge { incl_len });
-    }
-    data.resize(incl_len as usize, 0);
-    read_full(r, data).map_err(|e| match e {
-        ReadFull::Io(e) => PcapError::Io(e),
-        _ => PcapError::TruncatedRecord,
-    })?;
-    let frac_ns = if file.nanosecond {
-        u64::from(frac)
-    } else {
-        u64::from(frac) * 1000
-    };
-    Ok(Some(RecordHeader {
-        timestamp_ns: u64::from(sec) * 1_000_000_000 + frac_ns,
-        incl_len,
-        orig_len,
-    }))
-}
 
 /// A port whose RX side replays a capture file.
 pub struct PcapReplay {
@@ -477,15 +200,7 @@ impl PcapCapture {
         let file = File::create(path)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
         let mut writer = BufWriter::with_capacity(1 << 16, file);
-        let mut h = Vec::with_capacity(24);
-        h.extend_from_slice(&MAGIC_NS.to_le_bytes());
-        h.extend_from_slice(&2u16.to_le_bytes());
-        h.extend_from_slice(&4u16.to_le_bytes());
-        h.extend_from_slice(&0i32.to_le_bytes()); // thiszone
-        h.extend_from_slice(&0u32.to_le_bytes()); // sigfigs
-        h.extend_from_slice(&MAX_RECORD.to_le_bytes());
-        h.extend_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
-        writer.write_all(&h)?;
+        classic::write_file_header(&mut writer)?;
         Ok(PcapCapture {
             name: path.display().to_string(),
             path: path.to_path_buf(),
@@ -500,14 +215,7 @@ impl PcapCapture {
     }
 
     fn write_record(&mut self, frame: &[u8], now_ns: u64) -> io::Result<()> {
-        let incl = frame.len().min(MAX_RECORD as usize);
-        let mut h = [0u8; 16];
-        h[0..4].copy_from_slice(&((now_ns / 1_000_000_000) as u32).to_le_bytes());
-        h[4..8].copy_from_slice(&((now_ns % 1_000_000_000) as u32).to_le_bytes());
-        h[8..12].copy_from_slice(&(incl as u32).to_le_bytes());
-        h[12..16].copy_from_slice(&u32::try_from(frame.len()).unwrap_or(u32::MAX).to_le_bytes());
-        self.writer.write_all(&h)?;
-        self.writer.write_all(frame.get(..incl).unwrap_or(frame))
+        classic::write_record(&mut self.writer, frame, now_ns)
     }
 }
 

@@ -90,6 +90,7 @@ use std::sync::Arc;
 
 use runtime::daemon::Daemon;
 
+mod error;
 mod framing;
 mod model;
 mod rpc;

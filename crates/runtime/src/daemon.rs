@@ -431,7 +431,7 @@ impl Daemon {
                     if old.bridge(b).is_some() {
                         // A restart: its tables must build; its ports are
                         // re-opened once the old ones are closed.
-                        crate::bridge::build_state(&br, pipeline::Time(0))?;
+                        crate::tables::build_state(&br, pipeline::Time(0))?;
                         new_bridges.push((br, None));
                     } else {
                         let prepared = rt.prepare_bridge(&br)?;

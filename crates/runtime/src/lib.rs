@@ -31,9 +31,14 @@ pub mod signals;
 pub mod standalone;
 pub mod worker;
 
+mod error;
+mod options;
+mod tables;
+
+pub use error::RuntimeError;
+pub use options::{PortStatusEvent, RuntimeOptions, INJECT_PORT};
+
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
-use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,10 +53,11 @@ use ofp::{FlowMod, OfpError};
 use pipeline::datapath::Counters;
 use pipeline::Time;
 
-use bridge::{build_state, BridgeRt};
+use bridge::BridgeRt;
 use links::LinkRegistry;
+use tables::build_state;
 
-pub use bridge::{PortEntry, INJECT_PORT};
+pub use bridge::PortEntry;
 pub use ports::{AfPacketMode, BackendOptions, DpdkOptions, PortError};
 pub use report::{BridgeReport, FlowLine};
 
@@ -61,116 +67,6 @@ pub use report::{BridgeReport, FlowLine};
 /// as much to stdout.
 pub const FINAL_REPORT_FLOWS: usize = 100;
 pub use worker::{PipelineWorker, WorkerShared};
-
-/// Why the runtime did not start, or a change was not applied.
-#[derive(Debug)]
-pub enum RuntimeError {
-    /// Ports that could not be opened (all of them, not just the first).
-    Ports(Vec<PortError>),
-    /// A static flow, group or meter the pipeline refused.
-    Refused {
-        /// Bridge name.
-        bridge: String,
-        /// Where it was written (`FILE:LINE`) and its text.
-        what: String,
-        /// The OpenFlow error.
-        error: OfpError,
-    },
-    /// A static flow whose text no longer parses (the model keeps only
-    /// the text of static flows; it parsed when it was validated).
-    Unparsable {
-        /// Bridge name.
-        bridge: String,
-        /// Where it was written (`FILE:LINE`) and its text.
-        what: String,
-        /// The parser's message.
-        error: String,
-    },
-    /// Threads could not be started.
-    Threads {
-        /// Bridge name.
-        bridge: String,
-        /// Why.
-        error: io::Error,
-    },
-    /// A change that names what does not run, or cannot be made live.
-    Change(String),
-}
-
-impl fmt::Display for RuntimeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RuntimeError::Ports(errs) => {
-                for (i, e) in errs.iter().enumerate() {
-                    if i > 0 {
-                        writeln!(f)?;
-                    }
-                    write!(f, "{e}")?;
-                }
-                Ok(())
-            }
-            RuntimeError::Refused {
-                bridge,
-                what,
-                error,
-            } => write!(f, "bridge {bridge}: {what}: refused: {error}"),
-            RuntimeError::Unparsable {
-                bridge,
-                what,
-                error,
-            } => write!(f, "bridge {bridge}: {what}: does not parse: {error}"),
-            RuntimeError::Threads { bridge, error } => {
-                write!(f, "bridge {bridge}: cannot start threads: {error}")
-            }
-            RuntimeError::Change(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for RuntimeError {}
-
-/// A port's link went up or down (for the agent's OFPT_PORT_STATUS).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PortStatusEvent {
-    /// Bridge name.
-    pub bridge: String,
-    /// OpenFlow port number.
-    pub port: u32,
-    /// Interface name.
-    pub interface: String,
-    /// The link is up.
-    pub up: bool,
-}
-
-/// Runtime settings that are not part of the configuration.
-#[derive(Clone, Debug)]
-pub struct RuntimeOptions {
-    /// Backend options.
-    pub backends: BackendOptions,
-    /// Follow kernel link state with a netlink watcher thread.
-    pub watch_links: bool,
-    /// How long idle dataplane threads keep polling before they sleep
-    /// (`Duration::MAX`: busy polling); `None`: the dataplane's default.
-    pub poll_window: Option<Duration>,
-    /// Entries of each worker's flow cache (0: none); `None`: the
-    /// pipeline's default ([`pipeline::datapath::DEFAULT_FLOW_CACHE`]).
-    pub flow_cache: Option<usize>,
-    /// Where tables saved at the last graceful stop are restored from
-    /// ([`saved`]); `None`: nothing is restored.
-    pub saved_tables: Option<std::path::PathBuf>,
-}
-
-impl Default for RuntimeOptions {
-    fn default() -> Self {
-        RuntimeOptions {
-            backends: BackendOptions::default(),
-            watch_links: true,
-            poll_window: None,
-            flow_cache: None,
-            saved_tables: None,
-        }
-    }
-}
 
 /// Sender of agent events (packet-in, flow-removed, port-status): see
 /// [`agent::events`] for its two lanes.
@@ -239,7 +135,7 @@ fn build_or_restore(
     RuntimeError,
 > {
     if let Some((tables, path)) = pending.take(br) {
-        match bridge::restore_state(br, &tables, Time(0)) {
+        match tables::restore_state(br, &tables, Time(0)) {
             Ok(state) => return Ok((state, Some((path, br.name.clone(), tables)))),
             Err(e) => saved::set_aside(&path, &e.to_string()),
         }

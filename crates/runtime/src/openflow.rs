@@ -42,24 +42,6 @@ pub(crate) const COUNTER_SYNC_TIMEOUT: Duration = Duration::from_millis(200);
 /// keeps waiting: a reply would claim what is not true).
 const BARRIER_WARN_EVERY: Duration = Duration::from_secs(2);
 
-/// The MAC address of an interface (from sysfs), or a locally administered
-/// one made from the port number.
-pub fn mac_of(interface: &str, port: u32) -> [u8; 6] {
-    let path = format!("/sys/class/net/{interface}/address");
-    if let Ok(s) = std::fs::read_to_string(path) {
-        let parts: Vec<u8> = s
-            .trim()
-            .split(':')
-            .filter_map(|p| u8::from_str_radix(p, 16).ok())
-            .collect();
-        if let Ok(mac) = <[u8; 6]>::try_from(parts.as_slice()) {
-            return mac;
-        }
-    }
-    let n = port.to_be_bytes();
-    [0x02, 0xf0, n[0], n[1], n[2], n[3]]
-}
-
 /// One bridge behind the agent (see the module comment).
 pub struct BridgeSwitch {
     b: Arc<BridgeRt>,

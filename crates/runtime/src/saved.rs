@@ -217,8 +217,7 @@ pub fn parse(text: &str) -> Result<(u64, SavedTables), String> {
 
 /// A bridge's tables now, read through its OpenFlow side (what a
 /// controller would read: every table, every group, every meter).
-pub(crate) fn read(sw: &crate::openflow::BridgeSwitch) -> Result<SavedTables, String> {
-    use agent::Switch;
+pub(crate) fn read(sw: &impl agent::Switch) -> Result<SavedTables, String> {
     let ask = |req: &MultipartRequestBody| sw.multipart(req).map_err(|e| format!("{e:?}"));
     let flows = match ask(&MultipartRequestBody::Flow(ofp::stats::FlowStatsRequest {
         table_id: ofp::consts::table_no::ALL,

@@ -1,7 +1,6 @@
-//! The pcapng file format: its block and option numbers (used by the
-//! capture writer, [`crate::capture`]) and a reader of the packets in it
-//! (used through [`crate::pcap::CaptureReader`], so every place that
-//! reads a capture takes pcapng as well as classic pcap).
+//! The pcapng file format: its block and option numbers, a reader of the
+//! packets in it (used through [`super::CaptureReader`]) and the writer
+//! of live captures ([`PcapngWriter`]).
 //!
 //! # What the reader accepts
 //!
@@ -26,9 +25,35 @@
 //! allocate without bound. Timestamps become nanoseconds since 1970,
 //! saturating rather than wrapping for units that would overflow.
 
-use std::io::Read;
+//! # The writer
+//!
+//! Written by hand after the pcapng specification draft
+//! (draft-ietf-opsawg-pcapng). Every block is a 32-bit block type, a 32-bit
+//! total length (of the whole block, both length fields included), a body,
+//! and the total length again, so a reader can walk forward and backward;
+//! bodies are padded to a multiple of 4 bytes. Options are a list of
+//! (16-bit code, 16-bit value length, value padded to 4 bytes) ended by
+//! code 0 length 0. All integers are in the writer's byte order, which the
+//! reader learns from the section header; this writer uses little-endian.
+//!
+//! - Section Header Block (type `0x0A0D0D0A`): byte-order magic
+//!   `0x1A2B3C4D`, version 1.0 (two 16-bit fields), section length as a
+//!   64-bit signed integer (-1: not given), options (none here). 28 bytes.
+//! - Interface Description Block (type 1): link type (16 bits; 1 is
+//!   Ethernet), 16 reserved bits, snap length (32 bits), options:
+//!   `if_name` (code 2, UTF-8, the port's name) and `if_tsresol` (code 9,
+//!   one byte: 9 means timestamps count 10^-9 s). Packets refer to
+//!   interfaces by their order in the section, so this one is interface 0.
+//! - Enhanced Packet Block (type 6): interface id (32 bits), timestamp as
+//!   two 32-bit halves (high then low) of a 64-bit count of `if_tsresol`
+//!   units since 1970, captured length, original length, the captured
+//!   bytes padded to 4, options: `epb_flags` (code 2, 32 bits; the low two
+//!   bits are the direction, 1 inbound, 2 outbound).
 
-use crate::pcap::{read_full, PcapError, ReadFull, RecordHeader, MAX_RECORD};
+use std::io::{self, Read, Write};
+
+use super::format::{read_full, PcapError, ReadFull, RecordHeader, MAX_RECORD};
+use super::frame::Frame;
 
 /// Section Header Block type.
 pub const SHB_TYPE: u32 = 0x0A0D_0D0A;
@@ -342,10 +367,135 @@ impl NgReader {
     }
 }
 
+/// Writes a pcapng section with one Ethernet interface, then a block per
+/// frame. Each block is assembled in a buffer and written with one call.
+pub struct PcapngWriter<W: Write> {
+    out: W,
+    buf: Vec<u8>,
+    frames: u64,
+}
+
+fn put16(b: &mut Vec<u8>, v: u16) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+
+fn put32(b: &mut Vec<u8>, v: u32) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Pads `b` with zeros to a multiple of 4 bytes.
+fn pad4(b: &mut Vec<u8>) {
+    while !b.len().is_multiple_of(4) {
+        b.push(0);
+    }
+}
+
+/// An option: code, length, value padded to 4 bytes.
+fn put_option(b: &mut Vec<u8>, code: u16, value: &[u8]) {
+    put16(b, code);
+    put16(b, u16::try_from(value.len()).unwrap_or(u16::MAX));
+    b.extend_from_slice(value.get(..usize::from(u16::MAX)).unwrap_or(value));
+    pad4(b);
+}
+
+/// Starts a block of `kind` in `b` (cleared); [`end_block`] fills in the
+/// lengths.
+fn begin_block(b: &mut Vec<u8>, kind: u32) {
+    b.clear();
+    put32(b, kind);
+    put32(b, 0);
+}
+
+fn end_block(b: &mut Vec<u8>) {
+    pad4(b);
+    let total = u32::try_from(b.len() + 4).unwrap_or(u32::MAX);
+    put32(b, total);
+    if let Some(len) = b.get_mut(4..8) {
+        len.copy_from_slice(&total.to_le_bytes());
+    }
+}
+
+impl<W: Write> PcapngWriter<W> {
+    /// Writes the Section Header Block and the Interface Description Block
+    /// of interface 0 (Ethernet, named `if_name`, nanosecond timestamps).
+    pub fn new(out: W, if_name: &str, snaplen: usize) -> io::Result<PcapngWriter<W>> {
+        let mut w = PcapngWriter {
+            out,
+            buf: Vec::with_capacity(2048),
+            frames: 0,
+        };
+        let b = &mut w.buf;
+        begin_block(b, SHB_TYPE);
+        put32(b, BYTE_ORDER_MAGIC);
+        put16(b, 1);
+        put16(b, 0);
+        b.extend_from_slice(&(-1i64).to_le_bytes());
+        end_block(b);
+        w.out.write_all(&w.buf)?;
+
+        let b = &mut w.buf;
+        begin_block(b, IDB_TYPE);
+        put16(b, LINKTYPE_ETHERNET);
+        put16(b, 0);
+        put32(b, u32::try_from(snaplen).unwrap_or(u32::MAX));
+        if !if_name.is_empty() {
+            put_option(b, OPT_IF_NAME, if_name.as_bytes());
+        }
+        put_option(b, OPT_IF_TSRESOL, &[9]);
+        put_option(b, OPT_END, &[]);
+        end_block(b);
+        w.out.write_all(&w.buf)?;
+        Ok(w)
+    }
+
+    /// Writes `f` as an Enhanced Packet Block on interface 0.
+    pub fn write_frame(&mut self, f: &Frame) -> io::Result<()> {
+        let b = &mut self.buf;
+        begin_block(b, EPB_TYPE);
+        put32(b, 0);
+        put32(b, (f.ts_ns >> 32) as u32);
+        put32(b, f.ts_ns as u32);
+        put32(b, u32::try_from(f.bytes.len()).unwrap_or(u32::MAX));
+        put32(b, f.orig_len);
+        b.extend_from_slice(&f.bytes);
+        pad4(b);
+        put_option(b, OPT_EPB_FLAGS, &f.direction.epb_flags().to_le_bytes());
+        put_option(b, OPT_END, &[]);
+        end_block(b);
+        self.out.write_all(&self.buf)?;
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Frames written so far.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// Flushes the underlying writer.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    /// The underlying writer.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::{Direction, Frame, PcapngWriter};
+    use crate::capture::{read, Direction};
+
+    fn frame(n: usize, fill: u8, direction: Direction, ts_ns: u64) -> Frame {
+        Frame {
+            ts_ns,
+            direction,
+            orig_len: n as u32,
+            bytes: vec![fill; n],
+        }
+    }
 
     /// A block in big-endian order built by hand, independent of the writer.
     fn be_block(kind: u32, body: &[u8]) -> Vec<u8> {
@@ -519,5 +669,60 @@ mod tests {
         assert_eq!(TsUnit::Decimal(12).to_ns(5_000), 5);
         assert_eq!(TsUnit::Binary(127).to_ns(u64::MAX), 0);
         assert_eq!(TsUnit::Binary(0).to_ns(2), 2_000_000_000);
+    }
+
+    #[test]
+    fn writer_lays_out_the_blocks_of_the_spec() {
+        let mut w = PcapngWriter::new(Vec::new(), "port-2", 65535).unwrap();
+        // 28-byte SHB, then the IDB: 8 + 8 + if_name (4 + 8) + if_tsresol
+        // (4 + 4) + end (4) + 4 = 44 bytes.
+        let header = w.out.len();
+        assert_eq!(header, 28 + 44);
+        let ts = 1_700_000_000_123_456_789u64;
+        w.write_frame(&frame(61, 0xab, Direction::Inbound, ts))
+            .unwrap();
+        w.write_frame(&frame(64, 0xcd, Direction::Outbound, ts + 1))
+            .unwrap();
+        assert_eq!(w.frames(), 2);
+        let bytes = w.into_inner();
+        // EPB: 8 + 20 + data padded + epb_flags (8) + end (4) + 4.
+        assert_eq!(bytes.len(), header + (44 + 64) + (44 + 64));
+        // The first bytes, spelled out.
+        assert_eq!(
+            bytes[..28],
+            [
+                0x0a, 0x0d, 0x0d, 0x0a, 28, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a, 1, 0, 0, 0, 0xff,
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 28, 0, 0, 0
+            ]
+        );
+        let f = read::parse(&bytes);
+        assert_eq!(f.byte_order_magic, 0x1A2B_3C4D);
+        assert_eq!(f.version, (1, 0));
+        assert_eq!(f.linktype, 1);
+        assert_eq!(f.snaplen, 65535);
+        assert_eq!(f.if_name.as_deref(), Some("port-2"));
+        assert_eq!(f.if_tsresol, Some(9));
+        assert_eq!(f.packets.len(), 2);
+        let (a, b) = (&f.packets[0], &f.packets[1]);
+        assert_eq!((a.interface, a.ts, a.cap_len, a.orig_len), (0, ts, 61, 61));
+        assert_eq!(a.data, vec![0xab; 61]);
+        assert_eq!(a.flags, Some(1));
+        assert_eq!((b.ts, b.cap_len, b.orig_len), (ts + 1, 64, 64));
+        assert_eq!(b.data, vec![0xcd; 64]);
+        assert_eq!(b.flags, Some(2));
+    }
+
+    #[test]
+    fn frames_are_cut_to_the_snap_length() {
+        let data: Vec<u8> = (0..200u8).collect();
+        let f = Frame::copy_of(&data, 100, 5, Direction::Outbound);
+        assert_eq!((f.orig_len, f.bytes.len()), (200, 100));
+        assert_eq!(f.bytes[..], data[..100]);
+        let mut w = PcapngWriter::new(Vec::new(), "", 100).unwrap();
+        w.write_frame(&f).unwrap();
+        let p = read::parse(&w.into_inner());
+        assert_eq!(p.if_name, None);
+        assert_eq!(p.snaplen, 100);
+        assert_eq!((p.packets[0].cap_len, p.packets[0].orig_len), (100, 200));
     }
 }
