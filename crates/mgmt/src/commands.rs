@@ -21,9 +21,6 @@ use ofp::stats::FlowStatsRequest;
 use ofp::FlowModCommand;
 use runtime::daemon::{Daemon, Outcome, TxnError};
 
-use crate::ctl::Handler;
-use crate::registry::{self, Run};
-
 /// Sets the log filter; returns the filter now in force.
 pub type SetLogFilter = Box<dyn Fn(&str) -> Result<String, String> + Send + Sync>;
 
@@ -119,10 +116,6 @@ impl Ctl {
         self.daemon
             .multipart(bridge, req)
             .map_err(|e| e.to_string())
-    }
-
-    pub(crate) fn list_commands(&self, _: &str, _: &[String]) -> Result<String, String> {
-        Ok(registry::list_text())
     }
 
     pub(crate) fn version(&self, _: &str, _: &[String]) -> Result<String, String> {
@@ -416,7 +409,7 @@ impl Ctl {
 
     /// A configuration command (and any joined to it by `--`): one
     /// transaction.
-    fn transaction(&self, name: &str, params: &[String]) -> Result<String, String> {
+    pub(crate) fn transaction(&self, name: &str, params: &[String]) -> Result<String, String> {
         let (dry_run, params) = flag(params, "--dry-run");
         let (as_json, params) = flag(&params, "--json");
         let mut refs: Vec<&str> = vec![name];
@@ -469,19 +462,5 @@ impl Ctl {
     pub(crate) fn exit(&self, _: &str, _: &[String]) -> Result<String, String> {
         (self.hooks.exit)();
         Ok(String::new())
-    }
-}
-
-impl Handler for Ctl {
-    fn call(&self, method: &str, params: &[String]) -> Result<String, String> {
-        let Some(cmd) = registry::find(method) else {
-            return Err(format!(
-                "\"{method}\" is not a valid command (use list-commands to see a list)"
-            ));
-        };
-        match cmd.run {
-            Run::Transaction => self.transaction(cmd.name, params),
-            Run::Call(f) => f(self, cmd.name, params),
-        }
     }
 }

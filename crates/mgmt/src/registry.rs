@@ -14,6 +14,7 @@
 use std::fmt::Write as _;
 
 use crate::commands::Ctl;
+use crate::ctl::Handler;
 
 /// What runs a command.
 #[derive(Clone, Copy)]
@@ -261,6 +262,28 @@ pub fn list_text() -> String {
         }
     }
     s
+}
+
+/// The socket's dispatch: the command's entry runs it. It lives here,
+/// above the handlers, so that the handlers never name the table.
+impl Handler for Ctl {
+    fn call(&self, method: &str, params: &[String]) -> Result<String, String> {
+        let Some(cmd) = find(method) else {
+            return Err(format!(
+                "\"{method}\" is not a valid command (use list-commands to see a list)"
+            ));
+        };
+        match cmd.run {
+            Run::Transaction => self.transaction(cmd.name, params),
+            Run::Call(f) => f(self, cmd.name, params),
+        }
+    }
+}
+
+impl Ctl {
+    pub(crate) fn list_commands(&self, _: &str, _: &[String]) -> Result<String, String> {
+        Ok(list_text())
+    }
 }
 
 #[cfg(test)]
