@@ -47,8 +47,8 @@ struct OutDataplane {
     worker_cores: Option<Vec<usize>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tx_cores: Option<Vec<usize>>,
-    flush_idle_us: u32,
-    max_batch_wait_us: u32,
+    flush_idle_us: u64,
+    max_batch_wait_us: u64,
     rx_ring_size: u32,
     tx_ring_size: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -64,12 +64,12 @@ struct OutDataplane {
 
 #[derive(Serialize)]
 struct OutBurst {
-    rx_read: u16,
-    rx_write: u16,
-    worker_read: u16,
-    worker_write: u16,
-    tx_read: u16,
-    tx_write: u16,
+    rx_read: usize,
+    rx_write: usize,
+    worker_read: usize,
+    worker_write: usize,
+    tx_read: usize,
+    tx_write: usize,
 }
 
 #[derive(Serialize)]
@@ -373,8 +373,8 @@ fn dataplane(d: &Dataplane) -> OutDataplane {
         rx_cores: d.rx_cores.clone().filter(|_| piped),
         worker_cores: d.worker_cores.clone(),
         tx_cores: d.tx_cores.clone().filter(|_| piped),
-        flush_idle_us: d.flush.flush_idle_us,
-        max_batch_wait_us: d.flush.max_batch_wait_us,
+        flush_idle_us: d.flush.idle.as_micros() as u64,
+        max_batch_wait_us: d.flush.max_wait.as_micros() as u64,
         rx_ring_size: d.rings.rx_ring,
         tx_ring_size: d.rings.tx_ring,
         dispatch: piped.then_some(d.dispatch.key.as_str()),

@@ -47,6 +47,7 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use ofp::consts::port_no;
 
@@ -1299,30 +1300,16 @@ fn set_bridge(
     Ok(())
 }
 
-/// `secure` or `standalone`, with the file's message.
+/// `secure` or `standalone`, with the file's message (the type's one
+/// spelling).
 fn parse_fail_mode(v: &str) -> Result<FailMode, String> {
-    match v {
-        "secure" => Ok(FailMode::Secure),
-        "standalone" => Ok(FailMode::Standalone),
-        other => Err(format!(
-            "fail_mode {other:?} is not valid (secure or standalone)"
-        )),
-    }
+    v.parse()
 }
 
 const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size";
 
 fn dispatch_key(field: &str, v: &str) -> Result<DispatchKey, Fail> {
-    match v {
-        "port" => Ok(DispatchKey::Port),
-        "l2" => Ok(DispatchKey::L2),
-        "5tuple" => Ok(DispatchKey::FiveTuple),
-        "priority-class" => Ok(DispatchKey::PriorityClass),
-        other => Err(fail(
-            field,
-            format!("dispatch key {other:?} is not valid (port, l2, 5tuple or priority-class)"),
-        )),
-    }
+    v.parse().map_err(|m| fail(field, m))
 }
 
 fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> {
@@ -1337,8 +1324,8 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
     };
     let threads = 1..=MAX_THREADS as i64;
     match key {
-        "mode" => match value {
-            "run-to-completion" => {
+        "mode" => match value.parse().map_err(|m| fail(&f, m))? {
+            ThreadMode::RunToCompletion => {
                 *d = Dataplane {
                     mode: ThreadMode::RunToCompletion,
                     rx_threads: 0,
@@ -1349,16 +1336,10 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
                     ..d.clone()
                 }
             }
-            "rx-worker-tx" => {
+            ThreadMode::RxWorkerTx => {
                 d.mode = ThreadMode::RxWorkerTx;
                 d.rx_threads = d.rx_threads.max(1);
                 d.tx_threads = d.tx_threads.max(1);
-            }
-            other => {
-                return Err(fail(
-                    f,
-                    format!("mode {other:?} is not valid (run-to-completion or rx-worker-tx)"),
-                ))
             }
         },
         "worker_threads" => d.worker_threads = int_in(&f, key, value, threads)? as usize,
@@ -1423,9 +1404,11 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
             }
             d.dispatch.fallback = k;
         }
-        "flush_idle_us" => d.flush.flush_idle_us = int_in(&f, key, value, 0..=1000)? as u32,
+        "flush_idle_us" => {
+            d.flush.idle = Duration::from_micros(int_in(&f, key, value, 0..=1000)? as u64)
+        }
         "max_batch_wait_us" => {
-            d.flush.max_batch_wait_us = int_in(&f, key, value, 0..=10_000)? as u32
+            d.flush.max_wait = Duration::from_micros(int_in(&f, key, value, 0..=10_000)? as u64)
         }
         "rx_ring_size" | "tx_ring_size" => {
             let n = value
@@ -1463,16 +1446,17 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
                     ))
                 }
             };
-            let n = value.parse::<i64>().ok().filter(|n| {
-                (1..=i64::from(MAX_BURST)).contains(n) && (*n as u64).is_power_of_two()
-            });
+            let n = value
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=MAX_BURST as i64).contains(n) && (*n as u64).is_power_of_two());
             let Some(n) = n else {
                 return Err(fail(
                     format!("dataplane.burst.{name}"),
                     format!("burst size {value} is not valid (a power of two, 1..=1024)"),
                 ));
             };
-            *slot = n as u16;
+            *slot = n as usize;
         }
     }
     Ok(())

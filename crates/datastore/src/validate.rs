@@ -12,6 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ofp::consts::{group_no, meter_no, port_no};
 use ofp::{
@@ -272,18 +273,7 @@ impl<'a> Checker<'a> {
         };
         let fail_mode = match &rb.fail_mode {
             None => Some(FailMode::Secure),
-            Some(f) => match f.get_ref().as_str() {
-                "secure" => Some(FailMode::Secure),
-                "standalone" => Some(FailMode::Standalone),
-                other => {
-                    self.err(
-                        &f.span(),
-                        &format!("{p}.fail_mode"),
-                        format!("fail_mode {other:?} is not valid (secure or standalone)"),
-                    );
-                    None
-                }
-            },
+            Some(f) => self.word(f, &format!("{p}.fail_mode")),
         };
         let n_tables = self.int_or(&rb.n_tables, &format!("{p}.n_tables"), 1..=254, 254);
         let miss_send_len = self.int_or(
@@ -1848,18 +1838,7 @@ impl<'a> Checker<'a> {
         let r = raw.map(|r| r.get_ref()).unwrap_or(&empty);
         let mode = match &r.mode {
             None => Some(ThreadMode::RunToCompletion),
-            Some(m) => match m.get_ref().as_str() {
-                "run-to-completion" => Some(ThreadMode::RunToCompletion),
-                "rx-worker-tx" => Some(ThreadMode::RxWorkerTx),
-                other => {
-                    self.err(
-                        &m.span(),
-                        "dataplane.mode",
-                        format!("mode {other:?} is not valid (run-to-completion or rx-worker-tx)"),
-                    );
-                    None
-                }
-            },
+            Some(m) => self.word(m, "dataplane.mode"),
         };
         let threads = 1..=MAX_THREADS as i64;
         let pipelined = mode == Some(ThreadMode::RxWorkerTx);
@@ -1894,13 +1873,13 @@ impl<'a> Checker<'a> {
             &r.flush_idle_us,
             "dataplane.flush_idle_us",
             0..=1000,
-            i64::from(defaults.flush_idle_us),
+            defaults.idle.as_micros() as i64,
         );
         let max_wait = self.int_or(
             &r.max_batch_wait_us,
             "dataplane.max_batch_wait_us",
             0..=10_000,
-            i64::from(defaults.max_batch_wait_us),
+            defaults.max_wait.as_micros() as i64,
         );
         if let (Some(idle), Some(wait), Some(v)) = (
             flush_idle,
@@ -1933,7 +1912,7 @@ impl<'a> Checker<'a> {
                 ),
             ] {
                 if let (Some(size), Some(v)) = (ring, v) {
-                    if size < u32::from(need) {
+                    if (size as usize) < need {
                         self.err(
                             &v.span(),
                             &format!("dataplane.{name}"),
@@ -1947,19 +1926,7 @@ impl<'a> Checker<'a> {
         let core_assign = match &r.core_assign {
             None => Some(None),
             Some(v) => {
-                let policy = match v.get_ref().as_str() {
-                    "performance" => Some(CoreAssign::Performance),
-                    "balance" => Some(CoreAssign::Balance),
-                    "minimum" => Some(CoreAssign::Minimum),
-                    other => {
-                        self.err(
-                            &v.span(),
-                            "dataplane.core_assign",
-                            format!("core_assign {other:?} is not valid (performance, balance or minimum)"),
-                        );
-                        None
-                    }
-                };
+                let policy: Option<CoreAssign> = self.word(v, "dataplane.core_assign");
                 let explicit = [&r.rx_cores, &r.worker_cores, &r.tx_cores]
                     .iter()
                     .any(|c| c.is_some());
@@ -1989,8 +1956,8 @@ impl<'a> Checker<'a> {
             tx_cores: tx_cores?,
             burst: burst?,
             flush: FlushPolicy {
-                flush_idle_us: flush_idle? as u32,
-                max_batch_wait_us: max_wait? as u32,
+                idle: Duration::from_micros(flush_idle? as u64),
+                max_wait: Duration::from_micros(max_wait? as u64),
             },
             rings: RingSizes {
                 rx_ring: rx_ring?,
@@ -2068,13 +2035,13 @@ impl<'a> Checker<'a> {
     fn burst(&mut self, raw: Option<&S<RawBurst>>) -> Option<BurstSizes> {
         let empty = RawBurst::default();
         let r = raw.map(|r| r.get_ref()).unwrap_or(&empty);
-        let one = |c: &mut Self, v: &Option<S<i64>>, name: &str| -> Option<u16> {
+        let one = |c: &mut Self, v: &Option<S<i64>>, name: &str| -> Option<usize> {
             let Some(v) = v else {
                 return Some(DEFAULT_BURST);
             };
             let n = *v.get_ref();
-            if (1..=i64::from(MAX_BURST)).contains(&n) && (n as u64).is_power_of_two() {
-                Some(n as u16)
+            if (1..=MAX_BURST as i64).contains(&n) && (n as u64).is_power_of_two() {
+                Some(n as usize)
             } else {
                 c.err(
                     &v.span(),
@@ -2116,19 +2083,20 @@ impl<'a> Checker<'a> {
     }
 
     fn dispatch_key(&mut self, v: &S<String>, field: &str) -> Option<DispatchKey> {
-        match v.get_ref().as_str() {
-            "port" => Some(DispatchKey::Port),
-            "l2" => Some(DispatchKey::L2),
-            "5tuple" => Some(DispatchKey::FiveTuple),
-            "priority-class" => Some(DispatchKey::PriorityClass),
-            other => {
-                self.err(
-                    &v.span(),
-                    field,
-                    format!(
-                        "dispatch key {other:?} is not valid (port, l2, 5tuple or priority-class)"
-                    ),
-                );
+        self.word(v, field)
+    }
+
+    /// A setting written as a word, by its type's one spelling
+    /// (`FromStr`, whose error lists the valid words).
+    fn word<T: std::str::FromStr<Err = String>>(
+        &mut self,
+        v: &S<String>,
+        field: &str,
+    ) -> Option<T> {
+        match v.get_ref().parse() {
+            Ok(t) => Some(t),
+            Err(m) => {
+                self.err(&v.span(), field, m);
                 None
             }
         }
