@@ -217,3 +217,232 @@ impl<'de> Deserialize<'de> for IntOrString {
         d.deserialize_any(V)
     }
 }
+
+/// A model as the file would give it, with no text behind it (every span
+/// empty): what a transaction's result is checked as, with no TOML
+/// written or parsed. Defaults are given explicitly, settings the model's
+/// mode ignores are left out, inline flows, groups and meters stay inline
+/// and `*_file`s are named by their resolved paths, so that checking it
+/// gives back the same model.
+pub(crate) fn from_model(c: &crate::Config) -> RawConfig {
+    use crate::model::*;
+    fn s<T>(v: T) -> S<T> {
+        Spanned::new(0..0, v)
+    }
+    fn text(p: &std::path::Path) -> S<String> {
+        s(p.to_string_lossy().into_owned())
+    }
+    fn int(n: impl TryInto<i64>) -> S<i64> {
+        s(n.try_into().unwrap_or(i64::MAX))
+    }
+    fn ints<T: Copy + TryInto<i64>>(v: &[T]) -> S<Vec<S<i64>>> {
+        s(v.iter().map(|n| int(*n)).collect())
+    }
+    let nonzero = |n: u64| (n != 0).then(|| int(n));
+    let port = |b: &Bridge, p: &Port| {
+        let mut r = RawPort {
+            port: int(p.number),
+            interface: None,
+            backend: Some(s("patch".to_string())),
+            pcap_read: None,
+            pcap_write: None,
+            pcap_rate: None,
+            dpdk_devargs: None,
+            dpdk_rx_queues: None,
+            dpdk_rx_desc: None,
+            dpdk_tx_desc: None,
+            dpdk_mbufs: None,
+            dpdk_mtu: None,
+            rx_queue_cores: None,
+            tx_core: None,
+            tag: p.vlan.tag.map(int),
+            trunks: (!p.vlan.trunks.is_empty()).then(|| ints(&p.vlan.trunks)),
+            vlan_mode: p.vlan.mode.map(|m| s(m.as_str().to_string())),
+            remote_ip: None,
+            local_ip: None,
+            key: None,
+            dst_port: None,
+            qos: b.qos.get(&p.number).map(|q| {
+                s(RawQos {
+                    kind: Some(s(q.kind.as_str().to_string())),
+                    max_rate: nonzero(q.max_rate),
+                    queues: q
+                        .queues
+                        .iter()
+                        .map(|q| {
+                            s(RawQueue {
+                                id: int(q.id),
+                                min_rate: nonzero(q.min_rate),
+                                max_rate: nonzero(q.max_rate),
+                                priority: Some(int(q.priority)),
+                            })
+                        })
+                        .collect(),
+                })
+            }),
+        };
+        if let PortKind::Interface { name, backend } = &p.kind {
+            r.interface = Some(s(name.clone()));
+            r.backend = Some(s(backend.kind_str().to_string()));
+            match backend {
+                Backend::Pcap(pc) => {
+                    r.pcap_read = pc.read.as_deref().map(text);
+                    r.pcap_write = pc.write.as_deref().map(text);
+                    r.pcap_rate = Some(s(match pc.rate {
+                        PcapRate::Max => IntOrString::Str("max".into()),
+                        PcapRate::Pps(n) => IntOrString::Int(i64::try_from(n).unwrap_or(i64::MAX)),
+                    }));
+                }
+                Backend::Dpdk(d) => {
+                    r.dpdk_devargs = Some(s(d.devargs.clone()));
+                    r.dpdk_rx_queues = d.rx_queues.map(int);
+                    r.dpdk_rx_desc = Some(int(d.rx_desc));
+                    r.dpdk_tx_desc = Some(int(d.tx_desc));
+                    r.dpdk_mbufs = Some(int(d.mbufs));
+                    r.dpdk_mtu = d.mtu.map(int);
+                    r.rx_queue_cores = d.rx_queue_cores.as_deref().map(ints);
+                    r.tx_core = d.tx_core.map(int);
+                }
+                Backend::Vxlan(t) | Backend::Gre(t) => {
+                    r.remote_ip = t.remote_ip.map(|a| s(a.to_string()));
+                    r.local_ip = t.local_ip.map(|a| s(a.to_string()));
+                    r.key = if t.key_flow {
+                        Some(s(IntOrString::Str("flow".into())))
+                    } else {
+                        t.key.map(|k| s(IntOrString::Int(i64::from(k))))
+                    };
+                    r.dst_port = matches!(backend, Backend::Vxlan(_)).then(|| int(t.dst_port));
+                }
+                Backend::AfPacket | Backend::AfXdp | Backend::Tap | Backend::Memory => {}
+            }
+        }
+        s(r)
+    };
+    let bridge = |b: &Bridge| {
+        let inline = |texts: Vec<&String>| texts.into_iter().map(|t| s(t.clone())).collect();
+        s(RawBridge {
+            name: s(b.name.clone()),
+            dpid: Some(s(IntOrString::Str(format!("{:#x}", b.dpid)))),
+            fail_mode: Some(s(b.fail_mode.to_string())),
+            n_tables: Some(int(b.n_tables)),
+            miss_send_len: Some(int(b.miss_send_len)),
+            flow_table_capacity: Some(int(b.flow_table_capacity)),
+            flow_memory_limit_mib: Some(int(b.flow_memory_limit_mib)),
+            ports: b.ports.iter().map(|p| port(b, p)).collect(),
+            controllers: b
+                .controllers
+                .iter()
+                .map(|c| {
+                    let active = matches!(c.target, ControllerTarget::Connect { .. });
+                    s(RawController {
+                        target: Some(s(c.target.to_string())),
+                        listen: None,
+                        echo_interval_ms: Some(int(c.echo_interval_ms)),
+                        dead_peer_timeout_ms: Some(int(c.dead_peer_timeout_ms)),
+                        backoff_min_ms: active.then(|| int(c.backoff_min_ms)),
+                        backoff_max_ms: active.then(|| int(c.backoff_max_ms)),
+                    })
+                })
+                .collect(),
+            flows: inline(
+                b.flows
+                    .iter()
+                    .filter(|f| f.source.inline)
+                    .map(|f| &f.text)
+                    .collect(),
+            ),
+            flows_file: b.flows_file.as_deref().map(text),
+            groups: inline(
+                b.groups
+                    .iter()
+                    .filter(|g| g.source.inline)
+                    .map(|g| &g.text)
+                    .collect(),
+            ),
+            groups_file: b.groups_file.as_deref().map(text),
+            meters: inline(
+                b.meters
+                    .iter()
+                    .filter(|m| m.source.inline)
+                    .map(|m| &m.text)
+                    .collect(),
+            ),
+            meters_file: b.meters_file.as_deref().map(text),
+            local_port: Some(s(b.local_port)),
+        })
+    };
+    let d = &c.dataplane;
+    let piped = d.mode == ThreadMode::RxWorkerTx;
+    let class = piped && d.dispatch.key == DispatchKey::PriorityClass;
+    let cores = |v: &Option<Vec<usize>>, given: bool| v.as_deref().filter(|_| given).map(ints);
+    let b = &d.burst;
+    RawConfig {
+        bridges: c.bridges.iter().map(bridge).collect(),
+        patch_links: c
+            .patch_links
+            .iter()
+            .map(|l| {
+                s(RawPatchLink {
+                    a: s(format!("{}:{}", l.a.0, l.a.1)),
+                    b: s(format!("{}:{}", l.b.0, l.b.1)),
+                })
+            })
+            .collect(),
+        dataplane: Some(s(RawDataplane {
+            mode: Some(s(d.mode.to_string())),
+            rx_threads: piped.then(|| int(d.rx_threads)),
+            worker_threads: Some(int(d.worker_threads)),
+            tx_threads: piped.then(|| int(d.tx_threads)),
+            rx_cores: cores(&d.rx_cores, piped),
+            worker_cores: cores(&d.worker_cores, true),
+            tx_cores: cores(&d.tx_cores, piped),
+            burst: Some(s(RawBurst {
+                rx_read: Some(int(b.rx_read)),
+                rx_write: Some(int(b.rx_write)),
+                worker_read: Some(int(b.worker_read)),
+                worker_write: Some(int(b.worker_write)),
+                tx_read: Some(int(b.tx_read)),
+                tx_write: Some(int(b.tx_write)),
+            })),
+            flush_idle_us: Some(int(d.flush.idle.as_micros())),
+            max_batch_wait_us: Some(int(d.flush.max_wait.as_micros())),
+            rx_ring_size: Some(int(d.rings.rx_ring)),
+            tx_ring_size: Some(int(d.rings.tx_ring)),
+            dispatch: piped.then(|| s(d.dispatch.key.to_string())),
+            dispatch_fallback: class.then(|| s(d.dispatch.fallback.to_string())),
+            priority_class: if class {
+                d.dispatch
+                    .rules
+                    .iter()
+                    .map(|r| {
+                        s(RawRule {
+                            ip_dscp: r.ip_dscp.map(int),
+                            vlan_pcp: r.vlan_pcp.map(int),
+                            ip_proto: r.ip_proto.map(int),
+                            udp_src: r.udp_src.map(int),
+                            udp_dst: r.udp_dst.map(int),
+                            tcp_src: r.tcp_src.map(int),
+                            tcp_dst: r.tcp_dst.map(int),
+                            worker: int(r.worker),
+                        })
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            core_assign: d.core_assign.map(|a| s(a.to_string())),
+        })),
+        tls: c.tls.as_ref().map(|t| {
+            s(RawTls {
+                private_key: text(&t.private_key),
+                certificate: text(&t.certificate),
+                ca_cert: text(&t.ca_cert),
+            })
+        }),
+        dpdk: (!c.dpdk.eal_args.is_empty()).then(|| {
+            s(RawDpdk {
+                eal_args: Some(s(c.dpdk.eal_args.iter().map(|a| s(a.clone())).collect())),
+            })
+        }),
+    }
+}

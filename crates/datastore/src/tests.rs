@@ -1414,7 +1414,7 @@ fn revalidate_checks_a_model_changed_in_code() {
     assert!(e
         .errors
         .iter()
-        .all(|d| d.file == std::path::Path::new(MODEL) && d.line.is_some()));
+        .all(|d| d.file == std::path::Path::new(MODEL) && d.line.is_none()));
 
     let mut dup = c;
     dup.bridges[1].name = "gw1".into();

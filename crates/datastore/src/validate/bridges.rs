@@ -12,7 +12,7 @@ impl Checker<'_> {
         bi: usize,
         rb: &RawBridge,
     ) -> (Option<Bridge>, Vec<Option<PortDraft>>) {
-        let p = format!("bridges[{bi}]");
+        let p = self.bridge_path(bi, rb);
         let name = rb.name.get_ref().clone();
         if let Err(m) = check_bridge_name(&name) {
             self.err(&rb.name.span(), &format!("{p}.name"), m);
@@ -54,16 +54,18 @@ impl Checker<'_> {
         let mut ports: Vec<Option<PortDraft>> = Vec::new();
         let mut numbers: HashMap<u32, usize> = HashMap::new();
         for (pi, rp) in rb.ports.iter().enumerate() {
-            let draft = self.port(&format!("{p}.ports[{pi}]"), rp.get_ref());
+            let pp = self.port_path(&p, pi, rp.get_ref());
+            let draft = self.port(&pp, rp.get_ref());
             if let Some(d) = &draft {
                 if let Some(prev) = numbers.insert(d.number, pi) {
+                    let prev = match rb.ports.get(prev) {
+                        Some(rq) => self.port_path(&p, prev, rq.get_ref()),
+                        None => format!("{p}.ports[{prev}]"),
+                    };
                     self.err(
                         &d.span,
-                        &format!("{p}.ports[{pi}].port"),
-                        format!(
-                            "port number {} is already used by {p}.ports[{prev}]",
-                            d.number
-                        ),
+                        &format!("{pp}.port"),
+                        format!("port number {} is already used by {prev}", d.number),
                     );
                 }
             }
@@ -259,12 +261,18 @@ impl Checker<'_> {
         let mut dpids: HashMap<u64, usize> = HashMap::new();
         for (bi, rb) in raw.bridges.iter().enumerate() {
             let rb = rb.get_ref();
+            let bp = self.bridge_path(bi, rb);
+            let path_of = |c: &Self, i: usize| match raw.bridges.get(i) {
+                Some(r) => c.bridge_path(i, r.get_ref()),
+                None => format!("bridges[{i}]"),
+            };
             if let Some(prev) = names.insert(rb.name.get_ref(), bi) {
+                let prev = path_of(self, prev);
                 self.err(
                     &rb.name.span(),
-                    &format!("bridges[{bi}].name"),
+                    &format!("{bp}.name"),
                     format!(
-                        "bridge name {:?} is already used by bridges[{prev}]",
+                        "bridge name {:?} is already used by {prev}",
                         rb.name.get_ref()
                     ),
                 );
@@ -276,10 +284,11 @@ impl Checker<'_> {
                         .as_ref()
                         .map(|d| d.span())
                         .unwrap_or_else(|| rb.name.span());
+                    let prev = path_of(self, prev);
                     self.err(
                         &span,
-                        &format!("bridges[{bi}].dpid"),
-                        format!("dpid {:#018x} is already used by bridges[{prev}]", b.dpid),
+                        &format!("{bp}.dpid"),
+                        format!("dpid {:#018x} is already used by {prev}", b.dpid),
                     );
                 }
             }
@@ -393,7 +402,7 @@ impl Checker<'_> {
                     if *port == 0 {
                         continue;
                     }
-                    let path = format!("bridges[{bi}].controllers[{ci}]");
+                    let path = format!("{}.controllers[{ci}]", self.bridge_path(bi, rb.get_ref()));
                     // The same port on the same address, or on the
                     // wildcard address of the same family, cannot both
                     // be bound.
@@ -591,9 +600,11 @@ impl Checker<'_> {
                             })
                             .map(|s| s.span())
                             .unwrap_or(0..0);
+                        let path =
+                            format!("{}.controllers[{ci}]", self.bridge_path(bi, rb.get_ref()));
                         self.err(
                             &span,
-                            &format!("bridges[{bi}].controllers[{ci}]"),
+                            &path,
                             format!(
                                 "{} needs a [tls] section (private_key, certificate, ca_cert)",
                                 c.target

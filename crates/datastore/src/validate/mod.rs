@@ -70,6 +70,10 @@ pub(crate) struct Checker<'a> {
     /// of a million rules that all name an absent port would otherwise
     /// hold and print a million lines.
     warnings_not_kept: usize,
+    /// Whether field paths name bridges and ports by name
+    /// (`bridges.br0.ports.eth3`, for a model a transaction changed)
+    /// rather than by position in the file (`bridges[0].ports[1]`).
+    by_name: bool,
 }
 
 /// The most warnings a configuration keeps and reports one by one.
@@ -96,6 +100,33 @@ impl<'a> Checker<'a> {
             errors: Vec::new(),
             warnings: Vec::new(),
             warnings_not_kept: 0,
+            by_name: false,
+        }
+    }
+
+    /// Field paths by name: bridges by their names, ports by their
+    /// interfaces (a patch port by its number); see [`Checker`].
+    pub fn by_name(mut self) -> Checker<'a> {
+        self.by_name = true;
+        self
+    }
+
+    /// The path of bridge `bi`: `bridges[0]`, or `bridges.br0` by name.
+    pub(super) fn bridge_path(&self, bi: usize, rb: &RawBridge) -> String {
+        if self.by_name {
+            format!("bridges.{}", rb.name.get_ref())
+        } else {
+            format!("bridges[{bi}]")
+        }
+    }
+
+    /// The path of port `pi` of the bridge at `bridge`: `...ports[1]`, or
+    /// `...ports.eth3` by name (a port without an interface by number).
+    pub(super) fn port_path(&self, bridge: &str, pi: usize, rp: &RawPort) -> String {
+        match &rp.interface {
+            _ if !self.by_name => format!("{bridge}.ports[{pi}]"),
+            Some(i) => format!("{bridge}.ports.{}", i.get_ref()),
+            None => format!("{bridge}.ports.{}", rp.port.get_ref()),
         }
     }
 

@@ -471,7 +471,7 @@ impl Checker<'_> {
                 else {
                     continue;
                 };
-                let p = format!("bridges[{bi}].ports[{pi}]");
+                let p = self.port_path(&self.bridge_path(bi, rb.get_ref()), pi, rp);
                 if let (Some(cores), Some(v)) = (&b.rx_queue_cores, &rp.rx_queue_cores) {
                     match readers {
                         Some(pinned) => {
