@@ -3,125 +3,183 @@
 //! TOML's `i64` and strings as strings so that range and syntax errors are
 //! ours (with the field path) rather than serde's. Unknown keys are refused
 //! here (`deny_unknown_fields`).
+//!
+//! The same shape goes the other way: [`from_model`] gives a model as a
+//! file would, which the validator checks (a transaction's result) and
+//! which serializes as the file (`ser`).
 
 use serde::de::{self, Deserializer, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use toml::Spanned;
 
 type S<T> = Spanned<T>;
 
 /// The whole file.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawConfig {
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bridges: Vec<S<RawBridge>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub patch_links: Vec<S<RawPatchLink>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dataplane: Option<S<RawDataplane>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<S<RawTls>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpdk: Option<S<RawDpdk>>,
 }
 
 /// `[dpdk]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawDpdk {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub eal_args: Option<S<Vec<S<String>>>>,
 }
 
 /// `[[bridges]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawBridge {
     pub name: S<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpid: Option<S<IntOrString>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub fail_mode: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub n_tables: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub miss_send_len: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flow_table_capacity: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flow_memory_limit_mib: Option<S<i64>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<S<RawPort>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub controllers: Vec<S<RawController>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flows_file: Option<S<String>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub groups_file: Option<S<String>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub meters: Vec<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub meters_file: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub local_port: Option<S<bool>>,
 }
 
 /// `[[bridges.ports]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPort {
     pub port: S<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub interface: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pcap_read: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pcap_write: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pcap_rate: Option<S<IntOrString>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpdk_devargs: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpdk_rx_queues: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpdk_rx_desc: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpdk_tx_desc: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpdk_mbufs: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dpdk_mtu: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rx_queue_cores: Option<S<Vec<S<i64>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_core: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tag: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub trunks: Option<S<Vec<S<i64>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub vlan_mode: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub remote_ip: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub local_ip: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<S<IntOrString>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_port: Option<S<i64>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub qos: Option<S<RawQos>>,
 }
 
 /// A port's `qos = { type, max_rate, queues = [..] }`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawQos {
     #[serde(rename = "type")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rate: Option<S<i64>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<S<RawQueue>>,
 }
 
 /// One of `qos.queues`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawQueue {
     pub id: S<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_rate: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rate: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<S<i64>>,
 }
 
 /// `[[bridges.controllers]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawController {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub echo_interval_ms: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dead_peer_timeout_ms: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff_min_ms: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub backoff_max_ms: Option<S<i64>>,
 }
 
 /// `[[patch_links]]`: `a = "br1:3"`, `b = "br2:3"`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawPatchLink {
     pub a: S<String>,
@@ -129,7 +187,7 @@ pub(crate) struct RawPatchLink {
 }
 
 /// `[tls]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTls {
     pub private_key: S<String>,
@@ -138,50 +196,79 @@ pub(crate) struct RawTls {
 }
 
 /// `[dataplane]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawDataplane {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mode: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rx_threads: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub worker_threads: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_threads: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rx_cores: Option<S<Vec<S<i64>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub worker_cores: Option<S<Vec<S<i64>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_cores: Option<S<Vec<S<i64>>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub burst: Option<S<RawBurst>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub flush_idle_us: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_batch_wait_us: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rx_ring_size: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_ring_size: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dispatch: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dispatch_fallback: Option<S<String>>,
     #[serde(default)]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub priority_class: Vec<S<RawRule>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub core_assign: Option<S<String>>,
 }
 
 /// `[dataplane.burst]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawBurst {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rx_read: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rx_write: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub worker_read: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub worker_write: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_read: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tx_write: Option<S<i64>>,
 }
 
 /// `[[dataplane.priority_class]]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawRule {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_dscp: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub vlan_pcp: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_proto: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub udp_src: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub udp_dst: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_src: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_dst: Option<S<i64>>,
     pub worker: S<i64>,
 }
@@ -192,6 +279,15 @@ pub(crate) struct RawRule {
 pub(crate) enum IntOrString {
     Int(i64),
     Str(String),
+}
+
+impl Serialize for IntOrString {
+    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+        match self {
+            IntOrString::Int(n) => z.serialize_i64(*n),
+            IntOrString::Str(s) => z.serialize_str(s),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for IntOrString {
@@ -322,7 +418,7 @@ pub(crate) fn from_model(c: &crate::Config) -> RawConfig {
         let inline = |texts: Vec<&String>| texts.into_iter().map(|t| s(t.clone())).collect();
         s(RawBridge {
             name: s(b.name.clone()),
-            dpid: Some(s(IntOrString::Str(format!("{:#x}", b.dpid)))),
+            dpid: Some(s(IntOrString::Str(format!("{:#018x}", b.dpid)))),
             fail_mode: Some(s(b.fail_mode.to_string())),
             n_tables: Some(int(b.n_tables)),
             miss_send_len: Some(int(b.miss_send_len)),
