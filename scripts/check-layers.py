@@ -33,9 +33,9 @@ import sys
 CRATE_LEVELS = [
     ("wire and bytes", ["ofp", "packet"]),
     ("text and lookups", ["flowtext", "classifier"]),
-    ("switch semantics", ["pipeline"]),
-    ("configuration model, native bindings", ["datastore", "dpdk-sys"]),
+    ("switch semantics, native bindings", ["pipeline", "dpdk-sys"]),
     ("ports and threads", ["dataplane"]),
+    ("configuration model", ["datastore"]),
     ("controller channels", ["agent"]),
     ("the daemon", ["runtime"]),
     ("management protocols", ["mgmt", "ovsdb", "snmp", "ofconfig"]),
@@ -63,7 +63,7 @@ LAYERS = {
         ("test support", ["fuzz", "testutil"]),
     ],
     "ofp": [
-        ("wire", ["error", "consts", "wire"]),
+        ("wire", ["error", "consts", "wire", "channel"]),
         ("fields", ["oxm", "header"]),
         ("actions and ports", ["action", "port"]),
         ("instructions", ["instruction"]),
@@ -89,7 +89,7 @@ LAYERS = {
         ("capture formats", ["capture"]),
         ("backends", ["afpacket", "afxdp", "rawsock", "tap", "tunnel", "memory", "patch",
                       "pcap", "link", "dpdk"]),
-        ("threads", ["threads"]),
+        ("threads", ["threads", "settings"]),
     ],
     "ofconfig": [
         ("xml and framing", ["xml", "framing"]),

@@ -57,15 +57,9 @@ use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-/// What the switch does while no controller is connected.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum FailMode {
-    /// Keep the flow tables; drop packets that miss (no packet-ins).
-    #[default]
-    Secure,
-    /// Act as a learning switch until a controller connects again.
-    Standalone,
-}
+/// What the switch does while no controller is connected (defined once,
+/// in `ofp`, for the configuration and the daemon too).
+pub use ofp::channel::FailMode;
 
 /// Settings of an [`Agent`].
 #[derive(Clone, Debug)]

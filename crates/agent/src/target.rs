@@ -15,16 +15,9 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-/// Whether a channel is plain TCP, TLS or a unix domain socket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Transport {
-    /// Plain TCP.
-    Tcp,
-    /// TLS over TCP.
-    Tls,
-    /// A unix domain socket (`unix:`/`punix:`).
-    Unix,
-}
+/// Whether a channel is plain TCP, TLS or a unix domain socket (defined
+/// once, in `ofp`, with its schemes).
+pub use ofp::channel::Transport;
 
 /// A parsed connection string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -75,15 +68,8 @@ impl FromStr for Target {
                 "{s:?}: expected tcp:, tls:, unix:, ptcp:, ptls: or punix:"
             ))
         })?;
-        let (transport, passive) = match scheme {
-            "tcp" => (Transport::Tcp, false),
-            "tls" | "ssl" => (Transport::Tls, false),
-            "ptcp" => (Transport::Tcp, true),
-            "ptls" | "pssl" => (Transport::Tls, true),
-            "unix" => (Transport::Unix, false),
-            "punix" => (Transport::Unix, true),
-            _ => return Err(TargetError(format!("{s:?}: unknown scheme {scheme:?}"))),
-        };
+        let (transport, passive) = Transport::from_scheme(scheme)
+            .ok_or_else(|| TargetError(format!("{s:?}: unknown scheme {scheme:?}")))?;
         if transport == Transport::Unix {
             if rest.is_empty() {
                 return Err(TargetError(format!("{s:?}: missing socket path")));
@@ -166,14 +152,7 @@ impl Target {
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let scheme = match (self.transport, self.passive) {
-            (Transport::Tcp, false) => "tcp",
-            (Transport::Tls, false) => "tls",
-            (Transport::Tcp, true) => "ptcp",
-            (Transport::Tls, true) => "ptls",
-            (Transport::Unix, false) => "unix",
-            (Transport::Unix, true) => "punix",
-        };
+        let scheme = self.transport.scheme(self.passive);
         if self.transport == Transport::Unix {
             return write!(f, "{scheme}:{}", self.host);
         }

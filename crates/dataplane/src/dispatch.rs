@@ -19,8 +19,9 @@
 //! The header walk reads bytes through `get`, so a short or malformed frame
 //! only hashes fewer fields; it never panics.
 
-/// What an RX thread hashes to pick a worker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// What an RX thread hashes to pick a worker (spelled in
+/// `crate::settings`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum DispatchKey {
     /// The input port.
     Port,
@@ -29,11 +30,15 @@ pub enum DispatchKey {
     /// IP addresses, protocol and L4 ports (L2 for non-IP).
     #[default]
     FiveTuple,
+    /// Priority classes ([`Dispatcher::with_classes`]): the first
+    /// [`ClassRule`] that matches, else a fallback key. As a key to hash
+    /// by (a dispatcher with no rules, or a fallback) it is `FiveTuple`.
+    PriorityClass,
 }
 
 /// A class of packets given its own worker. Every condition that is
 /// `Some` must hold; a rule with no condition matches nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ClassRule {
     /// IP DSCP (IPv4 or IPv6).
     pub ip_dscp: Option<u8>,
@@ -236,7 +241,9 @@ impl Dispatcher {
         let h = match (self.key, &fields) {
             (DispatchKey::Port, _) | (_, None) => mix(0x77, u64::from(in_port)),
             (DispatchKey::L2, Some(f)) => f.l2_hash,
-            (DispatchKey::FiveTuple, Some(f)) => f.l3_hash.unwrap_or(f.l2_hash),
+            (DispatchKey::FiveTuple | DispatchKey::PriorityClass, Some(f)) => {
+                f.l3_hash.unwrap_or(f.l2_hash)
+            }
         };
         let n = self.spread.len().max(1) as u64;
         let i = (fmix(h) % n) as usize;

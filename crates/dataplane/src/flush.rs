@@ -58,7 +58,7 @@ use std::time::{Duration, Instant};
 pub const POLL_WINDOW: Duration = Duration::from_millis(1);
 
 /// When partly filled bursts leave.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlushPolicy {
     /// Flush once the input is drained and the thread has had no new
     /// input this long (zero: as soon as it is drained).

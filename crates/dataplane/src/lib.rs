@@ -30,7 +30,9 @@
 //! [`snapshot`] (publishing new table versions to running workers),
 //! [`pool`] (recycled storage for owned packet buffers), [`qos`] (egress
 //! queues: strict priority under rates), [`placement`]
-//! (which CPU each thread runs on).
+//! (which CPU each thread runs on); [`settings`] spells the thread
+//! settings (mode, dispatch key, placement policy) as the configuration
+//! writes them.
 
 pub mod afpacket;
 pub mod afxdp;
@@ -48,6 +50,7 @@ pub mod pool;
 pub mod port;
 pub mod qos;
 pub mod rawsock;
+pub mod settings;
 pub mod snapshot;
 pub mod spsc;
 pub mod tap;

@@ -180,8 +180,8 @@ where
     }
 }
 
-/// Thread arrangement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// Thread arrangement (spelled in `crate::settings`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum ThreadMode {
     /// Each worker reads, processes and sends.
     #[default]
@@ -190,9 +190,9 @@ pub enum ThreadMode {
     RxWorkerTx,
 }
 
-/// The six burst sizes (see the datastore's `BurstSizes`): most packets
-/// moved per call at each hand-over. Zero counts as 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The six burst sizes (the configuration's `[dataplane.burst]`): most
+/// packets moved per call at each hand-over. Zero counts as 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BurstSizes {
     /// Port → RX thread (run-to-completion: port → worker).
     pub rx_read: usize,

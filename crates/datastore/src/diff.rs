@@ -369,14 +369,8 @@ fn dataplane_fields(a: &Dataplane, b: &Dataplane) -> Vec<&'static str> {
         ),
         ("burst.tx_read", a.burst.tx_read != b.burst.tx_read),
         ("burst.tx_write", a.burst.tx_write != b.burst.tx_write),
-        (
-            "flush_idle_us",
-            a.flush.flush_idle_us != b.flush.flush_idle_us,
-        ),
-        (
-            "max_batch_wait_us",
-            a.flush.max_batch_wait_us != b.flush.max_batch_wait_us,
-        ),
+        ("flush_idle_us", a.flush.idle != b.flush.idle),
+        ("max_batch_wait_us", a.flush.max_wait != b.flush.max_wait),
         ("rx_ring_size", a.rings.rx_ring != b.rings.rx_ring),
         ("tx_ring_size", a.rings.tx_ring != b.rings.tx_ring),
         ("dispatch", a.dispatch.key != b.dispatch.key),

@@ -104,24 +104,6 @@ use error::SourceText;
 use raw::{IntOrString, RawBridge, RawConfig, RawController, RawDataplane, RawPort};
 use toml::Spanned;
 
-/// A validated configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// The bridges, in the order written.
-    pub bridges: Vec<Bridge>,
-    /// Patch links between bridges.
-    pub patch_links: Vec<PatchLink>,
-    /// Dataplane threads.
-    pub dataplane: Dataplane,
-    /// TLS files, if any controller uses TLS (or the file gave them).
-    pub tls: Option<TlsFiles>,
-    /// How DPDK starts (used only when a port has backend `dpdk`).
-    pub dpdk: DpdkSettings,
-    /// What was found but does not stop the configuration from loading
-    /// (undefined groups or meters referred to by static flows, outputs to
-    /// ports the bridge lacks, shared cores, ignored settings).
-    pub warnings: Vec<Diagnostic>,
-}
 
 /// The command-line quick case: `fulmar run -i eth0 -i eth1 --flows f`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -370,15 +352,32 @@ impl Config {
     }
 
     /// Validates a model built or changed in code (by the management API)
-    /// exactly as a file is, by writing it as TOML and loading that text.
-    /// Messages name [`MODEL`] and the field path; their lines are those of
-    /// [`to_toml_string`](Self::to_toml_string). The returned model holds
-    /// fresh warnings.
+    /// with the checks a file gets, on the model itself: nothing is
+    /// written as TOML or parsed. Messages name [`MODEL`] and the field
+    /// path as a file's would be (`bridges[1].ports[0].port`), with no
+    /// line (there is no text). The returned model holds fresh warnings.
     ///
     /// Inline flows, groups and meters keep the [`Source`] they have in
     /// `self` (matched by bridge name, position and text).
     pub fn revalidate(&self, host: Host) -> Result<Config, ConfigError> {
-        let mut c = Config::from_str_for(&self.to_toml_string(), MODEL, host)?;
+        self.check(host, false)
+    }
+
+    /// [`revalidate`](Self::revalidate), with field paths by name
+    /// (`bridges.br0.ports.eth3.backend`) when `by_name`, as transactions
+    /// report them.
+    pub(crate) fn check(&self, host: Host, by_name: bool) -> Result<Config, ConfigError> {
+        let raw = raw::from_model(self);
+        let src = SourceText::new(Path::new(MODEL), None);
+        let mut checker = validate::Checker::new(src, PathBuf::new(), host);
+        if by_name {
+            checker = checker.by_name();
+        }
+        let Some(mut c) = checker.config(&raw) else {
+            return Err(ConfigError {
+                errors: checker.errors,
+            });
+        };
         for nb in &mut c.bridges {
             let Some(ob) = self.bridge(&nb.name) else {
                 continue;

@@ -8,9 +8,25 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use dataplane::dispatch::{ClassRule, DispatchKey};
+pub use dataplane::flush::FlushPolicy;
+pub use dataplane::placement::CoreAssign;
+pub use dataplane::threads::{BurstSizes, ThreadMode};
+pub use ofp::channel::{FailMode, Transport};
 use ofp::{FlowMod, GroupMod, MeterMod};
+use crate::error::Diagnostic;
 pub use pipeline::normal::vlan::MAX_VID;
 pub use pipeline::normal::{PortVlan, VlanMode};
+
+/// A traffic class given a worker of its own (`priority-class`
+/// dispatch): the dataplane's [`ClassRule`]. Every condition given must
+/// hold; at least one is given; `tcp_*` and `udp_*` do not mix.
+pub type PriorityClassRule = ClassRule;
+
+/// The default burst size.
+pub const DEFAULT_BURST: usize = 32;
+/// The largest burst size.
+pub const MAX_BURST: usize = 1024;
 
 /// One OpenFlow switch instance: its identity, its ports, the controllers
 /// it talks to and the flows, groups and meters it starts with.
@@ -164,26 +180,6 @@ impl Bridge {
     /// The port with this OpenFlow number.
     pub fn port(&self, number: u32) -> Option<&Port> {
         self.ports.iter().find(|p| p.number == number)
-    }
-}
-
-/// Behaviour without a controller (as `ovs-vsctl set-fail-mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum FailMode {
-    /// Keep the flow table as it is; misses are dropped (default).
-    #[default]
-    Secure,
-    /// Act as a learning switch until a controller connects.
-    Standalone,
-}
-
-impl FailMode {
-    /// The config-file spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailMode::Secure => "secure",
-            FailMode::Standalone => "standalone",
-        }
     }
 }
 
@@ -454,15 +450,6 @@ impl Controller {
     }
 }
 
-/// Plain TCP or TLS.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Transport {
-    /// Plain TCP.
-    Tcp,
-    /// TLS over TCP; needs the `[tls]` files.
-    Tls,
-}
-
 /// A controller connection: the switch connects out (`tcp:HOST[:PORT]`,
 /// `tls:HOST[:PORT]`) or listens (`ptcp:[PORT][:ADDR]`,
 /// `ptls:[PORT][:ADDR]`). See [`ControllerTarget::parse_target`] and
@@ -509,10 +496,7 @@ impl fmt::Display for ControllerTarget {
                 host,
                 port,
             } => {
-                let scheme = match transport {
-                    Transport::Tcp => "tcp",
-                    Transport::Tls => "tls",
-                };
+                let scheme = transport.scheme(false);
                 if host.contains(':') {
                     write!(f, "{scheme}:[{host}]:{port}")
                 } else {
@@ -524,10 +508,7 @@ impl fmt::Display for ControllerTarget {
                 addr,
                 port,
             } => {
-                let scheme = match transport {
-                    Transport::Tcp => "ptcp",
-                    Transport::Tls => "ptls",
-                };
+                let scheme = transport.scheme(true);
                 match addr {
                     IpAddr::V4(a) => write!(f, "{scheme}:{port}:{a}"),
                     IpAddr::V6(a) => write!(f, "{scheme}:{port}:[{a}]"),
@@ -616,100 +597,6 @@ impl fmt::Display for Source {
     }
 }
 
-/// How the dataplane threads are arranged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum ThreadMode {
-    /// Each thread receives, runs the pipeline and transmits its own
-    /// packets (`run-to-completion`; default).
-    #[default]
-    RunToCompletion,
-    /// Lagopus-style pipeline: RX threads read ports and hand packets over
-    /// rings to worker threads, which run the flow tables and hand the
-    /// results to TX threads (`rx-worker-tx`).
-    RxWorkerTx,
-}
-
-impl ThreadMode {
-    /// The config-file spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThreadMode::RunToCompletion => "run-to-completion",
-            ThreadMode::RxWorkerTx => "rx-worker-tx",
-        }
-    }
-}
-
-/// The six burst sizes of the Lagopus switch (Nakajima et al.), each the
-/// most packets moved in one call at one hand-over point. Larger bursts
-/// amortize per-call costs (system calls, ring atomics, cache misses on
-/// the descriptor) over more packets and raise throughput; smaller bursts
-/// hold fewer packets back and lower latency. All are powers of two in
-/// 1..=1024, default 32.
-///
-/// * `rx_read`: packets an RX thread reads from a port per poll.
-/// * `rx_write`: packets an RX thread enqueues to a worker's ring at once.
-/// * `worker_read`: packets a worker dequeues from its input ring at once.
-/// * `worker_write`: packets a worker enqueues to a TX ring at once.
-/// * `tx_read`: packets a TX thread dequeues from its ring at once.
-/// * `tx_write`: packets a TX thread writes to a port per send call.
-///
-/// In `run-to-completion` mode only `rx_read` (port read) and `tx_write`
-/// (port write) apply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BurstSizes {
-    /// Port → RX thread.
-    pub rx_read: u16,
-    /// RX thread → worker ring.
-    pub rx_write: u16,
-    /// Worker ring → worker.
-    pub worker_read: u16,
-    /// Worker → TX ring.
-    pub worker_write: u16,
-    /// TX ring → TX thread.
-    pub tx_read: u16,
-    /// TX thread → port.
-    pub tx_write: u16,
-}
-
-/// The default burst size.
-pub const DEFAULT_BURST: u16 = 32;
-/// The largest burst size.
-pub const MAX_BURST: u16 = 1024;
-
-impl Default for BurstSizes {
-    fn default() -> Self {
-        BurstSizes {
-            rx_read: DEFAULT_BURST,
-            rx_write: DEFAULT_BURST,
-            worker_read: DEFAULT_BURST,
-            worker_write: DEFAULT_BURST,
-            tx_read: DEFAULT_BURST,
-            tx_write: DEFAULT_BURST,
-        }
-    }
-}
-
-/// When partly filled bursts are sent on rather than waiting to fill.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FlushPolicy {
-    /// Once its input is drained (no read came back full), a thread that
-    /// has had no new input for this long flushes what it holds, µs
-    /// (0..=1000, default 0: as soon as the input is drained).
-    pub flush_idle_us: u32,
-    /// No packet waits in a partial burst longer than this even under a
-    /// steady trickle, µs (`flush_idle_us`..=10000, default 100).
-    pub max_batch_wait_us: u32,
-}
-
-impl Default for FlushPolicy {
-    fn default() -> Self {
-        FlushPolicy {
-            flush_idle_us: 0,
-            max_batch_wait_us: 100,
-        }
-    }
-}
-
 /// Entries of the rings between thread stages (`rx-worker-tx` mode):
 /// powers of two in 64..=65536, default 1024, each at least the bursts
 /// written to and read from it.
@@ -728,57 +615,6 @@ impl Default for RingSizes {
             tx_ring: 1024,
         }
     }
-}
-
-/// How an RX thread picks the worker for a packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum DispatchKey {
-    /// By input port: one port's packets stay on one worker (`port`).
-    Port,
-    /// By a hash of the Ethernet addresses and VLAN (`l2`).
-    L2,
-    /// By a hash of the IP addresses, protocol and L4 ports; non-IP by L2
-    /// (`5tuple`; default).
-    #[default]
-    FiveTuple,
-    /// By the first matching [`PriorityClassRule`], else by the fallback
-    /// key (`priority-class`).
-    PriorityClass,
-}
-
-impl DispatchKey {
-    /// The config-file spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DispatchKey::Port => "port",
-            DispatchKey::L2 => "l2",
-            DispatchKey::FiveTuple => "5tuple",
-            DispatchKey::PriorityClass => "priority-class",
-        }
-    }
-}
-
-/// A traffic class given a worker of its own (`priority-class`
-/// dispatch). Every condition given must hold; at least one is given;
-/// `tcp_*` and `udp_*` do not mix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct PriorityClassRule {
-    /// IP DSCP, 0..=63.
-    pub ip_dscp: Option<u8>,
-    /// VLAN priority, 0..=7.
-    pub vlan_pcp: Option<u8>,
-    /// IP protocol number.
-    pub ip_proto: Option<u8>,
-    /// UDP source port.
-    pub udp_src: Option<u16>,
-    /// UDP destination port.
-    pub udp_dst: Option<u16>,
-    /// TCP source port.
-    pub tcp_src: Option<u16>,
-    /// TCP destination port.
-    pub tcp_dst: Option<u16>,
-    /// Index of the worker thread (0-based, below `worker_threads`).
-    pub worker: usize,
 }
 
 /// RX dispatch: the key, and for `priority-class` its rules and the key
@@ -826,29 +662,6 @@ pub struct Dataplane {
     pub core_assign: Option<CoreAssign>,
 }
 
-/// How the dataplane threads are placed on CPUs when no `*_cores` are
-/// given (Lagopus's `--core-assign`); see `dataplane::placement`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CoreAssign {
-    /// One thread per physical core, hyperthread siblings skipped.
-    Performance,
-    /// Every logical CPU, siblings included; shared when too few.
-    Balance,
-    /// One CPU for the I/O threads, one for the workers.
-    Minimum,
-}
-
-impl CoreAssign {
-    /// The config-file spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CoreAssign::Performance => "performance",
-            CoreAssign::Balance => "balance",
-            CoreAssign::Minimum => "minimum",
-        }
-    }
-}
-
 /// Most threads of one kind.
 pub const MAX_THREADS: usize = 256;
 
@@ -891,4 +704,23 @@ impl Host {
                 .unwrap_or(1),
         }
     }
+}
+
+/// A validated configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The bridges, in the order written.
+    pub bridges: Vec<Bridge>,
+    /// Patch links between bridges.
+    pub patch_links: Vec<PatchLink>,
+    /// Dataplane threads.
+    pub dataplane: Dataplane,
+    /// TLS files, if any controller uses TLS (or the file gave them).
+    pub tls: Option<TlsFiles>,
+    /// How DPDK starts (used only when a port has backend `dpdk`).
+    pub dpdk: DpdkSettings,
+    /// What was found but does not stop the configuration from loading
+    /// (undefined groups or meters referred to by static flows, outputs to
+    /// ports the bridge lacks, shared cores, ignored settings).
+    pub warnings: Vec<Diagnostic>,
 }

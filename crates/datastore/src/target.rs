@@ -23,12 +23,10 @@ impl ControllerTarget {
     /// ```
     pub fn parse_target(text: &str) -> Result<ControllerTarget, String> {
         let (scheme, rest) = split_scheme(text)?;
-        match scheme {
-            "tcp" => connect(Transport::Tcp, rest, text),
-            "tls" | "ssl" => connect(Transport::Tls, rest, text),
-            "ptcp" => passive(Transport::Tcp, rest, text),
-            "ptls" | "pssl" => passive(Transport::Tls, rest, text),
-            _ => Err(unknown_scheme(text, scheme)),
+        match Transport::from_scheme(scheme) {
+            Some((Transport::Unix, _)) | None => Err(unknown_scheme(text, scheme)),
+            Some((t, false)) => connect(t, rest, text),
+            Some((t, true)) => passive(t, rest, text),
         }
     }
 
@@ -37,12 +35,10 @@ impl ControllerTarget {
     /// `tls:ADDR[:PORT]` with ADDR an IP address to listen on.
     pub fn parse_listen(text: &str) -> Result<ControllerTarget, String> {
         let (scheme, rest) = split_scheme(text)?;
-        let transport = match scheme {
-            "ptcp" => return passive(Transport::Tcp, rest, text),
-            "ptls" | "pssl" => return passive(Transport::Tls, rest, text),
-            "tcp" => Transport::Tcp,
-            "tls" | "ssl" => Transport::Tls,
-            _ => return Err(unknown_scheme(text, scheme)),
+        let transport = match Transport::from_scheme(scheme) {
+            Some((Transport::Unix, _)) | None => return Err(unknown_scheme(text, scheme)),
+            Some((t, true)) => return passive(t, rest, text),
+            Some((t, false)) => t,
         };
         let (host, port) = host_port(rest, text)?;
         let addr = parse_ip(host).ok_or_else(|| {

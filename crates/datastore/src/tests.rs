@@ -3,6 +3,7 @@
 //! gateway example, flags, files of flows, round trips.
 
 use super::*;
+use std::time::Duration;
 
 const HOST: Host = Host { cpus: 4 };
 
@@ -98,8 +99,8 @@ fn defaults() {
     assert_eq!((d.rx_threads, d.worker_threads, d.tx_threads), (0, 1, 0));
     assert_eq!(d.burst.rx_read, 32);
     assert_eq!(d.burst.tx_write, 32);
-    assert_eq!(d.flush.flush_idle_us, 0);
-    assert_eq!(d.flush.max_batch_wait_us, 100);
+    assert_eq!(d.flush.idle, Duration::ZERO);
+    assert_eq!(d.flush.max_wait, Duration::from_micros(100));
     assert_eq!((d.rings.rx_ring, d.rings.tx_ring), (1024, 1024));
     assert_eq!(d.dispatch.key, DispatchKey::FiveTuple);
     assert!(c.tls.is_none() && c.patch_links.is_empty());
@@ -696,8 +697,8 @@ fn dataplane_bursts_flush_rings() {
     assert_eq!(
         c.dataplane.flush,
         FlushPolicy {
-            flush_idle_us: 0,
-            max_batch_wait_us: 0
+            idle: Duration::ZERO,
+            max_wait: Duration::ZERO
         }
     );
     assert_eq!(
@@ -1413,7 +1414,7 @@ fn revalidate_checks_a_model_changed_in_code() {
     assert!(e
         .errors
         .iter()
-        .all(|d| d.file == std::path::Path::new(MODEL) && d.line.is_some()));
+        .all(|d| d.file == std::path::Path::new(MODEL) && d.line.is_none()));
 
     let mut dup = c;
     dup.bridges[1].name = "gw1".into();

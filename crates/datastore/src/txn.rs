@@ -2,8 +2,12 @@
 //! management protocol) asks for, as a list of [`Op`]s applied together.
 //!
 //! [`Config::apply`] applies the operations in order to a copy of the
-//! model and then validates the whole result exactly as a file is
-//! ([`Config::revalidate`]). It is all or nothing: if any operation fails
+//! model and then validates the whole result with the checks a file gets,
+//! on the model itself (no TOML is written or parsed; see
+//! [`Config::revalidate`]). An operation parses its values into the
+//! model's types and refuses only what depends on the order of the
+//! operations; ranges and checks between settings are the validation's,
+//! so a transaction gets the file's messages. It is all or nothing: if any operation fails
 //! (a missing bridge or port, a name already taken, a value that does not
 //! parse) or the result does not validate, the error lists every finding
 //! and there is no new model; `self` is never changed (it is borrowed
@@ -24,9 +28,10 @@
 //! ```
 //!
 //! An operation that fails is skipped and the ones after it still run, so
-//! one call reports every bad operation. Errors found when the result is
-//! validated are traced back to the operation that touched the field they
-//! name (the most specific one, the latest on a tie); one that no
+//! one call reports every bad operation. The validation of the result
+//! names bridges and ports by name already (the checker's by-name paths),
+//! and each of its errors is given to the operation that touched the field
+//! it names (the most specific one, the latest on a tie); one that no
 //! operation touched (a flows file changed on disk) keeps no line. Errors
 //! inside a flows, groups or meters file keep that file and line.
 //!
@@ -47,6 +52,7 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use ofp::consts::port_no;
 
@@ -311,12 +317,12 @@ impl Config {
                 }
             }
         }
-        match cfg.revalidate(host) {
+        match cfg.check(host, true) {
             Ok(new) if errors.is_empty() => Ok(new),
             Ok(_) => Err(ConfigError { errors }),
             Err(e) => {
                 for d in e.errors {
-                    errors.push(attribute(&cfg, ops, &touched, d));
+                    errors.push(attribute(ops, &touched, d));
                 }
                 Err(ConfigError { errors })
             }
@@ -334,21 +340,15 @@ fn op_diag(i: usize, op: &Op, field: String, message: &str) -> Diagnostic {
     }
 }
 
-/// A validation error of the result, its paths by name, given to the
+/// A validation error of the result (its paths by name), given to the
 /// operation that touched what it names.
-fn attribute(cfg: &Config, ops: &[Op], touched: &[(usize, String)], d: Diagnostic) -> Diagnostic {
-    let field = name_path(cfg, &d.field);
-    let message = rename_refs(cfg, &d.message);
+fn attribute(ops: &[Op], touched: &[(usize, String)], d: Diagnostic) -> Diagnostic {
     if d.file.as_path() != std::path::Path::new(MODEL) {
         // In a flows, groups or meters file: that file and line stand.
-        return Diagnostic {
-            field,
-            message,
-            ..d
-        };
+        return d;
     }
-    let mut refs = vec![field.clone()];
-    refs.extend(paths_in(&message));
+    let mut refs = vec![d.field.clone()];
+    refs.extend(paths_in(&d.message));
     let mut best: Option<(usize, usize)> = None; // (specificity, op)
     for (i, t) in touched {
         if refs.iter().any(|r| related(r, t)) {
@@ -362,13 +362,12 @@ fn attribute(cfg: &Config, ops: &[Op], touched: &[(usize, String)], d: Diagnosti
         best = Some((0, 0));
     }
     match best.and_then(|(_, i)| ops.get(i).map(|op| (i, op))) {
-        Some((i, op)) => op_diag(i, op, field, &message),
+        Some((i, op)) => op_diag(i, op, d.field, &d.message),
         None => Diagnostic {
             file: PathBuf::from(TRANSACTION),
             line: None,
             column: None,
-            field,
-            message,
+            ..d
         },
     }
 }
@@ -382,61 +381,12 @@ fn related(a: &str, b: &str) -> bool {
     within(a, b) || within(b, a)
 }
 
-/// `bridges[1].ports[0].interface` → `bridges.br1.ports.eth3.interface`
-/// (a patch port by number); other paths as they are.
-pub(crate) fn name_path(cfg: &Config, field: &str) -> String {
-    let Some(rest) = field.strip_prefix("bridges[") else {
-        return field.to_string();
-    };
-    let Some((idx, rest)) = rest.split_once(']') else {
-        return field.to_string();
-    };
-    let Some(b) = idx.parse::<usize>().ok().and_then(|i| cfg.bridges.get(i)) else {
-        return field.to_string();
-    };
-    let mut out = format!("bridges.{}", b.name);
-    let rest = match rest.strip_prefix(".ports[").and_then(|r| r.split_once(']')) {
-        Some((pidx, after)) => match pidx.parse::<usize>().ok().and_then(|i| b.ports.get(i)) {
-            Some(p) => {
-                out.push_str(".ports.");
-                out.push_str(&port_label(p));
-                after
-            }
-            None => rest,
-        },
-        None => rest,
-    };
-    out.push_str(rest);
-    out
-}
-
 /// How a port is named in paths: its interface, or a patch port's number.
 fn port_label(p: &Port) -> String {
     match &p.kind {
         PortKind::Interface { name, .. } => name.clone(),
         PortKind::Patch { .. } => p.number.to_string(),
     }
-}
-
-/// The `bridges[N]...` paths a message refers to, by name.
-fn rename_refs(cfg: &Config, message: &str) -> String {
-    let mut out = String::new();
-    let mut rest = message;
-    while let Some(at) = rest.find("bridges[") {
-        out.push_str(&rest[..at]);
-        let tail = &rest[at..];
-        let len = tail
-            .find(|c: char| !(c.is_ascii_alphanumeric() || "[]._".contains(c)))
-            .unwrap_or(tail.len());
-        let mut path = &tail[..len];
-        while let Some(p) = path.strip_suffix('.') {
-            path = p;
-        }
-        out.push_str(&name_path(cfg, path));
-        rest = &tail[path.len()..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// The `bridges.NAME...` paths in a (renamed) message.
@@ -1302,32 +1252,32 @@ fn set_bridge(
     Ok(())
 }
 
-/// `secure` or `standalone`, with the file's message.
+/// `secure` or `standalone`, with the file's message (the type's one
+/// spelling).
 fn parse_fail_mode(v: &str) -> Result<FailMode, String> {
-    match v {
-        "secure" => Ok(FailMode::Secure),
-        "standalone" => Ok(FailMode::Standalone),
-        other => Err(format!(
-            "fail_mode {other:?} is not valid (secure or standalone)"
-        )),
-    }
+    v.parse()
 }
 
 const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size";
 
 fn dispatch_key(field: &str, v: &str) -> Result<DispatchKey, Fail> {
-    match v {
-        "port" => Ok(DispatchKey::Port),
-        "l2" => Ok(DispatchKey::L2),
-        "5tuple" => Ok(DispatchKey::FiveTuple),
-        "priority-class" => Ok(DispatchKey::PriorityClass),
-        other => Err(fail(
-            field,
-            format!("dispatch key {other:?} is not valid (port, l2, 5tuple or priority-class)"),
-        )),
+    v.parse().map_err(|m| fail(field, m))
+}
+
+/// A number as the field's type holds it. Its range, and how it goes
+/// with the other settings, is checked with the whole model, as a file's
+/// is (`validate::dataplane`), so the messages are the file's.
+fn num<T: TryFrom<i64>>(field: &str, what: &str, value: &str) -> Result<T, Fail> {
+    match value.parse::<i64>() {
+        Ok(n) => T::try_from(n).map_err(|_| fail(field, format!("{what} {n} is out of range"))),
+        Err(_) => Err(fail(field, format!("{what} {value:?} is not an integer"))),
     }
 }
 
+/// One `set dataplane KEY=VALUE`: the value parsed into the model. What
+/// depends on the order of the keys (a setting only for `rx-worker-tx`
+/// given before the mode) is refused here; every range and every check
+/// between settings is the whole model's ([`Config::apply`] validates it).
 fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> {
     let key = key.strip_prefix("burst_").map_or(key, |k| k);
     let f = format!("dataplane.{key}");
@@ -1338,10 +1288,9 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
             format!("{name} is only for mode = \"rx-worker-tx\""),
         )
     };
-    let threads = 1..=MAX_THREADS as i64;
     match key {
-        "mode" => match value {
-            "run-to-completion" => {
+        "mode" => match value.parse().map_err(|m| fail(&f, m))? {
+            ThreadMode::RunToCompletion => {
                 *d = Dataplane {
                     mode: ThreadMode::RunToCompletion,
                     rx_threads: 0,
@@ -1352,24 +1301,18 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
                     ..d.clone()
                 }
             }
-            "rx-worker-tx" => {
+            ThreadMode::RxWorkerTx => {
                 d.mode = ThreadMode::RxWorkerTx;
                 d.rx_threads = d.rx_threads.max(1);
                 d.tx_threads = d.tx_threads.max(1);
             }
-            other => {
-                return Err(fail(
-                    f,
-                    format!("mode {other:?} is not valid (run-to-completion or rx-worker-tx)"),
-                ))
-            }
         },
-        "worker_threads" => d.worker_threads = int_in(&f, key, value, threads)? as usize,
+        "worker_threads" => d.worker_threads = num(&f, key, value)?,
         "rx_threads" | "tx_threads" => {
             if !piped {
                 return Err(only_piped(key));
             }
-            let n = int_in(&f, key, value, threads)? as usize;
+            let n = num(&f, key, value)?;
             if key == "rx_threads" {
                 d.rx_threads = n;
             } else {
@@ -1417,36 +1360,12 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
                     "dispatch_fallback is only for dispatch = \"priority-class\"",
                 ));
             }
-            let k = dispatch_key(&f, value)?;
-            if k == DispatchKey::PriorityClass {
-                return Err(fail(
-                    f,
-                    "the fallback of priority-class dispatch cannot be priority-class",
-                ));
-            }
-            d.dispatch.fallback = k;
+            d.dispatch.fallback = dispatch_key(&f, value)?;
         }
-        "flush_idle_us" => d.flush.flush_idle_us = int_in(&f, key, value, 0..=1000)? as u32,
-        "max_batch_wait_us" => {
-            d.flush.max_batch_wait_us = int_in(&f, key, value, 0..=10_000)? as u32
-        }
-        "rx_ring_size" | "tx_ring_size" => {
-            let n = value
-                .parse::<i64>()
-                .ok()
-                .filter(|n| (64..=65536).contains(n) && (*n as u64).is_power_of_two());
-            let Some(n) = n else {
-                return Err(fail(
-                    f,
-                    format!("{key} {value} is not valid (a power of two, 64..=65536)"),
-                ));
-            };
-            if key == "rx_ring_size" {
-                d.rings.rx_ring = n as u32;
-            } else {
-                d.rings.tx_ring = n as u32;
-            }
-        }
+        "flush_idle_us" => d.flush.idle = Duration::from_micros(num(&f, key, value)?),
+        "max_batch_wait_us" => d.flush.max_wait = Duration::from_micros(num(&f, key, value)?),
+        "rx_ring_size" => d.rings.rx_ring = num(&f, key, value)?,
+        "tx_ring_size" => d.rings.tx_ring = num(&f, key, value)?,
         _ => {
             let name = key.strip_prefix("burst.").unwrap_or(key);
             let b = &mut d.burst;
@@ -1466,16 +1385,7 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
                     ))
                 }
             };
-            let n = value.parse::<i64>().ok().filter(|n| {
-                (1..=i64::from(MAX_BURST)).contains(n) && (*n as u64).is_power_of_two()
-            });
-            let Some(n) = n else {
-                return Err(fail(
-                    format!("dataplane.burst.{name}"),
-                    format!("burst size {value} is not valid (a power of two, 1..=1024)"),
-                ));
-            };
-            *slot = n as u16;
+            *slot = num(&format!("dataplane.burst.{name}"), "burst size", value)?;
         }
     }
     Ok(())

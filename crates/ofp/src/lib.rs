@@ -8,6 +8,7 @@
 
 pub mod action;
 pub mod async_config;
+pub mod channel;
 pub mod consts;
 pub mod echo;
 pub mod error;

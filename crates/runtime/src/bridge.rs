@@ -19,14 +19,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use dataplane::dispatch::{ClassRule, DispatchKey as DpKey, Dispatcher};
-use dataplane::flush::FlushPolicy;
+use dataplane::dispatch::{DispatchKey, Dispatcher};
 use dataplane::patch::PatchPort;
 use dataplane::placement;
 use dataplane::snapshot::Publisher;
-use dataplane::threads::{BurstSizes, PortSpec, ThreadDrops, ThreadMode, Threads, ThreadsConfig};
+use dataplane::threads::{PortSpec, ThreadDrops, ThreadMode, Threads, ThreadsConfig};
 use dataplane::{LinkState, PortBackend, PortCounters};
-use datastore::{Config, CoreAssign, DispatchKey, ThreadMode as CfgMode};
+use datastore::Config;
 use ofp::port::port_state;
 use pipeline::datapath::{Counters, Datapath, DatapathConfig, PortInfo, Snapshot, TxPacket};
 use pipeline::{SwitchState, Time};
@@ -162,14 +161,9 @@ fn placed_cores(d: &datastore::Dataplane) -> Result<[Option<Vec<usize>>; 3], Str
             d.tx_cores.clone(),
         ]);
     };
-    let policy = match policy {
-        CoreAssign::Performance => placement::CoreAssign::Performance,
-        CoreAssign::Balance => placement::CoreAssign::Balance,
-        CoreAssign::Minimum => placement::CoreAssign::Minimum,
-    };
     let (nrx, ntx) = match d.mode {
-        CfgMode::RunToCompletion => (0, 0),
-        CfgMode::RxWorkerTx => (d.rx_threads.max(1), d.tx_threads.max(1)),
+        ThreadMode::RunToCompletion => (0, 0),
+        ThreadMode::RxWorkerTx => (d.rx_threads.max(1), d.tx_threads.max(1)),
     };
     let plan = placement::assign(
         policy,
@@ -233,54 +227,20 @@ fn port_spec(t: &ThreadsConfig, p: OpenPort) -> io::Result<PortSpec> {
 pub(crate) fn threads_config(name: &str, cfg: &Config) -> Result<ThreadsConfig, String> {
     let d = &cfg.dataplane;
     let [rx_cores, worker_cores, tx_cores] = placed_cores(d)?;
-    let key = |k: DispatchKey| match k {
-        DispatchKey::Port => DpKey::Port,
-        DispatchKey::L2 => DpKey::L2,
-        DispatchKey::FiveTuple | DispatchKey::PriorityClass => DpKey::FiveTuple,
-    };
     let workers = d.worker_threads.max(1);
     let dispatcher = if d.dispatch.key == DispatchKey::PriorityClass {
-        let rules = d
-            .dispatch
-            .rules
-            .iter()
-            .map(|r| ClassRule {
-                ip_dscp: r.ip_dscp,
-                vlan_pcp: r.vlan_pcp,
-                ip_proto: r.ip_proto,
-                udp_src: r.udp_src,
-                udp_dst: r.udp_dst,
-                tcp_src: r.tcp_src,
-                tcp_dst: r.tcp_dst,
-                worker: r.worker,
-            })
-            .collect();
-        Dispatcher::with_classes(key(d.dispatch.fallback), workers, rules)
+        Dispatcher::with_classes(d.dispatch.fallback, workers, d.dispatch.rules.clone())
     } else {
-        Dispatcher::new(key(d.dispatch.key), workers)
+        Dispatcher::new(d.dispatch.key, workers)
     };
-    let b = d.burst;
     Ok(ThreadsConfig {
         name: name.to_string(),
-        mode: match d.mode {
-            CfgMode::RunToCompletion => ThreadMode::RunToCompletion,
-            CfgMode::RxWorkerTx => ThreadMode::RxWorkerTx,
-        },
+        mode: d.mode,
         rx_threads: d.rx_threads.max(1),
         workers,
         tx_threads: d.tx_threads.max(1),
-        bursts: BurstSizes {
-            rx_read: usize::from(b.rx_read),
-            rx_write: usize::from(b.rx_write),
-            worker_read: usize::from(b.worker_read),
-            worker_write: usize::from(b.worker_write),
-            tx_read: usize::from(b.tx_read),
-            tx_write: usize::from(b.tx_write),
-        },
-        flush: FlushPolicy {
-            idle: Duration::from_micros(u64::from(d.flush.flush_idle_us)),
-            max_wait: Duration::from_micros(u64::from(d.flush.max_batch_wait_us)),
-        },
+        bursts: d.burst,
+        flush: d.flush,
         rx_ring: d.rings.rx_ring as usize,
         tx_ring: d.rings.tx_ring as usize,
         dispatcher,
@@ -362,10 +322,7 @@ pub(crate) fn placement_line(t: &dataplane::threads::ThreadStats) -> String {
 }
 
 fn mode_name(t: &ThreadsConfig) -> &'static str {
-    match t.mode {
-        ThreadMode::RunToCompletion => "run-to-completion",
-        ThreadMode::RxWorkerTx => "rx-worker-tx",
-    }
+    t.mode.as_str()
 }
 
 impl BridgeRt {

@@ -94,13 +94,6 @@ pub struct Controllers {
     bridges: Mutex<HashMap<String, BridgeAgent>>,
 }
 
-fn agent_fail_mode(m: FailMode) -> agent::FailMode {
-    match m {
-        FailMode::Secure => agent::FailMode::Secure,
-        FailMode::Standalone => agent::FailMode::Standalone,
-    }
-}
-
 impl Controllers {
     /// A controller side with its own runtime (one thread).
     pub fn new(opts: ControllerOptions) -> std::io::Result<Controllers> {
@@ -135,7 +128,7 @@ impl Controllers {
     /// management socket, then its controllers.
     pub fn attach(&self, rt: &Runtime, br: &datastore::Bridge) -> Result<(), RuntimeError> {
         let config = AgentConfig {
-            fail_mode: agent_fail_mode(br.fail_mode),
+            fail_mode: br.fail_mode,
             tls: self.opts.tls.clone(),
             busy_poll: self
                 .opts
@@ -277,7 +270,7 @@ impl Controllers {
         }
         kept.extend(opened);
         b.channels = kept;
-        b.agent.set_fail_mode(agent_fail_mode(fail_mode));
+        b.agent.set_fail_mode(fail_mode);
         b.fail_mode = fail_mode;
         // Fail mode standalone: with controllers, fail-open while none is
         // connected; without, table-0 misses go to NORMAL (see

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::diff::{diff, Change};
+use std::time::Duration;
 
 const HOST: Host = Host { cpus: 4 };
 
@@ -490,7 +491,10 @@ fn set_dataplane() {
     assert_eq!(d.dispatch.key, DispatchKey::L2);
     assert_eq!((d.burst.rx_read, d.burst.tx_write), (64, 8));
     assert_eq!(d.rings.rx_ring, 4096);
-    assert_eq!((d.flush.flush_idle_us, d.flush.max_batch_wait_us), (5, 50));
+    assert_eq!(
+        (d.flush.idle, d.flush.max_wait),
+        (Duration::from_micros(5), Duration::from_micros(50))
+    );
     assert_eq!(d.worker_cores, Some(vec![1, 2, 3]));
     // Back to run-to-completion: the pipeline's settings go.
     let back = c

@@ -121,13 +121,7 @@ pub fn render(snap: &Snapshot, state: bool) -> Element {
                     }
                     ch.push(leaf("ip-address", ip));
                     ch.push(leaf("port", port.to_string()));
-                    ch.push(leaf(
-                        "protocol",
-                        match tr {
-                            Transport::Tcp => "tcp",
-                            Transport::Tls => "tls",
-                        },
-                    ));
+                    ch.push(leaf("protocol", tr.as_str()));
                     if let (true, Some((up, _))) = (state, &c.live) {
                         ch.push(node(
                             "state",

@@ -1,0 +1,563 @@
+//! Static flows, groups and meters: inline or from `*_file`s (parsed in
+//! parallel for large files), each checked against its bridge (ports,
+//! groups, meters it names; a later flow that replaces an earlier one).
+
+use super::*;
+
+impl Checker<'_> {
+    /// Reads a `*_file`; an error names the file and the config field.
+    pub(super) fn read_list_file(
+        &mut self,
+        v: &S<String>,
+        field: &str,
+    ) -> Option<(PathBuf, String)> {
+        let path = self.path_value(v, field)?;
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Some((path, text)),
+            Err(e) => {
+                self.err(
+                    &v.span(),
+                    field,
+                    format!("cannot read {}: {e}", path.display()),
+                );
+                None
+            }
+        }
+    }
+
+    /// Parses the inline strings of `items` and the lines of `file` with
+    /// `parse`, reporting every parse error. The second value is the
+    /// resolved file (`Some(None)`: none given; `None`: it could not be
+    /// read).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn parse_list<T>(
+        &mut self,
+        base: &str,
+        items: &[S<String>],
+        file: &Option<S<String>>,
+        parse: fn(&str) -> Result<T, flowtext::ParseError>,
+    ) -> (Vec<Parsed<T>>, Option<Option<PathBuf>>) {
+        let mut out = Vec::new();
+        for (i, s) in items.iter().enumerate() {
+            let field = format!("{base}[{i}]");
+            let text = s.get_ref();
+            match parse(text) {
+                Ok(v) => out.push(Parsed {
+                    item: v,
+                    text: text.trim().to_string(),
+                    source: Source {
+                        file: Arc::from(self.src.name.as_path()),
+                        line: self.src.line_of(&s.span()),
+                        inline: true,
+                    },
+                    span: s.span(),
+                    field,
+                }),
+                Err(e) => {
+                    let d = self.inline_parse_error(s, &field, &e);
+                    self.errors.push(d);
+                }
+            }
+        }
+        let file_field = format!("{base}_file");
+        let resolved = match file {
+            None => Some(None),
+            Some(f) => match self.read_list_file(f, &file_field) {
+                None => None,
+                Some((path, text)) => {
+                    let shared: Arc<Path> = Arc::from(path.as_path());
+                    for (li, line) in text.lines().enumerate() {
+                        let trimmed = line.trim();
+                        if trimmed.is_empty() || trimmed.starts_with('#') {
+                            continue;
+                        }
+                        match parse(line) {
+                            Ok(v) => out.push(Parsed {
+                                item: v,
+                                text: trimmed.to_string(),
+                                source: Source {
+                                    file: shared.clone(),
+                                    line: li + 1,
+                                    inline: false,
+                                },
+                                span: f.span(),
+                                field: file_field.clone(),
+                            }),
+                            Err(e) => {
+                                self.errors
+                                    .push(line_parse_error(&path, li, line, &file_field, e))
+                            }
+                        }
+                    }
+                    Some(Some(path))
+                }
+            },
+        };
+        (out, resolved)
+    }
+
+    /// A parse error inside an inline string: the column is that of the
+    /// offending token when the string is written without escapes, else
+    /// that of the string.
+    pub(super) fn inline_parse_error(
+        &self,
+        s: &S<String>,
+        field: &str,
+        e: &flowtext::ParseError,
+    ) -> Diagnostic {
+        let span = s.span();
+        let value = s.get_ref();
+        let exact = self.src.slice(&span).is_some_and(|raw| {
+            raw.len() == value.len() + 2
+                && (raw.starts_with('"') || raw.starts_with('\''))
+                && raw.get(1..raw.len() - 1) == Some(value.as_str())
+        });
+        let at = if exact && value.is_char_boundary(e.position.min(value.len())) {
+            let off = span.start + 1 + e.position.min(value.len());
+            off..off
+        } else {
+            span
+        };
+        self.src.diag(&at, field, e.message.clone())
+    }
+
+    #[allow(clippy::type_complexity)]
+    pub(super) fn meters(
+        &mut self,
+        ctx: &FlowCtx,
+        rb: &RawBridge,
+    ) -> (Vec<Parsed<StaticMeter>>, Option<Option<PathBuf>>) {
+        let base = format!("{}.meters", ctx.bridge_path);
+        let (parsed, file) =
+            self.parse_list(&base, &rb.meters, &rb.meters_file, flowtext::parse_meter);
+        let mut seen: HashMap<u32, String> = HashMap::new();
+        let mut out = Vec::new();
+        for m in parsed {
+            let at = source_at(&m.source, m.span.clone());
+            let id = m.item.meter_id;
+            if m.item.command != MeterModCommand::Add {
+                self.err_at(&at, &m.field, "a static meter must be an add");
+            } else if id == 0
+                || id == meter_no::ALL
+                || (id > meter_no::MAX && id < meter_no::SLOWPATH)
+            {
+                self.err_at(&at, &m.field, format!("meter id {id} is not valid"));
+            } else if let Some(prev) = seen.get(&id) {
+                self.err_at(
+                    &at,
+                    &m.field,
+                    format!("meter {id} is already defined at {prev}"),
+                );
+            } else {
+                seen.insert(id, m.source.to_string());
+            }
+            out.push(Parsed {
+                item: StaticMeter {
+                    text: m.text.clone(),
+                    meter_mod: m.item,
+                    source: m.source.clone(),
+                },
+                text: m.text,
+                source: m.source,
+                span: m.span,
+                field: m.field,
+            });
+        }
+        (out, file)
+    }
+
+    #[allow(clippy::type_complexity)]
+    pub(super) fn groups(
+        &mut self,
+        ctx: &FlowCtx,
+        rb: &RawBridge,
+    ) -> (Vec<Parsed<StaticGroup>>, Option<Option<PathBuf>>) {
+        let base = format!("{}.groups", ctx.bridge_path);
+        let (parsed, file) =
+            self.parse_list(&base, &rb.groups, &rb.groups_file, flowtext::parse_group);
+        let mut seen: HashMap<u32, String> = HashMap::new();
+        let mut out = Vec::new();
+        for g in parsed {
+            let at = source_at(&g.source, g.span.clone());
+            let id = g.item.group_id;
+            if g.item.command != GroupModCommand::Add {
+                self.err_at(&at, &g.field, "a static group must be an add");
+            } else if id > group_no::MAX {
+                self.err_at(
+                    &at,
+                    &g.field,
+                    format!("group id {id} is not valid (0..=4294967040)"),
+                );
+            } else if let Some(prev) = seen.get(&id) {
+                self.err_at(
+                    &at,
+                    &g.field,
+                    format!("group {id} is already defined at {prev}"),
+                );
+            } else {
+                seen.insert(id, g.source.to_string());
+            }
+            out.push(Parsed {
+                item: StaticGroup {
+                    text: g.text.clone(),
+                    group_mod: g.item,
+                    source: g.source.clone(),
+                },
+                text: g.text,
+                source: g.source,
+                span: g.span,
+                field: g.field,
+            });
+        }
+        (out, file)
+    }
+
+    #[allow(clippy::type_complexity)]
+    pub(super) fn flows(
+        &mut self,
+        ctx: &FlowCtx,
+        rb: &RawBridge,
+        groups: &HashSet<u32>,
+        meters: &HashSet<u32>,
+    ) -> (Vec<StaticFlow>, Option<Option<PathBuf>>) {
+        let base = format!("{}.flows", ctx.bridge_path);
+        let mut fc = FlowChecks {
+            ctx,
+            groups,
+            meters,
+            seen: SeenFlows::default(),
+            out: Vec::new(),
+        };
+        let inline_file: Arc<Path> = Arc::from(self.src.name.as_path());
+        for (i, s) in rb.flows.iter().enumerate() {
+            let field = format!("{base}[{i}]");
+            let text = s.get_ref();
+            match flowtext::parse_flow(text) {
+                Ok(fm) => {
+                    let source = Source {
+                        file: inline_file.clone(),
+                        line: self.src.line_of(&s.span()),
+                        inline: true,
+                    };
+                    self.check_flow(&mut fc, fm, text.trim(), source, s.span(), &field);
+                }
+                Err(e) => {
+                    let d = self.inline_parse_error(s, &field, &e);
+                    self.errors.push(d);
+                }
+            }
+        }
+        let file_field = format!("{base}_file");
+        let resolved = match &rb.flows_file {
+            None => Some(None),
+            Some(f) => match self.read_list_file(f, &file_field) {
+                None => None,
+                Some((path, text)) => {
+                    let file: Arc<Path> = Arc::from(path.as_path());
+                    let lines: Vec<(usize, &str)> = text
+                        .lines()
+                        .enumerate()
+                        .filter(|(_, l)| {
+                            let t = l.trim();
+                            !t.is_empty() && !t.starts_with('#')
+                        })
+                        .collect();
+                    // Block by block, so that only one block's FLOW_MODs
+                    // exist at a time (the model keeps the text).
+                    for block in lines.chunks(PARSE_BLOCK) {
+                        let parsed = parse_in_parallel(block, flowtext::parse_flow);
+                        for (&(li, line), r) in block.iter().zip(parsed) {
+                            match r {
+                                Ok(fm) => {
+                                    let source = Source {
+                                        file: file.clone(),
+                                        line: li + 1,
+                                        inline: false,
+                                    };
+                                    self.check_flow(
+                                        &mut fc,
+                                        fm,
+                                        line.trim(),
+                                        source,
+                                        f.span(),
+                                        &file_field,
+                                    );
+                                }
+                                Err(e) => self.errors.push(line_parse_error(
+                                    &path,
+                                    li,
+                                    line,
+                                    &file_field,
+                                    e,
+                                )),
+                            }
+                        }
+                    }
+                    Some(Some(path))
+                }
+            },
+        };
+        let mut out = fc.out;
+        out.shrink_to_fit();
+        (out, resolved)
+    }
+
+    /// Checks one parsed static flow against its bridge and the flows
+    /// before it; keeps its text and source when it is an add.
+    pub(super) fn check_flow(
+        &mut self,
+        fc: &mut FlowChecks,
+        fm: FlowMod,
+        text: &str,
+        source: Source,
+        span: Range<usize>,
+        field: &str,
+    ) {
+        let (ctx, groups, meters) = (fc.ctx, fc.groups, fc.meters);
+        let at = source_at(&source, span);
+        let fm = &fm;
+        if fm.command != FlowModCommand::Add {
+            self.err_at(&at, field, "a static flow must be an add");
+            return;
+        }
+        if fm.table_id >= ctx.n_tables {
+            self.err_at(
+                &at,
+                field,
+                format!(
+                    "table {} does not exist (n_tables = {})",
+                    fm.table_id, ctx.n_tables
+                ),
+            );
+        }
+        for oxm in &fm.match_.fields {
+            if let Oxm::Basic {
+                field: OxmField::InPort,
+                value: OxmValue::U32(port),
+                ..
+            } = oxm
+            {
+                if *port <= port_no::MAX && !ctx.ports.contains(port) {
+                    self.warn_at(
+                        &at,
+                        field,
+                        format!("in_port={port}: the bridge has no port {port}"),
+                    );
+                }
+            }
+        }
+        for ins in &fm.instructions {
+            match ins {
+                Instruction::GotoTable { table_id } => {
+                    if *table_id <= fm.table_id {
+                        self.err_at(
+                            &at,
+                            field,
+                            format!(
+                                "goto_table:{table_id} must go to a table after {}",
+                                fm.table_id
+                            ),
+                        );
+                    } else if *table_id >= ctx.n_tables {
+                        self.err_at(
+                            &at,
+                            field,
+                            format!(
+                                "goto_table:{table_id}: table {table_id} does not exist (n_tables = {})",
+                                ctx.n_tables
+                            ),
+                        );
+                    }
+                }
+                Instruction::Meter { meter_id } if !meters.contains(meter_id) => {
+                    self.warn_at(
+                        &at,
+                        field,
+                        format!("meter {meter_id} is not defined in this file (a controller must add it)"),
+                    );
+                }
+                Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
+                    self.check_actions(ctx, &at, field, actions, groups);
+                }
+                _ => {}
+            }
+        }
+        if let Some(prev) = fc.seen.first(&fc.out, fm) {
+            self.warn_at(
+                &at,
+                field,
+                format!("this flow has the same table, priority and match as the one at {prev}, and replaces it"),
+            );
+        }
+        fc.out.push(StaticFlow {
+            text: text.to_string(),
+            source,
+        });
+    }
+
+    /// Warnings for actions that name groups not defined here or ports the
+    /// bridge does not have.
+    pub(super) fn check_actions(
+        &mut self,
+        ctx: &FlowCtx,
+        at: &At,
+        field: &str,
+        actions: &[Action],
+        groups: &HashSet<u32>,
+    ) {
+        for a in actions {
+            match a {
+                Action::Group { group_id } if !groups.contains(group_id) => {
+                    self.warn_at(
+                        at,
+                        field,
+                        format!("group {group_id} is not defined in this file (a controller must add it)"),
+                    );
+                }
+                Action::Output { port, .. }
+                    if *port <= port_no::MAX && !ctx.ports.contains(port) =>
+                {
+                    self.warn_at(
+                        at,
+                        field,
+                        format!("output:{port}: the bridge has no port {port}"),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// What flow checks need to know about their bridge.
+pub(super) struct FlowCtx {
+    pub(super) bridge_path: String,
+    pub(super) n_tables: u8,
+    pub(super) ports: HashSet<u32>,
+}
+
+/// A parsed flow, group or meter with where it came from.
+pub(super) struct Parsed<T> {
+    pub(super) item: T,
+    pub(super) text: String,
+    pub(super) source: Source,
+    /// The inline string, or the `*_file` value.
+    pub(super) span: Range<usize>,
+    pub(super) field: String,
+}
+
+pub(super) fn source_at(source: &Source, span: Range<usize>) -> At {
+    if source.inline {
+        At::Span(span)
+    } else {
+        At::Line {
+            file: source.file.clone(),
+            line: source.line,
+            column: None,
+        }
+    }
+}
+
+/// Flow-file lines parsed per block ([`parse_in_parallel`]).
+pub(super) const PARSE_BLOCK: usize = 1 << 16;
+
+/// Parses `lines` in order, split over the machine's cores when there
+/// are enough of them to be worth a thread (a million-line flows file
+/// takes about 2 s on one core here).
+pub(super) fn parse_in_parallel<T: Send>(
+    lines: &[(usize, &str)],
+    parse: fn(&str) -> Result<T, flowtext::ParseError>,
+) -> Vec<Result<T, flowtext::ParseError>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if threads <= 1 || lines.len() < 4096 {
+        return lines.iter().map(|(_, l)| parse(l)).collect();
+    }
+    let per = lines.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = lines
+            .chunks(per)
+            .map(|part| s.spawn(move || part.iter().map(|(_, l)| parse(l)).collect::<Vec<_>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// A parse error on line `li` (0-based) of a flows, groups or meters
+/// file, with the column of the offending token.
+pub(super) fn line_parse_error(
+    path: &Path,
+    li: usize,
+    line: &str,
+    field: &str,
+    e: flowtext::ParseError,
+) -> Diagnostic {
+    let column = line
+        .get(..e.position)
+        .map(|s| s.chars().count() + 1)
+        .unwrap_or(e.position + 1);
+    Diagnostic {
+        file: path.to_path_buf(),
+        line: Some(li + 1),
+        column: Some(column),
+        field: field.to_string(),
+        message: e.message,
+    }
+}
+
+/// What the flow checks of one bridge carry from flow to flow.
+pub(super) struct FlowChecks<'c> {
+    ctx: &'c FlowCtx,
+    groups: &'c HashSet<u32>,
+    meters: &'c HashSet<u32>,
+    seen: SeenFlows,
+    out: Vec<StaticFlow>,
+}
+
+/// The (table, priority, match) keys of the flows so far, to find one
+/// that replaces an earlier one. Keyed by a 64-bit hash, not by the
+/// match itself (a copy of a million matches would cost more than the
+/// flows' text); a hash that is already there is confirmed by parsing
+/// the earlier flow again, and keys whose hashes collide go to `exact`.
+#[derive(Default)]
+pub(super) struct SeenFlows {
+    by_hash: HashMap<u64, usize>,
+    exact: HashMap<(u8, u16, ofp::Match), usize>,
+}
+
+impl SeenFlows {
+    /// Where the first flow with `fm`'s key was written, if one was; else
+    /// records `fm` as the first, at index `out.len()` (it is pushed next).
+    fn first(&mut self, out: &[StaticFlow], fm: &FlowMod) -> Option<String> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        (fm.table_id, fm.priority, &fm.match_).hash(&mut h);
+        let next = out.len();
+        let same = |i: usize| {
+            out[i].flow_mod().is_ok_and(|o| {
+                (o.table_id, o.priority, &o.match_) == (fm.table_id, fm.priority, &fm.match_)
+            })
+        };
+        match self.by_hash.entry(h.finish()) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(next);
+                None
+            }
+            std::collections::hash_map::Entry::Occupied(o) if same(*o.get()) => {
+                Some(out[*o.get()].source.to_string())
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                let key = (fm.table_id, fm.priority, fm.match_.clone());
+                match self.exact.get(&key) {
+                    Some(&i) => Some(out[i].source.to_string()),
+                    None => {
+                        self.exact.insert(key, next);
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
