@@ -115,7 +115,12 @@ fn order_and_count(mode: ThreadMode, workers: usize) {
     // And the way back.
     send_all(&mut b, vec![test_frame(1, 0, 60)]);
     assert_eq!(collect(&mut a, 1, Duration::from_secs(5)).len(), 1);
-    std::thread::sleep(PUBLISH_EVERY * 3);
+    // The counters are published every PUBLISH_EVERY; a loaded machine
+    // may take longer, so wait for them with a generous deadline.
+    eventually(Duration::from_secs(10), || {
+        let c = t.port_counters();
+        c[&1].rx_packets == n as u64 && c[&2].tx_packets == n as u64 && c[&1].tx_packets == 1
+    });
     let c = t.port_counters();
     assert_eq!(c[&1].rx_packets, n as u64);
     assert_eq!(c[&2].tx_packets, n as u64);
@@ -1308,7 +1313,11 @@ fn egress_queues(mode: ThreadMode) {
     assert!(elapsed >= Duration::from_millis(60), "{elapsed:?}");
     // Nothing more than the queue held comes later.
     let more = collect(&mut b, 1000, Duration::from_millis(500));
-    std::thread::sleep(PUBLISH_EVERY * 3);
+    eventually(Duration::from_secs(10), || {
+        let q = t.queue_counters(2).unwrap();
+        let sent_or_dropped: u64 = q.iter().map(|c| c.tx_packets + c.dropped).sum();
+        sent_or_dropped == 305
+    });
     let q = t.queue_counters(2).unwrap();
     let by_id = |id: u32| q.iter().find(|c| c.id == id).copied().unwrap();
     assert_eq!(by_id(1).tx_packets, 5);
