@@ -22,11 +22,23 @@ PAPER_DROP_96 = {"openflow": (0.6, 5.0, 11.3), "linux-ip": (0.1, 5.4, 8.9), "lin
 PAPER_SIZES = (8192, 65536, 131072)
 
 SYSTEMS = ("fulmar", "ovs", "linux-bridge", "linux-ip")
+# 003-forwarding also runs fulmar in both thread modes, with the queues
+# bounded in time (the default) and deep (max_queue_delay_us = 0, the
+# byte-sized queues fulmar had before): the delay under overload side by
+# side in one run.
+FWD_SYSTEMS = ("fulmar", "fulmar-rwt", "fulmar-deep", "fulmar-rwt-deep", "ovs", "linux-bridge", "linux-ip")
 LABELS = {"fulmar": "fulmar", "ovs": "OVS 3.1 netdev", "linux-bridge": "Linux bridge",
-          "linux-ip": "Linux IP forwarding"}
+          "linux-ip": "Linux IP forwarding", "fulmar-rwt": "fulmar rx-worker-tx",
+          "fulmar-deep": "fulmar, deep queues", "fulmar-rwt-deep": "fulmar rx-worker-tx, deep queues"}
+FULMAR_VARIANTS = {"fulmar-rwt": ("rx-worker-tx", None), "fulmar-deep": ("run-to-completion", 0),
+                   "fulmar-rwt-deep": ("rx-worker-tx", 0)}
 
 
 def make_switch(ctx, topo, kind, **kw):
+    if kind in FULMAR_VARIANTS:
+        mode, delay = FULMAR_VARIANTS[kind]
+        dp = {} if delay is None else {"max_queue_delay_us": delay}
+        return Fulmar(ctx, topo, label=kind, mode=mode, dataplane=dp, **kw)
     cls = {"fulmar": Fulmar, "ovs": Ovs, "linux-bridge": LinuxBridge, "linux-ip": IpForward}[kind]
     return cls(ctx, topo, **kw)
 
@@ -67,7 +79,10 @@ def forwarding(ctx, res):
         "between the same two veths. Left: frames per second forwarded against frame size, trafgen sending as "
         "fast as it can (what it managed: dotted). Middle and right: 64-byte frames at fixed offered rates "
         "(fractions of the most trafgen offered in the left part); frames forwarded, and the median ping round "
-        f"trip ({npings} pings 10 ms apart) meanwhile.")
+        f"trip ({npings} pings 10 ms apart, from the sending host: each request waits behind the load on the "
+        "same input port) meanwhile. fulmar runs in both thread modes (run-to-completion; rx-worker-tx), with its "
+        "queues bounded in time (the default, max_queue_delay_us = 200) and deep (max_queue_delay_us = 0, the "
+        "byte-sized queues it had before).")
     res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}; the Linux "
                  f"bridge and IP forwarding run in the kernel's receive path on the sending CPU (trafgen's, CPU "
                  f"{ctx.gen_cpus}, for this direction), so they share a CPU with the generator; other builds may "
@@ -77,7 +92,7 @@ def forwarding(ctx, res):
                  ("64 B, latency under load", "below saturation about 30 µs for all three")]
     topo = Topo(ctx, 2).build()
     flows = port_flows([(1, 2), (2, 1)])
-    for kind in SYSTEMS:
+    for kind in FWD_SYSTEMS:
         sw = start(make_switch(ctx, topo, kind), flows)
         try:
             for s in sizes:
@@ -93,7 +108,7 @@ def forwarding(ctx, res):
             sw.stop()
     top = max(r["offered_mpps"] for r in res.rows if r["size"] == 64) * 1e6
     res.meta["reference_pps"] = top
-    for kind in SYSTEMS:
+    for kind in FWD_SYSTEMS:
         sw = start(make_switch(ctx, topo, kind), flows)
         dst = "10.2.1.2" if kind == "linux-ip" else "10.0.0.2"
         try:
@@ -120,8 +135,10 @@ def forwarding(ctx, res):
     rows = []
     for r in res.rows:
         rows.append([r["part"], LABELS[r["system"]], r["size"], "–" if r["load"] is None else r["load"],
-                     num(r["offered_mpps"] * 1e3), num(r["mpps"] * 1e3), num(r.get("rtt_median_us"))])
-    res.table = (["part", "system", "frame bytes", "load", "offered kpps", "forwarded kpps", "ping median µs"], rows)
+                     num(r["offered_mpps"] * 1e3), num(r["mpps"] * 1e3), num(r.get("rtt_median_us")),
+                     r.get("pings", "–")])
+    res.table = (["part", "system", "frame bytes", "load", "offered kpps", "forwarded kpps", "ping median µs",
+                  "pings answered"], rows)
     f64 = {r["system"]: r["mpps"] for r in res.rows if r["part"] == "size" and r["size"] == 64}
     if f64.get("linux-ip"):
         res.findings.append("64-byte frames forwarded, relative to Linux IP forwarding: " + ", ".join(
@@ -130,7 +147,7 @@ def forwarding(ctx, res):
 
 def plot_forwarding(res):
     fig, (ax, ax2, ax3) = figure(3, width=13)
-    for kind in SYSTEMS:
+    for kind in FWD_SYSTEMS:
         pts = [r for r in res.rows if r["part"] == "size" and r["system"] == kind]
         if pts:
             ax.plot([r["size"] for r in pts], [r["mpps"] * 1e3 for r in pts], "-o", color=color(kind),

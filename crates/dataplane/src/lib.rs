@@ -29,11 +29,13 @@
 //! [`snapshot`] (publishing new table versions to running workers),
 //! [`pool`] (recycled storage for owned packet buffers), [`qos`] (egress
 //! queues: strict priority under rates), [`placement`]
-//! (which CPU each thread runs on).
+//! (which CPU each thread runs on), [`delay`] (every queue toward a worker
+//! bounded in time, not bytes).
 
 pub mod afpacket;
 pub mod afxdp;
 pub mod capture;
+pub mod delay;
 pub mod dispatch;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;

@@ -99,8 +99,10 @@
 //! `tx_ring_full` (a ring between threads was full), `tx_queue_full` (a
 //! port kept refusing packets and its TX burst overflowed), `no_port` (an
 //! output to a port number this set of threads does not have),
-//! `port_error` (packets lost to a failed send call) and `rx_error`
-//! (failed receive calls). All but `no_port` are also kept per port
+//! `port_error` (packets lost to a failed send call), `rx_error`
+//! (failed receive calls), `queue_delay` and `tx_queue_delay` (a ring
+//! toward a worker, or toward a TX thread, already held its time bound's
+//! worth of packets, see below). All but `no_port` are also kept per port
 //! ([`Threads::port_drops`]): a packet lost on an RX → worker ring counts
 //! against the port it came in on, one lost on a worker → TX ring or at a
 //! port against the port it was going out of, so the control side can add
@@ -111,6 +113,22 @@
 //! The control side keeps a registry of the ports (their slots and drop
 //! cells), read only by the counter calls; a removed port leaves it, and
 //! its drops are kept in the totals of [`Threads::drops`].
+//!
+//! # Bounded queueing delay
+//!
+//! Under [`QueueDelay::Bounded`] (the default) every queue between a wire
+//! and a worker holds at most the configured time's worth of packets at
+//! the rate it drains ([`crate::delay`]). Each thread measures its own
+//! drain rate (a [`DrainMeter`] over its busy time) every time it
+//! publishes its counters. A thread that reads ports then hands each port
+//! its bound ([`PortBackend::set_rx_bound`]: the delay times its rate,
+//! shared by the ports that had input); a split worker or TX thread
+//! publishes its rate in a [`DrainCell`], and the producers of its input
+//! rings drop a packet early, as `queue_delay`, when the ring already
+//! holds the delay's worth at that rate. A producer looks at the ring's
+//! fill only when the room it last computed is used up, so below the
+//! bound this costs one subtraction per packet. [`QueueDelay::Deep`]
+//! leaves every queue at its full size.
 //!
 //! # Thread statistics
 //!
@@ -139,6 +157,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::capture::{Capture, Tap};
+use crate::delay::{bound_packets, DrainCell, DrainMeter, QueueDelay, RxBound};
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::{Backoff, FlushPolicy, IdleStep};
 use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
@@ -262,6 +281,10 @@ pub struct ThreadsConfig {
     /// ports have one): such ports (the memory generator, pcap replay) are
     /// polled at least this often.
     pub fdless_sleep: Duration,
+    /// How long packets may wait in the queues toward a worker (default
+    /// `Deep`, the rings' and ports' full sizes; the daemon bounds it by
+    /// its configuration, `max_queue_delay_us`).
+    pub queue_delay: QueueDelay,
 }
 
 impl Default for ThreadsConfig {
@@ -283,6 +306,7 @@ impl Default for ThreadsConfig {
             poll_window: crate::flush::POLL_WINDOW,
             max_sleep: Duration::from_millis(5),
             fdless_sleep: Duration::from_micros(50),
+            queue_delay: QueueDelay::Deep,
         }
     }
 }
@@ -339,12 +363,18 @@ pub struct ThreadDrops {
     /// An egress queue was full (drop-tail; per queue in
     /// [`Threads::queue_counters`]).
     pub qos_queue_full: u64,
+    /// A ring toward a worker held its time bound's worth of packets
+    /// ([`crate::delay`]); counted against the input port.
+    pub queue_delay: u64,
+    /// As `queue_delay`, for a ring toward a TX thread; counted against
+    /// the output port.
+    pub tx_queue_delay: u64,
 }
 
 impl ThreadDrops {
     /// Lost on the way in (the RX → worker rings).
     pub fn rx_total(&self) -> u64 {
-        self.rx_ring_full
+        self.rx_ring_full + self.queue_delay
     }
 
     /// Lost on the way out (rings toward TX threads, port TX bursts,
@@ -355,6 +385,7 @@ impl ThreadDrops {
             + self.port_error
             + self.no_port
             + self.qos_queue_full
+            + self.tx_queue_delay
     }
 
     fn add(&mut self, o: &ThreadDrops) {
@@ -365,6 +396,8 @@ impl ThreadDrops {
         self.port_error += o.port_error;
         self.rx_error += o.rx_error;
         self.qos_queue_full += o.qos_queue_full;
+        self.queue_delay += o.queue_delay;
+        self.tx_queue_delay += o.tx_queue_delay;
     }
 }
 
@@ -436,6 +469,8 @@ struct PortDropCells {
     port_error: AtomicU64,
     rx_error: AtomicU64,
     qos_queue_full: AtomicU64,
+    queue_delay: AtomicU64,
+    tx_queue_delay: AtomicU64,
 }
 
 impl PortDropCells {
@@ -448,6 +483,8 @@ impl PortDropCells {
             port_error: self.port_error.load(Ordering::Relaxed),
             rx_error: self.rx_error.load(Ordering::Relaxed),
             qos_queue_full: self.qos_queue_full.load(Ordering::Relaxed),
+            queue_delay: self.queue_delay.load(Ordering::Relaxed),
+            tx_queue_delay: self.tx_queue_delay.load(Ordering::Relaxed),
         }
     }
 }
@@ -489,6 +526,9 @@ trait RingItem {
     /// The cell: `rx_ring_full` for RX → worker rings, `tx_ring_full` for
     /// worker → TX rings.
     fn cell(c: &PortDropCells) -> &AtomicU64;
+    /// The cell of early drops under the time bound: `queue_delay`,
+    /// `tx_queue_delay`.
+    fn delay_cell(c: &PortDropCells) -> &AtomicU64;
 }
 
 /// RX → worker: a received packet, counted against its input port.
@@ -499,6 +539,9 @@ impl RingItem for PacketBuf {
     fn cell(c: &PortDropCells) -> &AtomicU64 {
         &c.rx_ring_full
     }
+    fn delay_cell(c: &PortDropCells) -> &AtomicU64 {
+        &c.queue_delay
+    }
 }
 
 /// Worker → TX: `(output port, packet)`, counted against the output port.
@@ -508,6 +551,9 @@ impl RingItem for (u32, PacketBuf) {
     }
     fn cell(c: &PortDropCells) -> &AtomicU64 {
         &c.tx_ring_full
+    }
+    fn delay_cell(c: &PortDropCells) -> &AtomicU64 {
+        &c.tx_queue_delay
     }
 }
 
@@ -651,6 +697,11 @@ struct ThreadSide {
     inbox: Vec<Change>,
     cells: Arc<ThreadCells>,
     tally: Tally,
+    /// The thread's drain rate, and what of its tally it has seen.
+    meter: DrainMeter,
+    metered: (u64, u64),
+    /// Where it publishes the rate for the producers of its input rings.
+    drain: Arc<DrainCell>,
 }
 
 impl ThreadSide {
@@ -669,6 +720,20 @@ impl ThreadSide {
         }
         self.inbox = inbox;
         Some(n)
+    }
+
+    /// Feeds what the tally gained since the last call into the drain
+    /// meter, publishes the estimate and returns it (packets per second).
+    fn measure(&mut self) -> u64 {
+        let (p, b) = (self.tally.packets, self.tally.busy_ns);
+        self.meter.add(
+            p.saturating_sub(self.metered.0),
+            b.saturating_sub(self.metered.1),
+        );
+        self.metered = (p, b);
+        let rate = self.meter.update();
+        self.drain.set(rate);
+        rate
     }
 }
 
@@ -702,6 +767,8 @@ struct ThreadCtl {
     ring_capacity: usize,
     /// Changes posted so far (compared with `mail.applied`).
     posted: u64,
+    /// The thread's drain rate, for the producers of its input rings.
+    drain: Arc<DrainCell>,
 }
 
 impl ThreadCtl {
@@ -716,6 +783,7 @@ impl ThreadCtl {
             rings: InRings::None,
             ring_capacity: 0,
             posted: 0,
+            drain: Arc::default(),
         })
     }
 
@@ -727,6 +795,9 @@ impl ThreadCtl {
             inbox: Vec::new(),
             cells: self.cells.clone(),
             tally: Tally::new(Instant::now()),
+            meter: DrainMeter::default(),
+            metered: (0, 0),
+            drain: self.drain.clone(),
         }
     }
 
@@ -1279,10 +1350,67 @@ struct Stage<T> {
     pending: Vec<T>,
     limit: usize,
     first_at: Option<Instant>,
+    /// The ring's time bound, if it has one.
+    gate: Option<Gate>,
+}
+
+/// A ring's time bound as its producer keeps it: the consumer's published
+/// drain rate, and the room left under the bound when last computed.
+struct Gate {
+    drain: Arc<DrainCell>,
+    delay: Duration,
+    /// Rings the consumer drains (they share its rate).
+    inputs: usize,
+    room: usize,
+}
+
+impl Gate {
+    fn new(drain: Arc<DrainCell>, delay: QueueDelay, inputs: usize) -> Option<Gate> {
+        delay.limit().map(|delay| Gate {
+            drain,
+            delay,
+            inputs,
+            room: 0,
+        })
+    }
+
+    /// Whether one more packet fits under the bound, `staged` packets
+    /// being on their way into `ring` already. Looks at the ring (the
+    /// consumer's index) only when the room last computed is used up.
+    fn admit<T>(&mut self, ring: &mut Producer<T>, staged: usize) -> bool {
+        if self.room == 0 {
+            let cap = ring.capacity();
+            let fill = cap - ring.free();
+            let bound = bound_packets(self.delay, self.drain.get(), self.inputs, cap);
+            self.room = bound.saturating_sub(fill + staged);
+            if self.room == 0 {
+                return false;
+            }
+        }
+        self.room -= 1;
+        true
+    }
 }
 
 impl<T: RingItem> Stage<T> {
+    fn new(ring: Producer<T>, bell: Arc<Doorbell>, limit: usize, gate: Option<Gate>) -> Stage<T> {
+        Stage {
+            ring,
+            bell,
+            pending: Vec::with_capacity(limit),
+            limit,
+            first_at: None,
+            gate,
+        }
+    }
+
     fn push(&mut self, v: T, now: Instant, drops: &DropMap) {
+        if let Some(g) = &mut self.gate {
+            if !g.admit(&mut self.ring, self.pending.len()) {
+                drops.count(v.port(), 1, T::delay_cell);
+                return;
+            }
+        }
         self.pending.push(v);
         self.first_at.get_or_insert(now);
         if self.pending.len() >= self.limit {
@@ -1427,6 +1555,7 @@ fn port_parts(
             fdless,
             drops: drops.clone(),
             capture: None,
+            window: 0,
         }
     };
     let mut rxs = Vec::with_capacity(n_queues);
@@ -1527,6 +1656,8 @@ struct RxPort {
     drops: Arc<PortDropCells>,
     /// A capture of what the port receives, if one runs.
     capture: Option<Tap>,
+    /// Packets read since the last bound was set.
+    window: u64,
 }
 
 fn read_port(p: &mut RxPort, burst: &mut Burst) -> usize {
@@ -1541,6 +1672,7 @@ fn read_port(p: &mut RxPort, burst: &mut Burst) -> usize {
     for pkt in burst.pkts_mut() {
         pkt.meta.in_port = p.number;
     }
+    p.window += n as u64;
     // Without a capture: this one branch per burst.
     if let Some(tap) = &mut p.capture {
         if n > 0 && !tap.received(burst.pkts()) {
@@ -1548,6 +1680,26 @@ fn read_port(p: &mut RxPort, burst: &mut Burst) -> usize {
         }
     }
     n
+}
+
+/// Hands each port its receive queue's bound: `delay` at `rate_pps` (the
+/// reading thread's drain rate), shared by the ports that had input since
+/// the last call (a port without input gets a whole share, so a burst on
+/// a quiet port is not cut short).
+fn bound_ports(ports: &mut [RxPort], delay: QueueDelay, rate_pps: u64) {
+    let Some(delay) = delay.limit() else {
+        return;
+    };
+    let active = ports.iter().filter(|p| p.window > 0).count().max(1);
+    for p in ports.iter_mut() {
+        let share = if p.window > 0 { active } else { 1 };
+        p.window = 0;
+        let bound = RxBound {
+            packets: bound_packets(delay, rate_pps, share, usize::MAX),
+            delay,
+        };
+        p.input.handle.with(|b| b.set_rx_bound(Some(bound)));
+    }
 }
 
 /// What a thread that reads ports sleeps on when idle: their descriptors
@@ -1747,13 +1899,8 @@ impl Threads {
         for out in rx_out.iter_mut() {
             for (w, ctl) in t.workers.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.rx_ring);
-                out.push(Stage {
-                    ring: p,
-                    bell: ctl.bell.clone(),
-                    pending: Vec::with_capacity(b.rx_write.max(1)),
-                    limit: b.rx_write.max(1),
-                    first_at: None,
-                });
+                let gate = Gate::new(ctl.drain.clone(), cfg.queue_delay, nrx);
+                out.push(Stage::new(p, ctl.bell.clone(), b.rx_write.max(1), gate));
                 if let Some(list) = worker_in.get_mut(w) {
                     list.push(c);
                 }
@@ -1766,13 +1913,8 @@ impl Threads {
         for out in worker_out.iter_mut() {
             for (x, ctl) in t.tx.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.tx_ring);
-                out.push(Stage {
-                    ring: p,
-                    bell: ctl.bell.clone(),
-                    pending: Vec::with_capacity(b.worker_write.max(1)),
-                    limit: b.worker_write.max(1),
-                    first_at: None,
-                });
+                let gate = Gate::new(ctl.drain.clone(), cfg.queue_delay, nw);
+                out.push(Stage::new(p, ctl.bell.clone(), b.worker_write.max(1), gate));
                 if let Some(list) = tx_in.get_mut(x) {
                     list.push(c);
                 }
@@ -2385,6 +2527,8 @@ impl RtcWorker {
             self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
+                let rate = self.side.measure();
+                bound_ports(&mut self.rx, self.cfg.queue_delay, rate);
                 self.publish();
             }
             if got == 0 {
@@ -2500,6 +2644,8 @@ impl RxThread {
             }
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
+                let rate = self.side.measure();
+                bound_ports(&mut self.ports, self.cfg.queue_delay, rate);
                 self.publish();
             }
             if got == 0 {
@@ -2621,6 +2767,7 @@ impl SplitWorker {
             }
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
+                self.side.measure();
                 self.side.tally.publish(&self.side.cells);
             }
             if got == 0 {
@@ -2705,6 +2852,7 @@ impl TxThread {
             self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
+                self.side.measure();
                 self.publish();
             }
             if got == 0 {

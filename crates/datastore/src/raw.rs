@@ -158,6 +158,7 @@ pub(crate) struct RawDataplane {
     #[serde(default)]
     pub priority_class: Vec<S<RawRule>>,
     pub core_assign: Option<S<String>>,
+    pub max_queue_delay_us: Option<S<i64>>,
 }
 
 /// `[dataplane.burst]`.

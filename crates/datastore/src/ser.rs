@@ -57,6 +57,8 @@ struct OutDataplane {
     dispatch_fallback: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     core_assign: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_queue_delay_us: Option<u32>,
     burst: OutBurst,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     priority_class: Vec<OutRule>,
@@ -380,6 +382,8 @@ fn dataplane(d: &Dataplane) -> OutDataplane {
         dispatch: piped.then_some(d.dispatch.key.as_str()),
         dispatch_fallback: (piped && class).then_some(d.dispatch.fallback.as_str()),
         core_assign: d.core_assign.map(CoreAssign::as_str),
+        max_queue_delay_us: (d.max_queue_delay_us != crate::model::DEFAULT_MAX_QUEUE_DELAY_US)
+            .then_some(d.max_queue_delay_us),
         burst: OutBurst {
             rx_read: d.burst.rx_read,
             rx_write: d.burst.rx_write,

@@ -1310,7 +1310,7 @@ fn parse_fail_mode(v: &str) -> Result<FailMode, String> {
     }
 }
 
-const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size";
+const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size, max_queue_delay_us";
 
 fn dispatch_key(field: &str, v: &str) -> Result<DispatchKey, Fail> {
     match v {
@@ -1424,6 +1424,9 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
             d.dispatch.fallback = k;
         }
         "flush_idle_us" => d.flush.flush_idle_us = int_in(&f, key, value, 0..=1000)? as u32,
+        "max_queue_delay_us" => {
+            d.max_queue_delay_us = int_in(&f, key, value, 0..=1_000_000)? as u32
+        }
         "max_batch_wait_us" => {
             d.flush.max_batch_wait_us = int_in(&f, key, value, 0..=10_000)? as u32
         }
