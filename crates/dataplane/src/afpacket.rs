@@ -886,6 +886,56 @@ mod tests {
     }
 
     #[test]
+    fn frames_older_than_the_bound_are_dropped_by_name_as_root() {
+        let Some(ns) = NetNs::for_test("afp-age") else {
+            return;
+        };
+        ns.veth("aga", "agb");
+        ns.run(|| {
+            let mut port = AfPacketPort::open("aga").unwrap();
+            let peer = RawSocket::bind("agb");
+            // Fresh frames go through under the bound.
+            port.set_rx_bound(Some(crate::delay::RxBound {
+                packets: 64,
+                delay: Duration::from_secs(60),
+            }));
+            for seq in 0..10u32 {
+                peer.send(&test_frame(2, seq, 64));
+            }
+            assert_eq!(
+                rx_test_frames(&mut port, 10, Duration::from_secs(5)).len(),
+                10
+            );
+            // Frames that waited longer than the bound are not lent: the
+            // bound is 1 ms and they wait at least 50 ms before the read.
+            port.set_rx_bound(Some(crate::delay::RxBound {
+                packets: 64,
+                delay: Duration::from_millis(1),
+            }));
+            for seq in 0..50u32 {
+                peer.send(&test_frame(2, seq, 64));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let mut burst = Burst::with_limit(64);
+            let mut lent = 0;
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while port.stats().rx_drops.queue_delay < 50 && std::time::Instant::now() < deadline {
+                burst.clear();
+                port.rx_burst(&mut burst).unwrap();
+                // (Frames the host itself sends on the link may arrive fresh.)
+                lent += burst
+                    .iter()
+                    .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]))
+                    .count();
+            }
+            let c = port.stats();
+            assert_eq!(lent, 0, "{c:?}");
+            assert!(c.rx_drops.queue_delay >= 50, "{c:?}");
+            assert_eq!(c.rx_drops.ring_full, 0, "{c:?}");
+        });
+    }
+
+    #[test]
     fn lent_frames_hold_blocks_until_dropped_as_root() {
         let Some(ns) = NetNs::for_test("afp-hold") else {
             return;
