@@ -22,11 +22,25 @@ PAPER_DROP_96 = {"openflow": (0.6, 5.0, 11.3), "linux-ip": (0.1, 5.4, 8.9), "lin
 PAPER_SIZES = (8192, 65536, 131072)
 
 SYSTEMS = ("fulmar", "ovs", "linux-bridge", "linux-ip")
+# 003-forwarding also runs fulmar in both thread modes, with the queues
+# bounded in time (the default) and deep (max_queue_delay_us = 0, the
+# byte-sized queues fulmar had before): the delay under overload side by
+# side in one run.
+FWD_SYSTEMS = ("fulmar", "fulmar-rwt", "fulmar-deep", "fulmar-rwt-deep", "ovs", "linux-bridge", "linux-ip")
 LABELS = {"fulmar": "fulmar", "ovs": "OVS 3.1 netdev", "linux-bridge": "Linux bridge",
-          "linux-ip": "Linux IP forwarding"}
+          "linux-ip": "Linux IP forwarding", "fulmar-rwt": "fulmar rx-worker-tx",
+          "fulmar-deep": "fulmar, deep queues", "fulmar-rwt-deep": "fulmar rx-worker-tx, deep queues"}
+# 003-fairness: fulmar bounded (the default) and deep, and in rx-worker-tx.
+FAIR_SYSTEMS = ("fulmar", "fulmar-deep", "fulmar-rwt", "ovs", "linux-bridge", "linux-ip")
+FULMAR_VARIANTS = {"fulmar-rwt": ("rx-worker-tx", None), "fulmar-deep": ("run-to-completion", 0),
+                   "fulmar-rwt-deep": ("rx-worker-tx", 0)}
 
 
 def make_switch(ctx, topo, kind, **kw):
+    if kind in FULMAR_VARIANTS:
+        mode, delay = FULMAR_VARIANTS[kind]
+        dp = {} if delay is None else {"max_queue_delay_us": delay}
+        return Fulmar(ctx, topo, label=kind, mode=mode, dataplane=dp, **kw)
     cls = {"fulmar": Fulmar, "ovs": Ovs, "linux-bridge": LinuxBridge, "linux-ip": IpForward}[kind]
     return cls(ctx, topo, **kw)
 
@@ -67,7 +81,10 @@ def forwarding(ctx, res):
         "between the same two veths. Left: frames per second forwarded against frame size, trafgen sending as "
         "fast as it can (what it managed: dotted). Middle and right: 64-byte frames at fixed offered rates "
         "(fractions of the most trafgen offered in the left part); frames forwarded, and the median ping round "
-        f"trip ({npings} pings 10 ms apart) meanwhile.")
+        f"trip ({npings} pings 10 ms apart, from the sending host: each request waits behind the load on the "
+        "same input port) meanwhile. fulmar runs in both thread modes (run-to-completion; rx-worker-tx), with its "
+        "queues bounded in time (the default, max_queue_delay_us = 200) and deep (max_queue_delay_us = 0, the "
+        "byte-sized queues it had before).")
     res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}; the Linux "
                  f"bridge and IP forwarding run in the kernel's receive path on the sending CPU (trafgen's, CPU "
                  f"{ctx.gen_cpus}, for this direction), so they share a CPU with the generator; other builds may "
@@ -77,7 +94,7 @@ def forwarding(ctx, res):
                  ("64 B, latency under load", "below saturation about 30 µs for all three")]
     topo = Topo(ctx, 2).build()
     flows = port_flows([(1, 2), (2, 1)])
-    for kind in SYSTEMS:
+    for kind in FWD_SYSTEMS:
         sw = start(make_switch(ctx, topo, kind), flows)
         try:
             for s in sizes:
@@ -93,7 +110,7 @@ def forwarding(ctx, res):
             sw.stop()
     top = max(r["offered_mpps"] for r in res.rows if r["size"] == 64) * 1e6
     res.meta["reference_pps"] = top
-    for kind in SYSTEMS:
+    for kind in FWD_SYSTEMS:
         sw = start(make_switch(ctx, topo, kind), flows)
         dst = "10.2.1.2" if kind == "linux-ip" else "10.0.0.2"
         try:
@@ -120,8 +137,10 @@ def forwarding(ctx, res):
     rows = []
     for r in res.rows:
         rows.append([r["part"], LABELS[r["system"]], r["size"], "–" if r["load"] is None else r["load"],
-                     num(r["offered_mpps"] * 1e3), num(r["mpps"] * 1e3), num(r.get("rtt_median_us"))])
-    res.table = (["part", "system", "frame bytes", "load", "offered kpps", "forwarded kpps", "ping median µs"], rows)
+                     num(r["offered_mpps"] * 1e3), num(r["mpps"] * 1e3), num(r.get("rtt_median_us")),
+                     r.get("pings", "–")])
+    res.table = (["part", "system", "frame bytes", "load", "offered kpps", "forwarded kpps", "ping median µs",
+                  "pings answered"], rows)
     f64 = {r["system"]: r["mpps"] for r in res.rows if r["part"] == "size" and r["size"] == 64}
     if f64.get("linux-ip"):
         res.findings.append("64-byte frames forwarded, relative to Linux IP forwarding: " + ", ".join(
@@ -130,7 +149,7 @@ def forwarding(ctx, res):
 
 def plot_forwarding(res):
     fig, (ax, ax2, ax3) = figure(3, width=13)
-    for kind in SYSTEMS:
+    for kind in FWD_SYSTEMS:
         pts = [r for r in res.rows if r["part"] == "size" and r["system"] == kind]
         if pts:
             ax.plot([r["size"] for r in pts], [r["mpps"] * 1e3 for r in pts], "-o", color=color(kind),
@@ -298,13 +317,16 @@ def fairness(ctx, res):
     secs = ctx.pick(0.3, 1.5, 4.0)
     warm = ctx.pick(0.2, 0.7, 1.5)
     size = 96
+    npings = ctx.pick(10, 20, 50)
     res.caption = (
         "The paper's Fig. 10: flow F1 at a fixed 10 % and flow F2 at a growing share of the capacity, entering "
         "on two different ports, both to a third port; the loss of each flow. Here the capacity C is what each "
         "system forwarded of one 96-byte flow from one port (measured first, in this run); F1 = 0.1 C from "
         "host 1, F2 = x · C from host 3, both to host 2, each from its own trafgen; loss per flow from the "
         "senders' counters and per-source-address counters (nftables) at the receiver. Left: each flow's loss; right: "
-        "loss(F1) − loss(F2), the paper's fairness measure (0: both lose alike).")
+        "loss(F1) − loss(F2), the paper's fairness measure (0: both lose alike). Meanwhile host 1 pings host 2 "
+        f"({npings} pings 10 ms apart): behind the overload on another input port (F2's), beside F1 on its own; "
+        "fulmar also with deep queues (max_queue_delay_us = 0) and in rx-worker-tx.")
     res.setup = (f"Two CPUs: both trafgens on CPU {ctx.gen_cpus}, fulmar (one run-to-completion worker polling all "
                  f"three ports) and OVS on CPU {ctx.switch_cpus(1)}, the kernel's forwarding on the sending CPU; "
                  "other builds may have shared the machine.")
@@ -315,7 +337,7 @@ def fairness(ctx, res):
     topo = Topo(ctx, 3).build()
     flows = port_flows([(1, 2), (3, 2), (2, 1)])
     counters = Counters(ctx, topo.host_ns(2), topo.host_dev(2), ["10.1.1.2", "10.3.1.2"])
-    for kind in SYSTEMS:
+    for kind in FAIR_SYSTEMS:
         sw = start(make_switch(ctx, topo, kind), flows)
         try:
             f1 = [frame_for(kind, size, src=1, sport=1024 + j) for j in range(8)]
@@ -328,9 +350,12 @@ def fairness(ctx, res):
             for x in f2s:
                 g1 = Generator(ctx, topo.host_ns(1), topo.host_dev(1), f1, rate_pps=0.1 * cap, name="f1")
                 g3 = Generator(ctx, topo.host_ns(3), topo.host_dev(3), f3, rate_pps=x * cap, name="f2")
+                dst = "10.2.1.2" if kind == "linux-ip" else "10.0.0.2"
                 r = measure([g1, g3], [(topo.host_ns(2), topo.host_dev(2))], warm, secs,
-                            during=counters.read, end=counters.read)
-                before, after = r["during"], r["end"]
+                            during=lambda: (counters.read(), ping(topo.host_ns(1), dst, npings, 0.01)),
+                            end=counters.read)
+                (before, (rtts, sent)), after = r["during"], r["end"]
+                ps = summary(rtts)
                 dt = r["window_s"]
                 got1 = (after["10.1.1.2"] - before["10.1.1.2"]) / dt
                 got3 = (after["10.3.1.2"] - before["10.3.1.2"]) / dt
@@ -340,16 +365,18 @@ def fairness(ctx, res):
                 check_alive(sw)
                 res.add(system=kind, capacity_pps=cap, f2_share=x, f1_sent_pps=sent1, f2_sent_pps=sent3,
                         f1_got_pps=got1, f2_got_pps=got3, f1_loss_pct=100 * l1, f2_loss_pct=100 * l3,
-                        diff_pct=100 * (l1 - l3), cpus=sw.cpus)
-                ctx.log(f"  {kind:13s} F2 {x:.1f} C: loss F1 {100 * l1:5.1f} %, F2 {100 * l3:5.1f} %")
+                        diff_pct=100 * (l1 - l3), cpus=sw.cpus,
+                        rtt_median_us=ps.get("median", 0) * 1e3 if ps["n"] else None, pings=f"{ps['n']}/{sent}")
+                ctx.log(f"  {kind:13s} F2 {x:.1f} C: loss F1 {100 * l1:5.1f} %, F2 {100 * l3:5.1f} %, ping median "
+                        f"{ps.get('median', float('nan')) * 1e3:.0f} µs ({ps['n']}/{sent})")
         finally:
             sw.stop()
     res.table = (["system", "C kpps", "F2 (× C)", "F1 sent kpps", "F2 sent kpps", "F1 loss %", "F2 loss %",
-                  "loss(F1) − loss(F2)"],
+                  "loss(F1) − loss(F2)", "ping median µs (host 1 → 2)", "pings answered"],
                  [[LABELS[r["system"]], num(r["capacity_pps"] / 1e3), r["f2_share"], num(r["f1_sent_pps"] / 1e3),
                    num(r["f2_sent_pps"] / 1e3), f"{r['f1_loss_pct']:.1f}", f"{r['f2_loss_pct']:.1f}",
-                   f"{r['diff_pct']:+.1f}"] for r in res.rows])
-    for kind in SYSTEMS:
+                   f"{r['diff_pct']:+.1f}", num(r.get("rtt_median_us")), r.get("pings", "–")] for r in res.rows])
+    for kind in FAIR_SYSTEMS:
         pts = [r for r in res.rows if r["system"] == kind]
         if pts:
             last = pts[-1]
@@ -359,7 +386,7 @@ def fairness(ctx, res):
 
 def plot_fairness(res):
     fig, (ax, ax2) = figure(2)
-    for kind in SYSTEMS:
+    for kind in FAIR_SYSTEMS:
         pts = [r for r in res.rows if r["system"] == kind]
         if pts:
             x = [r["f2_share"] for r in pts]

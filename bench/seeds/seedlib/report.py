@@ -27,6 +27,8 @@ COLORS = {
     "fulmar": "#1f77b4",
     "fulmar-bench": "#17becf",
     "fulmar-rwt": "#9467bd",
+    "fulmar-deep": "#aec7e8",
+    "fulmar-rwt-deep": "#c5b0d5",
     "ovs": "#d62728",
     "linux-bridge": "#2ca02c",
     "linux-ip": "#ff7f0e",

@@ -26,6 +26,14 @@
 //! ring's frame limit arrive truncated; the port drops them and counts
 //! `rx_drops.truncated`.
 //!
+//! A mapped ring cannot shrink, so under a time bound ([`crate::delay`],
+//! set by the reading thread through [`PortBackend::set_rx_bound`]) the
+//! reader drops by age instead (head drop): a block whose newest frame
+//! arrived longer ago than the bound goes back to the kernel unread, and
+//! a frame older than the bound in a younger block is skipped; both count
+//! as `rx_drops.queue_delay`. The kernel's timestamps are the realtime
+//! clock's, read once per burst.
+//!
 //! `PACKET_IGNORE_OUTGOING` keeps frames this host sends on the interface
 //! (including our own TX) out of the ring. The RX socket is created with
 //! protocol 0 and bound to the interface only after the ring is set up, so it
@@ -68,6 +76,9 @@ mod block {
     pub const STATUS: usize = 8;
     pub const NUM_PKTS: usize = 12;
     pub const FIRST_PKT: usize = 16;
+    /// `ts_last_pkt`: seconds, then nanoseconds.
+    pub const TS_LAST_SEC: usize = 40;
+    pub const TS_LAST_NSEC: usize = 44;
     /// Size of the descriptor; frames start after it, so a lent frame never
     /// overlaps the status word the release path writes.
     pub const HDR_LEN: usize = 48;
@@ -241,6 +252,24 @@ pub struct AfPacketPort {
     counters: PortCounters,
     /// Kernel drop count accumulated from PACKET_STATISTICS (which resets on read).
     kernel_drops: Cell<u64>,
+    /// The oldest a frame may be when read, if bounded.
+    max_age: Option<std::time::Duration>,
+}
+
+/// Why a frame was not lent.
+enum Skip {
+    /// Longer than the ring's frame limit.
+    Truncated,
+    /// Older than the time bound.
+    Stale,
+}
+
+/// The realtime clock in nanoseconds (the kernel's frame timestamps).
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }
 
 impl AfPacketPort {
@@ -267,6 +296,7 @@ impl AfPacketPort {
             qdisc_bypass: cfg.qdisc_bypass,
             counters: PortCounters::default(),
             kernel_drops: Cell::new(0),
+            max_age: None,
         })
     }
 
@@ -380,7 +410,8 @@ impl AfPacketPort {
 
     /// Reads the next frame of the current block; `None` when the block's
     /// headers are inconsistent (the rest of the block is then skipped).
-    fn next_frame(&mut self, blk: usize) -> Option<Result<PacketBuf, ()>> {
+    /// Frames stamped before `cutoff_ns` are skipped as stale.
+    fn next_frame(&mut self, blk: usize, cutoff_ns: u64) -> Option<Result<PacketBuf, Skip>> {
         let ring = &self.ring;
         let off = self.reader.offset;
         if off < block::HDR_LEN || off.checked_add(frame::MIN_HDR)? > ring.block_size {
@@ -406,7 +437,11 @@ impl AfPacketPort {
         }
         self.reader.offset = region_end;
         if (snaplen as u64) < u64::from(wire_len) {
-            return Some(Err(()));
+            return Some(Err(Skip::Truncated));
+        }
+        let stamp = u64::from(sec) * 1_000_000_000 + u64::from(nsec);
+        if stamp < cutoff_ns {
+            return Some(Err(Skip::Stale));
         }
         ring.holds.get(blk)?.fetch_add(1, Ordering::Relaxed);
         let lender: Arc<dyn BufferLender> = ring.clone();
@@ -420,7 +455,7 @@ impl AfPacketPort {
             PacketBuf::from_lent(start, region_end - off, mac, snaplen, lender, blk)
         };
         let mut pkt = pkt;
-        pkt.meta.timestamp_ns = u64::from(sec) * 1_000_000_000 + u64::from(nsec);
+        pkt.meta.timestamp_ns = stamp;
         pkt.meta.wire_len = wire_len;
         // The kernel strips an outer VLAN tag into the frame header before
         // packet sockets see the frame; put it back so the switch sees the
@@ -603,6 +638,11 @@ impl PortBackend for AfPacketPort {
     fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
         let mut got = 0;
         let blocks = self.ring.holds.len();
+        // Frames stamped before this are older than the bound.
+        let cutoff_ns = match self.max_age {
+            Some(age) => realtime_ns().saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(0)),
+            None => 0,
+        };
         while out.room() > 0 {
             let blk = self.reader.block;
             if !self.reader.in_block {
@@ -620,12 +660,22 @@ impl PortBackend for AfPacketPort {
                 let first = self.ring.read_u32(blk, block::FIRST_PKT).unwrap_or(0) as usize;
                 lent.store(true, Ordering::Relaxed);
                 holds.store(1, Ordering::Relaxed);
+                let newest = u64::from(self.ring.read_u32(blk, block::TS_LAST_SEC).unwrap_or(0))
+                    * 1_000_000_000
+                    + u64::from(self.ring.read_u32(blk, block::TS_LAST_NSEC).unwrap_or(0));
+                if newest < cutoff_ns {
+                    // Every frame in it is stale: back to the kernel unread.
+                    self.counters.rx_drops.queue_delay += u64::from(num);
+                    self.reader.block = (blk + 1) % blocks;
+                    self.ring.release(blk);
+                    continue;
+                }
                 self.reader.in_block = true;
                 self.reader.pkts_left = num;
                 self.reader.offset = first;
             }
             while self.reader.pkts_left > 0 && out.room() > 0 {
-                match self.next_frame(blk) {
+                match self.next_frame(blk, cutoff_ns) {
                     Some(Ok(pkt)) => {
                         self.counters.rx_packets += 1;
                         self.counters.rx_bytes += pkt.len() as u64;
@@ -633,8 +683,11 @@ impl PortBackend for AfPacketPort {
                         got += 1;
                         self.reader.pkts_left -= 1;
                     }
-                    Some(Err(())) => {
-                        self.counters.rx_drops.truncated += 1;
+                    Some(Err(skip)) => {
+                        match skip {
+                            Skip::Truncated => self.counters.rx_drops.truncated += 1,
+                            Skip::Stale => self.counters.rx_drops.queue_delay += 1,
+                        }
                         self.reader.pkts_left -= 1;
                     }
                     None => {
@@ -688,6 +741,10 @@ impl PortBackend for AfPacketPort {
 
     fn rx_fd(&self) -> Option<RawFd> {
         Some(self.ring.fd.as_raw_fd())
+    }
+
+    fn set_rx_bound(&mut self, bound: Option<crate::delay::RxBound>) {
+        self.max_age = bound.map(|b| b.delay);
     }
 }
 
@@ -825,6 +882,56 @@ mod tests {
             let c = port.stats();
             assert!(c.rx_packets >= 200);
             assert_eq!(c.rx_dropped(), 0);
+        });
+    }
+
+    #[test]
+    fn frames_older_than_the_bound_are_dropped_by_name_as_root() {
+        let Some(ns) = NetNs::for_test("afp-age") else {
+            return;
+        };
+        ns.veth("aga", "agb");
+        ns.run(|| {
+            let mut port = AfPacketPort::open("aga").unwrap();
+            let peer = RawSocket::bind("agb");
+            // Fresh frames go through under the bound.
+            port.set_rx_bound(Some(crate::delay::RxBound {
+                packets: 64,
+                delay: Duration::from_secs(60),
+            }));
+            for seq in 0..10u32 {
+                peer.send(&test_frame(2, seq, 64));
+            }
+            assert_eq!(
+                rx_test_frames(&mut port, 10, Duration::from_secs(5)).len(),
+                10
+            );
+            // Frames that waited longer than the bound are not lent: the
+            // bound is 1 ms and they wait at least 50 ms before the read.
+            port.set_rx_bound(Some(crate::delay::RxBound {
+                packets: 64,
+                delay: Duration::from_millis(1),
+            }));
+            for seq in 0..50u32 {
+                peer.send(&test_frame(2, seq, 64));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let mut burst = Burst::with_limit(64);
+            let mut lent = 0;
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while port.stats().rx_drops.queue_delay < 50 && std::time::Instant::now() < deadline {
+                burst.clear();
+                port.rx_burst(&mut burst).unwrap();
+                // (Frames the host itself sends on the link may arrive fresh.)
+                lent += burst
+                    .iter()
+                    .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]))
+                    .count();
+            }
+            let c = port.stats();
+            assert_eq!(lent, 0, "{c:?}");
+            assert!(c.rx_drops.queue_delay >= 50, "{c:?}");
+            assert_eq!(c.rx_drops.ring_full, 0, "{c:?}");
         });
     }
 

@@ -30,13 +30,15 @@
 //! [`snapshot`] (publishing new table versions to running workers),
 //! [`pool`] (recycled storage for owned packet buffers), [`qos`] (egress
 //! queues: strict priority under rates), [`placement`]
-//! (which CPU each thread runs on); [`settings`] spells the thread
+//! (which CPU each thread runs on), [`delay`] (every queue toward a worker
+//! bounded in time, not bytes); [`settings`] spells the thread
 //! settings (mode, dispatch key, placement policy) as the configuration
 //! writes them.
 
 pub mod afpacket;
 pub mod afxdp;
 pub mod capture;
+pub mod delay;
 pub mod dispatch;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;

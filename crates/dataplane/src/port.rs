@@ -700,6 +700,10 @@ pub struct RxDrops {
     /// for another tunnel: another VNI/key, another GRE protocol, or a
     /// VXLAN sender that is not the peer.
     pub tunnel_mismatch: u64,
+    /// The receive queue held its time bound's worth of packets
+    /// ([`crate::delay`]): dropped early so that the packets it keeps
+    /// wait at most the configured delay.
+    pub queue_delay: u64,
 }
 
 /// Why packets given to the port for sending were lost; each field is one
@@ -743,7 +747,12 @@ impl PortCounters {
     /// Total packets lost on receive, all reasons.
     pub fn rx_dropped(&self) -> u64 {
         let d = &self.rx_drops;
-        d.ring_full + d.truncated + d.malformed + d.tunnel_malformed + d.tunnel_mismatch
+        d.ring_full
+            + d.truncated
+            + d.malformed
+            + d.tunnel_malformed
+            + d.tunnel_mismatch
+            + d.queue_delay
     }
 
     /// Total packets lost on send, all reasons.
@@ -765,6 +774,7 @@ impl PortCounters {
                 malformed: a.rx_drops.malformed + b.rx_drops.malformed,
                 tunnel_malformed: a.rx_drops.tunnel_malformed + b.rx_drops.tunnel_malformed,
                 tunnel_mismatch: a.rx_drops.tunnel_mismatch + b.rx_drops.tunnel_mismatch,
+                queue_delay: a.rx_drops.queue_delay + b.rx_drops.queue_delay,
             },
             rx_errors: a.rx_errors + b.rx_errors,
             tx_packets: a.tx_packets + b.tx_packets,
@@ -844,6 +854,15 @@ pub trait PortBackend: Send {
     fn attach_doorbell(&mut self, bell: Arc<crate::wake::Doorbell>) -> bool {
         let _ = bell;
         false
+    }
+
+    /// Bounds the receive queue the backend owns (a kernel socket buffer,
+    /// a ring) to `bound`, or gives it back its full size (`None`); see
+    /// [`crate::delay`]. Called by the reading thread every few
+    /// milliseconds, so a backend skips the work when little changed.
+    /// The default does nothing (backends whose queue is the caller's).
+    fn set_rx_bound(&mut self, bound: Option<crate::delay::RxBound>) {
+        let _ = bound;
     }
 }
 

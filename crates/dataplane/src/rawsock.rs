@@ -15,6 +15,11 @@
 //! asks for an 8 MiB buffer) are read from `PACKET_STATISTICS` and counted
 //! as `rx_drops.ring_full`, so no loss at this port goes unseen.
 //!
+//! Under a time bound ([`crate::delay`], the default) the reading thread
+//! shrinks the receive buffer to its bound's worth of frames
+//! ([`PortBackend::set_rx_bound`]); what the kernel drops while the buffer
+//! is bounded counts as `rx_drops.queue_delay` instead.
+//!
 //! The kernel strips an outer VLAN tag into metadata before packet sockets
 //! see a frame; the tag comes back through `PACKET_AUXDATA` and is put back
 //! into the frame.
@@ -65,6 +70,14 @@ pub struct RawSocketPort {
     /// Frames the kernel dropped because the socket's receive queue was
     /// full, accumulated from `PACKET_STATISTICS` (which resets on read).
     kernel_drops: std::cell::Cell<u64>,
+    /// As `kernel_drops`, while the buffer was bounded in time.
+    delay_drops: std::cell::Cell<u64>,
+    /// The receive buffer asked for at open (the deep size).
+    deep_rcvbuf: libc::c_int,
+    /// The receive buffer asked for now.
+    rcvbuf: libc::c_int,
+    /// Whether `rcvbuf` is a time bound's (drops count as `queue_delay`).
+    bounded: bool,
 }
 
 /// Receive buffer asked for by default: room for a few milliseconds of
@@ -151,11 +164,7 @@ impl RawSocketPort {
         mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
         sys::setsockopt(&rx, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
             .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))?;
-        // As root the limit in net.core.rmem_max does not apply; otherwise
-        // the kernel caps the request, which is still better than nothing.
-        if sys::setsockopt(&rx, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &rcvbuf).is_err() {
-            let _ = sys::setsockopt(&rx, libc::SOL_SOCKET, libc::SO_RCVBUF, &rcvbuf);
-        }
+        set_rcvbuf(&rx, rcvbuf);
         bind(&rx, ifindex, libc::ETH_P_ALL as u16)?;
         Ok(RawSocketPort {
             name: ifname.to_string(),
@@ -169,7 +178,43 @@ impl RawSocketPort {
             cmsgs: vec![[0u64; CMSG_SPACE / 8]; BATCH],
             counters: PortCounters::default(),
             kernel_drops: std::cell::Cell::new(0),
+            delay_drops: std::cell::Cell::new(0),
+            deep_rcvbuf: rcvbuf,
+            rcvbuf,
+            bounded: false,
         })
+    }
+
+    /// Moves the kernel's drop count since the last call into the counter
+    /// of the current sizing.
+    fn collect_kernel_drops(&self) {
+        if let Ok(st) = sys::getsockopt::<TpacketStats>(
+            self.rx.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+        ) {
+            let cell = if self.bounded {
+                &self.delay_drops
+            } else {
+                &self.kernel_drops
+            };
+            cell.set(cell.get() + u64::from(st.tp_drops));
+        }
+    }
+
+    /// The receive buffer asked for now, in bytes (the kernel doubles it).
+    pub fn rcvbuf(&self) -> usize {
+        self.rcvbuf as usize
+    }
+}
+
+/// Asks for a receive buffer of `bytes` (the kernel doubles the value for
+/// its bookkeeping). As root the limit in net.core.rmem_max does not apply;
+/// otherwise the kernel caps the request, which is still better than
+/// nothing.
+fn set_rcvbuf(fd: &OwnedFd, bytes: libc::c_int) {
+    if sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes).is_err() {
+        let _ = sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &bytes);
     }
 }
 
@@ -355,17 +400,34 @@ impl PortBackend for RawSocketPort {
     }
 
     fn stats(&self) -> PortCounters {
-        if let Ok(st) = sys::getsockopt::<TpacketStats>(
-            self.rx.as_raw_fd(),
-            libc::SOL_PACKET,
-            libc::PACKET_STATISTICS,
-        ) {
-            self.kernel_drops
-                .set(self.kernel_drops.get() + u64::from(st.tp_drops));
-        }
+        self.collect_kernel_drops();
         let mut c = self.counters.merged(&self.tx.counters);
         c.rx_drops.ring_full += self.kernel_drops.get();
+        c.rx_drops.queue_delay += self.delay_drops.get();
         c
+    }
+
+    fn set_rx_bound(&mut self, bound: Option<crate::delay::RxBound>) {
+        // The kernel compares its doubled value against the queued frames'
+        // truesize; never more than the deep size asked for at open.
+        let want = match bound {
+            Some(b) => libc::c_int::try_from(b.kernel_bytes() / 2)
+                .unwrap_or(libc::c_int::MAX)
+                .min(self.deep_rcvbuf),
+            None => self.deep_rcvbuf,
+        };
+        let bounded = bound.is_some();
+        // Small changes are not worth a system call.
+        let close = (want - self.rcvbuf).abs() <= self.rcvbuf / 8;
+        if bounded == self.bounded && close {
+            return;
+        }
+        self.collect_kernel_drops();
+        self.bounded = bounded;
+        if !close {
+            set_rcvbuf(&self.rx, want);
+            self.rcvbuf = want;
+        }
     }
 
     fn rx_fd(&self) -> Option<RawFd> {
@@ -501,6 +563,65 @@ mod tests {
                 received + dropped <= sent,
                 "{received} + {dropped} > {sent}"
             );
+        });
+    }
+
+    #[test]
+    fn a_time_bound_shrinks_the_receive_buffer_and_names_its_drops_as_root() {
+        if !is_root() {
+            eprintln!("skipping: needs root");
+            return;
+        }
+        let Some(ns) = NetNs::for_test("rawsock-bound") else {
+            return;
+        };
+        ns.veth("rba", "rbb");
+        ns.run(|| {
+            let mut port = RawSocketPort::open("rbb").unwrap();
+            let bound = crate::delay::RxBound {
+                packets: 100,
+                delay: Duration::from_micros(200),
+            };
+            port.set_rx_bound(Some(bound));
+            assert_eq!(
+                port.rcvbuf(),
+                100 * crate::delay::KERNEL_BYTES_PER_PACKET / 2
+            );
+            let fd = port.rx.as_raw_fd();
+            let effective: libc::c_int =
+                sys::getsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap();
+            assert_eq!(
+                effective as usize,
+                100 * crate::delay::KERNEL_BYTES_PER_PACKET
+            );
+            let peer = RawSocket::bind("rba");
+            let sent = 2_000u64;
+            for seq in 0..sent {
+                peer.send(&test_frame(3, seq as u32, 64));
+            }
+            let mut received = 0u64;
+            let mut rx = Burst::with_limit(64);
+            loop {
+                rx.clear();
+                if port.rx_burst(&mut rx).unwrap() == 0 {
+                    break;
+                }
+                received += rx
+                    .iter()
+                    .filter(|p| matches!(p.data().get(12..14), Some([0x88, 0xb5])))
+                    .count() as u64;
+            }
+            let d = port.stats().rx_drops;
+            // About the bound's worth was kept (the kernel charges each
+            // small frame about KERNEL_BYTES_PER_PACKET), the rest dropped
+            // under the bound's own name.
+            assert!((50..=150).contains(&received), "received {received}");
+            assert!(d.queue_delay > 0, "{d:?}");
+            assert_eq!(d.ring_full, 0, "{d:?}");
+            assert!(received + d.queue_delay <= sent, "{received} + {d:?}");
+            // Back to deep: the size asked for at open, drops by the old name.
+            port.set_rx_bound(None);
+            assert_eq!(port.rcvbuf(), DEFAULT_RCVBUF_BYTES);
         });
     }
 }

@@ -390,5 +390,8 @@ fn dataplane_fields(a: &Dataplane, b: &Dataplane) -> Vec<&'static str> {
     if a.core_assign != b.core_assign {
         out.push("core_assign");
     }
+    if a.max_queue_delay_us != b.max_queue_delay_us {
+        out.push("max_queue_delay_us");
+    }
     out
 }

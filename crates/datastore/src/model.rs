@@ -660,7 +660,14 @@ pub struct Dataplane {
     pub dispatch: Dispatch,
     /// Places the threads on CPUs by a policy instead of `*_cores`.
     pub core_assign: Option<CoreAssign>,
+    /// Longest a packet may wait in the queues between a port and a
+    /// worker, in µs at the rate they drain (0..=1000000, default
+    /// [`DEFAULT_MAX_QUEUE_DELAY_US`]); 0: deep, byte-sized queues.
+    pub max_queue_delay_us: u32,
 }
+
+/// The default of `max_queue_delay_us`.
+pub const DEFAULT_MAX_QUEUE_DELAY_US: u32 = 200;
 
 /// Most threads of one kind.
 pub const MAX_THREADS: usize = 256;
@@ -682,6 +689,7 @@ impl Default for Dataplane {
             rings: RingSizes::default(),
             dispatch: Dispatch::default(),
             core_assign: None,
+            max_queue_delay_us: DEFAULT_MAX_QUEUE_DELAY_US,
         }
     }
 }

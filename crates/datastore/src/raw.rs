@@ -232,6 +232,8 @@ pub(crate) struct RawDataplane {
     pub priority_class: Vec<S<RawRule>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub core_assign: Option<S<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_queue_delay_us: Option<S<i64>>,
 }
 
 /// `[dataplane.burst]`.
@@ -527,6 +529,7 @@ pub(crate) fn from_model(c: &crate::Config) -> RawConfig {
                 Vec::new()
             },
             core_assign: d.core_assign.map(|a| s(a.to_string())),
+            max_queue_delay_us: Some(int(d.max_queue_delay_us)),
         })),
         tls: c.tls.as_ref().map(|t| {
             s(RawTls {

@@ -206,7 +206,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error("[dataplane]\nworkers = 2\n"),
-        "fulmar.toml:2:1: dataplane.workers: unknown field `workers`, expected one of `mode`, `rx_threads`, `worker_threads`, `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores`, `burst`, `flush_idle_us`, `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`, `dispatch`, `dispatch_fallback`, `priority_class`, `core_assign`"
+        "fulmar.toml:2:1: dataplane.workers: unknown field `workers`, expected one of `mode`, `rx_threads`, `worker_threads`, `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores`, `burst`, `flush_idle_us`, `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`, `dispatch`, `dispatch_fallback`, `priority_class`, `core_assign`, `max_queue_delay_us`"
     );
     assert_eq!(
         error("[[bridges]]\nname = \"b\"\ncontrollers = [{ target = \"tcp:1.2.3.4\", echo = 5 }]\n"),
@@ -1728,4 +1728,38 @@ fn port_qos_errors() {
             .contains("min_rate 5 is above max_rate 4")
     );
     assert!(error(&q("{ queues = [{ id = 1, weight = 4 }] }")).contains("weight"));
+}
+
+#[test]
+fn max_queue_delay_is_parsed_checked_and_written_back() {
+    let dp = |body: &str| errors(&format!("[dataplane]\n{body}\n"));
+    assert_eq!(
+        load("").unwrap().dataplane.max_queue_delay_us,
+        crate::model::DEFAULT_MAX_QUEUE_DELAY_US
+    );
+    for (text, us) in [("0", 0), ("50", 50), ("1000000", 1_000_000)] {
+        let c = load(&format!("[dataplane]\nmax_queue_delay_us = {text}\n")).unwrap();
+        assert_eq!(c.dataplane.max_queue_delay_us, us);
+        // Written back only when it differs from the default, and read
+        // back the same.
+        let toml = c.to_toml_string();
+        assert!(
+            toml.contains(&format!("max_queue_delay_us = {us}")),
+            "{toml}"
+        );
+        assert_eq!(load(&toml).unwrap().dataplane.max_queue_delay_us, us);
+    }
+    assert!(!load("")
+        .unwrap()
+        .to_toml_string()
+        .contains("max_queue_delay_us"));
+    assert_eq!(
+        dp("max_queue_delay_us = 1000001"),
+        vec!["fulmar.toml:2:22: dataplane.max_queue_delay_us: max_queue_delay_us 1000001 is not valid (0..=1000000)"]
+    );
+    assert_eq!(
+        dp("max_queue_delay_us = -1"),
+        vec!["fulmar.toml:2:22: dataplane.max_queue_delay_us: max_queue_delay_us -1 is not valid (0..=1000000)"]
+    );
+    assert_eq!(dp("max_queue_delay_us = \"fast\"").len(), 1);
 }

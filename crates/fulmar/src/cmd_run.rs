@@ -71,7 +71,7 @@ pub enum Mode {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A TOML configuration file (bridges, ports, threads, flows).
-    #[arg(long, short = 'c', conflicts_with_all = ["interface", "flows", "listen", "controller", "dpid", "io", "workers", "mode", "fail_mode", "local_port"])]
+    #[arg(long, short = 'c', conflicts_with_all = ["interface", "flows", "listen", "controller", "dpid", "io", "workers", "mode", "fail_mode", "local_port", "max_queue_delay_us"])]
     pub config: Option<PathBuf>,
     /// An interface to switch; ports are numbered 1, 2, ... in order.
     #[arg(long, short = 'i')]
@@ -105,6 +105,11 @@ pub struct RunArgs {
     /// Thread arrangement (default run-to-completion).
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
+    /// Longest a packet may wait in the queues between a port and a
+    /// worker, in µs at the rate they drain (default 200); 0: deep,
+    /// byte-sized queues (`[dataplane] max_queue_delay_us` in a file).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub max_queue_delay_us: Option<u32>,
     /// How afpacket ports receive.
     #[arg(long, value_enum, default_value = "socket")]
     pub afpacket_mode: AfMode,
@@ -266,6 +271,9 @@ fn load(args: &RunArgs) -> anyhow::Result<Config> {
         cfg.dataplane.mode = ThreadMode::RxWorkerTx;
         cfg.dataplane.rx_threads = 1;
         cfg.dataplane.tx_threads = 1;
+    }
+    if let Some(us) = args.max_queue_delay_us {
+        cfg.dataplane.max_queue_delay_us = us;
     }
     Ok(cfg)
 }

@@ -247,6 +247,7 @@ pub(crate) fn threads_config(name: &str, cfg: &Config) -> Result<ThreadsConfig, 
         rx_cores,
         worker_cores,
         tx_cores,
+        queue_delay: dataplane::delay::QueueDelay::from_micros(u64::from(d.max_queue_delay_us))?,
         ..ThreadsConfig::default()
     })
 }

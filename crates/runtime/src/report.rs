@@ -128,6 +128,7 @@ fn named_drops(
         ("port_rx_malformed", p.rx_drops.malformed),
         ("port_rx_tunnel_malformed", p.rx_drops.tunnel_malformed),
         ("port_rx_tunnel_mismatch", p.rx_drops.tunnel_mismatch),
+        ("port_rx_queue_delay", p.rx_drops.queue_delay),
         ("port_rx_errors", p.rx_errors),
         ("port_tx_oversize", p.tx_drops.oversize),
         ("port_tx_link_down", p.tx_drops.link_down),
@@ -141,6 +142,8 @@ fn named_drops(
         ("port_error", drops.port_error),
         ("rx_error", drops.rx_error),
         ("qos_queue_full", drops.qos_queue_full),
+        ("queue_delay", drops.queue_delay),
+        ("tx_queue_delay", drops.tx_queue_delay),
         ("packet_in_no_controller", pins.0),
         ("packet_in_agent_queue_full", pins.1),
     ] {

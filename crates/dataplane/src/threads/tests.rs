@@ -177,6 +177,8 @@ fn overload_drops(late: bool) {
     ];
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.rx_ring = 64;
+    // The ring's own limit, not the time bound (tested below).
+    c.queue_delay = QueueDelay::Deep;
     let slow = || -> Box<dyn BurstProcessor> {
         Box::new(
             |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
@@ -260,6 +262,7 @@ fn tx_ring_drops(late: bool) {
     ];
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.tx_ring = 64;
+    c.queue_delay = QueueDelay::Deep;
     let t = start_with(&c, ports, late, &mut |_| cross());
     let deadline = Instant::now() + Duration::from_secs(20);
     let total = |d: &ThreadDrops| d.rx_total() + d.tx_total();
@@ -1342,4 +1345,168 @@ fn egress_queues_run_to_completion() {
 #[test]
 fn egress_queues_split() {
     egress_queues(ThreadMode::RxWorkerTx);
+}
+
+/// A worker that holds its first burst until `go` is set.
+fn held(go: Arc<AtomicBool>) -> Box<dyn BurstProcessor> {
+    Box::new(
+        move |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
+            while !go.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            for p in burst.drain() {
+                out(2, p);
+            }
+        },
+    )
+}
+
+/// A stalled worker behind a 1024-slot ring: with a time bound the RX
+/// thread keeps the ring at the bound (the delay at the worker's rate: it
+/// has measured none, so the initial 1 Mpps) and counts the rest as
+/// `queue_delay`; with deep queues the ring fills and the rest counts as
+/// `rx_ring_full`. No timing is asserted: the worker is held, not slow.
+fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>, u64, usize) {
+    let generated = 5_000u64;
+    let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
+    let sink = MemorySink::new("sink");
+    let seen = sink.handle();
+    let ports = vec![
+        PortSpec::new(1, Box::new(gen)),
+        PortSpec::new(2, Box::new(sink)),
+    ];
+    let mut c = cfg(ThreadMode::RxWorkerTx, 1);
+    c.queue_delay = delay;
+    let go = Arc::new(AtomicBool::new(false));
+    let g = go.clone();
+    let t = Threads::start(&c, ports, &mut |_| held(g.clone())).unwrap();
+    // Everything generated has been read by the RX thread.
+    assert!(eventually(Duration::from_secs(20), || {
+        t.port_counters().get(&1).map(|p| p.rx_packets) == Some(generated)
+    }));
+    let fill = t
+        .thread_stats()
+        .iter()
+        .find(|s| s.role == ThreadRole::Worker)
+        .map(|s| s.ring_fill)
+        .unwrap();
+    go.store(true, Ordering::Release);
+    assert!(eventually(Duration::from_secs(20), || {
+        let d = t.drops();
+        seen.packets() + d.rx_total() + d.tx_total() >= generated
+    }));
+    let d = t.drops();
+    let per_port = t.port_drops();
+    t.stop();
+    // Every packet forwarded or counted (on a loaded machine the TX
+    // thread may also fall behind: its ring's drops count on the way out).
+    assert_eq!(
+        seen.packets() + d.rx_total() + d.tx_total(),
+        generated,
+        "{d:?}"
+    );
+    (d, per_port, seen.packets(), fill)
+}
+
+#[test]
+fn a_time_bound_keeps_a_stalled_workers_ring_short_and_names_its_drops() {
+    let delay = Duration::from_micros(100);
+    let (d, per_port, forwarded, fill) = stalled_worker(QueueDelay::Bounded(delay));
+    // 100 µs at 1 Mpps: 100 packets on the ring, plus what the worker
+    // holds (one burst) and what the RX thread had staged (one burst).
+    let bound = bound_packets(delay, crate::delay::INITIAL_RATE_PPS, 1, 1024);
+    assert_eq!(bound, 100);
+    assert!(fill <= bound, "ring holds {fill}");
+    assert!(forwarded <= (bound + 64) as u64, "{forwarded} forwarded");
+    assert!(d.queue_delay > 0, "{d:?}");
+    assert_eq!(d.rx_ring_full, 0, "{d:?}");
+    assert_eq!(per_port[&1].queue_delay, d.queue_delay, "{per_port:?}");
+    assert_eq!(per_port[&2].queue_delay, 0, "{per_port:?}");
+    // The released worker may outrun the TX thread's bound too: counted
+    // on the way out, against the output port.
+    assert_eq!(per_port[&1].tx_queue_delay, 0, "{per_port:?}");
+    assert_eq!(
+        per_port[&2].tx_queue_delay, d.tx_queue_delay,
+        "{per_port:?}"
+    );
+}
+
+#[test]
+fn deep_queues_fill_the_ring_instead() {
+    let (d, _, forwarded, fill) = stalled_worker(QueueDelay::Deep);
+    assert_eq!(d.queue_delay, 0, "{d:?}");
+    assert!(d.rx_ring_full > 0, "{d:?}");
+    assert_eq!(fill, 1024);
+    assert!(forwarded >= 1024, "{forwarded} forwarded");
+}
+
+/// A generator that records the bounds its reader hands it.
+struct Bounded {
+    inner: MemoryGenerator,
+    bounds: Arc<Mutex<Vec<Option<RxBound>>>>,
+}
+
+impl PortBackend for Bounded {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        self.inner.rx_burst(out)
+    }
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        self.inner.tx_burst(pkts)
+    }
+    fn link_state(&self) -> LinkState {
+        LinkState::Up
+    }
+    fn stats(&self) -> PortCounters {
+        self.inner.stats()
+    }
+    fn set_rx_bound(&mut self, bound: Option<RxBound>) {
+        self.bounds.lock().unwrap().push(bound);
+    }
+}
+
+/// Runs `mode` threads over a recording generator until the reader has
+/// published every packet it read, and returns the bounds it was handed.
+fn bounds_handed(mode: ThreadMode, delay: QueueDelay) -> Vec<Option<RxBound>> {
+    let generated = 3_000u64;
+    let bounds = Arc::new(Mutex::new(Vec::new()));
+    let gen = Bounded {
+        inner: MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated),
+        bounds: bounds.clone(),
+    };
+    let ports = vec![
+        PortSpec::new(1, Box::new(gen)),
+        PortSpec::new(2, Box::new(MemorySink::new("sink"))),
+    ];
+    let mut c = cfg(mode, 1);
+    c.queue_delay = delay;
+    let t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
+    // The reader bounds its ports where it publishes their counters, just
+    // before: once the counters show every packet, it has bounded them.
+    assert!(eventually(Duration::from_secs(20), || {
+        t.port_counters().get(&1).map(|p| p.rx_packets) == Some(generated)
+    }));
+    t.stop();
+    let b = bounds.lock().unwrap().clone();
+    b
+}
+
+#[test]
+fn readers_hand_their_ports_the_bound_of_the_configured_delay() {
+    let delay = Duration::from_micros(300);
+    for mode in [ThreadMode::RunToCompletion, ThreadMode::RxWorkerTx] {
+        let b = bounds_handed(mode, QueueDelay::Bounded(delay));
+        assert!(!b.is_empty(), "{mode:?}: no bound handed");
+        for x in &b {
+            let x = x.expect("a bound, not deep");
+            assert_eq!(x.delay, delay);
+            assert!(x.packets >= crate::delay::MIN_BOUND_PACKETS, "{x:?}");
+        }
+        assert!(
+            bounds_handed(mode, QueueDelay::Deep).is_empty(),
+            "{mode:?}: deep queues are left alone"
+        );
+    }
 }

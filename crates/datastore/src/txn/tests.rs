@@ -1230,3 +1230,20 @@ fn a_port_renumbered_keeps_its_queues_and_a_deleted_one_takes_them() {
     let gone = moved.apply(&ctl("del-port br0 eth0"), HOST).unwrap();
     assert!(gone.bridge("br0").unwrap().qos.is_empty());
 }
+
+#[test]
+fn set_dataplane_max_queue_delay() {
+    let c = ok("set dataplane max_queue_delay_us=0");
+    assert_eq!(c.dataplane.max_queue_delay_us, 0);
+    let base = ok("set dataplane max_queue_delay_us=200");
+    assert_eq!(
+        diff(&c, &base),
+        vec![Change::ChangeDataplane {
+            fields: vec!["max_queue_delay_us"]
+        }]
+    );
+    assert_eq!(
+        err("set dataplane max_queue_delay_us=2000000"),
+        "<transaction>:1: dataplane.max_queue_delay_us: set dataplane max_queue_delay_us=2000000: max_queue_delay_us 2000000 is not valid (0..=1000000)"
+    );
+}

@@ -94,6 +94,12 @@ impl Checker<'_> {
                 }
             }
         }
+        let max_queue_delay = self.int_or(
+            &r.max_queue_delay_us,
+            "dataplane.max_queue_delay_us",
+            0..=1_000_000,
+            i64::from(crate::model::DEFAULT_MAX_QUEUE_DELAY_US),
+        );
         let dispatch = self.dispatch(r, workers, pipelined);
         let core_assign = match &r.core_assign {
             None => Some(None),
@@ -137,6 +143,7 @@ impl Checker<'_> {
             },
             dispatch: dispatch?,
             core_assign: core_assign?,
+            max_queue_delay_us: max_queue_delay? as u32,
         })
     }
 

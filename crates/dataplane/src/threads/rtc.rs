@@ -1,0 +1,112 @@
+//! The run-to-completion loop.
+
+use super::*;
+
+pub(super) struct RtcWorker {
+    pub(super) rx: Vec<RxPort>,
+    pub(super) tx: TxSide,
+    pub(super) processor: Box<dyn BurstProcessor>,
+    pub(super) side: ThreadSide,
+    pub(super) plan: IdlePlan,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) cfg: ThreadsConfig,
+}
+
+impl RtcWorker {
+    pub(super) fn publish(&mut self) {
+        for p in &mut self.rx {
+            p.input.publish();
+        }
+        self.tx.publish();
+        self.side.tally.publish(&self.side.cells);
+    }
+
+    /// Applies waiting port changes, if any (one atomic load if none).
+    pub(super) fn take_changes(&mut self) {
+        let Some(n) = self.side.drain_mail(|c| match c {
+            Change::Read(p) => self.rx.push(p),
+            Change::Write(p) => self.tx.add(p),
+            Change::Remove(number) => {
+                self.rx.retain(|p| p.number != number);
+                self.tx.remove(number);
+            }
+            Change::Capture { number, sink } => {
+                for p in self.rx.iter_mut().filter(|p| p.number == number) {
+                    p.capture = sink.clone().map(Tap::new);
+                }
+                self.tx.set_capture(number, sink);
+            }
+            Change::Qos { number, qos } => self.tx.set_qos(number, qos),
+            Change::Route { .. } => {}
+        }) else {
+            return;
+        };
+        self.plan = IdlePlan::of(&mut self.rx, &self.cfg);
+        self.side.mail.ack(n);
+    }
+
+    pub(super) fn run(&mut self) {
+        let mut burst = Burst::with_limit(self.cfg.bursts.rx_read.max(1));
+        let mut backoff = Backoff::new(self.cfg.poll_window);
+        let mut last_input = Instant::now();
+        let mut last_publish = last_input;
+        self.side.tally = Tally::new(last_input);
+        self.plan = IdlePlan::of(&mut self.rx, &self.cfg);
+        while !self.stop.load(Ordering::Acquire) {
+            self.take_changes();
+            self.processor.between_bursts();
+            let mut got = 0;
+            let mut bursts = 0;
+            let mut drained = true;
+            for p in &mut self.rx {
+                let n = read_port(p, &mut burst);
+                if n == 0 {
+                    continue;
+                }
+                got += n;
+                bursts += 1;
+                drained &= burst.room() > 0;
+                let now = Instant::now();
+                let tx = &mut self.tx;
+                self.processor
+                    .process(p.number, &mut burst, &mut |port, pkt| {
+                        tx.enqueue(port, pkt, now)
+                    });
+                burst.clear();
+            }
+            let now = Instant::now();
+            if got > 0 {
+                last_input = now;
+                backoff.reset();
+                self.side.tally.busy(now, got, bursts);
+            }
+            self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
+            if now.duration_since(last_publish) >= PUBLISH_EVERY {
+                last_publish = now;
+                let rate = self.side.measure();
+                bound_ports(&mut self.rx, self.cfg.queue_delay, rate);
+                self.publish();
+            }
+            if got == 0 {
+                let holding = self.tx.holding();
+                let plan = &self.plan;
+                idle(
+                    &mut backoff,
+                    holding,
+                    &self.side.bell,
+                    &plan.fds,
+                    self.tx.sleep_for(plan.timeout),
+                    || false,
+                    || self.processor.idle(),
+                );
+                self.side.tally.idle(Instant::now());
+            }
+        }
+        self.tx.flush_all();
+        self.processor.finish();
+        self.publish();
+        let mut held = boxed(self.rx.drain(..));
+        held.extend(boxed(self.tx.ports.drain(..)));
+        drop_together(held);
+    }
+}

@@ -1,0 +1,134 @@
+//! Spawning threads, idling, and reading ports (with their time bounds).
+
+use super::*;
+
+pub(super) fn spawn(
+    name: String,
+    core: Option<usize>,
+    body: impl FnOnce() + Send + 'static,
+) -> io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        if let Some(c) = core {
+            // Pinning is best effort: a refused core leaves the thread free.
+            let _ = wake::pin_to_core(c);
+        }
+        wake::set_timer_slack(1000);
+        body()
+    })
+}
+
+pub(super) fn core_of(cores: &Option<Vec<usize>>, i: usize) -> Option<usize> {
+    cores
+        .as_ref()
+        .filter(|c| !c.is_empty())
+        .and_then(|c| c.get(i % c.len()).copied())
+}
+
+/// Sleeps or spins one idle step. Returns whether it slept and one of
+/// `fds` woke it (input has arrived on a port).
+/// `before_sleep` runs when it is about to sleep.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn idle(
+    backoff: &mut Backoff,
+    holding: bool,
+    bell: &Doorbell,
+    fds: &[RawFd],
+    timeout: Duration,
+    inputs_waiting: impl FnOnce() -> bool,
+    before_sleep: impl FnOnce(),
+) -> bool {
+    match backoff.step(holding) {
+        IdleStep::Spin => std::hint::spin_loop(),
+        IdleStep::Yield => std::thread::yield_now(),
+        IdleStep::Sleep => {
+            bell.prepare();
+            if inputs_waiting() {
+                bell.cancel();
+                return false;
+            }
+            before_sleep();
+            return wake::wait(bell, fds, timeout);
+        }
+    }
+    false
+}
+
+/// A port read by a thread.
+pub(super) struct RxPort {
+    pub(super) number: u32,
+    pub(super) input: Published,
+    /// No descriptor to sleep on.
+    pub(super) fdless: bool,
+    pub(super) drops: Arc<PortDropCells>,
+    /// A capture of what the port receives, if one runs.
+    pub(super) capture: Option<Tap>,
+    /// Packets read since the last bound was set.
+    pub(super) window: u64,
+}
+
+pub(super) fn read_port(p: &mut RxPort, burst: &mut Burst) -> usize {
+    burst.clear();
+    let n = match p.input.handle.with(|b| b.rx_burst(burst)) {
+        Ok(n) => n,
+        Err(_) => {
+            bump(&p.drops.rx_error, 1);
+            0
+        }
+    };
+    for pkt in burst.pkts_mut() {
+        pkt.meta.in_port = p.number;
+    }
+    p.window += n as u64;
+    // Without a capture: this one branch per burst.
+    if let Some(tap) = &mut p.capture {
+        if n > 0 && !tap.received(burst.pkts()) {
+            p.capture = None;
+        }
+    }
+    n
+}
+
+/// Hands each port its receive queue's bound: `delay` at `rate_pps` (the
+/// reading thread's drain rate), shared by the ports that had input since
+/// the last call (a port without input gets a whole share, so a burst on
+/// a quiet port is not cut short).
+pub(super) fn bound_ports(ports: &mut [RxPort], delay: QueueDelay, rate_pps: u64) {
+    let Some(delay) = delay.limit() else {
+        return;
+    };
+    let active = ports.iter().filter(|p| p.window > 0).count().max(1);
+    for p in ports.iter_mut() {
+        let share = if p.window > 0 { active } else { 1 };
+        p.window = 0;
+        let bound = RxBound {
+            packets: bound_packets(delay, rate_pps, share, usize::MAX),
+            delay,
+        };
+        p.input.handle.with(|b| b.set_rx_bound(Some(bound)));
+    }
+}
+
+/// What a thread that reads ports sleeps on when idle: their descriptors
+/// (sorted), and how long it may sleep — short when a port has no
+/// descriptor to wake it.
+#[derive(Default)]
+pub(super) struct IdlePlan {
+    pub(super) fds: Vec<RawFd>,
+    pub(super) timeout: Duration,
+}
+
+impl IdlePlan {
+    pub(super) fn of(ports: &mut [RxPort], cfg: &ThreadsConfig) -> IdlePlan {
+        let mut fds: Vec<RawFd> = ports
+            .iter_mut()
+            .filter_map(|p| p.input.handle.fd())
+            .collect();
+        fds.sort_unstable();
+        let timeout = if ports.iter().any(|p| p.fdless) {
+            cfg.fdless_sleep
+        } else {
+            cfg.max_sleep
+        };
+        IdlePlan { fds, timeout }
+    }
+}
