@@ -105,7 +105,6 @@ use error::SourceText;
 use raw::{IntOrString, RawBridge, RawConfig, RawController, RawDataplane, RawPort};
 use toml::Spanned;
 
-
 /// The command-line quick case: `fulmar run -i eth0 -i eth1 --flows f`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FlagArgs {

@@ -8,13 +8,13 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::error::Diagnostic;
 pub use dataplane::dispatch::{ClassRule, DispatchKey};
 pub use dataplane::flush::FlushPolicy;
 pub use dataplane::placement::CoreAssign;
 pub use dataplane::threads::{BurstSizes, ThreadMode};
 pub use ofp::channel::{FailMode, Transport};
 use ofp::{FlowMod, GroupMod, MeterMod};
-use crate::error::Diagnostic;
 pub use pipeline::normal::vlan::MAX_VID;
 pub use pipeline::normal::{PortVlan, VlanMode};
 

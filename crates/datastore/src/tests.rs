@@ -1740,8 +1740,8 @@ fn max_queue_delay_is_parsed_checked_and_written_back() {
     for (text, us) in [("0", 0), ("50", 50), ("1000000", 1_000_000)] {
         let c = load(&format!("[dataplane]\nmax_queue_delay_us = {text}\n")).unwrap();
         assert_eq!(c.dataplane.max_queue_delay_us, us);
-        // Written back only when it differs from the default, and read
-        // back the same.
+        // Written back (every setting is, defaults included) and read back
+        // the same.
         let toml = c.to_toml_string();
         assert!(
             toml.contains(&format!("max_queue_delay_us = {us}")),
@@ -1749,10 +1749,10 @@ fn max_queue_delay_is_parsed_checked_and_written_back() {
         );
         assert_eq!(load(&toml).unwrap().dataplane.max_queue_delay_us, us);
     }
-    assert!(!load("")
-        .unwrap()
-        .to_toml_string()
-        .contains("max_queue_delay_us"));
+    assert!(load("").unwrap().to_toml_string().contains(&format!(
+        "max_queue_delay_us = {}",
+        crate::model::DEFAULT_MAX_QUEUE_DELAY_US
+    )));
     assert_eq!(
         dp("max_queue_delay_us = 1000001"),
         vec!["fulmar.toml:2:22: dataplane.max_queue_delay_us: max_queue_delay_us 1000001 is not valid (0..=1000000)"]
