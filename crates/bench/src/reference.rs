@@ -43,7 +43,7 @@ use anyhow::{ensure, Context};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
 use packet::huge::HugeVec;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Which key an exact table is keyed on, and the rewrite that goes with
@@ -520,7 +520,8 @@ fn set_mac_dec_ttl(p: &mut [u8], v: u64) -> bool {
     true
 }
 
-/// Runs the reference over the pool for `seconds` on `workers` threads,
+/// Runs the reference over the pool for `seconds` (and until every worker
+/// has counted a burst) on `workers` threads,
 /// each walking the bursts as fulmar's workers do (refill recycled
 /// buffers from the templates, untimed; process, timed; recycle,
 /// untimed). Returns each worker's figures.
@@ -533,15 +534,23 @@ pub fn run(
 ) -> anyhow::Result<Vec<WorkerResult>> {
     let stop = AtomicBool::new(false);
     let measuring = AtomicBool::new(false);
+    let counts: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
-                let (stop, measuring) = (&stop, &measuring);
-                s.spawn(move || worker(r, pool, w, workers, burst, stop, measuring))
+                let (stop, measuring, count) = (&stop, &measuring, &counts[w]);
+                s.spawn(move || worker(r, pool, w, workers, burst, stop, measuring, count))
             })
             .collect();
         measuring.store(true, Ordering::Relaxed);
         std::thread::sleep(Duration::from_secs_f64(seconds));
+        // However busy the machine, every worker's figures cover at least
+        // one burst (a worker that ended early is joined below).
+        while !(counts.iter().all(|c| c.load(Ordering::Relaxed) > 0)
+            || handles.iter().any(|h| h.is_finished()))
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         measuring.store(false, Ordering::Relaxed);
         stop.store(true, Ordering::Relaxed);
         handles
@@ -555,6 +564,7 @@ pub fn run(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn worker(
     r: &Reference,
     pool: &Pool,
@@ -563,6 +573,7 @@ fn worker(
     burst: usize,
     stop: &AtomicBool,
     measuring: &AtomicBool,
+    count: &AtomicU64,
 ) -> WorkerResult {
     let mut res = WorkerResult::default();
     let n_bursts = pool.bursts.len();
@@ -611,6 +622,7 @@ fn worker(
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {
             res.record(span.len, tx, dropped, allocations, [t0, t1, t2, t3]);
+            count.store(res.packets, Ordering::Relaxed);
         }
         t0 = t3;
     }
