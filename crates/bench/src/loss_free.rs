@@ -34,9 +34,9 @@ use anyhow::{bail, Context};
 use dataplane::dpdk::{self, DpdkConfig, DpdkPort};
 use dataplane::{Burst, PacketBuf, PortBackend};
 
-use super::frame::Rng;
-use super::workload::Workload;
-use super::Options;
+use crate::frame::Rng;
+use crate::options::Options;
+use crate::workload::Workload;
 
 /// One trial's outcome.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -164,7 +164,9 @@ impl Generator {
     }
 }
 
-/// Runs the search (see the module comment).
+/// The highest loss-free rate through DPDK ring ports (see the module
+/// comment): `resolution` ends the search, each trial lasts
+/// `trial_seconds`, `eal` are the EAL's arguments.
 pub fn run(
     opts: &Options,
     resolution: f64,

@@ -37,8 +37,10 @@
 //! the same templates before the run (no parsing, no actions, no
 //! buffers in the timed part).
 
-use super::workload::{RefRule, Scenario, Workload};
-use super::{Pool, WorkerResult};
+use crate::frame::hex;
+use crate::pool::{sample_flow, Pool};
+use crate::traffic::WorkerResult;
+use crate::workload::{RefRule, Scenario, Workload};
 use anyhow::{ensure, Context};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
@@ -640,7 +642,7 @@ pub fn check(
     samples: usize,
     seed: u64,
 ) -> (usize, Vec<String>) {
-    let mut rng = super::frame::Rng::new(seed ^ 0x4ef);
+    let mut rng = crate::frame::Rng::new(seed ^ 0x4ef);
     let n = pool.flow_of.len();
     let samples = samples.min(n);
     let mut bad = Vec::new();
@@ -653,7 +655,7 @@ pub fn check(
         } else {
             rng.below(n as u64) as usize
         };
-        let (port, frame) = super::sample_flow(w, pool, k);
+        let (port, frame) = sample_flow(w, pool, k);
         let want = w
             .expected(port, &frame)
             .map(|e| (e.port, e.frame.build(pool.size)));
@@ -670,8 +672,8 @@ pub fn check(
             bad.push(format!(
                 "reference, flow {} (in_port {port}): expected {:?}, got {:?}",
                 pool.flow_of[k],
-                want.map(|(p, b)| (p, super::hex(&b))),
-                got.map(|(p, b)| (p, super::hex(&b)))
+                want.map(|(p, b)| (p, hex(&b))),
+                got.map(|(p, b)| (p, hex(&b)))
             ));
         }
     }
@@ -680,8 +682,8 @@ pub fn check(
 
 #[cfg(test)]
 mod tests {
-    use super::super::frame::{Frame, Tag};
     use super::*;
+    use crate::frame::{Frame, Tag};
 
     fn every_template_forwards_as_expected(s: Scenario, rules: usize, flows: usize) {
         let w = Workload::new(s, rules, 7).unwrap();
@@ -716,7 +718,7 @@ mod tests {
             assert!(batch.is_empty() && out.dropped.is_empty());
             assert_eq!(out.tx.len(), span.len);
             for (k, (port, buf)) in (span.start..).zip(&out.tx) {
-                let (p, f) = super::super::sample_flow(&w, &pool, k);
+                let (p, f) = sample_flow(&w, &pool, k);
                 let e = w.expected(p, &f).unwrap();
                 assert_eq!(
                     (*port, buf.as_slice()),
