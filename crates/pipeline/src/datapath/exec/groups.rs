@@ -13,6 +13,7 @@ use super::{Exec, Pkt};
 /// A hash of the flow's L2, ARP and 5-tuple fields: the same for every
 /// packet of one flow, so a select group keeps a flow on one bucket (ARP
 /// addresses count, so ARP conversations spread over the buckets too).
+#[inline]
 pub(super) fn flow_hash(k: &FlowKey) -> u64 {
     const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;

@@ -107,6 +107,7 @@ impl Pkt {
 
     /// Parses the headers again (after an action changed them) and sets
     /// the pipeline fields.
+    #[inline]
     pub fn reparse(&mut self) {
         self.key.parse_into(self.buf.as_slice());
         self.key.set_metadata_fields(
