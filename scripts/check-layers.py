@@ -39,6 +39,7 @@ CRATE_LEVELS = [
     ("controller channels", ["agent"]),
     ("the daemon", ["runtime"]),
     ("management protocols", ["mgmt", "ovsdb", "snmp", "ofconfig"]),
+    ("the benchmark harness", ["bench"]),
     ("the command", ["fulmar"]),
 ]
 

@@ -42,13 +42,11 @@ use crate::switch::{Switch, SwitchEvent};
 use crate::target::{Target, Transport};
 use crate::tls::{server_name, TlsSettings};
 use crate::unix::{self, SocketFile, UnixPerms};
-use ofp::role::controller_role;
 use std::collections::HashMap;
-use std::fmt;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -56,6 +54,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
+
+mod spin;
+mod status;
+
+use spin::Spin;
+pub use status::{ChannelRole, ChannelStatus, ListenAddr};
 
 /// What the switch does while no controller is connected (defined once,
 /// in `ofp`, for the configuration and the daemon too).
@@ -150,113 +154,6 @@ struct Channel {
     /// Flow-removed and port-status events (never refused).
     control: mpsc::UnboundedSender<Arc<SwitchEvent>>,
     info: Arc<ChannelInfo>,
-}
-
-/// The role of a channel, as management shows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ChannelRole {
-    /// `OFPCR_ROLE_EQUAL` (also a channel that asked for no role).
-    Equal,
-    /// `OFPCR_ROLE_MASTER`.
-    Master,
-    /// `OFPCR_ROLE_SLAVE`.
-    Slave,
-}
-
-impl ChannelRole {
-    /// From an `OFPCR_ROLE_*` value (anything but MASTER or SLAVE is
-    /// EQUAL).
-    pub fn from_ofp(role: u32) -> Self {
-        match role {
-            controller_role::MASTER => ChannelRole::Master,
-            controller_role::SLAVE => ChannelRole::Slave,
-            _ => ChannelRole::Equal,
-        }
-    }
-
-    /// The `OFPCR_ROLE_*` value.
-    pub fn to_ofp(self) -> u32 {
-        match self {
-            ChannelRole::Equal => controller_role::EQUAL,
-            ChannelRole::Master => controller_role::MASTER,
-            ChannelRole::Slave => controller_role::SLAVE,
-        }
-    }
-
-    /// `"equal"`, `"master"` or `"slave"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChannelRole::Equal => "equal",
-            ChannelRole::Master => "master",
-            ChannelRole::Slave => "slave",
-        }
-    }
-}
-
-impl fmt::Display for ChannelRole {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One open controller channel, for management (`fulmar ctl show`, OVSDB
-/// `Controller` rows).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChannelStatus {
-    /// The channel's id among the agent's connections.
-    pub id: ConnId,
-    /// The target it belongs to, as [`Target`]'s string form: the
-    /// listener that accepted it (`ptcp:6653:0.0.0.0`,
-    /// `punix:/run/fulmar/br0.mgmt`) or the controller it connected to
-    /// (`tcp:192.0.2.1:6653`); empty for a channel given to
-    /// [`Agent::serve`].
-    pub source: String,
-    /// The peer: `ADDR:PORT` over TCP/TLS; over a unix socket the socket's
-    /// path, followed by ` pid=PID uid=UID` for an accepted channel.
-    pub peer: String,
-    /// Whether the HELLO exchange completed ([`Connection::is_negotiated`]).
-    pub negotiated: bool,
-    /// Its role now (EQUAL until negotiated).
-    pub role: ChannelRole,
-    /// When the channel opened (after TCP/TLS set-up).
-    pub since: Instant,
-}
-
-/// What [`Agent::listen`] bound.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum ListenAddr {
-    /// A TCP (or TLS) listener's local address (the real port with port
-    /// 0).
-    Tcp(SocketAddr),
-    /// A unix socket's path.
-    Unix(PathBuf),
-}
-
-impl ListenAddr {
-    /// The TCP address, for a TCP/TLS listener.
-    pub fn tcp(&self) -> Option<SocketAddr> {
-        match self {
-            ListenAddr::Tcp(a) => Some(*a),
-            ListenAddr::Unix(_) => None,
-        }
-    }
-
-    /// The socket path, for a unix listener.
-    pub fn unix(&self) -> Option<&Path> {
-        match self {
-            ListenAddr::Unix(p) => Some(p),
-            ListenAddr::Tcp(_) => None,
-        }
-    }
-}
-
-impl fmt::Display for ListenAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ListenAddr::Tcp(a) => a.fmt(f),
-            ListenAddr::Unix(p) => p.display().fmt(f),
-        }
-    }
 }
 
 /// A listener ([`Agent::listen`], [`Agent::listen_unix`]) or a connector
@@ -1057,159 +954,3 @@ where
 
 #[cfg(test)]
 mod tests;
-
-/// Adaptive busy polling of a channel's socket. A controller that sends
-/// its next request as soon as it has the reply to the last (ovs-ofctl's
-/// flow-mod + BARRIER, one at a time) makes each round trip pay for this
-/// side going to sleep in the reactor and being woken again, which costs
-/// more than the work here on a virtual machine. After a reply, when the
-/// previous reply was answered within `window`, the channel polls its
-/// socket (a non-blocking peek, no bytes taken) for up to `window`
-/// before it waits in the reactor as usual (a window that passes with no
-/// input stops the polling until the peer answers a reply within the
-/// window again); the bytes are then read by
-/// the normal path, whose readiness event is already queued, so the
-/// reactor's wait returns at once instead of sleeping. A controller
-/// slower than `window` is never polled for. (Reading the bytes in the
-/// poll itself, on plain sockets, measured no faster.)
-struct Spin {
-    /// A second handle on the channel's socket (`None`: in-memory I/O).
-    sock: Option<socket2::Socket>,
-    window: Duration,
-    /// When the last reply was written.
-    replied_at: Option<Instant>,
-    /// Whether the peer answered the last reply within `window`.
-    quick: bool,
-    /// A reply was written since the last read.
-    armed: bool,
-}
-
-impl Spin {
-    /// A handle on `stream`'s socket to peek at (`None` when the system
-    /// gives no second descriptor).
-    fn handle<S: std::os::fd::AsFd>(stream: &S) -> Option<socket2::Socket> {
-        socket2::SockRef::from(stream).try_clone().ok()
-    }
-
-    fn new(sock: Option<socket2::Socket>, window: Duration) -> Spin {
-        Spin {
-            sock: sock.filter(|_| !window.is_zero()),
-            window,
-            replied_at: None,
-            quick: true,
-            armed: false,
-        }
-    }
-
-    fn replied(&mut self) {
-        self.replied_at = Some(Instant::now());
-        self.armed = true;
-    }
-
-    fn received(&mut self) {
-        if let Some(t) = self.replied_at.take() {
-            self.quick = t.elapsed() <= self.window;
-        }
-        self.armed = false;
-    }
-
-    /// Polls for input up to the window after a reply to a quick peer.
-    fn wait_for_input(&mut self) {
-        let Some(sock) = self.sock.as_ref().filter(|_| self.armed && self.quick) else {
-            return;
-        };
-        self.armed = false;
-        let start = Instant::now();
-        let mut byte = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-        // The descriptor is a duplicate of the runtime's, which is
-        // non-blocking, and the flag belongs to the open file both share:
-        // the peek never blocks.
-        loop {
-            match sock.peek(&mut byte) {
-                // Input, or the peer's close: the normal path reads it.
-                Ok(_) => return,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return,
-            }
-            if start.elapsed() >= self.window {
-                // Not answered within the window this time (or what was
-                // written needs no answer: a packet-in, a port status):
-                // no more polling until the peer is quick again.
-                self.quick = false;
-                return;
-            }
-            std::hint::spin_loop();
-        }
-    }
-}
-
-#[cfg(test)]
-mod spin_tests {
-    use super::Spin;
-    use std::io::Write;
-    use std::time::{Duration, Instant};
-
-    fn pair(window: Duration) -> (Spin, std::os::unix::net::UnixStream) {
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        ours.set_nonblocking(true).unwrap();
-        (Spin::new(Spin::handle(&ours), window), theirs)
-    }
-
-    /// How long one [`Spin::wait_for_input`] took.
-    fn waited(spin: &mut Spin) -> Duration {
-        let t = Instant::now();
-        spin.wait_for_input();
-        t.elapsed()
-    }
-
-    /// Polls only after a reply, returns as soon as input is there, and
-    /// gives up after its window.
-    #[test]
-    fn polls_after_a_reply_until_input_or_the_window() {
-        let (mut spin, mut peer) = pair(Duration::from_millis(200));
-        // No reply yet: no polling at all.
-        assert!(waited(&mut spin) < Duration::from_millis(100));
-        // After a reply, input already there: at once.
-        spin.replied();
-        peer.write_all(b"x").unwrap();
-        assert!(waited(&mut spin) < Duration::from_millis(100));
-        // After a reply with no input: the whole window...
-        let (mut spin, _peer) = pair(Duration::from_millis(30));
-        spin.replied();
-        assert!(waited(&mut spin) >= Duration::from_millis(30));
-        // ...and then no polling after further replies (asynchronous
-        // messages, say) until the peer answers one within the window.
-        spin.replied();
-        assert!(waited(&mut spin) < Duration::from_millis(30));
-        spin.received();
-        spin.replied();
-        assert!(waited(&mut spin) >= Duration::from_millis(30));
-    }
-
-    /// A peer slower than the window is not polled for again until it
-    /// answers a reply within the window.
-    #[test]
-    fn a_slow_peer_is_not_polled_for() {
-        let (mut spin, _peer) = pair(Duration::from_millis(5));
-        spin.replied();
-        std::thread::sleep(Duration::from_millis(20));
-        spin.received();
-        spin.replied();
-        assert!(waited(&mut spin) < Duration::from_millis(5));
-        // Quick again: polled.
-        spin.received();
-        spin.replied();
-        spin.received();
-        spin.replied();
-        assert!(waited(&mut spin) >= Duration::from_millis(5));
-    }
-
-    /// A zero window (busy polling off) never polls.
-    #[test]
-    fn a_zero_window_never_polls() {
-        let (mut spin, _peer) = pair(Duration::ZERO);
-        spin.replied();
-        assert!(waited(&mut spin) < Duration::from_millis(5));
-    }
-}

@@ -22,6 +22,10 @@
 //!   empty action set, or the action set's own output), the buffer moves
 //!   to the output instead of being copied.
 //! - The action set is only made when a write-actions writes one.
+//!
+//! The packet record is in `pkt`, groups in `groups`, where packets
+//! leave (outputs, transmissions, packet-ins) in `egress`; this file holds
+//! the walk through the tables, the actions, the action set and meters.
 
 use super::action_set::ActionSet;
 use super::buffers::BufferPool;
@@ -29,7 +33,7 @@ use super::config::DatapathConfig;
 use super::config::OFPC_INVALID_TTL_TO_CONTROLLER;
 use super::counters::{Counters, DropReason, HotCounters};
 use super::local_meters::LocalMeters;
-use super::output::{BurstOutput, PacketInEvent, TraceEvent, TxPacket};
+use super::output::{BurstOutput, TraceEvent};
 use crate::model::flow_entry::FlowEntry;
 use crate::model::ports::Ports;
 use crate::tables::compiled::field_value;
@@ -38,154 +42,18 @@ use crate::tables::groups::Groups;
 use crate::tables::meters::{MeterVerdict, Meters};
 use crate::tables::TableSet;
 use crate::Time;
-use ofp::action::OFPCML_NO_BUFFER;
-use ofp::consts::{group_no, port_no, OFP_NO_BUFFER};
+use ofp::consts::port_no;
 use ofp::packet_in::packet_in_reason;
-use ofp::{Action, Bucket, GroupType, Instruction, Match, Oxm, OxmField, OxmValue};
-use packet::buffer::PacketBuf;
-use packet::flow_key::{field, FlowKey};
+use ofp::{Action, Instruction, Oxm, OxmField};
+use packet::flow_key::field;
 use packet::set_field::FieldValue;
 use packet::{ttl, ActionError};
 
-/// Where a packet's current processing came from, for packet-ins.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Origin {
-    pub table_id: u8,
-    pub cookie: u64,
-    /// The entry is a table-miss entry (priority 0, empty match).
-    pub miss: bool,
-}
+mod egress;
+mod groups;
+mod pkt;
 
-/// Cookie reported by packet-ins not caused by a flow entry (packet-out).
-pub(super) const NO_COOKIE: u64 = u64::MAX;
-
-/// One packet on its way through the pipeline.
-#[derive(Clone, Debug)]
-pub(super) struct Pkt {
-    pub buf: PacketBuf,
-    /// The parsed fields; out of date while `stale` (read them with
-    /// [`Pkt::key`]).
-    key: FlowKey,
-    /// An action changed the bytes since `key` was parsed.
-    stale: bool,
-    pub in_port: u32,
-    pub in_phy_port: u32,
-    pub metadata: u64,
-    pub tunnel_id: u64,
-    pub queue_id: u32,
-    pub origin: Origin,
-    /// Processing actions of a PACKET_OUT (OFPP_TABLE allowed).
-    pub packet_out: bool,
-}
-
-impl Pkt {
-    pub fn new(buf: PacketBuf, in_port: u32) -> Pkt {
-        let mut p = Pkt {
-            buf,
-            key: FlowKey::default(),
-            stale: false,
-            in_port,
-            in_phy_port: in_port,
-            metadata: 0,
-            tunnel_id: 0,
-            queue_id: 0,
-            origin: Origin {
-                table_id: 0,
-                cookie: NO_COOKIE,
-                miss: false,
-            },
-            packet_out: false,
-        };
-        p.reparse();
-        p
-    }
-
-    /// Makes this record describe a new packet `buf` received on
-    /// `in_port` (as [`Pkt::new`], reusing the record's storage).
-    pub fn reset(&mut self, buf: PacketBuf, in_port: u32) {
-        self.buf = buf;
-        self.in_port = in_port;
-        self.in_phy_port = in_port;
-        self.metadata = 0;
-        self.tunnel_id = 0;
-        self.queue_id = 0;
-        self.origin = Origin {
-            table_id: 0,
-            cookie: NO_COOKIE,
-            miss: false,
-        };
-        self.packet_out = false;
-        self.reparse();
-    }
-
-    /// Sets the packet's `tunnel_id` as it was received (a tunnel port's
-    /// key), in the parsed key too.
-    pub fn set_tunnel_id(&mut self, tunnel_id: u64) {
-        self.tunnel_id = tunnel_id;
-        self.key.tunnel_id = tunnel_id;
-    }
-
-    /// Drops the packet's buffer (keeping the record).
-    pub fn release(&mut self) {
-        self.buf = PacketBuf::from_vec(Vec::new());
-    }
-
-    /// Moves the packet out, leaving one with an empty buffer.
-    pub fn take(&mut self) -> Pkt {
-        let empty = Pkt {
-            buf: PacketBuf::from_vec(Vec::new()),
-            key: FlowKey::default(),
-            stale: false,
-            in_port: self.in_port,
-            in_phy_port: self.in_phy_port,
-            metadata: 0,
-            tunnel_id: 0,
-            queue_id: 0,
-            origin: self.origin,
-            packet_out: false,
-        };
-        std::mem::replace(self, empty)
-    }
-
-    /// Parses the headers again (after an action changed them) and sets
-    /// the pipeline fields.
-    pub fn reparse(&mut self) {
-        self.key.parse_into(self.buf.as_slice());
-        self.key.set_metadata_fields(
-            self.in_port,
-            self.in_phy_port,
-            self.metadata,
-            self.tunnel_id,
-        );
-        self.stale = false;
-    }
-
-    /// The packet's fields as they are now (parsed again if an action
-    /// changed the bytes since the last parse: parsing is lazy, so a run
-    /// of header rewrites costs one parse, when something reads the key).
-    #[inline]
-    pub fn key(&mut self) -> &FlowKey {
-        if self.stale {
-            self.reparse();
-        }
-        &self.key
-    }
-
-    /// The buffer and the up-to-date key, borrowed together.
-    #[inline]
-    pub fn buf_and_key(&mut self) -> (&mut PacketBuf, &FlowKey) {
-        if self.stale {
-            self.reparse();
-        }
-        (&mut self.buf, &self.key)
-    }
-
-    /// The key of a packet no action has changed since it was made (what
-    /// the burst lookup reads, right after parsing).
-    pub fn parsed_key(&self) -> &FlowKey {
-        &self.key
-    }
-}
+pub(super) use pkt::{Origin, Pkt, NO_COOKIE};
 
 /// Processing of this packet ended (dropped by a meter or a TTL check).
 pub(super) struct Stopped;
@@ -342,40 +210,6 @@ fn rewrite_bytes(pkt: &mut Pkt, rw: Rewrite) -> Result<(), ActionError> {
             b.pop_mpls_with_key(et, k)
         }
     }
-}
-
-/// A hash of the flow's L2, ARP and 5-tuple fields: the same for every
-/// packet of one flow, so a select group keeps a flow on one bucket (ARP
-/// addresses count, so ARP conversations spread over the buckets too).
-pub(super) fn flow_hash(k: &FlowKey) -> u64 {
-    const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut h = FNV_OFFSET;
-    let mut eat = |bytes: &[u8]| {
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(FNV_PRIME);
-        }
-    };
-    eat(&k.eth_src);
-    eat(&k.eth_dst);
-    eat(&k.eth_type.to_be_bytes());
-    eat(&k.vlan_vid.to_be_bytes());
-    eat(&k.ipv4_src.to_be_bytes());
-    eat(&k.ipv4_dst.to_be_bytes());
-    eat(&k.ipv6_src.to_be_bytes());
-    eat(&k.ipv6_dst.to_be_bytes());
-    eat(&[k.ip_proto]);
-    eat(&k.tp_src.to_be_bytes());
-    eat(&k.tp_dst.to_be_bytes());
-    eat(&k.mpls_label.to_be_bytes());
-    eat(&k.arp_spa.to_be_bytes());
-    eat(&k.arp_tpa.to_be_bytes());
-    // FNV's low bits are only the parity of the input bytes (the prime is
-    // odd); the bucket choice takes a remainder, so mix the high bits down.
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
 }
 
 impl<'a> Exec<'a> {
@@ -935,284 +769,6 @@ impl<'a> Exec<'a> {
             }
         }
     }
-
-    /// Runs group `id` on `pkt`.
-    pub fn group(&mut self, mut pkt: Pkt, id: u32, depth: u8) {
-        let groups = self.groups;
-        let g = match groups.get(id) {
-            Some(g) if depth < self.config.max_group_depth => g,
-            _ => {
-                self.dropped(DropReason::GroupDrop);
-                return;
-            }
-        };
-        let len = pkt.buf.len() as u64;
-        self.counters.group_hit(id, len);
-        match g.group_type {
-            GroupType::All => {
-                for (i, b) in g.buckets.iter().enumerate() {
-                    self.counters.bucket_hit(id, i, len);
-                    self.trace(|| TraceEvent::Group {
-                        group_id: id,
-                        bucket: Some(i),
-                    });
-                    self.bucket(pkt.clone(), b, depth);
-                }
-            }
-            GroupType::Indirect | GroupType::Select | GroupType::FastFailover => {
-                let chosen = match g.group_type {
-                    GroupType::Indirect => (!g.buckets.is_empty()).then_some(0),
-                    GroupType::Select => {
-                        let k = *pkt.key();
-                        self.select_bucket(&g.buckets, &k, depth)
-                    }
-                    _ => g.buckets.iter().position(|b| self.bucket_live(b, depth)),
-                };
-                self.trace(|| TraceEvent::Group {
-                    group_id: id,
-                    bucket: chosen,
-                });
-                match chosen.and_then(|i| g.buckets.get(i).map(|b| (i, b))) {
-                    Some((i, b)) => {
-                        self.counters.bucket_hit(id, i, len);
-                        self.bucket(pkt, b, depth);
-                    }
-                    None => self.dropped(DropReason::GroupDrop),
-                }
-            }
-        }
-    }
-
-    fn bucket(&mut self, mut pkt: Pkt, b: &Bucket, depth: u8) {
-        for a in &b.actions {
-            let r = match a {
-                Action::Group { group_id } => {
-                    self.trace(|| TraceEvent::Action {
-                        action: a.clone(),
-                        error: None,
-                    });
-                    self.group(pkt.clone(), *group_id, depth.saturating_add(1));
-                    Ok(())
-                }
-                _ => self.action(&mut pkt, a, depth),
-            };
-            if r.is_err() {
-                return;
-            }
-        }
-    }
-
-    /// A live bucket chosen by weight from the flow's hash.
-    fn select_bucket(&self, buckets: &[Bucket], key: &FlowKey, depth: u8) -> Option<usize> {
-        let live = |b: &Bucket| b.weight > 0 && self.bucket_live(b, depth);
-        let total: u64 = buckets
-            .iter()
-            .filter(|b| live(b))
-            .map(|b| u64::from(b.weight))
-            .sum();
-        if total == 0 {
-            return None;
-        }
-        let mut pick = flow_hash(key) % total;
-        for (i, b) in buckets.iter().enumerate() {
-            if !live(b) {
-                continue;
-            }
-            let w = u64::from(b.weight);
-            if pick < w {
-                return Some(i);
-            }
-            pick -= w;
-        }
-        None
-    }
-
-    /// Bucket liveness (spec §6.5): its watched port is live and its
-    /// watched group has a live bucket. Unwatched counts as live.
-    pub fn bucket_live(&self, b: &Bucket, depth: u8) -> bool {
-        let port_ok = b.watch_port == port_no::ANY || self.ports.is_live(b.watch_port);
-        port_ok && (b.watch_group == group_no::ANY || self.group_live(b.watch_group, depth + 1))
-    }
-
-    fn group_live(&self, id: u32, depth: u8) -> bool {
-        depth < self.config.max_group_depth
-            && self
-                .groups
-                .get(id)
-                .is_some_and(|g| g.buckets.iter().any(|b| self.bucket_live(b, depth)))
-    }
-
-    /// The output action.
-    pub fn output(&mut self, pkt: &Pkt, port: u32, max_len: u16) {
-        match port {
-            p if p <= port_no::MAX => {
-                if p == pkt.in_port {
-                    // Spec §5.12: output to the ingress port only via IN_PORT.
-                    self.trace(|| TraceEvent::Skipped { port: p });
-                } else {
-                    self.send(pkt, p);
-                }
-            }
-            port_no::IN_PORT => match pkt.in_port {
-                p if p <= port_no::MAX => self.send(pkt, p),
-                port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
-                _ => self.dropped(DropReason::UnsupportedOutput),
-            },
-            port_no::ALL | port_no::FLOOD => {
-                let ports = self.ports;
-                for p in ports.numbers() {
-                    let ok = if port == port_no::FLOOD {
-                        ports.floods_to(p)
-                    } else {
-                        ports.can_send(p)
-                    };
-                    if p != pkt.in_port && ok {
-                        self.tx(pkt, p);
-                    }
-                }
-            }
-            port_no::CONTROLLER => {
-                let reason = if pkt.origin.miss {
-                    packet_in_reason::NO_MATCH
-                } else {
-                    packet_in_reason::ACTION
-                };
-                self.packet_in(pkt, reason, max_len);
-            }
-            // Spec §5.12 again: the local port is an ingress port too.
-            port_no::LOCAL if pkt.in_port == port_no::LOCAL => {
-                self.trace(|| TraceEvent::Skipped {
-                    port: port_no::LOCAL,
-                });
-            }
-            port_no::LOCAL => self.tx(pkt, port_no::LOCAL),
-            port_no::NORMAL => {
-                self.normal(pkt);
-            }
-            port_no::TABLE if pkt.packet_out => self.pipeline(pkt.clone(), 0),
-            _ => {
-                self.dropped(DropReason::UnsupportedOutput);
-            }
-        }
-    }
-
-    fn send(&mut self, pkt: &Pkt, p: u32) {
-        if self.ports.can_send(p) {
-            self.tx(pkt, p);
-        } else {
-            self.hot.port(self.counters, p).tx_dropped += 1;
-            self.dropped(DropReason::PortDown);
-        }
-    }
-
-    fn tx(&mut self, pkt: &Pkt, p: u32) {
-        self.emit_frame(pkt.buf.clone(), p, pkt.queue_id, pkt.tunnel_id);
-    }
-
-    /// As `tx`, moving the buffer out of `pkt` (left empty).
-    fn tx_owned(&mut self, pkt: &mut Pkt, p: u32) {
-        let packet = std::mem::replace(&mut pkt.buf, PacketBuf::from_vec(Vec::new()));
-        self.emit_frame(packet, p, pkt.queue_id, pkt.tunnel_id);
-    }
-
-    /// Sends `packet` (whose `tunnel_id` is `tunnel_id`) on queue
-    /// `queue_id` of port `p` (a standard port that can send): moved to
-    /// the output, counted, traced.
-    #[inline]
-    pub(super) fn emit_frame(&mut self, packet: PacketBuf, p: u32, queue_id: u32, tunnel_id: u64) {
-        let len = self.queue_frame(packet, p, queue_id, tunnel_id);
-        self.count_tx(p, queue_id, 1, len);
-        self.trace(|| TraceEvent::Output { port: p, queue_id });
-    }
-
-    /// Pads `packet` to its floor and moves it to the output for queue
-    /// `queue_id` of port `p`, uncounted; returns the length it leaves
-    /// with (see `packet::buffer`).
-    #[inline]
-    pub(super) fn queue_frame(
-        &mut self,
-        mut packet: PacketBuf,
-        p: u32,
-        queue_id: u32,
-        tunnel_id: u64,
-    ) -> u64 {
-        packet.pad_to_floor();
-        let len = packet.len() as u64;
-        if tunnel_id != 0 {
-            self.out.tx_tunnel_ids.push((self.out.tx.len(), tunnel_id));
-        }
-        self.out.tx.push(TxPacket {
-            port: p,
-            queue_id,
-            packet,
-        });
-        len
-    }
-
-    /// Counts `packets` frames of `bytes` bytes in all (as they leave,
-    /// padded) sent on queue `queue_id` of port `p`.
-    pub(super) fn count_tx(&mut self, p: u32, queue_id: u32, packets: u64, bytes: u64) {
-        let c = self.hot.port(self.counters, p);
-        c.tx_packets += packets;
-        c.tx_bytes += bytes;
-        self.hot
-            .queue_tx(self.counters, p, queue_id, packets, bytes);
-    }
-
-    /// Sends the packet to the controller: buffers it unless `max_len` is
-    /// `OFPCML_NO_BUFFER` or the pool is disabled, and truncates the data
-    /// to `max_len` when buffered.
-    pub fn packet_in(&mut self, pkt: &Pkt, reason: u8, max_len: u16) {
-        if !self.ports.packet_in_allowed(pkt.in_port) {
-            self.dropped(DropReason::PacketInBlocked);
-            return;
-        }
-        // The frame as it would leave a port: padded with zeros to its
-        // floor (see `packet::buffer`).
-        let total = pkt.buf.padded_len();
-        let (buffer_id, keep) = if max_len == OFPCML_NO_BUFFER {
-            (OFP_NO_BUFFER, total)
-        } else {
-            let mut frame = pkt.buf.clone();
-            frame.pad_to_floor();
-            match self.buffers.store(pkt.in_port, frame) {
-                Some(id) => (id, total.min(usize::from(max_len))),
-                None => (OFP_NO_BUFFER, total),
-            }
-        };
-        let bytes = pkt.buf.as_slice();
-        let mut data = bytes
-            .get(..keep.min(bytes.len()))
-            .unwrap_or_default()
-            .to_vec();
-        data.resize(keep, 0);
-        let mut fields = vec![Oxm::basic(OxmField::InPort, OxmValue::U32(pkt.in_port))];
-        if pkt.in_phy_port != pkt.in_port {
-            fields.push(Oxm::basic(
-                OxmField::InPhyPort,
-                OxmValue::U32(pkt.in_phy_port),
-            ));
-        }
-        if pkt.metadata != 0 {
-            fields.push(Oxm::basic(OxmField::Metadata, OxmValue::U64(pkt.metadata)));
-        }
-        if pkt.tunnel_id != 0 {
-            fields.push(Oxm::basic(OxmField::TunnelId, OxmValue::U64(pkt.tunnel_id)));
-        }
-        self.trace(|| TraceEvent::PacketIn { reason });
-        self.out.packet_ins.push(PacketInEvent {
-            in_port: pkt.in_port,
-            message: ofp::PacketIn {
-                buffer_id,
-                total_len: u16::try_from(total).unwrap_or(u16::MAX),
-                reason,
-                table_id: pkt.origin.table_id,
-                cookie: pkt.origin.cookie,
-                match_: Match { fields },
-                data,
-            },
-        });
-    }
 }
 
 /// Meter DSCP remark (spec §5.7: "increase the drop precedence of the
@@ -1222,38 +778,4 @@ pub fn remark_dscp(dscp: u8, prec_level: u8) -> u8 {
     let dp = (dscp >> 1) & 0b11;
     let new = dp.saturating_add(prec_level).min(3);
     (dscp & !0b110 & 0x3f) | (new << 1)
-}
-
-#[cfg(test)]
-mod flow_hash_tests {
-    use super::flow_hash;
-    use packet::flow_key::FlowKey;
-
-    fn arp(spa: [u8; 4], tpa: [u8; 4]) -> FlowKey {
-        let mut f = vec![0xff; 6];
-        f.extend([0x02, 0, 0, 0, 0, 1, 0x08, 0x06]);
-        f.extend([0, 1, 0x08, 0, 6, 4, 0, 1]);
-        f.extend([0x02, 0, 0, 0, 0, 1]);
-        f.extend(spa);
-        f.extend([0; 6]);
-        f.extend(tpa);
-        FlowKey::parse(&f)
-    }
-
-    #[test]
-    fn arp_conversations_spread_over_select_buckets() {
-        // The os-ken select-group tests send ARP with random addresses and
-        // expect traffic on every bucket.
-        let mut buckets = [0u32; 2];
-        for i in 0..200u8 {
-            let h = flow_hash(&arp([10, 0, i, 1], [10, 1, 0, i]));
-            buckets[(h % 2) as usize] += 1;
-        }
-        assert!(buckets.iter().all(|&n| n > 50), "{buckets:?}");
-        // And one conversation always hashes the same.
-        assert_eq!(
-            flow_hash(&arp([10, 0, 0, 1], [10, 0, 0, 2])),
-            flow_hash(&arp([10, 0, 0, 1], [10, 0, 0, 2]))
-        );
-    }
 }

@@ -3,6 +3,7 @@
 
 use super::*;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 
 /// A fresh directory under the system's temp dir, removed on drop.

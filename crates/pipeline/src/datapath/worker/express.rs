@@ -56,7 +56,8 @@
 //! 100K routes (`fulmar bench l3`) the general path spent 114-124 ns, the
 //! express path 66-71. The figures are in docs/results.md.
 
-use super::{prefetch_hit, WorkerState, AHEAD};
+use super::stages::prefetch_hit;
+use super::{WorkerState, AHEAD};
 use crate::datapath::exec::{mpls_to_vlan_in_place, vlan_to_mpls_in_place, Exec};
 use crate::datapath::output::{BurstOutput, TxPacket};
 use crate::datapath::PipelineView;

@@ -34,9 +34,9 @@ use anyhow::{bail, Context};
 use dataplane::dpdk::{self, DpdkConfig, DpdkPort};
 use dataplane::{Burst, PacketBuf, PortBackend};
 
-use super::frame::Rng;
-use super::workload::Workload;
-use super::BenchArgs;
+use crate::frame::Rng;
+use crate::options::Options;
+use crate::workload::Workload;
 
 /// One trial's outcome.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -56,7 +56,8 @@ pub struct Trial {
 }
 
 impl Trial {
-    fn lost(&self) -> u64 {
+    /// Packets offered that did not come out.
+    pub fn lost(&self) -> u64 {
         self.sent.saturating_sub(self.received)
     }
 }
@@ -64,16 +65,16 @@ impl Trial {
 /// The search's result.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LossFree {
-    scenario: &'static str,
-    rules: usize,
-    flows: usize,
-    workers: usize,
-    trial_seconds: f64,
+    pub scenario: &'static str,
+    pub rules: usize,
+    pub flows: usize,
+    pub workers: usize,
+    pub trial_seconds: f64,
     /// Highest rate with no loss, packets per second.
-    loss_free_pps: f64,
+    pub loss_free_pps: f64,
     /// Whether the best rate was limited by the generator, not the switch.
-    generator_bound: bool,
-    trials: Vec<Trial>,
+    pub generator_bound: bool,
+    pub trials: Vec<Trial>,
 }
 
 /// The generator's two ports and its packets.
@@ -163,9 +164,11 @@ impl Generator {
     }
 }
 
-/// Runs the search (see the module comment).
+/// The highest loss-free rate through DPDK ring ports (see the module
+/// comment): `resolution` ends the search, each trial lasts
+/// `trial_seconds`, `eal` are the EAL's arguments.
 pub fn run(
-    args: &BenchArgs,
+    opts: &Options,
     resolution: f64,
     trial_seconds: f64,
     eal: &[String],
@@ -176,19 +179,19 @@ pub fn run(
     if !(trial_seconds > 0.0 && trial_seconds <= 600.0) {
         bail!("--trial-seconds must be more than 0 and at most 600");
     }
-    let rules = args.rules.unwrap_or(if args.smoke { 64 } else { 10_000 });
-    let flows = args.flows.unwrap_or(rules).max(1);
-    let w = Workload::new(args.scenario, rules, args.seed)?;
+    let rules = opts.rule_count();
+    let flows = opts.flows.unwrap_or(rules).max(1);
+    let w = Workload::new(opts.scenario, rules, opts.seed)?;
     let dir = std::env::temp_dir().join(format!("fulmar-loss-free-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let result = search(args, &w, rules, flows, resolution, trial_seconds, eal, &dir);
+    let result = search(opts, &w, rules, flows, resolution, trial_seconds, eal, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
 #[allow(clippy::too_many_arguments)]
 fn search(
-    args: &BenchArgs,
+    opts: &Options,
     w: &Workload,
     rules: usize,
     flows: usize,
@@ -208,7 +211,7 @@ fn search(
     let flows_file = dir.join("rules.flows");
     std::fs::write(&flows_file, text)?;
     let mut order: Vec<usize> = (0..flows).collect();
-    Rng::new(args.seed ^ 0x2544).shuffle(&mut order);
+    Rng::new(opts.seed ^ 0x2544).shuffle(&mut order);
     let mut frames = Vec::with_capacity(flows);
     for j in order {
         let (i, v) = Workload::flow_rule(j, flows, rules);
@@ -216,17 +219,17 @@ fn search(
         if port != 1 {
             bail!(
                 "{} with {rules} rules sends flows into port {port}; --loss-free needs every flow on port 1",
-                args.scenario.name()
+                opts.scenario.name()
             );
         }
-        frames.push(frame.build(args.packet_size));
+        frames.push(frame.build(opts.packet_size));
     }
 
     dpdk::init(eal).context("starting DPDK")?;
     let n = std::process::id();
     let (gen_in, sw_in) = dpdk::ring_pipe(&format!("lf{n}gi"), &format!("lf{n}si"), 4096)?;
     let (sw_out, gen_out) = dpdk::ring_pipe(&format!("lf{n}so"), &format!("lf{n}go"), 4096)?;
-    let workers = args.workers.max(1);
+    let workers = opts.workers.max(1);
     let quoted: Vec<String> = eal.iter().map(|a| format!("{a:?}")).collect();
     let config = format!(
         r#"
@@ -256,13 +259,13 @@ dpdk_devargs = "{sw_out}"
     );
     let cfg = datastore::Config::from_str(&config, dir.join("fulmar.toml"))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let opts = runtime::RuntimeOptions {
+    let rt_opts = runtime::RuntimeOptions {
         watch_links: false,
         poll_window: Some(Duration::MAX),
-        flow_cache: args.flow_cache,
+        flow_cache: opts.flow_cache,
         ..runtime::RuntimeOptions::default()
     };
-    let rt = runtime::Runtime::start(&cfg, &opts).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let rt = runtime::Runtime::start(&cfg, &rt_opts).map_err(|e| anyhow::anyhow!("{e}"))?;
     // The generator on the first CPU, beside the control side.
     if let Some(c) = dataplane::placement::allowed_cpus().first() {
         let _ = dataplane::wake::pin_to_core(*c);
@@ -315,7 +318,7 @@ dpdk_devargs = "{sw_out}"
     drop(generator);
     rt.stop();
     Ok(LossFree {
-        scenario: args.scenario.name(),
+        scenario: opts.scenario.name(),
         rules,
         flows,
         workers,
@@ -324,43 +327,4 @@ dpdk_devargs = "{sw_out}"
         generator_bound: lo_bound,
         trials,
     })
-}
-
-/// The text form.
-pub fn print(r: &LossFree, out: &mut impl std::io::Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{}: {} rules, {} flows, {} worker(s), {} s trials, through DPDK ring ports",
-        r.scenario, r.rules, r.flows, r.workers, r.trial_seconds
-    )?;
-    for t in &r.trials {
-        let offered = match t.offered_pps {
-            Some(p) => format!("{:>8.3} Mpps", p / 1e6),
-            None => "  flat out   ".to_string(),
-        };
-        writeln!(
-            out,
-            "  offered {offered}: sent {} ({:.3} Mpps), taken {}, out {}, lost {}{}",
-            t.sent,
-            t.achieved_pps / 1e6,
-            t.accepted,
-            t.received,
-            t.lost(),
-            if t.generator_bound {
-                " (generator behind schedule)"
-            } else {
-                ""
-            }
-        )?;
-    }
-    writeln!(
-        out,
-        "  loss-free rate {:.3} Mpps{}",
-        r.loss_free_pps / 1e6,
-        if r.generator_bound {
-            " (bound by the generator, not the switch)"
-        } else {
-            ""
-        }
-    )
 }

@@ -7,7 +7,7 @@
 //! the seed and its index, so a run can be repeated exactly and a sampled
 //! flow can be rebuilt without storing all of them.
 
-use super::frame::{Frame, Rng, Tag};
+use crate::frame::{Frame, Rng, Tag};
 use anyhow::{bail, ensure};
 use clap::ValueEnum;
 use std::collections::{HashMap, HashSet};

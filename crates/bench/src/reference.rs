@@ -37,13 +37,15 @@
 //! the same templates before the run (no parsing, no actions, no
 //! buffers in the timed part).
 
-use super::workload::{RefRule, Scenario, Workload};
-use super::{Pool, WorkerResult};
+use crate::frame::hex;
+use crate::pool::{sample_flow, Pool};
+use crate::traffic::WorkerResult;
+use crate::workload::{RefRule, Scenario, Workload};
 use anyhow::{ensure, Context};
 use packet::buffer::PacketBuf;
 use packet::flow_key::FlowKey;
 use packet::huge::HugeVec;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Which key an exact table is keyed on, and the rewrite that goes with
@@ -520,7 +522,8 @@ fn set_mac_dec_ttl(p: &mut [u8], v: u64) -> bool {
     true
 }
 
-/// Runs the reference over the pool for `seconds` on `workers` threads,
+/// Runs the reference over the pool for `seconds` (and until every worker
+/// has counted a burst) on `workers` threads,
 /// each walking the bursts as fulmar's workers do (refill recycled
 /// buffers from the templates, untimed; process, timed; recycle,
 /// untimed). Returns each worker's figures.
@@ -533,15 +536,23 @@ pub fn run(
 ) -> anyhow::Result<Vec<WorkerResult>> {
     let stop = AtomicBool::new(false);
     let measuring = AtomicBool::new(false);
+    let counts: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
-                let (stop, measuring) = (&stop, &measuring);
-                s.spawn(move || worker(r, pool, w, workers, burst, stop, measuring))
+                let (stop, measuring, count) = (&stop, &measuring, &counts[w]);
+                s.spawn(move || worker(r, pool, w, workers, burst, stop, measuring, count))
             })
             .collect();
         measuring.store(true, Ordering::Relaxed);
         std::thread::sleep(Duration::from_secs_f64(seconds));
+        // However busy the machine, every worker's figures cover at least
+        // one burst (a worker that ended early is joined below).
+        while !(counts.iter().all(|c| c.load(Ordering::Relaxed) > 0)
+            || handles.iter().any(|h| h.is_finished()))
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         measuring.store(false, Ordering::Relaxed);
         stop.store(true, Ordering::Relaxed);
         handles
@@ -555,6 +566,7 @@ pub fn run(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 fn worker(
     r: &Reference,
     pool: &Pool,
@@ -563,6 +575,7 @@ fn worker(
     burst: usize,
     stop: &AtomicBool,
     measuring: &AtomicBool,
+    count: &AtomicU64,
 ) -> WorkerResult {
     let mut res = WorkerResult::default();
     let n_bursts = pool.bursts.len();
@@ -611,6 +624,7 @@ fn worker(
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {
             res.record(span.len, tx, dropped, allocations, [t0, t1, t2, t3]);
+            count.store(res.packets, Ordering::Relaxed);
         }
         t0 = t3;
     }
@@ -628,7 +642,7 @@ pub fn check(
     samples: usize,
     seed: u64,
 ) -> (usize, Vec<String>) {
-    let mut rng = super::frame::Rng::new(seed ^ 0x4ef);
+    let mut rng = crate::frame::Rng::new(seed ^ 0x4ef);
     let n = pool.flow_of.len();
     let samples = samples.min(n);
     let mut bad = Vec::new();
@@ -641,7 +655,7 @@ pub fn check(
         } else {
             rng.below(n as u64) as usize
         };
-        let (port, frame) = super::sample_flow(w, pool, k);
+        let (port, frame) = sample_flow(w, pool, k);
         let want = w
             .expected(port, &frame)
             .map(|e| (e.port, e.frame.build(pool.size)));
@@ -658,8 +672,8 @@ pub fn check(
             bad.push(format!(
                 "reference, flow {} (in_port {port}): expected {:?}, got {:?}",
                 pool.flow_of[k],
-                want.map(|(p, b)| (p, super::hex(&b))),
-                got.map(|(p, b)| (p, super::hex(&b)))
+                want.map(|(p, b)| (p, hex(&b))),
+                got.map(|(p, b)| (p, hex(&b)))
             ));
         }
     }
@@ -668,8 +682,8 @@ pub fn check(
 
 #[cfg(test)]
 mod tests {
-    use super::super::frame::{Frame, Tag};
     use super::*;
+    use crate::frame::{Frame, Tag};
 
     fn every_template_forwards_as_expected(s: Scenario, rules: usize, flows: usize) {
         let w = Workload::new(s, rules, 7).unwrap();
@@ -704,7 +718,7 @@ mod tests {
             assert!(batch.is_empty() && out.dropped.is_empty());
             assert_eq!(out.tx.len(), span.len);
             for (k, (port, buf)) in (span.start..).zip(&out.tx) {
-                let (p, f) = super::super::sample_flow(&w, &pool, k);
+                let (p, f) = sample_flow(&w, &pool, k);
                 let e = w.expected(p, &f).unwrap();
                 assert_eq!(
                     (*port, buf.as_slice()),

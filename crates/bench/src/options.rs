@@ -1,0 +1,49 @@
+//! [`Options`]: what shapes a run.
+
+use crate::workload::Scenario;
+
+/// What to run: the options of `fulmar bench` that shape a run (the
+/// command's modes and output format stay with the command).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Number of rules (default 10000; 64 with `smoke`).
+    pub rules: Option<usize>,
+    /// Distinct packet flows (default: the rule count).
+    pub flows: Option<usize>,
+    /// Worker threads, each with its own worker state over one snapshot.
+    pub workers: usize,
+    /// Seconds of traffic (default 5; 0.2 with `smoke`).
+    pub seconds: Option<f64>,
+    /// Frame size in bytes (64..=9000).
+    pub packet_size: usize,
+    /// Packets per burst.
+    pub burst: usize,
+    /// Entries of each worker's flow cache (0: none; `None`: the
+    /// pipeline's default).
+    pub flow_cache: Option<usize>,
+    /// After the run, time this many more flow-mods alone, then again
+    /// while the workers forward.
+    pub flow_mods: usize,
+    /// While installing with traffic, publish a snapshot after every N
+    /// flow-mods.
+    pub publish_every: usize,
+    /// Seed of the rule and traffic generator.
+    pub seed: u64,
+    /// Small, quick run for tests: 64 rules, 0.2 s unless given.
+    pub smoke: bool,
+    /// Also run the scenario's reference loop, alternating with fulmar.
+    pub reference: bool,
+    /// With `reference`: rounds of each.
+    pub rounds: usize,
+    /// Show a progress line on stderr (every second) while traffic runs.
+    pub progress: bool,
+}
+
+impl Options {
+    /// The rule count asked for, or the default.
+    pub(crate) fn rule_count(&self) -> usize {
+        self.rules.unwrap_or(if self.smoke { 64 } else { 10_000 })
+    }
+}

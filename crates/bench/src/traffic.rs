@@ -1,0 +1,305 @@
+//! A timed phase: worker threads forwarding the pool's bursts over the
+//! snapshots a publisher hands out, while the calling thread waits or
+//! installs flow-mods and publishes; each worker's figures.
+
+use crate::pool::Pool;
+use crate::progress::Progress;
+use crate::switch::snapshot_of;
+use dataplane::snapshot::{Publisher, Reader};
+use packet::buffer::PacketBuf;
+use pipeline::datapath::{BurstOutput, Snapshot, WorkerState};
+use pipeline::{SwitchState, Time};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What one worker did.
+#[derive(Default, Debug, Clone, Copy)]
+pub(crate) struct WorkerResult {
+    pub(crate) packets: u64,
+    pub(crate) tx: u64,
+    pub(crate) process_ns: u64,
+    pub(crate) generator_ns: u64,
+    pub(crate) allocations: u64,
+    pub(crate) drops: u64,
+    /// New snapshots picked up.
+    pub(crate) versions: u64,
+    /// Table-0 lookups the worker's flow cache answered, over the whole
+    /// run (warm-up included).
+    pub(crate) cache_hits: u64,
+    /// Table-0 lookups: cache hits, misses and packets sent past it.
+    pub(crate) cache_lookups: u64,
+}
+
+impl WorkerResult {
+    /// Counts one measured burst: `span` packets, what was sent and
+    /// dropped, buffers allocated, the time processing (t1..t2) and the
+    /// time refilling around it (t0..t1 and t2..t3).
+    pub(crate) fn record(
+        &mut self,
+        span: usize,
+        tx: u64,
+        dropped: u64,
+        allocations: u64,
+        [t0, t1, t2, t3]: [Instant; 4],
+    ) {
+        self.packets += span as u64;
+        self.tx += tx;
+        self.drops += dropped;
+        self.allocations += allocations;
+        self.process_ns += t2.duration_since(t1).as_nanos() as u64;
+        self.generator_ns +=
+            t3.duration_since(t2).as_nanos() as u64 + t1.duration_since(t0).as_nanos() as u64;
+    }
+
+    /// Adds `o`'s counts to `self`.
+    pub(crate) fn add(&mut self, o: &WorkerResult) {
+        self.packets += o.packets;
+        self.tx += o.tx;
+        self.process_ns += o.process_ns;
+        self.generator_ns += o.generator_ns;
+        self.allocations += o.allocations;
+        self.drops += o.drops;
+        self.versions += o.versions;
+        self.cache_hits += o.cache_hits;
+        self.cache_lookups += o.cache_lookups;
+    }
+}
+
+/// What the calling thread does while the workers forward.
+pub(crate) enum Control<'a> {
+    /// Nothing: the phase lasts `seconds` (longer if a worker has not
+    /// counted a burst yet).
+    Idle,
+    /// Applies `mods` to `state`, publishing a new snapshot every `every`
+    /// of them (and after the last); the phase ends when all are applied
+    /// or `seconds` have passed, and every worker has counted a burst.
+    Install {
+        state: &'a mut SwitchState,
+        mods: &'a [ofp::FlowMod],
+        every: usize,
+    },
+}
+
+/// What the calling thread did in an install phase.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct InstallResult {
+    pub(crate) applied: usize,
+    pub(crate) seconds: f64,
+    pub(crate) publishes: u64,
+    pub(crate) publish_seconds: f64,
+}
+
+/// Runs the workers over the snapshots `publisher` hands out while the
+/// calling thread does `control`; returns the workers' results for the
+/// measured part, the measured wall time and what the control did.
+pub(crate) fn traffic(
+    publisher: &Publisher<Snapshot>,
+    pool: &Arc<Pool>,
+    workers: usize,
+    opts: WorkerOpts,
+    seconds: f64,
+    control: Control<'_>,
+    progress: &Progress,
+) -> anyhow::Result<(Vec<WorkerResult>, f64, InstallResult)> {
+    let stop = AtomicBool::new(false);
+    let measuring = AtomicBool::new(false);
+    let counts: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
+    let epoch = Instant::now();
+    let mut inst = InstallResult::default();
+    let mut wall = 0.0;
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                let reader = publisher.reader();
+                let pool = Arc::clone(pool);
+                let (stop, measuring, count) = (&stop, &measuring, &counts[w]);
+                s.spawn(move || {
+                    worker(
+                        w, workers, reader, &pool, opts, stop, measuring, count, epoch,
+                    )
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        measuring.store(true, Ordering::Relaxed);
+        let show = |t: f64, what: &str| {
+            let n: u64 = counts.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+            progress.show(&format!(
+                "{t:5.1} s of {seconds} s: {:.3} Mpps wall, {n} packets{what}",
+                n as f64 / t.max(1e-9) / 1e6
+            ));
+        };
+        // However busy the machine, every worker's figures cover at least
+        // one burst (a worker that ended early is joined below).
+        let counted = || {
+            counts.iter().all(|c| c.load(Ordering::Relaxed) > 0)
+                || handles.iter().any(|h| h.is_finished())
+        };
+        let mut next_show = 1.0;
+        match control {
+            Control::Idle => loop {
+                let t = start.elapsed().as_secs_f64();
+                if t >= seconds && counted() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_secs_f64((seconds - t).clamp(0.001, 0.05)));
+                let t = start.elapsed().as_secs_f64();
+                if t >= next_show {
+                    next_show += 1.0;
+                    show(t, "");
+                }
+            },
+            Control::Install { state, mods, every } => {
+                let now = Time::from_secs(1);
+                for chunk in mods.chunks(every.max(1)) {
+                    for fm in chunk {
+                        // Generated rules; a refusal was caught when the
+                        // same rules were timed alone.
+                        let _ = state.flow_mod(fm, now);
+                    }
+                    inst.applied += chunk.len();
+                    let p0 = Instant::now();
+                    publisher.publish(snapshot_of(state));
+                    inst.publish_seconds += p0.elapsed().as_secs_f64();
+                    inst.publishes += 1;
+                    let t = start.elapsed().as_secs_f64();
+                    if t >= seconds {
+                        break;
+                    }
+                    if t >= next_show {
+                        next_show += 1.0;
+                        show(t, &format!(", {} flow-mods applied", inst.applied));
+                    }
+                }
+                inst.seconds = start.elapsed().as_secs_f64();
+                while !counted() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        measuring.store(false, Ordering::Relaxed);
+        wall = start.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("worker {i} panicked (a pipeline bug)"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    });
+    progress.done();
+    Ok((results?, wall, inst))
+}
+
+/// One worker's loop: refill a burst from the templates, process it
+/// against the newest snapshot it has seen, recycle the output buffers;
+/// until told to stop. Counts only bursts that end while `measuring`.
+/// What every worker of a run is given besides its index.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WorkerOpts {
+    pub(crate) burst: usize,
+    pub(crate) flow_cache: Option<usize>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn worker(
+    index: usize,
+    workers: usize,
+    mut reader: Reader<Snapshot>,
+    pool: &Pool,
+    opts: WorkerOpts,
+    stop: &AtomicBool,
+    measuring: &AtomicBool,
+    count: &AtomicU64,
+    epoch: Instant,
+) -> WorkerResult {
+    let mut snap = reader.get().clone();
+    let mut ws = WorkerState::new(index as u32, workers as u32, 256);
+    if let Some(n) = opts.flow_cache {
+        ws.set_flow_cache(n);
+    }
+    let burst = opts.burst;
+    let mut r = WorkerResult::default();
+    let n_bursts = pool.bursts.len();
+    if n_bursts == 0 {
+        return r;
+    }
+    let first = pool.template(0);
+    let mut free: Vec<PacketBuf> = (0..burst * 2)
+        .map(|_| PacketBuf::from_slice(first))
+        .collect();
+    let mut batch: Vec<PacketBuf> = Vec::with_capacity(burst);
+    let mut out = BurstOutput::default();
+    out.tx.reserve(burst * 2);
+    let mut b = index * n_bursts / workers.max(1);
+    let mut t0 = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        // Between bursts, as the runtime's workers do: one atomic load
+        // unless a new snapshot was published.
+        if reader.refresh() {
+            snap = reader.get().clone();
+            r.versions += 1;
+        }
+        let span = pool.bursts[b];
+        let allocations = pool.fill(span, &mut free, &mut batch);
+        let t1 = Instant::now();
+        let now = Time(t1.duration_since(epoch).as_nanos() as u64);
+        ws.process_burst_into(&snap.view(), span.in_port, &mut batch, now, &mut out);
+        let t2 = Instant::now();
+        let tx = out.tx.len() as u64;
+        let dropped: u64 = out.drops.named().iter().map(|(_, v)| v).sum();
+        for t in out.tx.drain(..) {
+            if free.len() < burst * 4 {
+                free.push(t.packet);
+            }
+        }
+        out.clear();
+        b += 1;
+        if b == n_bursts {
+            b = 0;
+        }
+        let t3 = Instant::now();
+        if measuring.load(Ordering::Relaxed) {
+            r.record(span.len, tx, dropped, allocations, [t0, t1, t2, t3]);
+            count.store(r.packets, Ordering::Relaxed);
+        }
+        t0 = t3;
+    }
+    let cs = ws.cache_stats();
+    r.cache_hits = cs.hits;
+    r.cache_lookups = cs.hits + cs.misses + ws.cache_bypassed();
+    r
+}
+
+/// Summed figures of a phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Totals {
+    pub(crate) packets: u64,
+    pub(crate) tx: u64,
+    pub(crate) drops: u64,
+    pub(crate) process_ns: u64,
+    pub(crate) generator_ns: u64,
+    pub(crate) allocations: u64,
+    /// Sum over workers of packets / processing time, in Mpps.
+    pub(crate) mpps: f64,
+}
+
+pub(crate) fn totals(results: &[WorkerResult]) -> Totals {
+    let sum = |f: fn(&WorkerResult) -> u64| results.iter().map(f).sum::<u64>();
+    Totals {
+        packets: sum(|r| r.packets),
+        tx: sum(|r| r.tx),
+        drops: sum(|r| r.drops),
+        process_ns: sum(|r| r.process_ns),
+        generator_ns: sum(|r| r.generator_ns),
+        allocations: sum(|r| r.allocations),
+        mpps: results
+            .iter()
+            .filter(|r| r.process_ns > 0)
+            .map(|r| r.packets as f64 / r.process_ns as f64 * 1e3)
+            .sum(),
+    }
+}
