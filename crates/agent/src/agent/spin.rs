@@ -95,6 +95,9 @@ mod tests {
     use std::io::Write;
     use std::time::{Duration, Instant};
 
+    /// The polling window the tests use.
+    const WINDOW: Duration = Duration::from_millis(400);
+
     fn pair(window: Duration) -> (Spin, std::os::unix::net::UnixStream) {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
         ours.set_nonblocking(true).unwrap();
@@ -112,42 +115,45 @@ mod tests {
     /// gives up after its window.
     #[test]
     fn polls_after_a_reply_until_input_or_the_window() {
-        let (mut spin, mut peer) = pair(Duration::from_millis(200));
+        // Windows are long and "at once" means under half of one, so
+        // that a loaded machine's scheduling delays cannot pass for a
+        // poll (or hide one).
+        let (mut spin, mut peer) = pair(WINDOW);
         // No reply yet: no polling at all.
-        assert!(waited(&mut spin) < Duration::from_millis(100));
+        assert!(waited(&mut spin) < WINDOW / 2);
         // After a reply, input already there: at once.
         spin.replied();
         peer.write_all(b"x").unwrap();
-        assert!(waited(&mut spin) < Duration::from_millis(100));
+        assert!(waited(&mut spin) < WINDOW / 2);
         // After a reply with no input: the whole window...
-        let (mut spin, _peer) = pair(Duration::from_millis(30));
+        let (mut spin, _peer) = pair(WINDOW);
         spin.replied();
-        assert!(waited(&mut spin) >= Duration::from_millis(30));
+        assert!(waited(&mut spin) >= WINDOW);
         // ...and then no polling after further replies (asynchronous
         // messages, say) until the peer answers one within the window.
         spin.replied();
-        assert!(waited(&mut spin) < Duration::from_millis(30));
+        assert!(waited(&mut spin) < WINDOW / 2);
         spin.received();
         spin.replied();
-        assert!(waited(&mut spin) >= Duration::from_millis(30));
+        assert!(waited(&mut spin) >= WINDOW);
     }
 
     /// A peer slower than the window is not polled for again until it
     /// answers a reply within the window.
     #[test]
     fn a_slow_peer_is_not_polled_for() {
-        let (mut spin, _peer) = pair(Duration::from_millis(5));
+        let (mut spin, _peer) = pair(WINDOW);
         spin.replied();
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(WINDOW * 2);
         spin.received();
         spin.replied();
-        assert!(waited(&mut spin) < Duration::from_millis(5));
+        assert!(waited(&mut spin) < WINDOW / 2);
         // Quick again: polled.
         spin.received();
         spin.replied();
         spin.received();
         spin.replied();
-        assert!(waited(&mut spin) >= Duration::from_millis(5));
+        assert!(waited(&mut spin) >= WINDOW);
     }
 
     /// A zero window (busy polling off) never polls.
@@ -155,6 +161,6 @@ mod tests {
     fn a_zero_window_never_polls() {
         let (mut spin, _peer) = pair(Duration::ZERO);
         spin.replied();
-        assert!(waited(&mut spin) < Duration::from_millis(5));
+        assert!(waited(&mut spin) < WINDOW / 2);
     }
 }
