@@ -85,11 +85,16 @@ LAYERS = {
         ("the runtime", ["<root>", "controllers", "daemon"]),
     ],
     "dataplane": [
-        ("primitives", ["pool", "wake", "placement", "flush", "dispatch", "qos", "snapshot"]),
+        ("primitives", ["pool", "wake", "placement", "flush", "dispatch", "qos", "snapshot",
+                        "delay"]),
         ("the port trait", ["port", "sys", "spsc"]),
         ("capture formats", ["capture"]),
         ("backends", ["afpacket", "afxdp", "rawsock", "tap", "tunnel", "memory", "patch",
                       "pcap", "link", "dpdk"]),
+        ("thread settings and counters", ["threads::types", "threads::counters"]),
+        ("thread parts", ["threads::tx", "threads::rings", "threads::spawn", "threads::mailbox"]),
+        ("the thread set", ["threads::registry", "threads::shutdown"]),
+        ("thread loops", ["threads::rtc", "threads::split"]),
         ("threads", ["threads", "settings"]),
     ],
     "ofconfig": [

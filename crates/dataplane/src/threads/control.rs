@@ -1,7 +1,28 @@
 //! The control side's calls: starting the threads, changing ports,
 //! captures and egress queues, reading counters, stopping.
 
-use super::*;
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::capture::Capture;
+use crate::port::{PacketBuf, PortCounters};
+use crate::qos::{QosSpec, QueueCounters};
+use crate::spsc::{self, Consumer};
+use crate::wake::Doorbell;
+
+use super::counters::{DropMap, PortDropCells};
+use super::mailbox::{await_acks, Change, InRings, ThreadCtl};
+use super::registry::{port_parts, Threads};
+use super::rings::{Gate, Stage};
+use super::rtc::RtcWorker;
+use super::spawn::{core_of, spawn, IdlePlan, RxPort};
+use super::split::{RxThread, SplitWorker, TxThread};
+use super::tx::{QosPort, QueueStatsHandle, TxPort, TxSide};
+use super::types::{
+    BurstProcessor, PortSpec, ThreadDrops, ThreadMode, ThreadRole, ThreadStats, ThreadsConfig,
+};
 
 impl Threads {
     /// Starts the threads over `ports`; `make` builds worker `i`'s

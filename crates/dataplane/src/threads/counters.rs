@@ -1,7 +1,14 @@
 //! Counters: the drop cells each port shares with its handles, the
 //! drop map a ring producer counts by, and a thread's own tally of its work.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::port::PacketBuf;
+
+use super::types::ThreadDrops;
 
 /// One port's drop counters (the `ThreadDrops` fields that have a port),
 /// shared by the port's handles and the control side's registry.

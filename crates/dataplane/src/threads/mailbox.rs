@@ -2,7 +2,21 @@
 //! changes, the mailbox, a thread's end of its control links and the
 //! control side's end.
 
-use super::*;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
+use std::time::{Duration, Instant};
+
+use crate::capture::Capture;
+use crate::delay::{DrainCell, DrainMeter};
+use crate::port::PacketBuf;
+use crate::spsc::RingStats;
+use crate::wake::Doorbell;
+
+use super::counters::{PortDropCells, Tally, ThreadCells};
+use super::spawn::RxPort;
+use super::tx::{QosPort, TxPort};
+use super::types::{ThreadRole, ThreadStats};
 
 /// A port change for one thread.
 pub(super) enum Change {
@@ -75,8 +89,9 @@ impl Mailbox {
     }
 }
 
-/// How long [`Threads::add_port`] and [`Threads::remove_port`] wait for a
-/// thread to apply a change.
+/// How long [`Threads::add_port`](super::Threads::add_port) and
+/// [`Threads::remove_port`](super::Threads::remove_port) wait for a thread
+/// to apply a change.
 pub(super) const ACK_WAIT: Duration = Duration::from_secs(5);
 
 /// A thread's end of the control links: its doorbell, its mailbox (with a

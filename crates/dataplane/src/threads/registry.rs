@@ -1,7 +1,21 @@
 //! The port registry: the control side's record of each port and the
 //! parts a port is cut into for the threads that read and send it.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::capture::Capture;
+use crate::port::{Burst, PortBackend};
+use crate::wake::Doorbell;
+
+use super::counters::PortDropCells;
+use super::mailbox::ThreadCtl;
+use super::spawn::RxPort;
+use super::tx::{Handle, Published, QosPort, Slot, TxPort};
+use super::types::{PortSpec, ThreadDrops, ThreadMode};
 
 /// The control side's record of a port: where its counters are and which
 /// threads read it and (split arrangement) send to it.

@@ -1,7 +1,15 @@
 //! Staged bursts toward the SPSC rings between threads, and the time
 //! bound a producer keeps on them.
 
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::delay::{bound_packets, DrainCell, QueueDelay};
+use crate::flush::FlushPolicy;
+use crate::spsc::Producer;
+use crate::wake::Doorbell;
+
+use super::counters::{DropMap, RingItem};
 
 /// A staged burst toward a ring.
 pub(super) struct Stage<T> {

@@ -1,6 +1,19 @@
 //! The run-to-completion loop.
 
-use super::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::capture::Tap;
+use crate::flush::Backoff;
+use crate::port::Burst;
+
+use super::counters::Tally;
+use super::mailbox::{Change, ThreadSide};
+use super::shutdown::{boxed, drop_together};
+use super::spawn::{bound_ports, idle, read_port, IdlePlan, RxPort};
+use super::tx::{TxSide, PUBLISH_EVERY};
+use super::types::{BurstProcessor, ThreadsConfig};
 
 pub(super) struct RtcWorker {
     pub(super) rx: Vec<RxPort>,

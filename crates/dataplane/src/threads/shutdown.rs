@@ -1,7 +1,7 @@
 //! Shutdown: stopping the stages in order, and dropping what a thread
 //! held together.
 
-use super::*;
+use super::registry::Threads;
 
 impl Drop for Threads {
     fn drop(&mut self) {

@@ -1,6 +1,20 @@
 //! Spawning threads, idling, and reading ports (with their time bounds).
 
-use super::*;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::capture::Tap;
+use crate::delay::{bound_packets, QueueDelay, RxBound};
+use crate::flush::{Backoff, IdleStep};
+use crate::port::Burst;
+use crate::wake::{self, Doorbell};
+
+use super::counters::{bump, PortDropCells};
+use super::tx::Published;
+use super::types::ThreadsConfig;
 
 pub(super) fn spawn(
     name: String,

@@ -1,6 +1,24 @@
 //! The split arrangement's loops: RX threads, workers, TX threads.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::capture::Tap;
+use crate::dispatch::Dispatcher;
+use crate::flush::Backoff;
+use crate::port::{Burst, PacketBuf};
+use crate::spsc::Consumer;
+use crate::wake::Doorbell;
+
+use super::counters::{bump, DropMap, Tally};
+use super::mailbox::{Change, ThreadSide};
+use super::rings::Stage;
+use super::shutdown::{boxed, drop_together};
+use super::spawn::{bound_ports, idle, read_port, IdlePlan, RxPort};
+use super::tx::{TxSide, PUBLISH_EVERY};
+use super::types::{BurstProcessor, ThreadsConfig};
 
 pub(super) struct RxThread {
     pub(super) ports: Vec<RxPort>,

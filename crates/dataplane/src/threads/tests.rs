@@ -2,11 +2,21 @@
 
 use super::*;
 use crate::capture::Capture;
+use crate::delay::{bound_packets, QueueDelay, RxBound};
+use crate::dispatch::{DispatchKey, Dispatcher};
+use crate::flush::FlushPolicy;
 use crate::memory::{MemoryGenerator, MemorySink};
 use crate::patch::{self, PatchPort};
-use crate::port::{LinkState, RxBurst, TxBurst};
+use crate::port::{Burst, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
+use crate::qos::QosSpec;
 use crate::testnet::test_frame;
-use std::sync::atomic::AtomicUsize;
+use crate::wake::Doorbell;
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Forwards port 1 ↔ port 2.
 fn cross() -> Box<dyn BurstProcessor> {

@@ -1,7 +1,18 @@
 //! TX staging: send handles, published port counters, the per-port TX
 //! bursts a sender stages and flushes, and egress queues behind them.
 
-use super::*;
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::capture::{Capture, Tap};
+use crate::flush::FlushPolicy;
+use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
+use crate::qos::{QosError, QosSpec, QueueCounters, Scheduler};
+
+use super::counters::{bump, PortDropCells};
 
 /// A handle on a port: owned by this thread, or shared behind a mutex
 /// with the port's other users (all dataplane threads).
