@@ -18,7 +18,8 @@
  * of flows, and the flows' bytes live in the generator's memory, not in
  * the switch's.
  *
- * Anything received on the port is freed. SIGINT or SIGTERM stops it; it
+ * Anything received on the port is freed (its queues are drained every 256
+ * bursts). SIGINT or SIGTERM stops it; it
  * then prints "nicgen: sent N" on stderr. It needs a core of its own to
  * keep ahead of the switch (the script gives it CPU 0, beside the control
  * threads, and the switch CPU 1).
@@ -35,6 +36,7 @@
 #include <rte_mbuf.h>
 
 #define MAX_BURST 256
+#define RX_QUEUES 16
 
 static volatile sig_atomic_t quit;
 
@@ -135,11 +137,19 @@ int main(int argc, char **argv)
 		RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	if (pool == NULL)
 		rte_exit(EXIT_FAILURE, "nicgen: mbuf pool: %s\n", rte_strerror(rte_errno));
+	/* The client (the switch) decides how many rings it uses each way and
+	 * the server refuses a ring index it has no queue for: OVS asks for a
+	 * transmit queue per PMD thread plus one, which are receive queues
+	 * here, so there are RX_QUEUES of them (only their rings are shared;
+	 * the switch sends nothing back on this port). */
 	struct rte_eth_conf conf;
 	memset(&conf, 0, sizeof(conf));
-	if ((r = rte_eth_dev_configure(port, 1, 1, &conf)) != 0
-	    || (r = rte_eth_rx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL, pool)) != 0
-	    || (r = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) != 0
+	if ((r = rte_eth_dev_configure(port, RX_QUEUES, 1, &conf)) != 0)
+		rte_exit(EXIT_FAILURE, "nicgen: port setup: %s\n", rte_strerror(-r));
+	for (uint16_t q = 0; q < RX_QUEUES; q++)
+		if ((r = rte_eth_rx_queue_setup(port, q, 1024, rte_eth_dev_socket_id(port), NULL, pool)) != 0)
+			rte_exit(EXIT_FAILURE, "nicgen: RX queue %u: %s\n", q, rte_strerror(-r));
+	if ((r = rte_eth_tx_queue_setup(port, 0, 1024, rte_eth_dev_socket_id(port), NULL)) != 0
 	    || (r = rte_eth_dev_start(port)) != 0)
 		rte_exit(EXIT_FAILURE, "nicgen: port setup: %s\n", rte_strerror(-r));
 	signal(SIGINT, on_signal);
@@ -148,11 +158,15 @@ int main(int argc, char **argv)
 
 	struct rte_mbuf *m[MAX_BURST], *junk[MAX_BURST];
 	uint64_t sent = 0;
-	uint32_t next = 0;
+	uint32_t next = 0, rounds = 0;
 	while (!quit) {
-		uint16_t got = rte_eth_rx_burst(port, 0, junk, MAX_BURST);
-		if (got)
-			rte_pktmbuf_free_bulk(junk, got);
+		/* Now and then (nothing is expected): drain what came back. */
+		if ((++rounds & 255) == 0)
+			for (uint16_t q = 0; q < RX_QUEUES; q++) {
+				uint16_t got = rte_eth_rx_burst(port, q, junk, MAX_BURST);
+				if (got)
+					rte_pktmbuf_free_bulk(junk, got);
+			}
 		if (rte_pktmbuf_alloc_bulk(pool, m, burst) != 0)
 			continue;
 		for (unsigned i = 0; i < burst; i++) {
