@@ -572,6 +572,7 @@ PY
     echo "# fulmar $("$fulmar" --version | head -1), OVS: $ovs_version, fulmar's EAL: ${eal_mem[*]}, input $input, flows $flows, warm-up ${warmup} s, ${seconds} s each, autogroup nice ${agnice:-unchanged}, load $(cut -d' ' -f1-3 /proc/loadavg)"
     if [ "$input" = nic ]; then
         echo "# input nic: rates are wall-clock, cycles per packet over the bursts that carried packets"
+        [ "$cpus" -ge 3 ] || echo "# (only $cpus CPUs: the generator shares CPU 0 and sets the pace; a slow one leaves part-filled bursts, whose cycles per packet are higher, the floor's most of all)"
     else
         echo "# input pcap: rates per second the forwarding thread was on a CPU, cycles per packet over that time"
     fi
