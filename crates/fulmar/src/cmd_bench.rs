@@ -8,7 +8,8 @@
 //! fulmar bench gateway-vlan2mpls|gateway-mpls2vlan|l2|l3|acl
 //!     [--rules N] [--flows N] [--workers N] [--seconds S]
 //!     [--packet-size B] [--burst N] [--flow-mods N [--publish-every N]]
-//!     [--seed N] [--json] [--smoke] [--reference [--rounds N]]
+//!     [--hand-over-ms MS] [--seed N] [--json] [--smoke]
+//!     [--reference [--rounds N]]
 //! ```
 //!
 //! How a run goes:
@@ -111,6 +112,12 @@ pub struct BenchArgs {
     /// stream — so a bulk install there is closer to a large N).
     #[arg(long, default_value_t = 1)]
     pub publish_every: usize,
+    /// Hand the counters over as the runtime's workers do
+    /// (`runtime::worker::CounterHandOver`), every this many milliseconds
+    /// of the run, the slot taken every 50th time as the control side's
+    /// once-a-second collection does; timed as pipeline time (0: never).
+    #[arg(long, default_value_t = 20)]
+    pub hand_over_ms: u64,
     /// Seed of the rule and traffic generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -748,6 +755,7 @@ fn traffic(
 struct WorkerOpts {
     burst: usize,
     flow_cache: Option<usize>,
+    hand_over_ms: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -782,6 +790,11 @@ fn worker(
     out.tx.reserve(burst * 2);
     let mut b = index * n_bursts / workers.max(1);
     let mut t0 = Instant::now();
+    let (mut hand_over, slot) = (
+        runtime::worker::CounterHandOver::default(),
+        Default::default(),
+    );
+    let (mut next_hand_over, mut hand_overs) = (t0, 0);
     while !stop.load(Ordering::Relaxed) {
         // Between bursts, as the runtime's workers do: one atomic load
         // unless a new snapshot was published.
@@ -794,6 +807,11 @@ fn worker(
         let t1 = Instant::now();
         let now = Time(t1.duration_since(epoch).as_nanos() as u64);
         ws.process_burst_into(&snap.view(), span.in_port, &mut batch, now, &mut out);
+        if opts.hand_over_ms > 0 && t1 >= next_hand_over {
+            next_hand_over = t1 + Duration::from_millis(opts.hand_over_ms);
+            hand_over.hand_over(&mut ws, &slot, false);
+            hand_overs += 1;
+        }
         let t2 = Instant::now();
         let tx = out.tx.len() as u64;
         let dropped: u64 = out.drops.named().iter().map(|(_, v)| v).sum();
@@ -806,6 +824,12 @@ fn worker(
         b += 1;
         if b == n_bursts {
             b = 0;
+        }
+        if hand_overs == 50 {
+            hand_overs = 0;
+            drop(std::mem::take(
+                &mut *slot.lock().unwrap_or_else(|e| e.into_inner()),
+            ));
         }
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {
@@ -1046,6 +1070,7 @@ pub fn bench(args: &BenchArgs) -> anyhow::Result<Report> {
     let opts = WorkerOpts {
         burst: args.burst,
         flow_cache: args.flow_cache,
+        hand_over_ms: args.hand_over_ms,
     };
     let (results, wall, rss, reference) = if args.reference {
         // Resident memory before the reference's tables exist: fulmar's.
@@ -1360,6 +1385,7 @@ mod tests {
             packet_size: 64,
             burst: 8,
             flow_cache: None,
+            hand_over_ms: 1,
             flow_mods: 10,
             publish_every: 3,
             seed: 5,

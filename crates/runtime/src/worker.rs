@@ -125,8 +125,34 @@ pub struct PipelineWorker {
     out: BurstOutput,
     epoch: Instant,
     shared: Arc<WorkerShared>,
-    pending: Counters,
+    hand_over: CounterHandOver,
     last_sync: Instant,
+}
+
+/// The worker half of the counter hand-over: moves what a
+/// [`WorkerState`] counted into its shared slot ([`WorkerShared::counters`]),
+/// never waiting for the control side unless `force`d. Its own type so
+/// that `fulmar bench --hand-over-ms` runs the same code as a worker.
+#[derive(Default)]
+pub struct CounterHandOver {
+    pending: Counters,
+}
+
+impl CounterHandOver {
+    /// Hands what `ws` counted over to `slot`: with `try_lock` (what does
+    /// not fit waits for the next hand-over), or with `lock` when `force`.
+    pub fn hand_over(&mut self, ws: &mut WorkerState, slot: &Mutex<Counters>, force: bool) {
+        let c = ws.take_counters();
+        self.pending.merge(&c);
+        let slot = if force {
+            Some(slot.lock().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            slot.try_lock().ok()
+        };
+        if let Some(mut s) = slot {
+            s.merge(&std::mem::take(&mut self.pending));
+        }
+    }
 }
 
 impl PipelineWorker {
@@ -149,7 +175,7 @@ impl PipelineWorker {
             out: BurstOutput::default(),
             epoch,
             shared,
-            pending: Counters::default(),
+            hand_over: CounterHandOver::default(),
             last_sync: Instant::now(),
         }
     }
@@ -167,21 +193,8 @@ impl PipelineWorker {
         let cs = self.ws.cache_stats();
         self.shared.cache_hits.store(cs.hits, Ordering::Relaxed);
         self.shared.cache_misses.store(cs.misses, Ordering::Relaxed);
-        let c = self.ws.take_counters();
-        self.pending.merge(&c);
-        let slot = if force {
-            Some(
-                self.shared
-                    .counters
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()),
-            )
-        } else {
-            self.shared.counters.try_lock().ok()
-        };
-        if let Some(mut s) = slot {
-            s.merge(&std::mem::take(&mut self.pending));
-        }
+        self.hand_over
+            .hand_over(&mut self.ws, &self.shared.counters, force);
     }
 }
 
