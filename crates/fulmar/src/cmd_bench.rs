@@ -113,7 +113,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub publish_every: usize,
     /// Hand the counters over as the runtime's workers do
-    /// (`runtime::worker::CounterHandOver`), every this many milliseconds
+    /// (`runtime::worker::hand_over`), every this many milliseconds
     /// of the run, the slot taken every 50th time as the control side's
     /// once-a-second collection does; timed as pipeline time (0: never).
     #[arg(long, default_value_t = 20)]
@@ -790,10 +790,7 @@ fn worker(
     out.tx.reserve(burst * 2);
     let mut b = index * n_bursts / workers.max(1);
     let mut t0 = Instant::now();
-    let (mut hand_over, slot) = (
-        runtime::worker::CounterHandOver::default(),
-        Default::default(),
-    );
+    let slot = std::sync::Mutex::new(pipeline::datapath::Counters::default());
     let (mut next_hand_over, mut hand_overs) = (t0, 0);
     while !stop.load(Ordering::Relaxed) {
         // Between bursts, as the runtime's workers do: one atomic load
@@ -809,7 +806,7 @@ fn worker(
         ws.process_burst_into(&snap.view(), span.in_port, &mut batch, now, &mut out);
         if opts.hand_over_ms > 0 && t1 >= next_hand_over {
             next_hand_over = t1 + Duration::from_millis(opts.hand_over_ms);
-            hand_over.hand_over(&mut ws, &slot, false);
+            runtime::worker::hand_over(&mut ws, &slot, false);
             hand_overs += 1;
         }
         let t2 = Instant::now();
