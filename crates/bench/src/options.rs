@@ -29,6 +29,11 @@ pub struct Options {
     /// While installing with traffic, publish a snapshot after every N
     /// flow-mods.
     pub publish_every: usize,
+    /// Hand the counters over as the runtime's workers do
+    /// (`runtime::worker::hand_over`), every this many milliseconds of the
+    /// run, the slot emptied every 50th time as the control side's
+    /// once-a-second collection does; timed as pipeline time (0: never).
+    pub hand_over_ms: u64,
     /// Seed of the rule and traffic generator.
     pub seed: u64,
     /// Small, quick run for tests: 64 rules, 0.2 s unless given.

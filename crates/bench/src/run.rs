@@ -87,6 +87,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     let wopts = WorkerOpts {
         burst: opts.burst,
         flow_cache: opts.flow_cache,
+        hand_over_ms: opts.hand_over_ms,
     };
     let (results, wall, rss, reference) = if opts.reference {
         // Resident memory before the reference's tables exist: fulmar's.
@@ -291,6 +292,7 @@ mod tests {
             flow_cache: None,
             flow_mods: 10,
             publish_every: 3,
+            hand_over_ms: 1,
             seed: 5,
             smoke: true,
             reference: false,

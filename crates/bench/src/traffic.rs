@@ -202,6 +202,7 @@ pub(crate) fn traffic(
 pub(crate) struct WorkerOpts {
     pub(crate) burst: usize,
     pub(crate) flow_cache: Option<usize>,
+    pub(crate) hand_over_ms: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -236,6 +237,10 @@ pub(crate) fn worker(
     out.tx.reserve(burst * 2);
     let mut b = index * n_bursts / workers.max(1);
     let mut t0 = Instant::now();
+    // The runtime's counter slot for this worker, and when the next
+    // hand-over is due.
+    let slot = std::sync::Mutex::new(pipeline::datapath::Counters::default());
+    let (mut next_hand_over, mut hand_overs) = (t0, 0);
     while !stop.load(Ordering::Relaxed) {
         // Between bursts, as the runtime's workers do: one atomic load
         // unless a new snapshot was published.
@@ -248,6 +253,11 @@ pub(crate) fn worker(
         let t1 = Instant::now();
         let now = Time(t1.duration_since(epoch).as_nanos() as u64);
         ws.process_burst_into(&snap.view(), span.in_port, &mut batch, now, &mut out);
+        if opts.hand_over_ms > 0 && t1 >= next_hand_over {
+            next_hand_over = t1 + Duration::from_millis(opts.hand_over_ms);
+            runtime::worker::hand_over(&mut ws, &slot, false);
+            hand_overs += 1;
+        }
         let t2 = Instant::now();
         let tx = out.tx.len() as u64;
         let dropped: u64 = out.drops.named().iter().map(|(_, v)| v).sum();
@@ -260,6 +270,12 @@ pub(crate) fn worker(
         b += 1;
         if b == n_bursts {
             b = 0;
+        }
+        if hand_overs == 50 {
+            hand_overs = 0;
+            drop(std::mem::take(
+                &mut *slot.lock().unwrap_or_else(|e| e.into_inner()),
+            ));
         }
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {

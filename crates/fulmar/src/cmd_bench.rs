@@ -55,6 +55,12 @@ pub struct BenchArgs {
     /// stream — so a bulk install there is closer to a large N).
     #[arg(long, default_value_t = 1)]
     pub publish_every: usize,
+    /// Hand the counters over as the runtime's workers do
+    /// (`runtime::worker::hand_over`), every this many milliseconds
+    /// of the run, the slot taken every 50th time as the control side's
+    /// once-a-second collection does; timed as pipeline time (0: never).
+    #[arg(long, default_value_t = 20)]
+    pub hand_over_ms: u64,
     /// Seed of the rule and traffic generator.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -128,6 +134,7 @@ impl BenchArgs {
             flow_cache: self.flow_cache,
             flow_mods: self.flow_mods,
             publish_every: self.publish_every,
+            hand_over_ms: self.hand_over_ms,
             seed: self.seed,
             smoke: self.smoke,
             reference: self.reference,

@@ -367,6 +367,16 @@ impl WorkerState {
         std::mem::take(&mut self.counters)
     }
 
+    /// Adds this worker's counters to `into`, leaving zeros here with
+    /// every map's room kept: the hand-over without a map built per call.
+    pub fn settle_into(&mut self, into: &mut Counters) {
+        self.hot.settle(into);
+        if !self.counters.is_empty() {
+            into.merge(&self.counters);
+            self.counters.clear();
+        }
+    }
+
     /// The buffer pool.
     pub fn buffers(&self) -> &BufferPool {
         &self.buffers
