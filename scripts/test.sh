@@ -144,7 +144,7 @@ if [ "$(id -u)" -eq 0 ]; then
     cargo test --locked -p dpdk-sys -p dataplane -p runtime --features dataplane/dpdk,runtime/dpdk
     cargo build --locked -p fulmar --features dpdk
     # The loss-free search (a generator over DPDK ring ports), briefly.
-    cargo test --locked -p fulmar --features dpdk --bin fulmar loss_free
+    cargo test --locked -p fulmar-bench --features dpdk loss_free
     export FULMAR="$root/target/debug/fulmar"
 else
     echo "skipped: DPDK's EAL needs root" >&2
