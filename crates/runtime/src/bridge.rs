@@ -451,11 +451,15 @@ pub(crate) fn link_bits(s: LinkState) -> u32 {
 }
 
 fn port_desc(number: u32, interface: &str, backend: &dyn PortBackend) -> ofp::Port {
+    let (curr, speed) = crate::openflow::speed_of(interface).unwrap_or((0, 0));
     ofp::Port {
         port_no: number,
         hw_addr: ofp::oxm::MacAddr(crate::openflow::mac_of(interface, number)),
         name: interface.chars().take(15).collect(),
         state: link_bits(backend.link_state()),
+        curr,
+        curr_speed: speed,
+        max_speed: speed,
         ..ofp::Port::default()
     }
 }
