@@ -30,6 +30,8 @@
 # $FULMAR_E2E_PREFIX: two letters that prefix every namespace and link
 # (default "fc"). $FAUCET_SUITE_MAX_LOAD: the suite's load-average gate
 # (default 50; see tests/controllers/faucet_suite_runner.py).
+# $FAUCET_SUITE_SHUFFLE=SEED: the classes in a random order (a run stopped
+# early is then a sample of the whole suite; its table is in the output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -88,8 +90,18 @@ fulmar=${FULMAR:-$root/target/debug/fulmar}
 [ -x "$fulmar" ] || cargo build --quiet -p fulmar
 run=$(mktemp -d "$work/run.XXXXXX")
 pids=()
+suite_pid=""
+
+# A process and everything under it (the suite's mininet hosts run in
+# namespaces of their own, out of reach of `ip netns pids`).
+kill_tree() {
+    local c
+    for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+    kill "$1" 2>/dev/null || true
+}
 
 cleanup() {
+    [ -z "$suite_pid" ] || kill_tree "$suite_pid"
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     sleep 0.5
     for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
@@ -103,6 +115,7 @@ cleanup() {
     done
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 cleanup
 
 ip netns add "$NS_SUITE"
@@ -184,10 +197,15 @@ report=$run/report.json
 echo "faucet-suite: fulmar $("$fulmar" --version 2>/dev/null || echo '?'), faucet $VERSION, logs in $run" >&2
 start=$(date +%s)
 set +e
-(cd "$run" && ip netns exec "$NS_SUITE" env PATH="$run/bin:$venv/bin:$PATH" FAUCET_DIR="$sdist/faucet" \
+cd "$run"
+ip netns exec "$NS_SUITE" env PATH="$run/bin:$venv/bin:$PATH" FAUCET_DIR="$sdist/faucet" \
     PYTHONPATH="$sdist" "$venv/bin/python" "$root/tests/controllers/faucet_suite_runner.py" run "$sdist" "$report" \
-    "${args[@]}") > "$run/suite.log" 2>&1
+    "${args[@]}" > "$run/suite.log" 2>&1 &
+suite_pid=$!
+wait "$suite_pid"
 rc=$?
+suite_pid=""
+cd "$root"
 set -e
 secs=$(( $(date +%s) - start ))
 if kill -0 "${pids[-1]}" 2>/dev/null; then fulmar_alive=yes; else fulmar_alive="NO (it exited; see $run/fulmar.log)"; fi

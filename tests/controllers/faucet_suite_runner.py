@@ -7,7 +7,7 @@ Open vSwitch and fulmar and calls this inside the suite's namespace.
     faucet_suite_runner.py table REPORT_JSON
 
 `run` imports only the single-datapath module (mininet_tests), not the
-multi-datapath one, and changes four things of the suite's for this
+multi-datapath one, and changes these things of the suite's for this
 machine, all written down in docs/guide.md ("Faucet's integration suite"):
 
 - the patch-panel Open vSwitch uses the userspace datapath (there is no
@@ -18,6 +18,9 @@ machine, all written down in docs/guide.md ("Faucet's integration suite"):
   interface) does not count the patch panel's own ovs-vswitchd: its
   userspace datapath reads the test interfaces through packet sockets,
   where the kernel datapath, on a real test host, holds none;
+- a test whose setUp fails has its network and controllers stopped
+  (unittest runs no tearDown then; they would hold the controller ports
+  and fail the tests after it);
 - the suite's load-average gate (it fails a test when the 1-minute load
   stays above 1.5 per physical core) is raised to FAUCET_SUITE_MAX_LOAD
   (default 50): the machine is shared, and other jobs' load is not the
@@ -69,6 +72,42 @@ def run(sdist, report, argv):
 
     mininet_tests.FaucetSanityTest.test_listening = test_listening
 
+    # A test whose setUp fails after its controllers started gets no
+    # tearDown (unittest's rule), and its Faucet and Gauge would hold the
+    # switch's controller ports until their 600 s timeout, failing every
+    # test after it: stop its network (controllers included) then.
+    base_setup = mininet_test_base.FaucetTestBase.setUp
+
+    def guarded_setup(self, _base=base_setup):
+        try:
+            _base(self)
+        except BaseException:
+            if getattr(self, "net", None) is not None:
+                try:
+                    self._stop_net()
+                except Exception as e:  # the setUp's error is the one to report
+                    print(f"stopping the failed test's network: {e}", file=sys.stderr)
+                self.net = None
+            raise
+
+    for cls in vars(mininet_tests).values():
+        if isinstance(cls, type) and issubclass(cls, mininet_test_base.FaucetTestBase) and "setUp" in vars(cls):
+            cls.setUp = (lambda orig: lambda self: guarded_setup(self, orig))(vars(cls)["setUp"])
+
+    seed = os.environ.get("FAUCET_SUITE_SHUFFLE")
+    if seed:
+        # The classes in a random order (the suite runs them by name): a
+        # run stopped early is then a sample of the whole suite.
+        import random
+
+        expand = main.expand_tests
+
+        def shuffled(*a, **kw):
+            sanity, single, parallel = expand(*a, **kw)
+            random.Random(int(seed)).shuffle(single._tests)
+            return sanity, single, parallel
+
+        main.expand_tests = shuffled
     progress(report + ".progress")
     sys.argv = ["mininet_tests", "-j", report, *argv]
     main.test_main([mininet_tests.__name__])
