@@ -21,6 +21,11 @@ machine, all written down in docs/guide.md ("Faucet's integration suite"):
 - a test whose setUp fails has its network and controllers stopped
   (unittest runs no tearDown then; they would hold the controller ports
   and fail the tests after it);
+- the test hosts compute their own checksums (transmit checksum offload
+  off on their interfaces): a veth passes a frame on with its TCP/UDP
+  checksum left for the NIC to fill in, where a real test host's NIC fills
+  it before the frame reaches the cable, and fulmar's packet-socket ports
+  forward frames as they get them;
 - the suite's load-average gate (it fails a test when the 1-minute load
   stays above 1.5 per physical core) is raised to FAUCET_SUITE_MAX_LOAD
   (default 50): the machine is shared, and other jobs' load is not the
@@ -41,6 +46,18 @@ def run(sdist, report, argv):
     from clib import mininet_test_topo  # noqa: E402
 
     mininet_test_base.FaucetTestBase.OVS_TYPE = "user"
+    from mininet.node import Host  # noqa: E402
+
+    host_config = Host.config
+
+    def config_without_tx_offload(self, *a, **kw):
+        r = host_config(self, *a, **kw)
+        for intf in self.intfList():
+            if intf.name != "lo":
+                self.cmd("ethtool -K %s tx off >/dev/null 2>&1" % intf.name)
+        return r
+
+    Host.config = config_without_tx_offload
     mininet_test_topo.FaucetSwitchTopo.DELAY = None
     max_load = int(os.environ.get("FAUCET_SUITE_MAX_LOAD", "50"))
     main.max_loadavg = lambda: max_load
@@ -117,16 +134,27 @@ def progress(path):
     """Appends each test's result to `path` (JSON lines) as it ends: the
     suite writes its report only when every test has run, and a long run
     may be stopped before."""
+    import time
     import traceback
     import unittest
 
     base = unittest.TextTestResult
+    started = {}
+    start_test = base.startTest
+
+    def timed_start(self, test):
+        started[test.id()] = time.monotonic()
+        return start_test(self, test)
+
+    base.startTest = timed_start
 
     def record(status, test, err=None, text=""):
         if err is not None:
             text = "".join(traceback.format_exception(*err))
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"id": test.id(), "status": status, "output": text.replace("\n", "\t")}) + "\n")
+            secs = int(time.monotonic() - started.get(test.id(), time.monotonic()))
+            f.write(json.dumps({"id": test.id(), "status": status, "output": text.replace("\n", "\t"),
+                                "test_duration_secs": secs}) + "\n")
 
     for name, status in (("addSuccess", "OK"), ("addFailure", "FAIL"), ("addError", "ERROR"), ("addSkip", "SKIPPED")):
         orig = getattr(base, name)
