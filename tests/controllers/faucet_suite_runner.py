@@ -171,6 +171,23 @@ def progress(path):
         setattr(base, name, wrapped)
 
 
+# Failures that come from the test host, not the switch: (pattern in the
+# failure's text, what to call it).
+TEST_HOST = [
+    (re.compile(r"type vlan id \d+.*Unknown device type", re.S),
+     "test host: this kernel makes no 802.1Q interfaces (no 8021q module) for the suite's tagged hosts"),
+    (re.compile(r"No such file or directory: '/etc/freeradius"), "test host: freeradius not installed"),
+    (re.compile(r"Specified qdisc kind is unknown"), "test host: a qdisc this kernel lacks"),
+]
+
+
+def test_host_cause(output):
+    for pattern, what in TEST_HOST:
+        if pattern.search(output):
+            return what
+    return None
+
+
 def cause(output):
     """One line saying why a test failed, from its unittest text (the
     suite's report joins the traceback's lines with tabs)."""
@@ -224,11 +241,15 @@ def table(report):
     print()
     print("classes: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" (of {len(rows)})")
     failed = [(c, m) for c, (res, _, ms) in sorted(rows.items()) for m in ms if m[1] in ("FAIL", "ERROR")]
+    host_failed = {c for c, m in failed if test_host_cause(m[3])}
+    switch_failed = {c for c, _ in failed} - host_failed
     if failed:
+        print(f"failed classes: {len(switch_failed)} with the switch to blame or not yet classified, "
+              f"{len(host_failed)} for the test host (below: 'test host: ...')")
         print()
         print("causes of failures:")
         for cls, (method, status, _, output) in failed:
-            print(f"  {cls}.{method} ({status}): {cause(output)}")
+            print(f"  {cls}.{method} ({status}): {test_host_cause(output) or cause(output)}")
     skipped = [(c, m) for c, (res, _, ms) in sorted(rows.items()) for m in ms if m[1] == "SKIPPED"]
     if skipped:
         print()
