@@ -176,6 +176,8 @@ def progress(path):
 TEST_HOST = [
     (re.compile(r"type vlan id \d+.*Unknown device type", re.S),
      "test host: this kernel makes no 802.1Q interfaces (no 8021q module) for the suite's tagged hosts"),
+    (re.compile(r"type bond .*Unknown device type", re.S),
+     "test host: this kernel makes no bonding interfaces (no bonding module) for the suite's LACP host"),
     (re.compile(r"No such file or directory: '/etc/freeradius"), "test host: freeradius not installed"),
     (re.compile(r"Specified qdisc kind is unknown"), "test host: a qdisc this kernel lacks"),
 ]
