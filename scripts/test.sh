@@ -99,7 +99,8 @@ if [ "$(id -u)" -eq 0 ]; then
     # then the faucet sdist (clib/, tests/integration/) and its venv.
     need=()
     for t in mn:mininet ebtables-nft:iptables tshark:tshark fping:fping rdisc6:ndisc6 ladvd:ladvd \
-             exabgp:exabgp nc:netcat-openbsd lsof:lsof fuser:psmisc tcpdump:tcpdump scapy:python3-scapy; do
+             exabgp:exabgp nc:netcat-openbsd lsof:lsof fuser:psmisc tcpdump:tcpdump scapy:python3-scapy \
+             freeradius:freeradius wpa_supplicant:wpasupplicant ethtool:ethtool; do
         command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
     done
     if [ ${#need[@]} -gt 0 ]; then
