@@ -19,7 +19,8 @@
 #   Faucet :6636, Gauge :6637 on fccpn 10.37.0.1 ==== fccpnsw 10.37.0.2 (fulmar's
 #                                                     two controller connections)
 #
-# Needs root, Debian's mininet, openvswitch-switch, iptables (ebtables-nft), tshark, fping,
+# Needs root, Debian's mininet, openvswitch-switch, iptables (ebtables-nft), tshark,
+# freeradius and wpasupplicant (the 802.1X tests), ethtool, fping,
 # ndisc6, ladvd, exabgp, netcat-openbsd, python3-scapy (the suite checks
 # them; scripts/test.sh installs them), and a venv with faucet==1.10.12
 # (made here under target/faucet-suite/venv unless $FAUCET_SUITE_VENV names
