@@ -17,7 +17,8 @@
 # ofp-print as the reference for the flow, group and meter text in
 # tests/flowtext_ovs; end-to-end tests in network namespaces, DPDK ports,
 # faults under traffic, restarts and `bench/seeds/run.sh --smoke` among
-# them; os-ken's simple_switch_13, Faucet and a three-switch Faucet fabric
+# them; os-ken's simple_switch_13, Faucet, a three-switch Faucet fabric
+# and a smoke subset of Faucet's own integration suite (mininet from apt)
 # driving fulmar in tests/controllers), Miri over the unsafe code, the
 # os-ken OpenFlow 1.3 conformance run (match and action), and a compile
 # check of the fuzz targets.
@@ -93,6 +94,20 @@ if [ "$(id -u)" -eq 0 ]; then
         mv "$app.tmp" "$app"
         rm -rf "$sdist"
     fi
+    # Faucet's own integration suite (tests/controllers/test_faucet_suite.py,
+    # bench/faucet-suite.sh): mininet and the tools the suite checks for,
+    # then the faucet sdist (clib/, tests/integration/) and its venv.
+    need=()
+    for t in mn:mininet ebtables-nft:iptables tshark:tshark fping:fping rdisc6:ndisc6 ladvd:ladvd \
+             exabgp:exabgp nc:netcat-openbsd lsof:lsof fuser:psmisc tcpdump:tcpdump scapy:python3-scapy \
+             freeradius:freeradius wpa_supplicant:wpasupplicant ethtool:ethtool; do
+        command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+    done
+    if [ ${#need[@]} -gt 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    fi
+    bench/faucet-suite.sh --prepare
 else
     echo "skipped: the controller tests need root" >&2
 fi

@@ -1006,6 +1006,32 @@ mod wire_tests {
         assert!(p.is_live(port_no::LOCAL));
     }
 
+    #[test]
+    fn a_port_administratively_down_shows_no_link() {
+        let mut s = switch();
+        let down = |config| PortMod {
+            port_no: 2,
+            hw_addr: mac(2),
+            config,
+            mask: port_config::PORT_DOWN,
+            advertise: 0,
+        };
+        let new = s.port_mod(&down(port_config::PORT_DOWN)).unwrap().unwrap();
+        assert_eq!(new.config, port_config::PORT_DOWN);
+        assert_eq!(new.state, port_state::LINK_DOWN, "the PORT_STATUS says so");
+        // The link comes up meanwhile: still no link while down.
+        assert_eq!(s.port_table.set_state(2, 0), None);
+        assert_eq!(s.port_table.get(2).unwrap().state, port_state::LINK_DOWN);
+        // Up again: the link's own state shows.
+        let new = s.port_mod(&down(0)).unwrap().unwrap();
+        assert_eq!((new.config, new.state), (0, 0));
+        // Down, then the link goes down, then up administratively: no link.
+        s.port_mod(&down(port_config::PORT_DOWN)).unwrap();
+        assert_eq!(s.port_table.set_state(2, port_state::LINK_DOWN), None);
+        let new = s.port_mod(&down(0)).unwrap().unwrap();
+        assert_eq!((new.config, new.state), (0, port_state::LINK_DOWN));
+    }
+
     /// Folding a trillion counted packets is one add per key (a
     /// per-packet fold would never finish this test).
     #[test]

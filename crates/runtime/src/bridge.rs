@@ -272,6 +272,37 @@ pub(crate) fn link_bits(s: LinkState) -> u32 {
     }
 }
 
+/// The link's current speed as OpenFlow reports it: the `curr` feature
+/// bit and the speed in kbit/s, from sysfs (`speed` in Mbit/s, `duplex`);
+/// `None` where the kernel knows none (a down link, a TAP, a tunnel).
+/// Controllers such as Faucet's tests check a port's `curr_speed`.
+pub fn speed_of(interface: &str) -> Option<(u32, u32)> {
+    let read = |f: &str| std::fs::read_to_string(format!("/sys/class/net/{interface}/{f}"));
+    let mbps: i64 = read("speed").ok()?.trim().parse().ok()?;
+    let mbps = u32::try_from(mbps).ok().filter(|&m| m > 0)?;
+    let full = read("duplex").map_or(true, |d| d.trim() != "half");
+    Some((speed_feature(mbps, full), mbps.saturating_mul(1000)))
+}
+
+/// The OpenFlow 1.3 port feature bit (`OFPPF_*`) of a link speed.
+pub fn speed_feature(mbps: u32, full_duplex: bool) -> u32 {
+    let (half, full) = match mbps {
+        10 => (1 << 0, 1 << 1),
+        100 => (1 << 2, 1 << 3),
+        1000 => (1 << 4, 1 << 5),
+        10_000 => (0, 1 << 6),
+        40_000 => (0, 1 << 7),
+        100_000 => (0, 1 << 8),
+        1_000_000 => (0, 1 << 9),
+        _ => (0, 0),
+    };
+    match (full_duplex, half, full) {
+        (false, h, _) if h != 0 => h,
+        (true, _, f) if f != 0 => f,
+        _ => 1 << 10, // OFPPF_OTHER
+    }
+}
+
 /// The MAC address of an interface (from sysfs), or a locally administered
 /// one made from the port number.
 pub fn mac_of(interface: &str, port: u32) -> [u8; 6] {
@@ -291,11 +322,15 @@ pub fn mac_of(interface: &str, port: u32) -> [u8; 6] {
 }
 
 fn port_desc(number: u32, interface: &str, backend: &dyn PortBackend) -> ofp::Port {
+    let (curr, speed) = speed_of(interface).unwrap_or((0, 0));
     ofp::Port {
         port_no: number,
         hw_addr: ofp::oxm::MacAddr(mac_of(interface, number)),
         name: interface.chars().take(15).collect(),
         state: link_bits(backend.link_state()),
+        curr,
+        curr_speed: speed,
+        max_speed: speed,
         ..ofp::Port::default()
     }
 }
@@ -727,5 +762,29 @@ impl BridgeRt {
     /// Stops the threads (stage by stage, so packets inside are sent).
     pub(crate) fn halt(&self) {
         self.threads().halt();
+    }
+}
+
+#[cfg(test)]
+mod speed_tests {
+    use super::{speed_feature, speed_of};
+
+    #[test]
+    fn speeds_map_to_their_feature_bits() {
+        assert_eq!(speed_feature(10, false), 1 << 0);
+        assert_eq!(speed_feature(10, true), 1 << 1);
+        assert_eq!(speed_feature(1000, true), 1 << 5);
+        assert_eq!(speed_feature(10_000, true), 1 << 6);
+        assert_eq!(speed_feature(100_000, true), 1 << 8);
+        // No half-duplex bit above 1 Gbit/s, and no bit for 25 Gbit/s.
+        assert_eq!(speed_feature(10_000, false), 1 << 10);
+        assert_eq!(speed_feature(25_000, true), 1 << 10);
+    }
+
+    #[test]
+    fn an_interface_without_a_speed_has_none() {
+        // The loopback device has no link speed; a missing one no sysfs.
+        assert_eq!(speed_of("lo"), None);
+        assert_eq!(speed_of("no-such-if0"), None);
     }
 }

@@ -16,6 +16,12 @@
 //!   bits the port does not support are `BAD_ADVERTISE` (0 leaves the
 //!   advertised features as they are). Checks run in that order and
 //!   nothing changes on error.
+//! - A port administratively down (`OFPPC_PORT_DOWN`) reports no link
+//!   (`OFPPS_LINK_DOWN`), as a switch that turns the port's PHY off does
+//!   and Open vSwitch does (it sets the interface down); controllers such
+//!   as Faucet read a port's state, not its config. The link's own state
+//!   ([`PortTable::set_state`]) is kept and shows again when the port
+//!   comes back up.
 //! - PORT_STATS of a port we do not have: an empty reply (as Open
 //!   vSwitch); `OFPP_ANY` gives every port. Counters we do not keep
 //!   (errors, frame, overrun, CRC, collisions) report 0: the dataplane
@@ -37,7 +43,7 @@ use crate::model::ports::{PortInfo, Ports};
 use crate::Time;
 use ofp::consts::{port_no, OFPQ_ALL};
 use ofp::error::{PortModFailedCode, QueueOpFailedCode};
-use ofp::port::port_config;
+use ofp::port::{port_config, port_state};
 use ofp::stats::{PortStats, QueueStats};
 use ofp::{OfpError, PacketQueue, Port, PortMod, QueueGetConfigReply, QueueProperty};
 use std::collections::BTreeMap;
@@ -72,7 +78,11 @@ struct QueueEntry {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct PortEntry {
+    /// `desc.state` is `link_state`, plus `LINK_DOWN` while `desc.config`
+    /// has `PORT_DOWN` ([`shown_state`]).
     desc: Port,
+    /// The state bits as the link reports them ([`PortTable::set_state`]).
+    link_state: u32,
     added_at: Time,
     stats: PortStats,
     queues: BTreeMap<u32, QueueEntry>,
@@ -84,6 +94,16 @@ pub struct PortTable {
     ports: BTreeMap<u32, PortEntry>,
 }
 
+/// The state a port reports: its link's, without a link while it is
+/// administratively down.
+const fn shown_state(config: u32, link_state: u32) -> u32 {
+    if config & port_config::PORT_DOWN != 0 {
+        link_state | port_state::LINK_DOWN
+    } else {
+        link_state
+    }
+}
+
 const fn qof(code: QueueOpFailedCode) -> OfpError {
     OfpError::QueueOpFailed(code)
 }
@@ -91,7 +111,9 @@ const fn qof(code: QueueOpFailedCode) -> OfpError {
 impl PortTable {
     /// Adds a port (replacing one with the same number: its queues and
     /// counters start again).
-    pub fn add_port(&mut self, desc: Port, now: Time) {
+    pub fn add_port(&mut self, mut desc: Port, now: Time) {
+        let link_state = desc.state;
+        desc.state = shown_state(desc.config, link_state);
         self.ports.insert(
             desc.port_no,
             PortEntry {
@@ -100,6 +122,7 @@ impl PortTable {
                     ..PortStats::default()
                 },
                 desc,
+                link_state,
                 added_at: now,
                 queues: BTreeMap::new(),
             },
@@ -126,14 +149,18 @@ impl PortTable {
         self.ports.is_empty()
     }
 
-    /// Sets a port's `OFPPS_*` state bits (link up/down, blocked, live);
-    /// the new description when the port exists and they changed.
+    /// Sets a port's `OFPPS_*` state bits (link up/down, blocked, live)
+    /// as the link reports them; the new description when the port exists
+    /// and the state it shows changed (see the module comment for a port
+    /// administratively down).
     pub fn set_state(&mut self, port: u32, state: u32) -> Option<Port> {
         let e = self.ports.get_mut(&port)?;
-        if e.desc.state == state {
+        e.link_state = state;
+        let shown = shown_state(e.desc.config, state);
+        if e.desc.state == shown {
             return None;
         }
-        e.desc.state = state;
+        e.desc.state = shown;
         Some(e.desc.clone())
     }
 
@@ -224,6 +251,7 @@ impl PortTable {
         }
         let before = e.desc.clone();
         e.desc.config = (e.desc.config & !pm.mask) | (pm.config & pm.mask);
+        e.desc.state = shown_state(e.desc.config, e.link_state);
         if pm.advertise != 0 {
             e.desc.advertised = pm.advertise;
         }
