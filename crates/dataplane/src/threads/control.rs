@@ -196,7 +196,7 @@ impl Threads {
         for out in rx_out.iter_mut() {
             for (w, ctl) in t.workers.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.rx_ring);
-                let gate = Gate::new(ctl.drain.clone(), cfg.queue_delay, nrx);
+                let gate = Gate::new(ctl.drain.clone(), ring_delay(cfg.queue_delay), nrx);
                 out.push(Stage::new(p, ctl.bell.clone(), b.rx_write.max(1), gate));
                 if let Some(list) = worker_in.get_mut(w) {
                     list.push(c);
@@ -210,7 +210,7 @@ impl Threads {
         for out in worker_out.iter_mut() {
             for (x, ctl) in t.tx.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.tx_ring);
-                let gate = Gate::new(ctl.drain.clone(), cfg.queue_delay, nw);
+                let gate = Gate::new(ctl.drain.clone(), ring_delay(cfg.queue_delay), nw);
                 out.push(Stage::new(p, ctl.bell.clone(), b.worker_write.max(1), gate));
                 if let Some(list) = tx_in.get_mut(x) {
                     list.push(c);
@@ -739,4 +739,16 @@ impl Threads {
             }
         }
     }
+}
+
+/// The bound of a ring between two threads of the split mode: none (the
+/// ring's capacity), whatever the port's. Measured on a two-CPU machine
+/// where the RX, worker and TX threads share CPUs (bench/seeds
+/// 003-forwarding, 2026-11-29), a ring bounded to 200 µs at its
+/// consumer's rate dropped whenever the consumer lost its CPU for a
+/// scheduler slice and forwarded a fifth of what deep rings did; the
+/// kernel's receive buffer, still bounded, keeps the delay before the RX
+/// thread short, and a ring adds at most its capacity at the worker's rate.
+fn ring_delay(_port: crate::delay::QueueDelay) -> crate::delay::QueueDelay {
+    crate::delay::QueueDelay::Deep
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::capture::Capture;
-use crate::delay::{bound_packets, QueueDelay, RxBound};
+use crate::delay::{QueueDelay, RxBound};
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::FlushPolicy;
 use crate::memory::{MemoryGenerator, MemorySink};
@@ -1418,27 +1418,18 @@ fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>
     (d, per_port, seen.packets(), fill)
 }
 
+/// The time bound applies to the ports' receive queues, not to the rings
+/// between the split mode's threads (see `control::ring_delay`): a
+/// stalled worker's ring fills to its capacity as with deep queues, and
+/// its overflow is counted as a full ring, not as a delay drop.
 #[test]
-fn a_time_bound_keeps_a_stalled_workers_ring_short_and_names_its_drops() {
-    let delay = Duration::from_micros(100);
-    let (d, per_port, forwarded, fill) = stalled_worker(QueueDelay::Bounded(delay));
-    // 100 µs at 1 Mpps: 100 packets on the ring, plus what the worker
-    // holds (one burst) and what the RX thread had staged (one burst).
-    let bound = bound_packets(delay, crate::delay::INITIAL_RATE_PPS, 1, 1024);
-    assert_eq!(bound, 100);
-    assert!(fill <= bound, "ring holds {fill}");
-    assert!(forwarded <= (bound + 64) as u64, "{forwarded} forwarded");
-    assert!(d.queue_delay > 0, "{d:?}");
-    assert_eq!(d.rx_ring_full, 0, "{d:?}");
-    assert_eq!(per_port[&1].queue_delay, d.queue_delay, "{per_port:?}");
-    assert_eq!(per_port[&2].queue_delay, 0, "{per_port:?}");
-    // The released worker may outrun the TX thread's bound too: counted
-    // on the way out, against the output port.
-    assert_eq!(per_port[&1].tx_queue_delay, 0, "{per_port:?}");
-    assert_eq!(
-        per_port[&2].tx_queue_delay, d.tx_queue_delay,
-        "{per_port:?}"
-    );
+fn the_rings_between_threads_stay_deep_under_a_time_bound() {
+    let (d, _, forwarded, fill) = stalled_worker(QueueDelay::Bounded(Duration::from_micros(100)));
+    assert_eq!(d.queue_delay, 0, "{d:?}");
+    assert_eq!(d.tx_queue_delay, 0, "{d:?}");
+    assert!(d.rx_ring_full > 0, "{d:?}");
+    assert_eq!(fill, 1024);
+    assert!(forwarded >= 1024, "{forwarded} forwarded");
 }
 
 #[test]
