@@ -742,11 +742,11 @@ impl Threads {
 }
 
 /// The bound of a ring between two threads of the split mode: none (the
-/// ring's capacity), whatever the port's. Measured on a two-CPU machine
-/// where the RX, worker and TX threads share CPUs (bench/seeds
-/// 003-forwarding, 2026-11-29), a ring bounded to 200 µs at its
-/// consumer's rate dropped whenever the consumer lost its CPU for a
-/// scheduler slice and forwarded a fifth of what deep rings did; the
+/// ring's capacity), whatever the port's. Where the RX, worker and TX
+/// threads share CPUs, a ring bounded to a fraction of a millisecond at
+/// its consumer's rate drops whenever the consumer loses its CPU for a
+/// scheduler slice, and the split mode then forwards a fraction of what
+/// deep rings carry (docs/results.md, "Delay at saturation"); the
 /// kernel's receive buffer, still bounded, keeps the delay before the RX
 /// thread short, and a ring adds at most its capacity at the worker's rate.
 fn ring_delay(_port: crate::delay::QueueDelay) -> crate::delay::QueueDelay {
