@@ -28,11 +28,13 @@
 //!
 //! A mapped ring cannot shrink, so under a time bound ([`crate::delay`],
 //! set by the reading thread through [`PortBackend::set_rx_bound`]) the
-//! reader drops by age instead (head drop): a block whose newest frame
-//! arrived longer ago than the bound goes back to the kernel unread, and
-//! a frame older than the bound in a younger block is skipped; both count
-//! as `rx_drops.queue_delay`. The kernel's timestamps are the realtime
-//! clock's, read once per burst.
+//! reader drops by age instead (head drop): ages are measured against the
+//! newest frame waiting in the ring (the newest `ts_last_pkt` of the
+//! blocks ready to read), so a frame that only waited for the reader to
+//! wake or for its block to be retired is never stale. A block whose
+//! newest frame is older than that by more than the bound goes back to
+//! the kernel unread, and such a frame in a younger block is skipped;
+//! both count as `rx_drops.queue_delay`.
 //!
 //! `PACKET_IGNORE_OUTGOING` keeps frames this host sends on the interface
 //! (including our own TX) out of the ring. The RX socket is created with
@@ -182,6 +184,12 @@ impl RxRing {
 
     /// Reads a u32 at `off` within block `blk`, or `None` if it would leave
     /// the block.
+    /// The block's `ts_last_pkt` in ns (0 if unreadable).
+    fn newest_ns(&self, blk: usize) -> u64 {
+        u64::from(self.read_u32(blk, block::TS_LAST_SEC).unwrap_or(0)) * 1_000_000_000
+            + u64::from(self.read_u32(blk, block::TS_LAST_NSEC).unwrap_or(0))
+    }
+
     fn read_u32(&self, blk: usize, off: usize) -> Option<u32> {
         if off.checked_add(4)? > self.block_size {
             return None;
@@ -265,14 +273,29 @@ enum Skip {
 }
 
 /// The realtime clock in nanoseconds (the kernel's frame timestamps).
-fn realtime_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
 impl AfPacketPort {
+    /// The kernel's timestamp (realtime, ns) of the newest frame handed
+    /// to user space and not yet read: the newest of the blocks ready
+    /// from the reader's on (the block being read included).
+    fn newest_ready_ns(&self) -> u64 {
+        let blocks = self.ring.holds.len();
+        let mut newest = 0;
+        for i in 0..blocks {
+            let b = (self.reader.block + i) % blocks;
+            if !(i == 0 && self.reader.in_block) {
+                match self.ring.lent.get(b) {
+                    Some(lent) if !lent.load(Ordering::Acquire) => {}
+                    _ => break,
+                }
+                if self.ring.status(b).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
+                    break;
+                }
+            }
+            newest = newest.max(self.ring.newest_ns(b));
+        }
+        newest
+    }
+
     /// Opens interface `ifname` with the default configuration.
     pub fn open(ifname: &str) -> io::Result<Self> {
         Self::open_with(ifname, &AfPacketConfig::default())
@@ -638,9 +661,14 @@ impl PortBackend for AfPacketPort {
     fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
         let mut got = 0;
         let blocks = self.ring.holds.len();
-        // Frames stamped before this are older than the bound.
+        // Frames stamped more than the bound before the newest frame
+        // waiting are stale: they sat behind a backlog. A frame that only
+        // waited for the reader to wake, or for its block to be retired
+        // at a low rate, is the newest itself and goes through.
         let cutoff_ns = match self.max_age {
-            Some(age) => realtime_ns().saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(0)),
+            Some(age) => self
+                .newest_ready_ns()
+                .saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(0)),
             None => 0,
         };
         while out.room() > 0 {
@@ -660,10 +688,7 @@ impl PortBackend for AfPacketPort {
                 let first = self.ring.read_u32(blk, block::FIRST_PKT).unwrap_or(0) as usize;
                 lent.store(true, Ordering::Relaxed);
                 holds.store(1, Ordering::Relaxed);
-                let newest = u64::from(self.ring.read_u32(blk, block::TS_LAST_SEC).unwrap_or(0))
-                    * 1_000_000_000
-                    + u64::from(self.ring.read_u32(blk, block::TS_LAST_NSEC).unwrap_or(0));
-                if newest < cutoff_ns {
+                if self.ring.newest_ns(blk) < cutoff_ns {
                     // Every frame in it is stale: back to the kernel unread.
                     self.counters.rx_drops.queue_delay += u64::from(num);
                     self.reader.block = (blk + 1) % blocks;
@@ -915,7 +940,12 @@ mod tests {
             for seq in 0..50u32 {
                 peer.send(&test_frame(2, seq, 64));
             }
+            // A frame 50 ms younger behind them: the 50 waited behind a
+            // backlog longer than the bound (ages count from the newest
+            // frame waiting, not from the read).
             std::thread::sleep(Duration::from_millis(50));
+            peer.send(&test_frame(2, 50, 64));
+            std::thread::sleep(Duration::from_millis(20));
             let mut burst = Burst::with_limit(64);
             let mut lent = 0;
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -926,6 +956,11 @@ mod tests {
                 lent += burst
                     .iter()
                     .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]))
+                    .filter(|p| {
+                        p.data()
+                            .get(14..18)
+                            .is_some_and(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) < 50)
+                    })
                     .count();
             }
             let c = port.stats();
