@@ -7,9 +7,11 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use crate::path::FieldPath;
+
 /// One finding about a configuration: an error, or a warning that does not
 /// stop the configuration from loading.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diagnostic {
     /// The file it is in (as named to the loader, or joined to the config
     /// file's directory for `*_file`s), or `command line` for flags.
@@ -23,6 +25,12 @@ pub struct Diagnostic {
     pub field: String,
     /// What is wrong.
     pub message: String,
+    /// The field, typed ([`field`](Self::field) is it as shown); empty
+    /// when the finding is about no field of the model (a TOML syntax
+    /// error, a line of a flows file).
+    pub path: FieldPath,
+    /// Other fields the message names (the first use of a duplicate).
+    pub related: Vec<FieldPath>,
 }
 
 impl fmt::Display for Diagnostic {
@@ -121,6 +129,7 @@ impl<'a> SourceText<'a> {
             column: loc.map(|l| l.1),
             field: field.to_string(),
             message,
+            ..Diagnostic::default()
         }
     }
 
@@ -164,6 +173,7 @@ mod tests {
             column: Some(9),
             field: "bridges[0].ports[1].port".into(),
             message: "port number 0 is not valid (1..=4294967040)".into(),
+            ..Diagnostic::default()
         };
         assert_eq!(
             d.to_string(),

@@ -84,6 +84,7 @@
 mod diff;
 mod error;
 mod model;
+mod path;
 mod persist;
 mod raw;
 mod ser;
@@ -95,6 +96,7 @@ mod validate;
 pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
 pub use model::*;
+pub use path::{FieldPath, Seg};
 pub use persist::write_atomic;
 pub use tunnel::{parse_tunnel_ip, parse_tunnel_key, TunnelKey};
 pub use txn::{parse_ctl, Op, PortRef, CTL_COMMANDS, TRANSACTION};
@@ -160,6 +162,7 @@ impl Config {
                 column: None,
                 field: String::new(),
                 message: format!("cannot read the configuration: {e}"),
+                ..Diagnostic::default()
             })
         })?;
         Config::from_str_for(&text, path, host)
@@ -217,6 +220,7 @@ impl Config {
                     column: None,
                     field: field.to_string(),
                     message: format!("{} is not UTF-8", p.display()),
+                    ..Diagnostic::default()
                 })
             })
         }

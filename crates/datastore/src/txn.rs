@@ -58,6 +58,7 @@ use ofp::consts::port_no;
 
 use crate::error::{ConfigError, Diagnostic};
 use crate::model::*;
+use crate::path::FieldPath;
 use crate::raw::IntOrString;
 use crate::validate::parse_dpid;
 use crate::{Config, MODEL};
@@ -285,10 +286,20 @@ impl fmt::Display for Op {
 }
 
 /// A failed operation: (field path, message) for each finding.
-type Fail = Vec<(String, String)>;
+type Fail = Vec<(FieldPath, String)>;
 
-fn fail(field: impl Into<String>, message: impl Into<String>) -> Fail {
+fn fail(field: impl Into<FieldPath>, message: impl Into<String>) -> Fail {
     vec![(field.into(), message.into())]
+}
+
+/// Bridge `name`, by name (an operation knows no positions).
+fn bridge_at(name: &str) -> FieldPath {
+    FieldPath::bridge(None, name)
+}
+
+/// A port of bridge `bridge`, by its label (interface, or number).
+fn port_at(bridge: impl fmt::Display, label: impl fmt::Display) -> FieldPath {
+    bridge_at(&bridge.to_string()).port(None, label.to_string())
 }
 
 impl Config {
@@ -301,7 +312,7 @@ impl Config {
         let mut cfg = self.clone();
         let mut errors = Vec::new();
         // (op index, path by name of what it changed)
-        let mut touched: Vec<(usize, String)> = Vec::new();
+        let mut touched: Vec<(usize, FieldPath)> = Vec::new();
         for (i, op) in ops.iter().enumerate() {
             let mut next = cfg.clone();
             let mut paths = Vec::new();
@@ -330,29 +341,33 @@ impl Config {
     }
 }
 
-fn op_diag(i: usize, op: &Op, field: String, message: &str) -> Diagnostic {
+fn op_diag(i: usize, op: &Op, path: FieldPath, message: &str) -> Diagnostic {
     Diagnostic {
         file: PathBuf::from(TRANSACTION),
         line: Some(i + 1),
         column: None,
-        field,
+        field: path.render(true),
         message: format!("{op}: {message}"),
+        path,
+        related: Vec::new(),
     }
 }
 
-/// A validation error of the result (its paths by name), given to the
-/// operation that touched what it names.
-fn attribute(ops: &[Op], touched: &[(usize, String)], d: Diagnostic) -> Diagnostic {
+/// A validation error of the result, given to the operation that touched
+/// the field it is about or one its message names (the most specific
+/// such operation, the latest on a tie), by comparing typed paths.
+fn attribute(ops: &[Op], touched: &[(usize, FieldPath)], d: Diagnostic) -> Diagnostic {
     if d.file.as_path() != std::path::Path::new(MODEL) {
         // In a flows, groups or meters file: that file and line stand.
         return d;
     }
-    let mut refs = vec![d.field.clone()];
-    refs.extend(paths_in(&d.message));
     let mut best: Option<(usize, usize)> = None; // (specificity, op)
     for (i, t) in touched {
-        if refs.iter().any(|r| related(r, t)) {
-            let score = t.len();
+        if std::iter::once(&d.path)
+            .chain(&d.related)
+            .any(|r| r.related(t))
+        {
+            let score = t.segs().len();
             if best.is_none_or(|(s, _)| score >= s) {
                 best = Some((score, *i));
             }
@@ -362,7 +377,10 @@ fn attribute(ops: &[Op], touched: &[(usize, String)], d: Diagnostic) -> Diagnost
         best = Some((0, 0));
     }
     match best.and_then(|(_, i)| ops.get(i).map(|op| (i, op))) {
-        Some((i, op)) => op_diag(i, op, d.field, &d.message),
+        Some((i, op)) => Diagnostic {
+            related: d.related,
+            ..op_diag(i, op, d.path, &d.message)
+        },
         None => Diagnostic {
             file: PathBuf::from(TRANSACTION),
             line: None,
@@ -370,15 +388,6 @@ fn attribute(ops: &[Op], touched: &[(usize, String)], d: Diagnostic) -> Diagnost
             ..d
         },
     }
-}
-
-/// Whether one path is the other or holds it.
-fn related(a: &str, b: &str) -> bool {
-    let within = |long: &str, short: &str| {
-        long.strip_prefix(short)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
-    };
-    within(a, b) || within(b, a)
 }
 
 /// How a port is named in paths: its interface, or a patch port's number.
@@ -389,31 +398,11 @@ fn port_label(p: &Port) -> String {
     }
 }
 
-/// The `bridges.NAME...` paths in a (renamed) message.
-fn paths_in(message: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = message;
-    while let Some(at) = rest.find("bridges.") {
-        let tail = &rest[at..];
-        let len = tail
-            .find(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == ')')
-            .unwrap_or(tail.len());
-        out.push(tail[..len].trim_end_matches('.').to_string());
-        rest = &tail[len..];
-    }
-    out
-}
-
 fn bridge_mut<'a>(cfg: &'a mut Config, name: &str) -> Result<&'a mut Bridge, Fail> {
     cfg.bridges
         .iter_mut()
         .find(|b| b.name == name)
-        .ok_or_else(|| {
-            fail(
-                format!("bridges.{name}"),
-                format!("there is no bridge {name:?}"),
-            )
-        })
+        .ok_or_else(|| fail(bridge_at(name), format!("there is no bridge {name:?}")))
 }
 
 /// The index of the port `r` names in `b`.
@@ -435,17 +424,17 @@ fn find_interface<'a>(cfg: &'a Config, iface: &str) -> Option<(&'a Bridge, &'a P
     })
 }
 
-fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(), Fail> {
+fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<FieldPath>) -> Result<(), Fail> {
     match op {
         Op::AddBridge {
             name,
             dpid,
             fail_mode,
         } => {
-            let field = format!("bridges.{name}");
+            let field = bridge_at(name);
             if cfg.bridge(name).is_some() {
                 return Err(fail(
-                    format!("{field}.name"),
+                    field.at("name"),
                     format!("bridge {name:?} already exists"),
                 ));
             }
@@ -454,7 +443,7 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
                 Some(d) => {
                     if let Some(b) = cfg.bridges.iter().find(|b| b.dpid == *d) {
                         return Err(fail(
-                            format!("{field}.dpid"),
+                            field.at("dpid"),
                             format!("dpid {d:#018x} is already used by bridge {:?}", b.name),
                         ));
                     }
@@ -472,12 +461,12 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
         Op::DelBridge { name } => {
             let Some(bi) = cfg.bridges.iter().position(|b| &b.name == name) else {
                 return Err(fail(
-                    format!("bridges.{name}"),
+                    bridge_at(name),
                     format!("there is no bridge {name:?}"),
                 ));
             };
             let b = cfg.bridges.remove(bi);
-            touched.push(format!("bridges.{name}"));
+            touched.push(bridge_at(name));
             for p in &b.ports {
                 if let PortKind::Patch { .. } = p.kind {
                     unlink(cfg, name, p.number, touched);
@@ -491,11 +480,11 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
             number,
             options,
         } => {
-            let field = format!("bridges.{bridge}.ports.{interface}");
+            let field = port_at(bridge, interface);
             bridge_mut(cfg, bridge)?;
             if let Some((b, p)) = find_interface(cfg, interface) {
                 return Err(fail(
-                    format!("{field}.interface"),
+                    field.at("interface"),
                     format!(
                         "interface {interface:?} is already port {} of bridge {:?}",
                         p.number, b.name
@@ -506,7 +495,7 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
             if let (Some(n), Some(o)) = (number, opts.number) {
                 if *n != o {
                     return Err(fail(
-                        format!("{field}.port"),
+                        field.at("port"),
                         format!("the port number is given twice ({n} and ofport={o})"),
                     ));
                 }
@@ -546,12 +535,12 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
             let b = bridge_mut(cfg, bridge)?;
             let Some(pi) = find_port(b, port) else {
                 return Err(fail(
-                    format!("bridges.{bridge}.ports.{port}"),
+                    port_at(bridge, port),
                     format!("bridge {bridge:?} has no port {port}"),
                 ));
             };
             let number = b.ports.get(pi).map_or(0, |p| p.number);
-            let field = format!("bridges.{bridge}.ports.{port}.qos");
+            let field = port_at(bridge, port).at("qos");
             match qos {
                 Some(q) => {
                     q.check().map_err(|m| fail(field.clone(), m))?;
@@ -571,14 +560,14 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
                     Some((b, _)) => b.name.clone(),
                     None => {
                         return Err(fail(
-                            format!("ports.{n}"),
+                            FieldPath::root().at("ports").key(n.to_string()),
                             format!("no bridge has a port {n:?}"),
                         ))
                     }
                 },
                 (None, PortRef::Number(n)) => {
                     return Err(fail(
-                        format!("ports.{n}"),
+                        FieldPath::root().at("ports").key(n.to_string()),
                         format!("port number {n} needs its bridge (del-port BRIDGE {n})"),
                     ))
                 }
@@ -586,13 +575,13 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
             let b = bridge_mut(cfg, &bridge)?;
             let Some(pi) = find_port(b, port) else {
                 return Err(fail(
-                    format!("bridges.{bridge}.ports.{port}"),
+                    port_at(&bridge, port),
                     format!("bridge {bridge:?} has no port {port}"),
                 ));
             };
             let p = b.ports.remove(pi);
             b.qos.remove(&p.number);
-            touched.push(format!("bridges.{bridge}.ports.{}", port_label(&p)));
+            touched.push(port_at(&bridge, port_label(&p)));
             if let PortKind::Patch { .. } = p.kind {
                 unlink(cfg, &bridge, p.number, touched);
             }
@@ -611,29 +600,29 @@ fn apply_one(cfg: &mut Config, op: &Op, touched: &mut Vec<String>) -> Result<(),
                             .cloned()
                             .unwrap_or_else(|| Controller::new(target)),
                     ),
-                    Err(m) => fails.push((format!("bridges.{bridge}.controllers[{i}]"), m)),
+                    Err(m) => fails.push((bridge_at(bridge).at("controllers").index(i), m)),
                 }
             }
             if !fails.is_empty() {
                 return Err(fails);
             }
             b.controllers = controllers;
-            touched.push(format!("bridges.{bridge}.controllers"));
+            touched.push(bridge_at(bridge).at("controllers"));
             Ok(())
         }
         Op::DelController { bridge } => {
             bridge_mut(cfg, bridge)?.controllers.clear();
-            touched.push(format!("bridges.{bridge}.controllers"));
+            touched.push(bridge_at(bridge).at("controllers"));
             Ok(())
         }
         Op::SetFailMode { bridge, mode } => {
             bridge_mut(cfg, bridge)?.fail_mode = *mode;
-            touched.push(format!("bridges.{bridge}.fail_mode"));
+            touched.push(bridge_at(bridge).at("fail_mode"));
             Ok(())
         }
         Op::DelFailMode { bridge } => {
             bridge_mut(cfg, bridge)?.fail_mode = FailMode::Secure;
-            touched.push(format!("bridges.{bridge}.fail_mode"));
+            touched.push(bridge_at(bridge).at("fail_mode"));
             Ok(())
         }
         Op::Set { object, key, value } => set(cfg, object, key, unquote(value), touched),
@@ -665,7 +654,7 @@ fn new_bridge(name: &str, dpid: u64, fail_mode: FailMode) -> Bridge {
 
 /// Removes the patch link at `bridge`:`port` and the port at its other
 /// end (the port itself is already gone).
-fn unlink(cfg: &mut Config, bridge: &str, port: u32, touched: &mut Vec<String>) {
+fn unlink(cfg: &mut Config, bridge: &str, port: u32, touched: &mut Vec<FieldPath>) {
     let end = (bridge.to_string(), port);
     let mut peers = Vec::new();
     cfg.patch_links.retain(|l| {
@@ -680,27 +669,27 @@ fn unlink(cfg: &mut Config, bridge: &str, port: u32, touched: &mut Vec<String>) 
         }
     });
     if !peers.is_empty() {
-        touched.push("patch_links".into());
+        touched.push(FieldPath::root().at("patch_links"));
     }
     for (pb, pn) in peers {
         if let Some(b) = cfg.bridges.iter_mut().find(|b| b.name == pb) {
             b.ports.retain(|p| p.number != pn);
-            touched.push(format!("bridges.{pb}.ports.{pn}"));
+            touched.push(port_at(pb, pn));
         }
     }
 }
 
-fn check_free(b: &Bridge, n: u32, field: &str) -> Result<(), Fail> {
+fn check_free(b: &Bridge, n: u32, field: &FieldPath) -> Result<(), Fail> {
     let max = port_no::MAX;
     if n == 0 || n > max {
         return Err(fail(
-            format!("{field}.port"),
+            field.at("port"),
             format!("port number {n} is not valid (1..={max})"),
         ));
     }
     if let Some(p) = b.port(n) {
         return Err(fail(
-            format!("{field}.port"),
+            field.at("port"),
             format!(
                 "port number {n} is already used by port {} of bridge {:?}",
                 port_label(p),
@@ -747,7 +736,7 @@ struct PortOptions {
 
 impl PortOptions {
     /// Parses every option; errors name the key under `field`.
-    fn parse(field: &str, options: &[(String, String)]) -> Result<PortOptions, Fail> {
+    fn parse(field: &FieldPath, options: &[(String, String)]) -> Result<PortOptions, Fail> {
         let mut o = PortOptions::default();
         let mut fails = Vec::new();
         for (k, v) in options {
@@ -762,7 +751,7 @@ impl PortOptions {
         }
     }
 
-    fn set(&mut self, field: &str, key: &str, value: &str) -> Result<(), Fail> {
+    fn set(&mut self, field: &FieldPath, key: &str, value: &str) -> Result<(), Fail> {
         let key = key.strip_prefix("options:").unwrap_or(key);
         match key {
             "type" | "backend" => match value {
@@ -771,13 +760,13 @@ impl PortOptions {
                 }
                 "patch" => {
                     return Err(fail(
-                        format!("{field}.backend"),
+                        field.at("backend"),
                         "patch ports are made in the configuration file ([[patch_links]])",
                     ))
                 }
                 other => {
                     return Err(fail(
-                        format!("{field}.backend"),
+                        field.at("backend"),
                         format!(
                             "backend {other:?} is not valid (afpacket, afxdp, tap, memory, pcap, dpdk, vxlan or gre)"
                         ),
@@ -789,19 +778,19 @@ impl PortOptions {
                 let v = value.trim();
                 if v.is_empty() || v.starts_with(',') || v.contains(char::is_control) {
                     return Err(fail(
-                        format!("{field}.dpdk_devargs"),
+                        field.at("dpdk_devargs"),
                         format!("dpdk_devargs {value:?} is not a device (a vdev like \"net_pcap0,rx_pcap=in.pcap\", or a PCI address)"),
                     ));
                 }
                 self.dpdk_devargs = Some(v.to_string());
             }
             "dpdk_rx_queues" | "n_rxq" => {
-                let f = format!("{field}.dpdk_rx_queues");
+                let f = field.at("dpdk_rx_queues");
                 self.dpdk_rx_queues = Some(int_in(&f, "dpdk_rx_queues", value, 1..=1024)? as u16);
             }
             "pcap_read" | "pcap_write" => {
                 if value.is_empty() {
-                    return Err(fail(format!("{field}.{key}"), "the path is empty"));
+                    return Err(fail(field.at(key), "the path is empty"));
                 }
                 let p = Some(PathBuf::from(value));
                 if key == "pcap_read" {
@@ -811,7 +800,7 @@ impl PortOptions {
                 }
             }
             "pcap_rate" => {
-                let f = format!("{field}.pcap_rate");
+                let f = field.at("pcap_rate");
                 self.pcap_rate = Some(if value == "max" {
                     PcapRate::Max
                 } else {
@@ -823,14 +812,14 @@ impl PortOptions {
                 });
             }
             "tag" => {
-                let f = format!("{field}.tag");
+                let f = field.at("tag");
                 self.tag = Some(match cleared(value) {
                     true => None,
                     false => Some(int_in(&f, "tag", value, 0..=i64::from(MAX_VID))? as u16),
                 });
             }
             "trunks" => {
-                let f = format!("{field}.trunks");
+                let f = field.at("trunks");
                 let list = value.trim_start_matches('[').trim_end_matches(']');
                 let mut t = list
                     .split(',')
@@ -848,14 +837,14 @@ impl PortOptions {
                     false => Some(
                         value
                             .parse::<VlanMode>()
-                            .map_err(|m| fail(format!("{field}.vlan_mode"), m))?,
+                            .map_err(|m| fail(field.at("vlan_mode"), m))?,
                     ),
                 });
             }
             "remote_ip" | "local_ip" => {
                 let remote = key == "remote_ip";
                 let ip = crate::tunnel::parse_tunnel_ip(key, value, remote)
-                    .map_err(|m| fail(format!("{field}.{key}"), m))?;
+                    .map_err(|m| fail(field.at(key), m))?;
                 if remote {
                     self.remote_ip = Some(ip);
                 } else {
@@ -864,7 +853,7 @@ impl PortOptions {
             }
             "key" => self.key = Some(value.to_string()),
             "dst_port" => {
-                let f = format!("{field}.dst_port");
+                let f = field.at("dst_port");
                 self.dst_port = Some(int_in(&f, "dst_port", value, 1..=65535)? as u16);
             }
             "ofport" | "ofport_request" => {
@@ -873,13 +862,13 @@ impl PortOptions {
                     Ok(n) if (1..=i64::from(max)).contains(&n) => self.number = Some(n as u32),
                     Ok(n) => {
                         return Err(fail(
-                            format!("{field}.port"),
+                            field.at("port"),
                             format!("port number {n} is not valid (1..={max})"),
                         ))
                     }
                     Err(_) => {
                         return Err(fail(
-                            format!("{field}.port"),
+                            field.at("port"),
                             format!("port number {value:?} is not an integer"),
                         ))
                     }
@@ -887,7 +876,7 @@ impl PortOptions {
             }
             other => {
                 return Err(fail(
-                    format!("{field}.{other}"),
+                    field.at(other),
                     format!("unknown key {other:?} for a port (expected {PORT_KEYS})"),
                 ))
             }
@@ -928,7 +917,7 @@ impl PortOptions {
     }
 
     /// The backend these options make of `backend`.
-    fn apply_to(&self, field: &str, backend: &mut Backend) -> Result<(), Fail> {
+    fn apply_to(&self, field: &FieldPath, backend: &mut Backend) -> Result<(), Fail> {
         if let Some(k) = &self.kind {
             let same = backend.kind_str() == k;
             if !same {
@@ -958,13 +947,13 @@ impl PortOptions {
             Backend::Vxlan(t) | Backend::Gre(t) => {
                 if let Some(k) = &self.key {
                     let k = crate::tunnel::parse_tunnel_key(vxlan, k)
-                        .map_err(|m| fail(format!("{field}.key"), m))?;
+                        .map_err(|m| fail(field.at("key"), m))?;
                     (t.key, t.key_flow) = k.to_model();
                 }
                 if let Some(d) = self.dst_port {
                     if !vxlan {
                         return Err(fail(
-                            format!("{field}.dst_port"),
+                            field.at("dst_port"),
                             "dst_port is only for type=vxlan",
                         ));
                     }
@@ -983,7 +972,7 @@ impl PortOptions {
                     .filter(|(_, g)| *g)
                     .map(|(k, _)| {
                         (
-                            format!("{field}.{k}"),
+                            field.at(k),
                             format!("{k} is only for type=vxlan or type=gre"),
                         )
                     })
@@ -1006,7 +995,7 @@ impl PortOptions {
             let fails: Fail = dpdk_given
                 .iter()
                 .filter(|(_, g)| *g)
-                .map(|(k, _)| (format!("{field}.{k}"), format!("{k} is only for type=dpdk")))
+                .map(|(k, _)| (field.at(k), format!("{k} is only for type=dpdk")))
                 .collect();
             if !fails.is_empty() {
                 return Err(fails);
@@ -1023,7 +1012,7 @@ impl PortOptions {
                 let fails: Fail = given
                     .iter()
                     .filter(|(_, g)| *g)
-                    .map(|(k, _)| (format!("{field}.{k}"), format!("{k} is only for type=pcap")))
+                    .map(|(k, _)| (field.at(k), format!("{k} is only for type=pcap")))
                     .collect();
                 if fails.is_empty() {
                     Ok(())
@@ -1047,7 +1036,7 @@ impl PortOptions {
                 let fails: Fail = given
                     .iter()
                     .filter(|(_, g)| *g)
-                    .map(|(k, _)| (format!("{field}.{k}"), format!("{k} is only for type=pcap")))
+                    .map(|(k, _)| (field.at(k), format!("{k} is only for type=pcap")))
                     .collect();
                 if fails.is_empty() {
                     Ok(())
@@ -1067,7 +1056,7 @@ fn cleared(value: &str) -> bool {
 
 /// An integer value in `range`, with the file's message.
 fn int_in(
-    field: &str,
+    field: &FieldPath,
     what: &str,
     value: &str,
     range: std::ops::RangeInclusive<i64>,
@@ -1091,15 +1080,15 @@ fn set(
     object: &str,
     key: &str,
     value: &str,
-    touched: &mut Vec<String>,
+    touched: &mut Vec<FieldPath>,
 ) -> Result<(), Fail> {
     if object == "dataplane" {
         set_dataplane(&mut cfg.dataplane, key, value)?;
-        touched.push("dataplane".into());
+        touched.push(FieldPath::root().at("dataplane"));
         return Ok(());
     }
     if let Some(name) = object.strip_prefix("bridge:") {
-        let field = format!("bridges.{name}");
+        let field = bridge_at(name);
         let others: Vec<(u64, String)> = cfg
             .bridges
             .iter()
@@ -1121,7 +1110,7 @@ fn set(
             Some((b, _)) => (b.name.clone(), PortRef::Name(iface.to_string())),
             None => {
                 return Err(fail(
-                    format!("ports.{iface}"),
+                    FieldPath::root().at("ports").key(iface),
                     format!("no bridge has a port {iface:?}"),
                 ))
             }
@@ -1132,12 +1121,12 @@ fn set(
     let b = bridge_mut(cfg, &bridge)?;
     let Some(pi) = find_port(b, &port) else {
         return Err(fail(
-            format!("bridges.{bridge}.ports.{port}"),
+            port_at(&bridge, &port),
             format!("bridge {bridge:?} has no port {port}"),
         ));
     };
     let label = port_label(&b.ports[pi]);
-    let field = format!("bridges.{bridge}.ports.{label}");
+    let field = port_at(&bridge, &label);
     let mut opts = PortOptions::default();
     opts.set(&field, key, value)?;
     if opts.only_vlan() {
@@ -1167,7 +1156,7 @@ fn set(
         }
         PortKind::Patch { .. } => {
             return Err(fail(
-                format!("{field}.port"),
+                field.at("port"),
                 "a patch port is renumbered in the configuration file ([[patch_links]])",
             ))
         }
@@ -1178,7 +1167,7 @@ fn set(
 
 fn bad_object(object: &str) -> Fail {
     fail(
-        object,
+        FieldPath::root().key(object),
         format!(
             "unknown object {object:?} (bridge:NAME, port:BRIDGE:PORT, interface:NAME or dataplane)"
         ),
@@ -1190,15 +1179,15 @@ const BRIDGE_KEYS: &str =
 
 fn set_bridge(
     b: &mut Bridge,
-    field: &str,
+    field: &FieldPath,
     key: &str,
     value: &str,
     others: &[(u64, String)],
 ) -> Result<(), Fail> {
-    let f = format!("{field}.{key}");
+    let f = field.at(key);
     match key {
         "dpid" | "other_config:datapath-id" | "other-config:datapath-id" => {
-            let f = format!("{field}.dpid");
+            let f = field.at("dpid");
             let dpid = if key == "dpid" {
                 parse_dpid(&IntOrString::Str(value.to_string())).map_err(|m| fail(&f, m))?
             } else if value.len() == 16 && value.bytes().all(|c| c.is_ascii_hexdigit()) {
@@ -1218,8 +1207,7 @@ fn set_bridge(
             b.dpid = dpid;
         }
         "fail_mode" | "fail-mode" => {
-            b.fail_mode =
-                parse_fail_mode(value).map_err(|m| fail(format!("{field}.fail_mode"), m))?
+            b.fail_mode = parse_fail_mode(value).map_err(|m| fail(field.at("fail_mode"), m))?
         }
         "n_tables" => b.n_tables = int_in(&f, "n_tables", value, 1..=254)? as u8,
         "miss_send_len" => b.miss_send_len = int_in(&f, "miss_send_len", value, 0..=65535)? as u16,
@@ -1260,14 +1248,14 @@ fn parse_fail_mode(v: &str) -> Result<FailMode, String> {
 
 const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size, max_queue_delay_us";
 
-fn dispatch_key(field: &str, v: &str) -> Result<DispatchKey, Fail> {
+fn dispatch_key(field: &FieldPath, v: &str) -> Result<DispatchKey, Fail> {
     v.parse().map_err(|m| fail(field, m))
 }
 
 /// A number as the field's type holds it. Its range, and how it goes
 /// with the other settings, is checked with the whole model, as a file's
 /// is (`validate::dataplane`), so the messages are the file's.
-fn num<T: TryFrom<i64>>(field: &str, what: &str, value: &str) -> Result<T, Fail> {
+fn num<T: TryFrom<i64>>(field: &FieldPath, what: &str, value: &str) -> Result<T, Fail> {
     match value.parse::<i64>() {
         Ok(n) => T::try_from(n).map_err(|_| fail(field, format!("{what} {n} is out of range"))),
         Err(_) => Err(fail(field, format!("{what} {value:?} is not an integer"))),
@@ -1280,11 +1268,11 @@ fn num<T: TryFrom<i64>>(field: &str, what: &str, value: &str) -> Result<T, Fail>
 /// between settings is the whole model's ([`Config::apply`] validates it).
 fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> {
     let key = key.strip_prefix("burst_").map_or(key, |k| k);
-    let f = format!("dataplane.{key}");
+    let f = FieldPath::root().at("dataplane").key(key);
     let piped = d.mode == ThreadMode::RxWorkerTx;
     let only_piped = |name: &str| {
         fail(
-            format!("dataplane.{name}"),
+            FieldPath::root().at("dataplane").key(name),
             format!("{name} is only for mode = \"rx-worker-tx\""),
         )
     };
@@ -1386,7 +1374,11 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
                     ))
                 }
             };
-            *slot = num(&format!("dataplane.burst.{name}"), "burst size", value)?;
+            *slot = num(
+                &FieldPath::root().at("dataplane.burst").key(name),
+                "burst size",
+                value,
+            )?;
         }
     }
     Ok(())

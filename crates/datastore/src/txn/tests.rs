@@ -775,6 +775,7 @@ fn diff_of_static_flows_tls_and_links() {
         column: None,
         field: String::new(),
         message: "w".into(),
+        ..Diagnostic::default()
     });
     assert!(diff(&c, &moved).is_empty(), "{:?}", diff(&c, &moved));
     // New TLS files: the bridges with TLS controllers reconnect.

@@ -16,38 +16,33 @@ impl Checker<'_> {
         let p = self.bridge_path(bi, rb);
         let name = rb.name.get_ref().clone();
         if let Err(m) = check_bridge_name(&name) {
-            self.err(&rb.name.span(), &format!("{p}.name"), m);
+            self.err(&rb.name.span(), &p.at("name"), m);
         }
         let dpid = match &rb.dpid {
             None => Some(bi as u64 + 1),
             Some(d) => match parse_dpid(d.get_ref()) {
                 Ok(v) => Some(v),
                 Err(m) => {
-                    self.err(&d.span(), &format!("{p}.dpid"), m);
+                    self.err(&d.span(), &p.at("dpid"), m);
                     None
                 }
             },
         };
         let fail_mode = match &rb.fail_mode {
             None => Some(FailMode::Secure),
-            Some(f) => self.word(f, &format!("{p}.fail_mode")),
+            Some(f) => self.word(f, &p.at("fail_mode")),
         };
-        let n_tables = self.int_or(&rb.n_tables, &format!("{p}.n_tables"), 1..=254, 254);
-        let miss_send_len = self.int_or(
-            &rb.miss_send_len,
-            &format!("{p}.miss_send_len"),
-            0..=65535,
-            128,
-        );
+        let n_tables = self.int_or(&rb.n_tables, &p.at("n_tables"), 1..=254, 254);
+        let miss_send_len = self.int_or(&rb.miss_send_len, &p.at("miss_send_len"), 0..=65535, 128);
         let capacity = self.int_or(
             &rb.flow_table_capacity,
-            &format!("{p}.flow_table_capacity"),
+            &p.at("flow_table_capacity"),
             1..=16_777_216,
             16_777_216,
         );
         let memory_limit = self.int_or(
             &rb.flow_memory_limit_mib,
-            &format!("{p}.flow_memory_limit_mib"),
+            &p.at("flow_memory_limit_mib"),
             0..=16_777_216,
             0,
         );
@@ -61,12 +56,13 @@ impl Checker<'_> {
                 if let Some(prev) = numbers.insert(d.number, pi) {
                     let prev = match rb.ports.get(prev) {
                         Some(rq) => self.port_path(&p, prev, rq.get_ref()),
-                        None => format!("{p}.ports[{prev}]"),
+                        None => p.at(format!("ports[{prev}]")),
                     };
-                    self.err(
+                    self.err_dup(
                         &d.span,
-                        &format!("{pp}.port"),
-                        format!("port number {} is already used by {prev}", d.number),
+                        &pp.at("port"),
+                        format!("port number {} is already used by ", d.number),
+                        &prev,
                     );
                 }
             }
@@ -77,7 +73,7 @@ impl Checker<'_> {
         let mut controllers = Vec::new();
         let mut seen_targets: HashMap<ControllerTarget, usize> = HashMap::new();
         for (ci, rc) in rb.controllers.iter().enumerate() {
-            let cp = format!("{p}.controllers[{ci}]");
+            let cp = p.at(format!("controllers[{ci}]"));
             let c = self.controller(&cp, rc);
             if let Some(c) = &c {
                 if let Some(prev) = seen_targets.insert(c.target.clone(), ci) {
@@ -87,13 +83,11 @@ impl Checker<'_> {
                         .as_ref()
                         .or(rc.get_ref().listen.as_ref());
                     let span = span.map(|s| s.span()).unwrap_or_else(|| rc.span());
-                    self.err(
+                    self.err_dup(
                         &span,
                         &cp,
-                        format!(
-                            "controller {} is already given as {p}.controllers[{prev}]",
-                            c.target
-                        ),
+                        format!("controller {} is already given as ", c.target),
+                        &p.at("controllers").index(prev),
                     );
                 }
             }
@@ -142,27 +136,31 @@ impl Checker<'_> {
         (bridge, ports)
     }
 
-    pub(super) fn controller(&mut self, cp: &str, rc: &S<RawController>) -> Option<Controller> {
+    pub(super) fn controller(
+        &mut self,
+        cp: &FieldPath,
+        rc: &S<RawController>,
+    ) -> Option<Controller> {
         let r = rc.get_ref();
         let target = match (&r.target, &r.listen) {
             (Some(t), None) => match ControllerTarget::parse_target(t.get_ref()) {
                 Ok(t) => Some(t),
                 Err(m) => {
-                    self.err(&t.span(), &format!("{cp}.target"), m);
+                    self.err(&t.span(), &cp.at("target"), m);
                     None
                 }
             },
             (None, Some(l)) => match ControllerTarget::parse_listen(l.get_ref()) {
                 Ok(t) => Some(t),
                 Err(m) => {
-                    self.err(&l.span(), &format!("{cp}.listen"), m);
+                    self.err(&l.span(), &cp.at("listen"), m);
                     None
                 }
             },
             (Some(_), Some(l)) => {
                 self.err(
                     &l.span(),
-                    &format!("{cp}.listen"),
+                    &cp.at("listen"),
                     "give either target or listen, not both",
                 );
                 None
@@ -178,13 +176,13 @@ impl Checker<'_> {
         };
         let echo = self.int_or(
             &r.echo_interval_ms,
-            &format!("{cp}.echo_interval_ms"),
+            &cp.at("echo_interval_ms"),
             100..=3_600_000,
             i64::from(DEFAULT_ECHO_INTERVAL_MS),
         );
         let dead = self.int_or(
             &r.dead_peer_timeout_ms,
-            &format!("{cp}.dead_peer_timeout_ms"),
+            &cp.at("dead_peer_timeout_ms"),
             1..=3_600_000,
             i64::from(DEFAULT_DEAD_PEER_TIMEOUT_MS),
         );
@@ -198,20 +196,20 @@ impl Checker<'_> {
                     .unwrap_or_else(|| rc.span());
                 self.err(
                     &span,
-                    &format!("{cp}.dead_peer_timeout_ms"),
+                    &cp.at("dead_peer_timeout_ms"),
                     format!("dead_peer_timeout_ms {d} must be more than echo_interval_ms {e}"),
                 );
             }
         }
         let bmin = self.int_or(
             &r.backoff_min_ms,
-            &format!("{cp}.backoff_min_ms"),
+            &cp.at("backoff_min_ms"),
             1..=3_600_000,
             i64::from(DEFAULT_BACKOFF_MIN_MS),
         );
         let bmax = self.int_or(
             &r.backoff_max_ms,
-            &format!("{cp}.backoff_max_ms"),
+            &cp.at("backoff_max_ms"),
             1..=3_600_000,
             i64::from(DEFAULT_BACKOFF_MAX_MS),
         );
@@ -225,7 +223,7 @@ impl Checker<'_> {
                     .unwrap_or_else(|| rc.span());
                 self.err(
                     &span,
-                    &format!("{cp}.backoff_max_ms"),
+                    &cp.at("backoff_max_ms"),
                     format!("backoff_max_ms {hi} is less than backoff_min_ms {lo}"),
                 );
                 return None;
@@ -265,17 +263,15 @@ impl Checker<'_> {
             let bp = self.bridge_path(bi, rb);
             let path_of = |c: &Self, i: usize| match raw.bridges.get(i) {
                 Some(r) => c.bridge_path(i, r.get_ref()),
-                None => format!("bridges[{i}]"),
+                None => top(format!("bridges[{i}]")),
             };
             if let Some(prev) = names.insert(rb.name.get_ref(), bi) {
                 let prev = path_of(self, prev);
-                self.err(
+                self.err_dup(
                     &rb.name.span(),
-                    &format!("{bp}.name"),
-                    format!(
-                        "bridge name {:?} is already used by {prev}",
-                        rb.name.get_ref()
-                    ),
+                    &bp.at("name"),
+                    format!("bridge name {:?} is already used by ", rb.name.get_ref()),
+                    &prev,
                 );
             }
             if let Some(Some(b)) = bridges.get(bi) {
@@ -286,15 +282,16 @@ impl Checker<'_> {
                         .map(|d| d.span())
                         .unwrap_or_else(|| rb.name.span());
                     let prev = path_of(self, prev);
-                    self.err(
+                    self.err_dup(
                         &span,
-                        &format!("{bp}.dpid"),
-                        format!("dpid {:#018x} is already used by {prev}", b.dpid),
+                        &bp.at("dpid"),
+                        format!("dpid {:#018x} is already used by ", b.dpid),
+                        &prev,
                     );
                 }
             }
         }
-        let mut ifaces: HashMap<String, String> = HashMap::new();
+        let mut ifaces: HashMap<String, FieldPath> = HashMap::new();
         // A bridge's local port is the TAP interface named after it: no
         // kernel interface port may take that name.
         let locals: HashSet<&str> = bridges
@@ -303,10 +300,10 @@ impl Checker<'_> {
             .filter(|b| b.local_port)
             .map(|b| b.name.as_str())
             .collect();
-        let mut pcap_out: HashMap<PathBuf, String> = HashMap::new();
-        let mut devices: HashMap<String, String> = HashMap::new();
+        let mut pcap_out: HashMap<PathBuf, FieldPath> = HashMap::new();
+        let mut devices: HashMap<String, FieldPath> = HashMap::new();
         // VXLAN receive sockets: (local address, UDP port, which port).
-        let mut vxlan_binds: Vec<(Option<std::net::Ipv4Addr>, u16, String)> = Vec::new();
+        let mut vxlan_binds: Vec<(Option<std::net::Ipv4Addr>, u16, FieldPath)> = Vec::new();
         for (bi, ports) in drafts.iter().enumerate() {
             let Some(rb) = raw.bridges.get(bi) else {
                 continue;
@@ -326,10 +323,11 @@ impl Checker<'_> {
                 let rp = rp.get_ref();
                 let ispan = rp.interface.as_ref().map(|i| i.span()).unwrap_or(0..0);
                 if let Some(prev) = ifaces.get(name) {
-                    self.err(
+                    self.err_dup(
                         &ispan,
-                        &format!("{path}.interface"),
-                        format!("interface {name:?} is already used by {prev}"),
+                        &path.at("interface"),
+                        format!("interface {name:?} is already used by "),
+                        prev,
                     );
                 } else {
                     ifaces.insert(name.clone(), path.clone());
@@ -342,15 +340,16 @@ impl Checker<'_> {
                             && (l.is_none() || t.local_ip.is_none() || *l == t.local_ip)
                     });
                     if let Some((_, _, prev)) = clash {
-                        self.err(
+                        self.err_dup(
                             &ispan,
-                            &format!("{path}.dst_port"),
+                            &path.at("dst_port"),
                             format!(
-                                "VXLAN UDP port {} on {} is already received on by {prev}",
+                                "VXLAN UDP port {} on {} is already received on by ",
                                 t.dst_port,
                                 t.local_ip
                                     .map_or("any address".to_string(), |a| a.to_string())
                             ),
+                            prev,
                         );
                     } else {
                         vxlan_binds.push((t.local_ip, t.dst_port, path.clone()));
@@ -359,7 +358,7 @@ impl Checker<'_> {
                 if backend.is_kernel() && locals.contains(name.as_str()) {
                     self.err(
                         &ispan,
-                        &format!("{path}.interface"),
+                        &path.at("interface"),
                         format!(
                             "interface {name:?} is the local port of bridge {name:?} \
                              (local_port = true): a port cannot use that name"
@@ -370,10 +369,11 @@ impl Checker<'_> {
                     let dev = d.device_name().to_string();
                     if let Some(prev) = devices.get(&dev) {
                         let span = rp.dpdk_devargs.as_ref().map_or(ispan.clone(), |v| v.span());
-                        self.err(
+                        self.err_dup(
                             &span,
-                            &format!("{path}.dpdk_devargs"),
-                            format!("DPDK device {dev:?} is already {prev}"),
+                            &path.at("dpdk_devargs"),
+                            format!("DPDK device {dev:?} is already "),
+                            prev,
                         );
                     } else {
                         devices.insert(dev, path.clone());
@@ -382,10 +382,11 @@ impl Checker<'_> {
                 if let Backend::Pcap(PcapBackend { write: Some(w), .. }) = backend {
                     let wspan = rp.pcap_write.as_ref().map(|i| i.span()).unwrap_or(0..0);
                     if let Some(prev) = pcap_out.get(w) {
-                        self.err(
+                        self.err_dup(
                             &wspan,
-                            &format!("{path}.pcap_write"),
-                            format!("{} is already written by {prev}", w.display()),
+                            &path.at("pcap_write"),
+                            format!("{} is already written by ", w.display()),
+                            prev,
                         );
                     } else {
                         pcap_out.insert(w.clone(), path.clone());
@@ -393,7 +394,7 @@ impl Checker<'_> {
                 }
             }
         }
-        let mut listeners: Vec<((std::net::IpAddr, u16), String)> = Vec::new();
+        let mut listeners: Vec<((std::net::IpAddr, u16), FieldPath)> = Vec::new();
         for (bi, rb) in raw.bridges.iter().enumerate() {
             let Some(Some(b)) = bridges.get(bi) else {
                 continue;
@@ -403,7 +404,10 @@ impl Checker<'_> {
                     if *port == 0 {
                         continue;
                     }
-                    let path = format!("{}.controllers[{ci}]", self.bridge_path(bi, rb.get_ref()));
+                    let path = self
+                        .bridge_path(bi, rb.get_ref())
+                        .at("controllers")
+                        .index(ci);
                     // The same port on the same address, or on the
                     // wildcard address of the same family, cannot both
                     // be bound.
@@ -426,10 +430,11 @@ impl Checker<'_> {
                             })
                             .map(|s| s.span())
                             .unwrap_or(0..0);
-                        self.err(
+                        self.err_dup(
                             &span,
                             &path,
-                            format!("{} is already listened on by {prev}", c.target),
+                            format!("{} is already listened on by ", c.target),
+                            prev,
                         );
                     } else {
                         listeners.push(((*addr, *port), path));
@@ -453,13 +458,13 @@ impl Checker<'_> {
             .rev()
             .map(|(i, b)| (b.get_ref().name.get_ref().as_str(), i))
             .collect();
-        let mut linked: HashMap<(usize, u32), String> = HashMap::new();
+        let mut linked: HashMap<(usize, u32), FieldPath> = HashMap::new();
         let mut links = Vec::new();
         for (li, rl) in raw.patch_links.iter().enumerate() {
             let rl = rl.get_ref();
             let mut ends = Vec::new();
             for (side, v) in [("a", &rl.a), ("b", &rl.b)] {
-                let field = format!("patch_links[{li}].{side}");
+                let field = top(format!("patch_links[{li}].{side}"));
                 let Some((bname, pstr)) = v.get_ref().rsplit_once(':') else {
                     self.err(
                         &v.span(),
@@ -493,7 +498,7 @@ impl Checker<'_> {
                         path,
                         ..
                     }) => {
-                        let path = path.clone();
+                        let path = self.show(path);
                         self.err(
                             &v.span(),
                             &field,
@@ -504,10 +509,11 @@ impl Checker<'_> {
                     Some(_) => {}
                 }
                 if let Some(prev) = linked.get(&(bi, pn)) {
-                    self.err(
+                    self.err_dup(
                         &v.span(),
                         &field,
-                        format!("port {pn} of bridge {bname:?} is already linked by {prev}"),
+                        format!("port {pn} of bridge {bname:?} is already linked by "),
+                        prev,
                     );
                     continue;
                 }
@@ -518,7 +524,7 @@ impl Checker<'_> {
                 if ai == bi {
                     self.err(
                         bspan,
-                        &format!("patch_links[{li}].b"),
+                        &top(format!("patch_links[{li}].b")),
                         format!(
                             "a patch link joins two different bridges; both ends are on {an:?}"
                         ),
@@ -550,7 +556,7 @@ impl Checker<'_> {
                     let (span, path) = (d.span.clone(), d.path.clone());
                     self.err(
                         &span,
-                        &format!("{path}.backend"),
+                        &path.at("backend"),
                         format!(
                             "patch port {} is not in any [[patch_links]] entry",
                             d.number
@@ -572,9 +578,9 @@ impl Checker<'_> {
             None => None,
             Some(t) => {
                 let t = t.get_ref();
-                let k = self.path_value(&t.private_key, "tls.private_key");
-                let c = self.path_value(&t.certificate, "tls.certificate");
-                let a = self.path_value(&t.ca_cert, "tls.ca_cert");
+                let k = self.path_value(&t.private_key, &top("tls.private_key"));
+                let c = self.path_value(&t.certificate, &top("tls.certificate"));
+                let a = self.path_value(&t.ca_cert, &top("tls.ca_cert"));
                 Some(TlsFiles {
                     private_key: k?,
                     certificate: c?,
@@ -601,8 +607,10 @@ impl Checker<'_> {
                             })
                             .map(|s| s.span())
                             .unwrap_or(0..0);
-                        let path =
-                            format!("{}.controllers[{ci}]", self.bridge_path(bi, rb.get_ref()));
+                        let path = self
+                            .bridge_path(bi, rb.get_ref())
+                            .at("controllers")
+                            .index(ci);
                         self.err(
                             &span,
                             &path,

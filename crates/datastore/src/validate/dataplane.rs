@@ -10,12 +10,12 @@ impl Checker<'_> {
         let r = raw.map(|r| r.get_ref()).unwrap_or(&empty);
         let mode = match &r.mode {
             None => Some(ThreadMode::RunToCompletion),
-            Some(m) => self.word(m, "dataplane.mode"),
+            Some(m) => self.word(m, &top("dataplane.mode")),
         };
         let threads = 1..=MAX_THREADS as i64;
         let pipelined = mode == Some(ThreadMode::RxWorkerTx);
         let count = |c: &mut Self, v: &Option<S<i64>>, name: &str| -> Option<usize> {
-            let field = format!("dataplane.{name}");
+            let field = top(format!("dataplane.{name}"));
             if !pipelined && name != "worker_threads" {
                 if let Some(v) = v {
                     if mode.is_some() {
@@ -34,7 +34,7 @@ impl Checker<'_> {
         let workers = count(self, &r.worker_threads, "worker_threads");
         let tx = count(self, &r.tx_threads, "tx_threads");
 
-        let mut used: HashMap<i64, String> = HashMap::new();
+        let mut used: HashMap<i64, FieldPath> = HashMap::new();
         let rx_cores = self.cores(&r.rx_cores, "rx_cores", rx, &mut used);
         let worker_cores = self.cores(&r.worker_cores, "worker_cores", workers, &mut used);
         let tx_cores = self.cores(&r.tx_cores, "tx_cores", tx, &mut used);
@@ -43,13 +43,13 @@ impl Checker<'_> {
         let defaults = crate::model::FlushPolicy::default();
         let flush_idle = self.int_or(
             &r.flush_idle_us,
-            "dataplane.flush_idle_us",
+            &top("dataplane.flush_idle_us"),
             0..=1000,
             defaults.idle.as_micros() as i64,
         );
         let max_wait = self.int_or(
             &r.max_batch_wait_us,
-            "dataplane.max_batch_wait_us",
+            &top("dataplane.max_batch_wait_us"),
             0..=10_000,
             defaults.max_wait.as_micros() as i64,
         );
@@ -61,7 +61,7 @@ impl Checker<'_> {
             if wait < idle {
                 self.err(
                     &v.span(),
-                    "dataplane.max_batch_wait_us",
+                    &top("dataplane.max_batch_wait_us"),
                     format!("max_batch_wait_us {wait} is less than flush_idle_us {idle}"),
                 );
             }
@@ -87,7 +87,7 @@ impl Checker<'_> {
                     if (size as usize) < need {
                         self.err(
                             &v.span(),
-                            &format!("dataplane.{name}"),
+                            &top(format!("dataplane.{name}")),
                             format!("{name} {size} is smaller than the bursts written to and read from the ring ({need})"),
                         );
                     }
@@ -96,7 +96,7 @@ impl Checker<'_> {
         }
         let max_queue_delay = self.int_or(
             &r.max_queue_delay_us,
-            "dataplane.max_queue_delay_us",
+            &top("dataplane.max_queue_delay_us"),
             0..=1_000_000,
             i64::from(crate::model::DEFAULT_MAX_QUEUE_DELAY_US),
         );
@@ -104,14 +104,14 @@ impl Checker<'_> {
         let core_assign = match &r.core_assign {
             None => Some(None),
             Some(v) => {
-                let policy: Option<CoreAssign> = self.word(v, "dataplane.core_assign");
+                let policy: Option<CoreAssign> = self.word(v, &top("dataplane.core_assign"));
                 let explicit = [&r.rx_cores, &r.worker_cores, &r.tx_cores]
                     .iter()
                     .any(|c| c.is_some());
                 if explicit {
                     self.err(
                         &v.span(),
-                        "dataplane.core_assign",
+                        &top("dataplane.core_assign"),
                         "give core_assign or the cores of each kind of thread (rx_cores, worker_cores, tx_cores), not both",
                     );
                     None
@@ -154,10 +154,10 @@ impl Checker<'_> {
         v: &Option<S<Vec<S<i64>>>>,
         name: &str,
         threads: Option<usize>,
-        used: &mut HashMap<i64, String>,
+        used: &mut HashMap<i64, FieldPath>,
     ) -> Option<Option<Vec<usize>>> {
         let Some(list) = v else { return Some(None) };
-        let field = format!("dataplane.{name}");
+        let field = top(format!("dataplane.{name}"));
         let threads = threads?;
         if threads == 0 {
             // Refused already with the thread count (wrong mode).
@@ -184,7 +184,7 @@ impl Checker<'_> {
         let mut out = Vec::new();
         for (i, c) in list.get_ref().iter().enumerate() {
             let n = *c.get_ref();
-            let f = format!("{field}[{i}]");
+            let f = field.index(i);
             if n < 0 || n as u64 >= cpus as u64 {
                 self.err(
                     &c.span(),
@@ -201,7 +201,10 @@ impl Checker<'_> {
                 self.warn(
                     &c.span(),
                     &f,
-                    format!("core {n} is also given to {prev}; the two threads will share it"),
+                    format!(
+                        "core {n} is also given to {}; the two threads will share it",
+                        self.show(prev)
+                    ),
                 );
             } else {
                 used.insert(n, f);
@@ -224,7 +227,7 @@ impl Checker<'_> {
             } else {
                 c.err(
                     &v.span(),
-                    &format!("dataplane.burst.{name}"),
+                    &top(format!("dataplane.burst.{name}")),
                     format!("burst size {n} is not valid (a power of two, 1..=1024)"),
                 );
                 None
@@ -254,14 +257,14 @@ impl Checker<'_> {
         } else {
             self.err(
                 &v.span(),
-                &format!("dataplane.{name}"),
+                &top(format!("dataplane.{name}")),
                 format!("{name} {n} is not valid (a power of two, 64..=65536)"),
             );
             None
         }
     }
 
-    pub(super) fn dispatch_key(&mut self, v: &S<String>, field: &str) -> Option<DispatchKey> {
+    pub(super) fn dispatch_key(&mut self, v: &S<String>, field: &FieldPath) -> Option<DispatchKey> {
         self.word(v, field)
     }
 
@@ -270,7 +273,7 @@ impl Checker<'_> {
     pub(super) fn word<T: std::str::FromStr<Err = String>>(
         &mut self,
         v: &S<String>,
-        field: &str,
+        field: &FieldPath,
     ) -> Option<T> {
         match v.get_ref().parse() {
             Ok(t) => Some(t),
@@ -289,15 +292,15 @@ impl Checker<'_> {
     ) -> Option<Dispatch> {
         let key = match &r.dispatch {
             None => Some(DispatchKey::FiveTuple),
-            Some(v) => self.dispatch_key(v, "dataplane.dispatch"),
+            Some(v) => self.dispatch_key(v, &top("dataplane.dispatch")),
         };
         let fallback = match &r.dispatch_fallback {
             None => Some(DispatchKey::FiveTuple),
-            Some(v) => match self.dispatch_key(v, "dataplane.dispatch_fallback") {
+            Some(v) => match self.dispatch_key(v, &top("dataplane.dispatch_fallback")) {
                 Some(DispatchKey::PriorityClass) => {
                     self.err(
                         &v.span(),
-                        "dataplane.dispatch_fallback",
+                        &top("dataplane.dispatch_fallback"),
                         "the fallback of priority-class dispatch cannot be priority-class",
                     );
                     None
@@ -309,7 +312,7 @@ impl Checker<'_> {
             if let Some(v) = &r.dispatch {
                 self.warn(
                     &v.span(),
-                    "dataplane.dispatch",
+                    &top("dataplane.dispatch"),
                     "dispatch applies only in mode = \"rx-worker-tx\"; ignored",
                 );
             }
@@ -319,7 +322,7 @@ impl Checker<'_> {
             if k != DispatchKey::PriorityClass {
                 self.err(
                     &v.span(),
-                    "dataplane.dispatch_fallback",
+                    &top("dataplane.dispatch_fallback"),
                     "dispatch_fallback is only for dispatch = \"priority-class\"",
                 );
             }
@@ -328,14 +331,14 @@ impl Checker<'_> {
             let span = r.dispatch.as_ref().map(|d| d.span()).unwrap_or(0..0);
             self.err(
                 &span,
-                "dataplane.dispatch",
+                &top("dataplane.dispatch"),
                 "priority-class dispatch needs at least one [[dataplane.priority_class]] rule",
             );
         }
         let mut rules = Vec::new();
         let mut ok = true;
         for (i, rr) in r.priority_class.iter().enumerate() {
-            let p = format!("dataplane.priority_class[{i}]");
+            let p = top(format!("dataplane.priority_class[{i}]"));
             if key.is_some() && !is_class {
                 self.err(
                     &rr.span(),
@@ -362,7 +365,7 @@ impl Checker<'_> {
 
     pub(super) fn rule(
         &mut self,
-        p: &str,
+        p: &FieldPath,
         rr: &S<RawRule>,
         workers: Option<usize>,
     ) -> Option<PriorityClassRule> {
@@ -370,7 +373,7 @@ impl Checker<'_> {
         let mut ok = true;
         let mut small = |c: &mut Self, v: &Option<S<i64>>, name: &str, max: i64| -> Option<i64> {
             let v = v.as_ref()?;
-            let n = c.int(v, &format!("{p}.{name}"), name, 0..=max);
+            let n = c.int(v, &p.at(name), name, 0..=max);
             if n.is_none() {
                 ok = false;
             }
@@ -426,12 +429,7 @@ impl Checker<'_> {
             }
         }
         let worker = match workers {
-            Some(w) => self.int(
-                &r.worker,
-                &format!("{p}.worker"),
-                "worker",
-                0..=(w as i64 - 1),
-            ),
+            Some(w) => self.int(&r.worker, &p.at("worker"), "worker", 0..=(w as i64 - 1)),
             None => None,
         };
         if !ok {

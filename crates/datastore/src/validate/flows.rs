@@ -9,7 +9,7 @@ impl Checker<'_> {
     pub(super) fn read_list_file(
         &mut self,
         v: &S<String>,
-        field: &str,
+        field: &FieldPath,
     ) -> Option<(PathBuf, String)> {
         let path = self.path_value(v, field)?;
         match std::fs::read_to_string(&path) {
@@ -32,14 +32,16 @@ impl Checker<'_> {
     #[allow(clippy::type_complexity)]
     pub(super) fn parse_list<T>(
         &mut self,
-        base: &str,
+        bridge: &FieldPath,
+        what: &str,
         items: &[S<String>],
         file: &Option<S<String>>,
         parse: fn(&str) -> Result<T, flowtext::ParseError>,
     ) -> (Vec<Parsed<T>>, Option<Option<PathBuf>>) {
         let mut out = Vec::new();
+        let base = bridge.at(what);
         for (i, s) in items.iter().enumerate() {
-            let field = format!("{base}[{i}]");
+            let field = base.index(i);
             let text = s.get_ref();
             match parse(text) {
                 Ok(v) => out.push(Parsed {
@@ -59,7 +61,7 @@ impl Checker<'_> {
                 }
             }
         }
-        let file_field = format!("{base}_file");
+        let file_field = bridge.at(format!("{what}_file"));
         let resolved = match file {
             None => Some(None),
             Some(f) => match self.read_list_file(f, &file_field) {
@@ -83,10 +85,13 @@ impl Checker<'_> {
                                 span: f.span(),
                                 field: file_field.clone(),
                             }),
-                            Err(e) => {
-                                self.errors
-                                    .push(line_parse_error(&path, li, line, &file_field, e))
-                            }
+                            Err(e) => self.errors.push(self.line_parse_error(
+                                &path,
+                                li,
+                                line,
+                                &file_field,
+                                e,
+                            )),
                         }
                     }
                     Some(Some(path))
@@ -102,7 +107,7 @@ impl Checker<'_> {
     pub(super) fn inline_parse_error(
         &self,
         s: &S<String>,
-        field: &str,
+        field: &FieldPath,
         e: &flowtext::ParseError,
     ) -> Diagnostic {
         let span = s.span();
@@ -118,7 +123,7 @@ impl Checker<'_> {
         } else {
             span
         };
-        self.src.diag(&at, field, e.message.clone())
+        self.diag(&At::Span(at), field, e.message.clone())
     }
 
     #[allow(clippy::type_complexity)]
@@ -127,9 +132,13 @@ impl Checker<'_> {
         ctx: &FlowCtx,
         rb: &RawBridge,
     ) -> (Vec<Parsed<StaticMeter>>, Option<Option<PathBuf>>) {
-        let base = format!("{}.meters", ctx.bridge_path);
-        let (parsed, file) =
-            self.parse_list(&base, &rb.meters, &rb.meters_file, flowtext::parse_meter);
+        let (parsed, file) = self.parse_list(
+            &ctx.bridge_path,
+            "meters",
+            &rb.meters,
+            &rb.meters_file,
+            flowtext::parse_meter,
+        );
         let mut seen: HashMap<u32, String> = HashMap::new();
         let mut out = Vec::new();
         for m in parsed {
@@ -172,9 +181,13 @@ impl Checker<'_> {
         ctx: &FlowCtx,
         rb: &RawBridge,
     ) -> (Vec<Parsed<StaticGroup>>, Option<Option<PathBuf>>) {
-        let base = format!("{}.groups", ctx.bridge_path);
-        let (parsed, file) =
-            self.parse_list(&base, &rb.groups, &rb.groups_file, flowtext::parse_group);
+        let (parsed, file) = self.parse_list(
+            &ctx.bridge_path,
+            "groups",
+            &rb.groups,
+            &rb.groups_file,
+            flowtext::parse_group,
+        );
         let mut seen: HashMap<u32, String> = HashMap::new();
         let mut out = Vec::new();
         for g in parsed {
@@ -220,7 +233,7 @@ impl Checker<'_> {
         groups: &HashSet<u32>,
         meters: &HashSet<u32>,
     ) -> (Vec<StaticFlow>, Option<Option<PathBuf>>) {
-        let base = format!("{}.flows", ctx.bridge_path);
+        let base = ctx.bridge_path.at("flows");
         let mut fc = FlowChecks {
             ctx,
             groups,
@@ -230,7 +243,7 @@ impl Checker<'_> {
         };
         let inline_file: Arc<Path> = Arc::from(self.src.name.as_path());
         for (i, s) in rb.flows.iter().enumerate() {
-            let field = format!("{base}[{i}]");
+            let field = base.index(i);
             let text = s.get_ref();
             match flowtext::parse_flow(text) {
                 Ok(fm) => {
@@ -247,7 +260,7 @@ impl Checker<'_> {
                 }
             }
         }
-        let file_field = format!("{base}_file");
+        let file_field = ctx.bridge_path.at("flows_file");
         let resolved = match &rb.flows_file {
             None => Some(None),
             Some(f) => match self.read_list_file(f, &file_field) {
@@ -283,7 +296,7 @@ impl Checker<'_> {
                                         &file_field,
                                     );
                                 }
-                                Err(e) => self.errors.push(line_parse_error(
+                                Err(e) => self.errors.push(self.line_parse_error(
                                     &path,
                                     li,
                                     line,
@@ -311,7 +324,7 @@ impl Checker<'_> {
         text: &str,
         source: Source,
         span: Range<usize>,
-        field: &str,
+        field: &FieldPath,
     ) {
         let (ctx, groups, meters) = (fc.ctx, fc.groups, fc.meters);
         let at = source_at(&source, span);
@@ -401,7 +414,7 @@ impl Checker<'_> {
         &mut self,
         ctx: &FlowCtx,
         at: &At,
-        field: &str,
+        field: &FieldPath,
         actions: &[Action],
         groups: &HashSet<u32>,
     ) {
@@ -427,11 +440,35 @@ impl Checker<'_> {
             }
         }
     }
+    /// A parse error on line `li` (0-based) of a flows, groups or meters
+    /// file, with the column of the offending token.
+    pub(super) fn line_parse_error(
+        &self,
+        path: &Path,
+        li: usize,
+        line: &str,
+        field: &FieldPath,
+        e: flowtext::ParseError,
+    ) -> Diagnostic {
+        let column = line
+            .get(..e.position)
+            .map(|s| s.chars().count() + 1)
+            .unwrap_or(e.position + 1);
+        Diagnostic {
+            file: path.to_path_buf(),
+            line: Some(li + 1),
+            column: Some(column),
+            field: self.show(field),
+            message: e.message,
+            path: field.clone(),
+            related: Vec::new(),
+        }
+    }
 }
 
 /// What flow checks need to know about their bridge.
 pub(super) struct FlowCtx {
-    pub(super) bridge_path: String,
+    pub(super) bridge_path: FieldPath,
     pub(super) n_tables: u8,
     pub(super) ports: HashSet<u32>,
 }
@@ -443,7 +480,7 @@ pub(super) struct Parsed<T> {
     pub(super) source: Source,
     /// The inline string, or the `*_file` value.
     pub(super) span: Range<usize>,
-    pub(super) field: String,
+    pub(super) field: FieldPath,
 }
 
 pub(super) fn source_at(source: &Source, span: Range<usize>) -> At {
@@ -483,28 +520,6 @@ pub(super) fn parse_in_parallel<T: Send>(
             .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     })
-}
-
-/// A parse error on line `li` (0-based) of a flows, groups or meters
-/// file, with the column of the offending token.
-pub(super) fn line_parse_error(
-    path: &Path,
-    li: usize,
-    line: &str,
-    field: &str,
-    e: flowtext::ParseError,
-) -> Diagnostic {
-    let column = line
-        .get(..e.position)
-        .map(|s| s.chars().count() + 1)
-        .unwrap_or(e.position + 1);
-    Diagnostic {
-        file: path.to_path_buf(),
-        line: Some(li + 1),
-        column: Some(column),
-        field: field.to_string(),
-        message: e.message,
-    }
 }
 
 /// What the flow checks of one bridge carry from flow to flow.

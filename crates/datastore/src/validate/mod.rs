@@ -34,6 +34,7 @@ use toml::Spanned;
 
 use crate::error::{Diagnostic, SourceText};
 use crate::model::*;
+use crate::path::FieldPath;
 use crate::raw::*;
 
 mod bridges;
@@ -87,7 +88,7 @@ struct PortDraft {
     qos: Option<PortQos>,
     /// Where the port's number was written (for link errors).
     span: Range<usize>,
-    path: String,
+    path: FieldPath,
 }
 
 impl<'a> Checker<'a> {
@@ -110,58 +111,81 @@ impl<'a> Checker<'a> {
         self
     }
 
-    /// The path of bridge `bi`: `bridges[0]`, or `bridges.br0` by name.
-    pub(super) fn bridge_path(&self, bi: usize, rb: &RawBridge) -> String {
-        if self.by_name {
-            format!("bridges.{}", rb.name.get_ref())
-        } else {
-            format!("bridges[{bi}]")
-        }
+    /// The path of bridge `bi`.
+    pub(super) fn bridge_path(&self, bi: usize, rb: &RawBridge) -> FieldPath {
+        FieldPath::bridge(Some(bi), rb.name.get_ref())
     }
 
-    /// The path of port `pi` of the bridge at `bridge`: `...ports[1]`, or
-    /// `...ports.eth3` by name (a port without an interface by number).
-    pub(super) fn port_path(&self, bridge: &str, pi: usize, rp: &RawPort) -> String {
-        match &rp.interface {
-            _ if !self.by_name => format!("{bridge}.ports[{pi}]"),
-            Some(i) => format!("{bridge}.ports.{}", i.get_ref()),
-            None => format!("{bridge}.ports.{}", rp.port.get_ref()),
-        }
+    /// The path of port `pi` of the bridge at `bridge`, labelled by its
+    /// interface (a port without one by its number).
+    pub(super) fn port_path(&self, bridge: &FieldPath, pi: usize, rp: &RawPort) -> FieldPath {
+        let label = match &rp.interface {
+            Some(i) => i.get_ref().clone(),
+            None => rp.port.get_ref().to_string(),
+        };
+        bridge.port(Some(pi), label)
     }
 
-    fn diag(&self, at: &At, field: &str, message: String) -> Diagnostic {
-        match at {
-            At::Span(span) => self.src.diag(span, field, message),
+    /// A path as messages show it: by position, or by name for a
+    /// transaction.
+    pub(super) fn show(&self, p: &FieldPath) -> String {
+        p.render(self.by_name)
+    }
+
+    fn diag(&self, at: &At, field: &FieldPath, message: String) -> Diagnostic {
+        let mut d = match at {
+            At::Span(span) => self.src.diag(span, &self.show(field), message),
             At::Line { file, line, column } => Diagnostic {
                 file: file.to_path_buf(),
                 line: Some(*line),
                 column: *column,
-                field: field.to_string(),
+                field: self.show(field),
                 message,
+                ..Diagnostic::default()
             },
-        }
+        };
+        d.path = field.clone();
+        d
     }
 
-    fn err(&mut self, span: &Range<usize>, field: &str, message: impl Into<String>) {
-        let d = self.src.diag(span, field, message.into());
+    fn err(&mut self, span: &Range<usize>, field: &FieldPath, message: impl Into<String>) {
+        let d = self.diag(&At::Span(span.clone()), field, message.into());
         self.errors.push(d);
     }
 
-    fn err_at(&mut self, at: &At, field: &str, message: impl Into<String>) {
+    /// An error about a duplicate: `message` ends where the path of the
+    /// first use, `prev`, is shown; the error names it as related.
+    fn err_dup(
+        &mut self,
+        span: &Range<usize>,
+        field: &FieldPath,
+        message: impl Into<String>,
+        prev: &FieldPath,
+    ) {
+        let mut d = self.diag(
+            &At::Span(span.clone()),
+            field,
+            format!("{}{}", message.into(), self.show(prev)),
+        );
+        d.related.push(prev.clone());
+        self.errors.push(d);
+    }
+
+    fn err_at(&mut self, at: &At, field: &FieldPath, message: impl Into<String>) {
         let d = self.diag(at, field, message.into());
         self.errors.push(d);
     }
 
-    fn warn_at(&mut self, at: &At, field: &str, message: impl Into<String>) {
+    fn warn_at(&mut self, at: &At, field: &FieldPath, message: impl Into<String>) {
         if self.room_for_warning() {
             let d = self.diag(at, field, message.into());
             self.warnings.push(d);
         }
     }
 
-    fn warn(&mut self, span: &Range<usize>, field: &str, message: impl Into<String>) {
+    fn warn(&mut self, span: &Range<usize>, field: &FieldPath, message: impl Into<String>) {
         if self.room_for_warning() {
-            let d = self.src.diag(span, field, message.into());
+            let d = self.diag(&At::Span(span.clone()), field, message.into());
             self.warnings.push(d);
         }
     }
@@ -189,6 +213,7 @@ impl<'a> Checker<'a> {
                     "{} more warning(s) not listed (only the first {MAX_WARNINGS} are kept)",
                     self.warnings_not_kept
                 ),
+                ..Diagnostic::default()
             });
             self.warnings_not_kept = 0;
         }
@@ -199,7 +224,7 @@ impl<'a> Checker<'a> {
     fn int(
         &mut self,
         v: &S<i64>,
-        field: &str,
+        field: &FieldPath,
         what: &str,
         range: RangeInclusive<i64>,
     ) -> Option<i64> {
@@ -224,12 +249,12 @@ impl<'a> Checker<'a> {
     fn int_or(
         &mut self,
         v: &Option<S<i64>>,
-        field: &str,
+        field: &FieldPath,
         range: RangeInclusive<i64>,
         default: i64,
     ) -> Option<i64> {
         match v {
-            Some(v) => self.int(v, field, leaf(field), range),
+            Some(v) => self.int(v, field, field.leaf(), range),
             None => Some(default),
         }
     }
@@ -240,7 +265,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A non-empty path string, resolved.
-    fn path_value(&mut self, v: &S<String>, field: &str) -> Option<PathBuf> {
+    fn path_value(&mut self, v: &S<String>, field: &FieldPath) -> Option<PathBuf> {
         if v.get_ref().is_empty() {
             self.err(&v.span(), field, "the path is empty");
             None
@@ -303,11 +328,6 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// The last component of a field path (`n_tables` of `bridges[0].n_tables`).
-fn leaf(field: &str) -> &str {
-    field.rsplit('.').next().unwrap_or(field)
-}
-
 /// The field path of the value at `offset` in a TOML document, found by
 /// walking the parsed document for the deepest key or value whose span
 /// holds it (`bridges[0].ports[1].speed`). Empty when the document does not
@@ -366,6 +386,11 @@ fn walk_value(
         }
         _ => {}
     }
+}
+
+/// A top-level field path (`dataplane.rx_threads`, `patch_links[0].a`).
+pub(super) fn top(rest: impl AsRef<str>) -> FieldPath {
+    FieldPath::root().at(rest)
 }
 
 /// The directory relative paths in a config file are taken from.

@@ -5,11 +5,11 @@
 use super::*;
 
 impl Checker<'_> {
-    pub(super) fn port(&mut self, p: &str, rp: &RawPort) -> Option<PortDraft> {
+    pub(super) fn port(&mut self, p: &FieldPath, rp: &RawPort) -> Option<PortDraft> {
         let number = self
             .int(
                 &rp.port,
-                &format!("{p}.port"),
+                &p.at("port"),
                 "port number",
                 1..=i64::from(port_no::MAX),
             )
@@ -26,7 +26,7 @@ impl Checker<'_> {
                 if let Some(span) = span {
                     self.err(
                         span,
-                        &format!("{p}.{f}"),
+                        &p.at(f),
                         format!("{f} is only for backend = \"pcap\""),
                     );
                 }
@@ -36,7 +36,7 @@ impl Checker<'_> {
             for (f, span) in dpdk_fields(rp) {
                 self.err(
                     &span,
-                    &format!("{p}.{f}"),
+                    &p.at(f),
                     format!("{f} is only for backend = \"dpdk\""),
                 );
             }
@@ -45,7 +45,7 @@ impl Checker<'_> {
             for (f, span) in tunnel_fields(rp) {
                 self.err(
                     &span,
-                    &format!("{p}.{f}"),
+                    &p.at(f),
                     format!("{f} is only for backend = \"vxlan\" or \"gre\""),
                 );
             }
@@ -55,7 +55,7 @@ impl Checker<'_> {
                 if let Some(i) = &rp.interface {
                     self.err(
                         &i.span(),
-                        &format!("{p}.interface"),
+                        &p.at("interface"),
                         "a patch port has no interface (its peer is given in [[patch_links]])",
                     );
                     None
@@ -79,7 +79,7 @@ impl Checker<'_> {
                     Some(other) => {
                         self.err(
                             &backend_span.clone().unwrap_or(0..0),
-                            &format!("{p}.backend"),
+                            &p.at("backend"),
                             format!(
                                 "backend {other:?} is not valid (afpacket, afxdp, tap, pcap, dpdk, vxlan, gre, memory or patch)"
                             ),
@@ -100,7 +100,7 @@ impl Checker<'_> {
                         let name = i.get_ref();
                         let kernel = backend.as_ref().is_none_or(|b| b.is_kernel());
                         if let Err(m) = check_interface_name(name, kernel) {
-                            self.err(&i.span(), &format!("{p}.interface"), m);
+                            self.err(&i.span(), &p.at("interface"), m);
                             None
                         } else {
                             backend.map(|backend| PortKind::Interface {
@@ -114,7 +114,7 @@ impl Checker<'_> {
         };
         let vlan = self.port_vlan(p, rp);
         let qos = match &rp.qos {
-            Some(q) => Some(self.qos(&format!("{p}.qos"), q)?),
+            Some(q) => Some(self.qos(&p.at("qos"), q)?),
             None => None,
         };
         Some(PortDraft {
@@ -123,29 +123,30 @@ impl Checker<'_> {
             kind: kind?,
             vlan: vlan?,
             span: rp.port.span(),
-            path: p.to_string(),
+            path: p.clone(),
         })
     }
 
     /// A port's VLAN settings for NORMAL: `tag`, `trunks`, `vlan_mode`.
-    pub(super) fn port_vlan(&mut self, p: &str, rp: &RawPort) -> Option<VlanSettings> {
+    pub(super) fn port_vlan(&mut self, p: &FieldPath, rp: &RawPort) -> Option<VlanSettings> {
         let vid = 0..=i64::from(MAX_VID);
         let tag = match &rp.tag {
-            Some(t) => Some(self.int(t, &format!("{p}.tag"), "tag", vid.clone())? as u16),
+            Some(t) => Some(self.int(t, &p.at("tag"), "tag", vid.clone())? as u16),
             None => None,
         };
         let mut trunks = Vec::new();
         if let Some(list) = &rp.trunks {
             for (i, t) in list.get_ref().iter().enumerate() {
-                trunks
-                    .push(self.int(t, &format!("{p}.trunks[{i}]"), "VLAN id", vid.clone())? as u16);
+                trunks.push(
+                    self.int(t, &p.at(format!("trunks[{i}]")), "VLAN id", vid.clone())? as u16,
+                );
             }
         }
         let mode = match &rp.vlan_mode {
             Some(m) => match m.get_ref().parse::<VlanMode>() {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    self.err(&m.span(), &format!("{p}.vlan_mode"), e);
+                    self.err(&m.span(), &p.at("vlan_mode"), e);
                     return None;
                 }
             },
@@ -163,21 +164,26 @@ impl Checker<'_> {
                     (None, None, Some(t)) => ("trunks", t.span()),
                     (None, None, None) => ("port", rp.port.span()),
                 };
-                self.err(&span, &format!("{p}.{field}"), e);
+                self.err(&span, &p.at(field), e);
                 None
             }
         }
     }
 
     /// A VXLAN (`vxlan`) or GRE port's underlay settings.
-    pub(super) fn tunnel_port(&mut self, p: &str, rp: &RawPort, vxlan: bool) -> Option<Backend> {
+    pub(super) fn tunnel_port(
+        &mut self,
+        p: &FieldPath,
+        rp: &RawPort,
+        vxlan: bool,
+    ) -> Option<Backend> {
         let mut ok = true;
         let mut ip = |c: &mut Self, v: &Option<S<String>>, what: &str, remote: bool| match v {
             None => None,
             Some(v) => match crate::tunnel::parse_tunnel_ip(what, v.get_ref(), remote) {
                 Ok(ip) => Some(ip),
                 Err(m) => {
-                    c.err(&v.span(), &format!("{p}.{what}"), m);
+                    c.err(&v.span(), &p.at(what), m);
                     ok = false;
                     None
                 }
@@ -189,7 +195,7 @@ impl Checker<'_> {
             let span = rp.backend.as_ref().map(|b| b.span()).unwrap_or(0..0);
             self.err(
                 &span,
-                &format!("{p}.remote_ip"),
+                &p.at("remote_ip"),
                 "a tunnel port needs remote_ip (the peer's IPv4 address)",
             );
             ok = false;
@@ -204,7 +210,7 @@ impl Checker<'_> {
                 match crate::tunnel::parse_tunnel_key(vxlan, &text) {
                     Ok(k) => Some(k),
                     Err(m) => {
-                        self.err(&k.span(), &format!("{p}.key"), m);
+                        self.err(&k.span(), &p.at("key"), m);
                         ok = false;
                         None
                     }
@@ -214,7 +220,7 @@ impl Checker<'_> {
         let dst_port = match (&rp.dst_port, vxlan) {
             (None, true) => VXLAN_DEFAULT_PORT,
             (None, false) => 0,
-            (Some(v), true) => match self.int(v, &format!("{p}.dst_port"), "dst_port", 1..=65535) {
+            (Some(v), true) => match self.int(v, &p.at("dst_port"), "dst_port", 1..=65535) {
                 Some(n) => n as u16,
                 None => {
                     ok = false;
@@ -224,7 +230,7 @@ impl Checker<'_> {
             (Some(v), false) => {
                 self.err(
                     &v.span(),
-                    &format!("{p}.dst_port"),
+                    &p.at("dst_port"),
                     "dst_port is only for backend = \"vxlan\"",
                 );
                 ok = false;
@@ -250,7 +256,7 @@ impl Checker<'_> {
     }
 
     /// A port's `qos = {..}`.
-    pub(super) fn qos(&mut self, p: &str, rq: &S<RawQos>) -> Option<PortQos> {
+    pub(super) fn qos(&mut self, p: &FieldPath, rq: &S<RawQos>) -> Option<PortQos> {
         let raw = rq.get_ref();
         let kind = match &raw.kind {
             None => Some(QosKind::default()),
@@ -259,7 +265,7 @@ impl Checker<'_> {
                 if kind.is_none() {
                     self.err(
                         &k.span(),
-                        &format!("{p}.type"),
+                        &p.at("type"),
                         format!(
                             "QoS type {:?} is not valid (linux-htb or linux-hfsc)",
                             k.get_ref()
@@ -271,38 +277,34 @@ impl Checker<'_> {
         };
         let rate = MAX_QOS_RATE as i64;
         let max_rate = match &raw.max_rate {
-            Some(v) => self.int(v, &format!("{p}.max_rate"), "rate", 0..=rate),
+            Some(v) => self.int(v, &p.at("max_rate"), "rate", 0..=rate),
             None => Some(0),
         };
         let mut queues = Vec::new();
         let mut ids: HashMap<u32, usize> = HashMap::new();
         for (qi, rq) in raw.queues.iter().enumerate() {
-            let qp = format!("{p}.queues[{qi}]");
+            let qp = p.at(format!("queues[{qi}]"));
             let q = rq.get_ref();
-            let id = self.int(&q.id, &format!("{qp}.id"), "queue id", 0..=0xffff_fffe);
+            let id = self.int(&q.id, &qp.at("id"), "queue id", 0..=0xffff_fffe);
             let min_rate = match &q.min_rate {
-                Some(v) => self.int(v, &format!("{qp}.min_rate"), "rate", 0..=rate),
+                Some(v) => self.int(v, &qp.at("min_rate"), "rate", 0..=rate),
                 None => Some(0),
             };
             let qmax = match &q.max_rate {
-                Some(v) => self.int(v, &format!("{qp}.max_rate"), "rate", 0..=rate),
+                Some(v) => self.int(v, &qp.at("max_rate"), "rate", 0..=rate),
                 None => Some(0),
             };
             let priority = match &q.priority {
-                Some(v) => self.int(
-                    v,
-                    &format!("{qp}.priority"),
-                    "priority",
-                    0..=i64::from(u32::MAX),
-                ),
+                Some(v) => self.int(v, &qp.at("priority"), "priority", 0..=i64::from(u32::MAX)),
                 None => Some(0),
             };
             if let Some(id) = id {
                 if let Some(prev) = ids.insert(id as u32, qi) {
-                    self.err(
+                    self.err_dup(
                         &q.id.span(),
-                        &format!("{qp}.id"),
-                        format!("queue {id} is already given as {p}.queues[{prev}]"),
+                        &qp.at("id"),
+                        format!("queue {id} is already given as "),
+                        &p.at("queues").index(prev),
                     );
                 }
             }
@@ -310,7 +312,7 @@ impl Checker<'_> {
                 if hi != 0 && lo > hi {
                     self.err(
                         &rq.span(),
-                        &format!("{qp}.min_rate"),
+                        &qp.at("min_rate"),
                         format!("min_rate {lo} is above max_rate {hi}"),
                     );
                 }
@@ -333,14 +335,14 @@ impl Checker<'_> {
 
     /// A DPDK port's settings (its placement is checked with the
     /// dataplane, [`Self::queue_placement`]).
-    pub(super) fn dpdk_port(&mut self, p: &str, rp: &RawPort) -> Option<Backend> {
+    pub(super) fn dpdk_port(&mut self, p: &FieldPath, rp: &RawPort) -> Option<Backend> {
         let devargs = match (&rp.dpdk_devargs, &rp.interface) {
             (Some(d), _) => {
                 let v = d.get_ref().trim();
                 if v.is_empty() || v.starts_with(',') || v.contains(char::is_control) {
                     self.err(
                         &d.span(),
-                        &format!("{p}.dpdk_devargs"),
+                        &p.at("dpdk_devargs"),
                         format!("dpdk_devargs {:?} is not a device (a vdev like \"net_pcap0,rx_pcap=in.pcap\", or a PCI address)", d.get_ref()),
                     );
                     return None;
@@ -353,7 +355,7 @@ impl Checker<'_> {
         let num = |c: &mut Self, v: &Option<S<i64>>, name: &str, range: RangeInclusive<i64>| match v
         {
             None => Some(None),
-            Some(v) => c.int(v, &format!("{p}.{name}"), name, range).map(Some),
+            Some(v) => c.int(v, &p.at(name), name, range).map(Some),
         };
         let rx_queues = num(self, &rp.dpdk_rx_queues, "dpdk_rx_queues", 1..=1024);
         let rx_desc = num(self, &rp.dpdk_rx_desc, "dpdk_rx_desc", 64..=32768);
@@ -370,7 +372,12 @@ impl Checker<'_> {
                 let mut ok = true;
                 let mut out = Vec::new();
                 for (i, c) in list.get_ref().iter().enumerate() {
-                    match self.int(c, &format!("{p}.rx_queue_cores[{i}]"), "core", 0..=cpus - 1) {
+                    match self.int(
+                        c,
+                        &p.at(format!("rx_queue_cores[{i}]")),
+                        "core",
+                        0..=cpus - 1,
+                    ) {
                         Some(n) => out.push(n as usize),
                         None => ok = false,
                     }
@@ -378,7 +385,7 @@ impl Checker<'_> {
                 if list.get_ref().is_empty() {
                     self.err(
                         &list.span(),
-                        &format!("{p}.rx_queue_cores"),
+                        &p.at("rx_queue_cores"),
                         "give one core per receive queue",
                     );
                     ok = false;
@@ -394,7 +401,7 @@ impl Checker<'_> {
             if cores.len() as i64 > q {
                 self.err(
                     &v.span(),
-                    &format!("{p}.rx_queue_cores"),
+                    &p.at("rx_queue_cores"),
                     format!("{} cores for {q} receive queues", cores.len()),
                 );
                 return None;
@@ -425,14 +432,14 @@ impl Checker<'_> {
                 if ["-h", "--help", "-v", "--version"].contains(&v.as_str()) {
                     self.err(
                         &a.span(),
-                        &format!("dpdk.eal_args[{i}]"),
+                        &top(format!("dpdk.eal_args[{i}]")),
                         format!("EAL argument {v:?} is not allowed (it ends the process)"),
                     );
                     ok = false;
                 } else if v.contains('\0') {
                     self.err(
                         &a.span(),
-                        &format!("dpdk.eal_args[{i}]"),
+                        &top(format!("dpdk.eal_args[{i}]")),
                         "an EAL argument contains a NUL byte",
                     );
                     ok = false;
@@ -479,7 +486,7 @@ impl Checker<'_> {
                                 if !pinned.contains(c) {
                                     self.err(
                                         &v.get_ref().get(i).map_or(v.span(), |x| x.span()),
-                                        &format!("{p}.rx_queue_cores[{i}]"),
+                                        &p.at(format!("rx_queue_cores[{i}]")),
                                         format!("no reading thread runs on core {c} (dataplane.{reader_key} = {pinned:?})"),
                                     );
                                 }
@@ -488,7 +495,7 @@ impl Checker<'_> {
                         None if d.core_assign.is_some() => {}
                         None => self.err(
                             &v.span(),
-                            &format!("{p}.rx_queue_cores"),
+                            &p.at("rx_queue_cores"),
                             format!("rx_queue_cores needs the reading threads pinned: give dataplane.{reader_key} or dataplane.core_assign"),
                         ),
                     }
@@ -497,21 +504,21 @@ impl Checker<'_> {
                     if !piped {
                         self.err(
                             &v.span(),
-                            &format!("{p}.tx_core"),
+                            &p.at("tx_core"),
                             "tx_core is only for mode = \"rx-worker-tx\" (run to completion, every worker sends)",
                         );
                     } else {
                         match &d.tx_cores {
                             Some(pinned) if !pinned.contains(&c) => self.err(
                                 &v.span(),
-                                &format!("{p}.tx_core"),
+                                &p.at("tx_core"),
                                 format!("no TX thread runs on core {c} (dataplane.tx_cores = {pinned:?})"),
                             ),
                             Some(_) => {}
                             None if d.core_assign.is_some() => {}
                             None => self.err(
                                 &v.span(),
-                                &format!("{p}.tx_core"),
+                                &p.at("tx_core"),
                                 "tx_core needs the TX threads pinned: give dataplane.tx_cores or dataplane.core_assign",
                             ),
                         }
@@ -521,20 +528,20 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn pcap(&mut self, p: &str, rp: &RawPort) -> Option<Backend> {
+    pub(super) fn pcap(&mut self, p: &FieldPath, rp: &RawPort) -> Option<Backend> {
         let read = match &rp.pcap_read {
-            Some(v) => Some(self.path_value(v, &format!("{p}.pcap_read"))?),
+            Some(v) => Some(self.path_value(v, &p.at("pcap_read"))?),
             None => None,
         };
         let write = match &rp.pcap_write {
-            Some(v) => Some(self.path_value(v, &format!("{p}.pcap_write"))?),
+            Some(v) => Some(self.path_value(v, &p.at("pcap_write"))?),
             None => None,
         };
         if read.is_none() && write.is_none() {
             let span = rp.backend.as_ref().map(|b| b.span()).unwrap_or(0..0);
             self.err(
                 &span,
-                &format!("{p}.backend"),
+                &p.at("backend"),
                 "a pcap port needs pcap_read, pcap_write or both",
             );
             return None;
@@ -542,7 +549,7 @@ impl Checker<'_> {
         let rate = match &rp.pcap_rate {
             None => PcapRate::Max,
             Some(r) => {
-                let field = format!("{p}.pcap_rate");
+                let field = p.at("pcap_rate");
                 match r.get_ref() {
                     IntOrString::Str(s) if s == "max" => PcapRate::Max,
                     IntOrString::Int(n) if (1..=1_000_000_000).contains(n) => {
