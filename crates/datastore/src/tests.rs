@@ -298,6 +298,30 @@ fn duplicate_bridges() {
 }
 
 #[test]
+fn a_file_error_names_file_line_column_and_the_typed_field() {
+    let text = "[[bridges]]\nname = \"br0\"\n[[bridges.ports]]\nport = 1\ninterface = \"eth0\"\n\n[[bridges]]\nname = \"br1\"\n[[bridges.ports]]\nport = 1\ninterface = \"eth1\"\n[[bridges.ports]]\nport = 2\ninterface = \"eth2\"\n  vlan_mode = \"sideways\"\n";
+    let e = load(text).unwrap_err();
+    assert_eq!(e.errors.len(), 1, "{e}");
+    let d = &e.errors[0];
+    assert_eq!(d.file, std::path::Path::new("fulmar.toml"));
+    // Line 15, the value after `  vlan_mode = `.
+    assert_eq!((d.line, d.column), (Some(15), Some(15)));
+    assert_eq!(d.field, "bridges[1].ports[1].vlan_mode");
+    assert_eq!(
+        d.path,
+        FieldPath::bridge(Some(1), "br1")
+            .port(Some(1), "eth2")
+            .at("vlan_mode")
+    );
+    assert_eq!(d.path.render(true), "bridges.br1.ports.eth2.vlan_mode");
+    assert!(
+        d.to_string()
+            .starts_with("fulmar.toml:15:15: bridges[1].ports[1].vlan_mode: "),
+        "{d}"
+    );
+}
+
+#[test]
 fn port_errors() {
     // The example of the brief: line 14, column 9 (indented).
     let text = "# fulmar\n\n[dataplane]\nmode = \"run-to-completion\"\n\n[[bridges]]\nname = \"br0\"\n\n[[bridges.ports]]\nport = 1\ninterface = \"eth0\"\n\n[[bridges.ports]]\n    port = 0\ninterface = \"eth1\"\n";

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::diff::{diff, Change};
+use crate::path::Seg;
 use std::time::Duration;
 
 const HOST: Host = Host { cpus: 4 };
@@ -599,6 +600,67 @@ fn validation_errors_go_to_the_operation_that_caused_them() {
     assert_eq!(
         got,
         vec!["<transaction>:3: bridges.br1.controllers[0]: set-controller br1 ptcp:6700:127.0.0.1: ptcp:6700:127.0.0.1 is already listened on by bridges.br0.controllers[0]"]
+    );
+}
+
+#[test]
+fn the_second_of_two_operations_is_named_with_its_field() {
+    // The first operation is good; the second sets a value only the
+    // validation of the result refuses. The error is the second
+    // operation's and names the field, typed and as printed.
+    let e = base()
+        .apply(
+            &ctl("add-br br2 -- set bridge br2 miss_send_len=70000"),
+            HOST,
+        )
+        .unwrap_err();
+    assert_eq!(e.errors.len(), 1, "{e}");
+    let d = &e.errors[0];
+    assert_eq!(
+        d.to_string(),
+        "<transaction>:2: bridges.br2.miss_send_len: set bridge:br2 miss_send_len=70000: miss_send_len 70000 is not valid (0..=65535)"
+    );
+    assert_eq!(d.line, Some(2));
+    assert!(matches!(
+        d.path.segs(),
+        [Seg::Bridge { name, .. }, Seg::Key(k)] if name == "br2" && k == "miss_send_len"
+    ));
+    // The same setting first, then a good one: the first is named.
+    let e = base()
+        .apply(
+            &ctl("set bridge br1 miss_send_len=70000 -- add-br br2"),
+            HOST,
+        )
+        .unwrap_err();
+    assert_eq!(e.errors.len(), 1, "{e}");
+    assert_eq!(e.errors[0].line, Some(1));
+    assert_eq!(e.errors[0].field, "bridges.br1.miss_send_len");
+}
+
+#[test]
+fn a_duplicate_goes_to_the_operation_that_made_either_use() {
+    // br1 listens on 6701 already. A transaction gives br0 a listener on
+    // the same port: the clash is reported at br1's controller (the later
+    // bridge), which no operation touched, and names br0's, which the
+    // second operation made: that operation is named.
+    let listening = base()
+        .apply(&ctl("set-controller br1 ptcp:6701"), HOST)
+        .unwrap();
+    let e = listening
+        .apply(
+            &ctl("set-fail-mode br1 secure -- set-controller br0 tcp:192.0.2.1:6653 ptcp:6701"),
+            HOST,
+        )
+        .unwrap_err();
+    assert_eq!(e.errors.len(), 1, "{e}");
+    let d = &e.errors[0];
+    assert_eq!(
+        d.to_string(),
+        "<transaction>:2: bridges.br1.controllers[0]: set-controller br0 tcp:192.0.2.1:6653 ptcp:6701: ptcp:6701:0.0.0.0 is already listened on by bridges.br0.controllers[1]"
+    );
+    assert_eq!(
+        d.related,
+        vec![FieldPath::bridge(Some(0), "br0").at("controllers").index(1)]
     );
 }
 
