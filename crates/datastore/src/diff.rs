@@ -177,25 +177,23 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
             continue;
         };
         let bridge = || nb.name.clone();
-        let mut fields = Vec::new();
-        if ob.dpid != nb.dpid {
-            fields.push("dpid");
-        }
-        if ob.n_tables != nb.n_tables {
-            fields.push("n_tables");
-        }
-        if ob.miss_send_len != nb.miss_send_len {
-            fields.push("miss_send_len");
-        }
-        if ob.flow_table_capacity != nb.flow_table_capacity {
-            fields.push("flow_table_capacity");
-        }
-        if ob.flow_memory_limit_mib != nb.flow_memory_limit_mib {
-            fields.push("flow_memory_limit_mib");
-        }
-        if ob.local_port != nb.local_port {
-            fields.push("local_port");
-        }
+        let mut fields: Vec<&'static str> = [
+            ("dpid", ob.dpid != nb.dpid),
+            ("n_tables", ob.n_tables != nb.n_tables),
+            ("miss_send_len", ob.miss_send_len != nb.miss_send_len),
+            (
+                "flow_table_capacity",
+                ob.flow_table_capacity != nb.flow_table_capacity,
+            ),
+            (
+                "flow_memory_limit_mib",
+                ob.flow_memory_limit_mib != nb.flow_memory_limit_mib,
+            ),
+            ("local_port", ob.local_port != nb.local_port),
+        ]
+        .into_iter()
+        .filter_map(|(name, changed)| changed.then_some(name))
+        .collect();
         let mut statics = Vec::new();
         if texts(&ob.flows, |f| &f.text) != texts(&nb.flows, |f| &f.text) {
             statics.push("flows");

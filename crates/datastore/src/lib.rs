@@ -231,25 +231,7 @@ impl Config {
                 port: s(i as i64 + 1),
                 interface: Some(s(name.clone())),
                 backend: Some(s(args.io.kind_str().to_string())),
-                pcap_read: None,
-                pcap_write: None,
-                pcap_rate: None,
-                dpdk_devargs: None,
-                dpdk_rx_queues: None,
-                dpdk_rx_desc: None,
-                dpdk_tx_desc: None,
-                dpdk_mbufs: None,
-                dpdk_mtu: None,
-                rx_queue_cores: None,
-                tx_core: None,
-                tag: None,
-                trunks: None,
-                vlan_mode: None,
-                remote_ip: None,
-                local_ip: None,
-                key: None,
-                dst_port: None,
-                qos: None,
+                ..RawPort::default()
             };
             if let Backend::Pcap(pc) = &args.io {
                 p.pcap_read = match &pc.read {

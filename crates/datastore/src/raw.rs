@@ -133,6 +133,37 @@ pub(crate) struct RawPort {
     pub qos: Option<S<RawQos>>,
 }
 
+/// A port with only its number (0 here), for code that builds one and
+/// sets what it needs (`..RawPort::default()`).
+impl Default for RawPort {
+    fn default() -> RawPort {
+        RawPort {
+            port: S::new(0..0, 0),
+            interface: None,
+            backend: None,
+            pcap_read: None,
+            pcap_write: None,
+            pcap_rate: None,
+            dpdk_devargs: None,
+            dpdk_rx_queues: None,
+            dpdk_rx_desc: None,
+            dpdk_tx_desc: None,
+            dpdk_mbufs: None,
+            dpdk_mtu: None,
+            rx_queue_cores: None,
+            tx_core: None,
+            tag: None,
+            trunks: None,
+            vlan_mode: None,
+            remote_ip: None,
+            local_ip: None,
+            key: None,
+            dst_port: None,
+            qos: None,
+        }
+    }
+}
+
 /// A port's `qos = { type, max_rate, queues = [..] }`.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -342,24 +373,9 @@ pub(crate) fn from_model(c: &crate::Config) -> RawConfig {
             port: int(p.number),
             interface: None,
             backend: Some(s("patch".to_string())),
-            pcap_read: None,
-            pcap_write: None,
-            pcap_rate: None,
-            dpdk_devargs: None,
-            dpdk_rx_queues: None,
-            dpdk_rx_desc: None,
-            dpdk_tx_desc: None,
-            dpdk_mbufs: None,
-            dpdk_mtu: None,
-            rx_queue_cores: None,
-            tx_core: None,
             tag: p.vlan.tag.map(int),
             trunks: (!p.vlan.trunks.is_empty()).then(|| ints(&p.vlan.trunks)),
             vlan_mode: p.vlan.mode.map(|m| s(m.as_str().to_string())),
-            remote_ip: None,
-            local_ip: None,
-            key: None,
-            dst_port: None,
             qos: b.qos.get(&p.number).map(|q| {
                 s(RawQos {
                     kind: Some(s(q.kind.as_str().to_string())),
@@ -378,6 +394,7 @@ pub(crate) fn from_model(c: &crate::Config) -> RawConfig {
                         .collect(),
                 })
             }),
+            ..RawPort::default()
         };
         if let PortKind::Interface { name, backend } = &p.kind {
             r.interface = Some(s(name.clone()));

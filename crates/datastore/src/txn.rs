@@ -966,21 +966,7 @@ impl PortOptions {
                     t.local_ip = self.local_ip;
                 }
             }
-            _ => {
-                let fails: Fail = tunnel_given
-                    .iter()
-                    .filter(|(_, g)| *g)
-                    .map(|(k, _)| {
-                        (
-                            field.at(k),
-                            format!("{k} is only for type=vxlan or type=gre"),
-                        )
-                    })
-                    .collect();
-                if !fails.is_empty() {
-                    return Err(fails);
-                }
-            }
+            _ => only_for(field, &tunnel_given, "type=vxlan or type=gre")?,
         }
         let given = [
             ("pcap_read", self.pcap_read.is_some()),
@@ -992,14 +978,7 @@ impl PortOptions {
             ("dpdk_rx_queues", self.dpdk_rx_queues.is_some()),
         ];
         if !matches!(backend, Backend::Dpdk(_)) {
-            let fails: Fail = dpdk_given
-                .iter()
-                .filter(|(_, g)| *g)
-                .map(|(k, _)| (field.at(k), format!("{k} is only for type=dpdk")))
-                .collect();
-            if !fails.is_empty() {
-                return Err(fails);
-            }
+            only_for(field, &dpdk_given, "type=dpdk")?;
         }
         match backend {
             Backend::Dpdk(d) => {
@@ -1009,16 +988,7 @@ impl PortOptions {
                 if let Some(q) = self.dpdk_rx_queues {
                     d.rx_queues = Some(q);
                 }
-                let fails: Fail = given
-                    .iter()
-                    .filter(|(_, g)| *g)
-                    .map(|(k, _)| (field.at(k), format!("{k} is only for type=pcap")))
-                    .collect();
-                if fails.is_empty() {
-                    Ok(())
-                } else {
-                    Err(fails)
-                }
+                only_for(field, &given, "type=pcap")
             }
             Backend::Pcap(pc) => {
                 if let Some(r) = &self.pcap_read {
@@ -1032,19 +1002,23 @@ impl PortOptions {
                 }
                 Ok(())
             }
-            _ => {
-                let fails: Fail = given
-                    .iter()
-                    .filter(|(_, g)| *g)
-                    .map(|(k, _)| (field.at(k), format!("{k} is only for type=pcap")))
-                    .collect();
-                if fails.is_empty() {
-                    Ok(())
-                } else {
-                    Err(fails)
-                }
-            }
+            _ => only_for(field, &given, "type=pcap"),
         }
+    }
+}
+
+/// Refuses each of the `given` keys (those whose flag is set) as being
+/// only for `what` (`type=pcap`).
+fn only_for(field: &FieldPath, given: &[(&str, bool)], what: &str) -> Result<(), Fail> {
+    let fails: Fail = given
+        .iter()
+        .filter(|(_, g)| *g)
+        .map(|(k, _)| (field.at(k), format!("{k} is only for {what}")))
+        .collect();
+    if fails.is_empty() {
+        Ok(())
+    } else {
+        Err(fails)
     }
 }
 

@@ -2,7 +2,7 @@
 //! controllers, what must be unique across bridges (names, dpids,
 //! interfaces, listeners), patch links and the TLS files.
 
-use super::flows::{source_at, FlowCtx};
+use super::flows::{source_at, FlowCtx, GROUPS, METERS};
 use super::*;
 
 impl Checker<'_> {
@@ -100,9 +100,9 @@ impl Checker<'_> {
             n_tables: n_tables_v,
             ports: port_numbers,
         };
-        let (meters, meters_file) = self.meters(&ctx, rb);
+        let (meters, meters_file) = self.static_list(&ctx, &METERS, &rb.meters, &rb.meters_file);
         let meter_ids: HashSet<u32> = meters.iter().map(|m| m.item.meter_mod.meter_id).collect();
-        let (groups, groups_file) = self.groups(&ctx, rb);
+        let (groups, groups_file) = self.static_list(&ctx, &GROUPS, &rb.groups, &rb.groups_file);
         let group_ids: HashSet<u32> = groups.iter().map(|g| g.item.group_mod.group_id).collect();
         for g in &groups {
             let at = source_at(&g.source, g.span.clone());

@@ -126,100 +126,41 @@ impl Checker<'_> {
         self.diag(&At::Span(at), field, e.message.clone())
     }
 
+    /// Static groups or meters (`kind`) of a bridge, inline and from their
+    /// file: each must pass the kind's check, which gives its id, and an
+    /// id is defined once.
     #[allow(clippy::type_complexity)]
-    pub(super) fn meters(
+    pub(super) fn static_list<T, U>(
         &mut self,
         ctx: &FlowCtx,
-        rb: &RawBridge,
-    ) -> (Vec<Parsed<StaticMeter>>, Option<Option<PathBuf>>) {
-        let (parsed, file) = self.parse_list(
-            &ctx.bridge_path,
-            "meters",
-            &rb.meters,
-            &rb.meters_file,
-            flowtext::parse_meter,
-        );
+        kind: &StaticKind<T, U>,
+        items: &[S<String>],
+        file: &Option<S<String>>,
+    ) -> (Vec<Parsed<U>>, Option<Option<PathBuf>>) {
+        let (parsed, file) = self.parse_list(&ctx.bridge_path, kind.list, items, file, kind.parse);
         let mut seen: HashMap<u32, String> = HashMap::new();
         let mut out = Vec::new();
         for m in parsed {
             let at = source_at(&m.source, m.span.clone());
-            let id = m.item.meter_id;
-            if m.item.command != MeterModCommand::Add {
-                self.err_at(&at, &m.field, "a static meter must be an add");
-            } else if id == 0
-                || id == meter_no::ALL
-                || (id > meter_no::MAX && id < meter_no::SLOWPATH)
-            {
-                self.err_at(&at, &m.field, format!("meter id {id} is not valid"));
-            } else if let Some(prev) = seen.get(&id) {
-                self.err_at(
-                    &at,
-                    &m.field,
-                    format!("meter {id} is already defined at {prev}"),
-                );
-            } else {
-                seen.insert(id, m.source.to_string());
+            match (kind.check)(&m.item) {
+                Err(e) => self.err_at(&at, &m.field, e),
+                Ok(id) => match seen.get(&id) {
+                    Some(prev) => self.err_at(
+                        &at,
+                        &m.field,
+                        format!("{} {id} is already defined at {prev}", kind.what),
+                    ),
+                    None => {
+                        seen.insert(id, m.source.to_string());
+                    }
+                },
             }
             out.push(Parsed {
-                item: StaticMeter {
-                    text: m.text.clone(),
-                    meter_mod: m.item,
-                    source: m.source.clone(),
-                },
+                item: (kind.make)(m.text.clone(), m.item, m.source.clone()),
                 text: m.text,
                 source: m.source,
                 span: m.span,
                 field: m.field,
-            });
-        }
-        (out, file)
-    }
-
-    #[allow(clippy::type_complexity)]
-    pub(super) fn groups(
-        &mut self,
-        ctx: &FlowCtx,
-        rb: &RawBridge,
-    ) -> (Vec<Parsed<StaticGroup>>, Option<Option<PathBuf>>) {
-        let (parsed, file) = self.parse_list(
-            &ctx.bridge_path,
-            "groups",
-            &rb.groups,
-            &rb.groups_file,
-            flowtext::parse_group,
-        );
-        let mut seen: HashMap<u32, String> = HashMap::new();
-        let mut out = Vec::new();
-        for g in parsed {
-            let at = source_at(&g.source, g.span.clone());
-            let id = g.item.group_id;
-            if g.item.command != GroupModCommand::Add {
-                self.err_at(&at, &g.field, "a static group must be an add");
-            } else if id > group_no::MAX {
-                self.err_at(
-                    &at,
-                    &g.field,
-                    format!("group id {id} is not valid (0..=4294967040)"),
-                );
-            } else if let Some(prev) = seen.get(&id) {
-                self.err_at(
-                    &at,
-                    &g.field,
-                    format!("group {id} is already defined at {prev}"),
-                );
-            } else {
-                seen.insert(id, g.source.to_string());
-            }
-            out.push(Parsed {
-                item: StaticGroup {
-                    text: g.text.clone(),
-                    group_mod: g.item,
-                    source: g.source.clone(),
-                },
-                text: g.text,
-                source: g.source,
-                span: g.span,
-                field: g.field,
             });
         }
         (out, file)
@@ -465,6 +406,62 @@ impl Checker<'_> {
         }
     }
 }
+
+/// What differs between a bridge's static meters and its groups.
+pub(super) struct StaticKind<T, U> {
+    /// One, in messages: `meter`.
+    what: &'static str,
+    /// The list's field: `meters` (and `meters_file`).
+    list: &'static str,
+    parse: fn(&str) -> Result<T, flowtext::ParseError>,
+    /// The id of a valid one, else what is wrong.
+    check: fn(&T) -> Result<u32, String>,
+    /// The model's item from its text, the message and where it was.
+    make: fn(String, T, Source) -> U,
+}
+
+pub(super) const METERS: StaticKind<ofp::MeterMod, StaticMeter> = StaticKind {
+    what: "meter",
+    list: "meters",
+    parse: flowtext::parse_meter,
+    check: |m| {
+        let id = m.meter_id;
+        if m.command != MeterModCommand::Add {
+            Err("a static meter must be an add".to_string())
+        } else if id == 0 || id == meter_no::ALL || (id > meter_no::MAX && id < meter_no::SLOWPATH)
+        {
+            Err(format!("meter id {id} is not valid"))
+        } else {
+            Ok(id)
+        }
+    },
+    make: |text, meter_mod, source| StaticMeter {
+        text,
+        meter_mod,
+        source,
+    },
+};
+
+pub(super) const GROUPS: StaticKind<ofp::GroupMod, StaticGroup> = StaticKind {
+    what: "group",
+    list: "groups",
+    parse: flowtext::parse_group,
+    check: |g| {
+        let id = g.group_id;
+        if g.command != GroupModCommand::Add {
+            Err("a static group must be an add".to_string())
+        } else if id > group_no::MAX {
+            Err(format!("group id {id} is not valid (0..=4294967040)"))
+        } else {
+            Ok(id)
+        }
+    },
+    make: |text, group_mod, source| StaticGroup {
+        text,
+        group_mod,
+        source,
+    },
+};
 
 /// What flow checks need to know about their bridge.
 pub(super) struct FlowCtx {
