@@ -174,55 +174,56 @@ impl Checker<'_> {
                 None
             }
         };
-        let echo = self.int_or(
-            &r.echo_interval_ms,
-            &cp.at("echo_interval_ms"),
-            100..=3_600_000,
-            i64::from(DEFAULT_ECHO_INTERVAL_MS),
-        );
-        let dead = self.int_or(
-            &r.dead_peer_timeout_ms,
-            &cp.at("dead_peer_timeout_ms"),
-            1..=3_600_000,
-            i64::from(DEFAULT_DEAD_PEER_TIMEOUT_MS),
-        );
+        let [echo, dead, bmin, bmax] = [
+            (
+                &r.echo_interval_ms,
+                "echo_interval_ms",
+                100,
+                DEFAULT_ECHO_INTERVAL_MS,
+            ),
+            (
+                &r.dead_peer_timeout_ms,
+                "dead_peer_timeout_ms",
+                1,
+                DEFAULT_DEAD_PEER_TIMEOUT_MS,
+            ),
+            (
+                &r.backoff_min_ms,
+                "backoff_min_ms",
+                1,
+                DEFAULT_BACKOFF_MIN_MS,
+            ),
+            (
+                &r.backoff_max_ms,
+                "backoff_max_ms",
+                1,
+                DEFAULT_BACKOFF_MAX_MS,
+            ),
+        ]
+        .map(|(v, name, min, default)| {
+            self.int_or(v, &cp.at(name), min..=3_600_000, i64::from(default))
+        });
+        // Where an error about two of the values points: the first given
+        // of the two, else the controller.
+        let either = |a: &Option<S<i64>>, b: &Option<S<i64>>| {
+            a.as_ref()
+                .or(b.as_ref())
+                .map(|s| s.span())
+                .unwrap_or_else(|| rc.span())
+        };
         if let (Some(e), Some(d)) = (echo, dead) {
             if d <= e {
-                let span = r
-                    .dead_peer_timeout_ms
-                    .as_ref()
-                    .or(r.echo_interval_ms.as_ref())
-                    .map(|s| s.span())
-                    .unwrap_or_else(|| rc.span());
                 self.err(
-                    &span,
+                    &either(&r.dead_peer_timeout_ms, &r.echo_interval_ms),
                     &cp.at("dead_peer_timeout_ms"),
                     format!("dead_peer_timeout_ms {d} must be more than echo_interval_ms {e}"),
                 );
             }
         }
-        let bmin = self.int_or(
-            &r.backoff_min_ms,
-            &cp.at("backoff_min_ms"),
-            1..=3_600_000,
-            i64::from(DEFAULT_BACKOFF_MIN_MS),
-        );
-        let bmax = self.int_or(
-            &r.backoff_max_ms,
-            &cp.at("backoff_max_ms"),
-            1..=3_600_000,
-            i64::from(DEFAULT_BACKOFF_MAX_MS),
-        );
         if let (Some(lo), Some(hi)) = (bmin, bmax) {
             if hi < lo {
-                let span = r
-                    .backoff_max_ms
-                    .as_ref()
-                    .or(r.backoff_min_ms.as_ref())
-                    .map(|s| s.span())
-                    .unwrap_or_else(|| rc.span());
                 self.err(
-                    &span,
+                    &either(&r.backoff_max_ms, &r.backoff_min_ms),
                     &cp.at("backoff_max_ms"),
                     format!("backoff_max_ms {hi} is less than backoff_min_ms {lo}"),
                 );
@@ -404,10 +405,7 @@ impl Checker<'_> {
                     if *port == 0 {
                         continue;
                     }
-                    let path = self
-                        .bridge_path(bi, rb.get_ref())
-                        .at("controllers")
-                        .index(ci);
+                    let (span, path) = self.controller_at(bi, rb.get_ref(), ci);
                     // The same port on the same address, or on the
                     // wildcard address of the same family, cannot both
                     // be bound.
@@ -418,18 +416,6 @@ impl Checker<'_> {
                                     && (a.is_unspecified() || addr.is_unspecified())))
                     });
                     if let Some((_, prev)) = clash {
-                        let span = rb
-                            .get_ref()
-                            .controllers
-                            .get(ci)
-                            .and_then(|rc| {
-                                rc.get_ref()
-                                    .target
-                                    .as_ref()
-                                    .or(rc.get_ref().listen.as_ref())
-                            })
-                            .map(|s| s.span())
-                            .unwrap_or(0..0);
                         self.err_dup(
                             &span,
                             &path,
@@ -595,22 +581,7 @@ impl Checker<'_> {
                 };
                 for (ci, c) in b.controllers.iter().enumerate() {
                     if c.target.transport() == Transport::Tls {
-                        let span = rb
-                            .get_ref()
-                            .controllers
-                            .get(ci)
-                            .and_then(|rc| {
-                                rc.get_ref()
-                                    .target
-                                    .as_ref()
-                                    .or(rc.get_ref().listen.as_ref())
-                            })
-                            .map(|s| s.span())
-                            .unwrap_or(0..0);
-                        let path = self
-                            .bridge_path(bi, rb.get_ref())
-                            .at("controllers")
-                            .index(ci);
+                        let (span, path) = self.controller_at(bi, rb.get_ref(), ci);
                         self.err(
                             &span,
                             &path,
@@ -624,6 +595,25 @@ impl Checker<'_> {
             }
         }
         Some(files)
+    }
+}
+
+impl Checker<'_> {
+    /// Controller `ci` of bridge `bi`: where its target (or listen) is
+    /// written, and its path.
+    fn controller_at(&self, bi: usize, rb: &RawBridge, ci: usize) -> (Range<usize>, FieldPath) {
+        let span = rb
+            .controllers
+            .get(ci)
+            .and_then(|rc| {
+                rc.get_ref()
+                    .target
+                    .as_ref()
+                    .or(rc.get_ref().listen.as_ref())
+            })
+            .map(|s| s.span())
+            .unwrap_or(0..0);
+        (span, self.bridge_path(bi, rb).at("controllers").index(ci))
     }
 }
 
