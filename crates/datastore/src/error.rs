@@ -20,8 +20,9 @@ pub struct Diagnostic {
     pub line: Option<usize>,
     /// 1-based column (in characters), when known.
     pub column: Option<usize>,
-    /// Path of the field, e.g. `bridges[0].ports[1].port` (empty for the
-    /// whole document, e.g. a TOML syntax error).
+    /// Path of the field as shown, e.g. `bridges[0].ports[1].port`, or by
+    /// name in a transaction (empty for the whole document, e.g. a TOML
+    /// syntax error); [`path`](Self::path) is it typed.
     pub field: String,
     /// What is wrong.
     pub message: String,

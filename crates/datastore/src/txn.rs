@@ -28,12 +28,15 @@
 //! ```
 //!
 //! An operation that fails is skipped and the ones after it still run, so
-//! one call reports every bad operation. The validation of the result
-//! names bridges and ports by name already (the checker's by-name paths),
-//! and each of its errors is given to the operation that touched the field
-//! it names (the most specific one, the latest on a tie); one that no
-//! operation touched (a flows file changed on disk) keeps no line. Errors
-//! inside a flows, groups or meters file keep that file and line.
+//! one call reports every bad operation. Each operation records the typed
+//! paths ([`FieldPath`]) of what it changed; each error of the validation
+//! of the result carries the typed path of its field and of the fields
+//! its message names (a duplicate's first use), and is given to the
+//! operation that touched one of them (compared segment by segment,
+//! bridges and ports by name; the most specific, the latest on a tie).
+//! One that no operation touched (a flows file changed on disk) keeps no
+//! line. Errors inside a flows, groups or meters file keep that file and
+//! line.
 //!
 //! # Choices
 //!

@@ -1,6 +1,6 @@
 //! From the raw, spanned file to the validated model. Every check runs
 //! and every error is collected (each naming file, line, column and field
-//! path); only when there are none is a model built, so a configuration is
+//! path, the path both shown and typed, see [`FieldPath`]); only when there are none is a model built, so a configuration is
 //! taken whole or not at all.
 //!
 //! Order: bridges one by one (identity, ports, controllers, then groups and
@@ -70,9 +70,11 @@ pub(crate) struct Checker<'a> {
     /// of a million rules that all name an absent port would otherwise
     /// hold and print a million lines.
     warnings_not_kept: usize,
-    /// Whether field paths name bridges and ports by name
+    /// Whether field paths are shown (in `Diagnostic::field` and in
+    /// messages) naming bridges and ports by name
     /// (`bridges.br0.ports.eth3`, for a model a transaction changed)
-    /// rather than by position in the file (`bridges[0].ports[1]`).
+    /// rather than by position in the file (`bridges[0].ports[1]`); the
+    /// typed path each diagnostic carries is the same either way.
     by_name: bool,
 }
 
