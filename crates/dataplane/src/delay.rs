@@ -59,7 +59,7 @@ pub const MAX_QUEUE_DELAY: Duration = Duration::from_secs(1);
 pub const MIN_BOUND_PACKETS: usize = 64;
 
 /// What the kernel charges a packet socket's receive buffer per small frame
-/// on a veth (its `truesize`; measured here: 830 bytes for 64- to 128-byte
+/// on a veth (its `truesize`: 830 bytes for 64- to 128-byte
 /// frames, 1,270 for 512, 2,300 for 1,500).
 pub const KERNEL_BYTES_PER_PACKET: usize = 832;
 

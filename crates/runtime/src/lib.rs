@@ -645,9 +645,8 @@ impl Runtime {
     /// hard timeout passed (`BridgeRt::expire_flows`: their
     /// FLOW_REMOVED go to the bridge's agent). Returns how many were
     /// removed. The agent's housekeeping calls the same for the bridges
-    /// it serves; whichever comes first removes a flow (this one used to
-    /// drop the FLOW_REMOVED, and a controller missed about half of its
-    /// idle-timeout messages).
+    /// it serves; whichever comes first removes a flow, and either hands
+    /// its FLOW_REMOVED to the agent.
     pub fn tick(&self) -> usize {
         {
             let mut pending = lock(&self.pending);
