@@ -1040,3 +1040,40 @@ fn a_bridge_is_found_by_name_until_removed_and_its_name_can_run_again() {
         "the final report follows the bridges' order:\n{report}"
     );
 }
+
+#[test]
+fn deleting_a_group_or_meter_removes_the_flows_that_use_it() {
+    use agent::Switch;
+    let rt = start(&one_port_bridge("priority=1,actions=drop"));
+    let sw = rt.bridge_switch("br0").unwrap();
+    let group = |t: &str, c| flowtext::parse_group_command(t, c).unwrap_or_else(|e| panic!("{e}"));
+    let meter = |t: &str, c| flowtext::parse_meter_command(t, c).unwrap_or_else(|e| panic!("{e}"));
+    sw.group_mod(&group(
+        "group_id=1,type=all,bucket=output:1",
+        ofp::GroupModCommand::Add,
+    ))
+    .unwrap();
+    sw.meter_mod(&meter(
+        "meter=1,kbps,bands=type=drop,rate=1000",
+        ofp::MeterModCommand::Add,
+    ))
+    .unwrap();
+    install(&rt, "priority=5,udp,actions=group:1");
+    install(&rt, "priority=6,tcp,actions=meter:1,output:1");
+    assert_eq!(rt.flow_count("br0"), Some(3));
+    // A group or meter that does not exist is refused, nothing changed.
+    assert!(sw
+        .group_mod(&group(
+            "group_id=9,type=all,bucket=output:1",
+            ofp::GroupModCommand::Modify
+        ))
+        .is_err());
+    assert_eq!(rt.flow_count("br0"), Some(3));
+    sw.group_mod(&group("group_id=1", ofp::GroupModCommand::Delete))
+        .unwrap();
+    assert_eq!(rt.flow_count("br0"), Some(2));
+    sw.meter_mod(&meter("meter=1", ofp::MeterModCommand::Delete))
+        .unwrap();
+    assert_eq!(rt.flow_count("br0"), Some(1));
+    rt.stop();
+}
