@@ -81,7 +81,7 @@ LAYERS = {
         ("tables", ["saved", "tables"]),
         ("workers", ["worker"]),
         ("bridge", ["bridge"]),
-        ("a bridge's outside", ["openflow", "links", "report"]),
+        ("a bridge's outside", ["openflow", "links", "report", "running"]),
         ("the runtime", ["<root>", "controllers", "daemon"]),
     ],
     "dataplane": [

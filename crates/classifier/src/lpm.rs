@@ -11,9 +11,8 @@
 //!   From `HUGE_FROM_RULES` rules on it is moved once into huge pages
 //!   ([`packet::huge`]; a lookup's TLB miss was a nested page walk in a
 //!   VM); below that it stays sparse, since a 2 MiB page is zeroed whole
-//!   for the first route written into it (a 50-route table rebuilt for
-//!   each published copy zeroed 64 MiB every flow-mod: 200 flow-mods/s
-//!   instead of 24K).
+//!   for the first route written into it (a small table rebuilt for
+//!   each published copy would zero 64 MiB every flow-mod).
 //! - `tbl8`: groups of 256 entries for the /24s that hold a longer prefix,
 //!   indexed by the low 8 bits.
 //!

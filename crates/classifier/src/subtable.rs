@@ -44,11 +44,9 @@
 //! every home slot before probing any, so the cache misses of a large
 //! table (1M rules = 48 MiB of slots) overlap instead of serializing.
 //! The prefetch is the one `unsafe` block of the crate: the safe
-//! alternative, an ordinary read of each home slot before probing, was
-//! measured at 5.1 Mpps against 17.6 with the prefetch (gateway 1M,
-//! burst-32; 100K rules: 14.9 against 43.1), since the reads stall the
-//! core where the prefetches do not. Figures are in docs/results.md
-//! ("The classifier alone").
+//! alternative, an ordinary read of each home slot before probing, stalls
+//! the core on each read where the prefetches do not, and loses about
+//! two thirds of the lookups (docs/results.md, "The classifier alone").
 
 use crate::key::{hash_words, L2Layout, Layout, BURST_WORDS};
 use crate::rule::{Hit, Rule};

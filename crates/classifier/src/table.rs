@@ -7,11 +7,10 @@
 //! in exactly one lookup structure, which holds what its lookups need and
 //! no more (an exact subtable: the packed key words and the hit; the LPM
 //! engine: prefix, extra fields and hits; the merged tables: the fields,
-//! checked in full). [`Table::rules`] rebuilds the rules from them. With
-//! 1M gateway rules a copy of each rule (id, priority and a `Vec` of
-//! 48-byte fields, in an id-keyed map) was ~225 bytes per rule of the
-//! 1.27 GB the benchmark's switch held; without it, 1M rules take about
-//! 100 MiB less (`fulmar bench gateway-vlan2mpls --rules 1000000`).
+//! checked in full). [`Table::rules`] rebuilds the rules from them. A
+//! copy of each rule (id, priority and a `Vec` of 48-byte fields, in an
+//! id-keyed map) would cost hundreds of bytes a rule, a large share of a
+//! million-rule switch's memory (docs/results.md, "Rates and memory").
 //! Rule ids must be distinct within a table: the caller's invariant (the
 //! pipeline's rule id carries its entry's unique `FlowId`); the table
 //! cannot check it without the id map it no longer has.
@@ -34,8 +33,9 @@
 //! - a rule of any further mask goes to the merged tables
 //!   ([`crate::merged`], TupleMerge): a few hash tables on coarser masks
 //!   whose buckets hold short priority-sorted candidate lists checked in
-//!   full. Measured on the ClassBench-acl1-like 10K set: plain tuple-space
-//!   search made 269 subtables and 0.2 Mpps; with merged tables, 7 Mpps.
+//!   full. An ACL (ClassBench-acl1-like) has hundreds of masks, and plain
+//!   tuple-space search one probe per mask (docs/results.md, "The
+//!   classifier alone").
 //!
 //! A lookup takes the LPM engine's hit (if it has routes) as the initial
 //! best and then runs tuple-space search, so mixed tables (routes plus a
@@ -112,8 +112,9 @@ pub enum Shape {
 
 /// Exact-mask subtables (not counting the empty mask's) a table keeps
 /// before sending rules of new masks to the merged tables
-/// ([`crate::merged`]). Measured on the acl scenario: 1 gives 7 Mpps, 4
-/// gives 3.7 (every exact subtable is one more probe per lookup).
+/// ([`crate::merged`]): every exact subtable is one more probe per
+/// lookup, so only the commonest mask gets one (the acl scenario with 1
+/// and with 4 is in docs/results.md, "The classifier alone").
 pub const EXACT_SUBTABLES: usize = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

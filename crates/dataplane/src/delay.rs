@@ -1,5 +1,5 @@
-//! Bounded queueing delay: every queue between a wire and a worker holds
-//! at most a configured time's worth of packets at the rate it drains.
+//! Bounded queueing delay: a port's receive queue holds at most a
+//! configured time's worth of packets at the rate its reader drains.
 //!
 //! # Why
 //!
@@ -32,19 +32,15 @@
 //! - A TPACKET_V3 ring cannot shrink while mapped; the port hands back to
 //!   the kernel, unread, every block whose newest frame is older than the
 //!   delay (head drop: one timestamp compared per block).
-//! - An SPSC ring between threads: the producer drops a packet when the
-//!   ring already holds the consumer's bound (the consumer publishes its
-//!   rate in a [`DrainCell`]).
 //!
-//! Every such loss counts as `queue_delay` (per port: `rx_drops.queue_delay`
-//! for losses at a port's receive queue, `ThreadDrops::queue_delay` for the
-//! rings), never mixed into the "ring full" counters that mean a queue ran
-//! out of room.
+//! Every such loss counts as the port's `rx_drops.queue_delay`
+//! (`port_rx_queue_delay`), never mixed into the "ring full" counters that
+//! mean a queue ran out of room. The rings between the split mode's
+//! threads are not bounded in time (`threads::rings` says why).
 //!
 //! `QueueDelay::Deep` restores the byte-sized queues (for bulk transfers
 //! that would rather wait than lose).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The daemon's default bound (`max_queue_delay_us`): well under a
@@ -59,7 +55,7 @@ pub const MAX_QUEUE_DELAY: Duration = Duration::from_secs(1);
 pub const MIN_BOUND_PACKETS: usize = 64;
 
 /// What the kernel charges a packet socket's receive buffer per small frame
-/// on a veth (its `truesize`; measured here: 830 bytes for 64- to 128-byte
+/// on a veth (its `truesize`: 830 bytes for 64- to 128-byte
 /// frames, 1,270 for 512, 2,300 for 1,500).
 pub const KERNEL_BYTES_PER_PACKET: usize = 832;
 
@@ -180,29 +176,6 @@ impl DrainMeter {
     /// The current estimate, in packets per second.
     pub fn rate_pps(&self) -> u64 {
         self.rate_pps
-    }
-}
-
-/// A consumer thread's drain rate, published for the producers of its
-/// input rings.
-#[derive(Debug)]
-pub struct DrainCell(AtomicU64);
-
-impl Default for DrainCell {
-    fn default() -> Self {
-        DrainCell(AtomicU64::new(INITIAL_RATE_PPS))
-    }
-}
-
-impl DrainCell {
-    /// Publishes a rate.
-    pub fn set(&self, pps: u64) {
-        self.0.store(pps, Ordering::Relaxed);
-    }
-
-    /// The last rate published.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
     }
 }
 

@@ -18,12 +18,11 @@
 //! Under load, reads come back full and bursts leave full (one system
 //! call or ring publication per burst); when the load drops, the round
 //! that drains the input sends what it holds, so a single ping waits for
-//! no timer at any stage. (With the previous default of 50 µs idle, each
-//! of the two traversals of a ping through a run-to-completion worker, and
-//! each of the three stages of the RX / worker / TX split, waited 50 µs:
-//! that was most of the switch's ping RTT.) A non-zero `idle` trades delay
-//! for fuller bursts under a trickle (seed 000 measured 4.5 ms of delay
-//! with a flush loop count of 10000).
+//! no timer at any stage. (A timer waits at every stage a ping crosses —
+//! twice through a run-to-completion worker, at each of the three stages
+//! of the RX / worker / TX split — and would be most of the switch's ping
+//! RTT.) A non-zero `idle` trades delay for fuller bursts under a trickle
+//! (docs/results.md, "000-batching", has the delay against the setting).
 //!
 //! # Idle back-off
 //!
@@ -36,13 +35,12 @@
 //! on a loaded machine where a yield can cost a whole scheduler time slice.
 //! It does not spin otherwise: with more dataplane threads than free cores
 //! (three RX / worker / TX threads on two cores), a spinning thread keeps
-//! the core from the thread that has the packet (a burst of 64 spinning
-//! polls before yielding doubled the split mode's median ping RTT there,
-//! 0.14 → 0.27 ms).
+//! the core from the thread that has the packet (spinning polls before a
+//! yield there slow the split mode's pings).
 //!
-//! Waking a sleeping thread costs tens of microseconds (on the 2-core VM
-//! this was measured on, an eventfd round trip between two sleeping threads
-//! takes 13–50 µs), about as much as a whole ping over a direct veth pair.
+//! Waking a sleeping thread costs tens of microseconds on a virtual
+//! machine (docs/results.md, "Light-load delay"), about as much as a whole
+//! ping over a direct veth pair.
 //! The window keeps a thread awake for the reply that follows a request
 //! and for the next burst of a steady flow, so only the first packet after
 //! a pause pays a wake-up; the RX / worker / TX split additionally wakes

@@ -100,9 +100,7 @@
 //! port kept refusing packets and its TX burst overflowed), `no_port` (an
 //! output to a port number this set of threads does not have),
 //! `port_error` (packets lost to a failed send call), `rx_error`
-//! (failed receive calls), `queue_delay` and `tx_queue_delay` (a ring
-//! toward a worker, or toward a TX thread, already held its time bound's
-//! worth of packets, see below). All but `no_port` are also kept per port
+//! (failed receive calls). All but `no_port` are also kept per port
 //! ([`Threads::port_drops`]): a packet lost on an RX → worker ring counts
 //! against the port it came in on, one lost on a worker → TX ring or at a
 //! port against the port it was going out of, so the control side can add
@@ -116,19 +114,15 @@
 //!
 //! # Bounded queueing delay
 //!
-//! Under [`QueueDelay::Bounded`] (the default) every queue between a wire
-//! and a worker holds at most the configured time's worth of packets at
-//! the rate it drains ([`crate::delay`]). Each thread measures its own
+//! Under [`QueueDelay::Bounded`] (the default) every port's receive
+//! queue holds at most the configured time's worth of packets at the rate
+//! its reader drains ([`crate::delay`]). Each thread measures its own
 //! drain rate (a [`DrainMeter`] over its busy time) every time it
 //! publishes its counters. A thread that reads ports then hands each port
 //! its bound ([`PortBackend::set_rx_bound`]: the delay times its rate,
-//! shared by the ports that had input); a split worker or TX thread
-//! publishes its rate in a [`DrainCell`], and the producers of its input
-//! rings drop a packet early, as `queue_delay`, when the ring already
-//! holds the delay's worth at that rate. A producer looks at the ring's
-//! fill only when the room it last computed is used up, so below the
-//! bound this costs one subtraction per packet. [`QueueDelay::Deep`]
-//! leaves every queue at its full size.
+//! shared by the ports that had input). The rings between the split
+//! mode's threads keep their capacity (`rings` says why).
+//! [`QueueDelay::Deep`] leaves every queue at its full size.
 //!
 //! # Thread statistics
 //!
@@ -161,7 +155,6 @@
 //!
 //! [`Capture`]: crate::capture::Capture
 //! [`Dispatcher`]: crate::dispatch::Dispatcher
-//! [`DrainCell`]: crate::delay::DrainCell
 //! [`DrainMeter`]: crate::delay::DrainMeter
 //! [`FlushPolicy`]: crate::flush::FlushPolicy
 //! [`PortBackend::set_rx_bound`]: crate::port::PortBackend::set_rx_bound

@@ -3,7 +3,7 @@
 //! everything here is tested without SSH or a running switch.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use datastore::Op;
 
@@ -299,13 +299,18 @@ impl Session<'_> {
         }
     }
 
-    fn lock(&self, op: &Element) -> Result<(), RpcError> {
+    /// The lock on running, for `<lock>` or `<unlock>` of `op` (whose
+    /// target must be running).
+    fn running_lock(&self, op: &Element) -> Result<MutexGuard<'_, Option<u32>>, RpcError> {
         running(op, "target")?;
-        let mut l = self
-            .shared
+        self.shared
             .lock
             .lock()
-            .map_err(|_| RpcError::failed("lock state poisoned"))?;
+            .map_err(|_| RpcError::failed("lock state poisoned"))
+    }
+
+    fn lock(&self, op: &Element) -> Result<(), RpcError> {
+        let mut l = self.running_lock(op)?;
         match *l {
             Some(h) => Err(RpcError::new(
                 "protocol",
@@ -321,12 +326,7 @@ impl Session<'_> {
     }
 
     fn unlock(&self, op: &Element) -> Result<(), RpcError> {
-        running(op, "target")?;
-        let mut l = self
-            .shared
-            .lock
-            .lock()
-            .map_err(|_| RpcError::failed("lock state poisoned"))?;
+        let mut l = self.running_lock(op)?;
         if *l == Some(self.id) {
             *l = None;
             Ok(())

@@ -33,6 +33,7 @@ pub mod worker;
 
 mod error;
 mod options;
+mod running;
 mod tables;
 
 pub use error::RuntimeError;
@@ -55,6 +56,7 @@ use pipeline::Time;
 
 use bridge::BridgeRt;
 use links::LinkRegistry;
+use running::Running;
 use tables::build_state;
 
 pub use bridge::PortEntry;
@@ -74,7 +76,8 @@ pub use agent::EventSender;
 
 /// Running bridges.
 pub struct Runtime {
-    bridges: Mutex<Vec<Arc<BridgeRt>>>,
+    /// By handle; names resolved once, in [`Runtime::need`].
+    bridges: Mutex<Running>,
     opts: RuntimeOptions,
     memory: Mutex<HashMap<String, PatchPort>>,
     links: Arc<LinkRegistry>,
@@ -83,8 +86,6 @@ pub struct Runtime {
     link_thread: Mutex<Option<JoinHandle<()>>>,
     /// Saved tables not yet taken by their bridge.
     pending: Mutex<saved::Pending>,
-    /// Why a running bridge with `local_port` has none, by bridge.
-    local_errors: Mutex<HashMap<String, String>>,
 }
 
 /// A port opened for a running bridge, not yet handed to it.
@@ -113,6 +114,36 @@ fn local_port(br: &datastore::Bridge) -> (Option<ports::OpenPort>, Option<String
             (None, Some(e))
         }
     }
+}
+
+/// Stops bridge `b`'s threads (stage by stage) and returns its final
+/// counters as text, `extra` adding what the runtime does not count
+/// itself.
+fn final_report(b: &BridgeRt, extra: impl FnOnce(&mut BridgeReport)) -> String {
+    b.halt();
+    let mut s = String::new();
+    let mut r = report::gather(b, FINAL_REPORT_FLOWS, false);
+    extra(&mut r);
+    r.text(&mut s);
+    s
+}
+
+/// Maps bridge `bridge`'s threads' refusal to the runtime's error.
+fn threads_error(bridge: &str) -> impl FnOnce(std::io::Error) -> RuntimeError + '_ {
+    move |error| RuntimeError::Threads {
+        bridge: bridge.to_string(),
+        error,
+    }
+}
+
+/// The error of a name no running bridge has.
+fn no_bridge(name: &str) -> RuntimeError {
+    RuntimeError::Change(format!("no bridge named {name:?} runs"))
+}
+
+/// The error of adding a bridge whose name a running one has.
+fn already_runs(name: &str) -> RuntimeError {
+    RuntimeError::Change(format!("bridge {name:?} already runs"))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -164,23 +195,17 @@ impl Runtime {
         let opened = ports::open_all(config, &opts.backends).map_err(RuntimeError::Ports)?;
         let (tx_events, rx_events) = mpsc::channel();
         let links = Arc::new(LinkRegistry::default());
-        let mut bridges = Vec::new();
-        let mut local_errors = HashMap::new();
+        let mut bridges = Running::default();
         for ((br, state), mut ports) in config.bridges.iter().zip(states).zip(opened.bridges) {
-            match local_port(br) {
-                (Some(p), _) => ports.push(p),
-                (None, Some(e)) => {
-                    local_errors.insert(br.name.clone(), e);
-                }
-                (None, None) => {}
-            }
+            let (local, local_error) = local_port(br);
+            ports.extend(local);
             let b = Arc::new(BridgeRt::start(config, br, state, ports, opts)?);
-            for (no, e) in b.port_entries().iter() {
-                if e.kernel {
-                    links.add(&e.interface, &b, *no);
-                }
+            // A validated configuration names each bridge once.
+            if let Err(b) = bridges.insert(b.clone(), local_error) {
+                b.halt();
+                return Err(already_runs(&br.name));
             }
-            bridges.push(b);
+            links.add_bridge(&b);
         }
         let stop_links = Arc::new(AtomicBool::new(false));
         let link_thread = if opts.watch_links {
@@ -200,26 +225,26 @@ impl Runtime {
             stop_links,
             link_thread: Mutex::new(link_thread),
             pending: Mutex::new(pending),
-            local_errors: Mutex::new(local_errors),
         })
     }
 
+    /// Bridge `name` (resolved to its handle, then found by it).
     fn bridge(&self, name: &str) -> Option<Arc<BridgeRt>> {
-        lock(&self.bridges).iter().find(|b| b.name == name).cloned()
+        Some(lock(&self.bridges).named(name)?.1.clone())
+    }
+
+    /// Bridge `name`, or the error that no bridge of that name runs.
+    fn need(&self, name: &str) -> Result<Arc<BridgeRt>, RuntimeError> {
+        self.bridge(name).ok_or_else(|| no_bridge(name))
     }
 
     fn all(&self) -> Vec<Arc<BridgeRt>> {
-        lock(&self.bridges).clone()
-    }
-
-    fn need(&self, name: &str) -> Result<Arc<BridgeRt>, RuntimeError> {
-        self.bridge(name)
-            .ok_or_else(|| RuntimeError::Change(format!("no bridge named {name:?} runs")))
+        lock(&self.bridges).all()
     }
 
     /// The bridges' names, in configuration order.
     pub fn bridge_names(&self) -> Vec<String> {
-        lock(&self.bridges).iter().map(|b| b.name.clone()).collect()
+        lock(&self.bridges).names()
     }
 
     /// Opens the ports of `bridge` given (all errors together; patch
@@ -261,10 +286,7 @@ impl Runtime {
     /// what can fail about adding a bridge, done before anything changes.
     pub fn prepare_bridge(&self, br: &datastore::Bridge) -> Result<PreparedBridge, RuntimeError> {
         if self.bridge(&br.name).is_some() {
-            return Err(RuntimeError::Change(format!(
-                "bridge {:?} already runs",
-                br.name
-            )));
+            return Err(already_runs(&br.name));
         }
         let mut ports = self.open_ports(&br.name, &br.ports)?;
         let (state, restored) = build_or_restore(br, &mut lock(&self.pending))?;
@@ -332,17 +354,12 @@ impl Runtime {
             ports,
             &self.opts,
         )?);
-        for (no, e) in b.port_entries().iter() {
-            if e.kernel {
-                self.links.add(&e.interface, &b, *no);
-            }
+        if let Err(b) = lock(&self.bridges).insert(b.clone(), prepared.local_error) {
+            b.halt();
+            return Err(already_runs(&br.name));
         }
+        self.links.add_bridge(&b);
         lock(&self.memory).extend(memory);
-        lock(&self.bridges).push(b);
-        match prepared.local_error {
-            Some(e) => lock(&self.local_errors).insert(br.name.clone(), e),
-            None => lock(&self.local_errors).remove(&br.name),
-        };
         Ok(())
     }
 
@@ -368,23 +385,14 @@ impl Runtime {
         extra: impl FnOnce(&mut BridgeReport),
     ) -> Result<String, RuntimeError> {
         let b = {
-            let mut all = lock(&self.bridges);
-            let Some(i) = all.iter().position(|b| b.name == name) else {
-                return Err(RuntimeError::Change(format!(
-                    "no bridge named {name:?} runs"
-                )));
-            };
-            all.remove(i)
+            let mut running = lock(&self.bridges);
+            let (id, _) = running.named(name).ok_or_else(|| no_bridge(name))?;
+            running.remove(id).ok_or_else(|| no_bridge(name))?
         };
-        self.links.remove(name, None);
-        lock(&self.local_errors).remove(name);
+        self.links.remove(&b, None);
         // The threads own the ports: once they are stopped, the local
         // port's TAP interface is gone too.
-        b.halt();
-        let mut s = String::new();
-        let mut r = report::gather(&b, FINAL_REPORT_FLOWS, false);
-        extra(&mut r);
-        r.text(&mut s);
+        let s = final_report(&b, extra);
         tracing::info!(bridge = name, "bridge removed; final counters:\n{s}");
         Ok(s)
     }
@@ -393,7 +401,9 @@ impl Runtime {
     /// none (the TAP could not be made); `None` when it has one, or was not
     /// asked for one.
     pub fn local_port_error(&self, bridge: &str) -> Option<String> {
-        lock(&self.local_errors).get(bridge).cloned()
+        let running = lock(&self.bridges);
+        let (id, _) = running.named(bridge)?;
+        running.local_error(id).map(str::to_string)
     }
 
     /// Opens `port` and adds it to the running bridge `bridge`: the other
@@ -416,11 +426,7 @@ impl Runtime {
             open.port.kernel,
             open.port.number,
         );
-        b.add_port(open.port)
-            .map_err(|error| RuntimeError::Threads {
-                bridge: bridge.to_string(),
-                error,
-            })?;
+        b.add_port(open.port).map_err(threads_error(bridge))?;
         if kernel {
             self.links.add(&interface, &b, number);
         }
@@ -444,13 +450,8 @@ impl Runtime {
     /// this returns.
     pub fn remove_port(&self, bridge: &str, number: u32) -> Result<(), RuntimeError> {
         let b = self.need(bridge)?;
-        self.links.remove(bridge, Some(number));
-        let e = b
-            .remove_port(number)
-            .map_err(|error| RuntimeError::Threads {
-                bridge: bridge.to_string(),
-                error,
-            })?;
+        self.links.remove(&b, Some(number));
+        let e = b.remove_port(number).map_err(threads_error(bridge))?;
         lock(&self.memory).remove(&e.interface);
         Ok(())
     }
@@ -464,10 +465,7 @@ impl Runtime {
         q: Option<&datastore::PortQos>,
     ) -> Result<(), RuntimeError> {
         let b = self.need(bridge)?;
-        b.set_qos(port, q).map_err(|error| RuntimeError::Threads {
-            bridge: bridge.to_string(),
-            error,
-        })
+        b.set_qos(port, q).map_err(threads_error(bridge))
     }
 
     /// Each port's egress queue counters (the default queue included), for
@@ -633,10 +631,7 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let b = self.need(bridge)?;
         let r = b.threads().start_capture(port, sink);
-        r.map_err(|error| RuntimeError::Threads {
-            bridge: bridge.to_string(),
-            error,
-        })
+        r.map_err(threads_error(bridge))
     }
 
     /// Stops a capture [`Runtime::start_capture`] started.
@@ -650,9 +645,8 @@ impl Runtime {
     /// hard timeout passed (`BridgeRt::expire_flows`: their
     /// FLOW_REMOVED go to the bridge's agent). Returns how many were
     /// removed. The agent's housekeeping calls the same for the bridges
-    /// it serves; whichever comes first removes a flow (this one used to
-    /// drop the FLOW_REMOVED, and a controller missed about half of its
-    /// idle-timeout messages).
+    /// it serves; whichever comes first removes a flow, and either hands
+    /// its FLOW_REMOVED to the agent.
     pub fn tick(&self) -> usize {
         {
             let mut pending = lock(&self.pending);
@@ -752,12 +746,9 @@ impl Runtime {
             let _ = h.join();
         }
         let mut s = String::new();
-        for b in std::mem::take(&mut *lock(&self.bridges)) {
-            b.halt();
-            let mut t = String::new();
-            let mut r = report::gather(&b, FINAL_REPORT_FLOWS, false);
-            extra(&mut r);
-            r.text(&mut t);
+        let all = lock(&self.bridges).take_all();
+        for b in all {
+            let t = final_report(&b, &extra);
             tracing::info!("final counters:\n{t}");
             s.push_str(&t);
         }

@@ -42,13 +42,22 @@ impl LinkRegistry {
             .push((Arc::downgrade(b), port));
     }
 
-    /// Stops following `interface` for `bridge` (all its ports when
-    /// `port` is `None`).
-    pub(crate) fn remove(&self, bridge: &str, port: Option<u32>) {
+    /// Follows the kernel interfaces of every port of `b`.
+    pub(crate) fn add_bridge(&self, b: &Arc<BridgeRt>) {
+        for (no, e) in b.port_entries().iter() {
+            if e.kernel {
+                self.add(&e.interface, b, *no);
+            }
+        }
+    }
+
+    /// Stops following the interfaces of bridge `b` (of its port `port`
+    /// only when given).
+    pub(crate) fn remove(&self, b: &BridgeRt, port: Option<u32>) {
         self.map().retain(|_, v| {
             v.retain(|(w, p)| {
-                let gone =
-                    w.upgrade().is_none_or(|b| b.name == bridge) && port.is_none_or(|n| n == *p);
+                let gone = (w.strong_count() == 0 || std::ptr::eq(w.as_ptr(), b))
+                    && port.is_none_or(|n| n == *p);
                 !gone
             });
             !v.is_empty()

@@ -66,6 +66,24 @@ impl BridgeSwitch {
             self.b.emit(SwitchEvent::PacketIn(pi.message));
         }
     }
+
+    /// A group or meter change, `change` at the bridge's time: the flows
+    /// it removed are held for their FLOW_REMOVED, and the tables
+    /// published.
+    fn remove_and_publish(
+        &self,
+        change: impl FnOnce(
+            &mut pipeline::SwitchState,
+            pipeline::Time,
+        ) -> Result<Vec<pipeline::FlowRemoved>, OfpError>,
+    ) -> Result<(), OfpError> {
+        let mut c = self.b.control();
+        let now = self.b.now();
+        let removed = change(&mut c.dp.state, now)?;
+        c.hold_removed(removed);
+        self.b.publish_and_report(c, COUNTER_SYNC_TIMEOUT);
+        Ok(())
+    }
 }
 
 impl Switch for BridgeSwitch {
@@ -106,21 +124,11 @@ impl Switch for BridgeSwitch {
     }
 
     fn group_mod(&self, gm: &GroupMod) -> Result<(), OfpError> {
-        let mut c = self.b.control();
-        let now = self.b.now();
-        let removed = c.dp.state.group_mod(gm, now)?;
-        c.hold_removed(removed);
-        self.b.publish_and_report(c, COUNTER_SYNC_TIMEOUT);
-        Ok(())
+        self.remove_and_publish(|state, now| state.group_mod(gm, now))
     }
 
     fn meter_mod(&self, mm: &MeterMod) -> Result<(), OfpError> {
-        let mut c = self.b.control();
-        let now = self.b.now();
-        let removed = c.dp.state.meter_mod(mm, now)?;
-        c.hold_removed(removed);
-        self.b.publish_and_report(c, COUNTER_SYNC_TIMEOUT);
-        Ok(())
+        self.remove_and_publish(|state, now| state.meter_mod(mm, now))
     }
 
     fn port_mod(&self, pm: &PortMod) -> Result<(), OfpError> {

@@ -142,8 +142,6 @@ fn named_drops(
         ("port_error", drops.port_error),
         ("rx_error", drops.rx_error),
         ("qos_queue_full", drops.qos_queue_full),
-        ("queue_delay", drops.queue_delay),
-        ("tx_queue_delay", drops.tx_queue_delay),
         ("packet_in_no_controller", pins.0),
         ("packet_in_agent_queue_full", pins.1),
     ] {

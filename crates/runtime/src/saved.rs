@@ -1,6 +1,6 @@
 //! Saved tables: what lets a restart forward again without a controller
-//! (the gap, `bench/restart_gap.py`: 26-46 ms with a few flows, 370-405 ms
-//! with 100K on the 2-core VM, most of it this file being read back).
+//! (the gap, `bench/restart_gap.py`, grows with the tables, most of it
+//! this file being read back; docs/results.md, "Restarts and faults").
 //!
 //! At a graceful stop the daemon writes each bridge's flow entries (the
 //! static ones and those controllers installed), groups and meters to

@@ -1001,3 +1001,79 @@ fn final_counters_list_the_busiest_flows_not_every_flow() {
         flow_lines[0]
     );
 }
+
+#[test]
+fn a_bridge_is_found_by_name_until_removed_and_its_name_can_run_again() {
+    let text = format!(
+        "{}[[bridges]]\nname = \"br1\"\n\
+         [[bridges.ports]]\nport = 1\ninterface = \"m2\"\nbackend = \"memory\"\n",
+        one_port_bridge("priority=1,actions=drop")
+    );
+    let cfg = config(&text);
+    let br0 = cfg.bridge("br0").unwrap();
+    let rt = start(&text);
+    assert_eq!(rt.bridge_names(), ["br0", "br1"]);
+    let e = rt.add_bridge(&cfg, br0).unwrap_err();
+    assert_eq!(e.to_string(), "bridge \"br0\" already runs");
+    assert_eq!(rt.flow_count("br0"), Some(1));
+
+    rt.remove_bridge("br0").unwrap();
+    assert_eq!(rt.bridge_names(), ["br1"]);
+    assert_eq!(rt.flow_count("br0"), None);
+    let no = "no bridge named \"br0\" runs";
+    assert_eq!(rt.remove_bridge("br0").unwrap_err().to_string(), no);
+    assert_eq!(rt.remove_port("br0", 1).unwrap_err().to_string(), no);
+    let e = rt.set_port_vlan("br0", 1, Default::default()).unwrap_err();
+    assert_eq!(e.to_string(), no);
+    assert_eq!(rt.flow_count("br1"), Some(0), "the other bridge runs on");
+
+    // The same name runs again, last in order, with its tables rebuilt.
+    rt.add_bridge(&cfg, br0).unwrap();
+    assert_eq!(rt.bridge_names(), ["br1", "br0"]);
+    assert_eq!(rt.flow_count("br0"), Some(1));
+    install(&rt, "priority=2,actions=drop");
+    assert_eq!(rt.flow_count("br0"), Some(2));
+    let report = rt.stop();
+    let (br1, br0) = (report.find("br1").unwrap(), report.find("br0").unwrap());
+    assert!(
+        br1 < br0,
+        "the final report follows the bridges' order:\n{report}"
+    );
+}
+
+#[test]
+fn deleting_a_group_or_meter_removes_the_flows_that_use_it() {
+    use agent::Switch;
+    let rt = start(&one_port_bridge("priority=1,actions=drop"));
+    let sw = rt.bridge_switch("br0").unwrap();
+    let group = |t: &str, c| flowtext::parse_group_command(t, c).unwrap_or_else(|e| panic!("{e}"));
+    let meter = |t: &str, c| flowtext::parse_meter_command(t, c).unwrap_or_else(|e| panic!("{e}"));
+    sw.group_mod(&group(
+        "group_id=1,type=all,bucket=output:1",
+        ofp::GroupModCommand::Add,
+    ))
+    .unwrap();
+    sw.meter_mod(&meter(
+        "meter=1,kbps,bands=type=drop,rate=1000",
+        ofp::MeterModCommand::Add,
+    ))
+    .unwrap();
+    install(&rt, "priority=5,udp,actions=group:1");
+    install(&rt, "priority=6,tcp,actions=meter:1,output:1");
+    assert_eq!(rt.flow_count("br0"), Some(3));
+    // A group or meter that does not exist is refused, nothing changed.
+    assert!(sw
+        .group_mod(&group(
+            "group_id=9,type=all,bucket=output:1",
+            ofp::GroupModCommand::Modify
+        ))
+        .is_err());
+    assert_eq!(rt.flow_count("br0"), Some(3));
+    sw.group_mod(&group("group_id=1", ofp::GroupModCommand::Delete))
+        .unwrap();
+    assert_eq!(rt.flow_count("br0"), Some(2));
+    sw.meter_mod(&meter("meter=1", ofp::MeterModCommand::Delete))
+        .unwrap();
+    assert_eq!(rt.flow_count("br0"), Some(1));
+    rt.stop();
+}

@@ -27,16 +27,11 @@
 //! So forwarding makes no heap allocation per packet once the pool is
 //! warm, in both thread modes: `cargo run --release -p runtime --example
 //! allocs_per_packet` counts the switch threads' allocations over memory
-//! ports (one flow, 64-byte frames) and gives 0.000 per packet in both
-//! modes (under 70 in 200,000 packets: counter hand-overs and the like),
-//! against 1.00 per packet before (the copy into a new pipeline buffer).
-//! Over AF_PACKET on veths (`... allocs_per_packet 100000 veth
-//! socket|ring`, see the example) the socket backend went from 3.00 to
-//! 0.002–0.006 per packet and the ring from 1.03 to 0.03 (what is left
-//! grows with time, about 800 a second, not with packets): the socket
-//! backend ([`dataplane::rawsock`]) made two of its own (a fresh zeroed
-//! 9 KB receive buffer, then shrinking it) and now copies the frame into
-//! pooled storage instead. What the pipeline
+//! ports, or over AF_PACKET on veths (`... allocs_per_packet 100000 veth
+//! socket|ring`, see the example); docs/results.md ("Packets without a
+//! heap allocation") has the figures. The socket backend
+//! ([`dataplane::rawsock`]) copies each frame into pooled storage rather
+//! than a receive buffer of its own. What the pipeline
 //! itself allocates (a copy per extra output, growth past the headroom)
 //! is its own affair. AF_PACKET and AF_XDP slots are still copied: their
 //! lenders are reference counted per ring, and a slow flow holding slots
@@ -137,11 +132,9 @@ pub struct PipelineWorker {
 /// The slot's maps are added to in place ([`WorkerState::settle_into`]):
 /// one add per flow hit since the last hand-over, into a map that keeps
 /// its room until the control side takes it (about once a second), and
-/// no map built in between. It once built three per hand-over (the
-/// worker's, a pending one, the slot's), SipHash-keyed and grown from
-/// empty: 52 % of a DPDK worker's time at 65,536 flows (issue #34).
-/// The slot is held while the worker settles: O(flows hit), about 3 ms
-/// at 65,536 flows on a 2-core VM (`bench/hand-over.sh`), which a
+/// no map built in between (what that saves: docs/results.md, "The
+/// counter hand-over"). The slot is held while the worker settles:
+/// O(flows hit) (`bench/hand-over.sh` times it), which a
 /// collection may wait for; the control side holds it only to take it.
 /// Its own function so that `fulmar bench --hand-over-ms` runs the same
 /// code as a worker.

@@ -15,7 +15,7 @@ use crate::wake::Doorbell;
 use super::counters::{DropMap, PortDropCells};
 use super::mailbox::{await_acks, Change, InRings, ThreadCtl};
 use super::registry::{port_parts, Threads};
-use super::rings::{Gate, Stage};
+use super::rings::Stage;
 use super::rtc::RtcWorker;
 use super::spawn::{core_of, spawn, IdlePlan, RxPort};
 use super::split::{RxThread, SplitWorker, TxThread};
@@ -196,8 +196,7 @@ impl Threads {
         for out in rx_out.iter_mut() {
             for (w, ctl) in t.workers.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.rx_ring);
-                let gate = Gate::new(ctl.drain.clone(), ring_delay(cfg.queue_delay), nrx);
-                out.push(Stage::new(p, ctl.bell.clone(), b.rx_write.max(1), gate));
+                out.push(Stage::new(p, ctl.bell.clone(), b.rx_write.max(1)));
                 if let Some(list) = worker_in.get_mut(w) {
                     list.push(c);
                 }
@@ -210,8 +209,7 @@ impl Threads {
         for out in worker_out.iter_mut() {
             for (x, ctl) in t.tx.iter().enumerate() {
                 let (p, c) = spsc::ring(cfg.tx_ring);
-                let gate = Gate::new(ctl.drain.clone(), ring_delay(cfg.queue_delay), nw);
-                out.push(Stage::new(p, ctl.bell.clone(), b.worker_write.max(1), gate));
+                out.push(Stage::new(p, ctl.bell.clone(), b.worker_write.max(1)));
                 if let Some(list) = tx_in.get_mut(x) {
                     list.push(c);
                 }
@@ -739,16 +737,4 @@ impl Threads {
             }
         }
     }
-}
-
-/// The bound of a ring between two threads of the split mode: none (the
-/// ring's capacity), whatever the port's. Where the RX, worker and TX
-/// threads share CPUs, a ring bounded to a fraction of a millisecond at
-/// its consumer's rate drops whenever the consumer loses its CPU for a
-/// scheduler slice, and the split mode then forwards a fraction of what
-/// deep rings carry (docs/results.md, "Delay at saturation"); the
-/// kernel's receive buffer, still bounded, keeps the delay before the RX
-/// thread short, and a ring adds at most its capacity at the worker's rate.
-fn ring_delay(_port: crate::delay::QueueDelay) -> crate::delay::QueueDelay {
-    crate::delay::QueueDelay::Deep
 }

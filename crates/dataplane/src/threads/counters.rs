@@ -20,8 +20,6 @@ pub(super) struct PortDropCells {
     pub(super) port_error: AtomicU64,
     pub(super) rx_error: AtomicU64,
     pub(super) qos_queue_full: AtomicU64,
-    pub(super) queue_delay: AtomicU64,
-    pub(super) tx_queue_delay: AtomicU64,
 }
 
 impl PortDropCells {
@@ -34,8 +32,6 @@ impl PortDropCells {
             port_error: self.port_error.load(Ordering::Relaxed),
             rx_error: self.rx_error.load(Ordering::Relaxed),
             qos_queue_full: self.qos_queue_full.load(Ordering::Relaxed),
-            queue_delay: self.queue_delay.load(Ordering::Relaxed),
-            tx_queue_delay: self.tx_queue_delay.load(Ordering::Relaxed),
         }
     }
 }
@@ -82,9 +78,6 @@ pub(super) trait RingItem {
     /// The cell: `rx_ring_full` for RX → worker rings, `tx_ring_full` for
     /// worker → TX rings.
     fn cell(c: &PortDropCells) -> &AtomicU64;
-    /// The cell of early drops under the time bound: `queue_delay`,
-    /// `tx_queue_delay`.
-    fn delay_cell(c: &PortDropCells) -> &AtomicU64;
 }
 
 /// RX → worker: a received packet, counted against its input port.
@@ -95,9 +88,6 @@ impl RingItem for PacketBuf {
     fn cell(c: &PortDropCells) -> &AtomicU64 {
         &c.rx_ring_full
     }
-    fn delay_cell(c: &PortDropCells) -> &AtomicU64 {
-        &c.queue_delay
-    }
 }
 
 /// Worker → TX: `(output port, packet)`, counted against the output port.
@@ -107,9 +97,6 @@ impl RingItem for (u32, PacketBuf) {
     }
     fn cell(c: &PortDropCells) -> &AtomicU64 {
         &c.tx_ring_full
-    }
-    fn delay_cell(c: &PortDropCells) -> &AtomicU64 {
-        &c.tx_queue_delay
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::capture::Capture;
-use crate::delay::{DrainCell, DrainMeter};
+use crate::delay::DrainMeter;
 use crate::port::PacketBuf;
 use crate::spsc::RingStats;
 use crate::wake::Doorbell;
@@ -105,8 +105,6 @@ pub(super) struct ThreadSide {
     /// The thread's drain rate, and what of its tally it has seen.
     pub(super) meter: DrainMeter,
     pub(super) metered: (u64, u64),
-    /// Where it publishes the rate for the producers of its input rings.
-    pub(super) drain: Arc<DrainCell>,
 }
 
 impl ThreadSide {
@@ -128,7 +126,7 @@ impl ThreadSide {
     }
 
     /// Feeds what the tally gained since the last call into the drain
-    /// meter, publishes the estimate and returns it (packets per second).
+    /// meter and returns the estimate (packets per second).
     pub(super) fn measure(&mut self) -> u64 {
         let (p, b) = (self.tally.packets, self.tally.busy_ns);
         self.meter.add(
@@ -136,9 +134,7 @@ impl ThreadSide {
             b.saturating_sub(self.metered.1),
         );
         self.metered = (p, b);
-        let rate = self.meter.update();
-        self.drain.set(rate);
-        rate
+        self.meter.update()
     }
 }
 
@@ -172,8 +168,6 @@ pub(super) struct ThreadCtl {
     pub(super) ring_capacity: usize,
     /// Changes posted so far (compared with `mail.applied`).
     pub(super) posted: u64,
-    /// The thread's drain rate, for the producers of its input rings.
-    pub(super) drain: Arc<DrainCell>,
 }
 
 impl ThreadCtl {
@@ -192,7 +186,6 @@ impl ThreadCtl {
             rings: InRings::None,
             ring_capacity: 0,
             posted: 0,
-            drain: Arc::default(),
         })
     }
 
@@ -206,7 +199,6 @@ impl ThreadCtl {
             tally: Tally::new(Instant::now()),
             meter: DrainMeter::default(),
             metered: (0, 0),
-            drain: self.drain.clone(),
         }
     }
 

@@ -1,10 +1,18 @@
-//! Staged bursts toward the SPSC rings between threads, and the time
-//! bound a producer keeps on them.
+//! Staged bursts toward the SPSC rings between threads.
+//!
+//! A ring keeps its capacity whatever a port's `max_queue_delay_us`:
+//! where the RX, worker and TX threads share CPUs, a ring bounded to a
+//! fraction of a millisecond at its consumer's rate drops whenever the
+//! consumer loses its CPU for a scheduler slice, and the split mode then
+//! forwards a fraction of what deep rings carry (docs/results.md, "Delay
+//! at saturation"). The kernel's receive buffer, still bounded
+//! ([`crate::delay`]), keeps the delay before the RX thread short, and a
+//! ring adds at most its capacity at the worker's rate. What does not fit
+//! is counted as a full ring (`rx_ring_full`, `tx_ring_full`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::delay::{bound_packets, DrainCell, QueueDelay};
 use crate::flush::FlushPolicy;
 use crate::spsc::Producer;
 use crate::wake::Doorbell;
@@ -18,72 +26,20 @@ pub(super) struct Stage<T> {
     pub(super) pending: Vec<T>,
     pub(super) limit: usize,
     pub(super) first_at: Option<Instant>,
-    /// The ring's time bound, if it has one.
-    pub(super) gate: Option<Gate>,
-}
-
-/// A ring's time bound as its producer keeps it: the consumer's published
-/// drain rate, and the room left under the bound when last computed.
-pub(super) struct Gate {
-    pub(super) drain: Arc<DrainCell>,
-    pub(super) delay: Duration,
-    /// Rings the consumer drains (they share its rate).
-    pub(super) inputs: usize,
-    pub(super) room: usize,
-}
-
-impl Gate {
-    pub(super) fn new(drain: Arc<DrainCell>, delay: QueueDelay, inputs: usize) -> Option<Gate> {
-        delay.limit().map(|delay| Gate {
-            drain,
-            delay,
-            inputs,
-            room: 0,
-        })
-    }
-
-    /// Whether one more packet fits under the bound, `staged` packets
-    /// being on their way into `ring` already. Looks at the ring (the
-    /// consumer's index) only when the room last computed is used up.
-    pub(super) fn admit<T>(&mut self, ring: &mut Producer<T>, staged: usize) -> bool {
-        if self.room == 0 {
-            let cap = ring.capacity();
-            let fill = cap - ring.free();
-            let bound = bound_packets(self.delay, self.drain.get(), self.inputs, cap);
-            self.room = bound.saturating_sub(fill + staged);
-            if self.room == 0 {
-                return false;
-            }
-        }
-        self.room -= 1;
-        true
-    }
 }
 
 impl<T: RingItem> Stage<T> {
-    pub(super) fn new(
-        ring: Producer<T>,
-        bell: Arc<Doorbell>,
-        limit: usize,
-        gate: Option<Gate>,
-    ) -> Stage<T> {
+    pub(super) fn new(ring: Producer<T>, bell: Arc<Doorbell>, limit: usize) -> Stage<T> {
         Stage {
             ring,
             bell,
             pending: Vec::with_capacity(limit),
             limit,
             first_at: None,
-            gate,
         }
     }
 
     pub(super) fn push(&mut self, v: T, now: Instant, drops: &DropMap) {
-        if let Some(g) = &mut self.gate {
-            if !g.admit(&mut self.ring, self.pending.len()) {
-                drops.count(v.port(), 1, T::delay_cell);
-                return;
-            }
-        }
         self.pending.push(v);
         self.first_at.get_or_insert(now);
         if self.pending.len() >= self.limit {

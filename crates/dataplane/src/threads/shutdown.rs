@@ -16,9 +16,9 @@ pub(super) fn boxed<T: Send + 'static>(it: impl Iterator<Item = T>) -> Vec<Box<d
 
 /// Drops `items` each on its own thread, all at once, and returns when all
 /// are dropped. A stopping thread's ports go this way: the kernel waits for
-/// an RCU grace period when it releases a packet socket (6-24 ms each in
-/// this VM), so two veth ports closed one after the other took 78 ms, all
-/// of it forwarding lost in a restart. (A thread that cannot be spawned
+/// an RCU grace period when it releases a packet socket (milliseconds
+/// each), so ports closed one after the other add up their waits, all of
+/// it forwarding lost in a restart. (A thread that cannot be spawned
 /// drops its item here.)
 pub(super) fn drop_together(items: Vec<Box<dyn Send>>) {
     if items.len() < 2 {

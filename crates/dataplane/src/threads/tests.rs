@@ -1371,11 +1371,9 @@ fn held(go: Arc<AtomicBool>) -> Box<dyn BurstProcessor> {
     )
 }
 
-/// A stalled worker behind a 1024-slot ring: with a time bound the RX
-/// thread keeps the ring at the bound (the delay at the worker's rate: it
-/// has measured none, so the initial 1 Mpps) and counts the rest as
-/// `queue_delay`; with deep queues the ring fills and the rest counts as
-/// `rx_ring_full`. No timing is asserted: the worker is held, not slow.
+/// A stalled worker behind a 1024-slot ring: the ring fills and the rest
+/// counts as `rx_ring_full`. No timing is asserted: the worker is held,
+/// not slow.
 fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>, u64, usize) {
     let generated = 5_000u64;
     let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
@@ -1419,14 +1417,12 @@ fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>
 }
 
 /// The time bound applies to the ports' receive queues, not to the rings
-/// between the split mode's threads (see `control::ring_delay`): a
-/// stalled worker's ring fills to its capacity as with deep queues, and
-/// its overflow is counted as a full ring, not as a delay drop.
+/// between the split mode's threads (see `rings`): a stalled worker's
+/// ring fills to its capacity as with deep queues, and its overflow is
+/// counted as a full ring.
 #[test]
 fn the_rings_between_threads_stay_deep_under_a_time_bound() {
     let (d, _, forwarded, fill) = stalled_worker(QueueDelay::Bounded(Duration::from_micros(100)));
-    assert_eq!(d.queue_delay, 0, "{d:?}");
-    assert_eq!(d.tx_queue_delay, 0, "{d:?}");
     assert!(d.rx_ring_full > 0, "{d:?}");
     assert_eq!(fill, 1024);
     assert!(forwarded >= 1024, "{forwarded} forwarded");
@@ -1435,7 +1431,6 @@ fn the_rings_between_threads_stay_deep_under_a_time_bound() {
 #[test]
 fn deep_queues_fill_the_ring_instead() {
     let (d, _, forwarded, fill) = stalled_worker(QueueDelay::Deep);
-    assert_eq!(d.queue_delay, 0, "{d:?}");
     assert!(d.rx_ring_full > 0, "{d:?}");
     assert_eq!(fill, 1024);
     assert!(forwarded >= 1024, "{forwarded} forwarded");

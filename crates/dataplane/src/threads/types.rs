@@ -209,18 +209,12 @@ pub struct ThreadDrops {
     /// An egress queue was full (drop-tail; per queue in
     /// [`Threads::queue_counters`](super::Threads::queue_counters)).
     pub qos_queue_full: u64,
-    /// A ring toward a worker held its time bound's worth of packets
-    /// ([`crate::delay`]); counted against the input port.
-    pub queue_delay: u64,
-    /// As `queue_delay`, for a ring toward a TX thread; counted against
-    /// the output port.
-    pub tx_queue_delay: u64,
 }
 
 impl ThreadDrops {
     /// Lost on the way in (the RX → worker rings).
     pub fn rx_total(&self) -> u64 {
-        self.rx_ring_full + self.queue_delay
+        self.rx_ring_full
     }
 
     /// Lost on the way out (rings toward TX threads, port TX bursts,
@@ -231,7 +225,6 @@ impl ThreadDrops {
             + self.port_error
             + self.no_port
             + self.qos_queue_full
-            + self.tx_queue_delay
     }
 
     pub(super) fn add(&mut self, o: &ThreadDrops) {
@@ -242,8 +235,6 @@ impl ThreadDrops {
         self.port_error += o.port_error;
         self.rx_error += o.rx_error;
         self.qos_queue_full += o.qos_queue_full;
-        self.queue_delay += o.queue_delay;
-        self.tx_queue_delay += o.tx_queue_delay;
     }
 }
 

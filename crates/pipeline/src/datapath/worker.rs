@@ -99,9 +99,9 @@ use packet::buffer::PacketBuf;
 
 /// Flow-cache entries a worker keeps by default (about 320 bytes each:
 /// the packed key, the dependencies and the hit; 5 MiB, allocated when
-/// first used). 16384 rather than 4096: the acl scenario's 10K flows then
-/// mostly hit (73 %), 2.9 -> 5.2-5.7 Mpps (`fulmar bench acl --rules
-/// 10000 --flow-cache N`). Tables one probe answers (gateway, l2, l3:
+/// first used). 16384 rather than 4096, so that an ACL's 10K flows mostly
+/// hit (`fulmar bench acl --rules 10000 --flow-cache N` compares sizes;
+/// docs/results.md, "Workers"). Tables one probe answers (gateway, l2, l3:
 /// one hash or the route array) never use it (see `first_hits`).
 pub const DEFAULT_FLOW_CACHE: usize = 16384;
 
@@ -116,10 +116,9 @@ pub const CACHE_MIN_HIT_DIV: u64 = 2;
 /// again for a window), times a random factor in [1, 2). Consecutive poor
 /// windows double it, up to `CACHE_BYPASS << CACHE_MAX_BACKOFF`: a trial
 /// window costs an insert per packet into memory that has gone cold
-/// (about a microsecond each with a 16K-entry cache). Gateway 100K with
-/// the 16K cache: window 8192, at most 16 doublings, half-hit threshold
-/// 1/4 and no jitter sent 3 % of the packets through trials at 9.7-10.3
-/// Mpps; now 0.1 % at 13.0 (no cache at all: 13.7).
+/// (about a microsecond each with a 16K-entry cache), so a table the cache
+/// cannot serve (gateway 100K) should send few packets through trials and
+/// run close to no cache at all (docs/results.md, "Workers").
 pub const CACHE_BYPASS: u64 = 16 * CACHE_WINDOW;
 /// Most doublings of [`CACHE_BYPASS`].
 const CACHE_MAX_BACKOFF: u32 = 6;

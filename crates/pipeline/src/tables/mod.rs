@@ -58,9 +58,8 @@
 //! with one indexed load ([`FlowTable::slot`]), can prefetch it across a
 //! burst ([`FlowTable::prefetch_slot`]) and keeps its per-flow counters in
 //! a plain per-worker array indexed by slot (`datapath::counters`).
-//! Before, a hit went through `HashMap<FlowId, FlowEntry>`: two dependent
-//! cache misses per packet with 100K entries (about 17% of the gateway
-//! benchmark's time, measured with perf). The FlowId in the high bits
+//! A map from `FlowId` to entry would cost two dependent cache misses
+//! per hit with 100K entries. The FlowId in the high bits
 //! keeps "smallest rule id wins" equal to "oldest entry wins". Slots are
 //! reused (last freed first), deterministically, so replayed copies agree
 //! on them; a slot names an entry only within one table generation, which

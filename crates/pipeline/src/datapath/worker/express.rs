@@ -47,14 +47,13 @@
 //!
 //! # Why
 //!
-//! With 100K gateway rules the general path spent about 94 ns a packet
-//! where a hand-written loop doing the same lookup and rewrite spends
-//! 13 (`fulmar bench gateway-vlan2mpls --rules 100000 --reference`):
-//! filling a packet record and parsing the whole key (about 20 ns), the
-//! stage bookkeeping around each packet (about 17), packing the key
-//! field by field from the parsed key, and the general output. With
-//! 100K routes (`fulmar bench l3`) the general path spent 114-124 ns, the
-//! express path 66-71. The figures are in docs/results.md.
+//! For a table whose hit is one lookup and a rewrite in place, the
+//! general path's own work is most of a packet's cost: filling a packet
+//! record and parsing the whole key, the stage bookkeeping around each
+//! packet, packing the key field by field from the parsed key, and the
+//! general output. The express path does none of it; what that is worth
+//! (`fulmar bench gateway-vlan2mpls --reference`, `fulmar bench l3`) is in
+//! docs/results.md, "What the datapath's structure bought".
 
 use super::stages::prefetch_hit;
 use super::{WorkerState, AHEAD};
