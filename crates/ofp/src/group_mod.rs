@@ -1,29 +1,20 @@
 //! `OFPT_GROUP_MOD` (spec 1.3.5 §7.3.4.3).
 
 use crate::action::Action;
-use crate::error::{BadRequestCode, DecodeError, GroupModFailedCode, OfpError};
-use crate::wire::{Reader, Writer};
+use crate::error::{DecodeError, GroupModFailedCode, OfpError};
+use crate::wire::{bad_len, wire_enum, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPGC_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u16)]
-pub enum GroupModCommand {
-    Add = 0,
-    Modify = 1,
-    Delete = 2,
+wire_enum! {
+    /// `OFPGC_*`.
+    #[serde(rename_all = "snake_case")]
+    pub enum GroupModCommand: u16, from_u16 { Add = 0, Modify = 1, Delete = 2, }
 }
 
-/// `OFPGT_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u8)]
-pub enum GroupType {
-    All = 0,
-    Select = 1,
-    Indirect = 2,
-    FastFailover = 3,
+wire_enum! {
+    /// `OFPGT_*`.
+    #[serde(rename_all = "snake_case")]
+    pub enum GroupType: u8, from_u8 { All = 0, Select = 1, Indirect = 2, FastFailover = 3, }
 }
 
 /// `ofp_bucket`.
@@ -54,35 +45,6 @@ pub struct GroupMod {
     pub group_type: GroupType,
     pub group_id: u32,
     pub buckets: Vec<Bucket>,
-}
-
-fn bad_len(at: usize, reason: String) -> DecodeError {
-    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
-}
-
-impl GroupModCommand {
-    /// The command for a wire value.
-    pub fn from_u16(v: u16) -> Option<Self> {
-        Some(match v {
-            0 => GroupModCommand::Add,
-            1 => GroupModCommand::Modify,
-            2 => GroupModCommand::Delete,
-            _ => return None,
-        })
-    }
-}
-
-impl GroupType {
-    /// The group type for a wire value.
-    pub fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            0 => GroupType::All,
-            1 => GroupType::Select,
-            2 => GroupType::Indirect,
-            3 => GroupType::FastFailover,
-            _ => return None,
-        })
-    }
 }
 
 impl Bucket {
@@ -180,6 +142,7 @@ impl GroupMod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::BadRequestCode;
 
     fn body(command: u16, group_type: u8) -> Vec<u8> {
         let mut b = command.to_be_bytes().to_vec();

@@ -5,18 +5,15 @@
 
 use crate::action::Action;
 use crate::error::{BadInstructionCode, DecodeError, OfpError};
-use crate::wire::{round_up_8, Reader, Writer};
+use crate::wire::{round_up_8, wire_numbers, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPIT_*` instruction type numbers.
-pub mod instruction_type {
-    pub const GOTO_TABLE: u16 = 1;
-    pub const WRITE_METADATA: u16 = 2;
-    pub const WRITE_ACTIONS: u16 = 3;
-    pub const APPLY_ACTIONS: u16 = 4;
-    pub const CLEAR_ACTIONS: u16 = 5;
-    pub const METER: u16 = 6;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPIT_*` instruction type numbers.
+    pub mod instruction_type: u16 {
+        GOTO_TABLE = 1, WRITE_METADATA = 2, WRITE_ACTIONS = 3, APPLY_ACTIONS = 4,
+        CLEAR_ACTIONS = 5, METER = 6, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// One instruction.

@@ -21,7 +21,7 @@ use crate::stats::{
     GroupStats, MeterConfig, MeterFeatures, MeterStats, PortStats, QueueStats, TableStats,
 };
 use crate::table_features::TableFeatures;
-use crate::wire::{decode_fixed_str, encode_fixed_str, Reader, Writer};
+use crate::wire::{decode_fixed_str, encode_fixed_str, wire_numbers, Reader, Writer};
 use serde::Serialize;
 
 /// `OFPMPF_REQ_MORE`: more requests follow.
@@ -33,23 +33,13 @@ pub const OFPMPF_REPLY_MORE: u16 = 1;
 /// (`type, flags, pad[4]`).
 pub const MULTIPART_HEADER_LEN: usize = 8;
 
-/// `OFPMP_*` multipart type numbers.
-pub mod multipart_type {
-    pub const DESC: u16 = 0;
-    pub const FLOW: u16 = 1;
-    pub const AGGREGATE: u16 = 2;
-    pub const TABLE: u16 = 3;
-    pub const PORT_STATS: u16 = 4;
-    pub const QUEUE: u16 = 5;
-    pub const GROUP: u16 = 6;
-    pub const GROUP_DESC: u16 = 7;
-    pub const GROUP_FEATURES: u16 = 8;
-    pub const METER: u16 = 9;
-    pub const METER_CONFIG: u16 = 10;
-    pub const METER_FEATURES: u16 = 11;
-    pub const TABLE_FEATURES: u16 = 12;
-    pub const PORT_DESC: u16 = 13;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPMP_*` multipart type numbers.
+    pub mod multipart_type: u16 {
+        DESC = 0, FLOW = 1, AGGREGATE = 2, TABLE = 3, PORT_STATS = 4, QUEUE = 5, GROUP = 6,
+        GROUP_DESC = 7, GROUP_FEATURES = 8, METER = 9, METER_CONFIG = 10, METER_FEATURES = 11,
+        TABLE_FEATURES = 12, PORT_DESC = 13, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// A multipart request: everything after the common OpenFlow header.

@@ -2,14 +2,14 @@
 
 use crate::error::DecodeError;
 use crate::oxm::Match;
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_numbers, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPR_*` values of [`PacketIn::reason`].
-pub mod packet_in_reason {
-    pub const NO_MATCH: u8 = 0;
-    pub const ACTION: u8 = 1;
-    pub const INVALID_TTL: u8 = 2;
+wire_numbers! {
+    /// `OFPR_*` values of [`PacketIn::reason`].
+    pub mod packet_in_reason: u8 {
+        NO_MATCH = 0, ACTION = 1, INVALID_TTL = 2,
+    }
 }
 
 /// `ofp_packet_in` (after the header). The reason is kept raw.

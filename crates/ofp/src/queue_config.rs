@@ -5,15 +5,15 @@
 //! experimenter properties whose length is not a multiple of 8, with no
 //! padding), so every well-formed reply round-trips.
 
-use crate::error::{BadRequestCode, DecodeError, OfpError};
-use crate::wire::{Reader, Writer};
+use crate::error::DecodeError;
+use crate::wire::{bad_len, wire_numbers, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPQT_*` queue property types.
-pub mod queue_property {
-    pub const MIN_RATE: u16 = 1;
-    pub const MAX_RATE: u16 = 2;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPQT_*` queue property types.
+    pub mod queue_property: u16 {
+        MIN_RATE = 1, MAX_RATE = 2, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// `ofp_queue_get_config_request` (after the header).
@@ -82,10 +82,6 @@ pub struct QueueGetConfigReply {
     pub port: u32,
     /// The queues, in wire order.
     pub queues: Vec<PacketQueue>,
-}
-
-fn bad_len(at: usize, reason: String) -> DecodeError {
-    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
 }
 
 impl QueueProperty {
@@ -241,6 +237,7 @@ impl QueueGetConfigReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{BadRequestCode, OfpError};
 
     fn reply_body() -> Vec<u8> {
         let mut b = vec![0, 0, 0, 5, 0, 0, 0, 0];

@@ -159,6 +159,134 @@ impl Writer for Vec<u8> {
     }
 }
 
+/// A value whose wire form its type fixes: the big-endian integers here,
+/// and the fixed structures that implement it beside their definitions.
+pub trait Field: Sized {
+    fn read(r: &mut Reader) -> Result<Self, DecodeError>;
+    fn write(&self, w: &mut Vec<u8>);
+}
+
+macro_rules! int_fields {
+    ($($t:ident: $read:ident, $put:ident;)*) => {$(
+        impl Field for $t {
+            fn read(r: &mut Reader) -> Result<Self, DecodeError> {
+                r.$read()
+            }
+            fn write(&self, w: &mut Vec<u8>) {
+                w.$put(*self);
+            }
+        }
+    )*};
+}
+int_fields! { u8: u8, put_u8; u16: u16, put_u16; u32: u32, put_u32; u64: u64, put_u64; }
+
+/// Writes `decode` and `encode` for a struct whose wire form is its fields
+/// in the order listed, each in its [`Field`] form, where `pad N` stands for
+/// N bytes of padding (ignored on decode, written as zeros):
+/// `wire_layout!(Role { role, pad 4, generation_id });`
+macro_rules! wire_layout {
+    ($ty:ident { $($item:tt)* }) => {
+        impl $ty {
+            /// Decodes it field by field, in wire order.
+            pub fn decode(
+                r: &mut $crate::wire::Reader,
+            ) -> Result<Self, $crate::error::DecodeError> {
+                $crate::wire::wire_layout!(@read r [] $($item)*)
+            }
+
+            /// Encodes it field by field, padding as zeros.
+            pub fn encode(&self, w: &mut Vec<u8>) {
+                $crate::wire::wire_layout!(@write self w $($item)*);
+            }
+        }
+
+        $crate::wire::codec_field!($ty);
+    };
+    (@read $r:ident [$($done:ident)*] pad $n:literal $(, $($rest:tt)*)?) => {{
+        $r.skip($n)?;
+        $crate::wire::wire_layout!(@read $r [$($done)*] $($($rest)*)?)
+    }};
+    (@read $r:ident [$($done:ident)*] $f:ident $(, $($rest:tt)*)?) => {{
+        let $f = $crate::wire::Field::read($r)?;
+        $crate::wire::wire_layout!(@read $r [$($done)* $f] $($($rest)*)?)
+    }};
+    (@read $r:ident [$($done:ident)*]) => {
+        Ok(Self { $($done),* })
+    };
+    (@write $s:ident $w:ident pad $n:literal $(, $($rest:tt)*)?) => {
+        $crate::wire::Writer::put_zeros($w, $n);
+        $crate::wire::wire_layout!(@write $s $w $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident $f:ident $(, $($rest:tt)*)?) => {
+        $crate::wire::Field::write(&$s.$f, $w);
+        $crate::wire::wire_layout!(@write $s $w $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident) => {};
+}
+pub(crate) use wire_layout;
+
+/// Implements [`Field`] through a type's own `decode` and `encode`.
+macro_rules! codec_field {
+    ($($ty:ty),*) => {$(
+        impl $crate::wire::Field for $ty {
+            fn read(r: &mut $crate::wire::Reader) -> Result<Self, $crate::error::DecodeError> {
+                Self::decode(r)
+            }
+            fn write(&self, w: &mut Vec<u8>) {
+                self.encode(w);
+            }
+        }
+    )*};
+}
+pub(crate) use codec_field;
+
+/// Declares a C-like enum of wire numbers (its `repr` type), with the
+/// named conversion from a wire number (`None` for one the spec lacks);
+/// `as` gives the number back.
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident: $repr:ident, $from:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $value:literal,)*
+        }
+    ) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+        $(#[$meta])*
+        #[repr($repr)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant = $value,)*
+        }
+
+        impl $name {
+            /// The value for a wire number, if the spec defines one.
+            pub fn $from(v: $repr) -> Option<Self> {
+                match v {
+                    $($value => Some(Self::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use wire_enum;
+
+/// Declares a module of named wire numbers (`OFPxx_*`) of one type.
+macro_rules! wire_numbers {
+    ($(#[$meta:meta])* pub mod $name:ident: $t:ty { $($(#[$cmeta:meta])* $c:ident = $v:expr,)* }) => {
+        $(#[$meta])*
+        pub mod $name {
+            $($(#[$cmeta])* pub const $c: $t = $v;)*
+        }
+    };
+}
+pub(crate) use wire_numbers;
+
+/// A length error at `at` (`BAD_REQUEST/BAD_LEN`) for a structure whose
+/// declared length does not fit.
+pub(crate) fn bad_len(at: usize, reason: String) -> DecodeError {
+    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
+}
+
 /// Rounds `n` up to a multiple of 8.
 pub fn round_up_8(n: usize) -> usize {
     n.div_ceil(8) * 8
