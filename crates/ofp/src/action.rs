@@ -79,6 +79,8 @@ pub enum Action {
 /// The length error of an action (`BAD_ACTION/BAD_LEN`).
 const ACTION_BAD_LEN: OfpError = OfpError::BadAction(BadActionCode::BadLen);
 
+crate::wire::codec_field!(Action);
+
 impl Action {
     /// The `OFPAT_*` type number.
     pub fn type_code(&self) -> u16 {

@@ -2,7 +2,7 @@
 
 use crate::action::Action;
 use crate::error::{DecodeError, GroupModFailedCode, OfpError};
-use crate::wire::{bad_len, wire_enum, Reader, Writer};
+use crate::wire::{wire_enum, wire_layout, Reader, Writer};
 use serde::Serialize;
 
 wire_enum! {
@@ -15,6 +15,7 @@ wire_enum! {
     /// `OFPGT_*`.
     #[serde(rename_all = "snake_case")]
     pub enum GroupType: u8, from_u8 { All = 0, Select = 1, Indirect = 2, FastFailover = 3, }
+    unknown: OfpError::GroupModFailed(GroupModFailedCode::BadType), "group type";
 }
 
 /// `ofp_bucket`.
@@ -50,42 +51,9 @@ pub struct GroupMod {
 impl Bucket {
     /// Length of the fixed part before the actions.
     pub const FIXED_LEN: usize = 16;
-
-    /// Decodes one `ofp_bucket`.
-    pub fn decode(r: &mut Reader) -> Result<Bucket, DecodeError> {
-        let at = r.offset();
-        let len = usize::from(r.u16()?);
-        if len < Self::FIXED_LEN {
-            return Err(bad_len(at, format!("bucket length {len} below 16")));
-        }
-        let weight = r.u16()?;
-        let watch_port = r.u32()?;
-        let watch_group = r.u32()?;
-        r.skip(4)?;
-        let mut actions_r = r
-            .sub(len - Self::FIXED_LEN)
-            .map_err(|_| bad_len(at, format!("bucket length {len} exceeds the message")))?;
-        Ok(Bucket {
-            weight,
-            watch_port,
-            watch_group,
-            actions: Action::decode_list(&mut actions_r)?,
-        })
-    }
-
-    /// Encodes one `ofp_bucket`.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        w.put_u16(0);
-        w.put_u16(self.weight);
-        w.put_u32(self.watch_port);
-        w.put_u32(self.watch_group);
-        w.put_zeros(4);
-        Action::encode_list(&self.actions, w);
-        let len = w.len() - start;
-        w.patch_u16(start, len as u16);
-    }
 }
+
+wire_layout!(Bucket: record(0, "bucket") { len, weight, watch_port, watch_group, pad 4, actions });
 
 impl GroupMod {
     /// Fixed part of the body before the buckets (the message is at least

@@ -48,6 +48,8 @@ pub enum Instruction {
 /// The length error of an instruction (`BAD_INSTRUCTION/BAD_LEN`).
 const INST_BAD_LEN: OfpError = OfpError::BadInstruction(BadInstructionCode::BadLen);
 
+crate::wire::codec_field!(Instruction);
+
 impl Instruction {
     /// The `OFPIT_*` type number.
     pub fn type_code(&self) -> u16 {

@@ -56,6 +56,8 @@ pub struct MeterMod {
     pub bands: Vec<MeterBand>,
 }
 
+crate::wire::codec_field!(MeterBand);
+
 impl MeterBand {
     /// Length of a drop or DSCP-remark band, and the least length of any.
     pub const LEN: usize = 16;
