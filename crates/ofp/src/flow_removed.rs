@@ -39,19 +39,12 @@ pub struct FlowRemoved {
     pub match_: Match,
 }
 
-wire_layout!(FlowRemoved {
-    cookie,
-    priority,
-    reason,
-    table_id,
-    duration_sec,
-    duration_nsec,
-    idle_timeout,
-    hard_timeout,
-    packet_count,
-    byte_count,
-    match_
-});
+wire_layout! {
+    FlowRemoved {
+        cookie, priority, reason, table_id, duration_sec, duration_nsec, idle_timeout, hard_timeout,
+        packet_count, byte_count, match_,
+    }
+}
 
 #[cfg(test)]
 mod tests {

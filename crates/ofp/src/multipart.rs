@@ -1038,12 +1038,10 @@ pub(crate) mod tests {
     pub(crate) mod strategies {
         //! Random well-formed multipart bodies.
         use super::super::*;
-        use crate::group_mod::{Bucket, GroupType};
-        use crate::meter_mod::MeterBand;
-        use crate::oxm::MacAddr;
-        use crate::port::Port;
         use crate::stats::*;
-        use crate::strategies::{arb_actions, arb_instructions, arb_match};
+        use crate::strategies::{
+            arb_bucket, arb_group_type, arb_instructions, arb_match, arb_meter_band, arb_port,
+        };
         use crate::table_features::*;
         use proptest::collection::vec;
         use proptest::prelude::*;
@@ -1227,28 +1225,6 @@ pub(crate) mod tests {
             })
         }
 
-        fn arb_meter_band() -> impl Strategy<Value = MeterBand> {
-            prop_oneof![
-                (any::<u32>(), any::<u32>())
-                    .prop_map(|(rate, burst_size)| MeterBand::Drop { rate, burst_size }),
-                (any::<u32>(), any::<u32>(), any::<u8>()).prop_map(
-                    |(rate, burst_size, prec_level)| MeterBand::DscpRemark {
-                        rate,
-                        burst_size,
-                        prec_level
-                    }
-                ),
-                (any::<u32>(), any::<u32>(), any::<u32>(), bytes(12)).prop_map(
-                    |(rate, burst_size, experimenter, data)| MeterBand::Experimenter {
-                        rate,
-                        burst_size,
-                        experimenter,
-                        data
-                    }
-                ),
-            ]
-        }
-
         fn arb_flow_stats_request() -> impl Strategy<Value = FlowStatsRequest> {
             (any::<(u8, u32, u32, u64, u64)>(), arb_match()).prop_map(
                 |((table_id, out_port, out_group, cookie, cookie_mask), match_)| FlowStatsRequest {
@@ -1290,45 +1266,11 @@ pub(crate) mod tests {
         }
 
         fn arb_group_desc() -> impl Strategy<Value = GroupDesc> {
-            let bucket = (any::<(u16, u32, u32)>(), arb_actions()).prop_map(
-                |((weight, watch_port, watch_group), actions)| Bucket {
-                    weight,
-                    watch_port,
-                    watch_group,
-                    actions,
-                },
-            );
-            (
-                prop::sample::select(vec![
-                    GroupType::All,
-                    GroupType::Select,
-                    GroupType::Indirect,
-                    GroupType::FastFailover,
-                ]),
-                any::<u32>(),
-                vec(bucket, 0..4),
-            )
-                .prop_map(|(group_type, group_id, buckets)| GroupDesc {
+            (arb_group_type(), any::<u32>(), vec(arb_bucket(), 0..4)).prop_map(
+                |(group_type, group_id, buckets)| GroupDesc {
                     group_type,
                     group_id,
                     buckets,
-                })
-        }
-
-        fn arb_port() -> impl Strategy<Value = Port> {
-            (any::<(u32, [u8; 6])>(), text(3), any::<[u32; 8]>()).prop_map(
-                |((port_no, mac), name, v)| Port {
-                    port_no,
-                    hw_addr: MacAddr(mac),
-                    name,
-                    config: v[0],
-                    state: v[1],
-                    curr: v[2],
-                    advertised: v[3],
-                    supported: v[4],
-                    peer: v[5],
-                    curr_speed: v[6],
-                    max_speed: v[7],
                 },
             )
         }
@@ -1537,101 +1479,105 @@ pub(crate) mod tests {
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xfffe, 0xffff,
         ];
 
+        /// Encodes `m`; the bytes must decode to `m` and re-encode the same.
+        fn round_trip<M: PartialEq + std::fmt::Debug>(
+            m: &M,
+            encode: fn(&M, &mut Vec<u8>),
+            decode: fn(&[u8]) -> Result<M, DecodeError>,
+        ) -> Result<(), TestCaseError> {
+            let mut b = Vec::new();
+            encode(m, &mut b);
+            let back = decode(&b).unwrap();
+            prop_assert_eq!(&back, m);
+            let mut again = Vec::new();
+            encode(&back, &mut again);
+            prop_assert_eq!(again, b);
+            Ok(())
+        }
+
+        /// Whatever `bytes` decode to re-encodes to bytes that decode the same.
+        fn stable<M: PartialEq + std::fmt::Debug>(
+            bytes: &[u8],
+            encode: fn(&M, &mut Vec<u8>),
+            decode: fn(&[u8]) -> Result<M, DecodeError>,
+        ) -> Result<(), TestCaseError> {
+            if let Ok(m) = decode(bytes) {
+                let mut out = Vec::new();
+                encode(&m, &mut out);
+                prop_assert_eq!(decode(&out).unwrap(), m);
+            }
+            Ok(())
+        }
+
+        /// The encoding of `m` with bytes overwritten (`flips`), then cut
+        /// short (`cut`): neither form panics, and what decodes is stable.
+        fn mutated<M: PartialEq + std::fmt::Debug>(
+            m: &M,
+            flips: Vec<(prop::sample::Index, u8)>,
+            cut: prop::sample::Index,
+            encode: fn(&M, &mut Vec<u8>),
+            decode: fn(&[u8]) -> Result<M, DecodeError>,
+        ) -> Result<(), TestCaseError> {
+            let mut b = Vec::new();
+            encode(m, &mut b);
+            for (i, v) in flips {
+                let i = i.index(b.len());
+                b[i] = v;
+            }
+            stable(&b, encode, decode)?;
+            stable(&b[..cut.index(b.len() + 1)], encode, decode)
+        }
+
+        fn flips() -> impl Strategy<Value = Vec<(prop::sample::Index, u8)>> {
+            proptest::collection::vec(any::<(prop::sample::Index, u8)>(), 1..4)
+        }
+
+        fn fuzz_body() -> impl Strategy<Value = Vec<u8>> {
+            (
+                prop::sample::select(FUZZ_TYPES),
+                proptest::collection::vec(any::<u8>(), 0..300),
+            )
+                .prop_map(|(ty, tail)| [mp_header(ty, 0), tail].concat())
+        }
+
         proptest! {
             #[test]
             fn requests_round_trip(flags in any::<u16>(), body in arb_request_body()) {
-                let m = MultipartRequest { flags, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                let back = MultipartRequest::decode(&mut Reader::new(&b)).unwrap();
-                prop_assert_eq!(&back, &m);
-                let mut again = Vec::new();
-                back.encode(&mut again);
-                prop_assert_eq!(again, b);
+                round_trip(&MultipartRequest { flags, body }, MultipartRequest::encode, request)?;
             }
 
             #[test]
             fn replies_round_trip(flags in any::<u16>(), body in arb_reply_body()) {
-                let m = MultipartReply { flags, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                let back = MultipartReply::decode(&mut Reader::new(&b)).unwrap();
-                prop_assert_eq!(&back, &m);
-                let mut again = Vec::new();
-                back.encode(&mut again);
-                prop_assert_eq!(again, b);
+                round_trip(&MultipartReply { flags, body }, MultipartReply::encode, reply)?;
             }
 
             #[test]
-            fn random_request_bodies_never_panic_and_decodes_are_stable(
-                ty in prop::sample::select(FUZZ_TYPES),
-                tail in proptest::collection::vec(any::<u8>(), 0..300),
-            ) {
-                let mut b = mp_header(ty, 0);
-                b.extend(tail);
-                if let Ok(m) = request(&b) {
-                    let mut out = Vec::new();
-                    m.encode(&mut out);
-                    prop_assert_eq!(request(&out).unwrap(), m);
-                }
+            fn random_request_bodies_never_panic_and_decodes_are_stable(b in fuzz_body()) {
+                stable(&b, MultipartRequest::encode, request)?;
             }
 
             #[test]
-            fn random_reply_bodies_never_panic_and_decodes_are_stable(
-                ty in prop::sample::select(FUZZ_TYPES),
-                tail in proptest::collection::vec(any::<u8>(), 0..300),
-            ) {
-                let mut b = mp_header(ty, 0);
-                b.extend(tail);
-                if let Ok(m) = reply(&b) {
-                    let mut out = Vec::new();
-                    m.encode(&mut out);
-                    prop_assert_eq!(reply(&out).unwrap(), m);
-                }
+            fn random_reply_bodies_never_panic_and_decodes_are_stable(b in fuzz_body()) {
+                stable(&b, MultipartReply::encode, reply)?;
             }
 
             #[test]
             fn mutated_requests_never_panic_and_decode_stably(
                 body in arb_request_body(),
-                flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+                flips in flips(),
                 cut in any::<prop::sample::Index>(),
             ) {
                 let m = MultipartRequest { flags: 0, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                for (i, v) in flips {
-                    let i = i.index(b.len());
-                    b[i] = v;
-                }
-                for bytes in [&b[..], &b[..cut.index(b.len() + 1)]] {
-                    if let Ok(m) = request(bytes) {
-                        let mut out = Vec::new();
-                        m.encode(&mut out);
-                        prop_assert_eq!(request(&out).unwrap(), m);
-                    }
-                }
+                mutated(&m, flips, cut, MultipartRequest::encode, request)?;
             }
 
             #[test]
             fn mutated_replies_never_panic_and_decode_stably(
                 body in arb_reply_body(),
-                flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+                flips in flips(),
                 cut in any::<prop::sample::Index>(),
             ) {
-                let m = MultipartReply { flags: 0, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                for (i, v) in flips {
-                    let i = i.index(b.len());
-                    b[i] = v;
-                }
-                for bytes in [&b[..], &b[..cut.index(b.len() + 1)]] {
-                    if let Ok(m) = reply(bytes) {
-                        let mut out = Vec::new();
-                        m.encode(&mut out);
-                        prop_assert_eq!(reply(&out).unwrap(), m);
-                    }
-                }
+                mutated(&MultipartReply { flags: 0, body }, flips, cut, MultipartReply::encode, reply)?;
             }
         }
     }

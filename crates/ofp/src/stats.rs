@@ -45,7 +45,11 @@ impl FlowStatsRequest {
     pub const FIXED_LEN: usize = 32;
 }
 
-wire_layout!(FlowStatsRequest { table_id, pad 3, out_port, out_group, pad 4, cookie, cookie_mask, match_ });
+wire_layout! {
+    FlowStatsRequest {
+        table_id, pad 3, out_port, out_group, pad 4, cookie, cookie_mask, match_,
+    }
+}
 
 /// `ofp_flow_stats`: one flow entry in a FLOW reply.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -87,7 +91,12 @@ impl FlowStats {
     }
 }
 
-wire_layout!(FlowStats: record(0, "flow stats") { len, table_id, pad 1, duration_sec, duration_nsec, priority, idle_timeout, hard_timeout, flags, pad 4, cookie, packet_count, byte_count, match_, instructions });
+wire_layout! {
+    FlowStats: record(0, "flow stats") {
+        len, table_id, pad 1, duration_sec, duration_nsec, priority, idle_timeout, hard_timeout,
+        flags, pad 4, cookie, packet_count, byte_count, match_, instructions,
+    }
+}
 
 /// `ofp_aggregate_stats_reply`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -145,7 +154,13 @@ impl PortStats {
     pub const LEN: usize = 112;
 }
 
-wire_layout!(PortStats { port_no, pad 4, rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, tx_dropped, rx_errors, tx_errors, rx_frame_err, rx_over_err, rx_crc_err, collisions, duration_sec, duration_nsec });
+wire_layout! {
+    PortStats {
+        port_no, pad 4, rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, tx_dropped,
+        rx_errors, tx_errors, rx_frame_err, rx_over_err, rx_crc_err, collisions, duration_sec,
+        duration_nsec,
+    }
+}
 
 /// `ofp_queue_stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -164,15 +179,11 @@ impl QueueStats {
     pub const LEN: usize = 40;
 }
 
-wire_layout!(QueueStats {
-    port_no,
-    queue_id,
-    tx_bytes,
-    tx_packets,
-    tx_errors,
-    duration_sec,
-    duration_nsec
-});
+wire_layout! {
+    QueueStats {
+        port_no, queue_id, tx_bytes, tx_packets, tx_errors, duration_sec, duration_nsec,
+    }
+}
 
 /// `ofp_bucket_counter`: packet and byte counts of one bucket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -200,7 +211,12 @@ impl GroupStats {
     pub const FIXED_LEN: usize = 40;
 }
 
-wire_layout!(GroupStats: record(0, "group stats") { len, pad 2, group_id, ref_count, pad 4, packet_count, byte_count, duration_sec, duration_nsec, bucket_stats });
+wire_layout! {
+    GroupStats: record(0, "group stats") {
+        len, pad 2, group_id, ref_count, pad 4, packet_count, byte_count, duration_sec,
+        duration_nsec, bucket_stats,
+    }
+}
 
 /// `ofp_group_desc`: a group and its buckets.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -279,7 +295,12 @@ impl MeterStats {
     pub const FIXED_LEN: usize = 40;
 }
 
-wire_layout!(MeterStats: record(4, "meter stats") { meter_id, len, pad 6, flow_count, packet_in_count, byte_in_count, duration_sec, duration_nsec, band_stats });
+wire_layout! {
+    MeterStats: record(4, "meter stats") {
+        meter_id, len, pad 6, flow_count, packet_in_count, byte_in_count, duration_sec,
+        duration_nsec, band_stats,
+    }
+}
 
 /// `ofp_meter_config`: a meter and its bands.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]

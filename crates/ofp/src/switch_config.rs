@@ -42,7 +42,11 @@ impl FeaturesReply {
     pub const BODY_LEN: usize = 24;
 }
 
-wire_layout!(FeaturesReply { datapath_id, n_buffers, n_tables, auxiliary_id, pad 2, capabilities, reserved });
+wire_layout! {
+    FeaturesReply {
+        datapath_id, n_buffers, n_tables, auxiliary_id, pad 2, capabilities, reserved,
+    }
+}
 
 /// `ofp_switch_config` (after the header): the body of GET_CONFIG_REPLY and
 /// SET_CONFIG.
