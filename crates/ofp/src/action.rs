@@ -254,22 +254,6 @@ impl Action {
         w.patch_u16(start + 2, u16::try_from(len).unwrap_or(u16::MAX));
     }
 
-    /// Decodes actions until the reader is empty.
-    pub fn decode_list(r: &mut Reader) -> Result<Vec<Action>, DecodeError> {
-        let mut out = Vec::new();
-        while !r.is_empty() {
-            out.push(Action::decode(r)?);
-        }
-        Ok(out)
-    }
-
-    /// Encodes a list of actions.
-    pub fn encode_list(actions: &[Action], w: &mut Vec<u8>) {
-        for a in actions {
-            a.encode(w);
-        }
-    }
-
     /// Bytes a list of actions takes on the wire.
     pub fn list_wire_len(actions: &[Action]) -> usize {
         actions.iter().map(Action::wire_len).sum()
@@ -386,6 +370,7 @@ fn decode_set_field(b: &mut Reader, start: usize, len: usize) -> Result<Oxm, Dec
 mod tests {
     use super::*;
     use crate::oxm::{MacAddr, OxmField, OxmValue};
+    use crate::wire::FieldList;
 
     fn decode(bytes: &[u8]) -> Result<Action, DecodeError> {
         let mut r = Reader::new(bytes);

@@ -3,7 +3,7 @@
 use crate::error::{DecodeError, FlowModFailedCode, OfpError};
 use crate::instruction::Instruction;
 use crate::oxm::Match;
-use crate::wire::{wire_enum, wire_numbers, Reader, Writer};
+use crate::wire::{wire_enum, wire_numbers, FieldList, Reader, Writer};
 use serde::Serialize;
 
 wire_enum! {

@@ -5,7 +5,7 @@
 
 use crate::action::Action;
 use crate::error::{BadInstructionCode, DecodeError, OfpError};
-use crate::wire::{round_up_8, wire_numbers, Reader, Writer};
+use crate::wire::{round_up_8, wire_numbers, FieldList, Reader, Writer};
 use serde::Serialize;
 
 wire_numbers! {
@@ -187,22 +187,6 @@ impl Instruction {
         w.pad_to_8(start);
         let len = w.len() - start;
         w.patch_u16(start + 2, u16::try_from(len).unwrap_or(u16::MAX));
-    }
-
-    /// Decodes instructions until the reader is empty.
-    pub fn decode_list(r: &mut Reader) -> Result<Vec<Instruction>, DecodeError> {
-        let mut out = Vec::new();
-        while !r.is_empty() {
-            out.push(Instruction::decode(r)?);
-        }
-        Ok(out)
-    }
-
-    /// Encodes a list of instructions.
-    pub fn encode_list(instructions: &[Instruction], w: &mut Vec<u8>) {
-        for i in instructions {
-            i.encode(w);
-        }
     }
 
     /// Bytes a list of instructions takes on the wire.

@@ -1,7 +1,7 @@
 //! `OFPT_METER_MOD` (spec 1.3.5 §7.3.4.4).
 
 use crate::error::{DecodeError, MeterModFailedCode, OfpError};
-use crate::wire::{bad_len, wire_enum, wire_numbers, Reader, Writer};
+use crate::wire::{bad_len, wire_enum, wire_numbers, FieldList, Reader, Writer};
 use serde::Serialize;
 
 wire_enum! {
@@ -151,23 +151,6 @@ impl MeterBand {
         }
         let len = w.len() - start;
         w.patch_u16(start + 2, len as u16);
-    }
-
-    /// Decodes bands until the reader is empty (also used by the meter
-    /// config multipart reply).
-    pub fn decode_list(r: &mut Reader) -> Result<Vec<MeterBand>, DecodeError> {
-        let mut bands = Vec::new();
-        while !r.is_empty() {
-            bands.push(MeterBand::decode(r)?);
-        }
-        Ok(bands)
-    }
-
-    /// Encodes a list of bands.
-    pub fn encode_list(bands: &[MeterBand], w: &mut Vec<u8>) {
-        for b in bands {
-            b.encode(w);
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::action::Action;
 use crate::error::{BadRequestCode, DecodeError, OfpError};
-use crate::wire::{Reader, Writer};
+use crate::wire::{FieldList, Reader, Writer};
 use serde::Serialize;
 
 /// `ofp_packet_out` (after the header). `actions_len` is not stored: it is

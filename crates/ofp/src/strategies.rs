@@ -17,6 +17,7 @@ use crate::oxm::{
     MacAddr, Match, Oxm, OxmField, OxmValue, OXM_CLASS_EXPERIMENTER, OXM_CLASS_OPENFLOW_BASIC,
 };
 use crate::port::Port;
+use crate::wire::FieldList;
 use proptest::collection::vec;
 use proptest::prelude::*;
 

@@ -282,6 +282,21 @@ impl<T: Field> Field for Vec<T> {
     }
 }
 
+/// Lists of entries that run to the end of their reader (actions,
+/// instructions, bands), for any [`Field`].
+pub trait FieldList: Field {
+    /// Decodes entries until the reader is empty.
+    fn decode_list(r: &mut Reader) -> Result<Vec<Self>, DecodeError> {
+        Vec::read(r)
+    }
+    /// Encodes entries one after another.
+    fn encode_list(items: &[Self], w: &mut Vec<u8>) {
+        items.iter().for_each(|i| i.write(w));
+    }
+}
+
+impl<T: Field> FieldList for T {}
+
 /// Writes `decode`, `encode` and the [`Field`] impl for a struct whose wire
 /// form is its fields in the order listed, each in its [`Field`] form, where
 /// `pad N` stands for N bytes of padding (ignored on decode, written as
