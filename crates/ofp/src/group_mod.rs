@@ -111,6 +111,7 @@ impl GroupMod {
 mod tests {
     use super::*;
     use crate::error::BadRequestCode;
+    use crate::wire::reencodes;
 
     fn body(command: u16, group_type: u8) -> Vec<u8> {
         let mut b = command.to_be_bytes().to_vec();
@@ -124,15 +125,12 @@ mod tests {
     #[test]
     fn layout_and_round_trip() {
         let b = body(1, 1);
-        let g = GroupMod::decode(&mut Reader::new(&b)).unwrap();
+        let g = reencodes(&b, GroupMod::decode, GroupMod::encode);
         assert_eq!(g.command, GroupModCommand::Modify);
         assert_eq!(g.group_type, GroupType::Select);
         assert_eq!(g.group_id, 7);
         assert_eq!(g.buckets.len(), 2);
         assert_eq!((g.buckets[1].weight, g.buckets[1].watch_port), (6, 2));
-        let mut w = Vec::new();
-        g.encode(&mut w);
-        assert_eq!(w, b);
     }
 
     #[test]

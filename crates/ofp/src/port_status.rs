@@ -21,12 +21,7 @@ pub struct PortStatus {
     pub desc: Port,
 }
 
-impl PortStatus {
-    /// Body length (the message is 80 bytes).
-    pub const BODY_LEN: usize = 72;
-}
-
-wire_layout!(PortStatus { reason, pad 7, desc });
+wire_layout!(PortStatus: BODY_LEN = 72, { reason, pad 7, desc });
 
 /// `ofp_port_mod` (after the header).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -42,16 +37,16 @@ pub struct PortMod {
     pub advertise: u32,
 }
 
-impl PortMod {
-    /// Body length (the message is 40 bytes).
-    pub const BODY_LEN: usize = 32;
+wire_layout! {
+    PortMod: BODY_LEN = 32, {
+        port_no, pad 4, hw_addr, pad 2, config, mask, advertise, pad 4,
+    }
 }
-
-wire_layout!(PortMod { port_no, pad 4, hw_addr, pad 2, config, mask, advertise, pad 4 });
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::reencodes;
     use crate::wire::Reader;
 
     #[test]
@@ -61,13 +56,10 @@ mod tests {
             0, 1, 2, 3, 4, 5, 0, 0, // hw_addr, pad
             0, 0, 0, 0x41, 0, 0, 0, 0x61, 0, 0, 0x08, 0, 0, 0, 0, 0,
         ];
-        let p = PortMod::decode(&mut Reader::new(&body)).unwrap();
+        let p = reencodes(&body, PortMod::decode, PortMod::encode);
         assert_eq!(p.port_no, 1);
         assert_eq!(p.hw_addr, MacAddr([0, 1, 2, 3, 4, 5]));
         assert_eq!((p.config, p.mask, p.advertise), (0x41, 0x61, 0x800));
-        let mut w = Vec::new();
-        p.encode(&mut w);
-        assert_eq!(w, body);
         assert!(PortMod::decode(&mut Reader::new(&body[..31])).is_err());
     }
 
@@ -80,11 +72,8 @@ mod tests {
             ..Port::default()
         };
         port.encode(&mut body);
-        let s = PortStatus::decode(&mut Reader::new(&body)).unwrap();
+        let s = reencodes(&body, PortStatus::decode, PortStatus::encode);
         assert_eq!(s.reason, port_reason::MODIFY);
         assert_eq!(s.desc, port);
-        let mut w = Vec::new();
-        s.encode(&mut w);
-        assert_eq!(w, body);
     }
 }

@@ -21,12 +21,7 @@ pub struct Role {
     pub generation_id: u64,
 }
 
-impl Role {
-    /// Body length (the message is 24 bytes).
-    pub const BODY_LEN: usize = 16;
-}
-
-wire_layout!(Role { role, pad 4, generation_id });
+wire_layout!(Role: BODY_LEN = 16, { role, pad 4, generation_id });
 
 #[cfg(test)]
 mod tests {

@@ -106,12 +106,7 @@ pub struct AggregateStats {
     pub flow_count: u32,
 }
 
-impl AggregateStats {
-    /// Wire length.
-    pub const LEN: usize = 24;
-}
-
-wire_layout!(AggregateStats { packet_count, byte_count, flow_count, pad 4 });
+wire_layout!(AggregateStats: LEN = 24, { packet_count, byte_count, flow_count, pad 4 });
 
 /// `ofp_table_stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -122,12 +117,7 @@ pub struct TableStats {
     pub matched_count: u64,
 }
 
-impl TableStats {
-    /// Wire length.
-    pub const LEN: usize = 24;
-}
-
-wire_layout!(TableStats { table_id, pad 3, active_count, lookup_count, matched_count });
+wire_layout!(TableStats: LEN = 24, { table_id, pad 3, active_count, lookup_count, matched_count });
 
 /// `ofp_port_stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -149,13 +139,8 @@ pub struct PortStats {
     pub duration_nsec: u32,
 }
 
-impl PortStats {
-    /// Wire length.
-    pub const LEN: usize = 112;
-}
-
 wire_layout! {
-    PortStats {
+    PortStats: LEN = 112, {
         port_no, pad 4, rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, tx_dropped,
         rx_errors, tx_errors, rx_frame_err, rx_over_err, rx_crc_err, collisions, duration_sec,
         duration_nsec,
@@ -174,13 +159,8 @@ pub struct QueueStats {
     pub duration_nsec: u32,
 }
 
-impl QueueStats {
-    /// Wire length.
-    pub const LEN: usize = 40;
-}
-
 wire_layout! {
-    QueueStats {
+    QueueStats: LEN = 40, {
         port_no, queue_id, tx_bytes, tx_packets, tx_errors, duration_sec, duration_nsec,
     }
 }
@@ -192,7 +172,7 @@ pub struct BucketCounter {
     pub byte_count: u64,
 }
 
-wire_layout!(BucketCounter: 16 { packet_count, byte_count });
+wire_layout!(BucketCounter: LEN = 16, { packet_count, byte_count });
 
 /// `ofp_group_stats`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -257,17 +237,7 @@ pub struct GroupFeatures {
     pub actions: [u32; 4],
 }
 
-impl GroupFeatures {
-    /// Wire length.
-    pub const LEN: usize = 40;
-}
-
-wire_layout!(GroupFeatures {
-    types,
-    capabilities,
-    max_groups,
-    actions
-});
+wire_layout!(GroupFeatures: LEN = 40, { types, capabilities, max_groups, actions });
 
 /// `ofp_meter_band_stats`: counts of one band.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -276,7 +246,7 @@ pub struct MeterBandStats {
     pub byte_band_count: u64,
 }
 
-wire_layout!(MeterBandStats: 16 { packet_band_count, byte_band_count });
+wire_layout!(MeterBandStats: LEN = 16, { packet_band_count, byte_band_count });
 
 /// `ofp_meter_stats`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -340,12 +310,11 @@ pub struct MeterFeatures {
     pub max_color: u8,
 }
 
-impl MeterFeatures {
-    /// Wire length.
-    pub const LEN: usize = 16;
+wire_layout! {
+    MeterFeatures: LEN = 16, {
+        max_meter, band_types, capabilities, max_bands, max_color, pad 2,
+    }
 }
-
-wire_layout!(MeterFeatures { max_meter, band_types, capabilities, max_bands, max_color, pad 2 });
 
 #[cfg(test)]
 mod tests {

@@ -37,13 +37,8 @@ pub struct FeaturesReply {
     pub reserved: u32,
 }
 
-impl FeaturesReply {
-    /// Body length (the message is 32 bytes).
-    pub const BODY_LEN: usize = 24;
-}
-
 wire_layout! {
-    FeaturesReply {
+    FeaturesReply: BODY_LEN = 24, {
         datapath_id, n_buffers, n_tables, auxiliary_id, pad 2, capabilities, reserved,
     }
 }
@@ -58,15 +53,7 @@ pub struct SwitchConfig {
     pub miss_send_len: u16,
 }
 
-impl SwitchConfig {
-    /// Body length (the message is 12 bytes).
-    pub const BODY_LEN: usize = 4;
-}
-
-wire_layout!(SwitchConfig {
-    flags,
-    miss_send_len
-});
+wire_layout!(SwitchConfig: BODY_LEN = 4, { flags, miss_send_len });
 
 #[cfg(test)]
 mod tests {

@@ -12,12 +12,7 @@ pub struct TableMod {
     pub config: u32,
 }
 
-impl TableMod {
-    /// Body length (the message is 16 bytes).
-    pub const BODY_LEN: usize = 8;
-}
-
-wire_layout!(TableMod { table_id, pad 3, config });
+wire_layout!(TableMod: BODY_LEN = 8, { table_id, pad 3, config });
 
 #[cfg(test)]
 mod tests {

@@ -302,13 +302,14 @@ impl<T: Field> FieldList for T {}
 /// `pad N` stands for N bytes of padding (ignored on decode, written as
 /// zeros): `wire_layout!(Role { role, pad 4, generation_id });`
 ///
-/// `Name: N { .. }` also states the fixed wire size N. `Name: record(AT,
+/// `Name: LEN = N, { .. }` also states the fixed wire size N as `Name::LEN`
+/// (checked when encoding in debug builds). `Name: record(AT,
 /// "what") { .. }` is a record whose `u16` length, the item `len` AT bytes
 /// in, counts the whole record: decoding checks it with [`record`] against
 /// `Self::FIXED_LEN` and the bytes left, and reads the fields within it;
 /// encoding writes it once the record is known.
 macro_rules! wire_layout {
-    ($ty:ident $(: $size:literal)? { $($item:tt)* }) => {
+    ($ty:ident { $($item:tt)* }) => {
         impl $ty {
             /// Decodes it field by field, in wire order.
             pub fn decode(
@@ -323,7 +324,29 @@ macro_rules! wire_layout {
             }
         }
 
-        $crate::wire::wire_layout!(@field $ty $($size)?);
+        $crate::wire::wire_layout!(@field $ty);
+    };
+    ($ty:ident: $len:ident = $size:expr, { $($item:tt)* }) => {
+        impl $ty {
+            /// Its length on the wire.
+            pub const $len: usize = $size;
+
+            /// Decodes it field by field, in wire order.
+            pub fn decode(
+                r: &mut $crate::wire::Reader,
+            ) -> Result<Self, $crate::error::DecodeError> {
+                $crate::wire::wire_layout!(@read r [] $($item)*)
+            }
+
+            /// Encodes it field by field, padding as zeros.
+            pub fn encode(&self, w: &mut Vec<u8>) {
+                let start = w.len();
+                $crate::wire::wire_layout!(@write self w len_at $($item)*);
+                debug_assert_eq!(w.len() - start, Self::$len, "{} layout", stringify!($ty));
+            }
+        }
+
+        $crate::wire::wire_layout!(@field $ty Self::$len);
     };
     ($ty:ident: record($at:literal, $what:literal) { $($item:tt)* }) => {
         impl $ty {
@@ -348,7 +371,7 @@ macro_rules! wire_layout {
 
         $crate::wire::wire_layout!(@field $ty);
     };
-    (@field $ty:ident $($size:literal)?) => {
+    (@field $ty:ident $($size:expr)?) => {
         impl $crate::wire::Field for $ty {
             $(const SIZE: Option<usize> = Some($size);)?
             fn read(r: &mut $crate::wire::Reader) -> Result<Self, $crate::error::DecodeError> {
@@ -504,6 +527,23 @@ pub(crate) fn encode_fixed_str(s: &str, n: usize, w: &mut Vec<u8>) {
     let end = char_boundary_at_most(s, n);
     w.put_bytes(bytes.get(..end).unwrap_or_default());
     w.put_zeros(n - end);
+}
+
+/// Test helper: `decode` must take all of `body`, and encoding what it
+/// gives must give `body` back.
+#[cfg(test)]
+pub(crate) fn reencodes<T>(
+    body: &[u8],
+    decode: fn(&mut Reader) -> Result<T, DecodeError>,
+    encode: fn(&T, &mut Vec<u8>),
+) -> T {
+    let mut r = Reader::new(body);
+    let v = decode(&mut r).unwrap();
+    assert!(r.is_empty(), "{} bytes left undecoded", r.remaining());
+    let mut w = Vec::new();
+    encode(&v, &mut w);
+    assert_eq!(w, body);
+    v
 }
 
 #[cfg(test)]
