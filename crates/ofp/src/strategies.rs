@@ -17,7 +17,6 @@ use crate::oxm::{
     MacAddr, Match, Oxm, OxmField, OxmValue, OXM_CLASS_EXPERIMENTER, OXM_CLASS_OPENFLOW_BASIC,
 };
 use crate::port::Port;
-use crate::wire::FieldList;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -440,7 +439,7 @@ pub fn arb_bucket() -> BoxedStrategy<Bucket> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::Reader;
+    use crate::wire::{FieldList, Reader};
 
     fn enc_match(m: &Match) -> Vec<u8> {
         let mut w = Vec::new();
