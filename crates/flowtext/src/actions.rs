@@ -61,7 +61,7 @@
 
 use crate::lexer::{split_list, Tok};
 use crate::match_text::{
-    field_by_name, format_basic, format_other, parse_tos, parse_value_and_mask,
+    field_by_name, format_basic, format_other, parse_tos, parse_value_and_mask, transport_field,
 };
 use crate::value::{
     format_hex_bytes, format_port, parse_hex_bytes, parse_port, parse_u16, parse_u32, parse_u64,
@@ -399,19 +399,6 @@ fn set_field_by_name(name: &str) -> Option<OxmField> {
     })
 }
 
-/// The transport field `mod_tp_src`/`mod_tp_dst` sets for `ip_proto`.
-fn transport_field(proto: Option<u8>, src: bool) -> Option<OxmField> {
-    Some(match (proto?, src) {
-        (6, true) => OxmField::TcpSrc,
-        (6, false) => OxmField::TcpDst,
-        (17, true) => OxmField::UdpSrc,
-        (17, false) => OxmField::UdpDst,
-        (132, true) => OxmField::SctpSrc,
-        (132, false) => OxmField::SctpDst,
-        _ => return None,
-    })
-}
-
 /// A 12-bit VLAN id (`mod_vlan_vid`, `set_vlan_vid`).
 fn parse_vid(a: Tok<'_>) -> Result<u16, ParseError> {
     let vid = parse_u16(a, "a VLAN id")?;
@@ -632,12 +619,13 @@ fn parse_named_action(
             set_field(OxmField::IpDscp, OxmValue::U8(tos >> 2))
         }
         "mod_tp_src" | "mod_tp_dst" => {
-            let field = transport_field(pkt.ip_proto(), what == "mod_tp_src").ok_or_else(|| {
-                c.name.err(format!(
-                    "{} needs a tcp, udp or sctp match (or use set_field)",
-                    c.name.quoted()
-                ))
-            })?;
+            let field = transport_field(pkt.ip_proto().map(u128::from), what == "mod_tp_src")
+                .ok_or_else(|| {
+                    c.name.err(format!(
+                        "{} needs a tcp, udp or sctp match (or use set_field)",
+                        c.name.quoted()
+                    ))
+                })?;
             set_field(field, OxmValue::U16(parse_u16(c.arg()?, "a port")?))
         }
         "experimenter" => {

@@ -547,23 +547,15 @@ fn set_field_name(f: OxmField) -> &'static str {
 /// A set-field value as Open vSwitch prints that field: hexadecimal for
 /// `tun_id`, `metadata`, `ipv6_label`, `eth_type`, decimal otherwise.
 fn set_field_value(f: OxmField, v: &OxmValue) -> String {
-    match v {
-        OxmValue::Mac(m) => m.to_string(),
-        OxmValue::Ipv4(a) => a.to_string(),
-        OxmValue::Ipv6(a) => a.to_string(),
-        _ => {
-            let n = v.to_u128();
-            match f {
-                OxmField::TunnelId
-                | OxmField::Metadata
-                | OxmField::Ipv6Flabel
-                | OxmField::EthType
-                | OxmField::PbbIsid => format!("{n:#x}"),
-                OxmField::InPort => port_name(n as u32),
-                _ => n.to_string(),
-            }
-        }
-    }
+    crate::value::format_value(v, |n| match f {
+        OxmField::TunnelId
+        | OxmField::Metadata
+        | OxmField::Ipv6Flabel
+        | OxmField::EthType
+        | OxmField::PbbIsid => format!("{n:#x}"),
+        OxmField::InPort => port_name(n as u32),
+        _ => n.to_string(),
+    })
 }
 
 /// One action as Open vSwitch prints it.
