@@ -399,6 +399,21 @@ fn set_field_by_name(name: &str) -> Option<OxmField> {
     })
 }
 
+/// The ethertype of a push action: one of the two `allowed` for its tag
+/// (`kind`: "a VLAN", "an MPLS").
+fn pushed_ethertype(a: Tok<'_>, allowed: [u16; 2], kind: &str) -> Result<u16, ParseError> {
+    let ethertype = parse_u16(a, "an ethertype")?;
+    if !allowed.contains(&ethertype) {
+        return Err(a.err(format!(
+            "{} is not {kind} ethertype ({:#06x} or {:#06x})",
+            a.quoted(),
+            allowed[0],
+            allowed[1]
+        )));
+    }
+    Ok(ethertype)
+}
+
 /// A 12-bit VLAN id (`mod_vlan_vid`, `set_vlan_vid`).
 fn parse_vid(a: Tok<'_>) -> Result<u16, ParseError> {
     let vid = parse_u16(a, "a VLAN id")?;
@@ -495,28 +510,12 @@ fn parse_named_action(
         "set_queue" => Action::SetQueue {
             queue_id: parse_u32(c.arg()?, "a queue id")?,
         },
-        "push_vlan" => {
-            let a = c.arg()?;
-            let ethertype = parse_u16(a, "an ethertype")?;
-            if !matches!(ethertype, 0x8100 | 0x88a8) {
-                return Err(a.err(format!(
-                    "{} is not a VLAN ethertype (0x8100 or 0x88a8)",
-                    a.quoted()
-                )));
-            }
-            Action::PushVlan { ethertype }
-        }
-        "push_mpls" => {
-            let a = c.arg()?;
-            let ethertype = parse_u16(a, "an ethertype")?;
-            if !matches!(ethertype, 0x8847 | 0x8848) {
-                return Err(a.err(format!(
-                    "{} is not an MPLS ethertype (0x8847 or 0x8848)",
-                    a.quoted()
-                )));
-            }
-            Action::PushMpls { ethertype }
-        }
+        "push_vlan" => Action::PushVlan {
+            ethertype: pushed_ethertype(c.arg()?, [0x8100, 0x88a8], "a VLAN")?,
+        },
+        "push_mpls" => Action::PushMpls {
+            ethertype: pushed_ethertype(c.arg()?, [0x8847, 0x8848], "an MPLS")?,
+        },
         "pop_mpls" => Action::PopMpls {
             ethertype: parse_u16(c.arg()?, "an ethertype")?,
         },

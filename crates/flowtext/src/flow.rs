@@ -242,6 +242,7 @@ pub fn format_flow(fm: &FlowMod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lexer::{assert_text_round_trip, refused};
     use ofp::{Action, Instruction, Match, Oxm, OxmField, OxmValue};
 
     fn b(field: OxmField, value: OxmValue) -> Oxm {
@@ -253,10 +254,7 @@ mod tests {
     }
 
     fn round_trip(fm: &FlowMod) {
-        let text = format_flow(fm);
-        let back = parse_flow(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(&back, fm, "{text}");
-        assert_eq!(format_flow(&back), text);
+        assert_text_round_trip(fm, format_flow, parse_flow);
     }
 
     #[test]
@@ -498,18 +496,7 @@ mod tests {
     }
 
     fn err(text: &str) -> ParseError {
-        let e = parse_flow(text).unwrap_err();
-        assert!(
-            e.message.contains(&e.token),
-            "{text}: {} does not name {:?}",
-            e.message,
-            e.token
-        );
-        assert_eq!(
-            text.get(e.position..e.position + e.token.len()),
-            Some(e.token.as_str())
-        );
-        e
+        refused(parse_flow, text)
     }
 
     #[test]

@@ -244,6 +244,7 @@ pub fn format_group(gm: &GroupMod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lexer::{assert_text_round_trip, refused};
     use ofp::Action;
 
     fn out(port: u32) -> Action {
@@ -251,10 +252,7 @@ mod tests {
     }
 
     fn round_trip(gm: &GroupMod) {
-        let text = format_group(gm);
-        let back = parse_group(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(&back, gm, "{text}");
-        assert_eq!(format_group(&back), text);
+        assert_text_round_trip(gm, format_group, parse_group);
     }
 
     #[test]
@@ -371,13 +369,7 @@ mod tests {
     }
 
     fn err(text: &str) -> ParseError {
-        let e = parse_group(text).unwrap_err();
-        assert!(e.message.contains(&e.token), "{text}: {}", e.message);
-        assert_eq!(
-            text.get(e.position..e.position + e.token.len()),
-            Some(e.token.as_str())
-        );
-        e
+        refused(parse_group, text)
     }
 
     #[test]

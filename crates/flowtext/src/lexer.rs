@@ -156,6 +156,41 @@ pub(crate) fn flag_word(
     Ok(true)
 }
 
+/// Test helper: `text` prints from `v` with `format`, parses back to `v`
+/// with `parse`, and prints the same again.
+#[cfg(test)]
+pub(crate) fn assert_text_round_trip<T: PartialEq + std::fmt::Debug>(
+    v: &T,
+    format: fn(&T) -> String,
+    parse: fn(&str) -> Result<T, ParseError>,
+) {
+    let text = format(v);
+    let back = parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(&back, v, "{text}");
+    assert_eq!(format(&back), text);
+}
+
+/// Test helper: `parse` refuses `text` with an error whose message names
+/// its token and whose position is where that token stands in `text`.
+#[cfg(test)]
+pub(crate) fn refused<T: std::fmt::Debug>(
+    parse: fn(&str) -> Result<T, ParseError>,
+    text: &str,
+) -> ParseError {
+    let e = parse(text).unwrap_err();
+    assert!(
+        e.message.contains(&e.token),
+        "{text}: {} does not name {:?}",
+        e.message,
+        e.token
+    );
+    assert_eq!(
+        text.get(e.position..e.position + e.token.len()),
+        Some(e.token.as_str())
+    );
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

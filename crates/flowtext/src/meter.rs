@@ -303,12 +303,10 @@ pub fn format_meter(mm: &MeterMod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lexer::{assert_text_round_trip, refused};
 
     fn round_trip(mm: &MeterMod) {
-        let text = format_meter(mm);
-        let back = parse_meter(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(&back, mm, "{text}");
-        assert_eq!(format_meter(&back), text);
+        assert_text_round_trip(mm, format_meter, parse_meter);
     }
 
     #[test]
@@ -450,13 +448,7 @@ mod tests {
     }
 
     fn err(text: &str) -> ParseError {
-        let e = parse_meter(text).unwrap_err();
-        assert!(e.message.contains(&e.token), "{text}: {}", e.message);
-        assert_eq!(
-            text.get(e.position..e.position + e.token.len()),
-            Some(e.token.as_str())
-        );
-        e
+        refused(parse_meter, text)
     }
 
     #[test]
