@@ -61,7 +61,7 @@
 
 use crate::lexer::{split_list, Tok};
 use crate::match_text::{
-    field_by_name, format_basic, format_other, parse_tos, parse_value_and_mask,
+    field_by_name, format_basic, format_other, parse_tos, parse_value_and_mask, transport_field,
 };
 use crate::value::{
     format_hex_bytes, format_port, parse_hex_bytes, parse_port, parse_u16, parse_u32, parse_u64,
@@ -399,17 +399,19 @@ fn set_field_by_name(name: &str) -> Option<OxmField> {
     })
 }
 
-/// The transport field `mod_tp_src`/`mod_tp_dst` sets for `ip_proto`.
-fn transport_field(proto: Option<u8>, src: bool) -> Option<OxmField> {
-    Some(match (proto?, src) {
-        (6, true) => OxmField::TcpSrc,
-        (6, false) => OxmField::TcpDst,
-        (17, true) => OxmField::UdpSrc,
-        (17, false) => OxmField::UdpDst,
-        (132, true) => OxmField::SctpSrc,
-        (132, false) => OxmField::SctpDst,
-        _ => return None,
-    })
+/// The ethertype of a push action: one of the two `allowed` for its tag
+/// (`kind`: "a VLAN", "an MPLS").
+fn pushed_ethertype(a: Tok<'_>, allowed: [u16; 2], kind: &str) -> Result<u16, ParseError> {
+    let ethertype = parse_u16(a, "an ethertype")?;
+    if !allowed.contains(&ethertype) {
+        return Err(a.err(format!(
+            "{} is not {kind} ethertype ({:#06x} or {:#06x})",
+            a.quoted(),
+            allowed[0],
+            allowed[1]
+        )));
+    }
+    Ok(ethertype)
 }
 
 /// A 12-bit VLAN id (`mod_vlan_vid`, `set_vlan_vid`).
@@ -508,28 +510,12 @@ fn parse_named_action(
         "set_queue" => Action::SetQueue {
             queue_id: parse_u32(c.arg()?, "a queue id")?,
         },
-        "push_vlan" => {
-            let a = c.arg()?;
-            let ethertype = parse_u16(a, "an ethertype")?;
-            if !matches!(ethertype, 0x8100 | 0x88a8) {
-                return Err(a.err(format!(
-                    "{} is not a VLAN ethertype (0x8100 or 0x88a8)",
-                    a.quoted()
-                )));
-            }
-            Action::PushVlan { ethertype }
-        }
-        "push_mpls" => {
-            let a = c.arg()?;
-            let ethertype = parse_u16(a, "an ethertype")?;
-            if !matches!(ethertype, 0x8847 | 0x8848) {
-                return Err(a.err(format!(
-                    "{} is not an MPLS ethertype (0x8847 or 0x8848)",
-                    a.quoted()
-                )));
-            }
-            Action::PushMpls { ethertype }
-        }
+        "push_vlan" => Action::PushVlan {
+            ethertype: pushed_ethertype(c.arg()?, [0x8100, 0x88a8], "a VLAN")?,
+        },
+        "push_mpls" => Action::PushMpls {
+            ethertype: pushed_ethertype(c.arg()?, [0x8847, 0x8848], "an MPLS")?,
+        },
         "pop_mpls" => Action::PopMpls {
             ethertype: parse_u16(c.arg()?, "an ethertype")?,
         },
@@ -632,12 +618,13 @@ fn parse_named_action(
             set_field(OxmField::IpDscp, OxmValue::U8(tos >> 2))
         }
         "mod_tp_src" | "mod_tp_dst" => {
-            let field = transport_field(pkt.ip_proto(), what == "mod_tp_src").ok_or_else(|| {
-                c.name.err(format!(
-                    "{} needs a tcp, udp or sctp match (or use set_field)",
-                    c.name.quoted()
-                ))
-            })?;
+            let field = transport_field(pkt.ip_proto().map(u128::from), what == "mod_tp_src")
+                .ok_or_else(|| {
+                    c.name.err(format!(
+                        "{} needs a tcp, udp or sctp match (or use set_field)",
+                        c.name.quoted()
+                    ))
+                })?;
             set_field(field, OxmValue::U16(parse_u16(c.arg()?, "a port")?))
         }
         "experimenter" => {

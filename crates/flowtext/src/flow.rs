@@ -34,7 +34,7 @@
 //! one); and `actions=...` (omitted for a delete without instructions).
 
 use crate::actions::{format_instructions, parse_instructions, Packet};
-use crate::lexer::{key_value, split_list, Tok};
+use crate::lexer::{command_and_pieces, flag_word, key_value, Tok};
 use crate::match_text::{format_match, MatchBuilder};
 use crate::value::{
     format_group_id, format_port, parse_group_id, parse_port, parse_u16, parse_u32, parse_u64,
@@ -45,20 +45,15 @@ use ofp::consts::{group_no, port_no, table_no, OFP_NO_BUFFER};
 use ofp::flow_mod::flow_mod_flags as ff;
 use ofp::{FlowMod, FlowModCommand};
 
-const FLAG_WORDS: &[(&str, u16)] = &[
-    ("send_flow_rem", ff::SEND_FLOW_REM),
-    ("check_overlap", ff::CHECK_OVERLAP),
-    ("reset_counts", ff::RESET_COUNTS),
-    ("no_packet_counts", ff::NO_PKT_COUNTS),
-    ("no_byte_counts", ff::NO_BYT_COUNTS),
+const FLAG_WORDS: &[(&str, u16)] = words![ff:
+    "send_flow_rem" => SEND_FLOW_REM, "check_overlap" => CHECK_OVERLAP,
+    "reset_counts" => RESET_COUNTS, "no_packet_counts" => NO_PKT_COUNTS,
+    "no_byte_counts" => NO_BYT_COUNTS,
 ];
 
-const COMMAND_WORDS: &[(&str, FlowModCommand)] = &[
-    ("add", FlowModCommand::Add),
-    ("modify", FlowModCommand::Modify),
-    ("modify_strict", FlowModCommand::ModifyStrict),
-    ("delete", FlowModCommand::Delete),
-    ("delete_strict", FlowModCommand::DeleteStrict),
+const COMMAND_WORDS: &[(&str, FlowModCommand)] = words![FlowModCommand:
+    "add" => Add, "modify" => Modify, "modify_strict" => ModifyStrict, "delete" => Delete,
+    "delete_strict" => DeleteStrict,
 ];
 
 /// Parses one flow; the command is add unless the text starts with a
@@ -75,18 +70,11 @@ fn is_delete(c: FlowModCommand) -> bool {
 /// word (`ovs-ofctl mod-flows`/`del-flows` pass theirs here).
 pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod, ParseError> {
     let whole = Tok::whole(text);
-    let pieces = split_list(whole)?;
-    let mut pieces = pieces.as_slice();
+    let (command, pieces) = command_and_pieces(whole, COMMAND_WORDS, command)?;
     let mut fm = FlowMod {
         command,
         ..FlowMod::default()
     };
-    if let Some((first, rest)) = pieces.split_first() {
-        if let Some(&(_, c)) = COMMAND_WORDS.iter().find(|(w, _)| *w == first.text) {
-            fm.command = c;
-            pieces = rest;
-        }
-    }
     if is_delete(fm.command) {
         fm.table_id = table_no::ALL;
     }
@@ -95,7 +83,7 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
     let mut actions: Option<Tok<'_>> = None;
     let mut cookie_mask: Option<Tok<'_>> = None;
     let mut table_all: Option<Tok<'_>> = None;
-    for &piece in pieces {
+    for &piece in &pieces {
         let (key, value) = key_value(piece);
         if key.text == "actions" {
             // Everything after "actions=" is the action list.
@@ -105,18 +93,7 @@ pub fn parse_flow_command(text: &str, command: FlowModCommand) -> Result<FlowMod
             }
             break;
         }
-        if let Some(&(_, bit)) = FLAG_WORDS.iter().find(|(w, _)| *w == key.text) {
-            if let Some(v) = value {
-                return Err(v.err(format!(
-                    "flag {} takes no value (got {})",
-                    key.quoted(),
-                    v.quoted()
-                )));
-            }
-            if fm.flags & bit != 0 {
-                return Err(key.err(format!("duplicate flag {}", key.quoted())));
-            }
-            fm.flags |= bit;
+        if flag_word(FLAG_WORDS, &mut fm.flags, key, value)? {
             continue;
         }
         if matcher.take(key, value)? {
@@ -265,6 +242,7 @@ pub fn format_flow(fm: &FlowMod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lexer::{assert_text_round_trip, refused};
     use ofp::{Action, Instruction, Match, Oxm, OxmField, OxmValue};
 
     fn b(field: OxmField, value: OxmValue) -> Oxm {
@@ -276,10 +254,7 @@ mod tests {
     }
 
     fn round_trip(fm: &FlowMod) {
-        let text = format_flow(fm);
-        let back = parse_flow(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(&back, fm, "{text}");
-        assert_eq!(format_flow(&back), text);
+        assert_text_round_trip(fm, format_flow, parse_flow);
     }
 
     #[test]
@@ -521,18 +496,7 @@ mod tests {
     }
 
     fn err(text: &str) -> ParseError {
-        let e = parse_flow(text).unwrap_err();
-        assert!(
-            e.message.contains(&e.token),
-            "{text}: {} does not name {:?}",
-            e.message,
-            e.token
-        );
-        assert_eq!(
-            text.get(e.position..e.position + e.token.len()),
-            Some(e.token.as_str())
-        );
-        e
+        refused(parse_flow, text)
     }
 
     #[test]

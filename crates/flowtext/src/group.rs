@@ -25,24 +25,19 @@
 //! (when not ANY) `actions=ACTIONS` (`drop` when empty).
 
 use crate::actions::{format_action_list, parse_action_list, Packet};
-use crate::lexer::{key_value, split_list, Tok};
+use crate::lexer::{command_and_pieces, key_value, split_list, Tok};
 use crate::value::{format_group_id, format_port, parse_group_id, parse_port, parse_u16};
 use crate::ParseError;
 use ofp::consts::{group_no, port_no};
 use ofp::{Bucket, GroupMod, GroupModCommand, GroupType};
 
-const COMMAND_WORDS: &[(&str, GroupModCommand)] = &[
-    ("add", GroupModCommand::Add),
-    ("modify", GroupModCommand::Modify),
-    ("delete", GroupModCommand::Delete),
+const COMMAND_WORDS: &[(&str, GroupModCommand)] = words![GroupModCommand:
+    "add" => Add, "modify" => Modify, "delete" => Delete,
 ];
 
-const TYPES: &[(&str, GroupType)] = &[
-    ("all", GroupType::All),
-    ("select", GroupType::Select),
-    ("indirect", GroupType::Indirect),
-    ("ff", GroupType::FastFailover),
-    ("fast_failover", GroupType::FastFailover),
+const TYPES: &[(&str, GroupType)] = words![GroupType:
+    "all" => All, "select" => Select, "indirect" => Indirect, "ff" => FastFailover,
+    "fast_failover" => FastFailover,
 ];
 
 /// Parses one group; the command is add unless the text starts with a
@@ -55,26 +50,19 @@ pub fn parse_group(text: &str) -> Result<GroupMod, ParseError> {
 /// word.
 pub fn parse_group_command(text: &str, command: GroupModCommand) -> Result<GroupMod, ParseError> {
     let whole = Tok::whole(text);
-    let pieces = split_list(whole)?;
-    let mut pieces = pieces.as_slice();
+    let (command, pieces) = command_and_pieces(whole, COMMAND_WORDS, command)?;
     let mut gm = GroupMod {
         command,
         group_type: GroupType::All,
         group_id: group_no::ALL,
         buckets: Vec::new(),
     };
-    if let Some((first, rest)) = pieces.split_first() {
-        if let Some(&(_, c)) = COMMAND_WORDS.iter().find(|(w, _)| *w == first.text) {
-            gm.command = c;
-            pieces = rest;
-        }
-    }
     let mut id_seen = false;
     let mut id_tok: Option<Tok<'_>> = None;
     let mut type_seen = false;
     // Start offsets of the buckets' texts (after "bucket=").
     let mut bucket_starts: Vec<Tok<'_>> = Vec::new();
-    for &piece in pieces {
+    for &piece in &pieces {
         let (key, value) = key_value(piece);
         if key.text == "bucket" {
             bucket_starts.push(piece);
@@ -256,6 +244,7 @@ pub fn format_group(gm: &GroupMod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lexer::{assert_text_round_trip, refused};
     use ofp::Action;
 
     fn out(port: u32) -> Action {
@@ -263,10 +252,7 @@ mod tests {
     }
 
     fn round_trip(gm: &GroupMod) {
-        let text = format_group(gm);
-        let back = parse_group(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(&back, gm, "{text}");
-        assert_eq!(format_group(&back), text);
+        assert_text_round_trip(gm, format_group, parse_group);
     }
 
     #[test]
@@ -383,13 +369,7 @@ mod tests {
     }
 
     fn err(text: &str) -> ParseError {
-        let e = parse_group(text).unwrap_err();
-        assert!(e.message.contains(&e.token), "{text}: {}", e.message);
-        assert_eq!(
-            text.get(e.position..e.position + e.token.len()),
-            Some(e.token.as_str())
-        );
-        e
+        refused(parse_group, text)
     }
 
     #[test]

@@ -107,6 +107,90 @@ pub(crate) fn key_value(t: Tok<'_>) -> (Tok<'_>, Option<Tok<'_>>) {
     }
 }
 
+/// What `word` stands for in a table of words.
+pub(crate) fn lookup<T: Copy>(table: &[(&str, T)], word: &str) -> Option<T> {
+    table.iter().find(|(w, _)| *w == word).map(|&(_, v)| v)
+}
+
+/// The command and the pieces of a flow, group or meter text: `default`
+/// unless the first piece is one of the command `words`, which is then
+/// not a piece.
+pub(crate) fn command_and_pieces<'a, C: Copy>(
+    whole: Tok<'a>,
+    words: &[(&str, C)],
+    default: C,
+) -> Result<(C, Vec<Tok<'a>>), ParseError> {
+    let mut pieces = split_list(whole)?;
+    match pieces.first().and_then(|first| lookup(words, first.text)) {
+        Some(command) => {
+            pieces.remove(0);
+            Ok((command, pieces))
+        }
+        None => Ok((default, pieces)),
+    }
+}
+
+/// A flag word (`send_flow_rem`, `kbps`, ...) sets its bit in `flags`:
+/// true when `key` is one of `words`. A flag takes no value and may be
+/// given once.
+pub(crate) fn flag_word(
+    words: &[(&str, u16)],
+    flags: &mut u16,
+    key: Tok<'_>,
+    value: Option<Tok<'_>>,
+) -> Result<bool, ParseError> {
+    let Some(bit) = lookup(words, key.text) else {
+        return Ok(false);
+    };
+    if let Some(v) = value {
+        return Err(v.err(format!(
+            "flag {} takes no value (got {})",
+            key.quoted(),
+            v.quoted()
+        )));
+    }
+    if *flags & bit != 0 {
+        return Err(key.err(format!("duplicate flag {}", key.quoted())));
+    }
+    *flags |= bit;
+    Ok(true)
+}
+
+/// Test helper: `text` prints from `v` with `format`, parses back to `v`
+/// with `parse`, and prints the same again.
+#[cfg(test)]
+pub(crate) fn assert_text_round_trip<T: PartialEq + std::fmt::Debug>(
+    v: &T,
+    format: fn(&T) -> String,
+    parse: fn(&str) -> Result<T, ParseError>,
+) {
+    let text = format(v);
+    let back = parse(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    assert_eq!(&back, v, "{text}");
+    assert_eq!(format(&back), text);
+}
+
+/// Test helper: `parse` refuses `text` with an error whose message names
+/// its token and whose position is where that token stands in `text`.
+#[cfg(test)]
+pub(crate) fn refused<T: std::fmt::Debug>(
+    parse: fn(&str) -> Result<T, ParseError>,
+    text: &str,
+) -> ParseError {
+    let e = parse(text).unwrap_err();
+    assert!(
+        e.message.contains(&e.token),
+        "{text}: {} does not name {:?}",
+        e.message,
+        e.token
+    );
+    assert_eq!(
+        text.get(e.position..e.position + e.token.len()),
+        Some(e.token.as_str())
+    );
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -95,6 +95,14 @@
 //! with the burst flag. Errors never panic: every [`ParseError`] names the
 //! offending token and its byte offset.
 
+/// A table of words and what they stand for, members of one enum or module:
+/// `words![GroupType: "all" => All, "ff" => FastFailover]`.
+macro_rules! words {
+    ($owner:ident: $($word:literal => $name:ident),* $(,)?) => {
+        &[$(($word, $owner::$name)),*]
+    };
+}
+
 pub mod actions;
 mod error;
 pub mod file;

@@ -55,19 +55,11 @@ const SHORTHANDS: &[(&str, u16, Option<u8>)] = &[
 ];
 
 /// Classic ovs names that are another name for one OXM field.
-const ALIASES: &[(&str, OxmField)] = &[
-    ("dl_src", OxmField::EthSrc),
-    ("dl_dst", OxmField::EthDst),
-    ("dl_type", OxmField::EthType),
-    ("dl_vlan_pcp", OxmField::VlanPcp),
-    ("nw_ecn", OxmField::IpEcn),
-    ("tun_id", OxmField::TunnelId),
-    ("ipv6_label", OxmField::Ipv6Flabel),
-    ("nd_target", OxmField::Ipv6NdTarget),
-    ("nd_sll", OxmField::Ipv6NdSll),
-    ("nd_tll", OxmField::Ipv6NdTll),
-    ("icmpv4_type", OxmField::Icmpv4Type),
-    ("in_port_oxm", OxmField::InPort),
+const ALIASES: &[(&str, OxmField)] = words![OxmField:
+    "dl_src" => EthSrc, "dl_dst" => EthDst, "dl_type" => EthType, "dl_vlan_pcp" => VlanPcp,
+    "nw_ecn" => IpEcn, "tun_id" => TunnelId, "ipv6_label" => Ipv6Flabel,
+    "nd_target" => Ipv6NdTarget, "nd_sll" => Ipv6NdSll, "nd_tll" => Ipv6NdTll,
+    "icmpv4_type" => Icmpv4Type, "in_port_oxm" => InPort,
 ];
 
 /// A field name as written in a match or a `set_field`: an OXM name or a
@@ -451,7 +443,7 @@ fn parse_vlan_tci(v: Tok<'_>) -> Result<Vec<Oxm>, ParseError> {
     Ok(out)
 }
 
-fn transport_field(ip_proto: Option<u128>, src: bool) -> Option<OxmField> {
+pub(crate) fn transport_field(ip_proto: Option<u128>, src: bool) -> Option<OxmField> {
     Some(match (ip_proto?, src) {
         (6, true) => OxmField::TcpSrc,
         (6, false) => OxmField::TcpDst,

@@ -22,30 +22,23 @@
 //! `prec_level=P` or `experimenter=0xID,data=HEX` (no `bands=` when there
 //! are none).
 
-use crate::lexer::{key_value, split_list, Tok};
+use crate::lexer::{command_and_pieces, flag_word, key_value, split_list, Tok};
 use crate::value::{format_hex_bytes, parse_hex_bytes, parse_u16, parse_u32, parse_u8};
 use crate::ParseError;
 use ofp::consts::meter_no;
 use ofp::meter_mod::meter_flags as mf;
 use ofp::{MeterBand, MeterMod, MeterModCommand};
 
-const COMMAND_WORDS: &[(&str, MeterModCommand)] = &[
-    ("add", MeterModCommand::Add),
-    ("modify", MeterModCommand::Modify),
-    ("delete", MeterModCommand::Delete),
+const COMMAND_WORDS: &[(&str, MeterModCommand)] = words![MeterModCommand:
+    "add" => Add, "modify" => Modify, "delete" => Delete,
 ];
 
-const FLAG_WORDS: &[(&str, u16)] = &[
-    ("kbps", mf::KBPS),
-    ("pktps", mf::PKTPS),
-    ("burst", mf::BURST),
-    ("stats", mf::STATS),
+const FLAG_WORDS: &[(&str, u16)] = words![mf:
+    "kbps" => KBPS, "pktps" => PKTPS, "burst" => BURST, "stats" => STATS,
 ];
 
-const METER_NAMES: &[(&str, u32)] = &[
-    ("all", meter_no::ALL),
-    ("controller", meter_no::CONTROLLER),
-    ("slowpath", meter_no::SLOWPATH),
+const METER_NAMES: &[(&str, u32)] = words![meter_no:
+    "all" => ALL, "controller" => CONTROLLER, "slowpath" => SLOWPATH,
 ];
 
 /// Parses one meter; the command is add unless the text starts with a
@@ -58,25 +51,18 @@ pub fn parse_meter(text: &str) -> Result<MeterMod, ParseError> {
 /// word.
 pub fn parse_meter_command(text: &str, command: MeterModCommand) -> Result<MeterMod, ParseError> {
     let whole = Tok::whole(text);
-    let pieces = split_list(whole)?;
-    let mut pieces = pieces.as_slice();
+    let (command, pieces) = command_and_pieces(whole, COMMAND_WORDS, command)?;
     let mut mm = MeterMod {
         command,
         flags: 0,
         meter_id: 0,
         bands: Vec::new(),
     };
-    if let Some((first, rest)) = pieces.split_first() {
-        if let Some(&(_, c)) = COMMAND_WORDS.iter().find(|(w, _)| *w == first.text) {
-            mm.command = c;
-            pieces = rest;
-        }
-    }
     let mut id_seen = false;
     let mut id_tok: Option<Tok<'_>> = None;
     let mut flags_seen = false;
     let mut bands: Option<Tok<'_>> = None;
-    for &piece in pieces {
+    for &piece in &pieces {
         let (key, value) = key_value(piece);
         if key.text == "bands" {
             if value.is_none() {
@@ -85,18 +71,7 @@ pub fn parse_meter_command(text: &str, command: MeterModCommand) -> Result<Meter
             bands = Some(whole.from(piece.pos + "bands=".len()));
             break;
         }
-        if let Some(&(_, bit)) = FLAG_WORDS.iter().find(|(w, _)| *w == key.text) {
-            if let Some(v) = value {
-                return Err(v.err(format!(
-                    "flag {} takes no value (got {})",
-                    key.quoted(),
-                    v.quoted()
-                )));
-            }
-            if mm.flags & bit != 0 {
-                return Err(key.err(format!("duplicate flag {}", key.quoted())));
-            }
-            mm.flags |= bit;
+        if flag_word(FLAG_WORDS, &mut mm.flags, key, value)? {
             continue;
         }
         let v = match (key.text, value) {
@@ -328,12 +303,10 @@ pub fn format_meter(mm: &MeterMod) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lexer::{assert_text_round_trip, refused};
 
     fn round_trip(mm: &MeterMod) {
-        let text = format_meter(mm);
-        let back = parse_meter(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-        assert_eq!(&back, mm, "{text}");
-        assert_eq!(format_meter(&back), text);
+        assert_text_round_trip(mm, format_meter, parse_meter);
     }
 
     #[test]
@@ -475,13 +448,7 @@ mod tests {
     }
 
     fn err(text: &str) -> ParseError {
-        let e = parse_meter(text).unwrap_err();
-        assert!(e.message.contains(&e.token), "{text}: {}", e.message);
-        assert_eq!(
-            text.get(e.position..e.position + e.token.len()),
-            Some(e.token.as_str())
-        );
-        e
+        refused(parse_meter, text)
     }
 
     #[test]

@@ -482,26 +482,26 @@ fn mac_masked(slot: Slot) -> String {
 
 /// `a.b.c.d`, `a.b.c.d/N` for a prefix mask, else `a.b.c.d/m.m.m.m`.
 fn ipv4_masked(slot: Slot) -> String {
-    let a = std::net::Ipv4Addr::from(slot.value as u32);
-    let m = slot.mask as u32;
-    if m == u32::MAX {
-        a.to_string()
-    } else if m.leading_ones() + m.trailing_zeros() == 32 {
-        format!("{a}/{}", m.leading_ones())
-    } else {
-        format!("{a}/{}", std::net::Ipv4Addr::from(m))
-    }
+    ip_masked(slot, 32, |v| std::net::Ipv4Addr::from(v as u32).to_string())
 }
 
 fn ipv6_masked(slot: Slot) -> String {
-    let a = std::net::Ipv6Addr::from(slot.value);
-    let m = slot.mask;
-    if m == u128::MAX {
-        a.to_string()
-    } else if m.leading_ones() + m.trailing_zeros() == 128 {
-        format!("{a}/{}", m.leading_ones())
+    ip_masked(slot, 128, |v| std::net::Ipv6Addr::from(v).to_string())
+}
+
+/// An address of `width` bits (printed by `addr`): bare when exact,
+/// `addr/N` for a prefix mask, else `addr/mask`.
+fn ip_masked(slot: Slot, width: u32, addr: fn(u128) -> String) -> String {
+    let full = u128::MAX >> (128 - width);
+    let m = slot.mask & full;
+    if m == full {
+        return addr(slot.value);
+    }
+    let prefix = (m << (128 - width)).leading_ones();
+    if m == full & !(full >> prefix) {
+        format!("{}/{prefix}", addr(slot.value))
     } else {
-        format!("{a}/{}", std::net::Ipv6Addr::from(m))
+        format!("{}/{}", addr(slot.value), addr(m))
     }
 }
 
@@ -547,23 +547,15 @@ fn set_field_name(f: OxmField) -> &'static str {
 /// A set-field value as Open vSwitch prints that field: hexadecimal for
 /// `tun_id`, `metadata`, `ipv6_label`, `eth_type`, decimal otherwise.
 fn set_field_value(f: OxmField, v: &OxmValue) -> String {
-    match v {
-        OxmValue::Mac(m) => m.to_string(),
-        OxmValue::Ipv4(a) => a.to_string(),
-        OxmValue::Ipv6(a) => a.to_string(),
-        _ => {
-            let n = v.to_u128();
-            match f {
-                OxmField::TunnelId
-                | OxmField::Metadata
-                | OxmField::Ipv6Flabel
-                | OxmField::EthType
-                | OxmField::PbbIsid => format!("{n:#x}"),
-                OxmField::InPort => port_name(n as u32),
-                _ => n.to_string(),
-            }
-        }
-    }
+    crate::value::format_value(v, |n| match f {
+        OxmField::TunnelId
+        | OxmField::Metadata
+        | OxmField::Ipv6Flabel
+        | OxmField::EthType
+        | OxmField::PbbIsid => format!("{n:#x}"),
+        OxmField::InPort => port_name(n as u32),
+        _ => n.to_string(),
+    })
 }
 
 /// One action as Open vSwitch prints it.
@@ -777,6 +769,24 @@ fn format_meter_parts(meter_id: u32, flags: u16, bands: &[MeterBand]) -> String 
 mod tests {
     use super::*;
     use crate::{parse_flow, parse_group, parse_meter};
+
+    #[test]
+    fn masked_addresses_print_bare_as_prefix_or_with_the_mask() {
+        let v4 = |value: u32, mask: u32| {
+            ipv4_masked(Slot {
+                value: value.into(),
+                mask: mask.into(),
+            })
+        };
+        assert_eq!(v4(0x0a00_0001, u32::MAX), "10.0.0.1");
+        assert_eq!(v4(0x0a00_0000, 0xffff_ff00), "10.0.0.0/24");
+        assert_eq!(v4(0, 0), "0.0.0.0/0");
+        assert_eq!(v4(0x0a00_0001, 0xff00_00ff), "10.0.0.1/255.0.0.255");
+        let v6 = |value: u128, mask: u128| ipv6_masked(Slot { value, mask });
+        assert_eq!(v6(1, u128::MAX), "::1");
+        assert_eq!(v6(0x2001_0db8 << 96, u128::MAX << 64), "2001:db8::/64");
+        assert_eq!(v6(1, 0xffff), "::1/::ffff");
+    }
 
     fn flow(text: &str) -> String {
         format_flow(&parse_flow(text).unwrap_or_else(|e| panic!("{text}: {e}")))

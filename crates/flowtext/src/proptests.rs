@@ -583,56 +583,69 @@ fn points_at_token(text: &str, e: &ParseError) -> bool {
         .is_some_and(|rest| rest.starts_with(e.token.as_str()))
 }
 
+/// `v` prints to text that parses back to `v`.
+fn parses_back<T: PartialEq + std::fmt::Debug>(
+    v: &T,
+    format: fn(&T) -> String,
+    parse: fn(&str) -> Result<T, ParseError>,
+) -> Result<String, TestCaseError> {
+    let text = format(v);
+    let back = parse(&text);
+    prop_assert_eq!(
+        back.as_ref().map_err(|e| (e.to_string(), text.clone())),
+        Ok(v)
+    );
+    Ok(text)
+}
+
+/// `v` prints to text that parses to `normalized(v)`, or is refused with an
+/// error that points at its token.
+fn normalized_or_refused<T: PartialEq + std::fmt::Debug>(
+    v: &T,
+    format: fn(&T) -> String,
+    parse: fn(&str) -> Result<T, ParseError>,
+    normalized: fn(&T) -> T,
+) -> Result<(), TestCaseError> {
+    let text = format(v);
+    match parse(&text) {
+        Ok(back) => prop_assert_eq!(back, normalized(v), "{}", text),
+        Err(e) => prop_assert!(points_at_token(&text, &e), "{:?} {:?}", text, e),
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
     fn installable_flows_print_and_parse_back(fm in arb_installable_flow()) {
-        let text = format_flow(&fm);
-        let back = parse_flow(&text);
-        prop_assert_eq!(back.as_ref().map_err(|e| (e.to_string(), text.clone())), Ok(&fm));
+        let text = parses_back(&fm, format_flow, parse_flow)?;
         prop_assert_eq!(format_flow(&fm), text);
     }
 
     #[test]
     fn any_flow_comes_back_normalized_or_is_refused(fm in arb_flow()) {
-        let text = format_flow(&fm);
-        match parse_flow(&text) {
-            Ok(back) => prop_assert_eq!(back, normalized_flow(&fm), "{}", text),
-            Err(e) => prop_assert!(points_at_token(&text, &e), "{:?} {:?}", text, e),
-        }
+        normalized_or_refused(&fm, format_flow, parse_flow, normalized_flow)?;
     }
 
     #[test]
     fn valid_groups_print_and_parse_back(gm in arb_valid_group()) {
-        let text = format_group(&gm);
-        let back = parse_group(&text);
-        prop_assert_eq!(back.as_ref().map_err(|e| (e.to_string(), text.clone())), Ok(&gm));
+        parses_back(&gm, format_group, parse_group)?;
     }
 
     #[test]
     fn any_group_comes_back_normalized_or_is_refused(gm in arb_group()) {
-        let text = format_group(&gm);
-        match parse_group(&text) {
-            Ok(back) => prop_assert_eq!(back, normalized_group(&gm), "{}", text),
-            Err(e) => prop_assert!(points_at_token(&text, &e), "{:?} {:?}", text, e),
-        }
+        normalized_or_refused(&gm, format_group, parse_group, normalized_group)?;
     }
 
     #[test]
     fn valid_meters_print_and_parse_back(mm in arb_valid_meter()) {
-        let text = format_meter(&mm);
-        let back = parse_meter(&text);
-        prop_assert_eq!(back.as_ref().map_err(|e| (e.to_string(), text.clone())), Ok(&mm));
+        parses_back(&mm, format_meter, parse_meter)?;
     }
 
     #[test]
     fn any_meter_comes_back_normalized_or_is_refused(mm in arb_meter()) {
-        let text = format_meter(&mm);
-        match parse_meter(&text) {
-            Ok(back) => prop_assert_eq!(back, normalized_meter(&mm), "{}", text),
-            Err(e) => prop_assert!(points_at_token(&text, &e), "{:?} {:?}", text, e),
-        }
+        normalized_or_refused(&mm, format_meter, parse_meter, normalized_meter)?;
     }
 
     #[test]

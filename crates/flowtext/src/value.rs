@@ -52,15 +52,9 @@ pub(crate) fn parse_u64(t: Tok<'_>, what: &str) -> Result<u64, ParseError> {
 }
 
 /// Reserved port names, as printed.
-const PORT_NAMES: &[(&str, u32)] = &[
-    ("IN_PORT", port_no::IN_PORT),
-    ("TABLE", port_no::TABLE),
-    ("NORMAL", port_no::NORMAL),
-    ("FLOOD", port_no::FLOOD),
-    ("ALL", port_no::ALL),
-    ("CONTROLLER", port_no::CONTROLLER),
-    ("LOCAL", port_no::LOCAL),
-    ("ANY", port_no::ANY),
+const PORT_NAMES: &[(&str, u32)] = words![port_no:
+    "IN_PORT" => IN_PORT, "TABLE" => TABLE, "NORMAL" => NORMAL, "FLOOD" => FLOOD, "ALL" => ALL,
+    "CONTROLLER" => CONTROLLER, "LOCAL" => LOCAL, "ANY" => ANY,
 ];
 
 /// The reserved port number for a name (any case; `NONE` is `ANY`).
@@ -238,24 +232,26 @@ pub(crate) fn parse_field_mask(field: OxmField, t: Tok<'_>) -> Result<OxmValue, 
 
 /// Prints the value of `field` (masked values of integer fields in hex).
 pub(crate) fn format_field_value(field: OxmField, v: &OxmValue, masked: bool) -> String {
+    format_value(v, |n| match field {
+        OxmField::InPort | OxmField::InPhyPort if !masked => format_port(n as u32),
+        OxmField::EthType => format!("0x{n:04x}"),
+        OxmField::Metadata
+        | OxmField::TunnelId
+        | OxmField::Ipv6Exthdr
+        | OxmField::VlanVid
+        | OxmField::PbbIsid => format!("0x{n:x}"),
+        _ if masked => format!("0x{n:x}"),
+        _ => n.to_string(),
+    })
+}
+
+/// Prints a value: addresses in their usual notation, integers with `int`.
+pub(crate) fn format_value(v: &OxmValue, int: impl FnOnce(u128) -> String) -> String {
     match v {
         OxmValue::Mac(m) => m.to_string(),
         OxmValue::Ipv4(a) => a.to_string(),
         OxmValue::Ipv6(a) => a.to_string(),
-        _ => {
-            let n = v.to_u128();
-            match field {
-                OxmField::InPort | OxmField::InPhyPort if !masked => format_port(n as u32),
-                OxmField::EthType => format!("0x{n:04x}"),
-                OxmField::Metadata
-                | OxmField::TunnelId
-                | OxmField::Ipv6Exthdr
-                | OxmField::VlanVid
-                | OxmField::PbbIsid => format!("0x{n:x}"),
-                _ if masked => format!("0x{n:x}"),
-                _ => n.to_string(),
-            }
-        }
+        _ => int(v.to_u128()),
     }
 }
 

@@ -7,28 +7,17 @@
 
 use crate::error::{BadActionCode, BadMatchCode, DecodeError, OfpError};
 use crate::oxm::Oxm;
-use crate::wire::{round_up_8, Reader, Writer};
+use crate::wire::{round_up_8, wire_numbers, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPAT_*` action type numbers.
-pub mod action_type {
-    pub const OUTPUT: u16 = 0;
-    pub const COPY_TTL_OUT: u16 = 11;
-    pub const COPY_TTL_IN: u16 = 12;
-    pub const SET_MPLS_TTL: u16 = 15;
-    pub const DEC_MPLS_TTL: u16 = 16;
-    pub const PUSH_VLAN: u16 = 17;
-    pub const POP_VLAN: u16 = 18;
-    pub const PUSH_MPLS: u16 = 19;
-    pub const POP_MPLS: u16 = 20;
-    pub const SET_QUEUE: u16 = 21;
-    pub const GROUP: u16 = 22;
-    pub const SET_NW_TTL: u16 = 23;
-    pub const DEC_NW_TTL: u16 = 24;
-    pub const SET_FIELD: u16 = 25;
-    pub const PUSH_PBB: u16 = 26;
-    pub const POP_PBB: u16 = 27;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPAT_*` action type numbers.
+    pub mod action_type: u16 {
+        OUTPUT = 0, COPY_TTL_OUT = 11, COPY_TTL_IN = 12, SET_MPLS_TTL = 15, DEC_MPLS_TTL = 16,
+        PUSH_VLAN = 17, POP_VLAN = 18, PUSH_MPLS = 19, POP_MPLS = 20, SET_QUEUE = 21,
+        GROUP = 22, SET_NW_TTL = 23, DEC_NW_TTL = 24, SET_FIELD = 25, PUSH_PBB = 26,
+        POP_PBB = 27, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// `OFPCML_NO_BUFFER`: send the whole packet to the controller.
@@ -89,6 +78,8 @@ pub enum Action {
 
 /// The length error of an action (`BAD_ACTION/BAD_LEN`).
 const ACTION_BAD_LEN: OfpError = OfpError::BadAction(BadActionCode::BadLen);
+
+crate::wire::codec_field!(Action);
 
 impl Action {
     /// The `OFPAT_*` type number.
@@ -263,22 +254,6 @@ impl Action {
         w.patch_u16(start + 2, u16::try_from(len).unwrap_or(u16::MAX));
     }
 
-    /// Decodes actions until the reader is empty.
-    pub fn decode_list(r: &mut Reader) -> Result<Vec<Action>, DecodeError> {
-        let mut out = Vec::new();
-        while !r.is_empty() {
-            out.push(Action::decode(r)?);
-        }
-        Ok(out)
-    }
-
-    /// Encodes a list of actions.
-    pub fn encode_list(actions: &[Action], w: &mut Vec<u8>) {
-        for a in actions {
-            a.encode(w);
-        }
-    }
-
     /// Bytes a list of actions takes on the wire.
     pub fn list_wire_len(actions: &[Action]) -> usize {
         actions.iter().map(Action::wire_len).sum()
@@ -395,6 +370,7 @@ fn decode_set_field(b: &mut Reader, start: usize, len: usize) -> Result<Oxm, Dec
 mod tests {
     use super::*;
     use crate::oxm::{MacAddr, OxmField, OxmValue};
+    use crate::wire::FieldList;
 
     fn decode(bytes: &[u8]) -> Result<Action, DecodeError> {
         let mut r = Reader::new(bytes);

@@ -8,258 +8,153 @@
 use serde::Serialize;
 use std::fmt;
 
-/// Declares a `#[repr(u16)]` code enum with its spec names.
-macro_rules! error_codes {
-    ($(#[$meta:meta])* $name:ident { $($variant:ident = $value:expr => $text:expr,)* }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-        #[repr(u16)]
-        pub enum $name { $($variant = $value,)* }
+/// Declares the error types and their codes from one table: for each type
+/// its number, its [`OfpError`] variant with the code enum, and its spec
+/// name; then its codes, each with its number and spec name (without the
+/// `OFPxxC_` prefix). Everything that maps between the two forms is
+/// derived from the table.
+macro_rules! error_table {
+    ($(
+        $type_num:literal $type_variant:ident($code:ident) $type_name:literal {
+            $($variant:ident = $value:literal $text:literal,)*
+        }
+    )*) => {
+        $(
+            #[doc = concat!("The codes of `OFPET_", $type_name, "`.")]
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+            #[repr(u16)]
+            pub enum $code { $($variant = $value,)* }
 
-        impl $name {
-            /// The code for a wire value, if the spec defines one.
-            pub fn from_u16(value: u16) -> Option<Self> {
-                match value { $($value => Some(Self::$variant),)* _ => None }
+            impl $code {
+                /// The code for a wire value, if the spec defines one.
+                pub fn from_u16(value: u16) -> Option<Self> {
+                    match value { $($value => Some(Self::$variant),)* _ => None }
+                }
+                /// The spec's name without its `OFPxxC_` prefix, e.g. `BAD_LEN`.
+                pub fn name(self) -> &'static str {
+                    match self { $(Self::$variant => $text,)* }
+                }
             }
-            /// The spec's name without its `OFPxxC_` prefix, e.g. `BAD_LEN`.
-            pub fn name(self) -> &'static str {
-                match self { $(Self::$variant => $text,)* }
+        )*
+
+        /// An OpenFlow error: the `(type, code)` pair of an `OFPT_ERROR` message.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+        pub enum OfpError { $($type_variant($code),)* }
+
+        impl OfpError {
+            /// The wire `(type, code)` pair.
+            pub fn type_code(self) -> (u16, u16) {
+                match self { $(Self::$type_variant(c) => ($type_num, c as u16),)* }
+            }
+
+            /// The typed error for a wire pair, if the spec defines it.
+            pub fn from_type_code(err_type: u16, code: u16) -> Option<Self> {
+                match err_type {
+                    $($type_num => $code::from_u16(code).map(Self::$type_variant),)*
+                    _ => None,
+                }
+            }
+
+            /// The spec's name of the code, e.g. `BAD_PREREQ`.
+            pub fn code_name(self) -> &'static str {
+                match self { $(Self::$type_variant(c) => c.name(),)* }
+            }
+        }
+
+        /// The spec's name of an error type number.
+        pub fn error_type_name(err_type: u16) -> Option<&'static str> {
+            match err_type {
+                $($type_num => Some($type_name),)*
+                OFPET_EXPERIMENTER => Some("EXPERIMENTER"),
+                _ => None,
             }
         }
     };
 }
 
-error_codes!(HelloFailedCode { Incompatible = 0 => "INCOMPATIBLE", Eperm = 1 => "EPERM", });
-error_codes!(BadRequestCode {
-    BadVersion = 0 => "BAD_VERSION",
-    BadType = 1 => "BAD_TYPE",
-    BadMultipart = 2 => "BAD_MULTIPART",
-    BadExperimenter = 3 => "BAD_EXPERIMENTER",
-    BadExpType = 4 => "BAD_EXP_TYPE",
-    Eperm = 5 => "EPERM",
-    BadLen = 6 => "BAD_LEN",
-    BufferEmpty = 7 => "BUFFER_EMPTY",
-    BufferUnknown = 8 => "BUFFER_UNKNOWN",
-    BadTableId = 9 => "BAD_TABLE_ID",
-    IsSlave = 10 => "IS_SLAVE",
-    BadPort = 11 => "BAD_PORT",
-    BadPacket = 12 => "BAD_PACKET",
-    MultipartBufferOverflow = 13 => "MULTIPART_BUFFER_OVERFLOW",
-});
-error_codes!(BadActionCode {
-    BadType = 0 => "BAD_TYPE",
-    BadLen = 1 => "BAD_LEN",
-    BadExperimenter = 2 => "BAD_EXPERIMENTER",
-    BadExpType = 3 => "BAD_EXP_TYPE",
-    BadOutPort = 4 => "BAD_OUT_PORT",
-    BadArgument = 5 => "BAD_ARGUMENT",
-    Eperm = 6 => "EPERM",
-    TooMany = 7 => "TOO_MANY",
-    BadQueue = 8 => "BAD_QUEUE",
-    BadOutGroup = 9 => "BAD_OUT_GROUP",
-    MatchInconsistent = 10 => "MATCH_INCONSISTENT",
-    UnsupportedOrder = 11 => "UNSUPPORTED_ORDER",
-    BadTag = 12 => "BAD_TAG",
-    BadSetType = 13 => "BAD_SET_TYPE",
-    BadSetLen = 14 => "BAD_SET_LEN",
-    BadSetArgument = 15 => "BAD_SET_ARGUMENT",
-});
-error_codes!(BadInstructionCode {
-    UnknownInst = 0 => "UNKNOWN_INST",
-    UnsupInst = 1 => "UNSUP_INST",
-    BadTableId = 2 => "BAD_TABLE_ID",
-    UnsupMetadata = 3 => "UNSUP_METADATA",
-    UnsupMetadataMask = 4 => "UNSUP_METADATA_MASK",
-    BadExperimenter = 5 => "BAD_EXPERIMENTER",
-    BadExpType = 6 => "BAD_EXP_TYPE",
-    BadLen = 7 => "BAD_LEN",
-    Eperm = 8 => "EPERM",
-});
-error_codes!(BadMatchCode {
-    BadType = 0 => "BAD_TYPE",
-    BadLen = 1 => "BAD_LEN",
-    BadTag = 2 => "BAD_TAG",
-    BadDlAddrMask = 3 => "BAD_DL_ADDR_MASK",
-    BadNwAddrMask = 4 => "BAD_NW_ADDR_MASK",
-    BadWildcards = 5 => "BAD_WILDCARDS",
-    BadField = 6 => "BAD_FIELD",
-    BadValue = 7 => "BAD_VALUE",
-    BadMask = 8 => "BAD_MASK",
-    BadPrereq = 9 => "BAD_PREREQ",
-    DupField = 10 => "DUP_FIELD",
-    Eperm = 11 => "EPERM",
-});
-error_codes!(FlowModFailedCode {
-    Unknown = 0 => "UNKNOWN",
-    TableFull = 1 => "TABLE_FULL",
-    BadTableId = 2 => "BAD_TABLE_ID",
-    Overlap = 3 => "OVERLAP",
-    Eperm = 4 => "EPERM",
-    BadTimeout = 5 => "BAD_TIMEOUT",
-    BadCommand = 6 => "BAD_COMMAND",
-    BadFlags = 7 => "BAD_FLAGS",
-});
-error_codes!(GroupModFailedCode {
-    GroupExists = 0 => "GROUP_EXISTS",
-    InvalidGroup = 1 => "INVALID_GROUP",
-    WeightUnsupported = 2 => "WEIGHT_UNSUPPORTED",
-    OutOfGroups = 3 => "OUT_OF_GROUPS",
-    OutOfBuckets = 4 => "OUT_OF_BUCKETS",
-    ChainingUnsupported = 5 => "CHAINING_UNSUPPORTED",
-    WatchUnsupported = 6 => "WATCH_UNSUPPORTED",
-    Loop = 7 => "LOOP",
-    UnknownGroup = 8 => "UNKNOWN_GROUP",
-    ChainedGroup = 9 => "CHAINED_GROUP",
-    BadType = 10 => "BAD_TYPE",
-    BadCommand = 11 => "BAD_COMMAND",
-    BadBucket = 12 => "BAD_BUCKET",
-    BadWatch = 13 => "BAD_WATCH",
-    Eperm = 14 => "EPERM",
-});
-error_codes!(PortModFailedCode {
-    BadPort = 0 => "BAD_PORT",
-    BadHwAddr = 1 => "BAD_HW_ADDR",
-    BadConfig = 2 => "BAD_CONFIG",
-    BadAdvertise = 3 => "BAD_ADVERTISE",
-    Eperm = 4 => "EPERM",
-});
-error_codes!(TableModFailedCode { BadTable = 0 => "BAD_TABLE", BadConfig = 1 => "BAD_CONFIG", Eperm = 2 => "EPERM", });
-error_codes!(QueueOpFailedCode { BadPort = 0 => "BAD_PORT", BadQueue = 1 => "BAD_QUEUE", Eperm = 2 => "EPERM", });
-error_codes!(SwitchConfigFailedCode { BadFlags = 0 => "BAD_FLAGS", BadLen = 1 => "BAD_LEN", Eperm = 2 => "EPERM", });
-error_codes!(RoleRequestFailedCode { Stale = 0 => "STALE", Unsup = 1 => "UNSUP", BadRole = 2 => "BAD_ROLE", });
-error_codes!(MeterModFailedCode {
-    Unknown = 0 => "UNKNOWN",
-    MeterExists = 1 => "METER_EXISTS",
-    InvalidMeter = 2 => "INVALID_METER",
-    UnknownMeter = 3 => "UNKNOWN_METER",
-    BadCommand = 4 => "BAD_COMMAND",
-    BadFlags = 5 => "BAD_FLAGS",
-    BadRate = 6 => "BAD_RATE",
-    BadBurst = 7 => "BAD_BURST",
-    BadBand = 8 => "BAD_BAND",
-    BadBandValue = 9 => "BAD_BAND_VALUE",
-    OutOfMeters = 10 => "OUT_OF_METERS",
-    OutOfBands = 11 => "OUT_OF_BANDS",
-});
-error_codes!(TableFeaturesFailedCode {
-    BadTable = 0 => "BAD_TABLE",
-    BadMetadata = 1 => "BAD_METADATA",
-    BadType = 2 => "BAD_TYPE",
-    BadLen = 3 => "BAD_LEN",
-    BadArgument = 4 => "BAD_ARGUMENT",
-    Eperm = 5 => "EPERM",
-});
-
-/// An OpenFlow error: the `(type, code)` pair of an `OFPT_ERROR` message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum OfpError {
-    HelloFailed(HelloFailedCode),
-    BadRequest(BadRequestCode),
-    BadAction(BadActionCode),
-    BadInstruction(BadInstructionCode),
-    BadMatch(BadMatchCode),
-    FlowModFailed(FlowModFailedCode),
-    GroupModFailed(GroupModFailedCode),
-    PortModFailed(PortModFailedCode),
-    TableModFailed(TableModFailedCode),
-    QueueOpFailed(QueueOpFailedCode),
-    SwitchConfigFailed(SwitchConfigFailedCode),
-    RoleRequestFailed(RoleRequestFailedCode),
-    MeterModFailed(MeterModFailedCode),
-    TableFeaturesFailed(TableFeaturesFailedCode),
+error_table! {
+    0 HelloFailed(HelloFailedCode) "HELLO_FAILED" {
+        Incompatible = 0 "INCOMPATIBLE", Eperm = 1 "EPERM",
+    }
+    1 BadRequest(BadRequestCode) "BAD_REQUEST" {
+        BadVersion = 0 "BAD_VERSION", BadType = 1 "BAD_TYPE", BadMultipart = 2 "BAD_MULTIPART",
+        BadExperimenter = 3 "BAD_EXPERIMENTER", BadExpType = 4 "BAD_EXP_TYPE", Eperm = 5 "EPERM",
+        BadLen = 6 "BAD_LEN", BufferEmpty = 7 "BUFFER_EMPTY", BufferUnknown = 8 "BUFFER_UNKNOWN",
+        BadTableId = 9 "BAD_TABLE_ID", IsSlave = 10 "IS_SLAVE", BadPort = 11 "BAD_PORT",
+        BadPacket = 12 "BAD_PACKET", MultipartBufferOverflow = 13 "MULTIPART_BUFFER_OVERFLOW",
+    }
+    2 BadAction(BadActionCode) "BAD_ACTION" {
+        BadType = 0 "BAD_TYPE", BadLen = 1 "BAD_LEN", BadExperimenter = 2 "BAD_EXPERIMENTER",
+        BadExpType = 3 "BAD_EXP_TYPE", BadOutPort = 4 "BAD_OUT_PORT",
+        BadArgument = 5 "BAD_ARGUMENT", Eperm = 6 "EPERM", TooMany = 7 "TOO_MANY",
+        BadQueue = 8 "BAD_QUEUE", BadOutGroup = 9 "BAD_OUT_GROUP",
+        MatchInconsistent = 10 "MATCH_INCONSISTENT", UnsupportedOrder = 11 "UNSUPPORTED_ORDER",
+        BadTag = 12 "BAD_TAG", BadSetType = 13 "BAD_SET_TYPE", BadSetLen = 14 "BAD_SET_LEN",
+        BadSetArgument = 15 "BAD_SET_ARGUMENT",
+    }
+    3 BadInstruction(BadInstructionCode) "BAD_INSTRUCTION" {
+        UnknownInst = 0 "UNKNOWN_INST", UnsupInst = 1 "UNSUP_INST", BadTableId = 2 "BAD_TABLE_ID",
+        UnsupMetadata = 3 "UNSUP_METADATA", UnsupMetadataMask = 4 "UNSUP_METADATA_MASK",
+        BadExperimenter = 5 "BAD_EXPERIMENTER", BadExpType = 6 "BAD_EXP_TYPE", BadLen = 7 "BAD_LEN",
+        Eperm = 8 "EPERM",
+    }
+    4 BadMatch(BadMatchCode) "BAD_MATCH" {
+        BadType = 0 "BAD_TYPE", BadLen = 1 "BAD_LEN", BadTag = 2 "BAD_TAG",
+        BadDlAddrMask = 3 "BAD_DL_ADDR_MASK", BadNwAddrMask = 4 "BAD_NW_ADDR_MASK",
+        BadWildcards = 5 "BAD_WILDCARDS", BadField = 6 "BAD_FIELD", BadValue = 7 "BAD_VALUE",
+        BadMask = 8 "BAD_MASK", BadPrereq = 9 "BAD_PREREQ", DupField = 10 "DUP_FIELD",
+        Eperm = 11 "EPERM",
+    }
+    5 FlowModFailed(FlowModFailedCode) "FLOW_MOD_FAILED" {
+        Unknown = 0 "UNKNOWN", TableFull = 1 "TABLE_FULL", BadTableId = 2 "BAD_TABLE_ID",
+        Overlap = 3 "OVERLAP", Eperm = 4 "EPERM", BadTimeout = 5 "BAD_TIMEOUT",
+        BadCommand = 6 "BAD_COMMAND", BadFlags = 7 "BAD_FLAGS",
+    }
+    6 GroupModFailed(GroupModFailedCode) "GROUP_MOD_FAILED" {
+        GroupExists = 0 "GROUP_EXISTS", InvalidGroup = 1 "INVALID_GROUP",
+        WeightUnsupported = 2 "WEIGHT_UNSUPPORTED", OutOfGroups = 3 "OUT_OF_GROUPS",
+        OutOfBuckets = 4 "OUT_OF_BUCKETS", ChainingUnsupported = 5 "CHAINING_UNSUPPORTED",
+        WatchUnsupported = 6 "WATCH_UNSUPPORTED", Loop = 7 "LOOP", UnknownGroup = 8 "UNKNOWN_GROUP",
+        ChainedGroup = 9 "CHAINED_GROUP", BadType = 10 "BAD_TYPE", BadCommand = 11 "BAD_COMMAND",
+        BadBucket = 12 "BAD_BUCKET", BadWatch = 13 "BAD_WATCH", Eperm = 14 "EPERM",
+    }
+    7 PortModFailed(PortModFailedCode) "PORT_MOD_FAILED" {
+        BadPort = 0 "BAD_PORT", BadHwAddr = 1 "BAD_HW_ADDR", BadConfig = 2 "BAD_CONFIG",
+        BadAdvertise = 3 "BAD_ADVERTISE", Eperm = 4 "EPERM",
+    }
+    8 TableModFailed(TableModFailedCode) "TABLE_MOD_FAILED" {
+        BadTable = 0 "BAD_TABLE", BadConfig = 1 "BAD_CONFIG", Eperm = 2 "EPERM",
+    }
+    9 QueueOpFailed(QueueOpFailedCode) "QUEUE_OP_FAILED" {
+        BadPort = 0 "BAD_PORT", BadQueue = 1 "BAD_QUEUE", Eperm = 2 "EPERM",
+    }
+    10 SwitchConfigFailed(SwitchConfigFailedCode) "SWITCH_CONFIG_FAILED" {
+        BadFlags = 0 "BAD_FLAGS", BadLen = 1 "BAD_LEN", Eperm = 2 "EPERM",
+    }
+    11 RoleRequestFailed(RoleRequestFailedCode) "ROLE_REQUEST_FAILED" {
+        Stale = 0 "STALE", Unsup = 1 "UNSUP", BadRole = 2 "BAD_ROLE",
+    }
+    12 MeterModFailed(MeterModFailedCode) "METER_MOD_FAILED" {
+        Unknown = 0 "UNKNOWN", MeterExists = 1 "METER_EXISTS", InvalidMeter = 2 "INVALID_METER",
+        UnknownMeter = 3 "UNKNOWN_METER", BadCommand = 4 "BAD_COMMAND", BadFlags = 5 "BAD_FLAGS",
+        BadRate = 6 "BAD_RATE", BadBurst = 7 "BAD_BURST", BadBand = 8 "BAD_BAND",
+        BadBandValue = 9 "BAD_BAND_VALUE", OutOfMeters = 10 "OUT_OF_METERS",
+        OutOfBands = 11 "OUT_OF_BANDS",
+    }
+    13 TableFeaturesFailed(TableFeaturesFailedCode) "TABLE_FEATURES_FAILED" {
+        BadTable = 0 "BAD_TABLE", BadMetadata = 1 "BAD_METADATA", BadType = 2 "BAD_TYPE",
+        BadLen = 3 "BAD_LEN", BadArgument = 4 "BAD_ARGUMENT", Eperm = 5 "EPERM",
+    }
 }
 
 /// `OFPET_EXPERIMENTER`: the error type of experimenter errors.
 pub const OFPET_EXPERIMENTER: u16 = 0xffff;
 
 impl OfpError {
-    /// The wire `(type, code)` pair.
-    pub fn type_code(self) -> (u16, u16) {
-        match self {
-            Self::HelloFailed(c) => (0, c as u16),
-            Self::BadRequest(c) => (1, c as u16),
-            Self::BadAction(c) => (2, c as u16),
-            Self::BadInstruction(c) => (3, c as u16),
-            Self::BadMatch(c) => (4, c as u16),
-            Self::FlowModFailed(c) => (5, c as u16),
-            Self::GroupModFailed(c) => (6, c as u16),
-            Self::PortModFailed(c) => (7, c as u16),
-            Self::TableModFailed(c) => (8, c as u16),
-            Self::QueueOpFailed(c) => (9, c as u16),
-            Self::SwitchConfigFailed(c) => (10, c as u16),
-            Self::RoleRequestFailed(c) => (11, c as u16),
-            Self::MeterModFailed(c) => (12, c as u16),
-            Self::TableFeaturesFailed(c) => (13, c as u16),
-        }
-    }
-
-    /// The typed error for a wire pair, if the spec defines it.
-    pub fn from_type_code(err_type: u16, code: u16) -> Option<Self> {
-        Some(match err_type {
-            0 => Self::HelloFailed(HelloFailedCode::from_u16(code)?),
-            1 => Self::BadRequest(BadRequestCode::from_u16(code)?),
-            2 => Self::BadAction(BadActionCode::from_u16(code)?),
-            3 => Self::BadInstruction(BadInstructionCode::from_u16(code)?),
-            4 => Self::BadMatch(BadMatchCode::from_u16(code)?),
-            5 => Self::FlowModFailed(FlowModFailedCode::from_u16(code)?),
-            6 => Self::GroupModFailed(GroupModFailedCode::from_u16(code)?),
-            7 => Self::PortModFailed(PortModFailedCode::from_u16(code)?),
-            8 => Self::TableModFailed(TableModFailedCode::from_u16(code)?),
-            9 => Self::QueueOpFailed(QueueOpFailedCode::from_u16(code)?),
-            10 => Self::SwitchConfigFailed(SwitchConfigFailedCode::from_u16(code)?),
-            11 => Self::RoleRequestFailed(RoleRequestFailedCode::from_u16(code)?),
-            12 => Self::MeterModFailed(MeterModFailedCode::from_u16(code)?),
-            13 => Self::TableFeaturesFailed(TableFeaturesFailedCode::from_u16(code)?),
-            _ => return None,
-        })
-    }
-
     /// The spec's name of the error type, e.g. `BAD_MATCH`.
     pub fn type_name(self) -> &'static str {
         error_type_name(self.type_code().0).unwrap_or("UNKNOWN")
     }
-
-    /// The spec's name of the code, e.g. `BAD_PREREQ`.
-    pub fn code_name(self) -> &'static str {
-        match self {
-            Self::HelloFailed(c) => c.name(),
-            Self::BadRequest(c) => c.name(),
-            Self::BadAction(c) => c.name(),
-            Self::BadInstruction(c) => c.name(),
-            Self::BadMatch(c) => c.name(),
-            Self::FlowModFailed(c) => c.name(),
-            Self::GroupModFailed(c) => c.name(),
-            Self::PortModFailed(c) => c.name(),
-            Self::TableModFailed(c) => c.name(),
-            Self::QueueOpFailed(c) => c.name(),
-            Self::SwitchConfigFailed(c) => c.name(),
-            Self::RoleRequestFailed(c) => c.name(),
-            Self::MeterModFailed(c) => c.name(),
-            Self::TableFeaturesFailed(c) => c.name(),
-        }
-    }
-}
-
-/// The spec's name of an error type number.
-pub fn error_type_name(err_type: u16) -> Option<&'static str> {
-    Some(match err_type {
-        0 => "HELLO_FAILED",
-        1 => "BAD_REQUEST",
-        2 => "BAD_ACTION",
-        3 => "BAD_INSTRUCTION",
-        4 => "BAD_MATCH",
-        5 => "FLOW_MOD_FAILED",
-        6 => "GROUP_MOD_FAILED",
-        7 => "PORT_MOD_FAILED",
-        8 => "TABLE_MOD_FAILED",
-        9 => "QUEUE_OP_FAILED",
-        10 => "SWITCH_CONFIG_FAILED",
-        11 => "ROLE_REQUEST_FAILED",
-        12 => "METER_MOD_FAILED",
-        13 => "TABLE_FEATURES_FAILED",
-        OFPET_EXPERIMENTER => "EXPERIMENTER",
-        _ => return None,
-    })
 }
 
 impl fmt::Display for OfpError {

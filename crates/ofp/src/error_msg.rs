@@ -118,35 +118,30 @@ impl ErrorMsg {
 mod tests {
     use super::*;
     use crate::error::{BadActionCode, BadRequestCode};
+    use crate::wire::reencodes;
 
     #[test]
     fn standard_form_is_typed_when_known() {
         let body = [0, 2, 0, 9, b'f', b'u'];
-        let e = ErrorMsg::decode(&mut Reader::new(&body)).unwrap();
+        let e = reencodes(&body, ErrorMsg::decode, ErrorMsg::encode);
         assert_eq!(
             e.error(),
             Some(OfpError::BadAction(BadActionCode::BadOutGroup))
         );
         assert_eq!(e.data(), b"fu");
-        let mut w = Vec::new();
-        e.encode(&mut w);
-        assert_eq!(w, body);
     }
 
     #[test]
     fn unknown_codes_round_trip() {
         let body = [0, 1, 0, 99];
-        let e = ErrorMsg::decode(&mut Reader::new(&body)).unwrap();
+        let e = reencodes(&body, ErrorMsg::decode, ErrorMsg::encode);
         assert_eq!(e.error(), None);
-        let mut w = Vec::new();
-        e.encode(&mut w);
-        assert_eq!(w, body);
     }
 
     #[test]
     fn experimenter_form() {
         let body = [0xff, 0xff, 0xea, 0x60, 0, 0x0f, 0x42, 0x3f, b'x'];
-        let e = ErrorMsg::decode(&mut Reader::new(&body)).unwrap();
+        let e = reencodes(&body, ErrorMsg::decode, ErrorMsg::encode);
         assert_eq!(
             e,
             ErrorMsg::Experimenter {
@@ -155,9 +150,6 @@ mod tests {
                 data: vec![b'x']
             }
         );
-        let mut w = Vec::new();
-        e.encode(&mut w);
-        assert_eq!(w, body);
         assert!(ErrorMsg::decode(&mut Reader::new(&body[..7])).is_err());
     }
 

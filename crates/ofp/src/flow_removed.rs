@@ -1,17 +1,14 @@
 //! `OFPT_FLOW_REMOVED` (spec 1.3.5 §7.4.2): a flow entry left its table.
 
-use crate::error::DecodeError;
 use crate::oxm::Match;
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_layout, wire_numbers};
 use serde::Serialize;
 
-/// `OFPRR_*` values of [`FlowRemoved::reason`].
-pub mod flow_removed_reason {
-    pub const IDLE_TIMEOUT: u8 = 0;
-    pub const HARD_TIMEOUT: u8 = 1;
-    pub const DELETE: u8 = 2;
-    pub const GROUP_DELETE: u8 = 3;
-    pub const METER_DELETE: u8 = 4;
+wire_numbers! {
+    /// `OFPRR_*` values of [`FlowRemoved::reason`].
+    pub mod flow_removed_reason: u8 {
+        IDLE_TIMEOUT = 0, HARD_TIMEOUT = 1, DELETE = 2, GROUP_DELETE = 3, METER_DELETE = 4,
+    }
 }
 
 /// `ofp_flow_removed` (after the header). The reason is kept raw.
@@ -42,43 +39,18 @@ pub struct FlowRemoved {
     pub match_: Match,
 }
 
-impl FlowRemoved {
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<FlowRemoved, DecodeError> {
-        Ok(FlowRemoved {
-            cookie: r.u64()?,
-            priority: r.u16()?,
-            reason: r.u8()?,
-            table_id: r.u8()?,
-            duration_sec: r.u32()?,
-            duration_nsec: r.u32()?,
-            idle_timeout: r.u16()?,
-            hard_timeout: r.u16()?,
-            packet_count: r.u64()?,
-            byte_count: r.u64()?,
-            match_: Match::decode(r)?,
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u64(self.cookie);
-        w.put_u16(self.priority);
-        w.put_u8(self.reason);
-        w.put_u8(self.table_id);
-        w.put_u32(self.duration_sec);
-        w.put_u32(self.duration_nsec);
-        w.put_u16(self.idle_timeout);
-        w.put_u16(self.hard_timeout);
-        w.put_u64(self.packet_count);
-        w.put_u64(self.byte_count);
-        self.match_.encode(w);
+wire_layout! {
+    FlowRemoved {
+        cookie, priority, reason, table_id, duration_sec, duration_nsec, idle_timeout, hard_timeout,
+        packet_count, byte_count, match_,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::reencodes;
+    use crate::wire::Reader;
 
     #[test]
     fn layout_with_empty_match() {
@@ -91,7 +63,7 @@ mod tests {
             body.extend(v.to_be_bytes());
         }
         body.extend([0, 1, 0, 4, 0, 0, 0, 0]);
-        let f = FlowRemoved::decode(&mut Reader::new(&body)).unwrap();
+        let f = reencodes(&body, FlowRemoved::decode, FlowRemoved::encode);
         assert_eq!(f.cookie, 5);
         assert_eq!(f.priority, 100);
         assert_eq!(f.reason, flow_removed_reason::DELETE);
@@ -99,9 +71,6 @@ mod tests {
         assert_eq!((f.duration_sec, f.duration_nsec), (10, 20));
         assert_eq!((f.idle_timeout, f.hard_timeout), (30, 40));
         assert_eq!((f.packet_count, f.byte_count), (50, 60));
-        let mut w = Vec::new();
-        f.encode(&mut w);
-        assert_eq!(w, body);
         assert!(FlowRemoved::decode(&mut Reader::new(&body[..47])).is_err());
     }
 }

@@ -1,29 +1,21 @@
 //! `OFPT_GROUP_MOD` (spec 1.3.5 §7.3.4.3).
 
 use crate::action::Action;
-use crate::error::{BadRequestCode, DecodeError, GroupModFailedCode, OfpError};
-use crate::wire::{Reader, Writer};
+use crate::error::{DecodeError, GroupModFailedCode, OfpError};
+use crate::wire::{wire_enum, wire_layout, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPGC_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u16)]
-pub enum GroupModCommand {
-    Add = 0,
-    Modify = 1,
-    Delete = 2,
+wire_enum! {
+    /// `OFPGC_*`.
+    #[serde(rename_all = "snake_case")]
+    pub enum GroupModCommand: u16, from_u16 { Add = 0, Modify = 1, Delete = 2, }
 }
 
-/// `OFPGT_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u8)]
-pub enum GroupType {
-    All = 0,
-    Select = 1,
-    Indirect = 2,
-    FastFailover = 3,
+wire_enum! {
+    /// `OFPGT_*`.
+    #[serde(rename_all = "snake_case")]
+    pub enum GroupType: u8, from_u8 { All = 0, Select = 1, Indirect = 2, FastFailover = 3, }
+    unknown: OfpError::GroupModFailed(GroupModFailedCode::BadType), "group type";
 }
 
 /// `ofp_bucket`.
@@ -56,74 +48,12 @@ pub struct GroupMod {
     pub buckets: Vec<Bucket>,
 }
 
-fn bad_len(at: usize, reason: String) -> DecodeError {
-    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
-}
-
-impl GroupModCommand {
-    /// The command for a wire value.
-    pub fn from_u16(v: u16) -> Option<Self> {
-        Some(match v {
-            0 => GroupModCommand::Add,
-            1 => GroupModCommand::Modify,
-            2 => GroupModCommand::Delete,
-            _ => return None,
-        })
-    }
-}
-
-impl GroupType {
-    /// The group type for a wire value.
-    pub fn from_u8(v: u8) -> Option<Self> {
-        Some(match v {
-            0 => GroupType::All,
-            1 => GroupType::Select,
-            2 => GroupType::Indirect,
-            3 => GroupType::FastFailover,
-            _ => return None,
-        })
-    }
-}
-
 impl Bucket {
     /// Length of the fixed part before the actions.
     pub const FIXED_LEN: usize = 16;
-
-    /// Decodes one `ofp_bucket`.
-    pub fn decode(r: &mut Reader) -> Result<Bucket, DecodeError> {
-        let at = r.offset();
-        let len = usize::from(r.u16()?);
-        if len < Self::FIXED_LEN {
-            return Err(bad_len(at, format!("bucket length {len} below 16")));
-        }
-        let weight = r.u16()?;
-        let watch_port = r.u32()?;
-        let watch_group = r.u32()?;
-        r.skip(4)?;
-        let mut actions_r = r
-            .sub(len - Self::FIXED_LEN)
-            .map_err(|_| bad_len(at, format!("bucket length {len} exceeds the message")))?;
-        Ok(Bucket {
-            weight,
-            watch_port,
-            watch_group,
-            actions: Action::decode_list(&mut actions_r)?,
-        })
-    }
-
-    /// Encodes one `ofp_bucket`.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        w.put_u16(0);
-        w.put_u16(self.weight);
-        w.put_u32(self.watch_port);
-        w.put_u32(self.watch_group);
-        w.put_zeros(4);
-        Action::encode_list(&self.actions, w);
-        let len = w.len() - start;
-        w.patch_u16(start, len as u16);
-    }
 }
+
+wire_layout!(Bucket: record(0, "bucket") { len, weight, watch_port, watch_group, pad 4, actions });
 
 impl GroupMod {
     /// Fixed part of the body before the buckets (the message is at least
@@ -180,6 +110,8 @@ impl GroupMod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::BadRequestCode;
+    use crate::wire::reencodes;
 
     fn body(command: u16, group_type: u8) -> Vec<u8> {
         let mut b = command.to_be_bytes().to_vec();
@@ -193,15 +125,12 @@ mod tests {
     #[test]
     fn layout_and_round_trip() {
         let b = body(1, 1);
-        let g = GroupMod::decode(&mut Reader::new(&b)).unwrap();
+        let g = reencodes(&b, GroupMod::decode, GroupMod::encode);
         assert_eq!(g.command, GroupModCommand::Modify);
         assert_eq!(g.group_type, GroupType::Select);
         assert_eq!(g.group_id, 7);
         assert_eq!(g.buckets.len(), 2);
         assert_eq!((g.buckets[1].weight, g.buckets[1].watch_port), (6, 2));
-        let mut w = Vec::new();
-        g.encode(&mut w);
-        assert_eq!(w, b);
     }
 
     #[test]

@@ -3,41 +3,21 @@
 
 use crate::consts::OFP_HEADER_LEN;
 use crate::error::{BadRequestCode, DecodeError, OfpError};
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_numbers, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPT_*` message type numbers of OpenFlow 1.3.
-pub mod msg_type {
-    pub const HELLO: u8 = 0;
-    pub const ERROR: u8 = 1;
-    pub const ECHO_REQUEST: u8 = 2;
-    pub const ECHO_REPLY: u8 = 3;
-    pub const EXPERIMENTER: u8 = 4;
-    pub const FEATURES_REQUEST: u8 = 5;
-    pub const FEATURES_REPLY: u8 = 6;
-    pub const GET_CONFIG_REQUEST: u8 = 7;
-    pub const GET_CONFIG_REPLY: u8 = 8;
-    pub const SET_CONFIG: u8 = 9;
-    pub const PACKET_IN: u8 = 10;
-    pub const FLOW_REMOVED: u8 = 11;
-    pub const PORT_STATUS: u8 = 12;
-    pub const PACKET_OUT: u8 = 13;
-    pub const FLOW_MOD: u8 = 14;
-    pub const GROUP_MOD: u8 = 15;
-    pub const PORT_MOD: u8 = 16;
-    pub const TABLE_MOD: u8 = 17;
-    pub const MULTIPART_REQUEST: u8 = 18;
-    pub const MULTIPART_REPLY: u8 = 19;
-    pub const BARRIER_REQUEST: u8 = 20;
-    pub const BARRIER_REPLY: u8 = 21;
-    pub const QUEUE_GET_CONFIG_REQUEST: u8 = 22;
-    pub const QUEUE_GET_CONFIG_REPLY: u8 = 23;
-    pub const ROLE_REQUEST: u8 = 24;
-    pub const ROLE_REPLY: u8 = 25;
-    pub const GET_ASYNC_REQUEST: u8 = 26;
-    pub const GET_ASYNC_REPLY: u8 = 27;
-    pub const SET_ASYNC: u8 = 28;
-    pub const METER_MOD: u8 = 29;
+wire_numbers! {
+    /// `OFPT_*` message type numbers of OpenFlow 1.3.
+    pub mod msg_type: u8 {
+        HELLO = 0, ERROR = 1, ECHO_REQUEST = 2, ECHO_REPLY = 3, EXPERIMENTER = 4,
+        FEATURES_REQUEST = 5, FEATURES_REPLY = 6, GET_CONFIG_REQUEST = 7, GET_CONFIG_REPLY = 8,
+        SET_CONFIG = 9, PACKET_IN = 10, FLOW_REMOVED = 11, PORT_STATUS = 12, PACKET_OUT = 13,
+        FLOW_MOD = 14, GROUP_MOD = 15, PORT_MOD = 16, TABLE_MOD = 17, MULTIPART_REQUEST = 18,
+        MULTIPART_REPLY = 19, BARRIER_REQUEST = 20, BARRIER_REPLY = 21,
+        QUEUE_GET_CONFIG_REQUEST = 22, QUEUE_GET_CONFIG_REPLY = 23, ROLE_REQUEST = 24,
+        ROLE_REPLY = 25, GET_ASYNC_REQUEST = 26, GET_ASYNC_REPLY = 27, SET_ASYNC = 28,
+        METER_MOD = 29,
+    }
 }
 
 /// The spec's name of a message type without its `OFPT_` prefix, e.g.

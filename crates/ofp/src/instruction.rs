@@ -5,18 +5,15 @@
 
 use crate::action::Action;
 use crate::error::{BadInstructionCode, DecodeError, OfpError};
-use crate::wire::{round_up_8, Reader, Writer};
+use crate::wire::{round_up_8, wire_numbers, FieldList, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPIT_*` instruction type numbers.
-pub mod instruction_type {
-    pub const GOTO_TABLE: u16 = 1;
-    pub const WRITE_METADATA: u16 = 2;
-    pub const WRITE_ACTIONS: u16 = 3;
-    pub const APPLY_ACTIONS: u16 = 4;
-    pub const CLEAR_ACTIONS: u16 = 5;
-    pub const METER: u16 = 6;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPIT_*` instruction type numbers.
+    pub mod instruction_type: u16 {
+        GOTO_TABLE = 1, WRITE_METADATA = 2, WRITE_ACTIONS = 3, APPLY_ACTIONS = 4,
+        CLEAR_ACTIONS = 5, METER = 6, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// One instruction.
@@ -50,6 +47,8 @@ pub enum Instruction {
 
 /// The length error of an instruction (`BAD_INSTRUCTION/BAD_LEN`).
 const INST_BAD_LEN: OfpError = OfpError::BadInstruction(BadInstructionCode::BadLen);
+
+crate::wire::codec_field!(Instruction);
 
 impl Instruction {
     /// The `OFPIT_*` type number.
@@ -188,22 +187,6 @@ impl Instruction {
         w.pad_to_8(start);
         let len = w.len() - start;
         w.patch_u16(start + 2, u16::try_from(len).unwrap_or(u16::MAX));
-    }
-
-    /// Decodes instructions until the reader is empty.
-    pub fn decode_list(r: &mut Reader) -> Result<Vec<Instruction>, DecodeError> {
-        let mut out = Vec::new();
-        while !r.is_empty() {
-            out.push(Instruction::decode(r)?);
-        }
-        Ok(out)
-    }
-
-    /// Encodes a list of instructions.
-    pub fn encode_list(instructions: &[Instruction], w: &mut Vec<u8>) {
-        for i in instructions {
-            i.encode(w);
-        }
     }
 
     /// Bytes a list of instructions takes on the wire.

@@ -30,7 +30,7 @@ use crate::queue_config::{QueueGetConfigReply, QueueGetConfigRequest};
 use crate::role::Role;
 use crate::switch_config::{FeaturesReply, SwitchConfig};
 use crate::table_mod::TableMod;
-use crate::wire::{Reader, Writer};
+use crate::wire::{bad_len, Reader, Writer};
 use serde::Serialize;
 
 /// One OpenFlow 1.3 message (without its xid, which travels beside it).
@@ -100,10 +100,6 @@ pub enum Message {
     SetAsync(AsyncConfig),
     /// `OFPT_METER_MOD` (29).
     MeterMod(MeterMod),
-}
-
-fn bad_len(at: usize, reason: String) -> DecodeError {
-    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
 }
 
 impl Message {

@@ -5,25 +5,27 @@
 use super::Message;
 use crate::async_config::AsyncConfig;
 use crate::echo::{Echo, Experimenter};
+use crate::error::DecodeError;
 use crate::error_msg::ErrorMsg;
-use crate::flow_mod::{FlowMod, FlowModCommand};
+use crate::flow_mod::FlowMod;
 use crate::flow_removed::FlowRemoved;
-use crate::group_mod::{Bucket, GroupMod, GroupModCommand, GroupType};
+use crate::group_mod::{GroupMod, GroupModCommand};
 use crate::hello::{Hello, HelloElement};
-use crate::meter_mod::{MeterBand, MeterMod, MeterModCommand};
-use crate::multipart::{
-    MultipartReply, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
-};
+use crate::meter_mod::{MeterMod, MeterModCommand};
+use crate::multipart::tests::strategies::arb_request_body;
+use crate::multipart::{MultipartReply, MultipartReplyBody, MultipartRequest};
 use crate::oxm::MacAddr;
 use crate::packet_in::PacketIn;
 use crate::packet_out::PacketOut;
-use crate::port::Port;
 use crate::port_status::{PortMod, PortStatus};
 use crate::queue_config::{PacketQueue, QueueGetConfigReply, QueueGetConfigRequest, QueueProperty};
 use crate::role::Role;
-use crate::strategies::{arb_actions, arb_instructions, arb_match};
+use crate::strategies::{
+    arb_actions, arb_bucket, arb_group_type, arb_instructions, arb_match, arb_meter_band, arb_port,
+};
 use crate::switch_config::{FeaturesReply, SwitchConfig};
 use crate::table_mod::TableMod;
+use crate::wire::Reader;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -62,135 +64,68 @@ fn arb_error() -> impl Strategy<Value = ErrorMsg> {
     ]
 }
 
-fn arb_mac() -> impl Strategy<Value = MacAddr> {
-    any::<[u8; 6]>().prop_map(MacAddr)
-}
-
-fn arb_port() -> impl Strategy<Value = Port> {
-    (
-        any::<u32>(),
-        arb_mac(),
-        "[a-zA-Z0-9_\\-]{0,16}",
-        any::<[u32; 8]>(),
-    )
-        .prop_map(|(port_no, hw_addr, name, v)| Port {
-            port_no,
-            hw_addr,
-            name,
-            config: v[0],
-            state: v[1],
-            curr: v[2],
-            advertised: v[3],
-            supported: v[4],
-            peer: v[5],
-            curr_speed: v[6],
-            max_speed: v[7],
-        })
+/// Decodes a body from random bytes for its fixed part, an empty match and
+/// then `after`: every fixed field arbitrary without naming one; the
+/// strategy then sets what follows the fixed part.
+fn decode_fixed<T>(
+    decode: fn(&mut Reader) -> Result<T, DecodeError>,
+    mut fixed: Vec<u8>,
+    after: &[u8],
+) -> T {
+    fixed.extend([0, 1, 0, 4, 0, 0, 0, 0]);
+    fixed.extend(after);
+    decode(&mut Reader::new(&fixed)).expect("a fixed part and an empty match decode")
 }
 
 fn arb_flow_mod() -> impl Strategy<Value = FlowMod> {
-    let command = prop_oneof![
-        Just(FlowModCommand::Add),
-        Just(FlowModCommand::Modify),
-        Just(FlowModCommand::ModifyStrict),
-        Just(FlowModCommand::Delete),
-        Just(FlowModCommand::DeleteStrict),
-    ];
     (
-        (any::<u64>(), any::<u64>(), any::<u8>(), command),
-        (any::<u16>(), any::<u16>(), any::<u16>(), any::<u32>()),
-        (any::<u32>(), any::<u32>(), any::<u16>()),
+        vec(any::<u8>(), 40),
+        0..5u8,
         arb_match(),
         arb_instructions(),
     )
-        .prop_map(
-            |(
-                (cookie, cookie_mask, table_id, command),
-                (idle_timeout, hard_timeout, priority, buffer_id),
-                (out_port, out_group, flags),
+        .prop_map(|(mut fixed, command, match_, instructions)| {
+            fixed[17] = command;
+            FlowMod {
                 match_,
                 instructions,
-            )| FlowMod {
-                cookie,
-                cookie_mask,
-                table_id,
-                command,
-                idle_timeout,
-                hard_timeout,
-                priority,
-                buffer_id,
-                out_port,
-                out_group,
-                flags,
-                match_,
-                instructions,
-            },
-        )
+                ..decode_fixed(FlowMod::decode, fixed, &[])
+            }
+        })
 }
 
 fn arb_group_mod() -> impl Strategy<Value = GroupMod> {
-    let command = prop_oneof![
-        Just(GroupModCommand::Add),
-        Just(GroupModCommand::Modify),
-        Just(GroupModCommand::Delete),
-    ];
-    let group_type = prop_oneof![
-        Just(GroupType::All),
-        Just(GroupType::Select),
-        Just(GroupType::Indirect),
-        Just(GroupType::FastFailover),
-    ];
-    let bucket = (any::<u16>(), any::<u32>(), any::<u32>(), arb_actions()).prop_map(
-        |(weight, watch_port, watch_group, actions)| Bucket {
-            weight,
-            watch_port,
-            watch_group,
-            actions,
-        },
-    );
-    (command, group_type, any::<u32>(), vec(bucket, 0..4)).prop_map(
-        |(command, group_type, group_id, buckets)| GroupMod {
+    use GroupModCommand::*;
+    let command = prop::sample::select(vec![Add, Modify, Delete]);
+    (
+        command,
+        arb_group_type(),
+        any::<u32>(),
+        vec(arb_bucket(), 0..4),
+    )
+        .prop_map(|(command, group_type, group_id, buckets)| GroupMod {
             command,
             group_type,
             group_id,
             buckets,
-        },
-    )
+        })
 }
 
 fn arb_meter_mod() -> impl Strategy<Value = MeterMod> {
-    let command = prop_oneof![
-        Just(MeterModCommand::Add),
-        Just(MeterModCommand::Modify),
-        Just(MeterModCommand::Delete),
-    ];
-    let band = prop_oneof![
-        (any::<u32>(), any::<u32>())
-            .prop_map(|(rate, burst_size)| MeterBand::Drop { rate, burst_size }),
-        (any::<u32>(), any::<u32>(), any::<u8>()).prop_map(|(rate, burst_size, prec_level)| {
-            MeterBand::DscpRemark {
-                rate,
-                burst_size,
-                prec_level,
-            }
-        }),
-        (any::<u32>(), any::<u32>(), any::<u32>(), bytes(16)).prop_map(
-            |(rate, burst_size, experimenter, data)| MeterBand::Experimenter {
-                rate,
-                burst_size,
-                experimenter,
-                data,
-            }
-        ),
-    ];
-    (command, any::<u16>(), any::<u32>(), vec(band, 0..5)).prop_map(
-        |(command, flags, meter_id, bands)| MeterMod {
+    use MeterModCommand::*;
+    let command = prop::sample::select(vec![Add, Modify, Delete]);
+    (
+        command,
+        any::<u16>(),
+        any::<u32>(),
+        vec(arb_meter_band(), 0..5),
+    )
+        .prop_map(|(command, flags, meter_id, bands)| MeterMod {
             command,
             flags,
             meter_id,
             bands,
-        },
-    )
+        })
 }
 
 fn arb_queue_reply() -> impl Strategy<Value = QueueGetConfigReply> {
@@ -215,21 +150,7 @@ fn arb_queue_reply() -> impl Strategy<Value = QueueGetConfigReply> {
 }
 
 fn arb_multipart_request() -> impl Strategy<Value = MultipartRequest> {
-    let body = prop_oneof![
-        Just(MultipartRequestBody::Desc),
-        Just(MultipartRequestBody::Table),
-        any::<u32>().prop_map(|port_no| MultipartRequestBody::PortStats { port_no }),
-        (any::<u32>(), any::<u32>())
-            .prop_map(|(port_no, queue_id)| MultipartRequestBody::Queue { port_no, queue_id }),
-        any::<u32>().prop_map(|group_id| MultipartRequestBody::Group { group_id }),
-        Just(MultipartRequestBody::GroupDesc),
-        Just(MultipartRequestBody::GroupFeatures),
-        any::<u32>().prop_map(|meter_id| MultipartRequestBody::Meter { meter_id }),
-        any::<u32>().prop_map(|meter_id| MultipartRequestBody::MeterConfig { meter_id }),
-        Just(MultipartRequestBody::MeterFeatures),
-        Just(MultipartRequestBody::PortDesc),
-    ];
-    (any::<u16>(), body).prop_map(|(flags, body)| MultipartRequest { flags, body })
+    (any::<u16>(), arb_request_body()).prop_map(|(flags, body)| MultipartRequest { flags, body })
 }
 
 fn arb_multipart_reply() -> impl Strategy<Value = MultipartReply> {
@@ -291,58 +212,19 @@ fn arb_message() -> impl Strategy<Value = Message> {
         Just(Message::GetAsyncRequest),
     ];
     let flows = prop_oneof![
-        (
-            (
-                any::<u32>(),
-                any::<u16>(),
-                any::<u8>(),
-                any::<u8>(),
-                any::<u64>()
-            ),
-            arb_match(),
-            bytes(128)
-        )
-            .prop_map(
-                |((buffer_id, total_len, reason, table_id, cookie), match_, data)| {
-                    Message::PacketIn(PacketIn {
-                        buffer_id,
-                        total_len,
-                        reason,
-                        table_id,
-                        cookie,
-                        match_,
-                        data,
-                    })
-                }
-            ),
-        (
-            (any::<u64>(), any::<u16>(), any::<u8>(), any::<u8>()),
-            (any::<u32>(), any::<u32>(), any::<u16>(), any::<u16>()),
-            (any::<u64>(), any::<u64>()),
-            arb_match()
-        )
-            .prop_map(
-                |(
-                    (cookie, priority, reason, table_id),
-                    (duration_sec, duration_nsec, idle_timeout, hard_timeout),
-                    (packet_count, byte_count),
-                    match_,
-                )| {
-                    Message::FlowRemoved(FlowRemoved {
-                        cookie,
-                        priority,
-                        reason,
-                        table_id,
-                        duration_sec,
-                        duration_nsec,
-                        idle_timeout,
-                        hard_timeout,
-                        packet_count,
-                        byte_count,
-                        match_,
-                    })
-                }
-            ),
+        (vec(any::<u8>(), 16), arb_match(), bytes(128)).prop_map(|(fixed, match_, data)| {
+            Message::PacketIn(PacketIn {
+                match_,
+                data,
+                ..decode_fixed(PacketIn::decode, fixed, &[0, 0])
+            })
+        }),
+        (vec(any::<u8>(), 40), arb_match()).prop_map(|(fixed, match_)| {
+            Message::FlowRemoved(FlowRemoved {
+                match_,
+                ..decode_fixed(FlowRemoved::decode, fixed, &[])
+            })
+        }),
         (any::<u8>(), arb_port())
             .prop_map(|(reason, desc)| Message::PortStatus(PortStatus { reason, desc })),
         (any::<u32>(), any::<u32>(), arb_actions(), bytes(128)).prop_map(
@@ -362,7 +244,7 @@ fn arb_message() -> impl Strategy<Value = Message> {
     let rest = prop_oneof![
         (
             any::<u32>(),
-            arb_mac(),
+            any::<[u8; 6]>().prop_map(MacAddr),
             any::<u32>(),
             any::<u32>(),
             any::<u32>()

@@ -1,32 +1,27 @@
 //! `OFPT_METER_MOD` (spec 1.3.5 §7.3.4.4).
 
-use crate::error::{BadRequestCode, DecodeError, MeterModFailedCode, OfpError};
-use crate::wire::{Reader, Writer};
+use crate::error::{DecodeError, MeterModFailedCode, OfpError};
+use crate::wire::{bad_len, wire_enum, wire_numbers, FieldList, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPMC_*`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u16)]
-pub enum MeterModCommand {
-    Add = 0,
-    Modify = 1,
-    Delete = 2,
+wire_enum! {
+    /// `OFPMC_*`.
+    #[serde(rename_all = "snake_case")]
+    pub enum MeterModCommand: u16, from_u16 { Add = 0, Modify = 1, Delete = 2, }
 }
 
-/// `OFPMF_*` bits of `MeterMod::flags`.
-pub mod meter_flags {
-    pub const KBPS: u16 = 1 << 0;
-    pub const PKTPS: u16 = 1 << 1;
-    pub const BURST: u16 = 1 << 2;
-    pub const STATS: u16 = 1 << 3;
+wire_numbers! {
+    /// `OFPMF_*` bits of `MeterMod::flags`.
+    pub mod meter_flags: u16 {
+        KBPS = 1 << 0, PKTPS = 1 << 1, BURST = 1 << 2, STATS = 1 << 3,
+    }
 }
 
-/// `OFPMBT_*` band type numbers.
-pub mod meter_band_type {
-    pub const DROP: u16 = 1;
-    pub const DSCP_REMARK: u16 = 2;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPMBT_*` band type numbers.
+    pub mod meter_band_type: u16 {
+        DROP = 1, DSCP_REMARK = 2, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// A meter band.
@@ -61,21 +56,7 @@ pub struct MeterMod {
     pub bands: Vec<MeterBand>,
 }
 
-fn bad_len(at: usize, reason: String) -> DecodeError {
-    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
-}
-
-impl MeterModCommand {
-    /// The command for a wire value.
-    pub fn from_u16(v: u16) -> Option<Self> {
-        Some(match v {
-            0 => MeterModCommand::Add,
-            1 => MeterModCommand::Modify,
-            2 => MeterModCommand::Delete,
-            _ => return None,
-        })
-    }
-}
+crate::wire::codec_field!(MeterBand);
 
 impl MeterBand {
     /// Length of a drop or DSCP-remark band, and the least length of any.
@@ -171,23 +152,6 @@ impl MeterBand {
         let len = w.len() - start;
         w.patch_u16(start + 2, len as u16);
     }
-
-    /// Decodes bands until the reader is empty (also used by the meter
-    /// config multipart reply).
-    pub fn decode_list(r: &mut Reader) -> Result<Vec<MeterBand>, DecodeError> {
-        let mut bands = Vec::new();
-        while !r.is_empty() {
-            bands.push(MeterBand::decode(r)?);
-        }
-        Ok(bands)
-    }
-
-    /// Encodes a list of bands.
-    pub fn encode_list(bands: &[MeterBand], w: &mut Vec<u8>) {
-        for b in bands {
-            b.encode(w);
-        }
-    }
 }
 
 impl MeterMod {
@@ -229,6 +193,8 @@ impl MeterMod {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::BadRequestCode;
+    use crate::wire::reencodes;
 
     fn body() -> Vec<u8> {
         let mut b = vec![0, 1, 0, 0b101, 0, 0, 0, 9];
@@ -243,7 +209,7 @@ mod tests {
     #[test]
     fn layout_and_round_trip() {
         let b = body();
-        let m = MeterMod::decode(&mut Reader::new(&b)).unwrap();
+        let m = reencodes(&b, MeterMod::decode, MeterMod::encode);
         assert_eq!(m.command, MeterModCommand::Modify);
         assert_eq!(m.flags, meter_flags::KBPS | meter_flags::BURST);
         assert_eq!(m.meter_id, 9);
@@ -267,9 +233,6 @@ mod tests {
                 },
             ]
         );
-        let mut w = Vec::new();
-        m.encode(&mut w);
-        assert_eq!(w, b);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::stats::{
     GroupStats, MeterConfig, MeterFeatures, MeterStats, PortStats, QueueStats, TableStats,
 };
 use crate::table_features::TableFeatures;
-use crate::wire::{decode_fixed_str, encode_fixed_str, Reader, Writer};
+use crate::wire::{decode_fixed_str, encode_fixed_str, wire_numbers, Reader, Writer};
 use serde::Serialize;
 
 /// `OFPMPF_REQ_MORE`: more requests follow.
@@ -33,23 +33,13 @@ pub const OFPMPF_REPLY_MORE: u16 = 1;
 /// (`type, flags, pad[4]`).
 pub const MULTIPART_HEADER_LEN: usize = 8;
 
-/// `OFPMP_*` multipart type numbers.
-pub mod multipart_type {
-    pub const DESC: u16 = 0;
-    pub const FLOW: u16 = 1;
-    pub const AGGREGATE: u16 = 2;
-    pub const TABLE: u16 = 3;
-    pub const PORT_STATS: u16 = 4;
-    pub const QUEUE: u16 = 5;
-    pub const GROUP: u16 = 6;
-    pub const GROUP_DESC: u16 = 7;
-    pub const GROUP_FEATURES: u16 = 8;
-    pub const METER: u16 = 9;
-    pub const METER_CONFIG: u16 = 10;
-    pub const METER_FEATURES: u16 = 11;
-    pub const TABLE_FEATURES: u16 = 12;
-    pub const PORT_DESC: u16 = 13;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPMP_*` multipart type numbers.
+    pub mod multipart_type: u16 {
+        DESC = 0, FLOW = 1, AGGREGATE = 2, TABLE = 3, PORT_STATS = 4, QUEUE = 5, GROUP = 6,
+        GROUP_DESC = 7, GROUP_FEATURES = 8, METER = 9, METER_CONFIG = 10, METER_FEATURES = 11,
+        TABLE_FEATURES = 12, PORT_DESC = 13, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// A multipart request: everything after the common OpenFlow header.
@@ -183,33 +173,9 @@ impl Desc {
     }
 }
 
-/// `ofp_experimenter_multipart_header` and what follows it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
-pub struct ExperimenterBody {
-    pub experimenter: u32,
-    pub exp_type: u32,
-    /// Everything after `exp_type`.
-    #[serde(serialize_with = "crate::serde_hex")]
-    pub data: Vec<u8>,
-}
-
-impl ExperimenterBody {
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        Ok(ExperimenterBody {
-            experimenter: r.u32()?,
-            exp_type: r.u32()?,
-            data: r.rest().to_vec(),
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.experimenter);
-        w.put_u32(self.exp_type);
-        w.put_bytes(&self.data);
-    }
-}
+/// `ofp_experimenter_multipart_header` and what follows it: the same
+/// layout as the `OFPT_EXPERIMENTER` message body.
+pub type ExperimenterBody = crate::echo::Experimenter;
 
 /// Reads `type, flags, pad[4]`.
 fn decode_header(r: &mut Reader) -> Result<(u16, u16), DecodeError> {
@@ -864,6 +830,21 @@ pub(crate) mod tests {
     }
 
     /// Vectors whose bodies need no match, action, instruction or port codec.
+    /// Checks every vector in `vectors`; false (after saying so) when
+    /// os-ken's vectors are not installed.
+    fn check_all_osken(vectors: &[u32]) -> bool {
+        let seen = vectors
+            .iter()
+            .filter(|&&n| check_osken(n).is_some())
+            .count();
+        if seen == 0 {
+            eprintln!("os-ken vectors not installed under {OSKEN}; skipped");
+            return false;
+        }
+        assert_eq!(seen, vectors.len());
+        true
+    }
+
     const PLAIN_VECTORS: &[u32] = &[
         0, 24, 26, 27, 28, 29, 30, 31, 32, 33, 37, 38, 47, 48, 49, 50, 51, 52, 53, 55, 56, 57, 58,
         61, 62,
@@ -873,17 +854,9 @@ pub(crate) mod tests {
 
     #[test]
     fn osken_vectors_without_nested_codecs_round_trip() {
-        let mut seen = 0;
-        for &n in PLAIN_VECTORS {
-            if check_osken(n).is_some() {
-                seen += 1;
-            }
-        }
-        if seen == 0 {
-            eprintln!("os-ken vectors not installed under {OSKEN}; skipped");
+        if !check_all_osken(PLAIN_VECTORS) {
             return;
         }
-        assert_eq!(seen, PLAIN_VECTORS.len());
 
         // Spot checks against os-ken's decode.
         let (ours, want) = check_osken(0).unwrap();
@@ -980,17 +953,9 @@ pub(crate) mod tests {
 
     #[test]
     fn osken_vectors_with_nested_codecs_round_trip() {
-        let mut seen = 0;
-        for &n in NESTED_VECTORS {
-            if check_osken(n).is_some() {
-                seen += 1;
-            }
-        }
-        if seen == 0 {
-            eprintln!("os-ken vectors not installed under {OSKEN}; skipped");
+        if !check_all_osken(NESTED_VECTORS) {
             return;
         }
-        assert_eq!(seen, NESTED_VECTORS.len());
 
         let (ours, want) = check_osken(11).unwrap();
         assert_eq!(ours["body"]["type"], "flow");
@@ -1048,12 +1013,10 @@ pub(crate) mod tests {
     pub(crate) mod strategies {
         //! Random well-formed multipart bodies.
         use super::super::*;
-        use crate::group_mod::{Bucket, GroupType};
-        use crate::meter_mod::MeterBand;
-        use crate::oxm::MacAddr;
-        use crate::port::Port;
         use crate::stats::*;
-        use crate::strategies::{arb_actions, arb_instructions, arb_match};
+        use crate::strategies::{
+            arb_bucket, arb_group_type, arb_instructions, arb_match, arb_meter_band, arb_port,
+        };
         use crate::table_features::*;
         use proptest::collection::vec;
         use proptest::prelude::*;
@@ -1237,28 +1200,6 @@ pub(crate) mod tests {
             })
         }
 
-        fn arb_meter_band() -> impl Strategy<Value = MeterBand> {
-            prop_oneof![
-                (any::<u32>(), any::<u32>())
-                    .prop_map(|(rate, burst_size)| MeterBand::Drop { rate, burst_size }),
-                (any::<u32>(), any::<u32>(), any::<u8>()).prop_map(
-                    |(rate, burst_size, prec_level)| MeterBand::DscpRemark {
-                        rate,
-                        burst_size,
-                        prec_level
-                    }
-                ),
-                (any::<u32>(), any::<u32>(), any::<u32>(), bytes(12)).prop_map(
-                    |(rate, burst_size, experimenter, data)| MeterBand::Experimenter {
-                        rate,
-                        burst_size,
-                        experimenter,
-                        data
-                    }
-                ),
-            ]
-        }
-
         fn arb_flow_stats_request() -> impl Strategy<Value = FlowStatsRequest> {
             (any::<(u8, u32, u32, u64, u64)>(), arb_match()).prop_map(
                 |((table_id, out_port, out_group, cookie, cookie_mask), match_)| FlowStatsRequest {
@@ -1300,45 +1241,11 @@ pub(crate) mod tests {
         }
 
         fn arb_group_desc() -> impl Strategy<Value = GroupDesc> {
-            let bucket = (any::<(u16, u32, u32)>(), arb_actions()).prop_map(
-                |((weight, watch_port, watch_group), actions)| Bucket {
-                    weight,
-                    watch_port,
-                    watch_group,
-                    actions,
-                },
-            );
-            (
-                prop::sample::select(vec![
-                    GroupType::All,
-                    GroupType::Select,
-                    GroupType::Indirect,
-                    GroupType::FastFailover,
-                ]),
-                any::<u32>(),
-                vec(bucket, 0..4),
-            )
-                .prop_map(|(group_type, group_id, buckets)| GroupDesc {
+            (arb_group_type(), any::<u32>(), vec(arb_bucket(), 0..4)).prop_map(
+                |(group_type, group_id, buckets)| GroupDesc {
                     group_type,
                     group_id,
                     buckets,
-                })
-        }
-
-        fn arb_port() -> impl Strategy<Value = Port> {
-            (any::<(u32, [u8; 6])>(), text(3), any::<[u32; 8]>()).prop_map(
-                |((port_no, mac), name, v)| Port {
-                    port_no,
-                    hw_addr: MacAddr(mac),
-                    name,
-                    config: v[0],
-                    state: v[1],
-                    curr: v[2],
-                    advertised: v[3],
-                    supported: v[4],
-                    peer: v[5],
-                    curr_speed: v[6],
-                    max_speed: v[7],
                 },
             )
         }
@@ -1547,101 +1454,105 @@ pub(crate) mod tests {
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xfffe, 0xffff,
         ];
 
+        /// Encodes `m`; the bytes must decode to `m` and re-encode the same.
+        fn round_trip<M: PartialEq + std::fmt::Debug>(
+            m: &M,
+            encode: fn(&M, &mut Vec<u8>),
+            decode: fn(&[u8]) -> Result<M, DecodeError>,
+        ) -> Result<(), TestCaseError> {
+            let mut b = Vec::new();
+            encode(m, &mut b);
+            let back = decode(&b).unwrap();
+            prop_assert_eq!(&back, m);
+            let mut again = Vec::new();
+            encode(&back, &mut again);
+            prop_assert_eq!(again, b);
+            Ok(())
+        }
+
+        /// Whatever `bytes` decode to re-encodes to bytes that decode the same.
+        fn stable<M: PartialEq + std::fmt::Debug>(
+            bytes: &[u8],
+            encode: fn(&M, &mut Vec<u8>),
+            decode: fn(&[u8]) -> Result<M, DecodeError>,
+        ) -> Result<(), TestCaseError> {
+            if let Ok(m) = decode(bytes) {
+                let mut out = Vec::new();
+                encode(&m, &mut out);
+                prop_assert_eq!(decode(&out).unwrap(), m);
+            }
+            Ok(())
+        }
+
+        /// The encoding of `m` with bytes overwritten (`flips`), then cut
+        /// short (`cut`): neither form panics, and what decodes is stable.
+        fn mutated<M: PartialEq + std::fmt::Debug>(
+            m: &M,
+            flips: Vec<(prop::sample::Index, u8)>,
+            cut: prop::sample::Index,
+            encode: fn(&M, &mut Vec<u8>),
+            decode: fn(&[u8]) -> Result<M, DecodeError>,
+        ) -> Result<(), TestCaseError> {
+            let mut b = Vec::new();
+            encode(m, &mut b);
+            for (i, v) in flips {
+                let i = i.index(b.len());
+                b[i] = v;
+            }
+            stable(&b, encode, decode)?;
+            stable(&b[..cut.index(b.len() + 1)], encode, decode)
+        }
+
+        fn flips() -> impl Strategy<Value = Vec<(prop::sample::Index, u8)>> {
+            proptest::collection::vec(any::<(prop::sample::Index, u8)>(), 1..4)
+        }
+
+        fn fuzz_body() -> impl Strategy<Value = Vec<u8>> {
+            (
+                prop::sample::select(FUZZ_TYPES),
+                proptest::collection::vec(any::<u8>(), 0..300),
+            )
+                .prop_map(|(ty, tail)| [mp_header(ty, 0), tail].concat())
+        }
+
         proptest! {
             #[test]
             fn requests_round_trip(flags in any::<u16>(), body in arb_request_body()) {
-                let m = MultipartRequest { flags, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                let back = MultipartRequest::decode(&mut Reader::new(&b)).unwrap();
-                prop_assert_eq!(&back, &m);
-                let mut again = Vec::new();
-                back.encode(&mut again);
-                prop_assert_eq!(again, b);
+                round_trip(&MultipartRequest { flags, body }, MultipartRequest::encode, request)?;
             }
 
             #[test]
             fn replies_round_trip(flags in any::<u16>(), body in arb_reply_body()) {
-                let m = MultipartReply { flags, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                let back = MultipartReply::decode(&mut Reader::new(&b)).unwrap();
-                prop_assert_eq!(&back, &m);
-                let mut again = Vec::new();
-                back.encode(&mut again);
-                prop_assert_eq!(again, b);
+                round_trip(&MultipartReply { flags, body }, MultipartReply::encode, reply)?;
             }
 
             #[test]
-            fn random_request_bodies_never_panic_and_decodes_are_stable(
-                ty in prop::sample::select(FUZZ_TYPES),
-                tail in proptest::collection::vec(any::<u8>(), 0..300),
-            ) {
-                let mut b = mp_header(ty, 0);
-                b.extend(tail);
-                if let Ok(m) = request(&b) {
-                    let mut out = Vec::new();
-                    m.encode(&mut out);
-                    prop_assert_eq!(request(&out).unwrap(), m);
-                }
+            fn random_request_bodies_never_panic_and_decodes_are_stable(b in fuzz_body()) {
+                stable(&b, MultipartRequest::encode, request)?;
             }
 
             #[test]
-            fn random_reply_bodies_never_panic_and_decodes_are_stable(
-                ty in prop::sample::select(FUZZ_TYPES),
-                tail in proptest::collection::vec(any::<u8>(), 0..300),
-            ) {
-                let mut b = mp_header(ty, 0);
-                b.extend(tail);
-                if let Ok(m) = reply(&b) {
-                    let mut out = Vec::new();
-                    m.encode(&mut out);
-                    prop_assert_eq!(reply(&out).unwrap(), m);
-                }
+            fn random_reply_bodies_never_panic_and_decodes_are_stable(b in fuzz_body()) {
+                stable(&b, MultipartReply::encode, reply)?;
             }
 
             #[test]
             fn mutated_requests_never_panic_and_decode_stably(
                 body in arb_request_body(),
-                flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+                flips in flips(),
                 cut in any::<prop::sample::Index>(),
             ) {
                 let m = MultipartRequest { flags: 0, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                for (i, v) in flips {
-                    let i = i.index(b.len());
-                    b[i] = v;
-                }
-                for bytes in [&b[..], &b[..cut.index(b.len() + 1)]] {
-                    if let Ok(m) = request(bytes) {
-                        let mut out = Vec::new();
-                        m.encode(&mut out);
-                        prop_assert_eq!(request(&out).unwrap(), m);
-                    }
-                }
+                mutated(&m, flips, cut, MultipartRequest::encode, request)?;
             }
 
             #[test]
             fn mutated_replies_never_panic_and_decode_stably(
                 body in arb_reply_body(),
-                flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+                flips in flips(),
                 cut in any::<prop::sample::Index>(),
             ) {
-                let m = MultipartReply { flags: 0, body };
-                let mut b = Vec::new();
-                m.encode(&mut b);
-                for (i, v) in flips {
-                    let i = i.index(b.len());
-                    b[i] = v;
-                }
-                for bytes in [&b[..], &b[..cut.index(b.len() + 1)]] {
-                    if let Ok(m) = reply(bytes) {
-                        let mut out = Vec::new();
-                        m.encode(&mut out);
-                        prop_assert_eq!(reply(&out).unwrap(), m);
-                    }
-                }
+                mutated(&MultipartReply { flags: 0, body }, flips, cut, MultipartReply::encode, reply)?;
             }
         }
     }

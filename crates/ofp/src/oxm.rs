@@ -12,7 +12,7 @@
 //! widths, wildcards, prerequisites) is [`Match::validate`], a separate step.
 
 use crate::error::{BadMatchCode, DecodeError, OfpError};
-use crate::wire::{round_up_8, Reader, Writer};
+use crate::wire::{round_up_8, wire_numbers, Reader, Writer};
 use serde::Serialize;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -30,22 +30,26 @@ pub const OFPVID_PRESENT: u16 = 0x1000;
 /// `OFPVID_NONE`: `vlan_vid` value matching packets without a VLAN tag.
 pub const OFPVID_NONE: u16 = 0x0000;
 
-/// `OFPIEH_*` bits of the `ipv6_exthdr` pseudo-field.
-pub mod ipv6_exthdr {
-    pub const NONEXT: u16 = 1 << 0;
-    pub const ESP: u16 = 1 << 1;
-    pub const AUTH: u16 = 1 << 2;
-    pub const DEST: u16 = 1 << 3;
-    pub const FRAG: u16 = 1 << 4;
-    pub const ROUTER: u16 = 1 << 5;
-    pub const HOP: u16 = 1 << 6;
-    pub const UNREP: u16 = 1 << 7;
-    pub const UNSEQ: u16 = 1 << 8;
+wire_numbers! {
+    /// `OFPIEH_*` bits of the `ipv6_exthdr` pseudo-field.
+    pub mod ipv6_exthdr: u16 {
+        NONEXT = 1 << 0, ESP = 1 << 1, AUTH = 1 << 2, DEST = 1 << 3, FRAG = 1 << 4,
+        ROUTER = 1 << 5, HOP = 1 << 6, UNREP = 1 << 7, UNSEQ = 1 << 8,
+    }
 }
 
 /// An Ethernet address.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MacAddr(pub [u8; 6]);
+
+impl crate::wire::Field for MacAddr {
+    fn read(r: &mut Reader) -> Result<Self, DecodeError> {
+        Ok(MacAddr(r.array()?))
+    }
+    fn write(&self, w: &mut Vec<u8>) {
+        w.put_bytes(&self.0);
+    }
+}
 
 impl fmt::Display for MacAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -450,6 +454,8 @@ impl Oxm {
         }
     }
 }
+
+crate::wire::codec_field!(Match);
 
 impl Match {
     /// A match over the given fields, in that order.

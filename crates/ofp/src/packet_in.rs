@@ -2,14 +2,14 @@
 
 use crate::error::DecodeError;
 use crate::oxm::Match;
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_numbers, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPR_*` values of [`PacketIn::reason`].
-pub mod packet_in_reason {
-    pub const NO_MATCH: u8 = 0;
-    pub const ACTION: u8 = 1;
-    pub const INVALID_TTL: u8 = 2;
+wire_numbers! {
+    /// `OFPR_*` values of [`PacketIn::reason`].
+    pub mod packet_in_reason: u8 {
+        NO_MATCH = 0, ACTION = 1, INVALID_TTL = 2,
+    }
 }
 
 /// `ofp_packet_in` (after the header). The reason is kept raw.
@@ -83,6 +83,7 @@ impl PacketIn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::reencodes;
 
     #[test]
     fn layout_with_empty_match() {
@@ -92,16 +93,13 @@ mod tests {
             0, 1, 0, 4, 0, 0, 0, 0, // empty OXM match
             0, 0, 0xab, 0xcd, // pad, data
         ];
-        let p = PacketIn::decode(&mut Reader::new(&body)).unwrap();
+        let p = reencodes(&body, PacketIn::decode, PacketIn::encode);
         assert_eq!(p.total_len, 60);
         assert_eq!(p.reason, packet_in_reason::ACTION);
         assert_eq!(p.table_id, 3);
         assert_eq!(p.cookie, 9);
         assert!(p.match_.fields.is_empty());
         assert_eq!(p.data, [0xab, 0xcd]);
-        let mut w = Vec::new();
-        p.encode(&mut w);
-        assert_eq!(w, body);
         // The two pad bytes after the match are required.
         assert!(PacketIn::decode(&mut Reader::new(&body[..25])).is_err());
     }

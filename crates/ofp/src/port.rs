@@ -3,7 +3,7 @@
 
 use crate::error::{BadRequestCode, DecodeError, OfpError};
 use crate::oxm::MacAddr;
-use crate::wire::{encode_fixed_str, Reader, Writer};
+use crate::wire::{encode_fixed_str, wire_numbers, Reader, Writer};
 use serde::Serialize;
 
 /// A port description.
@@ -36,19 +36,18 @@ pub struct Port {
 /// Length of the name field (`OFP_MAX_PORT_NAME_LEN`).
 pub const OFP_MAX_PORT_NAME_LEN: usize = 16;
 
-/// `OFPPC_*` bits of [`Port::config`] and `PortMod::config`/`mask`.
-pub mod port_config {
-    pub const PORT_DOWN: u32 = 1 << 0;
-    pub const NO_RECV: u32 = 1 << 2;
-    pub const NO_FWD: u32 = 1 << 5;
-    pub const NO_PACKET_IN: u32 = 1 << 6;
+wire_numbers! {
+    /// `OFPPC_*` bits of [`Port::config`] and `PortMod::config`/`mask`.
+    pub mod port_config: u32 {
+        PORT_DOWN = 1 << 0, NO_RECV = 1 << 2, NO_FWD = 1 << 5, NO_PACKET_IN = 1 << 6,
+    }
 }
 
-/// `OFPPS_*` bits of [`Port::state`].
-pub mod port_state {
-    pub const LINK_DOWN: u32 = 1 << 0;
-    pub const BLOCKED: u32 = 1 << 1;
-    pub const LIVE: u32 = 1 << 2;
+wire_numbers! {
+    /// `OFPPS_*` bits of [`Port::state`].
+    pub mod port_state: u32 {
+        LINK_DOWN = 1 << 0, BLOCKED = 1 << 1, LIVE = 1 << 2,
+    }
 }
 
 /// Decodes a NUL-padded name field: the bytes before the first NUL (all of
@@ -66,6 +65,8 @@ pub(crate) fn decode_name(r: &Reader, raw: &[u8]) -> Result<String, DecodeError>
         )
     })
 }
+
+crate::wire::codec_field!(Port);
 
 impl Port {
     /// Wire length of `ofp_port`.
@@ -119,6 +120,7 @@ impl Port {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::reencodes;
 
     fn sample() -> Vec<u8> {
         let mut b = vec![
@@ -137,14 +139,11 @@ mod tests {
     fn layout_and_round_trip() {
         let b = sample();
         assert_eq!(b.len(), Port::LEN);
-        let p = Port::decode(&mut Reader::new(&b)).unwrap();
+        let p = reencodes(&b, Port::decode, Port::encode);
         assert_eq!(p.port_no, 7);
         assert_eq!(p.hw_addr.to_string(), "f2:0b:a4:d0:3f:70");
         assert_eq!(p.name, "eth0");
         assert_eq!((p.config, p.state, p.max_speed), (1, 2, 8));
-        let mut w = Vec::new();
-        p.encode(&mut w);
-        assert_eq!(w, b);
     }
 
     #[test]

@@ -1,17 +1,16 @@
 //! `OFPT_PORT_STATUS` (spec 1.3.5 §7.4.3) and `OFPT_PORT_MOD` (§7.3.4.5):
 //! port change notifications and port configuration.
 
-use crate::error::DecodeError;
 use crate::oxm::MacAddr;
 use crate::port::Port;
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_layout, wire_numbers};
 use serde::Serialize;
 
-/// `OFPPR_*` values of [`PortStatus::reason`].
-pub mod port_reason {
-    pub const ADD: u8 = 0;
-    pub const DELETE: u8 = 1;
-    pub const MODIFY: u8 = 2;
+wire_numbers! {
+    /// `OFPPR_*` values of [`PortStatus::reason`].
+    pub mod port_reason: u8 {
+        ADD = 0, DELETE = 1, MODIFY = 2,
+    }
 }
 
 /// `ofp_port_status` (after the header). The reason is kept raw.
@@ -22,27 +21,7 @@ pub struct PortStatus {
     pub desc: Port,
 }
 
-impl PortStatus {
-    /// Body length (the message is 80 bytes).
-    pub const BODY_LEN: usize = 72;
-
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<PortStatus, DecodeError> {
-        let reason = r.u8()?;
-        r.skip(7)?;
-        Ok(PortStatus {
-            reason,
-            desc: Port::decode(r)?,
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u8(self.reason);
-        w.put_zeros(7);
-        self.desc.encode(w);
-    }
-}
+wire_layout!(PortStatus: BODY_LEN = 72, { reason, pad 7, desc });
 
 /// `ofp_port_mod` (after the header).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -58,45 +37,17 @@ pub struct PortMod {
     pub advertise: u32,
 }
 
-impl PortMod {
-    /// Body length (the message is 40 bytes).
-    pub const BODY_LEN: usize = 32;
-
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<PortMod, DecodeError> {
-        let port_no = r.u32()?;
-        r.skip(4)?;
-        let hw_addr = MacAddr(r.array()?);
-        r.skip(2)?;
-        let config = r.u32()?;
-        let mask = r.u32()?;
-        let advertise = r.u32()?;
-        r.skip(4)?;
-        Ok(PortMod {
-            port_no,
-            hw_addr,
-            config,
-            mask,
-            advertise,
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.port_no);
-        w.put_zeros(4);
-        w.put_bytes(&self.hw_addr.0);
-        w.put_zeros(2);
-        w.put_u32(self.config);
-        w.put_u32(self.mask);
-        w.put_u32(self.advertise);
-        w.put_zeros(4);
+wire_layout! {
+    PortMod: BODY_LEN = 32, {
+        port_no, pad 4, hw_addr, pad 2, config, mask, advertise, pad 4,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::reencodes;
+    use crate::wire::Reader;
 
     #[test]
     fn port_mod_layout() {
@@ -105,13 +56,10 @@ mod tests {
             0, 1, 2, 3, 4, 5, 0, 0, // hw_addr, pad
             0, 0, 0, 0x41, 0, 0, 0, 0x61, 0, 0, 0x08, 0, 0, 0, 0, 0,
         ];
-        let p = PortMod::decode(&mut Reader::new(&body)).unwrap();
+        let p = reencodes(&body, PortMod::decode, PortMod::encode);
         assert_eq!(p.port_no, 1);
         assert_eq!(p.hw_addr, MacAddr([0, 1, 2, 3, 4, 5]));
         assert_eq!((p.config, p.mask, p.advertise), (0x41, 0x61, 0x800));
-        let mut w = Vec::new();
-        p.encode(&mut w);
-        assert_eq!(w, body);
         assert!(PortMod::decode(&mut Reader::new(&body[..31])).is_err());
     }
 
@@ -124,11 +72,8 @@ mod tests {
             ..Port::default()
         };
         port.encode(&mut body);
-        let s = PortStatus::decode(&mut Reader::new(&body)).unwrap();
+        let s = reencodes(&body, PortStatus::decode, PortStatus::encode);
         assert_eq!(s.reason, port_reason::MODIFY);
         assert_eq!(s.desc, port);
-        let mut w = Vec::new();
-        s.encode(&mut w);
-        assert_eq!(w, body);
     }
 }

@@ -5,15 +5,15 @@
 //! experimenter properties whose length is not a multiple of 8, with no
 //! padding), so every well-formed reply round-trips.
 
-use crate::error::{BadRequestCode, DecodeError, OfpError};
-use crate::wire::{Reader, Writer};
+use crate::error::DecodeError;
+use crate::wire::{bad_len, record, wire_layout, wire_numbers, Reader, Writer};
 use serde::Serialize;
 
-/// `OFPQT_*` queue property types.
-pub mod queue_property {
-    pub const MIN_RATE: u16 = 1;
-    pub const MAX_RATE: u16 = 2;
-    pub const EXPERIMENTER: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPQT_*` queue property types.
+    pub mod queue_property: u16 {
+        MIN_RATE = 1, MAX_RATE = 2, EXPERIMENTER = 0xffff,
+    }
 }
 
 /// `ofp_queue_get_config_request` (after the header).
@@ -84,23 +84,14 @@ pub struct QueueGetConfigReply {
     pub queues: Vec<PacketQueue>,
 }
 
-fn bad_len(at: usize, reason: String) -> DecodeError {
-    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
-}
-
 impl QueueProperty {
     /// Decodes one property.
     pub fn decode(r: &mut Reader) -> Result<QueueProperty, DecodeError> {
         let at = r.offset();
-        let property_type = r.u16()?;
-        let len = usize::from(r.u16()?);
-        if len < 8 {
-            return Err(bad_len(at, format!("queue property length {len} below 8")));
-        }
-        r.skip(4)?;
-        let mut body = r
-            .sub(len - 8)
-            .map_err(|_| bad_len(at, format!("queue property length {len} exceeds its queue")))?;
+        let mut body = record(r, 2, 8, "queue property")?;
+        let property_type = body.u16()?;
+        let len = usize::from(body.u16()?);
+        body.skip(4)?;
         let fixed_16 = || {
             if len == 16 {
                 Ok(())
@@ -177,70 +168,21 @@ impl QueueProperty {
 }
 
 impl PacketQueue {
-    /// Decodes one queue description.
-    pub fn decode(r: &mut Reader) -> Result<PacketQueue, DecodeError> {
-        let at = r.offset();
-        let queue_id = r.u32()?;
-        let port = r.u32()?;
-        let len = usize::from(r.u16()?);
-        if len < 16 {
-            return Err(bad_len(at, format!("queue length {len} below 16")));
-        }
-        r.skip(6)?;
-        let mut body = r
-            .sub(len - 16)
-            .map_err(|_| bad_len(at, format!("queue length {len} exceeds the message")))?;
-        let mut properties = Vec::new();
-        while !body.is_empty() {
-            properties.push(QueueProperty::decode(&mut body)?);
-        }
-        Ok(PacketQueue {
-            queue_id,
-            port,
-            properties,
-        })
-    }
-
-    /// Encodes one queue description.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        w.put_u32(self.queue_id);
-        w.put_u32(self.port);
-        w.put_u16(0);
-        w.put_zeros(6);
-        for p in &self.properties {
-            p.encode(w);
-        }
-        let len = w.len() - start;
-        w.patch_u16(start + 8, len as u16);
-    }
+    /// Bytes before the properties.
+    pub const FIXED_LEN: usize = 16;
 }
 
-impl QueueGetConfigReply {
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let port = r.u32()?;
-        r.skip(4)?;
-        let mut queues = Vec::new();
-        while !r.is_empty() {
-            queues.push(PacketQueue::decode(r)?);
-        }
-        Ok(QueueGetConfigReply { port, queues })
-    }
+wire_layout!(PacketQueue: record(8, "queue") { queue_id, port, len, pad 6, properties });
 
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.port);
-        w.put_zeros(4);
-        for q in &self.queues {
-            q.encode(w);
-        }
-    }
-}
+wire_layout!(QueueGetConfigReply { port, pad 4, queues });
+
+crate::wire::codec_field!(QueueProperty);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::{BadRequestCode, OfpError};
+    use crate::wire::reencodes;
 
     fn reply_body() -> Vec<u8> {
         let mut b = vec![0, 0, 0, 5, 0, 0, 0, 0];
@@ -257,7 +199,11 @@ mod tests {
     #[test]
     fn reply_with_all_property_kinds() {
         let body = reply_body();
-        let reply = QueueGetConfigReply::decode(&mut Reader::new(&body)).unwrap();
+        let reply = reencodes(
+            &body,
+            QueueGetConfigReply::decode,
+            QueueGetConfigReply::encode,
+        );
         assert_eq!(reply.port, 5);
         assert_eq!(reply.queues.len(), 1);
         let q = &reply.queues[0];
@@ -273,9 +219,6 @@ mod tests {
                 },
             ]
         );
-        let mut w = Vec::new();
-        reply.encode(&mut w);
-        assert_eq!(w, body);
     }
 
     #[test]

@@ -1,16 +1,14 @@
 //! `OFPT_ROLE_REQUEST` / `OFPT_ROLE_REPLY` (spec 1.3.5 §7.3.9): a
 //! controller's role and its generation id.
 
-use crate::error::DecodeError;
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_layout, wire_numbers};
 use serde::Serialize;
 
-/// `OFPCR_ROLE_*`.
-pub mod controller_role {
-    pub const NOCHANGE: u32 = 0;
-    pub const EQUAL: u32 = 1;
-    pub const MASTER: u32 = 2;
-    pub const SLAVE: u32 = 3;
+wire_numbers! {
+    /// `OFPCR_ROLE_*`.
+    pub mod controller_role: u32 {
+        NOCHANGE = 0, EQUAL = 1, MASTER = 2, SLAVE = 3,
+    }
 }
 
 /// `ofp_role_request` (after the header); the reply has the same layout.
@@ -23,31 +21,12 @@ pub struct Role {
     pub generation_id: u64,
 }
 
-impl Role {
-    /// Body length (the message is 24 bytes).
-    pub const BODY_LEN: usize = 16;
-
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<Role, DecodeError> {
-        let role = r.u32()?;
-        r.skip(4)?;
-        Ok(Role {
-            role,
-            generation_id: r.u64()?,
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.role);
-        w.put_zeros(4);
-        w.put_u64(self.generation_id);
-    }
-}
+wire_layout!(Role: BODY_LEN = 16, { role, pad 4, generation_id });
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Reader;
 
     #[test]
     fn layout() {

@@ -8,13 +8,13 @@
 //! the bytes actually left, so a record can never reach into its
 //! neighbour. Lists are decoded until their reader is empty.
 
-use crate::error::{BadRequestCode, DecodeError, GroupModFailedCode, OfpError};
+use crate::error::{BadRequestCode, DecodeError, OfpError};
 use crate::flow_mod::FlowMod;
 use crate::group_mod::{Bucket, GroupMod, GroupModCommand, GroupType};
 use crate::instruction::Instruction;
 use crate::meter_mod::{MeterBand, MeterMod, MeterModCommand};
 use crate::oxm::Match;
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_layout, Reader};
 use serde::Serialize;
 
 /// `BAD_REQUEST/BAD_LEN` at the reader's offset.
@@ -22,62 +22,7 @@ pub(crate) fn bad_len(r: &Reader, reason: impl Into<String>) -> DecodeError {
     r.error(OfpError::BadRequest(BadRequestCode::BadLen), reason)
 }
 
-/// Splits off the next length-prefixed record. Its `u16` length sits `at`
-/// bytes into the record and counts the whole record; it must be at least
-/// `min` and fit in what is left. Errors are `BAD_REQUEST/BAD_LEN`.
-pub(crate) fn record<'a>(
-    r: &mut Reader<'a>,
-    at: usize,
-    min: usize,
-    what: &str,
-) -> Result<Reader<'a>, DecodeError> {
-    let mut peek = r.clone();
-    peek.skip(at).map_err(|_| r.short(what))?;
-    let len = usize::from(peek.u16().map_err(|_| r.short(what))?);
-    if len < min {
-        return Err(bad_len(
-            r,
-            format!("{what}: length {len} is shorter than its {min}-byte fixed part"),
-        ));
-    }
-    if len > r.remaining() {
-        return Err(bad_len(
-            r,
-            format!(
-                "{what}: length {len} runs past the {} bytes left",
-                r.remaining()
-            ),
-        ));
-    }
-    r.sub(len)
-}
-
-/// Writes a `u16` length placeholder and returns where to patch it.
-pub(crate) fn len_placeholder(w: &mut Vec<u8>) -> usize {
-    let at = w.len();
-    w.put_u16(0);
-    at
-}
-
-/// Patches the `u16` length at `at` with the bytes written since `start`.
-/// Records longer than 65535 bytes cannot be expressed; their length is
-/// written modulo 2^16 (callers keep records small).
-pub(crate) fn patch_len(w: &mut Vec<u8>, at: usize, start: usize) {
-    let len = w.len() - start;
-    w.patch_u16(at, len as u16);
-}
-
-/// Decodes records with `f` until `r` is empty.
-pub(crate) fn decode_all<'a, T>(
-    r: &mut Reader<'a>,
-    mut f: impl FnMut(&mut Reader<'a>) -> Result<T, DecodeError>,
-) -> Result<Vec<T>, DecodeError> {
-    let mut out = Vec::new();
-    while !r.is_empty() {
-        out.push(f(r)?);
-    }
-    Ok(out)
-}
+pub(crate) use crate::wire::{decode_all, len_placeholder, patch_len, record};
 
 /// `ofp_flow_stats_request` / `ofp_aggregate_stats_request`: which flows
 /// a FLOW or AGGREGATE request is about.
@@ -98,37 +43,11 @@ pub struct FlowStatsRequest {
 impl FlowStatsRequest {
     /// Bytes before the match.
     pub const FIXED_LEN: usize = 32;
+}
 
-    /// Decodes the request; the match runs to the end of `r`.
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let table_id = r.u8()?;
-        r.skip(3)?;
-        let out_port = r.u32()?;
-        let out_group = r.u32()?;
-        r.skip(4)?;
-        let cookie = r.u64()?;
-        let cookie_mask = r.u64()?;
-        let match_ = Match::decode(r)?;
-        Ok(FlowStatsRequest {
-            table_id,
-            out_port,
-            out_group,
-            cookie,
-            cookie_mask,
-            match_,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u8(self.table_id);
-        w.put_zeros(3);
-        w.put_u32(self.out_port);
-        w.put_u32(self.out_group);
-        w.put_zeros(4);
-        w.put_u64(self.cookie);
-        w.put_u64(self.cookie_mask);
-        self.match_.encode(w);
+wire_layout! {
+    FlowStatsRequest {
+        table_id, pad 3, out_port, out_group, pad 4, cookie, cookie_mask, match_,
     }
 }
 
@@ -170,60 +89,12 @@ impl FlowStats {
             ..FlowMod::default()
         }
     }
+}
 
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let mut s = record(r, 0, Self::FIXED_LEN, "flow stats")?;
-        s.skip(2)?;
-        let table_id = s.u8()?;
-        s.skip(1)?;
-        let duration_sec = s.u32()?;
-        let duration_nsec = s.u32()?;
-        let priority = s.u16()?;
-        let idle_timeout = s.u16()?;
-        let hard_timeout = s.u16()?;
-        let flags = s.u16()?;
-        s.skip(4)?;
-        let cookie = s.u64()?;
-        let packet_count = s.u64()?;
-        let byte_count = s.u64()?;
-        let match_ = Match::decode(&mut s)?;
-        let instructions = Instruction::decode_list(&mut s)?;
-        Ok(FlowStats {
-            table_id,
-            duration_sec,
-            duration_nsec,
-            priority,
-            idle_timeout,
-            hard_timeout,
-            flags,
-            cookie,
-            packet_count,
-            byte_count,
-            match_,
-            instructions,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        let at = len_placeholder(w);
-        w.put_u8(self.table_id);
-        w.put_zeros(1);
-        w.put_u32(self.duration_sec);
-        w.put_u32(self.duration_nsec);
-        w.put_u16(self.priority);
-        w.put_u16(self.idle_timeout);
-        w.put_u16(self.hard_timeout);
-        w.put_u16(self.flags);
-        w.put_zeros(4);
-        w.put_u64(self.cookie);
-        w.put_u64(self.packet_count);
-        w.put_u64(self.byte_count);
-        self.match_.encode(w);
-        Instruction::encode_list(&self.instructions, w);
-        patch_len(w, at, start);
+wire_layout! {
+    FlowStats: record(0, "flow stats") {
+        len, table_id, pad 1, duration_sec, duration_nsec, priority, idle_timeout, hard_timeout,
+        flags, pad 4, cookie, packet_count, byte_count, match_, instructions,
     }
 }
 
@@ -235,31 +106,7 @@ pub struct AggregateStats {
     pub flow_count: u32,
 }
 
-impl AggregateStats {
-    /// Wire length.
-    pub const LEN: usize = 24;
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let packet_count = r.u64()?;
-        let byte_count = r.u64()?;
-        let flow_count = r.u32()?;
-        r.skip(4)?;
-        Ok(AggregateStats {
-            packet_count,
-            byte_count,
-            flow_count,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u64(self.packet_count);
-        w.put_u64(self.byte_count);
-        w.put_u32(self.flow_count);
-        w.put_zeros(4);
-    }
-}
+wire_layout!(AggregateStats: LEN = 24, { packet_count, byte_count, flow_count, pad 4 });
 
 /// `ofp_table_stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -270,31 +117,7 @@ pub struct TableStats {
     pub matched_count: u64,
 }
 
-impl TableStats {
-    /// Wire length.
-    pub const LEN: usize = 24;
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let table_id = r.u8()?;
-        r.skip(3)?;
-        Ok(TableStats {
-            table_id,
-            active_count: r.u32()?,
-            lookup_count: r.u64()?,
-            matched_count: r.u64()?,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u8(self.table_id);
-        w.put_zeros(3);
-        w.put_u32(self.active_count);
-        w.put_u64(self.lookup_count);
-        w.put_u64(self.matched_count);
-    }
-}
+wire_layout!(TableStats: LEN = 24, { table_id, pad 3, active_count, lookup_count, matched_count });
 
 /// `ofp_port_stats`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -316,55 +139,11 @@ pub struct PortStats {
     pub duration_nsec: u32,
 }
 
-impl PortStats {
-    /// Wire length.
-    pub const LEN: usize = 112;
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let port_no = r.u32()?;
-        r.skip(4)?;
-        Ok(PortStats {
-            port_no,
-            rx_packets: r.u64()?,
-            tx_packets: r.u64()?,
-            rx_bytes: r.u64()?,
-            tx_bytes: r.u64()?,
-            rx_dropped: r.u64()?,
-            tx_dropped: r.u64()?,
-            rx_errors: r.u64()?,
-            tx_errors: r.u64()?,
-            rx_frame_err: r.u64()?,
-            rx_over_err: r.u64()?,
-            rx_crc_err: r.u64()?,
-            collisions: r.u64()?,
-            duration_sec: r.u32()?,
-            duration_nsec: r.u32()?,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.port_no);
-        w.put_zeros(4);
-        for v in [
-            self.rx_packets,
-            self.tx_packets,
-            self.rx_bytes,
-            self.tx_bytes,
-            self.rx_dropped,
-            self.tx_dropped,
-            self.rx_errors,
-            self.tx_errors,
-            self.rx_frame_err,
-            self.rx_over_err,
-            self.rx_crc_err,
-            self.collisions,
-        ] {
-            w.put_u64(v);
-        }
-        w.put_u32(self.duration_sec);
-        w.put_u32(self.duration_nsec);
+wire_layout! {
+    PortStats: LEN = 112, {
+        port_no, pad 4, rx_packets, tx_packets, rx_bytes, tx_bytes, rx_dropped, tx_dropped,
+        rx_errors, tx_errors, rx_frame_err, rx_over_err, rx_crc_err, collisions, duration_sec,
+        duration_nsec,
     }
 }
 
@@ -380,32 +159,9 @@ pub struct QueueStats {
     pub duration_nsec: u32,
 }
 
-impl QueueStats {
-    /// Wire length.
-    pub const LEN: usize = 40;
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        Ok(QueueStats {
-            port_no: r.u32()?,
-            queue_id: r.u32()?,
-            tx_bytes: r.u64()?,
-            tx_packets: r.u64()?,
-            tx_errors: r.u64()?,
-            duration_sec: r.u32()?,
-            duration_nsec: r.u32()?,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.port_no);
-        w.put_u32(self.queue_id);
-        w.put_u64(self.tx_bytes);
-        w.put_u64(self.tx_packets);
-        w.put_u64(self.tx_errors);
-        w.put_u32(self.duration_sec);
-        w.put_u32(self.duration_nsec);
+wire_layout! {
+    QueueStats: LEN = 40, {
+        port_no, queue_id, tx_bytes, tx_packets, tx_errors, duration_sec, duration_nsec,
     }
 }
 
@@ -415,6 +171,8 @@ pub struct BucketCounter {
     pub packet_count: u64,
     pub byte_count: u64,
 }
+
+wire_layout!(BucketCounter: LEN = 16, { packet_count, byte_count });
 
 /// `ofp_group_stats`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -431,61 +189,12 @@ pub struct GroupStats {
 impl GroupStats {
     /// Bytes before the bucket counters (each 16 bytes).
     pub const FIXED_LEN: usize = 40;
+}
 
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let mut s = record(r, 0, Self::FIXED_LEN, "group stats")?;
-        s.skip(4)?;
-        let group_id = s.u32()?;
-        let ref_count = s.u32()?;
-        s.skip(4)?;
-        let packet_count = s.u64()?;
-        let byte_count = s.u64()?;
-        let duration_sec = s.u32()?;
-        let duration_nsec = s.u32()?;
-        if s.remaining() % 16 != 0 {
-            return Err(bad_len(
-                &s,
-                format!(
-                    "group stats: {} bytes of bucket counters is not a multiple of 16",
-                    s.remaining()
-                ),
-            ));
-        }
-        let bucket_stats = decode_all(&mut s, |s| {
-            Ok(BucketCounter {
-                packet_count: s.u64()?,
-                byte_count: s.u64()?,
-            })
-        })?;
-        Ok(GroupStats {
-            group_id,
-            ref_count,
-            packet_count,
-            byte_count,
-            duration_sec,
-            duration_nsec,
-            bucket_stats,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        let at = len_placeholder(w);
-        w.put_zeros(2);
-        w.put_u32(self.group_id);
-        w.put_u32(self.ref_count);
-        w.put_zeros(4);
-        w.put_u64(self.packet_count);
-        w.put_u64(self.byte_count);
-        w.put_u32(self.duration_sec);
-        w.put_u32(self.duration_nsec);
-        for b in &self.bucket_stats {
-            w.put_u64(b.packet_count);
-            w.put_u64(b.byte_count);
-        }
-        patch_len(w, at, start);
+wire_layout! {
+    GroupStats: record(0, "group stats") {
+        len, pad 2, group_id, ref_count, pad 4, packet_count, byte_count, duration_sec,
+        duration_nsec, bucket_stats,
     }
 }
 
@@ -511,41 +220,9 @@ impl GroupDesc {
             buckets: self.buckets,
         }
     }
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let mut s = record(r, 0, Self::FIXED_LEN, "group desc")?;
-        s.skip(2)?;
-        let t = s.u8()?;
-        let group_type = GroupType::from_u8(t).ok_or_else(|| {
-            s.error(
-                OfpError::GroupModFailed(GroupModFailedCode::BadType),
-                format!("unknown group type {t}"),
-            )
-        })?;
-        s.skip(1)?;
-        let group_id = s.u32()?;
-        let buckets = decode_all(&mut s, Bucket::decode)?;
-        Ok(GroupDesc {
-            group_type,
-            group_id,
-            buckets,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        let at = len_placeholder(w);
-        w.put_u8(self.group_type as u8);
-        w.put_zeros(1);
-        w.put_u32(self.group_id);
-        for b in &self.buckets {
-            b.encode(w);
-        }
-        patch_len(w, at, start);
-    }
 }
+
+wire_layout!(GroupDesc: record(0, "group desc") { len, group_type, pad 1, group_id, buckets });
 
 /// `ofp_group_features`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -560,39 +237,7 @@ pub struct GroupFeatures {
     pub actions: [u32; 4],
 }
 
-impl GroupFeatures {
-    /// Wire length.
-    pub const LEN: usize = 40;
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let types = r.u32()?;
-        let capabilities = r.u32()?;
-        let mut max_groups = [0u32; 4];
-        for v in &mut max_groups {
-            *v = r.u32()?;
-        }
-        let mut actions = [0u32; 4];
-        for v in &mut actions {
-            *v = r.u32()?;
-        }
-        Ok(GroupFeatures {
-            types,
-            capabilities,
-            max_groups,
-            actions,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.types);
-        w.put_u32(self.capabilities);
-        for v in self.max_groups.iter().chain(&self.actions) {
-            w.put_u32(*v);
-        }
-    }
-}
+wire_layout!(GroupFeatures: LEN = 40, { types, capabilities, max_groups, actions });
 
 /// `ofp_meter_band_stats`: counts of one band.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -600,6 +245,8 @@ pub struct MeterBandStats {
     pub packet_band_count: u64,
     pub byte_band_count: u64,
 }
+
+wire_layout!(MeterBandStats: LEN = 16, { packet_band_count, byte_band_count });
 
 /// `ofp_meter_stats`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -616,59 +263,12 @@ pub struct MeterStats {
 impl MeterStats {
     /// Bytes before the band counters (each 16 bytes).
     pub const FIXED_LEN: usize = 40;
+}
 
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let mut s = record(r, 4, Self::FIXED_LEN, "meter stats")?;
-        let meter_id = s.u32()?;
-        s.skip(2 + 6)?;
-        let flow_count = s.u32()?;
-        let packet_in_count = s.u64()?;
-        let byte_in_count = s.u64()?;
-        let duration_sec = s.u32()?;
-        let duration_nsec = s.u32()?;
-        if s.remaining() % 16 != 0 {
-            return Err(bad_len(
-                &s,
-                format!(
-                    "meter stats: {} bytes of band counters is not a multiple of 16",
-                    s.remaining()
-                ),
-            ));
-        }
-        let band_stats = decode_all(&mut s, |s| {
-            Ok(MeterBandStats {
-                packet_band_count: s.u64()?,
-                byte_band_count: s.u64()?,
-            })
-        })?;
-        Ok(MeterStats {
-            meter_id,
-            flow_count,
-            packet_in_count,
-            byte_in_count,
-            duration_sec,
-            duration_nsec,
-            band_stats,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        w.put_u32(self.meter_id);
-        let at = len_placeholder(w);
-        w.put_zeros(6);
-        w.put_u32(self.flow_count);
-        w.put_u64(self.packet_in_count);
-        w.put_u64(self.byte_in_count);
-        w.put_u32(self.duration_sec);
-        w.put_u32(self.duration_nsec);
-        for b in &self.band_stats {
-            w.put_u64(b.packet_band_count);
-            w.put_u64(b.byte_band_count);
-        }
-        patch_len(w, at, start);
+wire_layout! {
+    MeterStats: record(4, "meter stats") {
+        meter_id, len, pad 6, flow_count, packet_in_count, byte_in_count, duration_sec,
+        duration_nsec, band_stats,
     }
 }
 
@@ -694,31 +294,9 @@ impl MeterConfig {
             bands: self.bands,
         }
     }
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let mut s = record(r, 0, Self::FIXED_LEN, "meter config")?;
-        s.skip(2)?;
-        let flags = s.u16()?;
-        let meter_id = s.u32()?;
-        let bands = MeterBand::decode_list(&mut s)?;
-        Ok(MeterConfig {
-            flags,
-            meter_id,
-            bands,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        let at = len_placeholder(w);
-        w.put_u16(self.flags);
-        w.put_u32(self.meter_id);
-        MeterBand::encode_list(&self.bands, w);
-        patch_len(w, at, start);
-    }
 }
+
+wire_layout!(MeterConfig: record(0, "meter config") { len, flags, meter_id, bands });
 
 /// `ofp_meter_features`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -732,42 +310,22 @@ pub struct MeterFeatures {
     pub max_color: u8,
 }
 
-impl MeterFeatures {
-    /// Wire length.
-    pub const LEN: usize = 16;
-
-    /// Decodes one from `r`, checking every length (errors in the module comment).
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let f = MeterFeatures {
-            max_meter: r.u32()?,
-            band_types: r.u32()?,
-            capabilities: r.u32()?,
-            max_bands: r.u8()?,
-            max_color: r.u8()?,
-        };
-        r.skip(2)?;
-        Ok(f)
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.max_meter);
-        w.put_u32(self.band_types);
-        w.put_u32(self.capabilities);
-        w.put_u8(self.max_bands);
-        w.put_u8(self.max_color);
-        w.put_zeros(2);
+wire_layout! {
+    MeterFeatures: LEN = 16, {
+        max_meter, band_types, capabilities, max_bands, max_color, pad 2,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::GroupModFailedCode;
     use crate::error::MeterModFailedCode;
     use crate::multipart::tests::{
         mp_header, reply, reply_round_trip, request_round_trip, BAD_LEN,
     };
     use crate::multipart::{multipart_type, MultipartReplyBody, MultipartRequestBody};
+    use crate::wire::Writer;
 
     /// An `ofp_group_stats` with `buckets` counters and the given length.
     fn group_stats(len: u16, group_id: u32, buckets: u64) -> Vec<u8> {

@@ -10,10 +10,13 @@
 //! `proptest` feature.
 
 use crate::action::Action;
+use crate::group_mod::{Bucket, GroupType};
 use crate::instruction::Instruction;
+use crate::meter_mod::MeterBand;
 use crate::oxm::{
-    Match, Oxm, OxmField, OxmValue, OXM_CLASS_EXPERIMENTER, OXM_CLASS_OPENFLOW_BASIC,
+    MacAddr, Match, Oxm, OxmField, OxmValue, OXM_CLASS_EXPERIMENTER, OXM_CLASS_OPENFLOW_BASIC,
 };
+use crate::port::Port;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -373,10 +376,70 @@ pub fn arb_instructions() -> BoxedStrategy<Vec<Instruction>> {
         .boxed()
 }
 
+/// A port description: any numbers, a name of up to 4 characters (no NUL).
+pub fn arb_port() -> BoxedStrategy<Port> {
+    (any::<(u32, [u8; 6])>(), "[^\u{0}]{0,4}", any::<[u32; 8]>())
+        .prop_map(|((port_no, mac), name, v)| Port {
+            port_no,
+            hw_addr: MacAddr(mac),
+            name,
+            config: v[0],
+            state: v[1],
+            curr: v[2],
+            advertised: v[3],
+            supported: v[4],
+            peer: v[5],
+            curr_speed: v[6],
+            max_speed: v[7],
+        })
+        .boxed()
+}
+
+/// Any meter band: drop, DSCP remark, or experimenter with up to 16 bytes.
+pub fn arb_meter_band() -> BoxedStrategy<MeterBand> {
+    prop_oneof![
+        any::<(u32, u32)>().prop_map(|(rate, burst_size)| MeterBand::Drop { rate, burst_size }),
+        any::<(u32, u32, u8)>().prop_map(|(rate, burst_size, prec_level)| {
+            MeterBand::DscpRemark {
+                rate,
+                burst_size,
+                prec_level,
+            }
+        }),
+        (any::<(u32, u32, u32)>(), vec(any::<u8>(), 0..=16)).prop_map(
+            |((rate, burst_size, experimenter), data)| MeterBand::Experimenter {
+                rate,
+                burst_size,
+                experimenter,
+                data,
+            }
+        ),
+    ]
+    .boxed()
+}
+
+/// Any group type.
+pub fn arb_group_type() -> BoxedStrategy<GroupType> {
+    use GroupType::*;
+    proptest::sample::select(vec![All, Select, Indirect, FastFailover]).boxed()
+}
+
+/// A bucket with any weight and watches and a list of actions.
+pub fn arb_bucket() -> BoxedStrategy<Bucket> {
+    (any::<(u16, u32, u32)>(), arb_actions())
+        .prop_map(|((weight, watch_port, watch_group), actions)| Bucket {
+            weight,
+            watch_port,
+            watch_group,
+            actions,
+        })
+        .boxed()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::Reader;
+    use crate::wire::{FieldList, Reader};
 
     fn enc_match(m: &Match) -> Vec<u8> {
         let mut w = Vec::new();

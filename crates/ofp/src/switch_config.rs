@@ -2,27 +2,22 @@
 //! `OFPT_FEATURES_REPLY`, `OFPT_GET_CONFIG_REPLY` and `OFPT_SET_CONFIG`
 //! bodies. (The requests have empty bodies.)
 
-use crate::error::DecodeError;
-use crate::wire::{Reader, Writer};
+use crate::wire::{wire_layout, wire_numbers};
 use serde::Serialize;
 
-/// `OFPC_*` capability bits of [`FeaturesReply::capabilities`].
-pub mod capabilities {
-    pub const FLOW_STATS: u32 = 1 << 0;
-    pub const TABLE_STATS: u32 = 1 << 1;
-    pub const PORT_STATS: u32 = 1 << 2;
-    pub const GROUP_STATS: u32 = 1 << 3;
-    pub const IP_REASM: u32 = 1 << 5;
-    pub const QUEUE_STATS: u32 = 1 << 6;
-    pub const PORT_BLOCKED: u32 = 1 << 8;
+wire_numbers! {
+    /// `OFPC_*` capability bits of [`FeaturesReply::capabilities`].
+    pub mod capabilities: u32 {
+        FLOW_STATS = 1 << 0, TABLE_STATS = 1 << 1, PORT_STATS = 1 << 2, GROUP_STATS = 1 << 3,
+        IP_REASM = 1 << 5, QUEUE_STATS = 1 << 6, PORT_BLOCKED = 1 << 8,
+    }
 }
 
-/// `OFPC_FRAG_*` values of [`SwitchConfig::flags`].
-pub mod config_flags {
-    pub const FRAG_NORMAL: u16 = 0;
-    pub const FRAG_DROP: u16 = 1;
-    pub const FRAG_REASM: u16 = 2;
-    pub const FRAG_MASK: u16 = 3;
+wire_numbers! {
+    /// `OFPC_FRAG_*` values of [`SwitchConfig::flags`].
+    pub mod config_flags: u16 {
+        FRAG_NORMAL = 0, FRAG_DROP = 1, FRAG_REASM = 2, FRAG_MASK = 3,
+    }
 }
 
 /// `ofp_switch_features` (after the header).
@@ -42,36 +37,9 @@ pub struct FeaturesReply {
     pub reserved: u32,
 }
 
-impl FeaturesReply {
-    /// Body length (the message is 32 bytes).
-    pub const BODY_LEN: usize = 24;
-
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<FeaturesReply, DecodeError> {
-        let datapath_id = r.u64()?;
-        let n_buffers = r.u32()?;
-        let n_tables = r.u8()?;
-        let auxiliary_id = r.u8()?;
-        r.skip(2)?;
-        Ok(FeaturesReply {
-            datapath_id,
-            n_buffers,
-            n_tables,
-            auxiliary_id,
-            capabilities: r.u32()?,
-            reserved: r.u32()?,
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u64(self.datapath_id);
-        w.put_u32(self.n_buffers);
-        w.put_u8(self.n_tables);
-        w.put_u8(self.auxiliary_id);
-        w.put_zeros(2);
-        w.put_u32(self.capabilities);
-        w.put_u32(self.reserved);
+wire_layout! {
+    FeaturesReply: BODY_LEN = 24, {
+        datapath_id, n_buffers, n_tables, auxiliary_id, pad 2, capabilities, reserved,
     }
 }
 
@@ -85,28 +53,12 @@ pub struct SwitchConfig {
     pub miss_send_len: u16,
 }
 
-impl SwitchConfig {
-    /// Body length (the message is 12 bytes).
-    pub const BODY_LEN: usize = 4;
-
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<SwitchConfig, DecodeError> {
-        Ok(SwitchConfig {
-            flags: r.u16()?,
-            miss_send_len: r.u16()?,
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u16(self.flags);
-        w.put_u16(self.miss_send_len);
-    }
-}
+wire_layout!(SwitchConfig: BODY_LEN = 4, { flags, miss_send_len });
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Reader;
 
     #[test]
     fn features_reply_layout() {

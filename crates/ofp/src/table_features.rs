@@ -12,31 +12,22 @@
 use crate::error::{DecodeError, OfpError, TableFeaturesFailedCode};
 use crate::oxm::OXM_CLASS_EXPERIMENTER;
 use crate::stats::{decode_all, len_placeholder, patch_len, record};
-use crate::wire::{decode_fixed_str, encode_fixed_str};
+use crate::wire::{decode_fixed_str, encode_fixed_str, wire_numbers};
 use crate::wire::{round_up_8, Reader, Writer};
 use serde::Serialize;
 
 /// `OFP_MAX_TABLE_NAME_LEN`.
 pub const MAX_TABLE_NAME_LEN: usize = 32;
 
-/// `OFPTFPT_*` property type numbers.
-pub mod prop_type {
-    pub const INSTRUCTIONS: u16 = 0;
-    pub const INSTRUCTIONS_MISS: u16 = 1;
-    pub const NEXT_TABLES: u16 = 2;
-    pub const NEXT_TABLES_MISS: u16 = 3;
-    pub const WRITE_ACTIONS: u16 = 4;
-    pub const WRITE_ACTIONS_MISS: u16 = 5;
-    pub const APPLY_ACTIONS: u16 = 6;
-    pub const APPLY_ACTIONS_MISS: u16 = 7;
-    pub const MATCH: u16 = 8;
-    pub const WILDCARDS: u16 = 10;
-    pub const WRITE_SETFIELD: u16 = 12;
-    pub const WRITE_SETFIELD_MISS: u16 = 13;
-    pub const APPLY_SETFIELD: u16 = 14;
-    pub const APPLY_SETFIELD_MISS: u16 = 15;
-    pub const EXPERIMENTER: u16 = 0xfffe;
-    pub const EXPERIMENTER_MISS: u16 = 0xffff;
+wire_numbers! {
+    /// `OFPTFPT_*` property type numbers.
+    pub mod prop_type: u16 {
+        INSTRUCTIONS = 0, INSTRUCTIONS_MISS = 1, NEXT_TABLES = 2, NEXT_TABLES_MISS = 3,
+        WRITE_ACTIONS = 4, WRITE_ACTIONS_MISS = 5, APPLY_ACTIONS = 6, APPLY_ACTIONS_MISS = 7,
+        MATCH = 8, WILDCARDS = 10, WRITE_SETFIELD = 12, WRITE_SETFIELD_MISS = 13,
+        APPLY_SETFIELD = 14, APPLY_SETFIELD_MISS = 15, EXPERIMENTER = 0xfffe,
+        EXPERIMENTER_MISS = 0xffff,
+    }
 }
 
 /// One table's features.

@@ -1,7 +1,6 @@
 //! `OFPT_TABLE_MOD` (spec 1.3.5 §7.3.3): table configuration.
 
-use crate::error::DecodeError;
-use crate::wire::{Reader, Writer};
+use crate::wire::wire_layout;
 use serde::Serialize;
 
 /// `ofp_table_mod` (after the header).
@@ -13,31 +12,12 @@ pub struct TableMod {
     pub config: u32,
 }
 
-impl TableMod {
-    /// Body length (the message is 16 bytes).
-    pub const BODY_LEN: usize = 8;
-
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<TableMod, DecodeError> {
-        let table_id = r.u8()?;
-        r.skip(3)?;
-        Ok(TableMod {
-            table_id,
-            config: r.u32()?,
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u8(self.table_id);
-        w.put_zeros(3);
-        w.put_u32(self.config);
-    }
-}
+wire_layout!(TableMod: BODY_LEN = 8, { table_id, pad 3, config });
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Reader;
 
     #[test]
     fn layout() {

@@ -159,6 +159,339 @@ impl Writer for Vec<u8> {
     }
 }
 
+/// Splits off the next length-prefixed record. Its `u16` length sits `at`
+/// bytes into the record and counts the whole record; it must be at least
+/// `min` and fit in what is left. Errors are `BAD_REQUEST/BAD_LEN`.
+pub(crate) fn record<'a>(
+    r: &mut Reader<'a>,
+    at: usize,
+    min: usize,
+    what: &str,
+) -> Result<Reader<'a>, DecodeError> {
+    let mut peek = r.clone();
+    peek.skip(at).map_err(|_| r.short(what))?;
+    let len = usize::from(peek.u16().map_err(|_| r.short(what))?);
+    if len < min {
+        return Err(r.error(
+            OfpError::BadRequest(BadRequestCode::BadLen),
+            format!("{what}: length {len} is shorter than its {min}-byte fixed part"),
+        ));
+    }
+    if len > r.remaining() {
+        return Err(r.error(
+            OfpError::BadRequest(BadRequestCode::BadLen),
+            format!(
+                "{what}: length {len} runs past the {} bytes left",
+                r.remaining()
+            ),
+        ));
+    }
+    r.sub(len)
+}
+
+/// Writes a `u16` length placeholder and returns where to patch it.
+pub(crate) fn len_placeholder(w: &mut Vec<u8>) -> usize {
+    let at = w.len();
+    w.put_u16(0);
+    at
+}
+
+/// Patches the `u16` length at `at` with the bytes written since `start`.
+/// Records longer than 65535 bytes cannot be expressed; their length is
+/// written modulo 2^16 (callers keep records small).
+pub(crate) fn patch_len(w: &mut Vec<u8>, at: usize, start: usize) {
+    let len = w.len() - start;
+    w.patch_u16(at, len as u16);
+}
+
+/// Decodes records with `f` until `r` is empty.
+pub(crate) fn decode_all<'a, T>(
+    r: &mut Reader<'a>,
+    mut f: impl FnMut(&mut Reader<'a>) -> Result<T, DecodeError>,
+) -> Result<Vec<T>, DecodeError> {
+    let mut out = Vec::new();
+    while !r.is_empty() {
+        out.push(f(r)?);
+    }
+    Ok(out)
+}
+
+/// A value whose wire form its type fixes: the big-endian integers here,
+/// and the fixed structures that implement it beside their definitions.
+pub trait Field: Sized {
+    /// The wire size when every value has the same one.
+    const SIZE: Option<usize> = None;
+    fn read(r: &mut Reader) -> Result<Self, DecodeError>;
+    fn write(&self, w: &mut Vec<u8>);
+}
+
+macro_rules! int_fields {
+    ($($t:ident: $read:ident, $put:ident;)*) => {$(
+        impl Field for $t {
+            const SIZE: Option<usize> = Some(std::mem::size_of::<$t>());
+            fn read(r: &mut Reader) -> Result<Self, DecodeError> {
+                r.$read()
+            }
+            fn write(&self, w: &mut Vec<u8>) {
+                w.$put(*self);
+            }
+        }
+    )*};
+}
+int_fields! { u8: u8, put_u8; u16: u16, put_u16; u32: u32, put_u32; u64: u64, put_u64; }
+
+/// A fixed-size array: its elements one after another.
+impl<T: Field + Copy + Default, const N: usize> Field for [T; N] {
+    const SIZE: Option<usize> = match T::SIZE {
+        Some(n) => Some(n * N),
+        None => None,
+    };
+    fn read(r: &mut Reader) -> Result<Self, DecodeError> {
+        let mut a = [T::default(); N];
+        for v in &mut a {
+            *v = T::read(r)?;
+        }
+        Ok(a)
+    }
+    fn write(&self, w: &mut Vec<u8>) {
+        for v in self {
+            v.write(w);
+        }
+    }
+}
+
+/// A list that runs to the end of its reader (a record's trailing
+/// entries); entries of one fixed size must fill it exactly.
+impl<T: Field> Field for Vec<T> {
+    fn read(r: &mut Reader) -> Result<Self, DecodeError> {
+        if let Some(n) = T::SIZE.filter(|&n| !r.remaining().is_multiple_of(n)) {
+            return Err(r.error(
+                OfpError::BadRequest(BadRequestCode::BadLen),
+                format!(
+                    "{} bytes of {n}-byte entries is not a whole number",
+                    r.remaining()
+                ),
+            ));
+        }
+        decode_all(r, T::read)
+    }
+    fn write(&self, w: &mut Vec<u8>) {
+        for v in self {
+            v.write(w);
+        }
+    }
+}
+
+/// Lists of entries that run to the end of their reader (actions,
+/// instructions, bands), for any [`Field`].
+pub trait FieldList: Field {
+    /// Decodes entries until the reader is empty.
+    fn decode_list(r: &mut Reader) -> Result<Vec<Self>, DecodeError> {
+        Vec::read(r)
+    }
+    /// Encodes entries one after another.
+    fn encode_list(items: &[Self], w: &mut Vec<u8>) {
+        items.iter().for_each(|i| i.write(w));
+    }
+}
+
+impl<T: Field> FieldList for T {}
+
+/// Writes `decode`, `encode` and the [`Field`] impl for a struct whose wire
+/// form is its fields in the order listed, each in its [`Field`] form, where
+/// `pad N` stands for N bytes of padding (ignored on decode, written as
+/// zeros): `wire_layout!(Role { role, pad 4, generation_id });`
+///
+/// `Name: LEN = N, { .. }` also states the fixed wire size N as `Name::LEN`
+/// (checked when encoding in debug builds). `Name: record(AT,
+/// "what") { .. }` is a record whose `u16` length, the item `len` AT bytes
+/// in, counts the whole record: decoding checks it with [`record`] against
+/// `Self::FIXED_LEN` and the bytes left, and reads the fields within it;
+/// encoding writes it once the record is known.
+macro_rules! wire_layout {
+    ($ty:ident { $($item:tt)* }) => {
+        impl $ty {
+            /// Decodes it field by field, in wire order.
+            pub fn decode(
+                r: &mut $crate::wire::Reader,
+            ) -> Result<Self, $crate::error::DecodeError> {
+                $crate::wire::wire_layout!(@read r [] $($item)*)
+            }
+
+            /// Encodes it field by field, padding as zeros.
+            pub fn encode(&self, w: &mut Vec<u8>) {
+                $crate::wire::wire_layout!(@write self w len_at $($item)*);
+            }
+        }
+
+        $crate::wire::wire_layout!(@field $ty);
+    };
+    ($ty:ident: $len:ident = $size:expr, { $($item:tt)* }) => {
+        impl $ty {
+            /// Its length on the wire.
+            pub const $len: usize = $size;
+
+            /// Decodes it field by field, in wire order.
+            pub fn decode(
+                r: &mut $crate::wire::Reader,
+            ) -> Result<Self, $crate::error::DecodeError> {
+                $crate::wire::wire_layout!(@read r [] $($item)*)
+            }
+
+            /// Encodes it field by field, padding as zeros.
+            pub fn encode(&self, w: &mut Vec<u8>) {
+                let start = w.len();
+                $crate::wire::wire_layout!(@write self w len_at $($item)*);
+                debug_assert_eq!(w.len() - start, Self::$len, "{} layout", stringify!($ty));
+            }
+        }
+
+        $crate::wire::wire_layout!(@field $ty Self::$len);
+    };
+    ($ty:ident: record($at:literal, $what:literal) { $($item:tt)* }) => {
+        impl $ty {
+            /// Decodes one record, checking its length, then its fields in
+            /// wire order.
+            pub fn decode(
+                r: &mut $crate::wire::Reader,
+            ) -> Result<Self, $crate::error::DecodeError> {
+                let mut s = $crate::wire::record(r, $at, Self::FIXED_LEN, $what)?;
+                let r = &mut s;
+                $crate::wire::wire_layout!(@read r [] $($item)*)
+            }
+
+            /// Encodes it field by field, padding as zeros, then patches
+            /// its length.
+            pub fn encode(&self, w: &mut Vec<u8>) {
+                let start = w.len();
+                $crate::wire::wire_layout!(@write self w len_at $($item)*);
+                $crate::wire::patch_len(w, len_at, start);
+            }
+        }
+
+        $crate::wire::wire_layout!(@field $ty);
+    };
+    (@field $ty:ident $($size:expr)?) => {
+        impl $crate::wire::Field for $ty {
+            $(const SIZE: Option<usize> = Some($size);)?
+            fn read(r: &mut $crate::wire::Reader) -> Result<Self, $crate::error::DecodeError> {
+                Self::decode(r)
+            }
+            fn write(&self, w: &mut Vec<u8>) {
+                self.encode(w);
+            }
+        }
+    };
+    (@read $r:ident [$($done:ident)*] pad $n:literal $(, $($rest:tt)*)?) => {{
+        $r.skip($n)?;
+        $crate::wire::wire_layout!(@read $r [$($done)*] $($($rest)*)?)
+    }};
+    (@read $r:ident [$($done:ident)*] len $(, $($rest:tt)*)?) => {{
+        $r.skip(2)?;
+        $crate::wire::wire_layout!(@read $r [$($done)*] $($($rest)*)?)
+    }};
+    (@read $r:ident [$($done:ident)*] $f:ident $(, $($rest:tt)*)?) => {{
+        let $f = $crate::wire::Field::read($r)?;
+        $crate::wire::wire_layout!(@read $r [$($done)* $f] $($($rest)*)?)
+    }};
+    (@read $r:ident [$($done:ident)*]) => {
+        Ok(Self { $($done),* })
+    };
+    (@write $s:ident $w:ident $lat:ident pad $n:literal $(, $($rest:tt)*)?) => {
+        $crate::wire::Writer::put_zeros($w, $n);
+        $crate::wire::wire_layout!(@write $s $w $lat $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident $lat:ident len $(, $($rest:tt)*)?) => {
+        let $lat = $crate::wire::len_placeholder($w);
+        $crate::wire::wire_layout!(@write $s $w $lat $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident $lat:ident $f:ident $(, $($rest:tt)*)?) => {
+        $crate::wire::Field::write(&$s.$f, $w);
+        $crate::wire::wire_layout!(@write $s $w $lat $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident $lat:ident) => {};
+}
+pub(crate) use wire_layout;
+
+/// Implements [`Field`] through a type's own `decode` and `encode`.
+macro_rules! codec_field {
+    ($($ty:ty),*) => {$(
+        impl $crate::wire::Field for $ty {
+            fn read(r: &mut $crate::wire::Reader) -> Result<Self, $crate::error::DecodeError> {
+                Self::decode(r)
+            }
+            fn write(&self, w: &mut Vec<u8>) {
+                self.encode(w);
+            }
+        }
+    )*};
+}
+pub(crate) use codec_field;
+
+/// Declares a C-like enum of wire numbers (its `repr` type), with the
+/// named conversion from a wire number (`None` for one the spec lacks);
+/// `as` gives the number back. With `unknown: ERROR, "what";` it is also a
+/// [`Field`] whose unknown numbers decode to ERROR just after the number.
+macro_rules! wire_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident: $repr:ident, $from:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $value:literal,)*
+        }
+        $(unknown: $err:expr, $what:literal;)?
+    ) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+        $(#[$meta])*
+        #[repr($repr)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant = $value,)*
+        }
+
+        impl $name {
+            /// The value for a wire number, if the spec defines one.
+            pub fn $from(v: $repr) -> Option<Self> {
+                match v {
+                    $($value => Some(Self::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        $(
+            impl $crate::wire::Field for $name {
+                const SIZE: Option<usize> = Some(std::mem::size_of::<$repr>());
+                fn read(
+                    r: &mut $crate::wire::Reader,
+                ) -> Result<Self, $crate::error::DecodeError> {
+                    let v = <$repr as $crate::wire::Field>::read(r)?;
+                    Self::$from(v).ok_or_else(|| r.error($err, format!("unknown {} {v}", $what)))
+                }
+                fn write(&self, w: &mut Vec<u8>) {
+                    $crate::wire::Field::write(&(*self as $repr), w);
+                }
+            }
+        )?
+    };
+}
+pub(crate) use wire_enum;
+
+/// Declares a module of named wire numbers (`OFPxx_*`) of one type.
+macro_rules! wire_numbers {
+    ($(#[$meta:meta])* pub mod $name:ident: $t:ty { $($(#[$cmeta:meta])* $c:ident = $v:expr,)* }) => {
+        $(#[$meta])*
+        pub mod $name {
+            $($(#[$cmeta])* pub const $c: $t = $v;)*
+        }
+    };
+}
+pub(crate) use wire_numbers;
+
+/// A length error at `at` (`BAD_REQUEST/BAD_LEN`) for a structure whose
+/// declared length does not fit.
+pub(crate) fn bad_len(at: usize, reason: String) -> DecodeError {
+    DecodeError::new(OfpError::BadRequest(BadRequestCode::BadLen), at, reason)
+}
+
 /// Rounds `n` up to a multiple of 8.
 pub fn round_up_8(n: usize) -> usize {
     n.div_ceil(8) * 8
@@ -194,6 +527,23 @@ pub(crate) fn encode_fixed_str(s: &str, n: usize, w: &mut Vec<u8>) {
     let end = char_boundary_at_most(s, n);
     w.put_bytes(bytes.get(..end).unwrap_or_default());
     w.put_zeros(n - end);
+}
+
+/// Test helper: `decode` must take all of `body`, and encoding what it
+/// gives must give `body` back.
+#[cfg(test)]
+pub(crate) fn reencodes<T>(
+    body: &[u8],
+    decode: fn(&mut Reader) -> Result<T, DecodeError>,
+    encode: fn(&T, &mut Vec<u8>),
+) -> T {
+    let mut r = Reader::new(body);
+    let v = decode(&mut r).unwrap();
+    assert!(r.is_empty(), "{} bytes left undecoded", r.remaining());
+    let mut w = Vec::new();
+    encode(&v, &mut w);
+    assert_eq!(w, body);
+    v
 }
 
 #[cfg(test)]
