@@ -50,6 +50,7 @@ macro_rules! view_common {
         }
     };
 }
+mod view;
 
 pub mod arp;
 pub mod buffer;

@@ -1,31 +1,40 @@
 //! TCP header view (RFC 9293) with checksum over the IP pseudo-header.
 
 use crate::checksum;
-use crate::{be16, be32, put16, Error, Result};
-
-mod field {
-    pub const SRC_PORT: usize = 0;
-    pub const DST_PORT: usize = 2;
-    pub const SEQ: usize = 4;
-    pub const ACK: usize = 8;
-    pub const OFF_FLAGS: usize = 12;
-    pub const WINDOW: usize = 14;
-    pub const CHECKSUM: usize = 16;
-    pub const URGENT: usize = 18;
-}
+use crate::view::{self, header};
+use crate::{Error, Result};
 
 /// Length of the header without options.
 pub const MIN_HEADER_LEN: usize = 20;
 /// Offset of the checksum field.
-pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
+pub const CHECKSUM_OFFSET: usize = 16;
 
-/// A view of a TCP segment.
-#[derive(Debug, Clone)]
-pub struct TcpPacket<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A view of a TCP segment.
+    pub struct TcpPacket {
+        /// Source port.
+        [0] src_port / set_src_port: u16;
+        /// Destination port.
+        [2] dst_port / set_dst_port: u16;
+        /// Sequence number.
+        [4] seq / set_seq: u32;
+        /// Acknowledgement number.
+        [8] ack / set_ack: u32;
+        /// Data offset (4 bits), reserved bits and flags (9 bits).
+        [12] off_flags / set_off_flags: u16 {
+            /// Header length in 32-bit words.
+            [12, 4] data_offset: u8;
+            /// The 9 flag bits (NS..FIN).
+            [0, 9] flags: u16;
+        };
+        /// Window.
+        [14] window / set_window: u16;
+        /// Checksum.
+        [CHECKSUM_OFFSET] checksum / set_checksum: u16;
+        /// Urgent pointer.
+        [18] urgent: u16;
+    }
 }
-
-view_common!(TcpPacket);
 
 impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Checks the fixed header is present and the data offset is sane
@@ -45,49 +54,9 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         Ok(())
     }
 
-    /// Source port.
-    pub fn src_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::SRC_PORT)
-    }
-
-    /// Destination port.
-    pub fn dst_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::DST_PORT)
-    }
-
-    /// Sequence number.
-    pub fn seq(&self) -> u32 {
-        be32(self.buffer.as_ref(), field::SEQ)
-    }
-
-    /// Acknowledgement number.
-    pub fn ack(&self) -> u32 {
-        be32(self.buffer.as_ref(), field::ACK)
-    }
-
     /// Header length in bytes (data offset * 4).
     pub fn header_len(&self) -> usize {
-        usize::from(self.buffer.as_ref()[field::OFF_FLAGS] >> 4) * 4
-    }
-
-    /// The 9 flag bits (NS..FIN).
-    pub fn flags(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::OFF_FLAGS) & 0x01ff
-    }
-
-    /// Window.
-    pub fn window(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::WINDOW)
-    }
-
-    /// Checksum.
-    pub fn checksum(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::CHECKSUM)
-    }
-
-    /// Urgent pointer.
-    pub fn urgent(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::URGENT)
+        usize::from(self.data_offset()) * 4
     }
 
     /// Payload after header and options.
@@ -104,47 +73,15 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
-    /// Sets the source port.
-    pub fn set_src_port(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::SRC_PORT, v);
-    }
-
-    /// Sets the destination port.
-    pub fn set_dst_port(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::DST_PORT, v);
-    }
-
-    /// Sets the sequence number.
-    pub fn set_seq(&mut self, v: u32) {
-        crate::put32(self.buffer.as_mut(), field::SEQ, v);
-    }
-
-    /// Sets the acknowledgement number.
-    pub fn set_ack(&mut self, v: u32) {
-        crate::put32(self.buffer.as_mut(), field::ACK, v);
-    }
-
     /// Sets data offset (header length in bytes) and flags.
     pub fn set_header_len_flags(&mut self, len: usize, flags: u16) {
         let v = (((len / 4) as u16 & 0xf) << 12) | (flags & 0x1ff);
-        put16(self.buffer.as_mut(), field::OFF_FLAGS, v);
-    }
-
-    /// Sets the window.
-    pub fn set_window(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::WINDOW, v);
-    }
-
-    /// Sets the checksum field.
-    pub fn set_checksum(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::CHECKSUM, v);
+        self.set_off_flags(v);
     }
 
     /// Recomputes the checksum over the whole buffer plus `pseudo`.
     pub fn fill_checksum(&mut self, pseudo: u64) {
-        self.set_checksum(0);
-        let c = checksum::checksum(self.buffer.as_ref(), pseudo);
-        self.set_checksum(c);
+        view::fill_checksum(self.buffer.as_mut(), CHECKSUM_OFFSET, pseudo);
     }
 }
 
