@@ -1,7 +1,7 @@
 //! ARP packet view (RFC 826), for Ethernet hardware and IPv4 protocol
 //! addresses only (the only kind OpenFlow matches on).
 
-use crate::view::header;
+use crate::view::{self, header};
 use crate::{Error, MacAddr, Result};
 
 /// Length of an Ethernet/IPv4 ARP packet.
@@ -43,17 +43,14 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
     /// Checks 28 bytes are present with hardware length 6 and protocol
     /// length 4 (other address sizes are `Malformed` for this view).
     pub fn check_len(&self) -> Result<()> {
-        let len = self.buffer.as_ref().len();
-        if len < 6 {
-            return Err(Error::Truncated);
-        }
-        if self.hlen() != 6 || self.plen() != 4 {
-            return Err(Error::Malformed);
-        }
-        if len < PACKET_LEN {
-            return Err(Error::Truncated);
-        }
-        Ok(())
+        // The 6 bytes up to plen announce the length.
+        view::check_announced_len(self.buffer.as_ref().len(), 6, || {
+            if self.hlen() == 6 && self.plen() == 4 {
+                Ok(PACKET_LEN)
+            } else {
+                Err(Error::Malformed)
+            }
+        })
     }
 }
 

@@ -71,21 +71,14 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// a total length no smaller than the header. The total length may exceed
     /// the buffer (a truncated capture): `payload` is then cut short.
     pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        if b.len() < MIN_HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        if self.version() != 4 {
-            return Err(Error::Malformed);
-        }
-        let hl = self.header_len();
-        if hl < MIN_HEADER_LEN || usize::from(self.total_len()) < hl {
-            return Err(Error::Malformed);
-        }
-        if b.len() < hl {
-            return Err(Error::Truncated);
-        }
-        Ok(())
+        view::check_announced_len(self.buffer.as_ref().len(), MIN_HEADER_LEN, || {
+            let hl = self.header_len();
+            if self.version() != 4 || usize::from(self.total_len()) < hl {
+                Err(Error::Malformed)
+            } else {
+                Ok(hl)
+            }
+        })
     }
 
     /// Header length in bytes (IHL * 4).

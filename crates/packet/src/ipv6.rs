@@ -188,53 +188,34 @@ pub fn walk_ext_headers(ip: &[u8]) -> ExtHeaderWalk {
     let mut dest_seen = 0u8;
     loop {
         w.protocol = nh;
-        let rank;
-        let bit;
-        match nh {
+        let (rank, bit) = match nh {
             next_header::NO_NEXT => {
                 w.exthdr |= exthdr::NONEXT;
                 return w;
             }
             next_header::HOP_BY_HOP => {
-                rank = RANK_HOP;
-                bit = exthdr::HOP;
                 if count != 0 {
                     w.exthdr |= exthdr::UNSEQ;
                 }
+                (RANK_HOP, exthdr::HOP)
             }
             next_header::DEST_OPTS => {
-                rank = if dest_seen == 0 && max_rank < RANK_ROUTING {
-                    RANK_DEST1
-                } else {
-                    RANK_DEST2
-                };
-                bit = exthdr::DEST;
+                let first = dest_seen == 0 && max_rank < RANK_ROUTING;
                 dest_seen += 1;
                 if dest_seen > 2 {
                     w.exthdr |= exthdr::UNREP;
                 }
+                (if first { RANK_DEST1 } else { RANK_DEST2 }, exthdr::DEST)
             }
-            next_header::ROUTING => {
-                rank = RANK_ROUTING;
-                bit = exthdr::ROUTER;
-            }
-            next_header::FRAGMENT => {
-                rank = RANK_FRAG;
-                bit = exthdr::FRAG;
-            }
-            next_header::AH => {
-                rank = RANK_AUTH;
-                bit = exthdr::AUTH;
-            }
-            next_header::ESP => {
-                rank = RANK_ESP;
-                bit = exthdr::ESP;
-            }
+            next_header::ROUTING => (RANK_ROUTING, exthdr::ROUTER),
+            next_header::FRAGMENT => (RANK_FRAG, exthdr::FRAG),
+            next_header::AH => (RANK_AUTH, exthdr::AUTH),
+            next_header::ESP => (RANK_ESP, exthdr::ESP),
             _ => {
                 w.upper_offset = Some(off);
                 return w;
             }
-        }
+        };
         if nh != next_header::DEST_OPTS && w.exthdr & bit != 0 {
             w.exthdr |= exthdr::UNREP;
         }

@@ -2,7 +2,7 @@
 
 use crate::checksum;
 use crate::view::{self, header};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Length of the header without options.
 pub const MIN_HEADER_LEN: usize = 20;
@@ -40,18 +40,9 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Checks the fixed header is present and the data offset is sane
     /// (>= 5 words and within the buffer).
     pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        if b.len() < MIN_HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        let hl = self.header_len();
-        if hl < MIN_HEADER_LEN {
-            return Err(Error::Malformed);
-        }
-        if b.len() < hl {
-            return Err(Error::Truncated);
-        }
-        Ok(())
+        view::check_announced_len(self.buffer.as_ref().len(), MIN_HEADER_LEN, || {
+            Ok(self.header_len())
+        })
     }
 
     /// Header length in bytes (data offset * 4).
@@ -88,6 +79,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     #[test]
     fn parse_and_build() {

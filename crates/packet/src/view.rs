@@ -5,6 +5,8 @@
 //! view checks its length once, in `new_checked`, so that no accessor can go
 //! out of bounds.
 
+use crate::{Error, Result};
+
 /// A value stored big-endian at a fixed byte offset of a header.
 pub(crate) trait Field: Sized {
     /// Reads the value at `o`; `b` holds it (the view checked its length).
@@ -24,26 +26,25 @@ impl Field for u8 {
     }
 }
 
-impl Field for u16 {
-    #[inline]
-    fn read(b: &[u8], o: usize) -> Self {
-        crate::be16(b, o)
-    }
-    #[inline]
-    fn write(self, b: &mut [u8], o: usize) {
-        crate::put16(b, o, self);
-    }
+/// `u16` and `u32`, through the crate's byte helpers.
+macro_rules! big_endian_field {
+    ($($ty:ty: $read:ident, $write:ident;)*) => {$(
+        impl Field for $ty {
+            #[inline]
+            fn read(b: &[u8], o: usize) -> Self {
+                crate::$read(b, o)
+            }
+            #[inline]
+            fn write(self, b: &mut [u8], o: usize) {
+                crate::$write(b, o, self);
+            }
+        }
+    )*};
 }
 
-impl Field for u32 {
-    #[inline]
-    fn read(b: &[u8], o: usize) -> Self {
-        crate::be32(b, o)
-    }
-    #[inline]
-    fn write(self, b: &mut [u8], o: usize) {
-        crate::put32(b, o, self);
-    }
+big_endian_field! {
+    u16: be16, put16;
+    u32: be32, put32;
 }
 
 /// Addresses: MAC (6 bytes), IPv4 (4), IPv6 (16), in wire order.
@@ -68,38 +69,23 @@ pub(crate) trait Bits: Copy {
     fn from_u32(v: u32) -> Self;
 }
 
-impl Bits for u8 {
-    #[inline]
-    fn to_u32(self) -> u32 {
-        u32::from(self)
-    }
-    #[inline]
-    fn from_u32(v: u32) -> Self {
-        v as u8
-    }
+/// The unsigned integers, which `u32` holds whole.
+macro_rules! integer_bits {
+    ($($ty:ty),*) => {$(
+        impl Bits for $ty {
+            #[inline]
+            fn to_u32(self) -> u32 {
+                u32::from(self)
+            }
+            #[inline]
+            fn from_u32(v: u32) -> Self {
+                v as $ty
+            }
+        }
+    )*};
 }
 
-impl Bits for u16 {
-    #[inline]
-    fn to_u32(self) -> u32 {
-        u32::from(self)
-    }
-    #[inline]
-    fn from_u32(v: u32) -> Self {
-        v as u16
-    }
-}
-
-impl Bits for u32 {
-    #[inline]
-    fn to_u32(self) -> u32 {
-        self
-    }
-    #[inline]
-    fn from_u32(v: u32) -> Self {
-        v
-    }
-}
+integer_bits!(u8, u16, u32);
 
 impl Bits for bool {
     #[inline]
@@ -245,6 +231,28 @@ macro_rules! header {
     };
 }
 pub(crate) use header;
+
+/// The length check of a header that announces its own length: the first
+/// `min` bytes (which hold what `announced` reads) must be present, the
+/// announced length valid (`announced` says `Malformed` otherwise) and no
+/// smaller than `min`, and the buffer must hold it.
+pub(crate) fn check_announced_len(
+    have: usize,
+    min: usize,
+    announced: impl FnOnce() -> Result<usize>,
+) -> Result<()> {
+    if have < min {
+        return Err(Error::Truncated);
+    }
+    let len = announced()?;
+    if len < min {
+        return Err(Error::Malformed);
+    }
+    if have < len {
+        return Err(Error::Truncated);
+    }
+    Ok(())
+}
 
 /// Writes into the 16-bit field at `at` of `data` the Internet checksum of
 /// `data` seeded with `pseudo` (a pseudo-header sum, or 0), computed with
