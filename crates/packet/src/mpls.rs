@@ -76,8 +76,7 @@ mod tests {
     fn parse_and_build() {
         // label 0x12345, tc 5, bos 1, ttl 64
         let b = [0x12, 0x34, 0x5b, 0x40];
-        let l = MplsLabel::new_checked(&b[..]).unwrap();
-        let r = MplsRepr::parse(&l);
+        let r = MplsRepr::parse(&MplsLabel::new_checked(&b[..]).unwrap());
         assert_eq!(
             r,
             MplsRepr {
@@ -90,8 +89,10 @@ mod tests {
         let mut o = [0u8; 4];
         r.emit(&mut MplsLabel::new_checked(&mut o[..]).unwrap());
         assert_eq!(o, b);
+        // Each setter changes its own bits only.
         let mut m = MplsLabel::new_checked(&mut o[..]).unwrap();
         m.set_label(0xfffff);
+        assert_eq!(m.raw(), 0xfffffb40);
         m.set_tc(0);
         m.set_bos(false);
         m.set_ttl(1);

@@ -45,23 +45,28 @@ mod tests {
 
     #[test]
     fn parse_and_build() {
-        let mut b = [0u8; 18];
+        // I-PCP 6, I-DEI, UCA, I-SID 0xabcdef; C-DA 01.., C-SA 02..; 2 more bytes.
+        let mut wire = [1u8; 18];
+        wire[..4].copy_from_slice(&[0xd8, 0xab, 0xcd, 0xef]);
+        wire[10..16].copy_from_slice(&[2; 6]);
+        let t = PbbItag::new_checked(&wire[..]).unwrap();
+        assert_eq!(
+            (t.pcp(), t.dei(), t.uca(), t.isid()),
+            (6, true, true, 0xabcdef)
+        );
+        assert_eq!(
+            (t.c_dst(), t.c_src(), t.payload().len()),
+            ([1; 6], [2; 6], 2)
+        );
+        let mut b = [1u8; 18];
         let mut t = PbbItag::new_checked(&mut b[..]).unwrap();
+        t.set_tci(0);
         t.set_pcp(6);
         t.set_dei(true);
         t.set_uca(true);
         t.set_isid(0xabcdef);
-        t.set_c_dst([1; 6]);
         t.set_c_src([2; 6]);
-        assert_eq!(&b[..4], &[0xd8, 0xab, 0xcd, 0xef]);
-        let t = PbbItag::new_checked(&b[..]).unwrap();
-        assert_eq!(t.pcp(), 6);
-        assert!(t.dei());
-        assert!(t.uca());
-        assert_eq!(t.isid(), 0xabcdef);
-        assert_eq!(t.c_dst(), [1; 6]);
-        assert_eq!(t.c_src(), [2; 6]);
-        assert_eq!(t.payload().len(), 2);
+        assert_eq!(b, wire);
         assert!(PbbItag::new_checked(&b[..15]).is_err());
     }
 }

@@ -68,9 +68,9 @@ mod tests {
         s.set_dst_port(6000);
         s.set_verification_tag(0xdeadbeef);
         s.fill_checksum();
+        assert_eq!(&b[..8], &[0x13, 0x88, 0x17, 0x70, 0xde, 0xad, 0xbe, 0xef]);
         let s = SctpPacket::new_checked(&b[..]).unwrap();
-        assert_eq!(s.src_port(), 5000);
-        assert_eq!(s.dst_port(), 6000);
+        assert_eq!((s.src_port(), s.dst_port()), (5000, 6000));
         assert_eq!(s.verification_tag(), 0xdeadbeef);
         assert!(s.verify_checksum());
         b[13] = 1;

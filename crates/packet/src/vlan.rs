@@ -74,22 +74,21 @@ mod tests {
     fn parse_and_build() {
         // PCP 5, DEI 1, VID 0x123, inner 0x0800
         let b = [0xb1, 0x23, 0x08, 0x00];
-        let t = VlanTag::new_checked(&b[..]).unwrap();
-        let r = VlanRepr::parse(&t);
-        assert_eq!(
-            r,
-            VlanRepr {
-                pcp: 5,
-                dei: true,
-                vid: 0x123,
-                ethertype: 0x0800
-            }
-        );
+        let r = VlanRepr::parse(&VlanTag::new_checked(&b[..]).unwrap());
+        let want = VlanRepr {
+            pcp: 5,
+            dei: true,
+            vid: 0x123,
+            ethertype: 0x0800,
+        };
+        assert_eq!(r, want);
         let mut o = [0xffu8; 4];
         r.emit(&mut VlanTag::new_checked(&mut o[..]).unwrap());
         assert_eq!(o, b);
+        // Each setter changes its own bits only.
         let mut t = VlanTag::new_checked(&mut o[..]).unwrap();
         t.set_vid(0xfff);
+        assert_eq!(t.tci(), 0xbfff);
         t.set_pcp(0);
         t.set_dei(false);
         assert_eq!(t.tci(), 0x0fff);
