@@ -33,12 +33,9 @@ pub mod ethertype {
     }
 }
 
-/// Length of the Ethernet II header.
-pub const HEADER_LEN: usize = 14;
-
 header! {
     /// A view of an Ethernet II frame.
-    pub struct Frame[HEADER_LEN] {
+    pub struct Frame[HEADER_LEN = 14] {
         /// Destination MAC address.
         [0] dst / set_dst: MacAddr;
         /// Source MAC address.

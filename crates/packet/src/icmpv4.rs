@@ -4,20 +4,15 @@
 use crate::checksum;
 use crate::view::{self, header};
 
-/// Length of type, code and checksum.
-pub const MIN_LEN: usize = 4;
-/// Offset of the checksum field.
-pub const CHECKSUM_OFFSET: usize = 2;
-
 header! {
     /// A view of an ICMPv4 message.
-    pub struct Icmpv4Packet[MIN_LEN] {
+    pub struct Icmpv4Packet[MIN_LEN = 4] {
         /// Message type.
         [0] msg_type / set_msg_type: u8;
         /// Message code.
         [1] code / set_code: u8;
         /// Checksum (over the whole message).
-        [CHECKSUM_OFFSET] checksum / set_checksum: u16;
+        [CHECKSUM_OFFSET = 2] checksum / set_checksum: u16;
     }
 }
 

@@ -7,10 +7,6 @@ use crate::checksum;
 use crate::view::{self, header};
 use crate::{addr16_at, MacAddr};
 
-/// Length of type, code and checksum.
-pub const MIN_LEN: usize = 4;
-/// Offset of the checksum field.
-pub const CHECKSUM_OFFSET: usize = 2;
 /// Offset of the ND target address in NS/NA.
 pub const ND_TARGET_OFFSET: usize = 8;
 /// Length of NS/NA up to the options.
@@ -36,13 +32,13 @@ pub mod nd_option {
 
 header! {
     /// A view of an ICMPv6 message.
-    pub struct Icmpv6Packet[MIN_LEN] {
+    pub struct Icmpv6Packet[MIN_LEN = 4] {
         /// Message type.
         [0] msg_type / set_msg_type: u8;
         /// Message code.
         [1] code / set_code: u8;
         /// Checksum (over the message and the IPv6 pseudo-header).
-        [CHECKSUM_OFFSET] checksum / set_checksum: u16;
+        [CHECKSUM_OFFSET = 2] checksum / set_checksum: u16;
     }
 }
 

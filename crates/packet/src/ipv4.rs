@@ -6,10 +6,6 @@ use crate::{Error, Result};
 
 /// Length of the header without options.
 pub const MIN_HEADER_LEN: usize = 20;
-/// Byte offset of the TTL field (used by TTL actions).
-pub const TTL_OFFSET: usize = 8;
-/// Byte offset of the header checksum.
-pub const CHECKSUM_OFFSET: usize = 10;
 
 /// IP protocol numbers used here.
 pub mod protocol {
@@ -54,11 +50,11 @@ header! {
             [13, 1] more_frags: bool;
         };
         /// Time to live (a setter leaves the checksum as it is).
-        [TTL_OFFSET] ttl / set_ttl: u8;
+        [TTL_OFFSET = 8] ttl / set_ttl: u8;
         /// Protocol of the payload (a setter leaves the checksum as it is).
         [9] protocol / set_protocol: u8;
         /// Header checksum.
-        [CHECKSUM_OFFSET] checksum / set_checksum: u16;
+        [CHECKSUM_OFFSET = 10] checksum / set_checksum: u16;
         /// Source address.
         [12] src / set_src: [u8; 4];
         /// Destination address.

@@ -17,10 +17,6 @@ use crate::{be16, put32, Error, Result};
 
 /// Length of the fixed header.
 pub const HEADER_LEN: usize = 40;
-/// Offset of the hop limit.
-pub const HOP_LIMIT_OFFSET: usize = 7;
-/// Offset of the first next-header field.
-pub const NEXT_HEADER_OFFSET: usize = 6;
 
 /// Next-header values of the extension headers.
 pub mod next_header {
@@ -81,9 +77,9 @@ header! {
         /// Payload length.
         [4] payload_len / set_payload_len: u16;
         /// First next-header value.
-        [NEXT_HEADER_OFFSET] next_header / set_next_header: u8;
+        [NEXT_HEADER_OFFSET = 6] next_header / set_next_header: u8;
         /// Hop limit.
-        [HOP_LIMIT_OFFSET] hop_limit / set_hop_limit: u8;
+        [HOP_LIMIT_OFFSET = 7] hop_limit / set_hop_limit: u8;
         /// Source address.
         [8] src / set_src: [u8; 16];
         /// Destination address.

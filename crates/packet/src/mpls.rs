@@ -3,12 +3,9 @@
 
 use crate::view::header;
 
-/// Length of one label stack entry.
-pub const LSE_LEN: usize = 4;
-
 header! {
     /// A view of one MPLS label stack entry.
-    pub struct MplsLabel[LSE_LEN] {
+    pub struct MplsLabel[LSE_LEN = 4] {
         /// The raw 32-bit entry.
         [0] raw / set_raw: u32 {
             /// Label value (20 bits).

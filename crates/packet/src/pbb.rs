@@ -8,12 +8,10 @@ use crate::MacAddr;
 
 /// Length of the I-TAG TCI.
 pub const TCI_LEN: usize = 4;
-/// Length of the I-TAG TCI plus the customer addresses.
-pub const HEADER_LEN: usize = 16;
 
 header! {
     /// A view of an I-TAG and the customer addresses that follow it.
-    pub struct PbbItag[HEADER_LEN] {
+    pub struct PbbItag[HEADER_LEN = 16] {
         /// The raw 32-bit TCI.
         [0] tci / set_tci: u32 {
             /// I-PCP (3 bits).

@@ -5,14 +5,9 @@
 
 use crate::view::header;
 
-/// Length of the common header.
-pub const HEADER_LEN: usize = 12;
-/// Offset of the checksum field.
-const CHECKSUM_OFFSET: usize = 8;
-
 header! {
     /// A view of an SCTP packet.
-    pub struct SctpPacket[HEADER_LEN] {
+    pub struct SctpPacket[HEADER_LEN = 12] {
         /// Source port.
         [0] src_port / set_src_port: u16;
         /// Destination port.
@@ -20,7 +15,7 @@ header! {
         /// Verification tag.
         [4] verification_tag / set_verification_tag: u32;
         /// The checksum field as stored (4 bytes, wire order).
-        [CHECKSUM_OFFSET] checksum_bytes: [u8; 4];
+        [CHECKSUM_OFFSET = 8] checksum_bytes: [u8; 4];
     }
 }
 

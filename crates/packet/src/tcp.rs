@@ -6,8 +6,6 @@ use crate::Result;
 
 /// Length of the header without options.
 pub const MIN_HEADER_LEN: usize = 20;
-/// Offset of the checksum field.
-pub const CHECKSUM_OFFSET: usize = 16;
 
 header! {
     /// A view of a TCP segment.
@@ -30,7 +28,7 @@ header! {
         /// Window.
         [14] window / set_window: u16;
         /// Checksum.
-        [CHECKSUM_OFFSET] checksum / set_checksum: u16;
+        [CHECKSUM_OFFSET = 16] checksum / set_checksum: u16;
         /// Urgent pointer.
         [18] urgent: u16;
     }

@@ -4,14 +4,9 @@
 use crate::checksum;
 use crate::view::{self, header};
 
-/// Header length.
-pub const HEADER_LEN: usize = 8;
-/// Offset of the checksum field.
-pub const CHECKSUM_OFFSET: usize = 6;
-
 header! {
     /// A view of a UDP datagram.
-    pub struct UdpPacket[HEADER_LEN] {
+    pub struct UdpPacket[HEADER_LEN = 8] {
         /// Source port.
         [0] src_port / set_src_port: u16;
         /// Destination port.
@@ -19,7 +14,7 @@ header! {
         /// Length field (header + data).
         [4] len / set_len: u16;
         /// Checksum (0 = none, over IPv4).
-        [CHECKSUM_OFFSET] checksum / set_checksum: u16;
+        [CHECKSUM_OFFSET = 6] checksum / set_checksum: u16;
     }
 }
 

@@ -129,9 +129,11 @@ pub(crate) fn with_bits<R: Bits, V: Bits>(raw: R, shift: u32, width: u32, v: V) 
 /// ```text
 /// header! {
 ///     /// A view of ...
-///     pub struct Name[HEADER_LEN] {
+///     pub struct Name[HEADER_LEN = 14] {
 ///         /// Doc of the field.
 ///         [offset] getter / setter: type;
+///         /// A field whose offset other code needs.
+///         [NAME_OFFSET = offset] getter / setter: type;
 ///         /// A field made of bit fields.
 ///         [offset] getter / setter: type {
 ///             /// Doc of the bit field.
@@ -145,15 +147,17 @@ pub(crate) fn with_bits<R: Bits, V: Bits>(raw: R, shift: u32, width: u32, v: V) 
 /// or a byte array (an address, in wire order); a bit field's is `bool` or
 /// an unsigned integer, `shift` counting from the least significant bit of
 /// its field, and its setter changes only its own bits (the low `width` bits
-/// of its argument). With `[HEADER_LEN]` (the header's fixed length) the
-/// view's `check_len` is written here; without, the module writes its own.
+/// of its argument). `[NAME = offset]` also declares the offset as a
+/// `pub const`. With `[HEADER_LEN = 14]` (the header's fixed length, declared
+/// as a `pub const`) the view's `check_len` is written here; without, the
+/// module writes its own.
 macro_rules! header {
     (
         $(#[$sdoc:meta])*
-        pub struct $view:ident $([$len:expr])? {
+        pub struct $view:ident $([$len_name:ident = $len:literal])? {
             $(
                 $(#[$doc:meta])*
-                [$off:expr] $get:ident $(/ $set:ident)?: $ty:ty $({
+                [$($off_name:ident =)? $off:literal] $get:ident $(/ $set:ident)?: $ty:ty $({
                     $(
                         $(#[$bdoc:meta])*
                         [$shift:expr, $width:expr] $bget:ident $(/ $bset:ident)?: $bty:ty;
@@ -171,13 +175,16 @@ macro_rules! header {
         view_common!($view);
 
         $(
+            #[doc = concat!("Length of the fixed header of [`", stringify!($view), "`].")]
+            pub const $len_name: usize = $len;
+
             impl<T: AsRef<[u8]>> $view<T> {
                 #[doc = concat!(
                     "Checks that the buffer holds the whole header (`",
-                    stringify!($len), "` bytes)."
+                    stringify!($len_name), "` bytes)."
                 )]
                 pub fn check_len(&self) -> $crate::Result<()> {
-                    if self.buffer.as_ref().len() < $len {
+                    if self.buffer.as_ref().len() < $len_name {
                         Err($crate::Error::Truncated)
                     } else {
                         Ok(())
@@ -185,6 +192,11 @@ macro_rules! header {
                 }
             }
         )?
+
+        $($(
+            #[doc = concat!("Byte offset of [`", stringify!($view), "::", stringify!($get), "`].")]
+            pub const $off_name: usize = $off;
+        )?)*
 
         impl<T: AsRef<[u8]>> $view<T> {
             $(

@@ -5,12 +5,9 @@
 
 use crate::view::header;
 
-/// Length of a tag after its TPID.
-pub const TAG_LEN: usize = 4;
-
 header! {
     /// A view of one VLAN tag (TCI + inner EtherType).
-    pub struct VlanTag[TAG_LEN] {
+    pub struct VlanTag[TAG_LEN = 4] {
         /// The whole tag control information.
         [0] tci / set_tci: u16 {
             /// Priority code point (3 bits).
