@@ -3,34 +3,37 @@
 use crate::view::header;
 use crate::MacAddr;
 
-/// Well-known EtherType values.
+/// Well-known EtherType values, in the order the parser meets them: tags,
+/// labels, then the network layer.
 pub mod ethertype {
-    /// IPv4.
-    pub const IPV4: u16 = 0x0800;
-    /// ARP.
-    pub const ARP: u16 = 0x0806;
     /// IEEE 802.1Q customer VLAN tag.
     pub const VLAN: u16 = 0x8100;
     /// IEEE 802.1ad service VLAN tag (Q-in-Q).
     pub const QINQ: u16 = 0x88a8;
-    /// IPv6.
-    pub const IPV6: u16 = 0x86dd;
-    /// MPLS unicast.
-    pub const MPLS: u16 = 0x8847;
-    /// MPLS multicast.
-    pub const MPLS_MC: u16 = 0x8848;
-    /// IEEE 802.1ah PBB backbone service instance tag (I-TAG).
-    pub const PBB: u16 = 0x88e7;
 
     /// True for the TPIDs of VLAN tags that the parser skips (802.1Q, 802.1ad).
     pub const fn is_vlan(t: u16) -> bool {
         t == VLAN || t == QINQ
     }
 
+    /// MPLS unicast.
+    pub const MPLS: u16 = 0x8847;
+    /// MPLS multicast.
+    pub const MPLS_MC: u16 = 0x8848;
+
     /// True for the MPLS EtherTypes.
     pub const fn is_mpls(t: u16) -> bool {
         t == MPLS || t == MPLS_MC
     }
+
+    /// IEEE 802.1ah PBB backbone service instance tag (I-TAG).
+    pub const PBB: u16 = 0x88e7;
+    /// IPv4.
+    pub const IPV4: u16 = 0x0800;
+    /// ARP.
+    pub const ARP: u16 = 0x0806;
+    /// IPv6.
+    pub const IPV6: u16 = 0x86dd;
 }
 
 header! {
