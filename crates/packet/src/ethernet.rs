@@ -1,106 +1,64 @@
 //! Ethernet II frame header view: destination, source, EtherType.
 
-use crate::{be16, mac_at, put16, Error, MacAddr, Result};
+use crate::view::header;
+use crate::MacAddr;
 
-/// Well-known EtherType values.
+/// Well-known EtherType values, in the order the parser meets them: tags,
+/// labels, then the network layer.
 pub mod ethertype {
-    /// IPv4.
-    pub const IPV4: u16 = 0x0800;
-    /// ARP.
-    pub const ARP: u16 = 0x0806;
     /// IEEE 802.1Q customer VLAN tag.
     pub const VLAN: u16 = 0x8100;
     /// IEEE 802.1ad service VLAN tag (Q-in-Q).
     pub const QINQ: u16 = 0x88a8;
-    /// IPv6.
-    pub const IPV6: u16 = 0x86dd;
-    /// MPLS unicast.
-    pub const MPLS: u16 = 0x8847;
-    /// MPLS multicast.
-    pub const MPLS_MC: u16 = 0x8848;
-    /// IEEE 802.1ah PBB backbone service instance tag (I-TAG).
-    pub const PBB: u16 = 0x88e7;
 
     /// True for the TPIDs of VLAN tags that the parser skips (802.1Q, 802.1ad).
     pub const fn is_vlan(t: u16) -> bool {
         t == VLAN || t == QINQ
     }
 
+    /// MPLS unicast.
+    pub const MPLS: u16 = 0x8847;
+    /// MPLS multicast.
+    pub const MPLS_MC: u16 = 0x8848;
+
     /// True for the MPLS EtherTypes.
     pub const fn is_mpls(t: u16) -> bool {
         t == MPLS || t == MPLS_MC
     }
+
+    /// IEEE 802.1ah PBB backbone service instance tag (I-TAG).
+    pub const PBB: u16 = 0x88e7;
+    /// IPv4.
+    pub const IPV4: u16 = 0x0800;
+    /// ARP.
+    pub const ARP: u16 = 0x0806;
+    /// IPv6.
+    pub const IPV6: u16 = 0x86dd;
 }
 
-mod field {
-    use core::ops::Range;
-    pub const DST: Range<usize> = 0..6;
-    pub const SRC: Range<usize> = 6..12;
-    pub const ETHERTYPE: usize = 12;
-    pub const PAYLOAD: usize = 14;
+header! {
+    /// A view of an Ethernet II frame.
+    pub struct Frame[HEADER_LEN = 14] {
+        /// Destination MAC address.
+        [0] dst / set_dst: MacAddr;
+        /// Source MAC address.
+        [6] src / set_src: MacAddr;
+        /// EtherType (or TPID of the first VLAN tag).
+        [12] ethertype / set_ethertype: u16;
+    }
 }
-
-/// Length of the Ethernet II header.
-pub const HEADER_LEN: usize = field::PAYLOAD;
-
-/// A view of an Ethernet II frame.
-#[derive(Debug, Clone)]
-pub struct Frame<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-view_common!(Frame);
 
 impl<T: AsRef<[u8]>> Frame<T> {
-    /// Checks that the buffer holds a full header.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Destination MAC address.
-    pub fn dst(&self) -> MacAddr {
-        mac_at(self.buffer.as_ref(), field::DST.start)
-    }
-
-    /// Source MAC address.
-    pub fn src(&self) -> MacAddr {
-        mac_at(self.buffer.as_ref(), field::SRC.start)
-    }
-
-    /// EtherType (or TPID of the first VLAN tag).
-    pub fn ethertype(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::ETHERTYPE)
-    }
-
     /// Everything after the 14-byte header.
     pub fn payload(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::PAYLOAD..]
+        &self.buffer.as_ref()[HEADER_LEN..]
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Frame<T> {
-    /// Sets the destination MAC address.
-    pub fn set_dst(&mut self, v: MacAddr) {
-        self.buffer.as_mut()[field::DST].copy_from_slice(&v);
-    }
-
-    /// Sets the source MAC address.
-    pub fn set_src(&mut self, v: MacAddr) {
-        self.buffer.as_mut()[field::SRC].copy_from_slice(&v);
-    }
-
-    /// Sets the EtherType.
-    pub fn set_ethertype(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::ETHERTYPE, v);
-    }
-
     /// Mutable payload.
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        &mut self.buffer.as_mut()[field::PAYLOAD..]
+        &mut self.buffer.as_mut()[HEADER_LEN..]
     }
 }
 
@@ -136,6 +94,7 @@ impl EthernetRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     #[test]
     fn parse_and_build() {

@@ -2,56 +2,24 @@
 //! message, and the 4 "rest of header" bytes.
 
 use crate::checksum;
-use crate::{be16, put16, Error, Result};
+use crate::view::{self, header};
 
-mod field {
-    pub const TYPE: usize = 0;
-    pub const CODE: usize = 1;
-    pub const CHECKSUM: usize = 2;
-    pub const REST: usize = 4;
+header! {
+    /// A view of an ICMPv4 message.
+    pub struct Icmpv4Packet[MIN_LEN = 4] {
+        /// Message type.
+        [0] msg_type / set_msg_type: u8;
+        /// Message code.
+        [1] code / set_code: u8;
+        /// Checksum (over the whole message).
+        [CHECKSUM_OFFSET = 2] checksum / set_checksum: u16;
+    }
 }
-
-/// Length of type, code and checksum.
-pub const MIN_LEN: usize = field::REST;
-/// Offset of the checksum field.
-pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
-
-/// A view of an ICMPv4 message.
-#[derive(Debug, Clone)]
-pub struct Icmpv4Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-view_common!(Icmpv4Packet);
 
 impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
-    /// Checks type, code and checksum are present.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < MIN_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Message type.
-    pub fn msg_type(&self) -> u8 {
-        self.buffer.as_ref()[field::TYPE]
-    }
-
-    /// Message code.
-    pub fn code(&self) -> u8 {
-        self.buffer.as_ref()[field::CODE]
-    }
-
-    /// Checksum.
-    pub fn checksum(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::CHECKSUM)
-    }
-
     /// Everything after the checksum.
     pub fn rest(&self) -> &[u8] {
-        &self.buffer.as_ref()[field::REST..]
+        &self.buffer.as_ref()[MIN_LEN..]
     }
 
     /// True when the checksum over the whole buffer is right.
@@ -61,26 +29,9 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
-    /// Sets the type.
-    pub fn set_msg_type(&mut self, v: u8) {
-        self.buffer.as_mut()[field::TYPE] = v;
-    }
-
-    /// Sets the code.
-    pub fn set_code(&mut self, v: u8) {
-        self.buffer.as_mut()[field::CODE] = v;
-    }
-
-    /// Sets the checksum field.
-    pub fn set_checksum(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::CHECKSUM, v);
-    }
-
     /// Recomputes the checksum over the whole buffer.
     pub fn fill_checksum(&mut self) {
-        self.set_checksum(0);
-        let c = checksum::checksum(self.buffer.as_ref(), 0);
-        self.set_checksum(c);
+        view::fill_checksum(self.buffer.as_mut(), CHECKSUM_OFFSET, 0);
     }
 }
 

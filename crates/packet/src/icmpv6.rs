@@ -4,25 +4,13 @@
 //! address options.
 
 use crate::checksum;
-use crate::{addr16_at, be16, put16, Error, MacAddr, Result};
+use crate::view::{self, header};
+use crate::{addr16_at, MacAddr};
 
-mod field {
-    pub const TYPE: usize = 0;
-    pub const CODE: usize = 1;
-    pub const CHECKSUM: usize = 2;
-    pub const BODY: usize = 4;
-    pub const ND_TARGET: usize = 8;
-    pub const ND_OPTIONS: usize = 24;
-}
-
-/// Length of type, code and checksum.
-pub const MIN_LEN: usize = field::BODY;
-/// Offset of the checksum field.
-pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
 /// Offset of the ND target address in NS/NA.
-pub const ND_TARGET_OFFSET: usize = field::ND_TARGET;
+pub const ND_TARGET_OFFSET: usize = 8;
 /// Length of NS/NA up to the options.
-pub const ND_MIN_LEN: usize = field::ND_OPTIONS;
+pub const ND_MIN_LEN: usize = 24;
 
 /// ICMPv6 message types used here.
 pub mod msg_type {
@@ -42,39 +30,19 @@ pub mod nd_option {
     pub const TARGET_LL_ADDR: u8 = 2;
 }
 
-/// A view of an ICMPv6 message.
-#[derive(Debug, Clone)]
-pub struct Icmpv6Packet<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A view of an ICMPv6 message.
+    pub struct Icmpv6Packet[MIN_LEN = 4] {
+        /// Message type.
+        [0] msg_type / set_msg_type: u8;
+        /// Message code.
+        [1] code / set_code: u8;
+        /// Checksum (over the message and the IPv6 pseudo-header).
+        [CHECKSUM_OFFSET = 2] checksum / set_checksum: u16;
+    }
 }
 
-view_common!(Icmpv6Packet);
-
 impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
-    /// Checks type, code and checksum are present.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < MIN_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Message type.
-    pub fn msg_type(&self) -> u8 {
-        self.buffer.as_ref()[field::TYPE]
-    }
-
-    /// Message code.
-    pub fn code(&self) -> u8 {
-        self.buffer.as_ref()[field::CODE]
-    }
-
-    /// Checksum.
-    pub fn checksum(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::CHECKSUM)
-    }
-
     /// True for NS or NA.
     pub fn is_nd(&self) -> bool {
         matches!(
@@ -87,7 +55,7 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
     pub fn nd_target(&self) -> Option<[u8; 16]> {
         let b = self.buffer.as_ref();
         if self.is_nd() && b.len() >= ND_MIN_LEN {
-            Some(addr16_at(b, field::ND_TARGET))
+            Some(addr16_at(b, ND_TARGET_OFFSET))
         } else {
             None
         }
@@ -102,7 +70,7 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
         if !self.is_nd() {
             return None;
         }
-        let mut off = field::ND_OPTIONS;
+        let mut off = ND_MIN_LEN;
         while let Some(&[t, l]) = b.get(off..off + 2) {
             let len = usize::from(l) * 8;
             if len == 0 || off + len > b.len() {
@@ -134,26 +102,9 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
-    /// Sets the type.
-    pub fn set_msg_type(&mut self, v: u8) {
-        self.buffer.as_mut()[field::TYPE] = v;
-    }
-
-    /// Sets the code.
-    pub fn set_code(&mut self, v: u8) {
-        self.buffer.as_mut()[field::CODE] = v;
-    }
-
-    /// Sets the checksum field.
-    pub fn set_checksum(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::CHECKSUM, v);
-    }
-
     /// Recomputes the checksum over the whole buffer plus `pseudo`.
     pub fn fill_checksum(&mut self, pseudo: u64) {
-        self.set_checksum(0);
-        let c = checksum::checksum(self.buffer.as_ref(), pseudo);
-        self.set_checksum(c);
+        view::fill_checksum(self.buffer.as_mut(), CHECKSUM_OFFSET, pseudo);
     }
 }
 

@@ -1,27 +1,11 @@
 //! IPv4 header view (RFC 791), options included, with header checksum.
 
 use crate::checksum;
-use crate::{be16, put16, Error, Result};
-
-mod field {
-    pub const VER_IHL: usize = 0;
-    pub const TOS: usize = 1;
-    pub const LENGTH: usize = 2;
-    pub const IDENT: usize = 4;
-    pub const FLG_OFF: usize = 6;
-    pub const TTL: usize = 8;
-    pub const PROTOCOL: usize = 9;
-    pub const CHECKSUM: usize = 10;
-    pub const SRC: usize = 12;
-    pub const DST: usize = 16;
-}
+use crate::view::{self, header};
+use crate::{Error, Result};
 
 /// Length of the header without options.
 pub const MIN_HEADER_LEN: usize = 20;
-/// Byte offset of the TTL field (used by TTL actions).
-pub const TTL_OFFSET: usize = field::TTL;
-/// Byte offset of the header checksum.
-pub const CHECKSUM_OFFSET: usize = field::CHECKSUM;
 
 /// IP protocol numbers used here.
 pub mod protocol {
@@ -37,111 +21,70 @@ pub mod protocol {
     pub const ICMPV6: u8 = 58;
 }
 
-/// A view of an IPv4 header and what follows.
-#[derive(Debug, Clone)]
-pub struct Ipv4Packet<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A view of an IPv4 header and what follows.
+    pub struct Ipv4Packet {
+        /// Version (4 bits) and IHL (4 bits).
+        [0] ver_ihl / set_ver_ihl: u8 {
+            /// IP version (4).
+            [4, 4] version: u8;
+            /// Internet header length in 32-bit words.
+            [0, 4] ihl: u8;
+        };
+        /// Type-of-service byte (DSCP << 2 | ECN).
+        [1] tos / set_tos: u8 {
+            /// DSCP (6 bits).
+            [2, 6] dscp: u8;
+            /// ECN (2 bits).
+            [0, 2] ecn: u8;
+        };
+        /// Total length field.
+        [2] total_len / set_total_len: u16;
+        /// Identification.
+        [4] ident / set_ident: u16;
+        /// Flags (3 bits) and fragment offset (13 bits, in units of 8 bytes).
+        [6] flags_frag / set_flags_frag: u16 {
+            /// Don't-fragment flag.
+            [14, 1] dont_frag: bool;
+            /// More-fragments flag.
+            [13, 1] more_frags: bool;
+        };
+        /// Time to live (a setter leaves the checksum as it is).
+        [TTL_OFFSET = 8] ttl / set_ttl: u8;
+        /// Protocol of the payload (a setter leaves the checksum as it is).
+        [9] protocol / set_protocol: u8;
+        /// Header checksum.
+        [CHECKSUM_OFFSET = 10] checksum / set_checksum: u16;
+        /// Source address.
+        [12] src / set_src: [u8; 4];
+        /// Destination address.
+        [16] dst / set_dst: [u8; 4];
+    }
 }
-
-view_common!(Ipv4Packet);
 
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// Checks version 4, IHL >= 5, the full header (with options) present and
     /// a total length no smaller than the header. The total length may exceed
     /// the buffer (a truncated capture): `payload` is then cut short.
     pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        if b.len() < MIN_HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        if b[0] >> 4 != 4 {
-            return Err(Error::Malformed);
-        }
-        let hl = self.header_len();
-        if hl < MIN_HEADER_LEN || usize::from(self.total_len()) < hl {
-            return Err(Error::Malformed);
-        }
-        if b.len() < hl {
-            return Err(Error::Truncated);
-        }
-        Ok(())
-    }
-
-    /// IP version (4).
-    pub fn version(&self) -> u8 {
-        self.buffer.as_ref()[field::VER_IHL] >> 4
+        view::check_announced_len(self.buffer.as_ref().len(), MIN_HEADER_LEN, || {
+            let hl = self.header_len();
+            if self.version() != 4 || usize::from(self.total_len()) < hl {
+                Err(Error::Malformed)
+            } else {
+                Ok(hl)
+            }
+        })
     }
 
     /// Header length in bytes (IHL * 4).
     pub fn header_len(&self) -> usize {
-        usize::from(self.buffer.as_ref()[field::VER_IHL] & 0xf) * 4
-    }
-
-    /// Type-of-service byte (DSCP << 2 | ECN).
-    pub fn tos(&self) -> u8 {
-        self.buffer.as_ref()[field::TOS]
-    }
-
-    /// DSCP (6 bits).
-    pub fn dscp(&self) -> u8 {
-        self.tos() >> 2
-    }
-
-    /// ECN (2 bits).
-    pub fn ecn(&self) -> u8 {
-        self.tos() & 3
-    }
-
-    /// Total length field.
-    pub fn total_len(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::LENGTH)
-    }
-
-    /// Identification.
-    pub fn ident(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::IDENT)
-    }
-
-    /// Don't-fragment flag.
-    pub fn dont_frag(&self) -> bool {
-        be16(self.buffer.as_ref(), field::FLG_OFF) & 0x4000 != 0
-    }
-
-    /// More-fragments flag.
-    pub fn more_frags(&self) -> bool {
-        be16(self.buffer.as_ref(), field::FLG_OFF) & 0x2000 != 0
+        usize::from(self.ihl()) * 4
     }
 
     /// Fragment offset in bytes.
     pub fn frag_offset(&self) -> u16 {
-        (be16(self.buffer.as_ref(), field::FLG_OFF) & 0x1fff) << 3
-    }
-
-    /// Time to live.
-    pub fn ttl(&self) -> u8 {
-        self.buffer.as_ref()[field::TTL]
-    }
-
-    /// Protocol of the payload.
-    pub fn protocol(&self) -> u8 {
-        self.buffer.as_ref()[field::PROTOCOL]
-    }
-
-    /// Header checksum.
-    pub fn checksum(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::CHECKSUM)
-    }
-
-    /// Source address.
-    pub fn src(&self) -> [u8; 4] {
-        let b = self.buffer.as_ref();
-        [b[12], b[13], b[14], b[15]]
-    }
-
-    /// Destination address.
-    pub fn dst(&self) -> [u8; 4] {
-        let b = self.buffer.as_ref();
-        [b[16], b[17], b[18], b[19]]
+        (self.flags_frag() & 0x1fff) << 3
     }
 
     /// Options (between the fixed header and the payload).
@@ -165,61 +108,19 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// Sets version 4 and the header length in bytes (a multiple of 4).
     pub fn set_header_len(&mut self, len: usize) {
-        self.buffer.as_mut()[field::VER_IHL] = 0x40 | ((len / 4) as u8 & 0xf);
-    }
-
-    /// Sets the TOS byte.
-    pub fn set_tos(&mut self, v: u8) {
-        self.buffer.as_mut()[field::TOS] = v;
-    }
-
-    /// Sets the total length.
-    pub fn set_total_len(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::LENGTH, v);
-    }
-
-    /// Sets the identification.
-    pub fn set_ident(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::IDENT, v);
+        self.set_ver_ihl(0x40 | ((len / 4) as u8 & 0xf));
     }
 
     /// Sets flags and fragment offset (offset in bytes, multiple of 8).
     pub fn set_frag(&mut self, df: bool, mf: bool, offset: u16) {
         let v = (if df { 0x4000 } else { 0 }) | (if mf { 0x2000 } else { 0 }) | (offset >> 3);
-        put16(self.buffer.as_mut(), field::FLG_OFF, v);
-    }
-
-    /// Sets the TTL (checksum not updated).
-    pub fn set_ttl(&mut self, v: u8) {
-        self.buffer.as_mut()[field::TTL] = v;
-    }
-
-    /// Sets the protocol (checksum not updated).
-    pub fn set_protocol(&mut self, v: u8) {
-        self.buffer.as_mut()[field::PROTOCOL] = v;
-    }
-
-    /// Sets the checksum field.
-    pub fn set_checksum(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::CHECKSUM, v);
-    }
-
-    /// Sets the source address.
-    pub fn set_src(&mut self, v: [u8; 4]) {
-        self.buffer.as_mut()[field::SRC..field::SRC + 4].copy_from_slice(&v);
-    }
-
-    /// Sets the destination address.
-    pub fn set_dst(&mut self, v: [u8; 4]) {
-        self.buffer.as_mut()[field::DST..field::DST + 4].copy_from_slice(&v);
+        self.set_flags_frag(v);
     }
 
     /// Recomputes the header checksum from scratch.
     pub fn fill_checksum(&mut self) {
-        self.set_checksum(0);
         let hl = self.header_len();
-        let c = checksum::checksum(&self.buffer.as_ref()[..hl], 0);
-        self.set_checksum(c);
+        view::fill_checksum(&mut self.buffer.as_mut()[..hl], CHECKSUM_OFFSET, 0);
     }
 }
 

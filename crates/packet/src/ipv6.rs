@@ -12,23 +12,11 @@
 //! most once except destination options (once before routing, once before
 //! the upper layer).
 
-use crate::{addr16_at, be16, be32, put16, put32, Error, Result};
-
-mod field {
-    pub const VER_TC_FL: usize = 0;
-    pub const PAYLOAD_LEN: usize = 4;
-    pub const NEXT_HEADER: usize = 6;
-    pub const HOP_LIMIT: usize = 7;
-    pub const SRC: usize = 8;
-    pub const DST: usize = 24;
-}
+use crate::view::header;
+use crate::{be16, put32, Error, Result};
 
 /// Length of the fixed header.
 pub const HEADER_LEN: usize = 40;
-/// Offset of the hop limit.
-pub const HOP_LIMIT_OFFSET: usize = field::HOP_LIMIT;
-/// Offset of the first next-header field.
-pub const NEXT_HEADER_OFFSET: usize = field::NEXT_HEADER;
 
 /// Next-header values of the extension headers.
 pub mod next_header {
@@ -70,79 +58,45 @@ pub mod exthdr {
     pub const UNSEQ: u16 = 1 << 8;
 }
 
-/// A view of an IPv6 header and what follows.
-#[derive(Debug, Clone)]
-pub struct Ipv6Packet<T: AsRef<[u8]>> {
-    buffer: T,
+header! {
+    /// A view of an IPv6 header and what follows.
+    pub struct Ipv6Packet {
+        /// The first word: version, traffic class, flow label.
+        [0] ver_tc_flow: u32 {
+            /// Version (6).
+            [28, 4] version: u8;
+            /// Traffic class (DSCP << 2 | ECN).
+            [20, 8] traffic_class / set_traffic_class: u8;
+            /// DSCP (the high 6 bits of the traffic class).
+            [22, 6] dscp: u8;
+            /// ECN (the low 2 bits of the traffic class).
+            [20, 2] ecn: u8;
+            /// Flow label (20 bits).
+            [0, 20] flow_label / set_flow_label: u32;
+        };
+        /// Payload length.
+        [4] payload_len / set_payload_len: u16;
+        /// First next-header value.
+        [NEXT_HEADER_OFFSET = 6] next_header / set_next_header: u8;
+        /// Hop limit.
+        [HOP_LIMIT_OFFSET = 7] hop_limit / set_hop_limit: u8;
+        /// Source address.
+        [8] src / set_src: [u8; 16];
+        /// Destination address.
+        [24] dst / set_dst: [u8; 16];
+    }
 }
-
-view_common!(Ipv6Packet);
 
 impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     /// Checks the 40-byte header is present and the version is 6.
     pub fn check_len(&self) -> Result<()> {
-        let b = self.buffer.as_ref();
-        if b.len() < HEADER_LEN {
+        if self.buffer.as_ref().len() < HEADER_LEN {
             return Err(Error::Truncated);
         }
-        if b[0] >> 4 != 6 {
+        if self.version() != 6 {
             return Err(Error::Malformed);
         }
         Ok(())
-    }
-
-    fn word0(&self) -> u32 {
-        be32(self.buffer.as_ref(), field::VER_TC_FL)
-    }
-
-    /// Version (6).
-    pub fn version(&self) -> u8 {
-        (self.word0() >> 28) as u8
-    }
-
-    /// Traffic class (DSCP << 2 | ECN).
-    pub fn traffic_class(&self) -> u8 {
-        (self.word0() >> 20) as u8
-    }
-
-    /// DSCP.
-    pub fn dscp(&self) -> u8 {
-        self.traffic_class() >> 2
-    }
-
-    /// ECN.
-    pub fn ecn(&self) -> u8 {
-        self.traffic_class() & 3
-    }
-
-    /// Flow label (20 bits).
-    pub fn flow_label(&self) -> u32 {
-        self.word0() & 0xf_ffff
-    }
-
-    /// Payload length.
-    pub fn payload_len(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::PAYLOAD_LEN)
-    }
-
-    /// First next-header value.
-    pub fn next_header(&self) -> u8 {
-        self.buffer.as_ref()[field::NEXT_HEADER]
-    }
-
-    /// Hop limit.
-    pub fn hop_limit(&self) -> u8 {
-        self.buffer.as_ref()[field::HOP_LIMIT]
-    }
-
-    /// Source address.
-    pub fn src(&self) -> [u8; 16] {
-        addr16_at(self.buffer.as_ref(), field::SRC)
-    }
-
-    /// Destination address.
-    pub fn dst(&self) -> [u8; 16] {
-        addr16_at(self.buffer.as_ref(), field::DST)
     }
 
     /// The payload, bounded by the payload length and by the buffer.
@@ -161,50 +115,10 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
-    fn set_word0(&mut self, v: u32) {
-        put32(self.buffer.as_mut(), field::VER_TC_FL, v);
-    }
-
     /// Sets version 6, traffic class and flow label at once.
     pub fn set_version_tc_flow(&mut self, tc: u8, flow: u32) {
-        self.set_word0((6 << 28) | (u32::from(tc) << 20) | (flow & 0xf_ffff));
-    }
-
-    /// Sets the traffic class.
-    pub fn set_traffic_class(&mut self, tc: u8) {
-        let w = (self.word0() & 0xf00f_ffff) | (u32::from(tc) << 20);
-        self.set_word0(w);
-    }
-
-    /// Sets the flow label (low 20 bits).
-    pub fn set_flow_label(&mut self, v: u32) {
-        let w = (self.word0() & 0xfff0_0000) | (v & 0xf_ffff);
-        self.set_word0(w);
-    }
-
-    /// Sets the payload length.
-    pub fn set_payload_len(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::PAYLOAD_LEN, v);
-    }
-
-    /// Sets the first next-header value.
-    pub fn set_next_header(&mut self, v: u8) {
-        self.buffer.as_mut()[field::NEXT_HEADER] = v;
-    }
-
-    /// Sets the hop limit.
-    pub fn set_hop_limit(&mut self, v: u8) {
-        self.buffer.as_mut()[field::HOP_LIMIT] = v;
-    }
-
-    /// Sets the source address.
-    pub fn set_src(&mut self, v: [u8; 16]) {
-        self.buffer.as_mut()[field::SRC..field::SRC + 16].copy_from_slice(&v);
-    }
-
-    /// Sets the destination address.
-    pub fn set_dst(&mut self, v: [u8; 16]) {
-        self.buffer.as_mut()[field::DST..field::DST + 16].copy_from_slice(&v);
+        let w = (6 << 28) | (u32::from(tc) << 20) | (flow & 0xf_ffff);
+        put32(self.buffer.as_mut(), 0, w);
     }
 }
 
@@ -251,10 +165,10 @@ const RANK_DEST2: u8 = 6;
 /// than 40 bytes, the result has `truncated` set.
 pub fn walk_ext_headers(ip: &[u8]) -> ExtHeaderWalk {
     let mut w = ExtHeaderWalk {
-        protocol_offset: field::NEXT_HEADER,
+        protocol_offset: NEXT_HEADER_OFFSET,
         ..Default::default()
     };
-    let Some(&nh0) = ip.get(field::NEXT_HEADER) else {
+    let Some(&nh0) = ip.get(NEXT_HEADER_OFFSET) else {
         w.truncated = true;
         return w;
     };
@@ -270,53 +184,34 @@ pub fn walk_ext_headers(ip: &[u8]) -> ExtHeaderWalk {
     let mut dest_seen = 0u8;
     loop {
         w.protocol = nh;
-        let rank;
-        let bit;
-        match nh {
+        let (rank, bit) = match nh {
             next_header::NO_NEXT => {
                 w.exthdr |= exthdr::NONEXT;
                 return w;
             }
             next_header::HOP_BY_HOP => {
-                rank = RANK_HOP;
-                bit = exthdr::HOP;
                 if count != 0 {
                     w.exthdr |= exthdr::UNSEQ;
                 }
+                (RANK_HOP, exthdr::HOP)
             }
             next_header::DEST_OPTS => {
-                rank = if dest_seen == 0 && max_rank < RANK_ROUTING {
-                    RANK_DEST1
-                } else {
-                    RANK_DEST2
-                };
-                bit = exthdr::DEST;
+                let first = dest_seen == 0 && max_rank < RANK_ROUTING;
                 dest_seen += 1;
                 if dest_seen > 2 {
                     w.exthdr |= exthdr::UNREP;
                 }
+                (if first { RANK_DEST1 } else { RANK_DEST2 }, exthdr::DEST)
             }
-            next_header::ROUTING => {
-                rank = RANK_ROUTING;
-                bit = exthdr::ROUTER;
-            }
-            next_header::FRAGMENT => {
-                rank = RANK_FRAG;
-                bit = exthdr::FRAG;
-            }
-            next_header::AH => {
-                rank = RANK_AUTH;
-                bit = exthdr::AUTH;
-            }
-            next_header::ESP => {
-                rank = RANK_ESP;
-                bit = exthdr::ESP;
-            }
+            next_header::ROUTING => (RANK_ROUTING, exthdr::ROUTER),
+            next_header::FRAGMENT => (RANK_FRAG, exthdr::FRAG),
+            next_header::AH => (RANK_AUTH, exthdr::AUTH),
+            next_header::ESP => (RANK_ESP, exthdr::ESP),
             _ => {
                 w.upper_offset = Some(off);
                 return w;
             }
-        }
+        };
         if nh != next_header::DEST_OPTS && w.exthdr & bit != 0 {
             w.exthdr |= exthdr::UNREP;
         }

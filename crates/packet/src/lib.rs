@@ -2,7 +2,7 @@
 //!
 //! Each protocol header has its own module holding a typed view over a byte
 //! buffer (`Frame<T>` / `Packet<T>` with `T: AsRef<[u8]>`), in the style of
-//! smoltcp's `wire` module: field offsets live in a small `mod field`,
+//! smoltcp's `wire` module: each layout is one `header!` table (`view`),
 //! `new_checked` validates the length once so that the accessors cannot
 //! panic, and setters exist for `T: AsMut<[u8]>`.
 //!
@@ -50,6 +50,7 @@ macro_rules! view_common {
         }
     };
 }
+mod view;
 
 pub mod arp;
 pub mod buffer;

@@ -3,31 +3,27 @@
 //! incremental form). The CRC is stored least-significant byte first, as
 //! RFC 9260 appendix A's reference code does.
 
-use crate::{be16, be32, put16, Error, Result};
+use crate::view::header;
 
-mod field {
-    pub const SRC_PORT: usize = 0;
-    pub const DST_PORT: usize = 2;
-    pub const VTAG: usize = 4;
-    pub const CHECKSUM: usize = 8;
+header! {
+    /// A view of an SCTP packet.
+    pub struct SctpPacket[HEADER_LEN = 12] {
+        /// Source port.
+        [0] src_port / set_src_port: u16;
+        /// Destination port.
+        [2] dst_port / set_dst_port: u16;
+        /// Verification tag.
+        [4] verification_tag / set_verification_tag: u32;
+        /// The checksum field as stored (4 bytes, wire order).
+        [CHECKSUM_OFFSET = 8] checksum_bytes: [u8; 4];
+    }
 }
-
-/// Length of the common header.
-pub const HEADER_LEN: usize = 12;
-
-/// A view of an SCTP packet.
-#[derive(Debug, Clone)]
-pub struct SctpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
-
-view_common!(SctpPacket);
 
 /// The CRC32c of an SCTP packet computed with its checksum field taken as
 /// zero, in the byte order it is stored on the wire. `data` must hold at
 /// least the common header.
 fn crc_of(data: &[u8]) -> [u8; 4] {
-    let head = &data[..field::CHECKSUM];
+    let head = &data[..CHECKSUM_OFFSET];
     let crc = crc32c::crc32c(head);
     let crc = crc32c::crc32c_append(crc, &[0, 0, 0, 0]);
     let crc = crc32c::crc32c_append(crc, &data[HEADER_LEN..]);
@@ -35,36 +31,6 @@ fn crc_of(data: &[u8]) -> [u8; 4] {
 }
 
 impl<T: AsRef<[u8]>> SctpPacket<T> {
-    /// Checks the common header is present.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Source port.
-    pub fn src_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::SRC_PORT)
-    }
-
-    /// Destination port.
-    pub fn dst_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::DST_PORT)
-    }
-
-    /// Verification tag.
-    pub fn verification_tag(&self) -> u32 {
-        be32(self.buffer.as_ref(), field::VTAG)
-    }
-
-    /// The checksum field as stored (4 bytes, wire order).
-    pub fn checksum_bytes(&self) -> [u8; 4] {
-        let b = self.buffer.as_ref();
-        [b[8], b[9], b[10], b[11]]
-    }
-
     /// Chunks after the common header.
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[HEADER_LEN..]
@@ -78,25 +44,10 @@ impl<T: AsRef<[u8]>> SctpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> SctpPacket<T> {
-    /// Sets the source port.
-    pub fn set_src_port(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::SRC_PORT, v);
-    }
-
-    /// Sets the destination port.
-    pub fn set_dst_port(&mut self, v: u16) {
-        put16(self.buffer.as_mut(), field::DST_PORT, v);
-    }
-
-    /// Sets the verification tag.
-    pub fn set_verification_tag(&mut self, v: u32) {
-        crate::put32(self.buffer.as_mut(), field::VTAG, v);
-    }
-
     /// Recomputes the CRC32c over the whole buffer.
     pub fn fill_checksum(&mut self) {
         let c = crc_of(self.buffer.as_ref());
-        self.buffer.as_mut()[field::CHECKSUM..HEADER_LEN].copy_from_slice(&c);
+        self.buffer.as_mut()[CHECKSUM_OFFSET..HEADER_LEN].copy_from_slice(&c);
     }
 }
 
@@ -112,9 +63,9 @@ mod tests {
         s.set_dst_port(6000);
         s.set_verification_tag(0xdeadbeef);
         s.fill_checksum();
+        assert_eq!(&b[..8], &[0x13, 0x88, 0x17, 0x70, 0xde, 0xad, 0xbe, 0xef]);
         let s = SctpPacket::new_checked(&b[..]).unwrap();
-        assert_eq!(s.src_port(), 5000);
-        assert_eq!(s.dst_port(), 6000);
+        assert_eq!((s.src_port(), s.dst_port()), (5000, 6000));
         assert_eq!(s.verification_tag(), 0xdeadbeef);
         assert!(s.verify_checksum());
         b[13] = 1;

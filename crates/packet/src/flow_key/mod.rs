@@ -264,159 +264,63 @@ pub struct FlowKey {
     pub ipv6_final_dst_offset: u32,
 }
 
-impl FlowKey {
-    /// The match-field part of the key, as a tuple (exhaustive: adding a
-    /// field to `FlowKey` without deciding here fails to compile).
-    #[allow(clippy::type_complexity)]
-    fn match_fields(
-        &self,
-    ) -> (
-        (
-            u64,
-            u32,
-            u32,
-            u64,
-            u64,
-            MacAddr,
-            MacAddr,
-            u16,
-            u16,
-            u8,
-            u8,
-            u8,
-        ),
-        (
-            u8,
-            u32,
-            u32,
-            u16,
-            u16,
-            u8,
-            u8,
-            u16,
-            u32,
-            u32,
-            MacAddr,
-            MacAddr,
-        ),
-        (
-            u128,
-            u128,
-            u32,
-            u128,
-            MacAddr,
-            MacAddr,
-            u32,
-            u8,
-            u8,
-            u32,
-            u16,
-        ),
-    ) {
-        let FlowKey {
-            present,
-            in_port,
-            in_phy_port,
-            metadata,
-            tunnel_id,
-            eth_dst,
-            eth_src,
-            eth_type,
-            vlan_vid,
-            vlan_pcp,
-            ip_dscp,
-            ip_ecn,
-            ip_proto,
-            ipv4_src,
-            ipv4_dst,
-            tp_src,
-            tp_dst,
-            icmp_type,
-            icmp_code,
-            arp_op,
-            arp_spa,
-            arp_tpa,
-            arp_sha,
-            arp_tha,
-            ipv6_src,
-            ipv6_dst,
-            ipv6_flabel,
-            nd_target,
-            nd_sll,
-            nd_tll,
-            mpls_label,
-            mpls_tc,
-            mpls_bos,
-            pbb_isid,
-            ipv6_exthdr,
-            ip_ttl: _,
-            mpls_ttl: _,
-            flags: _,
-            vlan_tags: _,
-            ethertype_offset: _,
-            l3_offset: _,
-            l3_end: _,
-            ip_proto_offset: _,
-            l4_offset: _,
-            packet_len: _,
-            ipv6_final_dst_offset: _,
-        } = *self;
-        (
-            (
-                present,
-                in_port,
-                in_phy_port,
-                metadata,
-                tunnel_id,
-                eth_dst,
-                eth_src,
-                eth_type,
-                vlan_vid,
-                vlan_pcp,
-                ip_dscp,
-                ip_ecn,
-            ),
-            (
-                ip_proto, ipv4_src, ipv4_dst, tp_src, tp_dst, icmp_type, icmp_code, arp_op,
-                arp_spa, arp_tpa, arp_sha, arp_tha,
-            ),
-            (
-                ipv6_src,
-                ipv6_dst,
-                ipv6_flabel,
-                nd_target,
-                nd_sll,
-                nd_tll,
-                mpls_label,
-                mpls_tc,
-                mpls_bos,
-                pbb_isid,
-                ipv6_exthdr,
-            ),
-        )
-    }
+/// Equality and hashing of keys look at the match fields only, listed
+/// once here with the fields they leave out. The list is exhaustive: a field
+/// added to `FlowKey` without deciding here fails to compile.
+macro_rules! match_fields {
+    ($($field:ident),*; not $($other:ident),*) => {
+        impl PartialEq for FlowKey {
+            fn eq(&self, other: &Self) -> bool {
+                let FlowKey { $($field: _,)* $($other: _,)* } = self;
+                $(self.$field == other.$field)&&*
+            }
+        }
+
+        impl core::hash::Hash for FlowKey {
+            fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+                $(self.$field.hash(state);)*
+            }
+        }
+    };
 }
 
-impl PartialEq for FlowKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.match_fields() == other.match_fields()
-    }
-}
+match_fields!(
+    present, in_port, in_phy_port, metadata, tunnel_id, eth_dst, eth_src, eth_type, vlan_vid,
+    vlan_pcp, ip_dscp, ip_ecn, ip_proto, ipv4_src, ipv4_dst, tp_src, tp_dst, icmp_type,
+    icmp_code, arp_op, arp_spa, arp_tpa, arp_sha, arp_tha, ipv6_src, ipv6_dst, ipv6_flabel,
+    nd_target, nd_sll, nd_tll, mpls_label, mpls_tc, mpls_bos, pbb_isid, ipv6_exthdr;
+    not ip_ttl, mpls_ttl, flags, vlan_tags, ethertype_offset, l3_offset, l3_end,
+    ip_proto_offset, l4_offset, packet_len, ipv6_final_dst_offset
+);
 
 impl Eq for FlowKey {}
-
-impl core::hash::Hash for FlowKey {
-    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
-        self.match_fields().hash(state);
-    }
-}
 
 #[inline]
 fn bit(f: u8) -> u64 {
     1u64 << f
 }
 
+/// The presence bits of `fields`.
+const fn bits(fields: &[u8]) -> u64 {
+    let mut m = 0;
+    let mut i = 0;
+    while i < fields.len() {
+        m |= 1u64 << fields[i];
+        i += 1;
+    }
+    m
+}
+
 const L2_BITS: u64 = (1 << field::ETH_DST) | (1 << field::ETH_SRC);
+/// What each parse step marks present.
+mod step_bits {
+    use super::{bits, field::*};
+    pub(super) const METADATA_BITS: u64 = bits(&[IN_PORT, IN_PHY_PORT, METADATA, TUNNEL_ID]);
+    pub(super) const ARP_BITS: u64 = bits(&[ARP_OP, ARP_SPA, ARP_TPA, ARP_SHA, ARP_THA]);
+    pub(super) const IPV4_BITS: u64 = bits(&[IP_DSCP, IP_ECN, IP_PROTO, IPV4_SRC, IPV4_DST]);
+    pub(super) const IPV6_BITS: u64 = bits(&[IP_DSCP, IP_ECN, IPV6_SRC, IPV6_DST, IPV6_FLABEL]);
+}
+use step_bits::{ARP_BITS, IPV4_BITS, IPV6_BITS, METADATA_BITS};
 
 impl FlowKey {
     /// True when OXM field `f` is present.
@@ -443,10 +347,7 @@ impl FlowKey {
         self.in_phy_port = in_phy_port;
         self.metadata = metadata;
         self.tunnel_id = tunnel_id;
-        self.present |= bit(field::IN_PORT)
-            | bit(field::IN_PHY_PORT)
-            | bit(field::METADATA)
-            | bit(field::TUNNEL_ID);
+        self.present |= METADATA_BITS;
     }
 
     /// The value of OXM field `f` as a number (MACs as 48-bit numbers), or
@@ -670,11 +571,7 @@ impl FlowKey {
         self.arp_spa = be32(a, 14);
         self.arp_tha = mac_at(a, 18);
         self.arp_tpa = be32(a, 24);
-        self.present |= bit(field::ARP_OP)
-            | bit(field::ARP_SPA)
-            | bit(field::ARP_TPA)
-            | bit(field::ARP_SHA)
-            | bit(field::ARP_THA);
+        self.present |= ARP_BITS;
     }
 
     fn parse_ipv4(&mut self, data: &[u8], l3: usize) {
@@ -698,11 +595,7 @@ impl FlowKey {
         self.ip_proto = h[9];
         self.ipv4_src = be32(h, 12);
         self.ipv4_dst = be32(h, 16);
-        self.present |= bit(field::IP_DSCP)
-            | bit(field::IP_ECN)
-            | bit(field::IP_PROTO)
-            | bit(field::IPV4_SRC)
-            | bit(field::IPV4_DST);
+        self.present |= IPV4_BITS;
         self.ip_proto_offset = (l3 + 9) as u32;
         let end = (l3 + total).min(data.len());
         self.l3_end = end as u32;
@@ -745,11 +638,7 @@ impl FlowKey {
         self.ipv6_src = u128::from_be_bytes(a);
         a.copy_from_slice(&h[24..40]);
         self.ipv6_dst = u128::from_be_bytes(a);
-        self.present |= bit(field::IP_DSCP)
-            | bit(field::IP_ECN)
-            | bit(field::IPV6_SRC)
-            | bit(field::IPV6_DST)
-            | bit(field::IPV6_FLABEL);
+        self.present |= IPV6_BITS;
         let want = l3 + ipv6::HEADER_LEN + usize::from(be16(h, 4));
         if want > data.len() {
             self.flags |= flags::TRUNCATED;
