@@ -1,14 +1,19 @@
 """A smoke subset of Faucet's own integration suite with fulmar as the
-hardware switch under test (bench/faucet-suite.sh runs the whole suite;
-docs/guide.md, "Faucet's integration suite", says how it is wired).
+hardware switch under test (bench/faucet-suite.sh runs the whole suite,
+about two hours here; its figures are in docs/results.md, "Faucet's
+integration suite"; docs/guide.md, "Faucet's integration suite", says how
+it is wired).
 
-The subset: untagged and tagged basics, an ACL, a meter and a group test.
-Each class must pass. The tagged class runs only where the kernel can make
-802.1Q interfaces (the suite's tagged test hosts are VLAN interfaces; a
-kernel without the 8021q module cannot make them, whatever the switch). Needs root, Debian's mininet and the suite's tools,
-and the faucet 1.10.12 source distribution with its venv under
-target/faucet-suite (scripts/test.sh prepares all of them); skips saying
-which is missing otherwise.
+The subset, two classes of about a minute each on this 2-core machine:
+the untagged basics (every host pings every other, then every switch port
+is flapped by PORT_MOD and must report down and up again) and a meter
+applied by an ACL (Gauge must read the meter's band counters). Each must
+pass. ACLs, groups and tagged VLANs run in the whole suite (the tagged
+classes need a kernel that makes 802.1Q interfaces on the test host).
+Needs root, Debian's mininet and the suite's tools, and the faucet
+1.10.12 source distribution with its venv under target/faucet-suite
+(scripts/test.sh prepares all of them); skips saying which is missing
+otherwise.
 """
 
 import json
@@ -22,26 +27,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "faucet-suite.sh"
 SUITE = ROOT / "target" / "faucet-suite"
-SMOKE = ["FaucetUntaggedTest", "FaucetTaggedTest", "FaucetUntaggedACLTest", "FaucetUntaggedApplyMeterTest",
-         "FaucetGroupTableTest"]
+SMOKE = ["FaucetUntaggedTest", "FaucetUntaggedApplyMeterTest"]
 TOOLS = ["mn", "ovs-vswitchd", "ovsdb-server", "ebtables-nft", "tshark", "fping", "rdisc6", "ladvd", "exabgp", "nc",
          "lsof", "fuser", "tcpdump", "scapy"]
-
-
-def kernel_has_vlans(prefix):
-    """Whether this kernel makes 802.1Q interfaces (tried in a scratch
-    namespace)."""
-    ns = f"{prefix}-vlanprobe"
-    subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-    try:
-        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
-        subprocess.run(["ip", "-n", ns, "link", "add", "v0", "type", "veth", "peer", "name", "v1"], check=True,
-                       capture_output=True)
-        r = subprocess.run(["ip", "-n", ns, "link", "add", "link", "v0", "name", "v0.100", "type", "vlan", "id", "100"],
-                           capture_output=True)
-        return r.returncode == 0
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def prerequisites():
@@ -65,9 +53,6 @@ def test_faucet_suite_smoke_subset_passes(fulmar_bin, tmp_path):
     report = tmp_path / "report.json"
     prefix = os.environ.get("FULMAR_E2E_PREFIX", "fe") + "s"
     smoke = list(SMOKE)
-    if not kernel_has_vlans(prefix):
-        smoke.remove("FaucetTaggedTest")
-        print("FaucetTaggedTest left out: this kernel makes no 802.1Q interfaces (the 8021q module)")
     env = dict(os.environ, FULMAR=str(fulmar_bin), FULMAR_E2E_PREFIX=prefix)
     r = subprocess.run([str(SCRIPT), "--tests", "(" + "|".join(smoke) + ")$", "--json", str(report)],
                        capture_output=True, text=True, env=env, timeout=1150)
