@@ -171,6 +171,7 @@
 
 mod control;
 mod counters;
+mod cycles;
 mod mailbox;
 mod registry;
 mod rings;
@@ -181,6 +182,7 @@ mod split;
 mod tx;
 mod types;
 
+pub use cycles::{tsc_hz, StageCycles};
 pub use registry::Threads;
 pub use tx::QueueStatsHandle;
 pub use types::{
