@@ -23,7 +23,9 @@
 //! rounds that carried packets only; port sends count whenever they
 //! happen (a burst held for `max_wait` leaves in a round without input).
 //! Bookkeeping between bursts (mailbox, table versions, publishing) is in
-//! no stage, so the three add up to a little less than the busy time.
+//! no stage, and the busy time splits rounds at other points (a round's
+//! closing flush counts as the next round's time), so the three add up to
+//! about the busy time, not exactly.
 //!
 //! The counter: `RDTSC` on x86-64 (cheaper than `Instant::now`, which
 //! reads it and converts), at a constant rate on every CPU that
