@@ -164,6 +164,7 @@
 
 mod control;
 mod counters;
+mod cycles;
 mod mailbox;
 mod registry;
 mod rings;
@@ -174,6 +175,7 @@ mod split;
 mod tx;
 mod types;
 
+pub use cycles::{tsc_hz, StageCycles};
 pub use registry::Threads;
 pub use tx::QueueStatsHandle;
 pub use types::{

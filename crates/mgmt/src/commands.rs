@@ -293,6 +293,7 @@ impl Ctl {
                     }
                 );
             }
+            cycles_section(&mut s, r);
             let (hits, misses) = r.flow_cache;
             if hits + misses > 0 {
                 let _ = writeln!(
@@ -462,5 +463,36 @@ impl Ctl {
     pub(crate) fn exit(&self, _: &str, _: &[String]) -> Result<String, String> {
         (self.hooks.exit)();
         Ok(String::new())
+    }
+}
+
+/// `ctl stats`' cycles section: per thread, the cycles per packet it spent
+/// in each stage (`dataplane::threads::StageCycles`), and the counter's
+/// rate to turn them into time.
+fn cycles_section(s: &mut String, r: &runtime::BridgeReport) {
+    if r.threads.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  cycles per packet, by thread (TSC {:.3} GHz):",
+        r.tsc_hz as f64 / 1e9
+    );
+    for t in &r.threads {
+        if t.packets == 0 {
+            let _ = writeln!(s, "    {} ({}): no packets yet", t.name, t.role);
+            continue;
+        }
+        let per = |c: u64| c as f64 / t.packets as f64;
+        let _ = writeln!(
+            s,
+            "    {} ({}): rx {:.0}, pipeline {:.0}, tx {:.0}, total {:.0}",
+            t.name,
+            t.role,
+            per(t.rx_cycles),
+            per(t.pipeline_cycles),
+            per(t.tx_cycles),
+            per(t.rx_cycles + t.pipeline_cycles + t.tx_cycles)
+        );
     }
 }

@@ -32,7 +32,10 @@
 //! `fulmar_table_active_entries`, `fulmar_table_lookups_total`,
 //! `fulmar_table_matched_total`. Per worker thread (`bridge`, `thread`,
 //! `role`): `fulmar_worker_packets_total`, `fulmar_worker_busy_seconds_total`,
-//! `fulmar_worker_idle_seconds_total`. Per bridge: `fulmar_bridge_info`
+//! `fulmar_worker_idle_seconds_total`, and (with a `stage` label: `rx`,
+//! `pipeline`, `tx`) `fulmar_thread_cycles_total`, cycles per packet per
+//! stage once divided by `fulmar_worker_packets_total`; their rate,
+//! `fulmar_thread_cycle_rate_hertz`, turns cycles into seconds. Per bridge: `fulmar_bridge_info`
 //! (`bridge`, `dpid`), `fulmar_flows`, `fulmar_bridge_standalone_active`,
 //! `fulmar_drops_total` (`bridge`, `reason`). Per egress queue (`bridge`,
 //! `port`, `ofport`, `queue`; ports with queues only):
@@ -72,6 +75,9 @@ pub struct Scrape {
     pub process: ProcessMetrics,
     /// The datastore's current version (bumped by each committed transaction).
     pub datastore_version: u64,
+    /// The rate of the data-plane threads' cycle counter, in cycles per
+    /// second (`None`: no bridge, no threads to count).
+    pub tsc_hz: Option<u64>,
 }
 
 /// One bridge's counters. Port names, table ids, worker thread names and drop
@@ -173,6 +179,13 @@ pub struct WorkerMetrics {
     pub busy_ns: u64,
     /// Time spent polling empty queues or parked, in nanoseconds.
     pub idle_ns: u64,
+    /// Cycles spent per stage: taking bursts in (`rx`), in the pipeline,
+    /// sending or handing on (`tx`); [`Scrape::tsc_hz`] per second.
+    pub rx_cycles: u64,
+    /// See `rx_cycles`.
+    pub pipeline_cycles: u64,
+    /// See `rx_cycles`.
+    pub tx_cycles: u64,
 }
 
 /// One controller connection of one bridge.
@@ -464,6 +477,37 @@ impl Collector for SnapshotCollector {
             "Time the data-plane thread spent polling empty queues or parked.",
             Some(Unit::Seconds),
             workers().map(|(l, w)| (l, seconds(w.idle_ns))),
+        )?;
+        counter(
+            &mut enc,
+            "thread_cycles",
+            "Cycles the data-plane thread spent per stage: rx takes bursts in, pipeline runs the datapath, tx sends or hands on.",
+            None,
+            bridges.iter().flat_map(|b| {
+                b.workers.iter().flat_map(move |w| {
+                    [
+                        ("rx", w.rx_cycles),
+                        ("pipeline", w.pipeline_cycles),
+                        ("tx", w.tx_cycles),
+                    ]
+                    .map(|(stage, n)| {
+                        let labels = Labels(vec![
+                            ("bridge", Cow::Borrowed(b.name.as_str())),
+                            ("thread", Cow::Borrowed(w.thread.as_str())),
+                            ("role", Cow::Borrowed(w.role.as_str())),
+                            ("stage", Cow::Borrowed(stage)),
+                        ]);
+                        (labels, n)
+                    })
+                })
+            }),
+        )?;
+        gauge(
+            &mut enc,
+            "thread_cycle_rate",
+            "Rate of the data-plane threads' cycle counter (the TSC), in cycles per second.",
+            Some(Unit::Other("hertz".into())),
+            s.tsc_hz.map(|hz| (Labels::default(), clamp(hz))),
         )?;
 
         info(

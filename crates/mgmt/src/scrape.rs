@@ -19,6 +19,7 @@ pub fn scrape(daemon: &Daemon, started: SystemTime) -> Scrape {
     let (_, version) = daemon.config();
     let mut bridges = Vec::new();
     let mut controllers = Vec::new();
+    let mut tsc_hz = None;
     for name in rt.bridge_names() {
         let (Some(stats), Some(desc), Some(report)) = (
             rt.port_stats(&name),
@@ -27,6 +28,7 @@ pub fn scrape(daemon: &Daemon, started: SystemTime) -> Scrape {
         ) else {
             continue; // removed meanwhile
         };
+        tsc_hz = Some(report.tsc_hz);
         let names = rt.ports(&name).unwrap_or_default();
         let ports = stats
             .iter()
@@ -84,6 +86,9 @@ pub fn scrape(daemon: &Daemon, started: SystemTime) -> Scrape {
                     packets: t.packets,
                     busy_ns: t.busy_ns,
                     idle_ns: t.idle_ns,
+                    rx_cycles: t.rx_cycles,
+                    pipeline_cycles: t.pipeline_cycles,
+                    tx_cycles: t.tx_cycles,
                 })
                 .collect(),
             drops: report.drops.clone(),
@@ -115,5 +120,6 @@ pub fn scrape(daemon: &Daemon, started: SystemTime) -> Scrape {
         controllers,
         process: ProcessMetrics::sample(started),
         datastore_version: version,
+        tsc_hz,
     }
 }

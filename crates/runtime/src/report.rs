@@ -64,6 +64,13 @@ pub struct ThreadLine {
     pub busy_ns: u64,
     /// Time in iterations that found nothing (sleep included).
     pub idle_ns: u64,
+    /// Cycles spent taking bursts in (`dataplane::threads::StageCycles`;
+    /// [`BridgeReport::tsc_hz`] per second).
+    pub rx_cycles: u64,
+    /// Cycles spent in the pipeline.
+    pub pipeline_cycles: u64,
+    /// Cycles spent sending, or handing on to the next thread.
+    pub tx_cycles: u64,
     /// Packets waiting in the thread's input rings now.
     pub ring_fill: u64,
     /// Slots of those rings.
@@ -85,6 +92,8 @@ pub struct BridgeReport {
     pub ports: Vec<PortLine>,
     /// Per dataplane thread.
     pub threads: Vec<ThreadLine>,
+    /// The rate of the threads' cycle counter, in cycles per second.
+    pub tsc_hz: u64,
     /// Every non-zero drop counter by name.
     pub drops: Vec<(String, u64)>,
     /// Flow entries installed.
@@ -158,6 +167,9 @@ fn thread_line(t: &ThreadStats) -> ThreadLine {
         bursts: t.bursts,
         busy_ns: t.busy_ns,
         idle_ns: t.idle_ns,
+        rx_cycles: t.cycles.rx,
+        pipeline_cycles: t.cycles.pipeline,
+        tx_cycles: t.cycles.tx,
         ring_fill: t.ring_fill as u64,
         ring_capacity: t.ring_capacity as u64,
         core: t.core,
@@ -261,6 +273,7 @@ pub(crate) fn gather(b: &BridgeRt, top: usize, zeros: bool) -> BridgeReport {
         dpid: b.dpid,
         ports,
         threads: threads.iter().map(thread_line).collect(),
+        tsc_hz: dataplane::threads::tsc_hz(),
         drops,
         flows,
         tables,

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use crate::port::PacketBuf;
 
+use super::cycles::StageCycles;
 use super::types::ThreadDrops;
 
 /// One port's drop counters (the `ThreadDrops` fields that have a port),
@@ -107,6 +108,19 @@ pub(super) struct ThreadCells {
     pub(super) bursts: AtomicU64,
     pub(super) busy_ns: AtomicU64,
     pub(super) idle_ns: AtomicU64,
+    /// [`StageCycles`], field by field.
+    pub(super) cycles: [AtomicU64; 3],
+}
+
+impl ThreadCells {
+    pub(super) fn cycles(&self) -> StageCycles {
+        let [rx, pipeline, tx] = &self.cycles;
+        StageCycles {
+            rx: rx.load(Ordering::Relaxed),
+            pipeline: pipeline.load(Ordering::Relaxed),
+            tx: tx.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// A thread's statistics as it keeps them: plain integers, stored into
@@ -116,6 +130,8 @@ pub(super) struct Tally {
     pub(super) bursts: u64,
     pub(super) busy_ns: u64,
     pub(super) idle_ns: u64,
+    /// Cycles per stage ([`super::cycles`]).
+    pub(super) cycles: StageCycles,
     /// End of the last round accounted for.
     pub(super) mark: Instant,
 }
@@ -131,6 +147,7 @@ impl Tally {
             bursts: 0,
             busy_ns: 0,
             idle_ns: 0,
+            cycles: StageCycles::default(),
             mark: now,
         }
     }
@@ -149,10 +166,25 @@ impl Tally {
         self.mark = now;
     }
 
+    /// Adds a round's cycles per stage: all of them if the round carried
+    /// packets (`busy`), else only its port sends (`tx`; see
+    /// [`super::cycles`]).
+    pub(super) fn stages(&mut self, busy: bool, s: &StageCycles) {
+        if busy {
+            self.cycles.add(s);
+        } else {
+            self.cycles.tx += s.tx;
+        }
+    }
+
     pub(super) fn publish(&self, c: &ThreadCells) {
         c.packets.store(self.packets, Ordering::Relaxed);
         c.bursts.store(self.bursts, Ordering::Relaxed);
         c.busy_ns.store(self.busy_ns, Ordering::Relaxed);
         c.idle_ns.store(self.idle_ns, Ordering::Relaxed);
+        let [rx, pipeline, tx] = &c.cycles;
+        rx.store(self.cycles.rx, Ordering::Relaxed);
+        pipeline.store(self.cycles.pipeline, Ordering::Relaxed);
+        tx.store(self.cycles.tx, Ordering::Relaxed);
     }
 }

@@ -222,6 +222,7 @@ impl ThreadCtl {
             bursts: c.bursts.load(Ordering::Relaxed),
             busy_ns: c.busy_ns.load(Ordering::Relaxed),
             idle_ns: c.idle_ns.load(Ordering::Relaxed),
+            cycles: c.cycles(),
             ring_fill: self.rings.fill(),
             ring_capacity: self.ring_capacity,
             core: self.core,

@@ -9,6 +9,7 @@ use crate::flush::Backoff;
 use crate::port::Burst;
 
 use super::counters::Tally;
+use super::cycles::{self, StageCycles};
 use super::mailbox::{Change, ThreadSide};
 use super::shutdown::{boxed, drop_together};
 use super::spawn::{bound_ports, idle, read_port, IdlePlan, RxPort};
@@ -71,8 +72,11 @@ impl RtcWorker {
             let mut got = 0;
             let mut bursts = 0;
             let mut drained = true;
+            let (mut mark, sent) = (cycles::now(), self.tx.sent_cycles);
+            let mut spent = StageCycles::default();
             for p in &mut self.rx {
                 let n = read_port(p, &mut burst);
+                spent.rx += cycles::lap(&mut mark);
                 if n == 0 {
                     continue;
                 }
@@ -86,7 +90,10 @@ impl RtcWorker {
                         tx.enqueue(port, pkt, now)
                     });
                 burst.clear();
+                spent.pipeline += cycles::lap(&mut mark);
             }
+            // Sends of bursts that filled inside the processor are tx.
+            spent.pipeline = spent.pipeline.saturating_sub(self.tx.sent_cycles - sent);
             let now = Instant::now();
             if got > 0 {
                 last_input = now;
@@ -94,6 +101,8 @@ impl RtcWorker {
                 self.side.tally.busy(now, got, bursts);
             }
             self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
+            spent.tx = self.tx.sent_cycles - sent;
+            self.side.tally.stages(got > 0, &spent);
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
                 let rate = self.side.measure();

@@ -13,6 +13,7 @@ use crate::spsc::Consumer;
 use crate::wake::Doorbell;
 
 use super::counters::{bump, DropMap, Tally};
+use super::cycles::{self, StageCycles};
 use super::mailbox::{Change, ThreadSide};
 use super::rings::Stage;
 use super::shutdown::{boxed, drop_together};
@@ -86,8 +87,11 @@ impl RxThread {
             let mut bursts = 0;
             let mut drained = true;
             let now = Instant::now();
+            let mut mark = cycles::now();
+            let mut spent = StageCycles::default();
             for p in &mut self.ports {
                 let n = read_port(p, &mut burst);
+                spent.rx += cycles::lap(&mut mark);
                 got += n;
                 bursts += u64::from(n > 0);
                 drained &= burst.room() > 0;
@@ -97,6 +101,7 @@ impl RxThread {
                         s.push(pkt, now, &self.drops);
                     }
                 }
+                spent.tx += cycles::lap(&mut mark);
             }
             let now = Instant::now();
             if got > 0 {
@@ -106,6 +111,10 @@ impl RxThread {
             }
             for s in &mut self.outs {
                 s.flush_due(now, last_input, drained, &self.cfg.flush, &self.drops);
+            }
+            if got > 0 {
+                spent.tx += cycles::lap(&mut mark);
+                self.side.tally.stages(true, &spent);
             }
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
@@ -193,9 +202,12 @@ impl SplitWorker {
             let mut bursts = 0;
             let now = Instant::now();
             let mut drained = true;
+            let mut mark = cycles::now();
+            let mut spent = StageCycles::default();
             for c in &mut self.inputs {
                 burst.clear();
                 let n = c.pop_burst(&mut burst);
+                spent.rx += cycles::lap(&mut mark);
                 got += n;
                 bursts += u64::from(n > 0);
                 drained &= burst.room() > 0;
@@ -218,6 +230,7 @@ impl SplitWorker {
                             None => bump(&drops.no_port, 1),
                         });
                 }
+                spent.pipeline += cycles::lap(&mut mark);
             }
             let now = Instant::now();
             if got > 0 {
@@ -229,6 +242,10 @@ impl SplitWorker {
             }
             for s in &mut self.outs {
                 s.flush_due(now, last_input, drained, &self.cfg.flush, &self.drops);
+            }
+            if got > 0 {
+                spent.tx = cycles::lap(&mut mark);
+                self.side.tally.stages(true, &spent);
             }
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
@@ -299,6 +316,7 @@ impl TxThread {
             let mut bursts = 0;
             let now = Instant::now();
             let mut drained = true;
+            let (mark, sent) = (cycles::now(), self.tx.sent_cycles);
             for c in &mut self.inputs {
                 let tx = &mut self.tx;
                 let n = c.pop_many(read, |(port, pkt)| tx.enqueue(port, pkt, now));
@@ -306,6 +324,9 @@ impl TxThread {
                 bursts += u64::from(n > 0);
                 drained &= n < read;
             }
+            // Sends of bursts that filled while popping are tx.
+            let rx =
+                (cycles::now().saturating_sub(mark)).saturating_sub(self.tx.sent_cycles - sent);
             let now = Instant::now();
             if got > 0 {
                 last_input = now;
@@ -315,6 +336,12 @@ impl TxThread {
                 break;
             }
             self.tx.flush_due(now, last_input, drained, &self.cfg.flush);
+            let spent = StageCycles {
+                rx,
+                pipeline: 0,
+                tx: self.tx.sent_cycles - sent,
+            };
+            self.side.tally.stages(got > 0, &spent);
             if now.duration_since(last_publish) >= PUBLISH_EVERY {
                 last_publish = now;
                 self.side.measure();

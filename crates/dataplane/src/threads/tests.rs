@@ -768,6 +768,30 @@ fn ports_come_and_go(mode: ThreadMode) {
     for w in stats.iter().filter(|s| s.role == ThreadRole::Worker) {
         assert!(w.packets > 0, "{mode:?}: idle worker {w:?}");
     }
+    // Cycles per stage, published with the packets: each stage the
+    // thread's role has (see `cycles`), and port sends somewhere.
+    for s in &stats {
+        let c = s.cycles;
+        let ok = match s.role {
+            ThreadRole::Worker => c.rx > 0 && c.pipeline > 0,
+            ThreadRole::Rx | ThreadRole::Tx => c.rx > 0 && c.tx > 0 && c.pipeline == 0,
+        };
+        assert!(ok, "{mode:?}: {s:?}");
+    }
+    let senders = |s: &&ThreadStats| match mode {
+        ThreadMode::RunToCompletion => s.role == ThreadRole::Worker,
+        ThreadMode::RxWorkerTx => s.role == ThreadRole::Tx,
+    };
+    assert!(
+        stats
+            .iter()
+            .filter(senders)
+            .map(|s| s.cycles.tx)
+            .sum::<u64>()
+            > 0,
+        "{mode:?}: {stats:?}"
+    );
+    assert!(super::tsc_hz() > 0);
     t.stop();
     assert_eq!(Arc::strong_count(&token2), 1);
 }

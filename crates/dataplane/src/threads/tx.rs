@@ -13,6 +13,7 @@ use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
 use crate::qos::{QosError, QosSpec, QueueCounters, Scheduler};
 
 use super::counters::{bump, PortDropCells};
+use super::cycles;
 
 /// A handle on a port: owned by this thread, or shared behind a mutex
 /// with the port's other users (all dataplane threads).
@@ -285,6 +286,8 @@ pub(super) struct TxSide {
     pub(super) ports: Vec<TxPort>,
     pub(super) index: PortIndex,
     pub(super) no_port: Arc<AtomicU64>,
+    /// Cycles spent in port sends so far ([`cycles`]: the `tx` stage).
+    pub(super) sent_cycles: u64,
 }
 
 impl TxSide {
@@ -293,6 +296,7 @@ impl TxSide {
             ports: Vec::with_capacity(ports.len()),
             index: PortIndex::default(),
             no_port,
+            sent_cycles: 0,
         };
         for p in ports {
             side.add(p);
@@ -426,7 +430,7 @@ impl TxSide {
             return;
         };
         if p.pending.is_full() {
-            Self::send(p);
+            self.sent_cycles += cycles::timed(|| Self::send(p));
         }
         if p.pending.push(pkt).is_err() {
             bump(&p.drops.tx_queue_full, 1);
@@ -434,7 +438,7 @@ impl TxSide {
         }
         p.first_at.get_or_insert(now);
         if p.pending.is_full() {
-            Self::send(p);
+            self.sent_cycles += cycles::timed(|| Self::send(p));
         }
     }
 
@@ -448,13 +452,13 @@ impl TxSide {
         for p in &mut self.ports {
             if let Some(first) = p.first_at {
                 if policy.due(now, first, last_input, drained) {
-                    Self::send(p);
+                    self.sent_cycles += cycles::timed(|| Self::send(p));
                     continue;
                 }
             }
             // Held by the egress queues: leaves as the rates allow.
             if p.qos.as_ref().is_some_and(|q| q.backlog()) {
-                Self::send(p);
+                self.sent_cycles += cycles::timed(|| Self::send(p));
             }
         }
     }

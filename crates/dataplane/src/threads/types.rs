@@ -10,6 +10,8 @@ use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::FlushPolicy;
 use crate::port::{Burst, PacketBuf, PortBackend};
 
+use super::cycles::StageCycles;
+
 /// What a worker does with a burst: a pipeline, a learning switch, a test
 /// function. Implementations are owned by one worker thread.
 pub trait BurstProcessor: Send {
@@ -284,6 +286,9 @@ pub struct ThreadStats {
     /// Time in rounds that found nothing, sleeping included, in
     /// nanoseconds.
     pub idle_ns: u64,
+    /// Cycles spent per stage ([`tsc_hz`](super::tsc_hz) per second);
+    /// divided by `packets`, cycles per packet per stage.
+    pub cycles: StageCycles,
     /// Packets waiting on its input rings now (0 for threads reading
     /// ports only).
     pub ring_fill: usize,

@@ -40,6 +40,9 @@ pub(super) fn sample() -> Scrape {
                     packets: 12,
                     busy_ns: 1_500_000_000,
                     idle_ns: 250_000,
+                    rx_cycles: 1200,
+                    pipeline_cycles: 3400,
+                    tx_cycles: 5600,
                 },
                 WorkerMetrics {
                     thread: "fulmar-rx0".into(),
@@ -47,6 +50,7 @@ pub(super) fn sample() -> Scrape {
                     packets: 12,
                     busy_ns: 0,
                     idle_ns: 2_000_000_000,
+                    ..Default::default()
                 },
             ],
             drops: vec![("no_match".into(), 2), ("ttl_expired".into(), 0)],
@@ -72,6 +76,7 @@ pub(super) fn sample() -> Scrape {
             start_time_seconds: Some(1_700_000_000.5),
         },
         datastore_version: 42,
+        tsc_hz: Some(2_500_000_000),
     }
 }
 
@@ -112,6 +117,14 @@ fn openmetrics_lines() {
         "fulmar_worker_busy_seconds_total{bridge=\"br0\",thread=\"fulmar-rx0\",role=\"rx\"} 0.0",
         "fulmar_worker_idle_seconds_total{bridge=\"br0\",thread=\"fulmar-w0\",role=\"worker\"} 0.00025",
         "fulmar_worker_idle_seconds_total{bridge=\"br0\",thread=\"fulmar-rx0\",role=\"rx\"} 2.0",
+        "# TYPE fulmar_thread_cycles counter",
+        "fulmar_thread_cycles_total{bridge=\"br0\",thread=\"fulmar-w0\",role=\"worker\",stage=\"rx\"} 1200",
+        "fulmar_thread_cycles_total{bridge=\"br0\",thread=\"fulmar-w0\",role=\"worker\",stage=\"pipeline\"} 3400",
+        "fulmar_thread_cycles_total{bridge=\"br0\",thread=\"fulmar-w0\",role=\"worker\",stage=\"tx\"} 5600",
+        "fulmar_thread_cycles_total{bridge=\"br0\",thread=\"fulmar-rx0\",role=\"rx\",stage=\"tx\"} 0",
+        "# TYPE fulmar_thread_cycle_rate_hertz gauge",
+        "# UNIT fulmar_thread_cycle_rate_hertz hertz",
+        "fulmar_thread_cycle_rate_hertz 2500000000",
         "# TYPE fulmar_bridge info",
         "fulmar_bridge_info{bridge=\"br0\",dpid=\"00000000000000ab\"} 1",
         "fulmar_flows{bridge=\"br0\"} 3",
