@@ -12,9 +12,10 @@
 //! burst) and `report` (the figures); `switch` (ports, rules installed,
 //! the snapshot, the sampled check); `traffic` (a timed phase of worker
 //! threads); `reference` (the hand-written minimum loop of
-//! `--reference`), `export` (`--export`, `--write-flows`) and `loss_free`
-//! (feature `dpdk`); `run` ([`fn@bench`], the phases in order). No module
-//! imports a later one.
+//! `--reference`), `export` (`--export`, `--write-flows`), `loss_free`
+//! (feature `dpdk`) and `coupling` ([`fn@coupling`], `--coupling`: flow-mods
+//! at paced rates while the workers forward); `run` ([`fn@bench`], the
+//! phases in order). No module imports a later one.
 //!
 //! How a run goes:
 //! 1. The scenario's rules are generated (flow text, seeded) and installed
@@ -63,6 +64,7 @@
 //! With [`Options::progress`], a progress line on stderr is updated every
 //! second.
 
+mod coupling;
 mod export;
 mod frame;
 #[cfg(feature = "dpdk")]
@@ -77,6 +79,7 @@ mod switch;
 mod traffic;
 mod workload;
 
+pub use coupling::{coupling, CouplingOptions, CouplingReport, CouplingStep};
 pub use export::{export, write_flows, Exported};
 #[cfg(feature = "dpdk")]
 pub use loss_free::{run as loss_free, LossFree, Trial};

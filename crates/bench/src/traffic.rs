@@ -79,6 +79,21 @@ pub(crate) enum Control<'a> {
         mods: &'a [ofp::FlowMod],
         every: usize,
     },
+    /// Applies flow-mods with `apply` (one call, one flow-mod) at `rate`
+    /// a second on a schedule (flow-mod k is due at k / rate seconds),
+    /// and publishes as the runtime does for one agent batch: when the
+    /// schedule leaves `idle` between two flow-mods (the channel went
+    /// quiet), else every `max_delay` of the continuous stream, and at
+    /// the end. The phase lasts `seconds`, longer until every worker has
+    /// counted a burst and, with `rate` above 0, a flow-mod was applied
+    /// and published.
+    Paced {
+        state: &'a mut SwitchState,
+        apply: &'a mut dyn FnMut(&mut SwitchState) -> anyhow::Result<()>,
+        rate: f64,
+        idle: Duration,
+        max_delay: Duration,
+    },
 }
 
 /// What the calling thread did in an install phase.
@@ -108,6 +123,9 @@ pub(crate) fn traffic(
     let epoch = Instant::now();
     let mut inst = InstallResult::default();
     let mut wall = 0.0;
+    // An error of the control's own (a flow-mod refused): the workers are
+    // stopped and joined first, then it is returned.
+    let mut failed: Option<anyhow::Error> = None;
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {
@@ -177,6 +195,95 @@ pub(crate) fn traffic(
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
+            Control::Paced {
+                state,
+                apply,
+                rate,
+                idle,
+                max_delay,
+            } => {
+                let gap = if rate > 0.0 {
+                    1.0 / rate
+                } else {
+                    f64::INFINITY
+                };
+                // A controller that paces its flow-mods this far apart
+                // lets the channel go quiet after each: one batch each.
+                let quiet_between = gap >= idle.as_secs_f64();
+                let end = start + Duration::from_secs_f64(seconds);
+                // When the open batch began, and its last flow-mod.
+                let mut batch: Option<(Instant, Instant)> = None;
+                let publish = |state: &mut SwitchState, inst: &mut InstallResult| {
+                    let p0 = Instant::now();
+                    publisher.publish(snapshot_of(state));
+                    inst.publish_seconds += p0.elapsed().as_secs_f64();
+                    inst.publishes += 1;
+                };
+                loop {
+                    let t = start.elapsed().as_secs_f64();
+                    let over = t >= seconds;
+                    let published = rate == 0.0 || inst.publishes > 0;
+                    if over && batch.is_none() && published && counted() {
+                        break;
+                    }
+                    // Flow-mods due by now (the first at time 0), at most
+                    // 64 before the clock is read again.
+                    let due = match (rate > 0.0, over) {
+                        (false, _) => 0,
+                        (true, false) => (t * rate) as usize + 1,
+                        (true, true) => inst.applied.max(1),
+                    };
+                    if inst.applied < due {
+                        let n = (due - inst.applied).min(64);
+                        for _ in 0..n {
+                            if let Err(e) = apply(state) {
+                                failed = Some(e);
+                                break;
+                            }
+                            inst.applied += 1;
+                        }
+                        if failed.is_some() {
+                            break;
+                        }
+                        let now = Instant::now();
+                        let first = batch.map_or(now, |b| b.0);
+                        batch = Some((first, now));
+                        if now.duration_since(first) >= max_delay {
+                            publish(state, &mut inst);
+                            batch = None;
+                        }
+                        continue;
+                    }
+                    // Nothing due: close the batch when the channel would
+                    // be quiet now (or the phase is over), else sleep
+                    // until the next flow-mod is due or that moment.
+                    let now = Instant::now();
+                    let mut wake = if rate > 0.0 {
+                        (start + Duration::from_secs_f64(inst.applied as f64 * gap)).min(end)
+                    } else {
+                        end
+                    };
+                    if let Some((_, last)) = batch {
+                        if over || (quiet_between && now >= last + idle) {
+                            publish(state, &mut inst);
+                            batch = None;
+                            continue;
+                        }
+                        if quiet_between {
+                            wake = wake.min(last + idle);
+                        }
+                    }
+                    if t >= next_show {
+                        next_show += 1.0;
+                        show(t, &format!(", {} flow-mods applied", inst.applied));
+                    }
+                    let nap = wake.saturating_duration_since(now);
+                    std::thread::sleep(
+                        nap.clamp(Duration::from_micros(1), Duration::from_millis(20)),
+                    );
+                }
+                inst.seconds = start.elapsed().as_secs_f64();
+            }
         }
         measuring.store(false, Ordering::Relaxed);
         wall = start.elapsed().as_secs_f64();
@@ -191,6 +298,9 @@ pub(crate) fn traffic(
             .collect::<anyhow::Result<Vec<_>>>()
     });
     progress.done();
+    if let Some(e) = failed {
+        return Err(e);
+    }
     Ok((results?, wall, inst))
 }
 

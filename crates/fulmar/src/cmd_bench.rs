@@ -7,13 +7,14 @@
 //!     [--rules N] [--flows N] [--workers N] [--seconds S]
 //!     [--packet-size B] [--burst N] [--flow-mods N [--publish-every N]]
 //!     [--seed N] [--json] [--smoke] [--reference [--rounds N]]
-//!     [--write-flows FILE | --export DIR [--out-port P] | --loss-free ...]
+//!     [--write-flows FILE | --export DIR [--out-port P] | --loss-free ...
+//!      | --coupling [RATE,...] [--coupling-window N]]
 //! ```
 //!
 //! On a terminal, a progress line on stderr is updated every second.
 
 use clap::Args;
-use fulmar_bench::{Options, Report, Scenario};
+use fulmar_bench::{CouplingOptions, CouplingReport, Options, Report, Scenario};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -118,6 +119,26 @@ pub struct BenchArgs {
         requires = "loss_free"
     )]
     pub eal: String,
+    /// Instead of the plain run: the control/data coupling benchmark. One
+    /// step of --seconds per rate (flow-mods a second; default
+    /// 0,1000,10000,100000): the workers forward while a controller's
+    /// flow-mods (adds and deletes, the table's size kept) are applied at
+    /// that rate and published as the runtime publishes an agent batch;
+    /// prints the flow-mod rate achieved, the forwarding rate, its ratio
+    /// to the idle step's, and the load average, per step.
+    #[arg(
+        long,
+        value_name = "RATES",
+        value_delimiter = ',',
+        num_args = 0..=1,
+        default_missing_value = "0,1000,10000,100000",
+        conflicts_with_all = ["export", "write_flows", "loss_free", "reference"]
+    )]
+    pub coupling: Option<Vec<u64>>,
+    /// With --coupling: churn rules kept in the table beside --rules (each
+    /// step adds the next and deletes the one added this many adds before).
+    #[arg(long, default_value_t = 1024, requires = "coupling")]
+    pub coupling_window: usize,
 }
 
 impl BenchArgs {
@@ -183,6 +204,28 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if args.loss_free {
         return loss_free_run(args);
+    }
+    if let Some(rates) = &args.coupling {
+        let c = CouplingOptions {
+            rates: rates.clone(),
+            window: args.coupling_window,
+            ..CouplingOptions::default()
+        };
+        let r = fulmar_bench::coupling(&opts, &c)?;
+        for m in &r.mismatch_lines {
+            eprintln!("mismatch: {m}");
+        }
+        let mut out = std::io::stdout().lock();
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(&r)?)?;
+        } else {
+            print_coupling(&r, &mut out)?;
+        }
+        return Ok(if r.mismatches == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
     }
     let report = fulmar_bench::bench(&opts)?;
     for m in &report.mismatch_lines {
@@ -314,6 +357,56 @@ fn print_report(r: &Report, w: &mut impl Write) -> anyhow::Result<()> {
                 ),
                 _ => String::new(),
             }
+        )?;
+    }
+    for n in &r.notes {
+        writeln!(w, "  note: {n}")?;
+    }
+    Ok(())
+}
+
+/// The text form of a coupling run: one line per step.
+fn print_coupling(r: &CouplingReport, w: &mut impl Write) -> anyhow::Result<()> {
+    writeln!(
+        w,
+        "coupling {}: {} rules (+{} churned), {} flows, {} worker{}, {}-byte packets, bursts of {}, {} s a step",
+        r.scenario,
+        r.rules,
+        r.window,
+        r.flows,
+        r.workers,
+        if r.workers == 1 { "" } else { "s" },
+        r.packet_size,
+        r.burst,
+        r.seconds_per_step
+    )?;
+    writeln!(
+        w,
+        "  install {} rules in {:.3} s; check {} of {} sampled packets as the rules say (before and after)",
+        r.rules,
+        r.install_seconds,
+        r.checked - r.mismatches,
+        r.checked
+    )?;
+    writeln!(
+        w,
+        "  {:>10} {:>12} {:>9} {:>8} {:>9} {:>6} {:>17}",
+        "target/s", "flow-mods/s", "publishes", "Mpps", "ns/pkt", "ratio", "load average"
+    )?;
+    for s in &r.steps {
+        let load = s.load_average.map_or("n/a".to_string(), |l| {
+            format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2])
+        });
+        writeln!(
+            w,
+            "  {:>10} {:>12.0} {:>9} {:>8.3} {:>9.1} {:>6.3} {:>17}",
+            s.target_per_sec,
+            s.flow_mods_per_sec,
+            s.publishes,
+            s.mpps,
+            s.ns_per_packet,
+            s.ratio,
+            load
         )?;
     }
     for n in &r.notes {
