@@ -52,7 +52,8 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --target) target=$2; shift 2 ;;
         --min-ok) min_ok=$2; shift 2 ;;
-        --max-failed) max_failed=$2; shift 2 ;;
+        --max-failed) max_failed=$2; shift 2
+                      [[ "$max_failed" =~ ^[0-9]+$ ]] || { echo "$0: --max-failed takes a whole number" >&2; exit 2; } ;;
         --sample) sample=$2; shift 2
                   [[ "$sample" =~ ^[1-9][0-9]*$ ]] || { echo "$0: --sample takes a positive whole number" >&2; exit 2; } ;;
         --fixed-tester) fixed_tester=1; shift ;;

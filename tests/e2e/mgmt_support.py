@@ -169,8 +169,11 @@ class Ovsdb:
     def stop(self):
         terminate(self.proc)
 
-    def vsctl(self, *args, ok=True, timeout=5):
-        """`ovs-vsctl --timeout T` (waits for cur_cfg unless --no-wait)."""
+    def vsctl(self, *args, ok=True, timeout=60):
+        """`ovs-vsctl --timeout T` (waits for cur_cfg unless --no-wait). A
+        switch that never brings cur_cfg up to date fails the call (exit
+        status non-zero) after T; T is generous so that a slow machine does
+        not."""
         r = subprocess.run(
             ["ovs-vsctl", f"--db=unix:{self.sock}", f"--timeout={timeout}", *args],
             capture_output=True, text=True, timeout=timeout + 10,

@@ -62,13 +62,6 @@ def ping(count=3):
     return in_ns(NS_A, "ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-W", "2", "10.9.0.2")
 
 
-def timed(ovsdb, *args):
-    """Runs ovs-vsctl (waiting for cur_cfg) and returns its result and seconds."""
-    t = time.monotonic()
-    r = ovsdb.vsctl(*args)
-    return r, time.monotonic() - t
-
-
 def test_ovs_vsctl_configures_the_switch_and_sees_it_live(net, link_x, ovsdb, fulmar, fulmar_bin, tmp_path):
     """add-br, two add-ports, set-controller, set-fail-mode, flows over the
     management socket, a ping; show and list interface carry the live
@@ -77,8 +70,7 @@ def test_ovs_vsctl_configures_the_switch_and_sees_it_live(net, link_x, ovsdb, fu
     need("ping", "ovs-ofctl")
     sw = fulmar()
     taken = sh("ip", "link", "show", "br0", check=False).returncode == 0
-    _, took = timed(ovsdb, "add-br", "br0")
-    assert took < 5
+    ovsdb.vsctl("add-br", "br0")
     # add-br's internal interface is the bridge's local port, a TAP named
     # br0 (test_localport.py tests it); where this machine has a br0
     # already, the bridge runs without it and its row says why.
@@ -87,8 +79,8 @@ def test_ovs_vsctl_configures_the_switch_and_sees_it_live(net, link_x, ovsdb, fu
     else:
         wait_for(lambda: ovsdb.get("Interface", "br0", "ofport") == "65534", 5, "br0's ofport 65534")
     for iface, n in ((SW_A, 1), (SW_B, 2)):
-        r, took = timed(ovsdb, "add-port", "br0", iface, "--", "set", "Interface", iface, f"ofport_request={n}")
-        assert took < 5 and "Error" not in r.stderr, r.stderr
+        r = ovsdb.vsctl("add-port", "br0", iface, "--", "set", "Interface", iface, f"ofport_request={n}")
+        assert "Error" not in r.stderr, r.stderr
         assert ovsdb.get("Interface", iface, "ofport") == str(n)
     assert switch_ports(fulmar_bin, tmp_path) == {SW_A: 1, SW_B: 2}
     assert re.fullmatch(r'"[0-9a-f]{16}"', ovsdb.get("Bridge", "br0", "datapath_id"))
@@ -121,8 +113,7 @@ def test_ovs_vsctl_configures_the_switch_and_sees_it_live(net, link_x, ovsdb, fu
              and ovsdb.stats(SW_A)["tx_bytes"] > before["tx_bytes"], 5, "statistics growing with traffic")
 
     # A missing interface: the error is in its row, the rest still works.
-    r, took = timed(ovsdb, "add-port", "br0", MISSING)
-    assert took < 5
+    ovsdb.vsctl("add-port", "br0", MISSING)
     assert ovsdb.get("Interface", MISSING, "ofport") == "-1"
     assert "No such device" in ovsdb.get("Interface", MISSING, "error")
     assert ping().returncode == 0
@@ -132,8 +123,7 @@ def test_ovs_vsctl_configures_the_switch_and_sees_it_live(net, link_x, ovsdb, fu
     ctl(fulmar_bin, tmp_path, "add-port", "br0", SW_X)
     wait_for(lambda: SW_X in ovsdb.vsctl("list-ports", "br0").stdout.split(), 5, "ctl's port in list-ports")
     wait_for(lambda: ovsdb.get("Interface", SW_X, "link_state") == "up", 5, "ctl's port's link state")
-    r, took = timed(ovsdb, "del-port", "br0", SW_X)
-    assert took < 5
+    ovsdb.vsctl("del-port", "br0", SW_X)
     assert SW_X not in switch_ports(fulmar_bin, tmp_path)
     # ... and a ctl change is not bounced back: still gone a moment later.
     time.sleep(0.5)
@@ -144,8 +134,7 @@ def test_ovs_vsctl_configures_the_switch_and_sees_it_live(net, link_x, ovsdb, fu
     wait_for(lambda: ovsdb.get("Interface", SW_B, "link_state") == "down", 5, "link_state down")
     sh("ip", "link", "set", SW_B, "up")
 
-    r, took = timed(ovsdb, "del-port", "br0", SW_B)
-    assert took < 5
+    ovsdb.vsctl("del-port", "br0", SW_B)
     assert switch_ports(fulmar_bin, tmp_path) == {SW_A: 1}
     assert ping(1).returncode != 0
 
@@ -248,8 +237,7 @@ def test_reconnects_when_ovsdb_server_restarts(net, ovsdb, fulmar, fulmar_bin, t
     assert switch_ports(fulmar_bin, tmp_path) == {SW_A: 1}
     ovsdb.start()
     wait_for(lambda: ovsdb.get("Interface", SW_A, "link_state") == "up", 10, "link_state written again")
-    _, took = timed(ovsdb, "add-port", "br0", SW_B)
-    assert took < 5
+    ovsdb.vsctl("add-port", "br0", SW_B)
     assert switch_ports(fulmar_bin, tmp_path) == {SW_A: 1, SW_B: 2}
     rc, _, err = sw.stop()
     assert rc == 0, err

@@ -136,6 +136,24 @@ def flow_matches(match, fields, metadata):
     return True
 
 
+# The actions that map to one packet_tool command: the command and the
+# action's argument that it takes, if any.
+SIMPLE_ACTIONS = {
+    "OFPActionPushVlan": ("push_vlan", "ethertype"),
+    "OFPActionPopVlan": ("pop_vlan", None),
+    "OFPActionPushMpls": ("push_mpls", "ethertype"),
+    "OFPActionPopMpls": ("pop_mpls", "ethertype"),
+    "OFPActionPushPbb": ("push_pbb", "ethertype"),
+    "OFPActionPopPbb": ("pop_pbb", None),
+    "OFPActionSetMplsTtl": ("set_mpls_ttl", "mpls_ttl"),
+    "OFPActionDecMplsTtl": ("dec_mpls_ttl", None),
+    "OFPActionSetNwTtl": ("set_nw_ttl", "nw_ttl"),
+    "OFPActionDecNwTtl": ("dec_nw_ttl", None),
+    "OFPActionCopyTtlOut": ("copy_ttl_out", None),
+    "OFPActionCopyTtlIn": ("copy_ttl_in", None),
+}
+
+
 def action_commands(actions):
     """packet_tool commands for an action list; also where it outputs."""
     cmds, outputs = [], []
@@ -143,30 +161,9 @@ def action_commands(actions):
         (kind, body), = a.items()
         if kind == "OFPActionOutput":
             outputs.append(body["port"])
-        elif kind == "OFPActionPushVlan":
-            cmds.append(f"push_vlan {body['ethertype']}")
-        elif kind == "OFPActionPopVlan":
-            cmds.append("pop_vlan")
-        elif kind == "OFPActionPushMpls":
-            cmds.append(f"push_mpls {body['ethertype']}")
-        elif kind == "OFPActionPopMpls":
-            cmds.append(f"pop_mpls {body['ethertype']}")
-        elif kind == "OFPActionPushPbb":
-            cmds.append(f"push_pbb {body['ethertype']}")
-        elif kind == "OFPActionPopPbb":
-            cmds.append("pop_pbb")
-        elif kind == "OFPActionSetMplsTtl":
-            cmds.append(f"set_mpls_ttl {body['mpls_ttl']}")
-        elif kind == "OFPActionDecMplsTtl":
-            cmds.append("dec_mpls_ttl")
-        elif kind == "OFPActionSetNwTtl":
-            cmds.append(f"set_nw_ttl {body['nw_ttl']}")
-        elif kind == "OFPActionDecNwTtl":
-            cmds.append("dec_nw_ttl")
-        elif kind == "OFPActionCopyTtlOut":
-            cmds.append("copy_ttl_out")
-        elif kind == "OFPActionCopyTtlIn":
-            cmds.append("copy_ttl_in")
+        elif kind in SIMPLE_ACTIONS:
+            cmd, arg = SIMPLE_ACTIONS[kind]
+            cmds.append(cmd if arg is None else f"{cmd} {body[arg]}")
         elif kind == "OFPActionSetField":
             t = body["field"]["OXMTlv"]
             if t["field"] in ("eth_type", "metadata", "tunnel_id"):

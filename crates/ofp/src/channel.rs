@@ -9,6 +9,39 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// Gives an enum one spelling per variant, the only conversions to and
+/// from text: `as_str` (and `Display`) and `FromStr`, whose error names
+/// the setting and the valid spellings.
+macro_rules! spellings {
+    ($ty:ident, $setting:literal, $valid:literal { $($variant:ident => $word:literal,)* }) => {
+        impl $ty {
+            /// The spelling in files, `fulmar ctl` and OVSDB.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $word,)*
+                }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($word => Ok(Self::$variant),)*
+                    _ => Err(format!("{} {s:?} is not valid ({})", $setting, $valid)),
+                }
+            }
+        }
+    };
+}
+
 /// What the switch does while no controller is connected (§6.4; as
 /// `ovs-vsctl set-fail-mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -21,36 +54,10 @@ pub enum FailMode {
     Standalone,
 }
 
-impl FailMode {
-    /// The spelling in files, `fulmar ctl` and OVSDB.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailMode::Secure => "secure",
-            FailMode::Standalone => "standalone",
-        }
-    }
-}
-
-impl fmt::Display for FailMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for FailMode {
-    type Err = String;
-
-    /// `secure` or `standalone`; the error says which are valid.
-    fn from_str(s: &str) -> Result<FailMode, String> {
-        match s {
-            "secure" => Ok(FailMode::Secure),
-            "standalone" => Ok(FailMode::Standalone),
-            _ => Err(format!(
-                "fail_mode {s:?} is not valid (secure or standalone)"
-            )),
-        }
-    }
-}
+spellings!(FailMode, "fail_mode", "secure or standalone" {
+    Secure => "secure",
+    Standalone => "standalone",
+});
 
 /// How a channel is carried: plain TCP, TLS over TCP, or a unix domain
 /// socket (Open vSwitch's `unix:`/`punix:`, for local tools).
@@ -64,16 +71,13 @@ pub enum Transport {
     Unix,
 }
 
-impl Transport {
-    /// The name (`tcp`, `tls`, `unix`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::Tcp => "tcp",
-            Transport::Tls => "tls",
-            Transport::Unix => "unix",
-        }
-    }
+spellings!(Transport, "transport", "tcp, tls or unix" {
+    Tcp => "tcp",
+    Tls => "tls",
+    Unix => "unix",
+});
 
+impl Transport {
     /// The scheme of a connection string: the name, with a `p` in front
     /// for a passive (listening) one (`ptcp`, `ptls`, `punix`).
     pub fn scheme(self, passive: bool) -> &'static str {
@@ -102,26 +106,6 @@ impl Transport {
     }
 }
 
-impl fmt::Display for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Transport {
-    type Err = String;
-
-    /// `tcp`, `tls` or `unix`.
-    fn from_str(s: &str) -> Result<Transport, String> {
-        match s {
-            "tcp" => Ok(Transport::Tcp),
-            "tls" => Ok(Transport::Tls),
-            "unix" => Ok(Transport::Unix),
-            _ => Err(format!("transport {s:?} is not valid (tcp, tls or unix)")),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,7 +115,10 @@ mod tests {
         for m in [FailMode::Secure, FailMode::Standalone] {
             assert_eq!(m.to_string().parse::<FailMode>(), Ok(m));
         }
-        assert!("Secure".parse::<FailMode>().is_err());
+        assert_eq!(
+            "Secure".parse::<FailMode>(),
+            Err("fail_mode \"Secure\" is not valid (secure or standalone)".to_string())
+        );
         for t in [Transport::Tcp, Transport::Tls, Transport::Unix] {
             assert_eq!(t.to_string().parse::<Transport>(), Ok(t));
             for passive in [false, true] {

@@ -12,6 +12,7 @@ wire_enum! {
     pub enum FlowModCommand: u8, from_u8 {
         Add = 0, Modify = 1, ModifyStrict = 2, Delete = 3, DeleteStrict = 4,
     }
+    unknown: OfpError::FlowModFailed(FlowModFailedCode::BadCommand), "flow-mod command";
 }
 
 wire_numbers! {
@@ -85,13 +86,7 @@ impl FlowMod {
         let out_group = r.u32()?;
         let flags = r.u16()?;
         r.skip(2)?;
-        let command = FlowModCommand::from_u8(command_raw).ok_or_else(|| {
-            DecodeError::new(
-                OfpError::FlowModFailed(FlowModFailedCode::BadCommand),
-                command_at,
-                format!("unknown flow-mod command {command_raw}"),
-            )
-        })?;
+        let command = FlowModCommand::decoded(command_raw, command_at)?;
         let match_ = Match::decode(r)?;
         let instructions = Instruction::decode_list(r)?;
         Ok(FlowMod {

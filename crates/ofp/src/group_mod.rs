@@ -9,6 +9,7 @@ wire_enum! {
     /// `OFPGC_*`.
     #[serde(rename_all = "snake_case")]
     pub enum GroupModCommand: u16, from_u16 { Add = 0, Modify = 1, Delete = 2, }
+    unknown: OfpError::GroupModFailed(GroupModFailedCode::BadCommand), "group-mod command";
 }
 
 wire_enum! {
@@ -69,20 +70,8 @@ impl GroupMod {
         let type_raw = r.u8()?;
         r.skip(1)?;
         let group_id = r.u32()?;
-        let command = GroupModCommand::from_u16(command_raw).ok_or_else(|| {
-            DecodeError::new(
-                OfpError::GroupModFailed(GroupModFailedCode::BadCommand),
-                command_at,
-                format!("unknown group-mod command {command_raw}"),
-            )
-        })?;
-        let group_type = GroupType::from_u8(type_raw).ok_or_else(|| {
-            DecodeError::new(
-                OfpError::GroupModFailed(GroupModFailedCode::BadType),
-                command_at + 2,
-                format!("unknown group type {type_raw}"),
-            )
-        })?;
+        let command = GroupModCommand::decoded(command_raw, command_at)?;
+        let group_type = GroupType::decoded(type_raw, command_at + 2)?;
         let mut buckets = Vec::new();
         while !r.is_empty() {
             buckets.push(Bucket::decode(r)?);

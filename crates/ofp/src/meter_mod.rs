@@ -8,6 +8,7 @@ wire_enum! {
     /// `OFPMC_*`.
     #[serde(rename_all = "snake_case")]
     pub enum MeterModCommand: u16, from_u16 { Add = 0, Modify = 1, Delete = 2, }
+    unknown: OfpError::MeterModFailed(MeterModFailedCode::BadCommand), "meter-mod command";
 }
 
 wire_numbers! {
@@ -166,13 +167,7 @@ impl MeterMod {
         let command_raw = r.u16()?;
         let flags = r.u16()?;
         let meter_id = r.u32()?;
-        let command = MeterModCommand::from_u16(command_raw).ok_or_else(|| {
-            DecodeError::new(
-                OfpError::MeterModFailed(MeterModFailedCode::BadCommand),
-                command_at,
-                format!("unknown meter-mod command {command_raw}"),
-            )
-        })?;
+        let command = MeterModCommand::decoded(command_raw, command_at)?;
         Ok(MeterMod {
             command,
             flags,

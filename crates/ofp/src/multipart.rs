@@ -1015,7 +1015,8 @@ pub(crate) mod tests {
         use super::super::*;
         use crate::stats::*;
         use crate::strategies::{
-            arb_bucket, arb_group_type, arb_instructions, arb_match, arb_meter_band, arb_port,
+            arb_bucket, arb_fixed, arb_group_type, arb_instructions, arb_match, arb_meter_band,
+            arb_port, arb_record,
         };
         use crate::table_features::*;
         use proptest::collection::vec;
@@ -1190,6 +1191,11 @@ pub(crate) mod tests {
                 )
         }
 
+        /// Bucket or band counters: 16 bytes each.
+        fn counters() -> impl Strategy<Value = Vec<u8>> {
+            vec(any::<[u8; 16]>(), 0..4).prop_map(|v| v.concat())
+        }
+
         fn arb_experimenter() -> impl Strategy<Value = ExperimenterBody> {
             (any::<u32>(), any::<u32>(), bytes(24)).prop_map(|(experimenter, exp_type, data)| {
                 ExperimenterBody {
@@ -1279,140 +1285,13 @@ pub(crate) mod tests {
                 vec(arb_flow_stats(), 0..3).prop_map(|stats| B::Flow { stats }),
                 vec(arb_group_desc(), 0..3).prop_map(|groups| B::GroupDesc { groups }),
                 vec(arb_port(), 0..3).prop_map(|ports| B::PortDesc { ports }),
-                any::<(u64, u64, u32)>().prop_map(|(packet_count, byte_count, flow_count)| {
-                    B::Aggregate(AggregateStats {
-                        packet_count,
-                        byte_count,
-                        flow_count,
-                    })
-                }),
-                vec(any::<(u8, u32, u64, u64)>(), 0..4).prop_map(|v| B::Table {
-                    stats: v
-                        .into_iter()
-                        .map(
-                            |(table_id, active_count, lookup_count, matched_count)| TableStats {
-                                table_id,
-                                active_count,
-                                lookup_count,
-                                matched_count,
-                            }
-                        )
-                        .collect()
-                }),
-                vec(
-                    (any::<u32>(), any::<[u64; 12]>(), any::<(u32, u32)>()),
-                    0..3
-                )
-                .prop_map(|v| {
-                    B::PortStats {
-                        stats: v
-                            .into_iter()
-                            .map(|(port_no, c, (duration_sec, duration_nsec))| PortStats {
-                                port_no,
-                                rx_packets: c[0],
-                                tx_packets: c[1],
-                                rx_bytes: c[2],
-                                tx_bytes: c[3],
-                                rx_dropped: c[4],
-                                tx_dropped: c[5],
-                                rx_errors: c[6],
-                                tx_errors: c[7],
-                                rx_frame_err: c[8],
-                                rx_over_err: c[9],
-                                rx_crc_err: c[10],
-                                collisions: c[11],
-                                duration_sec,
-                                duration_nsec,
-                            })
-                            .collect(),
-                    }
-                }),
-                vec(any::<(u32, u32, u64, u64, u64, u32, u32)>(), 0..3).prop_map(|v| B::Queue {
-                    stats: v
-                        .into_iter()
-                        .map(
-                            |(port_no, queue_id, tx_bytes, tx_packets, tx_errors, s, ns)| {
-                                QueueStats {
-                                    port_no,
-                                    queue_id,
-                                    tx_bytes,
-                                    tx_packets,
-                                    tx_errors,
-                                    duration_sec: s,
-                                    duration_nsec: ns,
-                                }
-                            }
-                        )
-                        .collect()
-                }),
-                vec(
-                    (
-                        any::<(u32, u32, u64, u64, u32, u32)>(),
-                        vec(any::<(u64, u64)>(), 0..4)
-                    ),
-                    0..3
-                )
-                .prop_map(|v| B::Group {
-                    stats: v
-                        .into_iter()
-                        .map(
-                            |((group_id, ref_count, pc, bc, s, ns), buckets)| GroupStats {
-                                group_id,
-                                ref_count,
-                                packet_count: pc,
-                                byte_count: bc,
-                                duration_sec: s,
-                                duration_nsec: ns,
-                                bucket_stats: buckets
-                                    .into_iter()
-                                    .map(|(packet_count, byte_count)| BucketCounter {
-                                        packet_count,
-                                        byte_count,
-                                    })
-                                    .collect(),
-                            }
-                        )
-                        .collect()
-                }),
-                (any::<(u32, u32)>(), any::<[u32; 4]>(), any::<[u32; 4]>()).prop_map(
-                    |((types, capabilities), max_groups, actions)| {
-                        B::GroupFeatures(GroupFeatures {
-                            types,
-                            capabilities,
-                            max_groups,
-                            actions,
-                        })
-                    }
-                ),
-                vec(
-                    (
-                        any::<(u32, u32, u64, u64, u32, u32)>(),
-                        vec(any::<(u64, u64)>(), 0..4)
-                    ),
-                    0..3
-                )
-                .prop_map(|v| B::Meter {
-                    stats: v
-                        .into_iter()
-                        .map(
-                            |((meter_id, flow_count, pc, bc, s, ns), bands)| MeterStats {
-                                meter_id,
-                                flow_count,
-                                packet_in_count: pc,
-                                byte_in_count: bc,
-                                duration_sec: s,
-                                duration_nsec: ns,
-                                band_stats: bands
-                                    .into_iter()
-                                    .map(|(packet_band_count, byte_band_count)| MeterBandStats {
-                                        packet_band_count,
-                                        byte_band_count,
-                                    })
-                                    .collect(),
-                            }
-                        )
-                        .collect()
-                }),
+                arb_fixed().prop_map(B::Aggregate),
+                vec(arb_fixed(), 0..4).prop_map(|stats| B::Table { stats }),
+                vec(arb_fixed(), 0..3).prop_map(|stats| B::PortStats { stats }),
+                vec(arb_fixed(), 0..3).prop_map(|stats| B::Queue { stats }),
+                vec(arb_record(40, 0, counters()), 0..3).prop_map(|stats| B::Group { stats }),
+                arb_fixed().prop_map(B::GroupFeatures),
+                vec(arb_record(40, 4, counters()), 0..3).prop_map(|stats| B::Meter { stats }),
                 vec(
                     (any::<u16>(), any::<u32>(), vec(arb_meter_band(), 0..4)),
                     0..3
@@ -1427,17 +1306,7 @@ pub(crate) mod tests {
                         })
                         .collect()
                 }),
-                any::<(u32, u32, u32, u8, u8)>().prop_map(
-                    |(max_meter, band_types, capabilities, max_bands, max_color)| {
-                        B::MeterFeatures(MeterFeatures {
-                            max_meter,
-                            band_types,
-                            capabilities,
-                            max_bands,
-                            max_color,
-                        })
-                    }
-                ),
+                arb_fixed().prop_map(B::MeterFeatures),
                 vec(arb_table_features(), 0..3).prop_map(|tables| B::TableFeatures { tables }),
                 arb_experimenter().prop_map(B::Experimenter),
             ]

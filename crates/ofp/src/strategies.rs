@@ -17,6 +17,7 @@ use crate::oxm::{
     MacAddr, Match, Oxm, OxmField, OxmValue, OXM_CLASS_EXPERIMENTER, OXM_CLASS_OPENFLOW_BASIC,
 };
 use crate::port::Port;
+use crate::wire::{Field, Reader};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -376,6 +377,33 @@ pub fn arb_instructions() -> BoxedStrategy<Vec<Instruction>> {
         .boxed()
 }
 
+/// Any value of a fixed-size wire structure (a [`Field`] with a `SIZE`),
+/// decoded from random bytes of its size: every field arbitrary, padding
+/// re-encoded as zeros.
+pub fn arb_fixed<T: Field + std::fmt::Debug + 'static>() -> BoxedStrategy<T> {
+    let size = T::SIZE.expect("a fixed-size structure");
+    vec(any::<u8>(), size)
+        .prop_map(|b| T::read(&mut Reader::new(&b)).expect("any bytes of its size decode"))
+        .boxed()
+}
+
+/// Any length-prefixed record: random bytes for its `fixed` part with its
+/// `u16` length (`len_at` bytes in) set to the whole, then `tail`, decoded.
+pub fn arb_record<T: Field + std::fmt::Debug + 'static>(
+    fixed: usize,
+    len_at: usize,
+    tail: impl Strategy<Value = Vec<u8>> + 'static,
+) -> BoxedStrategy<T> {
+    (vec(any::<u8>(), fixed), tail)
+        .prop_map(move |(mut b, tail)| {
+            b.extend(tail);
+            let len = u16::try_from(b.len()).expect("a small record");
+            b[len_at..len_at + 2].copy_from_slice(&len.to_be_bytes());
+            T::read(&mut Reader::new(&b)).expect("a record of valid length decodes")
+        })
+        .boxed()
+}
+
 /// A port description: any numbers, a name of up to 4 characters (no NUL).
 pub fn arb_port() -> BoxedStrategy<Port> {
     (any::<(u32, [u8; 6])>(), "[^\u{0}]{0,4}", any::<[u32; 8]>())
@@ -439,7 +467,7 @@ pub fn arb_bucket() -> BoxedStrategy<Bucket> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{FieldList, Reader};
+    use crate::wire::FieldList;
 
     fn enc_match(m: &Match) -> Vec<u8> {
         let mut w = Vec::new();

@@ -430,8 +430,9 @@ pub(crate) use codec_field;
 
 /// Declares a C-like enum of wire numbers (its `repr` type), with the
 /// named conversion from a wire number (`None` for one the spec lacks);
-/// `as` gives the number back. With `unknown: ERROR, "what";` it is also a
-/// [`Field`] whose unknown numbers decode to ERROR just after the number.
+/// `as` gives the number back. With `unknown: ERROR, "what";` unknown
+/// numbers decode to ERROR (`decoded`), and it is a [`Field`] whose errors
+/// point just after the number.
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*
@@ -458,13 +459,23 @@ macro_rules! wire_enum {
         }
 
         $(
+            impl $name {
+                /// The value for a wire number read at `at`; an unknown
+                /// number is the error the spec gives for it.
+                pub fn decoded(v: $repr, at: usize) -> Result<Self, $crate::error::DecodeError> {
+                    Self::$from(v).ok_or_else(|| {
+                        $crate::error::DecodeError::new($err, at, format!("unknown {} {v}", $what))
+                    })
+                }
+            }
+
             impl $crate::wire::Field for $name {
                 const SIZE: Option<usize> = Some(std::mem::size_of::<$repr>());
                 fn read(
                     r: &mut $crate::wire::Reader,
                 ) -> Result<Self, $crate::error::DecodeError> {
                     let v = <$repr as $crate::wire::Field>::read(r)?;
-                    Self::$from(v).ok_or_else(|| r.error($err, format!("unknown {} {v}", $what)))
+                    Self::decoded(v, r.offset())
                 }
                 fn write(&self, w: &mut Vec<u8>) {
                     $crate::wire::Field::write(&(*self as $repr), w);

@@ -76,7 +76,8 @@ pub use agent::EventSender;
 
 /// Running bridges.
 pub struct Runtime {
-    /// By handle; names resolved once, in [`Runtime::need`].
+    /// By handle; a name is resolved to its handle in one place
+    /// ([`Running::id`]).
     bridges: Mutex<Running>,
     opts: RuntimeOptions,
     memory: Mutex<HashMap<String, PatchPort>>,
