@@ -475,7 +475,7 @@ impl AfPacketPort {
         // mac + snaplen <= region_end - off was checked above.
         let pkt = unsafe {
             let start = NonNull::new_unchecked(ring.base.as_ptr().add(blk * ring.block_size + off));
-            PacketBuf::from_lent(start, region_end - off, mac, snaplen, lender, blk)
+            PacketBuf::from_slot(start, region_end - off, mac, snaplen, lender, blk)
         };
         let mut pkt = pkt;
         pkt.meta.timestamp_ns = stamp;

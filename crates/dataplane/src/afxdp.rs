@@ -739,7 +739,7 @@ impl PortBackend for AfXdpPort {
             let pkt = unsafe {
                 let start =
                     NonNull::new_unchecked(self.umem.base.as_ptr().add((frame * fs) as usize));
-                PacketBuf::from_lent(start, fs as usize, head, len, lender, frame as usize)
+                PacketBuf::from_slot(start, fs as usize, head, len, lender, frame as usize)
             };
             self.counters.rx_packets += 1;
             self.counters.rx_bytes += len as u64;

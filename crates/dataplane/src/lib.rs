@@ -66,5 +66,5 @@ mod sys;
 mod testnet;
 
 pub use port::{
-    BufParts, Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
+    Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
 };

@@ -45,6 +45,24 @@
 //! region goes back to its owner at once): a push past the headroom, a pad
 //! past the region's end, and a [`Clone`] (a region is never shared).
 //!
+//! A frame a port receives into a ring slot it shares with the kernel (an
+//! AF_PACKET block, an AF_XDP UMEM frame) is lent the same way, through a
+//! reference-counted [`BufferLender`] instead of a static owner
+//! ([`PacketBuf::from_slot`]); the worker copies such a frame into pooled
+//! storage before the pipeline sees it ([`PacketBuf::copy_out_of_slot`]),
+//! so a slow flow cannot pin the kernel's ring.
+//!
+//! # One buffer from the port to the pipeline and back
+//!
+//! This is the only packet buffer: the dataplane's ports fill bursts of
+//! it, the pipeline rewrites it in place, and ports send it, with no
+//! conversion between. What travels with the bytes is [`PacketMeta`]
+//! (the port it came in on, its receive time and wire length, the egress
+//! queue and tunnel key the pipeline chose, and the output port of a
+//! packet the control side injects). An owned buffer's vector comes from
+//! and goes back to [`pool`] (a per-thread free list), so steady-state
+//! forwarding allocates nothing per packet.
+//!
 //! A frame never leaves shorter than it may: if the buffer was made from a
 //! frame of Ethernet's minimum size ([`MIN_FRAME_LEN`], 60 bytes without
 //! the FCS) or more, and pops left it shorter, [`PacketBuf::pad_to_floor`]
@@ -60,11 +78,15 @@
 //! gives back exactly the frame it started from.
 
 use core::fmt;
+use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::ethernet::ethertype;
 use crate::flow_key::{field, FlowKey};
 use crate::{be16, be32, put16, put32, ActionError};
+
+pub mod pool;
 
 /// Headroom given to a new buffer (and added when a push runs out).
 pub const DEFAULT_HEADROOM: usize = 64;
@@ -92,19 +114,39 @@ pub struct LentOwner {
     pub release: fn(usize),
 }
 
+/// Something reference counted that lends memory to [`PacketBuf`]s and
+/// wants it back: a port's ring of slots shared with the kernel (an
+/// AF_PACKET RX ring, an AF_XDP UMEM). The count keeps the memory mapped
+/// while any buffer holds a slot, even after the port is gone.
+pub trait BufferLender: Send + Sync {
+    /// Called exactly once for each region lent with this lender
+    /// ([`PacketBuf::from_slot`]), when it is dropped. After this call the
+    /// buffer never touches the memory again.
+    fn release(&self, token: usize);
+}
+
+/// Who takes a [`Lent`] region back.
+enum Owner {
+    /// A static owner (a DPDK mbuf pool).
+    Static(&'static LentOwner),
+    /// A reference-counted lender (a ring slot).
+    Shared(Arc<dyn BufferLender>),
+}
+
 /// A region of memory a packet I/O backend lends a [`PacketBuf`] (a DPDK
-/// mbuf's data room), and the token that gives it back to its
-/// [`LentOwner`] when the `Lent` is dropped.
+/// mbuf's data room, a ring slot), and the token that gives it back to its
+/// owner when the `Lent` is dropped.
 pub struct Lent {
     base: NonNull<u8>,
     cap: usize,
     token: usize,
-    owner: &'static LentOwner,
+    owner: Owner,
 }
 
-// SAFETY: `Lent::new`'s contract makes the region exclusively this value's
-// until release, and the owner's `release` may be called from any thread;
-// nothing in a `Lent` is tied to the thread that made it.
+// SAFETY: `Lent::new`'s (and `Lent::shared`'s) contract makes the region
+// exclusively this value's until release, and the owner's `release` may be
+// called from any thread (a `BufferLender` is `Send + Sync`); nothing in a
+// `Lent` is tied to the thread that made it.
 unsafe impl Send for Lent {}
 // SAFETY: shared references only read the region (`bytes`); writing needs
 // `&mut self`.
@@ -129,8 +171,34 @@ impl Lent {
             base,
             cap,
             token,
-            owner,
+            owner: Owner::Static(owner),
         }
+    }
+
+    /// Lends the `cap` bytes at `base`, identified to the reference-counted
+    /// `lender` by `token`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Lent::new`], with `lender.release(token)` giving it back.
+    pub unsafe fn shared(
+        base: NonNull<u8>,
+        cap: usize,
+        token: usize,
+        lender: Arc<dyn BufferLender>,
+    ) -> Lent {
+        Lent {
+            base,
+            cap,
+            token,
+            owner: Owner::Shared(lender),
+        }
+    }
+
+    /// Whether a reference-counted [`BufferLender`] lent this region (a
+    /// ring slot) rather than a static owner.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.owner, Owner::Shared(_))
     }
 
     /// Bytes in the region.
@@ -145,7 +213,10 @@ impl Lent {
 
     /// Whether `owner` lent this region (compares the statics' addresses).
     pub fn is_from(&self, owner: &'static LentOwner) -> bool {
-        core::ptr::eq(self.owner, owner)
+        match self.owner {
+            Owner::Static(o) => core::ptr::eq(o, owner),
+            Owner::Shared(_) => false,
+        }
     }
 
     /// The whole region.
@@ -166,32 +237,84 @@ impl Lent {
     /// the token and the duty to give the region back (a backend handing
     /// the buffer to its device).
     pub fn into_token(self) -> usize {
-        let token = self.token;
-        core::mem::forget(self);
-        token
+        let me = core::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again, so the owner is
+        // read out exactly once (a shared lender's count goes down here
+        // without a release).
+        drop(unsafe { core::ptr::read(&me.owner) });
+        me.token
     }
 }
 
 impl Drop for Lent {
     fn drop(&mut self) {
-        (self.owner.release)(self.token);
+        match &self.owner {
+            Owner::Static(o) => (o.release)(self.token),
+            Owner::Shared(l) => l.release(self.token),
+        }
     }
 }
 
 impl fmt::Debug for Lent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lent")
-            .field("owner", &self.owner.name)
+            .field(
+                "owner",
+                &match &self.owner {
+                    Owner::Static(o) => o.name,
+                    Owner::Shared(_) => "shared lender",
+                },
+            )
             .field("cap", &self.cap)
             .field("token", &self.token)
             .finish()
     }
 }
 
+/// A vector that goes back to [`pool`] when dropped.
+struct Pooled(Vec<u8>);
+
+impl Pooled {
+    /// The vector, taken out without recycling it.
+    fn into_inner(self) -> Vec<u8> {
+        let mut me = core::mem::ManuallyDrop::new(self);
+        core::mem::take(&mut me.0)
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        pool::give(core::mem::take(&mut self.0));
+    }
+}
+
+impl Deref for Pooled {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl DerefMut for Pooled {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.0
+    }
+}
+
+/// An empty vector with room for `cap` bytes: a recycled one when a pooled
+/// vector holds that many, else a new allocation.
+fn room_for(cap: usize) -> Vec<u8> {
+    if cap <= pool::BUF_CAPACITY {
+        pool::take()
+    } else {
+        Vec::with_capacity(cap)
+    }
+}
+
 /// Where a [`PacketBuf`]'s bytes live.
 enum Store {
     /// A vector the buffer owns; the packet ends at its end.
-    Owned(Vec<u8>),
+    Owned(Pooled),
     /// A lent region; the packet ends at `end` (`end <= mem.capacity()`).
     Lent { mem: Lent, end: usize },
 }
@@ -217,30 +340,95 @@ pub enum Parts {
     },
 }
 
-/// A packet in a `Vec<u8>` or a [`Lent`] region, with headroom in front
-/// (see the module comment).
+/// Metadata that travels with a packet from the port that received it
+/// (or the control side that injected it) to the port that sends it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketMeta {
+    /// The port number the dispatcher assigned to the port the packet came
+    /// in on (backends leave it 0; the RX thread sets it).
+    pub in_port: u32,
+    /// Receive time in nanoseconds since the Unix epoch, when the backend
+    /// knows it (0 otherwise).
+    pub timestamp_ns: u64,
+    /// Length of the frame on the wire; larger than the buffer's length when
+    /// the backend captured only part of it.
+    pub wire_len: u32,
+    /// The egress queue the pipeline chose (`set_queue`; 0: none). A port
+    /// with queues configured sends it through that queue; other ports
+    /// ignore it.
+    pub queue_id: u32,
+    /// Tunnel ports: on receive, the VNI (VXLAN) or key (GRE; 0 without
+    /// one) the frame came in with, `Some` on every frame a tunnel port
+    /// receives and `None` on every other port's (a patch link clears it),
+    /// so the first frame of a burst says whether the burst is a tunnel
+    /// port's; on output, the key a `key=flow` tunnel port wraps the frame
+    /// in (the low 32 bits of the flow's `tunnel_id`, all a VNI or GRE key
+    /// holds; set when not 0, `None` is 0). Other ports ignore it. 32 bits,
+    /// not the match field's 64: this way the field grows every buffer by
+    /// 8 bytes, not 16.
+    pub tunnel_id: Option<u32>,
+    /// A packet the control side injects (a packet-out's result): the
+    /// port the worker sends it to, without running the pipeline. `None`
+    /// on every received packet; a worker clears it when it sends one.
+    pub out_port: Option<u32>,
+}
+
+/// Error from a buffer operation that would leave the frame's bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufError {
+    /// Asked to remove `wanted` bytes from a frame of only `len` bytes.
+    TooShort {
+        /// Bytes requested.
+        wanted: usize,
+        /// Bytes in the frame.
+        len: usize,
+    },
+}
+
+impl fmt::Display for BufError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BufError::TooShort { wanted, len } => {
+                write!(f, "cannot remove {wanted} bytes from a {len}-byte frame")
+            }
+        }
+    }
+}
+
+impl std::error::Error for BufError {}
+
+/// A packet in a `Vec<u8>` or a [`Lent`] region, with headroom in front,
+/// and its metadata (see the module comment).
 pub struct PacketBuf {
     store: Store,
     start: usize,
     /// The shortest the packet may leave: [`MIN_FRAME_LEN`] if the buffer
     /// was made from a frame at least that long, else 0.
     floor: usize,
+    /// What travels with the packet (set by the backend, the dispatcher,
+    /// the pipeline and the control side).
+    pub meta: PacketMeta,
 }
 
 impl Clone for PacketBuf {
-    /// An owned copy with the same headroom (a lent region is never
-    /// shared between two buffers).
+    /// An owned copy with the same headroom and metadata (a lent region
+    /// is never shared between two buffers).
     fn clone(&self) -> Self {
+        let region = self.region();
+        let mut v = room_for(region.len());
+        v.extend_from_slice(region);
         PacketBuf {
-            store: Store::Owned(self.region().to_vec()),
+            store: Store::Owned(Pooled(v)),
             start: self.start,
             floor: self.floor,
+            meta: self.meta,
         }
     }
 }
 
 impl PartialEq for PacketBuf {
-    /// Same bytes (headroom included), same offset, same floor.
+    /// Same bytes (headroom included), same offset, same floor (the
+    /// metadata is not compared).
     fn eq(&self, other: &Self) -> bool {
         self.start == other.start && self.floor == other.floor && self.region() == other.region()
     }
@@ -255,6 +443,7 @@ impl fmt::Debug for PacketBuf {
             .field("headroom", &self.start)
             .field("floor", &self.floor)
             .field("lent", &self.is_lent())
+            .field("meta", &self.meta)
             .finish()
     }
 }
@@ -262,13 +451,27 @@ impl fmt::Debug for PacketBuf {
 impl PacketBuf {
     /// Copies `pkt` into a new buffer with `headroom` bytes in front.
     pub fn with_headroom(pkt: &[u8], headroom: usize) -> Self {
-        let mut data = Vec::with_capacity(headroom + pkt.len());
+        let mut data = room_for(headroom.saturating_add(pkt.len()));
         data.resize(headroom, 0);
         data.extend_from_slice(pkt);
         PacketBuf {
-            store: Store::Owned(data),
+            store: Store::Owned(Pooled(data)),
             start: headroom,
             floor: floor_of(pkt.len()),
+            meta: meta_for(pkt.len()),
+        }
+    }
+
+    /// An empty owned buffer with `headroom` bytes in front and room for a
+    /// frame of `capacity` bytes after it.
+    pub fn new(headroom: usize, capacity: usize) -> Self {
+        let mut data = room_for(headroom.saturating_add(capacity));
+        data.resize(headroom, 0);
+        PacketBuf {
+            store: Store::Owned(Pooled(data)),
+            start: headroom,
+            floor: 0,
+            meta: PacketMeta::default(),
         }
     }
 
@@ -281,10 +484,12 @@ impl PacketBuf {
     /// reallocates).
     pub fn from_vec(v: Vec<u8>) -> Self {
         let floor = floor_of(v.len());
+        let meta = meta_for(v.len());
         PacketBuf {
-            store: Store::Owned(v),
+            store: Store::Owned(Pooled(v)),
             start: 0,
             floor,
+            meta,
         }
     }
 
@@ -292,7 +497,7 @@ impl PacketBuf {
     #[inline]
     fn region(&self) -> &[u8] {
         match &self.store {
-            Store::Owned(v) => v,
+            Store::Owned(v) => &v.0,
             Store::Lent { mem, end } => mem.bytes().get(..*end).unwrap_or(&[]),
         }
     }
@@ -301,7 +506,7 @@ impl PacketBuf {
     #[inline]
     fn region_mut(&mut self) -> &mut [u8] {
         match &mut self.store {
-            Store::Owned(v) => v,
+            Store::Owned(v) => &mut v.0,
             Store::Lent { mem, end } => mem.bytes_mut().get_mut(..*end).unwrap_or(&mut []),
         }
     }
@@ -342,12 +547,12 @@ impl PacketBuf {
 
     /// Moves a lent packet into an owned vector with `headroom` in front
     /// (the region goes back to its owner); an owned one stays as it is.
-    fn make_owned(&mut self, headroom: usize) {
+    fn own(&mut self, headroom: usize) {
         if let Store::Lent { .. } = self.store {
-            let mut v = Vec::with_capacity(headroom + self.len() + 4);
+            let mut v = room_for(headroom + self.len() + 4);
             v.resize(headroom, 0);
             v.extend_from_slice(self.as_slice());
-            self.store = Store::Owned(v);
+            self.store = Store::Owned(Pooled(v));
             self.start = headroom;
         }
     }
@@ -366,7 +571,8 @@ impl PacketBuf {
     /// copies them out of a lent region).
     pub fn into_vec(self) -> Vec<u8> {
         match self.store {
-            Store::Owned(mut v) => {
+            Store::Owned(v) => {
+                let mut v = v.into_inner();
                 v.drain(..self.start);
                 v
             }
@@ -403,7 +609,7 @@ impl PacketBuf {
                 return;
             }
         }
-        self.make_owned(self.start);
+        self.own(self.start);
         if let Store::Owned(v) = &mut self.store {
             v.resize(self.start + self.floor, 0);
         }
@@ -432,7 +638,7 @@ impl PacketBuf {
     pub fn into_parts(self) -> Parts {
         match self.store {
             Store::Owned(data) => Parts::Owned {
-                data,
+                data: data.into_inner(),
                 start: self.start,
             },
             Store::Lent { mem, end } => Parts::Lent {
@@ -454,6 +660,7 @@ impl PacketBuf {
             store: Store::Lent { mem, end },
             start,
             floor: floor_of(end - start),
+            meta: meta_for(end - start),
         }
     }
 
@@ -464,11 +671,11 @@ impl PacketBuf {
         if self.start < n {
             let extra = n + DEFAULT_HEADROOM;
             let region = self.region();
-            let mut v = Vec::with_capacity(region.len() + extra);
+            let mut v = room_for(region.len() + extra);
             v.resize(extra, 0);
             v.extend_from_slice(region);
             // A lent region goes back to its owner here.
-            self.store = Store::Owned(v);
+            self.store = Store::Owned(Pooled(v));
             self.start += extra;
         }
         let s = self.start;
@@ -647,11 +854,186 @@ impl PacketBuf {
     pub fn from_raw_parts(data: Vec<u8>, start: usize) -> Self {
         let start = start.min(data.len());
         let floor = floor_of(data.len() - start);
+        let meta = meta_for(data.len() - start);
         PacketBuf {
-            store: Store::Owned(data),
+            store: Store::Owned(Pooled(data)),
             start,
             floor,
+            meta,
         }
+    }
+
+    // What the ports and threads of the dataplane use.
+
+    /// The frame's bytes ([`Self::as_slice`]).
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        self.as_slice()
+    }
+
+    /// The frame's bytes, writable ([`Self::as_mut_slice`]).
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        self.as_mut_slice()
+    }
+
+    /// Bytes free after the frame in its storage.
+    pub fn tailroom(&self) -> usize {
+        match &self.store {
+            Store::Owned(v) => v.capacity() - v.len(),
+            Store::Lent { mem, end } => mem.capacity() - end,
+        }
+    }
+
+    /// A buffer over a ring slot lent by `lender`: the frame is `len`
+    /// bytes at offset `head` of the `cap`-byte region at `ptr` (see
+    /// [`Lent::shared`]).
+    ///
+    /// # Safety
+    ///
+    /// - `ptr..ptr+cap` is valid for reads and writes, and nothing else
+    ///   reads or writes it, until `lender.release(token)` is called (which
+    ///   the buffer does once, when its region is dropped);
+    /// - `head + len <= cap`.
+    pub unsafe fn from_slot(
+        ptr: NonNull<u8>,
+        cap: usize,
+        head: usize,
+        len: usize,
+        lender: Arc<dyn BufferLender>,
+        token: usize,
+    ) -> Self {
+        debug_assert!(head.checked_add(len).is_some_and(|end| end <= cap));
+        Self::from_lent(
+            Lent::shared(ptr, cap, token, lender),
+            head,
+            head.saturating_add(len),
+        )
+    }
+
+    /// A buffer over the region `mem`: the frame is `len` bytes at offset
+    /// `head` ([`Self::from_lent`] by length).
+    #[inline]
+    pub fn from_frame(mem: Lent, head: usize, len: usize) -> Self {
+        Self::from_lent(mem, head, head.saturating_add(len))
+    }
+
+    /// A lent buffer taken apart: the region, the frame's offset in it and
+    /// its length (the metadata is dropped); an owned buffer is handed back
+    /// as it is (`Err`).
+    #[inline]
+    pub fn into_frame(self) -> Result<(Lent, usize, usize), PacketBuf> {
+        match self.store {
+            Store::Lent { mem, end } => Ok((mem, self.start, end - self.start)),
+            store => Err(PacketBuf { store, ..self }),
+        }
+    }
+
+    /// Whether the bytes are in a ring slot lent through a
+    /// [`BufferLender`] ([`Self::from_slot`]).
+    #[inline]
+    pub fn in_slot(&self) -> bool {
+        matches!(&self.store, Store::Lent { mem, .. } if mem.is_shared())
+    }
+
+    /// A frame in a ring slot ([`Self::in_slot`]) copied into pooled
+    /// storage with `headroom` in front, the slot given back at once;
+    /// any other buffer is left as it is.
+    #[inline]
+    pub fn copy_out_of_slot(&mut self, headroom: usize) {
+        if self.in_slot() {
+            self.own(headroom);
+        }
+    }
+
+    /// Copies a lent frame into owned storage (with at least
+    /// [`DEFAULT_HEADROOM`]) and gives the region back. Does nothing for
+    /// owned buffers.
+    pub fn make_owned(&mut self) {
+        self.own(self.start.max(DEFAULT_HEADROOM));
+    }
+
+    /// Sets the floor ([`Self::pad_to_floor`]) from the packet's length
+    /// now, as a constructor does: the pipeline takes a packet with the
+    /// length it arrived with.
+    #[inline]
+    pub fn reset_floor(&mut self) {
+        self.floor = floor_of(self.len());
+    }
+
+    /// Grows the frame by `n` bytes at the front and returns them (zeroed
+    /// only if freshly allocated; otherwise they hold stale bytes the
+    /// caller overwrites). Moves the frame to a larger owned buffer (one
+    /// copy) when the headroom is too small.
+    pub fn push_front(&mut self, n: usize) -> &mut [u8] {
+        self.open_gap(0, n);
+        &mut self.as_mut_slice()[..n]
+    }
+
+    /// Removes `n` bytes from the front of the frame (they become headroom).
+    pub fn pull_front(&mut self, n: usize) -> Result<(), BufError> {
+        let len = self.len();
+        if n > len {
+            return Err(BufError::TooShort { wanted: n, len });
+        }
+        self.start += n;
+        Ok(())
+    }
+
+    /// Grows the frame by `n` bytes at the back and returns them (zeroed
+    /// in owned storage; stale bytes of a lent region otherwise). A lent
+    /// frame without the room moves to an owned buffer (one copy).
+    pub fn push_back(&mut self, n: usize) -> &mut [u8] {
+        let at = self.len();
+        if let Store::Lent { mem, end } = &mut self.store {
+            if mem.capacity() - *end >= n {
+                *end += n;
+                return &mut self.as_mut_slice()[at..];
+            }
+        }
+        self.own(self.start);
+        if let Store::Owned(v) = &mut self.store {
+            let want = v.len() + n;
+            v.resize(want, 0);
+        }
+        &mut self.as_mut_slice()[at..]
+    }
+
+    /// Shortens the frame to `len` bytes (no effect if it is already
+    /// shorter).
+    pub fn truncate(&mut self, len: usize) {
+        let want = self.start + len.min(self.len());
+        match &mut self.store {
+            Store::Owned(v) => v.truncate(want),
+            Store::Lent { end, .. } => *end = want,
+        }
+    }
+
+    /// Inserts an 802.1Q/802.1ad tag (`tpid`, `tci`) after the Ethernet
+    /// addresses (for backends whose kernel stripped it into metadata).
+    /// Frames shorter than the two addresses are left alone.
+    pub fn insert_vlan_tag(&mut self, tpid: u16, tci: u16) {
+        if self.len() < 12 {
+            return;
+        }
+        let g = self.open_gap(12, 4);
+        let b = self.as_mut_slice();
+        put16(b, g.start, tpid);
+        put16(b, g.start + 2, tci);
+    }
+
+    /// Appends a copy of `bytes` to the frame.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.push_back(bytes.len()).copy_from_slice(bytes);
+    }
+}
+
+/// The metadata of a new buffer holding a `len`-byte frame.
+#[inline]
+fn meta_for(len: usize) -> PacketMeta {
+    PacketMeta {
+        wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+        ..PacketMeta::default()
     }
 }
 
@@ -1057,5 +1439,213 @@ mod tests {
             assert_eq!(released(), vec![3]);
             assert!(CALLS.load(Ordering::SeqCst) >= 3);
         }
+    }
+
+    // The dataplane's side of the buffer: ports, slots, metadata, the pool.
+
+    #[test]
+    fn owned_push_pull_keeps_bytes() {
+        let mut p = PacketBuf::from_slice(&[1, 2, 3, 4]);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM);
+        p.push_front(2).copy_from_slice(&[9, 8]);
+        assert_eq!(p.data(), &[9, 8, 1, 2, 3, 4]);
+        assert_eq!(p.headroom(), DEFAULT_HEADROOM - 2);
+        p.pull_front(3).unwrap();
+        assert_eq!(p.data(), &[2, 3, 4]);
+        assert_eq!(
+            p.pull_front(4),
+            Err(BufError::TooShort { wanted: 4, len: 3 })
+        );
+        p.extend_from_slice(&[5, 6]);
+        assert_eq!(p.data(), &[2, 3, 4, 5, 6]);
+        p.truncate(1);
+        assert_eq!(p.data(), &[2]);
+        p.truncate(10);
+        assert_eq!(p.data(), &[2]);
+    }
+
+    #[test]
+    fn vlan_tag_inserted_after_addresses() {
+        let mut p = PacketBuf::from_slice(&[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 8, 0, 0x45]);
+        p.insert_vlan_tag(0x8100, 0x000a);
+        assert_eq!(
+            p.data(),
+            &[1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0x81, 0, 0, 10, 8, 0, 0x45]
+        );
+        let mut short = PacketBuf::from_slice(&[1; 11]);
+        short.insert_vlan_tag(0x8100, 1);
+        assert_eq!(short.len(), 11);
+    }
+
+    #[test]
+    fn raw_parts_take_headroom_frame_and_wire_len() {
+        let p = PacketBuf::from_raw_parts(vec![0, 0, 7, 8], 2);
+        assert_eq!(
+            (p.data(), p.headroom(), p.meta.wire_len),
+            (&[7, 8][..], 2, 2)
+        );
+        assert!(PacketBuf::from_raw_parts(vec![1], 5).is_empty());
+    }
+
+    #[test]
+    fn push_front_without_headroom_reallocates() {
+        let mut p = PacketBuf::with_headroom(&[1, 2], 1);
+        p.push_front(4).copy_from_slice(&[5, 6, 7, 8]);
+        assert_eq!(p.data(), &[5, 6, 7, 8, 1, 2]);
+        assert!(p.headroom() >= DEFAULT_HEADROOM);
+        let mut q = PacketBuf::new(0, 0);
+        assert!(q.is_empty());
+        q.push_back(3).copy_from_slice(&[1, 2, 3]);
+        assert_eq!(q.data(), &[1, 2, 3]);
+    }
+
+    #[test]
+    fn clone_keeps_meta_and_reset_floor_follows_the_length() {
+        let mut p = PacketBuf::from_slice(&[0; 60]);
+        p.meta.in_port = 3;
+        p.meta.out_port = Some(9);
+        assert_eq!(p.clone().meta, p.meta);
+        p.truncate(50);
+        p.pad_to_floor();
+        assert_eq!(p.len(), 60, "made from 60 bytes: padded back");
+        p.truncate(50);
+        p.reset_floor();
+        p.pad_to_floor();
+        assert_eq!(p.len(), 50, "taken at 50 bytes: left as it is");
+    }
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A lender that records which tokens came back.
+    struct Recorder {
+        released: std::sync::Mutex<Vec<usize>>,
+        count: AtomicUsize,
+    }
+
+    impl BufferLender for Recorder {
+        fn release(&self, token: usize) {
+            self.count.fetch_add(1, Ordering::SeqCst);
+            self.released.lock().unwrap().push(token);
+        }
+    }
+
+    fn recorder() -> Arc<Recorder> {
+        Arc::new(Recorder {
+            released: std::sync::Mutex::new(Vec::new()),
+            count: AtomicUsize::new(0),
+        })
+    }
+
+    fn slot(
+        region: &mut [u8],
+        lender: &Arc<Recorder>,
+        token: usize,
+        head: usize,
+        len: usize,
+    ) -> PacketBuf {
+        let l: Arc<dyn BufferLender> = lender.clone();
+        // SAFETY: the test keeps `region` alive and untouched until the buffer
+        // is dropped, and head + len <= region.len().
+        unsafe {
+            PacketBuf::from_slot(
+                NonNull::new(region.as_mut_ptr()).unwrap(),
+                region.len(),
+                head,
+                len,
+                l,
+                token,
+            )
+        }
+    }
+
+    #[test]
+    fn slot_released_once_on_drop_and_writes_in_place() {
+        let rec = recorder();
+        let mut region = vec![0u8; 64];
+        region[16..20].copy_from_slice(&[1, 2, 3, 4]);
+        {
+            let mut p = slot(&mut region, &rec, 7, 16, 4);
+            assert!(p.is_lent() && p.in_slot());
+            assert_eq!(p.data(), &[1, 2, 3, 4]);
+            assert_eq!(p.headroom(), 16);
+            assert_eq!(p.tailroom(), 44);
+            p.push_front(4).copy_from_slice(&[0xaa; 4]);
+            p.data_mut()[4] = 0x11;
+            assert!(p.is_lent(), "push within headroom must not copy");
+            let c = p.clone();
+            assert!(!c.is_lent());
+            assert_eq!(c.data(), &[0xaa, 0xaa, 0xaa, 0xaa, 0x11, 2, 3, 4]);
+            drop(c);
+            assert_eq!(rec.count.load(Ordering::SeqCst), 0);
+        }
+        assert_eq!(*rec.released.lock().unwrap(), vec![7]);
+        assert_eq!(&region[12..20], &[0xaa, 0xaa, 0xaa, 0xaa, 0x11, 2, 3, 4]);
+    }
+
+    #[test]
+    fn slot_released_when_moved_to_owned() {
+        let rec = recorder();
+        let mut region = vec![5u8; 32];
+        let mut p = slot(&mut region, &rec, 3, 2, 10);
+        p.push_front(8).fill(1);
+        assert!(!p.is_lent());
+        assert_eq!(
+            rec.count.load(Ordering::SeqCst),
+            1,
+            "slot released at reallocation"
+        );
+        assert_eq!(p.len(), 18);
+        assert_eq!(&p.data()[8..], &[5; 10]);
+        drop(p);
+        assert_eq!(rec.count.load(Ordering::SeqCst), 1, "released exactly once");
+
+        let mut region2 = vec![6u8; 32];
+        let mut q = slot(&mut region2, &rec, 4, 0, 4);
+        q.make_owned();
+        assert!(!q.is_lent());
+        assert_eq!(q.data(), &[6; 4]);
+        let mut region3 = vec![7u8; 32];
+        let mut r = slot(&mut region3, &rec, 5, 2, 6);
+        r.meta.in_port = 4;
+        r.copy_out_of_slot(20);
+        assert!(!r.is_lent() && r.headroom() == 20 && r.data() == [7; 6]);
+        assert_eq!(r.meta.in_port, 4, "the metadata stays");
+        assert_eq!(*rec.released.lock().unwrap(), vec![3, 4, 5]);
+    }
+
+    #[test]
+    fn a_slot_is_no_frame_for_a_static_owner_and_into_token_releases_nothing() {
+        let rec = recorder();
+        let mut region = vec![9u8; 32];
+        let l = slot(&mut region, &rec, 5, 4, 6);
+        let (mem, head, len) = l.into_frame().unwrap();
+        assert!((head, len) == (4, 6) && mem.is_shared());
+        static NOBODY: LentOwner = LentOwner {
+            name: "nobody",
+            release: |_| {},
+        };
+        assert!(!mem.is_from(&NOBODY));
+        assert_eq!(mem.into_token(), 5);
+        assert_eq!(rec.count.load(Ordering::SeqCst), 0, "the duty went back");
+        assert_eq!(Arc::strong_count(&rec), 1, "the lender's count went down");
+        let owned = PacketBuf::from_slice(&[1, 2]);
+        assert!(owned.into_frame().unwrap_err().data() == [1, 2]);
+    }
+
+    #[test]
+    fn owned_storage_is_recycled_on_drop() {
+        // Runs on its own test thread, whose pool starts empty.
+        std::thread::spawn(|| {
+            let b = PacketBuf::from_slice(&[7; 60]);
+            let p = b.data().as_ptr();
+            drop(b);
+            assert_eq!(pool::local_len(), 1);
+            let again = PacketBuf::from_slice(&[8; 100]);
+            assert_eq!(again.data().as_ptr(), p, "the dropped storage came back");
+            assert_eq!(again.data(), &[8; 100][..]);
+            assert_eq!(again.headroom(), DEFAULT_HEADROOM);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -709,18 +709,14 @@ impl BridgeRt {
         let ports: Vec<u32> = tx.iter().map(|t| t.port).collect();
         let mut burst = dataplane::Burst::with_limit(tx.len());
         for t in tx {
-            let (mut v, head) = t.packet.into_raw_parts();
-            // The output port travels in front of the frame.
-            let head = if head >= 4 {
-                head - 4
-            } else {
-                v.splice(head..head, [0u8; 4]);
-                head
+            let mut p = t.packet;
+            // The worker sends it to this port, past the pipeline.
+            p.meta = dataplane::PacketMeta {
+                out_port: Some(t.port),
+                wire_len: u32::try_from(p.len()).unwrap_or(u32::MAX),
+                ..dataplane::PacketMeta::default()
             };
-            if let Some(slot) = v.get_mut(head..head + 4) {
-                slot.copy_from_slice(&t.port.to_be_bytes());
-            }
-            let _ = burst.push(dataplane::PacketBuf::from_vec(v, head));
+            let _ = burst.push(p);
         }
         let mut n = c.inject.tx_burst(&mut burst).unwrap_or(0);
         self.wake_all();

@@ -57,8 +57,7 @@ use std::time::{Duration, Instant};
 
 use dataplane::snapshot::Reader;
 use dataplane::threads::BurstProcessor;
-use dataplane::{BufParts, Burst};
-use packet::buffer::Parts;
+use dataplane::{Burst, PacketBuf, PacketMeta};
 use pipeline::datapath::{BurstOutput, Counters, Snapshot, WorkerState};
 use pipeline::Time;
 
@@ -113,7 +112,7 @@ pub struct PipelineWorker {
     /// The version whose meters `ws` was last pruned against.
     reader_version: u64,
     ws: WorkerState,
-    pkts: Vec<packet::buffer::PacketBuf>,
+    pkts: Vec<PacketBuf>,
     /// The tunnel_ids of a burst from a tunnel port, one per packet
     /// (empty for every other burst).
     tunnel_ids: Vec<u64>,
@@ -194,52 +193,42 @@ impl PipelineWorker {
     }
 }
 
-/// A received buffer as a pipeline buffer: owned storage is taken over
-/// as it is (headroom included); a lent frame is copied into recycled
-/// storage with [`HEADROOM`] and its slot given back at once.
+/// A received packet as the pipeline takes it: a frame in a ring slot
+/// shared with the kernel (AF_PACKET, AF_XDP) is copied into pooled
+/// storage with [`HEADROOM`] and the slot given back at once (a slow flow
+/// holding slots would starve the kernel's ring); owned storage and DPDK
+/// mbufs are processed where they are. The padding floor is set from the
+/// length the packet arrived with.
 #[inline]
-fn to_pipeline(p: dataplane::PacketBuf) -> packet::buffer::PacketBuf {
-    match p.into_parts() {
-        BufParts::Vec(v, head) => packet::buffer::PacketBuf::from_raw_parts(v, head),
-        BufParts::Frame(mem, head, len) => {
-            packet::buffer::PacketBuf::from_lent(mem, head, head + len)
-        }
-        BufParts::Slot(lent) => {
-            let mut v = dataplane::pool::take();
-            v.resize(HEADROOM, 0);
-            v.extend_from_slice(lent.data());
-            packet::buffer::PacketBuf::from_raw_parts(v, HEADROOM)
-        }
-    }
+fn admit(mut p: PacketBuf) -> PacketBuf {
+    p.copy_out_of_slot(HEADROOM);
+    p.reset_floor();
+    p
 }
 
-/// A pipeline buffer as a dataplane buffer: an owned vector or a lent
-/// region is handed over as it is, headroom included.
+/// The metadata a packet leaves the pipeline with: the egress queue it
+/// chose, nothing of the input's (its tunnel key, an injected output port).
 #[inline]
-fn to_dataplane(p: packet::buffer::PacketBuf) -> dataplane::PacketBuf {
-    match p.into_parts() {
-        Parts::Owned { data, start } => dataplane::PacketBuf::from_vec(data, start),
-        Parts::Lent { mem, start, end } => {
-            dataplane::PacketBuf::from_frame(mem, start, end - start)
-        }
-    }
+fn leaving(p: &mut PacketBuf, queue_id: u32) {
+    p.meta = PacketMeta {
+        queue_id,
+        wire_len: u32::try_from(p.len()).unwrap_or(u32::MAX),
+        ..PacketMeta::default()
+    };
 }
 
 impl BurstProcessor for PipelineWorker {
-    fn process(
-        &mut self,
-        in_port: u32,
-        burst: &mut Burst,
-        out: &mut dyn FnMut(u32, dataplane::PacketBuf),
-    ) {
-        if in_port == crate::INJECT_PORT {
-            // Packet-out results: the output port rides in front.
+    fn process(&mut self, in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)) {
+        // Packet-out results the control side injected: each names the
+        // port it leaves on (a burst is one port's, so its first packet
+        // says); they bypass the pipeline.
+        if burst
+            .pkts()
+            .first()
+            .is_some_and(|p| p.meta.out_port.is_some())
+        {
             for mut p in burst.drain() {
-                let port = match p.data() {
-                    [a, b, c, d, ..] => u32::from_be_bytes([*a, *b, *c, *d]),
-                    _ => continue,
-                };
-                if p.pull_front(4).is_ok() {
+                if let Some(port) = p.meta.out_port.take() {
                     out(port, p);
                 }
             }
@@ -262,7 +251,7 @@ impl BurstProcessor for PipelineWorker {
                     .map(|p| p.meta.tunnel_id.map_or(0, u64::from)),
             );
         }
-        self.pkts.extend(burst.drain().map(to_pipeline));
+        self.pkts.extend(burst.drain().map(admit));
         self.out.clear();
         // Parked while the thread slept: this takes the newest version.
         self.reader.get();
@@ -298,10 +287,10 @@ impl BurstProcessor for PipelineWorker {
         }
         if self.out.tx_tunnel_ids.is_empty() {
             for tx in self.out.tx.drain(..) {
-                let mut p = to_dataplane(tx.packet);
+                let mut p = tx.packet;
                 // The egress queue set_queue chose (a port without queues
                 // ignores it).
-                p.meta.queue_id = tx.queue_id;
+                leaving(&mut p, tx.queue_id);
                 out(tx.port, p);
             }
         } else {
@@ -310,8 +299,8 @@ impl BurstProcessor for PipelineWorker {
             // bits, all a VNI or GRE key holds).
             let mut ids = self.out.tx_tunnel_ids.iter().peekable();
             for (i, tx) in self.out.tx.drain(..).enumerate() {
-                let mut p = to_dataplane(tx.packet);
-                p.meta.queue_id = tx.queue_id;
+                let mut p = tx.packet;
+                leaving(&mut p, tx.queue_id);
                 if let Some((_, id)) = ids.next_if(|(j, _)| *j == i) {
                     p.meta.tunnel_id = Some(*id as u32);
                 }
