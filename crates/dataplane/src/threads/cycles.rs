@@ -29,13 +29,13 @@
 //!
 //! The counter: `RDTSC` on x86-64 (cheaper than `Instant::now`, which
 //! reads it and converts), at a constant rate on every CPU that
-//! advertises `constant_tsc`; elsewhere a
-//! monotonic clock in nanoseconds, and [`tsc_hz`] is then 10⁹. Differences
-//! saturate at zero, so a thread that moves to a CPU whose counter lags
-//! counts nothing for that lap rather than a wrapped value.
+//! advertises `constant_tsc`; elsewhere (and under Miri, which has no TSC)
+//! a monotonic clock in nanoseconds, and [`tsc_hz`] is then 10⁹.
+//! Differences saturate at zero, so a thread that moves to a CPU whose
+//! counter lags counts nothing for that lap rather than a wrapped value.
 
 use std::sync::OnceLock;
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(any(not(target_arch = "x86_64"), miri))]
 use std::time::Instant;
 
 /// Cycles a thread spent in each stage (see the module comment for what
@@ -68,7 +68,7 @@ impl StageCycles {
 }
 
 /// The cycle counter now.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline]
 pub(super) fn now() -> u64 {
     // SAFETY: RDTSC is part of the x86-64 baseline (every x86-64 CPU has
@@ -78,7 +78,7 @@ pub(super) fn now() -> u64 {
 }
 
 /// The cycle counter now: nanoseconds since the first call.
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(any(not(target_arch = "x86_64"), miri))]
 pub(super) fn now() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     let start = *START.get_or_init(Instant::now);
@@ -110,12 +110,12 @@ pub fn tsc_hz() -> u64 {
     *HZ.get_or_init(calibrate)
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(any(not(target_arch = "x86_64"), miri))]
 fn calibrate() -> u64 {
     1_000_000_000
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 fn calibrate() -> u64 {
     use std::time::{Duration, Instant};
     // A clock reading bracketed by two counter readings; of a few tries
