@@ -118,11 +118,13 @@ def named_drops(report):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_rate_one_worker_sustains_loses_nothing(net, fulmar_bin, tmp_path, mode):
-    # Deep receive queues: under the default time bound (200 µs, at least
-    # 64 packets) a worker kept off its CPU longer than that on a busy
-    # machine loses what arrives meanwhile, by design; this test is about
-    # the dataplane losing nothing it can queue.
+def test_at_a_sustainable_rate_every_frame_is_forwarded_or_counted(net, fulmar_bin, tmp_path, mode):
+    # Deep receive queues and a rate one worker sustains: on a quiet machine
+    # nothing is lost. Whether anything is depends on the CPU the switch
+    # gets (a worker kept off its CPU long enough overflows even a deep
+    # socket buffer), so the loss is printed and the loss-free rate is
+    # measured by the benchmarks (`fulmar bench --loss-free`); what is
+    # asserted holds on any machine: every frame is forwarded or counted.
     sw, target = start(fulmar_bin, tmp_path, mode, delay=0)
     try:
         before = ends()
@@ -134,11 +136,31 @@ def test_a_rate_one_worker_sustains_loses_nothing(net, fulmar_bin, tmp_path, mod
     assert rc == 0, err
     print(f"\n{mode}: sent {sent} in {secs:.2f} s; port stats {stats}; kernel {d}")
     assert sent == 10000
-    assert stats[1]["rx"] == {"pkts": sent, "drop": 0, "errs": 0}, stats
-    assert stats[2]["tx"] == {"pkts": sent, "drop": 0, "errs": 0}, stats
-    assert d["vb"]["rx_packets"] == sent, d
-    assert named_drops(out) == {}, out
-    assert "drops: none" in out, out
+    dropped = assert_every_frame_accounted(sent, stats, d, out)
+    print(f"{mode}: {dropped} of {sent} dropped (0 on a quiet machine)")
+    if dropped == 0:
+        assert "drops: none" in out, out
+
+
+def assert_every_frame_accounted(sent, stats, d, out):
+    """Asserts that every frame A sent reached B, or was counted dropped by
+    the switch or the kernel; the switch's report names every drop it
+    counted. Returns how many the switch dropped."""
+    p1, p2 = stats[1], stats[2]
+    # Into the switch: every frame A's veth sent is one the switch read into
+    # its pipeline, one it counts as dropped on port 1, or one the kernel
+    # counts as dropped between va and the switch's socket.
+    assert d["va"]["tx_packets"] == sent
+    lost_in_kernel = d["va"]["tx_dropped"] + d["sa"]["rx_dropped"]
+    assert p1["rx"]["pkts"] + p1["rx"]["drop"] + lost_in_kernel == sent, (stats, d)
+    # Through it: every frame read was sent out of port 2 or counted there.
+    assert p2["tx"]["pkts"] + p2["tx"]["drop"] == p1["rx"]["pkts"], stats
+    # Out of it: what port 2 sent reached B, or the kernel counted it.
+    lost_out = d["sb"]["tx_dropped"] + d["vb"]["rx_dropped"]
+    assert d["vb"]["rx_packets"] + lost_out == p2["tx"]["pkts"], (stats, d)
+    dropped = p1["rx"]["drop"] + p2["tx"]["drop"]
+    assert sum(named_drops(out).values()) == dropped, out
+    return dropped
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -156,21 +178,8 @@ def test_beyond_capacity_every_drop_is_counted(net, fulmar_bin, tmp_path, mode):
     finally:
         rc, out, err = sw.stop()
     assert rc == 0, err
-    p1, p2 = stats[1], stats[2]
     print(f"\n{mode}: sent {sent} in {secs:.2f} s ({sent / secs / 1e3:.0f} kpps); port stats {stats}; kernel {d}")
     print(out)
-    # Into the switch: every frame A's veth sent is one the switch read into
-    # its pipeline, one it counts as dropped on port 1, or one the kernel
-    # counts as dropped between va and the switch's socket.
-    assert d["va"]["tx_packets"] == sent
-    lost_in_kernel = d["va"]["tx_dropped"] + d["sa"]["rx_dropped"]
-    assert p1["rx"]["pkts"] + p1["rx"]["drop"] + lost_in_kernel == sent, (stats, d)
-    # Through it: every frame read was sent out of port 2 or counted there.
-    assert p2["tx"]["pkts"] + p2["tx"]["drop"] == p1["rx"]["pkts"], stats
-    # Out of it: what port 2 sent reached B, or the kernel counted it.
-    lost_out = d["sb"]["tx_dropped"] + d["vb"]["rx_dropped"]
-    assert d["vb"]["rx_packets"] + lost_out == p2["tx"]["pkts"], (stats, d)
     # Beyond capacity: the switch did drop, and its report names every drop.
-    dropped = p1["rx"]["drop"] + p2["tx"]["drop"]
+    dropped = assert_every_frame_accounted(sent, stats, d, out)
     assert dropped > 0, (stats, d)
-    assert sum(named_drops(out).values()) == dropped, out
