@@ -2,8 +2,10 @@
 # The control/data coupling benchmark of issue #35 (after OPNFV VSPERF's):
 # the gateway at N rules (default 1M) forwarding on one worker while a
 # controller's flow-mods (adds and deletes, the table's size kept) are
-# applied at 0, 1K, 10K and 100K flow-mods a second, one step each, then
-# idle once more (how far the machine drifted). `fulmar bench SCENARIO
+# applied at 1K, 10K and 100K flow-mods a second, one step each, with an
+# idle step before and after each (a step's ratio is to the mean of its
+# two idle neighbours, so a drifting load shows in the idle steps rather
+# than in the ratios). `fulmar bench SCENARIO
 # --coupling RATES` does the run in memory (crates/bench/src/coupling.rs
 # says how); this builds it in release and prints, per step, the flow-mod
 # rate achieved, the forwarding rate, its ratio to the idle step's and the
@@ -16,7 +18,7 @@
 #   --quick   100K rules, 65,536 flows, 2 s a step (a first look)
 #
 # Defaults: gateway-vlan2mpls, 1,000,000 rules, 65,536 flows, 5 s a step,
-# rates 0,1000,10000,100000,0, a churn window of 1024 rules, one worker.
+# rates 0,1000,0,10000,0,100000,0, a churn window of 1024 rules, one worker.
 # Issue #35's target: forwarding at 100K flow-mods/s >= 0.90 of idle.
 # The figures are this machine's at its load: the load average is printed
 # before the run and with every step; compare ratios, not rates, and only
@@ -26,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scenario=gateway-vlan2mpls rules=1000000 flows=65536 seconds=5
-rates=0,1000,10000,100000,0 window=1024 workers=1 bin= json=
+rates=0,1000,0,10000,0,100000,0 window=1024 workers=1 bin= json=
 while [[ $# -gt 0 ]]; do
     case $1 in
         --quick) rules=100000 seconds=2; shift ;;

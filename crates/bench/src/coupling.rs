@@ -25,8 +25,11 @@
 //! rule added is never in the table.
 //!
 //! Steps run in the order given, one `--seconds` each, over the same
-//! state and publisher; the ratio is to the first step of rate 0 (one is
-//! run first when none is given). The sampled check runs before the steps
+//! state and publisher; a step's ratio is to the idle steps (rate 0)
+//! nearest before and after it, their mean when there are both (one idle
+//! step is run first when none is given), so that on a machine whose load
+//! drifts, rates between idle steps (`0,1000,0,100000,0`) compare with
+//! their neighbours; an idle step's ratio is to the first idle step. The sampled check runs before the steps
 //! and again on the last snapshot, so churn that changed what the flows
 //! hit would show as mismatches.
 
@@ -112,7 +115,8 @@ pub struct CouplingStep {
     /// Forwarding, Mpps of pipeline time summed over workers.
     pub mpps: f64,
     pub ns_per_packet: f64,
-    /// `mpps` over the first idle step's.
+    /// `mpps` over the nearest idle steps' (their mean when there is one
+    /// before and one after; for an idle step, the first idle step's).
     pub ratio: f64,
     pub packets: u64,
     pub tx_packets: u64,
@@ -132,6 +136,35 @@ pub(crate) fn load_average() -> Option<[f64; 3]> {
     let s = std::fs::read_to_string("/proc/loadavg").ok()?;
     let mut it = s.split_whitespace().map(|x| x.parse::<f64>().ok());
     Some([it.next()??, it.next()??, it.next()??])
+}
+
+/// Fills in each step's ratio (see [`CouplingStep::ratio`]).
+fn set_ratios(steps: &mut [CouplingStep]) {
+    let idle: Vec<(usize, f64)> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.target_per_sec == 0)
+        .map(|(i, s)| (i, s.mpps))
+        .collect();
+    let first = idle.first().map_or(0.0, |x| x.1);
+    for (i, s) in steps.iter_mut().enumerate() {
+        let reference = if s.target_per_sec == 0 {
+            first
+        } else {
+            let before = idle.iter().rev().find(|x| x.0 < i).map(|x| x.1);
+            let after = idle.iter().find(|x| x.0 > i).map(|x| x.1);
+            match (before, after) {
+                (Some(b), Some(a)) => (a + b) / 2.0,
+                (Some(x), None) | (None, Some(x)) => x,
+                (None, None) => 0.0,
+            }
+        };
+        s.ratio = if reference > 0.0 {
+            s.mpps / reference
+        } else {
+            0.0
+        };
+    }
 }
 
 /// The churn: alternately an ADD of the next churn rule and a
@@ -301,7 +334,6 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
         if rate == 0 && idle_mpps.is_none() {
             idle_mpps = Some(t.mpps);
         }
-        let idle = idle_mpps.unwrap_or(0.0);
         let applied = churn.issued - issued0;
         let achieved = applied as f64 / inst.seconds.max(1e-9);
         if rate > 0 && achieved < 0.9 * rate as f64 {
@@ -323,7 +355,7 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
             } else {
                 t.process_ns as f64 / t.packets as f64
             },
-            ratio: if idle > 0.0 { t.mpps / idle } else { 0.0 },
+            ratio: 0.0,
             packets: t.packets,
             tx_packets: t.tx,
             dropped: t.drops,
@@ -333,6 +365,7 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
             load_average: load_average(),
         });
     }
+    set_ratios(&mut steps);
     // What the flows hit must not have changed under the churn.
     let (n, bad) = check(&w, &pool, &publisher.current().1, 100, opts.seed ^ 1);
     checked += n;

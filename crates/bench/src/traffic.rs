@@ -211,7 +211,10 @@ pub(crate) fn traffic(
                 // lets the channel go quiet after each: one batch each.
                 let quiet_between = gap >= idle.as_secs_f64();
                 let end = start + Duration::from_secs_f64(seconds);
-                // When the open batch began, and its last flow-mod.
+                // When flow-mod `k` (from 0) is due.
+                let due_at = |k: usize| start + Duration::from_secs_f64(k as f64 * gap);
+                // The open batch: when its first flow-mod was applied,
+                // and when its last one was due.
                 let mut batch: Option<(Instant, Instant)> = None;
                 let publish = |state: &mut SwitchState, inst: &mut InstallResult| {
                     let p0 = Instant::now();
@@ -220,11 +223,22 @@ pub(crate) fn traffic(
                     inst.publishes += 1;
                 };
                 loop {
-                    let t = start.elapsed().as_secs_f64();
+                    let now = Instant::now();
+                    let t = now.duration_since(start).as_secs_f64();
                     let over = t >= seconds;
                     let published = rate == 0.0 || inst.publishes > 0;
                     if over && batch.is_none() && published && counted() {
                         break;
+                    }
+                    // The channel went quiet (by the schedule, so that a
+                    // flow-mod due at the same moment does not race it),
+                    // or the phase is over: the batch is published.
+                    if let Some((_, last_due)) = batch {
+                        if over || (quiet_between && now >= last_due + idle) {
+                            publish(state, &mut inst);
+                            batch = None;
+                            continue;
+                        }
                     }
                     // Flow-mods due by now (the first at time 0), at most
                     // 64 before the clock is read again.
@@ -245,33 +259,23 @@ pub(crate) fn traffic(
                         if failed.is_some() {
                             break;
                         }
-                        let now = Instant::now();
-                        let first = batch.map_or(now, |b| b.0);
-                        batch = Some((first, now));
-                        if now.duration_since(first) >= max_delay {
+                        let first = batch.map_or_else(Instant::now, |b| b.0);
+                        batch = Some((first, due_at(inst.applied - 1)));
+                        if first.elapsed() >= max_delay {
                             publish(state, &mut inst);
                             batch = None;
                         }
                         continue;
                     }
-                    // Nothing due: close the batch when the channel would
-                    // be quiet now (or the phase is over), else sleep
-                    // until the next flow-mod is due or that moment.
-                    let now = Instant::now();
+                    // Nothing due: sleep until the next flow-mod is due,
+                    // the batch's quiet moment or the end.
                     let mut wake = if rate > 0.0 {
-                        (start + Duration::from_secs_f64(inst.applied as f64 * gap)).min(end)
+                        due_at(inst.applied).min(end)
                     } else {
                         end
                     };
-                    if let Some((_, last)) = batch {
-                        if over || (quiet_between && now >= last + idle) {
-                            publish(state, &mut inst);
-                            batch = None;
-                            continue;
-                        }
-                        if quiet_between {
-                            wake = wake.min(last + idle);
-                        }
+                    if let (Some((_, last_due)), true) = (batch, quiet_between) {
+                        wake = wake.min(last_due + idle);
                     }
                     if t >= next_show {
                         next_show += 1.0;

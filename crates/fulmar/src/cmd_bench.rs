@@ -125,7 +125,8 @@ pub struct BenchArgs {
     /// flow-mods (adds and deletes, the table's size kept) are applied at
     /// that rate and published as the runtime publishes an agent batch;
     /// prints the flow-mod rate achieved, the forwarding rate, its ratio
-    /// to the idle step's, and the load average, per step.
+    /// to the idle steps (rate 0) just before and after it, and the load
+    /// average, per step.
     #[arg(
         long,
         value_name = "RATES",
