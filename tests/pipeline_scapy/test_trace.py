@@ -234,18 +234,26 @@ def test_pop_pbb(trace):
 # ---- set_field: L2, IPv4, IPv6 -------------------------------------------------
 
 
-def test_set_eth_addresses(trace):
-    pkt = udp4()
-    r = trace(
-        "priority=1,actions=set_field:0a:0b:0c:0d:0e:0f->eth_src,set_field:01:00:5e:00:00:01->eth_dst,output:2\n",
-        pkt,
-    )
+def check_set_fields(trace, pkt, match, actions, change):
+    """A flow on `match` (None: any packet) with `actions` (then output:2)
+    rewrites `pkt` as `change(p)` does, checksums recomputed."""
+    flow = ",".join(x for x in ("priority=1", match, f"actions={actions},output:2") if x)
+    r = trace(flow + "\n", pkt)
+    assert r.only(2) == expect(pkt, change)
 
+
+def test_set_eth_addresses(trace):
     def change(p):
         p.src = "0a:0b:0c:0d:0e:0f"
         p.dst = "01:00:5e:00:00:01"
 
-    assert r.only(2) == expect(pkt, change)
+    check_set_fields(
+        trace,
+        udp4(),
+        None,
+        "set_field:0a:0b:0c:0d:0e:0f->eth_src,set_field:01:00:5e:00:00:01->eth_dst",
+        change,
+    )
 
 
 @pytest.mark.parametrize(
@@ -253,19 +261,19 @@ def test_set_eth_addresses(trace):
     [(udp4, "udp"), (tcp4, "tcp"), (sctp4, "sctp"), (icmp4, "icmp")],
 )
 def test_set_ipv4_fields(trace, make, match):
-    pkt = make()
-    r = trace(
-        f"priority=1,{match},actions=set_field:192.168.1.1->ipv4_src,set_field:172.16.0.9->ipv4_dst,"
-        "set_field:46->ip_dscp,set_field:1->ip_ecn,output:2\n",
-        pkt,
-    )
-
     def change(p):
         p[IP].src = "192.168.1.1"
         p[IP].dst = "172.16.0.9"
         p[IP].tos = (46 << 2) | 1
 
-    assert r.only(2) == expect(pkt, change)
+    check_set_fields(
+        trace,
+        make(),
+        match,
+        "set_field:192.168.1.1->ipv4_src,set_field:172.16.0.9->ipv4_dst,"
+        "set_field:46->ip_dscp,set_field:1->ip_ecn",
+        change,
+    )
 
 
 @pytest.mark.parametrize(
@@ -273,20 +281,20 @@ def test_set_ipv4_fields(trace, make, match):
     [(udp6, "udp6"), (tcp6, "tcp6"), (sctp6, "sctp6"), (icmp6_echo, "icmp6")],
 )
 def test_set_ipv6_fields(trace, make, match):
-    pkt = make()
-    r = trace(
-        f"priority=1,{match},actions=set_field:2001:db8:1::a->ipv6_src,set_field:fe80::99->ipv6_dst,"
-        "set_field:0xabcde->ipv6_flabel,set_field:10->ip_dscp,output:2\n",
-        pkt,
-    )
-
     def change(p):
         p[IPv6].src = "2001:db8:1::a"
         p[IPv6].dst = "fe80::99"
         p[IPv6].fl = 0xABCDE
         p[IPv6].tc = (10 << 2) | (p[IPv6].tc & 3)
 
-    assert r.only(2) == expect(pkt, change)
+    check_set_fields(
+        trace,
+        make(),
+        match,
+        "set_field:2001:db8:1::a->ipv6_src,set_field:fe80::99->ipv6_dst,"
+        "set_field:0xabcde->ipv6_flabel,set_field:10->ip_dscp",
+        change,
+    )
 
 
 # ---- set_field: transport -------------------------------------------------------
@@ -304,28 +312,19 @@ def test_set_ipv6_fields(trace, make, match):
     ],
 )
 def test_set_transport_ports(trace, make, match, layer, sf):
-    pkt = make()
-    r = trace(
-        f"priority=1,{match},actions=set_field:4242->{sf}_src,set_field:53->{sf}_dst,output:2\n",
-        pkt,
-    )
-
     def change(p):
         p[layer].sport = 4242
         p[layer].dport = 53
 
-    assert r.only(2) == expect(pkt, change)
+    check_set_fields(trace, make(), match, f"set_field:4242->{sf}_src,set_field:53->{sf}_dst", change)
 
 
 def test_set_icmpv4_type_and_code(trace):
-    pkt = icmp4()
-    r = trace("priority=1,icmp,actions=set_field:0->icmpv4_type,set_field:3->icmpv4_code,output:2\n", pkt)
-
     def change(p):
         p[ICMP].type = 0
         p[ICMP].code = 3
 
-    assert r.only(2) == expect(pkt, change)
+    check_set_fields(trace, icmp4(), "icmp", "set_field:0->icmpv4_type,set_field:3->icmpv4_code", change)
 
 
 def test_set_icmpv6_type_and_code(trace):

@@ -40,26 +40,25 @@ impl Rng {
     }
 }
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+/// The figure in kB that `file` (a /proc/self file) gives on its line
+/// starting with `key`, or 0.
+fn proc_kib(file: &str, key: &str) -> u64 {
+    std::fs::read_to_string(file)
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(key))
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
 }
 
+fn rss_kib() -> u64 {
+    proc_kib("/proc/self/status", "VmRSS:")
+}
+
 fn huge_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/smaps_rollup")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("AnonHugePages:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
+    proc_kib("/proc/self/smaps_rollup", "AnonHugePages:")
 }
 
 fn fm(f: u8, value: u128, mask: u128) -> FieldMatch {
@@ -187,6 +186,19 @@ fn gw_fill(k: &mut FlowKey, i: usize) {
     k.eth_type = 0x0800;
 }
 
+/// A key from port 1 with EtherType `eth_type` and `fields` present (their
+/// values are left zero).
+fn key_on_port1(eth_type: u16, fields: &[u8]) -> FlowKey {
+    let mut k = FlowKey::default();
+    k.set_metadata_fields(1, 0, 0, 0);
+    k.eth_type = eth_type;
+    k.present |= 1 << field::ETH_TYPE;
+    for f in fields {
+        k.present |= 1 << f;
+    }
+    k
+}
+
 fn mpls_fill(k: &mut FlowKey, i: usize) {
     k.set_metadata_fields(1, 0, 0, 0);
     k.present |= (1 << field::ETH_TYPE) | (1 << field::MPLS_LABEL);
@@ -240,13 +252,10 @@ fn mpls(n: usize, seed: u64) -> (Vec<Rule>, Vec<FlowKey>) {
     let keys = (0..PACKETS)
         .map(|_| {
             let i = r.below(n as u64) as u32;
-            let mut k = FlowKey::default();
-            k.set_metadata_fields(1, 0, 0, 0);
-            k.present |= (1 << field::ETH_TYPE)
-                | (1 << field::MPLS_LABEL)
-                | (1 << field::MPLS_TC)
-                | (1 << field::MPLS_BOS);
-            k.eth_type = 0x8847;
+            let mut k = key_on_port1(
+                0x8847,
+                &[field::MPLS_LABEL, field::MPLS_TC, field::MPLS_BOS],
+            );
             k.mpls_label = i + 16;
             k
         })
@@ -371,13 +380,7 @@ fn acl(n: usize, seed: u64) -> (Vec<Rule>, Vec<FlowKey>) {
     let keys = (0..PACKETS)
         .map(|_| {
             let rl = &rules[r.below(n as u64) as usize];
-            let mut k = FlowKey::default();
-            k.set_metadata_fields(1, 0, 0, 0);
-            k.present |= (1 << field::ETH_TYPE)
-                | (1 << field::IPV4_SRC)
-                | (1 << field::IPV4_DST)
-                | (1 << field::IP_PROTO);
-            k.eth_type = 0x800;
+            let mut k = key_on_port1(0x800, &[field::IPV4_SRC, field::IPV4_DST, field::IP_PROTO]);
             k.ipv4_src = r.next() as u32;
             k.ipv4_dst = r.next() as u32;
             k.ip_proto = [6u8, 17][r.below(2) as usize];

@@ -65,3 +65,18 @@ pub use key::{L2Layout, L2_WORDS};
 pub use rule::{FieldMatch, Hit, LinearRef, Rule, RuleError};
 pub use subtable::{prefetch, prefetch_all, Subtable};
 pub use table::{Shape, Table};
+
+/// Puts `v` in a free slot of `slots` (the last one `free` lists) or, with
+/// none free, in a new slot at the end; returns the slot's index.
+pub(crate) fn put_in_slot<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<usize>, v: T) -> usize {
+    match free.pop() {
+        Some(i) => {
+            slots[i] = Some(v);
+            i
+        }
+        None => {
+            slots.push(Some(v));
+            slots.len() - 1
+        }
+    }
+}

@@ -318,16 +318,7 @@ impl Merged {
 
     fn new_table(&mut self, mask: Vec<(u8, u128)>) -> usize {
         let t = MergedTable::new(mask.clone());
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.tables[i] = Some(t);
-                i
-            }
-            None => {
-                self.tables.push(Some(t));
-                self.tables.len() - 1
-            }
-        };
+        let i = crate::put_in_slot(&mut self.tables, &mut self.free, t);
         self.by_mask.insert(mask, i);
         self.order.push(i);
         i

@@ -479,16 +479,7 @@ impl Table {
             Some(&i) => i,
             None => {
                 let st = Subtable::new(mask.to_vec());
-                let i = match self.free.pop() {
-                    Some(i) => {
-                        self.subtables[i] = Some(st);
-                        i
-                    }
-                    None => {
-                        self.subtables.push(Some(st));
-                        self.subtables.len() - 1
-                    }
-                };
+                let i = crate::put_in_slot(&mut self.subtables, &mut self.free, st);
                 self.by_mask.insert(mask.to_vec(), i);
                 self.order.push(i);
                 i

@@ -62,45 +62,85 @@ fn parse_v6(s: &str) -> Result<u128, String> {
     parse_int(s)
 }
 
+/// A field value read from the command line, by the type the field holds:
+/// integers in decimal or hex (cut to the field's width), MACs, and IPv4
+/// and IPv6 addresses (which also take a plain number).
+trait Arg: Sized {
+    fn parse(s: &str) -> Result<Self, String>;
+}
+
+impl Arg for u8 {
+    fn parse(s: &str) -> Result<Self, String> {
+        Ok(parse_int(s)? as u8)
+    }
+}
+
+impl Arg for u16 {
+    fn parse(s: &str) -> Result<Self, String> {
+        Ok(parse_int(s)? as u16)
+    }
+}
+
+impl Arg for u32 {
+    fn parse(s: &str) -> Result<Self, String> {
+        parse_v4(s)
+    }
+}
+
+impl Arg for u128 {
+    fn parse(s: &str) -> Result<Self, String> {
+        parse_v6(s)
+    }
+}
+
+impl Arg for [u8; 6] {
+    fn parse(s: &str) -> Result<Self, String> {
+        parse_mac(s)
+    }
+}
+
+fn arg<T: Arg>(s: &str) -> Result<T, String> {
+    T::parse(s)
+}
+
 fn field_value(name: &str, v: &str) -> Result<FieldValue, String> {
     use FieldValue::*;
-    let n = || parse_int(v);
     Ok(match name {
-        "eth_dst" => EthDst(parse_mac(v)?),
-        "eth_src" => EthSrc(parse_mac(v)?),
-        "eth_type" => EthType(n()? as u16),
-        "vlan_vid" => VlanVid(n()? as u16),
-        "vlan_pcp" => VlanPcp(n()? as u8),
-        "ip_dscp" => IpDscp(n()? as u8),
-        "ip_ecn" => IpEcn(n()? as u8),
-        "ip_proto" => IpProto(n()? as u8),
-        "ipv4_src" => Ipv4Src(parse_v4(v)?),
-        "ipv4_dst" => Ipv4Dst(parse_v4(v)?),
-        "tcp_src" => TcpSrc(n()? as u16),
-        "tcp_dst" => TcpDst(n()? as u16),
-        "udp_src" => UdpSrc(n()? as u16),
-        "udp_dst" => UdpDst(n()? as u16),
-        "sctp_src" => SctpSrc(n()? as u16),
-        "sctp_dst" => SctpDst(n()? as u16),
-        "icmpv4_type" => Icmpv4Type(n()? as u8),
-        "icmpv4_code" => Icmpv4Code(n()? as u8),
-        "arp_op" => ArpOp(n()? as u16),
-        "arp_spa" => ArpSpa(parse_v4(v)?),
-        "arp_tpa" => ArpTpa(parse_v4(v)?),
-        "arp_sha" => ArpSha(parse_mac(v)?),
-        "arp_tha" => ArpTha(parse_mac(v)?),
-        "ipv6_src" => Ipv6Src(parse_v6(v)?),
-        "ipv6_dst" => Ipv6Dst(parse_v6(v)?),
-        "ipv6_flabel" => Ipv6Flabel(n()? as u32),
-        "icmpv6_type" => Icmpv6Type(n()? as u8),
-        "icmpv6_code" => Icmpv6Code(n()? as u8),
-        "ipv6_nd_target" => Ipv6NdTarget(parse_v6(v)?),
-        "ipv6_nd_sll" => Ipv6NdSll(parse_mac(v)?),
-        "ipv6_nd_tll" => Ipv6NdTll(parse_mac(v)?),
-        "mpls_label" => MplsLabel(n()? as u32),
-        "mpls_tc" => MplsTc(n()? as u8),
-        "mpls_bos" => MplsBos(n()? as u8),
-        "pbb_isid" => PbbIsid(n()? as u32),
+        "eth_dst" => EthDst(arg(v)?),
+        "eth_src" => EthSrc(arg(v)?),
+        "eth_type" => EthType(arg(v)?),
+        "vlan_vid" => VlanVid(arg(v)?),
+        "vlan_pcp" => VlanPcp(arg(v)?),
+        "ip_dscp" => IpDscp(arg(v)?),
+        "ip_ecn" => IpEcn(arg(v)?),
+        "ip_proto" => IpProto(arg(v)?),
+        "ipv4_src" => Ipv4Src(arg(v)?),
+        "ipv4_dst" => Ipv4Dst(arg(v)?),
+        "tcp_src" => TcpSrc(arg(v)?),
+        "tcp_dst" => TcpDst(arg(v)?),
+        "udp_src" => UdpSrc(arg(v)?),
+        "udp_dst" => UdpDst(arg(v)?),
+        "sctp_src" => SctpSrc(arg(v)?),
+        "sctp_dst" => SctpDst(arg(v)?),
+        "icmpv4_type" => Icmpv4Type(arg(v)?),
+        "icmpv4_code" => Icmpv4Code(arg(v)?),
+        "arp_op" => ArpOp(arg(v)?),
+        "arp_spa" => ArpSpa(arg(v)?),
+        "arp_tpa" => ArpTpa(arg(v)?),
+        "arp_sha" => ArpSha(arg(v)?),
+        "arp_tha" => ArpTha(arg(v)?),
+        "ipv6_src" => Ipv6Src(arg(v)?),
+        "ipv6_dst" => Ipv6Dst(arg(v)?),
+        "ipv6_flabel" => Ipv6Flabel(arg(v)?),
+        "icmpv6_type" => Icmpv6Type(arg(v)?),
+        "icmpv6_code" => Icmpv6Code(arg(v)?),
+        "ipv6_nd_target" => Ipv6NdTarget(arg(v)?),
+        "ipv6_nd_sll" => Ipv6NdSll(arg(v)?),
+        "ipv6_nd_tll" => Ipv6NdTll(arg(v)?),
+        "mpls_label" => MplsLabel(arg(v)?),
+        "mpls_tc" => MplsTc(arg(v)?),
+        "mpls_bos" => MplsBos(arg(v)?),
+        "pbb_isid" => PbbIsid(arg(v)?),
         _ => return Err(format!("unknown field {name:?}")),
     })
 }

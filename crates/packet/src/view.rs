@@ -276,3 +276,47 @@ pub(crate) fn fill_checksum(data: &mut [u8], at: usize, pseudo: u64) -> u16 {
     crate::put16(data, at, c);
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_fields_read_and_replace_only_their_bits() {
+        let raw: u16 = 0b1010_1100_0011_0101;
+        assert_eq!(get_bits::<u16, u8>(raw, 13, 3), 0b101);
+        assert!(get_bits::<u16, bool>(raw, 2, 1));
+        assert_eq!(with_bits(raw, 13, 3, 0b010u8), 0b0100_1100_0011_0101);
+        // Bits of `v` beyond the width are dropped, not spilled over.
+        assert_eq!(with_bits(raw, 0, 4, 0xffu8), 0b1010_1100_0011_1111);
+        assert_eq!(with_bits(raw, 2, 1, false), 0b1010_1100_0011_0001);
+        // A field as wide as the word.
+        assert_eq!(get_bits::<u32, u32>(u32::MAX, 0, 32), u32::MAX);
+        assert_eq!(with_bits(0u32, 0, 32, 0xdead_beefu32), 0xdead_beef);
+    }
+
+    #[test]
+    fn fields_are_big_endian_at_their_offset() {
+        let mut b = [0u8; 8];
+        0x0102_0304u32.write(&mut b, 1);
+        0x0a0bu16.write(&mut b, 5);
+        [9u8, 8].write(&mut b, 6);
+        assert_eq!(b, [0, 1, 2, 3, 4, 0x0a, 9, 8]);
+        assert_eq!(u32::read(&b, 1), 0x0102_0304);
+        assert_eq!(<[u8; 2]>::read(&b, 6), [9, 8]);
+        assert_eq!(u8::read(&b, 5), 0x0a);
+    }
+
+    #[test]
+    fn announced_length() {
+        let ok = || Ok(8);
+        assert_eq!(check_announced_len(3, 4, ok), Err(Error::Truncated));
+        assert_eq!(check_announced_len(6, 4, ok), Err(Error::Truncated));
+        assert_eq!(check_announced_len(8, 4, ok), Ok(()));
+        assert_eq!(check_announced_len(8, 4, || Ok(2)), Err(Error::Malformed));
+        assert_eq!(
+            check_announced_len(8, 4, || Err(Error::Malformed)),
+            Err(Error::Malformed)
+        );
+    }
+}
