@@ -167,12 +167,7 @@ impl QueueProperty {
     }
 }
 
-impl PacketQueue {
-    /// Bytes before the properties.
-    pub const FIXED_LEN: usize = 16;
-}
-
-wire_layout!(PacketQueue: record(8, "queue") { queue_id, port, len, pad 6, properties });
+wire_layout!(PacketQueue: record(8, "queue", 16) { queue_id, port, len, pad 6, properties });
 
 wire_layout!(QueueGetConfigReply { port, pad 4, queues });
 
