@@ -302,7 +302,8 @@ impl<T: Field> FieldList for T {}
 /// `pad N` stands for N bytes of padding (ignored on decode, written as
 /// zeros): `wire_layout!(Role { role, pad 4, generation_id });`
 ///
-/// `name: str(N)` is a NUL-padded string of N bytes ([`decode_fixed_str`]).
+/// `name: str(N)` is a NUL-padded string of N bytes ([`decode_fixed_str`]);
+/// `data: rest`, last, is all the bytes that are left, kept opaque.
 /// `Name: LEN = N, { .. }` also states the fixed wire size N as `Name::LEN`
 /// (checked when encoding in debug builds). `Name: record(AT, "what",
 /// FIXED) { .. }` is a record whose `u16` length, the item `len` AT bytes
@@ -394,6 +395,10 @@ macro_rules! wire_layout {
         let $f = $crate::wire::decode_fixed_str($r, $n)?;
         $crate::wire::wire_layout!(@read $r [$($done)* $f] $($($rest)*)?)
     }};
+    (@read $r:ident [$($done:ident)*] $f:ident: rest $(,)?) => {{
+        let $f = $r.rest().to_vec();
+        $crate::wire::wire_layout!(@read $r [$($done)* $f])
+    }};
     (@read $r:ident [$($done:ident)*] len $(, $($rest:tt)*)?) => {{
         $r.skip(2)?;
         $crate::wire::wire_layout!(@read $r [$($done)*] $($($rest)*)?)
@@ -412,6 +417,9 @@ macro_rules! wire_layout {
     (@write $s:ident $w:ident $lat:ident $f:ident: str($n:expr) $(, $($rest:tt)*)?) => {
         $crate::wire::encode_fixed_str(&$s.$f, $n, $w);
         $crate::wire::wire_layout!(@write $s $w $lat $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident $lat:ident $f:ident: rest $(,)?) => {
+        $crate::wire::Writer::put_bytes($w, &$s.$f);
     };
     (@write $s:ident $w:ident $lat:ident len $(, $($rest:tt)*)?) => {
         let $lat = $crate::wire::len_placeholder($w);
