@@ -1,8 +1,7 @@
 //! `OFPT_ECHO_REQUEST` / `OFPT_ECHO_REPLY` (spec 1.3.5 §7.5.2, §7.5.3) and
 //! `OFPT_EXPERIMENTER` (§7.5.4): messages whose body is (mostly) opaque.
 
-use crate::error::DecodeError;
-use crate::wire::{Reader, Writer};
+use crate::wire::wire_layout;
 use serde::Serialize;
 
 /// An echo request or reply: arbitrary data the reply returns unchanged.
@@ -13,18 +12,7 @@ pub struct Echo {
     pub data: Vec<u8>,
 }
 
-impl Echo {
-    /// Takes the whole body as data.
-    pub fn decode(r: &mut Reader) -> Result<Echo, DecodeError> {
-        Ok(Echo {
-            data: r.rest().to_vec(),
-        })
-    }
-    /// Writes the data.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_bytes(&self.data);
-    }
-}
+wire_layout!(Echo { data: rest });
 
 /// `ofp_experimenter_header` message: vendor id, vendor-defined type, data.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -38,27 +26,16 @@ pub struct Experimenter {
     pub data: Vec<u8>,
 }
 
-impl Experimenter {
-    /// Decodes the body (8 fixed bytes, then data).
-    pub fn decode(r: &mut Reader) -> Result<Experimenter, DecodeError> {
-        Ok(Experimenter {
-            experimenter: r.u32()?,
-            exp_type: r.u32()?,
-            data: r.rest().to_vec(),
-        })
-    }
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.experimenter);
-        w.put_u32(self.exp_type);
-        w.put_bytes(&self.data);
-    }
-}
+wire_layout!(Experimenter {
+    experimenter,
+    exp_type,
+    data: rest
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::reencodes;
+    use crate::wire::{reencodes, Reader};
 
     #[test]
     fn experimenter_fields_and_data() {

@@ -49,12 +49,11 @@ pub struct GroupMod {
     pub buckets: Vec<Bucket>,
 }
 
-impl Bucket {
-    /// Length of the fixed part before the actions.
-    pub const FIXED_LEN: usize = 16;
+wire_layout! {
+    Bucket: record(0, "bucket", 16) {
+        len, weight, watch_port, watch_group, pad 4, actions,
+    }
 }
-
-wire_layout!(Bucket: record(0, "bucket") { len, weight, watch_port, watch_group, pad 4, actions });
 
 impl GroupMod {
     /// Fixed part of the body before the buckets (the message is at least

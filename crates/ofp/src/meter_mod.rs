@@ -1,7 +1,9 @@
 //! `OFPT_METER_MOD` (spec 1.3.5 §7.3.4.4).
 
 use crate::error::{DecodeError, MeterModFailedCode, OfpError};
-use crate::wire::{bad_len, wire_enum, wire_numbers, FieldList, Reader, Writer};
+use crate::wire::{
+    bad_len, len_placeholder, patch_len, wire_enum, wire_numbers, FieldList, Reader, Writer,
+};
 use serde::Serialize;
 
 wire_enum! {
@@ -113,45 +115,37 @@ impl MeterBand {
         })
     }
 
-    /// Encodes one band.
+    /// Encodes one band: type, length, rate and burst size, then what the
+    /// type adds (padding as zeros).
     pub fn encode(&self, w: &mut Vec<u8>) {
         let start = w.len();
-        match self {
-            MeterBand::Drop { rate, burst_size } => {
-                w.put_u16(meter_band_type::DROP);
-                w.put_u16(0);
-                w.put_u32(*rate);
-                w.put_u32(*burst_size);
-                w.put_zeros(4);
-            }
+        let (band_type, rate, burst_size) = match *self {
+            MeterBand::Drop { rate, burst_size } => (meter_band_type::DROP, rate, burst_size),
             MeterBand::DscpRemark {
-                rate,
-                burst_size,
-                prec_level,
-            } => {
-                w.put_u16(meter_band_type::DSCP_REMARK);
-                w.put_u16(0);
-                w.put_u32(*rate);
-                w.put_u32(*burst_size);
+                rate, burst_size, ..
+            } => (meter_band_type::DSCP_REMARK, rate, burst_size),
+            MeterBand::Experimenter {
+                rate, burst_size, ..
+            } => (meter_band_type::EXPERIMENTER, rate, burst_size),
+        };
+        w.put_u16(band_type);
+        let len_at = len_placeholder(w);
+        w.put_u32(rate);
+        w.put_u32(burst_size);
+        match self {
+            MeterBand::Drop { .. } => w.put_zeros(4),
+            MeterBand::DscpRemark { prec_level, .. } => {
                 w.put_u8(*prec_level);
                 w.put_zeros(3);
             }
             MeterBand::Experimenter {
-                rate,
-                burst_size,
-                experimenter,
-                data,
+                experimenter, data, ..
             } => {
-                w.put_u16(meter_band_type::EXPERIMENTER);
-                w.put_u16(0);
-                w.put_u32(*rate);
-                w.put_u32(*burst_size);
                 w.put_u32(*experimenter);
                 w.put_bytes(data);
             }
         }
-        let len = w.len() - start;
-        w.patch_u16(start + 2, len as u16);
+        patch_len(w, len_at, start);
     }
 }
 

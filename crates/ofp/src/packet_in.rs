@@ -1,8 +1,7 @@
 //! `OFPT_PACKET_IN` (spec 1.3.5 §7.4.1): a packet sent to the controller.
 
-use crate::error::DecodeError;
 use crate::oxm::Match;
-use crate::wire::{wire_numbers, Reader, Writer};
+use crate::wire::{wire_layout, wire_numbers};
 use serde::Serialize;
 
 wire_numbers! {
@@ -46,44 +45,12 @@ impl Default for PacketIn {
     }
 }
 
-impl PacketIn {
-    /// Decodes the body.
-    pub fn decode(r: &mut Reader) -> Result<PacketIn, DecodeError> {
-        let buffer_id = r.u32()?;
-        let total_len = r.u16()?;
-        let reason = r.u8()?;
-        let table_id = r.u8()?;
-        let cookie = r.u64()?;
-        let match_ = Match::decode(r)?;
-        r.skip(2)?;
-        Ok(PacketIn {
-            buffer_id,
-            total_len,
-            reason,
-            table_id,
-            cookie,
-            match_,
-            data: r.rest().to_vec(),
-        })
-    }
-
-    /// Encodes the body.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        w.put_u32(self.buffer_id);
-        w.put_u16(self.total_len);
-        w.put_u8(self.reason);
-        w.put_u8(self.table_id);
-        w.put_u64(self.cookie);
-        self.match_.encode(w);
-        w.put_zeros(2);
-        w.put_bytes(&self.data);
-    }
-}
+wire_layout!(PacketIn { buffer_id, total_len, reason, table_id, cookie, match_, pad 2, data: rest });
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::reencodes;
+    use crate::wire::{reencodes, Reader};
 
     #[test]
     fn layout_with_empty_match() {

@@ -167,12 +167,7 @@ impl QueueProperty {
     }
 }
 
-impl PacketQueue {
-    /// Bytes before the properties.
-    pub const FIXED_LEN: usize = 16;
-}
-
-wire_layout!(PacketQueue: record(8, "queue") { queue_id, port, len, pad 6, properties });
+wire_layout!(PacketQueue: record(8, "queue", 16) { queue_id, port, len, pad 6, properties });
 
 wire_layout!(QueueGetConfigReply { port, pad 4, queues });
 
@@ -224,34 +219,17 @@ mod tests {
     #[test]
     fn bad_lengths_are_errors() {
         let bad = OfpError::BadRequest(BadRequestCode::BadLen);
-        let mut body = reply_body();
-        body[17] = 66; // queue longer than the message
-        assert_eq!(
-            QueueGetConfigReply::decode(&mut Reader::new(&body))
-                .unwrap_err()
-                .error,
-            bad
-        );
-        let mut body = reply_body();
-        body[27] = 12; // min_rate length 12
-        let e = QueueGetConfigReply::decode(&mut Reader::new(&body)).unwrap_err();
-        assert_eq!((e.error, e.offset), (bad, 24));
-        let mut body = reply_body();
-        body[27] = 4; // property length below 8
-        assert_eq!(
-            QueueGetConfigReply::decode(&mut Reader::new(&body))
-                .unwrap_err()
-                .error,
-            bad
-        );
-        let mut body = reply_body();
-        body[17] = 15; // queue length below 16
-        assert_eq!(
-            QueueGetConfigReply::decode(&mut Reader::new(&body))
-                .unwrap_err()
-                .error,
-            bad
-        );
+        // The reply with byte `at` set to `v`: its error and offset.
+        let with = |at: usize, v: u8| {
+            let mut body = reply_body();
+            body[at] = v;
+            let e = QueueGetConfigReply::decode(&mut Reader::new(&body)).unwrap_err();
+            (e.error, e.offset)
+        };
+        assert_eq!(with(17, 66).0, bad, "queue longer than the message");
+        assert_eq!(with(27, 12), (bad, 24), "min_rate length 12");
+        assert_eq!(with(27, 4).0, bad, "property length below 8");
+        assert_eq!(with(17, 15).0, bad, "queue length below 16");
     }
 
     #[test]

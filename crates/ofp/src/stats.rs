@@ -22,7 +22,7 @@ pub(crate) fn bad_len(r: &Reader, reason: impl Into<String>) -> DecodeError {
     r.error(OfpError::BadRequest(BadRequestCode::BadLen), reason)
 }
 
-pub(crate) use crate::wire::{decode_all, len_placeholder, patch_len, record};
+pub(crate) use crate::wire::{decode_all, len_placeholder, patch_len};
 
 /// `ofp_flow_stats_request` / `ofp_aggregate_stats_request`: which flows
 /// a FLOW or AGGREGATE request is about.
@@ -71,9 +71,6 @@ pub struct FlowStats {
 }
 
 impl FlowStats {
-    /// Bytes before the match.
-    pub const FIXED_LEN: usize = 48;
-
     /// The FLOW_MOD (ADD) that installs this entry again (counters and
     /// age are not part of it).
     pub fn into_flow_mod(self) -> FlowMod {
@@ -92,7 +89,7 @@ impl FlowStats {
 }
 
 wire_layout! {
-    FlowStats: record(0, "flow stats") {
+    FlowStats: record(0, "flow stats", 48) {
         len, table_id, pad 1, duration_sec, duration_nsec, priority, idle_timeout, hard_timeout,
         flags, pad 4, cookie, packet_count, byte_count, match_, instructions,
     }
@@ -186,13 +183,8 @@ pub struct GroupStats {
     pub bucket_stats: Vec<BucketCounter>,
 }
 
-impl GroupStats {
-    /// Bytes before the bucket counters (each 16 bytes).
-    pub const FIXED_LEN: usize = 40;
-}
-
 wire_layout! {
-    GroupStats: record(0, "group stats") {
+    GroupStats: record(0, "group stats", 40) {
         len, pad 2, group_id, ref_count, pad 4, packet_count, byte_count, duration_sec,
         duration_nsec, bucket_stats,
     }
@@ -208,9 +200,6 @@ pub struct GroupDesc {
 }
 
 impl GroupDesc {
-    /// Bytes before the buckets.
-    pub const FIXED_LEN: usize = 8;
-
     /// The GROUP_MOD (ADD) that installs this group again.
     pub fn into_group_mod(self) -> GroupMod {
         GroupMod {
@@ -222,7 +211,7 @@ impl GroupDesc {
     }
 }
 
-wire_layout!(GroupDesc: record(0, "group desc") { len, group_type, pad 1, group_id, buckets });
+wire_layout!(GroupDesc: record(0, "group desc", 8) { len, group_type, pad 1, group_id, buckets });
 
 /// `ofp_group_features`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -260,13 +249,8 @@ pub struct MeterStats {
     pub band_stats: Vec<MeterBandStats>,
 }
 
-impl MeterStats {
-    /// Bytes before the band counters (each 16 bytes).
-    pub const FIXED_LEN: usize = 40;
-}
-
 wire_layout! {
-    MeterStats: record(4, "meter stats") {
+    MeterStats: record(4, "meter stats", 40) {
         meter_id, len, pad 6, flow_count, packet_in_count, byte_in_count, duration_sec,
         duration_nsec, band_stats,
     }
@@ -282,9 +266,6 @@ pub struct MeterConfig {
 }
 
 impl MeterConfig {
-    /// Bytes before the bands.
-    pub const FIXED_LEN: usize = 8;
-
     /// The METER_MOD (ADD) that installs this meter again.
     pub fn into_meter_mod(self) -> MeterMod {
         MeterMod {
@@ -296,7 +277,7 @@ impl MeterConfig {
     }
 }
 
-wire_layout!(MeterConfig: record(0, "meter config") { len, flags, meter_id, bands });
+wire_layout!(MeterConfig: record(0, "meter config", 8) { len, flags, meter_id, bands });
 
 /// `ofp_meter_features`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]

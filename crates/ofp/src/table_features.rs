@@ -11,9 +11,9 @@
 
 use crate::error::{DecodeError, OfpError, TableFeaturesFailedCode};
 use crate::oxm::OXM_CLASS_EXPERIMENTER;
-use crate::stats::{decode_all, len_placeholder, patch_len, record};
-use crate::wire::{decode_fixed_str, encode_fixed_str, wire_numbers};
+use crate::stats::{decode_all, len_placeholder, patch_len};
 use crate::wire::{round_up_8, Reader, Writer};
+use crate::wire::{wire_layout, wire_numbers};
 use serde::Serialize;
 
 /// `OFP_MAX_TABLE_NAME_LEN`.
@@ -224,6 +224,8 @@ fn encode_oxm_ids(ids: &[OxmId], w: &mut Vec<u8>) {
     }
 }
 
+crate::wire::codec_field!(TableFeatureProp);
+
 impl TableFeatureProp {
     /// The `OFPTFPT_*` number of this property.
     pub fn prop_type(&self) -> u16 {
@@ -406,48 +408,10 @@ impl TableFeatureProp {
     }
 }
 
-impl TableFeatures {
-    /// Bytes before the properties.
-    pub const FIXED_LEN: usize = 64;
-
-    /// Decodes one `ofp_table_features` record and its properties.
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        let mut s = record(r, 0, Self::FIXED_LEN, "table features")?;
-        s.skip(2)?;
-        let table_id = s.u8()?;
-        s.skip(5)?;
-        let name = decode_fixed_str(&mut s, MAX_TABLE_NAME_LEN)?;
-        let metadata_match = s.u64()?;
-        let metadata_write = s.u64()?;
-        let config = s.u32()?;
-        let max_entries = s.u32()?;
-        let properties = decode_all(&mut s, TableFeatureProp::decode)?;
-        Ok(TableFeatures {
-            table_id,
-            name,
-            metadata_match,
-            metadata_write,
-            config,
-            max_entries,
-            properties,
-        })
-    }
-
-    /// Encodes it, computing length fields and writing padding as zeros.
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        let start = w.len();
-        let at = len_placeholder(w);
-        w.put_u8(self.table_id);
-        w.put_zeros(5);
-        encode_fixed_str(&self.name, MAX_TABLE_NAME_LEN, w);
-        w.put_u64(self.metadata_match);
-        w.put_u64(self.metadata_write);
-        w.put_u32(self.config);
-        w.put_u32(self.max_entries);
-        for p in &self.properties {
-            p.encode(w);
-        }
-        patch_len(w, at, start);
+wire_layout! {
+    TableFeatures: record(0, "table features", 64) {
+        len, table_id, pad 5, name: str(MAX_TABLE_NAME_LEN), metadata_match, metadata_write, config,
+        max_entries, properties,
     }
 }
 

@@ -302,12 +302,14 @@ impl<T: Field> FieldList for T {}
 /// `pad N` stands for N bytes of padding (ignored on decode, written as
 /// zeros): `wire_layout!(Role { role, pad 4, generation_id });`
 ///
+/// `name: str(N)` is a NUL-padded string of N bytes ([`decode_fixed_str`]);
+/// `data: rest`, last, is all the bytes that are left, kept opaque.
 /// `Name: LEN = N, { .. }` also states the fixed wire size N as `Name::LEN`
-/// (checked when encoding in debug builds). `Name: record(AT,
-/// "what") { .. }` is a record whose `u16` length, the item `len` AT bytes
+/// (checked when encoding in debug builds). `Name: record(AT, "what",
+/// FIXED) { .. }` is a record whose `u16` length, the item `len` AT bytes
 /// in, counts the whole record: decoding checks it with [`record`] against
-/// `Self::FIXED_LEN` and the bytes left, and reads the fields within it;
-/// encoding writes it once the record is known.
+/// `Name::FIXED_LEN` (FIXED) and the bytes left, and reads the fields
+/// within it; encoding writes it once the record is known.
 macro_rules! wire_layout {
     ($ty:ident { $($item:tt)* }) => {
         impl $ty {
@@ -348,8 +350,11 @@ macro_rules! wire_layout {
 
         $crate::wire::wire_layout!(@field $ty Self::$len);
     };
-    ($ty:ident: record($at:literal, $what:literal) { $($item:tt)* }) => {
+    ($ty:ident: record($at:literal, $what:literal, $fixed:expr) { $($item:tt)* }) => {
         impl $ty {
+            /// Bytes before the part whose length varies.
+            pub const FIXED_LEN: usize = $fixed;
+
             /// Decodes one record, checking its length, then its fields in
             /// wire order.
             pub fn decode(
@@ -386,6 +391,14 @@ macro_rules! wire_layout {
         $r.skip($n)?;
         $crate::wire::wire_layout!(@read $r [$($done)*] $($($rest)*)?)
     }};
+    (@read $r:ident [$($done:ident)*] $f:ident: str($n:expr) $(, $($rest:tt)*)?) => {{
+        let $f = $crate::wire::decode_fixed_str($r, $n)?;
+        $crate::wire::wire_layout!(@read $r [$($done)* $f] $($($rest)*)?)
+    }};
+    (@read $r:ident [$($done:ident)*] $f:ident: rest $(,)?) => {{
+        let $f = $r.rest().to_vec();
+        $crate::wire::wire_layout!(@read $r [$($done)* $f])
+    }};
     (@read $r:ident [$($done:ident)*] len $(, $($rest:tt)*)?) => {{
         $r.skip(2)?;
         $crate::wire::wire_layout!(@read $r [$($done)*] $($($rest)*)?)
@@ -400,6 +413,13 @@ macro_rules! wire_layout {
     (@write $s:ident $w:ident $lat:ident pad $n:literal $(, $($rest:tt)*)?) => {
         $crate::wire::Writer::put_zeros($w, $n);
         $crate::wire::wire_layout!(@write $s $w $lat $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident $lat:ident $f:ident: str($n:expr) $(, $($rest:tt)*)?) => {
+        $crate::wire::encode_fixed_str(&$s.$f, $n, $w);
+        $crate::wire::wire_layout!(@write $s $w $lat $($($rest)*)?)
+    };
+    (@write $s:ident $w:ident $lat:ident $f:ident: rest $(,)?) => {
+        $crate::wire::Writer::put_bytes($w, &$s.$f);
     };
     (@write $s:ident $w:ident $lat:ident len $(, $($rest:tt)*)?) => {
         let $lat = $crate::wire::len_placeholder($w);
