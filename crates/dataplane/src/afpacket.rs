@@ -59,7 +59,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::port::{
-    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst,
+    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit,
+    TxBurst,
 };
 use crate::sys;
 
@@ -497,11 +498,12 @@ impl AfPacketPort {
     }
 }
 
-/// The sending socket of an AF_PACKET port and what it counted.
-struct Sender {
+/// The sending socket of an AF_PACKET port and what it counted; the one
+/// sender of both AF_PACKET backends (this ring and [`crate::rawsock`]).
+pub(crate) struct Sender {
     fd: OwnedFd,
     /// Only the `tx_*` fields are used.
-    counters: PortCounters,
+    pub(crate) counters: PortCounters,
 }
 
 impl Sender {
@@ -510,6 +512,11 @@ impl Sender {
             fd,
             counters: PortCounters::default(),
         }
+    }
+
+    /// A sender on its own TX socket bound to `ifindex`.
+    pub(crate) fn open(ifindex: u32, qdisc_bypass: bool) -> io::Result<Self> {
+        open_tx_socket(ifindex, qdisc_bypass).map(Sender::new)
     }
 
     /// Sends the leading packets of `pkts` (at most [`TX_BATCH`], none a
@@ -547,7 +554,7 @@ impl Sender {
     }
 
     /// Sends from the front of `pkts`; the [`PortBackend::tx_burst`] contract.
-    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+    pub(crate) fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         let mut taken = 0;
         loop {
             while pkts.pkts().first().is_some_and(|p| p.len() < MIN_FRAME) {
@@ -609,37 +616,34 @@ fn open_tx_socket(ifindex: u32, qdisc_bypass: bool) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// A second sender on an AF_PACKET port's interface, made by
-/// [`PortBackend::split_sender`], for a TX thread apart from the RX thread.
-/// It has its own socket and counts only what it sends; it receives nothing.
-pub struct AfPacketSender {
-    name: String,
-    tx: Sender,
-}
-
-impl PortBackend for AfPacketSender {
-    fn name(&self) -> &str {
-        &self.name
+impl Transmit for Sender {
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        Sender::send(self, pkts)
     }
 
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
+    fn link_state(&self, name: &str) -> LinkState {
+        sys::link_state_of(self.fd.as_raw_fd(), name)
     }
 
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        self.tx.send(pkts)
-    }
-
-    fn link_state(&self) -> LinkState {
-        sys::link_state_of(self.tx.fd.as_raw_fd(), &self.name)
-    }
-
-    fn stats(&self) -> PortCounters {
-        self.tx.counters
+    fn counters(&self) -> PortCounters {
+        self.counters
     }
 }
 
-fn bind(fd: &OwnedFd, ifindex: u32, protocol: u16) -> io::Result<()> {
+/// A second sender on the interface of AF_PACKET port `name` (either
+/// backend), made by [`PortBackend::split_sender`]: its own TX socket.
+pub(crate) fn split_sender(
+    name: &str,
+    ifindex: u32,
+    qdisc_bypass: bool,
+) -> io::Result<Option<Box<dyn PortBackend>>> {
+    let tx = Sender::open(ifindex, qdisc_bypass)
+        .map_err(|e| sys::context(e, format!("AF_PACKET port {name:?}: TX socket")))?;
+    Ok(Some(Box::new(SendOnly::new(name, tx))))
+}
+
+/// Binds packet socket `fd` to `ifindex` and `protocol`.
+pub(crate) fn bind(fd: &OwnedFd, ifindex: u32, protocol: u16) -> io::Result<()> {
     let addr = sys::sockaddr_ll(ifindex, protocol);
     // SAFETY: `addr` is a valid sockaddr_ll of the size passed.
     sys::cvt(unsafe {
@@ -735,12 +739,7 @@ impl PortBackend for AfPacketPort {
     }
 
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
-        let fd = open_tx_socket(self.ifindex, self.qdisc_bypass)
-            .map_err(|e| sys::context(e, format!("AF_PACKET port {:?}: TX socket", self.name)))?;
-        Ok(Some(Box::new(AfPacketSender {
-            name: self.name.clone(),
-            tx: Sender::new(fd),
-        })))
+        split_sender(&self.name, self.ifindex, self.qdisc_bypass)
     }
 
     fn link_state(&self) -> LinkState {

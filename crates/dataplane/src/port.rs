@@ -360,6 +360,59 @@ pub trait PortBackend: Send {
     }
 }
 
+/// The sending half of a port, which [`SendOnly`] makes a port of: what a
+/// backend's [`PortBackend::split_sender`] hands out.
+pub trait Transmit: Send {
+    /// The [`PortBackend::tx_burst`] contract.
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize>;
+
+    /// The link state of the port named `name`.
+    fn link_state(&self, name: &str) -> LinkState;
+
+    /// What this half counted (only the `tx_*` fields).
+    fn counters(&self) -> PortCounters;
+}
+
+/// A port that only sends, through a [`Transmit`]: a second sender on a
+/// port, for a TX thread apart from the RX thread. It receives nothing and
+/// counts only what it sends.
+pub struct SendOnly<T> {
+    name: String,
+    tx: T,
+}
+
+impl<T: Transmit> SendOnly<T> {
+    /// A port named `name` sending through `tx`.
+    pub fn new(name: &str, tx: T) -> Self {
+        SendOnly {
+            name: name.to_string(),
+            tx,
+        }
+    }
+}
+
+impl<T: Transmit> PortBackend for SendOnly<T> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
+        Ok(0)
+    }
+
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        self.tx.send(pkts)
+    }
+
+    fn link_state(&self) -> LinkState {
+        self.tx.link_state(&self.name)
+    }
+
+    fn stats(&self) -> PortCounters {
+        self.tx.counters()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,7 @@
 //! A low-latency AF_PACKET port without a ring: `recvmmsg` on RX (into
 //! fixed jumbo-sized receive buffers, then one copy per packet into owned
-//! storage recycled through [`crate::pool`]) and `sendmmsg` on TX.
+//! storage recycled through [`crate::pool`]) and `sendmmsg` on TX, through
+//! the same sender as the ring backend ([`crate::afpacket`]).
 //!
 //! Why next to [`crate::afpacket`]: a TPACKET_V3 ring hands frames over a
 //! block at a time, and at low rates a block is handed over only when its
@@ -27,6 +28,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use crate::afpacket::{self, bind, Sender};
 use crate::port::{LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
 use crate::sys;
 
@@ -36,8 +38,6 @@ const BATCH: usize = 32;
 const HEADROOM: usize = 128;
 /// Largest frame received whole (longer ones are dropped as truncated).
 const MAX_FRAME: usize = 9216 + 18;
-/// Smallest frame sent (an Ethernet header).
-const MIN_FRAME: usize = 14;
 /// `TP_STATUS_VLAN_VALID` / `TP_STATUS_VLAN_TPID_VALID`.
 const VLAN_VALID: u32 = 1 << 4;
 const VLAN_TPID_VALID: u32 = 1 << 6;
@@ -94,30 +94,6 @@ struct TpacketStats {
     tp_drops: u32,
 }
 
-struct Sender {
-    fd: OwnedFd,
-    counters: PortCounters,
-}
-
-fn bind(fd: &OwnedFd, ifindex: u32, protocol: u16) -> io::Result<()> {
-    let addr = sys::sockaddr_ll(ifindex, protocol);
-    // SAFETY: `addr` is a valid sockaddr_ll of the size passed.
-    sys::cvt(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
-}
-
-fn tx_socket(ifindex: u32) -> io::Result<OwnedFd> {
-    let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
-    bind(&fd, ifindex, 0)?;
-    Ok(fd)
-}
-
 impl RawSocketPort {
     /// Opens a port on interface `ifname` (promiscuous) with the default
     /// receive buffer ([`DEFAULT_RCVBUF_BYTES`]).
@@ -170,10 +146,7 @@ impl RawSocketPort {
             name: ifname.to_string(),
             ifindex,
             rx,
-            tx: Sender {
-                fd: tx_socket(ifindex)?,
-                counters: PortCounters::default(),
-            },
+            tx: Sender::open(ifindex, false)?,
             bufs: Vec::new(),
             cmsgs: vec![[0u64; CMSG_SPACE / 8]; BATCH],
             counters: PortCounters::default(),
@@ -215,99 +188,6 @@ impl RawSocketPort {
 fn set_rcvbuf(fd: &OwnedFd, bytes: libc::c_int) {
     if sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes).is_err() {
         let _ = sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &bytes);
-    }
-}
-
-impl Sender {
-    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        let mut taken = 0;
-        while !pkts.is_empty() {
-            // Runts are refused and counted, never sent.
-            let runts = pkts
-                .pkts()
-                .iter()
-                .take_while(|p| p.len() < MIN_FRAME)
-                .count();
-            if runts > 0 {
-                pkts.drain_front(runts);
-                self.counters.tx_drops.runt += runts as u64;
-                taken += runts;
-                continue;
-            }
-            let n = pkts
-                .pkts()
-                .iter()
-                .take(BATCH)
-                .take_while(|p| p.len() >= MIN_FRAME)
-                .count();
-            // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
-            let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
-            // SAFETY: as above.
-            let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-            for (i, p) in pkts.pkts().iter().take(n).enumerate() {
-                iov[i].iov_base = p.data().as_ptr() as *mut libc::c_void;
-                iov[i].iov_len = p.len();
-                msgs[i].msg_hdr.msg_iov = &mut iov[i];
-                msgs[i].msg_hdr.msg_iovlen = 1;
-            }
-            // SAFETY: the first `n` headers point at live iovecs over live
-            // packet bytes; the kernel only reads them.
-            let r = unsafe {
-                libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0)
-            };
-            if r < 0 {
-                let err = io::Error::last_os_error();
-                if sys::would_block(&err) {
-                    return Ok(taken);
-                }
-                // The first packet failed: count it by reason and go on.
-                match err.raw_os_error() {
-                    Some(libc::EMSGSIZE) => self.counters.tx_drops.oversize += 1,
-                    Some(libc::ENOBUFS) => self.counters.tx_drops.queue_full += 1,
-                    Some(libc::ENETDOWN) | Some(libc::ENXIO) => {
-                        self.counters.tx_drops.link_down += 1
-                    }
-                    _ => self.counters.tx_errors += 1,
-                }
-                pkts.drain_front(1);
-                taken += 1;
-                continue;
-            }
-            let sent = r as usize;
-            for p in pkts.drain_front(sent) {
-                self.counters.tx_packets += 1;
-                self.counters.tx_bytes += p.len() as u64;
-            }
-            taken += sent;
-            if sent < n {
-                return Ok(taken);
-            }
-        }
-        Ok(taken)
-    }
-}
-
-/// A send-only handle (see [`PortBackend::split_sender`]).
-struct RawSocketSender {
-    name: String,
-    tx: Sender,
-}
-
-impl PortBackend for RawSocketSender {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn rx_burst(&mut self, _: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        self.tx.send(pkts)
-    }
-    fn link_state(&self) -> LinkState {
-        sys::link_state_of(self.tx.fd.as_raw_fd(), &self.name)
-    }
-    fn stats(&self) -> PortCounters {
-        self.tx.counters
     }
 }
 
@@ -435,13 +315,7 @@ impl PortBackend for RawSocketPort {
     }
 
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
-        Ok(Some(Box::new(RawSocketSender {
-            name: self.name.clone(),
-            tx: Sender {
-                fd: tx_socket(self.ifindex)?,
-                counters: PortCounters::default(),
-            },
-        })))
+        afpacket::split_sender(&self.name, self.ifindex, false)
     }
 }
 

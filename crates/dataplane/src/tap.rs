@@ -18,7 +18,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 use crate::port::{
-    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst, DEFAULT_HEADROOM,
+    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit, TxBurst,
+    DEFAULT_HEADROOM,
 };
 use crate::sys;
 
@@ -137,12 +138,12 @@ impl PortBackend for TapPort {
             .map_err(|e| sys::context(e, ctx("dup")))?;
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)
             .map_err(|e| sys::context(e, ctx("control socket")))?;
-        Ok(Some(Box::new(TapSender {
-            name: self.name.clone(),
+        let tx = TapTx {
             dev,
             ctl,
             counters: PortCounters::default(),
-        })))
+        };
+        Ok(Some(Box::new(SendOnly::new(&self.name, tx))))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -190,33 +191,24 @@ fn send(dev: &mut File, pkts: &mut TxBurst, counters: &mut PortCounters) -> io::
     Ok(taken)
 }
 
-/// A second sender on a TAP port (a duplicate of its descriptor), made by
-/// [`PortBackend::split_sender`]; counts only what it sends, receives nothing.
-pub struct TapSender {
-    name: String,
+/// The sending half of a TAP port's split sender ([`SendOnly`]): a duplicate
+/// of its descriptor and its own control socket.
+struct TapTx {
     dev: File,
     ctl: OwnedFd,
     counters: PortCounters,
 }
 
-impl PortBackend for TapSender {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+impl Transmit for TapTx {
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         send(&mut self.dev, pkts, &mut self.counters)
     }
 
-    fn link_state(&self) -> LinkState {
-        sys::link_state_of(self.ctl.as_raw_fd(), &self.name)
+    fn link_state(&self, name: &str) -> LinkState {
+        sys::link_state_of(self.ctl.as_raw_fd(), name)
     }
 
-    fn stats(&self) -> PortCounters {
+    fn counters(&self) -> PortCounters {
         self.counters
     }
 }

@@ -48,7 +48,8 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::port::{
-    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst, DEFAULT_HEADROOM,
+    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit, TxBurst,
+    DEFAULT_HEADROOM,
 };
 use crate::sys;
 
@@ -614,40 +615,31 @@ impl PortBackend for TunnelPort {
     }
 
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
-        Ok(Some(Box::new(TunnelSender {
-            name: self.name.clone(),
+        let tx = TunnelTx {
             tx: Sender::new(self.tx.cfg)?,
             counters: PortCounters::default(),
-        })))
+        };
+        Ok(Some(Box::new(SendOnly::new(&self.name, tx))))
     }
 }
 
-/// A second sender on a tunnel port (its own raw socket), made by
-/// [`PortBackend::split_sender`]; counts only what it sends.
-pub struct TunnelSender {
-    name: String,
+/// The sending half of a tunnel port's split sender ([`SendOnly`]): its own
+/// raw socket.
+struct TunnelTx {
     tx: Sender,
     counters: PortCounters,
 }
 
-impl PortBackend for TunnelSender {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+impl Transmit for TunnelTx {
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         self.tx.send(pkts, &mut self.counters)
     }
 
-    fn link_state(&self) -> LinkState {
+    fn link_state(&self, _name: &str) -> LinkState {
         LinkState::Up
     }
 
-    fn stats(&self) -> PortCounters {
+    fn counters(&self) -> PortCounters {
         self.counters
     }
 }
