@@ -785,7 +785,7 @@ struct TpacketStatsV3 {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use crate::testnet::{in_veth_ns, test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
     use std::time::{Duration, Instant};
 
     /// Polls `port` until `count` test frames arrived or `timeout` passed;
@@ -817,11 +817,7 @@ mod tests {
 
     #[test]
     fn bad_geometry_is_rejected_as_root() {
-        let Some(ns) = NetNs::for_test("afp-geom") else {
-            return;
-        };
-        ns.veth("ga", "gb");
-        ns.run(|| {
+        in_veth_ns("afp-geom", "ga", "gb", || {
             let cfg = AfPacketConfig {
                 block_size: 1000,
                 ..AfPacketConfig::default()
@@ -836,11 +832,7 @@ mod tests {
 
     #[test]
     fn port_sends_to_peer_as_root() {
-        let Some(ns) = NetNs::for_test("afp-tx") else {
-            return;
-        };
-        ns.veth("txa", "txb");
-        ns.run(|| {
+        in_veth_ns("afp-tx", "txa", "txb", || {
             let mut port = AfPacketPort::open("txa").unwrap();
             assert_eq!(port.link_state(), LinkState::Up);
             let peer = RawSocket::bind("txb");
@@ -880,11 +872,7 @@ mod tests {
 
     #[test]
     fn port_receives_from_peer_zero_copy_as_root() {
-        let Some(ns) = NetNs::for_test("afp-rx") else {
-            return;
-        };
-        ns.veth("rxa", "rxb");
-        ns.run(|| {
+        in_veth_ns("afp-rx", "rxa", "rxb", || {
             let mut port = AfPacketPort::open("rxa").unwrap();
             let peer = RawSocket::bind("rxb");
             for seq in 0..200u32 {
@@ -911,11 +899,7 @@ mod tests {
 
     #[test]
     fn frames_older_than_the_bound_are_dropped_by_name_as_root() {
-        let Some(ns) = NetNs::for_test("afp-age") else {
-            return;
-        };
-        ns.veth("aga", "agb");
-        ns.run(|| {
+        in_veth_ns("afp-age", "aga", "agb", || {
             let mut port = AfPacketPort::open("aga").unwrap();
             let peer = RawSocket::bind("agb");
             // Fresh frames go through under the bound.
@@ -971,11 +955,7 @@ mod tests {
 
     #[test]
     fn lent_frames_hold_blocks_until_dropped_as_root() {
-        let Some(ns) = NetNs::for_test("afp-hold") else {
-            return;
-        };
-        ns.veth("ha", "hb");
-        ns.run(|| {
+        in_veth_ns("afp-hold", "ha", "hb", || {
             // A tiny ring: 2 blocks of one page, so held frames starve it.
             let cfg = AfPacketConfig {
                 block_size: 4096,
@@ -1023,11 +1003,7 @@ mod tests {
 
     #[test]
     fn frames_cross_threads_and_outlive_the_port_as_root() {
-        let Some(ns) = NetNs::for_test("afp-xthr") else {
-            return;
-        };
-        ns.veth("xa", "xb");
-        ns.run(|| {
+        in_veth_ns("afp-xthr", "xa", "xb", || {
             let mut port = AfPacketPort::open("xa").unwrap();
             let peer = RawSocket::bind("xb");
             for seq in 0..10 {
@@ -1052,11 +1028,7 @@ mod tests {
 
     #[test]
     fn split_sender_sends_while_port_receives_as_root() {
-        let Some(ns) = NetNs::for_test("afp-split") else {
-            return;
-        };
-        ns.veth("spa", "spb");
-        ns.run(|| {
+        in_veth_ns("afp-split", "spa", "spb", || {
             let mut port = AfPacketPort::open("spa").unwrap();
             let mut sender = port.split_sender().unwrap().expect("AF_PACKET can split");
             let peer = RawSocket::bind("spb");

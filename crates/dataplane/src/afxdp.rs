@@ -839,7 +839,7 @@ impl PortBackend for AfXdpPort {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use crate::testnet::{in_single_queue_veth_ns, test_frame, RawSocket, TEST_ETHERTYPE};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -877,11 +877,7 @@ mod tests {
 
     #[test]
     fn xdp_port_exchanges_frames_with_veth_peer_as_root() {
-        let Some(ns) = NetNs::for_test("xdp") else {
-            return;
-        };
-        ns.veth_single_queue("xda", "xdb");
-        ns.run(|| {
+        in_single_queue_veth_ns("xdp", "xda", "xdb", || {
             let cfg = AfXdpConfig {
                 frame_count: 64,
                 ..AfXdpConfig::default()
@@ -969,11 +965,7 @@ mod tests {
 
     #[test]
     fn xdp_frames_outlive_the_port_on_another_thread_as_root() {
-        let Some(ns) = NetNs::for_test("xdp-xthr") else {
-            return;
-        };
-        ns.veth_single_queue("xoa", "xob");
-        ns.run(|| {
+        in_single_queue_veth_ns("xdp-xthr", "xoa", "xob", || {
             let mut port = AfXdpPort::open("xoa").unwrap();
             let peer = RawSocket::bind("xob");
             for seq in 0..5 {
@@ -996,11 +988,7 @@ mod tests {
 
     #[test]
     fn held_frames_starve_the_fill_ring_and_drops_are_counted_as_root() {
-        let Some(ns) = NetNs::for_test("xdp-hold") else {
-            return;
-        };
-        ns.veth_single_queue("xha", "xhb");
-        ns.run(|| {
+        in_single_queue_veth_ns("xdp-hold", "xha", "xhb", || {
             let cfg = AfXdpConfig {
                 frame_count: 16, // 8 RX frames
                 ..AfXdpConfig::default()

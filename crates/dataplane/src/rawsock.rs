@@ -346,7 +346,7 @@ fn aux_of(h: &libc::msghdr) -> Option<AuxData> {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{is_root, test_frame, NetNs, RawSocket};
+    use crate::testnet::{in_veth_ns, is_root, test_frame, RawSocket};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -355,11 +355,7 @@ mod tests {
             eprintln!("skipping: needs root");
             return;
         }
-        let Some(ns) = NetNs::for_test("rawsock") else {
-            return;
-        };
-        ns.veth("rsa", "rsb");
-        ns.run(|| {
+        in_veth_ns("rawsock", "rsa", "rsb", || {
             let mut a = RawSocketPort::open("rsa").unwrap();
             let mut b = RawSocketPort::open("rsb").unwrap();
             let mut tagged = test_frame(1, 5, 64);
@@ -401,11 +397,7 @@ mod tests {
             eprintln!("skipping: needs root");
             return;
         }
-        let Some(ns) = NetNs::for_test("rawsock-drop") else {
-            return;
-        };
-        ns.veth("rda", "rdb");
-        ns.run(|| {
+        in_veth_ns("rawsock-drop", "rda", "rdb", || {
             let mut port = RawSocketPort::open("rdb").unwrap();
             let peer = RawSocket::bind("rda");
             // Far more than the receive buffer holds, none of it read.
@@ -446,11 +438,7 @@ mod tests {
             eprintln!("skipping: needs root");
             return;
         }
-        let Some(ns) = NetNs::for_test("rawsock-bound") else {
-            return;
-        };
-        ns.veth("rba", "rbb");
-        ns.run(|| {
+        in_veth_ns("rawsock-bound", "rba", "rbb", || {
             let mut port = RawSocketPort::open("rbb").unwrap();
             let bound = crate::delay::RxBound {
                 packets: 100,

@@ -115,6 +115,24 @@ impl NetNs {
     }
 }
 
+/// As root, runs `f` (as [`NetNs::run`]) in a fresh namespace for `test`
+/// holding the veth pair `a`/`b`; does nothing otherwise, as
+/// [`NetNs::for_test`].
+pub fn in_veth_ns(test: &str, a: &str, b: &str, f: impl FnOnce() + Send) {
+    if let Some(ns) = NetNs::for_test(test) {
+        ns.veth(a, b);
+        ns.run(f);
+    }
+}
+
+/// As [`in_veth_ns`], with the pair made by [`NetNs::veth_single_queue`].
+pub fn in_single_queue_veth_ns(test: &str, a: &str, b: &str, f: impl FnOnce() + Send) {
+    if let Some(ns) = NetNs::for_test(test) {
+        ns.veth_single_queue(a, b);
+        ns.run(f);
+    }
+}
+
 impl Drop for NetNs {
     fn drop(&mut self) {
         // Deleting the namespace destroys every link in it.
