@@ -785,28 +785,13 @@ struct TpacketStatsV3 {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{in_veth_ns, test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use crate::testnet::{
+        in_veth_ns, is_test_frame, rx_test_frames, test_frame, NetNs, RawSocket, TEST_ETHERTYPE,
+    };
     use std::time::{Duration, Instant};
 
     /// Polls `port` until `count` test frames arrived or `timeout` passed;
     /// other frames are dropped.
-    fn rx_test_frames(port: &mut AfPacketPort, count: usize, timeout: Duration) -> Vec<PacketBuf> {
-        let deadline = Instant::now() + timeout;
-        let mut got = Vec::new();
-        let mut b = Burst::new();
-        while got.len() < count && Instant::now() < deadline {
-            if port.rx_burst(&mut b).unwrap() == 0 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            for p in b.drain() {
-                if p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]) {
-                    got.push(p);
-                }
-            }
-        }
-        got
-    }
-
     #[test]
     fn missing_interface_is_a_clear_error() {
         // Needs no root: the name lookup fails before any socket is opened.
@@ -938,7 +923,7 @@ mod tests {
                 // (Frames the host itself sends on the link may arrive fresh.)
                 lent += burst
                     .iter()
-                    .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]))
+                    .filter(|p| is_test_frame(p.data()))
                     .filter(|p| {
                         p.data()
                             .get(14..18)
@@ -1127,7 +1112,7 @@ mod tests {
                 b.pkts_mut().iter_mut().for_each(|p| p.data_mut()[11] = 6); // rewrite src MAC in place
                 let mut keep = Burst::new();
                 for p in b.drain() {
-                    if p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]) {
+                    if is_test_frame(p.data()) {
                         let _ = keep.push(p);
                     }
                 }

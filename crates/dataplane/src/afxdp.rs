@@ -839,7 +839,9 @@ impl PortBackend for AfXdpPort {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{in_single_queue_veth_ns, test_frame, RawSocket, TEST_ETHERTYPE};
+    use crate::testnet::{
+        in_single_queue_veth_ns, rx_test_frames, test_frame, RawSocket, TEST_ETHERTYPE,
+    };
     use std::time::{Duration, Instant};
 
     #[test]
@@ -857,22 +859,6 @@ mod tests {
         let err = AfXdpPort::open("nosuch-xdp0").err().expect("must fail");
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(err.to_string().contains("nosuch-xdp0"), "{err}");
-    }
-
-    fn rx_test_frames(port: &mut AfXdpPort, count: usize, timeout: Duration) -> Vec<PacketBuf> {
-        let deadline = Instant::now() + timeout;
-        let mut got = Vec::new();
-        let mut b = Burst::new();
-        while got.len() < count && Instant::now() < deadline {
-            if port.rx_burst(&mut b).unwrap() == 0 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            got.extend(
-                b.drain()
-                    .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..])),
-            );
-        }
-        got
     }
 
     #[test]

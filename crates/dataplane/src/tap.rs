@@ -217,7 +217,7 @@ impl Transmit for TapTx {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use crate::testnet::{is_test_frame, test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -260,7 +260,7 @@ mod tests {
                 }
                 frames.extend(
                     b.drain()
-                        .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]))
+                        .filter(|p| is_test_frame(p.data()))
                         .map(|p| p.data().to_vec()),
                 );
             }
