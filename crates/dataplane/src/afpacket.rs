@@ -575,8 +575,7 @@ impl Sender {
                 Ok(0) => break,
                 Ok(sent) => {
                     for p in pkts.drain_front(sent) {
-                        self.counters.tx_packets += 1;
-                        self.counters.tx_bytes += p.len() as u64;
+                        self.counters.count_tx(p.len());
                     }
                     taken += sent;
                 }

@@ -782,8 +782,7 @@ impl PortBackend for AfXdpPort {
                 let idx = self.tx.cached_prod.wrapping_add(queued);
                 self.tx.write_desc(idx, addr, data.len() as u32);
                 queued += 1;
-                self.counters.tx_packets += 1;
-                self.counters.tx_bytes += data.len() as u64;
+                self.counters.count_tx(data.len());
             }
             pkts.drain_front(1);
             taken += 1;

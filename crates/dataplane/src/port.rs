@@ -255,6 +255,23 @@ impl PortCounters {
         d.oversize + d.link_down + d.queue_full + d.runt
     }
 
+    /// Counts one packet of `len` bytes as sent.
+    #[inline]
+    pub fn count_tx(&mut self, len: usize) {
+        self.tx_packets += 1;
+        self.tx_bytes += len as u64;
+    }
+
+    /// Takes every packet of `pkts`, counting each as sent: the
+    /// [`PortBackend::tx_burst`] of a port with nowhere to send.
+    pub fn discard_as_sent(&mut self, pkts: &mut TxBurst) -> usize {
+        let n = pkts.len();
+        for p in pkts.drain() {
+            self.count_tx(p.len());
+        }
+        n
+    }
+
     /// Field-by-field sum, e.g. a port and its split sender, or several
     /// queues of one port.
     pub fn merged(&self, other: &PortCounters) -> PortCounters {

@@ -173,8 +173,7 @@ fn send(dev: &mut File, pkts: &mut TxBurst, counters: &mut PortCounters) -> io::
         } else {
             match dev.write(p.data()) {
                 Ok(_) => {
-                    counters.tx_packets += 1;
-                    counters.tx_bytes += p.len() as u64;
+                    counters.count_tx(p.len());
                 }
                 Err(e) if sys::would_block(&e) => break,
                 Err(e) => match e.raw_os_error() {

@@ -456,8 +456,7 @@ impl Sender {
                 self.scratch[hl..hl + inner.len()].copy_from_slice(inner);
                 match send_to(&self.fd, &self.scratch[..hl + inner.len()], self.cfg.remote) {
                     Ok(()) => {
-                        counters.tx_packets += 1;
-                        counters.tx_bytes += inner.len() as u64;
+                        counters.count_tx(inner.len());
                     }
                     Err(e) if sys::would_block(&e) => break,
                     Err(e) => match e.raw_os_error() {
