@@ -346,7 +346,7 @@ fn aux_of(h: &libc::msghdr) -> Option<AuxData> {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{in_veth_ns, test_frame, RawSocket};
+    use crate::testnet::{in_veth_ns, is_test_frame, test_frame, RawSocket};
     use std::time::{Duration, Instant};
 
     #[test]
@@ -387,6 +387,23 @@ mod tests {
         });
     }
 
+    /// Sends `sent` test frames from `peer` without reading, then reads
+    /// `port` until it is empty; returns how many test frames it read.
+    fn send_then_read_all(peer: &RawSocket, port: &mut RawSocketPort, sent: u64) -> u64 {
+        for seq in 0..sent {
+            peer.send(&test_frame(3, seq as u32, 64));
+        }
+        let mut received = 0u64;
+        let mut rx = Burst::with_limit(64);
+        loop {
+            rx.clear();
+            if port.rx_burst(&mut rx).unwrap() == 0 {
+                return received;
+            }
+            received += rx.iter().filter(|p| is_test_frame(p.data())).count() as u64;
+        }
+    }
+
     #[test]
     fn frames_lost_in_a_full_receive_queue_are_counted_as_root() {
         in_veth_ns("rawsock-drop", "rda", "rdb", || {
@@ -394,22 +411,7 @@ mod tests {
             let peer = RawSocket::bind("rda");
             // Far more than the receive buffer holds, none of it read.
             let sent = 60_000u64;
-            for seq in 0..sent {
-                peer.send(&test_frame(3, seq as u32, 64));
-            }
-            let mut received = 0u64;
-            let mut rx = Burst::with_limit(64);
-            loop {
-                rx.clear();
-                let n = port.rx_burst(&mut rx).unwrap();
-                if n == 0 {
-                    break;
-                }
-                received += rx
-                    .iter()
-                    .filter(|p| matches!(p.data().get(12..14), Some([0x88, 0xb5])))
-                    .count() as u64;
-            }
+            let received = send_then_read_all(&peer, &mut port, sent);
             let dropped = port.stats().rx_drops.ring_full;
             assert!(
                 dropped > 0,
@@ -446,21 +448,7 @@ mod tests {
             );
             let peer = RawSocket::bind("rba");
             let sent = 2_000u64;
-            for seq in 0..sent {
-                peer.send(&test_frame(3, seq as u32, 64));
-            }
-            let mut received = 0u64;
-            let mut rx = Burst::with_limit(64);
-            loop {
-                rx.clear();
-                if port.rx_burst(&mut rx).unwrap() == 0 {
-                    break;
-                }
-                received += rx
-                    .iter()
-                    .filter(|p| matches!(p.data().get(12..14), Some([0x88, 0xb5])))
-                    .count() as u64;
-            }
+            let received = send_then_read_all(&peer, &mut port, sent);
             let d = port.stats().rx_drops;
             // About the bound's worth was kept (the kernel charges each
             // small frame about KERNEL_BYTES_PER_PACKET), the rest dropped

@@ -416,16 +416,8 @@ impl Drop for Tap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::pcapng::tests::frame;
     use crate::capture::read;
-
-    fn frame(n: usize, fill: u8, direction: Direction, ts_ns: u64) -> Frame {
-        Frame {
-            ts_ns,
-            direction,
-            orig_len: n as u32,
-            bytes: vec![fill; n],
-        }
-    }
 
     #[test]
     fn the_limit_ends_the_capture_and_the_writer() {

@@ -484,11 +484,12 @@ impl<W: Write> PcapngWriter<W> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::capture::{read, Direction};
 
-    fn frame(n: usize, fill: u8, direction: Direction, ts_ns: u64) -> Frame {
+    /// A frame of `n` bytes of `fill` (also used by the live tap's tests).
+    pub(crate) fn frame(n: usize, fill: u8, direction: Direction, ts_ns: u64) -> Frame {
         Frame {
             ts_ns,
             direction,
