@@ -187,33 +187,21 @@ impl RxRing {
     /// the block.
     /// The block's `ts_last_pkt` in ns (0 if unreadable).
     fn newest_ns(&self, blk: usize) -> u64 {
-        u64::from(self.read_u32(blk, block::TS_LAST_SEC).unwrap_or(0)) * 1_000_000_000
-            + u64::from(self.read_u32(blk, block::TS_LAST_NSEC).unwrap_or(0))
+        u64::from(self.read::<u32>(blk, block::TS_LAST_SEC).unwrap_or(0)) * 1_000_000_000
+            + u64::from(self.read::<u32>(blk, block::TS_LAST_NSEC).unwrap_or(0))
     }
 
-    fn read_u32(&self, blk: usize, off: usize) -> Option<u32> {
-        if off.checked_add(4)? > self.block_size {
+    /// A `T` (`u16` or `u32`) at `off` in block `blk`, if in bounds.
+    fn read<T: Copy>(&self, blk: usize, off: usize) -> Option<T> {
+        if off.checked_add(std::mem::size_of::<T>())? > self.block_size {
             return None;
         }
         // SAFETY: in bounds of block `blk` (checked above); the block is owned
         // by user space (status USER, observed with Acquire) so the kernel is
-        // not writing it; unaligned read because kernel data is not trusted.
+        // not writing it; unaligned read because kernel data is not trusted;
+        // `T` is one of the plain integers the callers name.
         Some(unsafe {
-            std::ptr::read_unaligned(
-                self.base.as_ptr().add(blk * self.block_size + off) as *const u32
-            )
-        })
-    }
-
-    fn read_u16(&self, blk: usize, off: usize) -> Option<u16> {
-        if off.checked_add(2)? > self.block_size {
-            return None;
-        }
-        // SAFETY: as in `read_u32`.
-        Some(unsafe {
-            std::ptr::read_unaligned(
-                self.base.as_ptr().add(blk * self.block_size + off) as *const u16
-            )
+            std::ptr::read_unaligned(self.base.as_ptr().add(blk * self.block_size + off) as *const T)
         })
     }
 }
@@ -351,13 +339,7 @@ impl AfPacketPort {
             .map_err(|e| sys::context(e, "PACKET_VERSION TPACKET_V3"))?;
         sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_RESERVE, &cfg.reserve)
             .map_err(|e| sys::context(e, "PACKET_RESERVE"))?;
-        sys::setsockopt(
-            &fd,
-            libc::SOL_PACKET,
-            libc::PACKET_IGNORE_OUTGOING,
-            &(1 as libc::c_int),
-        )
-        .map_err(|e| sys::context(e, "PACKET_IGNORE_OUTGOING"))?;
+        set_flag(&fd, libc::PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING")?;
         let req = libc::tpacket_req3 {
             tp_block_size: cfg.block_size as u32,
             tp_block_nr: cfg.block_count as u32,
@@ -416,17 +398,7 @@ impl AfPacketPort {
             fd,
         };
         if cfg.promiscuous {
-            // SAFETY: packet_mreq is plain data; all-zero is valid.
-            let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-            mreq.mr_ifindex = ifindex as libc::c_int;
-            mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-            sys::setsockopt(
-                &ring.fd,
-                libc::SOL_PACKET,
-                libc::PACKET_ADD_MEMBERSHIP,
-                &mreq,
-            )
-            .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))?;
+            set_promiscuous(&ring.fd, ifname, ifindex)?;
         }
         bind(&ring.fd, ifindex, libc::ETH_P_ALL as u16)?;
         Ok(ring)
@@ -441,12 +413,12 @@ impl AfPacketPort {
         if off < block::HDR_LEN || off.checked_add(frame::MIN_HDR)? > ring.block_size {
             return None;
         }
-        let next = ring.read_u32(blk, off + frame::NEXT_OFFSET)? as usize;
-        let sec = ring.read_u32(blk, off + frame::SEC)?;
-        let nsec = ring.read_u32(blk, off + frame::NSEC)?;
-        let snaplen = ring.read_u32(blk, off + frame::SNAPLEN)? as usize;
-        let wire_len = ring.read_u32(blk, off + frame::LEN)?;
-        let mac = usize::from(ring.read_u16(blk, off + frame::MAC)?);
+        let next = ring.read::<u32>(blk, off + frame::NEXT_OFFSET)? as usize;
+        let sec = ring.read::<u32>(blk, off + frame::SEC)?;
+        let nsec = ring.read::<u32>(blk, off + frame::NSEC)?;
+        let snaplen = ring.read::<u32>(blk, off + frame::SNAPLEN)? as usize;
+        let wire_len = ring.read::<u32>(blk, off + frame::LEN)?;
+        let mac = usize::from(ring.read::<u16>(blk, off + frame::MAC)?);
         let last = self.reader.pkts_left <= 1;
         let region_end = if last {
             ring.block_size
@@ -484,10 +456,10 @@ impl AfPacketPort {
         // The kernel strips an outer VLAN tag into the frame header before
         // packet sockets see the frame; put it back so the switch sees the
         // frame as it was on the wire.
-        let status = ring.read_u32(blk, off + frame::STATUS).unwrap_or(0);
+        let status = ring.read::<u32>(blk, off + frame::STATUS).unwrap_or(0);
         if status & frame::STATUS_VLAN_VALID != 0 {
-            let tci = ring.read_u32(blk, off + frame::VLAN_TCI).unwrap_or(0) as u16;
-            let tpid = match ring.read_u16(blk, off + frame::VLAN_TPID) {
+            let tci = ring.read::<u32>(blk, off + frame::VLAN_TCI).unwrap_or(0) as u16;
+            let tpid = match ring.read::<u16>(blk, off + frame::VLAN_TPID) {
                 Some(t) if status & frame::STATUS_VLAN_TPID_VALID != 0 && t != 0 => t,
                 _ => 0x8100,
             };
@@ -604,12 +576,7 @@ fn open_tx_socket(ifindex: u32, qdisc_bypass: bool) -> io::Result<OwnedFd> {
     let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
     if qdisc_bypass {
         // Older kernels lack it; sending through the qdisc still works.
-        let _ = sys::setsockopt(
-            &fd,
-            libc::SOL_PACKET,
-            libc::PACKET_QDISC_BYPASS,
-            &(1 as libc::c_int),
-        );
+        let _ = set_flag(&fd, libc::PACKET_QDISC_BYPASS, "PACKET_QDISC_BYPASS");
     }
     bind(&fd, ifindex, 0)?;
     Ok(fd)
@@ -639,6 +606,24 @@ pub(crate) fn split_sender(
     let tx = Sender::open(ifindex, qdisc_bypass)
         .map_err(|e| sys::context(e, format!("AF_PACKET port {name:?}: TX socket")))?;
     Ok(Some(Box::new(SendOnly::new(name, tx))))
+}
+
+/// Turns on the `SOL_PACKET` option `opt` (named `what` in an error) of
+/// packet socket `fd`.
+pub(crate) fn set_flag(fd: &OwnedFd, opt: libc::c_int, what: &str) -> io::Result<()> {
+    sys::setsockopt(fd, libc::SOL_PACKET, opt, &(1 as libc::c_int))
+        .map_err(|e| sys::context(e, what))
+}
+
+/// Makes packet socket `fd` see every frame on interface `ifname`
+/// (`ifindex`), not only those addressed to it.
+pub(crate) fn set_promiscuous(fd: &OwnedFd, ifname: &str, ifindex: u32) -> io::Result<()> {
+    // SAFETY: packet_mreq is plain data; all-zero is valid.
+    let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mreq.mr_ifindex = ifindex as libc::c_int;
+    mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+    sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+        .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))
 }
 
 /// Binds packet socket `fd` to `ifindex` and `protocol`.
@@ -687,8 +672,8 @@ impl PortBackend for AfPacketPort {
                 if self.ring.status(blk).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
                     break; // the kernel is still filling it
                 }
-                let num = self.ring.read_u32(blk, block::NUM_PKTS).unwrap_or(0);
-                let first = self.ring.read_u32(blk, block::FIRST_PKT).unwrap_or(0) as usize;
+                let num = self.ring.read::<u32>(blk, block::NUM_PKTS).unwrap_or(0);
+                let first = self.ring.read::<u32>(blk, block::FIRST_PKT).unwrap_or(0) as usize;
                 lent.store(true, Ordering::Relaxed);
                 holds.store(1, Ordering::Relaxed);
                 if self.ring.newest_ns(blk) < cutoff_ns {

@@ -28,7 +28,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::afpacket::{self, bind, Sender};
+use crate::afpacket::{self, bind, set_flag, set_promiscuous, Sender};
 use crate::port::{LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
 use crate::sys;
 
@@ -120,26 +120,9 @@ impl RawSocketPort {
             })?;
         let ifindex = sys::if_index(ifname)?;
         let rx = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
-        sys::setsockopt(
-            &rx,
-            libc::SOL_PACKET,
-            libc::PACKET_IGNORE_OUTGOING,
-            &(1 as libc::c_int),
-        )
-        .map_err(|e| sys::context(e, "PACKET_IGNORE_OUTGOING"))?;
-        sys::setsockopt(
-            &rx,
-            libc::SOL_PACKET,
-            libc::PACKET_AUXDATA,
-            &(1 as libc::c_int),
-        )
-        .map_err(|e| sys::context(e, "PACKET_AUXDATA"))?;
-        // SAFETY: packet_mreq is plain data; all-zero is valid.
-        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mreq.mr_ifindex = ifindex as libc::c_int;
-        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-        sys::setsockopt(&rx, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
-            .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))?;
+        set_flag(&rx, libc::PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING")?;
+        set_flag(&rx, libc::PACKET_AUXDATA, "PACKET_AUXDATA")?;
+        set_promiscuous(&rx, ifname, ifindex)?;
         set_rcvbuf(&rx, rcvbuf);
         bind(&rx, ifindex, libc::ETH_P_ALL as u16)?;
         Ok(RawSocketPort {
