@@ -774,8 +774,6 @@ mod tests {
     };
     use std::time::{Duration, Instant};
 
-    /// Polls `port` until `count` test frames arrived or `timeout` passed;
-    /// other frames are dropped.
     #[test]
     fn missing_interface_is_a_clear_error() {
         // Needs no root: the name lookup fails before any socket is opened.

@@ -209,10 +209,6 @@ impl PortBackend for MemorySink {
         &self.name
     }
 
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         let n = pkts.len();
         let mut bytes = 0u64;

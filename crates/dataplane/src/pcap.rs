@@ -219,10 +219,6 @@ impl PortBackend for PcapCapture {
         &self.name
     }
 
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)

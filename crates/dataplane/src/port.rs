@@ -312,8 +312,12 @@ pub trait PortBackend: Send {
     fn name(&self) -> &str;
 
     /// Appends up to `out.room()` received packets to `out` and returns how
-    /// many it appended.
-    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize>;
+    /// many it appended. The default receives nothing: a port that only
+    /// sends (a sink, a capture file, a split sender) leaves it out.
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        let _ = out;
+        Ok(0)
+    }
 
     /// Sends packets from the front of `pkts`. Every packet the port took —
     /// sent, or dropped and counted in `tx_drops`/`tx_errors` — is removed
@@ -411,10 +415,6 @@ impl<T: Transmit> SendOnly<T> {
 impl<T: Transmit> PortBackend for SendOnly<T> {
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
     }
 
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
