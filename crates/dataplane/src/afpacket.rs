@@ -774,6 +774,17 @@ mod tests {
     };
     use std::time::{Duration, Instant};
 
+    /// A port on `ifname` with a ring of `blocks` one-page blocks.
+    fn open_one_page_blocks(ifname: &str, blocks: usize) -> AfPacketPort {
+        let cfg = AfPacketConfig {
+            block_size: 4096,
+            block_count: blocks,
+            frame_size: 2048,
+            ..AfPacketConfig::default()
+        };
+        AfPacketPort::open_with(ifname, &cfg).unwrap()
+    }
+
     #[test]
     fn missing_interface_is_a_clear_error() {
         // Needs no root: the name lookup fails before any socket is opened.
@@ -924,13 +935,7 @@ mod tests {
     fn lent_frames_hold_blocks_until_dropped_as_root() {
         in_veth_ns("afp-hold", "ha", "hb", || {
             // A tiny ring: 2 blocks of one page, so held frames starve it.
-            let cfg = AfPacketConfig {
-                block_size: 4096,
-                block_count: 2,
-                frame_size: 2048,
-                ..AfPacketConfig::default()
-            };
-            let mut port = AfPacketPort::open_with("ha", &cfg).unwrap();
+            let mut port = open_one_page_blocks("ha", 2);
             let peer = RawSocket::bind("hb");
             let mut held = Vec::new();
             let mut seq = 0u32;
@@ -1041,13 +1046,7 @@ mod tests {
         ns.exec(&["ip", "link", "set", "ovb", "mtu", "9000"]);
         ns.run(|| {
             // One-page blocks: a 6000-byte frame cannot fit and arrives truncated.
-            let cfg = AfPacketConfig {
-                block_size: 4096,
-                block_count: 4,
-                frame_size: 2048,
-                ..AfPacketConfig::default()
-            };
-            let mut port = AfPacketPort::open_with("ova", &cfg).unwrap();
+            let mut port = open_one_page_blocks("ova", 4);
             let peer = RawSocket::bind("ovb");
             peer.send(&test_frame(14, 1, 6000));
             peer.send(&test_frame(14, 2, 100));

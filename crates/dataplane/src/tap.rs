@@ -216,8 +216,8 @@ impl Transmit for TapTx {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{is_test_frame, test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
-    use std::time::{Duration, Instant};
+    use crate::testnet::{rx_test_frames, test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use std::time::Duration;
 
     #[test]
     fn bad_name_is_rejected() {
@@ -251,20 +251,9 @@ mod tests {
             for seq in 0..10 {
                 host.send(&test_frame(8, seq, 90));
             }
-            let mut frames = Vec::new();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while frames.len() < 10 && Instant::now() < deadline {
-                if tap.rx_burst(&mut b).unwrap() == 0 {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                frames.extend(
-                    b.drain()
-                        .filter(|p| is_test_frame(p.data()))
-                        .map(|p| p.data().to_vec()),
-                );
-            }
+            let frames = rx_test_frames(&mut tap, 10, Duration::from_secs(5));
             assert_eq!(
-                frames,
+                frames.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>(),
                 (0..10).map(|s| test_frame(8, s, 90)).collect::<Vec<_>>()
             );
             let c = tap.stats();

@@ -739,8 +739,8 @@ mod tests {
     #[test]
     fn ports_exchange_frames_over_loopback_as_root() {
         use crate::port::Burst;
-        use crate::testnet::{test_frame, NetNs};
-        use std::time::{Duration, Instant};
+        use crate::testnet::{rx_test_frames, test_frame, NetNs};
+        use std::time::Duration;
         let Some(ns) = NetNs::for_test("tunnel") else {
             return;
         };
@@ -770,17 +770,13 @@ mod tests {
                     .push(PacketBuf::from_slice(&test_frame(1, 5, 100)))
                     .unwrap();
                 assert_eq!(sender.tx_burst(&mut burst).unwrap(), 1);
-                let mut got = Vec::new();
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while got.len() < 6 && Instant::now() < deadline {
-                    if b.rx_burst(&mut burst).unwrap() == 0 {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    got.extend(burst.drain().map(|p| {
+                let got: Vec<Vec<u8>> = rx_test_frames(&mut b, 6, Duration::from_secs(10))
+                    .iter()
+                    .map(|p| {
                         assert_eq!(p.meta.tunnel_id, Some(7), "{kind:?}");
                         p.data().to_vec()
-                    }));
-                }
+                    })
+                    .collect();
                 let want: Vec<Vec<u8>> = (0..6).map(|s| test_frame(1, s, 100)).collect();
                 assert_eq!(got, want, "{kind:?}");
                 assert_eq!(a.stats().tx_packets + sender.stats().tx_packets, 6);
@@ -807,14 +803,10 @@ mod tests {
                     burst.push(p).unwrap();
                 }
                 assert_eq!(a.tx_burst(&mut burst).unwrap(), 3);
-                let mut got = Vec::new();
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while got.len() < 3 && Instant::now() < deadline {
-                    if b.rx_burst(&mut burst).unwrap() == 0 {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    got.extend(burst.drain().map(|p| (p.data().to_vec(), p.meta.tunnel_id)));
-                }
+                let got: Vec<_> = rx_test_frames(&mut b, 3, Duration::from_secs(10))
+                    .iter()
+                    .map(|p| (p.data().to_vec(), p.meta.tunnel_id))
+                    .collect();
                 let want: Vec<_> = [(0, 42), (1, 43), (2, 0)]
                     .into_iter()
                     .map(|(s, id)| (test_frame(1, s, 100), Some(id)))
