@@ -419,6 +419,16 @@ mod tests {
     use crate::capture::pcapng::tests::frame;
     use crate::capture::read;
 
+    /// Each packet of capture file `out`: its first byte (the fill) and its
+    /// pcapng flags (the direction).
+    fn fills_and_flags(out: &[u8]) -> Vec<(u8, Option<u32>)> {
+        read::parse(out)
+            .packets
+            .iter()
+            .map(|p| (p.data[0], p.flags))
+            .collect()
+    }
+
     #[test]
     fn the_limit_ends_the_capture_and_the_writer() {
         let c = Arc::new(Capture::new("p").with_count(5));
@@ -445,11 +455,8 @@ mod tests {
                 written: 5
             }
         );
-        let f = read::parse(&out);
-        let fills: Vec<(u8, Option<u32>)> =
-            f.packets.iter().map(|p| (p.data[0], p.flags)).collect();
         assert_eq!(
-            fills,
+            fills_and_flags(&out),
             [
                 (0, Some(1)),
                 (1, Some(1)),
@@ -518,13 +525,8 @@ mod tests {
         c.stop();
         let mut out = Vec::new();
         c.drain_to(&mut out).unwrap();
-        let got: Vec<(u8, Option<u32>)> = read::parse(&out)
-            .packets
-            .iter()
-            .map(|p| (p.data[0], p.flags))
-            .collect();
         assert_eq!(
-            got,
+            fills_and_flags(&out),
             [
                 (0, Some(2)),
                 (1, Some(2)),
