@@ -59,7 +59,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::port::{
-    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst,
+    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit,
+    TxBurst,
 };
 use crate::sys;
 
@@ -186,33 +187,21 @@ impl RxRing {
     /// the block.
     /// The block's `ts_last_pkt` in ns (0 if unreadable).
     fn newest_ns(&self, blk: usize) -> u64 {
-        u64::from(self.read_u32(blk, block::TS_LAST_SEC).unwrap_or(0)) * 1_000_000_000
-            + u64::from(self.read_u32(blk, block::TS_LAST_NSEC).unwrap_or(0))
+        u64::from(self.read::<u32>(blk, block::TS_LAST_SEC).unwrap_or(0)) * 1_000_000_000
+            + u64::from(self.read::<u32>(blk, block::TS_LAST_NSEC).unwrap_or(0))
     }
 
-    fn read_u32(&self, blk: usize, off: usize) -> Option<u32> {
-        if off.checked_add(4)? > self.block_size {
+    /// A `T` (`u16` or `u32`) at `off` in block `blk`, if in bounds.
+    fn read<T: Copy>(&self, blk: usize, off: usize) -> Option<T> {
+        if off.checked_add(std::mem::size_of::<T>())? > self.block_size {
             return None;
         }
         // SAFETY: in bounds of block `blk` (checked above); the block is owned
         // by user space (status USER, observed with Acquire) so the kernel is
-        // not writing it; unaligned read because kernel data is not trusted.
+        // not writing it; unaligned read because kernel data is not trusted;
+        // `T` is one of the plain integers the callers name.
         Some(unsafe {
-            std::ptr::read_unaligned(
-                self.base.as_ptr().add(blk * self.block_size + off) as *const u32
-            )
-        })
-    }
-
-    fn read_u16(&self, blk: usize, off: usize) -> Option<u16> {
-        if off.checked_add(2)? > self.block_size {
-            return None;
-        }
-        // SAFETY: as in `read_u32`.
-        Some(unsafe {
-            std::ptr::read_unaligned(
-                self.base.as_ptr().add(blk * self.block_size + off) as *const u16
-            )
+            std::ptr::read_unaligned(self.base.as_ptr().add(blk * self.block_size + off) as *const T)
         })
     }
 }
@@ -350,13 +339,7 @@ impl AfPacketPort {
             .map_err(|e| sys::context(e, "PACKET_VERSION TPACKET_V3"))?;
         sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_RESERVE, &cfg.reserve)
             .map_err(|e| sys::context(e, "PACKET_RESERVE"))?;
-        sys::setsockopt(
-            &fd,
-            libc::SOL_PACKET,
-            libc::PACKET_IGNORE_OUTGOING,
-            &(1 as libc::c_int),
-        )
-        .map_err(|e| sys::context(e, "PACKET_IGNORE_OUTGOING"))?;
+        set_flag(&fd, libc::PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING")?;
         let req = libc::tpacket_req3 {
             tp_block_size: cfg.block_size as u32,
             tp_block_nr: cfg.block_count as u32,
@@ -415,17 +398,7 @@ impl AfPacketPort {
             fd,
         };
         if cfg.promiscuous {
-            // SAFETY: packet_mreq is plain data; all-zero is valid.
-            let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-            mreq.mr_ifindex = ifindex as libc::c_int;
-            mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-            sys::setsockopt(
-                &ring.fd,
-                libc::SOL_PACKET,
-                libc::PACKET_ADD_MEMBERSHIP,
-                &mreq,
-            )
-            .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))?;
+            set_promiscuous(&ring.fd, ifname, ifindex)?;
         }
         bind(&ring.fd, ifindex, libc::ETH_P_ALL as u16)?;
         Ok(ring)
@@ -440,12 +413,12 @@ impl AfPacketPort {
         if off < block::HDR_LEN || off.checked_add(frame::MIN_HDR)? > ring.block_size {
             return None;
         }
-        let next = ring.read_u32(blk, off + frame::NEXT_OFFSET)? as usize;
-        let sec = ring.read_u32(blk, off + frame::SEC)?;
-        let nsec = ring.read_u32(blk, off + frame::NSEC)?;
-        let snaplen = ring.read_u32(blk, off + frame::SNAPLEN)? as usize;
-        let wire_len = ring.read_u32(blk, off + frame::LEN)?;
-        let mac = usize::from(ring.read_u16(blk, off + frame::MAC)?);
+        let next = ring.read::<u32>(blk, off + frame::NEXT_OFFSET)? as usize;
+        let sec = ring.read::<u32>(blk, off + frame::SEC)?;
+        let nsec = ring.read::<u32>(blk, off + frame::NSEC)?;
+        let snaplen = ring.read::<u32>(blk, off + frame::SNAPLEN)? as usize;
+        let wire_len = ring.read::<u32>(blk, off + frame::LEN)?;
+        let mac = usize::from(ring.read::<u16>(blk, off + frame::MAC)?);
         let last = self.reader.pkts_left <= 1;
         let region_end = if last {
             ring.block_size
@@ -483,10 +456,10 @@ impl AfPacketPort {
         // The kernel strips an outer VLAN tag into the frame header before
         // packet sockets see the frame; put it back so the switch sees the
         // frame as it was on the wire.
-        let status = ring.read_u32(blk, off + frame::STATUS).unwrap_or(0);
+        let status = ring.read::<u32>(blk, off + frame::STATUS).unwrap_or(0);
         if status & frame::STATUS_VLAN_VALID != 0 {
-            let tci = ring.read_u32(blk, off + frame::VLAN_TCI).unwrap_or(0) as u16;
-            let tpid = match ring.read_u16(blk, off + frame::VLAN_TPID) {
+            let tci = ring.read::<u32>(blk, off + frame::VLAN_TCI).unwrap_or(0) as u16;
+            let tpid = match ring.read::<u16>(blk, off + frame::VLAN_TPID) {
                 Some(t) if status & frame::STATUS_VLAN_TPID_VALID != 0 && t != 0 => t,
                 _ => 0x8100,
             };
@@ -497,11 +470,12 @@ impl AfPacketPort {
     }
 }
 
-/// The sending socket of an AF_PACKET port and what it counted.
-struct Sender {
+/// The sending socket of an AF_PACKET port and what it counted; the one
+/// sender of both AF_PACKET backends (this ring and [`crate::rawsock`]).
+pub(crate) struct Sender {
     fd: OwnedFd,
     /// Only the `tx_*` fields are used.
-    counters: PortCounters,
+    pub(crate) counters: PortCounters,
 }
 
 impl Sender {
@@ -510,6 +484,11 @@ impl Sender {
             fd,
             counters: PortCounters::default(),
         }
+    }
+
+    /// A sender on its own TX socket bound to `ifindex`.
+    pub(crate) fn open(ifindex: u32, qdisc_bypass: bool) -> io::Result<Self> {
+        open_tx_socket(ifindex, qdisc_bypass).map(Sender::new)
     }
 
     /// Sends the leading packets of `pkts` (at most [`TX_BATCH`], none a
@@ -547,7 +526,7 @@ impl Sender {
     }
 
     /// Sends from the front of `pkts`; the [`PortBackend::tx_burst`] contract.
-    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+    pub(crate) fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         let mut taken = 0;
         loop {
             while pkts.pkts().first().is_some_and(|p| p.len() < MIN_FRAME) {
@@ -568,8 +547,7 @@ impl Sender {
                 Ok(0) => break,
                 Ok(sent) => {
                     for p in pkts.drain_front(sent) {
-                        self.counters.tx_packets += 1;
-                        self.counters.tx_bytes += p.len() as u64;
+                        self.counters.count_tx(p.len());
                     }
                     taken += sent;
                 }
@@ -598,48 +576,58 @@ fn open_tx_socket(ifindex: u32, qdisc_bypass: bool) -> io::Result<OwnedFd> {
     let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
     if qdisc_bypass {
         // Older kernels lack it; sending through the qdisc still works.
-        let _ = sys::setsockopt(
-            &fd,
-            libc::SOL_PACKET,
-            libc::PACKET_QDISC_BYPASS,
-            &(1 as libc::c_int),
-        );
+        let _ = set_flag(&fd, libc::PACKET_QDISC_BYPASS, "PACKET_QDISC_BYPASS");
     }
     bind(&fd, ifindex, 0)?;
     Ok(fd)
 }
 
-/// A second sender on an AF_PACKET port's interface, made by
-/// [`PortBackend::split_sender`], for a TX thread apart from the RX thread.
-/// It has its own socket and counts only what it sends; it receives nothing.
-pub struct AfPacketSender {
-    name: String,
-    tx: Sender,
-}
-
-impl PortBackend for AfPacketSender {
-    fn name(&self) -> &str {
-        &self.name
+impl Transmit for Sender {
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        Sender::send(self, pkts)
     }
 
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
+    fn link_state(&self, name: &str) -> LinkState {
+        sys::link_state_of(self.fd.as_raw_fd(), name)
     }
 
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        self.tx.send(pkts)
-    }
-
-    fn link_state(&self) -> LinkState {
-        sys::link_state_of(self.tx.fd.as_raw_fd(), &self.name)
-    }
-
-    fn stats(&self) -> PortCounters {
-        self.tx.counters
+    fn counters(&self) -> PortCounters {
+        self.counters
     }
 }
 
-fn bind(fd: &OwnedFd, ifindex: u32, protocol: u16) -> io::Result<()> {
+/// A second sender on the interface of AF_PACKET port `name` (either
+/// backend), made by [`PortBackend::split_sender`]: its own TX socket.
+pub(crate) fn split_sender(
+    name: &str,
+    ifindex: u32,
+    qdisc_bypass: bool,
+) -> io::Result<Option<Box<dyn PortBackend>>> {
+    let tx = Sender::open(ifindex, qdisc_bypass)
+        .map_err(|e| sys::context(e, format!("AF_PACKET port {name:?}: TX socket")))?;
+    Ok(Some(Box::new(SendOnly::new(name, tx))))
+}
+
+/// Turns on the `SOL_PACKET` option `opt` (named `what` in an error) of
+/// packet socket `fd`.
+pub(crate) fn set_flag(fd: &OwnedFd, opt: libc::c_int, what: &str) -> io::Result<()> {
+    sys::setsockopt(fd, libc::SOL_PACKET, opt, &(1 as libc::c_int))
+        .map_err(|e| sys::context(e, what))
+}
+
+/// Makes packet socket `fd` see every frame on interface `ifname`
+/// (`ifindex`), not only those addressed to it.
+pub(crate) fn set_promiscuous(fd: &OwnedFd, ifname: &str, ifindex: u32) -> io::Result<()> {
+    // SAFETY: packet_mreq is plain data; all-zero is valid.
+    let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+    mreq.mr_ifindex = ifindex as libc::c_int;
+    mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+    sys::setsockopt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+        .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))
+}
+
+/// Binds packet socket `fd` to `ifindex` and `protocol`.
+pub(crate) fn bind(fd: &OwnedFd, ifindex: u32, protocol: u16) -> io::Result<()> {
     let addr = sys::sockaddr_ll(ifindex, protocol);
     // SAFETY: `addr` is a valid sockaddr_ll of the size passed.
     sys::cvt(unsafe {
@@ -684,8 +672,8 @@ impl PortBackend for AfPacketPort {
                 if self.ring.status(blk).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
                     break; // the kernel is still filling it
                 }
-                let num = self.ring.read_u32(blk, block::NUM_PKTS).unwrap_or(0);
-                let first = self.ring.read_u32(blk, block::FIRST_PKT).unwrap_or(0) as usize;
+                let num = self.ring.read::<u32>(blk, block::NUM_PKTS).unwrap_or(0);
+                let first = self.ring.read::<u32>(blk, block::FIRST_PKT).unwrap_or(0) as usize;
                 lent.store(true, Ordering::Relaxed);
                 holds.store(1, Ordering::Relaxed);
                 if self.ring.newest_ns(blk) < cutoff_ns {
@@ -735,12 +723,7 @@ impl PortBackend for AfPacketPort {
     }
 
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
-        let fd = open_tx_socket(self.ifindex, self.qdisc_bypass)
-            .map_err(|e| sys::context(e, format!("AF_PACKET port {:?}: TX socket", self.name)))?;
-        Ok(Some(Box::new(AfPacketSender {
-            name: self.name.clone(),
-            tx: Sender::new(fd),
-        })))
+        split_sender(&self.name, self.ifindex, self.qdisc_bypass)
     }
 
     fn link_state(&self) -> LinkState {
@@ -786,26 +769,20 @@ struct TpacketStatsV3 {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use crate::testnet::{
+        in_veth_ns, is_test_frame, rx_test_frames, test_frame, NetNs, RawSocket, TEST_ETHERTYPE,
+    };
     use std::time::{Duration, Instant};
 
-    /// Polls `port` until `count` test frames arrived or `timeout` passed;
-    /// other frames are dropped.
-    fn rx_test_frames(port: &mut AfPacketPort, count: usize, timeout: Duration) -> Vec<PacketBuf> {
-        let deadline = Instant::now() + timeout;
-        let mut got = Vec::new();
-        let mut b = Burst::new();
-        while got.len() < count && Instant::now() < deadline {
-            if port.rx_burst(&mut b).unwrap() == 0 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            for p in b.drain() {
-                if p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]) {
-                    got.push(p);
-                }
-            }
-        }
-        got
+    /// A port on `ifname` with a ring of `blocks` one-page blocks.
+    fn open_one_page_blocks(ifname: &str, blocks: usize) -> AfPacketPort {
+        let cfg = AfPacketConfig {
+            block_size: 4096,
+            block_count: blocks,
+            frame_size: 2048,
+            ..AfPacketConfig::default()
+        };
+        AfPacketPort::open_with(ifname, &cfg).unwrap()
     }
 
     #[test]
@@ -818,11 +795,7 @@ mod tests {
 
     #[test]
     fn bad_geometry_is_rejected_as_root() {
-        let Some(ns) = NetNs::for_test("afp-geom") else {
-            return;
-        };
-        ns.veth("ga", "gb");
-        ns.run(|| {
+        in_veth_ns("afp-geom", "ga", "gb", || {
             let cfg = AfPacketConfig {
                 block_size: 1000,
                 ..AfPacketConfig::default()
@@ -837,11 +810,7 @@ mod tests {
 
     #[test]
     fn port_sends_to_peer_as_root() {
-        let Some(ns) = NetNs::for_test("afp-tx") else {
-            return;
-        };
-        ns.veth("txa", "txb");
-        ns.run(|| {
+        in_veth_ns("afp-tx", "txa", "txb", || {
             let mut port = AfPacketPort::open("txa").unwrap();
             assert_eq!(port.link_state(), LinkState::Up);
             let peer = RawSocket::bind("txb");
@@ -881,11 +850,7 @@ mod tests {
 
     #[test]
     fn port_receives_from_peer_zero_copy_as_root() {
-        let Some(ns) = NetNs::for_test("afp-rx") else {
-            return;
-        };
-        ns.veth("rxa", "rxb");
-        ns.run(|| {
+        in_veth_ns("afp-rx", "rxa", "rxb", || {
             let mut port = AfPacketPort::open("rxa").unwrap();
             let peer = RawSocket::bind("rxb");
             for seq in 0..200u32 {
@@ -912,11 +877,7 @@ mod tests {
 
     #[test]
     fn frames_older_than_the_bound_are_dropped_by_name_as_root() {
-        let Some(ns) = NetNs::for_test("afp-age") else {
-            return;
-        };
-        ns.veth("aga", "agb");
-        ns.run(|| {
+        in_veth_ns("afp-age", "aga", "agb", || {
             let mut port = AfPacketPort::open("aga").unwrap();
             let peer = RawSocket::bind("agb");
             // Fresh frames go through under the bound.
@@ -955,7 +916,7 @@ mod tests {
                 // (Frames the host itself sends on the link may arrive fresh.)
                 lent += burst
                     .iter()
-                    .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]))
+                    .filter(|p| is_test_frame(p.data()))
                     .filter(|p| {
                         p.data()
                             .get(14..18)
@@ -972,19 +933,9 @@ mod tests {
 
     #[test]
     fn lent_frames_hold_blocks_until_dropped_as_root() {
-        let Some(ns) = NetNs::for_test("afp-hold") else {
-            return;
-        };
-        ns.veth("ha", "hb");
-        ns.run(|| {
+        in_veth_ns("afp-hold", "ha", "hb", || {
             // A tiny ring: 2 blocks of one page, so held frames starve it.
-            let cfg = AfPacketConfig {
-                block_size: 4096,
-                block_count: 2,
-                frame_size: 2048,
-                ..AfPacketConfig::default()
-            };
-            let mut port = AfPacketPort::open_with("ha", &cfg).unwrap();
+            let mut port = open_one_page_blocks("ha", 2);
             let peer = RawSocket::bind("hb");
             let mut held = Vec::new();
             let mut seq = 0u32;
@@ -1024,11 +975,7 @@ mod tests {
 
     #[test]
     fn frames_cross_threads_and_outlive_the_port_as_root() {
-        let Some(ns) = NetNs::for_test("afp-xthr") else {
-            return;
-        };
-        ns.veth("xa", "xb");
-        ns.run(|| {
+        in_veth_ns("afp-xthr", "xa", "xb", || {
             let mut port = AfPacketPort::open("xa").unwrap();
             let peer = RawSocket::bind("xb");
             for seq in 0..10 {
@@ -1053,11 +1000,7 @@ mod tests {
 
     #[test]
     fn split_sender_sends_while_port_receives_as_root() {
-        let Some(ns) = NetNs::for_test("afp-split") else {
-            return;
-        };
-        ns.veth("spa", "spb");
-        ns.run(|| {
+        in_veth_ns("afp-split", "spa", "spb", || {
             let mut port = AfPacketPort::open("spa").unwrap();
             let mut sender = port.split_sender().unwrap().expect("AF_PACKET can split");
             let peer = RawSocket::bind("spb");
@@ -1103,13 +1046,7 @@ mod tests {
         ns.exec(&["ip", "link", "set", "ovb", "mtu", "9000"]);
         ns.run(|| {
             // One-page blocks: a 6000-byte frame cannot fit and arrives truncated.
-            let cfg = AfPacketConfig {
-                block_size: 4096,
-                block_count: 4,
-                frame_size: 2048,
-                ..AfPacketConfig::default()
-            };
-            let mut port = AfPacketPort::open_with("ova", &cfg).unwrap();
+            let mut port = open_one_page_blocks("ova", 4);
             let peer = RawSocket::bind("ovb");
             peer.send(&test_frame(14, 1, 6000));
             peer.send(&test_frame(14, 2, 100));
@@ -1156,7 +1093,7 @@ mod tests {
                 b.pkts_mut().iter_mut().for_each(|p| p.data_mut()[11] = 6); // rewrite src MAC in place
                 let mut keep = Burst::new();
                 for p in b.drain() {
-                    if p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]) {
+                    if is_test_frame(p.data()) {
                         let _ = keep.push(p);
                     }
                 }

@@ -782,8 +782,7 @@ impl PortBackend for AfXdpPort {
                 let idx = self.tx.cached_prod.wrapping_add(queued);
                 self.tx.write_desc(idx, addr, data.len() as u32);
                 queued += 1;
-                self.counters.tx_packets += 1;
-                self.counters.tx_bytes += data.len() as u64;
+                self.counters.count_tx(data.len());
             }
             pkts.drain_front(1);
             taken += 1;
@@ -839,7 +838,9 @@ impl PortBackend for AfXdpPort {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use crate::testnet::{
+        in_single_queue_veth_ns, rx_test_frames, test_frame, RawSocket, TEST_ETHERTYPE,
+    };
     use std::time::{Duration, Instant};
 
     #[test]
@@ -859,29 +860,9 @@ mod tests {
         assert!(err.to_string().contains("nosuch-xdp0"), "{err}");
     }
 
-    fn rx_test_frames(port: &mut AfXdpPort, count: usize, timeout: Duration) -> Vec<PacketBuf> {
-        let deadline = Instant::now() + timeout;
-        let mut got = Vec::new();
-        let mut b = Burst::new();
-        while got.len() < count && Instant::now() < deadline {
-            if port.rx_burst(&mut b).unwrap() == 0 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            got.extend(
-                b.drain()
-                    .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..])),
-            );
-        }
-        got
-    }
-
     #[test]
     fn xdp_port_exchanges_frames_with_veth_peer_as_root() {
-        let Some(ns) = NetNs::for_test("xdp") else {
-            return;
-        };
-        ns.veth_single_queue("xda", "xdb");
-        ns.run(|| {
+        in_single_queue_veth_ns("xdp", "xda", "xdb", || {
             let cfg = AfXdpConfig {
                 frame_count: 64,
                 ..AfXdpConfig::default()
@@ -969,11 +950,7 @@ mod tests {
 
     #[test]
     fn xdp_frames_outlive_the_port_on_another_thread_as_root() {
-        let Some(ns) = NetNs::for_test("xdp-xthr") else {
-            return;
-        };
-        ns.veth_single_queue("xoa", "xob");
-        ns.run(|| {
+        in_single_queue_veth_ns("xdp-xthr", "xoa", "xob", || {
             let mut port = AfXdpPort::open("xoa").unwrap();
             let peer = RawSocket::bind("xob");
             for seq in 0..5 {
@@ -996,11 +973,7 @@ mod tests {
 
     #[test]
     fn held_frames_starve_the_fill_ring_and_drops_are_counted_as_root() {
-        let Some(ns) = NetNs::for_test("xdp-hold") else {
-            return;
-        };
-        ns.veth_single_queue("xha", "xhb");
-        ns.run(|| {
+        in_single_queue_veth_ns("xdp-hold", "xha", "xhb", || {
             let cfg = AfXdpConfig {
                 frame_count: 16, // 8 RX frames
                 ..AfXdpConfig::default()

@@ -123,12 +123,7 @@ impl PortBackend for MemoryGenerator {
     }
 
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        let n = pkts.len();
-        for p in pkts.drain() {
-            self.counters.tx_packets += 1;
-            self.counters.tx_bytes += p.len() as u64;
-        }
-        Ok(n)
+        Ok(self.counters.discard_as_sent(pkts))
     }
 
     fn link_state(&self) -> LinkState {
@@ -212,10 +207,6 @@ impl SinkHandle {
 impl PortBackend for MemorySink {
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
     }
 
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {

@@ -163,12 +163,7 @@ impl PortBackend for PcapReplay {
     /// A replay port has nowhere to send: packets are counted as sent and
     /// discarded.
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        let n = pkts.len();
-        for p in pkts.drain() {
-            self.counters.tx_packets += 1;
-            self.counters.tx_bytes += p.len() as u64;
-        }
-        Ok(n)
+        Ok(self.counters.discard_as_sent(pkts))
     }
 
     fn link_state(&self) -> LinkState {
@@ -224,10 +219,6 @@ impl PortBackend for PcapCapture {
         &self.name
     }
 
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         let now_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -242,8 +233,7 @@ impl PortBackend for PcapCapture {
             }
             match self.write_record(p.data(), now_ns) {
                 Ok(()) => {
-                    self.counters.tx_packets += 1;
-                    self.counters.tx_bytes += p.len() as u64;
+                    self.counters.count_tx(p.len());
                 }
                 Err(e) => {
                     self.counters.tx_errors += 1;

@@ -255,6 +255,23 @@ impl PortCounters {
         d.oversize + d.link_down + d.queue_full + d.runt
     }
 
+    /// Counts one packet of `len` bytes as sent.
+    #[inline]
+    pub fn count_tx(&mut self, len: usize) {
+        self.tx_packets += 1;
+        self.tx_bytes += len as u64;
+    }
+
+    /// Takes every packet of `pkts`, counting each as sent: the
+    /// [`PortBackend::tx_burst`] of a port with nowhere to send.
+    pub fn discard_as_sent(&mut self, pkts: &mut TxBurst) -> usize {
+        let n = pkts.len();
+        for p in pkts.drain() {
+            self.count_tx(p.len());
+        }
+        n
+    }
+
     /// Field-by-field sum, e.g. a port and its split sender, or several
     /// queues of one port.
     pub fn merged(&self, other: &PortCounters) -> PortCounters {
@@ -295,8 +312,12 @@ pub trait PortBackend: Send {
     fn name(&self) -> &str;
 
     /// Appends up to `out.room()` received packets to `out` and returns how
-    /// many it appended.
-    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize>;
+    /// many it appended. The default receives nothing: a port that only
+    /// sends (a sink, a capture file, a split sender) leaves it out.
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        let _ = out;
+        Ok(0)
+    }
 
     /// Sends packets from the front of `pkts`. Every packet the port took —
     /// sent, or dropped and counted in `tx_drops`/`tx_errors` — is removed
@@ -357,6 +378,55 @@ pub trait PortBackend: Send {
     /// The default does nothing (backends whose queue is the caller's).
     fn set_rx_bound(&mut self, bound: Option<crate::delay::RxBound>) {
         let _ = bound;
+    }
+}
+
+/// The sending half of a port, which [`SendOnly`] makes a port of: what a
+/// backend's [`PortBackend::split_sender`] hands out.
+pub trait Transmit: Send {
+    /// The [`PortBackend::tx_burst`] contract.
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize>;
+
+    /// The link state of the port named `name`.
+    fn link_state(&self, name: &str) -> LinkState;
+
+    /// What this half counted (only the `tx_*` fields).
+    fn counters(&self) -> PortCounters;
+}
+
+/// A port that only sends, through a [`Transmit`]: a second sender on a
+/// port, for a TX thread apart from the RX thread. It receives nothing and
+/// counts only what it sends.
+pub struct SendOnly<T> {
+    name: String,
+    tx: T,
+}
+
+impl<T: Transmit> SendOnly<T> {
+    /// A port named `name` sending through `tx`.
+    pub fn new(name: &str, tx: T) -> Self {
+        SendOnly {
+            name: name.to_string(),
+            tx,
+        }
+    }
+}
+
+impl<T: Transmit> PortBackend for SendOnly<T> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        self.tx.send(pkts)
+    }
+
+    fn link_state(&self) -> LinkState {
+        self.tx.link_state(&self.name)
+    }
+
+    fn stats(&self) -> PortCounters {
+        self.tx.counters()
     }
 }
 

@@ -404,6 +404,12 @@ mod tests {
         }
     }
 
+    /// A scheduler for a port of `max_rate` bits/s (0: unlimited) with
+    /// `queues`, at time 0.
+    fn scheduler<T>(max_rate: u64, queues: Vec<QueueSpec>) -> Scheduler<T> {
+        Scheduler::new(&QosSpec { max_rate, queues }, 0).unwrap()
+    }
+
     /// Keeps `queue` filled with `len`-byte packets (tagged by queue id)
     /// and drains the scheduler every `step` nanoseconds for `secs`
     /// simulated seconds; bytes sent per queue id.
@@ -439,11 +445,7 @@ mod tests {
 
     #[test]
     fn strict_priority_serves_the_lower_number_first() {
-        let spec = QosSpec {
-            max_rate: 0,
-            queues: vec![q(1, 0, 0, 0), q(2, 5, 0, 0)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(0, vec![q(1, 0, 0, 0), q(2, 5, 0, 0)]);
         for i in 0..3 {
             s.enqueue(2, 20 + i, 100).unwrap();
         }
@@ -458,11 +460,7 @@ mod tests {
     #[test]
     fn the_port_rate_caps_everything_and_priority_takes_it_all() {
         // 10 Mbit/s port, both queues always full: the high one gets it all.
-        let spec = QosSpec {
-            max_rate: 10_000_000,
-            queues: vec![q(1, 0, 0, 0), q(2, 1, 0, 0)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(10_000_000, vec![q(1, 0, 0, 0), q(2, 1, 0, 0)]);
         let sent = run(&mut s, &[(1, 1000), (2, 1000)], MS, 4);
         assert!(near(rate(sent[&1], 4), 10_000_000), "{sent:?}");
         // Only the first burst's leftovers, if any, reach queue 2.
@@ -474,11 +472,7 @@ mod tests {
 
     #[test]
     fn a_min_rate_is_kept_under_a_higher_priority_flood() {
-        let spec = QosSpec {
-            max_rate: 10_000_000,
-            queues: vec![q(1, 0, 0, 0), q(2, 1, 3_000_000, 0)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(10_000_000, vec![q(1, 0, 0, 0), q(2, 1, 3_000_000, 0)]);
         let sent = run(&mut s, &[(1, 1000), (2, 1000)], MS, 4);
         assert!(near(rate(sent[&2], 4), 3_000_000), "{sent:?}");
         assert!(near(rate(sent[&1], 4), 7_000_000), "{sent:?}");
@@ -486,11 +480,7 @@ mod tests {
 
     #[test]
     fn a_max_rate_caps_a_queue_and_the_rest_goes_to_the_next() {
-        let spec = QosSpec {
-            max_rate: 10_000_000,
-            queues: vec![q(1, 0, 0, 4_000_000), q(2, 1, 0, 0)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(10_000_000, vec![q(1, 0, 0, 4_000_000), q(2, 1, 0, 0)]);
         let sent = run(&mut s, &[(1, 500), (2, 1500)], MS, 4);
         assert!(near(rate(sent[&1], 4), 4_000_000), "{sent:?}");
         assert!(near(rate(sent[&2], 4), 6_000_000), "{sent:?}");
@@ -498,25 +488,21 @@ mod tests {
 
     #[test]
     fn without_a_port_rate_a_max_rate_alone_shapes() {
-        let spec = QosSpec {
-            max_rate: 0,
-            queues: vec![q(3, 0, 0, 2_000_000)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(0, vec![q(3, 0, 0, 2_000_000)]);
         let sent = run(&mut s, &[(3, 1200)], 3 * MS, 5);
         assert!(near(rate(sent[&3], 5), 2_000_000), "{sent:?}");
     }
 
     #[test]
     fn a_full_queue_drops_at_the_tail_and_counts_it() {
-        let spec = QosSpec {
-            max_rate: 8_000, // 1000 bytes/s: nothing much leaves
-            queues: vec![QueueSpec {
+        // 1000 bytes/s: nothing much leaves
+        let mut s = scheduler(
+            8_000,
+            vec![QueueSpec {
                 limit: 3,
                 ..q(1, 0, 0, 0)
             }],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        );
         for i in 0..5 {
             let r = s.enqueue(1, i, 100);
             assert_eq!(r.is_ok(), i < 3, "{i}");
@@ -534,11 +520,7 @@ mod tests {
 
     #[test]
     fn unknown_and_zero_queue_ids_use_the_default_queue() {
-        let spec = QosSpec {
-            max_rate: 0,
-            queues: vec![q(1, 0, 0, 0)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(0, vec![q(1, 0, 0, 0)]);
         s.enqueue(0, 100, 64).unwrap();
         s.enqueue(77, 177, 64).unwrap();
         s.enqueue(1, 1, 64).unwrap();
@@ -551,11 +533,7 @@ mod tests {
 
     #[test]
     fn a_configured_queue_0_is_the_default_with_its_own_priority() {
-        let spec = QosSpec {
-            max_rate: 0,
-            queues: vec![q(0, 0, 0, 0), q(1, 7, 0, 0)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(0, vec![q(0, 0, 0, 0), q(1, 7, 0, 0)]);
         s.enqueue(1, 1, 64).unwrap();
         s.enqueue(9, 9, 64).unwrap();
         let order: Vec<u32> = std::iter::from_fn(|| s.dequeue(0)).collect();
@@ -564,11 +542,8 @@ mod tests {
 
     #[test]
     fn wait_says_when_the_port_bucket_opens() {
-        let spec = QosSpec {
-            max_rate: 8_000_000, // 1 byte per microsecond
-            queues: vec![],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        // 1 byte per microsecond
+        let mut s = scheduler(8_000_000, vec![]);
         assert_eq!(s.wait_ns(), None);
         let burst = burst_for(8_000_000);
         // Empty the bucket exactly, then one more packet is held.
@@ -590,11 +565,8 @@ mod tests {
 
     #[test]
     fn a_packet_larger_than_a_burst_still_leaves() {
-        let spec = QosSpec {
-            max_rate: 8_000, // burst: two frames
-            queues: vec![],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        // burst: two frames
+        let mut s = scheduler(8_000, vec![]);
         s.enqueue(0, 1, 9000).unwrap();
         s.enqueue(0, 2, 9000).unwrap();
         assert_eq!(s.dequeue(0), Some(1));
@@ -631,11 +603,7 @@ mod tests {
 
     #[test]
     fn drain_empties_every_queue() {
-        let spec = QosSpec {
-            max_rate: 8_000,
-            queues: vec![q(1, 0, 0, 0)],
-        };
-        let mut s = Scheduler::new(&spec, 0).unwrap();
+        let mut s = scheduler(8_000, vec![q(1, 0, 0, 0)]);
         for i in 0..4 {
             s.enqueue(i % 2, i, 5000).unwrap();
         }

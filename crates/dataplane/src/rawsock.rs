@@ -1,6 +1,7 @@
 //! A low-latency AF_PACKET port without a ring: `recvmmsg` on RX (into
 //! fixed jumbo-sized receive buffers, then one copy per packet into owned
-//! storage recycled through [`crate::pool`]) and `sendmmsg` on TX.
+//! storage recycled through [`crate::pool`]) and `sendmmsg` on TX, through
+//! the same sender as the ring backend ([`crate::afpacket`]).
 //!
 //! Why next to [`crate::afpacket`]: a TPACKET_V3 ring hands frames over a
 //! block at a time, and at low rates a block is handed over only when its
@@ -27,6 +28,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
+use crate::afpacket::{self, bind, set_flag, set_promiscuous, Sender};
 use crate::port::{LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
 use crate::sys;
 
@@ -36,8 +38,6 @@ const BATCH: usize = 32;
 const HEADROOM: usize = 128;
 /// Largest frame received whole (longer ones are dropped as truncated).
 const MAX_FRAME: usize = 9216 + 18;
-/// Smallest frame sent (an Ethernet header).
-const MIN_FRAME: usize = 14;
 /// `TP_STATUS_VLAN_VALID` / `TP_STATUS_VLAN_TPID_VALID`.
 const VLAN_VALID: u32 = 1 << 4;
 const VLAN_TPID_VALID: u32 = 1 << 6;
@@ -94,30 +94,6 @@ struct TpacketStats {
     tp_drops: u32,
 }
 
-struct Sender {
-    fd: OwnedFd,
-    counters: PortCounters,
-}
-
-fn bind(fd: &OwnedFd, ifindex: u32, protocol: u16) -> io::Result<()> {
-    let addr = sys::sockaddr_ll(ifindex, protocol);
-    // SAFETY: `addr` is a valid sockaddr_ll of the size passed.
-    sys::cvt(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_ll).cast(),
-            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    })?;
-    Ok(())
-}
-
-fn tx_socket(ifindex: u32) -> io::Result<OwnedFd> {
-    let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
-    bind(&fd, ifindex, 0)?;
-    Ok(fd)
-}
-
 impl RawSocketPort {
     /// Opens a port on interface `ifname` (promiscuous) with the default
     /// receive buffer ([`DEFAULT_RCVBUF_BYTES`]).
@@ -144,36 +120,16 @@ impl RawSocketPort {
             })?;
         let ifindex = sys::if_index(ifname)?;
         let rx = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
-        sys::setsockopt(
-            &rx,
-            libc::SOL_PACKET,
-            libc::PACKET_IGNORE_OUTGOING,
-            &(1 as libc::c_int),
-        )
-        .map_err(|e| sys::context(e, "PACKET_IGNORE_OUTGOING"))?;
-        sys::setsockopt(
-            &rx,
-            libc::SOL_PACKET,
-            libc::PACKET_AUXDATA,
-            &(1 as libc::c_int),
-        )
-        .map_err(|e| sys::context(e, "PACKET_AUXDATA"))?;
-        // SAFETY: packet_mreq is plain data; all-zero is valid.
-        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mreq.mr_ifindex = ifindex as libc::c_int;
-        mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
-        sys::setsockopt(&rx, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
-            .map_err(|e| sys::context(e, format!("promiscuous mode on {ifname:?}")))?;
+        set_flag(&rx, libc::PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING")?;
+        set_flag(&rx, libc::PACKET_AUXDATA, "PACKET_AUXDATA")?;
+        set_promiscuous(&rx, ifname, ifindex)?;
         set_rcvbuf(&rx, rcvbuf);
         bind(&rx, ifindex, libc::ETH_P_ALL as u16)?;
         Ok(RawSocketPort {
             name: ifname.to_string(),
             ifindex,
             rx,
-            tx: Sender {
-                fd: tx_socket(ifindex)?,
-                counters: PortCounters::default(),
-            },
+            tx: Sender::open(ifindex, false)?,
             bufs: Vec::new(),
             cmsgs: vec![[0u64; CMSG_SPACE / 8]; BATCH],
             counters: PortCounters::default(),
@@ -215,99 +171,6 @@ impl RawSocketPort {
 fn set_rcvbuf(fd: &OwnedFd, bytes: libc::c_int) {
     if sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &bytes).is_err() {
         let _ = sys::setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &bytes);
-    }
-}
-
-impl Sender {
-    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        let mut taken = 0;
-        while !pkts.is_empty() {
-            // Runts are refused and counted, never sent.
-            let runts = pkts
-                .pkts()
-                .iter()
-                .take_while(|p| p.len() < MIN_FRAME)
-                .count();
-            if runts > 0 {
-                pkts.drain_front(runts);
-                self.counters.tx_drops.runt += runts as u64;
-                taken += runts;
-                continue;
-            }
-            let n = pkts
-                .pkts()
-                .iter()
-                .take(BATCH)
-                .take_while(|p| p.len() >= MIN_FRAME)
-                .count();
-            // SAFETY: iovec and mmsghdr are plain data; all-zero is valid.
-            let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
-            // SAFETY: as above.
-            let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-            for (i, p) in pkts.pkts().iter().take(n).enumerate() {
-                iov[i].iov_base = p.data().as_ptr() as *mut libc::c_void;
-                iov[i].iov_len = p.len();
-                msgs[i].msg_hdr.msg_iov = &mut iov[i];
-                msgs[i].msg_hdr.msg_iovlen = 1;
-            }
-            // SAFETY: the first `n` headers point at live iovecs over live
-            // packet bytes; the kernel only reads them.
-            let r = unsafe {
-                libc::sendmmsg(self.fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0)
-            };
-            if r < 0 {
-                let err = io::Error::last_os_error();
-                if sys::would_block(&err) {
-                    return Ok(taken);
-                }
-                // The first packet failed: count it by reason and go on.
-                match err.raw_os_error() {
-                    Some(libc::EMSGSIZE) => self.counters.tx_drops.oversize += 1,
-                    Some(libc::ENOBUFS) => self.counters.tx_drops.queue_full += 1,
-                    Some(libc::ENETDOWN) | Some(libc::ENXIO) => {
-                        self.counters.tx_drops.link_down += 1
-                    }
-                    _ => self.counters.tx_errors += 1,
-                }
-                pkts.drain_front(1);
-                taken += 1;
-                continue;
-            }
-            let sent = r as usize;
-            for p in pkts.drain_front(sent) {
-                self.counters.tx_packets += 1;
-                self.counters.tx_bytes += p.len() as u64;
-            }
-            taken += sent;
-            if sent < n {
-                return Ok(taken);
-            }
-        }
-        Ok(taken)
-    }
-}
-
-/// A send-only handle (see [`PortBackend::split_sender`]).
-struct RawSocketSender {
-    name: String,
-    tx: Sender,
-}
-
-impl PortBackend for RawSocketSender {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn rx_burst(&mut self, _: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        self.tx.send(pkts)
-    }
-    fn link_state(&self) -> LinkState {
-        sys::link_state_of(self.tx.fd.as_raw_fd(), &self.name)
-    }
-    fn stats(&self) -> PortCounters {
-        self.tx.counters
     }
 }
 
@@ -435,13 +298,7 @@ impl PortBackend for RawSocketPort {
     }
 
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
-        Ok(Some(Box::new(RawSocketSender {
-            name: self.name.clone(),
-            tx: Sender {
-                fd: tx_socket(self.ifindex)?,
-                counters: PortCounters::default(),
-            },
-        })))
+        afpacket::split_sender(&self.name, self.ifindex, false)
     }
 }
 
@@ -472,20 +329,12 @@ fn aux_of(h: &libc::msghdr) -> Option<AuxData> {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{is_root, test_frame, NetNs, RawSocket};
+    use crate::testnet::{in_veth_ns, is_test_frame, test_frame, RawSocket};
     use std::time::{Duration, Instant};
 
     #[test]
     fn frames_cross_a_veth_with_vlan_tags_kept_as_root() {
-        if !is_root() {
-            eprintln!("skipping: needs root");
-            return;
-        }
-        let Some(ns) = NetNs::for_test("rawsock") else {
-            return;
-        };
-        ns.veth("rsa", "rsb");
-        ns.run(|| {
+        in_veth_ns("rawsock", "rsa", "rsb", || {
             let mut a = RawSocketPort::open("rsa").unwrap();
             let mut b = RawSocketPort::open("rsb").unwrap();
             let mut tagged = test_frame(1, 5, 64);
@@ -521,37 +370,31 @@ mod tests {
         });
     }
 
+    /// Sends `sent` test frames from `peer` without reading, then reads
+    /// `port` until it is empty; returns how many test frames it read.
+    fn send_then_read_all(peer: &RawSocket, port: &mut RawSocketPort, sent: u64) -> u64 {
+        for seq in 0..sent {
+            peer.send(&test_frame(3, seq as u32, 64));
+        }
+        let mut received = 0u64;
+        let mut rx = Burst::with_limit(64);
+        loop {
+            rx.clear();
+            if port.rx_burst(&mut rx).unwrap() == 0 {
+                return received;
+            }
+            received += rx.iter().filter(|p| is_test_frame(p.data())).count() as u64;
+        }
+    }
+
     #[test]
     fn frames_lost_in_a_full_receive_queue_are_counted_as_root() {
-        if !is_root() {
-            eprintln!("skipping: needs root");
-            return;
-        }
-        let Some(ns) = NetNs::for_test("rawsock-drop") else {
-            return;
-        };
-        ns.veth("rda", "rdb");
-        ns.run(|| {
+        in_veth_ns("rawsock-drop", "rda", "rdb", || {
             let mut port = RawSocketPort::open("rdb").unwrap();
             let peer = RawSocket::bind("rda");
             // Far more than the receive buffer holds, none of it read.
             let sent = 60_000u64;
-            for seq in 0..sent {
-                peer.send(&test_frame(3, seq as u32, 64));
-            }
-            let mut received = 0u64;
-            let mut rx = Burst::with_limit(64);
-            loop {
-                rx.clear();
-                let n = port.rx_burst(&mut rx).unwrap();
-                if n == 0 {
-                    break;
-                }
-                received += rx
-                    .iter()
-                    .filter(|p| matches!(p.data().get(12..14), Some([0x88, 0xb5])))
-                    .count() as u64;
-            }
+            let received = send_then_read_all(&peer, &mut port, sent);
             let dropped = port.stats().rx_drops.ring_full;
             assert!(
                 dropped > 0,
@@ -568,15 +411,7 @@ mod tests {
 
     #[test]
     fn a_time_bound_shrinks_the_receive_buffer_and_names_its_drops_as_root() {
-        if !is_root() {
-            eprintln!("skipping: needs root");
-            return;
-        }
-        let Some(ns) = NetNs::for_test("rawsock-bound") else {
-            return;
-        };
-        ns.veth("rba", "rbb");
-        ns.run(|| {
+        in_veth_ns("rawsock-bound", "rba", "rbb", || {
             let mut port = RawSocketPort::open("rbb").unwrap();
             let bound = crate::delay::RxBound {
                 packets: 100,
@@ -596,21 +431,7 @@ mod tests {
             );
             let peer = RawSocket::bind("rba");
             let sent = 2_000u64;
-            for seq in 0..sent {
-                peer.send(&test_frame(3, seq as u32, 64));
-            }
-            let mut received = 0u64;
-            let mut rx = Burst::with_limit(64);
-            loop {
-                rx.clear();
-                if port.rx_burst(&mut rx).unwrap() == 0 {
-                    break;
-                }
-                received += rx
-                    .iter()
-                    .filter(|p| matches!(p.data().get(12..14), Some([0x88, 0xb5])))
-                    .count() as u64;
-            }
+            let received = send_then_read_all(&peer, &mut port, sent);
             let d = port.stats().rx_drops;
             // About the bound's worth was kept (the kernel charges each
             // small frame about KERNEL_BYTES_PER_PACKET), the rest dropped

@@ -18,7 +18,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 use crate::port::{
-    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst, DEFAULT_HEADROOM,
+    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit, TxBurst,
+    DEFAULT_HEADROOM,
 };
 use crate::sys;
 
@@ -137,12 +138,12 @@ impl PortBackend for TapPort {
             .map_err(|e| sys::context(e, ctx("dup")))?;
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0)
             .map_err(|e| sys::context(e, ctx("control socket")))?;
-        Ok(Some(Box::new(TapSender {
-            name: self.name.clone(),
+        let tx = TapTx {
             dev,
             ctl,
             counters: PortCounters::default(),
-        })))
+        };
+        Ok(Some(Box::new(SendOnly::new(&self.name, tx))))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -172,8 +173,7 @@ fn send(dev: &mut File, pkts: &mut TxBurst, counters: &mut PortCounters) -> io::
         } else {
             match dev.write(p.data()) {
                 Ok(_) => {
-                    counters.tx_packets += 1;
-                    counters.tx_bytes += p.len() as u64;
+                    counters.count_tx(p.len());
                 }
                 Err(e) if sys::would_block(&e) => break,
                 Err(e) => match e.raw_os_error() {
@@ -190,33 +190,24 @@ fn send(dev: &mut File, pkts: &mut TxBurst, counters: &mut PortCounters) -> io::
     Ok(taken)
 }
 
-/// A second sender on a TAP port (a duplicate of its descriptor), made by
-/// [`PortBackend::split_sender`]; counts only what it sends, receives nothing.
-pub struct TapSender {
-    name: String,
+/// The sending half of a TAP port's split sender ([`SendOnly`]): a duplicate
+/// of its descriptor and its own control socket.
+struct TapTx {
     dev: File,
     ctl: OwnedFd,
     counters: PortCounters,
 }
 
-impl PortBackend for TapSender {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+impl Transmit for TapTx {
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         send(&mut self.dev, pkts, &mut self.counters)
     }
 
-    fn link_state(&self) -> LinkState {
-        sys::link_state_of(self.ctl.as_raw_fd(), &self.name)
+    fn link_state(&self, name: &str) -> LinkState {
+        sys::link_state_of(self.ctl.as_raw_fd(), name)
     }
 
-    fn stats(&self) -> PortCounters {
+    fn counters(&self) -> PortCounters {
         self.counters
     }
 }
@@ -225,8 +216,8 @@ impl PortBackend for TapSender {
 mod tests {
     use super::*;
     use crate::port::Burst;
-    use crate::testnet::{test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
-    use std::time::{Duration, Instant};
+    use crate::testnet::{rx_test_frames, test_frame, NetNs, RawSocket, TEST_ETHERTYPE};
+    use std::time::Duration;
 
     #[test]
     fn bad_name_is_rejected() {
@@ -260,20 +251,9 @@ mod tests {
             for seq in 0..10 {
                 host.send(&test_frame(8, seq, 90));
             }
-            let mut frames = Vec::new();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while frames.len() < 10 && Instant::now() < deadline {
-                if tap.rx_burst(&mut b).unwrap() == 0 {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                frames.extend(
-                    b.drain()
-                        .filter(|p| p.data().get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..]))
-                        .map(|p| p.data().to_vec()),
-                );
-            }
+            let frames = rx_test_frames(&mut tap, 10, Duration::from_secs(5));
             assert_eq!(
-                frames,
+                frames.iter().map(|p| p.data().to_vec()).collect::<Vec<_>>(),
                 (0..10).map(|s| test_frame(8, s, 90)).collect::<Vec<_>>()
             );
             let c = tap.stats();

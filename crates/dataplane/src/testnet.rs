@@ -9,6 +9,9 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::port::{Burst, PacketBuf, PortBackend};
 
 /// True when running as root.
 pub fn is_root() -> bool {
@@ -112,6 +115,24 @@ impl NetNs {
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p))
         })
+    }
+}
+
+/// As root, runs `f` (as [`NetNs::run`]) in a fresh namespace for `test`
+/// holding the veth pair `a`/`b`; does nothing otherwise, as
+/// [`NetNs::for_test`].
+pub fn in_veth_ns(test: &str, a: &str, b: &str, f: impl FnOnce() + Send) {
+    if let Some(ns) = NetNs::for_test(test) {
+        ns.veth(a, b);
+        ns.run(f);
+    }
+}
+
+/// As [`in_veth_ns`], with the pair made by [`NetNs::veth_single_queue`].
+pub fn in_single_queue_veth_ns(test: &str, a: &str, b: &str, f: impl FnOnce() + Send) {
+    if let Some(ns) = NetNs::for_test(test) {
+        ns.veth_single_queue(a, b);
+        ns.run(f);
     }
 }
 
@@ -222,6 +243,30 @@ pub fn test_frame(src: u8, seq: u32, len: usize) -> Vec<u8> {
 
 /// The test ethertype used by [`test_frame`].
 pub const TEST_ETHERTYPE: u16 = 0x88b5;
+
+/// Whether `frame` is one of [`test_frame`]'s (by its EtherType).
+pub fn is_test_frame(frame: &[u8]) -> bool {
+    frame.get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..])
+}
+
+/// Reads `port` until it has received `count` test frames (others are
+/// dropped) or `timeout` has passed; returns those it got.
+pub fn rx_test_frames(
+    port: &mut dyn PortBackend,
+    count: usize,
+    timeout: Duration,
+) -> Vec<PacketBuf> {
+    let deadline = Instant::now() + timeout;
+    let mut got = Vec::new();
+    let mut b = Burst::new();
+    while got.len() < count && Instant::now() < deadline {
+        if port.rx_burst(&mut b).unwrap() == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        got.extend(b.drain().filter(|p| is_test_frame(p.data())));
+    }
+    got
+}
 
 #[cfg(test)]
 mod tests {

@@ -48,7 +48,8 @@ use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::port::{
-    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst, DEFAULT_HEADROOM,
+    LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit, TxBurst,
+    DEFAULT_HEADROOM,
 };
 use crate::sys;
 
@@ -455,8 +456,7 @@ impl Sender {
                 self.scratch[hl..hl + inner.len()].copy_from_slice(inner);
                 match send_to(&self.fd, &self.scratch[..hl + inner.len()], self.cfg.remote) {
                     Ok(()) => {
-                        counters.tx_packets += 1;
-                        counters.tx_bytes += inner.len() as u64;
+                        counters.count_tx(inner.len());
                     }
                     Err(e) if sys::would_block(&e) => break,
                     Err(e) => match e.raw_os_error() {
@@ -614,40 +614,31 @@ impl PortBackend for TunnelPort {
     }
 
     fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
-        Ok(Some(Box::new(TunnelSender {
-            name: self.name.clone(),
+        let tx = TunnelTx {
             tx: Sender::new(self.tx.cfg)?,
             counters: PortCounters::default(),
-        })))
+        };
+        Ok(Some(Box::new(SendOnly::new(&self.name, tx))))
     }
 }
 
-/// A second sender on a tunnel port (its own raw socket), made by
-/// [`PortBackend::split_sender`]; counts only what it sends.
-pub struct TunnelSender {
-    name: String,
+/// The sending half of a tunnel port's split sender ([`SendOnly`]): its own
+/// raw socket.
+struct TunnelTx {
     tx: Sender,
     counters: PortCounters,
 }
 
-impl PortBackend for TunnelSender {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn rx_burst(&mut self, _out: &mut RxBurst) -> io::Result<usize> {
-        Ok(0)
-    }
-
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+impl Transmit for TunnelTx {
+    fn send(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
         self.tx.send(pkts, &mut self.counters)
     }
 
-    fn link_state(&self) -> LinkState {
+    fn link_state(&self, _name: &str) -> LinkState {
         LinkState::Up
     }
 
-    fn stats(&self) -> PortCounters {
+    fn counters(&self) -> PortCounters {
         self.counters
     }
 }
@@ -748,8 +739,8 @@ mod tests {
     #[test]
     fn ports_exchange_frames_over_loopback_as_root() {
         use crate::port::Burst;
-        use crate::testnet::{test_frame, NetNs};
-        use std::time::{Duration, Instant};
+        use crate::testnet::{rx_test_frames, test_frame, NetNs};
+        use std::time::Duration;
         let Some(ns) = NetNs::for_test("tunnel") else {
             return;
         };
@@ -779,17 +770,13 @@ mod tests {
                     .push(PacketBuf::from_slice(&test_frame(1, 5, 100)))
                     .unwrap();
                 assert_eq!(sender.tx_burst(&mut burst).unwrap(), 1);
-                let mut got = Vec::new();
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while got.len() < 6 && Instant::now() < deadline {
-                    if b.rx_burst(&mut burst).unwrap() == 0 {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    got.extend(burst.drain().map(|p| {
+                let got: Vec<Vec<u8>> = rx_test_frames(&mut b, 6, Duration::from_secs(10))
+                    .iter()
+                    .map(|p| {
                         assert_eq!(p.meta.tunnel_id, Some(7), "{kind:?}");
                         p.data().to_vec()
-                    }));
-                }
+                    })
+                    .collect();
                 let want: Vec<Vec<u8>> = (0..6).map(|s| test_frame(1, s, 100)).collect();
                 assert_eq!(got, want, "{kind:?}");
                 assert_eq!(a.stats().tx_packets + sender.stats().tx_packets, 6);
@@ -816,14 +803,10 @@ mod tests {
                     burst.push(p).unwrap();
                 }
                 assert_eq!(a.tx_burst(&mut burst).unwrap(), 3);
-                let mut got = Vec::new();
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while got.len() < 3 && Instant::now() < deadline {
-                    if b.rx_burst(&mut burst).unwrap() == 0 {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    got.extend(burst.drain().map(|p| (p.data().to_vec(), p.meta.tunnel_id)));
-                }
+                let got: Vec<_> = rx_test_frames(&mut b, 3, Duration::from_secs(10))
+                    .iter()
+                    .map(|p| (p.data().to_vec(), p.meta.tunnel_id))
+                    .collect();
                 let want: Vec<_> = [(0, 42), (1, 43), (2, 0)]
                     .into_iter()
                     .map(|(s, id)| (test_frame(1, s, 100), Some(id)))

@@ -7,7 +7,9 @@
 
 use std::io::{self, Read, Write};
 
-use super::format::{read_full, PcapError, ReadFull, RecordHeader, LINKTYPE_ETHERNET, MAX_RECORD};
+use super::format::{
+    read_full, read_record_head, PcapError, ReadFull, RecordHeader, LINKTYPE_ETHERNET, MAX_RECORD,
+};
 
 /// Magic of a microsecond-resolution file, as read in the writer's order.
 const MAGIC_US: u32 = 0xa1b2_c3d4;
@@ -77,11 +79,8 @@ pub fn read_record(
     data: &mut Vec<u8>,
 ) -> Result<Option<RecordHeader>, PcapError> {
     let mut h = [0u8; 16];
-    match read_full(r, &mut h) {
-        Ok(()) => {}
-        Err(ReadFull::Eof) => return Ok(None),
-        Err(ReadFull::Partial) => return Err(PcapError::TruncatedRecord),
-        Err(ReadFull::Io(e)) => return Err(PcapError::Io(e)),
+    if !read_record_head(r, &mut h)? {
+        return Ok(None);
     }
     let field = |i: usize| {
         let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];

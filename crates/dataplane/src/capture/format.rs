@@ -106,3 +106,14 @@ pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<(), ReadFul
     }
     Ok(())
 }
+
+/// Fills `h` with the head of the next record: `false` at a clean end of
+/// file, [`PcapError::TruncatedRecord`] when the file ends inside it.
+pub(crate) fn read_record_head(r: &mut impl Read, h: &mut [u8]) -> Result<bool, PcapError> {
+    match read_full(r, h) {
+        Ok(()) => Ok(true),
+        Err(ReadFull::Eof) => Ok(false),
+        Err(ReadFull::Partial) => Err(PcapError::TruncatedRecord),
+        Err(ReadFull::Io(e)) => Err(PcapError::Io(e)),
+    }
+}

@@ -416,15 +416,17 @@ impl Drop for Tap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::pcapng::tests::frame;
     use crate::capture::read;
 
-    fn frame(n: usize, fill: u8, direction: Direction, ts_ns: u64) -> Frame {
-        Frame {
-            ts_ns,
-            direction,
-            orig_len: n as u32,
-            bytes: vec![fill; n],
-        }
+    /// Each packet of capture file `out`: its first byte (the fill) and its
+    /// pcapng flags (the direction).
+    fn fills_and_flags(out: &[u8]) -> Vec<(u8, Option<u32>)> {
+        read::parse(out)
+            .packets
+            .iter()
+            .map(|p| (p.data[0], p.flags))
+            .collect()
     }
 
     #[test]
@@ -453,11 +455,8 @@ mod tests {
                 written: 5
             }
         );
-        let f = read::parse(&out);
-        let fills: Vec<(u8, Option<u32>)> =
-            f.packets.iter().map(|p| (p.data[0], p.flags)).collect();
         assert_eq!(
-            fills,
+            fills_and_flags(&out),
             [
                 (0, Some(1)),
                 (1, Some(1)),
@@ -526,13 +525,8 @@ mod tests {
         c.stop();
         let mut out = Vec::new();
         c.drain_to(&mut out).unwrap();
-        let got: Vec<(u8, Option<u32>)> = read::parse(&out)
-            .packets
-            .iter()
-            .map(|p| (p.data[0], p.flags))
-            .collect();
         assert_eq!(
-            got,
+            fills_and_flags(&out),
             [
                 (0, Some(2)),
                 (1, Some(2)),

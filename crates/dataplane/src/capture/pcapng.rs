@@ -52,7 +52,7 @@
 
 use std::io::{self, Read, Write};
 
-use super::format::{read_full, PcapError, ReadFull, RecordHeader, MAX_RECORD};
+use super::format::{read_full, read_record_head, PcapError, ReadFull, RecordHeader, MAX_RECORD};
 use super::frame::Frame;
 
 /// Section Header Block type.
@@ -267,11 +267,8 @@ impl NgReader {
     ) -> Result<Option<RecordHeader>, PcapError> {
         loop {
             let mut h = [0u8; 4];
-            match read_full(r, &mut h) {
-                Ok(()) => {}
-                Err(ReadFull::Eof) => return Ok(None),
-                Err(ReadFull::Partial) => return Err(PcapError::TruncatedRecord),
-                Err(ReadFull::Io(e)) => return Err(PcapError::Io(e)),
+            if !read_record_head(r, &mut h)? {
+                return Ok(None);
             }
             if u32::from_le_bytes(h) == SHB_TYPE {
                 self.section(r, false)?;
@@ -484,11 +481,12 @@ impl<W: Write> PcapngWriter<W> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::capture::{read, Direction};
 
-    fn frame(n: usize, fill: u8, direction: Direction, ts_ns: u64) -> Frame {
+    /// A frame of `n` bytes of `fill` (also used by the live tap's tests).
+    pub(crate) fn frame(n: usize, fill: u8, direction: Direction, ts_ns: u64) -> Frame {
         Frame {
             ts_ns,
             direction,
@@ -630,23 +628,24 @@ mod tests {
             read_all(&f),
             Err(PcapError::UnsupportedLinkType(113))
         ));
+        // A file of one packet whose 4 bytes at `at` say `value` instead.
+        let with_epb_word = |at: usize, value: u32| {
+            let mut f = be_section();
+            f.extend(be_interface(1, None));
+            let mut epb = be_epb(0, 1, &a, 64);
+            epb[at..at + 4].copy_from_slice(&value.to_be_bytes());
+            f.extend(epb);
+            f
+        };
         // A captured length past the block.
-        let mut f = be_section();
-        f.extend(be_interface(1, None));
-        let mut epb = be_epb(0, 1, &a, 64);
-        epb[20..24].copy_from_slice(&200u32.to_be_bytes());
-        f.extend(epb);
+        let f = with_epb_word(20, 200);
         assert!(matches!(read_all(&f), Err(PcapError::Malformed(_))));
         // Trailing length that disagrees; a length not a multiple of 4; a huge one.
         let mut f = be_section();
         let n = f.len();
         f[n - 1] ^= 4;
         assert!(matches!(read_all(&f), Err(PcapError::Malformed(_))));
-        let mut f = be_section();
-        f.extend(be_interface(1, None));
-        let mut epb = be_epb(0, 1, &a, 64);
-        epb[4..8].copy_from_slice(&0x7fff_fff0u32.to_be_bytes());
-        f.extend(epb);
+        let f = with_epb_word(4, 0x7fff_fff0);
         assert!(matches!(read_all(&f), Err(PcapError::Malformed(_))));
         // Version 2; cut short.
         let mut f = be_section();

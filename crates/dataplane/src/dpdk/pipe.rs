@@ -62,25 +62,17 @@ pub fn ring_pipe(a: &str, b: &str, size: u32) -> io::Result<(String, String)> {
                 "cannot make rings for {a}/{b}: {e}"
             )));
         }
-        let mut rx_a = [ba];
-        let mut tx_a = [ab];
-        let mut rx_b = [ab];
-        let mut tx_b = [ba];
-        let pa =
-            sys::rte_eth_from_rings(na.as_ptr(), rx_a.as_mut_ptr(), 1, tx_a.as_mut_ptr(), 1, 0);
-        if pa < 0 {
-            return Err(io::Error::other(format!(
-                "cannot make ethdev {a}: {}",
-                eal::last_error()
-            )));
-        }
-        let pb =
-            sys::rte_eth_from_rings(nb.as_ptr(), rx_b.as_mut_ptr(), 1, tx_b.as_mut_ptr(), 1, 0);
-        if pb < 0 {
-            return Err(io::Error::other(format!(
-                "cannot make ethdev {b}: {}",
-                eal::last_error()
-            )));
+        // Each end receives from the ring the other sends on.
+        for (name, cname, rx, tx) in [(a, &na, ba, ab), (b, &nb, ab, ba)] {
+            let (mut rx, mut tx) = ([rx], [tx]);
+            let port =
+                sys::rte_eth_from_rings(cname.as_ptr(), rx.as_mut_ptr(), 1, tx.as_mut_ptr(), 1, 0);
+            if port < 0 {
+                return Err(io::Error::other(format!(
+                    "cannot make ethdev {name}: {}",
+                    eal::last_error()
+                )));
+            }
         }
     }
     Ok((format!("net_ring_{a}"), format!("net_ring_{b}")))

@@ -139,15 +139,23 @@ fn runts_and_oversize_frames_are_counted_drops() {
     );
 }
 
+/// Brings the EAL up and opens a fresh null device of 64-byte frames with
+/// `cfg`'s other settings.
+fn null_port_of_64(cfg: DpdkConfig) -> DpdkPort {
+    eal_up();
+    DpdkPort::open(&DpdkConfig {
+        devargs: format!("{},size=64", unique("net_null")),
+        ..cfg
+    })
+    .unwrap()
+}
+
 #[test]
 fn lent_mbufs_dropped_on_another_thread_go_home() {
-    eal_up();
-    let mut p = DpdkPort::open(&DpdkConfig {
-        devargs: format!("{},size=64", unique("net_null")),
+    let mut p = null_port_of_64(DpdkConfig {
         mbufs: 4095,
         ..DpdkConfig::default()
-    })
-    .unwrap();
+    });
     let base = p.mbufs_in_use();
     let got = rx_all(&mut p, 100);
     assert!(got.len() >= 100);
@@ -159,15 +167,12 @@ fn lent_mbufs_dropped_on_another_thread_go_home() {
 
 #[test]
 fn queues_split_over_handles() {
-    eal_up();
-    let mut p = DpdkPort::open(&DpdkConfig {
-        devargs: format!("{},size=64", unique("net_null")),
+    let mut p = null_port_of_64(DpdkConfig {
         rx_queues: 2,
         tx_queues: 3,
         mbufs: 8191,
         ..DpdkConfig::default()
-    })
-    .unwrap();
+    });
     let mut more = p.split_receivers().unwrap();
     assert_eq!(more.len(), 1, "one handle per further queue");
     assert!(
