@@ -35,6 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 source bench/ovs-private.sh
+source bench/lib.sh
 
 flows=100000
 rounds=2
@@ -90,14 +91,7 @@ PY
 cat > "$work/fulmar.toml" <<EOF
 [[bridges]]
 name = "br0"
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
+$(memory_ports_toml)
 [[bridges.controllers]]
 listen = "tcp:127.0.0.1:$fport"
 EOF

@@ -22,6 +22,7 @@
 # on a shared machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 rules=1000000
 keep=
 while [ $# -gt 0 ]; do
@@ -56,14 +57,7 @@ cat > "$work/run.toml" <<EOF
 [[bridges]]
 name = "br0"
 flows_file = "$work/gw.flows"
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
+$(memory_ports_toml)
 EOF
 t0=$(date +%s.%N)
 "$fulmar" run --config "$work/run.toml" --ctl "$work/fulmar.ctl" --mgmt-dir "$work" \

@@ -58,6 +58,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 source bench/ovs-private.sh
+source bench/lib.sh
 
 secs=3
 rates=10000,100000
@@ -109,11 +110,8 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'echo "interrupted" >&2; exit 130' INT TERM
-( sleep 420; echo "$0: time limit reached, stopping" >&2; kill -TERM $$ ) &
-watchdog=$!
+bench_deadline 420
 
-nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 counter() { nsx "$1" cat "/sys/class/net/$2/statistics/$3"; }
 
 # --- topology -------------------------------------------------------------

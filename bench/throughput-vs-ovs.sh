@@ -35,6 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 source bench/ovs-private.sh
+source bench/lib.sh
 
 secs=5
 udp_rate=200M
@@ -74,12 +75,9 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'echo "interrupted" >&2; exit 130' INT TERM
 # The whole run is bounded: the watchdog stops it (and cleanup runs).
-( sleep 230; echo "$0: time limit reached, stopping" >&2; kill -TERM $$ ) &
-watchdog=$!
+bench_deadline 230
 
-nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 quiet_link() { # [ns] dev: no offloads, no IPv6 chatter, up
     local pre=()
     [ $# = 2 ] && pre=(ip netns exec "$1") && shift
