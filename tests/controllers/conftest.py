@@ -50,15 +50,4 @@ def controllers():
 def fulmar_switch(fulmar_bin):
     """Starts `fulmar run` on the two ports with extra arguments; stops it
     at the end."""
-    started = []
-
-    def start(*extra):
-        s = ctl.Switch([fulmar_bin, "run", "-i", ctl.DEV_A, "-i", ctl.DEV_B, *extra])
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from ctl.e2e.switch_starter(lambda *extra: [fulmar_bin, "run", "-i", ctl.DEV_A, "-i", ctl.DEV_B, *extra])

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_support import *  # noqa: E402,F401,F403  (also offered to tests/controllers)
-from e2e_support import MAC_A, MAC_B, NS_A, NS_B, ROOT, SW_A, SW_B, Switch, cleanup, sh  # noqa: E402
+from e2e_support import MAC_A, MAC_B, NS_A, NS_B, ROOT, SW_A, SW_B, Switch, cleanup, sh, switch_starter  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -57,17 +57,11 @@ def net(fulmar_bin):
 
 @pytest.fixture
 def switch(fulmar_bin, tmp_path):
-    started = []
+    """start(flows, *extra): `fulmar run` on SW_A and SW_B with FLOWS."""
 
-    def start(flows, *extra):
+    def argv(flows, *extra):
         f = tmp_path / "flows"
         f.write_text(flows)
-        s = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(f), *extra])
-        started.append(s)
-        return s
+        return [fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(f), *extra]
 
-    yield start
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from switch_starter(argv)

@@ -24,6 +24,17 @@ MAC_B = "02:00:00:00:0e:0b"
 P = os.environ.get("FULMAR_E2E_PREFIX", "fe")
 NS_A, NS_B = f"{P}-a", f"{P}-b"
 SW_A, SW_B = f"{P}-sa", f"{P}-sb"
+# The [[bridges.ports]] tables of a `fulmar run` config with SW_A as port 1
+# and SW_B as port 2 (after a blank line), for a bridge table written above.
+PORTS_TOML = f"""
+[[bridges.ports]]
+port = 1
+interface = "{SW_A}"
+
+[[bridges.ports]]
+port = 2
+interface = "{SW_B}"
+"""
 
 
 def sh(*args, check=True):
@@ -75,6 +86,25 @@ class Switch:
             watchdog.cancel()
         self.reader.join(timeout=10)
         return self.proc.returncode, out, "".join(self.err_lines)
+
+
+def switch_starter(argv):
+    """The body of a fixture that starts switches: `yield from
+    switch_starter(argv)` gives the test start(*args), which runs
+    Switch(argv(*args)) and returns it; every switch still running when the
+    test ends is killed."""
+    started = []
+
+    def start(*args):
+        s = Switch(argv(*args))
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        if s.proc.poll() is None:
+            s.proc.kill()
+            s.proc.wait()
 
 
 def terminate(proc, timeout=10):

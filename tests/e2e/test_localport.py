@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from e2e_support import P, Switch, in_ns, sh, wait_for
+from e2e_support import P, in_ns, sh, switch_starter, wait_for
 from mgmt_support import Ovsdb, ctl, need
 
 NS_SW, NS_H = f"{P}-lsw", f"{P}-lh"
@@ -58,19 +58,8 @@ def ovsdb(tmp_path):
 
 @pytest.fixture
 def fulmar(fulmar_bin, tmp_path):
-    started = []
-
-    def start(*args):
-        s = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run",
-                    "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path), *args])
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from switch_starter(lambda *args: ["ip", "netns", "exec", NS_SW, fulmar_bin, "run",
+                                             "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path), *args])
 
 
 def tap_exists(name="br0"):

@@ -22,6 +22,7 @@ userspace datapath, run privately in P-tp (see `ovs_peer` at the end):
 the same ping and the same decoding, for GRE and VXLAN.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -372,11 +373,13 @@ def test_gre_against_a_scapy_peer(tunnel_net, fulmar_bin, tmp_path):
     assert rc == 0, err
 
 
-def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
-    """`ovs-vsctl add-port br0 vx0 -- set interface vx0 type=vxlan
-    options:remote_ip=... options:key=42` against the ovsdb-server fulmar
-    follows makes a working VXLAN port: the host pings the kernel's VXLAN
-    device through it, and the row shows its ofport and no error."""
+@contextlib.contextmanager
+def vxlan_port_through_ovsdb(fulmar_bin, tmp_path, key, flows):
+    """A switch following an ovsdb-server of its own, made by ovs-vsctl into
+    br0 (fail mode secure) with ts1 as port 1 and a VXLAN port vx0 to the
+    kernel's device (options:key=KEY) as port 2, checked to show ofport 2
+    and no error; FLOWS are added with `fulmar ctl` and a ping must cross.
+    Yields (the Ovsdb, the ctl socket); then the switch must stop cleanly."""
     from mgmt_support import Ovsdb
 
     peer_device("vxlan")
@@ -389,11 +392,10 @@ def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
         db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
         db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
                  f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
-                 f"options:key={KEY}", "ofport_request=2")
+                 f"options:key={key}", "ofport_request=2")
         assert db.get("Interface", "vx0", "ofport") == "2"
         assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
-        for flow in ("table=0,priority=10,in_port=1,actions=output:2",
-                     "table=0,priority=10,in_port=2,actions=output:1"):
+        for flow in flows:
             r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
                                capture_output=True, text=True, timeout=30)
             assert r.returncode == 0, r.stderr
@@ -401,13 +403,23 @@ def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
         pinged = False
         while time.time() < deadline and not pinged:
             pinged = ping_once()
-        assert pinged, "no ping across the VXLAN port made through OVSDB"
-        ports = {p["interface"]: p["ofport"] for p in ctl_json(fulmar_bin, sock, "show")["bridges"][0]["ports"]}
-        assert ports.get("vx0") == 2, ports
+        assert pinged, f"no ping across the VXLAN port (options:key={key}) made through OVSDB"
+        yield db, sock
     finally:
         rc, _, err = sw.stop()
         db.stop()
     assert rc == 0, err
+
+
+def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
+    """`ovs-vsctl add-port br0 vx0 -- set interface vx0 type=vxlan
+    options:remote_ip=... options:key=42` against the ovsdb-server fulmar
+    follows makes a working VXLAN port: the host pings the kernel's VXLAN
+    device through it, and the row shows its ofport and no error."""
+    flows = ("table=0,priority=10,in_port=1,actions=output:2", "table=0,priority=10,in_port=2,actions=output:1")
+    with vxlan_port_through_ovsdb(fulmar_bin, tmp_path, KEY, flows) as (_, sock):
+        ports = {p["interface"]: p["ofport"] for p in ctl_json(fulmar_bin, sock, "show")["bridges"][0]["ports"]}
+        assert ports.get("vx0") == 2, ports
 
 
 NS_HOST2 = f"{P}-th2"
@@ -604,39 +616,13 @@ def test_ovs_vsctl_makes_a_key_flow_vxlan_port(tunnel_net, fulmar_bin, tmp_path)
     the host reaches the kernel's VNI 42 device once flows put its frames
     on tunnel_id 42 and send tun_id=42 back; the row keeps key=flow (the
     switch writes it back as it was) and shows no error."""
-    from mgmt_support import Ovsdb
-
-    peer_device("vxlan")
-    db = Ovsdb(tmp_path)
-    sock = str(tmp_path / "ctl.sock")
-    sw = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run", "--ovsdb", f"unix:{db.sock}",
-                 "--ctl", sock, "--mgmt-dir", str(tmp_path)])
-    try:
-        db.vsctl("add-br", "br0", "--", "set-fail-mode", "br0", "secure")
-        db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
-        db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
-                 f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
-                 "options:key=flow", "ofport_request=2")
-        assert db.get("Interface", "vx0", "ofport") == "2"
-        assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
-        # Without these the host's frames would leave on VNI 0.
-        for flow in ("table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
-                     "table=0,priority=10,in_port=2,tun_id=42,actions=output:1"):
-            r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
-                               capture_output=True, text=True, timeout=30)
-            assert r.returncode == 0, r.stderr
-        deadline = time.time() + 30
-        pinged = False
-        while time.time() < deadline and not pinged:
-            pinged = ping_once()
-        assert pinged, "no ping across the key=flow VXLAN port made through OVSDB"
+    # Without these flows the host's frames would leave on VNI 0.
+    flows = ("table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
+             "table=0,priority=10,in_port=2,tun_id=42,actions=output:1")
+    with vxlan_port_through_ovsdb(fulmar_bin, tmp_path, "flow", flows) as (db, sock):
         assert db.get("Interface", "vx0", "options:key").strip('"') == "flow", db.get("Interface", "vx0", "options")
         show = ctl_json(fulmar_bin, sock, "show")
         assert "vx0" in json.dumps(show), show
-    finally:
-        rc, _, err = sw.stop()
-        db.stop()
-    assert rc == 0, err
 
 
 # --- Open vSwitch's userspace datapath as the peer ---------------------------
