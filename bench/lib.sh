@@ -27,3 +27,31 @@ interface = "m2"
 backend = "memory"
 TOML
 }
+
+# parse_options USAGE SPEC... -- ARGS...: sets the caller's variables from
+# its arguments ARGS. A SPEC is OPTION=VAR (the option takes a value, which
+# goes into VAR) or OPTION=VAR=VALUE (a flag, which sets VAR to VALUE).
+# Anything else, --help included, prints "usage: $0 USAGE" and exits 2.
+parse_options() {
+    local _po_usage=$1 _po_opt _po_rest
+    local -A _po_takes=() _po_sets=()
+    shift
+    while [ "$1" != -- ]; do
+        _po_opt=${1%%=*} _po_rest=${1#*=}
+        if [[ $_po_rest == *=* ]]; then _po_sets[$_po_opt]=$_po_rest; else _po_takes[$_po_opt]=$_po_rest; fi
+        shift
+    done
+    shift
+    while [ $# -gt 0 ]; do
+        if [[ $1 == --* && -n ${_po_takes[$1]+x} && $# -ge 2 ]]; then
+            printf -v "${_po_takes[$1]}" '%s' "$2"
+            shift 2
+        elif [[ $1 == --* && -n ${_po_sets[$1]+x} ]]; then
+            printf -v "${_po_sets[$1]%%=*}" '%s' "${_po_sets[$1]#*=}"
+            shift
+        else
+            echo "usage: $0 $_po_usage" >&2
+            exit 2
+        fi
+    done
+}

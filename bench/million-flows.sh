@@ -25,13 +25,8 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 rules=1000000
 keep=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --rules) rules=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--rules N] [--keep DIR]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--rules N] [--keep DIR]' \
+    --rules=rules --keep=keep -- "$@"
 cargo build --release --quiet -p fulmar
 fulmar=$PWD/target/release/fulmar
 work=$(mktemp -d /tmp/fc-million.XXXXXX)

@@ -64,15 +64,8 @@ secs=3
 rates=10000,100000
 raised=0
 keep=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --secs) secs=$2; shift 2 ;;
-        --rates) rates=$2; shift 2 ;;
-        --raised-rate) raised=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--secs N] [--rates PPS[,PPS...]] [--raised-rate PPS] [--keep DIR]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--secs N] [--rates PPS[,PPS...]] [--raised-rate PPS] [--keep DIR]' \
+    --secs=secs --rates=rates --raised-rate=raised --keep=keep -- "$@"
 [[ $secs =~ ^[0-9]+$ && $secs -ge 1 && $secs -le 30 ]] || { echo "$0: --secs: 1..30" >&2; exit 2; }
 [[ $rates =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "$0: --rates: numbers separated by commas" >&2; exit 2; }
 [[ $raised =~ ^[0-9]+$ ]] || { echo "$0: --raised-rate: a number (0: no limit)" >&2; exit 2; }

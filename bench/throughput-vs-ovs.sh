@@ -42,16 +42,8 @@ udp_rate=200M
 workers=
 keep=
 with_ring=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --secs) secs=$2; shift 2 ;;
-        --udp-rate) udp_rate=$2; shift 2 ;;
-        --workers) workers=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        --with-ring) with_ring=1; shift ;;
-        *) echo "usage: $0 [--secs N] [--udp-rate RATE] [--workers N] [--keep DIR] [--with-ring]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--secs N] [--udp-rate RATE] [--workers N] [--keep DIR] [--with-ring]' \
+    --secs=secs --udp-rate=udp_rate --workers=workers --keep=keep --with-ring=with_ring=1 -- "$@"
 
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (network namespaces)" >&2; exit 1; }
 fulmar=$root/target/release/fulmar
