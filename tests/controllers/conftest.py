@@ -13,19 +13,9 @@ fulmar_bin = ctl.e2e.fulmar_bin  # the fixture: builds the debug binary unless $
 @pytest.fixture
 def fct_net(fulmar_bin):
     ctl.cleanup()
-    sh = ctl.sh
     try:
-        for ns, dev, peer, mac, addr in (
-            (ctl.NS_A, ctl.DEV_A, ctl.PEER_A, ctl.MAC_A, ctl.IP_A + "/24"),
-            (ctl.NS_B, ctl.DEV_B, ctl.PEER_B, ctl.MAC_B, ctl.IP_B + "/24"),
-        ):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", ns)
-            sh("ip", "link", "set", dev, "up")
-            sh("ip", "-n", ns, "link", "set", peer, "address", mac, "up")
-            sh("ip", "-n", ns, "addr", "add", addr, "dev", peer)
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
-            sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+        ctl.e2e.host_veth(ctl.NS_A, ctl.DEV_A, ctl.PEER_A, ctl.MAC_A, ctl.IP_A + "/24")
+        ctl.e2e.host_veth(ctl.NS_B, ctl.DEV_B, ctl.PEER_B, ctl.MAC_B, ctl.IP_B + "/24")
         yield
     finally:
         ctl.cleanup()

@@ -48,6 +48,19 @@ def cleanup():
         sh("ip", "link", "del", link, check=False)
 
 
+def host_veth(ns, root, peer, mac, addr):
+    """Makes namespace NS holding end PEER (MAC, ADDR: "ip/len") of a veth
+    whose end ROOT stays in the root namespace, both up, with no IPv6 (so
+    no autoconfiguration noise on the links)."""
+    sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", root, "type", "veth", "peer", "name", peer, "netns", ns)
+    sh("ip", "link", "set", root, "up")
+    sh("ip", "-n", ns, "link", "set", peer, "address", mac, "up")
+    sh("ip", "-n", ns, "addr", "add", addr, "dev", peer)
+    sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
+    sh("sysctl", "-qw", f"net.ipv6.conf.{root}.disable_ipv6=1", check=False)
+
+
 class Switch:
     """A running `fulmar run`; stop() sends SIGINT and returns its output.
 
@@ -87,6 +100,12 @@ class Switch:
         self.reader.join(timeout=10)
         return self.proc.returncode, out, "".join(self.err_lines)
 
+    def kill(self):
+        """SIGKILL, if it is still running (a test's cleanup)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
 
 def switch_starter(argv):
     """The body of a fixture that starts switches: `yield from
@@ -102,9 +121,7 @@ def switch_starter(argv):
 
     yield start
     for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+        s.kill()
 
 
 def terminate(proc, timeout=10):

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from e2e_support import P, in_ns, sh, switch_starter, wait_for
-from mgmt_support import Ovsdb, ctl, need
+from mgmt_support import ctl, need
 
 NS_SW, NS_H = f"{P}-lsw", f"{P}-lh"
 VS, VH = f"{P}-ls", f"{P}-lh"
@@ -47,13 +47,6 @@ def lnet(fulmar_bin):
         yield
     finally:
         cleanup()
-
-
-@pytest.fixture
-def ovsdb(tmp_path):
-    o = Ovsdb(tmp_path)
-    yield o
-    o.stop()
 
 
 @pytest.fixture

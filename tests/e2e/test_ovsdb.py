@@ -16,17 +16,10 @@ import time
 import pytest
 
 from e2e_support import MAC_A, MAC_B, NS_A, P, PORTS_TOML, SW_A, SW_B, Controller, in_ns, sh, spare_veth, switch_starter, wait_for
-from mgmt_support import Ovsdb, ctl, need
+from mgmt_support import ctl, need
 
 SW_X = f"{P}-ox"  # a third link, added with `fulmar ctl`
 MISSING = f"{P}-nope"  # an interface that does not exist
-
-
-@pytest.fixture
-def ovsdb(tmp_path):
-    o = Ovsdb(tmp_path)
-    yield o
-    o.stop()
 
 
 @pytest.fixture
