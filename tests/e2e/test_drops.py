@@ -117,6 +117,21 @@ def named_drops(report):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
 
 
+def flood_through(sw, target, count, pps):
+    """Floods COUNT frames at PPS (0: as fast as it goes) through SW, waits
+    for its counters to settle and stops it, which must exit 0. Returns
+    (frames sent, seconds, port stats, kernel counter deltas, its stdout)."""
+    try:
+        before = ends()
+        sent, secs = flood(count, pps)
+        stats = settle(target, sent)
+        d = delta(ends(), before)
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err
+    return sent, secs, stats, d, out
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_a_rate_one_worker_sustains_loses_nothing(net, fulmar_bin, tmp_path, mode):
     # Deep receive queues: under the default time bound (200 µs, at least
@@ -124,14 +139,7 @@ def test_a_rate_one_worker_sustains_loses_nothing(net, fulmar_bin, tmp_path, mod
     # machine loses what arrives meanwhile, by design; this test is about
     # the dataplane losing nothing it can queue.
     sw, target = start(fulmar_bin, tmp_path, mode, delay=0)
-    try:
-        before = ends()
-        sent, secs = flood(10000, 20000)
-        stats = settle(target, sent)
-        d = delta(ends(), before)
-    finally:
-        rc, out, err = sw.stop()
-    assert rc == 0, err
+    sent, secs, stats, d, out = flood_through(sw, target, 10000, 20000)
     print(f"\n{mode}: sent {sent} in {secs:.2f} s; port stats {stats}; kernel {d}")
     assert sent == 10000
     assert stats[1]["rx"] == {"pkts": sent, "drop": 0, "errs": 0}, stats
@@ -148,14 +156,7 @@ def test_beyond_capacity_every_drop_is_counted(net, fulmar_bin, tmp_path, mode):
     # one raw-socket sender here, so the kernel's buffer must be what
     # overflows), and frames as fast as a raw socket sends them.
     sw, target = start(fulmar_bin, tmp_path, mode, ring=64, extra=("--afpacket-rcvbuf", "4096"))
-    try:
-        before = ends()
-        sent, secs = flood(200000, 0)
-        stats = settle(target, sent)
-        d = delta(ends(), before)
-    finally:
-        rc, out, err = sw.stop()
-    assert rc == 0, err
+    sent, secs, stats, d, out = flood_through(sw, target, 200000, 0)
     p1, p2 = stats[1], stats[2]
     print(f"\n{mode}: sent {sent} in {secs:.2f} s ({sent / secs / 1e3:.0f} kpps); port stats {stats}; kernel {d}")
     print(out)
