@@ -91,8 +91,21 @@ def peer_device(kind):
     sh("ip", "-n", NS_PEER, "link", "set", dev, "up")
 
 
-def config(kind):
+def tunnel_port(kind, key):
+    """The [[bridges.ports]] table of port 2, the KIND tunnel to the peer
+    with `key = KEY` (KEY as TOML: a number or "flow")."""
     extra = 'dst_port = 4789\n' if kind == "vxlan" else ""
+    return f"""[[bridges.ports]]
+port = 2
+interface = "{kind}-peer"
+backend = "{kind}"
+remote_ip = "{PEER_UNDERLAY}"
+local_ip = "{SW_UNDERLAY}"
+key = {key}
+{extra}"""
+
+
+def config(kind):
     return f"""
 [[bridges]]
 name = "br0"
@@ -101,14 +114,7 @@ flows = ["table=0,priority=10,in_port=1,actions=output:2",
 [[bridges.ports]]
 port = 1
 interface = "ts1"
-[[bridges.ports]]
-port = 2
-interface = "{kind}-peer"
-backend = "{kind}"
-remote_ip = "{PEER_UNDERLAY}"
-local_ip = "{SW_UNDERLAY}"
-key = {KEY}
-{extra}"""
+{tunnel_port(kind, KEY)}"""
 
 
 class Capture:
@@ -485,7 +491,6 @@ def key_flow_config(kind, back43):
     2: host 1 is put on key 42 by set_field, host 3 on key 43 by
     set_tunnel; what comes back on key 42 goes to port 1, what `back43`
     matches to port 3."""
-    extra = 'dst_port = 4789\n' if kind == "vxlan" else ""
     return f"""
 [[bridges]]
 name = "br0"
@@ -499,14 +504,7 @@ interface = "ts1"
 [[bridges.ports]]
 port = 3
 interface = "ts3"
-[[bridges.ports]]
-port = 2
-interface = "{kind}-peer"
-backend = "{kind}"
-remote_ip = "{PEER_UNDERLAY}"
-local_ip = "{SW_UNDERLAY}"
-key = "flow"
-{extra}"""
+{tunnel_port(kind, '"flow"')}"""
 
 
 @pytest.mark.parametrize("kind", ["vxlan", "gre"])
