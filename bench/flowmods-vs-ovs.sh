@@ -34,8 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source bench/ovs-private.sh
-source bench/lib.sh
+source bench/ovs-private.sh  # and bench/lib.sh
 
 flows=100000
 rounds=2

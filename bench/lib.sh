@@ -12,6 +12,19 @@ bench_deadline() {
     watchdog=$!
 }
 
+# wait_started PID ERR: waits (10 s at most) until the fulmar started as
+# PID says "running bridges" on its stderr, file ERR, or exits; true when it
+# said so.
+wait_started() {
+    local _
+    for _ in $(seq 100); do
+        grep -qs "running bridges" "$2" && return 0
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -qs "running bridges" "$2"
+}
+
 # memory_ports_toml: the [[bridges.ports]] tables of a `fulmar run` config
 # for ports 1 and 2 on the in-memory backend (interfaces m1 and m2), for a
 # bridge table the caller writes around it.

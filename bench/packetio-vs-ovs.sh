@@ -57,8 +57,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source bench/ovs-private.sh
-source bench/lib.sh
+source bench/ovs-private.sh  # and bench/lib.sh
 
 secs=3
 rates=10000,100000
@@ -231,12 +230,7 @@ for run in "fulmar-default" "fulmar-raised --packet-in-rate $raised"; do
         --ctl "$work/$cfg.ctl" --mgmt-dir "$work" --saved-tables none $extra \
         >"$work/$cfg.out" 2>"$work/$cfg.err" &
     fulmar_pid=$!
-    for _ in $(seq 100); do
-        grep -qs "running bridges" "$work/$cfg.err" && break
-        kill -0 "$fulmar_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    grep -q "running bridges" "$work/$cfg.err" || { echo "$0: fulmar did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
+    wait_started "$fulmar_pid" "$work/$cfg.err" || { echo "$0: fulmar did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
     measure "$cfg"
     "$fulmar" ctl -t "$work/$cfg.ctl" stats >"$work/$cfg.stats" 2>&1 || true
     kill -INT "$fulmar_pid"

@@ -34,8 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source bench/ovs-private.sh
-source bench/lib.sh
+source bench/ovs-private.sh  # and bench/lib.sh
 
 secs=5
 udp_rate=200M
@@ -209,12 +208,7 @@ for run in "${runs[@]}"; do
     ip netns exec ftp-sw "$fulmar" run -i ftp-a0 -i ftp-b0 --flows "$work/flows" --mode "$mode" "${extra[@]}" \
         >"$work/$cfg.out" 2>"$work/$cfg.err" &
     fulmar_pid=$!
-    for _ in $(seq 100); do
-        grep -q "running bridges" "$work/$cfg.err" && break
-        kill -0 "$fulmar_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    grep -q "running bridges" "$work/$cfg.err" || { echo "fulmar ($mode) did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
+    wait_started "$fulmar_pid" "$work/$cfg.err" || { echo "fulmar ($mode) did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
     measure "$cfg" ftp-a
     kill -TERM "$fulmar_pid"
     for _ in $(seq 100); do kill -0 "$fulmar_pid" 2>/dev/null || break; sleep 0.1; done
