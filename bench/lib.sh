@@ -1,5 +1,16 @@
 # Sourced by the bench scripts: the small pieces several of them share.
 
+# cleanup_begin: how a cleanup that bench_deadline's watchdog guards
+# starts: errors no longer stop it, no trap runs it again, and the
+# watchdog and fulmar ($fulmar_pid, when set) are killed.
+cleanup_begin() {
+    set +e
+    trap - EXIT INT TERM
+    [ -n "${watchdog:-}" ] && kill "$watchdog" 2>/dev/null
+    [ -n "${fulmar_pid:-}" ] && kill -9 "$fulmar_pid" 2>/dev/null
+    return 0
+}
+
 # nsx NS CMD...: runs CMD inside network namespace NS.
 nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 

@@ -90,10 +90,7 @@ pids=()       # OVS daemons
 fulmar_pid=
 watchdog=
 cleanup() {
-    set +e
-    trap - EXIT INT TERM
-    [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
-    [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
+    cleanup_begin
     # The OVS daemons, then anything still running inside our namespaces
     # (generators: a trafgen parent waits for its child, so every process
     # is told).

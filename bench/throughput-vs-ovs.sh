@@ -57,10 +57,7 @@ pids=()       # long-lived helpers (iperf3 servers, OVS daemons)
 fulmar_pid=
 watchdog=
 cleanup() {
-    set +e
-    trap - EXIT INT TERM
-    [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
-    [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
+    cleanup_begin
     # Our daemons, then anything still running inside our namespaces.
     reap_namespaces TERM ftp-a ftp-b ftp-da ftp-db ftp-sw
     rm -rf "$work"
