@@ -395,28 +395,28 @@ def report(name, failures, tally, minimum_same):
     assert tally["same"] >= minimum_same, tally
 
 
+def parse_corpus(flowtext, kind, ovs_read):
+    """The corpus of KINDs, what OVS_READ (text -> ovs-ofctl's verdict) and
+    what flowtext make of each: (corpus, ovs, fulmar)."""
+    corpus = read_corpus(f"{kind}s.txt")
+    ovs = [ovs_read(t) for t, _, _ in corpus]
+    fulmar = flowtext(f"parse-{kind}", [t for t, _, _ in corpus])
+    return corpus, ovs, fulmar
+
+
 @pytest.fixture(scope="module")
 def flows(ovs_ofctl, flowtext):
-    corpus = read_corpus("flows.txt")
-    ovs = [ovs_parse(ovs_ofctl, "flow", t) for t, _, _ in corpus]
-    fulmar = flowtext("parse-flow", [t for t, _, _ in corpus])
-    return corpus, ovs, fulmar
+    return parse_corpus(flowtext, "flow", lambda t: ovs_parse(ovs_ofctl, "flow", t))
 
 
 @pytest.fixture(scope="module")
 def groups(ovs_ofctl, flowtext):
-    corpus = read_corpus("groups.txt")
-    ovs = [ovs_parse(ovs_ofctl, "group", t) for t, _, _ in corpus]
-    fulmar = flowtext("parse-group", [t for t, _, _ in corpus])
-    return corpus, ovs, fulmar
+    return parse_corpus(flowtext, "group", lambda t: ovs_parse(ovs_ofctl, "group", t))
 
 
 @pytest.fixture(scope="module")
 def meters(ovs_ofctl, flowtext):
-    corpus = read_corpus("meters.txt")
-    ovs = [ovs_meter(ovs_ofctl, t) for t, _, _ in corpus]
-    fulmar = flowtext("parse-meter", [t for t, _, _ in corpus])
-    return corpus, ovs, fulmar
+    return parse_corpus(flowtext, "meter", lambda t: ovs_meter(ovs_ofctl, t))
 
 
 def test_flows_encode_as_ovs_ofctl_does(flows):
