@@ -99,15 +99,7 @@ name = "br0"
 dpid = "0x1"
 flow_table_capacity = $((max + 1024))
 flows = ["table=0,priority=10,in_port=1,actions=output:2", "table=0,priority=10,in_port=2,actions=output:1"]
-
-[[bridges.ports]]
-port = 1
-interface = "fctba"
-
-[[bridges.ports]]
-port = 2
-interface = "fctbb"
-
+$(ports_toml fctba fctbb)
 [[bridges.controllers]]
 listen = "tcp:127.0.0.1:$ctl_port"
 EOF

@@ -83,7 +83,7 @@ PY
 cat > "$work/fulmar.toml" <<EOF
 [[bridges]]
 name = "br0"
-$(memory_ports_toml)
+$(ports_toml --backend memory m1 m2)
 [[bridges.controllers]]
 listen = "tcp:127.0.0.1:$fport"
 EOF

@@ -36,20 +36,17 @@ wait_started() {
     grep -qs "running bridges" "$2"
 }
 
-# memory_ports_toml: the [[bridges.ports]] tables of a `fulmar run` config
-# for ports 1 and 2 on the in-memory backend (interfaces m1 and m2), for a
-# bridge table the caller writes around it.
-memory_ports_toml() {
-    cat <<'TOML'
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
-TOML
+# ports_toml [--backend B] IFACE...: the [[bridges.ports]] tables of a
+# `fulmar run` config numbering the interfaces IFACE... from port 1, each
+# on backend B when given, for a bridge table the caller writes above.
+ports_toml() {
+    local backend= n=0 dev
+    if [ "$1" = --backend ]; then backend=$2; shift 2; fi
+    for dev in "$@"; do
+        n=$((n + 1))
+        printf '[[bridges.ports]]\nport = %d\ninterface = "%s"\n' "$n" "$dev"
+        [ -z "$backend" ] || printf 'backend = "%s"\n' "$backend"
+    done
 }
 
 # parse_options USAGE SPEC... -- ARGS...: sets the caller's variables from

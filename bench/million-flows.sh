@@ -52,7 +52,7 @@ cat > "$work/run.toml" <<EOF
 [[bridges]]
 name = "br0"
 flows_file = "$work/gw.flows"
-$(memory_ports_toml)
+$(ports_toml --backend memory m1 m2)
 EOF
 t0=$(date +%s.%N)
 "$fulmar" run --config "$work/run.toml" --ctl "$work/fulmar.ctl" --mgmt-dir "$work" \
