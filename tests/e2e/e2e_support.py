@@ -24,17 +24,17 @@ MAC_B = "02:00:00:00:0e:0b"
 P = os.environ.get("FULMAR_E2E_PREFIX", "fe")
 NS_A, NS_B = f"{P}-a", f"{P}-b"
 SW_A, SW_B = f"{P}-sa", f"{P}-sb"
-# The [[bridges.ports]] tables of a `fulmar run` config with SW_A as port 1
-# and SW_B as port 2 (after a blank line), for a bridge table written above.
-PORTS_TOML = f"""
-[[bridges.ports]]
-port = 1
-interface = "{SW_A}"
 
-[[bridges.ports]]
-port = 2
-interface = "{SW_B}"
-"""
+
+def ports_toml(ports):
+    """The [[bridges.ports]] tables of a `fulmar run` config, each after a
+    blank line, for PORTS ({port number: interface}), for a bridge table
+    written above."""
+    return "".join(f'\n[[bridges.ports]]\nport = {n}\ninterface = "{dev}"\n' for n, dev in ports.items())
+
+
+# SW_A as port 1, SW_B as port 2.
+PORTS_TOML = ports_toml({1: SW_A, 2: SW_B})
 
 
 def sh(*args, check=True):

@@ -36,7 +36,7 @@ from scapy.layers.inet import GRE, ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.layers.vxlan import VXLAN
 
-from e2e_support import HELPER, P, Switch, sh
+from e2e_support import HELPER, P, Switch, ports_toml, sh
 
 NS_SW, NS_HOST, NS_PEER = f"{P}-tsw", f"{P}-th", f"{P}-tp"
 HOST_IP, PEER_OVERLAY_IP = "10.77.1.1", "10.77.1.2"
@@ -111,10 +111,7 @@ def config(kind):
 name = "br0"
 flows = ["table=0,priority=10,in_port=1,actions=output:2",
          "table=0,priority=10,in_port=2,actions=output:1"]
-[[bridges.ports]]
-port = 1
-interface = "ts1"
-{tunnel_port(kind, KEY)}"""
+{ports_toml({1: "ts1"})}{tunnel_port(kind, KEY)}"""
 
 
 class Capture:
@@ -498,13 +495,7 @@ flows = ["table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2
          "table=0,priority=10,in_port=3,actions=set_tunnel:43,output:2",
          "table=0,priority=10,tun_id=42,in_port=2,actions=output:1",
          "table=0,priority=10,{back43},in_port=2,actions=output:3"]
-[[bridges.ports]]
-port = 1
-interface = "ts1"
-[[bridges.ports]]
-port = 3
-interface = "ts3"
-{tunnel_port(kind, '"flow"')}"""
+{ports_toml({1: "ts1", 3: "ts3"})}{tunnel_port(kind, '"flow"')}"""
 
 
 @pytest.mark.parametrize("kind", ["vxlan", "gre"])
