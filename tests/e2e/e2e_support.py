@@ -26,11 +26,12 @@ NS_A, NS_B = f"{P}-a", f"{P}-b"
 SW_A, SW_B = f"{P}-sa", f"{P}-sb"
 
 
-def ports_toml(ports):
+def ports_toml(ports, **keys):
     """The [[bridges.ports]] tables of a `fulmar run` config, each after a
-    blank line, for PORTS ({port number: interface}), for a bridge table
-    written above."""
-    return "".join(f'\n[[bridges.ports]]\nport = {n}\ninterface = "{dev}"\n' for n, dev in ports.items())
+    blank line, for PORTS ({port number: interface}), each with the string
+    KEYS too (backend="afpacket"), for a bridge table written above."""
+    more = "".join(f'{k} = "{v}"\n' for k, v in keys.items())
+    return "".join(f'\n[[bridges.ports]]\nport = {n}\ninterface = "{dev}"\n{more}' for n, dev in ports.items())
 
 
 # SW_A as port 1, SW_B as port 2.
