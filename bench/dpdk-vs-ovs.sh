@@ -113,6 +113,7 @@
 # quiet as the machine is. Names: fdd-* (namespace), /tmp/fdd-bench.*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 root=$PWD
 
 scenarios="gw:1 gw:100000 gw:1000000 l2:100000 l3:100000"
@@ -127,23 +128,8 @@ plugins=
 input=pcap
 floor=1
 agnice=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --scenarios) scenarios=$2; shift 2 ;;
-        --flows) flows=$2; shift 2 ;;
-        --warmup) warmup=$2; shift 2 ;;
-        --seconds) seconds=$2; shift 2 ;;
-        --workers) workers=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        --fulmar) fulmar=$2; shift 2 ;;
-        --fulmar-only) fulmar_only=1; shift ;;
-        --dpdk-plugins) plugins=$2; shift 2 ;;
-        --input) input=$2; shift 2 ;;
-        --no-floor) floor=; shift ;;
-        --autogroup-nice) agnice=$2; shift 2 ;;
-        *) echo "usage: $0 [--scenarios \"gw:1 gw:100000 ...\"] [--flows N] [--warmup S] [--seconds S] [--workers N|N,N...] [--keep DIR] [--fulmar PATH] [--fulmar-only] [--dpdk-plugins DIR] [--input pcap|nic] [--no-floor] [--autogroup-nice N]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--scenarios "gw:1 gw:100000 ..."] [--flows N] [--warmup S] [--seconds S] [--workers N|N,N...] [--keep DIR] [--fulmar PATH] [--fulmar-only] [--dpdk-plugins DIR] [--input pcap|nic] [--no-floor] [--autogroup-nice N]' \
+    --scenarios=scenarios --flows=flows --warmup=warmup --seconds=seconds --workers=workers --keep=keep --fulmar=fulmar --fulmar-only=fulmar_only=1 --dpdk-plugins=plugins --input=input --no-floor=floor= --autogroup-nice=agnice -- "$@"
 case "$input" in
     pcap|nic) ;;
     *) echo "$0: --input is pcap or nic" >&2; exit 2 ;;

@@ -32,6 +32,7 @@
 # Names: fct-b* (namespaces, links), ports 6740-6742 on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 root=$PWD
 
 flows=100000,1000000
@@ -39,16 +40,8 @@ traffic=udp
 rate=10M
 len=64
 keep=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --flows) flows=$2; shift 2 ;;
-        --traffic) traffic=$2; shift 2 ;;
-        --rate) rate=$2; shift 2 ;;
-        --len) len=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--flows N[,N...]] [--traffic udp|tcp] [--rate RATE] [--len BYTES] [--keep DIR]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--flows N[,N...]] [--traffic udp|tcp] [--rate RATE] [--len BYTES] [--keep DIR]' \
+    --flows=flows --traffic=traffic --rate=rate --len=len --keep=keep -- "$@"
 case "$traffic" in udp|tcp) ;; *) echo "$0: --traffic udp or tcp" >&2; exit 2 ;; esac
 
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (network namespaces)" >&2; exit 1; }
@@ -106,15 +99,7 @@ name = "br0"
 dpid = "0x1"
 flow_table_capacity = $((max + 1024))
 flows = ["table=0,priority=10,in_port=1,actions=output:2", "table=0,priority=10,in_port=2,actions=output:1"]
-
-[[bridges.ports]]
-port = 1
-interface = "fctba"
-
-[[bridges.ports]]
-port = 2
-interface = "fctbb"
-
+$(ports_toml fctba fctbb)
 [[bridges.controllers]]
 listen = "tcp:127.0.0.1:$ctl_port"
 EOF

@@ -34,21 +34,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source bench/ovs-private.sh
+source bench/ovs-private.sh  # and bench/lib.sh
 
 flows=100000
 rounds=2
 pipelined=100000,1000000
 keep=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --flows) flows=$2; shift 2 ;;
-        --rounds) rounds=$2; shift 2 ;;
-        --pipelined) pipelined=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--flows N] [--rounds R] [--pipelined N[,N...]|none] [--keep DIR]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--flows N] [--rounds R] [--pipelined N[,N...]|none] [--keep DIR]' \
+    --flows=flows --rounds=rounds --pipelined=pipelined --keep=keep -- "$@"
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (a network namespace for OVS)" >&2; exit 1; }
 for tool in ovs-vswitchd ovsdb-server ovs-ofctl ovs-vsctl python3; do
     command -v "$tool" >/dev/null || { echo "$0: needs $tool" >&2; exit 1; }
@@ -90,14 +83,7 @@ PY
 cat > "$work/fulmar.toml" <<EOF
 [[bridges]]
 name = "br0"
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
+$(ports_toml --backend memory m1 m2)
 [[bridges.controllers]]
 listen = "tcp:127.0.0.1:$fport"
 EOF

@@ -22,15 +22,11 @@
 # on a shared machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 rules=1000000
 keep=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --rules) rules=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--rules N] [--keep DIR]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--rules N] [--keep DIR]' \
+    --rules=rules --keep=keep -- "$@"
 cargo build --release --quiet -p fulmar
 fulmar=$PWD/target/release/fulmar
 work=$(mktemp -d /tmp/fc-million.XXXXXX)
@@ -56,14 +52,7 @@ cat > "$work/run.toml" <<EOF
 [[bridges]]
 name = "br0"
 flows_file = "$work/gw.flows"
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
+$(ports_toml --backend memory m1 m2)
 EOF
 t0=$(date +%s.%N)
 "$fulmar" run --config "$work/run.toml" --ctl "$work/fulmar.ctl" --mgmt-dir "$work" \

@@ -7,6 +7,11 @@
 # namespace, and another OVS (tests/conformance/ryu-of13.sh) may hold the
 # root one. Both pids are appended to the caller's `pids` array (the
 # caller's cleanup stops them). `vsctl` and `ovs_appctl` then talk to them.
+#
+# It sources bench/lib.sh too (run from the repository root, as the
+# scripts are), so that a script needs one `source` line.
+
+source bench/lib.sh
 
 ovs_private_start() {
     local dir=$1 ns=$2

@@ -57,21 +57,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source bench/ovs-private.sh
+source bench/ovs-private.sh  # and bench/lib.sh
 
 secs=3
 rates=10000,100000
 raised=0
 keep=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --secs) secs=$2; shift 2 ;;
-        --rates) rates=$2; shift 2 ;;
-        --raised-rate) raised=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        *) echo "usage: $0 [--secs N] [--rates PPS[,PPS...]] [--raised-rate PPS] [--keep DIR]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--secs N] [--rates PPS[,PPS...]] [--raised-rate PPS] [--keep DIR]' \
+    --secs=secs --rates=rates --raised-rate=raised --keep=keep -- "$@"
 [[ $secs =~ ^[0-9]+$ && $secs -ge 1 && $secs -le 30 ]] || { echo "$0: --secs: 1..30" >&2; exit 2; }
 [[ $rates =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "$0: --rates: numbers separated by commas" >&2; exit 2; }
 [[ $raised =~ ^[0-9]+$ ]] || { echo "$0: --raised-rate: a number (0: no limit)" >&2; exit 2; }
@@ -97,10 +90,7 @@ pids=()       # OVS daemons
 fulmar_pid=
 watchdog=
 cleanup() {
-    set +e
-    trap - EXIT INT TERM
-    [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
-    [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
+    cleanup_begin
     # The OVS daemons, then anything still running inside our namespaces
     # (generators: a trafgen parent waits for its child, so every process
     # is told).
@@ -109,11 +99,8 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'echo "interrupted" >&2; exit 130' INT TERM
-( sleep 420; echo "$0: time limit reached, stopping" >&2; kill -TERM $$ ) &
-watchdog=$!
+bench_deadline 420
 
-nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 counter() { nsx "$1" cat "/sys/class/net/$2/statistics/$3"; }
 
 # --- topology -------------------------------------------------------------
@@ -240,12 +227,7 @@ for run in "fulmar-default" "fulmar-raised --packet-in-rate $raised"; do
         --ctl "$work/$cfg.ctl" --mgmt-dir "$work" --saved-tables none $extra \
         >"$work/$cfg.out" 2>"$work/$cfg.err" &
     fulmar_pid=$!
-    for _ in $(seq 100); do
-        grep -qs "running bridges" "$work/$cfg.err" && break
-        kill -0 "$fulmar_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    grep -q "running bridges" "$work/$cfg.err" || { echo "$0: fulmar did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
+    wait_started "$fulmar_pid" "$work/$cfg.err" || { echo "$0: fulmar did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
     measure "$cfg"
     "$fulmar" ctl -t "$work/$cfg.ctl" stats >"$work/$cfg.stats" 2>&1 || true
     kill -INT "$fulmar_pid"

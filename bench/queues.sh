@@ -24,6 +24,7 @@ SECONDS_LOAD=10
 PINGS=100
 MODE=run-to-completion
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+source "$ROOT/bench/lib.sh"
 FULMAR="$ROOT/target/release/fulmar"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -85,12 +86,7 @@ name = "br0"
 flows = ["table=0,priority=20,udp,in_port=1,actions=set_queue:2,output:2",
          "table=0,priority=10,in_port=1,actions=set_queue:1,output:2",
          "table=0,priority=10,in_port=2,actions=output:1"]
-[[bridges.ports]]
-port = 1
-interface = "$SWA"
-[[bridges.ports]]
-port = 2
-interface = "$SWB"
+$(ports_toml "$SWA" "$SWB")
 qos = { type = "linux-htb", max_rate = $RATE, queues = [ { id = 1, priority = 0 }, { id = 2, priority = 1 } ] }
 EOF
 "$FULMAR" run --config "$DIR/fulmar.toml" --mgmt-dir "$DIR" >"$DIR/fulmar.out" 2>"$DIR/fulmar.log" &

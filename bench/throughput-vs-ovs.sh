@@ -34,23 +34,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-source bench/ovs-private.sh
+source bench/ovs-private.sh  # and bench/lib.sh
 
 secs=5
 udp_rate=200M
 workers=
 keep=
 with_ring=
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --secs) secs=$2; shift 2 ;;
-        --udp-rate) udp_rate=$2; shift 2 ;;
-        --workers) workers=$2; shift 2 ;;
-        --keep) keep=$2; shift 2 ;;
-        --with-ring) with_ring=1; shift ;;
-        *) echo "usage: $0 [--secs N] [--udp-rate RATE] [--workers N] [--keep DIR] [--with-ring]" >&2; exit 2 ;;
-    esac
-done
+parse_options '[--secs N] [--udp-rate RATE] [--workers N] [--keep DIR] [--with-ring]' \
+    --secs=secs --udp-rate=udp_rate --workers=workers --keep=keep --with-ring=with_ring=1 -- "$@"
 
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (network namespaces)" >&2; exit 1; }
 fulmar=$root/target/release/fulmar
@@ -65,21 +57,15 @@ pids=()       # long-lived helpers (iperf3 servers, OVS daemons)
 fulmar_pid=
 watchdog=
 cleanup() {
-    set +e
-    trap - EXIT INT TERM
-    [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null
-    [ -n "$fulmar_pid" ] && kill -9 "$fulmar_pid" 2>/dev/null
+    cleanup_begin
     # Our daemons, then anything still running inside our namespaces.
     reap_namespaces TERM ftp-a ftp-b ftp-da ftp-db ftp-sw
     rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'echo "interrupted" >&2; exit 130' INT TERM
 # The whole run is bounded: the watchdog stops it (and cleanup runs).
-( sleep 230; echo "$0: time limit reached, stopping" >&2; kill -TERM $$ ) &
-watchdog=$!
+bench_deadline 230
 
-nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 quiet_link() { # [ns] dev: no offloads, no IPv6 chatter, up
     local pre=()
     [ $# = 2 ] && pre=(ip netns exec "$1") && shift
@@ -219,12 +205,7 @@ for run in "${runs[@]}"; do
     ip netns exec ftp-sw "$fulmar" run -i ftp-a0 -i ftp-b0 --flows "$work/flows" --mode "$mode" "${extra[@]}" \
         >"$work/$cfg.out" 2>"$work/$cfg.err" &
     fulmar_pid=$!
-    for _ in $(seq 100); do
-        grep -q "running bridges" "$work/$cfg.err" && break
-        kill -0 "$fulmar_pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    grep -q "running bridges" "$work/$cfg.err" || { echo "fulmar ($mode) did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
+    wait_started "$fulmar_pid" "$work/$cfg.err" || { echo "fulmar ($mode) did not start:" >&2; cat "$work/$cfg.err" >&2; exit 1; }
     measure "$cfg" ftp-a
     kill -TERM "$fulmar_pid"
     for _ in $(seq 100); do kill -0 "$fulmar_pid" 2>/dev/null || break; sleep 0.1; done

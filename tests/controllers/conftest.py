@@ -13,19 +13,9 @@ fulmar_bin = ctl.e2e.fulmar_bin  # the fixture: builds the debug binary unless $
 @pytest.fixture
 def fct_net(fulmar_bin):
     ctl.cleanup()
-    sh = ctl.sh
     try:
-        for ns, dev, peer, mac, addr in (
-            (ctl.NS_A, ctl.DEV_A, ctl.PEER_A, ctl.MAC_A, ctl.IP_A + "/24"),
-            (ctl.NS_B, ctl.DEV_B, ctl.PEER_B, ctl.MAC_B, ctl.IP_B + "/24"),
-        ):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", ns)
-            sh("ip", "link", "set", dev, "up")
-            sh("ip", "-n", ns, "link", "set", peer, "address", mac, "up")
-            sh("ip", "-n", ns, "addr", "add", addr, "dev", peer)
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
-            sh("sysctl", "-qw", f"net.ipv6.conf.{dev}.disable_ipv6=1", check=False)
+        ctl.e2e.host_veth(ctl.NS_A, ctl.DEV_A, ctl.PEER_A, ctl.MAC_A, ctl.IP_A + "/24")
+        ctl.e2e.host_veth(ctl.NS_B, ctl.DEV_B, ctl.PEER_B, ctl.MAC_B, ctl.IP_B + "/24")
         yield
     finally:
         ctl.cleanup()
@@ -50,15 +40,4 @@ def controllers():
 def fulmar_switch(fulmar_bin):
     """Starts `fulmar run` on the two ports with extra arguments; stops it
     at the end."""
-    started = []
-
-    def start(*extra):
-        s = ctl.Switch([fulmar_bin, "run", "-i", ctl.DEV_A, "-i", ctl.DEV_B, *extra])
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from ctl.e2e.switch_starter(lambda *extra: [fulmar_bin, "run", "-i", ctl.DEV_A, "-i", ctl.DEV_B, *extra])

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_support import *  # noqa: E402,F401,F403  (also offered to tests/controllers)
-from e2e_support import MAC_A, MAC_B, NS_A, NS_B, ROOT, SW_A, SW_B, Switch, cleanup, sh  # noqa: E402
+from e2e_support import MAC_A, MAC_B, NS_A, NS_B, ROOT, SW_A, SW_B, Switch, cleanup, host_veth, sh, switch_starter  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -41,33 +41,29 @@ def net(fulmar_bin):
             (NS_A, SW_A, "va", MAC_A, "10.9.0.1/24"),
             (NS_B, SW_B, "vb", MAC_B, "10.9.0.2/24"),
         ):
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", root, "type", "veth", "peer", "name", peer, "netns", ns)
-            sh("ip", "link", "set", root, "up")
-            sh("ip", "-n", ns, "link", "set", peer, "address", mac, "up")
-            sh("ip", "-n", ns, "addr", "add", addr, "dev", peer)
-            # Quiet links: no IPv6 autoconfiguration noise.
-            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
-        for link in (SW_A, SW_B):
-            sh("sysctl", "-qw", f"net.ipv6.conf.{link}.disable_ipv6=1", check=False)
+            host_veth(ns, root, peer, mac, addr)
         yield
     finally:
         cleanup()
 
 
 @pytest.fixture
-def switch(fulmar_bin, tmp_path):
-    started = []
+def ovsdb(tmp_path):
+    """An ovsdb-server of the test's own (mgmt_support.Ovsdb), stopped after it."""
+    from mgmt_support import Ovsdb
 
-    def start(flows, *extra):
+    o = Ovsdb(tmp_path)
+    yield o
+    o.stop()
+
+
+@pytest.fixture
+def switch(fulmar_bin, tmp_path):
+    """start(flows, *extra): `fulmar run` on SW_A and SW_B with FLOWS."""
+
+    def argv(flows, *extra):
         f = tmp_path / "flows"
         f.write_text(flows)
-        s = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(f), *extra])
-        started.append(s)
-        return s
+        return [fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(f), *extra]
 
-    yield start
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from switch_starter(argv)

@@ -26,6 +26,18 @@ NS_A, NS_B = f"{P}-a", f"{P}-b"
 SW_A, SW_B = f"{P}-sa", f"{P}-sb"
 
 
+def ports_toml(ports, **keys):
+    """The [[bridges.ports]] tables of a `fulmar run` config, each after a
+    blank line, for PORTS ({port number: interface}), each with the string
+    KEYS too (backend="afpacket"), for a bridge table written above."""
+    more = "".join(f'{k} = "{v}"\n' for k, v in keys.items())
+    return "".join(f'\n[[bridges.ports]]\nport = {n}\ninterface = "{dev}"\n{more}' for n, dev in ports.items())
+
+
+# SW_A as port 1, SW_B as port 2.
+PORTS_TOML = ports_toml({1: SW_A, 2: SW_B})
+
+
 def sh(*args, check=True):
     return subprocess.run(args, check=check, capture_output=True, text=True)
 
@@ -35,6 +47,19 @@ def cleanup():
         sh("ip", "netns", "del", ns, check=False)
     for link in (SW_A, SW_B):
         sh("ip", "link", "del", link, check=False)
+
+
+def host_veth(ns, root, peer, mac, addr):
+    """Makes namespace NS holding end PEER (MAC, ADDR: "ip/len") of a veth
+    whose end ROOT stays in the root namespace, both up, with no IPv6 (so
+    no autoconfiguration noise on the links)."""
+    sh("ip", "netns", "add", ns)
+    sh("ip", "link", "add", root, "type", "veth", "peer", "name", peer, "netns", ns)
+    sh("ip", "link", "set", root, "up")
+    sh("ip", "-n", ns, "link", "set", peer, "address", mac, "up")
+    sh("ip", "-n", ns, "addr", "add", addr, "dev", peer)
+    sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1", check=False)
+    sh("sysctl", "-qw", f"net.ipv6.conf.{root}.disable_ipv6=1", check=False)
 
 
 class Switch:
@@ -75,6 +100,29 @@ class Switch:
             watchdog.cancel()
         self.reader.join(timeout=10)
         return self.proc.returncode, out, "".join(self.err_lines)
+
+    def kill(self):
+        """SIGKILL, if it is still running (a test's cleanup)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def switch_starter(argv):
+    """The body of a fixture that starts switches: `yield from
+    switch_starter(argv)` gives the test start(*args), which runs
+    Switch(argv(*args)) and returns it; every switch still running when the
+    test ends is killed."""
+    started = []
+
+    def start(*args):
+        s = Switch(argv(*args))
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.kill()
 
 
 def terminate(proc, timeout=10):

@@ -117,6 +117,21 @@ def named_drops(report):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
 
 
+def flood_through(sw, target, count, pps):
+    """Floods COUNT frames at PPS (0: as fast as it goes) through SW, waits
+    for its counters to settle and stops it, which must exit 0. Returns
+    (frames sent, seconds, port stats, kernel counter deltas, its stdout)."""
+    try:
+        before = ends()
+        sent, secs = flood(count, pps)
+        stats = settle(target, sent)
+        d = delta(ends(), before)
+    finally:
+        rc, out, err = sw.stop()
+    assert rc == 0, err
+    return sent, secs, stats, d, out
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_at_a_sustainable_rate_every_frame_is_forwarded_or_counted(net, fulmar_bin, tmp_path, mode):
     # Deep receive queues and a rate one worker sustains: on a quiet machine
@@ -126,14 +141,7 @@ def test_at_a_sustainable_rate_every_frame_is_forwarded_or_counted(net, fulmar_b
     # measured by the benchmarks (`fulmar bench --loss-free`); what is
     # asserted holds on any machine: every frame is forwarded or counted.
     sw, target = start(fulmar_bin, tmp_path, mode, delay=0)
-    try:
-        before = ends()
-        sent, secs = flood(10000, 20000)
-        stats = settle(target, sent)
-        d = delta(ends(), before)
-    finally:
-        rc, out, err = sw.stop()
-    assert rc == 0, err
+    sent, secs, stats, d, out = flood_through(sw, target, 10000, 20000)
     print(f"\n{mode}: sent {sent} in {secs:.2f} s; port stats {stats}; kernel {d}")
     assert sent == 10000
     dropped = assert_every_frame_accounted(sent, stats, d, out)
@@ -170,14 +178,7 @@ def test_beyond_capacity_every_drop_is_counted(net, fulmar_bin, tmp_path, mode):
     # one raw-socket sender here, so the kernel's buffer must be what
     # overflows), and frames as fast as a raw socket sends them.
     sw, target = start(fulmar_bin, tmp_path, mode, ring=64, extra=("--afpacket-rcvbuf", "4096"))
-    try:
-        before = ends()
-        sent, secs = flood(200000, 0)
-        stats = settle(target, sent)
-        d = delta(ends(), before)
-    finally:
-        rc, out, err = sw.stop()
-    assert rc == 0, err
+    sent, secs, stats, d, out = flood_through(sw, target, 200000, 0)
     print(f"\n{mode}: sent {sent} in {secs:.2f} s ({sent / secs / 1e3:.0f} kpps); port stats {stats}; kernel {d}")
     print(out)
     # Beyond capacity: the switch did drop, and its report names every drop.

@@ -20,7 +20,7 @@ import urllib.request
 
 import pytest
 
-from e2e_support import NS_A, NS_B, P, Controller, Switch, SW_A, SW_B, in_ns, sh, wait_for
+from e2e_support import NS_A, NS_B, P, PORTS_TOML, Controller, Switch, SW_A, SW_B, in_ns, sh, wait_for
 
 NS_C, SW_C = f"{P}-c", f"{P}-sc"
 
@@ -37,15 +37,7 @@ def config_text(tmp_path, flows=FORWARD):
 name = "br0"
 dpid = "0x1"
 flows_file = "br0.flows"
-
-[[bridges.ports]]
-port = 1
-interface = "{SW_A}"
-
-[[bridges.ports]]
-port = 2
-interface = "{SW_B}"
-"""
+{PORTS_TOML}"""
 
 
 @pytest.fixture

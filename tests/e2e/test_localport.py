@@ -17,8 +17,8 @@ import subprocess
 
 import pytest
 
-from e2e_support import P, Switch, in_ns, sh, wait_for
-from mgmt_support import Ovsdb, ctl, need
+from e2e_support import P, in_ns, sh, switch_starter, wait_for
+from mgmt_support import ctl, need
 
 NS_SW, NS_H = f"{P}-lsw", f"{P}-lh"
 VS, VH = f"{P}-ls", f"{P}-lh"
@@ -50,27 +50,9 @@ def lnet(fulmar_bin):
 
 
 @pytest.fixture
-def ovsdb(tmp_path):
-    o = Ovsdb(tmp_path)
-    yield o
-    o.stop()
-
-
-@pytest.fixture
 def fulmar(fulmar_bin, tmp_path):
-    started = []
-
-    def start(*args):
-        s = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run",
-                    "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path), *args])
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from switch_starter(lambda *args: ["ip", "netns", "exec", NS_SW, fulmar_bin, "run",
+                                             "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path), *args])
 
 
 def tap_exists(name="br0"):

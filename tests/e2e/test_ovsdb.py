@@ -15,18 +15,11 @@ import time
 
 import pytest
 
-from e2e_support import MAC_A, MAC_B, NS_A, P, SW_A, SW_B, Controller, Switch, in_ns, sh, spare_veth, wait_for
-from mgmt_support import Ovsdb, ctl, need
+from e2e_support import MAC_A, MAC_B, NS_A, P, PORTS_TOML, SW_A, SW_B, Controller, in_ns, sh, spare_veth, switch_starter, wait_for
+from mgmt_support import ctl, need
 
 SW_X = f"{P}-ox"  # a third link, added with `fulmar ctl`
 MISSING = f"{P}-nope"  # an interface that does not exist
-
-
-@pytest.fixture
-def ovsdb(tmp_path):
-    o = Ovsdb(tmp_path)
-    yield o
-    o.stop()
 
 
 @pytest.fixture
@@ -37,19 +30,8 @@ def link_x(net):
 
 @pytest.fixture
 def fulmar(fulmar_bin, tmp_path, ovsdb):
-    started = []
-
-    def start(*extra):
-        s = Switch([fulmar_bin, "run", "--ovsdb", f"unix:{ovsdb.sock}", "--ovsdb-stats-interval", "1",
-                    "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path), *extra])
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait()
+    yield from switch_starter(lambda *extra: [fulmar_bin, "run", "--ovsdb", f"unix:{ovsdb.sock}", "--ovsdb-stats-interval", "1",
+                                              "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path), *extra])
 
 
 def switch_ports(fulmar_bin, tmp_path, bridge="br0"):
@@ -254,15 +236,7 @@ def test_config_bridges_are_written_into_an_empty_database(net, ovsdb, fulmar, f
 name = "br0"
 dpid = "0x2a"
 fail_mode = "secure"
-
-[[bridges.ports]]
-port = 1
-interface = "{SW_A}"
-
-[[bridges.ports]]
-port = 2
-interface = "{SW_B}"
-""")
+{PORTS_TOML}""")
     fulmar("--config", str(cfg))
     wait_for(lambda: ovsdb.vsctl("--no-wait", "list-ports", "br0", ok=False).stdout.split() == sorted([SW_A, SW_B]),
              5, "the config's ports in the database")

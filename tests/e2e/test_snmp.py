@@ -84,9 +84,7 @@ def snmp(net, fulmar_bin, tmp_path):
         yield d, sw, traps, start_fulmar
     finally:
         for sw in started:
-            if sw.proc.poll() is None:
-                sw.proc.kill()
-                sw.proc.wait()
+            sw.kill()
         if d:
             d.stop()
         traps.close()
@@ -255,9 +253,8 @@ def test_priority_takes_if_mib_over_from_snmpd(net, fulmar_bin, tmp_path):
         assert d.values("snmpget", "1.3.6.1.2.1.2.1.0")["1.3.6.1.2.1.2.1.0"] == "2"
         stop_ok(sw)
     finally:
-        if sw and sw.proc.poll() is None:
-            sw.proc.kill()
-            sw.proc.wait()
+        if sw:
+            sw.kill()
         d.stop()
         traps.close()
 
@@ -295,8 +292,7 @@ def test_context_beside_the_hosts_if_mib(net, fulmar_bin, tmp_path):
         assert host != SW_A
         stop_ok(sw)
     finally:
-        if sw and sw.proc.poll() is None:
-            sw.proc.kill()
-            sw.proc.wait()
+        if sw:
+            sw.kill()
         d.stop()
         traps.close()

@@ -13,7 +13,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.contrib.mpls import MPLS
 from scapy.layers.l2 import Dot1AH
 
-from e2e_support import MAC_A, MAC_B, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, capture, in_ns, send
+from e2e_support import MAC_A, MAC_B, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, capture, in_ns, ports_toml, send
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"
@@ -174,17 +174,7 @@ worker_threads = 2
 name = "br0"
 flows = ["table=0,priority=10,in_port=1,udp,actions=meter:1,output:2"]
 meters = ["meter=1,pktps,burst,bands=type=drop,rate=1,burst_size=100"]
-
-[[bridges.ports]]
-port = 1
-interface = "{SW_A}"
-backend = "afpacket"
-
-[[bridges.ports]]
-port = 2
-interface = "{SW_B}"
-backend = "afpacket"
-"""
+{ports_toml({1: SW_A, 2: SW_B}, backend="afpacket")}"""
     )
     sw = Switch([fulmar_bin, "run", "--config", str(cfg)])
     got = capture(NS_B, "vb", 4, 400, "0800")

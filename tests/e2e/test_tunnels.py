@@ -22,6 +22,7 @@ userspace datapath, run privately in P-tp (see `ovs_peer` at the end):
 the same ping and the same decoding, for GRE and VXLAN.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -35,7 +36,7 @@ from scapy.layers.inet import GRE, ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.layers.vxlan import VXLAN
 
-from e2e_support import HELPER, P, Switch, sh
+from e2e_support import HELPER, P, Switch, ports_toml, sh
 
 NS_SW, NS_HOST, NS_PEER = f"{P}-tsw", f"{P}-th", f"{P}-tp"
 HOST_IP, PEER_OVERLAY_IP = "10.77.1.1", "10.77.1.2"
@@ -90,24 +91,27 @@ def peer_device(kind):
     sh("ip", "-n", NS_PEER, "link", "set", dev, "up")
 
 
-def config(kind):
+def tunnel_port(kind, key):
+    """The [[bridges.ports]] table of port 2, the KIND tunnel to the peer
+    with `key = KEY` (KEY as TOML: a number or "flow")."""
     extra = 'dst_port = 4789\n' if kind == "vxlan" else ""
-    return f"""
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=10,in_port=1,actions=output:2",
-         "table=0,priority=10,in_port=2,actions=output:1"]
-[[bridges.ports]]
-port = 1
-interface = "ts1"
-[[bridges.ports]]
+    return f"""[[bridges.ports]]
 port = 2
 interface = "{kind}-peer"
 backend = "{kind}"
 remote_ip = "{PEER_UNDERLAY}"
 local_ip = "{SW_UNDERLAY}"
-key = {KEY}
+key = {key}
 {extra}"""
+
+
+def config(kind):
+    return f"""
+[[bridges]]
+name = "br0"
+flows = ["table=0,priority=10,in_port=1,actions=output:2",
+         "table=0,priority=10,in_port=2,actions=output:1"]
+{ports_toml({1: "ts1"})}{tunnel_port(kind, KEY)}"""
 
 
 class Capture:
@@ -372,11 +376,13 @@ def test_gre_against_a_scapy_peer(tunnel_net, fulmar_bin, tmp_path):
     assert rc == 0, err
 
 
-def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
-    """`ovs-vsctl add-port br0 vx0 -- set interface vx0 type=vxlan
-    options:remote_ip=... options:key=42` against the ovsdb-server fulmar
-    follows makes a working VXLAN port: the host pings the kernel's VXLAN
-    device through it, and the row shows its ofport and no error."""
+@contextlib.contextmanager
+def vxlan_port_through_ovsdb(fulmar_bin, tmp_path, key, flows):
+    """A switch following an ovsdb-server of its own, made by ovs-vsctl into
+    br0 (fail mode secure) with ts1 as port 1 and a VXLAN port vx0 to the
+    kernel's device (options:key=KEY) as port 2, checked to show ofport 2
+    and no error; FLOWS are added with `fulmar ctl` and a ping must cross.
+    Yields (the Ovsdb, the ctl socket); then the switch must stop cleanly."""
     from mgmt_support import Ovsdb
 
     peer_device("vxlan")
@@ -389,11 +395,10 @@ def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
         db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
         db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
                  f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
-                 f"options:key={KEY}", "ofport_request=2")
+                 f"options:key={key}", "ofport_request=2")
         assert db.get("Interface", "vx0", "ofport") == "2"
         assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
-        for flow in ("table=0,priority=10,in_port=1,actions=output:2",
-                     "table=0,priority=10,in_port=2,actions=output:1"):
+        for flow in flows:
             r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
                                capture_output=True, text=True, timeout=30)
             assert r.returncode == 0, r.stderr
@@ -401,13 +406,23 @@ def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
         pinged = False
         while time.time() < deadline and not pinged:
             pinged = ping_once()
-        assert pinged, "no ping across the VXLAN port made through OVSDB"
-        ports = {p["interface"]: p["ofport"] for p in ctl_json(fulmar_bin, sock, "show")["bridges"][0]["ports"]}
-        assert ports.get("vx0") == 2, ports
+        assert pinged, f"no ping across the VXLAN port (options:key={key}) made through OVSDB"
+        yield db, sock
     finally:
         rc, _, err = sw.stop()
         db.stop()
     assert rc == 0, err
+
+
+def test_ovs_vsctl_makes_a_vxlan_port(tunnel_net, fulmar_bin, tmp_path):
+    """`ovs-vsctl add-port br0 vx0 -- set interface vx0 type=vxlan
+    options:remote_ip=... options:key=42` against the ovsdb-server fulmar
+    follows makes a working VXLAN port: the host pings the kernel's VXLAN
+    device through it, and the row shows its ofport and no error."""
+    flows = ("table=0,priority=10,in_port=1,actions=output:2", "table=0,priority=10,in_port=2,actions=output:1")
+    with vxlan_port_through_ovsdb(fulmar_bin, tmp_path, KEY, flows) as (_, sock):
+        ports = {p["interface"]: p["ofport"] for p in ctl_json(fulmar_bin, sock, "show")["bridges"][0]["ports"]}
+        assert ports.get("vx0") == 2, ports
 
 
 NS_HOST2 = f"{P}-th2"
@@ -473,7 +488,6 @@ def key_flow_config(kind, back43):
     2: host 1 is put on key 42 by set_field, host 3 on key 43 by
     set_tunnel; what comes back on key 42 goes to port 1, what `back43`
     matches to port 3."""
-    extra = 'dst_port = 4789\n' if kind == "vxlan" else ""
     return f"""
 [[bridges]]
 name = "br0"
@@ -481,20 +495,7 @@ flows = ["table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2
          "table=0,priority=10,in_port=3,actions=set_tunnel:43,output:2",
          "table=0,priority=10,tun_id=42,in_port=2,actions=output:1",
          "table=0,priority=10,{back43},in_port=2,actions=output:3"]
-[[bridges.ports]]
-port = 1
-interface = "ts1"
-[[bridges.ports]]
-port = 3
-interface = "ts3"
-[[bridges.ports]]
-port = 2
-interface = "{kind}-peer"
-backend = "{kind}"
-remote_ip = "{PEER_UNDERLAY}"
-local_ip = "{SW_UNDERLAY}"
-key = "flow"
-{extra}"""
+{ports_toml({1: "ts1", 3: "ts3"})}{tunnel_port(kind, '"flow"')}"""
 
 
 @pytest.mark.parametrize("kind", ["vxlan", "gre"])
@@ -604,39 +605,13 @@ def test_ovs_vsctl_makes_a_key_flow_vxlan_port(tunnel_net, fulmar_bin, tmp_path)
     the host reaches the kernel's VNI 42 device once flows put its frames
     on tunnel_id 42 and send tun_id=42 back; the row keeps key=flow (the
     switch writes it back as it was) and shows no error."""
-    from mgmt_support import Ovsdb
-
-    peer_device("vxlan")
-    db = Ovsdb(tmp_path)
-    sock = str(tmp_path / "ctl.sock")
-    sw = Switch(["ip", "netns", "exec", NS_SW, fulmar_bin, "run", "--ovsdb", f"unix:{db.sock}",
-                 "--ctl", sock, "--mgmt-dir", str(tmp_path)])
-    try:
-        db.vsctl("add-br", "br0", "--", "set-fail-mode", "br0", "secure")
-        db.vsctl("add-port", "br0", "ts1", "--", "set", "Interface", "ts1", "ofport_request=1")
-        db.vsctl("add-port", "br0", "vx0", "--", "set", "interface", "vx0", "type=vxlan",
-                 f"options:remote_ip={PEER_UNDERLAY}", f"options:local_ip={SW_UNDERLAY}",
-                 "options:key=flow", "ofport_request=2")
-        assert db.get("Interface", "vx0", "ofport") == "2"
-        assert db.get("Interface", "vx0", "error") in ("[]", None), db.get("Interface", "vx0", "error")
-        # Without these the host's frames would leave on VNI 0.
-        for flow in ("table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
-                     "table=0,priority=10,in_port=2,tun_id=42,actions=output:1"):
-            r = subprocess.run([fulmar_bin, "ctl", "-t", sock, "add-flow", "br0", flow],
-                               capture_output=True, text=True, timeout=30)
-            assert r.returncode == 0, r.stderr
-        deadline = time.time() + 30
-        pinged = False
-        while time.time() < deadline and not pinged:
-            pinged = ping_once()
-        assert pinged, "no ping across the key=flow VXLAN port made through OVSDB"
+    # Without these flows the host's frames would leave on VNI 0.
+    flows = ("table=0,priority=10,in_port=1,actions=set_field:42->tunnel_id,output:2",
+             "table=0,priority=10,in_port=2,tun_id=42,actions=output:1")
+    with vxlan_port_through_ovsdb(fulmar_bin, tmp_path, "flow", flows) as (db, sock):
         assert db.get("Interface", "vx0", "options:key").strip('"') == "flow", db.get("Interface", "vx0", "options")
         show = ctl_json(fulmar_bin, sock, "show")
         assert "vx0" in json.dumps(show), show
-    finally:
-        rc, _, err = sw.stop()
-        db.stop()
-    assert rc == 0, err
 
 
 # --- Open vSwitch's userspace datapath as the peer ---------------------------

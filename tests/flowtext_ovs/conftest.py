@@ -4,27 +4,21 @@ The tool is built with `cargo build -p flowtext --example flowtext_tool`
 unless the FLOWTEXT_TOOL environment variable names a binary.
 """
 
-import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from cargo_binary import cargo_binary  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def tool_path():
-    env = os.environ.get("FLOWTEXT_TOOL")
-    if env:
-        return env
-    subprocess.run(
-        ["cargo", "build", "-q", "-p", "flowtext", "--example", "flowtext_tool"],
-        cwd=ROOT,
-        check=True,
-    )
-    return str(ROOT / "target" / "debug" / "examples" / "flowtext_tool")
+    return cargo_binary("FLOWTEXT_TOOL", "flowtext", "flowtext_tool")
 
 
 @pytest.fixture(scope="session")

@@ -395,28 +395,28 @@ def report(name, failures, tally, minimum_same):
     assert tally["same"] >= minimum_same, tally
 
 
+def parse_corpus(flowtext, kind, ovs_read):
+    """The corpus of KINDs, what OVS_READ (text -> ovs-ofctl's verdict) and
+    what flowtext make of each: (corpus, ovs, fulmar)."""
+    corpus = read_corpus(f"{kind}s.txt")
+    ovs = [ovs_read(t) for t, _, _ in corpus]
+    fulmar = flowtext(f"parse-{kind}", [t for t, _, _ in corpus])
+    return corpus, ovs, fulmar
+
+
 @pytest.fixture(scope="module")
 def flows(ovs_ofctl, flowtext):
-    corpus = read_corpus("flows.txt")
-    ovs = [ovs_parse(ovs_ofctl, "flow", t) for t, _, _ in corpus]
-    fulmar = flowtext("parse-flow", [t for t, _, _ in corpus])
-    return corpus, ovs, fulmar
+    return parse_corpus(flowtext, "flow", lambda t: ovs_parse(ovs_ofctl, "flow", t))
 
 
 @pytest.fixture(scope="module")
 def groups(ovs_ofctl, flowtext):
-    corpus = read_corpus("groups.txt")
-    ovs = [ovs_parse(ovs_ofctl, "group", t) for t, _, _ in corpus]
-    fulmar = flowtext("parse-group", [t for t, _, _ in corpus])
-    return corpus, ovs, fulmar
+    return parse_corpus(flowtext, "group", lambda t: ovs_parse(ovs_ofctl, "group", t))
 
 
 @pytest.fixture(scope="module")
 def meters(ovs_ofctl, flowtext):
-    corpus = read_corpus("meters.txt")
-    ovs = [ovs_meter(ovs_ofctl, t) for t, _, _ in corpus]
-    fulmar = flowtext("parse-meter", [t for t, _, _ in corpus])
-    return corpus, ovs, fulmar
+    return parse_corpus(flowtext, "meter", lambda t: ovs_meter(ovs_ofctl, t))
 
 
 def test_flows_encode_as_ovs_ofctl_does(flows):
@@ -491,41 +491,40 @@ def check_printing(ofctl, flowtext, cases, reply):
     return failures, printed
 
 
-def test_flows_print_as_ovs_ofctl_does(flows, ovs_ofctl, flowtext):
-    cases = print_cases("flow", *flows)
-    failures, printed = check_printing(ovs_ofctl, flowtext, cases, flow_stats_reply)
-    print(f"flows printed: {len(cases)}")
+def assert_printed_as_ovs(ofctl, flowtext, kind, items, reply, minimum):
+    """ITEMS (KIND texts, as print_cases takes them), encoded by REPLY,
+    print the same through both; at least MINIMUM of them. Returns what
+    ovs-ofctl printed, one per case."""
+    cases = print_cases(kind, *items)
+    failures, printed = check_printing(ofctl, flowtext, cases, reply)
+    print(f"{kind}s printed: {len(cases)}")
     assert not failures, f"{len(failures)} of {len(cases)}:\n" + "\n".join(failures)
-    assert len(cases) >= 250
+    assert len(cases) >= minimum
+    return printed
 
-    # What dump-flows prints, pasted back: both read it to the same flow.
+
+def assert_parsed_again(ofctl, flowtext, kind, printed, minimum_same):
+    """What ovs-ofctl printed, pasted back: both read it to the same KIND."""
     back = [(p, None, "") for p in printed]
-    ovs = [ovs_parse(ovs_ofctl, "flow", p) for p in printed]
-    fulmar = flowtext("parse-flow", printed)
-    failures, tally = compare("flow", back, ovs, fulmar)
-    report("printed flows parsed again", failures, tally, minimum_same=250)
+    ovs = [ovs_parse(ofctl, kind, p) for p in printed]
+    fulmar = flowtext(f"parse-{kind}", printed)
+    failures, tally = compare(kind, back, ovs, fulmar)
+    report(f"printed {kind}s parsed again", failures, tally, minimum_same=minimum_same)
+
+
+def test_flows_print_as_ovs_ofctl_does(flows, ovs_ofctl, flowtext):
+    printed = assert_printed_as_ovs(ovs_ofctl, flowtext, "flow", flows, flow_stats_reply, 250)
+    # What dump-flows prints, pasted back: both read it to the same flow.
+    assert_parsed_again(ovs_ofctl, flowtext, "flow", printed, 250)
 
 
 def test_groups_print_as_ovs_ofctl_does(groups, ovs_ofctl, flowtext):
-    cases = print_cases("group", *groups)
-    failures, printed = check_printing(ovs_ofctl, flowtext, cases, lambda m, _: group_desc_reply(m))
-    print(f"groups printed: {len(cases)}")
-    assert not failures, f"{len(failures)} of {len(cases)}:\n" + "\n".join(failures)
-    assert len(cases) >= 30
-
-    back = [(p, None, "") for p in printed]
-    ovs = [ovs_parse(ovs_ofctl, "group", p) for p in printed]
-    fulmar = flowtext("parse-group", printed)
-    failures, tally = compare("group", back, ovs, fulmar)
-    report("printed groups parsed again", failures, tally, minimum_same=30)
+    printed = assert_printed_as_ovs(ovs_ofctl, flowtext, "group", groups, lambda m, _: group_desc_reply(m), 30)
+    assert_parsed_again(ovs_ofctl, flowtext, "group", printed, 30)
 
 
 def test_meters_print_as_ovs_ofctl_does(meters, ovs_ofctl, flowtext):
-    cases = print_cases("meter", *meters)
-    failures, _ = check_printing(ovs_ofctl, flowtext, cases, lambda m, _: meter_config_reply(m))
-    print(f"meters printed: {len(cases)}")
-    assert not failures, f"{len(failures)} of {len(cases)}:\n" + "\n".join(failures)
-    assert len(cases) >= 10
+    assert_printed_as_ovs(ovs_ofctl, flowtext, "meter", meters, lambda m, _: meter_config_reply(m), 10)
 
 
 def test_the_standard_check_tells_extensions_apart(ovs_ofctl):

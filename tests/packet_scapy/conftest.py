@@ -4,26 +4,20 @@ The tool is built with `cargo build -p packet --example packet_tool` unless
 the PACKET_TOOL environment variable names a binary.
 """
 
-import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from cargo_binary import cargo_binary  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def tool_path():
-    env = os.environ.get("PACKET_TOOL")
-    if env:
-        return env
-    subprocess.run(
-        ["cargo", "build", "-q", "-p", "packet", "--example", "packet_tool"],
-        cwd=ROOT,
-        check=True,
-    )
-    return str(ROOT / "target" / "debug" / "examples" / "packet_tool")
+    return cargo_binary("PACKET_TOOL", "packet", "packet_tool")
 
 
 @pytest.fixture

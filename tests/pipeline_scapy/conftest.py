@@ -5,23 +5,20 @@ The binary is <repo>/target/debug/fulmar (built first with
 """
 
 import json
-import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from cargo_binary import cargo_binary  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def fulmar_bin():
-    env = os.environ.get("FULMAR")
-    if env:
-        return env
-    # Build (a no-op when up to date) so a stale binary is never tested.
-    subprocess.run(["cargo", "build", "-q", "-p", "fulmar"], cwd=ROOT, check=True)
-    return str(ROOT / "target" / "debug" / "fulmar")
+    return cargo_binary("FULMAR", "fulmar")
 
 
 class TraceResult:

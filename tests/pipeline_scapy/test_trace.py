@@ -8,27 +8,10 @@ the switch's incremental checksum updates must give the same bytes.
 """
 
 import pytest
-from scapy.all import (
-    ARP,
-    ICMP,
-    IP,
-    TCP,
-    UDP,
-    Dot1AD,
-    Dot1AH,
-    Dot1Q,
-    Ether,
-    Raw,
-)
+from scapy.all import ARP, ICMP, IP, TCP, UDP, Dot1AD, Dot1AH, Dot1Q, Ether, Raw
 from scapy.contrib.mpls import MPLS
 from scapy.layers.inet6 import (
-    ICMPv6EchoReply,
-    ICMPv6EchoRequest,
-    ICMPv6ND_NA,
-    ICMPv6ND_NS,
-    ICMPv6NDOptDstLLAddr,
-    ICMPv6NDOptSrcLLAddr,
-    IPv6,
+    ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, ICMPv6NDOptSrcLLAddr, IPv6
 )
 from scapy.layers.sctp import SCTP, SCTPChunkData
 
