@@ -55,6 +55,8 @@ pub mod packet_in;
 pub mod roles;
 pub mod switch;
 pub mod target;
+#[cfg(test)]
+mod testutil;
 pub mod tls;
 pub mod unix;
 

@@ -390,16 +390,7 @@ mod tests {
 
     #[test]
     fn table_mod_and_packet_out_errors() {
-        let sw = MemorySwitch::new(
-            MemorySwitchConfig {
-                tables: pipeline::TablesConfig {
-                    n_tables: 4,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-            None,
-        );
+        let sw = crate::testutil::four_table_switch();
         assert_eq!(
             sw.table_mod(&TableMod {
                 table_id: 4,

@@ -8,6 +8,14 @@ mod common;
 use agent::{Agent, AgentConfig};
 use std::process::Command;
 
+/// The `ovs-ofctl` arguments for `args` = [COMMAND, ARGS...] at `target`:
+/// COMMAND TARGET ARGS...
+fn at_target(target: &str, args: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = vec![args[0].to_string(), target.to_string()];
+    v.extend(args[1..].iter().map(|s| s.to_string()));
+    v
+}
+
 fn have_ovs_ofctl() -> bool {
     Command::new("ovs-ofctl").arg("--version").output().is_ok()
 }
@@ -38,11 +46,7 @@ async fn ovs_ofctl_drives_the_agent() {
     }
     let (switch, addr) = common::listening_switch(3).await;
     let target = format!("tcp:{addr}");
-    let run = |args: &[&str]| {
-        let mut v: Vec<String> = vec![args[0].to_string(), target.clone()];
-        v.extend(args[1..].iter().map(|s| s.to_string()));
-        ofctl(v)
-    };
+    let run = |args: &[&str]| ofctl(at_target(&target, args));
 
     let (ok, out) = run(&["show"]).await;
     assert!(ok, "{out}");
@@ -108,11 +112,7 @@ async fn ovs_ofctl_over_a_unix_socket() {
         .await
         .unwrap();
     let target = format!("unix:{}", path.display());
-    let run = |args: &[&str]| {
-        let mut v: Vec<String> = vec![args[0].to_string(), target.clone()];
-        v.extend(args[1..].iter().map(|s| s.to_string()));
-        ofctl(v)
-    };
+    let run = |args: &[&str]| ofctl(at_target(&target, args));
 
     let (ok, out) = run(&["show"]).await;
     assert!(ok, "{out}");

@@ -180,42 +180,53 @@ pub fn demo_config(mode: &str, io: &str) -> String {
     } else {
         "mode = \"run-to-completion\"\nworker_threads = 1"
     };
+    let gw1 = gateway_bridge(
+        ("gw1", 1),
+        [
+            "table=0,priority=100,in_port=1,dl_vlan=10,actions=pop_vlan,push_mpls:0x8847,set_field:100->mpls_label,output:2",
+            "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=200,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4106->vlan_vid,output:1",
+        ],
+        ["fdm-a", "fdm-w1"],
+        io,
+    );
+    let gw2 = gateway_bridge(
+        ("gw2", 2),
+        [
+            "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=100,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4116->vlan_vid,output:1",
+            "table=0,priority=100,in_port=1,dl_vlan=20,actions=pop_vlan,push_mpls:0x8847,set_field:200->mpls_label,output:2",
+        ],
+        ["fdm-b", "fdm-w2"],
+        io,
+    );
+    format!("[dataplane]\n{threads}\n{gw1}{gw2}")
+}
+
+/// One gateway bridge (name, dpid) of the demo: its two label-swapping
+/// flows over a drop-all, the LAN interface on port 1 and the WAN veth on
+/// port 2, both on backend `io`.
+fn gateway_bridge(
+    (name, dpid): (&str, u64),
+    [flow1, flow2]: [&str; 2],
+    [lan, wan]: [&str; 2],
+    io: &str,
+) -> String {
     format!(
-        r#"[dataplane]
-{threads}
-
+        r#"
 [[bridges]]
-name = "gw1"
-dpid = 1
+name = "{name}"
+dpid = {dpid}
 flows = [
-  "table=0,priority=100,in_port=1,dl_vlan=10,actions=pop_vlan,push_mpls:0x8847,set_field:100->mpls_label,output:2",
-  "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=200,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4106->vlan_vid,output:1",
+  "{flow1}",
+  "{flow2}",
   "table=0,priority=0,actions=drop",
 ]
 [[bridges.ports]]
 port = 1
-interface = "fdm-a"
+interface = "{lan}"
 backend = "{io}"
 [[bridges.ports]]
 port = 2
-interface = "fdm-w1"
-backend = "{io}"
-
-[[bridges]]
-name = "gw2"
-dpid = 2
-flows = [
-  "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=100,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4116->vlan_vid,output:1",
-  "table=0,priority=100,in_port=1,dl_vlan=20,actions=pop_vlan,push_mpls:0x8847,set_field:200->mpls_label,output:2",
-  "table=0,priority=0,actions=drop",
-]
-[[bridges.ports]]
-port = 1
-interface = "fdm-b"
-backend = "{io}"
-[[bridges.ports]]
-port = 2
-interface = "fdm-w2"
+interface = "{wan}"
 backend = "{io}"
 "#
     )

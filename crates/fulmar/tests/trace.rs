@@ -30,6 +30,37 @@ const UDP: &str =
     "02000000000202000000000108004500002700010000401166c20a0000010a00000203e807d000130000\
                    68656c6c6f20776f726c64";
 
+/// DIR/in.pcap: the UDP frame once per capture time (seconds,
+/// microseconds); its path.
+fn write_pcap(d: &std::path::Path, times: &[(u32, u32)]) -> String {
+    let frame: Vec<u8> = (0..UDP.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&UDP[i..i + 2], 16).unwrap())
+        .collect();
+    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    pcap.extend(65535u32.to_le_bytes());
+    pcap.extend(1u32.to_le_bytes());
+    for (sec, usec) in times {
+        pcap.extend(sec.to_le_bytes());
+        pcap.extend(usec.to_le_bytes());
+        pcap.extend((frame.len() as u32).to_le_bytes());
+        pcap.extend((frame.len() as u32).to_le_bytes());
+        pcap.extend(&frame);
+    }
+    let path = d.join("in.pcap");
+    std::fs::write(&path, &pcap).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// `fulmar trace` of the capture `pcap` arriving on port 1, with the
+/// `tables` options (--flows FILE ...) and then `extra`.
+fn trace_pcap(tables: &[&str], pcap: &str, extra: &[&str]) -> Output {
+    let mut args = tables.to_vec();
+    args.extend(["--in-port", "1", "--pcap", pcap]);
+    args.extend(extra);
+    fulmar(&args)
+}
+
 fn json_lines(o: &Output) -> Vec<serde_json::Value> {
     assert!(
         o.status.success(),
@@ -183,50 +214,13 @@ fn pcap_input_and_down_ports() {
         "groups.txt",
         "group_id=1,type=ff,bucket=watch_port:2,output:2,bucket=watch_port:3,output:3\n",
     );
-    let frame: Vec<u8> = (0..UDP.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&UDP[i..i + 2], 16).unwrap())
-        .collect();
-    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    pcap.extend(65535u32.to_le_bytes());
-    pcap.extend(1u32.to_le_bytes());
-    for t in 0..2u32 {
-        pcap.extend((10 + t).to_le_bytes());
-        pcap.extend(0u32.to_le_bytes());
-        pcap.extend((frame.len() as u32).to_le_bytes());
-        pcap.extend((frame.len() as u32).to_le_bytes());
-        pcap.extend(&frame);
-    }
-    let path = d.join("in.pcap");
-    std::fs::write(&path, &pcap).unwrap();
-    let p = path.to_str().unwrap();
-    let o = fulmar(&[
-        "--flows",
-        &flows,
-        "--groups",
-        &groups,
-        "--in-port",
-        "1",
-        "--pcap",
-        p,
-        "--json",
-        "--port-down",
-        "2",
-    ]);
+    let p = write_pcap(d, &[(10, 0), (11, 0)]);
+    let tables: [&str; 4] = ["--flows", &flows, "--groups", &groups];
+    let o = trace_pcap(&tables, &p, &["--json", "--port-down", "2"]);
     let lines = json_lines(&o);
     assert_eq!(lines.len(), 2);
     assert!(lines.iter().all(|l| l["port"] == 3));
-    let o = fulmar(&[
-        "--flows",
-        &flows,
-        "--groups",
-        &groups,
-        "--in-port",
-        "1",
-        "--pcap",
-        p,
-        "--json",
-    ]);
+    let o = trace_pcap(&tables, &p, &["--json"]);
     assert!(json_lines(&o).iter().all(|l| l["port"] == 2));
 }
 
@@ -240,47 +234,13 @@ fn meters_see_the_pcap_capture_times() {
         "meters.txt",
         "meter=1,pktps,burst,bands=type=drop,rate=1,burst_size=1\n",
     );
-    let frame: Vec<u8> = (0..UDP.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&UDP[i..i + 2], 16).unwrap())
-        .collect();
-    let mut pcap = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-    pcap.extend(65535u32.to_le_bytes());
-    pcap.extend(1u32.to_le_bytes());
     // Two packets in the same second (the second is over the rate), then
     // one two seconds later (a token is back).
-    for (sec, usec) in [(10u32, 0u32), (10, 500_000), (12, 600_000)] {
-        pcap.extend(sec.to_le_bytes());
-        pcap.extend(usec.to_le_bytes());
-        pcap.extend((frame.len() as u32).to_le_bytes());
-        pcap.extend((frame.len() as u32).to_le_bytes());
-        pcap.extend(&frame);
-    }
-    let path = d.join("in.pcap");
-    std::fs::write(&path, &pcap).unwrap();
-    let p = path.to_str().unwrap();
-    let o = fulmar(&[
-        "--flows",
-        &flows,
-        "--meters",
-        &meters,
-        "--in-port",
-        "1",
-        "--pcap",
-        p,
-        "--json",
-    ]);
+    let p = write_pcap(d, &[(10, 0), (10, 500_000), (12, 600_000)]);
+    let tables: [&str; 4] = ["--flows", &flows, "--meters", &meters];
+    let o = trace_pcap(&tables, &p, &["--json"]);
     assert_eq!(json_lines(&o).len(), 2, "the middle packet is metered out");
-    let o = fulmar(&[
-        "--flows",
-        &flows,
-        "--meters",
-        &meters,
-        "--in-port",
-        "1",
-        "--pcap",
-        p,
-    ]);
+    let o = trace_pcap(&tables, &p, &[]);
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(text.contains("meter 1: drop (band 0)"), "{text}");
     assert!(text.contains("drops: meter_drop=1"), "{text}");

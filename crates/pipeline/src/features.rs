@@ -204,30 +204,23 @@ pub fn all_table_features(tables: &Tables) -> Vec<TableFeatures> {
 fn prop_key(p: &TableFeatureProp) -> Option<(u16, BTreeSet<Vec<u8>>)> {
     use ofp::table_features::prop_type as pt;
     use TableFeatureProp as P;
+    // An id as its type (or OXM header) followed by its data.
+    let key = |head: &[u8], data: &[u8]| [head, data].concat();
     let insts = |v: &[InstructionId]| {
         v.iter()
-            .map(|i| {
-                let mut k = i.instruction_type.to_be_bytes().to_vec();
-                k.extend_from_slice(&i.data);
-                k
-            })
+            .map(|i| key(&i.instruction_type.to_be_bytes(), &i.data))
             .collect()
     };
     let acts = |v: &[ActionId]| {
         v.iter()
-            .map(|a| {
-                let mut k = a.action_type.to_be_bytes().to_vec();
-                k.extend_from_slice(&a.data);
-                k
-            })
+            .map(|a| key(&a.action_type.to_be_bytes(), &a.data))
             .collect()
     };
     let oxms = |v: &[OxmId]| {
         v.iter()
             .map(|o| {
-                let mut k = o.header().to_be_bytes().to_vec();
-                k.extend_from_slice(&o.experimenter.unwrap_or(0).to_be_bytes());
-                k
+                let experimenter = o.experimenter.unwrap_or(0).to_be_bytes();
+                key(&o.header().to_be_bytes(), &experimenter)
             })
             .collect()
     };

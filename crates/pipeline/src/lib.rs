@@ -24,6 +24,8 @@ pub mod model;
 pub mod normal;
 pub mod switch_state;
 pub mod tables;
+#[cfg(test)]
+mod test_rng;
 
 pub use model::flow_entry::{EntryCounter, FlowEntry, FlowId, FlowRemoved, RemovalReason};
 pub use model::match_key::MatchKey;

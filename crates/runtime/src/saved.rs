@@ -215,18 +215,23 @@ pub fn parse(text: &str) -> Result<(u64, SavedTables), String> {
     Ok((digest, t))
 }
 
-/// A bridge's tables now, read through its OpenFlow side (what a
-/// controller would read: every table, every group, every meter).
-pub(crate) fn read(sw: &impl agent::Switch) -> Result<SavedTables, String> {
-    let ask = |req: &MultipartRequestBody| sw.multipart(req).map_err(|e| format!("{e:?}"));
-    let flows = match ask(&MultipartRequestBody::Flow(ofp::stats::FlowStatsRequest {
+/// The FLOW stats request for every entry of every table.
+pub(crate) fn every_flow() -> MultipartRequestBody {
+    MultipartRequestBody::Flow(ofp::stats::FlowStatsRequest {
         table_id: ofp::consts::table_no::ALL,
         out_port: ofp::consts::port_no::ANY,
         out_group: ofp::consts::group_no::ANY,
         cookie: 0,
         cookie_mask: 0,
         match_: ofp::Match::default(),
-    }))? {
+    })
+}
+
+/// A bridge's tables now, read through its OpenFlow side (what a
+/// controller would read: every table, every group, every meter).
+pub(crate) fn read(sw: &impl agent::Switch) -> Result<SavedTables, String> {
+    let ask = |req: &MultipartRequestBody| sw.multipart(req).map_err(|e| format!("{e:?}"));
+    let flows = match ask(&every_flow())? {
         MultipartReplyBody::Flow { stats } => {
             stats.into_iter().map(|f| f.into_flow_mod()).collect()
         }

@@ -28,11 +28,43 @@ fn config(text: &str) -> Config {
     Config::from_str(text, "test.toml").unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Config text of bridge br0 with the static `flows` (flow text) and the
+/// `ports` (number, interface, backend; `None` leaves the backend out).
+fn bridge(flows: &[&str], ports: &[(u16, &str, Option<&str>)]) -> String {
+    let flows: Vec<String> = flows.iter().map(|f| format!("\"{f}\"")).collect();
+    let mut text = format!(
+        "[[bridges]]\nname = \"br0\"\nflows = [{}]\n",
+        flows.join(", ")
+    );
+    for &(port, interface, backend) in ports {
+        text += &bridge_port(port, Some(interface), backend);
+    }
+    text
+}
+
+/// One `[[bridges.ports]]` entry; `None` leaves that key out.
+fn bridge_port(port: u16, interface: Option<&str>, backend: Option<&str>) -> String {
+    let mut text = format!("[[bridges.ports]]\nport = {port}\n");
+    if let Some(interface) = interface {
+        text += &format!("interface = \"{interface}\"\n");
+    }
+    if let Some(backend) = backend {
+        text += &format!("backend = \"{backend}\"\n");
+    }
+    text
+}
+
 /// Bridge br0 with one static flow and one memory port, 1 (m1).
 fn one_port_bridge(flow: &str) -> String {
-    format!(
-        "[[bridges]]\nname = \"br0\"\nflows = [\"{flow}\"]\n\
-         [[bridges.ports]]\nport = 1\ninterface = \"m1\"\nbackend = \"memory\"\n"
+    bridge(&[flow], &[(1, "m1", Some("memory"))])
+}
+
+/// Bridge br0 with the static `flows` and two memory ports, 1 (m1) and
+/// 2 (m2): the switch most runtime and daemon tests start from.
+pub(crate) fn two_port_bridge(flows: &[&str]) -> String {
+    bridge(
+        flows,
+        &[(1, "m1", Some("memory")), (2, "m2", Some("memory"))],
     )
 }
 
@@ -98,41 +130,35 @@ fn mode_line(mode: &str) -> String {
 /// The seed-001 gateway over two bridges and a patch link, LANs on memory
 /// ports.
 fn gateway(mode: &str) -> String {
+    let gw1 = gateway_bridge(
+        "gw1",
+        [
+            "table=0,priority=100,in_port=1,dl_vlan=10,actions=pop_vlan,push_mpls:0x8847,set_field:100->mpls_label,output:2",
+            "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=200,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4106->vlan_vid,output:1",
+        ],
+        "lan1",
+    );
+    let gw2 = gateway_bridge(
+        "gw2",
+        [
+            "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=100,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4116->vlan_vid,output:1",
+            "table=0,priority=100,in_port=1,dl_vlan=20,actions=pop_vlan,push_mpls:0x8847,set_field:200->mpls_label,output:2",
+        ],
+        "lan2",
+    );
     format!(
-        r#"{}
-[[bridges]]
-name = "gw1"
-flows = [
-  "table=0,priority=100,in_port=1,dl_vlan=10,actions=pop_vlan,push_mpls:0x8847,set_field:100->mpls_label,output:2",
-  "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=200,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4106->vlan_vid,output:1",
-]
-[[bridges.ports]]
-port = 1
-interface = "lan1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-backend = "patch"
-
-[[bridges]]
-name = "gw2"
-flows = [
-  "table=0,priority=100,in_port=2,dl_type=0x8847,mpls_label=100,actions=pop_mpls:0x0800,push_vlan:0x8100,set_field:4116->vlan_vid,output:1",
-  "table=0,priority=100,in_port=1,dl_vlan=20,actions=pop_vlan,push_mpls:0x8847,set_field:200->mpls_label,output:2",
-]
-[[bridges.ports]]
-port = 1
-interface = "lan2"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-backend = "patch"
-
-[[patch_links]]
-a = "gw1:2"
-b = "gw2:2"
-"#,
+        "{}{gw1}{gw2}\n[[patch_links]]\na = \"gw1:2\"\nb = \"gw2:2\"\n",
         mode_line(mode)
+    )
+}
+
+/// One gateway bridge: its two flows, the LAN on memory port 1, the
+/// patch link on port 2.
+fn gateway_bridge(name: &str, [flow1, flow2]: [&str; 2], lan: &str) -> String {
+    format!(
+        "\n[[bridges]]\nname = \"{name}\"\nflows = [\"{flow1}\", \"{flow2}\"]\n{}{}",
+        bridge_port(1, Some(lan), Some("memory")),
+        bridge_port(2, None, Some("patch"))
     )
 }
 
@@ -166,23 +192,14 @@ fn gateway_vlan_to_mpls_to_vlan_across_two_bridges_both_modes() {
     }
 }
 
-const ONE_BRIDGE: &str = r#"
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=0,actions=drop"]
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
-"#;
+/// br0 dropping everything, memory ports 1 (m1) and 2 (m2).
+fn one_bridge() -> String {
+    two_port_bridge(&["table=0,priority=0,actions=drop"])
+}
 
 #[test]
 fn flow_changes_reach_running_workers_and_barrier_waits() {
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     inject(&mut m1, &[udp(1)]);
@@ -207,7 +224,7 @@ fn flow_changes_reach_running_workers_and_barrier_waits() {
 
 #[test]
 fn link_down_shows_in_port_state_and_stops_output() {
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     install(&rt, "table=0,priority=10,in_port=1,actions=output:2");
@@ -232,23 +249,14 @@ fn link_down_shows_in_port_state_and_stops_output() {
 
 #[test]
 fn missing_interfaces_are_all_named_and_nothing_starts() {
-    let cfg = config(
-        r#"
-[[bridges]]
-name = "br0"
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "nosuchif0"
-[[bridges.ports]]
-port = 3
-interface = "nosuchif1"
-backend = "afxdp"
-"#,
-    );
+    let cfg = config(&bridge(
+        &[],
+        &[
+            (1, "m1", Some("memory")),
+            (2, "nosuchif0", None),
+            (3, "nosuchif1", Some("afxdp")),
+        ],
+    ));
     let err = match Runtime::start(&cfg, &RuntimeOptions::default()) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("started with missing interfaces"),
@@ -275,21 +283,9 @@ fn refused_static_flow_names_its_source() {
 fn openflow_switch_packet_out_packet_in_barrier_and_stats() {
     use agent::{Switch, SwitchEvent};
     use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
-    let rt = start(
-        r#"
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=0,actions=CONTROLLER:64"]
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
-"#,
-    );
+    let rt = start(&two_port_bridge(&[
+        "table=0,priority=0,actions=CONTROLLER:64",
+    ]));
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, mut rx) = agent::event_channel(16);
@@ -366,7 +362,7 @@ backend = "memory"
 
 #[test]
 fn hard_timeout_removes_a_flow_from_running_workers() {
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     install(
@@ -389,7 +385,7 @@ fn hard_timeout_removes_a_flow_from_running_workers() {
     rt.stop();
 }
 
-/// ONE_BRIDGE with `flow` installed and 50 frames from m1 forwarded by
+/// one_bridge() with `flow` installed and 50 frames from m1 forwarded by
 /// it to m2; the runtime, m1, the frames, m2, and the agent's end of an
 /// event queue with a switch handing events to it.
 struct Forwarded {
@@ -402,7 +398,7 @@ struct Forwarded {
 }
 
 fn forwarded(flow: &str) -> Forwarded {
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, rx) = agent::event_channel(16);
@@ -547,7 +543,7 @@ fn packet_ins_not_handed_over_are_counted_by_why() {
 fn statistics_include_every_packet_forwarded_before_the_request() {
     use agent::Switch;
     use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, _rx) = agent::event_channel(16);
@@ -572,7 +568,7 @@ fn statistics_include_every_packet_forwarded_before_the_request() {
 fn the_runtime_housekeeping_hands_its_flow_removed_to_the_agent() {
     // The daemon's own tick and the agent's race to expire a flow; the
     // daemon's used to drop the FLOW_REMOVED of what it removed.
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let (tx, mut rx) = agent::event_channel(16);
     let _sw = rt.switch("br0", tx).unwrap();
     install(
@@ -606,28 +602,11 @@ fn every_dataplane_drop_shows_in_openflow_port_stats_and_by_name() {
     // rx-worker-tx with the smallest rings, and nobody reading port 2's far
     // end until the end: its patch ring fills, the TX thread's burst
     // overflows, the worker → TX ring overflows.
-    let rt = start(
-        r#"
-[dataplane]
-mode = "rx-worker-tx"
-rx_threads = 1
-worker_threads = 1
-tx_threads = 1
-rx_ring_size = 64
-tx_ring_size = 64
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=10,in_port=1,actions=output:2"]
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
-"#,
-    );
+    let rt = start(&format!(
+        "[dataplane]\nmode = \"rx-worker-tx\"\nrx_threads = 1\nworker_threads = 1\n\
+         tx_threads = 1\nrx_ring_size = 64\ntx_ring_size = 64\n{}",
+        two_port_bridge(&["table=0,priority=10,in_port=1,actions=output:2"])
+    ));
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, _rx) = agent::event_channel(16);
@@ -683,7 +662,7 @@ fn packet_outs_beyond_the_injection_ring_are_sent_or_counted() {
     // once dropped what did not fit, counted nowhere, while the port
     // statistics claimed it sent.)
     use agent::Switch;
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, _rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
@@ -800,7 +779,7 @@ fn read_until(
 #[test]
 fn a_stalled_worker_never_gets_a_barrier_reply_claiming_completion() {
     use std::io::Write;
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
     let (tx, _events) = agent::event_channel(16);
@@ -881,17 +860,7 @@ fn a_stalled_worker_never_gets_a_barrier_reply_claiming_completion() {
 #[cfg(not(feature = "dpdk"))]
 #[test]
 fn dpdk_ports_without_the_dpdk_build_are_a_clear_error() {
-    let cfg = config(
-        r#"
-[[bridges]]
-name = "br0"
-[[bridges.ports]]
-port = 1
-interface = "d0"
-backend = "dpdk"
-dpdk_devargs = "net_null0"
-"#,
-    );
+    let cfg = config(&(bridge(&[], &[(1, "d0", Some("dpdk"))]) + "dpdk_devargs = \"net_null0\"\n"));
     let err = match Runtime::start(&cfg, &RuntimeOptions::default()) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("started a DPDK port without DPDK"),
@@ -965,7 +934,7 @@ fn final_counters_list_the_busiest_flows_not_every_flow() {
     // 250 flows, traffic on one: the stop report names the total and
     // lists FINAL_REPORT_FLOWS flows, the busy one first.
     use agent::Switch;
-    let rt = start(ONE_BRIDGE);
+    let rt = start(&one_bridge());
     let (tx, _rx) = agent::event_channel(16);
     let sw = rt.switch("br0", tx).unwrap();
     for i in 0..250 {

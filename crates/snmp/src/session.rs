@@ -170,7 +170,12 @@ pub async fn run(
         match connected {
             Ok(stream) => {
                 warned = false;
-                match session(stream, &collector, &clock, &opts, &mut events, &mut stop).await {
+                let ctx = Ctx {
+                    collector: &collector,
+                    clock: &clock,
+                    opts: &opts,
+                };
+                match session(stream, ctx, &mut events, &mut stop).await {
                     End::Stopped => return,
                     End::Lost { why, opened } => {
                         tracing::warn!("agentx: session with {} ended: {why}", opts.target);
@@ -225,18 +230,24 @@ fn oid_text(o: &[u32]) -> String {
         .join(".")
 }
 
+/// What every session of `run` works with.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    collector: &'a Arc<Mutex<Collector>>,
+    clock: &'a Clock,
+    opts: &'a Options,
+}
+
 async fn session(
     stream: Box<dyn Stream>,
-    collector: &Arc<Mutex<Collector>>,
-    clock: &Clock,
-    opts: &Options,
+    ctx: Ctx<'_>,
     events: &mut mpsc::UnboundedReceiver<Vec<pdu::VarBind>>,
     stop: &mut watch::Receiver<bool>,
 ) -> End {
     let (rd, mut wr) = tokio::io::split(stream);
     let (tx, mut rx) = mpsc::channel(16);
     let reader = tokio::spawn(read_pdus(rd, tx));
-    let end = drive(&mut wr, &mut rx, collector, clock, opts, events, stop).await;
+    let end = drive(&mut wr, &mut rx, ctx, events, stop).await;
     reader.abort();
     let _ = wr.shutdown().await;
     end
@@ -245,12 +256,11 @@ async fn session(
 async fn drive(
     wr: &mut (impl AsyncWrite + Unpin),
     rx: &mut mpsc::Receiver<Incoming>,
-    collector: &Arc<Mutex<Collector>>,
-    clock: &Clock,
-    opts: &Options,
+    ctx: Ctx<'_>,
     events: &mut mpsc::UnboundedReceiver<Vec<pdu::VarBind>>,
     stop: &mut watch::Receiver<bool>,
 ) -> End {
+    let opts = ctx.opts;
     let mut s = Session {
         session_id: 0,
         next_packet: 0,
@@ -313,7 +323,7 @@ async fn drive(
                     }
                     Some(Incoming::Pdu(p)) => p,
                 };
-                match handle(&mut s, p, collector, clock, opts).await {
+                match handle(&mut s, p, ctx).await {
                     Handled::Reply(r) => send!(r),
                     Handled::Nothing => {}
                     Handled::Registered => {}
@@ -369,13 +379,12 @@ enum Handled {
     Fail(String),
 }
 
-async fn handle(
-    s: &mut Session,
-    p: Pdu,
-    collector: &Arc<Mutex<Collector>>,
-    clock: &Clock,
-    opts: &Options,
-) -> Handled {
+async fn handle(s: &mut Session, p: Pdu, ctx: Ctx<'_>) -> Handled {
+    let Ctx {
+        collector,
+        clock,
+        opts,
+    } = ctx;
     let reply = |error: u16, index: u16, varbinds: Vec<pdu::VarBind>, up: u32| {
         Pdu::new(
             p.session_id,

@@ -32,6 +32,24 @@ impl<T: AsyncRead + AsyncWrite + Unpin> Client<T> {
         c
     }
 
+    /// Says HELLO without waiting for the switch's: what comes back first,
+    /// or None at EOF (how a refused TLS peer finds out under TLS 1.3).
+    async fn hello_only(io: T) -> Option<(u32, Message)> {
+        let mut c = Client {
+            io,
+            framer: Framer::new(),
+            buf: vec![0; 4096],
+        };
+        c.send(1, &Message::Hello(Hello::default())).await;
+        c.recv().await
+    }
+
+    /// A BARRIER_REQUEST with `xid`, answered.
+    async fn barrier(&mut self, xid: u32) {
+        self.send(xid, &Message::BarrierRequest).await;
+        assert_eq!(self.reply(xid).await, Message::BarrierReply);
+    }
+
     async fn send(&mut self, xid: u32, m: &Message) {
         self.io.write_all(&m.encode(xid)).await.unwrap();
     }
@@ -90,18 +108,36 @@ async fn tcp_client(addr: SocketAddr) -> Client<TcpStream> {
 }
 
 fn flow(in_port: u32) -> FlowMod {
-    FlowMod {
-        command: FlowModCommand::Add,
-        priority: 10,
-        match_: ofp::Match {
-            fields: vec![Oxm::Basic {
-                field: OxmField::InPort,
-                value: OxmValue::U32(in_port),
-                mask: None,
-            }],
+    crate::testutil::flow(in_port, 10)
+}
+
+/// An agent on a memory switch whose active connections retry after
+/// `backoff_min`, growing to `backoff_max`.
+fn reconnecting(backoff_min: Duration, backoff_max: Duration) -> Arc<Agent<MemorySwitch>> {
+    Agent::new(
+        memory_switch(None),
+        AgentConfig {
+            backoff_min,
+            backoff_max,
+            ..AgentConfig::default()
         },
-        ..FlowMod::default()
-    }
+    )
+}
+
+/// Accepts the agent's connection on `listener` and checks it answers a
+/// FEATURES_REQUEST (xid 5).
+async fn accept_switch(listener: &TcpListener) -> Client<TcpStream> {
+    let (s, _) = timeout(WAIT, listener.accept()).await.unwrap().unwrap();
+    let mut c = Client::new(s).await;
+    c.send(5, &Message::FeaturesRequest).await;
+    assert!(matches!(c.reply(5).await, Message::FeaturesReply(_)));
+    c
+}
+
+/// A local TCP port nobody listens on (bound, then closed).
+async fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    l.local_addr().unwrap().port()
 }
 
 #[tokio::test]
@@ -113,8 +149,7 @@ async fn tcp_listener_serves_a_real_client() {
     for i in 0..100 {
         c.send(10 + i, &Message::FlowMod(flow(i))).await;
     }
-    c.send(500, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(500).await, Message::BarrierReply);
+    c.barrier(500).await;
     assert_eq!(agent.switch().with_state(|s| s.tables.len()), 100);
     assert_eq!(agent.controllers().connected(), 1);
 }
@@ -203,8 +238,7 @@ async fn roles_across_two_tcp_channels() {
     assert!(matches!(a.reply(3).await, Message::Error(e)
         if e.error() == Some(OfpError::BadRequest(BadRequestCode::IsSlave))));
     b.send(4, &Message::FlowMod(flow(1))).await;
-    b.send(5, &Message::BarrierRequest).await;
-    assert_eq!(b.reply(5).await, Message::BarrierReply);
+    b.barrier(5).await;
     assert_eq!(agent.switch().with_state(|s| s.tables.len()), 1);
 }
 
@@ -249,8 +283,7 @@ async fn events_reach_channels_filtered_by_role() {
     assert_eq!(got, ["FLOW_REMOVED", "PACKET_IN", "PORT_STATUS"]);
     // The slave sees only the port-status.
     assert_eq!(slave.reply(0).await.type_name(), "PORT_STATUS");
-    slave.send(7, &Message::BarrierRequest).await;
-    assert_eq!(slave.reply(7).await, Message::BarrierReply);
+    slave.barrier(7).await;
 }
 
 #[tokio::test]
@@ -321,20 +354,10 @@ async fn packet_in_flood_stays_bounded_and_flow_mods_go_on() {
 async fn active_connection_reconnects_with_backoff() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let agent = Agent::new(
-        memory_switch(None),
-        AgentConfig {
-            backoff_min: Duration::from_millis(20),
-            backoff_max: Duration::from_millis(80),
-            ..AgentConfig::default()
-        },
-    );
+    let agent = reconnecting(Duration::from_millis(20), Duration::from_millis(80));
     let _h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     // First channel: hello, then the controller hangs up.
-    let (s, _) = timeout(WAIT, listener.accept()).await.unwrap().unwrap();
-    let mut c = Client::new(s).await;
-    c.send(5, &Message::FeaturesRequest).await;
-    assert!(matches!(c.reply(5).await, Message::FeaturesReply(_)));
+    let c = accept_switch(&listener).await;
     timeout(WAIT, async {
         while agent.controllers().connected() != 1 {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -347,8 +370,7 @@ async fn active_connection_reconnects_with_backoff() {
     // The agent comes back.
     let (s, _) = timeout(WAIT, listener.accept()).await.unwrap().unwrap();
     let mut c = Client::new(s).await;
-    c.send(6, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(6).await, Message::BarrierReply);
+    c.barrier(6).await;
     timeout(WAIT, agent.controllers().any_controller_connected())
         .await
         .unwrap();
@@ -357,19 +379,8 @@ async fn active_connection_reconnects_with_backoff() {
 
 #[tokio::test]
 async fn connect_failures_are_counted_and_retried() {
-    // A port nobody listens on (bound then closed).
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let agent = Agent::new(
-        memory_switch(None),
-        AgentConfig {
-            backoff_min: Duration::from_millis(10),
-            backoff_max: Duration::from_millis(20),
-            ..AgentConfig::default()
-        },
-    );
+    let port = closed_port().await;
+    let agent = reconnecting(Duration::from_millis(10), Duration::from_millis(20));
     let h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     timeout(WAIT, async {
         while agent.stats().connect_failed < 3 {
@@ -428,14 +439,53 @@ mod tls {
         .unwrap()
     }
 
-    async fn tls_listener(switch_tls: TlsSettings) -> (Arc<Agent<MemorySwitch>>, SocketAddr) {
-        let agent = Agent::new(
+    /// An agent on a memory switch using `switch_tls` for its channels.
+    fn tls_agent(switch_tls: TlsSettings) -> Arc<Agent<MemorySwitch>> {
+        Agent::new(
             memory_switch(None),
             AgentConfig {
                 tls: Some(switch_tls),
                 ..AgentConfig::default()
             },
-        );
+        )
+    }
+
+    /// Waits until the agent has counted a failed TLS handshake.
+    async fn handshake_failed(agent: &Agent<MemorySwitch>) {
+        timeout(WAIT, async {
+            while agent.stats().tls_handshake_failed == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap();
+    }
+
+    /// The switch (trusting and trusted by `pki`) connects once to a
+    /// controller presenting `ctl`: the error it ends with, and the agent.
+    async fn connect_to_controller(
+        pki: &Pki,
+        ctl: TlsSettings,
+    ) -> (Arc<Agent<MemorySwitch>>, io::Error) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let acceptor = tokio_rustls::TlsAcceptor::from(ctl.server_config().unwrap());
+        tokio::spawn(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                let _ = acceptor.accept(s).await;
+            }
+        });
+        let agent = tls_agent(settings(pki, pki));
+        let target: Target = format!("tls:localhost:{port}").parse().unwrap();
+        let err = timeout(WAIT, agent.connect_once(&target))
+            .await
+            .unwrap()
+            .unwrap_err();
+        (agent, err)
+    }
+
+    async fn tls_listener(switch_tls: TlsSettings) -> (Arc<Agent<MemorySwitch>>, SocketAddr) {
+        let agent = tls_agent(switch_tls);
         let (addr, _) = agent
             .listen(&"ptls:0:127.0.0.1".parse().unwrap())
             .await
@@ -473,24 +523,12 @@ mod tls {
         // The rogue controller trusts our CA but its own cert is not ours.
         let result = async {
             let stream = controller_connect(addr, &settings(&rogue, &pki)).await?;
-            let mut c = Client {
-                io: stream,
-                framer: Framer::new(),
-                buf: vec![0; 4096],
-            };
-            c.send(1, &Message::Hello(Hello::default())).await;
-            Ok::<_, io::Error>(c.recv().await)
+            Ok::<_, io::Error>(Client::hello_only(stream).await)
         }
         .await;
         // TLS 1.3 reports the refusal on the first read.
         assert!(matches!(result, Err(_) | Ok(None)), "{result:?}");
-        timeout(WAIT, async {
-            while agent.stats().tls_handshake_failed == 0 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await
-        .unwrap();
+        handshake_failed(&agent).await;
         assert_eq!(agent.controllers().connected(), 0);
     }
 
@@ -498,28 +536,8 @@ mod tls {
     async fn switch_refuses_a_controller_from_another_ca() {
         let pki = ca("fulmar test CA");
         let rogue = ca("rogue CA");
-        // A controller with a rogue certificate, listening.
-        let ctl_cfg = settings(&rogue, &pki).server_config().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let acceptor = tokio_rustls::TlsAcceptor::from(ctl_cfg);
-        tokio::spawn(async move {
-            while let Ok((s, _)) = listener.accept().await {
-                let _ = acceptor.accept(s).await;
-            }
-        });
-        let agent = Agent::new(
-            memory_switch(None),
-            AgentConfig {
-                tls: Some(settings(&pki, &pki)),
-                ..AgentConfig::default()
-            },
-        );
-        let target: Target = format!("tls:localhost:{port}").parse().unwrap();
-        let err = timeout(WAIT, agent.connect_once(&target))
-            .await
-            .unwrap()
-            .unwrap_err();
+        // A controller with a rogue certificate.
+        let (agent, err) = connect_to_controller(&pki, settings(&rogue, &pki)).await;
         assert!(
             err.to_string().to_lowercase().contains("certificate"),
             "{err}"
@@ -533,13 +551,7 @@ mod tls {
         let ctl_cfg = settings(&pki, &pki).server_config().unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let agent = Agent::new(
-            memory_switch(None),
-            AgentConfig {
-                tls: Some(settings(&pki, &pki)),
-                ..AgentConfig::default()
-            },
-        );
+        let agent = tls_agent(settings(&pki, &pki));
         let _h = agent.connect(format!("tls:localhost:{port}").parse().unwrap());
         let (s, _) = timeout(WAIT, listener.accept()).await.unwrap().unwrap();
         let tls = tokio_rustls::TlsAcceptor::from(ctl_cfg)
@@ -547,8 +559,7 @@ mod tls {
             .await
             .unwrap();
         let mut c = Client::new(tls).await;
-        c.send(8, &Message::BarrierRequest).await;
-        assert_eq!(c.reply(8).await, Message::BarrierReply);
+        c.barrier(8).await;
     }
 
     #[tokio::test]
@@ -568,52 +579,19 @@ mod tls {
         let s = TcpStream::connect(addr).await.unwrap();
         let result = async {
             let stream = connector.connect(server_name("localhost")?, s).await?;
-            let mut c = Client {
-                io: stream,
-                framer: Framer::new(),
-                buf: vec![0; 4096],
-            };
-            c.send(1, &Message::Hello(Hello::default())).await;
-            Ok::<_, io::Error>(c.recv().await)
+            Ok::<_, io::Error>(Client::hello_only(stream).await)
         }
         .await;
         assert!(matches!(result, Err(_) | Ok(None)), "{result:?}");
-        timeout(WAIT, async {
-            while agent.stats().tls_handshake_failed == 0 {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-        .await
-        .unwrap();
+        handshake_failed(&agent).await;
     }
 
     #[tokio::test]
     async fn switch_checks_the_controllers_name() {
         let pki = ca("fulmar test CA");
         // Signed by the right CA, but for another host.
-        let ctl_cfg = settings_for(&pki, &pki, &["controller.example"])
-            .server_config()
-            .unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let acceptor = tokio_rustls::TlsAcceptor::from(ctl_cfg);
-        tokio::spawn(async move {
-            while let Ok((s, _)) = listener.accept().await {
-                let _ = acceptor.accept(s).await;
-            }
-        });
-        let agent = Agent::new(
-            memory_switch(None),
-            AgentConfig {
-                tls: Some(settings(&pki, &pki)),
-                ..AgentConfig::default()
-            },
-        );
-        let target: Target = format!("tls:localhost:{port}").parse().unwrap();
-        let err = timeout(WAIT, agent.connect_once(&target))
-            .await
-            .unwrap()
-            .unwrap_err();
+        let ctl = settings_for(&pki, &pki, &["controller.example"]);
+        let (_, err) = connect_to_controller(&pki, ctl).await;
         assert!(err.to_string().to_lowercase().contains("name"), "{err}");
     }
 

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::memory::{MemorySwitch, MemorySwitchConfig};
+use crate::testutil::flow;
 use ofp::error::{
     BadMatchCode, GroupModFailedCode, MeterModFailedCode, QueueOpFailedCode, RoleRequestFailedCode,
     SwitchConfigFailedCode,
@@ -15,16 +16,7 @@ use ofp::{FlowMod, FlowModCommand, Oxm, OxmField, OxmValue, PacketIn, SwitchConf
 type Conn = Connection<MemorySwitch>;
 
 fn switch() -> Arc<MemorySwitch> {
-    Arc::new(MemorySwitch::new(
-        MemorySwitchConfig {
-            tables: pipeline::TablesConfig {
-                n_tables: 4,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-        None,
-    ))
+    Arc::new(crate::testutil::four_table_switch())
 }
 
 /// A switch with ports 1 and 2 whose events go to `events`.
@@ -86,21 +78,6 @@ async fn ask_raw(c: &mut Conn, raw: &[u8]) -> Vec<(u32, Message)> {
 
 fn err(error: OfpError, offending: &[u8]) -> Message {
     Message::Error(ErrorMsg::new(error, offending))
-}
-
-fn flow(in_port: u32, priority: u16) -> FlowMod {
-    FlowMod {
-        command: FlowModCommand::Add,
-        priority,
-        match_: ofp::Match {
-            fields: vec![Oxm::Basic {
-                field: OxmField::InPort,
-                value: OxmValue::U32(in_port),
-                mask: None,
-            }],
-        },
-        ..FlowMod::default()
-    }
 }
 
 fn flow_count(sw: &MemorySwitch) -> usize {

@@ -377,13 +377,7 @@ mod tests {
         let mut total = Counters::default();
         let mut removed: Vec<FlowRemoved> = Vec::new();
         let (mut hand_overs, mut replaced, mut restarts) = (0, 0, 0);
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::test_rng::xorshift();
         let mut out = BurstOutput::default();
         for step in 0..4000u64 {
             let w = next(2) as usize;

@@ -13,6 +13,7 @@ use ofp::consts::{table_no, OFP_NO_BUFFER};
 use ofp::error::FlowModFailedCode;
 use ofp::flow_mod::flow_mod_flags;
 use ofp::{FlowMod, FlowModCommand, OfpError};
+use std::collections::{BTreeSet, HashMap};
 
 /// What a successful FLOW_MOD did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -286,22 +287,21 @@ impl Tables {
     /// Removes every entry forwarding to `group` (it was deleted), with
     /// reason `GROUP_DELETE`.
     pub fn remove_group_users(&mut self, group: u32, now: Time) -> Vec<FlowRemoved> {
-        let ids: Vec<FlowId> = self
-            .group_refs
-            .get(&group)
-            .map(|s| s.iter().copied().collect())
-            .unwrap_or_default();
+        let ids = users(&self.group_refs, group);
         self.remove_ids(&ids, RemovalReason::GroupDelete, now)
     }
 
     /// Removes every entry using `meter` (it was deleted), with reason
     /// [`RemovalReason::MeterDelete`].
     pub fn remove_meter_users(&mut self, meter: u32, now: Time) -> Vec<FlowRemoved> {
-        let ids: Vec<FlowId> = self
-            .meter_refs
-            .get(&meter)
-            .map(|s| s.iter().copied().collect())
-            .unwrap_or_default();
+        let ids = users(&self.meter_refs, meter);
         self.remove_ids(&ids, RemovalReason::MeterDelete, now)
     }
+}
+
+/// The entries that `refs` (group_refs or meter_refs) lists under `id`.
+fn users(refs: &HashMap<u32, BTreeSet<FlowId>>, id: u32) -> Vec<FlowId> {
+    refs.get(&id)
+        .map(|s| s.iter().copied().collect())
+        .unwrap_or_default()
 }

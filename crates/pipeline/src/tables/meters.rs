@@ -900,13 +900,7 @@ mod tests {
                 vec![remark(5000, 0, 3), drop_band(20000, 0), drop_band(640, 0)],
             ),
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::test_rng::xorshift();
         for (id, (flags, bands)) in (1u32..).zip(meters) {
             sw.ok(&add(id, flags, bands));
             let shared = sw.meters.get(id).unwrap().clone();

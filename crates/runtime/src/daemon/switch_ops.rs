@@ -207,57 +207,21 @@ impl Daemon {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests as daemon_tests;
     use super::*;
-    use crate::RuntimeOptions;
-    use datastore::Config;
     use ofp::FlowModCommand;
 
-    const CONFIG: &str = r#"
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=10,in_port=1,actions=output:2"]
-
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
-"#;
-
+    /// A daemon of br0 forwarding port 1 to 2, its files in a fresh
+    /// directory (returned).
     fn start(name: &str) -> (Daemon, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("fulmar-ops-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("switch.toml");
-        std::fs::write(&path, CONFIG).unwrap();
-        let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let opts = super::super::DaemonOptions {
-            runtime: RuntimeOptions {
-                watch_links: false,
-                ..RuntimeOptions::default()
-            },
-            ..Default::default()
-        };
-        (
-            Daemon::start(cfg, opts).unwrap_or_else(|e| panic!("{e}")),
-            dir,
-        )
+        let dir = daemon_tests::tmpdir(&format!("ops-{name}"));
+        let config =
+            crate::tests::two_port_bridge(&["table=0,priority=10,in_port=1,actions=output:2"]);
+        (daemon_tests::start_with(&dir, &config, None), dir)
     }
 
     fn flows(d: &Daemon) -> usize {
-        let req = MultipartRequestBody::Flow(ofp::stats::FlowStatsRequest {
-            table_id: ofp::consts::table_no::ALL,
-            out_port: ofp::consts::port_no::ANY,
-            out_group: ofp::consts::group_no::ANY,
-            cookie: 0,
-            cookie_mask: 0,
-            match_: ofp::Match::default(),
-        });
-        match d.multipart("br0", &req).unwrap() {
+        match d.multipart("br0", &crate::saved::every_flow()).unwrap() {
             MultipartReplyBody::Flow { stats } => stats.len(),
             _ => panic!("not a flow reply"),
         }

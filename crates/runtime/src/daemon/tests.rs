@@ -11,22 +11,13 @@ use dataplane::{Burst, PacketBuf, PortBackend};
 
 use super::*;
 
-const CONFIG: &str = r#"
-[[bridges]]
-name = "br0"
-flows = ["table=0,priority=10,in_port=1,actions=output:2",
-         "table=0,priority=10,in_port=3,actions=output:2"]
-
-[[bridges.ports]]
-port = 1
-interface = "m1"
-backend = "memory"
-
-[[bridges.ports]]
-port = 2
-interface = "m2"
-backend = "memory"
-"#;
+/// The daemon's starting config: br0 forwarding ports 1 and 3 to 2.
+fn config_text() -> String {
+    crate::tests::two_port_bridge(&[
+        "table=0,priority=10,in_port=1,actions=output:2",
+        "table=0,priority=10,in_port=3,actions=output:2",
+    ])
+}
 
 fn frame(seq: u32) -> Vec<u8> {
     let mut f = vec![
@@ -39,12 +30,12 @@ fn frame(seq: u32) -> Vec<u8> {
 }
 
 fn start(dir: &Path) -> Daemon {
-    start_with(dir, CONFIG, None)
+    start_with(dir, &config_text(), None)
 }
 
 /// A daemon of `config` (written to DIR/switch.toml, its state file),
 /// saving and restoring its tables in `saved`.
-fn start_with(dir: &Path, config: &str, saved: Option<&Path>) -> Daemon {
+pub(super) fn start_with(dir: &Path, config: &str, saved: Option<&Path>) -> Daemon {
     let path = dir.join("switch.toml");
     std::fs::write(&path, config).unwrap();
     let cfg = Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
@@ -60,7 +51,7 @@ fn start_with(dir: &Path, config: &str, saved: Option<&Path>) -> Daemon {
     Daemon::start(cfg, opts).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+pub(super) fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("fulmar-daemon-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -252,7 +243,7 @@ fn tables_saved_at_stop_are_restored_at_the_next_start() {
     use agent::Switch;
     let dir = tmpdir("saved");
     let saved = dir.join("switch.toml.saved");
-    let d = start_with(&dir, CONFIG, Some(&saved));
+    let d = start_with(&dir, &config_text(), Some(&saved));
     let sw = d.runtime().bridge_switch("br0").unwrap();
     sw.meter_mod(&flowtext::parse_meter("meter=3,pktps,bands=type=drop,rate=1000").unwrap())
         .unwrap();
@@ -269,7 +260,7 @@ fn tables_saved_at_stop_are_restored_at_the_next_start() {
     let file = saved.join("br0.tables");
     assert!(file.exists());
 
-    let d = start_with(&dir, CONFIG, Some(&saved));
+    let d = start_with(&dir, &config_text(), Some(&saved));
     assert_eq!(flow_texts(&d), before);
     assert!(!file.exists(), "saved tables are used once");
     // Port 2's traffic goes to port 1 through the restored group.
@@ -293,7 +284,7 @@ fn tables_saved_at_stop_are_restored_at_the_next_start() {
     d.stop();
 
     // The static flows changed while it was stopped: they win.
-    let changed = CONFIG.replace("in_port=3,actions=output:2", "in_port=3,actions=output:1");
+    let changed = config_text().replace("in_port=3,actions=output:2", "in_port=3,actions=output:1");
     let d = start_with(&dir, &changed, Some(&saved));
     let now = flow_texts(&d);
     assert_eq!(now.len(), 2, "{now:?}");

@@ -34,6 +34,11 @@ async fn unix_client(path: &Path) -> Client<UnixStream> {
 }
 
 /// Waits until `cond` holds (or fails the test after [`WAIT`]).
+/// `agent` listening on the unix socket `path`, default permissions.
+async fn listen_unix(agent: &Arc<Agent<MemorySwitch>>, path: &Path) -> ChannelHandle {
+    agent.listen_unix(path, UnixPerms::default()).await.unwrap()
+}
+
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     timeout(WAIT, async {
         while !cond() {
@@ -63,8 +68,7 @@ async fn punix_channel_is_served_from_an_owner_only_socket() {
     c.send(2, &Message::FeaturesRequest).await;
     assert!(matches!(c.reply(2).await, Message::FeaturesReply(f) if f.datapath_id == 1));
     c.send(3, &Message::FlowMod(flow(1))).await;
-    c.send(4, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(4).await, Message::BarrierReply);
+    c.barrier(4).await;
     assert_eq!(agent.switch().with_state(|s| s.tables.len()), 1);
 
     let st = agent.channel_status();
@@ -96,8 +100,7 @@ async fn group_perms_give_the_socket_mode_0660_and_the_group() {
     assert_eq!(m.permissions().mode() & 0o7777, 0o660);
     assert_eq!(m.gid(), gid);
     let mut c = unix_client(&path).await;
-    c.send(2, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(2).await, Message::BarrierReply);
+    c.barrier(2).await;
     h.stop();
 }
 
@@ -113,10 +116,7 @@ async fn a_stale_socket_file_is_replaced_and_other_files_are_not() {
         .is_socket());
     assert!(std::os::unix::net::UnixStream::connect(&path).is_err());
     let agent = Agent::new(memory_switch(None), AgentConfig::default());
-    let h = agent
-        .listen_unix(&path, UnixPerms::default())
-        .await
-        .unwrap();
+    let h = listen_unix(&agent, &path).await;
     let mut c = unix_client(&path).await;
     c.send(2, &Message::FeaturesRequest).await;
     assert!(matches!(c.reply(2).await, Message::FeaturesReply(_)));
@@ -138,13 +138,9 @@ async fn stopping_a_unix_listener_closes_its_channels_and_removes_the_file() {
     let dir = TempDir::new("stop-unix");
     let path = dir.0.join("br0.mgmt");
     let agent = Agent::new(memory_switch(None), AgentConfig::default());
-    let h = agent
-        .listen_unix(&path, UnixPerms::default())
-        .await
-        .unwrap();
+    let h = listen_unix(&agent, &path).await;
     let mut c = unix_client(&path).await;
-    c.send(2, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(2).await, Message::BarrierReply);
+    c.barrier(2).await;
     eventually("one controller", || agent.controllers().connected() == 1).await;
 
     h.stop();
@@ -163,19 +159,12 @@ async fn a_stopped_listener_leaves_the_socket_of_its_replacement_alone() {
     let dir = TempDir::new("replace");
     let path = dir.0.join("br0.mgmt");
     let agent = Agent::new(memory_switch(None), AgentConfig::default());
-    let old = agent
-        .listen_unix(&path, UnixPerms::default())
-        .await
-        .unwrap();
-    let new = agent
-        .listen_unix(&path, UnixPerms::default())
-        .await
-        .unwrap();
+    let old = listen_unix(&agent, &path).await;
+    let new = listen_unix(&agent, &path).await;
     old.stop_and_wait().await;
     assert!(path.exists());
     let mut c = unix_client(&path).await;
-    c.send(2, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(2).await, Message::BarrierReply);
+    c.barrier(2).await;
     new.stop();
     assert!(!path.exists());
 }
@@ -231,28 +220,17 @@ async fn a_dropped_handle_detaches_its_listener() {
         .unwrap();
     drop(h);
     let mut c = tcp_client(addr.tcp().unwrap()).await;
-    c.send(2, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(2).await, Message::BarrierReply);
+    c.barrier(2).await;
 }
 
 #[tokio::test]
 async fn stopping_a_connect_handle_closes_the_channel_and_ends_reconnecting() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let agent = Agent::new(
-        memory_switch(None),
-        AgentConfig {
-            backoff_min: Duration::from_millis(20),
-            backoff_max: Duration::from_millis(40),
-            ..AgentConfig::default()
-        },
-    );
+    let agent = reconnecting(Duration::from_millis(20), Duration::from_millis(40));
     let h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     assert_eq!(h.source(), format!("tcp:127.0.0.1:{port}"));
-    let (s, _) = timeout(WAIT, listener.accept()).await.unwrap().unwrap();
-    let mut c = Client::new(s).await;
-    c.send(5, &Message::FeaturesRequest).await;
-    assert!(matches!(c.reply(5).await, Message::FeaturesReply(_)));
+    let mut c = accept_switch(&listener).await;
     let st = agent.channel_status();
     assert_eq!(st.len(), 1);
     assert_eq!(st[0].source, format!("tcp:127.0.0.1:{port}"));
@@ -272,17 +250,8 @@ async fn stopping_a_connect_handle_closes_the_channel_and_ends_reconnecting() {
 
 #[tokio::test]
 async fn a_connect_handle_stops_while_nobody_listens() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let agent = Agent::new(
-        memory_switch(None),
-        AgentConfig {
-            backoff_min: Duration::from_secs(30),
-            ..AgentConfig::default()
-        },
-    );
+    let port = closed_port().await;
+    let agent = reconnecting(Duration::from_secs(30), Duration::from_secs(30));
     let h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     eventually("a failed attempt", || agent.stats().connect_failed == 1).await;
     // Sleeping out a 30 s backoff: the stop cuts it short.
@@ -301,8 +270,7 @@ async fn connect_to_a_unix_socket_controller() {
     let h = agent.connect(target.clone());
     let (s, _) = timeout(WAIT, listener.accept()).await.unwrap().unwrap();
     let mut c = Client::new(s).await;
-    c.send(5, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(5).await, Message::BarrierReply);
+    c.barrier(5).await;
     let st = agent.channel_status();
     assert_eq!(
         (st[0].source.as_str(), st[0].peer.as_str()),
@@ -326,8 +294,7 @@ async fn aborting_a_serving_task_closes_its_socket() {
         served.serve(s).await
     });
     let mut c = tcp_client(addr).await;
-    c.send(2, &Message::BarrierRequest).await;
-    assert_eq!(c.reply(2).await, Message::BarrierReply);
+    c.barrier(2).await;
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
     assert_eq!(
