@@ -1,28 +1,18 @@
 //! The pipeline as a dataplane [`BurstProcessor`], and the table snapshot
 //! the control side publishes to it.
 //!
-//! # The buffer seam
+//! # One packet buffer
 //!
-//! Ports hand out [`dataplane::PacketBuf`] (owned, lent from an
-//! AF_PACKET/AF_XDP ring, or a DPDK mbuf's region); the pipeline works on
-//! [`packet::buffer::PacketBuf`] (a `Vec` with headroom). On the way in an
-//! owned buffer's vector is taken over as it is, headroom included
-//! ([`dataplane::PacketBuf::into_vec_parts`] and
-//! [`packet::buffer::PacketBuf::from_raw_parts`], which sets the padding floor
-//! from the received length like the copying constructors); a DPDK mbuf's
-//! region ([`packet::buffer::Lent`]) is handed over as it is, so the
-//! pipeline rewrites the frame where the device put it and the region goes
-//! back to a port for sending ([`dataplane::PacketBuf::into_frame`],
-//! [`packet::buffer::PacketBuf::from_lent`] and back through
-//! [`packet::buffer::PacketBuf::into_parts`]); a frame lent from a ring
-//! is copied once into storage from [`dataplane::pool`] (the ring slot goes
-//! back to the kernel at once, which also keeps a slow flow from pinning
-//! ring blocks). On the way out the pipeline's vector is handed to a
-//! dataplane buffer with its headroom intact
-//! ([`packet::buffer::PacketBuf::into_raw_parts`] and
-//! [`dataplane::PacketBuf::from_vec`]). When the port has sent it (or
-//! anything drops it) the vector goes back to the pool, which passes it
-//! to whichever thread receives or copies next.
+//! Ports and the pipeline share one buffer type
+//! ([`packet::buffer::PacketBuf`], re-exported as `dataplane::PacketBuf`).
+//! A burst's packets go into the pipeline as they are: owned storage and a
+//! DPDK mbuf's region are rewritten in place; a frame in a ring slot shared
+//! with the kernel (AF_PACKET, AF_XDP) is copied once into pooled storage,
+//! so the slot goes back at once and a slow flow cannot pin ring blocks.
+//! On the way out only the metadata is reset. Packet-outs carry their port
+//! in `PacketMeta::out_port` and skip the pipeline. When a port has sent a
+//! buffer (or anything drops it) its storage goes back to the pool, which
+//! passes it to whichever thread receives or copies next.
 //!
 //! So forwarding makes no heap allocation per packet once the pool is
 //! warm, in both thread modes: `cargo run --release -p runtime --example
