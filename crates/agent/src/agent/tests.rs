@@ -96,11 +96,30 @@ async fn listening(
     events: Option<mpsc::Sender<SwitchEvent>>,
 ) -> (Arc<Agent<MemorySwitch>>, SocketAddr) {
     let agent = Agent::new(memory_switch(events), config);
-    let (addr, _h) = agent
-        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-        .await
-        .unwrap();
-    (agent, addr.tcp().unwrap())
+    let (addr, _h) = listen_tcp(&agent).await;
+    (agent, addr)
+}
+
+/// A TCP listener of `agent` on a free loopback port, and its handle.
+async fn listen_tcp(agent: &Arc<Agent<MemorySwitch>>) -> (SocketAddr, ChannelHandle) {
+    let target = "ptcp:0:127.0.0.1".parse().unwrap();
+    let (addr, h) = agent.listen(&target).await.unwrap();
+    (addr.tcp().unwrap(), h)
+}
+
+/// An agent on a memory switch that sends an echo request after `echo`
+/// of silence and gives the reply (or a stalled write) `echo` as well.
+fn echoing(echo: Duration) -> Arc<Agent<MemorySwitch>> {
+    let conn = ConnConfig {
+        echo_interval: echo,
+        echo_timeout: echo,
+        ..ConnConfig::default()
+    };
+    let config = AgentConfig {
+        conn,
+        ..AgentConfig::default()
+    };
+    Agent::new(memory_switch(None), config)
 }
 
 async fn tcp_client(addr: SocketAddr) -> Client<TcpStream> {
@@ -615,15 +634,7 @@ mod channels;
 /// (bounded buffers, then disconnect) instead of waiting forever.
 #[tokio::test]
 async fn a_peer_that_stops_reading_is_disconnected() {
-    let config = AgentConfig {
-        conn: ConnConfig {
-            echo_interval: Duration::from_millis(200),
-            echo_timeout: Duration::from_millis(200),
-            ..ConnConfig::default()
-        },
-        ..AgentConfig::default()
-    };
-    let agent = Agent::new(memory_switch(None), config);
+    let agent = echoing(Duration::from_millis(200));
     let (ours, mut theirs) = tokio::io::duplex(4096);
     // The peer says HELLO, then asks for echoes and never reads a reply.
     let writer = tokio::spawn(async move {
@@ -656,15 +667,7 @@ async fn a_peer_that_stops_reading_is_disconnected() {
 #[tokio::test]
 async fn a_slow_but_steady_reader_gets_every_reply() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let config = AgentConfig {
-        conn: ConnConfig {
-            echo_interval: Duration::from_millis(100),
-            echo_timeout: Duration::from_millis(100),
-            ..ConnConfig::default()
-        },
-        ..AgentConfig::default()
-    };
-    let agent = Agent::new(memory_switch(None), config);
+    let agent = echoing(Duration::from_millis(100));
     let (ours, theirs) = tokio::io::duplex(4096);
     let (mut rd, mut wr) = tokio::io::split(theirs);
     const N: usize = 3;

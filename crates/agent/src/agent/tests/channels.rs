@@ -172,11 +172,7 @@ async fn a_stopped_listener_leaves_the_socket_of_its_replacement_alone() {
 #[tokio::test]
 async fn stopping_a_tcp_listener_closes_every_accepted_channel() {
     let agent = Agent::new(memory_switch(None), AgentConfig::default());
-    let (addr, h) = agent
-        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-        .await
-        .unwrap();
-    let addr = addr.tcp().unwrap();
+    let (addr, h) = listen_tcp(&agent).await;
     let mut a = tcp_client(addr).await;
     let mut b = tcp_client(addr).await;
     // A third one that never says HELLO.
@@ -214,12 +210,9 @@ async fn stopping_a_tcp_listener_closes_every_accepted_channel() {
 #[tokio::test]
 async fn a_dropped_handle_detaches_its_listener() {
     let agent = Agent::new(memory_switch(None), AgentConfig::default());
-    let (addr, h) = agent
-        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-        .await
-        .unwrap();
+    let (addr, h) = listen_tcp(&agent).await;
     drop(h);
-    let mut c = tcp_client(addr.tcp().unwrap()).await;
+    let mut c = tcp_client(addr).await;
     c.barrier(2).await;
 }
 
