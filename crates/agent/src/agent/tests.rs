@@ -122,6 +122,21 @@ fn echoing(echo: Duration) -> Arc<Agent<MemorySwitch>> {
     Agent::new(memory_switch(None), config)
 }
 
+/// A controller's listener on a free loopback port, and the port.
+async fn controller_listener() -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+/// A ROLE_REQUEST for `role` with `generation_id`.
+fn role_request(role: u32, generation_id: u64) -> Message {
+    Message::RoleRequest(Role {
+        role,
+        generation_id,
+    })
+}
+
 async fn tcp_client(addr: SocketAddr) -> Client<TcpStream> {
     Client::new(TcpStream::connect(addr).await.unwrap()).await
 }
@@ -243,15 +258,9 @@ async fn roles_across_two_tcp_channels() {
     let (agent, addr) = listening(AgentConfig::default(), None).await;
     let mut a = tcp_client(addr).await;
     let mut b = tcp_client(addr).await;
-    let role = |role, generation_id| {
-        Message::RoleRequest(Role {
-            role,
-            generation_id,
-        })
-    };
-    a.send(1, &role(controller_role::MASTER, 1)).await;
+    a.send(1, &role_request(controller_role::MASTER, 1)).await;
     assert!(matches!(a.reply(1).await, Message::RoleReply(r) if r.role == controller_role::MASTER));
-    b.send(2, &role(controller_role::MASTER, 2)).await;
+    b.send(2, &role_request(controller_role::MASTER, 2)).await;
     assert!(matches!(b.reply(2).await, Message::RoleReply(r) if r.role == controller_role::MASTER));
     a.send(3, &Message::FlowMod(flow(1))).await;
     assert!(matches!(a.reply(3).await, Message::Error(e)
@@ -268,15 +277,13 @@ async fn events_reach_channels_filtered_by_role() {
     agent.spawn_events(rx);
     let mut master = tcp_client(addr).await;
     let mut slave = tcp_client(addr).await;
-    let role = |role, generation_id| {
-        Message::RoleRequest(Role {
-            role,
-            generation_id,
-        })
-    };
-    master.send(1, &role(controller_role::MASTER, 1)).await;
+    master
+        .send(1, &role_request(controller_role::MASTER, 1))
+        .await;
     master.reply(1).await;
-    slave.send(2, &role(controller_role::SLAVE, 1)).await;
+    slave
+        .send(2, &role_request(controller_role::SLAVE, 1))
+        .await;
     slave.reply(2).await;
     // Flow with SEND_FLOW_REM, deleted: a flow-removed event from the switch.
     let mut f = flow(4);
@@ -371,8 +378,7 @@ async fn packet_in_flood_stays_bounded_and_flow_mods_go_on() {
 
 #[tokio::test]
 async fn active_connection_reconnects_with_backoff() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (listener, port) = controller_listener().await;
     let agent = reconnecting(Duration::from_millis(20), Duration::from_millis(80));
     let _h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     // First channel: hello, then the controller hangs up.
