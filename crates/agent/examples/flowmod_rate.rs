@@ -183,17 +183,17 @@ async fn count_target_flows(
     framer: &mut Framer,
     xid: u32,
 ) -> anyhow::Result<u32> {
-    let req = Message::MultipartRequest(MultipartRequest {
-        flags: 0,
-        body: MultipartRequestBody::Aggregate(FlowStatsRequest {
-            table_id: 0xff,
-            out_port: ofp::consts::port_no::ANY,
-            out_group: ofp::consts::group_no::ANY,
-            cookie: TARGET_COOKIE,
-            cookie_mask: u64::MAX,
-            match_: ofp::Match::default(),
-        }),
-    });
+    // Every table, any port and group: only the cookie narrows it down.
+    let filter = FlowStatsRequest {
+        cookie: TARGET_COOKIE,
+        cookie_mask: u64::MAX,
+        table_id: ofp::consts::table_no::ALL,
+        out_port: ofp::consts::port_no::ANY,
+        out_group: ofp::consts::group_no::ANY,
+        match_: ofp::Match::default(),
+    };
+    let body = MultipartRequestBody::Aggregate(filter);
+    let req = Message::MultipartRequest(MultipartRequest { flags: 0, body });
     s.write_all(&req.encode(xid)).await?;
     match read_until_xid(s, framer, xid).await? {
         Message::MultipartReply(r) => match r.body {

@@ -510,48 +510,47 @@ impl<S: Switch> Agent<S> {
                 self.tls()?.server_config()?,
             )),
         };
-        let listener = Arc::new(TcpListener::bind(target.socket_addr()).await?);
+        let listener = TcpListener::bind(target.socket_addr()).await?;
         let addr = listener.local_addr()?;
         tracing::info!(%addr, %target, "listening for controllers");
-        let agent = Arc::clone(self);
-        let src = source.clone();
-        let (stop, task) = spawn_listener(
-            move || {
-                let listener = Arc::clone(&listener);
-                async move { listener.accept().await }
-            },
-            move |(stream, peer): (TcpStream, SocketAddr), stop| {
-                let agent = Arc::clone(&agent);
-                let acceptor = acceptor.clone();
-                let source = src.clone();
-                async move {
-                    let _ = stream.set_nodelay(true);
-                    tracing::info!(%peer, %source, "controller connected");
-                    let peer_s = peer.to_string();
-                    let peek = Spin::handle(&stream);
-                    match acceptor {
-                        None => {
+        let serve = move |agent: Arc<Self>,
+                          source: String,
+                          (stream, peer): (TcpStream, SocketAddr),
+                          stop| {
+            let acceptor = acceptor.clone();
+            async move {
+                let _ = stream.set_nodelay(true);
+                tracing::info!(%peer, %source, "controller connected");
+                let peer_s = peer.to_string();
+                let peek = Spin::handle(&stream);
+                match acceptor {
+                    None => {
+                        agent
+                            .serve_channel(stream, peek, source, peer_s, Some(stop))
+                            .await;
+                    }
+                    Some(a) => match a.accept(stream).await {
+                        Ok(tls) => {
                             agent
-                                .serve_channel(stream, peek, source, peer_s, Some(stop))
+                                .serve_channel(tls, peek, source, peer_s, Some(stop))
                                 .await;
                         }
-                        Some(a) => match a.accept(stream).await {
-                            Ok(tls) => {
-                                agent
-                                    .serve_channel(tls, peek, source, peer_s, Some(stop))
-                                    .await;
-                            }
-                            Err(e) => {
-                                agent
-                                    .counters
-                                    .tls_handshake_failed
-                                    .fetch_add(1, Ordering::Relaxed);
-                                tracing::warn!(%peer, error = %e, "TLS handshake failed");
-                            }
-                        },
-                    }
+                        Err(e) => {
+                            agent
+                                .counters
+                                .tls_handshake_failed
+                                .fetch_add(1, Ordering::Relaxed);
+                            tracing::warn!(%peer, error = %e, "TLS handshake failed");
+                        }
+                    },
                 }
-            },
+            }
+        };
+        let (stop, task) = self.spawn_channels(
+            listener,
+            |l: Arc<TcpListener>| async move { l.accept().await },
+            &source,
+            serve,
         );
         Ok((
             ListenAddr::Tcp(addr),
@@ -594,22 +593,17 @@ impl<S: Switch> Agent<S> {
         source: String,
     ) -> io::Result<ChannelHandle> {
         unix::prepare(path)?;
-        let listener = Arc::new(UnixListener::bind(path)?);
+        let listener = UnixListener::bind(path)?;
         let file = unix::set_perms(path, &perms)?;
         tracing::info!(path = %path.display(), mode = format_args!("{:o}", perms.mode), group = ?perms.group, "listening for controllers");
         let owner = file.owner;
         let group = perms.group;
         let shown = path.display().to_string();
-        let agent = Arc::clone(self);
-        let src = source.clone();
-        let (stop, task) = spawn_listener(
-            move || {
-                let listener = Arc::clone(&listener);
-                async move { listener.accept().await }
-            },
-            move |(stream, _): (UnixStream, _), stop| {
-                let agent = Arc::clone(&agent);
-                let source = src.clone();
+        let (stop, task) = self.spawn_channels(
+            listener,
+            |l: Arc<UnixListener>| async move { l.accept().await },
+            &source,
+            move |agent, source, (stream, _): (UnixStream, _), stop| {
                 let path = shown.clone();
                 async move {
                     match unix_peer(&stream, &path, owner, group).await {
@@ -633,6 +627,31 @@ impl<S: Switch> Agent<S> {
             task,
             socket_file: Some(file),
         })
+    }
+
+    /// [`spawn_listener`] over `listener` for this agent's channels from
+    /// `source`: `accept` takes the next connection, `handle` serves it,
+    /// given the agent, the source and the stop signal.
+    fn spawn_channels<L, T, Fut, HFut>(
+        self: &Arc<Self>,
+        listener: L,
+        accept: impl Fn(Arc<L>) -> Fut + Send + 'static,
+        source: &str,
+        handle: impl Fn(Arc<Self>, String, T, watch::Receiver<bool>) -> HFut + Send + 'static,
+    ) -> (watch::Sender<bool>, JoinHandle<()>)
+    where
+        L: Send + Sync + 'static,
+        Fut: Future<Output = io::Result<T>> + Send,
+        T: Send + 'static,
+        HFut: Future<Output = ()> + Send + 'static,
+    {
+        let listener = Arc::new(listener);
+        let agent = Arc::clone(self);
+        let source = source.to_string();
+        spawn_listener(
+            move || accept(Arc::clone(&listener)),
+            move |c, stop| handle(Arc::clone(&agent), source.clone(), c, stop),
+        )
     }
 
     fn tls(&self) -> io::Result<&TlsSettings> {

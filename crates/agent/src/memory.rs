@@ -3,10 +3,10 @@
 //! for tests, examples and benchmarks of the agent (the `memory-switch`
 //! feature, on by default; the runtime builds the agent without it).
 
-use crate::switch::{FlowStatsPos, Switch, SwitchEvent};
+use crate::switch::{FlowStatsPage, FlowStatsPos, Switch, SwitchEvent};
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
-use ofp::stats::{FlowStats, FlowStatsRequest};
+use ofp::stats::FlowStatsRequest;
 use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketOut, PacketQueue, Port, PortMod,
     PortStatus, SwitchConfig, TableMod,
@@ -279,7 +279,7 @@ impl Switch for MemorySwitch {
         filter: &FlowStatsRequest,
         after: Option<FlowStatsPos>,
         limit: usize,
-    ) -> Result<(Vec<FlowStats>, Option<FlowStatsPos>), OfpError> {
+    ) -> Result<FlowStatsPage, OfpError> {
         let now = self.now();
         let (stats, next) =
             self.lock()

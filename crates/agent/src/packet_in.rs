@@ -204,6 +204,17 @@ mod tests {
     use ofp::packet_in::packet_in_reason as r;
     use std::time::Duration;
 
+    /// Queues admitting `rate_pps` (0: no limit) with `burst` stored,
+    /// `queue_len` per key, `max_queues` keys.
+    fn queues(rate_pps: u32, burst: u32, queue_len: usize, max_queues: usize) -> PacketInQueues {
+        PacketInQueues::new(PacketInConfig {
+            rate_pps,
+            burst,
+            queue_len,
+            max_queues,
+        })
+    }
+
     fn pi(reason: u8, port: u32, tag: u8) -> PacketIn {
         PacketIn {
             reason,
@@ -221,12 +232,7 @@ mod tests {
 
     #[test]
     fn token_bucket_admits_burst_then_rate() {
-        let mut q = PacketInQueues::new(PacketInConfig {
-            rate_pps: 100,
-            burst: 10,
-            queue_len: 1000,
-            max_queues: 4,
-        });
+        let mut q = queues(100, 10, 1000, 4);
         let t0 = Instant::now();
         let admitted = (0..50)
             .filter(|_| q.offer(pi(r::NO_MATCH, 1, 0), t0).is_ok())
@@ -249,12 +255,7 @@ mod tests {
 
     #[test]
     fn queues_are_bounded_per_key_and_in_number() {
-        let mut q = PacketInQueues::new(PacketInConfig {
-            rate_pps: 0,
-            burst: 1,
-            queue_len: 3,
-            max_queues: 2,
-        });
+        let mut q = queues(0, 1, 3, 2);
         let t = Instant::now();
         for _ in 0..10 {
             let _ = q.offer(pi(r::NO_MATCH, 1, 0), t);
@@ -272,12 +273,7 @@ mod tests {
 
     #[test]
     fn flood_on_one_port_does_not_starve_another() {
-        let mut q = PacketInQueues::new(PacketInConfig {
-            rate_pps: 0,
-            burst: 1,
-            queue_len: 100,
-            max_queues: 16,
-        });
+        let mut q = queues(0, 1, 100, 16);
         let t = Instant::now();
         for i in 0..1_000_000u32 {
             let _ = q.offer(pi(r::NO_MATCH, 1, (i % 200) as u8), t);

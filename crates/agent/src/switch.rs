@@ -27,6 +27,10 @@ use std::future::Future;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlowStatsPos(pub u128);
 
+/// One page of a FLOW statistics reply and where the next one starts
+/// (see [`Switch::flow_stats_page`]).
+pub type FlowStatsPage = (Vec<FlowStats>, Option<FlowStatsPos>);
+
 /// An asynchronous message from the switch to its controllers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SwitchEvent {

@@ -38,6 +38,13 @@ async fn ofctl(args: Vec<String>) -> (bool, String) {
     .unwrap()
 }
 
+/// [`ofctl`] that must succeed: its stdout+stderr.
+async fn ofctl_ok(args: Vec<String>) -> String {
+    let (ok, out) = ofctl(args).await;
+    assert!(ok, "{out}");
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ovs_ofctl_drives_the_agent() {
     if !have_ovs_ofctl() {
@@ -47,25 +54,22 @@ async fn ovs_ofctl_drives_the_agent() {
     let (switch, addr) = common::listening_switch(3).await;
     let target = format!("tcp:{addr}");
     let run = |args: &[&str]| ofctl(at_target(&target, args));
+    let must = |args: &[&str]| ofctl_ok(at_target(&target, args));
 
-    let (ok, out) = run(&["show"]).await;
-    assert!(ok, "{out}");
+    let out = must(&["show"]).await;
     assert!(out.contains("dpid:0000000000000001"), "{out}");
     assert!(out.contains("n_tables:255"), "{out}");
     assert!(out.contains("2(p2): addr:02:00:00:00:00:02"), "{out}");
 
     // add-flow first reads the table features: 255 tables, several
     // REPLY_MORE parts.
-    let (ok, out) = run(&["add-flow", "table=0,priority=10,in_port=1,actions=output:2"]).await;
-    assert!(ok, "{out}");
-    let (ok, out) = run(&[
+    must(&["add-flow", "table=0,priority=10,in_port=1,actions=output:2"]).await;
+    must(&[
         "add-flow",
         "table=3,priority=5,ip,nw_dst=10.0.0.0/8,actions=dec_ttl,output:3",
     ])
     .await;
-    assert!(ok, "{out}");
-    let (ok, out) = run(&["dump-flows"]).await;
-    assert!(ok, "{out}");
+    let out = must(&["dump-flows"]).await;
     assert!(
         out.contains("priority=10,in_port=1 actions=output:2"),
         "{out}"
@@ -73,16 +77,14 @@ async fn ovs_ofctl_drives_the_agent() {
     assert!(out.contains("table=3"), "{out}");
     assert_eq!(switch.with_state(|s| s.tables.len()), 2);
 
-    let (ok, out) = run(&["dump-table-features"]).await;
-    assert!(ok, "{out}");
+    let out = must(&["dump-table-features"]).await;
     assert!(out.contains("table 254"), "{out}");
 
-    let (ok, out) = run(&[
+    must(&[
         "add-group",
         "group_id=1,type=all,bucket=output:1,bucket=output:2",
     ])
     .await;
-    assert!(ok, "{out}");
     let (ok, out) = run(&["dump-groups"]).await;
     assert!(ok && out.contains("group_id=1,type=all"), "{out}");
 
@@ -92,8 +94,7 @@ async fn ovs_ofctl_drives_the_agent() {
     let (_, out) = run(&["add-flow", "table=0,actions=group:99"]).await;
     assert!(out.contains("OFPBAC_BAD_OUT_GROUP"), "{out}");
 
-    let (ok, out) = run(&["del-flows"]).await;
-    assert!(ok, "{out}");
+    must(&["del-flows"]).await;
     assert_eq!(switch.with_state(|s| s.tables.len()), 0);
 }
 
@@ -113,14 +114,12 @@ async fn ovs_ofctl_over_a_unix_socket() {
         .unwrap();
     let target = format!("unix:{}", path.display());
     let run = |args: &[&str]| ofctl(at_target(&target, args));
+    let must = |args: &[&str]| ofctl_ok(at_target(&target, args));
 
-    let (ok, out) = run(&["show"]).await;
-    assert!(ok, "{out}");
+    let out = must(&["show"]).await;
     assert!(out.contains("dpid:0000000000000001"), "{out}");
-    let (ok, out) = run(&["add-flow", "table=0,priority=7,in_port=2,actions=output:1"]).await;
-    assert!(ok, "{out}");
-    let (ok, out) = run(&["dump-flows"]).await;
-    assert!(ok, "{out}");
+    must(&["add-flow", "table=0,priority=7,in_port=2,actions=output:1"]).await;
+    let out = must(&["dump-flows"]).await;
     assert!(
         out.contains("priority=7,in_port=2 actions=output:1"),
         "{out}"

@@ -96,11 +96,45 @@ async fn listening(
     events: Option<mpsc::Sender<SwitchEvent>>,
 ) -> (Arc<Agent<MemorySwitch>>, SocketAddr) {
     let agent = Agent::new(memory_switch(events), config);
-    let (addr, _h) = agent
-        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-        .await
-        .unwrap();
-    (agent, addr.tcp().unwrap())
+    let (addr, _h) = listen_tcp(&agent).await;
+    (agent, addr)
+}
+
+/// A TCP listener of `agent` on a free loopback port, and its handle.
+async fn listen_tcp(agent: &Arc<Agent<MemorySwitch>>) -> (SocketAddr, ChannelHandle) {
+    let target = "ptcp:0:127.0.0.1".parse().unwrap();
+    let (addr, h) = agent.listen(&target).await.unwrap();
+    (addr.tcp().unwrap(), h)
+}
+
+/// An agent on a memory switch that sends an echo request after `echo`
+/// of silence and gives the reply (or a stalled write) `echo` as well.
+fn echoing(echo: Duration) -> Arc<Agent<MemorySwitch>> {
+    let conn = ConnConfig {
+        echo_interval: echo,
+        echo_timeout: echo,
+        ..ConnConfig::default()
+    };
+    let config = AgentConfig {
+        conn,
+        ..AgentConfig::default()
+    };
+    Agent::new(memory_switch(None), config)
+}
+
+/// A controller's listener on a free loopback port, and the port.
+async fn controller_listener() -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+/// A ROLE_REQUEST for `role` with `generation_id`.
+fn role_request(role: u32, generation_id: u64) -> Message {
+    Message::RoleRequest(Role {
+        role,
+        generation_id,
+    })
 }
 
 async fn tcp_client(addr: SocketAddr) -> Client<TcpStream> {
@@ -224,15 +258,9 @@ async fn roles_across_two_tcp_channels() {
     let (agent, addr) = listening(AgentConfig::default(), None).await;
     let mut a = tcp_client(addr).await;
     let mut b = tcp_client(addr).await;
-    let role = |role, generation_id| {
-        Message::RoleRequest(Role {
-            role,
-            generation_id,
-        })
-    };
-    a.send(1, &role(controller_role::MASTER, 1)).await;
+    a.send(1, &role_request(controller_role::MASTER, 1)).await;
     assert!(matches!(a.reply(1).await, Message::RoleReply(r) if r.role == controller_role::MASTER));
-    b.send(2, &role(controller_role::MASTER, 2)).await;
+    b.send(2, &role_request(controller_role::MASTER, 2)).await;
     assert!(matches!(b.reply(2).await, Message::RoleReply(r) if r.role == controller_role::MASTER));
     a.send(3, &Message::FlowMod(flow(1))).await;
     assert!(matches!(a.reply(3).await, Message::Error(e)
@@ -249,15 +277,13 @@ async fn events_reach_channels_filtered_by_role() {
     agent.spawn_events(rx);
     let mut master = tcp_client(addr).await;
     let mut slave = tcp_client(addr).await;
-    let role = |role, generation_id| {
-        Message::RoleRequest(Role {
-            role,
-            generation_id,
-        })
-    };
-    master.send(1, &role(controller_role::MASTER, 1)).await;
+    master
+        .send(1, &role_request(controller_role::MASTER, 1))
+        .await;
     master.reply(1).await;
-    slave.send(2, &role(controller_role::SLAVE, 1)).await;
+    slave
+        .send(2, &role_request(controller_role::SLAVE, 1))
+        .await;
     slave.reply(2).await;
     // Flow with SEND_FLOW_REM, deleted: a flow-removed event from the switch.
     let mut f = flow(4);
@@ -352,8 +378,7 @@ async fn packet_in_flood_stays_bounded_and_flow_mods_go_on() {
 
 #[tokio::test]
 async fn active_connection_reconnects_with_backoff() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (listener, port) = controller_listener().await;
     let agent = reconnecting(Duration::from_millis(20), Duration::from_millis(80));
     let _h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     // First channel: hello, then the controller hangs up.
@@ -615,15 +640,7 @@ mod channels;
 /// (bounded buffers, then disconnect) instead of waiting forever.
 #[tokio::test]
 async fn a_peer_that_stops_reading_is_disconnected() {
-    let config = AgentConfig {
-        conn: ConnConfig {
-            echo_interval: Duration::from_millis(200),
-            echo_timeout: Duration::from_millis(200),
-            ..ConnConfig::default()
-        },
-        ..AgentConfig::default()
-    };
-    let agent = Agent::new(memory_switch(None), config);
+    let agent = echoing(Duration::from_millis(200));
     let (ours, mut theirs) = tokio::io::duplex(4096);
     // The peer says HELLO, then asks for echoes and never reads a reply.
     let writer = tokio::spawn(async move {
@@ -656,15 +673,7 @@ async fn a_peer_that_stops_reading_is_disconnected() {
 #[tokio::test]
 async fn a_slow_but_steady_reader_gets_every_reply() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let config = AgentConfig {
-        conn: ConnConfig {
-            echo_interval: Duration::from_millis(100),
-            echo_timeout: Duration::from_millis(100),
-            ..ConnConfig::default()
-        },
-        ..AgentConfig::default()
-    };
-    let agent = Agent::new(memory_switch(None), config);
+    let agent = echoing(Duration::from_millis(100));
     let (ours, theirs) = tokio::io::duplex(4096);
     let (mut rd, mut wr) = tokio::io::split(theirs);
     const N: usize = 3;

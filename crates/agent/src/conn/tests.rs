@@ -55,6 +55,51 @@ async fn open(sw: &Arc<MemorySwitch>, ctl: &Arc<Controllers>) -> Conn {
 }
 
 /// [`open`] with settings `config`.
+/// A fresh switch, controller registry and a connection to them whose
+/// HELLO has gone out and no peer's come in yet.
+fn unopened() -> (Arc<MemorySwitch>, Arc<Controllers>, Conn) {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
+    c.take_output();
+    (sw, ctl, c)
+}
+
+/// [`opened`] on [`two_port_switch`], with the receiver of its events.
+async fn opened_two_port() -> (
+    Arc<MemorySwitch>,
+    Arc<Controllers>,
+    Conn,
+    tokio::sync::mpsc::Receiver<SwitchEvent>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let sw = two_port_switch(tx);
+    let ctl = Arc::new(Controllers::new());
+    let c = open(&sw, &ctl).await;
+    (sw, ctl, c, rx)
+}
+
+/// A fresh switch, controller registry and a connection to them past
+/// the HELLO exchange.
+async fn opened() -> (Arc<MemorySwitch>, Arc<Controllers>, Conn) {
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let c = open(&sw, &ctl).await;
+    (sw, ctl, c)
+}
+
+/// [`opened`] with the connection's config as `tune` leaves the default.
+async fn opened_with(
+    tune: impl FnOnce(&mut ConnConfig),
+) -> (Arc<MemorySwitch>, Arc<Controllers>, Conn) {
+    let mut config = ConnConfig::default();
+    tune(&mut config);
+    let sw = switch();
+    let ctl = Arc::new(Controllers::new());
+    let c = open_with(&sw, &ctl, config).await;
+    (sw, ctl, c)
+}
+
 async fn open_with(sw: &Arc<MemorySwitch>, ctl: &Arc<Controllers>, config: ConnConfig) -> Conn {
     let mut c = new_conn(sw, ctl, config);
     let hello = decode_all(&c.take_output());
@@ -78,6 +123,22 @@ async fn ask_raw(c: &mut Conn, raw: &[u8]) -> Vec<(u32, Message)> {
 
 fn err(error: OfpError, offending: &[u8]) -> Message {
     Message::Error(ErrorMsg::new(error, offending))
+}
+
+/// Sends `msg` as `xid` and checks the only answer is the error `error`
+/// quoting it.
+async fn refused(c: &mut Conn, xid: u32, msg: &Message, error: OfpError) {
+    assert_eq!(
+        ask(c, xid, msg.clone()).await,
+        vec![(xid, err(error, &msg.encode(xid)))]
+    );
+}
+
+/// Sends `set` as `xid`, which gets no answer, then `get` as `xid + 1`,
+/// whose only answer must be `reply`.
+async fn set_then_get(c: &mut Conn, xid: u32, set: Message, get: Message, reply: Message) {
+    assert!(ask(c, xid, set).await.is_empty());
+    assert_eq!(ask(c, xid + 1, get).await, vec![(xid + 1, reply)]);
 }
 
 fn flow_count(sw: &MemorySwitch) -> usize {
@@ -146,10 +207,7 @@ async fn incompatible_hello_fails_and_closes() {
 
 #[tokio::test]
 async fn hello_failure_speaks_an_older_peers_version() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
-    c.take_output();
+    let (sw, ctl, mut c) = unopened();
     // An OpenFlow 1.0 HELLO (no elements).
     c.receive(&[1, 0, 0, 8, 0, 0, 0, 5], Instant::now()).await;
     let out = c.take_output();
@@ -166,10 +224,7 @@ async fn hello_failure_speaks_an_older_peers_version() {
 
 #[tokio::test]
 async fn message_before_hello_fails() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
-    c.take_output();
+    let (_sw, _ctl, mut c) = unopened();
     let out = ask(&mut c, 4, Message::FeaturesRequest).await;
     assert!(matches!(&out[0], (4, Message::Error(e))
         if e.error() == Some(OfpError::HelloFailed(HelloFailedCode::Incompatible))));
@@ -193,9 +248,7 @@ async fn hello_timeout_closes() {
 
 #[tokio::test]
 async fn echo_request_is_answered_with_its_data() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     let echo = ofp::Echo {
         data: b"are you there".to_vec(),
     };
@@ -245,17 +298,7 @@ async fn keepalive_sends_echo_then_declares_dead_peer() {
 
 #[tokio::test]
 async fn handling_pauses_on_a_full_output_and_resumes_in_order() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open_with(
-        &sw,
-        &ctl,
-        ConnConfig {
-            max_pending_output: 1000,
-            ..ConnConfig::default()
-        },
-    )
-    .await;
+    let (_sw, _ctl, mut c) = opened_with(|c| c.max_pending_output = 1000).await;
     let mut stream = Vec::new();
     for i in 0..20u32 {
         let echo = ofp::Echo {
@@ -298,15 +341,12 @@ async fn handling_pauses_on_a_full_output_and_resumes_in_order() {
 
 #[tokio::test]
 async fn features_report_the_switch() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     match ask(&mut c, 2, Message::FeaturesRequest).await.as_slice() {
         [(2, Message::FeaturesReply(f))] => {
-            assert_eq!(f.datapath_id, 1);
-            assert_eq!(f.n_tables, 4);
-            assert_eq!(f.n_buffers, 256);
-            assert_eq!(f.auxiliary_id, 0);
+            // (datapath id, tables, buffers, auxiliary id)
+            let ids = (f.datapath_id, f.n_tables, f.n_buffers, f.auxiliary_id);
+            assert_eq!(ids, (1, 4, 256, 0));
             use ofp::switch_config::capabilities as cap;
             assert_eq!(
                 f.capabilities,
@@ -323,41 +363,24 @@ async fn features_report_the_switch() {
 
 #[tokio::test]
 async fn get_and_set_config() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     let cfg = SwitchConfig {
         flags: ofp::switch_config::config_flags::FRAG_DROP,
         miss_send_len: 0xffff,
     };
-    assert!(ask(&mut c, 1, Message::SetConfig(cfg.clone()))
-        .await
-        .is_empty());
-    assert_eq!(
-        ask(&mut c, 2, Message::GetConfigRequest).await,
-        vec![(2, Message::GetConfigReply(cfg))]
-    );
+    let (set, get) = (Message::SetConfig(cfg.clone()), Message::GetConfigRequest);
+    set_then_get(&mut c, 1, set, get, Message::GetConfigReply(cfg)).await;
     let bad = Message::SetConfig(SwitchConfig {
         flags: ofp::switch_config::config_flags::FRAG_REASM,
         miss_send_len: 1,
     });
-    assert_eq!(
-        ask(&mut c, 3, bad.clone()).await,
-        vec![(
-            3,
-            err(
-                OfpError::SwitchConfigFailed(SwitchConfigFailedCode::BadFlags),
-                &bad.encode(3)
-            )
-        )]
-    );
+    let error = OfpError::SwitchConfigFailed(SwitchConfigFailedCode::BadFlags);
+    refused(&mut c, 3, &bad, error).await;
 }
 
 #[tokio::test]
 async fn barrier_reply_follows_everything_before_it() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (sw, _ctl, mut c) = opened().await;
     let mut bad = flow(1, 1);
     bad.table_id = 200;
     let mut stream = Vec::new();
@@ -376,9 +399,7 @@ async fn barrier_reply_follows_everything_before_it() {
 
 #[tokio::test]
 async fn messages_split_across_reads_are_reassembled() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (sw, _ctl, mut c) = opened().await;
     let mut stream = Vec::new();
     for i in 0..10 {
         stream.extend(Message::FlowMod(flow(i, 5)).encode(i));
@@ -395,9 +416,7 @@ async fn messages_split_across_reads_are_reassembled() {
 
 #[tokio::test]
 async fn decode_errors_get_the_exact_error_and_the_channel_stays_open() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
 
     // Wrong version after HELLO.
     let mut wrong_version = Message::FeaturesRequest.encode(11);
@@ -456,10 +475,7 @@ async fn decode_errors_get_the_exact_error_and_the_channel_stays_open() {
 
 #[tokio::test]
 async fn malformed_hello_is_answered_and_closes() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
-    c.take_output();
+    let (_sw, _ctl, mut c) = unopened();
     // A HELLO element of length 3.
     let raw = [4u8, 0, 0, 16, 0, 0, 0, 2, 0, 1, 0, 3, 0, 0, 0, 0];
     assert_eq!(
@@ -471,9 +487,7 @@ async fn malformed_hello_is_answered_and_closes() {
 
 #[tokio::test]
 async fn unframeable_length_closes_the_channel() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     let out = ask_raw(&mut c, &[4, 0, 0, 4, 0, 0, 0, 1, 9, 9]).await;
     assert!(matches!(out.as_slice(), [(_, Message::Error(e))]
         if e.error() == Some(OfpError::BadRequest(BadRequestCode::BadLen))));
@@ -482,32 +496,17 @@ async fn unframeable_length_closes_the_channel() {
 
 #[tokio::test]
 async fn switch_bound_only_messages_and_experimenter_are_refused() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     let pi = Message::PacketIn(PacketIn::default());
-    assert_eq!(
-        ask(&mut c, 1, pi.clone()).await,
-        vec![(
-            1,
-            err(OfpError::BadRequest(BadRequestCode::BadType), &pi.encode(1))
-        )]
-    );
+    let error = OfpError::BadRequest(BadRequestCode::BadType);
+    refused(&mut c, 1, &pi, error).await;
     let exp = Message::Experimenter(ofp::Experimenter {
         experimenter: 0x2320,
         exp_type: 1,
         data: vec![1, 2, 3],
     });
-    assert_eq!(
-        ask(&mut c, 2, exp.clone()).await,
-        vec![(
-            2,
-            err(
-                OfpError::BadRequest(BadRequestCode::BadExperimenter),
-                &exp.encode(2)
-            )
-        )]
-    );
+    let error = OfpError::BadRequest(BadRequestCode::BadExperimenter);
+    refused(&mut c, 2, &exp, error).await;
     // An ERROR from the controller is not answered.
     let e = err(OfpError::BadRequest(BadRequestCode::BadLen), b"x");
     assert!(ask(&mut c, 3, e).await.is_empty());
@@ -515,9 +514,7 @@ async fn switch_bound_only_messages_and_experimenter_are_refused() {
 
 #[tokio::test]
 async fn group_meter_port_table_mods_and_packet_out_errors_pass_through() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     let gm = Message::GroupMod(ofp::GroupMod {
         command: ofp::GroupModCommand::Delete,
         group_type: ofp::GroupType::All,
@@ -588,9 +585,7 @@ fn mp(flags: u16, body: MultipartRequestBody) -> Message {
 
 #[tokio::test]
 async fn big_flow_dump_is_split_with_reply_more() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     let n = 3000u32;
     let mut stream = Vec::new();
     for i in 0..n {
@@ -632,9 +627,7 @@ async fn big_flow_dump_is_split_with_reply_more() {
 
 #[tokio::test]
 async fn multipart_requests_and_errors() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     match ask(&mut c, 1, mp(0, MultipartRequestBody::Desc))
         .await
         .as_slice()
@@ -670,16 +663,8 @@ async fn multipart_requests_and_errors() {
             ..pipeline::any_flow()
         }),
     );
-    assert_eq!(
-        ask(&mut c, 3, bad_table.clone()).await,
-        vec![(
-            3,
-            err(
-                OfpError::BadRequest(BadRequestCode::BadTableId),
-                &bad_table.encode(3)
-            )
-        )]
-    );
+    let error = OfpError::BadRequest(BadRequestCode::BadTableId);
+    refused(&mut c, 3, &bad_table, error).await;
     let exp = mp(
         0,
         MultipartRequestBody::Experimenter(ofp::multipart::ExperimenterBody {
@@ -688,23 +673,13 @@ async fn multipart_requests_and_errors() {
             data: vec![],
         }),
     );
-    assert_eq!(
-        ask(&mut c, 4, exp.clone()).await,
-        vec![(
-            4,
-            err(
-                OfpError::BadRequest(BadRequestCode::BadExperimenter),
-                &exp.encode(4)
-            )
-        )]
-    );
+    let error = OfpError::BadRequest(BadRequestCode::BadExperimenter);
+    refused(&mut c, 4, &exp, error).await;
 }
 
 #[tokio::test]
 async fn req_more_parts_are_buffered_until_the_last() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     let tf = |flags| {
         mp(
             flags,
@@ -724,44 +699,18 @@ async fn req_more_parts_are_buffered_until_the_last() {
     // A different xid in the middle of a request.
     assert!(ask(&mut c, 9, tf(OFPMPF_REQ_MORE)).await.is_empty());
     let other = tf(0);
-    assert_eq!(
-        ask(&mut c, 10, other.clone()).await,
-        vec![(
-            10,
-            err(
-                OfpError::BadRequest(BadRequestCode::BadMultipart),
-                &other.encode(10)
-            )
-        )]
-    );
+    let error = OfpError::BadRequest(BadRequestCode::BadMultipart);
+    refused(&mut c, 10, &other, error).await;
 }
 
 #[tokio::test]
 async fn req_more_buffer_is_bounded() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open_with(
-        &sw,
-        &ctl,
-        ConnConfig {
-            max_multipart_request: 40,
-            ..ConnConfig::default()
-        },
-    )
-    .await;
+    let (_sw, _ctl, mut c) = opened_with(|c| c.max_multipart_request = 40).await;
     let part = mp(OFPMPF_REQ_MORE, MultipartRequestBody::Desc);
     assert!(ask(&mut c, 3, part.clone()).await.is_empty());
     assert!(ask(&mut c, 3, part.clone()).await.is_empty());
-    assert_eq!(
-        ask(&mut c, 3, part.clone()).await,
-        vec![(
-            3,
-            err(
-                OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow),
-                &part.encode(3)
-            )
-        )]
-    );
+    let error = OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow);
+    refused(&mut c, 3, &part, error).await;
     // The buffer was dropped: a fresh request works.
     assert_eq!(
         ask(&mut c, 4, mp(0, MultipartRequestBody::Desc))
@@ -848,16 +797,8 @@ async fn roles_across_two_connections() {
     );
     // Stale generation.
     let stale = role_req(r::MASTER, 5);
-    assert_eq!(
-        ask(&mut a, 5, stale.clone()).await,
-        vec![(
-            5,
-            err(
-                OfpError::RoleRequestFailed(RoleRequestFailedCode::Stale),
-                &stale.encode(5)
-            )
-        )]
-    );
+    let error = OfpError::RoleRequestFailed(RoleRequestFailedCode::Stale);
+    refused(&mut a, 5, &stale, error).await;
     // Wrap-around: u64::MAX-ish is older than 6? 6 - MAX = 7 > 0, so newer
     // is 6 + 2^63 - 1 but not 6 + 2^63.
     let too_far = role_req(r::SLAVE, 6 + (1 << 63));
@@ -893,16 +834,8 @@ async fn roles_across_two_connections() {
         .is_empty());
     assert_eq!(flow_count(&sw), 1);
     let bad = role_req(7, 0);
-    assert_eq!(
-        ask(&mut a, 11, bad.clone()).await,
-        vec![(
-            11,
-            err(
-                OfpError::RoleRequestFailed(RoleRequestFailedCode::BadRole),
-                &bad.encode(11)
-            )
-        )]
-    );
+    let error = OfpError::RoleRequestFailed(RoleRequestFailedCode::BadRole);
+    refused(&mut a, 11, &bad, error).await;
     drop(a);
     assert_eq!(ctl.connected(), 1);
 }
@@ -933,10 +866,7 @@ fn ps(reason: u8) -> SwitchEvent {
 #[tokio::test]
 async fn async_defaults_follow_the_role() {
     use controller_role as r;
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = new_conn(&sw, &ctl, ConnConfig::default());
-    c.take_output();
+    let (_sw, _ctl, mut c) = unopened();
     assert!(!c.on_event(&pin(0)), "nothing before HELLO");
     c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
         .await;
@@ -973,9 +903,7 @@ async fn async_defaults_follow_the_role() {
 #[tokio::test]
 async fn set_async_changes_the_filters_and_get_async_reports_them() {
     use controller_role as r;
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     assert_eq!(
         ask(&mut c, 1, Message::GetAsyncRequest).await,
         vec![(1, Message::GetAsyncReply(default_async_config()))]
@@ -988,13 +916,8 @@ async fn set_async_changes_the_filters_and_get_async_reports_them() {
         port_status_mask: [0, 0],
         flow_removed_mask: [0, 1 << 2],
     };
-    assert!(ask(&mut c, 2, Message::SetAsync(a.clone()))
-        .await
-        .is_empty());
-    assert_eq!(
-        ask(&mut c, 3, Message::GetAsyncRequest).await,
-        vec![(3, Message::GetAsyncReply(a))]
-    );
+    let (set, get) = (Message::SetAsync(a.clone()), Message::GetAsyncRequest);
+    set_then_get(&mut c, 2, set, get, Message::GetAsyncReply(a)).await;
     assert!(!c.on_event(&pin(0)));
     assert!(c.on_event(&pin(1)));
     assert!(!c.on_event(&ps(0)));
@@ -1040,10 +963,7 @@ fn frame() -> Vec<u8> {
 
 #[tokio::test]
 async fn packet_out_runs_through_the_datapath() {
-    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
-    let sw = two_port_switch(tx);
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (sw, _ctl, mut c, mut rx) = opened_two_port().await;
     let po = Message::PacketOut(ofp::PacketOut {
         in_port: ofp::consts::port_no::CONTROLLER,
         actions: vec![
@@ -1117,10 +1037,7 @@ async fn packet_out_runs_through_the_datapath() {
 
 #[tokio::test]
 async fn table_miss_packet_in_is_buffered_and_released_by_flow_mod() {
-    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
-    let sw = two_port_switch(tx);
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (sw, _ctl, mut c, mut rx) = opened_two_port().await;
     // Table-miss entry: to the controller, buffered (max_len 64).
     let miss = FlowMod {
         command: FlowModCommand::Add,
@@ -1165,16 +1082,8 @@ async fn table_miss_packet_in_is_buffered_and_released_by_flow_mod() {
     // The buffer is gone now: applied, but BUFFER_UNKNOWN.
     fwd.priority = 11;
     let m = Message::FlowMod(fwd);
-    assert_eq!(
-        ask(&mut c, 3, m.clone()).await,
-        vec![(
-            3,
-            err(
-                OfpError::BadRequest(BadRequestCode::BufferUnknown),
-                &m.encode(3)
-            )
-        )]
-    );
+    let error = OfpError::BadRequest(BadRequestCode::BufferUnknown);
+    refused(&mut c, 3, &m, error).await;
     assert_eq!(flow_count(&sw), 3);
 }
 
@@ -1297,14 +1206,14 @@ async fn a_batch_ends_when_the_channel_goes_quiet_at_a_barrier_or_after_a_bound(
         inner: MemorySwitch::new(MemorySwitchConfig::default(), None),
         log: std::sync::Mutex::new(Vec::new()),
     });
-    let ctl = Arc::new(Controllers::new());
+    let t0 = Instant::now();
+    let ms = |n: u64| t0 + Duration::from_millis(n);
     let config = ConnConfig {
         flush_idle: Duration::from_millis(1),
         flush_max_delay: Duration::from_millis(50),
         ..ConnConfig::default()
     };
-    let t0 = Instant::now();
-    let ms = |n: u64| t0 + Duration::from_millis(n);
+    let ctl = Arc::new(Controllers::new());
     let mut c = Connection::new(Arc::clone(&sw), ctl, config, t0);
     c.take_output();
     c.receive(&Message::Hello(Hello::default()).encode(1), ms(0))
@@ -1356,17 +1265,10 @@ async fn a_batch_ends_when_the_channel_goes_quiet_at_a_barrier_or_after_a_bound(
 
 #[tokio::test]
 async fn a_long_reply_is_written_a_part_at_a_time_as_output_drains() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open_with(
-        &sw,
-        &ctl,
-        ConnConfig {
-            max_pending_output: 4096,
-            max_reply_len: 2048,
-            ..ConnConfig::default()
-        },
-    )
+    let (_sw, _ctl, mut c) = opened_with(|c| {
+        c.max_pending_output = 4096;
+        c.max_reply_len = 2048;
+    })
     .await;
     let n = 2000u32;
     let mut stream = Vec::new();
@@ -1453,17 +1355,7 @@ fn dumped_ports(dump: &[(u32, Message)]) -> (Vec<u32>, bool) {
 /// read is left out and one added meanwhile comes at the end.
 #[tokio::test]
 async fn a_flow_dump_is_read_page_by_page() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open_with(
-        &sw,
-        &ctl,
-        ConnConfig {
-            max_pending_output: 64 * 1024,
-            ..ConnConfig::default()
-        },
-    )
-    .await;
+    let (sw, _ctl, mut c) = opened_with(|c| c.max_pending_output = 64 * 1024).await;
     let n = 2 * crate::conn::FLOW_STATS_PAGE as u32 + 100;
     let mut stream = Vec::new();
     for i in 0..n {
@@ -1515,9 +1407,7 @@ fn split_request(req: &[u8], cuts: &[usize]) -> Vec<u8> {
 
 #[tokio::test]
 async fn any_request_type_reassembles_from_req_more_parts() {
-    let sw = switch();
-    let ctl = Arc::new(Controllers::new());
-    let mut c = open(&sw, &ctl).await;
+    let (_sw, _ctl, mut c) = opened().await;
     for i in 1..=3 {
         assert!(ask(&mut c, i, Message::FlowMod(flow(i, 5)))
             .await

@@ -173,12 +173,10 @@ impl Tables {
     /// unless RESET_COUNTS clears the counters. Selecting nothing is not
     /// an error and adds nothing (OpenFlow 1.3).
     pub(super) fn modify(&mut self, fm: &FlowMod, key: &MatchKey, strict: bool) -> FlowModOutcome {
-        let ids = self.select(
-            fm.table_id,
+        let ids = self.select_for(
+            fm,
             key,
-            strict.then_some(fm.priority),
-            fm.cookie,
-            fm.cookie_mask,
+            strict,
             ofp::consts::port_no::ANY,
             ofp::consts::group_no::ANY,
         );
@@ -209,21 +207,37 @@ impl Tables {
         strict: bool,
         now: Time,
     ) -> FlowModOutcome {
-        let ids = self.select(
-            fm.table_id,
-            key,
-            strict.then_some(fm.priority),
-            fm.cookie,
-            fm.cookie_mask,
-            fm.out_port,
-            fm.out_group,
-        );
+        let ids = self.select_for(fm, key, strict, fm.out_port, fm.out_group);
         let flow_removed = self.remove_ids(&ids, RemovalReason::Delete, now);
         FlowModOutcome {
             deleted: ids,
             flow_removed,
             ..FlowModOutcome::default()
         }
+    }
+
+    /// [`Self::select`] with `fm`'s table, cookie filter and (when
+    /// `strict`) priority; MODIFY and DELETE differ only in the port and
+    /// group filters.
+    fn select_for(
+        &self,
+        fm: &FlowMod,
+        key: &MatchKey,
+        strict: bool,
+        out_port: u32,
+        out_group: u32,
+    ) -> Vec<FlowId> {
+        let priority = strict.then_some(fm.priority);
+        let (cookie, mask) = (fm.cookie, fm.cookie_mask);
+        self.select(
+            fm.table_id,
+            key,
+            priority,
+            cookie,
+            mask,
+            out_port,
+            out_group,
+        )
     }
 
     /// The entries a modify/delete/stats request selects. `priority` set

@@ -851,18 +851,15 @@ mod tests {
             Just(GroupType::FastFailover),
         ];
         let id = prop_oneof![8 => 0u32..5, 1 => Just(group_no::ALL)];
-        (
-            command,
-            group_type,
-            id,
-            proptest::collection::vec(bucket, 0..3),
-        )
-            .prop_map(|(command, group_type, group_id, buckets)| GroupMod {
+        let buckets = proptest::collection::vec(bucket, 0..3);
+        (command, group_type, id, buckets).prop_map(|(command, group_type, group_id, buckets)| {
+            GroupMod {
                 command,
                 group_type,
                 group_id,
                 buckets,
-            })
+            }
+        })
     }
 
     proptest::proptest! {

@@ -7,6 +7,7 @@
 use super::compiled::FastEntry;
 use super::cow::Replay;
 use crate::model::flow_entry::{FlowEntry, FlowId};
+use crate::model::match_key::KeyField;
 use packet::flow_key::FlowKey;
 use packet::huge::HugeVec;
 use std::sync::Arc;
@@ -216,20 +217,19 @@ fn slot_of_rule(rid: u64) -> u32 {
 /// The classifier rule of an entry in slot `slot`: id, priority and match
 /// fields.
 pub(super) fn rule_of(e: &FlowEntry, id: u64) -> classifier::Rule {
+    let fields = e.key.fields().iter().map(field_match).collect();
+    let priority = e.priority;
     classifier::Rule {
         id,
-        priority: e.priority,
-        fields: e
-            .key
-            .fields()
-            .iter()
-            .map(|f| classifier::FieldMatch {
-                field: f.field as u8,
-                value: f.value,
-                mask: f.mask,
-            })
-            .collect(),
+        priority,
+        fields,
     }
+}
+
+/// A match key's field as the classifier takes it.
+fn field_match(f: &KeyField) -> classifier::FieldMatch {
+    let (field, value, mask) = (f.field as u8, f.value, f.mask);
+    classifier::FieldMatch { field, value, mask }
 }
 
 impl FlowTable {

@@ -9,6 +9,15 @@ use std::sync::atomic::AtomicUsize;
 /// A fresh directory under the system's temp dir, removed on drop.
 struct TempDir(PathBuf);
 
+/// A temporary directory for `what`, the path of a socket in it and an
+/// agent on a memory switch (not listening yet).
+fn unix_agent(what: &str) -> (TempDir, PathBuf, Arc<Agent<MemorySwitch>>) {
+    let dir = TempDir::new(what);
+    let path = dir.0.join("br0.mgmt");
+    let agent = Agent::new(memory_switch(None), AgentConfig::default());
+    (dir, path, agent)
+}
+
 impl TempDir {
     fn new(what: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
@@ -135,9 +144,7 @@ async fn a_stale_socket_file_is_replaced_and_other_files_are_not() {
 
 #[tokio::test]
 async fn stopping_a_unix_listener_closes_its_channels_and_removes_the_file() {
-    let dir = TempDir::new("stop-unix");
-    let path = dir.0.join("br0.mgmt");
-    let agent = Agent::new(memory_switch(None), AgentConfig::default());
+    let (_dir, path, agent) = unix_agent("stop-unix");
     let h = listen_unix(&agent, &path).await;
     let mut c = unix_client(&path).await;
     c.barrier(2).await;
@@ -156,9 +163,7 @@ async fn stopping_a_unix_listener_closes_its_channels_and_removes_the_file() {
 async fn a_stopped_listener_leaves_the_socket_of_its_replacement_alone() {
     // Live reconfiguration: the new listener binds before the old one is
     // stopped.
-    let dir = TempDir::new("replace");
-    let path = dir.0.join("br0.mgmt");
-    let agent = Agent::new(memory_switch(None), AgentConfig::default());
+    let (_dir, path, agent) = unix_agent("replace");
     let old = listen_unix(&agent, &path).await;
     let new = listen_unix(&agent, &path).await;
     old.stop_and_wait().await;
@@ -172,11 +177,7 @@ async fn a_stopped_listener_leaves_the_socket_of_its_replacement_alone() {
 #[tokio::test]
 async fn stopping_a_tcp_listener_closes_every_accepted_channel() {
     let agent = Agent::new(memory_switch(None), AgentConfig::default());
-    let (addr, h) = agent
-        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-        .await
-        .unwrap();
-    let addr = addr.tcp().unwrap();
+    let (addr, h) = listen_tcp(&agent).await;
     let mut a = tcp_client(addr).await;
     let mut b = tcp_client(addr).await;
     // A third one that never says HELLO.
@@ -214,19 +215,15 @@ async fn stopping_a_tcp_listener_closes_every_accepted_channel() {
 #[tokio::test]
 async fn a_dropped_handle_detaches_its_listener() {
     let agent = Agent::new(memory_switch(None), AgentConfig::default());
-    let (addr, h) = agent
-        .listen(&"ptcp:0:127.0.0.1".parse().unwrap())
-        .await
-        .unwrap();
+    let (addr, h) = listen_tcp(&agent).await;
     drop(h);
-    let mut c = tcp_client(addr.tcp().unwrap()).await;
+    let mut c = tcp_client(addr).await;
     c.barrier(2).await;
 }
 
 #[tokio::test]
 async fn stopping_a_connect_handle_closes_the_channel_and_ends_reconnecting() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (listener, port) = controller_listener().await;
     let agent = reconnecting(Duration::from_millis(20), Duration::from_millis(40));
     let h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     assert_eq!(h.source(), format!("tcp:127.0.0.1:{port}"));
@@ -320,14 +317,8 @@ async fn channel_status_shows_negotiation_and_roles() {
     assert_eq!(st[0].peer, raw.local_addr().unwrap().to_string());
     assert!(st[0].since >= before && st[0].since <= Instant::now());
 
-    let role = |role, generation_id| {
-        Message::RoleRequest(Role {
-            role,
-            generation_id,
-        })
-    };
     let mut a = tcp_client(addr).await;
-    a.send(1, &role(controller_role::MASTER, 1)).await;
+    a.send(1, &role_request(controller_role::MASTER, 1)).await;
     assert!(matches!(a.reply(1).await, Message::RoleReply(_)));
     let st = agent.channel_status();
     assert_eq!(st.len(), 2);
@@ -339,7 +330,7 @@ async fn channel_status_shows_negotiation_and_roles() {
 
     // A second master turns the first into a slave.
     let mut b = tcp_client(addr).await;
-    b.send(2, &role(controller_role::MASTER, 2)).await;
+    b.send(2, &role_request(controller_role::MASTER, 2)).await;
     b.reply(2).await;
     let roles: Vec<_> = agent
         .channel_status()
