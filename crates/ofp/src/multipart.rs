@@ -222,6 +222,72 @@ impl MultipartRequestBody {
             Self::Experimenter(_) => t::EXPERIMENTER,
         }
     }
+
+    /// Decodes the body of multipart type `mp_type`, to the end of `r`.
+    fn decode(mp_type: u16, r: &mut Reader) -> Result<Self, DecodeError> {
+        use multipart_type as t;
+        Ok(match mp_type {
+            t::DESC => Self::Desc,
+            t::FLOW => Self::Flow(FlowStatsRequest::decode(r)?),
+            t::AGGREGATE => Self::Aggregate(FlowStatsRequest::decode(r)?),
+            t::TABLE => Self::Table,
+            t::PORT_STATS => Self::PortStats {
+                port_no: u32_pad4(r)?,
+            },
+            t::QUEUE => Self::Queue {
+                port_no: r.u32()?,
+                queue_id: r.u32()?,
+            },
+            t::GROUP => Self::Group {
+                group_id: u32_pad4(r)?,
+            },
+            t::GROUP_DESC => Self::GroupDesc,
+            t::GROUP_FEATURES => Self::GroupFeatures,
+            t::METER => Self::Meter {
+                meter_id: u32_pad4(r)?,
+            },
+            t::METER_CONFIG => Self::MeterConfig {
+                meter_id: u32_pad4(r)?,
+            },
+            t::METER_FEATURES => Self::MeterFeatures,
+            t::TABLE_FEATURES => Self::TableFeatures {
+                tables: decode_all(r, TableFeatures::decode)?,
+            },
+            t::PORT_DESC => Self::PortDesc,
+            t::EXPERIMENTER => Self::Experimenter(ExperimenterBody::decode(r)?),
+            other => return Err(unknown_type(r, other)),
+        })
+    }
+
+    /// Encodes the body (what follows the multipart header).
+    fn encode(&self, w: &mut Vec<u8>) {
+        match self {
+            Self::Desc
+            | Self::Table
+            | Self::GroupDesc
+            | Self::GroupFeatures
+            | Self::MeterFeatures
+            | Self::PortDesc => {}
+            Self::Flow(f) | Self::Aggregate(f) => f.encode(w),
+            Self::PortStats { port_no: id }
+            | Self::Group { group_id: id }
+            | Self::Meter { meter_id: id }
+            | Self::MeterConfig { meter_id: id } => {
+                w.put_u32(*id);
+                w.put_zeros(4);
+            }
+            Self::Queue { port_no, queue_id } => {
+                w.put_u32(*port_no);
+                w.put_u32(*queue_id);
+            }
+            Self::TableFeatures { tables } => {
+                for t in tables {
+                    t.encode(w);
+                }
+            }
+            Self::Experimenter(e) => e.encode(w),
+        }
+    }
 }
 
 impl MultipartReplyBody {
@@ -246,151 +312,98 @@ impl MultipartReplyBody {
             Self::Experimenter(_) => t::EXPERIMENTER,
         }
     }
-}
 
-impl MultipartRequest {
-    /// Decodes from the first byte after the 8-byte header to the end of
-    /// the message.
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+    /// Decodes the body of multipart type `mp_type`, to the end of `r`.
+    fn decode(mp_type: u16, r: &mut Reader) -> Result<Self, DecodeError> {
         use multipart_type as t;
-        let (mp_type, flags) = decode_header(r)?;
-        let body = match mp_type {
-            t::DESC => MultipartRequestBody::Desc,
-            t::FLOW => MultipartRequestBody::Flow(FlowStatsRequest::decode(r)?),
-            t::AGGREGATE => MultipartRequestBody::Aggregate(FlowStatsRequest::decode(r)?),
-            t::TABLE => MultipartRequestBody::Table,
-            t::PORT_STATS => MultipartRequestBody::PortStats {
-                port_no: u32_pad4(r)?,
-            },
-            t::QUEUE => MultipartRequestBody::Queue {
-                port_no: r.u32()?,
-                queue_id: r.u32()?,
-            },
-            t::GROUP => MultipartRequestBody::Group {
-                group_id: u32_pad4(r)?,
-            },
-            t::GROUP_DESC => MultipartRequestBody::GroupDesc,
-            t::GROUP_FEATURES => MultipartRequestBody::GroupFeatures,
-            t::METER => MultipartRequestBody::Meter {
-                meter_id: u32_pad4(r)?,
-            },
-            t::METER_CONFIG => MultipartRequestBody::MeterConfig {
-                meter_id: u32_pad4(r)?,
-            },
-            t::METER_FEATURES => MultipartRequestBody::MeterFeatures,
-            t::TABLE_FEATURES => MultipartRequestBody::TableFeatures {
-                tables: decode_all(r, TableFeatures::decode)?,
-            },
-            t::PORT_DESC => MultipartRequestBody::PortDesc,
-            t::EXPERIMENTER => MultipartRequestBody::Experimenter(ExperimenterBody::decode(r)?),
-            other => return Err(unknown_type(r, other)),
-        };
-        expect_end(r, "multipart request")?;
-        Ok(MultipartRequest { flags, body })
-    }
-
-    /// Encodes the body (without the 8-byte header).
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        encode_header(self.body.multipart_type(), self.flags, w);
-        match &self.body {
-            MultipartRequestBody::Desc
-            | MultipartRequestBody::Table
-            | MultipartRequestBody::GroupDesc
-            | MultipartRequestBody::GroupFeatures
-            | MultipartRequestBody::MeterFeatures
-            | MultipartRequestBody::PortDesc => {}
-            MultipartRequestBody::Flow(f) | MultipartRequestBody::Aggregate(f) => f.encode(w),
-            MultipartRequestBody::PortStats { port_no: id }
-            | MultipartRequestBody::Group { group_id: id }
-            | MultipartRequestBody::Meter { meter_id: id }
-            | MultipartRequestBody::MeterConfig { meter_id: id } => {
-                w.put_u32(*id);
-                w.put_zeros(4);
-            }
-            MultipartRequestBody::Queue { port_no, queue_id } => {
-                w.put_u32(*port_no);
-                w.put_u32(*queue_id);
-            }
-            MultipartRequestBody::TableFeatures { tables } => {
-                for t in tables {
-                    t.encode(w);
-                }
-            }
-            MultipartRequestBody::Experimenter(e) => e.encode(w),
-        }
-    }
-}
-
-impl MultipartReply {
-    /// Decodes from the first byte after the 8-byte header to the end of
-    /// the message.
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        use multipart_type as t;
-        let (mp_type, flags) = decode_header(r)?;
-        let body = match mp_type {
-            t::DESC => MultipartReplyBody::Desc(Desc::decode(r)?),
-            t::FLOW => MultipartReplyBody::Flow {
+        Ok(match mp_type {
+            t::DESC => Self::Desc(Desc::decode(r)?),
+            t::FLOW => Self::Flow {
                 stats: decode_all(r, FlowStats::decode)?,
             },
-            t::AGGREGATE => MultipartReplyBody::Aggregate(AggregateStats::decode(r)?),
-            t::TABLE => MultipartReplyBody::Table {
+            t::AGGREGATE => Self::Aggregate(AggregateStats::decode(r)?),
+            t::TABLE => Self::Table {
                 stats: decode_all(r, TableStats::decode)?,
             },
-            t::PORT_STATS => MultipartReplyBody::PortStats {
+            t::PORT_STATS => Self::PortStats {
                 stats: decode_all(r, PortStats::decode)?,
             },
-            t::QUEUE => MultipartReplyBody::Queue {
+            t::QUEUE => Self::Queue {
                 stats: decode_all(r, QueueStats::decode)?,
             },
-            t::GROUP => MultipartReplyBody::Group {
+            t::GROUP => Self::Group {
                 stats: decode_all(r, GroupStats::decode)?,
             },
-            t::GROUP_DESC => MultipartReplyBody::GroupDesc {
+            t::GROUP_DESC => Self::GroupDesc {
                 groups: decode_all(r, GroupDesc::decode)?,
             },
-            t::GROUP_FEATURES => MultipartReplyBody::GroupFeatures(GroupFeatures::decode(r)?),
-            t::METER => MultipartReplyBody::Meter {
+            t::GROUP_FEATURES => Self::GroupFeatures(GroupFeatures::decode(r)?),
+            t::METER => Self::Meter {
                 stats: decode_all(r, MeterStats::decode)?,
             },
-            t::METER_CONFIG => MultipartReplyBody::MeterConfig {
+            t::METER_CONFIG => Self::MeterConfig {
                 configs: decode_all(r, MeterConfig::decode)?,
             },
-            t::METER_FEATURES => MultipartReplyBody::MeterFeatures(MeterFeatures::decode(r)?),
-            t::TABLE_FEATURES => MultipartReplyBody::TableFeatures {
+            t::METER_FEATURES => Self::MeterFeatures(MeterFeatures::decode(r)?),
+            t::TABLE_FEATURES => Self::TableFeatures {
                 tables: decode_all(r, TableFeatures::decode)?,
             },
-            t::PORT_DESC => MultipartReplyBody::PortDesc {
+            t::PORT_DESC => Self::PortDesc {
                 ports: decode_all(r, Port::decode)?,
             },
-            t::EXPERIMENTER => MultipartReplyBody::Experimenter(ExperimenterBody::decode(r)?),
+            t::EXPERIMENTER => Self::Experimenter(ExperimenterBody::decode(r)?),
             other => return Err(unknown_type(r, other)),
-        };
-        expect_end(r, "multipart reply")?;
-        Ok(MultipartReply { flags, body })
+        })
     }
 
-    /// Encodes the body (without the 8-byte header).
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        encode_header(self.body.multipart_type(), self.flags, w);
-        match &self.body {
-            MultipartReplyBody::Desc(d) => d.encode(w),
-            MultipartReplyBody::Flow { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::Aggregate(a) => a.encode(w),
-            MultipartReplyBody::Table { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::PortStats { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::Queue { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::Group { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::GroupDesc { groups } => groups.iter().for_each(|g| g.encode(w)),
-            MultipartReplyBody::GroupFeatures(f) => f.encode(w),
-            MultipartReplyBody::Meter { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::MeterConfig { configs } => configs.iter().for_each(|c| c.encode(w)),
-            MultipartReplyBody::MeterFeatures(f) => f.encode(w),
-            MultipartReplyBody::TableFeatures { tables } => tables.iter().for_each(|t| t.encode(w)),
-            MultipartReplyBody::PortDesc { ports } => ports.iter().for_each(|p| p.encode(w)),
-            MultipartReplyBody::Experimenter(e) => e.encode(w),
+    /// Encodes the body (what follows the multipart header).
+    fn encode(&self, w: &mut Vec<u8>) {
+        match self {
+            Self::Desc(d) => d.encode(w),
+            Self::Flow { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::Aggregate(a) => a.encode(w),
+            Self::Table { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::PortStats { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::Queue { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::Group { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::GroupDesc { groups } => groups.iter().for_each(|g| g.encode(w)),
+            Self::GroupFeatures(f) => f.encode(w),
+            Self::Meter { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::MeterConfig { configs } => configs.iter().for_each(|c| c.encode(w)),
+            Self::MeterFeatures(f) => f.encode(w),
+            Self::TableFeatures { tables } => tables.iter().for_each(|t| t.encode(w)),
+            Self::PortDesc { ports } => ports.iter().for_each(|p| p.encode(w)),
+            Self::Experimenter(e) => e.encode(w),
         }
     }
 }
+
+/// A multipart message's decode and encode around its body: the header
+/// (`type, flags, pad[4]`), then the body its type selects, filling the
+/// message exactly.
+macro_rules! multipart_message {
+    ($msg:ident, $body:ident, $what:literal) => {
+        impl $msg {
+            /// Decodes from the first byte after the 8-byte header to the end of
+            /// the message.
+            pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+                let (mp_type, flags) = decode_header(r)?;
+                let body = $body::decode(mp_type, r)?;
+                expect_end(r, $what)?;
+                Ok($msg { flags, body })
+            }
+
+            /// Encodes the body (without the 8-byte header).
+            pub fn encode(&self, w: &mut Vec<u8>) {
+                encode_header(self.body.multipart_type(), self.flags, w);
+                self.body.encode(w);
+            }
+        }
+    };
+}
+
+multipart_message!(MultipartRequest, MultipartRequestBody, "multipart request");
+multipart_message!(MultipartReply, MultipartReplyBody, "multipart reply");
 
 #[cfg(test)]
 pub(crate) mod tests {
