@@ -825,6 +825,31 @@ pub(crate) mod tests {
         Some((ours, want))
     }
 
+    /// Our records under `body[list]` paired with os-ken's (each under its
+    /// class name `class`), after checking that there are as many.
+    fn paired<'a>(
+        ours: &'a serde_json::Value,
+        want: &'a serde_json::Value,
+        list: &str,
+        class: &str,
+    ) -> Vec<(&'a serde_json::Value, &'a serde_json::Value)> {
+        let records = ours["body"][list].as_array().unwrap();
+        let wants = want["body"].as_array().unwrap();
+        assert_eq!(records.len(), wants.len(), "{class} count");
+        records
+            .iter()
+            .zip(wants)
+            .map(|(o, w)| (o, &w[class]))
+            .collect()
+    }
+
+    /// Checks that `ours` and os-ken's `want` agree on each of `keys`.
+    fn same_keys(ours: &serde_json::Value, want: &serde_json::Value, keys: &[&str], what: &str) {
+        for k in keys {
+            assert_eq!(ours[k], want[k], "{what} {k}");
+        }
+    }
+
     /// Vectors whose bodies need no match, action, instruction or port codec.
     /// Checks every vector in `vectors`; false (after saying so) when
     /// os-ken's vectors are not installed.
@@ -861,13 +886,9 @@ pub(crate) mod tests {
             assert_eq!(ours["body"][k], d[k], "desc {k}");
         }
         let (ours, want) = check_osken(30).unwrap();
-        let stats = ours["body"]["stats"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(stats.len(), wants.len());
-        for (o, w) in stats.iter().zip(wants) {
-            for k in ["port_no", "tx_bytes", "tx_packets", "rx_packets"] {
-                assert_eq!(o[k], w["OFPPortStats"][k], "port stats {k}");
-            }
+        for (o, w) in paired(&ours, &want, "stats", "OFPPortStats") {
+            let keys = ["port_no", "tx_bytes", "tx_packets", "rx_packets"];
+            same_keys(o, w, &keys, "port stats");
         }
         let (ours, want) = check_osken(48).unwrap();
         let band = &want["body"][0]["OFPMeterConfigStats"]["bands"][0]["OFPMeterBandDrop"];
@@ -911,20 +932,15 @@ pub(crate) mod tests {
         // "testdata99999999" in hex.
         assert_eq!(ours["body"]["data"], "74657374646174613939393939393939");
         let (ours, want) = check_osken(56).unwrap();
-        let tables = ours["body"]["tables"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(tables.len(), wants.len());
-        for (o, w) in tables.iter().zip(wants) {
-            let w = &w["OFPTableFeaturesStats"];
-            for k in [
+        for (o, w) in paired(&ours, &want, "tables", "OFPTableFeaturesStats") {
+            let keys = [
                 "table_id",
                 "name",
                 "max_entries",
                 "metadata_match",
                 "config",
-            ] {
-                assert_eq!(o[k], w[k], "table features {k}");
-            }
+            ];
+            same_keys(o, w, &keys, "table features");
             let props = o["properties"].as_array().unwrap();
             let wprops = w["properties"].as_array().unwrap();
             assert_eq!(props.len(), wprops.len());
@@ -959,20 +975,15 @@ pub(crate) mod tests {
             assert_eq!(ours["body"][k], want[k], "flow stats request {k}");
         }
         let (ours, want) = check_osken(12).unwrap();
-        let stats = ours["body"]["stats"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(stats.len(), wants.len());
-        for (o, w) in stats.iter().zip(wants) {
-            let w = &w["OFPFlowStats"];
-            for k in [
+        for (o, w) in paired(&ours, &want, "stats", "OFPFlowStats") {
+            let keys = [
                 "table_id",
                 "priority",
                 "duration_sec",
                 "duration_nsec",
                 "byte_count",
-            ] {
-                assert_eq!(o[k], w[k], "flow stats {k}");
-            }
+            ];
+            same_keys(o, w, &keys, "flow stats");
             assert_eq!(
                 o["instructions"].as_array().unwrap().len(),
                 w["instructions"].as_array().unwrap().len()
@@ -996,13 +1007,9 @@ pub(crate) mod tests {
         }
         assert_eq!(g["buckets"][0]["actions"][0]["port"], 2);
         let (ours, want) = check_osken(54).unwrap();
-        let ports = ours["body"]["ports"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(ports.len(), wants.len());
-        for (o, w) in ports.iter().zip(wants) {
-            for k in ["port_no", "hw_addr", "name", "curr", "state", "curr_speed"] {
-                assert_eq!(o[k], w["OFPPort"][k], "port {k}");
-            }
+        for (o, w) in paired(&ours, &want, "ports", "OFPPort") {
+            let keys = ["port_no", "hw_addr", "name", "curr", "state", "curr_speed"];
+            same_keys(o, w, &keys, "port");
         }
     }
 
