@@ -186,15 +186,18 @@ fn scalar_eq(theirs: &Value, ours: &Value) -> bool {
     }
 }
 
+/// An action or instruction: its type and arguments.
+type Typed = (String, Map<String, Value>);
+
 /// What the comparison looks at, collected in document order.
 #[derive(Debug, Default)]
 struct Facts {
     /// Each match: its basic fields as `[field, value, mask]`.
     matches: Vec<Vec<Value>>,
     /// Each instruction: its type and arguments (actions excluded).
-    instructions: Vec<(String, Map<String, Value>)>,
+    instructions: Vec<Typed>,
     /// Each action list: its actions' types and arguments.
-    action_lists: Vec<Vec<(String, Map<String, Value>)>>,
+    action_lists: Vec<Vec<Typed>>,
 }
 
 fn field_triple(field: &Value, value: &Value, mask: &Value) -> Value {
@@ -319,7 +322,7 @@ impl Facts {
         &mut self,
         key: &str,
         child: &Value,
-        action: fn(&Value) -> Option<(String, Map<String, Value>)>,
+        action: fn(&Value) -> Option<Typed>,
     ) -> bool {
         match child.as_array() {
             Some(list) if key == "actions" => {
