@@ -645,13 +645,9 @@ pub(crate) mod tests {
             F::Ipv6NdTll => vec![eth(0x86dd), proto(58), b(F::Icmpv6Type, OxmValue::U8(136))],
             F::MplsLabel | F::MplsTc | F::MplsBos => vec![eth(0x8847)],
             F::PbbIsid | F::PbbUca => vec![eth(0x88e7)],
-            F::InPort
-            | F::Metadata
-            | F::EthDst
-            | F::EthSrc
-            | F::EthType
-            | F::VlanVid
-            | F::TunnelId => vec![],
+            // in_port, metadata, Ethernet addresses and type, vlan_vid and
+            // tunnel_id need nothing.
+            _ => vec![],
         }
     }
 

@@ -9,7 +9,10 @@ use crate::*;
 use ofp::consts::{group_no, meter_no, port_no};
 use ofp::meter_mod::meter_flags as mf;
 use ofp::oxm::OFPVID_PRESENT;
-use ofp::strategies::{arb_actions, arb_instruction, arb_instructions, arb_match, arb_valid_match};
+use ofp::strategies::{
+    arb_action_instructions, arb_actions, arb_instruction, arb_instructions, arb_match,
+    arb_valid_match,
+};
 use ofp::{
     Action, Bucket, FlowMod, FlowModCommand, GroupMod, GroupModCommand, GroupType, Instruction,
     Match, MeterBand, MeterMod, MeterModCommand, Oxm, OxmField, OxmValue,
@@ -62,31 +65,26 @@ fn arb_any_instructions() -> BoxedStrategy<Vec<Instruction>> {
 /// A flow from the keys, match and instructions given.
 fn flow(
     (command, cookie, cookie_mask, table_id): (FlowModCommand, u64, u64, u8),
-    (idle_timeout, hard_timeout, priority, buffer_id): (u16, u16, u16, u32),
-    (out_port, out_group, flags): (u32, u32, u16),
+    timeouts_priority_buffer: (u16, u16, u16, u32),
+    out_port_group_flags: (u32, u32, u16),
     match_: Match,
     instructions: Vec<Instruction>,
 ) -> FlowMod {
-    FlowMod {
-        cookie,
-        // ovs (and this parser) refuse a cookie mask on add.
-        cookie_mask: if command == FlowModCommand::Add {
-            0
-        } else {
-            cookie_mask
-        },
-        table_id,
+    let mut fm = FlowMod {
         command,
-        idle_timeout,
-        hard_timeout,
-        priority,
-        buffer_id,
-        out_port,
-        out_group,
-        flags,
+        cookie,
+        table_id,
         match_,
         instructions,
+        ..FlowMod::default()
+    };
+    // ovs (and this parser) refuse a cookie mask on add.
+    if command != FlowModCommand::Add {
+        fm.cookie_mask = cookie_mask;
     }
+    (fm.idle_timeout, fm.hard_timeout, fm.priority, fm.buffer_id) = timeouts_priority_buffer;
+    (fm.out_port, fm.out_group, fm.flags) = out_port_group_flags;
+    fm
 }
 
 /// Any flow, most of which the parser refuses (fields without their
@@ -165,24 +163,8 @@ fn arb_plain_actions() -> BoxedStrategy<Vec<Action>> {
 /// parser gives it, consistent instructions (at most one of each), a
 /// table it may add to.
 fn arb_installable_flow() -> impl Strategy<Value = FlowMod> {
-    let opt = |s: BoxedStrategy<Instruction>| proptest::option::of(s);
     let instructions = (
-        opt(any::<u32>()
-            .prop_map(|meter_id| Instruction::Meter { meter_id })
-            .boxed()),
-        opt(arb_plain_actions()
-            .prop_map(|actions| Instruction::ApplyActions { actions })
-            .boxed()),
-        opt(Just(Instruction::ClearActions).boxed()),
-        opt(vec(arb_plain_action(), 1..4)
-            .prop_map(|actions| Instruction::WriteActions { actions })
-            .boxed()),
-        opt((any::<u64>(), any::<u64>())
-            .prop_map(|(metadata, metadata_mask)| Instruction::WriteMetadata {
-                metadata,
-                metadata_mask,
-            })
-            .boxed()),
+        arb_action_instructions(arb_plain_actions(), vec(arb_plain_action(), 1..4).boxed()),
         any::<Option<u8>>(),
         any::<u64>(),
     );
@@ -193,29 +175,23 @@ fn arb_installable_flow() -> impl Strategy<Value = FlowMod> {
         arb_valid_match(),
         instructions,
     )
-        .prop_map(
-            |(a, b, c, m, (meter, apply, clear, write, md, goto, shuffle))| {
-                let table = a.3;
-                let mut list: Vec<Instruction> = [meter, apply, clear, write, md]
-                    .into_iter()
-                    .flatten()
-                    .collect();
-                if let Some(g) = goto.filter(|_| table < 254) {
-                    let table_id = table + 1 + g % (254 - table);
-                    list.push(Instruction::GotoTable { table_id });
-                }
-                // Any order: OpenFlow runs instructions in its own order.
-                if !list.is_empty() {
-                    let by = (shuffle % list.len() as u64) as usize;
-                    list.rotate_left(by);
-                }
-                let mut fm = flow(a, b, c, parse_match(&format_match(&m)).unwrap_or(m), list);
-                if is_delete(fm.command) && shuffle % 3 == 0 {
-                    fm.table_id = 255;
-                }
-                fm
-            },
-        )
+        .prop_map(|(a, b, c, m, (mut list, goto, shuffle))| {
+            let table = a.3;
+            if let Some(g) = goto.filter(|_| table < 254) {
+                let table_id = table + 1 + g % (254 - table);
+                list.push(Instruction::GotoTable { table_id });
+            }
+            // Any order: OpenFlow runs instructions in its own order.
+            if !list.is_empty() {
+                let by = (shuffle % list.len() as u64) as usize;
+                list.rotate_left(by);
+            }
+            let mut fm = flow(a, b, c, parse_match(&format_match(&m)).unwrap_or(m), list);
+            if is_delete(fm.command) && shuffle % 3 == 0 {
+                fm.table_id = 255;
+            }
+            fm
+        })
 }
 
 /// What `fm` comes back as: masks as Open vSwitch encodes them (all ones:

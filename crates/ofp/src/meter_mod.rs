@@ -185,14 +185,16 @@ mod tests {
     use crate::error::BadRequestCode;
     use crate::wire::reencodes;
 
+    /// ADD meter 9 (kbps, burst) with a drop, a dscp_remark and an
+    /// experimenter band.
     fn body() -> Vec<u8> {
-        let mut b = vec![0, 1, 0, 0b101, 0, 0, 0, 9];
-        b.extend([0, 1, 0, 16, 0, 0, 0, 100, 0, 0, 0, 10, 0, 0, 0, 0]);
-        b.extend([0, 2, 0, 16, 0, 0, 0, 200, 0, 0, 0, 20, 3, 0, 0, 0]);
-        b.extend([
+        let head: &[u8] = &[0, 1, 0, 0b101, 0, 0, 0, 9];
+        let drop = &[0, 1, 0, 16, 0, 0, 0, 100, 0, 0, 0, 10, 0, 0, 0, 0];
+        let dscp_remark = &[0, 2, 0, 16, 0, 0, 0, 200, 0, 0, 0, 20, 3, 0, 0, 0];
+        let experimenter = &[
             0xff, 0xff, 0, 20, 0, 0, 1, 0x2c, 0, 0, 0, 30, 0, 0, 0, 42, 1, 2, 3, 4,
-        ]);
-        b
+        ];
+        [head, drop, dscp_remark, experimenter].concat()
     }
 
     #[test]

@@ -222,6 +222,72 @@ impl MultipartRequestBody {
             Self::Experimenter(_) => t::EXPERIMENTER,
         }
     }
+
+    /// Decodes the body of multipart type `mp_type`, to the end of `r`.
+    fn decode(mp_type: u16, r: &mut Reader) -> Result<Self, DecodeError> {
+        use multipart_type as t;
+        Ok(match mp_type {
+            t::DESC => Self::Desc,
+            t::FLOW => Self::Flow(FlowStatsRequest::decode(r)?),
+            t::AGGREGATE => Self::Aggregate(FlowStatsRequest::decode(r)?),
+            t::TABLE => Self::Table,
+            t::PORT_STATS => Self::PortStats {
+                port_no: u32_pad4(r)?,
+            },
+            t::QUEUE => Self::Queue {
+                port_no: r.u32()?,
+                queue_id: r.u32()?,
+            },
+            t::GROUP => Self::Group {
+                group_id: u32_pad4(r)?,
+            },
+            t::GROUP_DESC => Self::GroupDesc,
+            t::GROUP_FEATURES => Self::GroupFeatures,
+            t::METER => Self::Meter {
+                meter_id: u32_pad4(r)?,
+            },
+            t::METER_CONFIG => Self::MeterConfig {
+                meter_id: u32_pad4(r)?,
+            },
+            t::METER_FEATURES => Self::MeterFeatures,
+            t::TABLE_FEATURES => Self::TableFeatures {
+                tables: decode_all(r, TableFeatures::decode)?,
+            },
+            t::PORT_DESC => Self::PortDesc,
+            t::EXPERIMENTER => Self::Experimenter(ExperimenterBody::decode(r)?),
+            other => return Err(unknown_type(r, other)),
+        })
+    }
+
+    /// Encodes the body (what follows the multipart header).
+    fn encode(&self, w: &mut Vec<u8>) {
+        match self {
+            Self::Desc
+            | Self::Table
+            | Self::GroupDesc
+            | Self::GroupFeatures
+            | Self::MeterFeatures
+            | Self::PortDesc => {}
+            Self::Flow(f) | Self::Aggregate(f) => f.encode(w),
+            Self::PortStats { port_no: id }
+            | Self::Group { group_id: id }
+            | Self::Meter { meter_id: id }
+            | Self::MeterConfig { meter_id: id } => {
+                w.put_u32(*id);
+                w.put_zeros(4);
+            }
+            Self::Queue { port_no, queue_id } => {
+                w.put_u32(*port_no);
+                w.put_u32(*queue_id);
+            }
+            Self::TableFeatures { tables } => {
+                for t in tables {
+                    t.encode(w);
+                }
+            }
+            Self::Experimenter(e) => e.encode(w),
+        }
+    }
 }
 
 impl MultipartReplyBody {
@@ -246,151 +312,98 @@ impl MultipartReplyBody {
             Self::Experimenter(_) => t::EXPERIMENTER,
         }
     }
-}
 
-impl MultipartRequest {
-    /// Decodes from the first byte after the 8-byte header to the end of
-    /// the message.
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+    /// Decodes the body of multipart type `mp_type`, to the end of `r`.
+    fn decode(mp_type: u16, r: &mut Reader) -> Result<Self, DecodeError> {
         use multipart_type as t;
-        let (mp_type, flags) = decode_header(r)?;
-        let body = match mp_type {
-            t::DESC => MultipartRequestBody::Desc,
-            t::FLOW => MultipartRequestBody::Flow(FlowStatsRequest::decode(r)?),
-            t::AGGREGATE => MultipartRequestBody::Aggregate(FlowStatsRequest::decode(r)?),
-            t::TABLE => MultipartRequestBody::Table,
-            t::PORT_STATS => MultipartRequestBody::PortStats {
-                port_no: u32_pad4(r)?,
-            },
-            t::QUEUE => MultipartRequestBody::Queue {
-                port_no: r.u32()?,
-                queue_id: r.u32()?,
-            },
-            t::GROUP => MultipartRequestBody::Group {
-                group_id: u32_pad4(r)?,
-            },
-            t::GROUP_DESC => MultipartRequestBody::GroupDesc,
-            t::GROUP_FEATURES => MultipartRequestBody::GroupFeatures,
-            t::METER => MultipartRequestBody::Meter {
-                meter_id: u32_pad4(r)?,
-            },
-            t::METER_CONFIG => MultipartRequestBody::MeterConfig {
-                meter_id: u32_pad4(r)?,
-            },
-            t::METER_FEATURES => MultipartRequestBody::MeterFeatures,
-            t::TABLE_FEATURES => MultipartRequestBody::TableFeatures {
-                tables: decode_all(r, TableFeatures::decode)?,
-            },
-            t::PORT_DESC => MultipartRequestBody::PortDesc,
-            t::EXPERIMENTER => MultipartRequestBody::Experimenter(ExperimenterBody::decode(r)?),
-            other => return Err(unknown_type(r, other)),
-        };
-        expect_end(r, "multipart request")?;
-        Ok(MultipartRequest { flags, body })
-    }
-
-    /// Encodes the body (without the 8-byte header).
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        encode_header(self.body.multipart_type(), self.flags, w);
-        match &self.body {
-            MultipartRequestBody::Desc
-            | MultipartRequestBody::Table
-            | MultipartRequestBody::GroupDesc
-            | MultipartRequestBody::GroupFeatures
-            | MultipartRequestBody::MeterFeatures
-            | MultipartRequestBody::PortDesc => {}
-            MultipartRequestBody::Flow(f) | MultipartRequestBody::Aggregate(f) => f.encode(w),
-            MultipartRequestBody::PortStats { port_no: id }
-            | MultipartRequestBody::Group { group_id: id }
-            | MultipartRequestBody::Meter { meter_id: id }
-            | MultipartRequestBody::MeterConfig { meter_id: id } => {
-                w.put_u32(*id);
-                w.put_zeros(4);
-            }
-            MultipartRequestBody::Queue { port_no, queue_id } => {
-                w.put_u32(*port_no);
-                w.put_u32(*queue_id);
-            }
-            MultipartRequestBody::TableFeatures { tables } => {
-                for t in tables {
-                    t.encode(w);
-                }
-            }
-            MultipartRequestBody::Experimenter(e) => e.encode(w),
-        }
-    }
-}
-
-impl MultipartReply {
-    /// Decodes from the first byte after the 8-byte header to the end of
-    /// the message.
-    pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
-        use multipart_type as t;
-        let (mp_type, flags) = decode_header(r)?;
-        let body = match mp_type {
-            t::DESC => MultipartReplyBody::Desc(Desc::decode(r)?),
-            t::FLOW => MultipartReplyBody::Flow {
+        Ok(match mp_type {
+            t::DESC => Self::Desc(Desc::decode(r)?),
+            t::FLOW => Self::Flow {
                 stats: decode_all(r, FlowStats::decode)?,
             },
-            t::AGGREGATE => MultipartReplyBody::Aggregate(AggregateStats::decode(r)?),
-            t::TABLE => MultipartReplyBody::Table {
+            t::AGGREGATE => Self::Aggregate(AggregateStats::decode(r)?),
+            t::TABLE => Self::Table {
                 stats: decode_all(r, TableStats::decode)?,
             },
-            t::PORT_STATS => MultipartReplyBody::PortStats {
+            t::PORT_STATS => Self::PortStats {
                 stats: decode_all(r, PortStats::decode)?,
             },
-            t::QUEUE => MultipartReplyBody::Queue {
+            t::QUEUE => Self::Queue {
                 stats: decode_all(r, QueueStats::decode)?,
             },
-            t::GROUP => MultipartReplyBody::Group {
+            t::GROUP => Self::Group {
                 stats: decode_all(r, GroupStats::decode)?,
             },
-            t::GROUP_DESC => MultipartReplyBody::GroupDesc {
+            t::GROUP_DESC => Self::GroupDesc {
                 groups: decode_all(r, GroupDesc::decode)?,
             },
-            t::GROUP_FEATURES => MultipartReplyBody::GroupFeatures(GroupFeatures::decode(r)?),
-            t::METER => MultipartReplyBody::Meter {
+            t::GROUP_FEATURES => Self::GroupFeatures(GroupFeatures::decode(r)?),
+            t::METER => Self::Meter {
                 stats: decode_all(r, MeterStats::decode)?,
             },
-            t::METER_CONFIG => MultipartReplyBody::MeterConfig {
+            t::METER_CONFIG => Self::MeterConfig {
                 configs: decode_all(r, MeterConfig::decode)?,
             },
-            t::METER_FEATURES => MultipartReplyBody::MeterFeatures(MeterFeatures::decode(r)?),
-            t::TABLE_FEATURES => MultipartReplyBody::TableFeatures {
+            t::METER_FEATURES => Self::MeterFeatures(MeterFeatures::decode(r)?),
+            t::TABLE_FEATURES => Self::TableFeatures {
                 tables: decode_all(r, TableFeatures::decode)?,
             },
-            t::PORT_DESC => MultipartReplyBody::PortDesc {
+            t::PORT_DESC => Self::PortDesc {
                 ports: decode_all(r, Port::decode)?,
             },
-            t::EXPERIMENTER => MultipartReplyBody::Experimenter(ExperimenterBody::decode(r)?),
+            t::EXPERIMENTER => Self::Experimenter(ExperimenterBody::decode(r)?),
             other => return Err(unknown_type(r, other)),
-        };
-        expect_end(r, "multipart reply")?;
-        Ok(MultipartReply { flags, body })
+        })
     }
 
-    /// Encodes the body (without the 8-byte header).
-    pub fn encode(&self, w: &mut Vec<u8>) {
-        encode_header(self.body.multipart_type(), self.flags, w);
-        match &self.body {
-            MultipartReplyBody::Desc(d) => d.encode(w),
-            MultipartReplyBody::Flow { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::Aggregate(a) => a.encode(w),
-            MultipartReplyBody::Table { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::PortStats { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::Queue { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::Group { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::GroupDesc { groups } => groups.iter().for_each(|g| g.encode(w)),
-            MultipartReplyBody::GroupFeatures(f) => f.encode(w),
-            MultipartReplyBody::Meter { stats } => stats.iter().for_each(|s| s.encode(w)),
-            MultipartReplyBody::MeterConfig { configs } => configs.iter().for_each(|c| c.encode(w)),
-            MultipartReplyBody::MeterFeatures(f) => f.encode(w),
-            MultipartReplyBody::TableFeatures { tables } => tables.iter().for_each(|t| t.encode(w)),
-            MultipartReplyBody::PortDesc { ports } => ports.iter().for_each(|p| p.encode(w)),
-            MultipartReplyBody::Experimenter(e) => e.encode(w),
+    /// Encodes the body (what follows the multipart header).
+    fn encode(&self, w: &mut Vec<u8>) {
+        match self {
+            Self::Desc(d) => d.encode(w),
+            Self::Flow { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::Aggregate(a) => a.encode(w),
+            Self::Table { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::PortStats { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::Queue { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::Group { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::GroupDesc { groups } => groups.iter().for_each(|g| g.encode(w)),
+            Self::GroupFeatures(f) => f.encode(w),
+            Self::Meter { stats } => stats.iter().for_each(|s| s.encode(w)),
+            Self::MeterConfig { configs } => configs.iter().for_each(|c| c.encode(w)),
+            Self::MeterFeatures(f) => f.encode(w),
+            Self::TableFeatures { tables } => tables.iter().for_each(|t| t.encode(w)),
+            Self::PortDesc { ports } => ports.iter().for_each(|p| p.encode(w)),
+            Self::Experimenter(e) => e.encode(w),
         }
     }
 }
+
+/// A multipart message's decode and encode around its body: the header
+/// (`type, flags, pad[4]`), then the body its type selects, filling the
+/// message exactly.
+macro_rules! multipart_message {
+    ($msg:ident, $body:ident, $what:literal) => {
+        impl $msg {
+            /// Decodes from the first byte after the 8-byte header to the end of
+            /// the message.
+            pub fn decode(r: &mut Reader) -> Result<Self, DecodeError> {
+                let (mp_type, flags) = decode_header(r)?;
+                let body = $body::decode(mp_type, r)?;
+                expect_end(r, $what)?;
+                Ok($msg { flags, body })
+            }
+
+            /// Encodes the body (without the 8-byte header).
+            pub fn encode(&self, w: &mut Vec<u8>) {
+                encode_header(self.body.multipart_type(), self.flags, w);
+                self.body.encode(w);
+            }
+        }
+    };
+}
+
+multipart_message!(MultipartRequest, MultipartRequestBody, "multipart request");
+multipart_message!(MultipartReply, MultipartReplyBody, "multipart reply");
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -812,6 +825,31 @@ pub(crate) mod tests {
         Some((ours, want))
     }
 
+    /// Our records under `body[list]` paired with os-ken's (each under its
+    /// class name `class`), after checking that there are as many.
+    fn paired<'a>(
+        ours: &'a serde_json::Value,
+        want: &'a serde_json::Value,
+        list: &str,
+        class: &str,
+    ) -> Vec<(&'a serde_json::Value, &'a serde_json::Value)> {
+        let records = ours["body"][list].as_array().unwrap();
+        let wants = want["body"].as_array().unwrap();
+        assert_eq!(records.len(), wants.len(), "{class} count");
+        records
+            .iter()
+            .zip(wants)
+            .map(|(o, w)| (o, &w[class]))
+            .collect()
+    }
+
+    /// Checks that `ours` and os-ken's `want` agree on each of `keys`.
+    fn same_keys(ours: &serde_json::Value, want: &serde_json::Value, keys: &[&str], what: &str) {
+        for k in keys {
+            assert_eq!(ours[k], want[k], "{what} {k}");
+        }
+    }
+
     /// Vectors whose bodies need no match, action, instruction or port codec.
     /// Checks every vector in `vectors`; false (after saying so) when
     /// os-ken's vectors are not installed.
@@ -848,13 +886,9 @@ pub(crate) mod tests {
             assert_eq!(ours["body"][k], d[k], "desc {k}");
         }
         let (ours, want) = check_osken(30).unwrap();
-        let stats = ours["body"]["stats"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(stats.len(), wants.len());
-        for (o, w) in stats.iter().zip(wants) {
-            for k in ["port_no", "tx_bytes", "tx_packets", "rx_packets"] {
-                assert_eq!(o[k], w["OFPPortStats"][k], "port stats {k}");
-            }
+        for (o, w) in paired(&ours, &want, "stats", "OFPPortStats") {
+            let keys = ["port_no", "tx_bytes", "tx_packets", "rx_packets"];
+            same_keys(o, w, &keys, "port stats");
         }
         let (ours, want) = check_osken(48).unwrap();
         let band = &want["body"][0]["OFPMeterConfigStats"]["bands"][0]["OFPMeterBandDrop"];
@@ -898,20 +932,15 @@ pub(crate) mod tests {
         // "testdata99999999" in hex.
         assert_eq!(ours["body"]["data"], "74657374646174613939393939393939");
         let (ours, want) = check_osken(56).unwrap();
-        let tables = ours["body"]["tables"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(tables.len(), wants.len());
-        for (o, w) in tables.iter().zip(wants) {
-            let w = &w["OFPTableFeaturesStats"];
-            for k in [
+        for (o, w) in paired(&ours, &want, "tables", "OFPTableFeaturesStats") {
+            let keys = [
                 "table_id",
                 "name",
                 "max_entries",
                 "metadata_match",
                 "config",
-            ] {
-                assert_eq!(o[k], w[k], "table features {k}");
-            }
+            ];
+            same_keys(o, w, &keys, "table features");
             let props = o["properties"].as_array().unwrap();
             let wprops = w["properties"].as_array().unwrap();
             assert_eq!(props.len(), wprops.len());
@@ -946,20 +975,15 @@ pub(crate) mod tests {
             assert_eq!(ours["body"][k], want[k], "flow stats request {k}");
         }
         let (ours, want) = check_osken(12).unwrap();
-        let stats = ours["body"]["stats"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(stats.len(), wants.len());
-        for (o, w) in stats.iter().zip(wants) {
-            let w = &w["OFPFlowStats"];
-            for k in [
+        for (o, w) in paired(&ours, &want, "stats", "OFPFlowStats") {
+            let keys = [
                 "table_id",
                 "priority",
                 "duration_sec",
                 "duration_nsec",
                 "byte_count",
-            ] {
-                assert_eq!(o[k], w[k], "flow stats {k}");
-            }
+            ];
+            same_keys(o, w, &keys, "flow stats");
             assert_eq!(
                 o["instructions"].as_array().unwrap().len(),
                 w["instructions"].as_array().unwrap().len()
@@ -983,13 +1007,9 @@ pub(crate) mod tests {
         }
         assert_eq!(g["buckets"][0]["actions"][0]["port"], 2);
         let (ours, want) = check_osken(54).unwrap();
-        let ports = ours["body"]["ports"].as_array().unwrap();
-        let wants = want["body"].as_array().unwrap();
-        assert_eq!(ports.len(), wants.len());
-        for (o, w) in ports.iter().zip(wants) {
-            for k in ["port_no", "hw_addr", "name", "curr", "state", "curr_speed"] {
-                assert_eq!(o[k], w["OFPPort"][k], "port {k}");
-            }
+        for (o, w) in paired(&ours, &want, "ports", "OFPPort") {
+            let keys = ["port_no", "hw_addr", "name", "curr", "state", "curr_speed"];
+            same_keys(o, w, &keys, "port");
         }
     }
 

@@ -1016,65 +1016,34 @@ mod tests {
     #[test]
     fn contradicting_prerequisites_are_bad_prereq() {
         use OxmField as F;
-        assert_eq!(
-            check(vec![ex(F::EthType, 0x86dd), ex(F::Ipv4Src, 1)]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![ex(F::EthType, 0x0800), ex(F::Ipv6Flabel, 1)]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![
-                ex(F::EthType, 0x0800),
-                ex(F::IpProto, 17),
-                ex(F::TcpDst, 80)
-            ]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![
-                ex(F::EthType, 0x86dd),
-                ex(F::IpProto, 1),
-                ex(F::Icmpv4Type, 8)
-            ]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![
-                ex(F::EthType, 0x0800),
-                ex(F::IpProto, 58),
-                ex(F::Icmpv6Type, 8)
-            ]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![
-                ex(F::EthType, 0x86dd),
-                ex(F::IpProto, 58),
-                ex(F::Icmpv6Type, 135),
-                ex(F::Ipv6NdTll, 1)
-            ]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![
-                ex(F::EthType, 0x86dd),
-                ex(F::IpProto, 58),
-                ex(F::Icmpv6Type, 128),
-                ex(F::Ipv6NdTarget, 1)
-            ]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![ex(F::EthType, 0x0800), ex(F::MplsTc, 1)]),
-            PREREQ
-        );
-        assert_eq!(
-            check(vec![ex(F::EthType, 0x8100), ex(F::PbbIsid, 1)]),
-            PREREQ
-        );
-        assert_eq!(check(vec![ex(F::EthType, 0x0800), ex(F::ArpOp, 1)]), PREREQ);
+        // Each case: exact fields whose prerequisites are present but say
+        // another protocol.
+        let cases: &[&[(OxmField, u128)]] = &[
+            &[(F::EthType, 0x86dd), (F::Ipv4Src, 1)],
+            &[(F::EthType, 0x0800), (F::Ipv6Flabel, 1)],
+            &[(F::EthType, 0x0800), (F::IpProto, 17), (F::TcpDst, 80)],
+            &[(F::EthType, 0x86dd), (F::IpProto, 1), (F::Icmpv4Type, 8)],
+            &[(F::EthType, 0x0800), (F::IpProto, 58), (F::Icmpv6Type, 8)],
+            &[
+                (F::EthType, 0x86dd),
+                (F::IpProto, 58),
+                (F::Icmpv6Type, 135),
+                (F::Ipv6NdTll, 1),
+            ],
+            &[
+                (F::EthType, 0x86dd),
+                (F::IpProto, 58),
+                (F::Icmpv6Type, 128),
+                (F::Ipv6NdTarget, 1),
+            ],
+            &[(F::EthType, 0x0800), (F::MplsTc, 1)],
+            &[(F::EthType, 0x8100), (F::PbbIsid, 1)],
+            &[(F::EthType, 0x0800), (F::ArpOp, 1)],
+        ];
+        for case in cases {
+            let fields = case.iter().map(|&(f, v)| ex(f, v)).collect();
+            assert_eq!(check(fields), PREREQ, "{case:?}");
+        }
         // A masked prerequisite does not count (built by hand: eth_type
         // cannot be masked on the wire).
         assert_eq!(

@@ -470,34 +470,25 @@ mod tests {
             }]
         );
 
+        // A meter config (meter 1, no flags) holding one band of this
+        // type and claimed length, followed by `body` bytes of zeros.
+        let one_band = |band_type: u16, band_len: u16, body: usize| {
+            let mut b = mp_header(multipart_type::METER_CONFIG, 0);
+            b.put_u16(8 + 4 + body as u16);
+            b.put_u16(0);
+            b.put_u32(1);
+            b.put_u16(band_type);
+            b.put_u16(band_len);
+            b.put_zeros(body);
+            reply(&b).unwrap_err().error
+        };
         // A drop band claiming 24 bytes (and having them) is malformed.
-        let mut bad = mp_header(multipart_type::METER_CONFIG, 0);
-        bad.put_u16(8 + 24);
-        bad.put_u16(0);
-        bad.put_u32(1);
-        bad.put_u16(1);
-        bad.put_u16(24);
-        bad.put_zeros(20);
-        assert_eq!(reply(&bad).unwrap_err().error, BAD_LEN);
+        assert_eq!(one_band(1, 24, 20), BAD_LEN);
         // A band shorter than its header.
-        let mut bad = mp_header(multipart_type::METER_CONFIG, 0);
-        bad.put_u16(8 + 8);
-        bad.put_u16(0);
-        bad.put_u32(1);
-        bad.put_u16(1);
-        bad.put_u16(8);
-        bad.put_zeros(4);
-        assert_eq!(reply(&bad).unwrap_err().error, BAD_LEN);
+        assert_eq!(one_band(1, 8, 4), BAD_LEN);
         // An unknown band type.
-        let mut bad = mp_header(multipart_type::METER_CONFIG, 0);
-        bad.put_u16(8 + 16);
-        bad.put_u16(0);
-        bad.put_u32(1);
-        bad.put_u16(7);
-        bad.put_u16(16);
-        bad.put_zeros(12);
         assert_eq!(
-            reply(&bad).unwrap_err().error,
+            one_band(7, 16, 12),
             OfpError::MeterModFailed(MeterModFailedCode::BadBand)
         );
         // A config length past the end.

@@ -350,14 +350,40 @@ pub fn arb_instruction() -> BoxedStrategy<Instruction> {
 pub fn arb_instructions() -> BoxedStrategy<Vec<Instruction>> {
     let opt = |s: BoxedStrategy<Instruction>| proptest::option::of(s);
     (
+        arb_action_instructions(arb_actions(), arb_actions()),
+        opt(any::<u8>()
+            .prop_map(|table_id| Instruction::GotoTable { table_id })
+            .boxed()),
+        opt((any::<u32>(), arb_padded_data())
+            .prop_map(|(experimenter, data)| Instruction::Experimenter { experimenter, data })
+            .boxed()),
+    )
+        .prop_map(|(mut list, goto, experimenter)| {
+            list.extend(goto);
+            list.extend(experimenter);
+            list
+        })
+        .boxed()
+}
+
+/// The instructions up to write_metadata, each at most once and in
+/// pipeline order: meter, apply_actions (from `apply`), clear_actions,
+/// write_actions (from `write`), write_metadata. Callers add goto_table
+/// and experimenter as their tests allow.
+pub fn arb_action_instructions(
+    apply: BoxedStrategy<Vec<Action>>,
+    write: BoxedStrategy<Vec<Action>>,
+) -> BoxedStrategy<Vec<Instruction>> {
+    let opt = |s: BoxedStrategy<Instruction>| proptest::option::of(s);
+    (
         opt(any::<u32>()
             .prop_map(|meter_id| Instruction::Meter { meter_id })
             .boxed()),
-        opt(arb_actions()
+        opt(apply
             .prop_map(|actions| Instruction::ApplyActions { actions })
             .boxed()),
         opt(Just(Instruction::ClearActions).boxed()),
-        opt(arb_actions()
+        opt(write
             .prop_map(|actions| Instruction::WriteActions { actions })
             .boxed()),
         opt((any::<u64>(), any::<u64>())
@@ -366,14 +392,8 @@ pub fn arb_instructions() -> BoxedStrategy<Vec<Instruction>> {
                 metadata_mask,
             })
             .boxed()),
-        opt(any::<u8>()
-            .prop_map(|table_id| Instruction::GotoTable { table_id })
-            .boxed()),
-        opt((any::<u32>(), arb_padded_data())
-            .prop_map(|(experimenter, data)| Instruction::Experimenter { experimenter, data })
-            .boxed()),
     )
-        .prop_map(|(a, b, c, d, e, f, g)| [a, b, c, d, e, f, g].into_iter().flatten().collect())
+        .prop_map(|(a, b, c, d, e)| [a, b, c, d, e].into_iter().flatten().collect())
         .boxed()
 }
 

@@ -186,15 +186,18 @@ fn scalar_eq(theirs: &Value, ours: &Value) -> bool {
     }
 }
 
+/// An action or instruction: its type and arguments.
+type Typed = (String, Map<String, Value>);
+
 /// What the comparison looks at, collected in document order.
 #[derive(Debug, Default)]
 struct Facts {
     /// Each match: its basic fields as `[field, value, mask]`.
     matches: Vec<Vec<Value>>,
     /// Each instruction: its type and arguments (actions excluded).
-    instructions: Vec<(String, Map<String, Value>)>,
+    instructions: Vec<Typed>,
     /// Each action list: its actions' types and arguments.
-    action_lists: Vec<Vec<(String, Map<String, Value>)>>,
+    action_lists: Vec<Vec<Typed>>,
 }
 
 fn field_triple(field: &Value, value: &Value, mask: &Value) -> Value {
@@ -301,19 +304,34 @@ fn walk_osken(v: &Value, facts: &mut Facts) {
                         continue;
                     }
                 }
-                if k == "actions" {
-                    if let Some(list) = child.as_array() {
-                        facts
-                            .action_lists
-                            .push(list.iter().filter_map(osken_action).collect());
-                        continue;
-                    }
+                if facts.took_action_list(k, child, osken_action) {
+                    continue;
                 }
                 walk_osken(child, facts);
             }
         }
         Value::Array(list) => list.iter().for_each(|x| walk_osken(x, facts)),
         _ => {}
+    }
+}
+
+impl Facts {
+    /// Records `child` as an action list (each action through `action`)
+    /// when `key` names one; false when it is something else.
+    fn took_action_list(
+        &mut self,
+        key: &str,
+        child: &Value,
+        action: fn(&Value) -> Option<Typed>,
+    ) -> bool {
+        match child.as_array() {
+            Some(list) if key == "actions" => {
+                self.action_lists
+                    .push(list.iter().filter_map(action).collect());
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -350,13 +368,8 @@ fn walk_ours(v: &Value, facts: &mut Facts) {
                         }
                     }
                 }
-                if k == "actions" {
-                    if let Some(list) = child.as_array() {
-                        facts
-                            .action_lists
-                            .push(list.iter().filter_map(our_action).collect());
-                        continue;
-                    }
+                if facts.took_action_list(k, child, our_action) {
+                    continue;
                 }
                 walk_ours(child, facts);
             }
