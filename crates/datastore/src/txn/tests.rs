@@ -1034,43 +1034,25 @@ n_tables = 16
 flows = ["table=0,priority=10,in_port=1,actions=output:2", "table=0,priority=0,actions=CONTROLLER:128"]
 groups = ["group_id=1,type=all,bucket=output:1,bucket=output:2"]
 meters = ["meter=1,kbps,bands=type=drop,rate=1000"]
-[[bridges.ports]]
-port = 1
-interface = "eth0"
-[[bridges.ports]]
-port = 2
-interface = "xdp0"
-backend = "afxdp"
-[[bridges.ports]]
-port = 3
-interface = "cap"
-backend = "pcap"
-pcap_read = "/tmp/in.pcap"
-pcap_rate = 1000
-[[bridges.ports]]
-port = 20
-backend = "patch"
-[[bridges.controllers]]
-target = "tcp:192.0.2.1"
-backoff_max_ms = 2000
-[[bridges.controllers]]
-target = "ptcp:6653:127.0.0.1"
+ports = [
+  { port = 1, interface = "eth0" },
+  { port = 2, interface = "xdp0", backend = "afxdp" },
+  { port = 3, interface = "cap", backend = "pcap", pcap_read = "/tmp/in.pcap", pcap_rate = 1000 },
+  { port = 20, backend = "patch" },
+]
+controllers = [
+  { target = "tcp:192.0.2.1", backoff_max_ms = 2000 },
+  { target = "ptcp:6653:127.0.0.1" },
+]
 
 [[bridges]]
 name = "edge"
-[[bridges.ports]]
-port = 1
-interface = "tap0"
-backend = "tap"
-[[bridges.ports]]
-port = 2
-interface = "m0"
-backend = "memory"
-[[bridges.ports]]
-port = 7
-backend = "patch"
-[[bridges.controllers]]
-target = "tcp:[2001:db8::1]:6633"
+ports = [
+  { port = 1, interface = "tap0", backend = "tap" },
+  { port = 2, interface = "m0", backend = "memory" },
+  { port = 7, backend = "patch" },
+]
+controllers = [{ target = "tcp:[2001:db8::1]:6633" }]
 
 [[patch_links]]
 a = "core:20"
