@@ -58,21 +58,27 @@ def has_link_trap(packets, trap_oid, if_index, oper):
     return any(all(w in p for w in want) for p in packets)
 
 
+def fulmar_switch(fulmar_bin, tmp_path, d, *extra):
+    """A fulmar between SW_A and SW_B forwarding FORWARD, a subagent of
+    snmpd `d`, with `extra` options."""
+    flows = tmp_path / "flows"
+    flows.write_text(FORWARD)
+    return Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
+                   "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
+                   "--agentx", d.sock, *extra])
+
+
 @pytest.fixture
 def snmp(net, fulmar_bin, tmp_path):
     """(snmpd, fulmar Switch, trap sink, start_fulmar) with fulmar already
     registered; start_fulmar(*extra) starts another one (after stop)."""
     need("snmpd", "snmpget", "snmpwalk", "snmpbulkwalk")
     traps = TrapSink()
-    flows = tmp_path / "flows"
-    flows.write_text(FORWARD)
     started = []
     d = None
 
     def start_fulmar(*extra):
-        sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
-                     "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                     "--agentx", d.sock, *extra])
+        sw = fulmar_switch(fulmar_bin, tmp_path, d, *extra)
         started.append(sw)
         return sw
 
@@ -243,11 +249,7 @@ def test_priority_takes_if_mib_over_from_snmpd(net, fulmar_bin, tmp_path):
     try:
         # snmpd's own ifTable is there: ifName.1 is the host's (lo).
         assert d.values("snmpget", f"{IF_X_ENTRY}.1.1")[f"{IF_X_ENTRY}.1.1"] != SW_A
-        flows = tmp_path / "flows"
-        flows.write_text(FORWARD)
-        sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
-                     "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                     "--agentx", d.sock, "--agentx-priority", "1"])
+        sw = fulmar_switch(fulmar_bin, tmp_path, d, "--agentx-priority", "1")
         wait_for(lambda: d.values("snmpget", f"{IF_X_ENTRY}.1.1").get(f"{IF_X_ENTRY}.1.1") == SW_A,
                  timeout=15, what="fulmar's ifXTable to take over")
         assert d.values("snmpget", "1.3.6.1.2.1.2.1.0")["1.3.6.1.2.1.2.1.0"] == "2"
@@ -277,11 +279,7 @@ def test_context_beside_the_hosts_if_mib(net, fulmar_bin, tmp_path):
     d = Snmpd(tmp_path, traps.port, extra=(), access=access)
     sw = None
     try:
-        flows = tmp_path / "flows"
-        flows.write_text(FORWARD)
-        sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
-                     "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                     "--agentx", d.sock, "--agentx-context", "fulmar"])
+        sw = fulmar_switch(fulmar_bin, tmp_path, d, "--agentx-context", "fulmar")
 
         def in_context():
             r = d.run("snmpget", f"{IF_X_ENTRY}.1.1", community="switch", check=False)
