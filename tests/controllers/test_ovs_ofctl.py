@@ -197,31 +197,24 @@ def test_ports_desc_and_table_features_describe_the_switch(target):
     assert re.search(rf"tables? .*{n_tables - 1}", dump), dump
 
 
-def add_and_dump(target, add, dump, specs, shown):
-    """Runs `add` for each of `specs`, then `dump`; each of `shown` is in it."""
-    for spec in specs:
-        ofctl(target, add, spec)
-    out = ofctl(target, dump)
-    for line in shown:
-        assert line in out, out
-
-
 def test_groups_and_meters_round_trip_and_count(target):
-    add_and_dump(target, "add-group", "dump-groups",
-                 ["group_id=5,type=select,bucket=weight:1,output:1,bucket=weight:2,output:2",
-                  "group_id=6,type=all,bucket=output:1,bucket=output:2"],
-                 ["group_id=5,type=select,bucket=actions=output:1,bucket=weight:2,actions=output:2",
-                  "group_id=6,type=all,bucket=actions=output:1,bucket=actions=output:2"])
+    # Each added, then in the dump as the switch shows it.
+    for add, spec, dump, shown in (
+        ("add-group", "group_id=5,type=select,bucket=weight:1,output:1,bucket=weight:2,output:2",
+         "dump-groups", "group_id=5,type=select,bucket=actions=output:1,bucket=weight:2,actions=output:2"),
+        ("add-group", "group_id=6,type=all,bucket=output:1,bucket=output:2",
+         "dump-groups", "group_id=6,type=all,bucket=actions=output:1,bucket=actions=output:2"),
+        ("add-meter", "meter=1,pktps,burst,stats,band=type=drop,rate=1000,burst_size=100",
+         "dump-meters", "meter=1 pktps burst stats bands=\ntype=drop rate=1000 burst_size=100"),
+        ("add-meter", "meter=2,kbps,band=type=drop,rate=5000", "dump-meters", "meter=2 kbps bands=\ntype=drop rate=5000"),
+    ):
+        ofctl(target, add, spec)
+        out = ofctl(target, dump)
+        assert shown in out, out
     ofctl(target, "mod-group", "group_id=6,type=all,bucket=output:2")
     ofctl(target, "del-groups", "group_id=5")
     groups = ofctl(target, "dump-groups")
     assert "group_id=6,type=all,bucket=actions=output:2" in groups and "group_id=5" not in groups, groups
-
-    add_and_dump(target, "add-meter", "dump-meters",
-                 ["meter=1,pktps,burst,stats,band=type=drop,rate=1000,burst_size=100",
-                  "meter=2,kbps,band=type=drop,rate=5000"],
-                 ["meter=1 pktps burst stats bands=\ntype=drop rate=1000 burst_size=100",
-                  "meter=2 kbps bands=\ntype=drop rate=5000"])
 
     # A flow through meter 1 and group 6: the frames reach port 2 and
     # both count them.
