@@ -14,16 +14,11 @@ use libfuzzer_sys::fuzz_target;
 const BASE: &str = r#"
 [[bridges]]
 name = "br0"
-[[bridges.ports]]
-port = 1
-interface = "a"
-backend = "memory"
-[[bridges.ports]]
-port = 2
-interface = "b"
-backend = "memory"
-[[bridges.controllers]]
-target = "tcp:127.0.0.1:6653"
+ports = [
+  { port = 1, interface = "a", backend = "memory" },
+  { port = 2, interface = "b", backend = "memory" },
+]
+controllers = [{ target = "tcp:127.0.0.1:6653" }]
 "#;
 
 fn base() -> &'static Config {

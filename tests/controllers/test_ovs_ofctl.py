@@ -198,21 +198,23 @@ def test_ports_desc_and_table_features_describe_the_switch(target):
 
 
 def test_groups_and_meters_round_trip_and_count(target):
-    ofctl(target, "add-group", "group_id=5,type=select,bucket=weight:1,output:1,bucket=weight:2,output:2")
-    ofctl(target, "add-group", "group_id=6,type=all,bucket=output:1,bucket=output:2")
-    groups = ofctl(target, "dump-groups")
-    assert "group_id=5,type=select,bucket=actions=output:1,bucket=weight:2,actions=output:2" in groups, groups
-    assert "group_id=6,type=all,bucket=actions=output:1,bucket=actions=output:2" in groups, groups
+    # Each added, then in the dump as the switch shows it.
+    for add, spec, dump, shown in (
+        ("add-group", "group_id=5,type=select,bucket=weight:1,output:1,bucket=weight:2,output:2",
+         "dump-groups", "group_id=5,type=select,bucket=actions=output:1,bucket=weight:2,actions=output:2"),
+        ("add-group", "group_id=6,type=all,bucket=output:1,bucket=output:2",
+         "dump-groups", "group_id=6,type=all,bucket=actions=output:1,bucket=actions=output:2"),
+        ("add-meter", "meter=1,pktps,burst,stats,band=type=drop,rate=1000,burst_size=100",
+         "dump-meters", "meter=1 pktps burst stats bands=\ntype=drop rate=1000 burst_size=100"),
+        ("add-meter", "meter=2,kbps,band=type=drop,rate=5000", "dump-meters", "meter=2 kbps bands=\ntype=drop rate=5000"),
+    ):
+        ofctl(target, add, spec)
+        out = ofctl(target, dump)
+        assert shown in out, out
     ofctl(target, "mod-group", "group_id=6,type=all,bucket=output:2")
     ofctl(target, "del-groups", "group_id=5")
     groups = ofctl(target, "dump-groups")
     assert "group_id=6,type=all,bucket=actions=output:2" in groups and "group_id=5" not in groups, groups
-
-    ofctl(target, "add-meter", "meter=1,pktps,burst,stats,band=type=drop,rate=1000,burst_size=100")
-    ofctl(target, "add-meter", "meter=2,kbps,band=type=drop,rate=5000")
-    meters = ofctl(target, "dump-meters")
-    assert "meter=1 pktps burst stats bands=\ntype=drop rate=1000 burst_size=100" in meters, meters
-    assert "meter=2 kbps bands=\ntype=drop rate=5000" in meters, meters
 
     # A flow through meter 1 and group 6: the frames reach port 2 and
     # both count them.

@@ -63,6 +63,33 @@ def ctl(bin, sock, *args):
     return r.stdout
 
 
+def dpdk_config(mode, dataplane, bridge, ports):
+    """A configuration: the DPDK EAL, the dataplane `mode` (and the
+    `dataplane` lines), bridge br0 with `bridge` lines and DPDK ports,
+    each (port, interface, devargs)."""
+    text = f"""
+[dpdk]
+eal_args = {EAL}
+
+[dataplane]
+mode = "{mode}"
+{dataplane}
+
+[[bridges]]
+name = "br0"
+{bridge}
+"""
+    for port, interface, devargs in ports:
+        text += f"""
+[[bridges.ports]]
+port = {port}
+interface = "{interface}"
+backend = "dpdk"
+dpdk_devargs = "{devargs}"
+"""
+    return text
+
+
 def start(bin, tmp_path, config):
     cfg = tmp_path / "fulmar.toml"
     cfg.write_text(config)
@@ -82,30 +109,10 @@ def test_ping_through_dpdk_af_packet_ports(net, dpdk_bin, tmp_path, mode):
     sw, sock = start(
         dpdk_bin,
         tmp_path,
-        f"""
-[dpdk]
-eal_args = {EAL}
-
-[dataplane]
-mode = "{mode}"
-{threads}
-
-[[bridges]]
-name = "br0"
-flows = ["priority=1,in_port=1,actions=output:2", "priority=1,in_port=2,actions=output:1"]
-
-[[bridges.ports]]
-port = 1
-interface = "dpa"
-backend = "dpdk"
-dpdk_devargs = "net_af_packet0,iface={SW_A},qpairs={qpairs}"
-
-[[bridges.ports]]
-port = 2
-interface = "dpb"
-backend = "dpdk"
-dpdk_devargs = "net_af_packet1,iface={SW_B},qpairs={qpairs}"
-""",
+        dpdk_config(mode, threads,
+                    'flows = ["priority=1,in_port=1,actions=output:2", "priority=1,in_port=2,actions=output:1"]',
+                    [(1, "dpa", f"net_af_packet0,iface={SW_A},qpairs={qpairs}"),
+                     (2, "dpb", f"net_af_packet1,iface={SW_B},qpairs={qpairs}")]),
     )
     try:
         r = in_ns(NS_A, "ping", "-n", "-q", "-c", "5", "-i", "0.2", "-W", "2", "10.9.0.2")
@@ -178,35 +185,10 @@ def test_gateway_through_net_pcap_matches_fulmar_trace(dpdk_bin, tmp_path, mode)
     sw, sock = start(
         dpdk_bin,
         tmp_path,
-        f"""
-[dpdk]
-eal_args = {EAL}
-
-[dataplane]
-mode = "{mode}"
-
-[[bridges]]
-name = "br0"
-flows_file = "{flows}"
-
-[[bridges.ports]]
-port = 1
-interface = "wan"
-backend = "dpdk"
-dpdk_devargs = "net_pcap0,rx_pcap={pin}"
-
-[[bridges.ports]]
-port = 2
-interface = "dc2"
-backend = "dpdk"
-dpdk_devargs = "net_pcap1,tx_pcap={outs[2]}"
-
-[[bridges.ports]]
-port = 3
-interface = "dc3"
-backend = "dpdk"
-dpdk_devargs = "net_pcap2,tx_pcap={outs[3]}"
-""",
+        dpdk_config(mode, "", f'flows_file = "{flows}"',
+                    [(1, "wan", f"net_pcap0,rx_pcap={pin}"),
+                     (2, "dc2", f"net_pcap1,tx_pcap={outs[2]}"),
+                     (3, "dc3", f"net_pcap2,tx_pcap={outs[3]}")]),
     )
     try:
         deadline = time.time() + 20

@@ -13,6 +13,7 @@ Topology: the `net` fixture's hosts A (10.9.0.1, port 1) and B (10.9.0.2,
 port 2), forwarded 1 <-> 2 by static flows.
 """
 
+import contextlib
 import re
 import subprocess
 import time
@@ -58,36 +59,49 @@ def has_link_trap(packets, trap_oid, if_index, oper):
     return any(all(w in p for w in want) for p in packets)
 
 
-@pytest.fixture
-def snmp(net, fulmar_bin, tmp_path):
-    """(snmpd, fulmar Switch, trap sink, start_fulmar) with fulmar already
-    registered; start_fulmar(*extra) starts another one (after stop)."""
-    need("snmpd", "snmpget", "snmpwalk", "snmpbulkwalk")
-    traps = TrapSink()
+def fulmar_switch(fulmar_bin, tmp_path, d, *extra):
+    """A fulmar between SW_A and SW_B forwarding FORWARD, a subagent of
+    snmpd `d`, with `extra` options."""
     flows = tmp_path / "flows"
     flows.write_text(FORWARD)
+    return Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
+                   "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
+                   "--agentx", d.sock, *extra])
+
+
+@contextlib.contextmanager
+def own_snmpd(fulmar_bin, tmp_path, **snmpd):
+    """(snmpd started with `snmpd` options, start(*extra), its trap sink):
+    start starts a fulmar subagent of it; all stopped at the end."""
+    traps = TrapSink()
     started = []
     d = None
 
-    def start_fulmar(*extra):
-        sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
-                     "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                     "--agentx", d.sock, *extra])
-        started.append(sw)
-        return sw
+    def start(*extra):
+        started.append(fulmar_switch(fulmar_bin, tmp_path, d, *extra))
+        return started[-1]
 
     try:
-        d = Snmpd(tmp_path, traps.port)
-        sw = start_fulmar()
-        wait_for(lambda: d.values("snmpget", f"{IF_X_ENTRY}.1.1").get(f"{IF_X_ENTRY}.1.1") == SW_A,
-                 timeout=15, what="the subagent to register")
-        yield d, sw, traps, start_fulmar
+        d = Snmpd(tmp_path, traps.port, **snmpd)
+        yield d, start, traps
     finally:
         for sw in started:
             sw.kill()
         if d:
             d.stop()
         traps.close()
+
+
+@pytest.fixture
+def snmp(net, fulmar_bin, tmp_path):
+    """(snmpd, fulmar Switch, trap sink, start_fulmar) with fulmar already
+    registered; start_fulmar(*extra) starts another one (after stop)."""
+    need("snmpd", "snmpget", "snmpwalk", "snmpbulkwalk")
+    with own_snmpd(fulmar_bin, tmp_path) as (d, start_fulmar, traps):
+        sw = start_fulmar()
+        wait_for(lambda: d.values("snmpget", f"{IF_X_ENTRY}.1.1").get(f"{IF_X_ENTRY}.1.1") == SW_A,
+                 timeout=15, what="the subagent to register")
+        yield d, sw, traps, start_fulmar
 
 
 def stop_ok(sw):
@@ -237,26 +251,14 @@ def test_priority_takes_if_mib_over_from_snmpd(net, fulmar_bin, tmp_path):
     """With snmpd's own IF-MIB modules loaded, `--agentx-priority 1`
     makes snmpd answer ifTable from fulmar (here over AgentX on TCP)."""
     need("snmpd", "snmpget", "snmpwalk")
-    traps = TrapSink()
-    d = Snmpd(tmp_path, traps.port, extra=(), tcp=True)
-    sw = None
-    try:
+    with own_snmpd(fulmar_bin, tmp_path, extra=(), tcp=True) as (d, start, _):
         # snmpd's own ifTable is there: ifName.1 is the host's (lo).
         assert d.values("snmpget", f"{IF_X_ENTRY}.1.1")[f"{IF_X_ENTRY}.1.1"] != SW_A
-        flows = tmp_path / "flows"
-        flows.write_text(FORWARD)
-        sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
-                     "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                     "--agentx", d.sock, "--agentx-priority", "1"])
+        sw = start("--agentx-priority", "1")
         wait_for(lambda: d.values("snmpget", f"{IF_X_ENTRY}.1.1").get(f"{IF_X_ENTRY}.1.1") == SW_A,
                  timeout=15, what="fulmar's ifXTable to take over")
         assert d.values("snmpget", "1.3.6.1.2.1.2.1.0")["1.3.6.1.2.1.2.1.0"] == "2"
         stop_ok(sw)
-    finally:
-        if sw:
-            sw.kill()
-        d.stop()
-        traps.close()
 
 
 def test_context_beside_the_hosts_if_mib(net, fulmar_bin, tmp_path):
@@ -264,7 +266,6 @@ def test_context_beside_the_hosts_if_mib(net, fulmar_bin, tmp_path):
     `fulmar` (community `switch` mapped to it), the host's own IF-MIB
     still in the default context (community `public`)."""
     need("snmpd", "snmpget")
-    traps = TrapSink()
     access = (
         "com2sec -Cn fulmar fsec 127.0.0.1 switch\n"
         "com2sec hsec 127.0.0.1 public\n"
@@ -274,14 +275,8 @@ def test_context_beside_the_hosts_if_mib(net, fulmar_bin, tmp_path):
         "access fgroup fulmar any noauth exact all none none\n"
         'access hgroup "" any noauth exact all none none\n'
     )
-    d = Snmpd(tmp_path, traps.port, extra=(), access=access)
-    sw = None
-    try:
-        flows = tmp_path / "flows"
-        flows.write_text(FORWARD)
-        sw = Switch([fulmar_bin, "run", "-i", SW_A, "-i", SW_B, "--flows", str(flows),
-                     "--ctl", str(tmp_path / "ctl.sock"), "--mgmt-dir", str(tmp_path),
-                     "--agentx", d.sock, "--agentx-context", "fulmar"])
+    with own_snmpd(fulmar_bin, tmp_path, extra=(), access=access) as (d, start, _):
+        sw = start("--agentx-context", "fulmar")
 
         def in_context():
             r = d.run("snmpget", f"{IF_X_ENTRY}.1.1", community="switch", check=False)
@@ -291,8 +286,3 @@ def test_context_beside_the_hosts_if_mib(net, fulmar_bin, tmp_path):
         host = d.values("snmpget", f"{IF_X_ENTRY}.1.1")[f"{IF_X_ENTRY}.1.1"]
         assert host != SW_A
         stop_ok(sw)
-    finally:
-        if sw:
-            sw.kill()
-        d.stop()
-        traps.close()

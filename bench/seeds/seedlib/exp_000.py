@@ -11,7 +11,7 @@ from . import experiment
 from .common import FIRST_LABEL, bench, check_alive, throughput
 from .core import ExperimentError, sh
 from .pkt import udp_frame
-from .report import color, figure, num
+from .report import color, figure, label_axes, num
 from .switches import Fulmar, Ovs, port_flows
 from .topo import Topo, host_ip, host_mac
 from .traffic import Generator, iperf3, measure, ping, ping_until, summary
@@ -389,9 +389,7 @@ def plot_tablesize(res):
                 label=f"paper: Lagopus, {w} worker{'s' if w > 1 else ''}")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("flow entries (MPLS label, exact)")
-    ax.set_ylabel("loss % (log; 0 drawn at 1e-4)")
-    ax.legend(fontsize=7)
+    label_axes(ax, "flow entries (MPLS label, exact)", "loss % (log; 0 drawn at 1e-4)")
     return fig
 
 
@@ -512,10 +510,6 @@ def plot_priority(res):
         pts = [r for r in res.rows if r["system"] == system]
         ax2.plot([r["load"] for r in pts], [r["ping_loss_pct"] for r in pts], "-o", color=c, label=lab)
     ax.set_yscale("log")
-    ax.set_xlabel("bulk load (× what fulmar forwarded in the calibration)")
-    ax.set_ylabel("ping RTT ms (log; dotted: p90)")
-    ax.legend(fontsize=7)
-    ax2.set_xlabel("bulk load (× calibration)")
-    ax2.set_ylabel("pings lost (%)")
-    ax2.legend(fontsize=7)
+    label_axes(ax, "bulk load (× what fulmar forwarded in the calibration)", "ping RTT ms (log; dotted: p90)")
+    label_axes(ax2, "bulk load (× calibration)", "pings lost (%)")
     return fig

@@ -10,7 +10,7 @@ from . import experiment
 from .common import check_alive, mpps
 from .core import ExperimentError, sh
 from .pkt import udp_frame
-from .report import color, figure, num
+from .report import color, figure, label_axes, num
 from .switches import Fulmar, IpForward, LinuxBridge, Ovs, port_flows
 from .topo import Topo, host_mac, switch_mac
 from .traffic import Generator, measure, ping, summary
@@ -167,12 +167,8 @@ def plot_forwarding(res):
     ax.set_xscale("log", base=2)
     xs = sorted({r["size"] for r in res.rows if r["part"] == "size"})
     ax.set_xticks(xs, [str(x) for x in xs])
-    ax.set_xlabel("frame size (bytes)")
-    ax.set_ylabel("kpps forwarded (dotted: offered)")
-    ax.legend(fontsize=7)
-    ax2.set_xlabel("offered kpps (64 B)")
-    ax2.set_ylabel("kpps forwarded")
-    ax2.legend(fontsize=7)
+    label_axes(ax, "frame size (bytes)", "kpps forwarded (dotted: offered)")
+    label_axes(ax2, "offered kpps (64 B)", "kpps forwarded")
     ax3.set_xlabel("offered kpps (64 B)")
     ax3.set_ylabel("ping RTT median (µs, log)")
     ax3.set_yscale("log")
@@ -397,7 +393,5 @@ def plot_fairness(res):
     ax.set_ylabel("loss (%)")
     ax.legend(fontsize=6)
     ax2.axhline(0, color="#999999", lw=1)
-    ax2.set_xlabel("F2 offered (× capacity C)")
-    ax2.set_ylabel("loss(F1) − loss(F2), percentage points")
-    ax2.legend(fontsize=7)
+    label_axes(ax2, "F2 offered (× capacity C)", "loss(F1) − loss(F2), percentage points")
     return fig

@@ -11,7 +11,7 @@ from . import experiment
 from .common import check_alive, udp_frames
 from .core import ExperimentError, sh
 from .ofclient import TABLE_FULL, ERR_FLOW_MOD_FAILED, Client, apply_actions, flow_mod, match, output, oxm
-from .report import color, figure, num
+from .report import color, figure, label_axes, num
 from .switches import Fulmar, Ovs, port_flows
 from .topo import Topo, host_ip, host_mac
 from .traffic import Generator, UdpEcho, ping_until, summary
@@ -199,9 +199,7 @@ def plot_delay(res, paper, xlabel):
             ax.bar(xs, ys, width, yerr=[lo, hi], color=color(system), alpha=1 - 0.25 * si, capsize=2,
                    label=f"{lab}, {s} B")
     ax.set_xticks(range(len(kinds)), kinds, fontsize=8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("UDP echo round trip, median µs (bars: p10–p90)")
-    ax.legend(fontsize=7)
+    label_axes(ax, xlabel, "UDP echo round trip, median µs (bars: p10–p90)")
     # Relative to the first kind, same switch and size: what the match or
     # rewrite itself costs; the paper's OVS beside.
     for system in ("fulmar", "ovs"):
@@ -219,9 +217,7 @@ def plot_delay(res, paper, xlabel):
                  label="paper: OVS 2.3 (hardware testbed)")
     ax2.axhline(1, color="#999999", lw=1)
     ax2.set_xticks(range(len(kinds)), kinds, fontsize=8)
-    ax2.set_xlabel(xlabel)
-    ax2.set_ylabel(f"median ÷ median with '{kinds[0]}'")
-    ax2.legend(fontsize=7)
+    label_axes(ax2, xlabel, f"median ÷ median with '{kinds[0]}'")
     return fig
 
 
@@ -506,10 +502,6 @@ def plot_capacity(res):
         if v > 100000:
             ax.axvline(v, color=color("paper"), ls="--", lw=0.8)
             ax.text(v, ax.get_ylim()[1] * 0.9, f" paper: {name}", fontsize=7, rotation=90, va="top")
-    ax.set_xlabel("rules installed")
-    ax.set_ylabel("resident memory (MiB)")
-    ax.legend(fontsize=7)
-    ax2.set_xlabel("rules installed")
-    ax2.set_ylabel("thousand flow-mods per second (per batch)")
-    ax2.legend(fontsize=7)
+    label_axes(ax, "rules installed", "resident memory (MiB)")
+    label_axes(ax2, "rules installed", "thousand flow-mods per second (per batch)")
     return fig

@@ -159,6 +159,13 @@ def figure(ncols=1, nrows=1, width=None, height=3.4):
     return fig, [a for row in axes for a in row]
 
 
+def label_axes(ax, xlabel, ylabel):
+    """Labels an axes' x and y and draws its legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+
+
 def save(fig, res, path):
     """Titles the figure, draws the caption under it and writes the SVG."""
     fig.suptitle(f"{res.name}: {res.title}", fontsize=10, fontweight="bold")

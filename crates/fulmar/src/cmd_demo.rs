@@ -220,14 +220,10 @@ flows = [
   "{flow2}",
   "table=0,priority=0,actions=drop",
 ]
-[[bridges.ports]]
-port = 1
-interface = "{lan}"
-backend = "{io}"
-[[bridges.ports]]
-port = 2
-interface = "{wan}"
-backend = "{io}"
+ports = [
+  {{ port = 1, interface = "{lan}", backend = "{io}" }},
+  {{ port = 2, interface = "{wan}", backend = "{io}" }},
+]
 "#
     )
 }

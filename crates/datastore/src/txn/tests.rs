@@ -86,6 +86,14 @@ fn err(words: &str) -> String {
     e.into_iter().next().unwrap_or_default()
 }
 
+/// The one error of `words` on `c`.
+#[track_caller]
+fn one_error(c: &Config, words: &str) -> Diagnostic {
+    let mut e = c.apply(&ctl(words), HOST).unwrap_err();
+    assert_eq!(e.errors.len(), 1, "{e}");
+    e.errors.swap_remove(0)
+}
+
 fn port<'a>(c: &'a Config, bridge: &str, n: u32) -> &'a Port {
     c.bridge(bridge)
         .and_then(|b| b.port(n))
@@ -608,14 +616,7 @@ fn the_second_of_two_operations_is_named_with_its_field() {
     // The first operation is good; the second sets a value only the
     // validation of the result refuses. The error is the second
     // operation's and names the field, typed and as printed.
-    let e = base()
-        .apply(
-            &ctl("add-br br2 -- set bridge br2 miss_send_len=70000"),
-            HOST,
-        )
-        .unwrap_err();
-    assert_eq!(e.errors.len(), 1, "{e}");
-    let d = &e.errors[0];
+    let d = one_error(&base(), "add-br br2 -- set bridge br2 miss_send_len=70000");
     assert_eq!(
         d.to_string(),
         "<transaction>:2: bridges.br2.miss_send_len: set bridge:br2 miss_send_len=70000: miss_send_len 70000 is not valid (0..=65535)"
@@ -626,15 +627,9 @@ fn the_second_of_two_operations_is_named_with_its_field() {
         [Seg::Bridge { name, .. }, Seg::Key(k)] if name == "br2" && k == "miss_send_len"
     ));
     // The same setting first, then a good one: the first is named.
-    let e = base()
-        .apply(
-            &ctl("set bridge br1 miss_send_len=70000 -- add-br br2"),
-            HOST,
-        )
-        .unwrap_err();
-    assert_eq!(e.errors.len(), 1, "{e}");
-    assert_eq!(e.errors[0].line, Some(1));
-    assert_eq!(e.errors[0].field, "bridges.br1.miss_send_len");
+    let d = one_error(&base(), "set bridge br1 miss_send_len=70000 -- add-br br2");
+    assert_eq!(d.line, Some(1));
+    assert_eq!(d.field, "bridges.br1.miss_send_len");
 }
 
 #[test]
@@ -646,14 +641,10 @@ fn a_duplicate_goes_to_the_operation_that_made_either_use() {
     let listening = base()
         .apply(&ctl("set-controller br1 ptcp:6701"), HOST)
         .unwrap();
-    let e = listening
-        .apply(
-            &ctl("set-fail-mode br1 secure -- set-controller br0 tcp:192.0.2.1:6653 ptcp:6701"),
-            HOST,
-        )
-        .unwrap_err();
-    assert_eq!(e.errors.len(), 1, "{e}");
-    let d = &e.errors[0];
+    let d = one_error(
+        &listening,
+        "set-fail-mode br1 secure -- set-controller br0 tcp:192.0.2.1:6653 ptcp:6701",
+    );
     assert_eq!(
         d.to_string(),
         "<transaction>:2: bridges.br1.controllers[0]: set-controller br0 tcp:192.0.2.1:6653 ptcp:6701: ptcp:6701:0.0.0.0 is already listened on by bridges.br0.controllers[1]"
@@ -1034,43 +1025,25 @@ n_tables = 16
 flows = ["table=0,priority=10,in_port=1,actions=output:2", "table=0,priority=0,actions=CONTROLLER:128"]
 groups = ["group_id=1,type=all,bucket=output:1,bucket=output:2"]
 meters = ["meter=1,kbps,bands=type=drop,rate=1000"]
-[[bridges.ports]]
-port = 1
-interface = "eth0"
-[[bridges.ports]]
-port = 2
-interface = "xdp0"
-backend = "afxdp"
-[[bridges.ports]]
-port = 3
-interface = "cap"
-backend = "pcap"
-pcap_read = "/tmp/in.pcap"
-pcap_rate = 1000
-[[bridges.ports]]
-port = 20
-backend = "patch"
-[[bridges.controllers]]
-target = "tcp:192.0.2.1"
-backoff_max_ms = 2000
-[[bridges.controllers]]
-target = "ptcp:6653:127.0.0.1"
+ports = [
+  { port = 1, interface = "eth0" },
+  { port = 2, interface = "xdp0", backend = "afxdp" },
+  { port = 3, interface = "cap", backend = "pcap", pcap_read = "/tmp/in.pcap", pcap_rate = 1000 },
+  { port = 20, backend = "patch" },
+]
+controllers = [
+  { target = "tcp:192.0.2.1", backoff_max_ms = 2000 },
+  { target = "ptcp:6653:127.0.0.1" },
+]
 
 [[bridges]]
 name = "edge"
-[[bridges.ports]]
-port = 1
-interface = "tap0"
-backend = "tap"
-[[bridges.ports]]
-port = 2
-interface = "m0"
-backend = "memory"
-[[bridges.ports]]
-port = 7
-backend = "patch"
-[[bridges.controllers]]
-target = "tcp:[2001:db8::1]:6633"
+ports = [
+  { port = 1, interface = "tap0", backend = "tap" },
+  { port = 2, interface = "m0", backend = "memory" },
+  { port = 7, backend = "patch" },
+]
+controllers = [{ target = "tcp:[2001:db8::1]:6633" }]
 
 [[patch_links]]
 a = "core:20"

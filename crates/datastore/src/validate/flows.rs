@@ -85,13 +85,7 @@ impl Checker<'_> {
                                 span: f.span(),
                                 field: file_field.clone(),
                             }),
-                            Err(e) => self.errors.push(self.line_parse_error(
-                                &path,
-                                li,
-                                line,
-                                &file_field,
-                                e,
-                            )),
+                            Err(e) => self.push_line_error(&path, li, line, &file_field, e),
                         }
                     }
                     Some(Some(path))
@@ -237,13 +231,7 @@ impl Checker<'_> {
                                         &file_field,
                                     );
                                 }
-                                Err(e) => self.errors.push(self.line_parse_error(
-                                    &path,
-                                    li,
-                                    line,
-                                    &file_field,
-                                    e,
-                                )),
+                                Err(e) => self.push_line_error(&path, li, line, &file_field, e),
                             }
                         }
                     }
@@ -381,29 +369,30 @@ impl Checker<'_> {
             }
         }
     }
-    /// A parse error on line `li` (0-based) of a flows, groups or meters
-    /// file, with the column of the offending token.
-    pub(super) fn line_parse_error(
-        &self,
+    /// Reports a parse error on line `li` (0-based) of a flows, groups or
+    /// meters file, with the column of the offending token.
+    pub(super) fn push_line_error(
+        &mut self,
         path: &Path,
         li: usize,
         line: &str,
         field: &FieldPath,
         e: flowtext::ParseError,
-    ) -> Diagnostic {
+    ) {
         let column = line
             .get(..e.position)
             .map(|s| s.chars().count() + 1)
             .unwrap_or(e.position + 1);
-        Diagnostic {
+        let field_text = self.show(field);
+        self.errors.push(Diagnostic {
             file: path.to_path_buf(),
             line: Some(li + 1),
             column: Some(column),
-            field: self.show(field),
+            field: field_text,
             message: e.message,
             path: field.clone(),
             related: Vec::new(),
-        }
+        });
     }
 }
 
