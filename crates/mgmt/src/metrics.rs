@@ -327,30 +327,15 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 struct SnapshotCollector(Scrape);
 
 /// A port counter family: name, unit, help, and the field it shows.
-type PortCounter = (
-    &'static str,
-    Option<Unit>,
-    &'static str,
-    fn(&PortMetrics) -> u64,
-);
+/// A counter family read off each item: name, unit, help, value.
+type ItemCounter<T> = (&'static str, Option<Unit>, &'static str, fn(&T) -> u64);
 
 impl Collector for SnapshotCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
         let s = &self.0;
         let bridges = &s.bridges;
-        let ports = || {
-            per_bridge(
-                bridges,
-                |b| &b.ports,
-                |p| {
-                    vec![
-                        ("port", Cow::Borrowed(p.name.as_str())),
-                        ("ofport", Cow::Owned(p.number.to_string())),
-                    ]
-                },
-            )
-        };
-        let port_counters: [PortCounter; 8] = [
+        let ports = || per_bridge(bridges, |b| &b.ports, port_labels);
+        let port_counters: [ItemCounter<PortMetrics>; 8] = [
             (
                 "port_rx_packets",
                 None,
@@ -441,18 +426,7 @@ impl Collector for SnapshotCollector {
             tables().map(|(l, t)| (l, t.matched)),
         )?;
 
-        let workers = || {
-            per_bridge(
-                bridges,
-                |b| &b.workers,
-                |w| {
-                    vec![
-                        ("thread", Cow::Borrowed(w.thread.as_str())),
-                        ("role", Cow::Borrowed(w.role.as_str())),
-                    ]
-                },
-            )
-        };
+        let workers = || per_bridge(bridges, |b| &b.workers, worker_labels);
         counter(
             &mut enc,
             "worker_packets",
@@ -523,40 +497,36 @@ impl Collector for SnapshotCollector {
                 .iter()
                 .map(|b| (bridge_labels(b), i64::from(b.standalone_active))),
         )?;
-        let queues = || {
-            per_bridge(
-                bridges,
-                |b| &b.queues,
-                |q| {
-                    vec![
-                        ("port", Cow::Borrowed(q.port.as_str())),
-                        ("ofport", Cow::Owned(q.ofport.to_string())),
-                        ("queue", Cow::Owned(q.queue.to_string())),
-                    ]
-                },
-            )
-        };
-        counter(
-            &mut enc,
-            "queue_tx_packets",
-            "Packets an egress queue sent.",
-            None,
-            queues().map(|(l, q)| (l, q.tx_packets)),
-        )?;
-        counter(
-            &mut enc,
-            "queue_tx",
-            "Bytes an egress queue sent.",
-            Some(Unit::Bytes),
-            queues().map(|(l, q)| (l, q.tx_bytes)),
-        )?;
-        counter(
-            &mut enc,
-            "queue_dropped",
-            "Packets an egress queue dropped because it was full.",
-            None,
-            queues().map(|(l, q)| (l, q.dropped)),
-        )?;
+        let queues = || per_bridge(bridges, |b| &b.queues, queue_labels);
+        let queue_counters: [ItemCounter<QueueMetrics>; 3] = [
+            (
+                "queue_tx_packets",
+                None,
+                "Packets an egress queue sent.",
+                |q| q.tx_packets,
+            ),
+            (
+                "queue_tx",
+                Some(Unit::Bytes),
+                "Bytes an egress queue sent.",
+                |q| q.tx_bytes,
+            ),
+            (
+                "queue_dropped",
+                None,
+                "Packets an egress queue dropped because it was full.",
+                |q| q.dropped,
+            ),
+        ];
+        for (name, unit, help, get) in queue_counters {
+            counter(
+                &mut enc,
+                name,
+                help,
+                unit,
+                queues().map(|(l, q)| (l, get(q))),
+            )?;
+        }
         counter(
             &mut enc,
             "drops",
@@ -620,6 +590,28 @@ impl Collector for SnapshotCollector {
 
 fn bridge_labels(b: &BridgeMetrics) -> Labels<'_> {
     Labels(vec![("bridge", Cow::Borrowed(b.name.as_str()))])
+}
+
+fn port_labels(p: &PortMetrics) -> Vec<(&'static str, Cow<'_, str>)> {
+    vec![
+        ("port", Cow::Borrowed(p.name.as_str())),
+        ("ofport", Cow::Owned(p.number.to_string())),
+    ]
+}
+
+fn worker_labels(w: &WorkerMetrics) -> Vec<(&'static str, Cow<'_, str>)> {
+    vec![
+        ("thread", Cow::Borrowed(w.thread.as_str())),
+        ("role", Cow::Borrowed(w.role.as_str())),
+    ]
+}
+
+fn queue_labels(q: &QueueMetrics) -> Vec<(&'static str, Cow<'_, str>)> {
+    vec![
+        ("port", Cow::Borrowed(q.port.as_str())),
+        ("ofport", Cow::Owned(q.ofport.to_string())),
+        ("queue", Cow::Owned(q.queue.to_string())),
+    ]
 }
 
 /// Every item `items` picks out of each bridge (its ports, tables, ...), with
