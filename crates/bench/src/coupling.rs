@@ -287,24 +287,13 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
     // The window's preload: adds only, untimed.
     churn.preload(&mut state)?;
     let entries = |state: &SwitchState| state.tables.table(0).map_or(0, |t| t.len());
-    let pool = Arc::new(Pool::new(
-        &w,
-        flows,
-        rules,
-        opts.packet_size,
-        opts.burst,
-        opts.seed,
-    ));
+    let pool = Arc::new(Pool::for_options(&w, flows, rules, opts));
     let snap = snapshot_of(&state);
     let (mut checked, bad) = check(&w, &pool, &snap, 100, opts.seed);
     let mut mismatch_lines: Vec<String> = bad.iter().take(10).cloned().collect();
     let mut mismatches = bad.len();
     let publisher = Publisher::new(snap);
-    let wopts = WorkerOpts {
-        burst: opts.burst,
-        flow_cache: opts.flow_cache,
-        hand_over_ms: opts.hand_over_ms,
-    };
+    let wopts = WorkerOpts::of(opts);
     let mut rates = c.rates.clone();
     if !rates.contains(&0) {
         rates.insert(0, 0);

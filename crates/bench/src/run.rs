@@ -70,25 +70,14 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     add_ports(&mut state, w.n_ports);
     let install_seconds = install(&mut state, &w, 0..rules, true, &progress)?;
     // The flows hit only the installed rules.
-    let pool = Arc::new(Pool::new(
-        &w,
-        flows,
-        rules,
-        opts.packet_size,
-        opts.burst,
-        opts.seed,
-    ));
+    let pool = Arc::new(Pool::for_options(&w, flows, rules, opts));
     // The control side keeps `state` (its indexes and counters), as
     // `fulmar run` does; the workers read the snapshot.
     let snap = snapshot_of(&state);
     let (checked, bad) = check(&w, &pool, &snap, 100, opts.seed);
     let mut mismatch_lines: Vec<String> = bad.iter().take(10).cloned().collect();
     let publisher = Publisher::new(snap);
-    let wopts = WorkerOpts {
-        burst: opts.burst,
-        flow_cache: opts.flow_cache,
-        hand_over_ms: opts.hand_over_ms,
-    };
+    let wopts = WorkerOpts::of(opts);
     let (results, wall, rss, reference) = if opts.reference {
         // Resident memory before the reference's tables exist: fulmar's.
         let rss = rss_bytes();

@@ -2,6 +2,7 @@
 //! snapshots a publisher hands out, while the calling thread waits or
 //! installs flow-mods and publishes; each worker's figures.
 
+use crate::options::Options;
 use crate::pool::Pool;
 use crate::progress::Progress;
 use crate::switch::snapshot_of;
@@ -324,6 +325,17 @@ pub(crate) struct WorkerOpts {
     pub(crate) burst: usize,
     pub(crate) flow_cache: Option<usize>,
     pub(crate) hand_over_ms: u64,
+}
+
+impl WorkerOpts {
+    /// The worker options the run's options give.
+    pub(crate) fn of(opts: &Options) -> Self {
+        WorkerOpts {
+            burst: opts.burst,
+            flow_cache: opts.flow_cache,
+            hand_over_ms: opts.hand_over_ms,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
