@@ -214,18 +214,7 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
     let flows = opts.flows.unwrap_or(rules);
     let seconds = opts.seconds.unwrap_or(if opts.smoke { 0.2 } else { 5.0 });
     ensure!(rules > 0, "--rules must be at least 1");
-    ensure!(flows > 0, "--flows must be at least 1");
-    ensure!(u32::try_from(flows).is_ok(), "--flows must fit in 32 bits");
-    ensure!(
-        (1..=1024).contains(&opts.workers),
-        "--workers must be 1..=1024"
-    );
-    ensure!((1..=4096).contains(&opts.burst), "--burst must be 1..=4096");
-    ensure!(
-        (crate::frame::MIN_FRAME..=9000).contains(&opts.packet_size),
-        "--packet-size must be {}..=9000",
-        crate::frame::MIN_FRAME
-    );
+    opts.check_traffic(flows)?;
     ensure!(!c.rates.is_empty(), "--coupling needs at least one rate");
     ensure!(
         c.rates.iter().all(|&r| r <= 10_000_000),

@@ -1,7 +1,6 @@
 //! [`fn@bench`]: the whole in-memory run, phase by phase (the crate's comment
 //! says how a run goes).
 
-use crate::frame;
 use crate::options::Options;
 use crate::pool::Pool;
 use crate::progress::Progress;
@@ -21,13 +20,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     let rules = opts.rule_count();
     let flows = opts.flows.unwrap_or(rules);
     let seconds = opts.seconds.unwrap_or(if opts.smoke { 0.2 } else { 5.0 });
-    ensure!(flows > 0, "--flows must be at least 1");
-    ensure!(u32::try_from(flows).is_ok(), "--flows must fit in 32 bits");
-    ensure!(
-        (1..=1024).contains(&opts.workers),
-        "--workers must be 1..=1024"
-    );
-    ensure!((1..=4096).contains(&opts.burst), "--burst must be 1..=4096");
+    opts.check_traffic(flows)?;
     ensure!(
         (1..=1000).contains(&opts.rounds),
         "--rounds must be 1..=1000"
@@ -40,11 +33,6 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     ensure!(
         opts.publish_every >= 1,
         "--publish-every must be at least 1"
-    );
-    ensure!(
-        (frame::MIN_FRAME..=9000).contains(&opts.packet_size),
-        "--packet-size must be {}..=9000",
-        frame::MIN_FRAME
     );
     let max_entries = TablesConfig::default().max_entries;
     ensure!(
@@ -263,6 +251,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
 mod tests {
     use super::*;
     use crate::export::{export, write_flows};
+    use crate::frame;
     use crate::pool::sample_flow;
     use crate::workload::Scenario;
     use packet::buffer::PacketBuf;
