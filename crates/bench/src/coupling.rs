@@ -36,13 +36,13 @@
 use crate::options::Options;
 use crate::pool::Pool;
 use crate::progress::Progress;
-use crate::switch::{add_ports, check, install, snapshot_of};
+use crate::switch::{add_ports, check, default_state, install, snapshot_of};
 use crate::traffic::{totals, traffic, Control, WorkerOpts};
 use crate::workload::Workload;
 use anyhow::{ensure, Context};
 use dataplane::snapshot::Publisher;
 use ofp::{FlowMod, FlowModCommand};
-use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+use pipeline::{SwitchState, TablesConfig, Time};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -245,11 +245,7 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
     let progress = Progress { on: opts.progress };
     let mut w = Workload::new(opts.scenario, rules + pool_rules, opts.seed)?;
     w.installed = rules;
-    let mut state = SwitchState::new(
-        TablesConfig::default(),
-        GroupsConfig::default(),
-        MetersConfig::default(),
-    );
+    let mut state = default_state();
     add_ports(&mut state, w.n_ports);
     let install_seconds = install(&mut state, &w, 0..rules, true, &progress)?;
     let mut adds = Vec::with_capacity(pool_rules);

@@ -6,12 +6,12 @@ use crate::pool::Pool;
 use crate::progress::Progress;
 use crate::reference;
 use crate::report::{median, rss_bytes, target_of, FlowModFigures, ReferenceFigures, Report};
-use crate::switch::{add_ports, check, install, snapshot_of};
+use crate::switch::{add_ports, check, default_state, install, snapshot_of};
 use crate::traffic::{totals, traffic, Control, WorkerOpts, WorkerResult};
 use crate::workload::Workload;
 use anyhow::{bail, ensure, Context};
 use dataplane::snapshot::Publisher;
-use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+use pipeline::{TablesConfig, Time};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -50,11 +50,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     let mut notes = Vec::new();
     let mut w = Workload::new(opts.scenario, rules + opts.flow_mods, opts.seed)?;
     w.installed = rules;
-    let mut state = SwitchState::new(
-        TablesConfig::default(),
-        GroupsConfig::default(),
-        MetersConfig::default(),
-    );
+    let mut state = default_state();
     add_ports(&mut state, w.n_ports);
     let install_seconds = install(&mut state, &w, 0..rules, true, &progress)?;
     // The flows hit only the installed rules.
@@ -256,7 +252,7 @@ mod tests {
     use crate::workload::Scenario;
     use packet::buffer::PacketBuf;
     use pipeline::datapath::{BurstOutput, WorkerState};
-    use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+    use pipeline::Time;
 
     fn args(s: Scenario) -> Options {
         Options {
@@ -463,11 +459,7 @@ mod tests {
     fn the_check_catches_a_wrong_rule() {
         for s in Scenario::ALL {
             let w = Workload::new(s, 40, 3).unwrap();
-            let mut state = SwitchState::new(
-                TablesConfig::default(),
-                GroupsConfig::default(),
-                MetersConfig::default(),
-            );
+            let mut state = default_state();
             install(&mut state, &w, 0..40, true, &Progress { on: false }).unwrap();
             let pool = Pool::new(&w, 40, 40, 64, 4, 3);
             // One port more than the scenario uses, for the wrong rule.
@@ -524,11 +516,7 @@ mod tests {
     #[test]
     fn faucet_tables_forward_flood_and_drop_as_faucet_does() {
         let w = Workload::new(Scenario::Faucet, 40, 3).unwrap();
-        let mut state = SwitchState::new(
-            TablesConfig::default(),
-            GroupsConfig::default(),
-            MetersConfig::default(),
-        );
+        let mut state = default_state();
         install(&mut state, &w, 0..40, true, &Progress { on: false }).unwrap();
         add_ports(&mut state, w.n_ports);
         let snap = snapshot_of(&state);
