@@ -36,13 +36,13 @@
 use crate::options::Options;
 use crate::pool::Pool;
 use crate::progress::Progress;
-use crate::switch::{add_ports, check, install, snapshot_of};
+use crate::switch::{add_ports, check, default_state, install, snapshot_of};
 use crate::traffic::{totals, traffic, Control, WorkerOpts};
 use crate::workload::Workload;
 use anyhow::{ensure, Context};
 use dataplane::snapshot::Publisher;
 use ofp::{FlowMod, FlowModCommand};
-use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+use pipeline::{SwitchState, TablesConfig, Time};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -214,18 +214,7 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
     let flows = opts.flows.unwrap_or(rules);
     let seconds = opts.seconds.unwrap_or(if opts.smoke { 0.2 } else { 5.0 });
     ensure!(rules > 0, "--rules must be at least 1");
-    ensure!(flows > 0, "--flows must be at least 1");
-    ensure!(u32::try_from(flows).is_ok(), "--flows must fit in 32 bits");
-    ensure!(
-        (1..=1024).contains(&opts.workers),
-        "--workers must be 1..=1024"
-    );
-    ensure!((1..=4096).contains(&opts.burst), "--burst must be 1..=4096");
-    ensure!(
-        (crate::frame::MIN_FRAME..=9000).contains(&opts.packet_size),
-        "--packet-size must be {}..=9000",
-        crate::frame::MIN_FRAME
-    );
+    opts.check_traffic(flows)?;
     ensure!(!c.rates.is_empty(), "--coupling needs at least one rate");
     ensure!(
         c.rates.iter().all(|&r| r <= 10_000_000),
@@ -256,11 +245,7 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
     let progress = Progress { on: opts.progress };
     let mut w = Workload::new(opts.scenario, rules + pool_rules, opts.seed)?;
     w.installed = rules;
-    let mut state = SwitchState::new(
-        TablesConfig::default(),
-        GroupsConfig::default(),
-        MetersConfig::default(),
-    );
+    let mut state = default_state();
     add_ports(&mut state, w.n_ports);
     let install_seconds = install(&mut state, &w, 0..rules, true, &progress)?;
     let mut adds = Vec::with_capacity(pool_rules);
@@ -287,24 +272,13 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
     // The window's preload: adds only, untimed.
     churn.preload(&mut state)?;
     let entries = |state: &SwitchState| state.tables.table(0).map_or(0, |t| t.len());
-    let pool = Arc::new(Pool::new(
-        &w,
-        flows,
-        rules,
-        opts.packet_size,
-        opts.burst,
-        opts.seed,
-    ));
+    let pool = Arc::new(Pool::for_options(&w, flows, rules, opts));
     let snap = snapshot_of(&state);
     let (mut checked, bad) = check(&w, &pool, &snap, 100, opts.seed);
     let mut mismatch_lines: Vec<String> = bad.iter().take(10).cloned().collect();
     let mut mismatches = bad.len();
     let publisher = Publisher::new(snap);
-    let wopts = WorkerOpts {
-        burst: opts.burst,
-        flow_cache: opts.flow_cache,
-        hand_over_ms: opts.hand_over_ms,
-    };
+    let wopts = WorkerOpts::of(opts);
     let mut rates = c.rates.clone();
     if !rates.contains(&0) {
         rates.insert(0, 0);

@@ -1,6 +1,8 @@
 //! [`Options`]: what shapes a run.
 
+use crate::frame;
 use crate::workload::Scenario;
+use anyhow::ensure;
 
 /// What to run: the options of `fulmar bench` that shape a run (the
 /// command's modes and output format stay with the command).
@@ -47,6 +49,25 @@ pub struct Options {
 }
 
 impl Options {
+    /// Checks what every traffic run needs of the options: at least one
+    /// flow (numbered in 32 bits), 1..=1024 workers, bursts of 1..=4096 and
+    /// a packet size a frame can have.
+    pub(crate) fn check_traffic(&self, flows: usize) -> anyhow::Result<()> {
+        ensure!(flows > 0, "--flows must be at least 1");
+        ensure!(u32::try_from(flows).is_ok(), "--flows must fit in 32 bits");
+        ensure!(
+            (1..=1024).contains(&self.workers),
+            "--workers must be 1..=1024"
+        );
+        ensure!((1..=4096).contains(&self.burst), "--burst must be 1..=4096");
+        ensure!(
+            (frame::MIN_FRAME..=9000).contains(&self.packet_size),
+            "--packet-size must be {}..=9000",
+            frame::MIN_FRAME
+        );
+        Ok(())
+    }
+
     /// The rule count asked for, or the default.
     pub(crate) fn rule_count(&self) -> usize {
         self.rules.unwrap_or(if self.smoke { 64 } else { 10_000 })

@@ -3,6 +3,7 @@
 //! between bursts.
 
 use crate::frame::{self, Rng};
+use crate::options::Options;
 use crate::workload::Workload;
 use packet::buffer::PacketBuf;
 
@@ -53,6 +54,11 @@ impl Pool {
 
     pub(crate) fn template(&self, k: usize) -> &[u8] {
         &self.bytes[k * self.size..(k + 1) * self.size]
+    }
+
+    /// [`Pool::new`] with the packet size, burst and seed the options give.
+    pub(crate) fn for_options(w: &Workload, flows: usize, over: usize, opts: &Options) -> Pool {
+        Pool::new(w, flows, over, opts.packet_size, opts.burst, opts.seed)
     }
 
     /// Builds `flows` flows over the first `over` rules of `w`.

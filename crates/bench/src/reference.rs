@@ -39,7 +39,7 @@
 
 use crate::frame::hex;
 use crate::pool::{sample_flow, Pool};
-use crate::traffic::WorkerResult;
+use crate::traffic::{join_all, WorkerResult};
 use crate::workload::{RefRule, Scenario, Workload};
 use anyhow::{ensure, Context};
 use packet::buffer::PacketBuf;
@@ -555,14 +555,7 @@ pub fn run(
         }
         measuring.store(false, Ordering::Relaxed);
         stop.store(true, Ordering::Relaxed);
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("reference worker {i} panicked"))
-            })
-            .collect()
+        join_all(handles, "reference worker")
     })
 }
 

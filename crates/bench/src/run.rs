@@ -1,18 +1,17 @@
 //! [`fn@bench`]: the whole in-memory run, phase by phase (the crate's comment
 //! says how a run goes).
 
-use crate::frame;
 use crate::options::Options;
 use crate::pool::Pool;
 use crate::progress::Progress;
 use crate::reference;
 use crate::report::{median, rss_bytes, target_of, FlowModFigures, ReferenceFigures, Report};
-use crate::switch::{add_ports, check, install, snapshot_of};
+use crate::switch::{add_ports, check, default_state, install, snapshot_of};
 use crate::traffic::{totals, traffic, Control, WorkerOpts, WorkerResult};
 use crate::workload::Workload;
 use anyhow::{bail, ensure, Context};
 use dataplane::snapshot::Publisher;
-use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+use pipeline::{TablesConfig, Time};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,13 +20,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     let rules = opts.rule_count();
     let flows = opts.flows.unwrap_or(rules);
     let seconds = opts.seconds.unwrap_or(if opts.smoke { 0.2 } else { 5.0 });
-    ensure!(flows > 0, "--flows must be at least 1");
-    ensure!(u32::try_from(flows).is_ok(), "--flows must fit in 32 bits");
-    ensure!(
-        (1..=1024).contains(&opts.workers),
-        "--workers must be 1..=1024"
-    );
-    ensure!((1..=4096).contains(&opts.burst), "--burst must be 1..=4096");
+    opts.check_traffic(flows)?;
     ensure!(
         (1..=1000).contains(&opts.rounds),
         "--rounds must be 1..=1000"
@@ -40,11 +33,6 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     ensure!(
         opts.publish_every >= 1,
         "--publish-every must be at least 1"
-    );
-    ensure!(
-        (frame::MIN_FRAME..=9000).contains(&opts.packet_size),
-        "--packet-size must be {}..=9000",
-        frame::MIN_FRAME
     );
     let max_entries = TablesConfig::default().max_entries;
     ensure!(
@@ -62,33 +50,18 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
     let mut notes = Vec::new();
     let mut w = Workload::new(opts.scenario, rules + opts.flow_mods, opts.seed)?;
     w.installed = rules;
-    let mut state = SwitchState::new(
-        TablesConfig::default(),
-        GroupsConfig::default(),
-        MetersConfig::default(),
-    );
+    let mut state = default_state();
     add_ports(&mut state, w.n_ports);
     let install_seconds = install(&mut state, &w, 0..rules, true, &progress)?;
     // The flows hit only the installed rules.
-    let pool = Arc::new(Pool::new(
-        &w,
-        flows,
-        rules,
-        opts.packet_size,
-        opts.burst,
-        opts.seed,
-    ));
+    let pool = Arc::new(Pool::for_options(&w, flows, rules, opts));
     // The control side keeps `state` (its indexes and counters), as
     // `fulmar run` does; the workers read the snapshot.
     let snap = snapshot_of(&state);
     let (checked, bad) = check(&w, &pool, &snap, 100, opts.seed);
     let mut mismatch_lines: Vec<String> = bad.iter().take(10).cloned().collect();
     let publisher = Publisher::new(snap);
-    let wopts = WorkerOpts {
-        burst: opts.burst,
-        flow_cache: opts.flow_cache,
-        hand_over_ms: opts.hand_over_ms,
-    };
+    let wopts = WorkerOpts::of(opts);
     let (results, wall, rss, reference) = if opts.reference {
         // Resident memory before the reference's tables exist: fulmar's.
         let rss = rss_bytes();
@@ -274,11 +247,12 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
 mod tests {
     use super::*;
     use crate::export::{export, write_flows};
+    use crate::frame;
     use crate::pool::sample_flow;
     use crate::workload::Scenario;
     use packet::buffer::PacketBuf;
     use pipeline::datapath::{BurstOutput, WorkerState};
-    use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
+    use pipeline::Time;
 
     fn args(s: Scenario) -> Options {
         Options {
@@ -485,11 +459,7 @@ mod tests {
     fn the_check_catches_a_wrong_rule() {
         for s in Scenario::ALL {
             let w = Workload::new(s, 40, 3).unwrap();
-            let mut state = SwitchState::new(
-                TablesConfig::default(),
-                GroupsConfig::default(),
-                MetersConfig::default(),
-            );
+            let mut state = default_state();
             install(&mut state, &w, 0..40, true, &Progress { on: false }).unwrap();
             let pool = Pool::new(&w, 40, 40, 64, 4, 3);
             // One port more than the scenario uses, for the wrong rule.
@@ -546,11 +516,7 @@ mod tests {
     #[test]
     fn faucet_tables_forward_flood_and_drop_as_faucet_does() {
         let w = Workload::new(Scenario::Faucet, 40, 3).unwrap();
-        let mut state = SwitchState::new(
-            TablesConfig::default(),
-            GroupsConfig::default(),
-            MetersConfig::default(),
-        );
+        let mut state = default_state();
         install(&mut state, &w, 0..40, true, &Progress { on: false }).unwrap();
         add_ports(&mut state, w.n_ports);
         let snap = snapshot_of(&state);

@@ -9,8 +9,17 @@ use crate::workload::Workload;
 use anyhow::Context;
 use packet::buffer::PacketBuf;
 use pipeline::datapath::{BurstOutput, DatapathConfig, Snapshot, WorkerState};
-use pipeline::{SwitchState, Time};
+use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 use std::time::{Duration, Instant};
+
+/// A switch state with the default table, group and meter configurations.
+pub(crate) fn default_state() -> SwitchState {
+    SwitchState::new(
+        TablesConfig::default(),
+        GroupsConfig::default(),
+        MetersConfig::default(),
+    )
+}
 
 /// Adds ports `1..=n` (up, no features) to the state's port table.
 pub(crate) fn add_ports(state: &mut SwitchState, n: u32) {

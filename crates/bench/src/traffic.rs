@@ -2,6 +2,7 @@
 //! snapshots a publisher hands out, while the calling thread waits or
 //! installs flow-mods and publishes; each worker's figures.
 
+use crate::options::Options;
 use crate::pool::Pool;
 use crate::progress::Progress;
 use crate::switch::snapshot_of;
@@ -11,6 +12,7 @@ use pipeline::datapath::{BurstOutput, Snapshot, WorkerState};
 use pipeline::{SwitchState, Time};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::ScopedJoinHandle;
 use std::time::{Duration, Instant};
 
 /// What one worker did.
@@ -292,20 +294,26 @@ pub(crate) fn traffic(
         measuring.store(false, Ordering::Relaxed);
         wall = start.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| {
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("worker {i} panicked (a pipeline bug)"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
+        join_all(handles, "pipeline worker")
     });
     progress.done();
     if let Some(e) = failed {
         return Err(e);
     }
     Ok((results?, wall, inst))
+}
+
+/// Joins the workers in order, with their results; a worker that panicked
+/// is an error naming `what` it was and its index.
+pub(crate) fn join_all<T>(
+    handles: Vec<ScopedJoinHandle<'_, T>>,
+    what: &str,
+) -> anyhow::Result<Vec<T>> {
+    handles
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| h.join().map_err(|_| anyhow::anyhow!("{what} {i} panicked")))
+        .collect()
 }
 
 /// One worker's loop: refill a burst from the templates, process it
@@ -317,6 +325,17 @@ pub(crate) struct WorkerOpts {
     pub(crate) burst: usize,
     pub(crate) flow_cache: Option<usize>,
     pub(crate) hand_over_ms: u64,
+}
+
+impl WorkerOpts {
+    /// The worker options the run's options give.
+    pub(crate) fn of(opts: &Options) -> Self {
+        WorkerOpts {
+            burst: opts.burst,
+            flow_cache: opts.flow_cache,
+            hand_over_ms: opts.hand_over_ms,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

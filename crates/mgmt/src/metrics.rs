@@ -327,30 +327,15 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 struct SnapshotCollector(Scrape);
 
 /// A port counter family: name, unit, help, and the field it shows.
-type PortCounter = (
-    &'static str,
-    Option<Unit>,
-    &'static str,
-    fn(&PortMetrics) -> u64,
-);
+/// A counter family read off each item: name, unit, help, value.
+type ItemCounter<T> = (&'static str, Option<Unit>, &'static str, fn(&T) -> u64);
 
 impl Collector for SnapshotCollector {
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
         let s = &self.0;
         let bridges = &s.bridges;
-        let ports = || {
-            bridges.iter().flat_map(|b| {
-                b.ports.iter().map(move |p| {
-                    let labels = Labels(vec![
-                        ("bridge", Cow::Borrowed(b.name.as_str())),
-                        ("port", Cow::Borrowed(p.name.as_str())),
-                        ("ofport", Cow::Owned(p.number.to_string())),
-                    ]);
-                    (labels, p)
-                })
-            })
-        };
-        let port_counters: [PortCounter; 8] = [
+        let ports = || per_bridge(bridges, |b| &b.ports, port_labels);
+        let port_counters: [ItemCounter<PortMetrics>; 8] = [
             (
                 "port_rx_packets",
                 None,
@@ -413,15 +398,11 @@ impl Collector for SnapshotCollector {
         )?;
 
         let tables = || {
-            bridges.iter().flat_map(|b| {
-                b.tables.iter().map(move |t| {
-                    let labels = Labels(vec![
-                        ("bridge", Cow::Borrowed(b.name.as_str())),
-                        ("table", Cow::Owned(t.table_id.to_string())),
-                    ]);
-                    (labels, t)
-                })
-            })
+            per_bridge(
+                bridges,
+                |b| &b.tables,
+                |t| vec![("table", Cow::Owned(t.table_id.to_string()))],
+            )
         };
         gauge(
             &mut enc,
@@ -445,18 +426,7 @@ impl Collector for SnapshotCollector {
             tables().map(|(l, t)| (l, t.matched)),
         )?;
 
-        let workers = || {
-            bridges.iter().flat_map(|b| {
-                b.workers.iter().map(move |w| {
-                    let labels = Labels(vec![
-                        ("bridge", Cow::Borrowed(b.name.as_str())),
-                        ("thread", Cow::Borrowed(w.thread.as_str())),
-                        ("role", Cow::Borrowed(w.role.as_str())),
-                    ]);
-                    (labels, w)
-                })
-            })
-        };
+        let workers = || per_bridge(bridges, |b| &b.workers, worker_labels);
         counter(
             &mut enc,
             "worker_packets",
@@ -483,23 +453,13 @@ impl Collector for SnapshotCollector {
             "thread_cycles",
             "Cycles the data-plane thread spent per stage: rx takes bursts in, pipeline runs the datapath, tx sends or hands on.",
             None,
-            bridges.iter().flat_map(|b| {
-                b.workers.iter().flat_map(move |w| {
-                    [
-                        ("rx", w.rx_cycles),
-                        ("pipeline", w.pipeline_cycles),
-                        ("tx", w.tx_cycles),
-                    ]
-                    .map(|(stage, n)| {
-                        let labels = Labels(vec![
-                            ("bridge", Cow::Borrowed(b.name.as_str())),
-                            ("thread", Cow::Borrowed(w.thread.as_str())),
-                            ("role", Cow::Borrowed(w.role.as_str())),
-                            ("stage", Cow::Borrowed(stage)),
-                        ]);
-                        (labels, n)
-                    })
-                })
+            workers().flat_map(|(labels, w)| {
+                [
+                    ("rx", w.rx_cycles),
+                    ("pipeline", w.pipeline_cycles),
+                    ("tx", w.tx_cycles),
+                ]
+                .map(|(stage, n)| (labels.with("stage", Cow::Borrowed(stage)), n))
             }),
         )?;
         gauge(
@@ -537,54 +497,47 @@ impl Collector for SnapshotCollector {
                 .iter()
                 .map(|b| (bridge_labels(b), i64::from(b.standalone_active))),
         )?;
-        let queues = || {
-            bridges.iter().flat_map(|b| {
-                b.queues.iter().map(move |q| {
-                    let labels = Labels(vec![
-                        ("bridge", Cow::Borrowed(b.name.as_str())),
-                        ("port", Cow::Borrowed(q.port.as_str())),
-                        ("ofport", Cow::Owned(q.ofport.to_string())),
-                        ("queue", Cow::Owned(q.queue.to_string())),
-                    ]);
-                    (labels, q)
-                })
-            })
-        };
-        counter(
-            &mut enc,
-            "queue_tx_packets",
-            "Packets an egress queue sent.",
-            None,
-            queues().map(|(l, q)| (l, q.tx_packets)),
-        )?;
-        counter(
-            &mut enc,
-            "queue_tx",
-            "Bytes an egress queue sent.",
-            Some(Unit::Bytes),
-            queues().map(|(l, q)| (l, q.tx_bytes)),
-        )?;
-        counter(
-            &mut enc,
-            "queue_dropped",
-            "Packets an egress queue dropped because it was full.",
-            None,
-            queues().map(|(l, q)| (l, q.dropped)),
-        )?;
+        let queues = || per_bridge(bridges, |b| &b.queues, queue_labels);
+        let queue_counters: [ItemCounter<QueueMetrics>; 3] = [
+            (
+                "queue_tx_packets",
+                None,
+                "Packets an egress queue sent.",
+                |q| q.tx_packets,
+            ),
+            (
+                "queue_tx",
+                Some(Unit::Bytes),
+                "Bytes an egress queue sent.",
+                |q| q.tx_bytes,
+            ),
+            (
+                "queue_dropped",
+                None,
+                "Packets an egress queue dropped because it was full.",
+                |q| q.dropped,
+            ),
+        ];
+        for (name, unit, help, get) in queue_counters {
+            counter(
+                &mut enc,
+                name,
+                help,
+                unit,
+                queues().map(|(l, q)| (l, get(q))),
+            )?;
+        }
         counter(
             &mut enc,
             "drops",
             "Packets the bridge dropped, by reason.",
             None,
-            bridges.iter().flat_map(|b| {
-                b.drops.iter().map(move |(reason, n)| {
-                    let labels = Labels(vec![
-                        ("bridge", Cow::Borrowed(b.name.as_str())),
-                        ("reason", Cow::Borrowed(reason.as_str())),
-                    ]);
-                    (labels, *n)
-                })
-            }),
+            per_bridge(
+                bridges,
+                |b| &b.drops,
+                |(reason, _)| vec![("reason", Cow::Borrowed(reason.as_str()))],
+            )
+            .map(|(l, (_, n))| (l, *n)),
         )?;
 
         gauge(
@@ -639,6 +592,44 @@ fn bridge_labels(b: &BridgeMetrics) -> Labels<'_> {
     Labels(vec![("bridge", Cow::Borrowed(b.name.as_str()))])
 }
 
+fn port_labels(p: &PortMetrics) -> Vec<(&'static str, Cow<'_, str>)> {
+    vec![
+        ("port", Cow::Borrowed(p.name.as_str())),
+        ("ofport", Cow::Owned(p.number.to_string())),
+    ]
+}
+
+fn worker_labels(w: &WorkerMetrics) -> Vec<(&'static str, Cow<'_, str>)> {
+    vec![
+        ("thread", Cow::Borrowed(w.thread.as_str())),
+        ("role", Cow::Borrowed(w.role.as_str())),
+    ]
+}
+
+fn queue_labels(q: &QueueMetrics) -> Vec<(&'static str, Cow<'_, str>)> {
+    vec![
+        ("port", Cow::Borrowed(q.port.as_str())),
+        ("ofport", Cow::Owned(q.ofport.to_string())),
+        ("queue", Cow::Owned(q.queue.to_string())),
+    ]
+}
+
+/// Every item `items` picks out of each bridge (its ports, tables, ...), with
+/// the series' labels: `bridge` first, then those `labels` gives the item.
+fn per_bridge<'a, T: 'a>(
+    bridges: &'a [BridgeMetrics],
+    items: impl Fn(&'a BridgeMetrics) -> &'a Vec<T>,
+    labels: impl Fn(&'a T) -> Vec<(&'static str, Cow<'a, str>)> + Copy,
+) -> impl Iterator<Item = (Labels<'a>, &'a T)> {
+    bridges.iter().flat_map(move |b| {
+        items(b).iter().map(move |item| {
+            let mut l = bridge_labels(b);
+            l.0.extend(labels(item));
+            (l, item)
+        })
+    })
+}
+
 /// Nanoseconds as seconds.
 fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
@@ -654,6 +645,15 @@ fn clamp(v: u64) -> i64 {
 /// encoder writes label values as given.
 #[derive(Debug, Default)]
 struct Labels<'a>(Vec<(&'static str, Cow<'a, str>)>);
+
+impl<'a> Labels<'a> {
+    /// These labels and one more, last.
+    fn with(&self, key: &'static str, value: Cow<'a, str>) -> Self {
+        let mut l = self.0.clone();
+        l.push((key, value));
+        Labels(l)
+    }
+}
 
 impl EncodeLabelSet for Labels<'_> {
     fn encode(&self, encoder: &mut LabelSetEncoder) -> fmt::Result {

@@ -5,7 +5,7 @@ use crate::capture::Capture;
 use crate::delay::{QueueDelay, RxBound};
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::FlushPolicy;
-use crate::memory::{MemoryGenerator, MemorySink};
+use crate::memory::{MemoryGenerator, MemorySink, SinkHandle};
 use crate::patch::{self, PatchPort};
 use crate::port::{Burst, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
 use crate::qos::QosSpec;
@@ -175,16 +175,37 @@ fn overload_drops_are_counted_by_name() {
     overload_drops(true);
 }
 
-fn overload_drops(late: bool) {
-    // A slow worker behind a tiny ring: the RX thread must drop and count.
-    let generated = 20_000u64;
-    let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
+/// How many frames the drop tests send.
+const DROP_TEST_FRAMES: u64 = 20_000;
+
+/// A generator of [`DROP_TEST_FRAMES`] frames on port 1 and, on port 2, the
+/// sink `wrap` makes from a memory sink; with that sink's handle.
+fn gen_to_sink(
+    wrap: impl FnOnce(MemorySink) -> Box<dyn PortBackend>,
+) -> (Vec<PortSpec>, SinkHandle) {
+    let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(DROP_TEST_FRAMES);
     let sink = MemorySink::new("sink");
     let seen = sink.handle();
     let ports = vec![
         PortSpec::new(1, Box::new(gen)),
-        PortSpec::new(2, Box::new(sink)),
+        PortSpec::new(2, wrap(sink)),
     ];
+    (ports, seen)
+}
+
+/// Waits (20 s at most) until every generated frame was seen or counted
+/// as dropped.
+fn wait_accounted_for(t: &Threads, seen: &SinkHandle) {
+    eventually(Duration::from_secs(20), || {
+        let d = t.drops();
+        seen.packets() + d.rx_total() + d.tx_total() >= DROP_TEST_FRAMES
+    });
+}
+
+fn overload_drops(late: bool) {
+    // A slow worker behind a tiny ring: the RX thread must drop and count.
+    let generated = DROP_TEST_FRAMES;
+    let (ports, seen) = gen_to_sink(|sink| Box::new(sink));
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.rx_ring = 64;
     // The ring's own limit, not the time bound (tested below).
@@ -200,14 +221,7 @@ fn overload_drops(late: bool) {
         )
     };
     let t = start_with(&c, ports, late, &mut |_| slow());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        let d = t.drops();
-        if seen.packets() + d.rx_ring_full + d.tx_ring_full >= generated {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_accounted_for(&t, &seen);
     let d = t.drops();
     let per_port = t.port_drops();
     t.stop();
@@ -262,23 +276,14 @@ fn tx_ring_drops_count_against_the_output_port_and_every_packet_is_accounted_for
 }
 
 fn tx_ring_drops(late: bool) {
-    let generated = 20_000u64;
-    let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
-    let sink = MemorySink::new("sink");
-    let seen = sink.handle();
-    let ports = vec![
-        PortSpec::new(1, Box::new(gen)),
-        PortSpec::new(2, Box::new(SlowSink(sink))),
-    ];
+    let generated = DROP_TEST_FRAMES;
+    let (ports, seen) = gen_to_sink(|sink| Box::new(SlowSink(sink)));
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.tx_ring = 64;
     c.queue_delay = QueueDelay::Deep;
     let t = start_with(&c, ports, late, &mut |_| cross());
-    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_accounted_for(&t, &seen);
     let total = |d: &ThreadDrops| d.rx_total() + d.tx_total();
-    while Instant::now() < deadline && seen.packets() + total(&t.drops()) < generated {
-        std::thread::sleep(Duration::from_millis(5));
-    }
     let d = t.drops();
     let per_port = t.port_drops();
     t.stop();
