@@ -689,15 +689,8 @@ fn parse_write_actions(t: Tok<'_>, pkt: &Packet) -> Result<Vec<Action>, ParseErr
     written.checks = Checks::None;
     let list = parse_actions_with_tokens(t, &mut written)?;
     if pkt.checks != Checks::None {
-        let rank = |a: &Action| match a {
-            Action::PopVlan | Action::PopMpls { .. } | Action::PopPbb => 0,
-            Action::PushMpls { .. } => 1,
-            Action::PushPbb { .. } => 2,
-            Action::PushVlan { .. } => 3,
-            _ => 4,
-        };
         let mut order: Vec<&(Action, Tok<'_>)> = list.iter().collect();
-        order.sort_by_key(|(a, _)| rank(a));
+        order.sort_by_key(|(a, _)| a.action_set_rank());
         let mut set = pkt.clone();
         set.checks = Checks::Write;
         for (a, tok) in order {

@@ -82,6 +82,26 @@ const ACTION_BAD_LEN: OfpError = OfpError::BadAction(BadActionCode::BadLen);
 crate::wire::codec_field!(Action);
 
 impl Action {
+    /// The rank [`Self::action_set_rank`] gives every action that is not a
+    /// pop or a push: those run after all of them.
+    pub const AFTER_PUSHES: u8 = 4;
+
+    /// Where an action set runs this action among the header changes
+    /// (OpenFlow 1.3 §5.10): pops first (0), then the pushes of MPLS (1),
+    /// PBB (2) and VLAN (3), then everything else
+    /// ([`Self::AFTER_PUSHES`]). Checking a write-actions list in this
+    /// order is what lets a set-field of a tag's VID stand before the
+    /// push of that tag.
+    pub fn action_set_rank(&self) -> u8 {
+        match self {
+            Action::PopVlan | Action::PopMpls { .. } | Action::PopPbb => 0,
+            Action::PushMpls { .. } => 1,
+            Action::PushPbb { .. } => 2,
+            Action::PushVlan { .. } => 3,
+            _ => Self::AFTER_PUSHES,
+        }
+    }
+
     /// The `OFPAT_*` type number.
     pub fn type_code(&self) -> u16 {
         use action_type as t;

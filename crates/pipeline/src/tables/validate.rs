@@ -163,19 +163,13 @@ fn validate_action_set(
     group_exists: &dyn Fn(u32) -> bool,
     policy: ActionPolicy,
 ) -> Result<(), OfpError> {
-    let rank = |a: &Action| match a {
-        Action::PopVlan | Action::PopMpls { .. } | Action::PopPbb => 0,
-        Action::PushMpls { .. } => 1,
-        Action::PushPbb { .. } => 2,
-        Action::PushVlan { .. } => 3,
-        _ => 4,
-    };
     let mut ordered: Vec<&Action> = actions.iter().collect();
-    ordered.sort_by_key(|a| rank(a));
+    ordered.sort_by_key(|a| a.action_set_rank());
     for a in ordered {
         // TTL actions run after the pushes in the set, on a header the
         // spec leaves open: they are not checked against the packet here.
-        let checked = rank(a) < 4 || matches!(a, Action::SetField { .. });
+        let checked =
+            a.action_set_rank() < Action::AFTER_PUSHES || matches!(a, Action::SetField { .. });
         check_action(a, checked.then_some(&*packet), group_exists, policy)?;
         track(a, packet);
     }
