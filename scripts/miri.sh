@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Miri over the tests of the modules with `unsafe` that can run without
-# system calls: the SPSC ring and the packet buffers' lent storage
-# (dataplane), and the classifier's prefetching subtable. The port
+# system calls: the SPSC ring and the port layer's counters (dataplane),
+# the packet buffer with its lent storage and pool (packet), and the
+# classifier's prefetching subtable. The port
 # backends (packet sockets, AF_XDP, TAP, netlink, eventfd) are system
 # calls through libc and cannot run under Miri; their invariants are
 # stated at each `unsafe` block and exercised by the end-to-end tests.
@@ -22,5 +23,6 @@ rustup toolchain install --profile minimal --component miri,rust-src "$tc" >/dev
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 export PROPTEST_CASES="${PROPTEST_CASES:-8}"
 cargo +"$tc" miri test -p dataplane --lib -- spsc:: port::
+cargo +"$tc" miri test -p packet --lib -- buffer::
 cargo +"$tc" miri test -p classifier --lib -- subtable::
 echo "miri: no undefined behaviour found"
