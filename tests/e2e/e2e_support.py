@@ -163,6 +163,24 @@ def split_messages(buf):
     return msgs, buf
 
 
+def recv_messages(sock, buf, timeout_ok=False):
+    """Read once from `sock` and split what has come so far: (messages,
+    bytes left over), or None once the connection is closed or fails. A
+    receive timeout is a failure unless `timeout_ok`, which makes it an
+    empty read."""
+    try:
+        data = sock.recv(65536)
+    except socket.timeout:
+        if timeout_ok:
+            return [], buf
+        return None
+    except OSError:
+        return None
+    if not data:
+        return None
+    return split_messages(buf + data)
+
+
 def in_ns(ns, *argv, **kw):
     return subprocess.run(["ip", "netns", "exec", ns, *argv], capture_output=True, text=True, **kw)
 
@@ -211,14 +229,8 @@ class Controller:
         conn.sendall(struct.pack("!BBHI", 4, 0, 8, 1))  # HELLO
         conn.sendall(struct.pack("!BBHIHH4x", 4, 18, 16, 2, 13, 0))  # PORT_DESC request
         buf = b""
-        while True:
-            try:
-                data = conn.recv(65536)
-            except OSError:
-                break
-            if not data:
-                break
-            msgs, buf = split_messages(buf + data)
+        while (got := recv_messages(conn, buf)) is not None:
+            msgs, buf = got
             for typ, xid, msg in msgs:
                 length = len(msg)
                 if typ == 2:  # ECHO_REQUEST

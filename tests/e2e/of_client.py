@@ -11,7 +11,7 @@ import struct
 import threading
 import time
 
-from e2e_support import split_messages
+from e2e_support import recv_messages
 from os_ken.ofproto import ofproto_v1_3 as ofp
 from os_ken.ofproto import ofproto_v1_3_parser as parser
 
@@ -60,15 +60,10 @@ class OfClient:
         while not self.done:
             if not self.reading.wait(0.1):
                 continue
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            except OSError:
+            got = recv_messages(self.sock, buf, timeout_ok=True)
+            if got is None:
                 break
-            if not data:
-                break
-            msgs, buf = split_messages(buf + data)
+            msgs, buf = got
             for typ, xid, msg in msgs:
                 if typ == ECHO_REQUEST:
                     with self.lock:

@@ -116,6 +116,11 @@ class Ctx:
         """Where traffic generators run: CPU 0."""
         return "0"
 
+    def two_cpus(self, where):
+        """A result's setup line on the usual two-CPU machine: `where` each
+        program ran, then the caveat every figure carries."""
+        return f"Two CPUs: {where}; other builds may have shared the machine."
+
     def switch_cpus(self, n=1):
         """Where a switch with n busy threads runs beside a generator: CPUs
         from 1 up, never the generator's CPU 0 (a paced generator sharing

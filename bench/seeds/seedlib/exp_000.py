@@ -29,10 +29,10 @@ PAPER_WORKERS = {(1, 3): 940.0, (2, 3): 1871.1, (1, 1000): 429.5, (2, 1000): 788
 @experiment("000-batching", "000", "ping delay at light load against the batching parameter", (1, 3),
             plot="plot_batching")
 def batching(ctx, res):
-    settings = ctx.pick([0, 1000], [0, 100, 1000], [0, 10, 100, 300, 1000])
-    count = ctx.pick(5, 20, 60)
-    interval = ctx.pick(0.02, 0.1, 0.1)
-    tsecs = ctx.pick(0, 1, 4)  # 0: no iperf3 (smoke)
+    # Each size's settings, ping count and interval, and iperf3 seconds (0: none).
+    settings, count, interval, tsecs = ctx.pick(([0, 1000], 5, 0.02, 0),
+                                                ([0, 100, 1000], 20, 0.1, 1),
+                                                ([0, 10, 100, 300, 1000], 60, 0.1, 4))
     res.caption = (
         "Lagopus's batching knob is a loop count: how many polling rounds a partly filled burst may wait before "
         "it is pushed on. fulmar has no loop count; its closest settings are time bounds, so the x axis is "
@@ -415,8 +415,8 @@ def priority(ctx, res):
         "percentile, and the pings lost. fulmar's four threads (RX, two workers, TX) share one CPU here, so even "
         "on a worker of its own the ping waits for the scheduler at each hand-over while the bulk worker is busy; "
         "with a core per thread that wait goes.")
-    res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}; fulmar's RX, two worker and TX threads, and OVS, on CPU "
-                 f"{ctx.switch_cpus(1)}; other builds may have shared the machine.")
+    res.setup = ctx.two_cpus(f"trafgen on CPU {ctx.gen_cpus}; fulmar's RX, two worker and TX threads, and OVS, "
+                             f"on CPU {ctx.switch_cpus(1)}")
     res.paper = [("ping alone, loop count 100 / 10000", "0.507 / 4.468 ms mean"),
                  ("ping beside a 1 Gbit/s iperf3 flow on the same worker", "delay grows linearly with time while "
                   "the flow lasts (Fig. 3), back to normal when it ends")]

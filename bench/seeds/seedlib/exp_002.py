@@ -42,8 +42,7 @@ def rules(ctx, res):
         "scenario (wildcards of many shapes, distinct priorities: the classifier's hard case) and of the l2 "
         "scenario (exact MACs). Right: each relative to its smallest N, beside what a 20 ns-a-rule linear "
         "search would do at the veth per-packet cost measured here.")
-    res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, the switch or bench worker on CPU "
-                 f"{ctx.switch_cpus(1)}; other builds may have shared the machine.")
+    res.setup = ctx.two_cpus(f"trafgen on CPU {ctx.gen_cpus}, the switch or bench worker on CPU {ctx.switch_cpus(1)}")
     res.paper = [("OFsoftswitch (linear lookup)", "bandwidth falls with the rules passed, ≈ 20 ns a rule"),
                  ("Open vSwitch (kernel hash)", "bandwidth independent of the number of rules")]
     for scen in ("acl", "l2"):

@@ -216,6 +216,44 @@ pub struct TxDrops {
     pub runt: u64,
 }
 
+/// `+` for a struct of counters: the field-by-field sum (the struct
+/// literal makes the compiler check that every field is named).
+macro_rules! add_fields {
+    ($t:ident { $($f:ident),+ $(,)? }) => {
+        impl std::ops::Add for $t {
+            type Output = $t;
+            fn add(self, o: $t) -> $t {
+                $t { $($f: self.$f + o.$f),+ }
+            }
+        }
+    };
+}
+
+add_fields!(RxDrops {
+    ring_full,
+    truncated,
+    malformed,
+    tunnel_malformed,
+    tunnel_mismatch,
+    queue_delay
+});
+add_fields!(TxDrops {
+    oversize,
+    link_down,
+    queue_full,
+    runt
+});
+add_fields!(PortCounters {
+    rx_packets,
+    rx_bytes,
+    rx_drops,
+    rx_errors,
+    tx_packets,
+    tx_bytes,
+    tx_drops,
+    tx_errors
+});
+
 /// Per-port counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PortCounters {
@@ -275,29 +313,7 @@ impl PortCounters {
     /// Field-by-field sum, e.g. a port and its split sender, or several
     /// queues of one port.
     pub fn merged(&self, other: &PortCounters) -> PortCounters {
-        let (a, b) = (self, other);
-        PortCounters {
-            rx_packets: a.rx_packets + b.rx_packets,
-            rx_bytes: a.rx_bytes + b.rx_bytes,
-            rx_drops: RxDrops {
-                ring_full: a.rx_drops.ring_full + b.rx_drops.ring_full,
-                truncated: a.rx_drops.truncated + b.rx_drops.truncated,
-                malformed: a.rx_drops.malformed + b.rx_drops.malformed,
-                tunnel_malformed: a.rx_drops.tunnel_malformed + b.rx_drops.tunnel_malformed,
-                tunnel_mismatch: a.rx_drops.tunnel_mismatch + b.rx_drops.tunnel_mismatch,
-                queue_delay: a.rx_drops.queue_delay + b.rx_drops.queue_delay,
-            },
-            rx_errors: a.rx_errors + b.rx_errors,
-            tx_packets: a.tx_packets + b.tx_packets,
-            tx_bytes: a.tx_bytes + b.tx_bytes,
-            tx_drops: TxDrops {
-                oversize: a.tx_drops.oversize + b.tx_drops.oversize,
-                link_down: a.tx_drops.link_down + b.tx_drops.link_down,
-                queue_full: a.tx_drops.queue_full + b.tx_drops.queue_full,
-                runt: a.tx_drops.runt + b.tx_drops.runt,
-            },
-            tx_errors: a.tx_errors + b.tx_errors,
-        }
+        *self + *other
     }
 }
 

@@ -9,11 +9,24 @@ use serde_json::{json, Map, Value};
 /// The database this module works on.
 pub const DB: &str = "Open_vSwitch";
 
-/// The monitored tables and columns: what fulmar reads (the
-/// configuration), what it writes back (to see what is already there), and
-/// columns it does not support but reports when set.
-pub const MONITORED: &[(&str, &[&str])] = &[
-    ("Open_vSwitch", &["bridges", "next_cfg", "cur_cfg"]),
+/// The Bridge columns fulmar does not support but reports (as ignored)
+/// when set.
+pub const BRIDGE_UNSUPPORTED: &[&str] = &[
+    "stp_enable",
+    "rstp_enable",
+    "mcast_snooping_enable",
+    "mirrors",
+    "netflow",
+    "sflow",
+    "ipfix",
+];
+
+/// The monitored tables and columns: `(table, columns, unsupported)`:
+/// what fulmar reads (the configuration) or writes back (to see what is
+/// already there), then the columns it does not support but reports when
+/// set.
+pub const MONITORED: &[(&str, &[&str], &[&str])] = &[
+    ("Open_vSwitch", &["bridges", "next_cfg", "cur_cfg"], &[]),
     (
         "Bridge",
         &[
@@ -24,14 +37,8 @@ pub const MONITORED: &[(&str, &[&str])] = &[
             "other_config",
             "datapath_id",
             "status",
-            "stp_enable",
-            "rstp_enable",
-            "mcast_snooping_enable",
-            "mirrors",
-            "netflow",
-            "sflow",
-            "ipfix",
         ],
+        BRIDGE_UNSUPPORTED,
     ),
     (
         "Port",
@@ -44,9 +51,10 @@ pub const MONITORED: &[(&str, &[&str])] = &[
             "bond_mode",
             "qos",
         ],
+        &[],
     ),
-    ("QoS", &["type", "other_config", "queues"]),
-    ("Queue", &["other_config"]),
+    ("QoS", &["type", "other_config", "queues"], &[]),
+    ("Queue", &["other_config"], &[]),
     (
         "Interface",
         &[
@@ -64,9 +72,14 @@ pub const MONITORED: &[(&str, &[&str])] = &[
             "ingress_policing_rate",
             "bfd",
         ],
+        &[],
     ),
-    ("Controller", &["target", "is_connected", "role", "status"]),
-    ("Manager", &["target"]),
+    (
+        "Controller",
+        &["target", "is_connected", "role", "status"],
+        &[],
+    ),
+    ("Manager", &["target"], &[]),
 ];
 
 /// The id our monitor's updates carry.
@@ -75,7 +88,8 @@ pub const MONITOR_ID: &str = "fulmar";
 /// The `monitor` parameters.
 pub fn monitor_params() -> Value {
     let mut reqs = Map::new();
-    for (table, cols) in MONITORED {
+    for (table, cols, unsupported) in MONITORED {
+        let cols: Vec<&str> = cols.iter().chain(*unsupported).copied().collect();
         reqs.insert(table.to_string(), json!({ "columns": cols }));
     }
     json!([DB, MONITOR_ID, reqs])
@@ -192,7 +206,7 @@ mod tests {
     fn monitor_asks_for_every_table() {
         let p = monitor_params();
         assert_eq!(p[0], DB);
-        for (t, _) in MONITORED {
+        for (t, _, _) in MONITORED {
             assert!(p[2][t]["columns"].is_array());
         }
     }

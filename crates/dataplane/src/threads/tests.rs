@@ -247,10 +247,14 @@ fn overload_drops(late: bool) {
     assert_eq!((d.no_port, d.port_error), (0, 0));
 }
 
-/// A sink that takes its time over every burst.
-struct SlowSink(MemorySink);
+/// A memory sink whose `tx_burst` goes through `.1` (e.g. [`slowly`],
+/// [`one_at_a_time`]).
+struct SinkWith(
+    MemorySink,
+    fn(&mut MemorySink, &mut TxBurst) -> io::Result<usize>,
+);
 
-impl PortBackend for SlowSink {
+impl PortBackend for SinkWith {
     fn name(&self) -> &str {
         self.0.name()
     }
@@ -258,8 +262,7 @@ impl PortBackend for SlowSink {
         self.0.rx_burst(out)
     }
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        std::thread::sleep(Duration::from_micros(300));
-        self.0.tx_burst(pkts)
+        (self.1)(&mut self.0, pkts)
     }
     fn link_state(&self) -> LinkState {
         self.0.link_state()
@@ -267,6 +270,12 @@ impl PortBackend for SlowSink {
     fn stats(&self) -> PortCounters {
         self.0.stats()
     }
+}
+
+/// Takes its time over every burst.
+fn slowly(sink: &mut MemorySink, pkts: &mut TxBurst) -> io::Result<usize> {
+    std::thread::sleep(Duration::from_micros(300));
+    sink.tx_burst(pkts)
 }
 
 #[test]
@@ -277,7 +286,7 @@ fn tx_ring_drops_count_against_the_output_port_and_every_packet_is_accounted_for
 
 fn tx_ring_drops(late: bool) {
     let generated = DROP_TEST_FRAMES;
-    let (ports, seen) = gen_to_sink(|sink| Box::new(SlowSink(sink)));
+    let (ports, seen) = gen_to_sink(|sink| Box::new(SinkWith(sink, slowly)));
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.tx_ring = 64;
     c.queue_delay = QueueDelay::Deep;
@@ -460,21 +469,25 @@ fn priority_class_gets_its_own_worker() {
     }
 }
 
-/// A port whose handles (reader and split senders) each hold `token`, so
-/// a test can tell when the threads have dropped all of them; `split:
-/// false` makes it a backend that cannot split (shared behind a mutex).
+/// A pass-through port around another backend, for tests: its handles
+/// (reader and split senders) each hold `token`, so a test can tell when
+/// the threads have dropped all of them; `split: false` makes it a backend
+/// that cannot split (shared behind a mutex); `bounds` records the bounds
+/// its reader hands it.
 struct Watched {
     inner: Box<dyn PortBackend>,
     token: Arc<()>,
     split: bool,
+    bounds: Arc<Mutex<Vec<Option<RxBound>>>>,
 }
 
 impl Watched {
-    fn new(inner: PatchPort, token: &Arc<()>, split: bool) -> Box<Watched> {
+    fn new(inner: impl PortBackend + 'static, token: &Arc<()>, split: bool) -> Box<Watched> {
         Box::new(Watched {
             inner: Box::new(inner),
             token: token.clone(),
             split,
+            bounds: Arc::default(),
         })
     }
 }
@@ -507,11 +520,16 @@ impl PortBackend for Watched {
                 inner: s,
                 token: self.token.clone(),
                 split: true,
+                bounds: self.bounds.clone(),
             })
         }))
     }
     fn attach_doorbell(&mut self, bell: Arc<Doorbell>) -> bool {
         self.inner.attach_doorbell(bell)
+    }
+    fn set_rx_bound(&mut self, bound: Option<RxBound>) {
+        self.bounds.lock().unwrap().push(bound);
+        self.inner.set_rx_bound(bound);
     }
 }
 
@@ -1018,29 +1036,13 @@ fn split_threads_capture_exactly_what_a_port_receives_and_sends() {
     capture_both_ways(ThreadMode::RxWorkerTx, 3, true);
 }
 
-/// A sink that takes one packet per `tx_burst` call and leaves the rest.
-struct OneAtATime(MemorySink);
-
-impl PortBackend for OneAtATime {
-    fn name(&self) -> &str {
-        self.0.name()
+/// Takes one packet per `tx_burst` call and leaves the rest.
+fn one_at_a_time(sink: &mut MemorySink, pkts: &mut TxBurst) -> io::Result<usize> {
+    let mut one = Burst::with_limit(1);
+    if let Some(p) = pkts.drain_front(1).next() {
+        let _ = one.push(p);
     }
-    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
-        self.0.rx_burst(out)
-    }
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        let mut one = Burst::with_limit(1);
-        if let Some(p) = pkts.drain_front(1).next() {
-            let _ = one.push(p);
-        }
-        self.0.tx_burst(&mut one)
-    }
-    fn link_state(&self) -> LinkState {
-        self.0.link_state()
-    }
-    fn stats(&self) -> PortCounters {
-        self.0.stats()
-    }
+    sink.tx_burst(&mut one)
 }
 
 /// A port that takes its bursts piecemeal: each frame it sends is in the
@@ -1051,7 +1053,10 @@ fn a_frame_the_port_refuses_at_first_is_captured_once_when_it_leaves() {
     for mode in [ThreadMode::RunToCompletion, ThreadMode::RxWorkerTx] {
         let sink_port = MemorySink::new("slow").keeping(1000);
         let seen = sink_port.handle();
-        let ports = vec![PortSpec::new(2, Box::new(OneAtATime(sink_port)))];
+        let ports = vec![PortSpec::new(
+            2,
+            Box::new(SinkWith(sink_port, one_at_a_time)),
+        )];
         let mut t = Threads::start(&cfg(mode, 1), ports, &mut |_| cross()).unwrap();
         let sink = Arc::new(Capture::new("slow").with_snaplen(40));
         t.start_capture(2, sink.clone()).unwrap();
@@ -1465,44 +1470,15 @@ fn deep_queues_fill_the_ring_instead() {
     assert!(forwarded >= 1024, "{forwarded} forwarded");
 }
 
-/// A generator that records the bounds its reader hands it.
-struct Bounded {
-    inner: MemoryGenerator,
-    bounds: Arc<Mutex<Vec<Option<RxBound>>>>,
-}
-
-impl PortBackend for Bounded {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
-        self.inner.rx_burst(out)
-    }
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        self.inner.tx_burst(pkts)
-    }
-    fn link_state(&self) -> LinkState {
-        LinkState::Up
-    }
-    fn stats(&self) -> PortCounters {
-        self.inner.stats()
-    }
-    fn set_rx_bound(&mut self, bound: Option<RxBound>) {
-        self.bounds.lock().unwrap().push(bound);
-    }
-}
-
 /// Runs `mode` threads over a recording generator until the reader has
 /// published every packet it read, and returns the bounds it was handed.
 fn bounds_handed(mode: ThreadMode, delay: QueueDelay) -> Vec<Option<RxBound>> {
     let generated = 3_000u64;
-    let bounds = Arc::new(Mutex::new(Vec::new()));
-    let gen = Bounded {
-        inner: MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated),
-        bounds: bounds.clone(),
-    };
+    let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
+    let gen = Watched::new(gen, &Arc::new(()), true);
+    let bounds = gen.bounds.clone();
     let ports = vec![
-        PortSpec::new(1, Box::new(gen)),
+        PortSpec::new(1, gen),
         PortSpec::new(2, Box::new(MemorySink::new("sink"))),
     ];
     let mut c = cfg(mode, 1);

@@ -36,13 +36,10 @@ echo_interval_ms = 1000
 name = "br1"
 dpid = 3
 fail_mode = "standalone"
-[[bridges.ports]]
-port = 1
-interface = "tap0"
-backend = "tap"
-[[bridges.ports]]
-port = 10
-backend = "patch"
+ports = [
+  { port = 1, interface = "tap0", backend = "tap" },
+  { port = 10, backend = "patch" },
+]
 
 [[patch_links]]
 a = "br0:10"
@@ -56,6 +53,16 @@ fn base() -> Config {
 fn ctl(words: &str) -> Vec<Op> {
     let w: Vec<&str> = words.split_whitespace().collect();
     parse_ctl(&w).unwrap_or_else(|e| panic!("{words}: {e}"))
+}
+
+/// The `Change` variant `$kind` for port 1 of br0 (eth0).
+macro_rules! br0_port1 {
+    ($kind:ident) => {
+        Change::$kind {
+            bridge: "br0".into(),
+            port: 1,
+        }
+    };
 }
 
 /// Applies `words` to the base model.
@@ -1114,13 +1121,7 @@ fn port_vlan_settings_by_transaction() {
         .unwrap();
     assert!(port(&cleared, "br0", 1).vlan.is_default());
     // Live: a VLAN change re-opens nothing.
-    assert_eq!(
-        diff(&base(), &c),
-        vec![Change::SetPortVlan {
-            bridge: "br0".into(),
-            port: 1
-        }]
-    );
+    assert_eq!(diff(&base(), &c), vec![br0_port1!(SetPortVlan)]);
     // What does not go together is refused, naming the operation.
     let e = err("set port eth0 vlan_mode=access");
     assert!(e.contains("needs a tag"), "{e}");
@@ -1184,13 +1185,7 @@ fn set_qos_and_clear_qos() {
         (q.queues[1].id, q.queues[1].priority, q.queues[1].max_rate),
         (2, 3, 5_000_000)
     );
-    assert_eq!(
-        diff(&base(), &c),
-        vec![Change::SetQos {
-            bridge: "br0".into(),
-            port: 1
-        }]
-    );
+    assert_eq!(diff(&base(), &c), vec![br0_port1!(SetQos)]);
     // The words it prints parse back to the same operation.
     let op = ctl("set-qos br0 1 max_rate=10 queue:7=priority:1");
     let again = ctl(&op[0].to_string());

@@ -63,10 +63,7 @@ pub(super) fn edit_queues(
             .collect(),
     };
     let res = cs.child("resources");
-    let rop = match res {
-        Some(r) => op_of(r, op)?,
-        None => op,
-    };
+    let rop = res.map_or(Ok(op), |r| op_of(r, op))?;
     let mut listed: Vec<(String, u32)> = Vec::new();
     for q in res.iter().flat_map(|r| r.children_named("queue")) {
         let (port, id) = edit_queue(&mut st, q, op_of(q, rop)?)?;
@@ -94,10 +91,7 @@ pub(super) fn edit_queues(
                 continue;
             }
             let sres = sw.child("resources");
-            let qop = match sres {
-                Some(r) => op_of(r, sop)?,
-                None => sop,
-            };
+            let qop = sres.map_or(Ok(sop), |r| op_of(r, sop))?;
             let mut refs: Vec<(String, u32)> = Vec::new();
             for r in sres.iter().flat_map(|r| r.children_named("queue")) {
                 let eop = op_of(r, qop)?;
