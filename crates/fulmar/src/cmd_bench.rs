@@ -213,15 +213,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
             ..CouplingOptions::default()
         };
         let r = fulmar_bench::coupling(&opts, &c)?;
-        for m in &r.mismatch_lines {
-            eprintln!("mismatch: {m}");
-        }
-        let mut out = std::io::stdout().lock();
-        if args.json {
-            writeln!(out, "{}", serde_json::to_string(&r)?)?;
-        } else {
-            print_coupling(&r, &mut out)?;
-        }
+        emit(&r, &r.mismatch_lines, args.json, print_coupling)?;
         return Ok(if r.mismatches == 0 {
             ExitCode::SUCCESS
         } else {
@@ -229,15 +221,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
         });
     }
     let report = fulmar_bench::bench(&opts)?;
-    for m in &report.mismatch_lines {
-        eprintln!("mismatch: {m}");
-    }
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        writeln!(out, "{}", serde_json::to_string(&report)?)?;
-    } else {
-        print_report(&report, &mut out)?;
-    }
+    emit(&report, &report.mismatch_lines, args.json, print_report)?;
     let ref_bad = report
         .reference
         .as_ref()
@@ -247,6 +231,26 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Writes a run's mismatches to stderr and the run to stdout, as one JSON
+/// object or as text.
+fn emit<R: serde::Serialize>(
+    r: &R,
+    mismatch_lines: &[String],
+    json: bool,
+    print: fn(&R, &mut std::io::StdoutLock<'static>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    for m in mismatch_lines {
+        eprintln!("mismatch: {m}");
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(r)?)?;
+    } else {
+        print(r, &mut out)?;
+    }
+    Ok(())
 }
 
 fn print_report(r: &Report, w: &mut impl Write) -> anyhow::Result<()> {
