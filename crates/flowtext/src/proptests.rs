@@ -315,12 +315,8 @@ fn arb_bucket(group_type: GroupType) -> impl Strategy<Value = Bucket> {
 }
 
 fn arb_group_type() -> impl Strategy<Value = GroupType> {
-    prop::sample::select(vec![
-        GroupType::All,
-        GroupType::Select,
-        GroupType::Indirect,
-        GroupType::FastFailover,
-    ])
+    use GroupType as T;
+    prop::sample::select(vec![T::All, T::Select, T::Indirect, T::FastFailover])
 }
 
 /// A group the parser must take back exactly.
@@ -590,6 +586,39 @@ fn normalized_or_refused<T: PartialEq + std::fmt::Debug>(
     Ok(())
 }
 
+/// The two round-trip properties of a message kind: a valid one prints and
+/// parses back unchanged, and any one comes back normalized or is refused.
+macro_rules! round_trip_properties {
+    ($valid_test:ident: $valid:expr, $any_test:ident: $any:expr,
+     $format:ident, $parse:ident, $normalized:ident) => {
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            #[test]
+            fn $valid_test(m in $valid) {
+                parses_back(&m, $format, $parse)?;
+            }
+
+            #[test]
+            fn $any_test(m in $any) {
+                normalized_or_refused(&m, $format, $parse, $normalized)?;
+            }
+        }
+    };
+}
+
+round_trip_properties!(
+    valid_groups_print_and_parse_back: arb_valid_group(),
+    any_group_comes_back_normalized_or_is_refused: arb_group(),
+    format_group, parse_group, normalized_group
+);
+
+round_trip_properties!(
+    valid_meters_print_and_parse_back: arb_valid_meter(),
+    any_meter_comes_back_normalized_or_is_refused: arb_meter(),
+    format_meter, parse_meter, normalized_meter
+);
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -602,26 +631,6 @@ proptest! {
     #[test]
     fn any_flow_comes_back_normalized_or_is_refused(fm in arb_flow()) {
         normalized_or_refused(&fm, format_flow, parse_flow, normalized_flow)?;
-    }
-
-    #[test]
-    fn valid_groups_print_and_parse_back(gm in arb_valid_group()) {
-        parses_back(&gm, format_group, parse_group)?;
-    }
-
-    #[test]
-    fn any_group_comes_back_normalized_or_is_refused(gm in arb_group()) {
-        normalized_or_refused(&gm, format_group, parse_group, normalized_group)?;
-    }
-
-    #[test]
-    fn valid_meters_print_and_parse_back(mm in arb_valid_meter()) {
-        parses_back(&mm, format_meter, parse_meter)?;
-    }
-
-    #[test]
-    fn any_meter_comes_back_normalized_or_is_refused(mm in arb_meter()) {
-        normalized_or_refused(&mm, format_meter, parse_meter, normalized_meter)?;
     }
 
     #[test]

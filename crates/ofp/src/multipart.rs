@@ -200,29 +200,32 @@ fn u32_pad4(r: &mut Reader) -> Result<u32, DecodeError> {
     Ok(v)
 }
 
-impl MultipartRequestBody {
-    /// The `OFPMP_*` number of this body.
-    pub fn multipart_type(&self) -> u16 {
-        use multipart_type as t;
-        match self {
-            Self::Desc => t::DESC,
-            Self::Flow(_) => t::FLOW,
-            Self::Aggregate(_) => t::AGGREGATE,
-            Self::Table => t::TABLE,
-            Self::PortStats { .. } => t::PORT_STATS,
-            Self::Queue { .. } => t::QUEUE,
-            Self::Group { .. } => t::GROUP,
-            Self::GroupDesc => t::GROUP_DESC,
-            Self::GroupFeatures => t::GROUP_FEATURES,
-            Self::Meter { .. } => t::METER,
-            Self::MeterConfig { .. } => t::METER_CONFIG,
-            Self::MeterFeatures => t::METER_FEATURES,
-            Self::TableFeatures { .. } => t::TABLE_FEATURES,
-            Self::PortDesc => t::PORT_DESC,
-            Self::Experimenter(_) => t::EXPERIMENTER,
+/// `multipart_type()` for the request and the reply bodies: both name their
+/// variants after the `OFPMP_*` type they carry, and `Variant { .. }` matches
+/// unit, tuple and struct variants alike, so one table serves both.
+macro_rules! multipart_type_fn {
+    ($($body:ident),*) => {$(
+        multipart_type_fn!(@impl $body;
+            Desc DESC, Flow FLOW, Aggregate AGGREGATE, Table TABLE, PortStats PORT_STATS,
+            Queue QUEUE, Group GROUP, GroupDesc GROUP_DESC, GroupFeatures GROUP_FEATURES,
+            Meter METER, MeterConfig METER_CONFIG, MeterFeatures METER_FEATURES,
+            TableFeatures TABLE_FEATURES, PortDesc PORT_DESC, Experimenter EXPERIMENTER);
+    )*};
+    (@impl $body:ident; $($variant:ident $t:ident),*) => {
+        impl $body {
+            /// The `OFPMP_*` number of this body.
+            pub fn multipart_type(&self) -> u16 {
+                match self {
+                    $(Self::$variant { .. } => multipart_type::$t,)*
+                }
+            }
         }
-    }
+    };
+}
 
+multipart_type_fn!(MultipartRequestBody, MultipartReplyBody);
+
+impl MultipartRequestBody {
     /// Decodes the body of multipart type `mp_type`, to the end of `r`.
     fn decode(mp_type: u16, r: &mut Reader) -> Result<Self, DecodeError> {
         use multipart_type as t;
@@ -291,66 +294,36 @@ impl MultipartRequestBody {
 }
 
 impl MultipartReplyBody {
-    /// The `OFPMP_*` number of this body.
-    pub fn multipart_type(&self) -> u16 {
-        use multipart_type as t;
-        match self {
-            Self::Desc(_) => t::DESC,
-            Self::Flow { .. } => t::FLOW,
-            Self::Aggregate(_) => t::AGGREGATE,
-            Self::Table { .. } => t::TABLE,
-            Self::PortStats { .. } => t::PORT_STATS,
-            Self::Queue { .. } => t::QUEUE,
-            Self::Group { .. } => t::GROUP,
-            Self::GroupDesc { .. } => t::GROUP_DESC,
-            Self::GroupFeatures(_) => t::GROUP_FEATURES,
-            Self::Meter { .. } => t::METER,
-            Self::MeterConfig { .. } => t::METER_CONFIG,
-            Self::MeterFeatures(_) => t::METER_FEATURES,
-            Self::TableFeatures { .. } => t::TABLE_FEATURES,
-            Self::PortDesc { .. } => t::PORT_DESC,
-            Self::Experimenter(_) => t::EXPERIMENTER,
-        }
-    }
-
     /// Decodes the body of multipart type `mp_type`, to the end of `r`.
     fn decode(mp_type: u16, r: &mut Reader) -> Result<Self, DecodeError> {
         use multipart_type as t;
+        /// A body that is a sequence of `$ty` records to the end of `r`.
+        macro_rules! all {
+            ($variant:ident { $field:ident: $ty:ident }) => {
+                Self::$variant {
+                    $field: decode_all(r, $ty::decode)?,
+                }
+            };
+        }
         Ok(match mp_type {
             t::DESC => Self::Desc(Desc::decode(r)?),
-            t::FLOW => Self::Flow {
-                stats: decode_all(r, FlowStats::decode)?,
-            },
+            t::FLOW => all!(Flow { stats: FlowStats }),
             t::AGGREGATE => Self::Aggregate(AggregateStats::decode(r)?),
-            t::TABLE => Self::Table {
-                stats: decode_all(r, TableStats::decode)?,
-            },
-            t::PORT_STATS => Self::PortStats {
-                stats: decode_all(r, PortStats::decode)?,
-            },
-            t::QUEUE => Self::Queue {
-                stats: decode_all(r, QueueStats::decode)?,
-            },
-            t::GROUP => Self::Group {
-                stats: decode_all(r, GroupStats::decode)?,
-            },
-            t::GROUP_DESC => Self::GroupDesc {
-                groups: decode_all(r, GroupDesc::decode)?,
-            },
+            t::TABLE => all!(Table { stats: TableStats }),
+            t::PORT_STATS => all!(PortStats { stats: PortStats }),
+            t::QUEUE => all!(Queue { stats: QueueStats }),
+            t::GROUP => all!(Group { stats: GroupStats }),
+            t::GROUP_DESC => all!(GroupDesc { groups: GroupDesc }),
             t::GROUP_FEATURES => Self::GroupFeatures(GroupFeatures::decode(r)?),
-            t::METER => Self::Meter {
-                stats: decode_all(r, MeterStats::decode)?,
-            },
-            t::METER_CONFIG => Self::MeterConfig {
-                configs: decode_all(r, MeterConfig::decode)?,
-            },
+            t::METER => all!(Meter { stats: MeterStats }),
+            t::METER_CONFIG => all!(MeterConfig {
+                configs: MeterConfig
+            }),
             t::METER_FEATURES => Self::MeterFeatures(MeterFeatures::decode(r)?),
-            t::TABLE_FEATURES => Self::TableFeatures {
-                tables: decode_all(r, TableFeatures::decode)?,
-            },
-            t::PORT_DESC => Self::PortDesc {
-                ports: decode_all(r, Port::decode)?,
-            },
+            t::TABLE_FEATURES => all!(TableFeatures {
+                tables: TableFeatures
+            }),
+            t::PORT_DESC => all!(PortDesc { ports: Port }),
             t::EXPERIMENTER => Self::Experimenter(ExperimenterBody::decode(r)?),
             other => return Err(unknown_type(r, other)),
         })

@@ -86,6 +86,24 @@ impl FlowStats {
             ..FlowMod::default()
         }
     }
+
+    /// The FLOW_REMOVED body reporting this entry's departure for
+    /// `reason` (`OFPRR_*`), with these counters and age.
+    pub fn into_flow_removed(self, reason: u8) -> crate::FlowRemoved {
+        crate::FlowRemoved {
+            cookie: self.cookie,
+            priority: self.priority,
+            reason,
+            table_id: self.table_id,
+            duration_sec: self.duration_sec,
+            duration_nsec: self.duration_nsec,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            packet_count: self.packet_count,
+            byte_count: self.byte_count,
+            match_: self.match_,
+        }
+    }
 }
 
 wire_layout! {

@@ -328,13 +328,13 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
             put16(pkt, at, p);
             fix_sctp(pkt, k);
         }
-        Icmpv4Type(t) => rewrite16(
+        Icmpv4Type(t) | Icmpv6Type(t) => rewrite16(
             pkt,
             l4,
             (u16::from(t) << 8) | u16::from(pkt[l4 + 1]),
             Some(l4 + 2),
         ),
-        Icmpv4Code(c) => rewrite16(
+        Icmpv4Code(c) | Icmpv6Code(c) => rewrite16(
             pkt,
             l4,
             (u16::from(pkt[l4]) << 8) | u16::from(c),
@@ -364,18 +364,6 @@ pub fn set_field_with_key(pkt: &mut [u8], k: &FlowKey, v: &FieldValue) -> Result
             let w = (be32(pkt, l3) & 0xfff0_0000) | (fl & 0xf_ffff);
             put32(pkt, l3, w);
         }
-        Icmpv6Type(t) => rewrite16(
-            pkt,
-            l4,
-            (u16::from(t) << 8) | u16::from(pkt[l4 + 1]),
-            Some(l4 + 2),
-        ),
-        Icmpv6Code(c) => rewrite16(
-            pkt,
-            l4,
-            (u16::from(pkt[l4]) << 8) | u16::from(c),
-            Some(l4 + 2),
-        ),
         Ipv6NdTarget(a) => {
             let at = l4 + crate::icmpv6::ND_TARGET_OFFSET;
             let mut old = [0u8; 16];

@@ -214,32 +214,28 @@ pub fn eth_arp() -> Vec<u8> {
     eth(0x0806, &arp_body(1))
 }
 
-/// Two labels (100/tc 3/ttl 20, then 200/bos/ttl 30) over IPv4/UDP.
-pub fn eth_mpls2_ipv4() -> Vec<u8> {
-    let ip = eth_ipv4_udp();
-    let mut v = Vec::new();
-    v.extend_from_slice(&((100u32 << 12) | (3 << 9) | 20).to_be_bytes());
-    v.extend_from_slice(&((200u32 << 12) | 0x100 | 30).to_be_bytes());
+/// `labels` (label stack entries, outermost first) in front of what follows
+/// the Ethernet header of `ip`.
+fn eth_mpls_over(labels: &[u32], ip: &[u8]) -> Vec<u8> {
+    let mut v: Vec<u8> = labels.iter().flat_map(|l| l.to_be_bytes()).collect();
     v.extend_from_slice(&ip[14..]);
     eth(0x8847, &v)
+}
+
+/// Two labels (100/tc 3/ttl 20, then 200/bos/ttl 30) over IPv4/UDP.
+pub fn eth_mpls2_ipv4() -> Vec<u8> {
+    let labels = [(100u32 << 12) | (3 << 9) | 20, (200u32 << 12) | 0x100 | 30];
+    eth_mpls_over(&labels, &eth_ipv4_udp())
 }
 
 /// One bottom-of-stack label (ttl 9) over IPv4/UDP.
 pub fn eth_mpls1_ipv4() -> Vec<u8> {
-    let ip = eth_ipv4_udp();
-    let mut v = Vec::new();
-    v.extend_from_slice(&((16u32 << 12) | 0x100 | 9).to_be_bytes());
-    v.extend_from_slice(&ip[14..]);
-    eth(0x8847, &v)
+    eth_mpls_over(&[(16u32 << 12) | 0x100 | 9], &eth_ipv4_udp())
 }
 
 /// One bottom-of-stack label (ttl 7) over IPv6/UDP.
 pub fn eth_mpls1_ipv6() -> Vec<u8> {
-    let ip = eth_ipv6_udp();
-    let mut v = Vec::new();
-    v.extend_from_slice(&((17u32 << 12) | 0x100 | 7).to_be_bytes());
-    v.extend_from_slice(&ip[14..]);
-    eth(0x8847, &v)
+    eth_mpls_over(&[(17u32 << 12) | 0x100 | 7], &eth_ipv6_udp())
 }
 
 /// B-DA/B-SA, I-TAG (pcp 3, isid 0x0abcde), C-DA/C-SA, IPv4/UDP.

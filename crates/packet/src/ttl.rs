@@ -21,6 +21,28 @@ use crate::ethernet::ethertype;
 use crate::flow_key::{field, FlowKey};
 use crate::{be16, be32, put16, put32, ActionError};
 
+/// An action's plain form: parses the key from the packet, then runs its
+/// `*_with_key` form.
+macro_rules! plain_form {
+    ($(#[$doc:meta])* $name:ident = $with_key:ident($($arg:ident: $ty:ty)?) -> $ret:ty) => {
+        $(#[$doc])*
+        pub fn $name(pkt: &mut [u8] $(, $arg: $ty)?) -> Result<$ret, ActionError> {
+            let k = FlowKey::parse(pkt);
+            $with_key(pkt, &k $(, $arg)?)
+        }
+    };
+}
+
+/// A TTL less one: [`ActionError::InvalidTtl`] for a TTL of 0 or 1.
+#[inline]
+fn decremented(ttl: u8) -> Result<u8, ActionError> {
+    if ttl <= 1 {
+        Err(ActionError::InvalidTtl)
+    } else {
+        Ok(ttl - 1)
+    }
+}
+
 /// Where the IP TTL of a parsed packet lives.
 enum IpTtl {
     V4(usize),
@@ -71,22 +93,18 @@ fn read_ip_ttl(pkt: &[u8], at: &IpTtl) -> u8 {
     }
 }
 
-/// OpenFlow dec_nw_ttl. Returns the new TTL.
-pub fn dec_nw_ttl(pkt: &mut [u8]) -> Result<u8, ActionError> {
-    let k = FlowKey::parse(pkt);
-    dec_nw_ttl_with_key(pkt, &k)
+plain_form! {
+    /// OpenFlow dec_nw_ttl. Returns the new TTL.
+    dec_nw_ttl = dec_nw_ttl_with_key() -> u8
 }
 
 /// [`dec_nw_ttl`] with a key parsed from this packet.
 pub fn dec_nw_ttl_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<u8, ActionError> {
     same_len(pkt, k)?;
     let at = ip_ttl_at(k)?;
-    let ttl = read_ip_ttl(pkt, &at);
-    if ttl <= 1 {
-        return Err(ActionError::InvalidTtl);
-    }
-    write_ip_ttl(pkt, &at, ttl - 1);
-    Ok(ttl - 1)
+    let ttl = decremented(read_ip_ttl(pkt, &at))?;
+    write_ip_ttl(pkt, &at, ttl);
+    Ok(ttl)
 }
 
 /// dec_nw_ttl on the IPv4 header at offset `l3` of a frame whose key
@@ -99,18 +117,14 @@ pub fn dec_ipv4_ttl_at(pkt: &mut [u8], l3: usize) -> Result<u8, ActionError> {
     if pkt.len() < l3.saturating_add(20) {
         return Err(ActionError::Truncated);
     }
-    let ttl = pkt[l3 + 8];
-    if ttl <= 1 {
-        return Err(ActionError::InvalidTtl);
-    }
-    write_ipv4_ttl(pkt, l3, ttl - 1);
-    Ok(ttl - 1)
+    let ttl = decremented(pkt[l3 + 8])?;
+    write_ipv4_ttl(pkt, l3, ttl);
+    Ok(ttl)
 }
 
-/// OpenFlow set_nw_ttl.
-pub fn set_nw_ttl(pkt: &mut [u8], ttl: u8) -> Result<(), ActionError> {
-    let k = FlowKey::parse(pkt);
-    set_nw_ttl_with_key(pkt, &k, ttl)
+plain_form! {
+    /// OpenFlow set_nw_ttl.
+    set_nw_ttl = set_nw_ttl_with_key(ttl: u8) -> ()
 }
 
 /// [`set_nw_ttl`] with a key parsed from this packet.
@@ -131,28 +145,23 @@ fn outer_label(k: &FlowKey) -> Result<usize, ActionError> {
     }
 }
 
-/// OpenFlow dec_mpls_ttl (outermost label). Returns the new TTL.
-pub fn dec_mpls_ttl(pkt: &mut [u8]) -> Result<u8, ActionError> {
-    let k = FlowKey::parse(pkt);
-    dec_mpls_ttl_with_key(pkt, &k)
+plain_form! {
+    /// OpenFlow dec_mpls_ttl (outermost label). Returns the new TTL.
+    dec_mpls_ttl = dec_mpls_ttl_with_key() -> u8
 }
 
 /// [`dec_mpls_ttl`] with a key parsed from this packet.
 pub fn dec_mpls_ttl_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<u8, ActionError> {
     same_len(pkt, k)?;
     let at = outer_label(k)?;
-    let ttl = pkt[at + 3];
-    if ttl <= 1 {
-        return Err(ActionError::InvalidTtl);
-    }
-    pkt[at + 3] = ttl - 1;
-    Ok(ttl - 1)
+    let ttl = decremented(pkt[at + 3])?;
+    pkt[at + 3] = ttl;
+    Ok(ttl)
 }
 
-/// OpenFlow set_mpls_ttl (outermost label).
-pub fn set_mpls_ttl(pkt: &mut [u8], ttl: u8) -> Result<(), ActionError> {
-    let k = FlowKey::parse(pkt);
-    set_mpls_ttl_with_key(pkt, &k, ttl)
+plain_form! {
+    /// OpenFlow set_mpls_ttl (outermost label).
+    set_mpls_ttl = set_mpls_ttl_with_key(ttl: u8) -> ()
 }
 
 /// [`set_mpls_ttl`] with a key parsed from this packet.
@@ -198,11 +207,10 @@ fn inner_of(pkt: &[u8], at: usize) -> Result<Inner, ActionError> {
     }
 }
 
-/// OpenFlow copy_ttl_out: copies the TTL of the next-to-outermost header
-/// (inner label, or IP under the bottom label) to the outermost label.
-pub fn copy_ttl_out(pkt: &mut [u8]) -> Result<(), ActionError> {
-    let k = FlowKey::parse(pkt);
-    copy_ttl_out_with_key(pkt, &k)
+plain_form! {
+    /// OpenFlow copy_ttl_out: copies the TTL of the next-to-outermost header
+    /// (inner label, or IP under the bottom label) to the outermost label.
+    copy_ttl_out = copy_ttl_out_with_key() -> ()
 }
 
 /// [`copy_ttl_out`] with a key parsed from this packet.
@@ -218,11 +226,10 @@ pub fn copy_ttl_out_with_key(pkt: &mut [u8], k: &FlowKey) -> Result<(), ActionEr
     Ok(())
 }
 
-/// OpenFlow copy_ttl_in: copies the outermost label's TTL to the
-/// next-to-outermost header (IPv4 checksum updated).
-pub fn copy_ttl_in(pkt: &mut [u8]) -> Result<(), ActionError> {
-    let k = FlowKey::parse(pkt);
-    copy_ttl_in_with_key(pkt, &k)
+plain_form! {
+    /// OpenFlow copy_ttl_in: copies the outermost label's TTL to the
+    /// next-to-outermost header (IPv4 checksum updated).
+    copy_ttl_in = copy_ttl_in_with_key() -> ()
 }
 
 /// [`copy_ttl_in`] with a key parsed from this packet.

@@ -461,8 +461,8 @@ mod tests {
         assert_eq!(total.drops.no_match, packets - matched);
         // Every FLOW_REMOVED counts its entry's packets.
         for r in &removed {
-            assert_eq!(r.packet_count, sent[&r.id], "{:?}", r.id);
-            assert_eq!(r.byte_count, sent[&r.id] * LEN);
+            assert_eq!(r.body.packet_count, sent[&r.id], "{:?}", r.id);
+            assert_eq!(r.body.byte_count, sent[&r.id] * LEN);
         }
         // So do the flow statistics of the entries left.
         let stats = st

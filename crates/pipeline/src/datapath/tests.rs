@@ -125,6 +125,11 @@ fn dp(flows: &str) -> Datapath {
     dp_full(flows, "", "")
 }
 
+/// A datapath with `flows` and `meters` (no groups).
+fn dp_metered(flows: &str, meters: &str) -> Datapath {
+    dp_full(flows, "", meters)
+}
+
 /// Applies flow text `text` to both datapaths: an add, or with a
 /// "delete " prefix a `delete` command.
 fn change_both(a: &mut Datapath, b: &mut Datapath, text: &str, delete: ofp::FlowModCommand) {
@@ -270,12 +275,18 @@ fn apply_actions_change_what_later_tables_match() {
          table=2,priority=2,ip,nw_src=10.1.1.1,actions=output:2\n\
          table=2,priority=1,actions=output:7",
     );
-    let o = send(&mut d, 1, &udp4(64));
-    assert_eq!(out_ports(&o), vec![2]);
-    let k = key_of(&o, 0);
+    let k = udp_leaves_by(&mut d, 2);
     assert_eq!(k.vlan_vid, 0x1005);
     assert_eq!(k.ipv4_src, 0x0a01_0101);
+}
+
+/// Sends a UDP frame from port 1 through `d`, checks that it leaves by
+/// `port` alone with its checksums right; its key there.
+fn udp_leaves_by(d: &mut Datapath, port: u32) -> FlowKey {
+    let o = send(d, 1, &udp4(64));
+    assert_eq!(out_ports(&o), vec![port]);
     verify_checksums(o.tx[0].packet.as_slice()).unwrap();
+    key_of(&o, 0)
 }
 
 #[test]
@@ -295,12 +306,10 @@ fn action_set_runs_at_the_end_in_spec_order() {
     // before setting its VID, decrements the TTL, then outputs.
     let mut d = dp("table=0,priority=1,ip,actions=write_actions(output:4,set_field:4099->vlan_vid,push_vlan:0x8100),goto_table:1\n\
          table=1,priority=1,ip,actions=write_actions(dec_ttl,output:2)");
-    let o = send(&mut d, 1, &udp4(64));
-    assert_eq!(out_ports(&o), vec![2], "later write replaced output:4");
-    let k = key_of(&o, 0);
+    // Port 2 alone: the later write replaced output:4.
+    let k = udp_leaves_by(&mut d, 2);
     assert_eq!(k.vlan_vid, 0x1003);
     assert_eq!(k.ip_ttl, 63);
-    verify_checksums(o.tx[0].packet.as_slice()).unwrap();
 }
 
 #[test]
@@ -699,32 +708,18 @@ fn tunnel_ids_from_a_tunnel_burst_are_matched_and_carried_to_the_output() {
     let cs = w.cache_stats();
     assert!(cs.hits > 0, "the cache was used: {cs:?}");
     // Without tunnel_ids (any other port's burst) the tunnel_id is 0.
+    let one = |w: &mut WorkerState, o: &mut BurstOutput, in_port: u32| {
+        let mut burst = vec![PacketBuf::from_slice(&frame)];
+        w.process_burst_into(&view, in_port, &mut burst, T0, o);
+    };
     o.clear();
-    w.process_burst_into(
-        &view,
-        2,
-        &mut vec![PacketBuf::from_slice(&frame)],
-        T0,
-        &mut o,
-    );
+    one(&mut w, &mut o, 2);
     assert!(o.tx.is_empty());
     // set_field gives the output its tunnel_id; otherwise it is 0, also
     // where a tunnel burst's tunnel_ids run short.
     o.clear();
-    w.process_burst_into(
-        &view,
-        1,
-        &mut vec![PacketBuf::from_slice(&frame)],
-        T0,
-        &mut o,
-    );
-    w.process_burst_into(
-        &view,
-        4,
-        &mut vec![PacketBuf::from_slice(&frame)],
-        T0,
-        &mut o,
-    );
+    one(&mut w, &mut o, 1);
+    one(&mut w, &mut o, 4);
     let mut two = vec![PacketBuf::from_slice(&frame), PacketBuf::from_slice(&frame)];
     w.process_burst_tunnel_into(&view, 4, &mut two, &[7], T0, &mut o);
     let got = ports_and_tunnel_ids(&o);
@@ -855,9 +850,8 @@ fn indirect_and_chained_groups() {
 
 #[test]
 fn meter_drop_band_with_a_simulated_clock() {
-    let mut d = dp_full(
+    let mut d = dp_metered(
         "priority=1,actions=meter:1,output:2",
-        "",
         "meter=1,pktps,burst,bands=type=drop,rate=10,burst_size=2",
     );
     let p = udp4(64);
@@ -892,9 +886,8 @@ fn meter_dscp_remark_raises_drop_precedence() {
     assert_eq!(remark_dscp(10, 1), 12); // AF11 -> AF12
     assert_eq!(remark_dscp(10, 5), 14); // capped at AF13
     assert_eq!(remark_dscp(46, 0), 46);
-    let mut d = dp_full(
+    let mut d = dp_metered(
         "priority=1,actions=meter:1,output:2",
-        "",
         "meter=1,pktps,burst,bands=type=dscp_remark,rate=1,burst_size=1,prec_level=1",
     );
     let mut p = udp4(64);
@@ -1290,9 +1283,20 @@ mod props {
                 m
             },
         ];
+        mangled(templates, 80, 4)
+    }
+
+    /// Table-0 flow-mods that the cache must notice.
+    /// One of `templates`, with fewer than `edits` random byte edits in
+    /// its first `reach` bytes and cut anywhere (below 90 bytes).
+    pub(super) fn mangled(
+        templates: Vec<Vec<u8>>,
+        reach: usize,
+        edits: usize,
+    ) -> impl Strategy<Value = Vec<u8>> {
         (
             proptest::sample::select(templates),
-            proptest::collection::vec((0usize..80, any::<u8>()), 0..4),
+            proptest::collection::vec((0usize..reach, any::<u8>()), 0..edits),
             0usize..90,
         )
             .prop_map(|(mut p, edits, cut)| {
@@ -1306,7 +1310,35 @@ mod props {
             })
     }
 
-    /// Table-0 flow-mods that the cache must notice.
+    /// Runs `pkts` from `in_port` three times through `fast` and `slow`,
+    /// `change` (as `command`) applied to both before the third run, and
+    /// checks each run gives the same outputs, packet-ins, drops and
+    /// counters on both.
+    pub(super) fn same_each_round(
+        fast: &mut Datapath,
+        slow: &mut Datapath,
+        pkts: &[Vec<u8>],
+        in_port: u32,
+        change: &str,
+        command: ofp::FlowModCommand,
+    ) -> Result<(), TestCaseError> {
+        let run = |d: &mut Datapath| {
+            let mut b: Vec<PacketBuf> = pkts.iter().map(|p| PacketBuf::from_slice(p)).collect();
+            d.process_burst(in_port, &mut b, T0)
+        };
+        for round in 0..3 {
+            if round == 2 {
+                change_both(fast, slow, change, command);
+            }
+            let (a, b) = (run(fast), run(slow));
+            prop_assert_eq!(&a.tx, &b.tx, "round {}", round);
+            prop_assert_eq!(&a.packet_ins, &b.packet_ins);
+            prop_assert_eq!(a.drops, b.drops);
+            prop_assert_eq!(fast.counters(), slow.counters());
+        }
+        Ok(())
+    }
+
     const CHANGES: [&str; 4] = [
         "table=0,priority=10,udp,actions=output:3",
         "delete table=0,udp,actions=drop",
@@ -1331,20 +1363,7 @@ mod props {
             let mut slow = dp_full(FLOWS, GROUPS, "");
             slow.set_reference_lookup(true);
             slow.set_flow_cache(0);
-            let run = |d: &mut Datapath| {
-                let mut b: Vec<PacketBuf> = pkts.iter().map(|p| PacketBuf::from_slice(p)).collect();
-                d.process_burst(1, &mut b, T0)
-            };
-            for round in 0..3 {
-                if round == 2 {
-                    change_both(&mut fast, &mut slow, CHANGES[change], ofp::FlowModCommand::Delete);
-                }
-                let (a, b) = (run(&mut fast), run(&mut slow));
-                prop_assert_eq!(&a.tx, &b.tx, "round {}", round);
-                prop_assert_eq!(&a.packet_ins, &b.packet_ins);
-                prop_assert_eq!(a.drops, b.drops);
-                prop_assert_eq!(fast.counters(), slow.counters());
-            }
+            same_each_round(&mut fast, &mut slow, &pkts, 1, CHANGES[change], ofp::FlowModCommand::Delete)?;
             let s = fast.cache_stats();
             // CHANGES[3] empties table 0: one probe, no cache in round 2.
             let cached_rounds = if change == 3 { 2 } else { 3 };
@@ -1794,20 +1813,13 @@ mod express_props {
     /// One of `templates`, with up to two random byte edits in its first
     /// 60 bytes and cut anywhere.
     fn mangled(templates: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
-        (
-            proptest::sample::select(templates),
-            proptest::collection::vec((0usize..60, any::<u8>()), 0..3),
-            0usize..90,
-        )
-            .prop_map(|(mut p, edits, cut)| {
-                for (at, v) in edits {
-                    if let Some(b) = p.get_mut(at) {
-                        *b = v;
-                    }
-                }
-                p.truncate(cut.max(1));
-                p
-            })
+        super::props::mangled(templates, 60, 3)
+    }
+
+    /// The ingress port, the table-0 change (an index) and the
+    /// table-miss entry ([`miss_entry`]'s `kind`) of one case.
+    fn burst_case() -> impl Strategy<Value = (u32, usize, usize)> {
+        (1u32..3, 0usize..4, 0usize..5)
     }
 
     /// Table-miss entries to put beside table 0's entries, by `kind`:
@@ -1840,26 +1852,14 @@ mod express_props {
         let mut slow = dp_full(flows, "", "");
         prop_assert!(offered(fast.state.tables.table(0).expect("table 0")));
         slow.set_reference_lookup(true);
-        let run = |d: &mut Datapath| {
-            let mut b: Vec<PacketBuf> = pkts.iter().map(|p| PacketBuf::from_slice(p)).collect();
-            d.process_burst(in_port, &mut b, T0)
-        };
-        for round in 0..3 {
-            if round == 2 {
-                change_both(
-                    &mut fast,
-                    &mut slow,
-                    change,
-                    ofp::FlowModCommand::DeleteStrict,
-                );
-            }
-            let (a, b) = (run(&mut fast), run(&mut slow));
-            prop_assert_eq!(&a.tx, &b.tx, "round {}", round);
-            prop_assert_eq!(&a.packet_ins, &b.packet_ins);
-            prop_assert_eq!(a.drops, b.drops);
-            prop_assert_eq!(fast.counters(), slow.counters());
-        }
-        Ok(())
+        super::props::same_each_round(
+            &mut fast,
+            &mut slow,
+            pkts,
+            in_port,
+            change,
+            ofp::FlowModCommand::DeleteStrict,
+        )
     }
 
     /// Gateway frames of every shape the express path declines or takes,
@@ -1895,25 +1895,35 @@ mod express_props {
         /// table-miss entries of every priority.
         #[test]
         fn express_path_equals_the_general_path(
-            pkts in proptest::collection::vec(packet(), 1..40),
             set in 0usize..3,
-            in_port in 1u32..3,
-            change in 0usize..4,
-            catch_all in 0usize..5,
+            pkts in proptest::collection::vec(packet(), 1..40),
+            (in_port, change, catch_all) in burst_case(),
         ) {
-            let extra = miss_entry(catch_all, 7, 5);
             let (flows, changes, words): (_, &[&str], _) = match set {
                 0 => (VLAN_FLOWS, &VLAN_CHANGES, 1),
                 1 => (MPLS_FLOWS, &MPLS_CHANGES, 2),
                 _ => (IP_FLOWS, &IP_CHANGES, 1),
             };
-            same_as_general(
-                &format!("{flows}{extra}"),
-                &pkts,
-                in_port,
-                changes[change % changes.len()],
-                |t| t.l2_index().map(|i| i.words()) == Some(words),
-            )?;
+            let flows = format!("{flows}{}", miss_entry(catch_all, 7, 5));
+            same_as_general(&flows, &pkts, in_port, changes[change % changes.len()], |t| {
+                t.l2_index().map(|i| i.words()) == Some(words)
+            })?;
+        }
+
+        /// A table-0 route table gives exactly the linear scan's (the
+        /// general path's) outputs, packet-ins, drops and counters, for
+        /// bursts mixing frames the express path takes and frames it
+        /// hands on, with and without table-miss entries of every
+        /// priority, across table-0 changes.
+        #[test]
+        fn express_routes_equal_the_general_path(
+            pkts in proptest::collection::vec(route_packet(), 1..40),
+            (in_port, change, catch_all) in burst_case(),
+        ) {
+            let flows = format!("{ROUTE_FLOWS}{}", miss_entry(catch_all, 20, 16));
+            same_as_general(&flows, &pkts, in_port, ROUTE_CHANGES[change], |t| {
+                t.route_index().is_some()
+            })?;
         }
     }
 
@@ -1976,50 +1986,32 @@ mod express_props {
         mangled(templates)
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(300))]
-
-        /// A table-0 route table gives exactly the linear scan's (the
-        /// general path's) outputs, packet-ins, drops and counters, for
-        /// bursts mixing frames the express path takes and frames it
-        /// hands on, with and without table-miss entries of every
-        /// priority, across table-0 changes.
-        #[test]
-        fn express_routes_equal_the_general_path(
-            pkts in proptest::collection::vec(route_packet(), 1..40),
-            in_port in 1u32..3,
-            change in 0usize..4,
-            catch_all in 0usize..5,
-        ) {
-            let extra = miss_entry(catch_all, 20, 16);
-            same_as_general(
-                &format!("{ROUTE_FLOWS}{extra}"),
-                &pkts,
-                in_port,
-                ROUTE_CHANGES[change],
-                |t| t.route_index().is_some(),
-            )?;
-        }
+    /// Sends a burst of 40 copies of `frame` from port 1 through a
+    /// datapath with `flows`, checks all 40 leave by port 3 and that the
+    /// ports, table 0 and the entries counted them; the burst's output.
+    fn forty_from_port_1_to_port_3(flows: &str, frame: &[u8]) -> BurstOutput {
+        let mut d = dp_full(flows, "", "");
+        let mut b: Vec<PacketBuf> = (0..40).map(|_| PacketBuf::from_slice(frame)).collect();
+        let out = d.process_burst(1, &mut b, T0);
+        assert_eq!(out.tx.len(), 40);
+        assert!(out.tx.iter().all(|t| t.port == 3));
+        let c = d.counters();
+        assert_eq!(c.ports[&1].rx_packets, 40);
+        assert_eq!(c.ports[&3].tx_packets, 40);
+        assert_eq!((c.tables[&0].lookups, c.tables[&0].matched), (40, 40));
+        assert_eq!(c.flows.values().map(|f| f.packets).sum::<u64>(), 40);
+        out
     }
 
     #[test]
     fn express_path_forwards_routed_frames_and_counts_them() {
-        let mut d = dp_full(ROUTE_FLOWS, "", "");
-        let mut b: Vec<PacketBuf> = (0..40).map(|_| PacketBuf::from_slice(&udp4(64))).collect();
-        let out = d.process_burst(1, &mut b, T0);
-        assert_eq!(out.tx.len(), 40);
-        assert!(out.tx.iter().all(|t| t.port == 3));
+        let out = forty_from_port_1_to_port_3(ROUTE_FLOWS, &udp4(64));
         let k = key_of(&out, 0);
         assert_eq!((k.eth_dst, k.ip_ttl), ([2, 0, 0, 0, 0, 1], 63));
         assert_eq!(
             packet::fixup::verify_checksums(out.tx[0].packet.as_slice()),
             Ok(())
         );
-        let c = d.counters();
-        assert_eq!(c.ports[&1].rx_packets, 40);
-        assert_eq!(c.ports[&3].tx_packets, 40);
-        assert_eq!((c.tables[&0].lookups, c.tables[&0].matched), (40, 40));
-        assert_eq!(c.flows.values().map(|f| f.packets).sum::<u64>(), 40);
     }
 
     /// A table 0 whose entries all go on to later tables (Faucet's VLAN
@@ -2064,19 +2056,9 @@ mod express_props {
 
     #[test]
     fn express_path_forwards_gateway_frames_and_counts_them() {
-        let mut d = dp_full(VLAN_FLOWS, "", "");
-        let mut b: Vec<PacketBuf> = (0..40)
-            .map(|_| PacketBuf::from_slice(&tagged(0x8100, 5, udp4(64))))
-            .collect();
-        let out = d.process_burst(1, &mut b, T0);
-        assert_eq!(out.tx.len(), 40);
+        let out = forty_from_port_1_to_port_3(VLAN_FLOWS, &tagged(0x8100, 5, udp4(64)));
         let k = key_of(&out, 0);
         assert_eq!((k.eth_type, k.mpls_label, k.mpls_ttl), (0x8847, 77, 64));
-        let c = d.counters();
-        assert_eq!(c.ports[&1].rx_packets, 40);
-        assert_eq!(c.ports[&3].tx_packets, 40);
-        assert_eq!((c.tables[&0].lookups, c.tables[&0].matched), (40, 40));
-        assert_eq!(c.flows.values().map(|f| f.packets).sum::<u64>(), 40);
     }
 }
 

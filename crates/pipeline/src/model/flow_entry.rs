@@ -52,20 +52,14 @@ impl RemovalReason {
 pub struct FlowRemoved {
     /// The entry that left.
     pub id: FlowId,
-    pub cookie: u64,
-    pub priority: u16,
+    /// Why it left (finer than the wire's `OFPRR_*`: a meter delete is
+    /// sent as a delete).
     pub reason: RemovalReason,
-    pub table_id: u8,
-    pub duration_sec: u32,
-    pub duration_nsec: u32,
-    pub idle_timeout: u16,
-    pub hard_timeout: u16,
-    /// All-ones when the entry had `OFPFF_NO_PKT_COUNTS`.
-    pub packet_count: u64,
-    /// All-ones when the entry had `OFPFF_NO_BYT_COUNTS`.
-    pub byte_count: u64,
-    /// The match exactly as the controller sent it.
-    pub match_: Match,
+    /// The message body: the match exactly as the controller sent it,
+    /// counts all-ones where the entry had `OFPFF_NO_PKT_COUNTS` /
+    /// `OFPFF_NO_BYT_COUNTS`. Its `reason` is not read:
+    /// [`FlowRemoved::to_message`] takes it from `reason`.
+    pub body: ofp::FlowRemoved,
 }
 
 impl FlowRemoved {
@@ -73,11 +67,12 @@ impl FlowRemoved {
     /// workers that had not handed them over yet); a count the entry
     /// does not keep (all-ones) stays all-ones.
     pub fn add_late_hits(&mut self, packets: u64, bytes: u64) {
-        if self.packet_count != u64::MAX {
-            self.packet_count = self.packet_count.wrapping_add(packets);
+        let b = &mut self.body;
+        if b.packet_count != u64::MAX {
+            b.packet_count = b.packet_count.wrapping_add(packets);
         }
-        if self.byte_count != u64::MAX {
-            self.byte_count = self.byte_count.wrapping_add(bytes);
+        if b.byte_count != u64::MAX {
+            b.byte_count = b.byte_count.wrapping_add(bytes);
         }
     }
 
@@ -85,17 +80,8 @@ impl FlowRemoved {
     /// [`RemovalReason::wire_v13`]).
     pub fn to_message(&self) -> ofp::FlowRemoved {
         ofp::FlowRemoved {
-            cookie: self.cookie,
-            priority: self.priority,
             reason: self.reason.wire_v13(),
-            table_id: self.table_id,
-            duration_sec: self.duration_sec,
-            duration_nsec: self.duration_nsec,
-            idle_timeout: self.idle_timeout,
-            hard_timeout: self.hard_timeout,
-            packet_count: self.packet_count,
-            byte_count: self.byte_count,
-            match_: self.match_.clone(),
+            ..self.body.clone()
         }
     }
 }
@@ -185,37 +171,37 @@ impl FlowEntry {
     /// The entry as the FLOW_MOD (ADD) that installs it: what flow text
     /// prints (`fulmar trace`, reports, `fulmar ctl`).
     pub fn to_flow_mod(&self) -> ofp::FlowMod {
-        ofp::FlowMod {
+        self.flow_stats(&EntryCounter::default(), self.installed_at)
+            .into_flow_mod()
+    }
+
+    /// The statistics of this entry with counters `c` at `now`.
+    pub fn flow_stats(&self, c: &EntryCounter, now: Time) -> ofp::stats::FlowStats {
+        let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);
+        let (packet_count, byte_count) = self.reported(c);
+        ofp::stats::FlowStats {
             table_id: self.table_id,
+            duration_sec,
+            duration_nsec,
             priority: self.priority,
-            cookie: self.cookie,
             idle_timeout: self.idle_timeout,
             hard_timeout: self.hard_timeout,
             flags: self.flags,
+            cookie: self.cookie,
+            packet_count,
+            byte_count,
             match_: self.match_().into_owned(),
             instructions: self.instructions.clone(),
-            ..ofp::FlowMod::default()
         }
     }
 
     /// The FLOW_REMOVED content for this entry, with counters `c`,
     /// leaving at `now`.
     pub fn removed_event(&self, reason: RemovalReason, now: Time, c: &EntryCounter) -> FlowRemoved {
-        let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);
-        let (packet_count, byte_count) = self.reported(c);
         FlowRemoved {
             id: self.id,
-            cookie: self.cookie,
-            priority: self.priority,
             reason,
-            table_id: self.table_id,
-            duration_sec,
-            duration_nsec,
-            idle_timeout: self.idle_timeout,
-            hard_timeout: self.hard_timeout,
-            packet_count,
-            byte_count,
-            match_: self.match_().into_owned(),
+            body: self.flow_stats(c, now).into_flow_removed(reason.wire_v13()),
         }
     }
 
@@ -301,29 +287,30 @@ mod tests {
     fn flow_removed_message_carries_every_field() {
         let ev = FlowRemoved {
             id: FlowId(1),
-            cookie: 2,
-            priority: 3,
             reason: RemovalReason::GroupDelete,
-            table_id: 4,
-            duration_sec: 5,
-            duration_nsec: 6,
-            idle_timeout: 7,
-            hard_timeout: 8,
-            packet_count: 9,
-            byte_count: 10,
-            match_: Match::default(),
+            body: ofp::FlowRemoved {
+                cookie: 2,
+                priority: 3,
+                reason: 0, // not read: to_message takes `reason`
+                table_id: 4,
+                duration_sec: 5,
+                duration_nsec: 6,
+                idle_timeout: 7,
+                hard_timeout: 8,
+                packet_count: 9,
+                byte_count: 10,
+                match_: Match::default(),
+            },
         };
         let mut late = ev.clone();
         late.add_late_hits(5, 500);
-        assert_eq!((late.packet_count, late.byte_count), (14, 510));
-        let mut uncounted = FlowRemoved {
-            packet_count: u64::MAX,
-            byte_count: u64::MAX,
-            ..ev.clone()
-        };
+        assert_eq!((late.body.packet_count, late.body.byte_count), (14, 510));
+        let mut uncounted = ev.clone();
+        uncounted.body.packet_count = u64::MAX;
+        uncounted.body.byte_count = u64::MAX;
         uncounted.add_late_hits(5, 500);
         assert_eq!(
-            (uncounted.packet_count, uncounted.byte_count),
+            (uncounted.body.packet_count, uncounted.body.byte_count),
             (u64::MAX, u64::MAX)
         );
         let m = ev.to_message();

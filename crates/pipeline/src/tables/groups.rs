@@ -753,7 +753,7 @@ mod tests {
         let ev = sw.apply(&delete(2)).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(
-            (ev[0].reason, ev[0].table_id),
+            (ev[0].reason, ev[0].body.table_id),
             (crate::RemovalReason::GroupDelete, 1)
         );
         assert_eq!(sw.tables.len(), 2);

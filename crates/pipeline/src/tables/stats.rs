@@ -2,7 +2,7 @@
 //! the flow, aggregate and table statistics answers.
 
 use super::set::Tables;
-use crate::model::flow_entry::{EntryCounter, FlowEntry, FlowId};
+use crate::model::flow_entry::{FlowEntry, FlowId};
 use crate::model::match_key::MatchKey;
 use crate::Time;
 use ofp::consts::table_no;
@@ -33,26 +33,6 @@ pub(super) fn passes(
     e.cookie_matches(cookie, cookie_mask)
         && e.outputs_to(out_port)
         && e.forwards_to_group(out_group)
-}
-
-/// The statistics of one entry with counters `c` at `now`.
-pub(super) fn flow_stats_of(e: &FlowEntry, c: &EntryCounter, now: Time) -> FlowStats {
-    let (duration_sec, duration_nsec) = now.duration_since(e.installed_at);
-    let (packet_count, byte_count) = e.reported(c);
-    FlowStats {
-        table_id: e.table_id,
-        duration_sec,
-        duration_nsec,
-        priority: e.priority,
-        idle_timeout: e.idle_timeout,
-        hard_timeout: e.hard_timeout,
-        flags: e.flags,
-        cookie: e.cookie,
-        packet_count,
-        byte_count,
-        match_: e.match_().into_owned(),
-        instructions: e.instructions.clone(),
-    }
 }
 
 /// A filter selecting every entry of every table.
@@ -190,7 +170,7 @@ impl Tables {
         let mut out = Vec::new();
         for e in self.selected(filter, after)? {
             let c = self.counter(e.id).unwrap_or_default();
-            out.push(flow_stats_of(e, &c, now));
+            out.push(e.flow_stats(&c, now));
             if out.len() >= limit {
                 return Ok((out, Some((e.table_id, e.id))));
             }

@@ -703,9 +703,12 @@ fn delete_filters_by_match_cookie_out_port_and_out_group() {
     let ev = &out.flow_removed[0];
     assert_eq!(ev.reason, RemovalReason::Delete);
     assert_eq!(ev.reason.wire_v13(), 2);
-    assert_eq!((ev.packet_count, ev.byte_count), (1, 64));
-    assert_eq!((ev.duration_sec, ev.cookie, ev.table_id), (3, 0x100, 0));
-    assert_eq!(ev.match_.fields, vec![in_port(1)]);
+    assert_eq!((ev.body.packet_count, ev.body.byte_count), (1, 64));
+    assert_eq!(
+        (ev.body.duration_sec, ev.body.cookie, ev.body.table_id),
+        (3, 0x100, 0)
+    );
+    assert_eq!(ev.body.match_.fields, vec![in_port(1)]);
 
     // out_group.
     let mut d = flow(FlowModCommand::Delete, table_no::ALL, 0, vec![]);
@@ -806,7 +809,7 @@ fn timeouts_expire_entries_on_the_simulated_clock() {
         (ev[0].id, ev[0].reason),
         (hard_id, RemovalReason::HardTimeout)
     );
-    assert_eq!((ev[0].duration_sec, ev[0].packet_count), (15, 3));
+    assert_eq!((ev[0].body.duration_sec, ev[0].body.packet_count), (15, 3));
     assert!(sw.tables.expire(Time::from_millis(21_999)).is_empty());
     let ev = sw.tables.expire(Time::from_secs(22));
     assert_eq!(ev.len(), 1);
@@ -866,8 +869,8 @@ fn unavailable_counters_read_all_ones() {
         &flow(FlowModCommand::DeleteStrict, 0, 1, vec![in_port(1)]),
         Time(2),
     );
-    assert_eq!(out.flow_removed[0].packet_count, u64::MAX);
-    assert_eq!(out.flow_removed[0].byte_count, 100);
+    assert_eq!(out.flow_removed[0].body.packet_count, u64::MAX);
+    assert_eq!(out.flow_removed[0].body.byte_count, 100);
 }
 
 #[test]
@@ -1032,7 +1035,7 @@ fn deleting_groups_and_meters_removes_their_flows() {
         .collect();
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0].reason, RemovalReason::GroupDelete);
-    assert_eq!((ev[0].reason.wire_v13(), ev[0].table_id), (3, 0));
+    assert_eq!((ev[0].reason.wire_v13(), ev[0].body.table_id), (3, 0));
     sw.tables.check_invariants();
 
     let md = MeterMod {
@@ -1048,7 +1051,7 @@ fn deleting_groups_and_meters_removes_their_flows() {
         .collect();
     assert_eq!(ev.len(), 1);
     assert_eq!(
-        (ev[0].reason, ev[0].table_id),
+        (ev[0].reason, ev[0].body.table_id),
         (RemovalReason::MeterDelete, 1)
     );
     assert_eq!(ev[0].reason.wire_v13(), 2, "1.3 has no METER_DELETE");
@@ -1837,7 +1840,8 @@ fn expiry_index_holds_exactly_the_timed_entries() {
     // Nothing due at 2 s; at 6 s both, table 1 before table 2.
     assert!(sw.tables.expire(Time::from_secs(2)).is_empty());
     let gone = sw.tables.expire(Time::from_secs(6));
-    let reasons: Vec<(u8, RemovalReason)> = gone.iter().map(|r| (r.table_id, r.reason)).collect();
+    let reasons: Vec<(u8, RemovalReason)> =
+        gone.iter().map(|r| (r.body.table_id, r.reason)).collect();
     assert_eq!(
         reasons,
         vec![
