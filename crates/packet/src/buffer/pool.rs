@@ -129,18 +129,21 @@ mod tests {
 
     #[test]
     fn storage_comes_back_and_wrong_sizes_are_freed() {
-        // Runs on its own test thread: the local list starts empty.
+        // Runs on its own test thread, but its first take may bring a batch
+        // from the shared list that another test thread overflowed into:
+        // counts are taken relative to what the list holds after it.
         let v = take();
         assert!(v.is_empty() && v.capacity() >= BUF_CAPACITY);
+        let held = local_len();
         let p = v.as_ptr();
         give(v);
-        assert_eq!(local_len(), 1);
+        assert_eq!(local_len(), held + 1);
         let again = take();
         assert_eq!(again.as_ptr(), p, "the same storage is handed out again");
-        assert_eq!(local_len(), 0);
+        assert_eq!(local_len(), held);
         give(Vec::with_capacity(16));
         give(Vec::with_capacity(MAX_CAPACITY + 1));
-        assert_eq!(local_len(), 0);
+        assert_eq!(local_len(), held);
         let mut used = again;
         used.extend_from_slice(&[1, 2, 3]);
         give(used);
