@@ -147,32 +147,36 @@ fn load(args: &TraceArgs, now: Time) -> anyhow::Result<SwitchState> {
         MetersConfig::default(),
     );
     if let Some(path) = &args.meters {
-        let text = read(path)?;
-        for (n, l) in lines(&text) {
-            let m = flowtext::parse_meter(l).map_err(|e| line_error(path, n, e))?;
-            state
-                .meter_mod(&m, now)
-                .map_err(|e| line_error(path, n, format!("meter refused: {e}")))?;
-        }
+        apply_file(path, "meter", flowtext::parse_meter, |m| {
+            state.meter_mod(m, now).map(drop)
+        })?;
     }
     if let Some(path) = &args.groups {
-        let text = read(path)?;
-        for (n, l) in lines(&text) {
-            let g = flowtext::parse_group(l).map_err(|e| line_error(path, n, e))?;
-            state
-                .group_mod(&g, now)
-                .map_err(|e| line_error(path, n, format!("group refused: {e}")))?;
-        }
+        apply_file(path, "group", flowtext::parse_group, |g| {
+            state.group_mod(g, now).map(drop)
+        })?;
     }
-    let path = &args.flows;
+    apply_file(&args.flows, "flow", flowtext::parse_flow, |f| {
+        state.flow_mod(f, now).map(drop)
+    })?;
+    Ok(state)
+}
+
+/// Parses each line of a flows, groups or meters file and applies it,
+/// stopping at the first line that does not parse or that the tables
+/// refuse, named by file and line.
+fn apply_file<T, E: std::fmt::Display, R: std::fmt::Display>(
+    path: &Path,
+    what: &str,
+    parse: impl Fn(&str) -> Result<T, E>,
+    mut apply: impl FnMut(&T) -> Result<(), R>,
+) -> anyhow::Result<()> {
     let text = read(path)?;
     for (n, l) in lines(&text) {
-        let f = flowtext::parse_flow(l).map_err(|e| line_error(path, n, e))?;
-        state
-            .flow_mod(&f, now)
-            .map_err(|e| line_error(path, n, format!("flow refused: {e}")))?;
+        let item = parse(l).map_err(|e| line_error(path, n, e))?;
+        apply(&item).map_err(|e| line_error(path, n, format!("{what} refused: {e}")))?;
     }
-    Ok(state)
+    Ok(())
 }
 
 /// Reads a capture file, classic pcap or pcapng: `(time, frame)` for each
