@@ -572,23 +572,20 @@ mod tests {
 
     #[test]
     fn bad_options_are_errors() {
-        let mut a = args(Scenario::L2);
-        a.packet_size = 10;
-        assert!(bench(&a).is_err());
-        let mut a = args(Scenario::L2);
-        a.seconds = Some(0.0);
-        assert!(bench(&a).is_err());
-        let mut a = args(Scenario::L2);
-        a.burst = 0;
-        assert!(bench(&a).is_err());
-        let mut a = args(Scenario::L2);
-        a.flows = Some(0);
-        assert!(bench(&a).is_err());
-        let mut a = args(Scenario::L2);
-        a.rules = Some(pipeline::MAX_TABLE_ENTRIES);
-        assert!(bench(&a).is_err());
-        let mut a = args(Scenario::L2);
-        a.flows = Some(100_000_000);
-        assert!(bench(&a).is_err());
+        let bad: [(&str, fn(&mut Options)); 6] = [
+            ("10-byte packets", |a| a.packet_size = 10),
+            ("no time", |a| a.seconds = Some(0.0)),
+            ("empty bursts", |a| a.burst = 0),
+            ("no flows", |a| a.flows = Some(0)),
+            ("a full table", |a| {
+                a.rules = Some(pipeline::MAX_TABLE_ENTRIES)
+            }),
+            ("100M flows", |a| a.flows = Some(100_000_000)),
+        ];
+        for (what, change) in bad {
+            let mut a = args(Scenario::L2);
+            change(&mut a);
+            assert!(bench(&a).is_err(), "{what} accepted");
+        }
     }
 }

@@ -224,13 +224,8 @@ impl fmt::Display for Op {
                 fail_mode,
             } => {
                 write!(f, "add-br {name}")?;
-                if let Some(d) = dpid {
-                    write!(f, " dpid={d:#x}")?;
-                }
-                if let Some(m) = fail_mode {
-                    write!(f, " fail_mode={}", m.as_str())?;
-                }
-                Ok(())
+                opt(f, "dpid", dpid.map(|d| format!("{d:#x}")))?;
+                opt(f, "fail_mode", fail_mode.map(|m| m.as_str()))
             }
             Op::DelBridge { name } => write!(f, "del-br {name}"),
             Op::AddPort {
@@ -240,9 +235,7 @@ impl fmt::Display for Op {
                 options,
             } => {
                 write!(f, "add-port {bridge} {interface}")?;
-                if let Some(n) = number {
-                    write!(f, " ofport={n}")?;
-                }
+                opt(f, "ofport", *number)?;
                 for (k, v) in options {
                     write!(f, " {k}={v}")?;
                 }
@@ -285,6 +278,15 @@ impl fmt::Display for Op {
                 }
             },
         }
+    }
+}
+
+/// Writes ` key=value` for a setting an operation names, nothing for one it
+/// leaves out.
+fn opt(f: &mut fmt::Formatter<'_>, key: &str, value: Option<impl fmt::Display>) -> fmt::Result {
+    match value {
+        Some(v) => write!(f, " {key}={v}"),
+        None => Ok(()),
     }
 }
 
