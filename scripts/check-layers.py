@@ -56,7 +56,7 @@ LAYERS = {
         ("datapath", ["datapath"]),
     ],
     "packet": [
-        ("bytes", ["checksum", "huge"]),
+        ("bytes", ["checksum", "huge", "view"]),
         ("headers", ["ethernet", "vlan", "mpls", "pbb", "arp", "ipv4", "ipv6",
                      "icmpv4", "icmpv6", "tcp", "udp", "sctp"]),
         ("key", ["flow_key", "set_field"]),
