@@ -572,7 +572,8 @@ mod tests {
 
     #[test]
     fn bad_options_are_errors() {
-        let bad: [(&str, fn(&mut Options)); 6] = [
+        type Change = fn(&mut Options);
+        let bad: [(&str, Change); 6] = [
             ("10-byte packets", |a| a.packet_size = 10),
             ("no time", |a| a.seconds = Some(0.0)),
             ("empty bursts", |a| a.burst = 0),
