@@ -147,6 +147,15 @@ mod tests {
             .unwrap()
     }
 
+    /// A scratch directory (removed when the guard drops) with
+    /// `fulmar.toml` written in it by `write_atomic`: (guard, file path).
+    fn written(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+        let scratch = tmpdir(name);
+        let path = scratch.path().join("fulmar.toml");
+        write_atomic(&path, text).unwrap();
+        (scratch, path)
+    }
+
     /// The names in `dir`, sorted.
     fn listing(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
@@ -178,10 +187,8 @@ mod tests {
 
     #[test]
     fn writes_and_replaces() {
-        let scratch = tmpdir("replace");
+        let (scratch, path) = written("replace", "one");
         let dir = scratch.path();
-        let path = dir.join("fulmar.toml");
-        write_atomic(&path, "one").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "one");
         write_atomic(&path, "two").unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "two");
@@ -192,10 +199,7 @@ mod tests {
     #[test]
     fn keeps_permissions() {
         use std::os::unix::fs::PermissionsExt;
-        let scratch = tmpdir("perm");
-        let dir = scratch.path();
-        let path = dir.join("fulmar.toml");
-        write_atomic(&path, "one").unwrap();
+        let (_scratch, path) = written("perm", "one");
         fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
         write_atomic(&path, "two").unwrap();
         let mode = fs::metadata(&path).unwrap().permissions().mode();
@@ -204,10 +208,8 @@ mod tests {
 
     #[test]
     fn a_failed_write_leaves_the_old_file_and_no_temporary() {
-        let scratch = tmpdir("fail");
+        let (scratch, path) = written("fail", "old");
         let dir = scratch.path();
-        let path = dir.join("fulmar.toml");
-        write_atomic(&path, "old").unwrap();
         // The rename fails: the target is a non-empty directory.
         let blocked = dir.join("blocked");
         fs::create_dir(&blocked).unwrap();

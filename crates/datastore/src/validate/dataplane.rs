@@ -218,20 +218,14 @@ impl Checker<'_> {
         let empty = RawBurst::default();
         let r = raw.map(|r| r.get_ref()).unwrap_or(&empty);
         let one = |c: &mut Self, v: &Option<S<i64>>, name: &str| -> Option<usize> {
-            let Some(v) = v else {
-                return Some(DEFAULT_BURST);
-            };
-            let n = *v.get_ref();
-            if (1..=MAX_BURST as i64).contains(&n) && (n as u64).is_power_of_two() {
-                Some(n as usize)
-            } else {
-                c.err(
-                    &v.span(),
-                    &top(format!("dataplane.burst.{name}")),
-                    format!("burst size {n} is not valid (a power of two, 1..=1024)"),
-                );
-                None
-            }
+            c.power_of_two(
+                v,
+                DEFAULT_BURST as i64,
+                1..=MAX_BURST as i64,
+                format!("dataplane.burst.{name}"),
+                "burst size",
+            )
+            .map(|n| n as usize)
         };
         let rx_read = one(self, &r.rx_read, "rx_read");
         let rx_write = one(self, &r.rx_write, "rx_write");
@@ -250,15 +244,31 @@ impl Checker<'_> {
     }
 
     pub(super) fn ring(&mut self, v: &Option<S<i64>>, name: &str) -> Option<u32> {
-        let Some(v) = v else { return Some(1024) };
+        self.power_of_two(v, 1024, 64..=65536, format!("dataplane.{name}"), name)
+            .map(|n| n as u32)
+    }
+
+    /// A power of two within `range`, or `default` where the file leaves
+    /// the setting out; anything else is an error at `path` that names
+    /// `what` and the range.
+    fn power_of_two(
+        &mut self,
+        v: &Option<S<i64>>,
+        default: i64,
+        range: std::ops::RangeInclusive<i64>,
+        path: String,
+        what: &str,
+    ) -> Option<i64> {
+        let Some(v) = v else { return Some(default) };
         let n = *v.get_ref();
-        if (64..=65536).contains(&n) && (n as u64).is_power_of_two() {
-            Some(n as u32)
+        if range.contains(&n) && (n as u64).is_power_of_two() {
+            Some(n)
         } else {
+            let (lo, hi) = range.into_inner();
             self.err(
                 &v.span(),
-                &top(format!("dataplane.{name}")),
-                format!("{name} {n} is not valid (a power of two, 64..=65536)"),
+                &top(path),
+                format!("{what} {n} is not valid (a power of two, {lo}..={hi})"),
             );
             None
         }
