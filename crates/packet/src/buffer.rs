@@ -437,8 +437,8 @@ impl PacketBuf {
 
     /// A packet in the lent region `mem`, at `mem.bytes()[start..end]`
     /// (bounds past the region are cut to it); the bytes before `start`
-    /// are headroom. The floor is set from the length as for
-    /// [`Self::from_raw_parts`].
+    /// are headroom. The floor is set from the length as the copying
+    /// constructors set it.
     pub fn from_lent(mem: Lent, start: usize, end: usize) -> Self {
         let end = end.min(mem.capacity());
         let start = start.min(end);
@@ -630,22 +630,6 @@ impl PacketBuf {
         }
         self.close_gap(0, itag_end);
         Ok(())
-    }
-
-    /// Takes over `data` without copying: the packet is `data[start..]`
-    /// and the bytes before it are headroom (a `start` past the end gives
-    /// an empty packet). The floor ([`Self::pad_to_floor`]) is set from
-    /// the packet's length, as the copying constructors do.
-    pub fn from_raw_parts(data: Vec<u8>, start: usize) -> Self {
-        let start = start.min(data.len());
-        let floor = floor_of(data.len() - start);
-        let meta = meta_for(data.len() - start);
-        PacketBuf {
-            store: Store::Owned(Pooled(data)),
-            start,
-            floor,
-            meta,
-        }
     }
 
     // What the ports and threads of the dataplane use.
@@ -841,7 +825,7 @@ mod tests {
     use crate::testutil::*;
 
     #[test]
-    fn raw_parts_keep_headroom_and_bytes() {
+    fn with_headroom_keeps_headroom_and_bytes() {
         let mut b = PacketBuf::with_headroom(&[1, 2, 3], 8);
         b.as_mut_slice()[0] = 9;
         assert_eq!((b.headroom(), b.as_slice()), (8, &[9, 2, 3][..]));
@@ -1069,31 +1053,22 @@ mod tests {
     }
 
     #[test]
-    fn from_raw_parts_adopts_storage_and_sets_the_floor_like_a_copy() {
+    fn a_popped_minimum_frame_pads_back_and_a_runt_keeps_no_floor() {
         // A tagged minimum-size frame: after the tag is popped it leaves
-        // padded back to 60.
+        // padded back to 60, the headroom grown by the tag.
         let mut t = with_tags(&eth_ipv4_tcp(), &[(0x8100, 5)]);
         t.truncate(MIN_FRAME_LEN);
-        let mut v = vec![0u8; 16];
-        v.extend_from_slice(&t);
-        let p = v.as_ptr();
-        let mut adopted = PacketBuf::from_raw_parts(v, 16);
-        assert_eq!((adopted.headroom(), adopted.as_slice()), (16, &t[..]));
-        assert_eq!(adopted.as_slice().as_ptr(), p.wrapping_add(16), "no copy");
         let mut copied = PacketBuf::with_headroom(&t, 16);
-        for b in [&mut adopted, &mut copied] {
-            b.pop_vlan().unwrap();
-            b.pad_to_floor();
-        }
-        assert_eq!(adopted.as_slice(), copied.as_slice());
-        assert_eq!(adopted.len(), MIN_FRAME_LEN);
-        assert_eq!(adopted.headroom(), 20);
-        // A runt keeps no floor; a start past the end is an empty packet.
-        let mut short = PacketBuf::from_raw_parts(vec![0, 0, 1, 2, 3], 2);
+        assert_eq!((copied.headroom(), copied.as_slice()), (16, &t[..]));
+        copied.pop_vlan().unwrap();
+        copied.pad_to_floor();
+        assert_eq!(copied.len(), MIN_FRAME_LEN);
+        assert_eq!(copied.headroom(), 20);
+        // A runt keeps no floor.
+        let mut short = PacketBuf::with_headroom(&[1, 2, 3], 2);
         assert_eq!(short.as_slice(), &[1, 2, 3]);
         short.pad_to_floor();
         assert_eq!(short.len(), 3);
-        assert!(PacketBuf::from_raw_parts(vec![1, 2], 5).is_empty());
     }
 
     mod lent {
@@ -1265,13 +1240,12 @@ mod tests {
     }
 
     #[test]
-    fn raw_parts_take_headroom_frame_and_wire_len() {
-        let p = PacketBuf::from_raw_parts(vec![0, 0, 7, 8], 2);
+    fn with_headroom_sets_headroom_frame_and_wire_len() {
+        let p = PacketBuf::with_headroom(&[7, 8], 2);
         assert_eq!(
             (p.data(), p.headroom(), p.meta.wire_len),
             (&[7, 8][..], 2, 2)
         );
-        assert!(PacketBuf::from_raw_parts(vec![1], 5).is_empty());
     }
 
     #[test]
