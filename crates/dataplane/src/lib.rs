@@ -54,6 +54,7 @@ pub mod qos;
 pub mod rawsock;
 pub mod settings;
 pub mod snapshot;
+pub mod sparse;
 pub mod spsc;
 pub mod tap;
 pub mod threads;
