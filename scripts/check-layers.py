@@ -86,7 +86,7 @@ LAYERS = {
     ],
     "dataplane": [
         ("primitives", ["pool", "wake", "placement", "flush", "dispatch", "qos", "snapshot",
-                        "delay"]),
+                        "delay", "sparse"]),
         ("the port trait", ["port", "sys", "spsc"]),
         ("capture formats", ["capture"]),
         ("backends", ["afpacket", "afxdp", "rawsock", "tap", "tunnel", "memory", "patch",

@@ -1,40 +1,55 @@
 //! The AF_PACKET backend: a port on a Linux network interface, receiving
-//! through a TPACKET_V3 mmap ring and sending with `sendmmsg`.
+//! through a TPACKET_V2 mmap ring and sending with `sendmmsg`.
 //!
-//! # Receive: TPACKET_V3 ring, frames lent without copying
+//! # Receive: a TPACKET_V2 ring, frames lent without copying
 //!
-//! The RX socket shares a ring of `block_count` blocks of `block_size` bytes
-//! with the kernel. The kernel fills a block with frames and hands the whole
-//! block over by setting `TP_STATUS_USER` in its descriptor (or when
-//! `block_timeout_ms` passes with the block partly filled). The port walks
-//! blocks in ring order and lends each frame as a [`PacketBuf`] pointing
-//! straight into the ring (see `port` for lent buffers). A block goes back to
-//! the kernel (`TP_STATUS_KERNEL`) when its last lent frame is dropped: each
-//! block has a count of outstanding holds (one per lent frame plus one for
-//! the reader while it walks the block), and whoever drops the count to zero
-//! returns the block. A per-block `lent` flag, cleared only after the status
-//! store, stops the reader from re-reading a block whose frames from the
-//! previous lap are still held.
+//! The RX socket shares a ring of fixed-size frame slots with the kernel
+//! (`block_count` blocks of `block_size` bytes, each cut into slots of
+//! `frame_size`). The kernel writes each frame into the next slot and hands
+//! it over at once by setting `TP_STATUS_USER` in the slot's header, then
+//! wakes a poller: a frame never waits for company (the TPACKET_V3 ring
+//! this port used before handed frames over a block at a time, and at low
+//! rates a frame waited for the block's retire timer, 1.7 ms median
+//! through an idle switch). The port walks the slots in ring order and
+//! lends each frame as a [`PacketBuf`] pointing straight into its slot
+//! (see `port` for lent buffers); the slot goes back to the kernel
+//! (`TP_STATUS_KERNEL`) when the buffer is dropped. A per-slot `lent`
+//! flag, set by the reader and cleared by the releaser after the status
+//! store, stops the reader from taking a slot whose frame from the
+//! previous lap is still held.
 //!
-//! The region lent with a frame runs from its `tpacket3_hdr` to the next
-//! frame's header (or the end of the block), so the dead ring header plus
-//! `PACKET_RESERVE` bytes are the frame's headroom and pushes are in place.
+//! The region lent with a frame runs from the end of the slot's
+//! `tpacket2_hdr` to the end of the slot, so the ring's own address bytes
+//! plus `PACKET_RESERVE` are the frame's headroom and pushes are in place,
+//! while the status word the release path writes is never part of it.
 //!
-//! While frames are held their block cannot be refilled; if the holders are
-//! slow the kernel runs out of blocks and drops, which the port reports as
-//! `rx_drops.ring_full` (from `PACKET_STATISTICS`). Frames larger than the
-//! ring's frame limit arrive truncated; the port drops them and counts
-//! `rx_drops.truncated`.
+//! The kernel fills slots strictly in order and drops when the next one
+//! is still the user's (held, or not yet read): the port reports those as
+//! `rx_drops.ring_full` (from `PACKET_STATISTICS`). A frame longer than
+//! its slot arrives truncated; the port drops it and counts
+//! `rx_drops.truncated`. Slots are sized from the interface's MTU when the
+//! port opens (`frame_size` 0, the default); an MTU raised later truncates.
 //!
-//! A mapped ring cannot shrink, so under a time bound ([`crate::delay`],
-//! set by the reading thread through [`PortBackend::set_rx_bound`]) the
-//! reader drops by age instead (head drop): ages are measured against the
-//! newest frame waiting in the ring (the newest `ts_last_pkt` of the
-//! blocks ready to read), so a frame that only waited for the reader to
-//! wake or for its block to be retired is never stale. A block whose
-//! newest frame is older than that by more than the bound goes back to
-//! the kernel unread, and such a frame in a younger block is skipped;
-//! both count as `rx_drops.queue_delay`.
+//! # Bounded delay without tail drops
+//!
+//! The ring is deep (8 MiB, about 4,000 slots) so that the kernel never
+//! has to drop what a ping sends into a flood. Under a time bound
+//! ([`crate::delay`], set by the reading thread through
+//! [`PortBackend::set_rx_bound`]) the reader drops by age instead, while
+//! more frames wait than the bound's packet count (the delay times the
+//! reader's drain rate, at least two bursts, so a short stall of the
+//! reader with little traffic drops nothing): ages are measured against
+//! the newest frame waiting in the ring (found by a
+//! doubling, then halving, search over the slots ready from the reader on:
+//! about 2 log2(slots) status loads per burst), so a frame that only
+//! waited for the reader to wake is never stale. A frame stamped more than
+//! the bound before that newest one sat behind a backlog: it goes back to
+//! the kernel unread and counts as `rx_drops.queue_delay`, unless it is
+//! *sparse* ([`crate::sparse`]: its flow sent next to nothing lately, as a
+//! ping does), in which case it is lent however old. Skipping a stale
+//! frame costs a status load, a header read and the meter's hash (tens of
+//! nanoseconds), so the reader catches up with a backlog at many times
+//! the rate it forwards, and a ping waits at most about the bound.
 //!
 //! `PACKET_IGNORE_OUTGOING` keeps frames this host sends on the interface
 //! (including our own TX) out of the ring. The RX socket is created with
@@ -62,68 +77,59 @@ use crate::port::{
     BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit,
     TxBurst,
 };
+use crate::sparse::FlowMeter;
 use crate::sys;
 
 /// Smallest frame the port sends (an Ethernet header).
 const MIN_FRAME: usize = 14;
 
-/// `enum tpacket_versions`: TPACKET_V3.
-const TPACKET_V3: libc::c_int = 2;
+/// `enum tpacket_versions`: TPACKET_V2.
+const TPACKET_V2: libc::c_int = 1;
 
 /// Most packets handed to one `sendmmsg` call.
 const TX_BATCH: usize = 64;
 
-/// Byte offsets inside `struct tpacket_block_desc` (version, offset_to_priv,
-/// then `struct tpacket_hdr_v1`).
-mod block {
-    pub const STATUS: usize = 8;
-    pub const NUM_PKTS: usize = 12;
-    pub const FIRST_PKT: usize = 16;
-    /// `ts_last_pkt`: seconds, then nanoseconds.
-    pub const TS_LAST_SEC: usize = 40;
-    pub const TS_LAST_NSEC: usize = 44;
-    /// Size of the descriptor; frames start after it, so a lent frame never
-    /// overlaps the status word the release path writes.
-    pub const HDR_LEN: usize = 48;
-}
-
-/// Byte offsets inside `struct tpacket3_hdr`.
+/// Byte offsets inside `struct tpacket2_hdr`, at the start of every slot.
 mod frame {
-    pub const NEXT_OFFSET: usize = 0;
-    pub const SEC: usize = 4;
-    pub const NSEC: usize = 8;
-    pub const SNAPLEN: usize = 12;
-    pub const LEN: usize = 16;
-    pub const MAC: usize = 24;
     /// `tp_status`.
-    pub const STATUS: usize = 20;
-    /// `hv1.tp_vlan_tci` and `hv1.tp_vlan_tpid`.
-    pub const VLAN_TCI: usize = 32;
+    pub const STATUS: usize = 0;
+    pub const LEN: usize = 4;
+    pub const SNAPLEN: usize = 8;
+    pub const MAC: usize = 12;
+    pub const SEC: usize = 16;
+    pub const NSEC: usize = 20;
+    /// `tp_vlan_tci` and `tp_vlan_tpid`.
+    pub const VLAN_TCI: usize = 24;
     /// See `VLAN_TCI`.
-    pub const VLAN_TPID: usize = 36;
+    pub const VLAN_TPID: usize = 26;
+    /// The header's size: a lent frame's region starts after it.
+    pub const HDR_LEN: usize = 32;
     /// `TP_STATUS_VLAN_VALID`, `TP_STATUS_VLAN_TPID_VALID`.
     pub const STATUS_VLAN_VALID: u32 = 1 << 4;
     /// See `STATUS_VLAN_VALID`.
     pub const STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
-    /// Header bytes the reader needs before trusting the fields above.
-    pub const MIN_HDR: usize = 40;
+    /// Where the kernel puts the network header in a slot before
+    /// `PACKET_RESERVE`: `TPACKET_ALIGN(TPACKET2_HDRLEN + 16)`, the header
+    /// plus a `sockaddr_ll`, at least 16 bytes for the MAC header, rounded
+    /// to 16.
+    pub const NET_OFFSET: usize = 80;
 }
 
 /// Ring and socket options for an [`AfPacketPort`].
 #[derive(Clone, Debug)]
 pub struct AfPacketConfig {
-    /// Bytes per ring block; a multiple of the page size (default 256 KiB).
+    /// Bytes per ring block; a multiple of the page size and of the frame
+    /// size (default 256 KiB).
     pub block_size: usize,
     /// Number of blocks (default 32, so 8 MiB of ring).
     pub block_count: usize,
-    /// Nominal frame size used to size the ring (default 2048).
+    /// Bytes per frame slot, a multiple of 16 and at least 256; 0 (the
+    /// default) sizes it from the interface's MTU when the port opens: the
+    /// smallest power of two, at least 2,048, that holds the slot header,
+    /// the reserve, the MTU and two VLAN tags.
     pub frame_size: usize,
-    /// How long the kernel keeps a partly filled block before handing it
-    /// over, in milliseconds; bounds the added latency at low rates
-    /// (default 1).
-    pub block_timeout_ms: u32,
     /// Extra headroom in front of every received frame (`PACKET_RESERVE`,
-    /// default 64); the ring header already gives about 80 bytes.
+    /// default 64); the ring header already gives about 50 bytes.
     pub reserve: u32,
     /// Put the interface in promiscuous mode (default true).
     pub promiscuous: bool,
@@ -136,8 +142,7 @@ impl Default for AfPacketConfig {
         AfPacketConfig {
             block_size: 1 << 18,
             block_count: 32,
-            frame_size: 2048,
-            block_timeout_ms: 1,
+            frame_size: 0,
             reserve: 64,
             promiscuous: true,
             qdisc_bypass: true,
@@ -145,22 +150,30 @@ impl Default for AfPacketConfig {
     }
 }
 
+/// The slot size for an interface MTU (see [`AfPacketConfig::frame_size`]).
+fn frame_size_for(mtu: usize, reserve: u32) -> usize {
+    (frame::NET_OFFSET + reserve as usize + mtu + 8)
+        .next_power_of_two()
+        .max(2048)
+}
+
 /// The mmap'ed RX ring, shared by the port and every frame it lent.
 struct RxRing {
     base: NonNull<u8>,
     map_len: usize,
     block_size: usize,
-    /// Outstanding holds per block: lent frames plus the reader's own.
-    holds: Box<[AtomicU32]>,
-    /// True from when the reader takes a block until it is back with the
-    /// kernel; set only by the reader, cleared only by the last releaser.
+    frame_size: usize,
+    frames_per_block: usize,
+    /// Per slot: true from when the reader lends its frame until the
+    /// holder drops it; set only by the reader, cleared only by the
+    /// releaser (after the status store).
     lent: Box<[AtomicBool]>,
     /// The RX socket; closed after the ring is unmapped.
     fd: OwnedFd,
 }
 
 // SAFETY: `base` points at a shared mapping that lives as long as the RxRing;
-// all cross-thread access to ring state goes through the atomics (block status
+// all cross-thread access to ring state goes through the atomics (slot status
 // words are accessed as AtomicU32), and frame regions are touched only by the
 // one PacketBuf they were lent to.
 unsafe impl Send for RxRing {}
@@ -168,53 +181,76 @@ unsafe impl Send for RxRing {}
 unsafe impl Sync for RxRing {}
 
 impl RxRing {
-    /// The status word of block `blk`, shared with the kernel.
-    fn status(&self, blk: usize) -> &AtomicU32 {
-        // SAFETY: blk < block_count (callers index within the ring), the
-        // status word is 4-byte aligned inside a page-aligned block, and the
-        // mapping outlives &self. The kernel writes it too; treating it as an
+    /// Number of frame slots.
+    fn slots(&self) -> usize {
+        self.lent.len()
+    }
+
+    /// Byte offset of slot `slot` in the mapping (slots never span blocks).
+    fn offset(&self, slot: usize) -> usize {
+        (slot / self.frames_per_block) * self.block_size
+            + (slot % self.frames_per_block) * self.frame_size
+    }
+
+    /// The status word of slot `slot`, shared with the kernel.
+    fn status(&self, slot: usize) -> &AtomicU32 {
+        // SAFETY: slot < slots (callers index within the ring, and
+        // `offset` stays inside the mapping for those), the status word is
+        // the first word of a 16-byte-aligned slot, and the mapping
+        // outlives &self. The kernel writes it too; treating it as an
         // atomic is how the packet_mmap protocol is meant to be used.
         unsafe {
             AtomicU32::from_ptr(
-                self.base
-                    .as_ptr()
-                    .add(blk * self.block_size + block::STATUS) as *mut u32,
+                self.base.as_ptr().add(self.offset(slot) + frame::STATUS) as *mut u32
             )
         }
     }
 
-    /// Reads a u32 at `off` within block `blk`, or `None` if it would leave
-    /// the block.
-    /// The block's `ts_last_pkt` in ns (0 if unreadable).
-    fn newest_ns(&self, blk: usize) -> u64 {
-        u64::from(self.read::<u32>(blk, block::TS_LAST_SEC).unwrap_or(0)) * 1_000_000_000
-            + u64::from(self.read::<u32>(blk, block::TS_LAST_NSEC).unwrap_or(0))
+    /// Whether slot `slot` holds a frame for the reader: the kernel handed
+    /// it over and it is not lent from an earlier lap.
+    fn ready(&self, slot: usize) -> bool {
+        match self.lent.get(slot) {
+            Some(lent) if !lent.load(Ordering::Acquire) => {
+                self.status(slot).load(Ordering::Acquire) & libc::TP_STATUS_USER != 0
+            }
+            _ => false,
+        }
     }
 
-    /// A `T` (`u16` or `u32`) at `off` in block `blk`, if in bounds.
-    fn read<T: Copy>(&self, blk: usize, off: usize) -> Option<T> {
-        if off.checked_add(std::mem::size_of::<T>())? > self.block_size {
+    /// Hands slot `slot` back to the kernel.
+    fn give_back(&self, slot: usize) {
+        self.status(slot)
+            .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+    }
+
+    /// A `T` (`u16` or `u32`) at `off` in slot `slot`'s header, if in
+    /// bounds.
+    fn read<T: Copy>(&self, slot: usize, off: usize) -> Option<T> {
+        if slot >= self.slots() || off.checked_add(std::mem::size_of::<T>())? > frame::HDR_LEN {
             return None;
         }
-        // SAFETY: in bounds of block `blk` (checked above); the block is owned
-        // by user space (status USER, observed with Acquire) so the kernel is
-        // not writing it; unaligned read because kernel data is not trusted;
-        // `T` is one of the plain integers the callers name.
+        // SAFETY: inside slot `slot`'s header (checked above); the caller
+        // saw the slot ready (status USER, loaded with Acquire), so the
+        // kernel is not writing it; unaligned read because kernel data is
+        // not trusted; `T` is one of the plain integers the callers name.
         Some(unsafe {
-            std::ptr::read_unaligned(self.base.as_ptr().add(blk * self.block_size + off) as *const T)
+            std::ptr::read_unaligned(self.base.as_ptr().add(self.offset(slot) + off) as *const T)
         })
+    }
+
+    /// The kernel's timestamp of the frame in ready slot `slot` (realtime,
+    /// ns).
+    fn stamp_ns(&self, slot: usize) -> u64 {
+        u64::from(self.read::<u32>(slot, frame::SEC).unwrap_or(0)) * 1_000_000_000
+            + u64::from(self.read::<u32>(slot, frame::NSEC).unwrap_or(0))
     }
 }
 
 impl BufferLender for RxRing {
     fn release(&self, token: usize) {
-        let (Some(holds), Some(lent)) = (self.holds.get(token), self.lent.get(token)) else {
-            return;
-        };
-        if holds.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // Last hold: give the block back, then let the reader take it again.
-            self.status(token)
-                .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        if let Some(lent) = self.lent.get(token) {
+            // Back to the kernel, then let the reader take the slot again.
+            self.give_back(token);
             lent.store(false, Ordering::Release);
         }
     }
@@ -229,60 +265,69 @@ impl Drop for RxRing {
     }
 }
 
-/// Where the reader is in the ring.
-#[derive(Default)]
-struct Reader {
-    block: usize,
-    in_block: bool,
-    pkts_left: u32,
-    offset: usize,
-}
-
 /// A port on a network interface through AF_PACKET.
 pub struct AfPacketPort {
     name: String,
     ring: Arc<RxRing>,
-    reader: Reader,
+    /// The next slot to read.
+    next: usize,
+    /// Tells sparse frames from a flood's while the port is bounded.
+    meter: FlowMeter,
     tx: Sender,
     ifindex: u32,
     qdisc_bypass: bool,
     counters: PortCounters,
     /// Kernel drop count accumulated from PACKET_STATISTICS (which resets on read).
     kernel_drops: Cell<u64>,
-    /// The oldest a frame may be when read, if bounded.
-    max_age: Option<std::time::Duration>,
+    /// The time bound, if bounded.
+    bound: Option<crate::delay::RxBound>,
 }
 
 /// Why a frame was not lent.
 enum Skip {
-    /// Longer than the ring's frame limit.
+    /// Longer than its slot.
     Truncated,
-    /// Older than the time bound.
+    /// Older than the time bound, and not sparse.
     Stale,
+    /// A slot header that does not describe a frame inside the slot.
+    Malformed,
 }
 
-/// The realtime clock in nanoseconds (the kernel's frame timestamps).
 impl AfPacketPort {
-    /// The kernel's timestamp (realtime, ns) of the newest frame handed
-    /// to user space and not yet read: the newest of the blocks ready
-    /// from the reader's on (the block being read included).
-    fn newest_ready_ns(&self) -> u64 {
-        let blocks = self.ring.holds.len();
-        let mut newest = 0;
-        for i in 0..blocks {
-            let b = (self.reader.block + i) % blocks;
-            if !(i == 0 && self.reader.in_block) {
-                match self.ring.lent.get(b) {
-                    Some(lent) if !lent.load(Ordering::Acquire) => {}
-                    _ => break,
-                }
-                if self.ring.status(b).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
-                    break;
-                }
-            }
-            newest = newest.max(self.ring.newest_ns(b));
+    /// How many frames the kernel handed over that are not yet read, and
+    /// the timestamp (realtime, ns) of the newest of them ((0, 0) if
+    /// none). The ready slots from the reader on are one run (the kernel
+    /// fills slots in order and stops at the first that is not its own),
+    /// so the run's end is found by doubling the distance, then halving it.
+    fn ready_run(&self) -> (usize, u64) {
+        let ring = &self.ring;
+        let n = ring.slots();
+        let at = |d: usize| (self.next + d) % n;
+        if !ring.ready(at(0)) {
+            return (0, 0);
         }
-        newest
+        // `lo` is ready; `hi` is not (or the end of the ring).
+        let (mut lo, mut step) = (0, 1);
+        let mut hi = loop {
+            let d = lo + step;
+            if d >= n {
+                break n;
+            }
+            if !ring.ready(at(d)) {
+                break d;
+            }
+            lo = d;
+            step *= 2;
+        };
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if ring.ready(at(mid)) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo + 1, ring.stamp_ns(at(lo)))
     }
 
     /// Opens interface `ifname` with the default configuration.
@@ -302,99 +347,70 @@ impl AfPacketPort {
         Ok(AfPacketPort {
             name: ifname.to_string(),
             ring: Arc::new(ring),
-            reader: Reader::default(),
+            next: 0,
+            meter: FlowMeter::default(),
             tx: Sender::new(tx),
             ifindex,
             qdisc_bypass: cfg.qdisc_bypass,
             counters: PortCounters::default(),
             kernel_drops: Cell::new(0),
-            max_age: None,
+            bound: None,
         })
     }
 
     fn open_rx(ifname: &str, ifindex: u32, cfg: &AfPacketConfig) -> io::Result<RxRing> {
         // SAFETY: sysconf has no preconditions.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        if cfg.block_size == 0
-            || !cfg.block_size.is_multiple_of(page)
-            || cfg.frame_size < 64
-            || !cfg.frame_size.is_multiple_of(16)
-            || !cfg.block_size.is_multiple_of(cfg.frame_size)
+        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
+        let (frame_size, block_size) = if cfg.frame_size == 0 {
+            let mtu = sys::if_mtu(fd.as_raw_fd(), ifname)?;
+            let f = frame_size_for(mtu, cfg.reserve);
+            (f, cfg.block_size.max(f))
+        } else {
+            (cfg.frame_size, cfg.block_size)
+        };
+        if block_size == 0
+            || !block_size.is_multiple_of(page)
+            || frame_size < 256
+            || !frame_size.is_multiple_of(16)
+            || !block_size.is_multiple_of(frame_size)
             || cfg.block_count == 0
         {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
-                    "bad ring geometry: block_size {} must be a multiple of the page size {page} and of frame_size {} (a multiple of 16, at least 64), block_count {} > 0",
-                    cfg.block_size, cfg.frame_size, cfg.block_count
+                    "bad ring geometry: block_size {block_size} must be a multiple of the page size {page} and of frame_size {frame_size} (a multiple of 16, at least 256), block_count {} > 0",
+                    cfg.block_count
                 ),
             ));
         }
-        let map_len = cfg
-            .block_size
+        let map_len = block_size
             .checked_mul(cfg.block_count)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "ring size overflows"))?;
-        let fd = sys::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK, 0)?;
-        sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V3)
-            .map_err(|e| sys::context(e, "PACKET_VERSION TPACKET_V3"))?;
+        let frames_per_block = block_size / frame_size;
+        let slots = frames_per_block * cfg.block_count;
+        let too_big = || io::Error::new(io::ErrorKind::InvalidInput, "ring too large");
+        sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_VERSION, &TPACKET_V2)
+            .map_err(|e| sys::context(e, "PACKET_VERSION TPACKET_V2"))?;
         sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_RESERVE, &cfg.reserve)
             .map_err(|e| sys::context(e, "PACKET_RESERVE"))?;
         set_flag(&fd, libc::PACKET_IGNORE_OUTGOING, "PACKET_IGNORE_OUTGOING")?;
-        let req = libc::tpacket_req3 {
-            tp_block_size: cfg.block_size as u32,
-            tp_block_nr: cfg.block_count as u32,
-            tp_frame_size: cfg.frame_size as u32,
-            tp_frame_nr: (cfg.block_size / cfg.frame_size * cfg.block_count) as u32,
-            tp_retire_blk_tov: cfg.block_timeout_ms,
-            tp_sizeof_priv: 0,
-            tp_feature_req_word: 0,
+        let req = libc::tpacket_req {
+            tp_block_size: u32::try_from(block_size).map_err(|_| too_big())?,
+            tp_block_nr: u32::try_from(cfg.block_count).map_err(|_| too_big())?,
+            tp_frame_size: u32::try_from(frame_size).map_err(|_| too_big())?,
+            tp_frame_nr: u32::try_from(slots).map_err(|_| too_big())?,
         };
         sys::setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)
             .map_err(|e| sys::context(e, "PACKET_RX_RING"))?;
-        // SAFETY: mapping the ring the kernel just allocated for this socket,
-        // at a kernel-chosen address, of exactly its size.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        let base = if base == libc::MAP_FAILED {
-            // MAP_LOCKED can fail under a small RLIMIT_MEMLOCK; retry without.
-            // SAFETY: as above.
-            let retry = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    map_len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED | libc::MAP_POPULATE,
-                    fd.as_raw_fd(),
-                    0,
-                )
-            };
-            if retry == libc::MAP_FAILED {
-                return Err(sys::context(
-                    io::Error::last_os_error(),
-                    "mmap of the RX ring",
-                ));
-            }
-            retry
-        } else {
-            base
-        };
+        let base = map_ring(&fd, map_len)?;
         let ring = RxRing {
-            base: NonNull::new(base as *mut u8)
-                .ok_or_else(|| io::Error::other("mmap returned null"))?,
+            base: NonNull::new(base).ok_or_else(|| io::Error::other("mmap returned null"))?,
             map_len,
-            block_size: cfg.block_size,
-            holds: (0..cfg.block_count).map(|_| AtomicU32::new(0)).collect(),
-            lent: (0..cfg.block_count)
-                .map(|_| AtomicBool::new(false))
-                .collect(),
+            block_size,
+            frame_size,
+            frames_per_block,
+            lent: (0..slots).map(|_| AtomicBool::new(false)).collect(),
             fd,
         };
         if cfg.promiscuous {
@@ -404,70 +420,98 @@ impl AfPacketPort {
         Ok(ring)
     }
 
-    /// Reads the next frame of the current block; `None` when the block's
-    /// headers are inconsistent (the rest of the block is then skipped).
-    /// Frames stamped before `cutoff_ns` are skipped as stale.
-    fn next_frame(&mut self, blk: usize, cutoff_ns: u64) -> Option<Result<PacketBuf, Skip>> {
+    /// Takes the frame in ready slot `slot`: lends it, or says why not
+    /// (the caller then gives the slot back). Under a bound every frame is
+    /// metered, and one stamped before `cutoff_ns` is stale unless sparse.
+    fn take(&mut self, slot: usize, cutoff_ns: u64) -> Result<PacketBuf, Skip> {
         let ring = &self.ring;
-        let off = self.reader.offset;
-        if off < block::HDR_LEN || off.checked_add(frame::MIN_HDR)? > ring.block_size {
-            return None;
+        let hdr = |off| ring.read::<u32>(slot, off).ok_or(Skip::Malformed);
+        let status = hdr(frame::STATUS)?;
+        let wire_len = hdr(frame::LEN)?;
+        let snaplen = hdr(frame::SNAPLEN)? as usize;
+        let mac = usize::from(ring.read::<u16>(slot, frame::MAC).ok_or(Skip::Malformed)?);
+        if mac < frame::HDR_LEN || mac.saturating_add(snaplen) > ring.frame_size {
+            return Err(Skip::Malformed);
         }
-        let next = ring.read::<u32>(blk, off + frame::NEXT_OFFSET)? as usize;
-        let sec = ring.read::<u32>(blk, off + frame::SEC)?;
-        let nsec = ring.read::<u32>(blk, off + frame::NSEC)?;
-        let snaplen = ring.read::<u32>(blk, off + frame::SNAPLEN)? as usize;
-        let wire_len = ring.read::<u32>(blk, off + frame::LEN)?;
-        let mac = usize::from(ring.read::<u16>(blk, off + frame::MAC)?);
-        let last = self.reader.pkts_left <= 1;
-        let region_end = if last {
-            ring.block_size
-        } else {
-            off.checked_add(next)?
-        };
-        if (!last && next == 0)
-            || region_end > ring.block_size
-            || off.checked_add(mac)?.checked_add(snaplen)? > region_end
-        {
-            return None;
-        }
-        self.reader.offset = region_end;
         if (snaplen as u64) < u64::from(wire_len) {
-            return Some(Err(Skip::Truncated));
+            return Err(Skip::Truncated);
         }
-        let stamp = u64::from(sec) * 1_000_000_000 + u64::from(nsec);
-        if stamp < cutoff_ns {
-            return Some(Err(Skip::Stale));
+        let stamp = ring.stamp_ns(slot);
+        // SAFETY: the frame's bytes [mac, mac + snaplen) lie inside slot
+        // `slot` (checked above), which the kernel handed over (status USER,
+        // loaded with Acquire by `ready`) and nobody else holds (not lent):
+        // nothing writes them while this shared view lives.
+        let region = unsafe { ring.base.as_ptr().add(ring.offset(slot)) };
+        if self.bound.is_some() {
+            // SAFETY: as above; the view ends before the slot is lent.
+            let bytes = unsafe { std::slice::from_raw_parts(region.add(mac), snaplen) };
+            let flow = self.meter.observe(bytes);
+            if stamp < cutoff_ns && !flow.sparse {
+                return Err(Skip::Stale);
+            }
         }
-        ring.holds.get(blk)?.fetch_add(1, Ordering::Relaxed);
+        ring.lent[slot].store(true, Ordering::Relaxed);
         let lender: Arc<dyn BufferLender> = ring.clone();
-        // SAFETY: base + blk*block_size + off is inside the mapping; the
-        // region [off, region_end) belongs to this frame alone (frames do not
-        // overlap, and the reader never revisits it until the block has been
-        // returned and refilled, which needs this buffer's hold released);
-        // mac + snaplen <= region_end - off was checked above.
-        let pkt = unsafe {
-            let start = NonNull::new_unchecked(ring.base.as_ptr().add(blk * ring.block_size + off));
-            PacketBuf::from_slot(start, region_end - off, mac, snaplen, lender, blk)
+        // SAFETY: the region after the slot header to the slot's end belongs
+        // to this frame alone (slots do not overlap, and the reader does not
+        // take the slot again until this buffer's release clears `lent`);
+        // the frame lies inside it (checked above).
+        let mut pkt = unsafe {
+            PacketBuf::from_slot(
+                NonNull::new_unchecked(region.add(frame::HDR_LEN)),
+                ring.frame_size - frame::HDR_LEN,
+                mac - frame::HDR_LEN,
+                snaplen,
+                lender,
+                slot,
+            )
         };
-        let mut pkt = pkt;
         pkt.meta.timestamp_ns = stamp;
         pkt.meta.wire_len = wire_len;
         // The kernel strips an outer VLAN tag into the frame header before
         // packet sockets see the frame; put it back so the switch sees the
         // frame as it was on the wire.
-        let status = ring.read::<u32>(blk, off + frame::STATUS).unwrap_or(0);
         if status & frame::STATUS_VLAN_VALID != 0 {
-            let tci = ring.read::<u32>(blk, off + frame::VLAN_TCI).unwrap_or(0) as u16;
-            let tpid = match ring.read::<u16>(blk, off + frame::VLAN_TPID) {
+            let tci = ring.read::<u16>(slot, frame::VLAN_TCI).unwrap_or(0);
+            let tpid = match ring.read::<u16>(slot, frame::VLAN_TPID) {
                 Some(t) if status & frame::STATUS_VLAN_TPID_VALID != 0 && t != 0 => t,
                 _ => 0x8100,
             };
             pkt.insert_vlan_tag(tpid, tci);
             pkt.meta.wire_len = wire_len.saturating_add(4);
         }
-        Some(Ok(pkt))
+        Ok(pkt)
     }
+}
+
+/// Maps the RX ring of packet socket `fd` (`map_len` bytes), locked in
+/// memory when the limits allow.
+fn map_ring(fd: &OwnedFd, map_len: usize) -> io::Result<*mut u8> {
+    for flags in [
+        libc::MAP_SHARED | libc::MAP_LOCKED | libc::MAP_POPULATE,
+        libc::MAP_SHARED | libc::MAP_POPULATE,
+    ] {
+        // SAFETY: mapping the ring the kernel just allocated for this
+        // socket, at a kernel-chosen address, of exactly its size.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        // MAP_LOCKED can fail under a small RLIMIT_MEMLOCK; retry without.
+        if base != libc::MAP_FAILED {
+            return Ok(base as *mut u8);
+        }
+    }
+    Err(sys::context(
+        io::Error::last_os_error(),
+        "mmap of the RX ring",
+    ))
 }
 
 /// The sending socket of an AF_PACKET port and what it counted; the one
@@ -648,71 +692,44 @@ impl PortBackend for AfPacketPort {
 
     fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
         let mut got = 0;
-        let blocks = self.ring.holds.len();
-        // Frames stamped more than the bound before the newest frame
+        let n = self.ring.slots();
+        // While more frames wait than the bound's packet count, those
+        // stamped more than the bound's delay before the newest frame
         // waiting are stale: they sat behind a backlog. A frame that only
-        // waited for the reader to wake, or for its block to be retired
-        // at a low rate, is the newest itself and goes through.
-        let cutoff_ns = match self.max_age {
-            Some(age) => self
-                .newest_ready_ns()
-                .saturating_sub(u64::try_from(age.as_nanos()).unwrap_or(0)),
+        // waited for the reader to wake is the newest itself and goes
+        // through, and a few frames that waited out a stall of the reader
+        // (fewer than the bound's packets, at least two bursts) all do.
+        let cutoff_ns = match self.bound {
+            Some(b) => match self.ready_run() {
+                (waiting, newest) if waiting > b.packets => {
+                    newest.saturating_sub(u64::try_from(b.delay.as_nanos()).unwrap_or(u64::MAX))
+                }
+                _ => 0,
+            },
             None => 0,
         };
         while out.room() > 0 {
-            let blk = self.reader.block;
-            if !self.reader.in_block {
-                let (Some(lent), Some(holds)) = (self.ring.lent.get(blk), self.ring.holds.get(blk))
-                else {
-                    break;
-                };
-                if lent.load(Ordering::Acquire) {
-                    break; // still held from the previous lap
-                }
-                if self.ring.status(blk).load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
-                    break; // the kernel is still filling it
-                }
-                let num = self.ring.read::<u32>(blk, block::NUM_PKTS).unwrap_or(0);
-                let first = self.ring.read::<u32>(blk, block::FIRST_PKT).unwrap_or(0) as usize;
-                lent.store(true, Ordering::Relaxed);
-                holds.store(1, Ordering::Relaxed);
-                if self.ring.newest_ns(blk) < cutoff_ns {
-                    // Every frame in it is stale: back to the kernel unread.
-                    self.counters.rx_drops.queue_delay += u64::from(num);
-                    self.reader.block = (blk + 1) % blocks;
-                    self.ring.release(blk);
-                    continue;
-                }
-                self.reader.in_block = true;
-                self.reader.pkts_left = num;
-                self.reader.offset = first;
+            let slot = self.next;
+            if !self.ring.ready(slot) {
+                break; // the kernel has not filled it, or it is still lent
             }
-            while self.reader.pkts_left > 0 && out.room() > 0 {
-                match self.next_frame(blk, cutoff_ns) {
-                    Some(Ok(pkt)) => {
-                        self.counters.rx_packets += 1;
-                        self.counters.rx_bytes += pkt.len() as u64;
-                        let _ = out.push(pkt);
-                        got += 1;
-                        self.reader.pkts_left -= 1;
-                    }
-                    Some(Err(skip)) => {
-                        match skip {
-                            Skip::Truncated => self.counters.rx_drops.truncated += 1,
-                            Skip::Stale => self.counters.rx_drops.queue_delay += 1,
-                        }
-                        self.reader.pkts_left -= 1;
-                    }
-                    None => {
-                        self.counters.rx_drops.malformed += u64::from(self.reader.pkts_left);
-                        self.reader.pkts_left = 0;
+            self.next = (slot + 1) % n;
+            match self.take(slot, cutoff_ns) {
+                Ok(pkt) => {
+                    self.counters.rx_packets += 1;
+                    self.counters.rx_bytes += pkt.len() as u64;
+                    let _ = out.push(pkt);
+                    got += 1;
+                }
+                Err(skip) => {
+                    self.ring.give_back(slot);
+                    let d = &mut self.counters.rx_drops;
+                    match skip {
+                        Skip::Truncated => d.truncated += 1,
+                        Skip::Stale => d.queue_delay += 1,
+                        Skip::Malformed => d.malformed += 1,
                     }
                 }
-            }
-            if self.reader.pkts_left == 0 {
-                self.reader.in_block = false;
-                self.reader.block = (blk + 1) % blocks;
-                self.ring.release(blk); // the reader's own hold
             }
         }
         Ok(got)
@@ -731,7 +748,7 @@ impl PortBackend for AfPacketPort {
     }
 
     fn stats(&self) -> PortCounters {
-        if let Ok(st) = sys::getsockopt::<TpacketStatsV3>(
+        if let Ok(st) = sys::getsockopt::<TpacketStats>(
             self.ring.fd.as_raw_fd(),
             libc::SOL_PACKET,
             libc::PACKET_STATISTICS,
@@ -752,17 +769,16 @@ impl PortBackend for AfPacketPort {
     }
 
     fn set_rx_bound(&mut self, bound: Option<crate::delay::RxBound>) {
-        self.max_age = bound.map(|b| b.delay);
+        self.bound = bound;
     }
 }
 
-/// `struct tpacket_stats_v3` with a `Default`.
+/// `struct tpacket_stats` (TPACKET_V2) with a `Default`.
 #[repr(C)]
 #[derive(Default)]
-struct TpacketStatsV3 {
+struct TpacketStats {
     tp_packets: u32,
     tp_drops: u32,
-    tp_freeze_q_cnt: u32,
 }
 
 #[cfg(test)]
@@ -774,7 +790,8 @@ mod tests {
     };
     use std::time::{Duration, Instant};
 
-    /// A port on `ifname` with a ring of `blocks` one-page blocks.
+    /// A port on `ifname` with a ring of `blocks` one-page blocks of two
+    /// 2,048-byte slots.
     fn open_one_page_blocks(ifname: &str, blocks: usize) -> AfPacketPort {
         let cfg = AfPacketConfig {
             block_size: 4096,
@@ -895,7 +912,7 @@ mod tests {
             // Frames that waited longer than the bound are not lent: the
             // bound is 1 ms and they wait at least 50 ms before the read.
             port.set_rx_bound(Some(crate::delay::RxBound {
-                packets: 64,
+                packets: 10,
                 delay: Duration::from_millis(1),
             }));
             for seq in 0..50u32 {
@@ -932,9 +949,10 @@ mod tests {
     }
 
     #[test]
-    fn lent_frames_hold_blocks_until_dropped_as_root() {
+    fn lent_frames_hold_their_slots_until_dropped_as_root() {
         in_veth_ns("afp-hold", "ha", "hb", || {
-            // A tiny ring: 2 blocks of one page, so held frames starve it.
+            // A tiny ring: 2 blocks of one page (4 slots), so held frames
+            // starve it.
             let mut port = open_one_page_blocks("ha", 2);
             let peer = RawSocket::bind("hb");
             let mut held = Vec::new();
@@ -1045,7 +1063,7 @@ mod tests {
         ns.exec(&["ip", "link", "set", "ova", "mtu", "9000"]);
         ns.exec(&["ip", "link", "set", "ovb", "mtu", "9000"]);
         ns.run(|| {
-            // One-page blocks: a 6000-byte frame cannot fit and arrives truncated.
+            // 2,048-byte slots: a 6000-byte frame cannot fit and arrives truncated.
             let mut port = open_one_page_blocks("ova", 4);
             let peer = RawSocket::bind("ovb");
             peer.send(&test_frame(14, 1, 6000));
@@ -1109,6 +1127,84 @@ mod tests {
                 assert_eq!(f, &want);
             }
             assert_eq!(p2.stats().tx_packets, 50);
+        });
+    }
+
+    #[test]
+    fn slots_fit_the_mtu() {
+        assert_eq!(frame_size_for(1500, 64), 2048);
+        assert_eq!(frame_size_for(1, 0), 2048);
+        assert_eq!(frame_size_for(9000, 64), 16384);
+        // Header, reserve, MTU and two tags fit in what is lent after the
+        // slot header.
+        for mtu in [1500, 1950, 4000, 9000, 65535] {
+            let f = frame_size_for(mtu, 64);
+            assert!(f >= frame::NET_OFFSET + 64 + mtu + 8, "mtu {mtu}: {f}");
+        }
+    }
+
+    #[test]
+    fn jumbo_frames_fit_slots_sized_from_the_mtu_as_root() {
+        let Some(ns) = NetNs::for_test("afp-mtu") else {
+            return;
+        };
+        ns.veth("jma", "jmb");
+        ns.exec(&["ip", "link", "set", "jma", "mtu", "9000"]);
+        ns.exec(&["ip", "link", "set", "jmb", "mtu", "9000"]);
+        ns.run(|| {
+            let mut port = AfPacketPort::open("jma").unwrap();
+            let peer = RawSocket::bind("jmb");
+            peer.send(&test_frame(16, 1, 9000));
+            let got = rx_test_frames(&mut port, 1, Duration::from_secs(5));
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].data(), &test_frame(16, 1, 9000)[..]);
+            assert_eq!(port.stats().rx_drops.truncated, 0);
+        });
+    }
+
+    #[test]
+    fn a_sparse_frame_among_stale_ones_is_kept_as_root() {
+        in_veth_ns("afp-sparse", "spsa", "spsb", || {
+            let mut port = AfPacketPort::open("spsa").unwrap();
+            let peer = RawSocket::bind("spsb");
+            port.set_rx_bound(Some(crate::delay::RxBound {
+                packets: 10,
+                delay: Duration::from_millis(1),
+            }));
+            // A flood (source 7) the meter has seen plenty of...
+            for seq in 0..100u32 {
+                peer.send(&test_frame(7, seq, 64));
+            }
+            assert_eq!(
+                rx_test_frames(&mut port, 100, Duration::from_secs(5)).len(),
+                100
+            );
+            // ...then a backlog of it with one frame of a new flow (source
+            // 8, the ping) in the middle, all of which wait 50 ms behind a
+            // newer frame.
+            for seq in 0..50u32 {
+                peer.send(&test_frame(7, 1000 + seq, 64));
+                if seq == 25 {
+                    peer.send(&test_frame(8, 1, 64));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            peer.send(&test_frame(7, 2000, 64));
+            std::thread::sleep(Duration::from_millis(20));
+            let got = rx_test_frames(&mut port, 2, Duration::from_secs(5));
+            let srcs: Vec<(u8, u32)> = got
+                .iter()
+                .map(|p| {
+                    let d = p.data();
+                    (d[11], u32::from_be_bytes([d[14], d[15], d[16], d[17]]))
+                })
+                .collect();
+            assert_eq!(srcs, vec![(8, 1), (7, 2000)], "{:?}", port.stats());
+            assert!(
+                port.stats().rx_drops.queue_delay >= 50,
+                "{:?}",
+                port.stats()
+            );
         });
     }
 }

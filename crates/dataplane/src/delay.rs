@@ -29,9 +29,11 @@
 //!   `truesize` of the smallest frames, so larger ones fill it in fewer
 //!   packets, i.e. in less time). The kernel then drops beyond the bound
 //!   at no cost to the switch's CPU (tail drop).
-//! - A TPACKET_V3 ring cannot shrink while mapped; the port hands back to
-//!   the kernel, unread, every block whose newest frame is older than the
-//!   delay (head drop: one timestamp compared per block).
+//! - A TPACKET_V2 ring cannot shrink while mapped, and should not: a deep
+//!   ring lets the port see every frame, so it drops by age in user space
+//!   (a frame stamped more than the delay before the newest one waiting
+//!   goes back to the kernel unread) and spares sparse frames (pings,
+//!   [`crate::sparse`]); see [`crate::afpacket`].
 //!
 //! Every such loss counts as the port's `rx_drops.queue_delay`
 //! (`port_rx_queue_delay`), never mixed into the "ring full" counters that

@@ -7,9 +7,9 @@
 //!
 //! Backends:
 //! - [`memory`]: generator and sink ports for tests and benchmarks;
-//! - [`afpacket`]: Linux AF_PACKET with a TPACKET_V3 mmap RX ring;
-//! - [`rawsock`]: Linux AF_PACKET without a ring (`recvmmsg`/`sendmmsg`),
-//!   for low latency at low rates;
+//! - [`afpacket`]: Linux AF_PACKET with a TPACKET_V2 mmap RX ring (the
+//!   default);
+//! - [`rawsock`]: Linux AF_PACKET without a ring (`recvmmsg`/`sendmmsg`);
 //! - [`afxdp`]: AF_XDP on one interface queue (raw syscalls, own XDP program);
 //! - `dpdk` (cargo feature `dpdk`): DPDK ethdevs, NICs and virtual devices,
 //!   with mbufs lent to the pipeline in place;

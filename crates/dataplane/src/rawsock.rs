@@ -3,14 +3,12 @@
 //! storage recycled through [`crate::pool`]) and `sendmmsg` on TX, through
 //! the same sender as the ring backend ([`crate::afpacket`]).
 //!
-//! Why next to [`crate::afpacket`]: a TPACKET_V3 ring hands frames over a
-//! block at a time, and at low rates a block is handed over only when its
-//! timer retires it — at least one kernel tick (4 ms with `HZ=250`), for
-//! every hop through the switch. A ping through two bridges crosses six
-//! such hops and took 10–20 ms here. A plain packet socket hands every
-//! frame over at once, so this backend is the right one for light or
-//! latency-sensitive traffic and for tests; the ring remains the one for
-//! throughput (no per-packet system call on RX, no copy).
+//! Why next to [`crate::afpacket`] (the default, a TPACKET_V2 ring): this
+//! backend was the default while the ring was TPACKET_V3, which hands
+//! frames over a block at a time (at low rates on its retire timer, a
+//! kernel tick per hop). It stays as `--afpacket-mode socket`: a plain
+//! socket whose bounded receive buffer makes the kernel drop at the bound
+//! (no user-space CPU spent on the excess, but no sparing pings either).
 //!
 //! Frames the kernel drops because the receive queue was full (the socket
 //! asks for an 8 MiB buffer) are read from `PACKET_STATISTICS` and counted

@@ -94,6 +94,29 @@ pub fn if_flags(fd: RawFd, name: &str) -> io::Result<libc::c_int> {
     Ok(libc::c_int::from(req.flags) & 0xffff)
 }
 
+/// The MTU of interface `name`, asked through socket `fd` (which decides
+/// the network namespace).
+pub fn if_mtu(fd: RawFd, name: &str) -> io::Result<usize> {
+    /// `struct ifreq` reduced to the name and the `ifr_mtu` member of its
+    /// union, padded to the kernel's 40 bytes.
+    #[repr(C)]
+    struct IfreqMtu {
+        name: [libc::c_char; libc::IFNAMSIZ],
+        mtu: libc::c_int,
+        pad: [u8; 20],
+    }
+    let mut req = IfreqMtu {
+        name: ifname_bytes(name)?,
+        mtu: 0,
+        pad: [0; 20],
+    };
+    // SAFETY: SIOCGIFMTU reads the name and writes the MTU of a `struct
+    // ifreq`; `req` has its layout and size.
+    cvt(unsafe { libc::ioctl(fd, libc::SIOCGIFMTU, &mut req as *mut IfreqMtu) })
+        .map_err(|e| context(e, format!("MTU of {name:?}")))?;
+    Ok(usize::try_from(req.mtu).unwrap_or(0))
+}
+
 /// Sets or clears `IFF_UP` on interface `name` through socket `fd`.
 pub fn set_if_up(fd: RawFd, name: &str, up: bool) -> io::Result<()> {
     let mut req = IfreqFlags::new(name)?;

@@ -5,7 +5,7 @@
 //!
 //! - **ports** with a file descriptor ([`crate::PortBackend::rx_fd`]): the
 //!   thread sleeps in `poll(2)` on those descriptors, and the kernel wakes it
-//!   when a frame (for AF_PACKET TPACKET_V3: a retired block) is ready;
+//!   when a frame is ready;
 //! - **rings** from another thread: the thread sleeps on its own
 //!   [`Doorbell`] (an `eventfd`), which every producer feeding it rings
 //!   after publishing a burst — but only when the consumer said it is about

@@ -50,8 +50,8 @@ pub struct DemoArgs {
     /// Echo requests to send.
     #[arg(long, default_value_t = 5)]
     pub count: u32,
-    /// How afpacket ports receive: socket (low latency) or ring.
-    #[arg(long, value_enum, default_value = "socket")]
+    /// How afpacket ports receive: ring (default) or socket.
+    #[arg(long, value_enum, default_value = "ring")]
     pub afpacket_mode: crate::cmd_run::AfMode,
     /// Keep the switch running after the pings until Ctrl-C.
     #[arg(long)]

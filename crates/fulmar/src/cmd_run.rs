@@ -24,7 +24,7 @@ use runtime::signals::Shutdown;
 /// Packet I/O backend for `--interface` ports.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Io {
-    /// AF_PACKET (a packet socket, or a TPACKET_V3 ring: --afpacket-mode); works on any interface.
+    /// AF_PACKET (a TPACKET_V2 ring, or a packet socket: --afpacket-mode); works on any interface.
     Afpacket,
     /// AF_XDP (one queue per interface).
     Afxdp,
@@ -33,11 +33,13 @@ pub enum Io {
 /// How afpacket ports receive.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum AfMode {
-    /// A plain packet socket: each frame at once (low latency).
-    Socket,
-    /// A TPACKET_V3 ring: fewer system calls, but frames wait for their
-    /// block's timer at low rates (a kernel tick per hop).
+    /// A TPACKET_V2 ring (default): no copy and no system call per burst;
+    /// at saturation stale frames are dropped in user space and pings
+    /// spared.
     Ring,
+    /// A plain packet socket (`recvmmsg`): the kernel tail-drops beyond
+    /// the bounded receive buffer.
+    Socket,
 }
 
 impl From<AfMode> for runtime::AfPacketMode {
@@ -111,7 +113,7 @@ pub struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub max_queue_delay_us: Option<u32>,
     /// How afpacket ports receive.
-    #[arg(long, value_enum, default_value = "socket")]
+    #[arg(long, value_enum, default_value = "ring")]
     pub afpacket_mode: AfMode,
     /// Socket mode: receive buffer per port in bytes (default 8 MiB), what
     /// absorbs a burst while a worker is busy; frames beyond it are

@@ -48,13 +48,15 @@ impl fmt::Display for PortError {
 /// How `afpacket` ports receive.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AfPacketMode {
-    /// A plain packet socket (`recvmmsg`): every frame handed over at once
-    /// (default; see `dataplane::rawsock` for why).
+    /// A TPACKET_V2 ring (default): no RX system call per burst and no
+    /// copy; every frame handed over at once; deep, with the time bound
+    /// kept by dropping stale frames in user space, sparse ones (pings)
+    /// spared (see `dataplane::afpacket`).
     #[default]
-    Socket,
-    /// A TPACKET_V3 ring: no RX system call per burst and no copy, but at
-    /// low rates a frame waits for its block's timer (one kernel tick).
     Ring,
+    /// A plain packet socket (`recvmmsg`), its receive buffer bounded in
+    /// bytes: the kernel tail-drops beyond the bound, pings included.
+    Socket,
 }
 
 /// Backend options.
