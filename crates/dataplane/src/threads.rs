@@ -21,6 +21,14 @@
 //!   three wake-ups of the first packet after a pause then overlap instead
 //!   of adding up (each costs tens of microseconds; see [`crate::flush`]).
 //!
+//!   A split thread that may run only on CPUs where more of the set's
+//!   threads may run than there are CPUs (`spawn::crowded`, decided once
+//!   as it starts from its own affinity and the others' placement) calls
+//!   `sched_yield` after every round that found work: busy-polling threads
+//!   on one CPU would otherwise hand it over once per scheduler slice
+//!   (milliseconds) while the burst just handed on waits for the next
+//!   stage. [`ThreadStats::yields`] tells which threads do.
+//!
 //! The six burst sizes ([`BurstSizes`]) bound each hand-over; partly filled
 //! bursts leave by the [`FlushPolicy`]; idle threads back off and sleep
 //! (see [`crate::flush`] and [`crate::wake`]) until a port descriptor is

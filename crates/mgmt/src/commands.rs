@@ -272,10 +272,11 @@ impl Ctl {
                 let total = (t.busy_ns + t.idle_ns).max(1);
                 let _ = writeln!(
                     s,
-                    "  thread {} ({}{}): packets {}, bursts {}, busy {:.1}% ({:.3} s), idle {:.3} s{}{}",
+                    "  thread {} ({}{}{}): packets {}, bursts {}, busy {:.1}% ({:.3} s), idle {:.3} s{}{}",
                     t.name,
                     t.role,
                     t.core.map(|c| format!(", core {c}")).unwrap_or_default(),
+                    if t.yields { ", yields" } else { "" },
                     t.packets,
                     t.bursts,
                     100.0 * t.busy_ns as f64 / total as f64,

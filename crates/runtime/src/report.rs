@@ -77,6 +77,9 @@ pub struct ThreadLine {
     pub ring_capacity: u64,
     /// The CPU it is pinned to, if it is.
     pub core: Option<usize>,
+    /// It yields its CPU after every busy round (split mode, sharing its
+    /// CPUs with more busy-polling threads than there are CPUs).
+    pub yields: bool,
     /// The receive queues it reads, `PORT:qQUEUE`.
     pub reads: Vec<String>,
 }
@@ -173,6 +176,7 @@ fn thread_line(t: &ThreadStats) -> ThreadLine {
         ring_fill: t.ring_fill as u64,
         ring_capacity: t.ring_capacity as u64,
         core: t.core,
+        yields: t.yields,
         reads: t
             .reads
             .iter()

@@ -17,7 +17,7 @@ use super::mailbox::{await_acks, Change, InRings, ThreadCtl};
 use super::registry::{port_parts, Threads};
 use super::rings::Stage;
 use super::rtc::RtcWorker;
-use super::spawn::{core_of, spawn, IdlePlan, RxPort};
+use super::spawn::{core_of, placed_cpus, spawn, Crowd, IdlePlan, RxPort};
 use super::split::{RxThread, SplitWorker, TxThread};
 use super::tx::{QosPort, QueueStatsHandle, TxPort, TxSide};
 use super::types::{
@@ -215,6 +215,15 @@ impl Threads {
                 }
             }
         }
+        // Every thread's CPUs, RX threads, workers, TX threads in turn.
+        let cores: Vec<Option<usize>> = (t.rx.iter().chain(&t.workers).chain(&t.tx))
+            .map(|c| c.core)
+            .collect();
+        let placed = Arc::new(placed_cpus(&cores));
+        let crowd = |me: usize| Crowd {
+            placed: placed.clone(),
+            me,
+        };
         for (ctl, inputs) in t.workers.iter_mut().zip(&worker_in) {
             ctl.ring_capacity = inputs.iter().map(|c| c.capacity()).sum();
             ctl.rings = InRings::Packets(inputs.iter().map(|c| c.stats()).collect());
@@ -232,6 +241,7 @@ impl Threads {
                 side,
                 stop: t.stop_tx.clone(),
                 cfg: cfg.clone(),
+                crowd: crowd(nrx + nw + x),
             };
             t.tx_handles.push(spawn(
                 format!("{}-tx{x}", cfg.name),
@@ -256,6 +266,7 @@ impl Threads {
                 side,
                 stop: t.stop_workers.clone(),
                 cfg: cfg.clone(),
+                crowd: crowd(nrx + w),
             };
             t.worker_handles.push(spawn(
                 format!("{}-w{w}", cfg.name),
@@ -284,6 +295,7 @@ impl Threads {
                 stop: t.stop_rx.clone(),
                 drops,
                 cfg: cfg.clone(),
+                crowd: crowd(r),
             };
             t.rx_handles.push(spawn(
                 format!("{}-rx{r}", cfg.name),

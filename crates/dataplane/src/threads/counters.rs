@@ -2,7 +2,7 @@
 //! drop map a ring producer counts by, and a thread's own tally of its work.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -110,6 +110,8 @@ pub(super) struct ThreadCells {
     pub(super) idle_ns: AtomicU64,
     /// [`StageCycles`], field by field.
     pub(super) cycles: [AtomicU64; 3],
+    /// The thread yields its CPU after busy rounds (set once at start).
+    pub(super) yields: AtomicBool,
 }
 
 impl ThreadCells {

@@ -226,6 +226,7 @@ impl ThreadCtl {
             ring_fill: self.rings.fill(),
             ring_capacity: self.ring_capacity,
             core: self.core,
+            yields: c.yields.load(Ordering::Relaxed),
             reads: Vec::new(),
         }
     }

@@ -9,6 +9,11 @@
 //! ([`crate::delay`]), keeps the delay before the RX thread short, and a
 //! ring adds at most its capacity at the worker's rate. What does not fit
 //! is counted as a full ring (`rx_ring_full`, `tx_ring_full`).
+//!
+//! Between the set's own threads a lost turn is shorter now: threads that
+//! share a CPU yield after every busy round (`spawn::crowded`), so each
+//! waits for the others' bursts, not their slices. Other processes on the
+//! CPU still take whole slices, which the deep rings bridge.
 
 use std::sync::Arc;
 use std::time::Instant;

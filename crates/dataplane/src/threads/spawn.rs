@@ -9,10 +9,11 @@ use std::time::Duration;
 use crate::capture::Tap;
 use crate::delay::{bound_packets, QueueDelay, RxBound};
 use crate::flush::{Backoff, IdleStep};
+use crate::placement;
 use crate::port::Burst;
 use crate::wake::{self, Doorbell};
 
-use super::counters::{bump, PortDropCells};
+use super::counters::{bump, PortDropCells, ThreadCells};
 use super::tx::Published;
 use super::types::ThreadsConfig;
 
@@ -36,6 +37,63 @@ pub(super) fn core_of(cores: &Option<Vec<usize>>, i: usize) -> Option<usize> {
         .as_ref()
         .filter(|c| !c.is_empty())
         .and_then(|c| c.get(i % c.len()).copied())
+}
+
+/// Whether a busy-polling thread that may run on the CPUs `own` should
+/// yield its CPU after every round that found work: when more busy-polling
+/// threads may run on those CPUs — itself, and each of `others` whose CPU
+/// set meets `own` — than there are CPUs. Such threads can only take turns;
+/// without a yield a busy one keeps its CPU for a whole scheduler slice
+/// (milliseconds) while the packets it handed on wait for the next stage.
+/// An empty `own` (the system did not say) never yields.
+pub(super) fn crowded(own: &[usize], others: &[Vec<usize>]) -> bool {
+    let sharing = others
+        .iter()
+        .filter(|o| o.iter().any(|c| own.contains(c)))
+        .count();
+    !own.is_empty() && 1 + sharing > own.len()
+}
+
+/// The CPUs each of a set of threads may run on, as placed: its core when
+/// it has one, else the CPUs the spawning thread may use (which it
+/// inherits). Thread `i`: entry `i`.
+pub(super) fn placed_cpus(cores: &[Option<usize>]) -> Vec<Vec<usize>> {
+    let inherited = placement::allowed_cpus();
+    cores
+        .iter()
+        .map(|c| c.map_or_else(|| inherited.clone(), |c| vec![c]))
+        .collect()
+}
+
+/// One split-mode thread's view of where its fellow busy-polling threads
+/// run, for deciding once at start whether it yields after busy rounds.
+pub(super) struct Crowd {
+    /// Every thread's CPUs as placed ([`placed_cpus`]).
+    pub(super) placed: Arc<Vec<Vec<usize>>>,
+    /// This thread's entry.
+    pub(super) me: usize,
+}
+
+impl Crowd {
+    /// Run on the thread itself, after pinning: its CPUs are the ones the
+    /// kernel reports now (a refused pin leaves it on the inherited set),
+    /// the others' as placed. Records the answer in `cells` for
+    /// [`ThreadStats::yields`](super::types::ThreadStats::yields).
+    pub(super) fn decide(&self, cells: &ThreadCells) -> bool {
+        let own = placement::allowed_cpus();
+        let others: Vec<Vec<usize>> = self
+            .placed
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != self.me)
+            .map(|(_, s)| s.clone())
+            .collect();
+        let yields = crowded(&own, &others);
+        cells
+            .yields
+            .store(yields, std::sync::atomic::Ordering::Relaxed);
+        yields
+    }
 }
 
 /// Sleeps or spins one idle step. Returns whether it slept and one of

@@ -17,7 +17,7 @@ use super::cycles::{self, StageCycles};
 use super::mailbox::{Change, ThreadSide};
 use super::rings::Stage;
 use super::shutdown::{boxed, drop_together};
-use super::spawn::{bound_ports, idle, read_port, IdlePlan, RxPort};
+use super::spawn::{bound_ports, idle, read_port, Crowd, IdlePlan, RxPort};
 use super::tx::{TxSide, PUBLISH_EVERY};
 use super::types::{BurstProcessor, ThreadsConfig};
 
@@ -35,6 +35,9 @@ pub(super) struct RxThread {
     /// Cells of the ports it reads, for `rx_ring_full`.
     pub(super) drops: DropMap,
     pub(super) cfg: ThreadsConfig,
+    /// Where the set's threads run: whether this one yields its CPU
+    /// after busy rounds.
+    pub(super) crowd: Crowd,
 }
 
 impl RxThread {
@@ -81,6 +84,7 @@ impl RxThread {
         let mut last_publish = last_input;
         self.side.tally = Tally::new(last_input);
         self.plan = IdlePlan::of(&mut self.ports, &self.cfg);
+        let yields = self.crowd.decide(&self.side.cells);
         while !self.stop.load(Ordering::Acquire) {
             self.take_changes();
             let mut got = 0;
@@ -122,6 +126,11 @@ impl RxThread {
                 bound_ports(&mut self.ports, self.cfg.queue_delay, rate);
                 self.publish();
             }
+            if got > 0 && yields {
+                // Let the threads sharing this CPU take their turn now,
+                // with the burst just handed on (spawn::crowded).
+                std::thread::yield_now();
+            }
             if got == 0 {
                 let holding = self.outs.iter().any(|s| s.first_at.is_some());
                 let plan = &self.plan;
@@ -160,6 +169,9 @@ pub(super) struct SplitWorker {
     pub(super) side: ThreadSide,
     pub(super) stop: Arc<AtomicBool>,
     pub(super) cfg: ThreadsConfig,
+    /// Where the set's threads run: whether this one yields its CPU
+    /// after busy rounds.
+    pub(super) crowd: Crowd,
 }
 
 impl SplitWorker {
@@ -194,6 +206,7 @@ impl SplitWorker {
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
         self.side.tally = Tally::new(last_input);
+        let yields = self.crowd.decide(&self.side.cells);
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
             self.take_changes();
@@ -252,6 +265,11 @@ impl SplitWorker {
                 self.side.measure();
                 self.side.tally.publish(&self.side.cells);
             }
+            if got > 0 && yields {
+                // Let the threads sharing this CPU take their turn now,
+                // with the burst just handed on (spawn::crowded).
+                std::thread::yield_now();
+            }
             if got == 0 {
                 let holding = self.outs.iter().any(|s| s.first_at.is_some());
                 let inputs = &mut self.inputs;
@@ -281,6 +299,9 @@ pub(super) struct TxThread {
     pub(super) side: ThreadSide,
     pub(super) stop: Arc<AtomicBool>,
     pub(super) cfg: ThreadsConfig,
+    /// Where the set's threads run: whether this one yields its CPU
+    /// after busy rounds.
+    pub(super) crowd: Crowd,
 }
 
 impl TxThread {
@@ -309,6 +330,7 @@ impl TxThread {
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
         self.side.tally = Tally::new(last_input);
+        let yields = self.crowd.decide(&self.side.cells);
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
             self.take_changes();
@@ -346,6 +368,11 @@ impl TxThread {
                 last_publish = now;
                 self.side.measure();
                 self.publish();
+            }
+            if got > 0 && yields {
+                // Let the threads sharing this CPU take their turn now,
+                // with the burst just handed on (spawn::crowded).
+                std::thread::yield_now();
             }
             if got == 0 {
                 let holding = self.tx.holding();

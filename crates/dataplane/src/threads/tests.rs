@@ -418,6 +418,81 @@ fn pinned_threads_still_forward() {
     t.stop();
 }
 
+#[test]
+fn threads_yield_only_where_more_of_them_than_cpus_may_run() {
+    use super::spawn::crowded;
+    let set = |v: &[usize]| v.to_vec();
+    // Three threads on one CPU (taskset -c 1, or all pinned there).
+    assert!(crowded(&[1], &[set(&[1]), set(&[1])]));
+    // Two on one CPU: RX and TX under core_assign = "minimum".
+    assert!(crowded(&[1], &[set(&[2]), set(&[1])]));
+    // One thread per CPU.
+    assert!(!crowded(&[1], &[set(&[2]), set(&[3])]));
+    // Unpinned on two CPUs: three threads do not fit, two do.
+    assert!(crowded(&[0, 1], &[set(&[0, 1]), set(&[0, 1])]));
+    assert!(!crowded(&[0, 1], &[set(&[0, 1])]));
+    // A pinned thread shares its CPU with an unpinned one that may run
+    // there; the unpinned one has room elsewhere.
+    assert!(crowded(&[1], &[set(&[0, 1])]));
+    assert!(!crowded(&[0, 1], &[set(&[1])]));
+    // Alone, or the system did not say.
+    assert!(!crowded(&[3], &[]));
+    assert!(!crowded(&[], &[set(&[1]), set(&[1])]));
+}
+
+/// All three split threads on one CPU: each yields after busy rounds (and
+/// says so), and every frame still gets through, in order.
+#[test]
+fn split_threads_sharing_one_cpu_yield_and_forward() {
+    let cpu = crate::placement::allowed_cpus()[0];
+    let (ports, mut a, mut b) = switch_ports();
+    let mut c = cfg(ThreadMode::RxWorkerTx, 1);
+    c.rx_ring = 8192;
+    c.tx_ring = 8192;
+    c.rx_cores = Some(vec![cpu]);
+    c.worker_cores = Some(vec![cpu]);
+    c.tx_cores = Some(vec![cpu]);
+    let t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
+    let n = 2000u32;
+    send_all(&mut a, (0..n).map(|i| test_frame(4, i, 64)).collect());
+    let got = collect(&mut b, n as usize, Duration::from_secs(20));
+    let seqs: Vec<u32> = got.iter().map(|f| seq_of(f).1).collect();
+    assert_eq!(seqs, (0..n).collect::<Vec<_>>(), "{:?}", t.drops());
+    let stats = t.thread_stats();
+    assert_eq!(stats.len(), 3);
+    assert!(stats.iter().all(|s| s.yields), "{stats:?}");
+    t.stop();
+}
+
+/// Threads with a CPU each (where the machine has three besides the
+/// first) do not yield; run-to-completion workers never do.
+#[test]
+fn threads_with_room_do_not_yield() {
+    let (ports, _a, _b) = switch_ports();
+    let t = Threads::start(&cfg(ThreadMode::RunToCompletion, 1), ports, &mut |_| {
+        cross()
+    })
+    .unwrap();
+    assert!(t.thread_stats().iter().all(|s| !s.yields));
+    t.stop();
+    let cpus = crate::placement::allowed_cpus();
+    if cpus.len() < 3 {
+        return;
+    }
+    let (ports, _a, _b) = switch_ports();
+    let mut c = cfg(ThreadMode::RxWorkerTx, 1);
+    c.rx_cores = Some(vec![cpus[0]]);
+    c.worker_cores = Some(vec![cpus[1]]);
+    c.tx_cores = Some(vec![cpus[2]]);
+    let t = Threads::start(&c, ports, &mut |_| cross()).unwrap();
+    // Each thread decides as it starts; wait until all three have run.
+    assert!(eventually(Duration::from_secs(10), || {
+        t.thread_stats().iter().all(|s| s.idle_ns > 0)
+    }));
+    assert!(t.thread_stats().iter().all(|s| !s.yields));
+    t.stop();
+}
+
 /// Ethernet + IPv4 + UDP with the given DSCP and source port.
 fn ip_frame(dscp: u8, sport: u16) -> Vec<u8> {
     let mut f = vec![2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00];

@@ -296,6 +296,10 @@ pub struct ThreadStats {
     pub ring_capacity: usize,
     /// The CPU it is pinned to, if it is.
     pub core: Option<usize>,
+    /// It yields its CPU after every round that found work (split mode,
+    /// when it shares its CPUs with more busy-polling threads of the set
+    /// than there are CPUs; decided once at start).
+    pub yields: bool,
     /// The receive queues it reads: (port number, queue), queue 0 for a
     /// port with one queue.
     pub reads: Vec<(u32, usize)>,
