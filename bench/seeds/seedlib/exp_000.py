@@ -306,15 +306,23 @@ QUIET_LOAD = 0.5  # each row waits for the 1-minute load average to fall under t
 WITHIN_PP = 1.0  # the issue's bound: each size's loss within this many points of the smallest table's
 
 
-def rate_search(ctx, topo, frames, top, steps, warm, secs):
+def rate_search(ctx, topo, flows, frames, top, steps, warm, secs):
     """Bisection of the offered rate (tcpreplay --pps) between 0 and top
-    pps, with the switch already running: the highest rate tried whose
-    loss was at most LOSS_FREE_PCT (0 if none was), and every step
-    (requested, offered and forwarded pps, loss %, within tolerance)."""
+    pps through fulmar run-to-completion holding `flows`, started afresh
+    for each step as it is for each row (no step after an overload): the
+    highest rate tried whose loss was at most LOSS_FREE_PCT (0 if none
+    was), and every step (requested, offered and forwarded pps, loss %,
+    within tolerance)."""
     lo, hi, out = 0.0, top, []
     for i in range(steps):
         mid = (lo + hi) / 2
-        r = throughput(ctx, topo, frames, warm=warm, secs=secs, rate=mid)
+        sw = Fulmar(ctx, topo, label="fulmar-search")
+        sw.start(flows)
+        try:
+            r = throughput(ctx, topo, frames, warm=warm, secs=secs, rate=mid)
+            check_alive(sw)
+        finally:
+            sw.stop()
         loss = 100 * r["loss"] if r["loss"] is not None else None
         ok = loss is not None and loss <= LOSS_FREE_PCT
         out.append({"rate_pps": mid, "offered_pps": r["offered_pps"], "fwd_pps": r["fwd_pps"], "loss_pct": loss,
@@ -358,7 +366,7 @@ def tablesize(ctx, res):
     topo = Topo(ctx, 2, mtu=1600).build()
     frames_by_n = {n: mpls_frames(n, min(k, n), frame) for n in sizes}
     # Calibration (the most fulmar forwards with the smallest table), then
-    # the rate search below it, on the same running switch.
+    # the rate search below it.
     n0 = sizes[0]
     load0, quiet0 = wait_quiet(ctx, QUIET_LOAD, quiet_wait)
     sw = Fulmar(ctx, topo, label="fulmar-calibration")
@@ -368,13 +376,12 @@ def tablesize(ctx, res):
         check_alive(sw)
         if cal["fwd_pps"] < 1000:
             raise ExperimentError(f"calibration forwarded only {cal['fwd_pps']:.0f} pps")
-        ctx.log(f"  calibration: fulmar forwards {cal['fwd_pps'] / 1e3:.1f} kpps at {n0} entries "
-                f"(offered {cal['offered_pps'] / 1e3:.0f}); searching for the highest rate with loss "
-                f"<= {LOSS_FREE_PCT} % ({steps} steps of {step_secs} s)")
-        rate, search = rate_search(ctx, topo, frames_by_n[n0], cal["fwd_pps"], steps, warm, step_secs)
-        check_alive(sw)
     finally:
         sw.stop()
+    ctx.log(f"  calibration: fulmar forwards {cal['fwd_pps'] / 1e3:.1f} kpps at {n0} entries "
+            f"(offered {cal['offered_pps'] / 1e3:.0f}); searching for the highest rate with loss "
+            f"<= {LOSS_FREE_PCT} % ({steps} steps of {step_secs} s)")
+    rate, search = rate_search(ctx, topo, mpls_flows(n0), frames_by_n[n0], cal["fwd_pps"], steps, warm, step_secs)
     loss_free = rate > 0
     if not loss_free:
         # Say so and measure at the lowest rate tried rather than fail the
@@ -384,7 +391,8 @@ def tablesize(ctx, res):
                     loss_free_tolerance_pct=LOSS_FREE_PCT, rate_search=search, quiet_load=QUIET_LOAD,
                     quiet_wait_s=quiet_wait)
     how = (f"the highest rate at which fulmar run-to-completion holding the smallest table ({n0:,} entries) lost "
-           f"at most {LOSS_FREE_PCT} % in a bisection of {steps} steps of {step_secs} s between 0 and what it "
+           f"at most {LOSS_FREE_PCT} % in a bisection of {steps} steps of {step_secs} s (each on a fulmar started "
+           f"afresh, as for each row) between 0 and what it "
            f"forwarded in a calibration at the start of this run ({cal['fwd_pps'] / 1e3:.1f} kpps, trafgen as "
            f"fast as it can): {rate / 1e3:.1f} kpps")
     if not loss_free:
