@@ -463,7 +463,7 @@ def size_findings(rows):
         base = pts[0]
         name = {"fulmar": "fulmar run-to-completion", "fulmar-rwt": "fulmar rx-worker-tx",
                 "ovs": "Open vSwitch"}.get(system, system) + f", {w} worker{'s' if w > 1 else ''}"
-        noisy = [f"{r['table']:,}" for r in pts if not r.get("quiet")]
+        noisy = [f"{r['table']:,}" for r in pts if r.get("quiet") is False]
         note = f"; measured at load ≥ {QUIET_LOAD}: {', '.join(noisy)} entries" if noisy else ""
         if len(pts) < 2:
             out.append(f"{name}: loss {base['loss_pct']:.3f} % at {base['table']:,} entries (one size only){note}.")
