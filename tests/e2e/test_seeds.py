@@ -80,6 +80,16 @@ def test_every_seed_experiment_runs_small(fulmar_bin, tmp_path):
     # A flow-stats reply held every flow.
     for x in rows(tmp_path, "004-stats"):
         assert int(x["flow_entries"]) == int(x["flows"]), x
+    # 000-tablesize searched for its rate (every step offered traffic) and
+    # offered every row that rate, each with the load average read before it.
+    meta = json.loads((tmp_path / "000-tablesize.json").read_text())
+    assert meta["rate_search"] and all(s["offered_pps"] > 0 for s in meta["rate_search"]), meta
+    for x in rows(tmp_path, "000-tablesize"):
+        assert float(x["rate_pps"]) == pytest.approx(meta["offered_pps"], rel=1e-4) and x["load"], x
+    # 003-forwarding's delay rows under load have their tail beside the median.
+    for x in rows(tmp_path, "003-forwarding"):
+        if x["part"] == "load" and x["rtt_median_us"]:
+            assert float(x["rtt_max_us"]) >= float(x["rtt_p90_us"]) >= float(x["rtt_median_us"]), x
     # Both flows of the fairness test were counted at the receiver.
     for x in rows(tmp_path, "003-fairness"):
         assert float(x["f1_got_pps"]) > 0 and float(x["f2_got_pps"]) > 0, x

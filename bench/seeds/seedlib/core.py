@@ -225,6 +225,37 @@ def loadavg():
         return "?"
 
 
+def load1():
+    """The 1-minute load average (None when /proc/loadavg cannot be read)."""
+    try:
+        return float(open("/proc/loadavg").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def wait_quiet(ctx, below, deadline_s):
+    """Waits (up to deadline_s seconds, polling every 2 s) until the
+    1-minute load average is under `below`; returns (load, quiet): the
+    last load read and whether it was under `below`. With deadline_s = 0
+    it reads the load once and does not wait. The load average decays with
+    a one-minute time constant, so a busy spell of the run itself (a large
+    table installed) takes tens of seconds to fade."""
+    t0 = time.monotonic()
+    load = load1()
+    waited = False
+    while load is not None and load >= below and time.monotonic() - t0 < deadline_s:
+        if not waited:
+            ctx.log(f"  load {load:.2f} >= {below}: waiting up to {deadline_s:.0f} s for it to fall")
+            waited = True
+        time.sleep(min(2.0, max(0.0, deadline_s - (time.monotonic() - t0))))
+        load = load1()
+    quiet = load is not None and load < below
+    if waited:
+        ctx.log(f"  load {load:.2f} after {time.monotonic() - t0:.0f} s"
+                + ("" if quiet else ": still above, measuring anyway"))
+    return load, quiet
+
+
 def die(msg):
     print(msg, file=sys.stderr)
     sys.exit(1)

@@ -8,7 +8,7 @@ import random
 
 from . import experiment
 from .common import check_alive, mpps
-from .core import ExperimentError, sh
+from .core import ExperimentError, load1, sh
 from .pkt import udp_frame
 from .report import color, figure, label_axes, num
 from .switches import Fulmar, IpForward, LinuxBridge, Ovs, port_flows
@@ -74,7 +74,7 @@ def forwarding(ctx, res):
     loads = ctx.pick([0.5], [0.5, 1.0], [0.1, 0.25, 0.5, 0.75, 1.0])
     secs = ctx.pick(0.3, 1.0, 3.0)
     warm = ctx.pick(0.2, 0.7, 1.5)
-    npings = ctx.pick(10, 20, 100)
+    npings = ctx.pick(10, 50, 100)  # enough to judge a median and every ping answered
     res.caption = (
         "The paper's Figs. 2–4 on veths: one flow, a one-entry table (fulmar and Open vSwitch: in_port → output), "
         "the Linux bridge (static FDB entries) and Linux IPv4 forwarding (static route and neighbours), all "
@@ -82,13 +82,15 @@ def forwarding(ctx, res):
         "fast as it can (what it managed: dotted). Middle and right: 64-byte frames at fixed offered rates "
         "(fractions of the most trafgen offered in the left part); frames forwarded, and the median ping round "
         f"trip ({npings} pings 10 ms apart, from the sending host: each request waits behind the load on the "
-        "same input port) meanwhile. fulmar runs in both thread modes (run-to-completion; rx-worker-tx), with its "
+        "same input port; the table adds the 90th percentile and the maximum) meanwhile. fulmar runs in both "
+        "thread modes (run-to-completion; rx-worker-tx), with its "
         "queues bounded in time (the default, max_queue_delay_us = 200) and deep (max_queue_delay_us = 0, the "
         "byte-sized queues it had before).")
     res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}; the Linux "
                  f"bridge and IP forwarding run in the kernel's receive path on the sending CPU (trafgen's, CPU "
-                 f"{ctx.gen_cpus}, for this direction), so they share a CPU with the generator; other builds may "
-                 "have shared the machine.")
+                 f"{ctx.gen_cpus}, for this direction), so they share a CPU with the generator; the 1-minute load "
+                 "average read before each row is in the table (column load avg); other builds may have shared the "
+                 "machine.")
     res.paper = [("max throughput against packet size", "OpenFlow and IP routing near the offered load except "
                   "for small packets; the bridge worse; all at wire speed from 256 B (1 Gbit/s, Core 2 Duo)"),
                  ("64 B, latency under load", "below saturation about 30 µs for all three")]
@@ -98,14 +100,15 @@ def forwarding(ctx, res):
         sw = start(make_switch(ctx, topo, kind), flows)
         try:
             for s in sizes:
+                load_avg = load1()
                 frames = [frame_for(kind, s, sport=1024 + j) for j in range(16)]
                 g = Generator(ctx, topo.host_ns(1), topo.host_dev(1), frames)
                 r = measure([g], [(topo.host_ns(2), topo.host_dev(2))], warm, secs)
                 check_alive(sw)
                 res.add(part="size", system=kind, size=s, load=None, offered_mpps=mpps(r["offered_pps"]),
-                        mpps=mpps(r["fwd_pps"]), cpus=sw.cpus)
+                        mpps=mpps(r["fwd_pps"]), load1=load_avg, cpus=sw.cpus)
                 ctx.log(f"  {kind:13s} {s:5d} B: offered {r['offered_pps'] / 1e3:.0f} kpps, "
-                        f"forwarded {r['fwd_pps'] / 1e3:.0f} kpps")
+                        f"forwarded {r['fwd_pps'] / 1e3:.0f} kpps (load average {num(load_avg)})")
         finally:
             sw.stop()
     top = max(r["offered_mpps"] for r in res.rows if r["size"] == 64) * 1e6
@@ -115,6 +118,7 @@ def forwarding(ctx, res):
         dst = "10.2.1.2" if kind == "linux-ip" else "10.0.0.2"
         try:
             for load in [0.0] + loads:
+                load_avg = load1()
                 if load == 0:
                     rtts, sent = ping(topo.host_ns(1), dst, npings, 0.01)
                     r = {"offered_pps": 0, "fwd_pps": 0}
@@ -128,23 +132,32 @@ def forwarding(ctx, res):
                 s = summary(rtts)
                 res.add(part="load", system=kind, size=64, load=load, offered_mpps=mpps(r["offered_pps"]),
                         mpps=mpps(r["fwd_pps"]), rtt_median_us=s.get("median", 0) * 1e3 if s["n"] else None,
-                        rtt_p90_us=s.get("p90", 0) * 1e3 if s["n"] else None, pings=f"{s['n']}/{sent}", cpus=sw.cpus)
+                        rtt_p90_us=s.get("p90", 0) * 1e3 if s["n"] else None,
+                        rtt_max_us=max(rtts) * 1e3 if rtts else None, pings=f"{s['n']}/{sent}", load1=load_avg,
+                        cpus=sw.cpus)
                 ctx.log(f"  {kind:13s} load {load:4.2f}: offered {r['offered_pps'] / 1e3:.0f} kpps, forwarded "
-                        f"{r['fwd_pps'] / 1e3:.0f}, ping median {s.get('median', float('nan')) * 1e3:.0f} µs "
-                        f"({s['n']}/{sent})")
+                        f"{r['fwd_pps'] / 1e3:.0f}, ping median {s.get('median', float('nan')) * 1e3:.0f} µs, "
+                        f"p90 {s.get('p90', float('nan')) * 1e3:.0f}, max {max(rtts or [float('nan')]) * 1e3:.0f} "
+                        f"({s['n']}/{sent}; load average {num(load_avg)})")
         finally:
             sw.stop()
     rows = []
     for r in res.rows:
         rows.append([r["part"], LABELS[r["system"]], r["size"], "–" if r["load"] is None else r["load"],
                      num(r["offered_mpps"] * 1e3), num(r["mpps"] * 1e3), num(r.get("rtt_median_us")),
-                     r.get("pings", "–")])
+                     num(r.get("rtt_p90_us")), num(r.get("rtt_max_us")), r.get("pings", "–"), num(r.get("load1"))])
     res.table = (["part", "system", "frame bytes", "load", "offered kpps", "forwarded kpps", "ping median µs",
-                  "pings answered"], rows)
+                  "p90 µs", "max µs", "pings answered", "load avg (1 min)"], rows)
     f64 = {r["system"]: r["mpps"] for r in res.rows if r["part"] == "size" and r["size"] == 64}
     if f64.get("linux-ip"):
         res.findings.append("64-byte frames forwarded, relative to Linux IP forwarding: " + ", ".join(
             f"{LABELS[k]} {v / f64['linux-ip']:.2f}×" for k, v in f64.items()) + ".")
+    top_load = max(loads)
+    for r in res.rows:
+        if r["part"] == "load" and r["load"] == top_load and r.get("rtt_median_us") is not None:
+            res.findings.append(f"{LABELS[r['system']]} at load {top_load}: ping median {r['rtt_median_us']:.0f} µs, "
+                                f"p90 {r['rtt_p90_us']:.0f}, max {r['rtt_max_us']:.0f}; {r['pings']} answered "
+                                f"(load average {num(r.get('load1'))}).")
 
 
 def plot_forwarding(res):
