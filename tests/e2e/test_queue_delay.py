@@ -1,6 +1,8 @@
-"""End-to-end: `[dataplane] max_queue_delay_us` reaches the kernel. The
-thread that reads an afpacket port sizes the port's receive buffer to
-its bound: the delay times its drain rate. The ports here are idle, so
+"""End-to-end: `[dataplane] max_queue_delay_us` reaches the kernel. In
+socket mode (`--afpacket-mode socket`; the default ring mode is deep and
+drops by age in user space, see crates/dataplane/src/afpacket.rs and its
+tests) the thread that reads an afpacket port sizes the port's receive
+buffer to its bound: the delay times its drain rate. The ports here are idle, so
 the thread has measured no rate and uses the initial 1 Mpps: 100 µs is
 100 frames, asked as 100 x 832 / 2 bytes, which the kernel doubles
 (`ss` shows rb = 83200). With 0 (deep queues) the port keeps the 8 MiB
@@ -47,7 +49,8 @@ def receive_buffers(pid, iface):
 def test_max_queue_delay_sizes_the_receive_buffer(net, fulmar_bin, tmp_path, mode, delay_us, rb):
     cfg = tmp_path / "switch.toml"
     cfg.write_text(config(mode, delay_us))
-    sw = Switch([fulmar_bin, "run", "--config", str(cfg), "--mgmt-dir", str(tmp_path), "--saved-tables", "none"])
+    sw = Switch([fulmar_bin, "run", "--config", str(cfg), "--mgmt-dir", str(tmp_path), "--saved-tables", "none",
+                 "--afpacket-mode", "socket"])
     try:
         for iface in (SW_A, SW_B):
             wait_for(lambda: rb in receive_buffers(sw.proc.pid, iface), timeout=20,

@@ -24,23 +24,30 @@ PAPER_SIZES = (8192, 65536, 131072)
 SYSTEMS = ("fulmar", "ovs", "linux-bridge", "linux-ip")
 # 003-forwarding also runs fulmar in both thread modes, with the queues
 # bounded in time (the default) and deep (max_queue_delay_us = 0, the
-# byte-sized queues fulmar had before): the delay under overload side by
-# side in one run.
-FWD_SYSTEMS = ("fulmar", "fulmar-rwt", "fulmar-deep", "fulmar-rwt-deep", "ovs", "linux-bridge", "linux-ip")
+# byte-sized queues fulmar had before), and with its AF_PACKET ports in
+# socket mode (the default before the TPACKET_V2 ring, where the kernel
+# tail-drops at the bounded socket buffer): the delay under overload side
+# by side in one run.
+FWD_SYSTEMS = ("fulmar", "fulmar-rwt", "fulmar-socket", "fulmar-rwt-socket", "fulmar-deep", "fulmar-rwt-deep",
+               "ovs", "linux-bridge", "linux-ip")
 LABELS = {"fulmar": "fulmar", "ovs": "OVS 3.1 netdev", "linux-bridge": "Linux bridge",
           "linux-ip": "Linux IP forwarding", "fulmar-rwt": "fulmar rx-worker-tx",
-          "fulmar-deep": "fulmar, deep queues", "fulmar-rwt-deep": "fulmar rx-worker-tx, deep queues"}
+          "fulmar-deep": "fulmar, deep queues", "fulmar-rwt-deep": "fulmar rx-worker-tx, deep queues",
+          "fulmar-socket": "fulmar, socket mode", "fulmar-rwt-socket": "fulmar rx-worker-tx, socket mode"}
 # 003-fairness: fulmar bounded (the default) and deep, and in rx-worker-tx.
 FAIR_SYSTEMS = ("fulmar", "fulmar-deep", "fulmar-rwt", "ovs", "linux-bridge", "linux-ip")
-FULMAR_VARIANTS = {"fulmar-rwt": ("rx-worker-tx", None), "fulmar-deep": ("run-to-completion", 0),
-                   "fulmar-rwt-deep": ("rx-worker-tx", 0)}
+SOCKET = ("--afpacket-mode", "socket")
+FULMAR_VARIANTS = {"fulmar-rwt": ("rx-worker-tx", None, ()), "fulmar-deep": ("run-to-completion", 0, ()),
+                   "fulmar-rwt-deep": ("rx-worker-tx", 0, ()),
+                   "fulmar-socket": ("run-to-completion", None, SOCKET),
+                   "fulmar-rwt-socket": ("rx-worker-tx", None, SOCKET)}
 
 
 def make_switch(ctx, topo, kind, **kw):
     if kind in FULMAR_VARIANTS:
-        mode, delay = FULMAR_VARIANTS[kind]
+        mode, delay, args = FULMAR_VARIANTS[kind]
         dp = {} if delay is None else {"max_queue_delay_us": delay}
-        return Fulmar(ctx, topo, label=kind, mode=mode, dataplane=dp, **kw)
+        return Fulmar(ctx, topo, label=kind, mode=mode, dataplane=dp, args=args, **kw)
     cls = {"fulmar": Fulmar, "ovs": Ovs, "linux-bridge": LinuxBridge, "linux-ip": IpForward}[kind]
     return cls(ctx, topo, **kw)
 

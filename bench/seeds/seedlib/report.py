@@ -29,6 +29,8 @@ COLORS = {
     "fulmar-rwt": "#9467bd",
     "fulmar-deep": "#aec7e8",
     "fulmar-rwt-deep": "#c5b0d5",
+    "fulmar-socket": "#8c564b",
+    "fulmar-rwt-socket": "#c49c94",
     "ovs": "#d62728",
     "linux-bridge": "#2ca02c",
     "linux-ip": "#ff7f0e",
