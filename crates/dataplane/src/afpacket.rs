@@ -36,9 +36,8 @@
 //! has to drop what a ping sends into a flood. Under a time bound
 //! ([`crate::delay`], set by the reading thread through
 //! [`PortBackend::set_rx_bound`]) the reader drops by age instead, while
-//! more frames wait than the bound's packet count (the delay times the
-//! reader's drain rate, at least two bursts, so a short stall of the
-//! reader with little traffic drops nothing): ages are measured against
+//! more than two bursts of frames wait (so a short stall of the reader
+//! with little traffic drops nothing): ages are measured against
 //! the newest frame waiting in the ring (found by a
 //! doubling, then halving, search over the slots ready from the reader on:
 //! about 2 log2(slots) status loads per burst), so a frame that only
@@ -693,15 +692,17 @@ impl PortBackend for AfPacketPort {
     fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
         let mut got = 0;
         let n = self.ring.slots();
-        // While more frames wait than the bound's packet count, those
-        // stamped more than the bound's delay before the newest frame
-        // waiting are stale: they sat behind a backlog. A frame that only
-        // waited for the reader to wake is the newest itself and goes
-        // through, and a few frames that waited out a stall of the reader
-        // (fewer than the bound's packets, at least two bursts) all do.
+        // While more than two bursts wait, frames stamped more than the
+        // bound's delay before the newest frame waiting are stale: they
+        // sat behind a backlog. A frame that only waited for the reader to
+        // wake is the newest itself and goes through, and the few frames
+        // that waited out a short stall of the reader all do. (Not the
+        // bound's packet count: that is the reader's own drain rate, which
+        // in split mode is the RX thread's, many times what the workers
+        // behind it forward.)
         let cutoff_ns = match self.bound {
             Some(b) => match self.ready_run() {
-                (waiting, newest) if waiting > b.packets => {
+                (waiting, newest) if waiting > crate::delay::MIN_BOUND_PACKETS => {
                     newest.saturating_sub(u64::try_from(b.delay.as_nanos()).unwrap_or(u64::MAX))
                 }
                 _ => 0,
@@ -909,25 +910,38 @@ mod tests {
                 rx_test_frames(&mut port, 10, Duration::from_secs(5)).len(),
                 10
             );
-            // Frames that waited longer than the bound are not lent: the
-            // bound is 1 ms and they wait at least 50 ms before the read.
             port.set_rx_bound(Some(crate::delay::RxBound {
                 packets: 10,
                 delay: Duration::from_millis(1),
             }));
-            for seq in 0..50u32 {
+            // A few frames (fewer than two bursts) that waited out a stall
+            // of the reader all go through, however old.
+            for seq in 0..10u32 {
                 peer.send(&test_frame(2, seq, 64));
             }
-            // A frame 50 ms younger behind them: the 50 waited behind a
+            std::thread::sleep(Duration::from_millis(50));
+            peer.send(&test_frame(2, 10, 64));
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(
+                rx_test_frames(&mut port, 11, Duration::from_secs(5)).len(),
+                11
+            );
+            assert_eq!(port.stats().rx_drops.queue_delay, 0);
+            // A backlog of frames that waited longer than the bound is not
+            // lent: the bound is 1 ms and they wait at least 50 ms.
+            for seq in 0..100u32 {
+                peer.send(&test_frame(2, seq, 64));
+            }
+            // A frame 50 ms younger behind them: the 100 waited behind a
             // backlog longer than the bound (ages count from the newest
             // frame waiting, not from the read).
             std::thread::sleep(Duration::from_millis(50));
-            peer.send(&test_frame(2, 50, 64));
+            peer.send(&test_frame(2, 100, 64));
             std::thread::sleep(Duration::from_millis(20));
             let mut burst = Burst::with_limit(64);
             let mut lent = 0;
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            while port.stats().rx_drops.queue_delay < 50 && std::time::Instant::now() < deadline {
+            while port.stats().rx_drops.queue_delay < 100 && std::time::Instant::now() < deadline {
                 burst.clear();
                 port.rx_burst(&mut burst).unwrap();
                 // (Frames the host itself sends on the link may arrive fresh.)
@@ -937,13 +951,13 @@ mod tests {
                     .filter(|p| {
                         p.data()
                             .get(14..18)
-                            .is_some_and(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) < 50)
+                            .is_some_and(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) < 100)
                     })
                     .count();
             }
             let c = port.stats();
             assert_eq!(lent, 0, "{c:?}");
-            assert!(c.rx_drops.queue_delay >= 50, "{c:?}");
+            assert!(c.rx_drops.queue_delay >= 100, "{c:?}");
             assert_eq!(c.rx_drops.ring_full, 0, "{c:?}");
         });
     }
@@ -1182,9 +1196,9 @@ mod tests {
             // ...then a backlog of it with one frame of a new flow (source
             // 8, the ping) in the middle, all of which wait 50 ms behind a
             // newer frame.
-            for seq in 0..50u32 {
+            for seq in 0..100u32 {
                 peer.send(&test_frame(7, 1000 + seq, 64));
-                if seq == 25 {
+                if seq == 50 {
                     peer.send(&test_frame(8, 1, 64));
                 }
             }
@@ -1201,7 +1215,7 @@ mod tests {
                 .collect();
             assert_eq!(srcs, vec![(8, 1), (7, 2000)], "{:?}", port.stats());
             assert!(
-                port.stats().rx_drops.queue_delay >= 50,
+                port.stats().rx_drops.queue_delay >= 100,
                 "{:?}",
                 port.stats()
             );

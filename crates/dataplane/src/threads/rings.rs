@@ -1,14 +1,14 @@
 //! Staged bursts toward the SPSC rings between threads.
 //!
-//! A ring keeps its capacity whatever a port's `max_queue_delay_us`:
-//! where the RX, worker and TX threads share CPUs, a ring bounded to a
-//! fraction of a millisecond at its consumer's rate drops whenever the
-//! consumer loses its CPU for a scheduler slice, and the split mode then
-//! forwards a fraction of what deep rings carry (docs/results.md, "Delay
-//! at saturation"). The kernel's receive buffer, still bounded
-//! ([`crate::delay`]), keeps the delay before the RX thread short, and a
-//! ring adds at most its capacity at the worker's rate. What does not fit
-//! is counted as a full ring (`rx_ring_full`, `tx_ring_full`).
+//! A ring keeps its capacity whatever a port's `max_queue_delay_us`
+//! (dropping at a small bound whenever the consumer loses its CPU for a
+//! scheduler slice made split mode forward a fraction of what deep rings
+//! carry: docs/results.md, "Delay at saturation"). Under a time bound the
+//! RX thread instead stops reading its ports while a worker's ring holds
+//! a burst or more ([`Stage::queued`], `split`): the backlog then waits in
+//! the ports, whose bound drops by age and spares sparse frames, and not
+//! in a ring where a ping would wait for every frame before it. What does
+//! not fit is counted as a full ring (`rx_ring_full`, `tx_ring_full`).
 //!
 //! Between the set's own threads a lost turn is shorter now: threads that
 //! share a CPU yield after every busy round (`spawn::crowded`), so each
@@ -63,6 +63,13 @@ impl<T: RingItem> Stage<T> {
         }
         self.first_at = None;
         self.bell.ring_if_sleeping();
+    }
+
+    /// Items in the ring, published and not yet taken by the consumer
+    /// (not those staged here: the consumer cannot drain those, so a wait
+    /// on them could last forever).
+    pub(super) fn queued(&mut self) -> usize {
+        self.ring.capacity() - self.ring.free()
     }
 
     pub(super) fn flush_due(

@@ -85,6 +85,15 @@ impl RxThread {
         self.side.tally = Tally::new(last_input);
         self.plan = IdlePlan::of(&mut self.ports, &self.cfg);
         let yields = self.crowd.decide(&self.side.cells);
+        // Under a time bound a worker's ring holds at most about a burst:
+        // while one holds more, the rest waits in the ports, whose bound
+        // drops by age (sparing sparse frames), not in a ring that would
+        // make every frame, a ping included, wait for all before it.
+        let hold = self
+            .cfg
+            .queue_delay
+            .limit()
+            .map(|_| self.cfg.bursts.rx_read.max(1));
         while !self.stop.load(Ordering::Acquire) {
             self.take_changes();
             let mut got = 0;
@@ -93,7 +102,8 @@ impl RxThread {
             let now = Instant::now();
             let mut mark = cycles::now();
             let mut spent = StageCycles::default();
-            for p in &mut self.ports {
+            let backlogged = hold.is_some_and(|h| self.outs.iter_mut().any(|s| s.queued() >= h));
+            for p in self.ports.iter_mut().filter(|_| !backlogged) {
                 let n = read_port(p, &mut burst);
                 spent.rx += cycles::lap(&mut mark);
                 got += n;
@@ -126,12 +136,14 @@ impl RxThread {
                 bound_ports(&mut self.ports, self.cfg.queue_delay, rate);
                 self.publish();
             }
-            if got > 0 && yields {
+            if (got > 0 || backlogged) && yields {
                 // Let the threads sharing this CPU take their turn now,
                 // with the burst just handed on (spawn::crowded).
                 std::thread::yield_now();
+            } else if backlogged {
+                std::hint::spin_loop();
             }
-            if got == 0 {
+            if got == 0 && !backlogged {
                 let holding = self.outs.iter().any(|s| s.first_at.is_some());
                 let plan = &self.plan;
                 if idle(
