@@ -91,7 +91,7 @@ def forwarding(ctx, res):
         f"trip ({npings} pings 10 ms apart, from the sending host: each request waits behind the load on the "
         "same input port; the table adds the 90th percentile and the maximum) meanwhile. fulmar runs in both "
         "thread modes (run-to-completion; rx-worker-tx), with its "
-        "queues bounded in time (the default, max_queue_delay_us = 200) and deep (max_queue_delay_us = 0, the "
+        "queues bounded in time (the default, max_queue_delay_us = 100) and deep (max_queue_delay_us = 0, the "
         "byte-sized queues it had before).")
     res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}; the Linux "
                  f"bridge and IP forwarding run in the kernel's receive path on the sending CPU (trafgen's, CPU "

@@ -48,7 +48,7 @@ use std::time::Duration;
 /// The daemon's default bound (`max_queue_delay_us`): well under a
 /// millisecond, and above the few tens of microseconds a burst takes to
 /// process.
-pub const DEFAULT_QUEUE_DELAY: Duration = Duration::from_micros(200);
+pub const DEFAULT_QUEUE_DELAY: Duration = Duration::from_micros(100);
 
 /// The largest delay bound accepted (one second).
 pub const MAX_QUEUE_DELAY: Duration = Duration::from_secs(1);

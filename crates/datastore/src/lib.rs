@@ -25,7 +25,7 @@
 //! tx_ring_size = 1024
 //! # dispatch = "5tuple"           # port | l2 | 5tuple | priority-class
 //! # dispatch_fallback = "5tuple"  # for priority-class
-//! max_queue_delay_us = 200        # 0..=1000000 (0: deep, byte-sized queues)
+//! max_queue_delay_us = 100        # 0..=1000000 (0: deep, byte-sized queues)
 //! [dataplane.burst]               # powers of two, 1..=1024
 //! rx_read = 32
 //! rx_write = 32

@@ -667,7 +667,7 @@ pub struct Dataplane {
 }
 
 /// The default of `max_queue_delay_us`.
-pub const DEFAULT_MAX_QUEUE_DELAY_US: u32 = 200;
+pub const DEFAULT_MAX_QUEUE_DELAY_US: u32 = 100;
 
 /// Most threads of one kind.
 pub const MAX_THREADS: usize = 256;
