@@ -1480,10 +1480,10 @@ fn held(go: Arc<AtomicBool>) -> Box<dyn BurstProcessor> {
     )
 }
 
-/// A stalled worker behind a 1024-slot ring: the ring fills and the rest
-/// counts as `rx_ring_full`. No timing is asserted: the worker is held,
-/// not slow.
-fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>, u64, usize) {
+/// Split threads whose one worker is held until `go` is set, reading a
+/// generator of `generated` frames into a sink: (threads, go, sink,
+/// generated, RX burst size).
+fn held_split(delay: QueueDelay) -> (Threads, Arc<AtomicBool>, SinkHandle, u64, u64) {
     let generated = 5_000u64;
     let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
     let sink = MemorySink::new("sink");
@@ -1497,6 +1497,14 @@ fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>
     let go = Arc::new(AtomicBool::new(false));
     let g = go.clone();
     let t = Threads::start(&c, ports, &mut |_| held(g.clone())).unwrap();
+    (t, go, seen, generated, c.bursts.rx_read as u64)
+}
+
+/// A stalled worker behind a 1024-slot ring: the ring fills and the rest
+/// counts as `rx_ring_full`. No timing is asserted: the worker is held,
+/// not slow.
+fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>, u64, usize) {
+    let (t, go, seen, generated, _) = held_split(delay);
     // Everything generated has been read by the RX thread.
     assert!(eventually(Duration::from_secs(20), || {
         t.port_counters().get(&1).map(|p| p.rx_packets) == Some(generated)
@@ -1533,20 +1541,8 @@ fn stalled_worker(delay: QueueDelay) -> (ThreadDrops, BTreeMap<u32, ThreadDrops>
 /// (what the reader may have taken), not of a time.
 #[test]
 fn under_a_time_bound_a_stalled_worker_holds_its_reader_back() {
-    let generated = 5_000u64;
-    let gen = MemoryGenerator::new("gen", vec![test_frame(1, 0, 64)]).with_limit(generated);
-    let sink = MemorySink::new("sink");
-    let seen = sink.handle();
-    let ports = vec![
-        PortSpec::new(1, Box::new(gen)),
-        PortSpec::new(2, Box::new(sink)),
-    ];
-    let mut c = cfg(ThreadMode::RxWorkerTx, 1);
-    c.queue_delay = QueueDelay::Bounded(Duration::from_micros(100));
-    let burst = c.bursts.rx_read as u64;
-    let go = Arc::new(AtomicBool::new(false));
-    let g = go.clone();
-    let t = Threads::start(&c, ports, &mut |_| held(g.clone())).unwrap();
+    let (t, go, seen, generated, burst) =
+        held_split(QueueDelay::Bounded(Duration::from_micros(100)));
     let fill = || {
         t.thread_stats()
             .iter()
