@@ -280,6 +280,58 @@ pub struct AfPacketPort {
     kernel_drops: Cell<u64>,
     /// The time bound, if bounded.
     bound: Option<crate::delay::RxBound>,
+    /// Whether the port has a standing backlog (see [`Standing`]).
+    standing: Standing,
+}
+
+/// How long a window of visits is over which the port's smallest backlog
+/// decides whether it is overloaded (kernel-stamp nanoseconds).
+const STANDING_WINDOW_NS: u64 = 2_000_000;
+
+/// Tells a standing backlog (more arrives than the reader takes: the age
+/// drop applies) from a transient one (the reader was off its CPU for a
+/// while, or a burst came in: nothing is dropped), by the smallest backlog
+/// the reader found over a window of visits, as CoDel judges a queue by
+/// its smallest delay over an interval rather than its latest.
+#[derive(Clone, Copy, Debug)]
+struct Standing {
+    /// The age drop applies during this window.
+    overloaded: bool,
+    /// When this window began (the newest frame's stamp then).
+    since_ns: u64,
+    /// The smallest backlog span (newest stamp minus oldest) found at a
+    /// visit in this window.
+    min_span_ns: u64,
+}
+
+impl Default for Standing {
+    fn default() -> Self {
+        Standing {
+            overloaded: false,
+            since_ns: 0,
+            min_span_ns: u64::MAX,
+        }
+    }
+}
+
+impl Standing {
+    /// One visit that found a backlog spanning `oldest_ns..=newest_ns`
+    /// (`None`: nothing waiting); says whether the age drop applies.
+    fn visit(&mut self, span: Option<(u64, u64)>, delay_ns: u64) -> bool {
+        let Some((oldest, newest)) = span else {
+            self.min_span_ns = 0;
+            return false;
+        };
+        self.min_span_ns = self.min_span_ns.min(newest.saturating_sub(oldest));
+        if newest.saturating_sub(self.since_ns) >= STANDING_WINDOW_NS {
+            // A backlog that never fell to half the bound in a whole
+            // window is standing.
+            self.overloaded = self.min_span_ns > delay_ns / 2;
+            self.since_ns = newest;
+            self.min_span_ns = u64::MAX;
+        }
+        self.overloaded
+    }
 }
 
 /// Why a frame was not lent.
@@ -354,6 +406,7 @@ impl AfPacketPort {
             counters: PortCounters::default(),
             kernel_drops: Cell::new(0),
             bound: None,
+            standing: Standing::default(),
         })
     }
 
@@ -692,21 +745,32 @@ impl PortBackend for AfPacketPort {
     fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
         let mut got = 0;
         let n = self.ring.slots();
-        // While more than two bursts wait, frames stamped more than the
-        // bound's delay before the newest frame waiting are stale: they
-        // sat behind a backlog. A frame that only waited for the reader to
-        // wake is the newest itself and goes through, and the few frames
-        // that waited out a short stall of the reader all do. (Not the
-        // bound's packet count: that is the reader's own drain rate, which
-        // in split mode is the RX thread's, many times what the workers
-        // behind it forward.)
+        // While the port has a standing backlog and more than two bursts
+        // wait, frames stamped more than the bound's delay before the
+        // newest frame waiting are stale: they sat behind the backlog. A
+        // frame that only waited for the reader to wake is the newest
+        // itself and goes through, and a backlog left by a stall of the
+        // reader (off its CPU for a few milliseconds) or by a burst is not
+        // standing: nothing of it is dropped. (Not the bound's packet
+        // count: that is the reader's own drain rate, which in split mode
+        // is the RX thread's, many times what the workers behind it
+        // forward.) More than a quarter of the ring waiting is stale
+        // either way.
         let cutoff_ns = match self.bound {
-            Some(b) => match self.ready_run() {
-                (waiting, newest) if waiting > crate::delay::MIN_BOUND_PACKETS => {
-                    newest.saturating_sub(u64::try_from(b.delay.as_nanos()).unwrap_or(u64::MAX))
+            Some(b) => {
+                let delay_ns = u64::try_from(b.delay.as_nanos()).unwrap_or(u64::MAX);
+                let (waiting, newest) = self.ready_run();
+                let span = (waiting > 0).then(|| (self.ring.stamp_ns(self.next), newest));
+                let overloaded = self.standing.visit(span, delay_ns);
+                // A quarter of the ring waiting is a backlog however it
+                // came: the kernel must never fill the ring (it would drop
+                // pings with the rest).
+                if (overloaded && waiting > crate::delay::MIN_BOUND_PACKETS) || waiting > n / 4 {
+                    newest.saturating_sub(delay_ns)
+                } else {
+                    0
                 }
-                _ => 0,
-            },
+            }
             None => 0,
         };
         while out.room() > 0 {
@@ -927,8 +991,11 @@ mod tests {
                 11
             );
             assert_eq!(port.stats().rx_drops.queue_delay, 0);
-            // A backlog of frames that waited longer than the bound is not
-            // lent: the bound is 1 ms and they wait at least 50 ms.
+            // A standing backlog of frames that waited longer than the
+            // bound is not lent: the bound is 1 ms and they wait at least
+            // 50 ms. (Standing: as if its smallest span over a window had
+            // been above half the bound; `Standing` is tested alone.)
+            pin_standing(&mut port);
             for seq in 0..100u32 {
                 peer.send(&test_frame(2, seq, 64));
             }
@@ -1144,6 +1211,49 @@ mod tests {
         });
     }
 
+    /// Makes `port` treat its backlog as standing from now on.
+    fn pin_standing(port: &mut AfPacketPort) {
+        port.standing = Standing {
+            overloaded: true,
+            since_ns: u64::MAX, // the window never ends
+            min_span_ns: u64::MAX,
+        };
+    }
+
+    #[test]
+    fn only_a_standing_backlog_is_overloaded() {
+        let ms = 1_000_000u64;
+        let delay = ms / 10; // 100 µs
+        let mut s = Standing::default();
+        // A window of small backlogs with one 3 ms spike (a stall): the
+        // next window drops nothing.
+        let mut t = 0;
+        s.visit(Some((t, t)), delay);
+        for i in 0..200u64 {
+            t += ms / 10;
+            let span = if i == 50 { 3 * ms } else { 10_000 };
+            s.visit(Some((t - span, t)), delay);
+        }
+        assert!(!s.overloaded);
+        // Backlogs that never fall under half the bound for a window: the
+        // age drop applies.
+        for _ in 0..200u64 {
+            t += ms / 10;
+            assert_eq!(s.visit(Some((t - 2 * delay, t)), delay), s.overloaded);
+        }
+        assert!(s.overloaded);
+        // An empty visit ends it at the next window.
+        s.visit(None, delay);
+        for _ in 0..200u64 {
+            t += ms / 10;
+            s.visit(Some((t - 2 * delay, t)), delay);
+            if !s.overloaded {
+                break;
+            }
+        }
+        assert!(!s.overloaded);
+    }
+
     #[test]
     fn slots_fit_the_mtu() {
         assert_eq!(frame_size_for(1500, 64), 2048);
@@ -1193,7 +1303,8 @@ mod tests {
                 rx_test_frames(&mut port, 100, Duration::from_secs(5)).len(),
                 100
             );
-            // ...then a backlog of it with one frame of a new flow (source
+            pin_standing(&mut port);
+            // ...then a standing backlog of it with one frame of a new flow (source
             // 8, the ping) in the middle, all of which wait 50 ms behind a
             // newer frame.
             for seq in 0..100u32 {
