@@ -36,8 +36,12 @@
 //! has to drop what a ping sends into a flood. Under a time bound
 //! ([`crate::delay`], set by the reading thread through
 //! [`PortBackend::set_rx_bound`]) the reader drops by age instead, while
-//! more than two bursts of frames wait (so a short stall of the reader
-//! with little traffic drops nothing): ages are measured against
+//! the port's backlog is *standing* (its smallest span over a 2 ms window
+//! of visits stayed above half the bound: more arrives than the reader
+//! takes) and more than two bursts wait, or whenever a quarter of the ring
+//! waits. A backlog a stall of the reader leaves (off its CPU for a few
+//! milliseconds) or a burst is not standing, so a light port loses
+//! nothing to its reader's stalls: ages are measured against
 //! the newest frame waiting in the ring (found by a
 //! doubling, then halving, search over the slots ready from the reader on:
 //! about 2 log2(slots) status loads per burst), so a frame that only
