@@ -971,13 +971,7 @@ mod tests {
                 packets: 64,
                 delay: Duration::from_secs(60),
             }));
-            for seq in 0..10u32 {
-                peer.send(&test_frame(2, seq, 64));
-            }
-            assert_eq!(
-                rx_test_frames(&mut port, 10, Duration::from_secs(5)).len(),
-                10
-            );
+            pass_through(&mut port, &peer, 2, 10);
             port.set_rx_bound(Some(crate::delay::RxBound {
                 packets: 10,
                 delay: Duration::from_millis(1),
@@ -1215,6 +1209,15 @@ mod tests {
         });
     }
 
+    /// Sends `n` test frames from source `src` and reads all of them.
+    fn pass_through(port: &mut AfPacketPort, peer: &RawSocket, src: u8, n: u32) {
+        for seq in 0..n {
+            peer.send(&test_frame(src, seq, 64));
+        }
+        let got = rx_test_frames(port, n as usize, Duration::from_secs(5));
+        assert_eq!(got.len(), n as usize);
+    }
+
     /// Makes `port` treat its backlog as standing from now on.
     fn pin_standing(port: &mut AfPacketPort) {
         port.standing = Standing {
@@ -1300,13 +1303,7 @@ mod tests {
                 delay: Duration::from_millis(1),
             }));
             // A flood (source 7) the meter has seen plenty of...
-            for seq in 0..100u32 {
-                peer.send(&test_frame(7, seq, 64));
-            }
-            assert_eq!(
-                rx_test_frames(&mut port, 100, Duration::from_secs(5)).len(),
-                100
-            );
+            pass_through(&mut port, &peer, 7, 100);
             pin_standing(&mut port);
             // ...then a standing backlog of it with one frame of a new flow (source
             // 8, the ping) in the middle, all of which wait 50 ms behind a
