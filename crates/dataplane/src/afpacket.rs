@@ -41,11 +41,11 @@
 //! takes) and more than two bursts wait, or whenever a quarter of the ring
 //! waits. A backlog a stall of the reader leaves (off its CPU for a few
 //! milliseconds) or a burst is not standing, so a light port loses
-//! nothing to its reader's stalls: ages are measured against
-//! the newest frame waiting in the ring (found by a
-//! doubling, then halving, search over the slots ready from the reader on:
-//! about 2 log2(slots) status loads per burst), so a frame that only
-//! waited for the reader to wake is never stale. A frame stamped more than
+//! nothing to its reader's stalls. Ages are measured against the newest
+//! frame waiting in the ring (found by a doubling, then halving, search
+//! over the slots ready from the reader on: about 2 log2(slots) status
+//! loads per burst), so a frame that only waited for the reader to wake
+//! is never stale. A frame stamped more than
 //! the bound before that newest one sat behind a backlog: it goes back to
 //! the kernel unread and counts as `rx_drops.queue_delay`, unless it is
 //! *sparse* ([`crate::sparse`]: its flow sent next to nothing lately, as a
@@ -282,8 +282,9 @@ pub struct AfPacketPort {
     counters: PortCounters,
     /// Kernel drop count accumulated from PACKET_STATISTICS (which resets on read).
     kernel_drops: Cell<u64>,
-    /// The time bound, if bounded.
-    bound: Option<crate::delay::RxBound>,
+    /// The time bound in nanoseconds, if bounded (only the bound's delay
+    /// matters here: see `rx_burst` for why not its packet count).
+    max_age_ns: Option<u64>,
     /// Whether the port has a standing backlog (see [`Standing`]).
     standing: Standing,
 }
@@ -409,7 +410,7 @@ impl AfPacketPort {
             qdisc_bypass: cfg.qdisc_bypass,
             counters: PortCounters::default(),
             kernel_drops: Cell::new(0),
-            bound: None,
+            max_age_ns: None,
             standing: Standing::default(),
         })
     }
@@ -498,7 +499,7 @@ impl AfPacketPort {
         // loaded with Acquire by `ready`) and nobody else holds (not lent):
         // nothing writes them while this shared view lives.
         let region = unsafe { ring.base.as_ptr().add(ring.offset(slot)) };
-        if self.bound.is_some() {
+        if self.max_age_ns.is_some() {
             // SAFETY: as above; the view ends before the slot is lent.
             let bytes = unsafe { std::slice::from_raw_parts(region.add(mac), snaplen) };
             let flow = self.meter.observe(bytes);
@@ -760,9 +761,8 @@ impl PortBackend for AfPacketPort {
         // is the RX thread's, many times what the workers behind it
         // forward.) More than a quarter of the ring waiting is stale
         // either way.
-        let cutoff_ns = match self.bound {
-            Some(b) => {
-                let delay_ns = u64::try_from(b.delay.as_nanos()).unwrap_or(u64::MAX);
+        let cutoff_ns = match self.max_age_ns {
+            Some(delay_ns) => {
                 let (waiting, newest) = self.ready_run();
                 let span = (waiting > 0).then(|| (self.ring.stamp_ns(self.next), newest));
                 let overloaded = self.standing.visit(span, delay_ns);
@@ -838,7 +838,7 @@ impl PortBackend for AfPacketPort {
     }
 
     fn set_rx_bound(&mut self, bound: Option<crate::delay::RxBound>) {
-        self.bound = bound;
+        self.max_age_ns = bound.map(|b| u64::try_from(b.delay.as_nanos()).unwrap_or(u64::MAX));
     }
 }
 
