@@ -652,9 +652,14 @@ fn ports_come_and_go(mode: ThreadMode) {
     let t = Threads::start(&cfg(mode, 2), ports, &mut |_| route()).unwrap();
     let mut t = t;
 
-    // The stream: flow k % 8, sequence k / 8, at most 1024 in flight (so
-    // no ring can overflow however the threads are scheduled), until told
-    // to stop and at least 3000 sent.
+    // The stream: flow k % 8, sequence k / 8, until told to stop and at
+    // least 3000 sent, at most 528 in flight (a window of 512 plus the
+    // burst of 16). With the other traffic of the test (200 + 100 + 50 +
+    // 10 + 10 frames) that is under 900 frames anywhere, so no 1,024-slot
+    // ring can overflow however the threads are scheduled: the flows may
+    // all hash to one worker, and that worker may be off its CPU while
+    // the rest arrives (a window of 1024 plus port 3's 200 frames failed
+    // once in CI: `rx_ring_full` 8).
     let done = Arc::new(AtomicBool::new(false));
     let arrived = Arc::new(AtomicUsize::new(0));
     let expect = Arc::new(AtomicUsize::new(usize::MAX));
@@ -663,7 +668,7 @@ fn ports_come_and_go(mode: ThreadMode) {
         std::thread::spawn(move || {
             let mut sent = 0u32;
             while !done.load(Ordering::Acquire) || sent < 3000 {
-                if sent as usize > arrived.load(Ordering::Acquire) + 1024 {
+                if sent as usize >= arrived.load(Ordering::Acquire) + 512 {
                     std::thread::sleep(Duration::from_micros(200));
                     continue;
                 }
