@@ -2,7 +2,7 @@
 # The seed papers' experiments on fulmar, with Open vSwitch beside it
 # (bench/seeds/README.md says what each measures and how).
 #
-#   sudo bench/seeds/run.sh [NAME|SEED...] [--quick|--smoke] [--out DIR] [--prefix P] [--lock FILE]
+#   sudo bench/seeds/run.sh [NAME|SEED...] [--quick|--smoke] [--out DIR] [--prefix P] [--lock FILE] [--systems A,B]
 #   bench/seeds/run.sh --list
 #   bench/seeds/run.sh --publish [--out DIR]      # results into docs/results.md (no root)
 #   bench/seeds/run.sh --replot [NAME...] [--out DIR]   # redraw plots and tables from the CSVs (no root)

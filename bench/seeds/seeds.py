@@ -59,7 +59,7 @@ def select(names):
 def run_one(name, args, out):
     e = EXPERIMENTS[name]
     res = Result(name, e["seed"], e["title"])
-    ctx = Ctx(args.size, args.prefix, out, args.fulmar)
+    ctx = Ctx(args.size, args.prefix, out, args.fulmar, systems=args.systems)
     lock = None
     if args.lock:
         lock = open(args.lock, "a")
@@ -191,6 +191,9 @@ def main():
     ap.add_argument("--prefix", default="sd", help="of every namespace and link (default sd)")
     ap.add_argument("--lock", help="hold an flock on this file around each experiment")
     ap.add_argument("--fulmar", default=os.environ.get("FULMAR", str(ROOT / "target/release/fulmar")))
+    ap.add_argument("--systems", type=lambda v: [s for s in v.split(",") if s],
+                    help="comma-separated: only these systems where an experiment compares several "
+                         "(003-forwarding, 003-fairness; e.g. fulmar,fulmar-rwt,ovs)")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--publish", action="store_true")
     ap.add_argument("--replot", action="store_true", help="redraw plots and tables from OUT's CSV and JSON files")

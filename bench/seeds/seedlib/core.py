@@ -88,7 +88,7 @@ class Ctx:
     """What every experiment gets: size, prefix, binaries, CPUs, a work
     directory, and the registry of things to clean up."""
 
-    def __init__(self, size, prefix, out_dir, fulmar, log=print):
+    def __init__(self, size, prefix, out_dir, fulmar, log=print, systems=None):
         assert size in SIZES
         if not re.fullmatch(r"[a-z][a-z0-9-]{0,4}", prefix):
             raise SystemExit(f"--prefix {prefix!r}: 1 to 5 lower-case letters, digits or '-', starting with a letter")
@@ -104,11 +104,22 @@ class Ctx:
         self.namespaces = []
         self.links = []  # root-namespace links
         self.cleanups = []  # callables
+        self.systems = systems  # None: every system an experiment knows; else only these (--systems)
 
     # -- sizes ---------------------------------------------------------
     def pick(self, smoke, quick, default):
         """The value for this run's size."""
         return {"smoke": smoke, "quick": quick, "default": default}[self.size]
+
+    def only(self, systems):
+        """The experiment's systems that --systems kept, in its order."""
+        if self.systems is None:
+            return tuple(systems)
+        kept = tuple(s for s in systems if s in self.systems)
+        if not kept:
+            raise ExperimentError(f"--systems {','.join(self.systems)}: none of this experiment's "
+                                  f"({', '.join(systems)})")
+        return kept
 
     # -- CPUs ----------------------------------------------------------
     @property

@@ -103,7 +103,7 @@ def forwarding(ctx, res):
                  ("64 B, latency under load", "below saturation about 30 µs for all three")]
     topo = Topo(ctx, 2).build()
     flows = port_flows([(1, 2), (2, 1)])
-    for kind in FWD_SYSTEMS:
+    for kind in ctx.only(FWD_SYSTEMS):
         sw = start(make_switch(ctx, topo, kind), flows)
         try:
             for s in sizes:
@@ -120,7 +120,7 @@ def forwarding(ctx, res):
             sw.stop()
     top = max(r["offered_mpps"] for r in res.rows if r["size"] == 64) * 1e6
     res.meta["reference_pps"] = top
-    for kind in FWD_SYSTEMS:
+    for kind in ctx.only(FWD_SYSTEMS):
         sw = start(make_switch(ctx, topo, kind), flows)
         dst = "10.2.1.2" if kind == "linux-ip" else "10.0.0.2"
         try:
@@ -353,7 +353,7 @@ def fairness(ctx, res):
     topo = Topo(ctx, 3).build()
     flows = port_flows([(1, 2), (3, 2), (2, 1)])
     counters = Counters(ctx, topo.host_ns(2), topo.host_dev(2), ["10.1.1.2", "10.3.1.2"])
-    for kind in FAIR_SYSTEMS:
+    for kind in ctx.only(FAIR_SYSTEMS):
         sw = start(make_switch(ctx, topo, kind), flows)
         try:
             f1 = [frame_for(kind, size, src=1, sport=1024 + j) for j in range(8)]
