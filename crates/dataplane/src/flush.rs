@@ -11,18 +11,28 @@
 //!    read returned less than a full burst, so nothing more is queued — and
 //!    it has had no new input for [`FlushPolicy::idle`] (default 0: at the
 //!    end of that very round), or
-//! 3. when its oldest packet has waited [`FlushPolicy::max_wait`] (default
-//!    100 µs), so input that keeps arriving in full reads while a burst
-//!    toward some other port never fills is still bounded.
+//! 3. when its oldest packet has waited [`FlushPolicy::max_wait`], so
+//!    input that keeps arriving in full reads while a burst toward some
+//!    other port never fills is still bounded. The default is 0: at the
+//!    end of the very round that built it, whether or not the input is
+//!    drained.
 //!
-//! Under load, reads come back full and bursts leave full (one system
-//! call or ring publication per burst); when the load drops, the round
-//! that drains the input sends what it holds, so a single ping waits for
-//! no timer at any stage. (A timer waits at every stage a ping crosses —
+//! Under load, reads come back full and bursts toward the busy ports
+//! leave full (one system call or ring publication per burst); a burst
+//! toward a quiet port (a ping's reply beside a flood going the other
+//! way) leaves at the end of the round, as Open vSwitch flushes its
+//! output batches after each received batch. A longer `max_wait` held it
+//! for rounds: each round of a saturated thread takes tens of
+//! microseconds (a burst's sends), so at 100 µs a reply waited two or
+//! three rounds at each stage, 0.1–0.2 ms of a ping's round trip
+//! (docs/results.md, "Delay at saturation"). When the load drops, the
+//! round that drains the input sends what it holds, so a single ping
+//! waits for no timer at any stage. (A timer waits at every stage a ping crosses —
 //! twice through a run-to-completion worker, at each of the three stages
 //! of the RX / worker / TX split — and would be most of the switch's ping
-//! RTT.) A non-zero `idle` trades delay for fuller bursts under a trickle
-//! (docs/results.md, "000-batching", has the delay against the setting).
+//! RTT.) A non-zero `idle` (with a `max_wait` at least as long) trades
+//! delay for fuller bursts under a trickle (docs/results.md,
+//! "000-batching", has the delay against the setting).
 //!
 //! # Idle back-off
 //!
@@ -31,7 +41,7 @@
 //! `ThreadsConfig::poll_window`), then sleeps (see [`crate::wake`]) until
 //! its ports' descriptors or its doorbell wake it, or a timeout. While it
 //! holds a partly filled burst it neither sleeps nor yields but spins (at
-//! most `max_wait`, 100 µs by default), so the flush deadline is kept even
+//! most `max_wait`, none by default), so the flush deadline is kept even
 //! on a loaded machine where a yield can cost a whole scheduler time slice.
 //! It does not spin otherwise: with more dataplane threads than free cores
 //! (three RX / worker / TX threads on two cores), a spinning thread keeps
@@ -66,11 +76,11 @@ pub struct FlushPolicy {
 }
 
 impl Default for FlushPolicy {
-    /// Flush when drained, 100 µs at most.
+    /// Flush at the end of every round (drained or not).
     fn default() -> Self {
         FlushPolicy {
             idle: Duration::ZERO,
-            max_wait: Duration::from_micros(100),
+            max_wait: Duration::ZERO,
         }
     }
 }
@@ -153,8 +163,15 @@ mod tests {
     fn due_when_drained_idle_or_old() {
         let t0 = Instant::now();
         let us = Duration::from_micros;
-        // The default: at once when drained, otherwise after max_wait.
+        // The default: at the end of every round, full reads or not.
         let p = FlushPolicy::default();
+        assert!(p.due(t0, t0, t0, true), "drained");
+        assert!(p.due(t0, t0, t0, false), "full reads");
+        // With a max_wait: at once when drained, otherwise after it.
+        let p = FlushPolicy {
+            idle: Duration::ZERO,
+            max_wait: us(100),
+        };
         assert!(p.due(t0, t0, t0, true), "drained");
         assert!(!p.due(t0 + us(99), t0, t0 + us(99), false), "full reads");
         assert!(

@@ -20,7 +20,7 @@
 //! # rx_threads = 1, tx_threads = 1 (rx-worker-tx only)
 //! # worker_cores = [2, 3]         # one core per thread; rx_cores, tx_cores
 //! flush_idle_us = 0               # 0..=1000 (0: when the input is drained)
-//! max_batch_wait_us = 100         # flush_idle_us..=10000
+//! max_batch_wait_us = 0           # flush_idle_us..=10000 (0: at the end of each round)
 //! rx_ring_size = 1024             # power of two, 64..=65536
 //! tx_ring_size = 1024
 //! # dispatch = "5tuple"           # port | l2 | 5tuple | priority-class

@@ -100,7 +100,7 @@ fn defaults() {
     assert_eq!(d.burst.rx_read, 32);
     assert_eq!(d.burst.tx_write, 32);
     assert_eq!(d.flush.idle, Duration::ZERO);
-    assert_eq!(d.flush.max_wait, Duration::from_micros(100));
+    assert_eq!(d.flush.max_wait, Duration::ZERO);
     assert_eq!((d.rings.rx_ring, d.rings.tx_ring), (1024, 1024));
     assert_eq!(d.dispatch.key, DispatchKey::FiveTuple);
     assert!(c.tls.is_none() && c.patch_links.is_empty());
@@ -711,18 +711,18 @@ fn dataplane_bursts_flush_rings() {
     );
     assert_eq!(
         dp("flush_idle_us = 200"),
-        vec!["fulmar.toml:2:17: dataplane.max_batch_wait_us: max_batch_wait_us 100 is less than flush_idle_us 200"]
+        vec!["fulmar.toml:2:17: dataplane.max_batch_wait_us: max_batch_wait_us 0 is less than flush_idle_us 200"]
     );
     assert_eq!(
         dp("max_batch_wait_us = 10001"),
         vec!["fulmar.toml:2:21: dataplane.max_batch_wait_us: max_batch_wait_us 10001 is not valid (0..=10000)"]
     );
-    let c = load("[dataplane]\nflush_idle_us = 0\nmax_batch_wait_us = 0\n").unwrap();
+    let c = load("[dataplane]\nflush_idle_us = 20\nmax_batch_wait_us = 50\n").unwrap();
     assert_eq!(
         c.dataplane.flush,
         FlushPolicy {
-            idle: Duration::ZERO,
-            max_wait: Duration::ZERO
+            idle: Duration::from_micros(20),
+            max_wait: Duration::from_micros(50)
         }
     );
     assert_eq!(

@@ -562,7 +562,7 @@ fn set_dataplane() {
     );
     assert_eq!(
         err("set dataplane flush_idle_us=500"),
-        "<transaction>:1: dataplane.max_batch_wait_us: set dataplane flush_idle_us=500: max_batch_wait_us 100 is less than flush_idle_us 500"
+        "<transaction>:1: dataplane.max_batch_wait_us: set dataplane flush_idle_us=500: max_batch_wait_us 0 is less than flush_idle_us 500"
     );
     assert_eq!(
         err("set dataplane mode=rx-worker-tx -- set dataplane rx_write=128 rx_ring_size=64"),
