@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from seedlib import EXPERIMENTS  # noqa: E402
 from seedlib import exp_000, exp_001, exp_002, exp_003, exp_004  # noqa: E402,F401  (registration)
-from seedlib.core import ROOT, Ctx, ExperimentError, git_commit, loadavg, machine, ovs_version  # noqa: E402
+from seedlib.core import ROOT, Ctx, ExperimentError, git_commit, loadavg, machine, ovs_version, pin_harness  # noqa: E402
 from seedlib.report import Result, save  # noqa: E402
 
 ORDER = ["001", "000", "002", "003", "004"]
@@ -218,6 +218,7 @@ def main():
         raise SystemExit(f"no fulmar at {args.fulmar} (cargo build --release -p fulmar)")
     names = select(args.names)
     out.mkdir(parents=True, exist_ok=True)
+    pin_harness()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
     failed = []

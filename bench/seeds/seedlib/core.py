@@ -26,6 +26,22 @@ ROOT = Path(__file__).resolve().parents[3]
 SIZES = ("smoke", "quick", "default")
 
 
+# The generators' CPU, where the runner and everything it starts without a
+# CPU of its own (ping, ip, tcpdump, ovsdb-server) run too: see
+# pin_harness.
+HARNESS_CPU = 0
+
+
+def pin_harness():
+    """Moves this process (and so what it starts from now on) to the
+    generators' CPU. On the switch's CPU a ping's start-up alone took it
+    for 9 ms, long enough for the switch's receive ring to overflow
+    (docs/results.md, "Delay at saturation"). Switches and generators are
+    pinned by taskset, which overrides this."""
+    if HARNESS_CPU in os.sched_getaffinity(0):
+        os.sched_setaffinity(0, {HARNESS_CPU})
+
+
 class ExperimentError(Exception):
     """An experiment could not measure what it should (a switch did not
     start, nothing was forwarded...): the run reports it and goes on."""
@@ -125,7 +141,7 @@ class Ctx:
     @property
     def gen_cpus(self):
         """Where traffic generators run: CPU 0."""
-        return "0"
+        return str(HARNESS_CPU)
 
     def two_cpus(self, where):
         """A result's setup line on the usual two-CPU machine: `where` each
