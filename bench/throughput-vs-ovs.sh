@@ -2,10 +2,12 @@
 # fulmar vs Open vSwitch (userspace netdev datapath): ping RTT, iperf3 TCP
 # and UDP through each switch, between two network namespaces, in one run.
 #
-#   sudo bench/throughput-vs-ovs.sh [--secs N] [--udp-rate 200M] [--workers N] [--keep DIR] [--with-ring]
+#   sudo bench/throughput-vs-ovs.sh [--secs N] [--udp-rate 200M] [--workers N] [--queue-delay-us N]
+#                                   [--keep DIR] [--with-socket]
 #
 # --keep DIR copies the raw outputs (iperf3 JSON, switch logs) there.
-# --with-ring adds a fulmar run-to-completion run with --afpacket-mode ring.
+# --with-socket adds a fulmar run-to-completion run with --afpacket-mode socket
+# (a packet socket per port, the default before the TPACKET_V2 ring).
 #
 #   ns ftp-a: ftp-a1 10.0.0.1 == ftp-a0 [port 1] SWITCH [port 2] ftp-b0 == ftp-b1 10.0.0.2 :ns ftp-b
 #   (the switch and its ports ftp-a0, ftp-b0 live in ns ftp-sw: a netdev-datapath
@@ -16,7 +18,7 @@
 #
 # The switches, one after another on the same veths and with the same two
 # static flows (port 1 -> 2, 2 -> 1): fulmar --mode run-to-completion,
-# fulmar --mode rx-worker-tx (both --io afpacket, socket mode, the defaults)
+# fulmar --mode rx-worker-tx (both --io afpacket, ring mode, the defaults)
 # and ovs-vswitchd 3.x with a netdev bridge (fail_mode=secure, OpenFlow13,
 # flows added with ovs-ofctl). For each: 20 pings 10 ms apart, iperf3 TCP
 # A->B, iperf3 UDP at a fixed offered rate with 64- and 1400-byte payloads
@@ -39,10 +41,12 @@ source bench/ovs-private.sh  # and bench/lib.sh
 secs=5
 udp_rate=200M
 workers=
+queue_delay=
 keep=
-with_ring=
-parse_options '[--secs N] [--udp-rate RATE] [--workers N] [--keep DIR] [--with-ring]' \
-    --secs=secs --udp-rate=udp_rate --workers=workers --keep=keep --with-ring=with_ring=1 -- "$@"
+with_socket=
+parse_options '[--secs N] [--udp-rate RATE] [--workers N] [--queue-delay-us N] [--keep DIR] [--with-socket]' \
+    --secs=secs --udp-rate=udp_rate --workers=workers --queue-delay-us=queue_delay --keep=keep \
+    --with-socket=with_socket=1 -- "$@"
 
 [ "$(id -u)" = 0 ] || { echo "$0: needs root (network namespaces)" >&2; exit 1; }
 fulmar=$root/target/release/fulmar
@@ -191,13 +195,14 @@ measure() { # config client-ns
 # Baseline: the direct veth pair.
 measure direct ftp-da
 
-# fulmar, both thread modes (and, with --with-ring, the TPACKET_V3 ring).
-runs=("fulmar-rtc run-to-completion socket" "fulmar-rwt rx-worker-tx socket")
-[ -n "$with_ring" ] && runs+=("fulmar-ring run-to-completion ring")
+# fulmar, both thread modes (and, with --with-socket, socket mode).
+runs=("fulmar-rtc run-to-completion ring" "fulmar-rwt rx-worker-tx ring")
+[ -n "$with_socket" ] && runs+=("fulmar-socket run-to-completion socket")
 for run in "${runs[@]}"; do
     read -r cfg mode af <<<"$run"
     extra=(--afpacket-mode "$af")
     [ -n "$workers" ] && extra+=(--workers "$workers")
+    [ -n "$queue_delay" ] && extra+=(--max-queue-delay-us "$queue_delay")
     k0=$(kernel_drops)
     r0=$(kernel_rx)
     # Not through nsx: a function in the background is a subshell, and
@@ -269,7 +274,7 @@ declare -A label=(
 echo
 echo "fulmar $(git rev-parse --short HEAD 2>/dev/null || echo '?') vs $(ovs-vswitchd --version | head -1);" \
     "$(nproc) cores, nothing pinned (iperf3 client, server and switch share them); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "iperf3 ${secs}s per test, UDP offered -b $udp_rate; offloads off on all veths; fulmar --io afpacket --afpacket-mode socket (fulmar-ring: ring), rtc = run-to-completion, rwt = rx-worker-tx${workers:+, --workers $workers}"
+echo "iperf3 ${secs}s per test, UDP offered -b $udp_rate; offloads off on all veths; fulmar --io afpacket, ring mode (fulmar-socket: --afpacket-mode socket), rtc = run-to-completion, rwt = rx-worker-tx${workers:+, --workers $workers}${queue_delay:+, --max-queue-delay-us $queue_delay}"
 fcfgs=()
 for c in "${configs[@]}"; do [[ $c == fulmar-* ]] && fcfgs+=("$c"); done
 echo "ratios are fulmar/OVS (RTT, loss, drops, retransmits: lower is better)"

@@ -93,7 +93,7 @@ def forwarding(ctx, res):
         "thread modes (run-to-completion; rx-worker-tx), with its "
         "queues bounded in time (the default, max_queue_delay_us = 100) and deep (max_queue_delay_us = 0, the "
         "byte-sized queues it had before).")
-    res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}; the Linux "
+    res.setup = (f"Two CPUs: trafgen (and the runner, ping) on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}; the Linux "
                  f"bridge and IP forwarding run in the kernel's receive path on the sending CPU (trafgen's, CPU "
                  f"{ctx.gen_cpus}, for this direction), so they share a CPU with the generator; the 1-minute load "
                  "average read before each row is in the table (column load avg); other builds may have shared the "
@@ -215,7 +215,7 @@ def tablesize(ctx, res):
         "with N /24 routes (random destination addresses), the Linux bridge with N static FDB entries (random "
         "destination MACs, all behind port 2). Frames per second forwarded, relative to each system's smallest "
         "table (the paper's relative drop at 96 B dashed).")
-    res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}, the kernel's "
+    res.setup = (f"Two CPUs: trafgen (and the runner, ping) on CPU {ctx.gen_cpus}, fulmar and OVS on CPU {ctx.switch_cpus(1)}, the kernel's "
                  "forwarding on the sending CPU; other builds may have shared the machine.")
     res.paper = [(f"relative drop at 96 B, 8K / 64K / 128K entries, {LABELS.get(k2, 'OpenFlow 0.8.9')}",
                   " / ".join(f"{x} %" for x in v)) for k2, v in PAPER_DROP_96.items()]

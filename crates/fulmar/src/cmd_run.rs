@@ -108,7 +108,7 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// Longest a packet may wait in the queues between a port and a
-    /// worker, in µs at the rate they drain (default 200); 0: deep,
+    /// worker, in µs at the rate they drain (default 100); 0: deep,
     /// byte-sized queues (`[dataplane] max_queue_delay_us` in a file).
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub max_queue_delay_us: Option<u32>,
