@@ -56,8 +56,25 @@
 //! ping does), in which case it is lent however old. Skipping a stale
 //! frame costs a status load, a header read and the meter's hash (tens of
 //! nanoseconds), so the reader catches up with a backlog at many times
-//! the rate it forwards, and a ping waits at most about the bound.
+//! the rate it forwards.
 //!
+//! # Sparse frames first
+//!
+//! Under a bound, when more frames wait than a read takes, the reader
+//! also looks ahead (up to 2,048 slots a read, each slot once: the meter
+//! counts every frame once, ahead or in order) and lends sparse frames
+//! *before* the backlog in front of them, marking their slots so that it
+//! passes over them when it gets there (a slot lent ahead and given back
+//! stays the kernel's; the kernel cannot fill it again before the reader
+//! passes it, unless the whole ring filled behind it, and then it holds a
+//! new frame, read as one). A frame of a flow that still has a frame
+//! waiting in front of it is not lent ahead (per meter bucket: the
+//! position of the last frame left for the reader), so a flow's frames
+//! keep their order. A ping into a flood then waits for no backlog at
+//! all, whatever the bound: the bound only decides how long the flood's
+//! own frames may wait, which is what TCP through a saturated switch
+//! needs to be long (docs/results.md, "Veths (AF_PACKET) beside Open
+//! vSwitch").
 //! `PACKET_IGNORE_OUTGOING` keeps frames this host sends on the interface
 //! (including our own TX) out of the ring. The RX socket is created with
 //! protocol 0 and bound to the interface only after the ring is set up, so it
@@ -299,6 +316,31 @@ pub struct AfPacketPort {
     max_age_ns: Option<u64>,
     /// Whether the port has a standing backlog (see [`Standing`]).
     standing: Standing,
+    /// Per slot, what looking ahead of the reader found (see
+    /// `lend_sparse_ahead`): [`Ahead`] as a byte.
+    ahead: Vec<u8>,
+    /// How many slots from `next` on were looked at ahead.
+    scanned: usize,
+    /// Slots the reader has passed since the port opened.
+    passed: u64,
+    /// Per meter bucket: one past the position (in `passed` terms) of the
+    /// last frame looked at ahead and left for the reader; a later frame
+    /// of the bucket is not lent ahead of it (a flow's order is kept).
+    held: Box<[u64; crate::sparse::BUCKETS]>,
+}
+
+/// What looking ahead of the reader found in a slot.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Ahead {
+    /// Not looked at (or the reader has passed it).
+    No = 0,
+    /// Lent ahead of the reader: the reader passes over it.
+    Lent = 1,
+    /// Metered: sparse, but behind a frame of its flow still waiting.
+    Sparse = 2,
+    /// Metered: not sparse.
+    Dense = 3,
 }
 
 /// How long a window of visits is over which the port's smallest backlog
@@ -359,9 +401,76 @@ enum Skip {
     Stale,
     /// A slot header that does not describe a frame inside the slot.
     Malformed,
+    /// Looked at ahead of the reader and not lent: it stays in its slot
+    /// for the reader (not given back, not counted), sparse or not.
+    Later(Ahead),
 }
 
+/// How [`AfPacketPort::take`] treats a frame.
+#[derive(Clone, Copy)]
+enum Take {
+    /// In order at the reader: stale (stamped before `cutoff_ns`) unless
+    /// sparse; `seen` is what looking ahead found (`Ahead::No`: meter it
+    /// now).
+    InOrder { cutoff_ns: u64, seen: Ahead },
+    /// Ahead of the reader: lent only if sparse.
+    SparseOnly,
+}
+
+/// The most slots the reader looks ahead for sparse frames in one read
+/// (each slot is looked at once, ahead or in order).
+const SCAN_AHEAD: usize = 2048;
+
 impl AfPacketPort {
+    /// Moves the reader past slots whose frames were lent early and are
+    /// still lent or already given back (a slot given back that the
+    /// kernel filled again is read as a new frame).
+    fn pass_early(&mut self) {
+        let n = self.ahead.len();
+        for _ in 0..n {
+            let slot = self.next;
+            if self.ahead[slot] != Ahead::Lent as u8 || self.ring.ready(slot) {
+                return;
+            }
+            self.ahead[slot] = Ahead::No as u8;
+            self.next = (slot + 1) % n;
+            self.passed += 1;
+            self.scanned = self.scanned.saturating_sub(1);
+        }
+    }
+
+    /// Looks at up to [`SCAN_AHEAD`] of the `waiting` frames beyond those
+    /// already looked at, metering each once, and lends the sparse ones
+    /// into `out` ahead of the backlog in front of them (marked
+    /// `Ahead::Lent` for the reader to pass over), unless a frame of the
+    /// same flow waits in front (a flow's frames keep their order).
+    /// Returns how many it lent.
+    fn lend_sparse_ahead(&mut self, waiting: usize, out: &mut RxBurst) -> usize {
+        let n = self.ahead.len();
+        let end = waiting.min(self.scanned + SCAN_AHEAD);
+        let mut lent = 0;
+        while self.scanned < end && out.room() > 0 {
+            let slot = (self.next + self.scanned) % n;
+            self.scanned += 1;
+            if self.ahead[slot] != Ahead::No as u8 || !self.ring.ready(slot) {
+                continue;
+            }
+            match self.take(slot, Take::SparseOnly) {
+                Ok(pkt) => {
+                    self.ahead[slot] = Ahead::Lent as u8;
+                    self.counters.rx_packets += 1;
+                    self.counters.rx_bytes += pkt.len() as u64;
+                    let _ = out.push(pkt);
+                    lent += 1;
+                }
+                Err(Skip::Later(seen)) => self.ahead[slot] = seen as u8,
+                // Counted by the reader when it gets there.
+                Err(_) => {}
+            }
+        }
+        lent
+    }
+
     /// How many frames the kernel handed over that are not yet read, and
     /// the timestamp (realtime, ns) of the newest of them ((0, 0) if
     /// none). The ready slots from the reader on are one run (the kernel
@@ -371,7 +480,10 @@ impl AfPacketPort {
         let ring = &self.ring;
         let n = ring.slots();
         let at = |d: usize| (self.next + d) % n;
-        if !ring.ready(at(0)) {
+        // A slot lent early is part of the run (the reader has not passed
+        // it yet).
+        let filled = |slot: usize| self.ahead[slot] == Ahead::Lent as u8 || ring.ready(slot);
+        if !filled(at(0)) {
             return (0, 0);
         }
         // `lo` is ready; `hi` is not (or the end of the ring).
@@ -381,7 +493,7 @@ impl AfPacketPort {
             if d >= n {
                 break n;
             }
-            if !ring.ready(at(d)) {
+            if !filled(at(d)) {
                 break d;
             }
             lo = d;
@@ -389,7 +501,7 @@ impl AfPacketPort {
         };
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if ring.ready(at(mid)) {
+            if filled(at(mid)) {
                 lo = mid;
             } else {
                 hi = mid;
@@ -414,6 +526,10 @@ impl AfPacketPort {
             .map_err(|e| sys::context(e, ctx("TX socket")))?;
         Ok(AfPacketPort {
             name: ifname.to_string(),
+            ahead: vec![Ahead::No as u8; ring.slots()],
+            scanned: 0,
+            passed: 0,
+            held: Box::new([0; crate::sparse::BUCKETS]),
             ring: Arc::new(ring),
             next: 0,
             meter: FlowMeter::default(),
@@ -490,9 +606,10 @@ impl AfPacketPort {
     }
 
     /// Takes the frame in ready slot `slot`: lends it, or says why not
-    /// (the caller then gives the slot back). Under a bound every frame is
-    /// metered, and one stamped before `cutoff_ns` is stale unless sparse.
-    fn take(&mut self, slot: usize, cutoff_ns: u64) -> Result<PacketBuf, Skip> {
+    /// (the caller then gives the slot back, but for `Skip::Later`). Under
+    /// a bound every frame is metered once, and one stamped before the
+    /// cutoff is stale unless sparse.
+    fn take(&mut self, slot: usize, how: Take) -> Result<PacketBuf, Skip> {
         let ring = &self.ring;
         let hdr = |off| ring.read::<u32>(slot, off).ok_or(Skip::Malformed);
         let status = hdr(frame::STATUS)?;
@@ -512,12 +629,39 @@ impl AfPacketPort {
         // nothing writes them while this shared view lives.
         let region = unsafe { ring.base.as_ptr().add(ring.offset(slot)) };
         if self.max_age_ns.is_some() {
-            // SAFETY: as above; the view ends before the slot is lent.
-            let bytes = unsafe { std::slice::from_raw_parts(region.add(mac), snaplen) };
-            let flow = self.meter.observe(bytes);
-            if stamp < cutoff_ns && !flow.sparse {
-                return Err(Skip::Stale);
+            let sparse = match how {
+                Take::InOrder {
+                    seen: seen @ (Ahead::Sparse | Ahead::Dense),
+                    ..
+                } => seen == Ahead::Sparse,
+                _ => {
+                    // SAFETY: as above; the view ends before the slot is lent.
+                    let bytes = unsafe { std::slice::from_raw_parts(region.add(mac), snaplen) };
+                    let flow = self.meter.observe(bytes);
+                    if let Take::SparseOnly = how {
+                        // Lent ahead only if sparse and no frame of its
+                        // flow waits in front of it.
+                        let behind = self.held[flow.bucket] > self.passed;
+                        if !flow.sparse || behind {
+                            self.held[flow.bucket] = self.passed + self.scanned as u64;
+                            let seen = if flow.sparse {
+                                Ahead::Sparse
+                            } else {
+                                Ahead::Dense
+                            };
+                            return Err(Skip::Later(seen));
+                        }
+                    }
+                    flow.sparse
+                }
+            };
+            if let Take::InOrder { cutoff_ns, .. } = how {
+                if stamp < cutoff_ns && !sparse {
+                    return Err(Skip::Stale);
+                }
             }
+        } else if let Take::SparseOnly = how {
+            return Err(Skip::Later(Ahead::No));
         }
         ring.lent[slot].store(true, Ordering::Relaxed);
         let lender: Arc<dyn BufferLender> = ring.clone();
@@ -773,9 +917,15 @@ impl PortBackend for AfPacketPort {
         // is the RX thread's, many times what the workers behind it
         // forward.) More than STALE_BACKLOG frames waiting are stale
         // either way.
+        self.pass_early();
         let cutoff_ns = match self.max_age_ns {
             Some(delay_ns) => {
                 let (waiting, newest) = self.ready_run();
+                // More waits than this read takes: frames of sparse flows
+                // further back go first, so a ping waits for no backlog.
+                if waiting > out.room() {
+                    got += self.lend_sparse_ahead(waiting, out);
+                }
                 let span = (waiting > 0).then(|| (self.ring.stamp_ns(self.next), newest));
                 let overloaded = self.standing.visit(span, delay_ns);
                 // A long backlog is one however it came: the kernel must
@@ -792,12 +942,23 @@ impl PortBackend for AfPacketPort {
             None => 0,
         };
         while out.room() > 0 {
+            self.pass_early();
             let slot = self.next;
             if !self.ring.ready(slot) {
                 break; // the kernel has not filled it, or it is still lent
             }
             self.next = (slot + 1) % n;
-            match self.take(slot, cutoff_ns) {
+            self.passed += 1;
+            self.scanned = self.scanned.saturating_sub(1);
+            // (A slot lent ahead that the kernel filled again, only when
+            // the whole ring filled behind it, holds a new frame: `Lent`
+            // reads as not looked at.)
+            let seen = match std::mem::replace(&mut self.ahead[slot], Ahead::No as u8) {
+                2 => Ahead::Sparse,
+                3 => Ahead::Dense,
+                _ => Ahead::No,
+            };
+            match self.take(slot, Take::InOrder { cutoff_ns, seen }) {
                 Ok(pkt) => {
                     self.counters.rx_packets += 1;
                     self.counters.rx_bytes += pkt.len() as u64;
@@ -810,7 +971,7 @@ impl PortBackend for AfPacketPort {
                     match skip {
                         Skip::Truncated => d.truncated += 1,
                         Skip::Stale => d.queue_delay += 1,
-                        Skip::Malformed => d.malformed += 1,
+                        Skip::Malformed | Skip::Later(_) => d.malformed += 1,
                     }
                 }
             }
@@ -1038,6 +1199,65 @@ mod tests {
             assert_eq!(lent, 0, "{c:?}");
             assert!(c.rx_drops.queue_delay >= 100, "{c:?}");
             assert_eq!(c.rx_drops.ring_full, 0, "{c:?}");
+        });
+    }
+
+    #[test]
+    fn a_sparse_frame_is_read_ahead_of_the_backlog_in_front_of_it_as_root() {
+        in_veth_ns("afp-ahead", "aha", "ahb", || {
+            let mut port = AfPacketPort::open("aha").unwrap();
+            let peer = RawSocket::bind("ahb");
+            // A bound long enough that nothing here is stale.
+            port.set_rx_bound(Some(crate::delay::RxBound {
+                packets: 10,
+                delay: Duration::from_secs(60),
+            }));
+            // A flood (source 7) the meter has seen plenty of...
+            pass_through(&mut port, &peer, 7, 100);
+            // ...then 300 of its frames waiting, a ping (source 8) behind
+            // them, and 20 more of the flood behind the ping.
+            for seq in 0..300u32 {
+                peer.send(&test_frame(7, 1000 + seq, 64));
+            }
+            peer.send(&test_frame(8, 1, 64));
+            for seq in 300..320u32 {
+                peer.send(&test_frame(7, 1000 + seq, 64));
+            }
+            // A second ping of the same light flow further back: it must
+            // not overtake the first (it is lent ahead too, after it).
+            peer.send(&test_frame(8, 2, 64));
+            std::thread::sleep(Duration::from_millis(20));
+            let mut burst = Burst::with_limit(32);
+            let mut got: Vec<(u8, u32)> = Vec::new();
+            let mut first_burst = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while got.iter().filter(|f| f.0 == 7).count() < 320 && Instant::now() < deadline {
+                burst.clear();
+                port.rx_burst(&mut burst).unwrap();
+                let ids: Vec<(u8, u32)> = burst
+                    .iter()
+                    .filter(|p| is_test_frame(p.data()))
+                    .map(|p| {
+                        let d = p.data();
+                        (d[11], u32::from_be_bytes([d[14], d[15], d[16], d[17]]))
+                    })
+                    .collect();
+                if first_burst.is_empty() {
+                    first_burst = ids.clone();
+                }
+                got.extend(ids);
+            }
+            let c = port.stats();
+            // The pings came first, in their order, with the first burst.
+            assert_eq!(first_burst.get(..2), Some(&[(8, 1), (8, 2)][..]), "{c:?}");
+            // Nothing lost, and the flood in its order.
+            let flood: Vec<u32> = got.iter().filter(|f| f.0 == 7).map(|f| f.1).collect();
+            assert_eq!(flood, (1000..1320).collect::<Vec<u32>>(), "{c:?}");
+            assert_eq!(got.iter().filter(|f| f.0 == 8).count(), 2);
+            assert_eq!(c.rx_drops, crate::port::RxDrops::default(), "{c:?}");
+            // The slots lent ahead were passed over, not read twice: more
+            // of the flood still goes through.
+            pass_through(&mut port, &peer, 7, 10);
         });
     }
 
