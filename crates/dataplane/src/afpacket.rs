@@ -75,6 +75,7 @@
 //! own frames may wait, which is what TCP through a saturated switch
 //! needs to be long (docs/results.md, "Veths (AF_PACKET) beside Open
 //! vSwitch").
+//!
 //! `PACKET_IGNORE_OUTGOING` keeps frames this host sends on the interface
 //! (including our own TX) out of the ring. The RX socket is created with
 //! protocol 0 and bound to the interface only after the ring is set up, so it
@@ -317,8 +318,8 @@ pub struct AfPacketPort {
     /// Whether the port has a standing backlog (see [`Standing`]).
     standing: Standing,
     /// Per slot, what looking ahead of the reader found (see
-    /// `lend_sparse_ahead`): [`Ahead`] as a byte.
-    ahead: Vec<u8>,
+    /// `lend_sparse_ahead`).
+    ahead: Vec<Ahead>,
     /// How many slots from `next` on were looked at ahead.
     scanned: usize,
     /// Slots the reader has passed since the port opened.
@@ -331,16 +332,15 @@ pub struct AfPacketPort {
 
 /// What looking ahead of the reader found in a slot.
 #[derive(Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
 enum Ahead {
     /// Not looked at (or the reader has passed it).
-    No = 0,
+    No,
     /// Lent ahead of the reader: the reader passes over it.
-    Lent = 1,
+    Lent,
     /// Metered: sparse, but behind a frame of its flow still waiting.
-    Sparse = 2,
+    Sparse,
     /// Metered: not sparse.
-    Dense = 3,
+    Dense,
 }
 
 /// How long a window of visits is over which the port's smallest backlog
@@ -429,10 +429,10 @@ impl AfPacketPort {
         let n = self.ahead.len();
         for _ in 0..n {
             let slot = self.next;
-            if self.ahead[slot] != Ahead::Lent as u8 || self.ring.ready(slot) {
+            if self.ahead[slot] != Ahead::Lent || self.ring.ready(slot) {
                 return;
             }
-            self.ahead[slot] = Ahead::No as u8;
+            self.ahead[slot] = Ahead::No;
             self.next = (slot + 1) % n;
             self.passed += 1;
             self.scanned = self.scanned.saturating_sub(1);
@@ -452,18 +452,18 @@ impl AfPacketPort {
         while self.scanned < end && out.room() > 0 {
             let slot = (self.next + self.scanned) % n;
             self.scanned += 1;
-            if self.ahead[slot] != Ahead::No as u8 || !self.ring.ready(slot) {
+            if self.ahead[slot] != Ahead::No || !self.ring.ready(slot) {
                 continue;
             }
             match self.take(slot, Take::SparseOnly) {
                 Ok(pkt) => {
-                    self.ahead[slot] = Ahead::Lent as u8;
+                    self.ahead[slot] = Ahead::Lent;
                     self.counters.rx_packets += 1;
                     self.counters.rx_bytes += pkt.len() as u64;
                     let _ = out.push(pkt);
                     lent += 1;
                 }
-                Err(Skip::Later(seen)) => self.ahead[slot] = seen as u8,
+                Err(Skip::Later(seen)) => self.ahead[slot] = seen,
                 // Counted by the reader when it gets there.
                 Err(_) => {}
             }
@@ -482,7 +482,7 @@ impl AfPacketPort {
         let at = |d: usize| (self.next + d) % n;
         // A slot lent early is part of the run (the reader has not passed
         // it yet).
-        let filled = |slot: usize| self.ahead[slot] == Ahead::Lent as u8 || ring.ready(slot);
+        let filled = |slot: usize| self.ahead[slot] == Ahead::Lent || ring.ready(slot);
         if !filled(at(0)) {
             return (0, 0);
         }
@@ -526,7 +526,7 @@ impl AfPacketPort {
             .map_err(|e| sys::context(e, ctx("TX socket")))?;
         Ok(AfPacketPort {
             name: ifname.to_string(),
-            ahead: vec![Ahead::No as u8; ring.slots()],
+            ahead: vec![Ahead::No; ring.slots()],
             scanned: 0,
             passed: 0,
             held: Box::new([0; crate::sparse::BUCKETS]),
@@ -953,10 +953,9 @@ impl PortBackend for AfPacketPort {
             // (A slot lent ahead that the kernel filled again, only when
             // the whole ring filled behind it, holds a new frame: `Lent`
             // reads as not looked at.)
-            let seen = match std::mem::replace(&mut self.ahead[slot], Ahead::No as u8) {
-                2 => Ahead::Sparse,
-                3 => Ahead::Dense,
-                _ => Ahead::No,
+            let seen = match std::mem::replace(&mut self.ahead[slot], Ahead::No) {
+                Ahead::Lent => Ahead::No,
+                seen => seen,
             };
             match self.take(slot, Take::InOrder { cutoff_ns, seen }) {
                 Ok(pkt) => {
@@ -1030,7 +1029,8 @@ mod tests {
     use super::*;
     use crate::port::Burst;
     use crate::testnet::{
-        in_veth_ns, is_test_frame, rx_test_frames, test_frame, NetNs, RawSocket, TEST_ETHERTYPE,
+        in_veth_ns, is_test_frame, rx_test_frames, test_frame, test_frame_id, NetNs, RawSocket,
+        TEST_ETHERTYPE,
     };
     use std::time::{Duration, Instant};
 
@@ -1188,11 +1188,7 @@ mod tests {
                 lent += burst
                     .iter()
                     .filter(|p| is_test_frame(p.data()))
-                    .filter(|p| {
-                        p.data()
-                            .get(14..18)
-                            .is_some_and(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) < 100)
-                    })
+                    .filter(|p| test_frame_id(p.data()).is_some_and(|(_, seq)| seq < 100))
                     .count();
             }
             let c = port.stats();
@@ -1237,10 +1233,7 @@ mod tests {
                 let ids: Vec<(u8, u32)> = burst
                     .iter()
                     .filter(|p| is_test_frame(p.data()))
-                    .map(|p| {
-                        let d = p.data();
-                        (d[11], u32::from_be_bytes([d[14], d[15], d[16], d[17]]))
-                    })
+                    .filter_map(|p| test_frame_id(p.data()))
                     .collect();
                 if first_burst.is_empty() {
                     first_burst = ids.clone();
@@ -1291,11 +1284,7 @@ mod tests {
                     burst
                         .iter()
                         .filter(|p| is_test_frame(p.data()))
-                        .filter_map(|p| {
-                            p.data()
-                                .get(14..18)
-                                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                        }),
+                        .filter_map(|p| test_frame_id(p.data()).map(|(_, seq)| seq)),
                 );
             }
             let c = port.stats();
@@ -1366,9 +1355,7 @@ mod tests {
             // The ring stays mapped while frames live, on any thread.
             let seqs = std::thread::spawn(move || {
                 got.iter()
-                    .map(|p| {
-                        u32::from_be_bytes([p.data()[14], p.data()[15], p.data()[16], p.data()[17]])
-                    })
+                    .filter_map(|p| test_frame_id(p.data()).map(|(_, seq)| seq))
                     .collect::<Vec<_>>()
             })
             .join()
@@ -1600,13 +1587,7 @@ mod tests {
             peer.send(&test_frame(7, 2000, 64));
             std::thread::sleep(Duration::from_millis(20));
             let got = rx_test_frames(&mut port, 2, Duration::from_secs(5));
-            let srcs: Vec<(u8, u32)> = got
-                .iter()
-                .map(|p| {
-                    let d = p.data();
-                    (d[11], u32::from_be_bytes([d[14], d[15], d[16], d[17]]))
-                })
-                .collect();
+            let srcs: Vec<(u8, u32)> = got.iter().filter_map(|p| test_frame_id(p.data())).collect();
             assert_eq!(srcs, vec![(8, 1), (7, 2000)], "{:?}", port.stats());
             assert!(
                 port.stats().rx_drops.queue_delay >= 100,

@@ -249,6 +249,16 @@ pub fn is_test_frame(frame: &[u8]) -> bool {
     frame.get(12..14) == Some(&TEST_ETHERTYPE.to_be_bytes()[..])
 }
 
+/// A [`test_frame`]'s source byte and sequence number (`None`: too short
+/// to be one).
+pub fn test_frame_id(frame: &[u8]) -> Option<(u8, u32)> {
+    let seq = frame.get(14..18)?;
+    Some((
+        frame[11],
+        u32::from_be_bytes([seq[0], seq[1], seq[2], seq[3]]),
+    ))
+}
+
 /// Reads `port` until it has received `count` test frames (others are
 /// dropped) or `timeout` has passed; returns those it got.
 pub fn rx_test_frames(

@@ -9,7 +9,7 @@ use crate::memory::{MemoryGenerator, MemorySink, SinkHandle};
 use crate::patch::{self, PatchPort};
 use crate::port::{Burst, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
 use crate::qos::QosSpec;
-use crate::testnet::test_frame;
+use crate::testnet::{test_frame, test_frame_id};
 use crate::wake::Doorbell;
 use std::collections::BTreeMap;
 use std::io;
@@ -90,7 +90,7 @@ fn collect(port: &mut dyn PortBackend, want: usize, timeout: Duration) -> Vec<Ve
 }
 
 fn seq_of(f: &[u8]) -> (u8, u32) {
-    (f[11], u32::from_be_bytes([f[14], f[15], f[16], f[17]]))
+    test_frame_id(f).expect("a test frame")
 }
 
 fn order_and_count(mode: ThreadMode, workers: usize) {
