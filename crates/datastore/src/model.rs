@@ -666,8 +666,13 @@ pub struct Dataplane {
     pub max_queue_delay_us: u32,
 }
 
-/// The default of `max_queue_delay_us`.
-pub const DEFAULT_MAX_QUEUE_DELAY_US: u32 = 100;
+/// The default of `max_queue_delay_us`: the dataplane's own default
+/// bound, in µs (one definition: `dataplane::delay::DEFAULT_QUEUE_DELAY`).
+pub const DEFAULT_MAX_QUEUE_DELAY_US: u32 = {
+    let us = dataplane::delay::DEFAULT_QUEUE_DELAY.as_micros();
+    assert!(us <= u32::MAX as u128);
+    us as u32
+};
 
 /// Most threads of one kind.
 pub const MAX_THREADS: usize = 256;
