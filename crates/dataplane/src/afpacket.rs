@@ -1175,9 +1175,10 @@ mod tests {
             // A frame 50 ms younger behind them: the 100 waited behind a
             // backlog longer than the bound (ages count from the newest
             // frame waiting, not from the read).
+            wait_waiting(&port, 100);
             std::thread::sleep(Duration::from_millis(50));
             peer.send(&test_frame(2, 100, 64));
-            std::thread::sleep(Duration::from_millis(20));
+            wait_waiting(&port, 101);
             let mut burst = Burst::with_limit(64);
             let mut lent = 0;
             let deadline = std::time::Instant::now() + Duration::from_secs(5);
@@ -1222,7 +1223,7 @@ mod tests {
             // A second ping of the same light flow further back: it must
             // not overtake the first (it is lent ahead too, after it).
             peer.send(&test_frame(8, 2, 64));
-            std::thread::sleep(Duration::from_millis(20));
+            wait_waiting(&port, 322);
             let mut burst = Burst::with_limit(32);
             let mut got: Vec<(u8, u32)> = Vec::new();
             let mut first_burst = Vec::new();
@@ -1271,9 +1272,10 @@ mod tests {
             for seq in 0..n {
                 peer.send(&test_frame(4, seq, 64));
             }
+            wait_waiting(&port, n as usize);
             std::thread::sleep(Duration::from_millis(50));
             peer.send(&test_frame(4, n, 64));
-            std::thread::sleep(Duration::from_millis(20));
+            wait_waiting(&port, n as usize + 1);
             let mut burst = Burst::with_limit(64);
             let mut got = Vec::new();
             let deadline = Instant::now() + Duration::from_secs(5);
@@ -1487,6 +1489,16 @@ mod tests {
         assert_eq!(got.len(), n as usize);
     }
 
+    /// Waits (5 s at most) until at least `n` frames wait in `port`'s
+    /// ring, so that what a test sent has arrived before it reads (and an
+    /// age gap it sleeps for starts from the arrival, not the send).
+    fn wait_waiting(port: &AfPacketPort, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while port.ready_run().0 < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Makes `port` treat its backlog as standing from now on.
     fn pin_standing(port: &mut AfPacketPort) {
         port.standing = Standing {
@@ -1583,9 +1595,10 @@ mod tests {
                     peer.send(&test_frame(8, 1, 64));
                 }
             }
+            wait_waiting(&port, 101);
             std::thread::sleep(Duration::from_millis(50));
             peer.send(&test_frame(7, 2000, 64));
-            std::thread::sleep(Duration::from_millis(20));
+            wait_waiting(&port, 102);
             let got = rx_test_frames(&mut port, 2, Duration::from_secs(5));
             let srcs: Vec<(u8, u32)> = got.iter().filter_map(|p| test_frame_id(p.data())).collect();
             assert_eq!(srcs, vec![(8, 1), (7, 2000)], "{:?}", port.stats());
