@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use dataplane::memory::{MemoryGenerator, MemorySink};
-use dataplane::port::{Burst, PacketBuf};
+use dataplane::port::{Burst, Outbox};
 use dataplane::threads::{BurstProcessor, PortSpec, ThreadMode, Threads, ThreadsConfig};
 
 /// A 64-byte frame: broadcast, local experimental ethertype.
@@ -25,13 +25,11 @@ fn frame() -> Vec<u8> {
 }
 
 fn to_sink() -> Box<dyn BurstProcessor> {
-    Box::new(
-        |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-            for p in burst.drain() {
-                out(2, p);
-            }
-        },
-    )
+    Box::new(|_: u32, burst: &mut Burst, out: &mut Outbox| {
+        for p in burst.drain() {
+            out.push(2, p);
+        }
+    })
 }
 
 fn rate(mode: ThreadMode, seconds: f64) -> std::io::Result<f64> {

@@ -67,5 +67,5 @@ mod sys;
 mod testnet;
 
 pub use port::{
-    Burst, LinkState, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
+    Burst, LinkState, Outbox, PacketBuf, PacketMeta, PortBackend, PortCounters, RxBurst, TxBurst,
 };

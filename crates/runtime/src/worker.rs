@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 
 use dataplane::snapshot::Reader;
 use dataplane::threads::BurstProcessor;
-use dataplane::{Burst, PacketBuf, PacketMeta};
+use dataplane::{Burst, Outbox, PacketBuf, PacketMeta};
 use pipeline::datapath::{BurstOutput, Counters, Snapshot, WorkerState};
 use pipeline::Time;
 
@@ -171,8 +171,11 @@ impl PipelineWorker {
         self.ws.set_flow_cache(entries);
     }
 
-    fn now(&self) -> Time {
-        Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    /// `now` as the pipeline's time (since `epoch`).
+    fn time_at(&self, now: Instant) -> Time {
+        Time(
+            u64::try_from(now.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX),
+        )
     }
 
     fn sync(&mut self, force: bool) {
@@ -190,10 +193,9 @@ impl PipelineWorker {
 /// mbufs are processed where they are. The padding floor is set from the
 /// length the packet arrived with.
 #[inline]
-fn admit(mut p: PacketBuf) -> PacketBuf {
+fn admit(p: &mut PacketBuf) {
     p.copy_out_of_slot(HEADROOM);
     p.reset_floor();
-    p
 }
 
 /// The metadata a packet leaves the pipeline with: the egress queue it
@@ -208,7 +210,7 @@ fn leaving(p: &mut PacketBuf, queue_id: u32) {
 }
 
 impl BurstProcessor for PipelineWorker {
-    fn process(&mut self, in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)) {
+    fn process(&mut self, in_port: u32, burst: &mut Burst, now: Instant, out: &mut Outbox) {
         // Packet-out results the control side injected: each names the
         // port it leaves on (a burst is one port's, so its first packet
         // says); they bypass the pipeline.
@@ -219,12 +221,12 @@ impl BurstProcessor for PipelineWorker {
         {
             for mut p in burst.drain() {
                 if let Some(port) = p.meta.out_port.take() {
-                    out(port, p);
+                    out.push(port, p);
                 }
             }
             return;
         }
-        let now = self.now();
+        let now = self.time_at(now);
         // A tunnel port marks every frame with the key it came with; a
         // burst is one port's, so its first frame says (one test a burst
         // on every other port).
@@ -241,7 +243,11 @@ impl BurstProcessor for PipelineWorker {
                     .map(|p| p.meta.tunnel_id.map_or(0, u64::from)),
             );
         }
-        self.pkts.extend(burst.drain().map(admit));
+        // The burst's vector becomes the pipeline's (no buffer moved;
+        // `self.pkts` is empty, the pipeline drains it).
+        debug_assert!(self.pkts.is_empty());
+        burst.swap_pkts(&mut self.pkts);
+        self.pkts.iter_mut().for_each(admit);
         self.out.clear();
         // Parked while the thread slept: this takes the newest version.
         self.reader.get();
@@ -281,7 +287,7 @@ impl BurstProcessor for PipelineWorker {
                 // The egress queue set_queue chose (a port without queues
                 // ignores it).
                 leaving(&mut p, tx.queue_id);
-                out(tx.port, p);
+                out.push(tx.port, p);
             }
         } else {
             // As above, each packet with the tunnel_id it leaves with
@@ -294,7 +300,7 @@ impl BurstProcessor for PipelineWorker {
                 if let Some((_, id)) = ids.next_if(|(j, _)| *j == i) {
                     p.meta.tunnel_id = Some(*id as u32);
                 }
-                out(tx.port, p);
+                out.push(tx.port, p);
             }
         }
         if !self.out.packet_ins.is_empty() {

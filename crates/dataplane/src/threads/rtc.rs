@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::capture::Tap;
 use crate::flush::Backoff;
-use crate::port::Burst;
+use crate::port::{Burst, Outbox};
 
 use super::counters::Tally;
 use super::cycles::{self, StageCycles};
@@ -61,6 +61,7 @@ impl RtcWorker {
 
     pub(super) fn run(&mut self) {
         let mut burst = Burst::with_limit(self.cfg.bursts.rx_read.max(1));
+        let mut outbox = Outbox::with_capacity(burst.limit().max(self.cfg.bursts.tx_write));
         let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
@@ -74,6 +75,10 @@ impl RtcWorker {
             let mut drained = true;
             let (mut mark, sent) = (cycles::now(), self.tx.sent_cycles);
             let mut spent = StageCycles::default();
+            // One clock read for the round's bursts: the pipeline's time
+            // and when their transmit bursts began (a round takes
+            // microseconds).
+            let mut began = None;
             for p in &mut self.rx {
                 let n = read_port(p, &mut burst);
                 spent.rx += cycles::lap(&mut mark);
@@ -83,13 +88,11 @@ impl RtcWorker {
                 got += n;
                 bursts += 1;
                 drained &= burst.room() > 0;
-                let now = Instant::now();
-                let tx = &mut self.tx;
+                let now = *began.get_or_insert_with(Instant::now);
                 self.processor
-                    .process(p.number, &mut burst, &mut |port, pkt| {
-                        tx.enqueue(port, pkt, now)
-                    });
+                    .process(p.number, &mut burst, now, &mut outbox);
                 burst.clear();
+                self.tx.enqueue_all(&mut outbox, now);
                 spent.pipeline += cycles::lap(&mut mark);
             }
             // Sends of bursts that filled inside the processor are tx.

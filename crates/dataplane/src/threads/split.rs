@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::capture::Tap;
 use crate::dispatch::Dispatcher;
 use crate::flush::Backoff;
-use crate::port::{Burst, PacketBuf};
+use crate::port::{Burst, Outbox, PacketBuf};
 use crate::spsc::Consumer;
 use crate::wake::Doorbell;
 
@@ -214,6 +214,7 @@ impl SplitWorker {
         let read = self.cfg.bursts.worker_read.max(1);
         let mut burst = Burst::with_limit(read);
         let mut run = Burst::with_limit(read);
+        let mut outbox = Outbox::with_capacity(read);
         let mut backoff = Backoff::new(self.cfg.poll_window);
         let mut last_input = Instant::now();
         let mut last_publish = last_input;
@@ -245,15 +246,14 @@ impl SplitWorker {
                     while let Some(next) = pkts.next_if(|p| p.meta.in_port == port) {
                         let _ = run.push(next);
                     }
+                    self.processor.process(port, &mut run, now, &mut outbox);
                     let (outs, routes, drops) = (&mut self.outs, &self.routes, &self.drops);
-                    self.processor
-                        .process(port, &mut run, &mut |out, pkt| match routes
-                            .get(&out)
-                            .and_then(|&t| outs.get_mut(t))
-                        {
+                    for (out, pkt) in outbox.drain() {
+                        match routes.get(&out).and_then(|&t| outs.get_mut(t)) {
                             Some(s) => s.push((out, pkt), now, drops),
                             None => bump(&drops.no_port, 1),
-                        });
+                        }
+                    }
                 }
                 spent.pipeline += cycles::lap(&mut mark);
             }

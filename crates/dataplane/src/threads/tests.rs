@@ -7,7 +7,9 @@ use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::FlushPolicy;
 use crate::memory::{MemoryGenerator, MemorySink, SinkHandle};
 use crate::patch::{self, PatchPort};
-use crate::port::{Burst, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst};
+use crate::port::{
+    Burst, LinkState, Outbox, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst,
+};
 use crate::qos::QosSpec;
 use crate::testnet::{test_frame, test_frame_id};
 use crate::wake::Doorbell;
@@ -20,14 +22,12 @@ use std::time::{Duration, Instant};
 
 /// Forwards port 1 ↔ port 2.
 fn cross() -> Box<dyn BurstProcessor> {
-    Box::new(
-        |in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-            let to = if in_port == 1 { 2 } else { 1 };
-            for p in burst.drain() {
-                out(to, p);
-            }
-        },
-    )
+    Box::new(|in_port: u32, burst: &mut Burst, out: &mut Outbox| {
+        let to = if in_port == 1 { 2 } else { 1 };
+        for p in burst.drain() {
+            out.push(to, p);
+        }
+    })
 }
 
 fn cfg(mode: ThreadMode, workers: usize) -> ThreadsConfig {
@@ -211,14 +211,12 @@ fn overload_drops(late: bool) {
     // The ring's own limit, not the time bound (tested below).
     c.queue_delay = QueueDelay::Deep;
     let slow = || -> Box<dyn BurstProcessor> {
-        Box::new(
-            |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-                std::thread::sleep(Duration::from_micros(200));
-                for p in burst.drain() {
-                    out(2, p);
-                }
-            },
-        )
+        Box::new(|_: u32, burst: &mut Burst, out: &mut Outbox| {
+            std::thread::sleep(Duration::from_micros(200));
+            for p in burst.drain() {
+                out.push(2, p);
+            }
+        })
     };
     let t = start_with(&c, ports, late, &mut |_| slow());
     wait_accounted_for(&t, &seen);
@@ -334,15 +332,13 @@ fn refused_and_unroutable_packets_are_counted() {
         ];
         let mut n = 0u32;
         let t = Threads::start(&cfg(mode, 1), ports, &mut |_| {
-            Box::new(
-                move |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-                    for p in burst.drain() {
-                        n += 1;
-                        // Every other packet to a port that does not exist.
-                        out(if n.is_multiple_of(2) { 2 } else { 99 }, p);
-                    }
-                },
-            )
+            Box::new(move |_: u32, burst: &mut Burst, out: &mut Outbox| {
+                for p in burst.drain() {
+                    n += 1;
+                    // Every other packet to a port that does not exist.
+                    out.push(if n.is_multiple_of(2) { 2 } else { 99 }, p);
+                }
+            })
         })
         .unwrap();
         std::thread::sleep(Duration::from_millis(100));
@@ -518,16 +514,14 @@ fn priority_class_gets_its_own_worker() {
     );
     // Each worker stamps its index into the last byte.
     let t = Threads::start(&c, ports, &mut |w| {
-        Box::new(
-            move |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-                for mut p in burst.drain() {
-                    if let Some(last) = p.data_mut().last_mut() {
-                        *last = w as u8;
-                    }
-                    out(2, p);
+        Box::new(move |_: u32, burst: &mut Burst, out: &mut Outbox| {
+            for mut p in burst.drain() {
+                if let Some(last) = p.data_mut().last_mut() {
+                    *last = w as u8;
                 }
-            },
-        )
+                out.push(2, p);
+            }
+        })
     })
     .unwrap();
     let frames: Vec<Vec<u8>> = (0..40u16)
@@ -613,18 +607,16 @@ const TO_PORT_3: u8 = 99;
 
 /// 1 → 2, 3 → 2; 2 → 3 for flow [`TO_PORT_3`], else 2 → 1.
 fn route() -> Box<dyn BurstProcessor> {
-    Box::new(
-        |in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-            for p in burst.drain() {
-                let to = match in_port {
-                    2 if p.data().get(11) == Some(&TO_PORT_3) => 3,
-                    2 => 1,
-                    _ => 2,
-                };
-                out(to, p);
-            }
-        },
-    )
+    Box::new(|in_port: u32, burst: &mut Burst, out: &mut Outbox| {
+        for p in burst.drain() {
+            let to = match in_port {
+                2 if p.data().get(11) == Some(&TO_PORT_3) => 3,
+                2 => 1,
+                _ => 2,
+            };
+            out.push(to, p);
+        }
+    })
 }
 
 /// Polls `f` until it returns true or `timeout` passes.
@@ -1378,14 +1370,12 @@ fn each_receive_queue_is_read_by_its_own_thread() {
 
 /// Forwards port 1 → port 2 on the queue named by the frame's flow byte.
 fn queued() -> Box<dyn BurstProcessor> {
-    Box::new(
-        |_in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-            for mut p in burst.drain() {
-                p.meta.queue_id = u32::from(seq_of(p.data()).0);
-                out(2, p);
-            }
-        },
-    )
+    Box::new(|_in_port: u32, burst: &mut Burst, out: &mut Outbox| {
+        for mut p in burst.drain() {
+            p.meta.queue_id = u32::from(seq_of(p.data()).0);
+            out.push(2, p);
+        }
+    })
 }
 
 fn egress_queues(mode: ThreadMode) {
@@ -1473,16 +1463,14 @@ fn egress_queues_split() {
 
 /// A worker that holds its first burst until `go` is set.
 fn held(go: Arc<AtomicBool>) -> Box<dyn BurstProcessor> {
-    Box::new(
-        move |_: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)| {
-            while !go.load(Ordering::Acquire) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            for p in burst.drain() {
-                out(2, p);
-            }
-        },
-    )
+    Box::new(move |_: u32, burst: &mut Burst, out: &mut Outbox| {
+        while !go.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for p in burst.drain() {
+            out.push(2, p);
+        }
+    })
 }
 
 /// Split threads whose one worker is held until `go` is set, reading a

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::capture::{Capture, Tap};
 use crate::flush::FlushPolicy;
-use crate::port::{Burst, PacketBuf, PortBackend, PortCounters};
+use crate::port::{Burst, Outbox, PacketBuf, PortBackend, PortCounters};
 use crate::qos::{QosError, QosSpec, QueueCounters, Scheduler};
 
 use super::counters::{bump, PortDropCells};
@@ -422,6 +422,32 @@ impl TxSide {
         if let Some(p) = self.index.get(number).and_then(|i| self.ports.get_mut(i)) {
             p.capture = sink.map(Tap::new);
         }
+    }
+
+    /// Stages everything `out` holds (leaving it empty), each packet
+    /// behind what its port already holds. A burst that leaves by one
+    /// port whose transmit burst is empty and has room for it becomes that
+    /// transmit burst by exchanging vectors, no buffer moved (the common
+    /// case: one input, one output); otherwise packet by packet.
+    pub(super) fn enqueue_all(&mut self, out: &mut Outbox, now: Instant) {
+        if let Some(port) = out.single_port() {
+            if let Some(p) = self.index.get(port).and_then(|i| self.ports.get_mut(i)) {
+                if p.pending.is_empty() && out.len() <= p.pending.limit() {
+                    out.swap_into(&mut p.pending);
+                    p.first_at = Some(now);
+                    if p.pending.is_full() {
+                        self.sent_cycles += cycles::timed(|| Self::send(p));
+                    }
+                    return;
+                }
+            }
+        }
+        // A drain can't be held across `enqueue`'s borrow of self.
+        let mut staged = std::mem::take(out);
+        for (port, pkt) in staged.drain() {
+            self.enqueue(port, pkt, now);
+        }
+        *out = staged;
     }
 
     pub(super) fn enqueue(&mut self, port: u32, pkt: PacketBuf, now: Instant) {

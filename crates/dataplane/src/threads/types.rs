@@ -3,23 +3,24 @@
 //! drops by name, thread statistics.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::delay::QueueDelay;
 use crate::dispatch::{DispatchKey, Dispatcher};
 use crate::flush::FlushPolicy;
-use crate::port::{Burst, PacketBuf, PortBackend};
+use crate::port::{Burst, Outbox, PortBackend};
 
 use super::cycles::StageCycles;
 
 /// What a worker does with a burst: a pipeline, a learning switch, a test
 /// function. Implementations are owned by one worker thread.
 pub trait BurstProcessor: Send {
-    /// Processes `burst`, all received on `in_port` (the burst may be
-    /// drained or left as is; it is cleared afterwards), and hands every
-    /// packet to send to `out` with its output port number. Packets not
-    /// handed on are dropped (count them yourself).
-    fn process(&mut self, in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf));
+    /// Processes `burst`, all received on `in_port` at about `now` (the
+    /// time the thread's round began; the burst may be drained or left as
+    /// is; it is cleared afterwards), and puts every packet to send in
+    /// `out` with its output port number (`out` is empty on entry).
+    /// Packets not handed on are dropped (count them yourself).
+    fn process(&mut self, in_port: u32, burst: &mut Burst, now: Instant, out: &mut Outbox);
 
     /// Called between bursts and on every wake-up: the place to pick up a
     /// new table version (cheap when nothing changed).
@@ -39,9 +40,9 @@ pub trait BurstProcessor: Send {
 /// Any `FnMut(in_port, burst, out)` is a processor.
 impl<F> BurstProcessor for F
 where
-    F: FnMut(u32, &mut Burst, &mut dyn FnMut(u32, PacketBuf)) + Send,
+    F: FnMut(u32, &mut Burst, &mut Outbox) + Send,
 {
-    fn process(&mut self, in_port: u32, burst: &mut Burst, out: &mut dyn FnMut(u32, PacketBuf)) {
+    fn process(&mut self, in_port: u32, burst: &mut Burst, _now: Instant, out: &mut Outbox) {
         self(in_port, burst, out)
     }
 }
