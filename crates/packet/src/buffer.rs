@@ -439,6 +439,7 @@ impl PacketBuf {
     /// (bounds past the region are cut to it); the bytes before `start`
     /// are headroom. The floor is set from the length as the copying
     /// constructors set it.
+    #[inline]
     pub fn from_lent(mem: Lent, start: usize, end: usize) -> Self {
         let end = end.min(mem.capacity());
         let start = start.min(end);

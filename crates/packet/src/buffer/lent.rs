@@ -65,6 +65,7 @@ impl Lent {
     /// reads or writes it, until `(owner.release)(token)` is called (which
     /// the `Lent` does once, when dropped) or [`Lent::into_token`] hands
     /// the duty back; `owner.release` may run on any thread.
+    #[inline]
     pub unsafe fn new(
         base: NonNull<u8>,
         cap: usize,
@@ -101,21 +102,25 @@ impl Lent {
 
     /// Whether a reference-counted [`BufferLender`] lent this region (a
     /// ring slot) rather than a static owner.
+    #[inline]
     pub fn is_shared(&self) -> bool {
         matches!(self.owner, Owner::Shared(_))
     }
 
     /// Bytes in the region.
+    #[inline]
     pub fn capacity(&self) -> usize {
         self.cap
     }
 
     /// The owner's token for the region.
+    #[inline]
     pub fn token(&self) -> usize {
         self.token
     }
 
     /// Whether `owner` lent this region (compares the statics' addresses).
+    #[inline]
     pub fn is_from(&self, owner: &'static LentOwner) -> bool {
         match self.owner {
             Owner::Static(o) => core::ptr::eq(o, owner),
@@ -124,6 +129,7 @@ impl Lent {
     }
 
     /// The whole region.
+    #[inline]
     pub fn bytes(&self) -> &[u8] {
         // SAFETY: `new`'s contract: the region is valid and ours until
         // release, which only happens when `self` is dropped.
@@ -131,6 +137,7 @@ impl Lent {
     }
 
     /// The whole region, writable.
+    #[inline]
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `bytes`; `&mut self` makes this the only live
         // reference into the region.
@@ -140,6 +147,7 @@ impl Lent {
     /// Ends the loan without releasing the region: the caller now holds
     /// the token and the duty to give the region back (a backend handing
     /// the buffer to its device).
+    #[inline]
     pub fn into_token(self) -> usize {
         let me = core::mem::ManuallyDrop::new(self);
         // SAFETY: `me` is never used or dropped again, so the owner is
@@ -151,6 +159,7 @@ impl Lent {
 }
 
 impl Drop for Lent {
+    #[inline]
     fn drop(&mut self) {
         match &self.owner {
             Owner::Static(o) => (o.release)(self.token),
