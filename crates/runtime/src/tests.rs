@@ -90,6 +90,21 @@ fn tick_until_removed(rt: &Runtime, rx: &mut agent::EventReceiver) -> ofp::FlowR
     }
 }
 
+/// Polls `value` (every 10 ms, 10 s at most) until `done` holds for it;
+/// the last value. The workers hand their counters over every
+/// [`worker::SYNC_EVERY`] (or when they go to sleep), but a worker kept off
+/// its CPU by a loaded machine may do so much later than a fixed sleep.
+fn settled<T>(mut value: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = value();
+        if done(&v) || Instant::now() >= deadline {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn start(text: &str) -> Runtime {
     Runtime::start(&config(text), &RuntimeOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -181,10 +196,9 @@ fn gateway_vlan_to_mpls_to_vlan_across_two_bridges_both_modes() {
             collect(&mut lan1, 1, Duration::from_secs(10)),
             vec![tagged(10, 7)]
         );
-        std::thread::sleep(worker::SYNC_EVERY * 4);
-        let flows = rt.flows("gw1").unwrap();
-        let hit: u64 = flows.iter().map(|f| f.packets).sum();
-        assert_eq!(hit, 51, "{flows:?}");
+        let hits = |flows: &Vec<FlowLine>| flows.iter().map(|f| f.packets).sum::<u64>();
+        let flows = settled(|| rt.flows("gw1").unwrap(), |f| hits(f) >= 51);
+        assert_eq!(hits(&flows), 51, "{flows:?}");
         let report = rt.stop();
         assert!(report.contains("bridge gw1"), "{report}");
         assert!(report.contains("n_packets=50"), "{report}");
@@ -216,9 +230,12 @@ fn flow_changes_reach_running_workers_and_barrier_waits() {
     // A refused mod is an error and publishes nothing.
     let bad = flowtext::parse_flow("table=0,priority=5,actions=group:77").unwrap();
     assert!(rt.flow_mod("br0", &bad).is_err());
-    std::thread::sleep(worker::SYNC_EVERY * 4);
-    let (c, _) = rt.pipeline_counters("br0").unwrap();
-    assert_eq!(c.drops.no_output + c.drops.no_match, 1, "{:?}", c.drops);
+    let dropped = |c: &Counters| c.drops.no_output + c.drops.no_match;
+    let c = settled(
+        || rt.pipeline_counters("br0").unwrap().0,
+        |c| dropped(c) >= 1,
+    );
+    assert_eq!(dropped(&c), 1, "{:?}", c.drops);
     rt.stop();
 }
 
