@@ -382,15 +382,21 @@ fn hard_timeout_removes_a_flow_from_running_workers() {
     let rt = start(&one_bridge());
     let mut m1 = rt.take_memory_port("m1").unwrap();
     let mut m2 = rt.take_memory_port("m2").unwrap();
+    let installed = Instant::now();
     install(
         &rt,
         "table=0,priority=10,hard_timeout=1,in_port=1,actions=output:2",
     );
     inject(&mut m1, &[udp(1)]);
     assert_eq!(collect(&mut m2, 1, Duration::from_secs(5)).len(), 1);
-    assert_eq!(rt.tick(), 0);
+    // Not removed before its hard timeout: checked when this point came
+    // well inside it (a loaded machine may take a second to get here).
+    let early = rt.tick();
+    if installed.elapsed() < Duration::from_millis(900) {
+        assert_eq!(early, 0);
+    }
     std::thread::sleep(Duration::from_millis(2100));
-    assert_eq!(rt.tick(), 1);
+    assert_eq!(early + rt.tick(), 1);
     std::thread::sleep(Duration::from_millis(50));
     inject(&mut m1, &[udp(2)]);
     assert!(collect(&mut m2, 1, Duration::from_millis(300)).is_empty());
