@@ -711,7 +711,7 @@ fn packet_outs_beyond_the_injection_ring_are_sent_or_counted() {
                 }
                 got.extend(more);
             }
-            got
+            (got, m2)
         })
     };
     let out2 = ofp::Action::Output {
@@ -730,8 +730,20 @@ fn packet_outs_beyond_the_injection_ring_are_sent_or_counted() {
         sw.packet_out(&one).unwrap();
     }
     done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let out = collector.join().unwrap();
-    let p2 = of_port_stats(&sw, 2);
+    let (mut out, mut m2) = collector.join().unwrap();
+    // The collector gives up after a quiet second, which a worker kept
+    // off its CPU on a loaded machine can outlast: until every copy is
+    // sent or dropped (10 s at most), what port 2 sent is read on here.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut p2 = of_port_stats(&sw, 2);
+    while Instant::now() < deadline
+        && (p2.tx_packets + p2.tx_dropped < sent as u64 || (out.len() as u64) < p2.tx_packets)
+    {
+        let want = sent.saturating_sub(out.len()).max(1);
+        out.extend(collect(&mut m2, want, Duration::from_millis(10)));
+        p2 = of_port_stats(&sw, 2);
+    }
+    out.extend(collect(&mut m2, 1, Duration::from_millis(100)));
     let lost_at_injection = rt
         .bridge("br0")
         .unwrap()
