@@ -345,7 +345,16 @@ fn refused_and_unroutable_packets_are_counted() {
             )
         })
         .unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        // Stopping drains what the reader took, not what it has yet to
+        // read: wait until it has read all 100 (a fixed 100 ms may not
+        // suffice on a loaded machine).
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                t.port_counters().get(&1).map(|p| p.rx_packets) == Some(100)
+            }),
+            "{mode:?}: {:?}",
+            t.port_counters()
+        );
         t.stop_and_check(|d| {
             assert_eq!(d.no_port, 50, "{mode:?} {d:?}");
             assert_eq!(d.tx_queue_full, 50, "{mode:?} {d:?}");
