@@ -946,10 +946,16 @@ dpdk_mbufs = 4095
         );
         let cfg = config(&text);
         let rt = Runtime::start(&cfg, &RuntimeOptions::default()).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        let report = rt.bridge_report("br0", 0, true).unwrap();
+        let port_of =
+            |r: &BridgeReport, n: u32| r.ports.iter().find(|p| p.port == n).unwrap().clone();
+        // Until both ports count 1000 frames (10 s at most), not for a
+        // fixed 300 ms that a loaded machine may give the threads little of.
+        let report = settled(
+            || rt.bridge_report("br0", 0, true).unwrap(),
+            |r| port_of(r, 1).rx_packets > 1000 && port_of(r, 2).tx_packets > 1000,
+        );
         rt.stop();
-        let port = |n: u32| report.ports.iter().find(|p| p.port == n).unwrap().clone();
+        let port = |n: u32| port_of(&report, n);
         assert!(port(1).rx_packets > 1000, "{mode}: {:?}", port(1));
         assert!(port(2).tx_packets > 1000, "{mode}: {:?}", port(2));
         // Both receive queues of port 1 are read, each by its own thread.
