@@ -202,15 +202,21 @@ mod tests {
         let (mut a, mut b) = pair("a", "b", 4);
         let bell = Arc::new(Doorbell::new().unwrap());
         assert!(b.attach_doorbell(bell.clone()));
+        let (prepared, is_prepared) = std::sync::mpsc::channel();
         let waiter = {
             let bell = bell.clone();
             std::thread::spawn(move || {
                 let start = std::time::Instant::now();
                 bell.prepare();
+                prepared.send(()).unwrap();
                 crate::wake::wait(&bell, &[], std::time::Duration::from_secs(5));
                 start.elapsed()
             })
         };
+        // Sent only once the reader said it sleeps: on a loaded machine the
+        // thread may not have started after a fixed 30 ms, and the send
+        // would then ring nobody (a 5 s wait).
+        is_prepared.recv().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(30));
         let mut out = Burst::with_limit(1);
         out.push(PacketBuf::from_slice(&[1; 20])).unwrap();

@@ -370,9 +370,28 @@ mod tests {
 
     /// Sends `sent` test frames from `peer` without reading, then reads
     /// `port` until it is empty; returns how many test frames it read.
+    /// `sent` must be more than the socket holds: the reading starts once
+    /// the kernel has delivered them, that is once the socket's drop count
+    /// is above zero and has stopped rising (a loaded machine defers the
+    /// delivery to ksoftirqd, and a reader starting at once would find the
+    /// socket still empty and stop).
     fn send_then_read_all(peer: &RawSocket, port: &mut RawSocketPort, sent: u64) -> u64 {
         for seq in 0..sent {
             peer.send(&test_frame(3, seq as u32, 64));
+        }
+        let drops = |port: &RawSocketPort| {
+            let d = port.stats().rx_drops;
+            d.ring_full + d.queue_delay
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut last = drops(port);
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = drops(port);
+            if (now > 0 && now == last) || Instant::now() >= deadline {
+                break;
+            }
+            last = now;
         }
         let mut received = 0u64;
         let mut rx = Burst::with_limit(64);

@@ -179,12 +179,18 @@ mod tests {
     fn doorbell_wakes_a_sleeper_quickly() {
         let bell = Arc::new(Doorbell::new().unwrap());
         let b2 = bell.clone();
+        let (prepared, is_prepared) = std::sync::mpsc::channel();
         let t = std::thread::spawn(move || {
             let start = Instant::now();
             b2.prepare();
+            prepared.send(()).unwrap();
             wait(&b2, &[], Duration::from_secs(5));
             start.elapsed()
         });
+        // Rung only once the sleeper said it sleeps: on a loaded machine
+        // the thread may not even have started after a fixed 20 ms, and
+        // `ring_if_sleeping` would then ring nobody (a 5 s wait).
+        is_prepared.recv().unwrap();
         std::thread::sleep(Duration::from_millis(20));
         bell.ring_if_sleeping();
         let slept = t.join().unwrap();

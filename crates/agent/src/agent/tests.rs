@@ -168,10 +168,15 @@ async fn accept_switch(listener: &TcpListener) -> Client<TcpStream> {
     c
 }
 
-/// A local TCP port nobody listens on (bound, then closed).
-async fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    l.local_addr().unwrap().port()
+/// A local TCP port nobody listens on, and the socket holding it: bound
+/// but not listening (connecting is refused), so that no other test's
+/// listener can be given the port while the socket lives (a port bound,
+/// then closed, could be handed to a test running alongside).
+async fn closed_port() -> (tokio::net::TcpSocket, u16) {
+    let s = tokio::net::TcpSocket::new_v4().unwrap();
+    s.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = s.local_addr().unwrap().port();
+    (s, port)
 }
 
 #[tokio::test]
@@ -404,7 +409,7 @@ async fn active_connection_reconnects_with_backoff() {
 
 #[tokio::test]
 async fn connect_failures_are_counted_and_retried() {
-    let port = closed_port().await;
+    let (_held, port) = closed_port().await;
     let agent = reconnecting(Duration::from_millis(10), Duration::from_millis(20));
     let h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     timeout(WAIT, async {

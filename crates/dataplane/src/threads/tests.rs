@@ -341,7 +341,16 @@ fn refused_and_unroutable_packets_are_counted() {
             })
         })
         .unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        // Stopping drains what the reader took, not what it has yet to
+        // read: wait until it has read all 100 (a fixed 100 ms may not
+        // suffice on a loaded machine).
+        assert!(
+            eventually(Duration::from_secs(10), || {
+                t.port_counters().get(&1).map(|p| p.rx_packets) == Some(100)
+            }),
+            "{mode:?}: {:?}",
+            t.port_counters()
+        );
         t.stop_and_check(|d| {
             assert_eq!(d.no_port, 50, "{mode:?} {d:?}");
             assert_eq!(d.tx_queue_full, 50, "{mode:?} {d:?}");
@@ -1428,8 +1437,9 @@ fn egress_queues(mode: ThreadMode) {
     assert!(last_high < last_low, "{flows:?}");
     // The port rate holds: 100 KB at 1 MB/s less a 12.5 KB burst.
     assert!(elapsed >= Duration::from_millis(60), "{elapsed:?}");
-    // Nothing more than the queue held comes later.
-    let more = collect(&mut b, 1000, Duration::from_millis(500));
+    // Nothing more than the queue held comes later. (Waited for by the
+    // counters, then read: the queue drains at the port rate, and a TX
+    // thread kept off its CPU may take longer than a fixed window.)
     eventually(Duration::from_secs(10), || {
         let q = t.queue_counters(2).unwrap();
         let sent_or_dropped: u64 = q.iter().map(|c| c.tx_packets + c.dropped).sum();
@@ -1440,6 +1450,9 @@ fn egress_queues(mode: ThreadMode) {
     assert_eq!(by_id(1).tx_packets, 5);
     assert_eq!(by_id(1).dropped, 0);
     let low_sent = by_id(2).tx_packets;
+    let left = (low_sent as usize + 5).saturating_sub(got.len());
+    let mut more = collect(&mut b, left, Duration::from_secs(10));
+    more.extend(collect(&mut b, 1, Duration::from_millis(100)));
     assert_eq!(low_sent as usize, got.len() + more.len() - 5);
     assert_eq!(low_sent + by_id(2).dropped, 300, "{q:?}");
     assert_eq!(t.port_drops()[&2].qos_queue_full, by_id(2).dropped);

@@ -2,7 +2,7 @@
 //! while traffic flows lose none of it; a bad transaction changes nothing;
 //! the state file follows each commit and loads back to the same switch.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -64,8 +64,14 @@ fn ops(words: &str) -> Vec<Op> {
 }
 
 /// Sends frames into `m1` until told to stop, paced by what `m2` has
-/// given back, and returns (sent, received) once everything is in.
-fn stream(mut m1: PatchPort, mut m2: PatchPort, stop: Arc<AtomicBool>) -> (u32, u32) {
+/// given back (how many so far in `received`), and returns (sent,
+/// received) once everything is in.
+fn stream(
+    mut m1: PatchPort,
+    mut m2: PatchPort,
+    stop: Arc<AtomicBool>,
+    received: Arc<AtomicU32>,
+) -> (u32, u32) {
     let (mut sent, mut got) = (0u32, 0u32);
     let mut b = Burst::with_limit(32);
     let mut rx = Burst::with_limit(64);
@@ -90,6 +96,7 @@ fn stream(mut m1: PatchPort, mut m2: PatchPort, stop: Arc<AtomicBool>) -> (u32, 
             next_expected += 1;
         }
         got += n as u32;
+        received.store(got, Ordering::Release);
         if stop.load(Ordering::Acquire) && got == sent {
             return (sent, got);
         }
@@ -107,8 +114,16 @@ fn transactions_under_traffic_lose_nothing_and_persist() {
     let m2 = d.runtime().take_memory_port("m2").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    let traffic = std::thread::spawn(move || stream(m1, m2, s2));
-    std::thread::sleep(Duration::from_millis(100));
+    let received = Arc::new(AtomicU32::new(0));
+    let r2 = received.clone();
+    let traffic = std::thread::spawn(move || stream(m1, m2, s2, r2));
+    // Traffic flows before the first change: wait for it rather than for
+    // a fixed 100 ms, which a loaded machine can spend starting the
+    // threads (and then the stream is too short to mean anything).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while received.load(Ordering::Acquire) <= 500 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let changes = [
         "add-port br0 m3 type=memory",
         "add-br br1 -- add-port br1 m9 type=memory",
@@ -193,8 +208,10 @@ fn replace_applies_only_the_differences() {
     // The same model again: nothing to do.
     let o = d.replace(next, false).unwrap();
     assert!(o.changes.is_empty());
-    let deadline = Instant::now() + Duration::from_secs(1);
-    while d.show().bridges[0].ports.len() != 3 && Instant::now() < deadline {}
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while d.show().bridges[0].ports.len() != 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     assert_eq!(d.show().bridges[0].ports.len(), 3);
     d.stop();
     let _ = std::fs::remove_dir_all(&dir);

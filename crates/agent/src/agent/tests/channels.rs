@@ -247,14 +247,13 @@ async fn stopping_a_connect_handle_closes_the_channel_and_ends_reconnecting() {
 
 #[tokio::test]
 async fn a_connect_handle_stops_while_nobody_listens() {
-    let port = closed_port().await;
+    let (_held, port) = closed_port().await;
     let agent = reconnecting(Duration::from_secs(30), Duration::from_secs(30));
     let h = agent.connect(format!("tcp:127.0.0.1:{port}").parse().unwrap());
     eventually("a failed attempt", || agent.stats().connect_failed == 1).await;
-    // Sleeping out a 30 s backoff: the stop cuts it short.
-    timeout(Duration::from_secs(2), h.stop_and_wait())
-        .await
-        .unwrap();
+    // Sleeping out a 30 s backoff: the stop cuts it short (within WAIT,
+    // well under the backoff; 2 s was little for a loaded machine).
+    timeout(WAIT, h.stop_and_wait()).await.unwrap();
 }
 
 #[tokio::test]
