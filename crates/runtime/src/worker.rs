@@ -328,7 +328,7 @@ impl BurstProcessor for PipelineWorker {
         }
     }
 
-    fn between_bursts(&mut self) {
+    fn between_bursts(&mut self, now: Instant) {
         // Awake: a request for counters waits for this worker again.
         // (Cleared before any burst: between_bursts runs first.)
         if self.shared.asleep.load(Ordering::Relaxed) {
@@ -336,7 +336,7 @@ impl BurstProcessor for PipelineWorker {
         }
         let requested = self.shared.sync_requested.load(Ordering::Acquire);
         if requested > self.shared.sync_done.load(Ordering::Relaxed) {
-            self.last_sync = Instant::now();
+            self.last_sync = now;
             self.sync(true);
             self.shared.sync_done.store(requested, Ordering::Release);
         }
@@ -347,8 +347,8 @@ impl BurstProcessor for PipelineWorker {
             let snap = self.reader.get();
             self.ws.meters_mut().prune(&snap.meters);
         }
-        if self.last_sync.elapsed() >= SYNC_EVERY {
-            self.last_sync = Instant::now();
+        if now.saturating_duration_since(self.last_sync) >= SYNC_EVERY {
+            self.last_sync = now;
             self.sync(false);
         }
     }

@@ -63,22 +63,23 @@ impl RtcWorker {
         let mut burst = Burst::with_limit(self.cfg.bursts.rx_read.max(1));
         let mut outbox = Outbox::with_capacity(burst.limit().max(self.cfg.bursts.tx_write));
         let mut backoff = Backoff::new(self.cfg.poll_window);
-        let mut last_input = Instant::now();
+        // The time last read: once per round, at its end (or after a
+        // sleep), and used for the next round's bursts too (a round takes
+        // microseconds; the clock costs about as much as a packet).
+        let mut now = Instant::now();
+        let mut last_input = now;
         let mut last_publish = last_input;
         self.side.tally = Tally::new(last_input);
         self.plan = IdlePlan::of(&mut self.rx, &self.cfg);
         while !self.stop.load(Ordering::Acquire) {
             self.take_changes();
-            self.processor.between_bursts();
+            self.processor.between_bursts(now);
             let mut got = 0;
             let mut bursts = 0;
             let mut drained = true;
             let (mut mark, sent) = (cycles::now(), self.tx.sent_cycles);
             let mut spent = StageCycles::default();
-            // One clock read for the round's bursts: the pipeline's time
-            // and when their transmit bursts began (a round takes
-            // microseconds).
-            let mut began = None;
+            let began = now;
             for p in &mut self.rx {
                 let n = read_port(p, &mut burst);
                 spent.rx += cycles::lap(&mut mark);
@@ -88,16 +89,15 @@ impl RtcWorker {
                 got += n;
                 bursts += 1;
                 drained &= burst.room() > 0;
-                let now = *began.get_or_insert_with(Instant::now);
                 self.processor
-                    .process(p.number, &mut burst, now, &mut outbox);
+                    .process(p.number, &mut burst, began, &mut outbox);
                 burst.clear();
-                self.tx.enqueue_all(&mut outbox, now);
+                self.tx.enqueue_all(&mut outbox, began);
                 spent.pipeline += cycles::lap(&mut mark);
             }
             // Sends of bursts that filled inside the processor are tx.
             spent.pipeline = spent.pipeline.saturating_sub(self.tx.sent_cycles - sent);
-            let now = Instant::now();
+            now = Instant::now();
             if got > 0 {
                 last_input = now;
                 backoff.reset();
@@ -124,7 +124,8 @@ impl RtcWorker {
                     || false,
                     || self.processor.idle(),
                 );
-                self.side.tally.idle(Instant::now());
+                now = Instant::now();
+                self.side.tally.idle(now);
             }
         }
         self.tx.flush_all();

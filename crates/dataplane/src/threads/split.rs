@@ -216,17 +216,20 @@ impl SplitWorker {
         let mut run = Burst::with_limit(read);
         let mut outbox = Outbox::with_capacity(read);
         let mut backoff = Backoff::new(self.cfg.poll_window);
-        let mut last_input = Instant::now();
+        // The time last read, once per round (see the run-to-completion
+        // loop).
+        let mut now = Instant::now();
+        let mut last_input = now;
         let mut last_publish = last_input;
         self.side.tally = Tally::new(last_input);
         let yields = self.crowd.decide(&self.side.cells);
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
             self.take_changes();
-            self.processor.between_bursts();
+            self.processor.between_bursts(now);
             let mut got = 0;
             let mut bursts = 0;
-            let now = Instant::now();
+            let began = now;
             let mut drained = true;
             let mut mark = cycles::now();
             let mut spent = StageCycles::default();
@@ -246,18 +249,18 @@ impl SplitWorker {
                     while let Some(next) = pkts.next_if(|p| p.meta.in_port == port) {
                         let _ = run.push(next);
                     }
-                    self.processor.process(port, &mut run, now, &mut outbox);
+                    self.processor.process(port, &mut run, began, &mut outbox);
                     let (outs, routes, drops) = (&mut self.outs, &self.routes, &self.drops);
                     for (out, pkt) in outbox.drain() {
                         match routes.get(&out).and_then(|&t| outs.get_mut(t)) {
-                            Some(s) => s.push((out, pkt), now, drops),
+                            Some(s) => s.push((out, pkt), began, drops),
                             None => bump(&drops.no_port, 1),
                         }
                     }
                 }
                 spent.pipeline += cycles::lap(&mut mark);
             }
-            let now = Instant::now();
+            now = Instant::now();
             if got > 0 {
                 last_input = now;
                 backoff.reset();
@@ -294,7 +297,8 @@ impl SplitWorker {
                     || inputs.iter_mut().any(|c| c.available() > 0),
                     || self.processor.idle(),
                 );
-                self.side.tally.idle(Instant::now());
+                now = Instant::now();
+                self.side.tally.idle(now);
             }
         }
         for s in &mut self.outs {

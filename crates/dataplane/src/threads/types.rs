@@ -16,15 +16,17 @@ use super::cycles::StageCycles;
 /// function. Implementations are owned by one worker thread.
 pub trait BurstProcessor: Send {
     /// Processes `burst`, all received on `in_port` at about `now` (the
-    /// time the thread's round began; the burst may be drained or left as
-    /// is; it is cleared afterwards), and puts every packet to send in
+    /// time the thread last read, at the end of its previous round or
+    /// wake-up: a clock read per round, not per burst; the burst may be
+    /// drained or left as is; it is cleared afterwards), and puts every packet to send in
     /// `out` with its output port number (`out` is empty on entry).
     /// Packets not handed on are dropped (count them yourself).
     fn process(&mut self, in_port: u32, burst: &mut Burst, now: Instant, out: &mut Outbox);
 
-    /// Called between bursts and on every wake-up: the place to pick up a
-    /// new table version (cheap when nothing changed).
-    fn between_bursts(&mut self) {}
+    /// Called between bursts and on every wake-up, `now` being the time
+    /// the thread last read (at the end of its last round or wake-up): the
+    /// place to pick up a new table version (cheap when nothing changed).
+    fn between_bursts(&mut self, _now: Instant) {}
 
     /// Called when the thread is about to sleep for want of input (it
     /// calls [`BurstProcessor::between_bursts`] again before its next
