@@ -126,6 +126,32 @@ impl Burst {
         Ok(())
     }
 
+    /// Appends a buffer over a static owner's region, made where it
+    /// lands ([`PacketBuf::push_lent_frame`]); a full burst leaves the
+    /// region with the caller (`false`).
+    ///
+    /// # Safety
+    ///
+    /// As [`packet::buffer::Lent::new`].
+    #[inline(always)]
+    #[must_use]
+    pub unsafe fn push_lent_frame(
+        &mut self,
+        base: std::ptr::NonNull<u8>,
+        cap: usize,
+        token: usize,
+        owner: &'static packet::buffer::LentOwner,
+        head: usize,
+        len: usize,
+    ) -> bool {
+        if self.is_full() {
+            return false;
+        }
+        // SAFETY: the caller's.
+        unsafe { PacketBuf::push_lent_frame(&mut self.pkts, base, cap, token, owner, head, len) };
+        true
+    }
+
     /// The packets, in order.
     pub fn pkts(&self) -> &[PacketBuf] {
         &self.pkts

@@ -92,6 +92,17 @@ pub(crate) static MBUF: LentOwner = LentOwner {
     release: free_mbuf,
 };
 
+/// The data room of a plain mbuf (one segment, not shared, not external),
+/// which a [`PacketBuf`] can use in place; `None` for the others, which
+/// [`linearize`] copies out.
+#[inline(always)]
+fn plain_room(mb: &sys::rte_mbuf) -> Option<NonNull<u8>> {
+    let plain = mb.nb_segs == 1
+        && mb.refcnt == 1
+        && mb.ol_flags & (sys::RTE_MBUF_F_INDIRECT | sys::RTE_MBUF_F_EXTERNAL) == 0;
+    NonNull::new(mb.buf_addr.cast::<u8>()).filter(|_| plain)
+}
+
 /// Lends an mbuf's data room as a [`PacketBuf`] (or, for a chained or
 /// shared mbuf, copies it out and frees it).
 ///
@@ -101,17 +112,14 @@ pub(crate) static MBUF: LentOwner = LentOwner {
 #[inline(always)]
 unsafe fn lend(m: *mut sys::rte_mbuf) -> PacketBuf {
     let mb = &*m;
-    let plain = mb.nb_segs == 1
-        && mb.refcnt == 1
-        && mb.ol_flags & (sys::RTE_MBUF_F_INDIRECT | sys::RTE_MBUF_F_EXTERNAL) == 0;
-    match NonNull::new(mb.buf_addr.cast::<u8>()) {
-        Some(base) if plain => {
+    match plain_room(mb) {
+        Some(base) => {
             // The data room is the mbuf's alone until freed (we own `m`);
             // free_mbuf gives it back from any thread.
             let lent = Lent::new(base, usize::from(mb.buf_len), m as usize, &MBUF);
             PacketBuf::from_frame(lent, usize::from(mb.data_off), usize::from(mb.data_len))
         }
-        _ => linearize(m),
+        None => linearize(m),
     }
 }
 
@@ -609,11 +617,34 @@ impl PortBackend for DpdkPort {
         };
         let mut bytes = 0u64;
         for &m in &self.mbufs {
-            // SAFETY: rx_burst handed us these n valid mbufs.
-            let pkt = unsafe { lend(m) };
-            bytes += pkt.len() as u64;
-            // n <= want <= room: every push fits.
-            let _ = out.push(pkt);
+            // SAFETY: rx_burst handed us these n valid mbufs, which we
+            // hand over to the burst.
+            unsafe {
+                bytes += u64::from((*m).pkt_len);
+                let mb = &*m;
+                match plain_room(mb) {
+                    // As `lend`, but the buffer made where it lands in the
+                    // burst (`Burst::push_lent_frame` says why); n <= want
+                    // <= room: it fits.
+                    Some(base) => {
+                        let fits = out.push_lent_frame(
+                            base,
+                            usize::from(mb.buf_len),
+                            m as usize,
+                            &MBUF,
+                            usize::from(mb.data_off),
+                            usize::from(mb.data_len),
+                        );
+                        if !fits {
+                            // Not reached (see above); the mbuf goes back.
+                            drop(lend(m));
+                        }
+                    }
+                    None => {
+                        let _ = out.push(linearize(m));
+                    }
+                }
+            }
         }
         self.mbufs.clear();
         self.counters.rx_packets += n as u64;
