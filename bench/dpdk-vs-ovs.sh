@@ -25,8 +25,10 @@
 #   touched): a netdev bridge with port 1 = a net_pcap vdev replaying the
 #   pcap forever (infinite_rx=1) and port 2 = a net_null vdev, one PMD
 #   thread on CPU 1 (pmd-cpu-mask), its main thread on CPU 0; the rules
-#   added with ovs-ofctl; --warmup seconds (default 60) for its megaflow
-#   cache to fill; then `dpif-netdev/pmd-stats-clear`, --seconds (default
+#   added with ovs-ofctl; a warm-up for its megaflow cache to fill, until
+#   the count of megaflows (dpctl/dump-flows, every 5 s) has set no new
+#   high for 15 s (at least 20 s, at most --warmup, default 300; a row
+#   that reaches the limit says so); then `dpif-netdev/pmd-stats-clear`, --seconds (default
 #   10), `dpif-netdev/pmd-stats-show`: packets / seconds is the rate, and
 #   its processing cycles / packets the cycles per packet.
 # - fulmar run (release, --features dpdk) with the same two vdevs as DPDK
@@ -118,7 +120,7 @@ root=$PWD
 
 scenarios="gw:1 gw:100000 gw:1000000 l2:100000 l3:100000"
 flows=4096
-warmup=60
+warmup=300
 seconds=10
 workers=1
 keep=
@@ -424,8 +426,25 @@ ovs_run() {
     local t0=$(date +%s)
     ovs-ofctl -O OpenFlow13 --bundle add-flows "$of" "$rules" 2>/dev/null \
         || ovs-ofctl -O OpenFlow13 add-flows "$of" "$rules"
-    echo "  OVS: $(wc -l < "$rules") rules in $(( $(date +%s) - t0 )) s; warming up ${warmup} s" >&2
-    sleep "$warmup"
+    echo "  OVS: $(wc -l < "$rules") rules in $(( $(date +%s) - t0 )) s; warming up until its megaflow count stops growing (at most ${warmup} s)" >&2
+    # Warm until the megaflow count stops growing: no new high for 15 s
+    # (counted every 5 s), at least 20 s, at most --warmup s.
+    local w0=$(date +%s) high=-1 n now
+    local high_at=$w0
+    while :; do
+        sleep 5
+        n=$("${appctl[@]}" dpctl/dump-flows 2>/dev/null | wc -l)
+        now=$(date +%s)
+        if [ "$n" -gt "$high" ]; then high=$n; high_at=$now; fi
+        if [ $(( now - w0 )) -ge "$warmup" ]; then
+            echo "  OVS: warm-up limit of ${warmup} s reached with $high megaflows (the last new high $(( now - high_at )) s before): its figures may be below its steady state" | tee -a "$work/summary.txt" >&2
+            break
+        fi
+        if [ $(( now - w0 )) -ge 20 ] && [ $(( now - high_at )) -ge 15 ]; then
+            echo "  OVS: warmed $(( now - w0 )) s: $high megaflows, no new high for $(( now - high_at )) s" | tee -a "$work/summary.txt" >&2
+            break
+        fi
+    done
     local tx0=$(ovs-ofctl -O OpenFlow13 dump-ports "$of" 2 | awk -F'pkts=' '/tx/ {split($2,a,","); print a[1]}')
     local vpid=$(cat "$run/vswitchd.pid")
     "${appctl[@]}" dpif-netdev/pmd-stats-clear
@@ -555,7 +574,7 @@ PY
     echo "# $(date -u +%FT%TZ) $(uname -n): $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $cpus CPUs"
     ovs_version=none
     [ -n "$fulmar_only" ] || ovs_version=$("$ovs_dpdk" --version | head -1)
-    echo "# fulmar $("$fulmar" --version | head -1), OVS: $ovs_version, fulmar's EAL: ${eal_mem[*]}, input $input, flows $flows, warm-up ${warmup} s, ${seconds} s each, autogroup nice ${agnice:-unchanged}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "# fulmar $("$fulmar" --version | head -1), OVS: $ovs_version, fulmar's EAL: ${eal_mem[*]}, input $input, flows $flows, OVS warm-up until its megaflows stop growing (at most ${warmup} s), ${seconds} s each, autogroup nice ${agnice:-unchanged}, load $(cut -d' ' -f1-3 /proc/loadavg)"
     if [ "$input" = nic ]; then
         echo "# input nic: rates are wall-clock, cycles per packet over the bursts that carried packets"
         [ "$cpus" -ge 3 ] || echo "# (only $cpus CPUs: the generator shares CPU 0 and sets the pace; a slow one leaves part-filled bursts, whose cycles per packet are higher, the floor's most of all)"
