@@ -135,11 +135,11 @@ impl MemorySwitch {
             .iter()
             .map(|p| packet::buffer::PacketBuf::from_slice(p))
             .collect();
-        let out = self.lock().dp.process_burst(in_port, &mut bufs, now);
-        for pi in out.packet_ins {
+        let mut out = self.lock().dp.process_burst(in_port, &mut bufs, now);
+        for pi in std::mem::take(&mut out.packet_ins) {
             self.emit(SwitchEvent::PacketIn(pi.message));
         }
-        out.tx
+        out.take_tx()
     }
 
     /// Takes the packets PACKET_OUTs and released buffers transmitted.
@@ -148,8 +148,8 @@ impl MemorySwitch {
     }
 
     /// Keeps what `out` transmitted, and returns its packet-ins as events.
-    fn absorb(inner: &mut Inner, out: BurstOutput) -> Vec<SwitchEvent> {
-        for tx in out.tx {
+    fn absorb(inner: &mut Inner, mut out: BurstOutput) -> Vec<SwitchEvent> {
+        for tx in out.take_tx() {
             if inner.transmitted.len() >= TRANSMITTED_KEPT {
                 inner.transmitted.pop_front();
             }

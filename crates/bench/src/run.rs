@@ -527,9 +527,9 @@ mod tests {
             let mut burst = vec![PacketBuf::from_slice(&f.build(64))];
             ws.process_burst_into(&view, port, &mut burst, Time::from_secs(2), &mut out);
             assert!(out.packet_ins.is_empty());
-            let mut ports: Vec<u32> = out.tx.iter().map(|t| t.port).collect();
+            let mut ports: Vec<u32> = out.tx.ports().to_vec();
             ports.sort_unstable();
-            (ports, out.tx.first().map(|t| t.packet.as_slice().to_vec()))
+            (ports, out.tx.pkts().first().map(|p| p.as_slice().to_vec()))
         };
         // Host 5 (port 6) to host 4 (port 5): VLAN 101, learned.
         let (in_port, f) = w.flow(4, 0);

@@ -124,7 +124,7 @@ pub(crate) fn check(
         let got: Vec<(u32, &[u8])> = out
             .tx
             .iter()
-            .map(|t| (t.port, t.packet.as_slice()))
+            .map(|(port, packet)| (port, packet.as_slice()))
             .collect();
         let want = expected.map(|e| (e.port, e.frame.build(pool.size)));
         let ok = match (&want, got.as_slice()) {

@@ -394,9 +394,9 @@ pub(crate) fn worker(
         let t2 = Instant::now();
         let tx = out.tx.len() as u64;
         let dropped: u64 = out.drops.named().iter().map(|(_, v)| v).sum();
-        for t in out.tx.drain(..) {
+        for (_, packet) in out.tx.drain() {
             if free.len() < burst * 4 {
-                free.push(t.packet);
+                free.push(packet);
             }
         }
         out.clear();

@@ -57,7 +57,7 @@ pub const DEFAULT_BURST: usize = 32;
 /// several pushed headers (PBB is 18 bytes, a VLAN tag 4, an MPLS label 4).
 pub const DEFAULT_HEADROOM: usize = 128;
 
-pub use packet::buffer::{BufError, BufferLender, PacketBuf, PacketMeta};
+pub use packet::buffer::{BufError, BufferLender, Outbox, PacketBuf, PacketMeta};
 
 /// A bounded batch of packets moving through a port or a ring.
 #[derive(Debug)]
@@ -195,78 +195,13 @@ impl Burst {
     pub fn swap_pkts(&mut self, pkts: &mut Vec<PacketBuf>) {
         std::mem::swap(&mut self.pkts, pkts);
     }
-}
 
-/// What a [`crate::threads::BurstProcessor`] sends from one burst: the
-/// packets in order and, beside them, the port each leaves by (two
-/// vectors, not one of pairs, so that a burst that leaves by one port
-/// goes to that port's transmit burst whole, by exchanging vectors).
-#[derive(Debug, Default)]
-pub struct Outbox {
-    pkts: Vec<PacketBuf>,
-    ports: Vec<u32>,
-}
-
-impl Outbox {
-    /// An empty outbox with room for `n` packets.
-    pub fn with_capacity(n: usize) -> Self {
-        Outbox {
-            pkts: Vec::with_capacity(n),
-            ports: Vec::with_capacity(n),
-        }
-    }
-
-    /// Sends `pkt` by port `port` (after the packets pushed before it).
-    #[inline]
-    pub fn push(&mut self, port: u32, pkt: PacketBuf) {
-        self.pkts.push(pkt);
-        self.ports.push(port);
-    }
-
-    /// Packets held.
-    pub fn len(&self) -> usize {
-        self.pkts.len()
-    }
-
-    /// True when nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.pkts.is_empty()
-    }
-
-    /// The output ports, one per packet, in order.
-    pub fn ports(&self) -> &[u32] {
-        &self.ports
-    }
-
-    /// The packets, in order.
-    pub fn pkts(&self) -> &[PacketBuf] {
-        &self.pkts
-    }
-
-    /// The one port every packet leaves by, if they all leave by one.
-    pub fn single_port(&self) -> Option<u32> {
-        let (&first, rest) = self.ports.split_first()?;
-        rest.iter().all(|&p| p == first).then_some(first)
-    }
-
-    /// Hands the packets (all leaving by one port, [`Self::single_port`])
-    /// to `burst` by exchanging vectors; `burst` must be empty and its
-    /// limit at least [`Self::len`].
-    pub fn swap_into(&mut self, burst: &mut Burst) {
-        debug_assert!(burst.is_empty() && self.len() <= burst.limit());
-        burst.swap_pkts(&mut self.pkts);
-        self.ports.clear();
-    }
-
-    /// Removes and returns every packet with its port, in order.
-    pub fn drain(&mut self) -> impl Iterator<Item = (u32, PacketBuf)> + '_ {
-        self.ports.drain(..).zip(self.pkts.drain(..))
-    }
-
-    /// Drops every packet.
-    pub fn clear(&mut self) {
-        self.pkts.clear();
-        self.ports.clear();
+    /// Takes `out`'s packets (all leaving by one port,
+    /// [`Outbox::single_port`]) by exchanging vectors; the burst must be
+    /// empty and its limit at least `out.len()`.
+    pub fn take_outbox(&mut self, out: &mut Outbox) {
+        debug_assert!(self.is_empty() && out.len() <= self.limit);
+        out.exchange_pkts(&mut self.pkts);
     }
 }
 

@@ -87,9 +87,11 @@ use crate::flow_key::{field, FlowKey};
 use crate::{be16, be32, put16, put32, ActionError};
 
 mod lent;
+mod outbox;
 pub mod pool;
 
 pub use lent::{BufferLender, Lent, LentOwner};
+pub use outbox::Outbox;
 
 /// Headroom given to a new buffer (and added when a push runs out).
 pub const DEFAULT_HEADROOM: usize = 64;

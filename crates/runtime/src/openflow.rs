@@ -60,8 +60,8 @@ impl BridgeSwitch {
 
     /// Sends what a control-side run produced: packets to the dataplane,
     /// packet-ins to the agent.
-    fn absorb(&self, c: &mut Control, out: pipeline::datapath::BurstOutput) {
-        self.b.transmit(c, out.tx);
+    fn absorb(&self, c: &mut Control, mut out: pipeline::datapath::BurstOutput) {
+        self.b.transmit(c, out.take_tx());
         for pi in out.packet_ins {
             self.b.emit(SwitchEvent::PacketIn(pi.message));
         }

@@ -199,11 +199,12 @@ fn admit(p: &mut PacketBuf) {
 }
 
 /// The metadata a packet leaves the pipeline with: the egress queue it
-/// chose, nothing of the input's (its tunnel key, an injected output port).
+/// chose (`meta.queue_id`), nothing of the input's (its tunnel key, an
+/// injected output port).
 #[inline]
-fn leaving(p: &mut PacketBuf, queue_id: u32) {
+fn leaving(p: &mut PacketBuf) {
     p.meta = PacketMeta {
-        queue_id,
+        queue_id: p.meta.queue_id,
         wire_len: u32::try_from(p.len()).unwrap_or(u32::MAX),
         ..PacketMeta::default()
     };
@@ -281,28 +282,20 @@ impl BurstProcessor for PipelineWorker {
             self.ws
                 .process_burst_into(&snap.view(), in_port, &mut self.pkts, now, &mut self.out);
         }
-        if self.out.tx_tunnel_ids.is_empty() {
-            for tx in self.out.tx.drain(..) {
-                let mut p = tx.packet;
-                // The egress queue set_queue chose (a port without queues
-                // ignores it).
-                leaving(&mut p, tx.queue_id);
-                out.push(tx.port, p);
-            }
-        } else {
-            // As above, each packet with the tunnel_id it leaves with
-            // (the key a key=flow tunnel port wraps it in: its low 32
-            // bits, all a VNI or GRE key holds).
-            let mut ids = self.out.tx_tunnel_ids.iter().peekable();
-            for (i, tx) in self.out.tx.drain(..).enumerate() {
-                let mut p = tx.packet;
-                leaving(&mut p, tx.queue_id);
-                if let Some((_, id)) = ids.next_if(|(j, _)| *j == i) {
-                    p.meta.tunnel_id = Some(*id as u32);
-                }
-                out.push(tx.port, p);
+        // Each packet leaves with the egress queue set_queue chose (a port
+        // without queues ignores it) and, from a burst that set any, the
+        // tunnel_id it leaves with (the key a key=flow tunnel port wraps
+        // it in: its low 32 bits, all a VNI or GRE key holds); rewritten
+        // where it lies, and the outputs handed over whole.
+        let mut ids = self.out.tx_tunnel_ids.iter().peekable();
+        for (i, p) in self.out.tx.pkts_mut().iter_mut().enumerate() {
+            leaving(p);
+            if let Some((_, id)) = ids.next_if(|(j, _)| *j == i) {
+                p.meta.tunnel_id = Some(*id as u32);
             }
         }
+        debug_assert!(out.is_empty());
+        std::mem::swap(out, &mut self.out.tx);
         if !self.out.packet_ins.is_empty() {
             let (mut no_controller, mut full) = (0, 0);
             let tx = self

@@ -433,7 +433,7 @@ impl TxSide {
         if let Some(port) = out.single_port() {
             if let Some(p) = self.index.get(port).and_then(|i| self.ports.get_mut(i)) {
                 if p.pending.is_empty() && out.len() <= p.pending.limit() {
-                    out.swap_into(&mut p.pending);
+                    p.pending.take_outbox(out);
                     p.first_at = Some(now);
                     if p.pending.is_full() {
                         self.sent_cycles += cycles::timed(|| Self::send(p));

@@ -5,16 +5,19 @@ use super::counters::{DropCounters, DropReason};
 use crate::model::flow_entry::FlowId;
 use crate::tables::meters::MeterVerdict;
 use ofp::Action;
-use packet::buffer::PacketBuf;
+use packet::buffer::{Outbox, PacketBuf};
 use packet::flow_key::FlowKey;
 use packet::ActionError;
 
-/// A packet to transmit.
+/// A packet to transmit, taken out of a [`BurstOutput`]
+/// ([`BurstOutput::take_tx`]) by those that keep or inspect what a burst
+/// sent (the in-memory switch, the control side's injections).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxPacket {
     /// Output port (a standard port or `OFPP_LOCAL`).
     pub port: u32,
-    /// Queue chosen by set_queue (0 when none).
+    /// Queue chosen by set_queue (0 when none; also in the packet's
+    /// `meta.queue_id`).
     pub queue_id: u32,
     /// The packet as it leaves.
     pub packet: PacketBuf,
@@ -33,12 +36,15 @@ pub struct PacketInEvent {
 /// [`BurstOutput::clear`]) so its vectors keep their capacity.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BurstOutput {
-    /// Packets to transmit, in the order the actions emitted them.
-    pub tx: Vec<TxPacket>,
+    /// Packets to transmit with their ports, in the order the actions
+    /// emitted them, each with the egress queue set_queue chose (0: none)
+    /// in its `meta.queue_id`. An [`Outbox`]: a runtime hands it to the
+    /// dataplane whole, no buffer moved.
+    pub tx: Outbox,
     /// The `tunnel_id` of each packet of `tx` whose `tunnel_id` is not 0
     /// as it leaves (the key a `key=flow` tunnel port wraps it in), by
     /// index into `tx`, ascending. Beside `tx` rather than in it: a
-    /// field there made every [`TxPacket`] larger, and the express path
+    /// field there made every output larger, and the express path
     /// measurably slower (`fulmar bench gateway-vlan2mpls`).
     pub tx_tunnel_ids: Vec<(usize, u64)>,
     /// Packet-ins, in order.
@@ -60,6 +66,18 @@ impl BurstOutput {
         self.packet_ins.clear();
         self.drops = DropCounters::default();
         self.dropped = 0;
+    }
+
+    /// Takes the packets to transmit out, each with its port and queue.
+    pub fn take_tx(&mut self) -> Vec<TxPacket> {
+        self.tx
+            .drain()
+            .map(|(port, packet)| TxPacket {
+                port,
+                queue_id: packet.meta.queue_id,
+                packet,
+            })
+            .collect()
     }
 
     /// Counts one drop for `reason`.

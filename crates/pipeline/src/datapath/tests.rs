@@ -153,11 +153,11 @@ fn send_at(d: &mut Datapath, in_port: u32, p: &[u8], now: Time) -> BurstOutput {
 }
 
 fn out_ports(o: &BurstOutput) -> Vec<u32> {
-    o.tx.iter().map(|t| t.port).collect()
+    o.tx.ports().to_vec()
 }
 
 fn key_of(o: &BurstOutput, i: usize) -> FlowKey {
-    FlowKey::parse(o.tx[i].packet.as_slice())
+    FlowKey::parse(o.tx.pkts()[i].as_slice())
 }
 
 // ---- matching, tables, instructions ---------------------------------
@@ -285,7 +285,7 @@ fn apply_actions_change_what_later_tables_match() {
 fn udp_leaves_by(d: &mut Datapath, port: u32) -> FlowKey {
     let o = send(d, 1, &udp4(64));
     assert_eq!(out_ports(&o), vec![port]);
-    verify_checksums(o.tx[0].packet.as_slice()).unwrap();
+    verify_checksums(o.tx.pkts()[0].as_slice()).unwrap();
     key_of(&o, 0)
 }
 
@@ -410,7 +410,7 @@ fn l2(dst: [u8; 6], src: [u8; 6], vid: Option<u16>) -> Vec<u8> {
 /// (port, VID of the frame as it leaves) for each transmission.
 fn outs(o: &BurstOutput) -> Vec<(u32, Option<u16>)> {
     o.tx.iter()
-        .map(|t| (t.port, crate::normal::vid_of(t.packet.as_slice())))
+        .map(|(port, packet)| (port, crate::normal::vid_of(packet.as_slice())))
         .collect()
 }
 
@@ -423,10 +423,7 @@ fn normal_learns_floods_and_forwards_beside_other_flows() {
     let mut d = dp("priority=10,ip,nw_dst=10.0.0.9,actions=drop\npriority=0,actions=NORMAL");
     // Unknown destination: flooded to every other port.
     let o = send(&mut d, 1, &l2(HB, HA, None));
-    assert_eq!(
-        o.tx.iter().map(|t| t.port).collect::<Vec<_>>(),
-        (2..=8).collect::<Vec<_>>()
-    );
+    assert_eq!(o.tx.ports().to_vec(), (2..=8).collect::<Vec<_>>());
     // B answers from 3: A is known on 1, and now B on 3.
     assert_eq!(outs(&send(&mut d, 3, &l2(HA, HB, None))), vec![(1, None)]);
     assert_eq!(outs(&send(&mut d, 1, &l2(HB, HA, None))), vec![(3, None)]);
@@ -436,7 +433,7 @@ fn normal_learns_floods_and_forwards_beside_other_flows() {
     assert!(o
         .tx
         .iter()
-        .all(|t| t.packet.as_slice() == l2(BC, HB, None).as_slice()));
+        .all(|(_, packet)| packet.as_slice() == l2(BC, HB, None).as_slice()));
     // A destination on the input port is not sent back.
     let o = send(&mut d, 1, &l2(HA, [2, 0, 0, 0, 0, 0xc], None));
     assert!(o.tx.is_empty());
@@ -499,7 +496,7 @@ fn normal_keeps_vlans_apart_and_tags_by_port_mode() {
     // the PCP bits of a tagged one.
     let o = send(&mut d, 5, &l2(BC, HB, Some(10)));
     assert_eq!(outs(&o), vec![(1, None), (2, None), (4, Some(10))]);
-    let to_trunk = &o.tx[2].packet.as_slice()[14..16];
+    let to_trunk = &o.tx.pkts()[2].as_slice()[14..16];
     assert_eq!(to_trunk, &[0xa0, 10]);
 }
 
@@ -520,7 +517,7 @@ fn normal_after_other_actions_uses_the_rewritten_frame() {
 fn set_queue_tags_the_transmission() {
     let mut d = dp("priority=1,actions=set_queue:3,output:2");
     let o = send(&mut d, 1, &udp4(64));
-    assert_eq!(o.tx[0].queue_id, 3);
+    assert_eq!(o.tx.pkts()[0].meta.queue_id, 3);
     assert_eq!(d.counters().queues[&(2, 3)].tx_packets, 1);
 }
 
@@ -539,10 +536,10 @@ fn push_pop_vlan_mpls_pbb_round_trips() {
     let k = key_of(&o, 0);
     assert_eq!((k.vlan_vid, k.eth_type, k.mpls_label), (0x1064, 0x8847, 77));
     assert_eq!(k.mpls_ttl, 64, "push_mpls copies the IP TTL");
-    assert_eq!(o.tx[1].packet.as_slice(), &orig[..]);
+    assert_eq!(o.tx.pkts()[1].as_slice(), &orig[..]);
     let k = key_of(&o, 2);
     assert_eq!((k.eth_type, k.pbb_isid), (0x88e7, 0x123456));
-    assert_eq!(o.tx[3].packet.as_slice(), &orig[..]);
+    assert_eq!(o.tx.pkts()[3].as_slice(), &orig[..]);
 }
 
 #[test]
@@ -555,10 +552,10 @@ fn ttl_actions_on_ip_and_mpls() {
     assert_eq!(key_of(&o, 1).ip_ttl, 9);
     assert_eq!(key_of(&o, 2).mpls_ttl, 29);
     // copy_ttl_in: MPLS TTL 29 -> IP TTL.
-    let inner = o.tx[3].packet.as_slice();
+    let inner = o.tx.pkts()[3].as_slice();
     assert_eq!(inner[14 + 4 + 8], 29);
-    for t in &o.tx {
-        verify_checksums(t.packet.as_slice()).unwrap();
+    for (_, packet) in &o.tx {
+        verify_checksums(packet.as_slice()).unwrap();
     }
     // copy_ttl_out after set_nw_ttl... copies IP TTL 29 back out.
     assert_eq!(key_of(&o, 4).mpls_ttl, 29);
@@ -598,7 +595,7 @@ fn failed_action_is_skipped_and_counted() {
     let o = send(&mut d, 1, &tagged);
     assert_eq!(out_ports(&o), vec![2]);
     assert_eq!(o.drops.action_failed, 1);
-    assert_eq!(o.tx[0].packet.as_slice(), &udp4(64)[..]);
+    assert_eq!(o.tx.pkts()[0].as_slice(), &udp4(64)[..]);
 }
 
 /// os-ken's action test `set_field: 05_ETH_TYPE`: the flow is accepted,
@@ -610,7 +607,7 @@ fn set_field_eth_type_rewrites_the_ethertype() {
     let p = tcp4();
     let o = send(&mut d, 1, &p);
     assert_eq!(out_ports(&o), [2]);
-    let q = o.tx[0].packet.as_slice();
+    let q = o.tx.pkts()[0].as_slice();
     assert_eq!(q[12..14], [0x88, 0x48]);
     assert_eq!(q[..12], p[..12]);
     assert_eq!(q[14..], p[14..]);
@@ -626,11 +623,11 @@ fn set_field_on_transport_keeps_checksums() {
         (k.tp_dst, k.eth_src, k.ip_dscp),
         (53, [2, 0xaa, 0xbb, 0xcc, 0xdd, 0xee], 46)
     );
-    verify_checksums(o.tx[0].packet.as_slice()).unwrap();
+    verify_checksums(o.tx.pkts()[0].as_slice()).unwrap();
     let o = send(&mut d, 1, &tcp4());
     let k = key_of(&o, 0);
     assert_eq!((k.tp_src, k.ipv4_dst), (443, 0xc0a8_0001));
-    verify_checksums(o.tx[0].packet.as_slice()).unwrap();
+    verify_checksums(o.tx.pkts()[0].as_slice()).unwrap();
 }
 
 #[test]
@@ -665,7 +662,7 @@ fn ports_and_tunnel_ids(o: &BurstOutput) -> Vec<(u32, u64)> {
         .all(|(i, id)| *i < o.tx.len() && *id != 0));
     o.tx.iter()
         .enumerate()
-        .map(|(i, t)| (t.port, ids.get(&i).copied().unwrap_or(0)))
+        .map(|(i, (port, _))| (port, ids.get(&i).copied().unwrap_or(0)))
         .collect()
 }
 
@@ -703,7 +700,7 @@ fn tunnel_ids_from_a_tunnel_burst_are_matched_and_carried_to_the_output() {
             [(1, 42), (3, 43), (1, 42), (3, 43), (3, 43), (1, 42)],
             "44 matches nothing"
         );
-        assert!(o.tx.iter().all(|t| t.packet.as_slice() == frame.as_slice()));
+        assert!(o.tx.pkts().iter().all(|p| p.as_slice() == frame.as_slice()));
     }
     let cs = w.cache_stats();
     assert!(cs.hits > 0, "the cache was used: {cs:?}");
@@ -758,7 +755,7 @@ fn all_group_clones_to_every_bucket_and_counts() {
     let p = udp4(64);
     let o = send(&mut d, 1, &p);
     assert_eq!(out_ports(&o), vec![2, 3, 4]);
-    assert_eq!(o.tx[0].packet.as_slice(), &p[..], "buckets act on copies");
+    assert_eq!(o.tx.pkts()[0].as_slice(), &p[..], "buckets act on copies");
     assert_eq!(key_of(&o, 1).ipv4_dst, 0x0a00_0009);
     let n = p.len() as u64;
     assert_eq!(d.counters().groups[&1].buckets, vec![(1, n); 3]);
@@ -897,7 +894,7 @@ fn meter_dscp_remark_raises_drop_precedence() {
     let o2 = send(&mut d, 1, &p);
     assert_eq!(key_of(&o1, 0).ip_dscp, 10);
     assert_eq!(key_of(&o2, 0).ip_dscp, 12);
-    verify_checksums(o2.tx[0].packet.as_slice()).unwrap();
+    verify_checksums(o2.tx.pkts()[0].as_slice()).unwrap();
 }
 
 // ---- packet-in and buffers ---------------------------------------------------------
@@ -943,7 +940,7 @@ fn buffered_packet_released_by_packet_out_once() {
     };
     let out = d.packet_out(&po, T0).unwrap();
     assert_eq!(out_ports(&out), vec![3]);
-    assert_eq!(out.tx[0].packet.as_slice(), &p[..]);
+    assert_eq!(out.tx.pkts()[0].as_slice(), &p[..]);
     assert_eq!(
         d.packet_out(&po, T0),
         Err(OfpError::BadRequest(BadRequestCode::BufferUnknown))
@@ -1201,14 +1198,14 @@ fn popped_minimum_frames_leave_at_sixty_bytes_by_every_path() {
     let stepwise = send(&mut d, 1, &mpls(19));
     assert_eq!(fused.tx.len(), 1);
     assert_eq!(stepwise.tx.len(), 1);
-    let f = fused.tx[0].packet.as_slice();
-    assert_eq!(f, stepwise.tx[0].packet.as_slice());
+    let f = fused.tx.pkts()[0].as_slice();
+    assert_eq!(f, stepwise.tx.pkts()[0].as_slice());
     assert_eq!(f.len(), 60);
     assert_eq!(&f[12..18], &[0x81, 0x00, 0x00, 0x05, 0x08, 0x00]);
     assert_eq!(&f[18..], &inner[..]);
     // Popped and sent as is: 56 bytes of frame and 4 of zeros.
     let o = send(&mut d, 1, &mpls(20));
-    let p = o.tx[0].packet.as_slice();
+    let p = o.tx.pkts()[0].as_slice();
     assert_eq!(p.len(), 60);
     assert_eq!(&p[14..56], &inner[..]);
     assert_eq!(&p[56..], &[0; 4]);
@@ -1222,7 +1219,7 @@ fn popped_minimum_frames_leave_at_sixty_bytes_by_every_path() {
     let mut short = mpls(20);
     short.truncate(58);
     let o = send(&mut d, 1, &short);
-    assert_eq!(o.tx[0].packet.len(), 54);
+    assert_eq!(o.tx.pkts()[0].len(), 54);
 }
 
 // ---- properties ---------------------------------------------------------------------
@@ -1994,7 +1991,7 @@ mod express_props {
         let mut b: Vec<PacketBuf> = (0..40).map(|_| PacketBuf::from_slice(frame)).collect();
         let out = d.process_burst(1, &mut b, T0);
         assert_eq!(out.tx.len(), 40);
-        assert!(out.tx.iter().all(|t| t.port == 3));
+        assert!(out.tx.ports().iter().all(|&p| p == 3));
         let c = d.counters();
         assert_eq!(c.ports[&1].rx_packets, 40);
         assert_eq!(c.ports[&3].tx_packets, 40);
@@ -2009,7 +2006,7 @@ mod express_props {
         let k = key_of(&out, 0);
         assert_eq!((k.eth_dst, k.ip_ttl), ([2, 0, 0, 0, 0, 1], 63));
         assert_eq!(
-            packet::fixup::verify_checksums(out.tx[0].packet.as_slice()),
+            packet::fixup::verify_checksums(out.tx.pkts()[0].as_slice()),
             Ok(())
         );
     }
@@ -2050,7 +2047,7 @@ mod express_props {
         for dp in [&mut d, &mut d2] {
             let out = send(dp, 1, &tagged(0x8100, 5, udp4(64)));
             assert_eq!(out.tx.len(), 1);
-            assert_eq!((out.tx[0].port, key_of(&out, 0).vlan_tags), (2, 0));
+            assert_eq!((out.tx.ports()[0], key_of(&out, 0).vlan_tags), (2, 0));
         }
     }
 

@@ -270,7 +270,7 @@ struct Scratch {
     base: Option<(usize, usize)>,
     /// Kept for putting outputs back in packet order (no allocation per
     /// burst).
-    tx_hold: Vec<Option<crate::datapath::TxPacket>>,
+    tx_hold: Vec<Option<(u32, PacketBuf)>>,
     /// Where `restore_order` put each held output (by hold index), when
     /// outputs carry tunnel_ids.
     tx_moved: Vec<usize>,

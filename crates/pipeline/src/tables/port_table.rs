@@ -32,7 +32,7 @@
 //! - Queues are only the ones configured ([`PortTable::set_queue`]); a
 //!   port has none by default. A `set_queue` action naming a queue the
 //!   output port does not have is not an error: the packet goes out with
-//!   that queue id in [`crate::datapath::TxPacket`] and the dataplane
+//!   that queue id in its `meta.queue_id` and the dataplane
 //!   sends it on the port's default queue; its bytes are counted only in
 //!   the port's counters (a queue's counters count only packets sent on
 //!   that configured queue). Flows are not checked against queues at

@@ -95,16 +95,16 @@ fn entry_text(e: &FlowEntry) -> String {
 }
 
 pub fn print_json(out: &BurstOutput, w: &mut impl Write) -> std::io::Result<()> {
-    for t in &out.tx {
-        let port = if t.port <= port_no::MAX {
-            serde_json::json!(t.port)
+    for (port, packet) in &out.tx {
+        let port_json = if port <= port_no::MAX {
+            serde_json::json!(port)
         } else {
-            serde_json::json!(port_name(t.port))
+            serde_json::json!(port_name(port))
         };
         let line = serde_json::json!({
-            "port": port,
-            "queue_id": t.queue_id,
-            "packet": hex(t.packet.as_slice()),
+            "port": port_json,
+            "queue_id": packet.meta.queue_id,
+            "packet": hex(packet.as_slice()),
         });
         writeln!(w, "{line}")?;
     }
@@ -209,13 +209,8 @@ pub fn print_trace(
         }
     }
     writeln!(w, "final:")?;
-    for t in &out.tx {
-        writeln!(
-            w,
-            "  port {}: {}",
-            port_name(t.port),
-            hex(t.packet.as_slice())
-        )?;
+    for (port, packet) in &out.tx {
+        writeln!(w, "  port {}: {}", port_name(port), hex(packet.as_slice()))?;
     }
     for pi in &out.packet_ins {
         let m = &pi.message;

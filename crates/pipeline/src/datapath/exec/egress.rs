@@ -3,7 +3,7 @@
 //! transmission with their counters, and packet-ins with buffer ids.
 
 use crate::datapath::counters::DropReason;
-use crate::datapath::output::{PacketInEvent, TraceEvent, TxPacket};
+use crate::datapath::output::{PacketInEvent, TraceEvent};
 use ofp::action::OFPCML_NO_BUFFER;
 use ofp::consts::{port_no, OFP_NO_BUFFER};
 use ofp::packet_in::packet_in_reason;
@@ -118,11 +118,8 @@ impl Exec<'_> {
         if tunnel_id != 0 {
             self.out.tx_tunnel_ids.push((self.out.tx.len(), tunnel_id));
         }
-        self.out.tx.push(TxPacket {
-            port: p,
-            queue_id,
-            packet,
-        });
+        packet.meta.queue_id = queue_id;
+        self.out.tx.push(p, packet);
         len
     }
 

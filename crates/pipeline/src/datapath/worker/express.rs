@@ -58,7 +58,7 @@
 use super::stages::prefetch_hit;
 use super::{WorkerState, AHEAD};
 use crate::datapath::exec::{mpls_to_vlan_in_place, vlan_to_mpls_in_place, Exec};
-use crate::datapath::output::{BurstOutput, TxPacket};
+use crate::datapath::output::BurstOutput;
 use crate::datapath::PipelineView;
 use crate::tables::compiled::{FastOp, Rewrite};
 use crate::tables::{FlowTable, L2Index, RouteIndex};
@@ -281,25 +281,22 @@ fn express_one(
     if port > port_no::MAX || port == in_port || !tx.sendable(ex, port) {
         return Err(buf);
     }
-    // Addressed before it is rewritten and counted: the copy into the
-    // output then reads stores that have long left the store buffer. Built
-    // just before the push, its 16-byte load of the packet's last word
-    // and the port stalled on store forwarding (11-13 % of the express
-    // path's samples, `perf annotate`).
-    let mut t = TxPacket {
-        port,
-        queue_id: 0,
-        packet: buf,
-    };
-    if !rewrite_in_place(t.packet.as_mut_slice(), body) {
-        return Err(t.packet);
+    // The queue (none) written before the frame is rewritten and counted:
+    // the copy into the output then reads stores that have long left the
+    // store buffer. Written just before the push, the copy's 16-byte
+    // loads stalled on store forwarding (11-13 % of the express path's
+    // samples, `perf annotate`).
+    let mut buf = buf;
+    buf.meta.queue_id = 0;
+    if !rewrite_in_place(buf.as_mut_slice(), body) {
+        return Err(buf);
     }
-    let len = t.packet.len();
+    let len = buf.len();
     ex.hot
         .flow_hit(ex.counters, 0, slot, fe.id, len as u64, ex.now);
     // What `Exec::queue_frame` does, the length read once.
-    let sent = t.packet.pad_to_floor_from(len) as u64;
-    ex.out.tx.push(t);
+    let sent = buf.pad_to_floor_from(len) as u64;
+    ex.out.tx.push(port, buf);
     // Counted frame by frame: the counts of a run of frames by one port,
     // bumped when the port changed, cost an out-of-line call per frame
     // where consecutive frames leave by different ports (54 instructions

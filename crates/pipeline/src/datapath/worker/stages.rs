@@ -250,7 +250,7 @@ impl WorkerState {
         // Stable: a record's spans keep their (chronological) order.
         sc.spans.sort_by_key(|s| s.0);
         sc.tx_hold.clear();
-        sc.tx_hold.extend(out.tx.drain(tx0..).map(Some));
+        sc.tx_hold.extend(out.tx.drain_from(tx0).map(Some));
         sc.pin_hold.clear();
         sc.pin_hold.extend(out.packet_ins.drain(pin0..).map(Some));
         let tunnels = out.tx_tunnel_ids.last().is_some_and(|(i, _)| *i >= tx0);
@@ -272,7 +272,7 @@ impl WorkerState {
                             *m = out.tx.len();
                         }
                     }
-                    out.tx.push(p);
+                    out.tx.push(p.0, p.1);
                 }
             }
             for slot in sc.pin_hold.get_mut(c - pin0..d - pin0).unwrap_or_default() {
