@@ -245,7 +245,7 @@ fn overload_drops(late: bool) {
     assert_eq!((d.no_port, d.port_error), (0, 0));
 }
 
-/// A memory sink whose `tx_burst` goes through `.1` (e.g. [`slowly`],
+/// A memory sink whose `tx_burst` goes through `.1` (e.g.
 /// [`one_at_a_time`]).
 struct SinkWith(
     MemorySink,
@@ -270,10 +270,49 @@ impl PortBackend for SinkWith {
     }
 }
 
-/// Takes its time over every burst.
-fn slowly(sink: &mut MemorySink, pkts: &mut TxBurst) -> io::Result<usize> {
+/// Takes its time over every burst, and holds up the first one a thread
+/// sends for 300 ms (a TX thread kept off its CPU): whatever else the
+/// machine runs, the worker fills the TX ring meanwhile. (With 300 us a
+/// burst only, and the sink's one handle shared behind a lock with the
+/// RX thread that polls its empty receive side, the RX thread waited out
+/// every send, read no faster than the sink sent, the TX ring never
+/// filled, and CI failed so: [`SlowSink`] sends from a handle of its own.)
+fn slowly(sink: &mut dyn PortBackend, pkts: &mut TxBurst) -> io::Result<usize> {
+    thread_local!(static STALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    if !pkts.is_empty() && !STALLED.with(|s| s.replace(true)) {
+        std::thread::sleep(Duration::from_millis(300));
+    }
     std::thread::sleep(Duration::from_micros(300));
     sink.tx_burst(pkts)
+}
+
+/// A memory sink that sends [`slowly`], from a sender of its own
+/// (`split_sender`, as a NIC port has), so that its slowness holds up
+/// only the thread that sends.
+struct SlowSink(Box<dyn PortBackend>);
+
+impl PortBackend for SlowSink {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
+        self.0.rx_burst(out)
+    }
+    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
+        slowly(self.0.as_mut(), pkts)
+    }
+    fn link_state(&self) -> LinkState {
+        self.0.link_state()
+    }
+    fn stats(&self) -> PortCounters {
+        self.0.stats()
+    }
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        Ok(self
+            .0
+            .split_sender()?
+            .map(|s| Box::new(SlowSink(s)) as Box<dyn PortBackend>))
+    }
 }
 
 #[test]
@@ -284,7 +323,7 @@ fn tx_ring_drops_count_against_the_output_port_and_every_packet_is_accounted_for
 
 fn tx_ring_drops(late: bool) {
     let generated = DROP_TEST_FRAMES;
-    let (ports, seen) = gen_to_sink(|sink| Box::new(SinkWith(sink, slowly)));
+    let (ports, seen) = gen_to_sink(|sink| Box::new(SlowSink(Box::new(sink))));
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.tx_ring = 64;
     c.queue_delay = QueueDelay::Deep;
