@@ -168,7 +168,7 @@ impl MemorySwitch {
     }
 
     fn now(&self) -> Time {
-        Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        Time::from_duration(self.epoch.elapsed())
     }
 
     fn emit(&self, ev: SwitchEvent) {

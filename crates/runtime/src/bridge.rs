@@ -516,7 +516,7 @@ impl BridgeRt {
     }
 
     pub(crate) fn now(&self) -> Time {
-        Time(u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX))
+        Time::from_duration(self.epoch.elapsed())
     }
 
     pub(crate) fn wake_all(&self) {

@@ -173,9 +173,7 @@ impl PipelineWorker {
 
     /// `now` as the pipeline's time (since `epoch`).
     fn time_at(&self, now: Instant) -> Time {
-        Time(
-            u64::try_from(now.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX),
-        )
+        Time::from_duration(now.saturating_duration_since(self.epoch))
     }
 
     fn sync(&mut self, force: bool) {

@@ -13,6 +13,12 @@ impl Time {
         Time(secs.saturating_mul(1_000_000_000))
     }
 
+    /// `d` after the epoch (a caller's clock reading since its epoch),
+    /// saturating.
+    pub fn from_duration(d: std::time::Duration) -> Time {
+        Time(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+
     /// `ms` milliseconds after the epoch.
     pub const fn from_millis(ms: u64) -> Time {
         Time(ms.saturating_mul(1_000_000))
