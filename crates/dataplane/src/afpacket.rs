@@ -1029,8 +1029,8 @@ mod tests {
     use super::*;
     use crate::port::Burst;
     use crate::testnet::{
-        in_veth_ns, is_test_frame, rx_test_frames, test_frame, test_frame_id, NetNs, RawSocket,
-        TEST_ETHERTYPE,
+        eventually, in_veth_ns, is_test_frame, rx_test_frames, test_frame, test_frame_id, NetNs,
+        RawSocket, TEST_ETHERTYPE,
     };
     use std::time::{Duration, Instant};
 
@@ -1324,10 +1324,9 @@ mod tests {
             }
             // Waited for, not slept on: a loaded machine may defer the
             // delivery (softirq) past a fixed 20 ms.
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while port.stats().rx_drops.ring_full == 0 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            eventually(Duration::from_secs(5), || {
+                port.stats().rx_drops.ring_full > 0
+            });
             let drops_while_held = port.stats().rx_drops.ring_full;
             assert!(
                 drops_while_held > 0,
@@ -1508,10 +1507,7 @@ mod tests {
     /// ring, so that what a test sent has arrived before it reads (and an
     /// age gap it sleeps for starts from the arrival, not the send).
     fn wait_waiting(port: &AfPacketPort, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while port.ready_run().0 < n && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        eventually(Duration::from_secs(5), || port.ready_run().0 >= n);
     }
 
     /// Makes `port` treat its backlog as standing from now on.

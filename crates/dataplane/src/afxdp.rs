@@ -839,7 +839,7 @@ mod tests {
     use super::*;
     use crate::port::Burst;
     use crate::testnet::{
-        in_single_queue_veth_ns, rx_test_frames, test_frame, RawSocket, TEST_ETHERTYPE,
+        eventually, in_single_queue_veth_ns, rx_test_frames, test_frame, RawSocket, TEST_ETHERTYPE,
     };
     use std::time::{Duration, Instant};
 
@@ -991,10 +991,9 @@ mod tests {
             }
             // Waited for, not slept on: a loaded machine may defer the
             // delivery (softirq) past a fixed 20 ms.
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while port.stats().rx_drops.ring_full < 12 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            eventually(Duration::from_secs(5), || {
+                port.stats().rx_drops.ring_full >= 12
+            });
             assert!(rx_test_frames(&mut port, 1, Duration::from_millis(50)).is_empty());
             assert_eq!(port.stats().rx_drops.ring_full, 12, "{:?}", port.stats());
             held.clear();

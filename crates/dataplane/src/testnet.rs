@@ -1,6 +1,7 @@
-//! Test helpers for root-only tests: a network namespace named after the
-//! test, removed on drop (also when the test panics), with veth pairs in it,
-//! and a way to run code with the calling thread inside the namespace.
+//! Test helpers: waiting for a condition ([`eventually`]), test frames,
+//! and, for root-only tests, a network namespace named after the test,
+//! removed on drop (also when the test panics), with veth pairs in it, and
+//! a way to run code with the calling thread inside the namespace.
 //!
 //! Tests that need root call [`NetNs::for_test`], which returns `None` (and
 //! prints why) when not root or when `ip` is missing; such tests then pass
@@ -12,6 +13,20 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::port::{Burst, PacketBuf, PortBackend};
+
+/// Polls `f` (every 2 ms) until it returns true or `timeout` passes;
+/// whether it did. What a test waits for instead of a fixed sleep that a
+/// loaded machine can outlast.
+pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    f()
+}
 
 /// True when running as root.
 pub fn is_root() -> bool {

@@ -494,10 +494,7 @@ mod tests {
         // The writer empties the (full) queue before frame 8 comes: waited
         // for, since a loaded machine may not have run it within a fixed
         // 20 ms (frame 8 would then be dropped as the queue is full).
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while c.stats().written < 4 && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        crate::testnet::eventually(Duration::from_secs(10), || c.stats().written >= 4);
         let mut batch = vec![frame(60, 8, Direction::Outbound, 0)];
         assert!(c.push(&mut batch));
         c.stop();

@@ -11,7 +11,7 @@ use crate::port::{
     Burst, LinkState, Outbox, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst,
 };
 use crate::qos::QosSpec;
-use crate::testnet::{test_frame, test_frame_id};
+use crate::testnet::{eventually, test_frame, test_frame_id};
 use crate::wake::Doorbell;
 use std::collections::BTreeMap;
 use std::io;
@@ -665,18 +665,6 @@ fn route() -> Box<dyn BurstProcessor> {
             out.push(to, p);
         }
     })
-}
-
-/// Polls `f` until it returns true or `timeout` passes.
-fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    f()
 }
 
 fn kind(r: io::Result<()>) -> Option<io::ErrorKind> {
