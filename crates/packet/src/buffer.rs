@@ -443,8 +443,7 @@ impl PacketBuf {
     /// constructors set it.
     #[inline]
     pub fn from_lent(mem: Lent, start: usize, end: usize) -> Self {
-        let end = end.min(mem.capacity());
-        let start = start.min(end);
+        let (start, end) = lent_bounds(start, end, mem.capacity());
         PacketBuf {
             store: Store::Lent { mem, end },
             start,
@@ -711,8 +710,7 @@ impl PacketBuf {
         head: usize,
         len: usize,
     ) {
-        let end = head.saturating_add(len).min(cap);
-        let start = head.min(end);
+        let (start, end) = lent_bounds(head, head.saturating_add(len), cap);
         v.reserve(1);
         let at = v.len();
         // SAFETY: `reserve` made room for one more; every field of the
@@ -839,6 +837,13 @@ impl PacketBuf {
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.push_back(bytes.len()).copy_from_slice(bytes);
     }
+}
+
+/// A lent frame's bounds `start..end` cut to a region of `cap` bytes.
+#[inline]
+fn lent_bounds(start: usize, end: usize, cap: usize) -> (usize, usize) {
+    let end = end.min(cap);
+    (start.min(end), end)
 }
 
 /// The metadata of a new buffer holding a `len`-byte frame.

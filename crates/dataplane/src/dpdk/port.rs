@@ -620,8 +620,8 @@ impl PortBackend for DpdkPort {
             // SAFETY: rx_burst handed us these n valid mbufs, which we
             // hand over to the burst.
             unsafe {
-                bytes += u64::from((*m).pkt_len);
                 let mb = &*m;
+                bytes += u64::from(mb.pkt_len);
                 match plain_room(mb) {
                     // As `lend`, but the buffer made where it lands in the
                     // burst (`Burst::push_lent_frame` says why); n <= want

@@ -17,10 +17,11 @@ use super::cycles::StageCycles;
 pub trait BurstProcessor: Send {
     /// Processes `burst`, all received on `in_port` at about `now` (the
     /// time the thread last read, at the end of its previous round or
-    /// wake-up: a clock read per round, not per burst; the burst may be
-    /// drained or left as is; it is cleared afterwards), and puts every packet to send in
-    /// `out` with its output port number (`out` is empty on entry).
-    /// Packets not handed on are dropped (count them yourself).
+    /// wake-up: a clock read per round, not per burst), and puts every
+    /// packet to send in `out` with its output port number (`out` is empty
+    /// on entry). The burst may be drained or left as is; it is cleared
+    /// afterwards. Packets not handed on are dropped (count them
+    /// yourself).
     fn process(&mut self, in_port: u32, burst: &mut Burst, now: Instant, out: &mut Outbox);
 
     /// Called between bursts and on every wake-up, `now` being the time
