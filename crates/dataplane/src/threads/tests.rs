@@ -245,28 +245,59 @@ fn overload_drops(late: bool) {
     assert_eq!((d.no_port, d.port_error), (0, 0));
 }
 
-/// A memory sink whose `tx_burst` goes through `.1` (e.g.
-/// [`one_at_a_time`]).
-struct SinkWith(
-    MemorySink,
-    fn(&mut MemorySink, &mut TxBurst) -> io::Result<usize>,
-);
+/// A port (a memory sink) whose `tx_burst` goes through `send` (e.g.
+/// [`one_at_a_time`], [`slowly`]). With `own_sender` it sends from a
+/// sender of its own (`split_sender`, as a NIC port has), so that its
+/// sends hold up only the thread that sends; without, its one handle is
+/// shared, behind a lock, with the thread that polls its receive side.
+struct SinkWith {
+    port: Box<dyn PortBackend>,
+    send: fn(&mut dyn PortBackend, &mut TxBurst) -> io::Result<usize>,
+    own_sender: bool,
+}
+
+impl SinkWith {
+    /// `sink` as a port that sends through `send`.
+    fn port(
+        sink: MemorySink,
+        send: fn(&mut dyn PortBackend, &mut TxBurst) -> io::Result<usize>,
+        own_sender: bool,
+    ) -> Box<dyn PortBackend> {
+        Box::new(SinkWith {
+            port: Box::new(sink),
+            send,
+            own_sender,
+        })
+    }
+}
 
 impl PortBackend for SinkWith {
     fn name(&self) -> &str {
-        self.0.name()
+        self.port.name()
     }
     fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
-        self.0.rx_burst(out)
+        self.port.rx_burst(out)
     }
     fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        (self.1)(&mut self.0, pkts)
+        (self.send)(self.port.as_mut(), pkts)
     }
     fn link_state(&self) -> LinkState {
-        self.0.link_state()
+        self.port.link_state()
     }
     fn stats(&self) -> PortCounters {
-        self.0.stats()
+        self.port.stats()
+    }
+    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
+        if !self.own_sender {
+            return Ok(None);
+        }
+        Ok(self.port.split_sender()?.map(|port| {
+            Box::new(SinkWith {
+                port,
+                send: self.send,
+                own_sender: true,
+            }) as Box<dyn PortBackend>
+        }))
     }
 }
 
@@ -276,7 +307,8 @@ impl PortBackend for SinkWith {
 /// burst only, and the sink's one handle shared behind a lock with the
 /// RX thread that polls its empty receive side, the RX thread waited out
 /// every send, read no faster than the sink sent, the TX ring never
-/// filled, and CI failed so: [`SlowSink`] sends from a handle of its own.)
+/// filled, and CI failed so: the test's sink sends from a handle of its
+/// own.)
 fn slowly(sink: &mut dyn PortBackend, pkts: &mut TxBurst) -> io::Result<usize> {
     thread_local!(static STALLED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
     if !pkts.is_empty() && !STALLED.with(|s| s.replace(true)) {
@@ -284,35 +316,6 @@ fn slowly(sink: &mut dyn PortBackend, pkts: &mut TxBurst) -> io::Result<usize> {
     }
     std::thread::sleep(Duration::from_micros(300));
     sink.tx_burst(pkts)
-}
-
-/// A memory sink that sends [`slowly`], from a sender of its own
-/// (`split_sender`, as a NIC port has), so that its slowness holds up
-/// only the thread that sends.
-struct SlowSink(Box<dyn PortBackend>);
-
-impl PortBackend for SlowSink {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-    fn rx_burst(&mut self, out: &mut RxBurst) -> io::Result<usize> {
-        self.0.rx_burst(out)
-    }
-    fn tx_burst(&mut self, pkts: &mut TxBurst) -> io::Result<usize> {
-        slowly(self.0.as_mut(), pkts)
-    }
-    fn link_state(&self) -> LinkState {
-        self.0.link_state()
-    }
-    fn stats(&self) -> PortCounters {
-        self.0.stats()
-    }
-    fn split_sender(&self) -> io::Result<Option<Box<dyn PortBackend>>> {
-        Ok(self
-            .0
-            .split_sender()?
-            .map(|s| Box::new(SlowSink(s)) as Box<dyn PortBackend>))
-    }
 }
 
 #[test]
@@ -323,7 +326,7 @@ fn tx_ring_drops_count_against_the_output_port_and_every_packet_is_accounted_for
 
 fn tx_ring_drops(late: bool) {
     let generated = DROP_TEST_FRAMES;
-    let (ports, seen) = gen_to_sink(|sink| Box::new(SlowSink(Box::new(sink))));
+    let (ports, seen) = gen_to_sink(|sink| SinkWith::port(sink, slowly, true));
     let mut c = cfg(ThreadMode::RxWorkerTx, 1);
     c.tx_ring = 64;
     c.queue_delay = QueueDelay::Deep;
@@ -1145,7 +1148,7 @@ fn split_threads_capture_exactly_what_a_port_receives_and_sends() {
 }
 
 /// Takes one packet per `tx_burst` call and leaves the rest.
-fn one_at_a_time(sink: &mut MemorySink, pkts: &mut TxBurst) -> io::Result<usize> {
+fn one_at_a_time(sink: &mut dyn PortBackend, pkts: &mut TxBurst) -> io::Result<usize> {
     let mut one = Burst::with_limit(1);
     if let Some(p) = pkts.drain_front(1).next() {
         let _ = one.push(p);
@@ -1163,7 +1166,7 @@ fn a_frame_the_port_refuses_at_first_is_captured_once_when_it_leaves() {
         let seen = sink_port.handle();
         let ports = vec![PortSpec::new(
             2,
-            Box::new(SinkWith(sink_port, one_at_a_time)),
+            SinkWith::port(sink_port, one_at_a_time, false),
         )];
         let mut t = Threads::start(&cfg(mode, 1), ports, &mut |_| cross()).unwrap();
         let sink = Arc::new(Capture::new("slow").with_snaplen(40));
