@@ -73,11 +73,6 @@ impl Outbox {
         &mut self.pkts
     }
 
-    /// Packet `i` and its port.
-    pub fn get(&self, i: usize) -> Option<(u32, &PacketBuf)> {
-        Some((*self.ports.get(i)?, self.pkts.get(i)?))
-    }
-
     /// The packets with their ports, in order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &PacketBuf)> + '_ {
         self.into_iter()
@@ -108,12 +103,6 @@ impl Outbox {
     pub fn drain_from(&mut self, start: usize) -> impl Iterator<Item = (u32, PacketBuf)> + '_ {
         let start = start.min(self.len());
         self.ports.drain(start..).zip(self.pkts.drain(start..))
-    }
-
-    /// Removes the last packet.
-    pub fn pop(&mut self) -> Option<(u32, PacketBuf)> {
-        let pkt = self.pkts.pop()?;
-        Some((self.ports.pop().unwrap_or_default(), pkt))
     }
 
     /// Drops every packet.
