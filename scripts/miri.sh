@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Miri over the tests of the modules with `unsafe` that can run without
-# system calls: the SPSC ring and the port layer's counters (dataplane),
+# Miri over the tests of the modules with `unsafe` or lock-free handshakes
+# that can run without system calls: the SPSC ring, the port layer's
+# counters and the AF_PACKET ring's slot lending (dataplane),
 # the packet buffer with its lent storage and pool (packet), and the
 # classifier's prefetching subtable. The port
 # backends (packet sockets, AF_XDP, TAP, netlink, eventfd) are system
@@ -22,7 +23,7 @@ rustup toolchain install --profile minimal --component miri,rust-src "$tc" >/dev
 # cases by default, slow when every step is interpreted.
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 export PROPTEST_CASES="${PROPTEST_CASES:-8}"
-cargo +"$tc" miri test -p dataplane --lib -- spsc:: port::
+cargo +"$tc" miri test -p dataplane --lib -- spsc:: port:: afpacket::lend::
 cargo +"$tc" miri test -p packet --lib -- buffer::
 cargo +"$tc" miri test -p classifier --lib -- subtable::
 echo "miri: no undefined behaviour found"

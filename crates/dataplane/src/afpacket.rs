@@ -14,7 +14,7 @@
 //! lends each frame as a [`PacketBuf`] pointing straight into its slot
 //! (see `port` for lent buffers); the slot goes back to the kernel
 //! (`TP_STATUS_KERNEL`) when the buffer is dropped. A per-slot `lent`
-//! flag, set by the reader and cleared by the releaser after the status
+//! state, set by the reader and cleared by the releaser after the status
 //! store, stops the reader from taking a slot whose frame from the
 //! previous lap is still held.
 //!
@@ -64,10 +64,15 @@
 //! also looks ahead (up to 2,048 slots a read, each slot once: the meter
 //! counts every frame once, ahead or in order) and lends sparse frames
 //! *before* the backlog in front of them, marking their slots so that it
-//! passes over them when it gets there (a slot lent ahead and given back
-//! stays the kernel's; the kernel cannot fill it again before the reader
-//! passes it, unless the whole ring filled behind it, and then it holds a
-//! new frame, read as one). A frame of a flow that still has a frame
+//! passes over them when it gets there. A slot lent ahead goes back to
+//! the kernel only once the reader has passed it: dropped before that,
+//! its buffer leaves it the user's (`lend`) and the reader gives it
+//! back as it passes. Given back at once, it would be a hole the kernel
+//! fills out of turn whenever the ring is full (its head then waits right
+//! behind the reader): that frame, newer than the ones after it, was read
+//! in their place, and the reader ended up waiting at an empty slot
+//! while the kernel filled others (a saturated port forwarded 9 kpps
+//! instead of 440 that way). A frame of a flow that still has a frame
 //! waiting in front of it is not lent ahead (per meter bucket: the
 //! position of the last frame left for the reader), so a flow's frames
 //! keep their order. A ping into a flood then waits for no backlog at
@@ -95,7 +100,7 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::port::{
@@ -104,6 +109,9 @@ use crate::port::{
 };
 use crate::sparse::FlowMeter;
 use crate::sys;
+use lend::SlotLend;
+
+mod lend;
 
 /// Smallest frame the port sends (an Ethernet header).
 const MIN_FRAME: usize = 14;
@@ -197,10 +205,11 @@ struct RxRing {
     block_size: usize,
     frame_size: usize,
     frames_per_block: usize,
-    /// Per slot: true from when the reader lends its frame until the
-    /// holder drops it; set only by the reader, cleared only by the
-    /// releaser (after the status store).
-    lent: Box<[AtomicBool]>,
+    /// Per slot: lent from when the reader lends its frame until the
+    /// holder drops it (and, lent ahead, until the reader has passed it
+    /// too); freed only by the one that gives the slot back, after the
+    /// status store.
+    lent: Box<[SlotLend]>,
     /// The RX socket; closed after the ring is unmapped.
     fd: OwnedFd,
 }
@@ -243,7 +252,7 @@ impl RxRing {
     /// it over and it is not lent from an earlier lap.
     fn ready(&self, slot: usize) -> bool {
         match self.lent.get(slot) {
-            Some(lent) if !lent.load(Ordering::Acquire) => {
+            Some(lent) if lent.is_free() => {
                 self.status(slot).load(Ordering::Acquire) & libc::TP_STATUS_USER != 0
             }
             _ => false,
@@ -254,6 +263,23 @@ impl RxRing {
     fn give_back(&self, slot: usize) {
         self.status(slot)
             .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+    }
+
+    /// Gives slot `slot` back to the kernel and frees it for the reader
+    /// (in that order: a reader that sees it free sees the status too).
+    fn give_back_and_free(&self, slot: usize) {
+        if let Some(lent) = self.lent.get(slot) {
+            self.give_back(slot);
+            lent.free();
+        }
+    }
+
+    /// The reader passes slot `slot`, whose frame it lent ahead: gives it
+    /// back if its buffer was dropped meanwhile ([`SlotLend::pass`]).
+    fn pass_lent_ahead(&self, slot: usize) {
+        if self.lent.get(slot).is_some_and(SlotLend::pass) {
+            self.give_back_and_free(slot);
+        }
     }
 
     /// A `T` (`u16` or `u32`) at `off` in slot `slot`'s header, if in
@@ -281,10 +307,10 @@ impl RxRing {
 
 impl BufferLender for RxRing {
     fn release(&self, token: usize) {
-        if let Some(lent) = self.lent.get(token) {
-            // Back to the kernel, then let the reader take the slot again.
-            self.give_back(token);
-            lent.store(false, Ordering::Release);
+        // Lent ahead and not yet passed, it stays the user's: the kernel
+        // must not fill it before the slots in front of it.
+        if self.lent.get(token).is_some_and(SlotLend::release) {
+            self.give_back_and_free(token);
         }
     }
 }
@@ -422,16 +448,17 @@ enum Take {
 const SCAN_AHEAD: usize = 2048;
 
 impl AfPacketPort {
-    /// Moves the reader past slots whose frames were lent early and are
-    /// still lent or already given back (a slot given back that the
-    /// kernel filled again is read as a new frame).
+    /// Moves the reader past slots whose frames were lent early, giving
+    /// back those whose buffers are already dropped
+    /// ([`RxRing::pass_lent_ahead`]).
     fn pass_early(&mut self) {
         let n = self.ahead.len();
         for _ in 0..n {
             let slot = self.next;
-            if self.ahead[slot] != Ahead::Lent || self.ring.ready(slot) {
+            if self.ahead[slot] != Ahead::Lent {
                 return;
             }
+            self.ring.pass_lent_ahead(slot);
             self.ahead[slot] = Ahead::No;
             self.next = (slot + 1) % n;
             self.passed += 1;
@@ -595,7 +622,7 @@ impl AfPacketPort {
             block_size,
             frame_size,
             frames_per_block,
-            lent: (0..slots).map(|_| AtomicBool::new(false)).collect(),
+            lent: (0..slots).map(|_| SlotLend::default()).collect(),
             fd,
         };
         if cfg.promiscuous {
@@ -663,7 +690,7 @@ impl AfPacketPort {
         } else if let Take::SparseOnly = how {
             return Err(Skip::Later(Ahead::No));
         }
-        ring.lent[slot].store(true, Ordering::Relaxed);
+        ring.lent[slot].lend(matches!(how, Take::SparseOnly));
         let lender: Arc<dyn BufferLender> = ring.clone();
         // SAFETY: the region after the slot header to the slot's end belongs
         // to this frame alone (slots do not overlap, and the reader does not
@@ -950,13 +977,13 @@ impl PortBackend for AfPacketPort {
             self.next = (slot + 1) % n;
             self.passed += 1;
             self.scanned = self.scanned.saturating_sub(1);
-            // (A slot lent ahead that the kernel filled again, only when
-            // the whole ring filled behind it, holds a new frame: `Lent`
-            // reads as not looked at.)
-            let seen = match std::mem::replace(&mut self.ahead[slot], Ahead::No) {
-                Ahead::Lent => Ahead::No,
-                seen => seen,
-            };
+            // (`pass_early` passed every slot lent ahead: the kernel
+            // cannot fill one again before that.)
+            let seen = std::mem::replace(&mut self.ahead[slot], Ahead::No);
+            debug_assert!(
+                seen != Ahead::Lent,
+                "slot {slot} read after it was lent ahead"
+            );
             match self.take(slot, Take::InOrder { cutoff_ns, seen }) {
                 Ok(pkt) => {
                     self.counters.rx_packets += 1;
@@ -1252,6 +1279,102 @@ mod tests {
             // The slots lent ahead were passed over, not read twice: more
             // of the flood still goes through.
             pass_through(&mut port, &peer, 7, 10);
+        });
+    }
+
+    /// A frame lent ahead and dropped before the reader passes its slot
+    /// must not give the slot back: in a full ring the kernel's head waits
+    /// right behind the reader and would fill that hole out of turn, so
+    /// the reader would read a newer frame before older ones (and then
+    /// wait at an empty slot while the kernel fills others: a saturated
+    /// port once forwarded 9 kpps instead of 440 that way).
+    #[test]
+    fn a_slot_lent_ahead_is_refilled_only_after_the_reader_passes_it_as_root() {
+        in_veth_ns("afp-hole", "hla", "hlb", || {
+            // No IPv6 neighbour discovery in this tiny ring.
+            for dev in ["hla", "hlb"] {
+                let _ = std::fs::write(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"), "1");
+            }
+            // 4 slots.
+            let mut port = open_one_page_blocks("hla", 2);
+            let peer = RawSocket::bind("hlb");
+            port.set_rx_bound(Some(crate::delay::RxBound {
+                packets: 10,
+                delay: Duration::from_secs(60),
+            }));
+            // One frame at a time: the meter learns that source 7 floods.
+            let mut seq = 0u32;
+            for _ in 0..100 {
+                peer.send(&test_frame(7, seq, 64));
+                seq += 1;
+                assert_eq!(
+                    rx_test_frames(&mut port, 1, Duration::from_secs(5)).len(),
+                    1
+                );
+            }
+            let mut order: Vec<(u8, u32)> = Vec::new();
+            let read = |port: &mut AfPacketPort, limit: usize, order: &mut Vec<(u8, u32)>| {
+                let mut b = Burst::with_limit(limit);
+                port.rx_burst(&mut b).unwrap();
+                order.extend(
+                    b.iter()
+                        .filter(|p| is_test_frame(p.data()))
+                        .filter_map(|p| test_frame_id(p.data())),
+                );
+                // The burst drops here: every slot it lent is released.
+            };
+            // The ring full: two of the flood, a ping, one more of the flood.
+            for f in [
+                test_frame(7, seq, 64),
+                test_frame(7, seq + 1, 64),
+                test_frame(8, 1, 64),
+                test_frame(7, seq + 2, 64),
+            ] {
+                peer.send(&f);
+            }
+            seq += 3;
+            wait_waiting(&port, 4);
+            // The ping is lent ahead of the two in front of it, and dropped.
+            read(&mut port, 1, &mut order);
+            assert_eq!(order, [(8, 1)]);
+            // Read one at a time, send one more each time: the kernel's head
+            // follows the reader round the ring and reaches the ping's slot
+            // before the reader does.
+            let sent_after = seq;
+            for _ in 0..6 {
+                read(&mut port, 1, &mut order);
+                for _ in 0..2 {
+                    let (waiting, drops) = (port.ready_run().0, port.stats().rx_drops.ring_full);
+                    peer.send(&test_frame(7, seq, 64));
+                    seq += 1;
+                    // Landed, or dropped by the kernel (the next slot is
+                    // not its own yet): either way it has arrived.
+                    eventually(Duration::from_secs(5), || {
+                        port.ready_run().0 > waiting || port.stats().rx_drops.ring_full > drops
+                    });
+                }
+            }
+            // What is left, then more one at a time: nothing stalls.
+            for _ in 0..8 {
+                read(&mut port, 4, &mut order);
+            }
+            for _ in 0..20 {
+                peer.send(&test_frame(7, seq, 64));
+                seq += 1;
+                let want = order.len() + 1;
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while order.len() < want && Instant::now() < deadline {
+                    read(&mut port, 4, &mut order);
+                }
+                assert_eq!(order.len(), want, "the reader stalled: {order:?}");
+            }
+            // The flood's frames came in the order they were sent.
+            let flood: Vec<u32> = order.iter().filter(|f| f.0 == 7).map(|f| f.1).collect();
+            assert!(
+                flood.windows(2).all(|w| w[0] < w[1]),
+                "out of order: {flood:?}"
+            );
+            assert!(flood.iter().any(|&s| s >= sent_after), "{flood:?}");
         });
     }
 
