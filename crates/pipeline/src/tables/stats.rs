@@ -2,7 +2,7 @@
 //! the flow, aggregate and table statistics answers.
 
 use super::set::Tables;
-use crate::model::flow_entry::{FlowEntry, FlowId};
+use crate::model::flow_entry::{EntryCounter, FlowEntry, FlowId};
 use crate::model::match_key::MatchKey;
 use crate::Time;
 use ofp::consts::table_no;
@@ -95,17 +95,17 @@ impl Tables {
     /// installation order. Errors: `BAD_REQUEST/BAD_TABLE_ID` for a table
     /// that does not exist, `BAD_MATCH/*` for an invalid match.
     pub fn filter(&self, filter: &FlowFilter) -> Result<Vec<&FlowEntry>, OfpError> {
-        Ok(self.selected(filter, None)?.collect())
+        Ok(self.selected(filter, None)?.map(|(e, _)| e).collect())
     }
 
-    /// The entries [`Tables::filter`] gives, lazily, and only those after
-    /// position `after` when it is given (see
+    /// The entries [`Tables::filter`] gives, lazily, with their counters,
+    /// and only those after position `after` when it is given (see
     /// [`Tables::flow_stats_page`]). Errors as [`Tables::filter`].
     fn selected<'s>(
         &'s self,
         filter: &FlowFilter,
         after: Option<FlowPos>,
-    ) -> Result<impl Iterator<Item = &'s FlowEntry> + 's, OfpError> {
+    ) -> Result<impl Iterator<Item = (&'s FlowEntry, EntryCounter)> + 's, OfpError> {
         if filter.table_id != table_no::ALL && filter.table_id >= self.n_tables() {
             return Err(OfpError::BadRequest(BadRequestCode::BadTableId));
         }
@@ -129,16 +129,21 @@ impl Tables {
                     && after.is_none_or(|(at, _)| *t >= at)
             })
             .flat_map(move |(t, book)| {
-                let ids: Box<dyn Iterator<Item = &FlowId>> = match after {
-                    Some((at, id)) if t == at => Box::new(
-                        book.order
-                            .range((std::ops::Bound::Excluded(id), std::ops::Bound::Unbounded)),
-                    ),
-                    _ => Box::new(book.order.iter()),
+                let from = match after {
+                    Some((at, id)) if t == at => std::ops::Bound::Excluded(id),
+                    _ => std::ops::Bound::Unbounded,
                 };
-                ids.filter_map(move |id| self.entry(*id))
+                // Each id's slot is beside it: no lookup by id.
+                let table = self.table(t);
+                book.order
+                    .range((from, std::ops::Bound::Unbounded))
+                    .filter_map(move |(_, &slot)| {
+                        let e = table?.slot(slot)?;
+                        let c = book.counters.get(slot as usize).copied();
+                        Some((e, c.unwrap_or_default()))
+                    })
             })
-            .filter(move |e| {
+            .filter(move |(e, _)| {
                 e.key.is_within(&key) && passes(e, cookie, cookie_mask, out_port, out_group)
             }))
     }
@@ -168,8 +173,7 @@ impl Tables {
     ) -> Result<(Vec<FlowStats>, Option<FlowPos>), OfpError> {
         let limit = limit.max(1);
         let mut out = Vec::new();
-        for e in self.selected(filter, after)? {
-            let c = self.counter(e.id).unwrap_or_default();
+        for (e, c) in self.selected(filter, after)? {
             out.push(e.flow_stats(&c, now));
             if out.len() >= limit {
                 return Ok((out, Some((e.table_id, e.id))));
@@ -183,8 +187,7 @@ impl Tables {
     /// nothing to that sum.
     pub fn aggregate_stats(&self, filter: &FlowFilter) -> Result<AggregateStats, OfpError> {
         let mut agg = AggregateStats::default();
-        for e in self.filter(filter)? {
-            let c = self.counter(e.id).unwrap_or_default();
+        for (e, c) in self.selected(filter, None)? {
             agg.flow_count = agg.flow_count.saturating_add(1);
             if e.flags & flow_mod_flags::NO_PKT_COUNTS == 0 {
                 agg.packet_count = agg.packet_count.wrapping_add(c.packets);

@@ -70,10 +70,10 @@ impl Tables {
                 table.slot_count() <= book.next_slot as usize,
                 "9: slot count"
             );
-            for id in &book.order {
+            for (id, &slot) in &book.order {
                 let place = self.location.get(id).expect("8: order holds placed ids");
                 assert_eq!(usize::from(place.table), t, "1: location");
-                let slot = place.slot;
+                assert_eq!(place.slot, slot, "8: order's slot");
                 let e = table.slot(slot).expect("9: slot of an entry");
                 assert_eq!(table.fast(slot), Some(&FastEntry::compile(e)), "9: fast");
                 let compiled = FastEntry::compile(e).ops().is_some();
