@@ -99,8 +99,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::port::{
-    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit,
-    TxBurst,
+    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, SharedLender,
+    Transmit, TxBurst,
 };
 use crate::sparse::FlowMeter;
 use crate::sys;
@@ -302,6 +302,8 @@ impl Drop for RxRing {
 pub struct AfPacketPort {
     name: String,
     ring: Arc<RxRing>,
+    /// The ring as the lender of the slots it lends ([`SharedLender`]).
+    lender: SharedLender,
     /// The next slot to read.
     next: usize,
     /// Tells sparse frames from a flood's while the port is bounded.
@@ -524,13 +526,15 @@ impl AfPacketPort {
             Self::open_rx(ifname, ifindex, cfg).map_err(|e| sys::context(e, ctx("RX ring")))?;
         let tx = open_tx_socket(ifindex, cfg.qdisc_bypass)
             .map_err(|e| sys::context(e, ctx("TX socket")))?;
+        let ring = Arc::new(ring);
         Ok(AfPacketPort {
             name: ifname.to_string(),
             ahead: vec![Ahead::No; ring.slots()],
             scanned: 0,
             passed: 0,
             held: Box::new([0; crate::sparse::BUCKETS]),
-            ring: Arc::new(ring),
+            lender: SharedLender::new(ring.clone()),
+            ring,
             next: 0,
             meter: FlowMeter::default(),
             tx: Sender::new(tx),
@@ -664,7 +668,7 @@ impl AfPacketPort {
             return Err(Skip::Later(Ahead::No));
         }
         ring.lent[slot].store(true, Ordering::Relaxed);
-        let lender: Arc<dyn BufferLender> = ring.clone();
+        let lender = self.lender.clone();
         // SAFETY: the region after the slot header to the slot's end belongs
         // to this frame alone (slots do not overlap, and the reader does not
         // take the slot again until this buffer's release clears `lent`);

@@ -48,9 +48,10 @@
 //! A frame a port receives into a ring slot it shares with the kernel (an
 //! AF_PACKET block, an AF_XDP UMEM frame) is lent the same way, through a
 //! reference-counted [`BufferLender`] instead of a static owner
-//! ([`PacketBuf::from_slot`]); the worker copies such a frame into pooled
-//! storage before the pipeline sees it ([`PacketBuf::copy_out_of_slot`]),
-//! so a slow flow cannot pin the kernel's ring.
+//! ([`PacketBuf::from_slot`], the lender held as a thin [`SharedLender`]);
+//! the worker copies such a frame into pooled storage before the pipeline
+//! sees it ([`PacketBuf::copy_out_of_slot`]), so a slow flow cannot pin the
+//! kernel's ring.
 //!
 //! # One buffer from the port to the pipeline and back
 //!
@@ -80,7 +81,6 @@
 use core::fmt;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
-use std::sync::Arc;
 
 use crate::ethernet::ethertype;
 use crate::flow_key::{field, FlowKey};
@@ -90,7 +90,7 @@ mod lent;
 mod outbox;
 pub mod pool;
 
-pub use lent::{BufferLender, Lent, LentOwner};
+pub use lent::{BufferLender, Lent, LentOwner, SharedLender};
 pub use outbox::Outbox;
 
 /// Headroom given to a new buffer (and added when a push runs out).
@@ -663,15 +663,15 @@ impl PacketBuf {
     /// # Safety
     ///
     /// - `ptr..ptr+cap` is valid for reads and writes, and nothing else
-    ///   reads or writes it, until `lender.release(token)` is called (which
-    ///   the buffer does once, when its region is dropped);
+    ///   reads or writes it, until `lender`'s `release(token)` is called
+    ///   (which the buffer does once, when its region is dropped);
     /// - `head + len <= cap`.
     pub unsafe fn from_slot(
         ptr: NonNull<u8>,
         cap: usize,
         head: usize,
         len: usize,
-        lender: Arc<dyn BufferLender>,
+        lender: SharedLender,
         token: usize,
     ) -> Self {
         debug_assert!(head.checked_add(len).is_some_and(|end| end <= cap));
@@ -1351,6 +1351,7 @@ mod tests {
     }
 
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     /// A lender that records which tokens came back.
     struct Recorder {
@@ -1379,7 +1380,7 @@ mod tests {
         head: usize,
         len: usize,
     ) -> PacketBuf {
-        let l: Arc<dyn BufferLender> = lender.clone();
+        let l = SharedLender::new(lender.clone());
         // SAFETY: the test keeps `region` alive and untouched until the buffer
         // is dropped, and head + len <= region.len().
         unsafe {
