@@ -683,7 +683,7 @@ impl AfPacketPort {
                 slot,
             )
         };
-        pkt.meta.timestamp_ns = stamp;
+        pkt.meta.set_timestamp_ns(stamp);
         pkt.meta.wire_len = wire_len;
         // The kernel strips an outer VLAN tag into the frame header before
         // packet sockets see the frame; put it back so the switch sees the
@@ -1132,7 +1132,7 @@ mod tests {
                     "frame {seq}"
                 );
                 assert_eq!(p.meta.wire_len as usize, p.len());
-                assert!(p.meta.timestamp_ns > 0);
+                assert!(p.meta.timestamp_ns() > 0);
             }
             let c = port.stats();
             assert!(c.rx_packets >= 200);

@@ -158,14 +158,17 @@ enum Store {
 
 /// Metadata that travels with a packet from the port that received it
 /// (or the control side that injected it) to the port that sends it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// Seven 32-bit words, so that a [`PacketBuf`] fits in a cache line: the
+/// receive time is split in two, and whether the tunnel key and the output
+/// port are set takes the two top bits of the time (a time is below
+/// [`PacketMeta::MAX_TIMESTAMP_NS`], the year 2116). Hence the accessors
+/// for those three fields.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct PacketMeta {
     /// The port number the dispatcher assigned to the port the packet came
     /// in on (backends leave it 0; the RX thread sets it).
     pub in_port: u32,
-    /// Receive time in nanoseconds since the Unix epoch, when the backend
-    /// knows it (0 otherwise).
-    pub timestamp_ns: u64,
     /// Length of the frame on the wire; larger than the buffer's length when
     /// the backend captured only part of it.
     pub wire_len: u32,
@@ -173,6 +176,54 @@ pub struct PacketMeta {
     /// with queues configured sends it through that queue; other ports
     /// ignore it.
     pub queue_id: u32,
+    /// [`PacketMeta::tunnel_id`]'s value (0 when unset).
+    tunnel: u32,
+    /// [`PacketMeta::out_port`]'s value (0 when unset).
+    out: u32,
+    /// The receive time's low 32 bits.
+    time_lo: u32,
+    /// The receive time's high 30 bits, and [`TUNNEL_SET`] and
+    /// [`OUT_SET`].
+    time_hi: u32,
+}
+
+/// In [`PacketMeta`]'s `time_hi`: the tunnel key is set.
+const TUNNEL_SET: u32 = 1 << 31;
+/// In [`PacketMeta`]'s `time_hi`: the output port is set.
+const OUT_SET: u32 = 1 << 30;
+/// In [`PacketMeta`]'s `time_hi`: the bits of the time.
+const TIME_HI: u32 = OUT_SET - 1;
+
+impl PacketMeta {
+    /// The metadata of a new `len`-byte frame: its wire length (`u32::MAX`
+    /// for a longer one), nothing else set.
+    #[inline(always)]
+    pub fn for_frame(len: usize) -> Self {
+        PacketMeta {
+            wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+            ..PacketMeta::default()
+        }
+    }
+
+    /// The latest receive time a buffer holds (2^62 - 1 ns after the Unix
+    /// epoch, in the year 2116); a later one is kept as this.
+    pub const MAX_TIMESTAMP_NS: u64 = (1 << 62) - 1;
+
+    /// Receive time in nanoseconds since the Unix epoch, when the backend
+    /// knows it (0 otherwise).
+    #[inline]
+    pub fn timestamp_ns(&self) -> u64 {
+        (u64::from(self.time_hi & TIME_HI) << 32) | u64::from(self.time_lo)
+    }
+
+    /// Sets [`Self::timestamp_ns`] (at most [`Self::MAX_TIMESTAMP_NS`]).
+    #[inline]
+    pub fn set_timestamp_ns(&mut self, ns: u64) {
+        let ns = ns.min(Self::MAX_TIMESTAMP_NS);
+        self.time_lo = ns as u32;
+        self.time_hi = (self.time_hi & !TIME_HI) | (ns >> 32) as u32;
+    }
+
     /// Tunnel ports: on receive, the VNI (VXLAN) or key (GRE; 0 without
     /// one) the frame came in with, `Some` on every frame a tunnel port
     /// receives and `None` on every other port's (a patch link clears it),
@@ -180,13 +231,54 @@ pub struct PacketMeta {
     /// port's; on output, the key a `key=flow` tunnel port wraps the frame
     /// in (the low 32 bits of the flow's `tunnel_id`, all a VNI or GRE key
     /// holds; set when not 0, `None` is 0). Other ports ignore it. 32 bits,
-    /// not the match field's 64: this way the field grows every buffer by
-    /// 8 bytes, not 16.
-    pub tunnel_id: Option<u32>,
+    /// not the match field's 64, to keep the buffer in a cache line.
+    #[inline]
+    pub fn tunnel_id(&self) -> Option<u32> {
+        (self.time_hi & TUNNEL_SET != 0).then_some(self.tunnel)
+    }
+
+    /// Sets [`Self::tunnel_id`].
+    #[inline]
+    pub fn set_tunnel_id(&mut self, id: Option<u32>) {
+        self.tunnel = id.unwrap_or(0);
+        self.time_hi = (self.time_hi & !TUNNEL_SET) | if id.is_some() { TUNNEL_SET } else { 0 };
+    }
+
     /// A packet the control side injects (a packet-out's result): the
     /// port the worker sends it to, without running the pipeline. `None`
     /// on every received packet; a worker clears it when it sends one.
-    pub out_port: Option<u32>,
+    #[inline]
+    pub fn out_port(&self) -> Option<u32> {
+        (self.time_hi & OUT_SET != 0).then_some(self.out)
+    }
+
+    /// Sets [`Self::out_port`].
+    #[inline]
+    pub fn set_out_port(&mut self, port: Option<u32>) {
+        self.out = port.unwrap_or(0);
+        self.time_hi = (self.time_hi & !OUT_SET) | if port.is_some() { OUT_SET } else { 0 };
+    }
+
+    /// [`Self::out_port`], cleared.
+    #[inline]
+    pub fn take_out_port(&mut self) -> Option<u32> {
+        let port = self.out_port();
+        self.set_out_port(None);
+        port
+    }
+}
+
+impl fmt::Debug for PacketMeta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacketMeta")
+            .field("in_port", &self.in_port)
+            .field("timestamp_ns", &self.timestamp_ns())
+            .field("wire_len", &self.wire_len)
+            .field("queue_id", &self.queue_id)
+            .field("tunnel_id", &self.tunnel_id())
+            .field("out_port", &self.out_port())
+            .finish()
+    }
 }
 
 /// Error from a buffer operation that would leave the frame's bounds.
@@ -847,12 +939,9 @@ fn lent_bounds(start: usize, end: usize, cap: usize) -> (usize, usize) {
 }
 
 /// The metadata of a new buffer holding a `len`-byte frame.
-#[inline]
+#[inline(always)]
 fn meta_for(len: usize) -> PacketMeta {
-    PacketMeta {
-        wire_len: u32::try_from(len).unwrap_or(u32::MAX),
-        ..PacketMeta::default()
-    }
+    PacketMeta::for_frame(len)
 }
 
 impl AsRef<[u8]> for PacketBuf {
@@ -1339,7 +1428,7 @@ mod tests {
     fn clone_keeps_meta_and_reset_floor_follows_the_length() {
         let mut p = PacketBuf::from_slice(&[0; 60]);
         p.meta.in_port = 3;
-        p.meta.out_port = Some(9);
+        p.meta.set_out_port(Some(9));
         assert_eq!(p.clone().meta, p.meta);
         p.truncate(50);
         p.pad_to_floor();
@@ -1467,6 +1556,62 @@ mod tests {
         assert_eq!(Arc::strong_count(&rec), 1, "the lender's count went down");
         let owned = PacketBuf::from_slice(&[1, 2]);
         assert!(owned.into_frame().unwrap_err().data() == [1, 2]);
+    }
+
+    #[test]
+    fn meta_fields_keep_their_values_apart() {
+        let mut m = PacketMeta::default();
+        assert_eq!(
+            (m.tunnel_id(), m.out_port(), m.timestamp_ns()),
+            (None, None, 0)
+        );
+        m.set_timestamp_ns(u64::MAX);
+        assert_eq!(m.timestamp_ns(), PacketMeta::MAX_TIMESTAMP_NS);
+        assert_eq!((m.tunnel_id(), m.out_port()), (None, None));
+        for id in [Some(0), Some(u32::MAX), None, Some(7)] {
+            for port in [None, Some(u32::MAX), Some(0), Some(3)] {
+                for ns in [
+                    0,
+                    1,
+                    1_700_000_000_123_456_789,
+                    PacketMeta::MAX_TIMESTAMP_NS,
+                ] {
+                    m.set_tunnel_id(id);
+                    m.set_out_port(port);
+                    m.set_timestamp_ns(ns);
+                    assert_eq!(
+                        (m.tunnel_id(), m.out_port(), m.timestamp_ns()),
+                        (id, port, ns)
+                    );
+                    let mut n = PacketMeta::default();
+                    n.set_timestamp_ns(ns);
+                    n.set_out_port(port);
+                    n.set_tunnel_id(id);
+                    assert_eq!(n, m, "equal whatever the order of setting");
+                }
+            }
+        }
+        assert_eq!(m.take_out_port(), Some(3));
+        assert_eq!((m.out_port(), m.tunnel_id()), (None, Some(7)));
+        assert_ne!(
+            m,
+            PacketMeta { tunnel: 0, ..m },
+            "a set key of 0 differs from none"
+        );
+        m.set_tunnel_id(None);
+        m.set_timestamp_ns(0);
+        assert_eq!(m, PacketMeta::default(), "cleared fields compare as unset");
+        let shown = format!(
+            "{:?}",
+            PacketMeta {
+                in_port: 2,
+                ..PacketMeta::default()
+            }
+        );
+        assert!(
+            shown.contains("in_port: 2") && shown.contains("tunnel_id: None"),
+            "{shown}"
+        );
     }
 
     #[test]
