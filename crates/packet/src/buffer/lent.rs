@@ -221,7 +221,7 @@ impl Lent {
     }
 
     /// Whether `owner` lent this region (compares the statics' addresses;
-    /// a shared lender's word, with [`SHARED`] set, is never one).
+    /// a shared lender's owner word, its low bit set, is never one).
     #[inline]
     pub fn is_from(&self, owner: &'static LentOwner) -> bool {
         self.owner == static_owner(owner)
@@ -256,19 +256,42 @@ impl Lent {
     }
 
     /// The parts (base, capacity, token, owner word), the duty to give the
-    /// region back now the caller's.
+    /// region back now the caller's ([`Lent::from_raw`] takes them back).
     #[inline(always)]
-    fn into_raw(self) -> (NonNull<u8>, usize, usize, NonNull<u8>) {
+    pub(super) fn into_raw(self) -> (NonNull<u8>, usize, usize, NonNull<u8>) {
         let me = core::mem::ManuallyDrop::new(self);
         (me.base, me.cap, me.token, me.owner)
+    }
+
+    /// A `Lent` from the parts [`Lent::into_raw`] gave.
+    ///
+    /// # Safety
+    ///
+    /// The parts came from one [`Lent::into_raw`] (or from [`Lent::new`]'s
+    /// arguments, `owner` as [`static_owner`] makes it, under
+    /// [`Lent::new`]'s contract), with a capacity no larger than it gave,
+    /// and no other `Lent` is made from them.
+    #[inline(always)]
+    pub(super) unsafe fn from_raw(
+        base: NonNull<u8>,
+        cap: usize,
+        token: usize,
+        owner: NonNull<u8>,
+    ) -> Lent {
+        Lent {
+            base,
+            cap,
+            token,
+            owner,
+        }
     }
 }
 
 impl Drop for Lent {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: the owner word is this value's (made by `new` or
-        // `shared`), dropped once.
+        // SAFETY: the owner word is this value's (made by `new`/`shared`
+        // or handed over with `from_raw`), dropped once.
         unsafe { release(self.owner, self.token) }
     }
 }
