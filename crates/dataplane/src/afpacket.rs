@@ -104,8 +104,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::port::{
-    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, Transmit,
-    TxBurst,
+    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SendOnly, SharedLender,
+    Transmit, TxBurst,
 };
 use crate::sparse::FlowMeter;
 use crate::sys;
@@ -328,6 +328,8 @@ impl Drop for RxRing {
 pub struct AfPacketPort {
     name: String,
     ring: Arc<RxRing>,
+    /// The ring as the lender of the slots it lends ([`SharedLender`]).
+    lender: SharedLender,
     /// The next slot to read.
     next: usize,
     /// Tells sparse frames from a flood's while the port is bounded.
@@ -551,13 +553,15 @@ impl AfPacketPort {
             Self::open_rx(ifname, ifindex, cfg).map_err(|e| sys::context(e, ctx("RX ring")))?;
         let tx = open_tx_socket(ifindex, cfg.qdisc_bypass)
             .map_err(|e| sys::context(e, ctx("TX socket")))?;
+        let ring = Arc::new(ring);
         Ok(AfPacketPort {
             name: ifname.to_string(),
             ahead: vec![Ahead::No; ring.slots()],
             scanned: 0,
             passed: 0,
             held: Box::new([0; crate::sparse::BUCKETS]),
-            ring: Arc::new(ring),
+            lender: SharedLender::new(ring.clone()),
+            ring,
             next: 0,
             meter: FlowMeter::default(),
             tx: Sender::new(tx),
@@ -691,7 +695,7 @@ impl AfPacketPort {
             return Err(Skip::Later(Ahead::No));
         }
         ring.lent[slot].lend(matches!(how, Take::SparseOnly));
-        let lender: Arc<dyn BufferLender> = ring.clone();
+        let lender = self.lender.clone();
         // SAFETY: the region after the slot header to the slot's end belongs
         // to this frame alone (slots do not overlap, and the reader does not
         // take the slot again until this buffer's release clears `lent`);
@@ -706,7 +710,7 @@ impl AfPacketPort {
                 slot,
             )
         };
-        pkt.meta.timestamp_ns = stamp;
+        pkt.meta.set_timestamp_ns(stamp);
         pkt.meta.wire_len = wire_len;
         // The kernel strips an outer VLAN tag into the frame header before
         // packet sockets see the frame; put it back so the switch sees the
@@ -1155,7 +1159,7 @@ mod tests {
                     "frame {seq}"
                 );
                 assert_eq!(p.meta.wire_len as usize, p.len());
-                assert!(p.meta.timestamp_ns > 0);
+                assert!(p.meta.timestamp_ns() > 0);
             }
             let c = port.stats();
             assert!(c.rx_packets >= 200);

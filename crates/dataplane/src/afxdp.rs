@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::port::{
-    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, TxBurst,
+    BufferLender, LinkState, PacketBuf, PortBackend, PortCounters, RxBurst, SharedLender, TxBurst,
 };
 use crate::sys;
 
@@ -468,6 +468,8 @@ pub struct AfXdpPort {
     tx: Ring,
     fd: OwnedFd,
     umem: Arc<Umem>,
+    /// The UMEM as the lender of the frames it lends ([`SharedLender`]).
+    lender: SharedLender,
     rx_frames: u32,
     tx_free: Vec<u64>,
     zero_copy: bool,
@@ -623,6 +625,7 @@ impl AfXdpPort {
             rx,
             tx,
             fd,
+            lender: SharedLender::new(umem.clone()),
             umem,
             rx_frames: half,
             tx_free,
@@ -731,7 +734,7 @@ impl PortBackend for AfXdpPort {
                 self.counters.rx_drops.malformed += 1;
                 continue;
             }
-            let lender: Arc<dyn BufferLender> = self.umem.clone();
+            let lender = self.lender.clone();
             // SAFETY: frame < rx_frames, so [frame*fs, frame*fs + fs) is inside
             // the UMEM; the kernel handed it to us on the RX ring and will not
             // touch it until we put it back on the fill ring, which happens

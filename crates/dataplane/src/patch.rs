@@ -116,7 +116,7 @@ impl PortBackend for PatchPort {
         let bytes: u64 = pkts.pkts_mut()[..room]
             .iter_mut()
             .map(|p| {
-                p.meta.tunnel_id = None;
+                p.meta.set_tunnel_id(None);
                 p.len() as u64
             })
             .sum();

@@ -131,7 +131,7 @@ impl PortBackend for PcapReplay {
                         continue;
                     }
                     let mut pkt = PacketBuf::with_headroom(&self.scratch, DEFAULT_HEADROOM);
-                    pkt.meta.timestamp_ns = rec.timestamp_ns;
+                    pkt.meta.set_timestamp_ns(rec.timestamp_ns);
                     self.counters.rx_packets += 1;
                     self.counters.rx_bytes += pkt.len() as u64;
                     let _ = out.push(pkt);
@@ -369,7 +369,7 @@ mod tests {
         let got = drain_all(&mut rp);
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].data(), &a[..]);
-        assert_eq!(got[0].meta.timestamp_ns, 10_000_005_000);
+        assert_eq!(got[0].meta.timestamp_ns(), 10_000_005_000);
         assert_eq!(got[1].data(), &c[..]);
         let s = rp.stats();
         assert_eq!(s.rx_drops.truncated, 1);
@@ -468,7 +468,7 @@ mod tests {
         let got = drain_all(&mut rp);
         let firsts: Vec<u8> = got.iter().map(|p| p.data()[0]).collect();
         assert_eq!(firsts, vec![0, 1, 2, 0, 1, 2]);
-        assert_eq!(got[1].meta.timestamp_ns, 1);
+        assert_eq!(got[1].meta.timestamp_ns(), 1);
     }
 
     #[test]

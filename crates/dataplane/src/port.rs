@@ -57,7 +57,7 @@ pub const DEFAULT_BURST: usize = 32;
 /// several pushed headers (PBB is 18 bytes, a VLAN tag 4, an MPLS label 4).
 pub const DEFAULT_HEADROOM: usize = 128;
 
-pub use packet::buffer::{BufError, BufferLender, Outbox, PacketBuf, PacketMeta};
+pub use packet::buffer::{BufError, BufferLender, Outbox, PacketBuf, PacketMeta, SharedLender};
 
 /// A bounded batch of packets moving through a port or a ring.
 #[derive(Debug)]

@@ -450,7 +450,7 @@ impl Sender {
                 counters.tx_drops.oversize += 1;
             } else {
                 let mut hdr = [0u8; MAX_OVERHEAD];
-                let key = tx_key(&self.cfg, p.meta.tunnel_id);
+                let key = tx_key(&self.cfg, p.meta.tunnel_id());
                 let hl = encap_header_keyed(&self.cfg, key, inner, 0, &mut hdr);
                 self.scratch[..hl].copy_from_slice(&hdr[..hl]);
                 self.scratch[hl..hl + inner.len()].copy_from_slice(inner);
@@ -568,7 +568,7 @@ impl PortBackend for TunnelPort {
                 Ok((n, Ok(d))) => {
                     let frame = &self.scratch[d.at..n];
                     let mut pkt = PacketBuf::with_headroom(frame, DEFAULT_HEADROOM);
-                    pkt.meta.tunnel_id = Some(d.key);
+                    pkt.meta.set_tunnel_id(Some(d.key));
                     self.counters.rx_packets += 1;
                     self.counters.rx_bytes += frame.len() as u64;
                     let _ = out.push(pkt);
@@ -773,7 +773,7 @@ mod tests {
                 let got: Vec<Vec<u8>> = rx_test_frames(&mut b, 6, Duration::from_secs(10))
                     .iter()
                     .map(|p| {
-                        assert_eq!(p.meta.tunnel_id, Some(7), "{kind:?}");
+                        assert_eq!(p.meta.tunnel_id(), Some(7), "{kind:?}");
                         p.data().to_vec()
                     })
                     .collect();
@@ -799,13 +799,13 @@ mod tests {
                 let mut b = TunnelPort::open("b", &flow(two, one)).unwrap();
                 for (seq, id) in [(0u16, Some(42u32)), (1, Some(43)), (2, None)] {
                     let mut p = PacketBuf::from_slice(&test_frame(1, seq.into(), 100));
-                    p.meta.tunnel_id = id;
+                    p.meta.set_tunnel_id(id);
                     burst.push(p).unwrap();
                 }
                 assert_eq!(a.tx_burst(&mut burst).unwrap(), 3);
                 let got: Vec<_> = rx_test_frames(&mut b, 3, Duration::from_secs(10))
                     .iter()
-                    .map(|p| (p.data().to_vec(), p.meta.tunnel_id))
+                    .map(|p| (p.data().to_vec(), p.meta.tunnel_id()))
                     .collect();
                 let want: Vec<_> = [(0, 42), (1, 43), (2, 0)]
                     .into_iter()

@@ -48,9 +48,21 @@
 //! A frame a port receives into a ring slot it shares with the kernel (an
 //! AF_PACKET block, an AF_XDP UMEM frame) is lent the same way, through a
 //! reference-counted [`BufferLender`] instead of a static owner
-//! ([`PacketBuf::from_slot`]); the worker copies such a frame into pooled
-//! storage before the pipeline sees it ([`PacketBuf::copy_out_of_slot`]),
-//! so a slow flow cannot pin the kernel's ring.
+//! ([`PacketBuf::from_slot`], the lender held as a thin [`SharedLender`]);
+//! the worker copies such a frame into pooled storage before the pipeline
+//! sees it ([`PacketBuf::copy_out_of_slot`]), so a slow flow cannot pin the
+//! kernel's ring.
+//!
+//! # One cache line
+//!
+//! A buffer is built and moved once per packet on the fast path (a DPDK
+//! receive builds it where it lands in the burst), so it is one cache line:
+//! 64 bytes, aligned to 64. The storage is kept as raw parts (a pointer,
+//! the vector's capacity or the region's token, the region's owner as one
+//! tagged word, and 32-bit capacity, end and start; see [`PacketBuf`]),
+//! the floor is a bit of the owner word, and [`PacketMeta`] is seven
+//! 32-bit words. Offsets are 32-bit: a buffer holds at most
+//! [`MAX_STORAGE`] bytes, which no frame comes near.
 //!
 //! # One buffer from the port to the pipeline and back
 //!
@@ -78,9 +90,8 @@
 //! gives back exactly the frame it started from.
 
 use core::fmt;
-use core::ops::{Deref, DerefMut};
+use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-use std::sync::Arc;
 
 use crate::ethernet::ethertype;
 use crate::flow_key::{field, FlowKey};
@@ -90,7 +101,7 @@ mod lent;
 mod outbox;
 pub mod pool;
 
-pub use lent::{BufferLender, Lent, LentOwner};
+pub use lent::{BufferLender, Lent, LentOwner, SharedLender};
 pub use outbox::Outbox;
 
 /// Headroom given to a new buffer (and added when a push runs out).
@@ -99,44 +110,12 @@ pub const DEFAULT_HEADROOM: usize = 64;
 /// Ethernet's minimum frame length, without the frame check sequence.
 pub const MIN_FRAME_LEN: usize = 60;
 
-/// The length pops pad a frame of `len` bytes back to.
-fn floor_of(len: usize) -> usize {
-    if len >= MIN_FRAME_LEN {
-        MIN_FRAME_LEN
-    } else {
-        0
-    }
-}
-
-/// A vector that goes back to [`pool`] when dropped.
-struct Pooled(Vec<u8>);
-
-impl Pooled {
-    /// The vector, taken out without recycling it.
-    fn into_inner(self) -> Vec<u8> {
-        let mut me = core::mem::ManuallyDrop::new(self);
-        core::mem::take(&mut me.0)
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        pool::give(core::mem::take(&mut self.0));
-    }
-}
-
-impl Deref for Pooled {
-    type Target = Vec<u8>;
-    fn deref(&self) -> &Vec<u8> {
-        &self.0
-    }
-}
-
-impl DerefMut for Pooled {
-    fn deref_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.0
-    }
-}
+/// The most bytes a buffer's storage holds (headroom and frame): offsets
+/// are 32-bit so that a [`PacketBuf`] fits in a cache line. Frames are far
+/// shorter (an OpenFlow message, a capture record or an MTU bounds every
+/// source); a constructor given more cuts the frame to fit, and a lent
+/// region larger than this is used up to this size.
+pub const MAX_STORAGE: usize = u32::MAX as usize;
 
 /// An empty vector with room for `cap` bytes: a recycled one when a pooled
 /// vector holds that many, else a new allocation.
@@ -148,24 +127,19 @@ fn room_for(cap: usize) -> Vec<u8> {
     }
 }
 
-/// Where a [`PacketBuf`]'s bytes live.
-enum Store {
-    /// A vector the buffer owns; the packet ends at its end.
-    Owned(Pooled),
-    /// A lent region; the packet ends at `end` (`end <= mem.capacity()`).
-    Lent { mem: Lent, end: usize },
-}
-
 /// Metadata that travels with a packet from the port that received it
 /// (or the control side that injected it) to the port that sends it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// Seven 32-bit words, so that a [`PacketBuf`] fits in a cache line: the
+/// receive time is split in two, and whether the tunnel key and the output
+/// port are set takes the two top bits of the time (a time is below
+/// [`PacketMeta::MAX_TIMESTAMP_NS`], the year 2116). Hence the accessors
+/// for those three fields.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct PacketMeta {
     /// The port number the dispatcher assigned to the port the packet came
     /// in on (backends leave it 0; the RX thread sets it).
     pub in_port: u32,
-    /// Receive time in nanoseconds since the Unix epoch, when the backend
-    /// knows it (0 otherwise).
-    pub timestamp_ns: u64,
     /// Length of the frame on the wire; larger than the buffer's length when
     /// the backend captured only part of it.
     pub wire_len: u32,
@@ -173,6 +147,54 @@ pub struct PacketMeta {
     /// with queues configured sends it through that queue; other ports
     /// ignore it.
     pub queue_id: u32,
+    /// [`PacketMeta::tunnel_id`]'s value (0 when unset).
+    tunnel: u32,
+    /// [`PacketMeta::out_port`]'s value (0 when unset).
+    out: u32,
+    /// The receive time's low 32 bits.
+    time_lo: u32,
+    /// The receive time's high 30 bits, and [`TUNNEL_SET`] and
+    /// [`OUT_SET`].
+    time_hi: u32,
+}
+
+/// In [`PacketMeta`]'s `time_hi`: the tunnel key is set.
+const TUNNEL_SET: u32 = 1 << 31;
+/// In [`PacketMeta`]'s `time_hi`: the output port is set.
+const OUT_SET: u32 = 1 << 30;
+/// In [`PacketMeta`]'s `time_hi`: the bits of the time.
+const TIME_HI: u32 = OUT_SET - 1;
+
+impl PacketMeta {
+    /// The metadata of a new `len`-byte frame: its wire length (`u32::MAX`
+    /// for a longer one), nothing else set.
+    #[inline(always)]
+    pub fn for_frame(len: usize) -> Self {
+        PacketMeta {
+            wire_len: u32::try_from(len).unwrap_or(u32::MAX),
+            ..PacketMeta::default()
+        }
+    }
+
+    /// The latest receive time a buffer holds (2^62 - 1 ns after the Unix
+    /// epoch, in the year 2116); a later one is kept as this.
+    pub const MAX_TIMESTAMP_NS: u64 = (1 << 62) - 1;
+
+    /// Receive time in nanoseconds since the Unix epoch, when the backend
+    /// knows it (0 otherwise).
+    #[inline]
+    pub fn timestamp_ns(&self) -> u64 {
+        (u64::from(self.time_hi & TIME_HI) << 32) | u64::from(self.time_lo)
+    }
+
+    /// Sets [`Self::timestamp_ns`] (at most [`Self::MAX_TIMESTAMP_NS`]).
+    #[inline]
+    pub fn set_timestamp_ns(&mut self, ns: u64) {
+        let ns = ns.min(Self::MAX_TIMESTAMP_NS);
+        self.time_lo = ns as u32;
+        self.time_hi = (self.time_hi & !TIME_HI) | (ns >> 32) as u32;
+    }
+
     /// Tunnel ports: on receive, the VNI (VXLAN) or key (GRE; 0 without
     /// one) the frame came in with, `Some` on every frame a tunnel port
     /// receives and `None` on every other port's (a patch link clears it),
@@ -180,13 +202,54 @@ pub struct PacketMeta {
     /// port's; on output, the key a `key=flow` tunnel port wraps the frame
     /// in (the low 32 bits of the flow's `tunnel_id`, all a VNI or GRE key
     /// holds; set when not 0, `None` is 0). Other ports ignore it. 32 bits,
-    /// not the match field's 64: this way the field grows every buffer by
-    /// 8 bytes, not 16.
-    pub tunnel_id: Option<u32>,
+    /// not the match field's 64, to keep the buffer in a cache line.
+    #[inline]
+    pub fn tunnel_id(&self) -> Option<u32> {
+        (self.time_hi & TUNNEL_SET != 0).then_some(self.tunnel)
+    }
+
+    /// Sets [`Self::tunnel_id`].
+    #[inline]
+    pub fn set_tunnel_id(&mut self, id: Option<u32>) {
+        self.tunnel = id.unwrap_or(0);
+        self.time_hi = (self.time_hi & !TUNNEL_SET) | if id.is_some() { TUNNEL_SET } else { 0 };
+    }
+
     /// A packet the control side injects (a packet-out's result): the
     /// port the worker sends it to, without running the pipeline. `None`
     /// on every received packet; a worker clears it when it sends one.
-    pub out_port: Option<u32>,
+    #[inline]
+    pub fn out_port(&self) -> Option<u32> {
+        (self.time_hi & OUT_SET != 0).then_some(self.out)
+    }
+
+    /// Sets [`Self::out_port`].
+    #[inline]
+    pub fn set_out_port(&mut self, port: Option<u32>) {
+        self.out = port.unwrap_or(0);
+        self.time_hi = (self.time_hi & !OUT_SET) | if port.is_some() { OUT_SET } else { 0 };
+    }
+
+    /// [`Self::out_port`], cleared.
+    #[inline]
+    pub fn take_out_port(&mut self) -> Option<u32> {
+        let port = self.out_port();
+        self.set_out_port(None);
+        port
+    }
+}
+
+impl fmt::Debug for PacketMeta {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PacketMeta")
+            .field("in_port", &self.in_port)
+            .field("timestamp_ns", &self.timestamp_ns())
+            .field("wire_len", &self.wire_len)
+            .field("queue_id", &self.queue_id)
+            .field("tunnel_id", &self.tunnel_id())
+            .field("out_port", &self.out_port())
+            .finish()
+    }
 }
 
 /// Error from a buffer operation that would leave the frame's bounds.
@@ -215,15 +278,68 @@ impl std::error::Error for BufError {}
 
 /// A packet in a `Vec<u8>` or a [`Lent`] region, with headroom in front,
 /// and its metadata (see the module comment).
+///
+/// One cache line (64 bytes, aligned to 64): the storage is kept as raw
+/// parts, not as a `Vec` or a [`Lent`] beside a tag, and is one of
+///
+/// - owned: `tag`'s address part is null, and `(ptr, end, word)` are the
+///   pointer, length and capacity of a `Vec<u8>` the buffer owns (given
+///   back to [`pool`] when it is dropped); `cap` is unused;
+/// - lent: `tag`'s address part is a [`Lent`]'s owner word, and
+///   `(ptr, cap, word, owner word)` are the base, capacity, token and owner
+///   of a [`Lent`] the buffer owns (`Lent::into_raw`), with `end <= cap`.
+///
+/// In both, `start <= end <= MAX_STORAGE`, and bit `FLOOR` of `tag` is
+/// the floor ([`PacketBuf::pad_to_floor`]).
+#[repr(align(64))]
 pub struct PacketBuf {
-    store: Store,
-    start: usize,
-    /// The shortest the packet may leave: [`MIN_FRAME_LEN`] if the buffer
-    /// was made from a frame at least that long, else 0.
-    floor: usize,
+    /// The vector's pointer, or the lent region's base.
+    ptr: NonNull<u8>,
+    /// The vector's capacity, or the lent region's token.
+    word: usize,
+    /// The lent region's owner word (null for an owned vector), and
+    /// [`FLOOR`].
+    tag: *const u8,
+    /// The lent region's capacity (at most [`MAX_STORAGE`]).
+    cap: u32,
+    /// Where the packet ends in the storage.
+    end: u32,
+    /// Where the packet starts in the storage (the headroom).
+    start: u32,
     /// What travels with the packet (set by the backend, the dispatcher,
     /// the pipeline and the control side).
     pub meta: PacketMeta,
+}
+
+/// In a [`PacketBuf`]'s `tag`: the packet may not leave shorter than
+/// [`MIN_FRAME_LEN`] (it was made from a frame at least that long); clear:
+/// no floor. Bit 1, which an owner word leaves free ([`lent::LOW_BITS`]).
+const FLOOR: usize = 2;
+const _: () = assert!(FLOOR & lent::LOW_BITS == FLOOR && FLOOR & lent::SHARED == 0);
+
+// SAFETY: a buffer's storage is an owned `Vec<u8>` (Send and Sync) or a
+// `Lent` (Send and Sync, see its impls) kept as raw parts; `tag` is an
+// owner word, a `Lent`'s part; nothing is tied to a thread.
+unsafe impl Send for PacketBuf {}
+// SAFETY: as for Send; shared references only read.
+unsafe impl Sync for PacketBuf {}
+
+/// The floor bit for a buffer made from a `len`-byte frame (see the module
+/// comment).
+#[inline(always)]
+fn floor_bit(len: usize) -> usize {
+    if len >= MIN_FRAME_LEN {
+        FLOOR
+    } else {
+        0
+    }
+}
+
+/// A value for `tag`: the owner word `owner` (null: owned) with the floor
+/// bit `floor`.
+#[inline(always)]
+fn tag_of(owner: *const u8, floor: usize) -> *const u8 {
+    owner.wrapping_add(floor)
 }
 
 impl Clone for PacketBuf {
@@ -233,11 +349,17 @@ impl Clone for PacketBuf {
         let region = self.region();
         let mut v = room_for(region.len());
         v.extend_from_slice(region);
-        PacketBuf {
-            store: Store::Owned(Pooled(v)),
-            start: self.start,
-            floor: self.floor,
-            meta: self.meta,
+        PacketBuf::owned(v, self.start(), self.floor_bits(), self.meta)
+    }
+}
+
+impl Drop for PacketBuf {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(lent) = self.take_lent() {
+            drop(lent);
+        } else if self.word != 0 {
+            pool::give(self.take_vec());
         }
     }
 }
@@ -246,7 +368,9 @@ impl PartialEq for PacketBuf {
     /// Same bytes (headroom included), same offset, same floor (the
     /// metadata is not compared).
     fn eq(&self, other: &Self) -> bool {
-        self.start == other.start && self.floor == other.floor && self.region() == other.region()
+        self.start == other.start
+            && self.floor_bits() == other.floor_bits()
+            && self.region() == other.region()
     }
 }
 
@@ -257,7 +381,7 @@ impl fmt::Debug for PacketBuf {
         f.debug_struct("PacketBuf")
             .field("data", &self.as_slice())
             .field("headroom", &self.start)
-            .field("floor", &self.floor)
+            .field("floor", &self.floor())
             .field("lent", &self.is_lent())
             .field("meta", &self.meta)
             .finish()
@@ -265,30 +389,115 @@ impl fmt::Debug for PacketBuf {
 }
 
 impl PacketBuf {
-    /// Copies `pkt` into a new buffer with `headroom` bytes in front.
+    /// A buffer owning `v`, the packet at `v[start..]` (see [`MAX_STORAGE`]
+    /// for a longer vector), with the floor bit `floor`.
+    #[inline]
+    fn owned(v: Vec<u8>, start: usize, floor: usize, meta: PacketMeta) -> Self {
+        let mut b = PacketBuf {
+            ptr: NonNull::dangling(),
+            word: 0,
+            tag: tag_of(core::ptr::null(), floor),
+            cap: 0,
+            end: 0,
+            start: 0,
+            meta,
+        };
+        b.put_vec(v, start);
+        b
+    }
+
+    /// Takes out an owned buffer's vector, leaving it an empty one.
+    #[inline]
+    fn take_vec(&mut self) -> Vec<u8> {
+        debug_assert!(!self.is_lent());
+        // SAFETY: an owned buffer's (ptr, end, word) are the parts of a
+        // vector it owns (the type's invariant); it is left holding none
+        // (a dangling pointer, capacity 0), so the vector has one owner.
+        let v = unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.end as usize, self.word) };
+        self.ptr = NonNull::dangling();
+        self.word = 0;
+        self.end = 0;
+        self.start = 0;
+        v
+    }
+
+    /// Makes an empty owned buffer ([`Self::take_vec`], [`Self::take_lent`])
+    /// own `v`, the packet at `v[start..]`. A vector longer than
+    /// [`MAX_STORAGE`] is cut to it (no source makes one), and `start` to
+    /// its end.
+    #[inline]
+    fn put_vec(&mut self, v: Vec<u8>, start: usize) {
+        debug_assert!(!self.is_lent() && self.word == 0);
+        let mut v = ManuallyDrop::new(v);
+        v.truncate(MAX_STORAGE);
+        // SAFETY: a vector's pointer is never null (dangling, not null,
+        // without capacity).
+        self.ptr = unsafe { NonNull::new_unchecked(v.as_mut_ptr()) };
+        self.word = v.capacity();
+        self.end = v.len() as u32;
+        self.start = start.min(v.len()) as u32;
+    }
+
+    /// Takes out a lent buffer's region, leaving an empty owned buffer with
+    /// the same floor; `None` for an owned buffer.
+    #[inline(always)]
+    fn take_lent(&mut self) -> Option<Lent> {
+        let floor = self.floor_bits();
+        let owner = NonNull::new(self.tag.wrapping_sub(floor).cast_mut())?;
+        // SAFETY: a lent buffer's (ptr, cap, word, owner word) are the
+        // parts of a `Lent` it owns (the type's invariant); it is left
+        // owned and empty, so the `Lent` has one owner.
+        let lent = unsafe { Lent::from_raw(self.ptr, self.cap as usize, self.word, owner) };
+        self.ptr = NonNull::dangling();
+        self.word = 0;
+        self.tag = tag_of(core::ptr::null(), floor);
+        self.cap = 0;
+        self.end = 0;
+        self.start = 0;
+        Some(lent)
+    }
+
+    /// The floor bit ([`FLOOR`] or 0).
+    #[inline(always)]
+    fn floor_bits(&self) -> usize {
+        self.tag as usize & FLOOR
+    }
+
+    /// The shortest the packet may leave: [`MIN_FRAME_LEN`] if the buffer
+    /// was made from a frame at least that long, else 0.
+    #[inline]
+    fn floor(&self) -> usize {
+        if self.floor_bits() != 0 {
+            MIN_FRAME_LEN
+        } else {
+            0
+        }
+    }
+
+    /// Where the packet starts in the storage.
+    #[inline(always)]
+    fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    /// Copies `pkt` into a new buffer with `headroom` bytes in front (a
+    /// frame longer than [`MAX_STORAGE`] allows is cut).
     pub fn with_headroom(pkt: &[u8], headroom: usize) -> Self {
-        let mut data = room_for(headroom.saturating_add(pkt.len()));
+        let headroom = headroom.min(MAX_STORAGE);
+        let pkt = &pkt[..pkt.len().min(MAX_STORAGE - headroom)];
+        let mut data = room_for(headroom + pkt.len());
         data.resize(headroom, 0);
         data.extend_from_slice(pkt);
-        PacketBuf {
-            store: Store::Owned(Pooled(data)),
-            start: headroom,
-            floor: floor_of(pkt.len()),
-            meta: meta_for(pkt.len()),
-        }
+        PacketBuf::owned(data, headroom, floor_bit(pkt.len()), meta_for(pkt.len()))
     }
 
     /// An empty owned buffer with `headroom` bytes in front and room for a
     /// frame of `capacity` bytes after it.
     pub fn new(headroom: usize, capacity: usize) -> Self {
+        let headroom = headroom.min(MAX_STORAGE);
         let mut data = room_for(headroom.saturating_add(capacity));
         data.resize(headroom, 0);
-        PacketBuf {
-            store: Store::Owned(Pooled(data)),
-            start: headroom,
-            floor: 0,
-            meta: PacketMeta::default(),
-        }
+        PacketBuf::owned(data, headroom, 0, PacketMeta::default())
     }
 
     /// Copies `pkt` into a new buffer with [`DEFAULT_HEADROOM`].
@@ -297,79 +506,82 @@ impl PacketBuf {
     }
 
     /// Takes a vector holding a packet (no headroom: the first push
-    /// reallocates).
+    /// reallocates; one longer than [`MAX_STORAGE`] is cut).
     pub fn from_vec(v: Vec<u8>) -> Self {
-        let floor = floor_of(v.len());
-        let meta = meta_for(v.len());
-        PacketBuf {
-            store: Store::Owned(Pooled(v)),
-            start: 0,
-            floor,
-            meta,
-        }
+        let len = v.len().min(MAX_STORAGE);
+        PacketBuf::owned(v, 0, floor_bit(len), meta_for(len))
     }
 
     /// The storage up to the packet's end (headroom included).
     #[inline]
     fn region(&self) -> &[u8] {
-        match &self.store {
-            Store::Owned(v) => &v.0,
-            Store::Lent { mem, end } => mem.bytes().get(..*end).unwrap_or(&[]),
-        }
+        // SAFETY: owned, `ptr` holds `end` initialised bytes (a vector's
+        // pointer and length); lent, `end <= cap` bytes of the region,
+        // which is the buffer's until its `Lent` is dropped (the type's
+        // invariant).
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.end as usize) }
     }
 
     /// The storage up to the packet's end, writable.
     #[inline]
     fn region_mut(&mut self) -> &mut [u8] {
-        match &mut self.store {
-            Store::Owned(v) => &mut v.0,
-            Store::Lent { mem, end } => mem.bytes_mut().get_mut(..*end).unwrap_or(&mut []),
-        }
+        // SAFETY: as in `region`; `&mut self` makes this the only live
+        // reference into the storage.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.end as usize) }
     }
 
     /// Where the packet ends in the storage.
     #[inline]
     fn end(&self) -> usize {
-        match &self.store {
-            Store::Owned(v) => v.len(),
-            Store::Lent { end, .. } => *end,
-        }
+        self.end as usize
     }
 
     /// The packet bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        let s = self.start;
+        let s = self.start();
         &self.region()[s..]
     }
 
     /// The packet bytes, mutable.
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        let s = self.start;
+        let s = self.start();
         &mut self.region_mut()[s..]
     }
 
     /// Packet length.
     #[inline]
     pub fn len(&self) -> usize {
-        self.end() - self.start
+        self.end() - self.start()
     }
 
     /// True when the bytes are in a region lent by a backend.
+    #[inline]
     pub fn is_lent(&self) -> bool {
-        matches!(self.store, Store::Lent { .. })
+        self.tag as usize & !lent::LOW_BITS != 0
+    }
+
+    /// Replaces the storage with `v` (the packet at `v[start..]`): a lent
+    /// region goes back to its owner, an owned vector to the pool.
+    fn replace_storage(&mut self, v: Vec<u8>, start: usize) {
+        if let Some(lent) = self.take_lent() {
+            drop(lent);
+        } else {
+            pool::give(self.take_vec());
+        }
+        self.put_vec(v, start);
     }
 
     /// Moves a lent packet into an owned vector with `headroom` in front
     /// (the region goes back to its owner); an owned one stays as it is.
     fn own(&mut self, headroom: usize) {
-        if let Store::Lent { .. } = self.store {
+        if self.is_lent() {
+            let headroom = headroom.min(MAX_STORAGE - self.len());
             let mut v = room_for(headroom + self.len() + 4);
             v.resize(headroom, 0);
             v.extend_from_slice(self.as_slice());
-            self.store = Store::Owned(Pooled(v));
-            self.start = headroom;
+            self.replace_storage(v, headroom);
         }
     }
 
@@ -380,20 +592,19 @@ impl PacketBuf {
 
     /// Free bytes in front of the packet.
     pub fn headroom(&self) -> usize {
-        self.start
+        self.start()
     }
 
     /// The packet as a vector (moves the bytes down if there is headroom;
     /// copies them out of a lent region).
-    pub fn into_vec(self) -> Vec<u8> {
-        match self.store {
-            Store::Owned(v) => {
-                let mut v = v.into_inner();
-                v.drain(..self.start);
-                v
-            }
-            Store::Lent { mem, end } => mem.bytes().get(self.start..end).unwrap_or(&[]).to_vec(),
+    pub fn into_vec(mut self) -> Vec<u8> {
+        if self.is_lent() {
+            return self.as_slice().to_vec();
         }
+        let start = self.start();
+        let mut v = self.take_vec();
+        v.drain(..start);
+        v
     }
 
     /// Appends zeros up to the shortest length the frame may leave with
@@ -408,7 +619,7 @@ impl PacketBuf {
     /// returns the length it leaves with.
     #[inline]
     pub fn pad_to_floor_from(&mut self, len: usize) -> usize {
-        if len < self.floor {
+        if len < self.floor() {
             self.pad();
             return self.len();
         }
@@ -417,37 +628,33 @@ impl PacketBuf {
 
     #[cold]
     fn pad(&mut self) {
-        let want = self.start + self.floor;
-        if let Store::Lent { mem, end } = &mut self.store {
-            if let Some(gap) = mem.bytes_mut().get_mut(*end..want) {
-                gap.fill(0);
-                *end = want;
-                return;
-            }
-        }
-        self.own(self.start);
-        if let Store::Owned(v) = &mut self.store {
-            v.resize(self.start + self.floor, 0);
-        }
+        // Zeros in the region's tailroom, else in an owned copy.
+        let n = self.floor().saturating_sub(self.len());
+        self.push_back(n).fill(0);
     }
 
     /// The length the frame leaves with once padded ([`Self::pad_to_floor`]).
     #[inline]
     pub fn padded_len(&self) -> usize {
-        self.len().max(self.floor)
+        self.len().max(self.floor())
     }
 
     /// A packet in the lent region `mem`, at `mem.bytes()[start..end]`
-    /// (bounds past the region are cut to it); the bytes before `start`
-    /// are headroom. The floor is set from the length as the copying
-    /// constructors set it.
+    /// (bounds past the region, or past [`MAX_STORAGE`], are cut to it);
+    /// the bytes before `start` are headroom. The floor is set from the
+    /// length as the copying constructors set it.
     #[inline]
     pub fn from_lent(mem: Lent, start: usize, end: usize) -> Self {
-        let (start, end) = lent_bounds(start, end, mem.capacity());
+        let (base, cap, token, owner) = mem.into_raw();
+        let cap = cap.min(MAX_STORAGE);
+        let (start, end) = lent_bounds(start, end, cap);
         PacketBuf {
-            store: Store::Lent { mem, end },
-            start,
-            floor: floor_of(end - start),
+            ptr: base,
+            word: token,
+            tag: tag_of(owner.as_ptr(), floor_bit(end - start)),
+            cap: cap as u32,
+            end: end as u32,
+            start: start as u32,
             meta: meta_for(end - start),
         }
     }
@@ -456,28 +663,28 @@ impl PacketBuf {
     /// first `at` bytes into the headroom; returns the gap's range in the
     /// packet.
     fn open_gap(&mut self, at: usize, n: usize) -> core::ops::Range<usize> {
-        if self.start < n {
+        if self.start() < n {
             let extra = n + DEFAULT_HEADROOM;
             let region = self.region();
             let mut v = room_for(region.len() + extra);
             v.resize(extra, 0);
             v.extend_from_slice(region);
             // A lent region goes back to its owner here.
-            self.store = Store::Owned(Pooled(v));
-            self.start += extra;
+            let start = self.start() + extra;
+            self.replace_storage(v, start);
         }
-        let s = self.start;
+        let s = self.start();
         self.region_mut().copy_within(s..s + at, s - n);
-        self.start = s - n;
+        self.start = (s - n) as u32;
         at..at + n
     }
 
     /// Removes `n` bytes at packet offset `at` (`at + n <= len`) by moving
     /// the first `at` bytes forward.
     fn close_gap(&mut self, at: usize, n: usize) {
-        let s = self.start;
+        let s = self.start();
         self.region_mut().copy_within(s..s + at, s + n);
-        self.start = s + n;
+        self.start = (s + n) as u32;
     }
 
     /// OpenFlow push_vlan: pushes a new outermost tag with TPID `tpid`
@@ -650,9 +857,10 @@ impl PacketBuf {
 
     /// Bytes free after the frame in its storage.
     pub fn tailroom(&self) -> usize {
-        match &self.store {
-            Store::Owned(v) => v.capacity() - v.len(),
-            Store::Lent { mem, end } => mem.capacity() - end,
+        if self.is_lent() {
+            (self.cap - self.end) as usize
+        } else {
+            self.word - self.end()
         }
     }
 
@@ -663,15 +871,15 @@ impl PacketBuf {
     /// # Safety
     ///
     /// - `ptr..ptr+cap` is valid for reads and writes, and nothing else
-    ///   reads or writes it, until `lender.release(token)` is called (which
-    ///   the buffer does once, when its region is dropped);
+    ///   reads or writes it, until `lender`'s `release(token)` is called
+    ///   (which the buffer does once, when its region is dropped);
     /// - `head + len <= cap`.
     pub unsafe fn from_slot(
         ptr: NonNull<u8>,
         cap: usize,
         head: usize,
         len: usize,
-        lender: Arc<dyn BufferLender>,
+        lender: SharedLender,
         token: usize,
     ) -> Self {
         debug_assert!(head.checked_add(len).is_some_and(|end| end <= cap));
@@ -710,20 +918,26 @@ impl PacketBuf {
         head: usize,
         len: usize,
     ) {
+        let cap = cap.min(MAX_STORAGE);
         let (start, end) = lent_bounds(head, head.saturating_add(len), cap);
         v.reserve(1);
         let at = v.len();
         // SAFETY: `reserve` made room for one more; every field of the
         // slot is written before the length covers it, and nothing reads
-        // the slot before. The region's duty is the caller's (`Lent::new`).
+        // the slot before. The fields are those `from_lent` makes of
+        // `Lent::new(base, cap, token, owner)`: the region's duty is the
+        // caller's (`Lent::new`) until the buffer takes it.
         unsafe {
             let p = v.as_mut_ptr().add(at);
-            core::ptr::addr_of_mut!((*p).store).write(Store::Lent {
-                mem: Lent::new(base, cap, token, owner),
-                end,
-            });
-            core::ptr::addr_of_mut!((*p).start).write(start);
-            core::ptr::addr_of_mut!((*p).floor).write(floor_of(end - start));
+            core::ptr::addr_of_mut!((*p).ptr).write(base);
+            core::ptr::addr_of_mut!((*p).word).write(token);
+            core::ptr::addr_of_mut!((*p).tag).write(tag_of(
+                lent::static_owner(owner).as_ptr(),
+                floor_bit(end - start),
+            ));
+            core::ptr::addr_of_mut!((*p).cap).write(cap as u32);
+            core::ptr::addr_of_mut!((*p).end).write(end as u32);
+            core::ptr::addr_of_mut!((*p).start).write(start as u32);
             core::ptr::addr_of_mut!((*p).meta).write(meta_for(end - start));
             v.set_len(at + 1);
         }
@@ -734,17 +948,31 @@ impl PacketBuf {
     /// as it is (`Err`).
     #[inline]
     pub fn into_frame(self) -> Result<(Lent, usize, usize), PacketBuf> {
-        match self.store {
-            Store::Lent { mem, end } => Ok((mem, self.start, end - self.start)),
-            store => Err(PacketBuf { store, ..self }),
+        if !self.is_lent() {
+            return Err(self);
         }
+        let me = ManuallyDrop::new(self);
+        let owner = me.tag.wrapping_sub(me.floor_bits()).cast_mut();
+        // SAFETY: a lent buffer's (ptr, cap, word, owner word) are the
+        // parts of a `Lent` it owns, whose owner word is not null; `me` is
+        // never dropped, so the `Lent` has one owner.
+        let mem = unsafe {
+            Lent::from_raw(
+                me.ptr,
+                me.cap as usize,
+                me.word,
+                NonNull::new_unchecked(owner),
+            )
+        };
+        Ok((mem, me.start(), me.len()))
     }
 
     /// Whether the bytes are in a ring slot lent through a
     /// [`BufferLender`] ([`Self::from_slot`]).
     #[inline]
     pub fn in_slot(&self) -> bool {
-        matches!(&self.store, Store::Lent { mem, .. } if mem.is_shared())
+        // Only a lent buffer's owner word has the bit set.
+        self.tag as usize & lent::SHARED != 0
     }
 
     /// A frame in a ring slot ([`Self::in_slot`]) copied into pooled
@@ -761,7 +989,7 @@ impl PacketBuf {
     /// [`DEFAULT_HEADROOM`]) and gives the region back. Does nothing for
     /// owned buffers.
     pub fn make_owned(&mut self) {
-        self.own(self.start.max(DEFAULT_HEADROOM));
+        self.own(self.start().max(DEFAULT_HEADROOM));
     }
 
     /// Sets the floor ([`Self::pad_to_floor`]) from the packet's length
@@ -769,7 +997,8 @@ impl PacketBuf {
     /// length it arrived with.
     #[inline]
     pub fn reset_floor(&mut self) {
-        self.floor = floor_of(self.len());
+        let owner = self.tag.wrapping_sub(self.floor_bits());
+        self.tag = tag_of(owner, floor_bit(self.len()));
     }
 
     /// Grows the frame by `n` bytes at the front and returns them (zeroed
@@ -787,7 +1016,7 @@ impl PacketBuf {
         if n > len {
             return Err(BufError::TooShort { wanted: n, len });
         }
-        self.start += n;
+        self.start += n as u32;
         Ok(())
     }
 
@@ -796,28 +1025,24 @@ impl PacketBuf {
     /// frame without the room moves to an owned buffer (one copy).
     pub fn push_back(&mut self, n: usize) -> &mut [u8] {
         let at = self.len();
-        if let Store::Lent { mem, end } = &mut self.store {
-            if mem.capacity() - *end >= n {
-                *end += n;
-                return &mut self.as_mut_slice()[at..];
-            }
+        if self.is_lent() && self.tailroom() >= n {
+            self.end += n as u32;
+            return &mut self.as_mut_slice()[at..];
         }
-        self.own(self.start);
-        if let Store::Owned(v) = &mut self.store {
-            let want = v.len() + n;
-            v.resize(want, 0);
-        }
+        self.own(self.start());
+        let start = self.start();
+        let mut v = self.take_vec();
+        let want = v.len() + n;
+        v.resize(want, 0);
+        self.put_vec(v, start);
         &mut self.as_mut_slice()[at..]
     }
 
     /// Shortens the frame to `len` bytes (no effect if it is already
     /// shorter).
     pub fn truncate(&mut self, len: usize) {
-        let want = self.start + len.min(self.len());
-        match &mut self.store {
-            Store::Owned(v) => v.truncate(want),
-            Store::Lent { end, .. } => *end = want,
-        }
+        // A vector of bytes is truncated by its length alone.
+        self.end = (self.start() + len.min(self.len())) as u32;
     }
 
     /// Inserts an 802.1Q/802.1ad tag (`tpid`, `tci`) after the Ethernet
@@ -847,12 +1072,9 @@ fn lent_bounds(start: usize, end: usize, cap: usize) -> (usize, usize) {
 }
 
 /// The metadata of a new buffer holding a `len`-byte frame.
-#[inline]
+#[inline(always)]
 fn meta_for(len: usize) -> PacketMeta {
-    PacketMeta {
-        wire_len: u32::try_from(len).unwrap_or(u32::MAX),
-        ..PacketMeta::default()
-    }
+    PacketMeta::for_frame(len)
 }
 
 impl AsRef<[u8]> for PacketBuf {
@@ -1181,7 +1403,7 @@ mod tests {
                 assert_eq!(pushed.as_slice(), made.as_slice(), "{head}+{len}");
                 assert_eq!(pushed.headroom(), made.headroom());
                 assert_eq!(pushed.meta, made.meta);
-                assert_eq!(pushed.floor, made.floor);
+                assert_eq!(pushed.floor(), made.floor());
                 assert!(pushed.is_lent() && pushed.in_slot() == made.in_slot());
                 drop(made);
                 v.clear();
@@ -1339,7 +1561,7 @@ mod tests {
     fn clone_keeps_meta_and_reset_floor_follows_the_length() {
         let mut p = PacketBuf::from_slice(&[0; 60]);
         p.meta.in_port = 3;
-        p.meta.out_port = Some(9);
+        p.meta.set_out_port(Some(9));
         assert_eq!(p.clone().meta, p.meta);
         p.truncate(50);
         p.pad_to_floor();
@@ -1351,6 +1573,7 @@ mod tests {
     }
 
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     /// A lender that records which tokens came back.
     struct Recorder {
@@ -1379,7 +1602,7 @@ mod tests {
         head: usize,
         len: usize,
     ) -> PacketBuf {
-        let l: Arc<dyn BufferLender> = lender.clone();
+        let l = SharedLender::new(lender.clone());
         // SAFETY: the test keeps `region` alive and untouched until the buffer
         // is dropped, and head + len <= region.len().
         unsafe {
@@ -1466,6 +1689,118 @@ mod tests {
         assert_eq!(Arc::strong_count(&rec), 1, "the lender's count went down");
         let owned = PacketBuf::from_slice(&[1, 2]);
         assert!(owned.into_frame().unwrap_err().data() == [1, 2]);
+    }
+
+    #[test]
+    fn a_buffer_is_one_cache_line() {
+        use core::mem::{align_of, size_of};
+        assert!(size_of::<PacketBuf>() <= 64, "{}", size_of::<PacketBuf>());
+        assert_eq!(align_of::<PacketBuf>(), 64);
+        assert_eq!(size_of::<Option<PacketBuf>>(), size_of::<PacketBuf>());
+        assert!(size_of::<PacketMeta>() <= 28, "{}", size_of::<PacketMeta>());
+        assert!(size_of::<Lent>() <= 32, "{}", size_of::<Lent>());
+    }
+
+    #[test]
+    fn meta_fields_keep_their_values_apart() {
+        let mut m = PacketMeta::default();
+        assert_eq!(
+            (m.tunnel_id(), m.out_port(), m.timestamp_ns()),
+            (None, None, 0)
+        );
+        m.set_timestamp_ns(u64::MAX);
+        assert_eq!(m.timestamp_ns(), PacketMeta::MAX_TIMESTAMP_NS);
+        assert_eq!((m.tunnel_id(), m.out_port()), (None, None));
+        for id in [Some(0), Some(u32::MAX), None, Some(7)] {
+            for port in [None, Some(u32::MAX), Some(0), Some(3)] {
+                for ns in [
+                    0,
+                    1,
+                    1_700_000_000_123_456_789,
+                    PacketMeta::MAX_TIMESTAMP_NS,
+                ] {
+                    m.set_tunnel_id(id);
+                    m.set_out_port(port);
+                    m.set_timestamp_ns(ns);
+                    assert_eq!(
+                        (m.tunnel_id(), m.out_port(), m.timestamp_ns()),
+                        (id, port, ns)
+                    );
+                    let mut n = PacketMeta::default();
+                    n.set_timestamp_ns(ns);
+                    n.set_out_port(port);
+                    n.set_tunnel_id(id);
+                    assert_eq!(n, m, "equal whatever the order of setting");
+                }
+            }
+        }
+        assert_eq!(m.take_out_port(), Some(3));
+        assert_eq!((m.out_port(), m.tunnel_id()), (None, Some(7)));
+        assert_ne!(
+            m,
+            PacketMeta { tunnel: 0, ..m },
+            "a set key of 0 differs from none"
+        );
+        m.set_tunnel_id(None);
+        m.set_timestamp_ns(0);
+        assert_eq!(m, PacketMeta::default(), "cleared fields compare as unset");
+        let shown = format!(
+            "{:?}",
+            PacketMeta {
+                in_port: 2,
+                ..PacketMeta::default()
+            }
+        );
+        assert!(
+            shown.contains("in_port: 2") && shown.contains("tunnel_id: None"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn owned_storage_grows_and_shrinks_in_place_of_a_vector() {
+        let mut p = PacketBuf::from_vec(vec![1, 2, 3]);
+        assert_eq!((p.headroom(), p.tailroom()), (0, 0));
+        p.extend_from_slice(&[4; 100]);
+        assert_eq!(p.len(), 103);
+        p.push_front(2).copy_from_slice(&[9, 9]);
+        assert_eq!(&p.data()[..5], &[9, 9, 1, 2, 3]);
+        p.truncate(4);
+        assert!(p.tailroom() >= 101);
+        let floorless = PacketBuf::new(8, 0);
+        assert_eq!((floorless.len(), floorless.headroom()), (0, 8));
+        assert_eq!(p.clone().into_vec(), vec![9, 9, 1, 2]);
+        let q = PacketBuf::from_vec(Vec::new());
+        assert!(q.is_empty() && !q.is_lent() && q.tailroom() == 0);
+        let mut r = PacketBuf::from_vec(vec![0; 64]);
+        r.truncate(10);
+        r.pad_to_floor();
+        assert_eq!(r.into_vec(), vec![0; MIN_FRAME_LEN]);
+    }
+
+    #[test]
+    fn a_slot_keeps_its_floor_beside_its_lender_in_one_word() {
+        let rec = recorder();
+        let mut region = vec![3u8; 128];
+        let mut p = slot(&mut region, &rec, 8, 16, 64);
+        assert!(p.in_slot() && p.floor() == MIN_FRAME_LEN);
+        p.truncate(50);
+        p.pad_to_floor();
+        assert!(p.in_slot(), "padded in the slot's tailroom");
+        assert_eq!((p.len(), &p.data()[50..]), (MIN_FRAME_LEN, &[0; 10][..]));
+        p.truncate(50);
+        p.copy_out_of_slot(8);
+        assert!(!p.is_lent() && !p.in_slot() && p.headroom() == 8);
+        p.pad_to_floor();
+        assert_eq!(p.len(), MIN_FRAME_LEN, "the floor stayed with the copy");
+        assert_eq!(*rec.released.lock().unwrap(), vec![8]);
+        let mut other = vec![4u8; 64];
+        let q = slot(&mut other, &rec, 9, 4, 60);
+        let (mem, head, len) = q.into_frame().unwrap();
+        assert!(mem.is_shared() && (head, len) == (4, 60) && mem.token() == 9);
+        drop(mem);
+        assert_eq!(*rec.released.lock().unwrap(), vec![8, 9]);
+        assert_eq!(Arc::strong_count(&rec), 1, "no count left behind");
     }
 
     #[test]

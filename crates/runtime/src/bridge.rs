@@ -711,11 +711,8 @@ impl BridgeRt {
         for t in tx {
             let mut p = t.packet;
             // The worker sends it to this port, past the pipeline.
-            p.meta = dataplane::PacketMeta {
-                out_port: Some(t.port),
-                wire_len: u32::try_from(p.len()).unwrap_or(u32::MAX),
-                ..dataplane::PacketMeta::default()
-            };
+            p.meta = dataplane::PacketMeta::for_frame(p.len());
+            p.meta.set_out_port(Some(t.port));
             let _ = burst.push(p);
         }
         let mut n = c.inject.tx_burst(&mut burst).unwrap_or(0);

@@ -201,11 +201,9 @@ fn admit(p: &mut PacketBuf) {
 /// injected output port).
 #[inline]
 fn leaving(p: &mut PacketBuf) {
-    p.meta = PacketMeta {
-        queue_id: p.meta.queue_id,
-        wire_len: u32::try_from(p.len()).unwrap_or(u32::MAX),
-        ..PacketMeta::default()
-    };
+    let queue_id = p.meta.queue_id;
+    p.meta = PacketMeta::for_frame(p.len());
+    p.meta.queue_id = queue_id;
 }
 
 impl BurstProcessor for PipelineWorker {
@@ -216,10 +214,10 @@ impl BurstProcessor for PipelineWorker {
         if burst
             .pkts()
             .first()
-            .is_some_and(|p| p.meta.out_port.is_some())
+            .is_some_and(|p| p.meta.out_port().is_some())
         {
             for mut p in burst.drain() {
-                if let Some(port) = p.meta.out_port.take() {
+                if let Some(port) = p.meta.take_out_port() {
                     out.push(port, p);
                 }
             }
@@ -232,14 +230,14 @@ impl BurstProcessor for PipelineWorker {
         let tunnel = burst
             .pkts()
             .first()
-            .is_some_and(|p| p.meta.tunnel_id.is_some());
+            .is_some_and(|p| p.meta.tunnel_id().is_some());
         if tunnel {
             self.tunnel_ids.clear();
             self.tunnel_ids.extend(
                 burst
                     .pkts()
                     .iter()
-                    .map(|p| p.meta.tunnel_id.map_or(0, u64::from)),
+                    .map(|p| p.meta.tunnel_id().map_or(0, u64::from)),
             );
         }
         // The burst's vector becomes the pipeline's (no buffer moved;
@@ -289,7 +287,7 @@ impl BurstProcessor for PipelineWorker {
         for (i, p) in self.out.tx.pkts_mut().iter_mut().enumerate() {
             leaving(p);
             if let Some((_, id)) = ids.next_if(|(j, _)| *j == i) {
-                p.meta.tunnel_id = Some(*id as u32);
+                p.meta.set_tunnel_id(Some(*id as u32));
             }
         }
         debug_assert!(out.is_empty());
