@@ -318,7 +318,9 @@ def stats(ctx, res):
         "forwarding (trafgen sending 64-byte frames as fast as it can). A Python OpenFlow 1.3 client on the "
         "management socket times each request to the last part of its reply; exact IPv4 rules added in batches "
         f"with barriers; {nflow} flow-stats and {nport} port-stats requests per point (median; bars: min–max). "
-        "fulmar (flow table capacity raised to fit) and Open vSwitch.")
+        "fulmar (flow table capacity raised to fit) and Open vSwitch. Forwarding: what the receiving host got "
+        "per second in the second before the requests, and while the flow-stats replies ran (the ratio in "
+        "brackets; the switch's control work shares its one CPU with its forwarding).")
     res.setup = (f"Two CPUs: trafgen on CPU {ctx.gen_cpus}, the switch on CPU {ctx.switch_cpus(1)}, the client "
                  "unpinned; other builds may have shared the machine.")
     res.paper = [(f"Open vSwitch 2.3 flow stats, {k}", f"{a}–{b} ms light load, {c}–{d} ms heavy load")
@@ -344,11 +346,20 @@ def stats(ctx, res):
                     have = n
                 for load in loads:
                     g = None
+                    fwd_before = fwd_during = None
                     if load == "load":
                         g = Generator(ctx, topo.host_ns(1), topo.host_dev(1), frames).start()
                         time.sleep(1.0)
+                        # What host 2 receives per second without a
+                        # request, then during the flow-stats replies.
+                        a, t0 = delivered(topo, 2), time.monotonic()
+                        time.sleep(1.0)
+                        fwd_before = (delivered(topo, 2) - a) / (time.monotonic() - t0)
                     try:
+                        a, t0 = delivered(topo, 2), time.monotonic()
                         ft = [c.flow_stats() for _ in range(nflow)]
+                        if load == "load":
+                            fwd_during = (delivered(topo, 2) - a) / (time.monotonic() - t0)
                         pt = [c.port_stats() for _ in range(nport)]
                     finally:
                         if g:
@@ -359,16 +370,26 @@ def stats(ctx, res):
                     res.add(system=sw.label, flows=have, load=load, flow_stats_ms=fs[len(fs) // 2],
                             flow_stats_min_ms=fs[0], flow_stats_max_ms=fs[-1], flow_entries=ft[0][1],
                             flow_reply_bytes=ft[0][2], port_stats_ms=ps[len(ps) // 2], port_stats_min_ms=ps[0],
-                            port_stats_max_ms=ps[-1], rss_mib=(sw.rss_kib() or 0) / 1024, cpus=sw.cpus)
+                            port_stats_max_ms=ps[-1], rss_mib=(sw.rss_kib() or 0) / 1024, cpus=sw.cpus,
+                            fwd_kpps=fwd_before / 1e3 if fwd_before is not None else "",
+                            fwd_during_kpps=fwd_during / 1e3 if fwd_during is not None else "")
+                    fwd = (f", forwarding {fwd_before / 1e3:.0f} kpps, during the replies {fwd_during / 1e3:.0f}"
+                           if fwd_before is not None else "")
                     ctx.log(f"  {sw.label:7s} {have:8,d} flows {load:4s}: flow stats {fs[len(fs) // 2]:9.1f} ms "
-                            f"({ft[0][1]:,} entries), port stats {ps[len(ps) // 2]:6.2f} ms")
+                            f"({ft[0][1]:,} entries), port stats {ps[len(ps) // 2]:6.2f} ms{fwd}")
             c.close()
         finally:
             sw.stop()
+    def fwd(r):
+        if r.get("fwd_kpps") in (None, ""):
+            return ""
+        b, d = float(r["fwd_kpps"]), float(r["fwd_during_kpps"])
+        return f"{b:.0f} / {d:.0f} ({d / b:.2f})" if b > 0 else f"{b:.0f} / {d:.0f}"
+
     res.table = (["system", "flows", "load", "flow-stats ms (median)", "entries returned", "port-stats ms (median)",
-                  "RSS MiB"],
+                  "forwarded kpps: without / during flow-stats", "RSS MiB"],
                  [[r["system"], f"{r['flows']:,}", r["load"], num(r["flow_stats_ms"]), f"{r['flow_entries']:,}",
-                   num(r["port_stats_ms"]), num(r["rss_mib"])] for r in res.rows])
+                   num(r["port_stats_ms"]), fwd(r), num(r["rss_mib"])] for r in res.rows])
     for system in ("fulmar", "ovs"):
         pts = [r for r in res.rows if r["system"] == system and r["load"] == "idle"]
         if len(pts) > 1:
@@ -377,6 +398,19 @@ def stats(ctx, res):
                                 f"{last['flow_stats_ms']:.0f} ms ({last['flow_stats_ms'] * 1e3 / last['flows']:.2f} "
                                 f"µs a flow); port stats {pts[0]['port_stats_ms']:.2f} → "
                                 f"{last['port_stats_ms']:.2f} ms.")
+        loaded = [r for r in res.rows if r["system"] == system and r["load"] == "load"]
+        if loaded and loaded[-1].get("fwd_kpps") not in (None, ""):
+            r = loaded[-1]
+            b, d = float(r["fwd_kpps"]), float(r["fwd_during_kpps"])
+            res.findings.append(f"{system}, forwarding, {r['flows']:,} flows: the reply takes "
+                                f"{r['flow_stats_ms']:.0f} ms; {b:.0f} kpps forwarded before it, {d:.0f} during it"
+                                + (f" ({d / b:.2f})." if b > 0 else "."))
+
+
+def delivered(topo, host):
+    """Frames host `host`'s interface has received (its kernel counter)."""
+    out = sh(f"ip netns exec {topo.host_ns(host)} cat /sys/class/net/{topo.host_dev(host)}/statistics/rx_packets")
+    return int(out.stdout.strip())
 
 
 def plot_stats(res):
