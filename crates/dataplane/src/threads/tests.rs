@@ -1592,15 +1592,25 @@ fn under_a_time_bound_a_stalled_worker_holds_its_reader_back() {
     // Release the worker before any assertion, so a failure reports
     // rather than hangs on a held thread.
     go.store(true, Ordering::Release);
-    assert!(eventually(Duration::from_secs(20), || seen.packets() >= generated));
+    // Every packet forwarded, or lost on the way out: on a loaded machine
+    // the TX thread may fall behind the released worker, and its ring's
+    // drops count as `tx_ring_full`. The receive side, what this test is
+    // about, loses nothing.
+    let accounted = || seen.packets() + t.drops().tx_total() >= generated;
+    assert!(
+        eventually(Duration::from_secs(20), accounted),
+        "{} of {generated} seen, {:?}",
+        seen.packets(),
+        t.drops()
+    );
     let d = t.drops();
     t.stop();
     // At most the burst that found the ring just under a burst, the one
     // before it, and one staged.
     assert!(read <= 3 * burst, "read {read} while the worker was held");
     assert!(held_fill < 3 * burst, "ring fill {held_fill}");
-    assert_eq!(seen.packets(), generated, "{d:?}");
-    assert_eq!(d.rx_ring_full, 0, "{d:?}");
+    assert_eq!(seen.packets() + d.tx_total(), generated, "{d:?}");
+    assert_eq!(d.rx_total(), 0, "{d:?}");
 }
 
 #[test]
