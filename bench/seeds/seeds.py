@@ -13,7 +13,8 @@ target/seeds-smoke with --smoke). --lock FILE holds an flock on FILE
 around each experiment (e.g. /tmp/fulmar-heavy.lock), so other jobs can
 run between experiments. --publish copies OUT's plots and tables into
 docs/results/seeds/ and rewrites the "Seed experiments" part of
-docs/results.md between its markers. See bench/seeds/README.md.
+docs/results.md between its markers (an experiment OUT has no results
+for keeps its section). See bench/seeds/README.md.
 """
 
 import argparse
@@ -142,18 +143,50 @@ def anchor(name, title, seed):
     return re.sub(r"[^a-z0-9 _-]", "", text).replace(" ", "-")
 
 
+def published_sections(body):
+    """The sections and index rows of the experiments a published part of
+    docs/results.md holds: ({name: section text}, {name: index row})."""
+    sections, rows = {}, {}
+    heads = [m for m in re.finditer(r"^### ([0-9a-z-]+): ", body, re.M) if m.group(1) in EXPERIMENTS]
+    for k, m in enumerate(heads):
+        end = heads[k + 1].start() if k + 1 < len(heads) else len(body)
+        tail = body.find("\nNot measured yet:", m.start(), end)
+        sections[m.group(1)] = body[m.start():tail if tail >= 0 else end].rstrip() + "\n"
+    for line in body.splitlines():
+        m = re.match(r"\| \[([0-9a-z-]+)\]\(#", line)
+        if m and m.group(1) in EXPERIMENTS:
+            rows[m.group(1)] = line
+    return sections, rows
+
+
 def publish(out):
     """Copies out/*.svg and *.csv to docs/results/seeds/ and rewrites the
-    part of docs/results.md between the markers from out/*.md."""
+    part of docs/results.md between the markers from out/*.md; an
+    experiment OUT has no results for keeps the section it had."""
     dest = ROOT / "docs" / "results" / "seeds"
     dest.mkdir(parents=True, exist_ok=True)
+    results = ROOT / "docs" / "results.md"
+    doc = results.read_text()
+    if BEGIN not in doc or END not in doc:
+        raise SystemExit(f"{results}: no {BEGIN} ... {END} markers to replace between")
+    head, rest = doc.split(BEGIN, 1)
+    old_body, tail = rest.split(END, 1)
+    old_sections, old_rows = published_sections(old_body)
     parts = []
     missing = []
+    kept = []
     index = ["| experiment | seed | measured | first finding |", "|---|---|---|---|"]
     for name in ordered():
         md = out / f"{name}.md"
         if not md.exists():
-            missing.append(name)
+            if name in old_sections:
+                kept.append(name)
+                parts.append(old_sections[name])
+                index.append(old_rows.get(name) or
+                             f"| [{name}](#{anchor(name, EXPERIMENTS[name]['title'], EXPERIMENTS[name]['seed'])}) | "
+                             f"{EXPERIMENTS[name]['seed']} | ? | – |")
+            else:
+                missing.append(name)
             continue
         for ext in ("svg", "csv"):
             src = out / f"{name}.{ext}"
@@ -167,17 +200,12 @@ def publish(out):
         text = text.replace(f"]({name}.svg)", f"](results/seeds/{name}.svg)")
         text = text.replace(f"]({name}.csv)", f"](results/seeds/{name}.csv)")
         parts.append(text.rstrip() + "\n")
-    results = ROOT / "docs" / "results.md"
-    doc = results.read_text()
-    if BEGIN not in doc or END not in doc:
-        raise SystemExit(f"{results}: no {BEGIN} ... {END} markers to replace between")
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
     body = "\n".join(index) + "\n\n" + "\n".join(parts)
     if missing:
         body += "\nNot measured yet: " + ", ".join(missing) + ".\n"
     results.write_text(head + BEGIN + "\n" + body + END + tail)
-    print(f"published {len(parts)} experiments into {results} and {dest}/" +
+    print(f"published {len(parts) - len(kept)} experiments into {results} and {dest}/" +
+          (f"; kept as they were: {', '.join(kept)}" if kept else "") +
           (f"; missing: {', '.join(missing)}" if missing else ""))
 
 

@@ -114,7 +114,10 @@ sys.path.insert(0, str(root / "bench" / "seeds"))
 import seeds
 fake = tmp / "repo"
 (fake / "docs").mkdir(parents=True)
-doc = "# Results\n\nbefore\n<!-- seeds:begin -->\nold\n<!-- seeds:end -->\nafter\n"
+kept = ("### 002-rules: throughput against the number of rules (seed 002)\n\nkept as it was\n")
+doc = ("# Results\n\nbefore\n<!-- seeds:begin -->\nold\n"
+       "| [002-rules](#x) | 002 | then | a finding |\n\n" + kept +
+       "\nNot measured yet: 001-size.\n<!-- seeds:end -->\nafter\n")
 (fake / "docs" / "results.md").write_text(doc)
 out = tmp / "out"
 out.mkdir()
@@ -128,5 +131,9 @@ assert new.startswith("# Results\n\nbefore\n<!-- seeds:begin -->\n"), new
 assert new.endswith("<!-- seeds:end -->\nafter\n"), new
 assert "old" not in new and "](results/seeds/001-size.svg)" in new and "](results/seeds/001-size.csv)" in new
 assert "Not measured yet:" in new
+# An experiment the output directory has no results for keeps its section
+# and index row; one it has is no longer listed as not measured.
+assert kept in new and "| [002-rules](#x) | 002 | then | a finding |" in new, new
+assert "Not measured yet: 001-size" not in new and "001-size," not in new.split("Not measured yet:")[1], new
 assert (fake / "docs" / "results" / "seeds" / "001-size.svg").read_text() == "<svg/>"
 """
