@@ -11,6 +11,7 @@ use ofp::error::FlowModFailedCode;
 use ofp::flow_mod::flow_mod_flags;
 use ofp::OfpError;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -315,14 +316,26 @@ impl Tables {
 
     /// The entries of table `t` in installation order.
     pub fn entries_in(&self, t: u8) -> impl Iterator<Item = &FlowEntry> + '_ {
+        self.in_order(t, Bound::Unbounded).map(|(_, e)| e)
+    }
+
+    /// Table `t`'s entries in installation order with their slots, from
+    /// `from` on: each id's slot is beside it in the order index, so an
+    /// entry is read by slot, with no lookup by id (at 1M entries each is
+    /// a cache miss).
+    pub(super) fn in_order(
+        &self,
+        t: u8,
+        from: Bound<FlowId>,
+    ) -> impl Iterator<Item = (u32, &FlowEntry)> + '_ {
+        let table = self.table(t);
         self.books
             .get(usize::from(t))
             .into_iter()
             .flat_map(move |b| {
-                let table = self.table(t);
                 b.order
-                    .values()
-                    .filter_map(move |&slot| table.and_then(|tb| tb.slot(slot)))
+                    .range((from, Bound::Unbounded))
+                    .filter_map(move |(_, &slot)| Some((slot, table?.slot(slot)?)))
             })
     }
 

@@ -133,18 +133,15 @@ impl Tables {
                     Some((at, id)) if t == at => std::ops::Bound::Excluded(id),
                     _ => std::ops::Bound::Unbounded,
                 };
-                // Each id's slot is beside it: no lookup by id.
-                let table = self.table(t);
-                book.order
-                    .range((from, std::ops::Bound::Unbounded))
-                    .filter_map(move |(_, &slot)| {
-                        let e = table?.slot(slot)?;
-                        let c = book.counters.get(slot as usize).copied();
-                        Some((e, c.unwrap_or_default()))
-                    })
+                self.in_order(t, from).map(move |(slot, e)| (e, slot, book))
             })
-            .filter(move |(e, _)| {
+            .filter(move |(e, _, _)| {
                 e.key.is_within(&key) && passes(e, cookie, cookie_mask, out_port, out_group)
+            })
+            // Counters only of the entries selected.
+            .map(|(e, slot, book)| {
+                let c = book.counters.get(slot as usize).copied();
+                (e, c.unwrap_or_default())
             }))
     }
 
