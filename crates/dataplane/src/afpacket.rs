@@ -265,20 +265,19 @@ impl RxRing {
             .store(libc::TP_STATUS_KERNEL, Ordering::Release);
     }
 
-    /// Gives slot `slot` back to the kernel and frees it for the reader
-    /// (in that order: a reader that sees it free sees the status too).
-    fn give_back_and_free(&self, slot: usize) {
-        if let Some(lent) = self.lent.get(slot) {
-            self.give_back(slot);
-            lent.free();
-        }
+    /// Gives slot `slot` back to the kernel and frees `lent`, its state,
+    /// for the reader (in that order: a reader that sees it free sees the
+    /// status too).
+    fn give_back_and_free(&self, slot: usize, lent: &SlotLend) {
+        self.give_back(slot);
+        lent.free();
     }
 
     /// The reader passes slot `slot`, whose frame it lent ahead: gives it
     /// back if its buffer was dropped meanwhile ([`SlotLend::pass`]).
     fn pass_lent_ahead(&self, slot: usize) {
-        if self.lent.get(slot).is_some_and(SlotLend::pass) {
-            self.give_back_and_free(slot);
+        if let Some(lent) = self.lent.get(slot).filter(|l| l.pass()) {
+            self.give_back_and_free(slot, lent);
         }
     }
 
@@ -309,8 +308,8 @@ impl BufferLender for RxRing {
     fn release(&self, token: usize) {
         // Lent ahead and not yet passed, it stays the user's: the kernel
         // must not fill it before the slots in front of it.
-        if self.lent.get(token).is_some_and(SlotLend::release) {
-            self.give_back_and_free(token);
+        if let Some(lent) = self.lent.get(token).filter(|l| l.release()) {
+            self.give_back_and_free(token, lent);
         }
     }
 }
@@ -1366,10 +1365,10 @@ mod tests {
                 peer.send(&test_frame(7, seq, 64));
                 seq += 1;
                 let want = order.len() + 1;
-                let deadline = Instant::now() + Duration::from_secs(5);
-                while order.len() < want && Instant::now() < deadline {
+                eventually(Duration::from_secs(5), || {
                     read(&mut port, 4, &mut order);
-                }
+                    order.len() >= want
+                });
                 assert_eq!(order.len(), want, "the reader stalled: {order:?}");
             }
             // The flood's frames came in the order they were sent.
