@@ -47,9 +47,7 @@ use ofp::consts::OFP_VERSION;
 use ofp::error::{BadRequestCode, HelloFailedCode};
 use ofp::header::msg_type;
 use ofp::hello::HelloElement;
-use ofp::multipart::{
-    multipart_type, MultipartReplyBody, MultipartRequest, MultipartRequestBody, OFPMPF_REQ_MORE,
-};
+use ofp::multipart::{multipart_type, MultipartRequest, MultipartRequestBody, OFPMPF_REQ_MORE};
 use ofp::reply_parts::ReplyParts;
 use ofp::role::controller_role;
 use ofp::{ErrorMsg, Framer, Hello, Message, OfpError, QueueGetConfigReply, Role};
@@ -516,8 +514,8 @@ impl<S: Switch> Connection<S> {
                 .switch
                 .flow_stats_page(&filter, Some(pos), FLOW_STATS_PAGE)
             {
-                Ok((stats, next)) => {
-                    parts.refill(MultipartReplyBody::Flow { stats }, next.is_some());
+                Ok((records, next)) => {
+                    parts.refill_records(records, next.is_some());
                     self.reply_next = next.map(|p| (filter, p));
                 }
                 Err(e) => {
@@ -802,21 +800,24 @@ impl<S: Switch> Connection<S> {
             );
             return;
         }
+        let max = self.config.max_reply_len.clamp(1024, MAX_MESSAGE_LEN);
         let first = match body {
+            // FLOW: records encoded by the switch, page by page.
             MultipartRequestBody::Flow(filter) => self
                 .switch
                 .flow_stats_page(&filter, None, FLOW_STATS_PAGE)
-                .map(|(stats, next)| {
+                .map(|(records, next)| {
                     self.reply_next = next.map(|p| (filter, p));
-                    MultipartReplyBody::Flow { stats }
+                    ReplyParts::new_records(xid, multipart_type::FLOW, records, max)
                 }),
-            body => self.switch.multipart(&body),
+            body => self
+                .switch
+                .multipart(&body)
+                .map(|reply| ReplyParts::new(xid, reply, max)),
         };
         match first {
-            Ok(reply) => {
+            Ok(mut parts) => {
                 // Written part by part as the output drains (write_reply).
-                let max = self.config.max_reply_len.clamp(1024, MAX_MESSAGE_LEN);
-                let mut parts = ReplyParts::new(xid, reply, max);
                 parts.continues = self.reply_next.is_some();
                 self.reply = Some(parts);
                 self.write_reply();

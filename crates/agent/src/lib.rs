@@ -69,7 +69,7 @@ pub use events::{event_channel, EventReceiver, EventSender, PacketInRefused};
 pub use memory::{MemorySwitch, MemorySwitchConfig};
 pub use packet_in::{PacketInConfig, PacketInQueues, PacketInStats};
 pub use roles::{ConnId, Controllers};
-pub use switch::{FlowStatsPos, Switch, SwitchEvent};
+pub use switch::{FlowStatsPage, FlowStatsPos, Switch, SwitchEvent};
 pub use target::{Target, Transport};
 pub use tls::TlsSettings;
 pub use unix::UnixPerms;

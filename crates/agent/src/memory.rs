@@ -281,11 +281,11 @@ impl Switch for MemorySwitch {
         limit: usize,
     ) -> Result<FlowStatsPage, OfpError> {
         let now = self.now();
-        let (stats, next) =
+        let (records, next) =
             self.lock()
                 .dp
-                .flow_stats_page(filter, now, after.map(pos_from_agent), limit)?;
-        Ok((stats, next.map(pos_to_agent)))
+                .flow_stats_records(filter, now, after.map(pos_from_agent), limit)?;
+        Ok((records, next.map(pos_to_agent)))
     }
 
     fn queue_config(&self, port: u32) -> Result<Vec<PacketQueue>, OfpError> {

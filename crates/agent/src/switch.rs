@@ -14,7 +14,6 @@
 
 use ofp::error::BadRequestCode;
 use ofp::multipart::{MultipartReplyBody, MultipartRequestBody};
-use ofp::stats::FlowStats;
 use ofp::stats::FlowStatsRequest;
 use ofp::{
     FeaturesReply, FlowMod, GroupMod, MeterMod, OfpError, PacketIn, PacketOut, PacketQueue, Port,
@@ -27,9 +26,10 @@ use std::future::Future;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlowStatsPos(pub u128);
 
-/// One page of a FLOW statistics reply and where the next one starts
-/// (see [`Switch::flow_stats_page`]).
-pub type FlowStatsPage = (Vec<FlowStats>, Option<FlowStatsPos>);
+/// One page of a FLOW statistics reply, as its `ofp_flow_stats` records
+/// encoded back to back, and where the next one starts (see
+/// [`Switch::flow_stats_page`]).
+pub type FlowStatsPage = (Vec<u8>, Option<FlowStatsPos>);
 
 /// An asynchronous message from the switch to its controllers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,10 +78,16 @@ pub trait Switch: Send + Sync + 'static {
         filter: &FlowStatsRequest,
         after: Option<FlowStatsPos>,
         limit: usize,
-    ) -> Result<(Vec<FlowStats>, Option<FlowStatsPos>), OfpError> {
+    ) -> Result<FlowStatsPage, OfpError> {
         let _ = (after, limit);
         match self.multipart(&MultipartRequestBody::Flow(filter.clone()))? {
-            MultipartReplyBody::Flow { stats } => Ok((stats, None)),
+            MultipartReplyBody::Flow { stats } => {
+                let mut records = Vec::new();
+                for s in &stats {
+                    s.encode(&mut records);
+                }
+                Ok((records, None))
+            }
             _ => Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
         }
     }

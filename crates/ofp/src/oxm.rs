@@ -14,6 +14,7 @@
 use crate::error::{BadMatchCode, DecodeError, OfpError};
 use crate::wire::{round_up_8, wire_numbers, Reader, Writer};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
@@ -523,10 +524,17 @@ impl Match {
 
     /// Encodes an `ofp_match` with its padding (zeros).
     pub fn encode(&self, w: &mut Vec<u8>) {
+        Match::encode_fields(w, self.fields.iter().map(Cow::Borrowed));
+    }
+
+    /// Encodes an `ofp_match` of `fields`, in order, with its padding: the
+    /// bytes [`Match::encode`] writes for a match of those fields, without
+    /// building the match.
+    pub fn encode_fields<'a>(w: &mut Vec<u8>, fields: impl IntoIterator<Item = Cow<'a, Oxm>>) {
         let start = w.len();
         w.put_u16(OFPMT_OXM);
         w.put_u16(0);
-        for f in &self.fields {
+        for f in fields {
             f.encode(w);
         }
         let len = w.len() - start;

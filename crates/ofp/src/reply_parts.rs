@@ -61,6 +61,9 @@ pub struct ReplyParts {
     xid: u32,
     mp_type: u16,
     body: Option<MultipartReplyBody>,
+    /// Records already encoded ([`ReplyParts::new_records`]) and how far
+    /// they have been written.
+    records: Option<(Vec<u8>, usize)>,
     next: usize,
     /// A record encoded that did not fit the previous part.
     carry: Vec<u8>,
@@ -77,6 +80,7 @@ impl ReplyParts {
             xid,
             mp_type: body.multipart_type(),
             body: Some(body),
+            records: None,
             next: 0,
             carry: Vec::new(),
             budget: max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1),
@@ -85,9 +89,39 @@ impl ReplyParts {
         }
     }
 
+    /// The parts of a list-shaped reply of type `mp_type` whose records
+    /// are already encoded, back to back, in `records`: each record starts
+    /// with its own `u16` length (flow stats, table features, port
+    /// descriptions are of this shape; [`crate::stats::encode_flow_stats`]
+    /// writes flow stats so). Split between records as [`ReplyParts::new`]
+    /// splits a body.
+    pub fn new_records(xid: u32, mp_type: u16, records: Vec<u8>, max_len: usize) -> Self {
+        ReplyParts {
+            xid,
+            mp_type,
+            body: None,
+            records: Some((records, 0)),
+            next: 0,
+            carry: Vec::new(),
+            budget: max_len.saturating_sub(MP_REPLY_OVERHEAD).max(1),
+            done: false,
+            continues: false,
+        }
+    }
+
+    /// Continues with the next page's encoded `records` once this one is
+    /// done (see [`ReplyParts::new_records`]).
+    pub fn refill_records(&mut self, records: Vec<u8>, continues: bool) {
+        self.records = Some((records, 0));
+        self.body = None;
+        self.done = false;
+        self.continues = continues;
+    }
+
     /// Continues with the next page's `body` (same reply type) once this
     /// one is done; `continues` says whether yet another page follows.
     pub fn refill(&mut self, body: MultipartReplyBody, continues: bool) {
+        self.records = None;
         self.body = Some(body);
         self.next = 0;
         self.done = false;
@@ -111,6 +145,37 @@ impl Iterator for ReplyParts {
     fn next(&mut self) -> Option<Vec<u8>> {
         if self.done {
             return None;
+        }
+        if let Some((records, at)) = self.records.as_mut() {
+            // Whole records while they fit (at least one a part); a record
+            // whose length is too short or runs past the end takes the rest,
+            // so a bad length can neither loop nor lose bytes.
+            let start = *at;
+            while *at < records.len() {
+                let rest = records.len() - *at;
+                let len = match records.get(*at..*at + 2) {
+                    Some(&[hi, lo]) => usize::from(u16::from_be_bytes([hi, lo])),
+                    _ => rest,
+                };
+                let len = if len < 4 || len > rest { rest } else { len };
+                if *at > start && *at + len - start > self.budget {
+                    break;
+                }
+                *at += len;
+            }
+            let more = *at < records.len();
+            let part = records.get(start..*at).unwrap_or_default();
+            let flags = if more || self.continues {
+                OFPMPF_REPLY_MORE
+            } else {
+                0
+            };
+            let msg = mp_message(self.xid, self.mp_type, flags, part);
+            if !more {
+                self.done = true;
+                self.records = None;
+            }
+            return Some(msg);
         }
         let body = self.body.as_ref()?;
         let mut part = std::mem::take(&mut self.carry);
@@ -194,5 +259,138 @@ mod tests {
         // An empty list is one message.
         let empty = encode_multipart_reply(5, MultipartReplyBody::Flow { stats: vec![] }, 1024);
         assert_eq!(empty.len(), 1);
+    }
+
+    fn flow_stats(n: u16) -> Vec<crate::stats::FlowStats> {
+        use crate::action::Action;
+        use crate::instruction::Instruction;
+        use crate::oxm::{Match, Oxm, OxmField, OxmValue};
+        (0..n)
+            .map(|i| crate::stats::FlowStats {
+                table_id: (i % 3) as u8,
+                duration_sec: u32::from(i),
+                duration_nsec: 7,
+                priority: i,
+                idle_timeout: 1,
+                hard_timeout: 2,
+                flags: 1,
+                cookie: u64::from(i) << 32,
+                packet_count: u64::from(i) * 3,
+                byte_count: u64::from(i) * 300,
+                // Records of different lengths: 0, 1 or 2 fields.
+                match_: Match {
+                    fields: (0..i % 3)
+                        .map(|f| Oxm::basic(OxmField::InPort, OxmValue::U32(u32::from(i + f))))
+                        .collect(),
+                },
+                instructions: (0..i % 2)
+                    .map(|_| Instruction::ApplyActions {
+                        actions: vec![Action::Output {
+                            port: u32::from(i),
+                            max_len: 0,
+                        }],
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn records_of(stats: &[crate::stats::FlowStats]) -> Vec<u8> {
+        use crate::stats::{encode_flow_stats, FlowStatsHead};
+        let mut w = Vec::new();
+        for s in stats {
+            let head = FlowStatsHead {
+                table_id: s.table_id,
+                duration_sec: s.duration_sec,
+                duration_nsec: s.duration_nsec,
+                priority: s.priority,
+                idle_timeout: s.idle_timeout,
+                hard_timeout: s.hard_timeout,
+                flags: s.flags,
+                cookie: s.cookie,
+                packet_count: s.packet_count,
+                byte_count: s.byte_count,
+            };
+            let fields = s.match_.fields.iter().map(std::borrow::Cow::Borrowed);
+            encode_flow_stats(
+                &mut w,
+                &head,
+                |w| crate::oxm::Match::encode_fields(w, fields),
+                &s.instructions,
+            );
+        }
+        w
+    }
+
+    #[test]
+    fn encoded_records_go_out_as_the_body_would() {
+        use crate::multipart::multipart_type;
+        for n in [0, 1, 5, 300] {
+            let stats = flow_stats(n);
+            let records = records_of(&stats);
+            // The borrowed encoder writes what FlowStats::encode writes.
+            let mut whole = Vec::new();
+            for s in &stats {
+                s.encode(&mut whole);
+            }
+            assert_eq!(records, whole);
+            for max in [64, 200, 1024, 65535] {
+                let by_body = encode_multipart_reply(
+                    9,
+                    MultipartReplyBody::Flow {
+                        stats: stats.clone(),
+                    },
+                    max,
+                );
+                let by_records: Vec<_> =
+                    ReplyParts::new_records(9, multipart_type::FLOW, records.clone(), max)
+                        .collect();
+                assert_eq!(by_records, by_body, "{n} records, max {max}");
+            }
+        }
+    }
+
+    #[test]
+    fn encoded_records_refilled_page_by_page_say_more_until_the_last() {
+        use crate::multipart::multipart_type;
+        let stats = flow_stats(40);
+        let (a, b) = stats.split_at(25);
+        let mut parts = ReplyParts::new_records(3, multipart_type::FLOW, records_of(a), 1024);
+        parts.continues = true;
+        let mut msgs: Vec<Vec<u8>> = parts.by_ref().collect();
+        assert!(parts.is_done());
+        parts.refill_records(records_of(b), false);
+        msgs.extend(parts.by_ref());
+        let mut got = Vec::new();
+        for (i, m) in msgs.iter().enumerate() {
+            match Message::decode(m).unwrap().1 {
+                Message::MultipartReply(MultipartReply {
+                    flags,
+                    body: MultipartReplyBody::Flow { stats },
+                }) => {
+                    assert_eq!(flags == OFPMPF_REPLY_MORE, i + 1 < msgs.len(), "part {i}");
+                    got.extend(stats);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(got, stats);
+    }
+
+    #[test]
+    fn a_bad_record_length_ends_the_reply_instead_of_looping() {
+        use crate::multipart::multipart_type;
+        for records in [
+            vec![0u8; 3],
+            vec![0, 1, 9, 9],
+            vec![0xff, 0xff, 0, 0],
+            vec![7],
+        ] {
+            let n = records.len();
+            let msgs: Vec<_> =
+                ReplyParts::new_records(1, multipart_type::FLOW, records, 1024).collect();
+            assert_eq!(msgs.len(), 1);
+            assert_eq!(msgs[0].len(), MP_REPLY_OVERHEAD + n);
+        }
     }
 }

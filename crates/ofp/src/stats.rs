@@ -113,6 +113,55 @@ wire_layout! {
     }
 }
 
+/// An `ofp_flow_stats` record's fixed fields, for [`encode_flow_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowStatsHead {
+    pub table_id: u8,
+    pub duration_sec: u32,
+    pub duration_nsec: u32,
+    pub priority: u16,
+    pub idle_timeout: u16,
+    pub hard_timeout: u16,
+    pub flags: u16,
+    pub cookie: u64,
+    pub packet_count: u64,
+    pub byte_count: u64,
+}
+
+/// Appends one `ofp_flow_stats` record to `w` from borrowed parts, the
+/// bytes [`FlowStats::encode`] writes for the same values: `write_match`
+/// appends the `ofp_match` (padding included, e.g.
+/// [`Match::encode_fields`]). A switch answering a FLOW request over a
+/// million entries writes each record straight from its table this way,
+/// without building (and freeing) a [`FlowStats`] per entry.
+pub fn encode_flow_stats(
+    w: &mut Vec<u8>,
+    head: &FlowStatsHead,
+    write_match: impl FnOnce(&mut Vec<u8>),
+    instructions: &[Instruction],
+) {
+    use crate::wire::Writer;
+    let start = w.len();
+    w.put_u16(0);
+    w.put_u8(head.table_id);
+    w.put_u8(0);
+    w.put_u32(head.duration_sec);
+    w.put_u32(head.duration_nsec);
+    w.put_u16(head.priority);
+    w.put_u16(head.idle_timeout);
+    w.put_u16(head.hard_timeout);
+    w.put_u16(head.flags);
+    w.put_zeros(4);
+    w.put_u64(head.cookie);
+    w.put_u64(head.packet_count);
+    w.put_u64(head.byte_count);
+    write_match(w);
+    for i in instructions {
+        i.encode(w);
+    }
+    patch_len(w, start, start);
+}
+
 /// `ofp_aggregate_stats_reply`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct AggregateStats {

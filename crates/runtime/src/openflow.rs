@@ -183,7 +183,7 @@ impl Switch for BridgeSwitch {
         filter: &ofp::stats::FlowStatsRequest,
         after: Option<FlowStatsPos>,
         limit: usize,
-    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<FlowStatsPos>), OfpError> {
+    ) -> Result<agent::FlowStatsPage, OfpError> {
         // The first page counts every packet forwarded before the request
         // (as `multipart`); later pages read the counters folded since.
         if after.is_none() {
@@ -193,12 +193,12 @@ impl Switch for BridgeSwitch {
         let mut c = self.b.control();
         self.b.collect(&mut c);
         let after = after.map(|p| ((p.0 >> 64) as u8, pipeline::FlowId(p.0 as u64)));
-        let (stats, next) =
+        let (records, next) =
             c.dp.state
                 .tables
-                .flow_stats_page(filter, now, after, limit)?;
+                .flow_stats_records(filter, now, after, limit)?;
         Ok((
-            stats,
+            records,
             next.map(|(t, id)| FlowStatsPos((u128::from(t) << 64) | u128::from(id.0))),
         ))
     }

@@ -8,7 +8,7 @@ use ofp::error::{
     SwitchConfigFailedCode,
 };
 use ofp::flow_mod::flow_mod_flags;
-use ofp::multipart::{Desc, MultipartReply, OFPMPF_REPLY_MORE};
+use ofp::multipart::{Desc, MultipartReply, MultipartReplyBody, OFPMPF_REPLY_MORE};
 use ofp::packet_in::packet_in_reason;
 use ofp::stats::FlowStatsRequest;
 use ofp::{FlowMod, FlowModCommand, Oxm, OxmField, OxmValue, PacketIn, SwitchConfig};

@@ -98,21 +98,23 @@ impl Datapath {
         self.state.multipart(req, now)
     }
 
-    /// One page of a FLOW statistics reply (see
-    /// [`crate::Tables::flow_stats_page`]); counters are folded first on
+    /// One page of a FLOW statistics reply, encoded (see
+    /// [`crate::Tables::flow_stats_records`]); counters are folded first on
     /// the first page only (`after` is `None`), as [`Datapath::multipart`]
     /// does for a whole reply.
-    pub fn flow_stats_page(
+    pub fn flow_stats_records(
         &mut self,
         filter: &crate::FlowFilter,
         now: Time,
         after: Option<crate::FlowPos>,
         limit: usize,
-    ) -> Result<(Vec<ofp::stats::FlowStats>, Option<crate::FlowPos>), OfpError> {
+    ) -> Result<(Vec<u8>, Option<crate::FlowPos>), OfpError> {
         if after.is_none() {
             self.sync_counters();
         }
-        self.state.tables.flow_stats_page(filter, now, after, limit)
+        self.state
+            .tables
+            .flow_stats_records(filter, now, after, limit)
     }
 
     /// Applies a PORT_MOD to the state's port table

@@ -195,6 +195,38 @@ impl FlowEntry {
         }
     }
 
+    /// Appends this entry's `ofp_flow_stats` record, with counters `c` at
+    /// `now`, to `w`: the bytes [`FlowEntry::flow_stats`] would encode,
+    /// written straight from the entry (no match or instructions copied).
+    pub fn encode_flow_stats(&self, c: &EntryCounter, now: Time, w: &mut Vec<u8>) {
+        let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);
+        let (packet_count, byte_count) = self.reported(c);
+        let head = ofp::stats::FlowStatsHead {
+            table_id: self.table_id,
+            duration_sec,
+            duration_nsec,
+            priority: self.priority,
+            idle_timeout: self.idle_timeout,
+            hard_timeout: self.hard_timeout,
+            flags: self.flags,
+            cookie: self.cookie,
+            packet_count,
+            byte_count,
+        };
+        match &self.sent {
+            Some(m) => ofp::stats::encode_flow_stats(w, &head, |w| m.encode(w), &self.instructions),
+            None => ofp::stats::encode_flow_stats(
+                w,
+                &head,
+                |w| {
+                    let fields = self.key.fields().iter().map(|f| Cow::Owned(f.to_oxm()));
+                    Match::encode_fields(w, fields)
+                },
+                &self.instructions,
+            ),
+        }
+    }
+
     /// The FLOW_REMOVED content for this entry, with counters `c`,
     /// leaving at `now`.
     pub fn removed_event(&self, reason: RemovalReason, now: Time, c: &EntryCounter) -> FlowRemoved {

@@ -179,6 +179,30 @@ impl Tables {
         Ok((out, None))
     }
 
+    /// [`Tables::flow_stats_page`] encoded: the page's `ofp_flow_stats`
+    /// records back to back, as a FLOW reply carries them, written straight
+    /// from the entries (the agent sends a reply of a million entries this
+    /// way, without a [`FlowStats`] built and freed per entry).
+    pub fn flow_stats_records(
+        &self,
+        filter: &FlowFilter,
+        now: Time,
+        after: Option<FlowPos>,
+        limit: usize,
+    ) -> Result<(Vec<u8>, Option<FlowPos>), OfpError> {
+        let limit = limit.max(1);
+        let mut out = Vec::new();
+        let mut n = 0;
+        for (e, c) in self.selected(filter, after)? {
+            e.encode_flow_stats(&c, now, &mut out);
+            n += 1;
+            if n >= limit {
+                return Ok((out, Some((e.table_id, e.id))));
+            }
+        }
+        Ok((out, None))
+    }
+
     /// The AGGREGATE multipart reply body for a request. Entries whose
     /// counters are unavailable (`NO_PKT_COUNTS` / `NO_BYT_COUNTS`) add
     /// nothing to that sum.
