@@ -14,7 +14,6 @@
 use crate::error::{BadMatchCode, DecodeError, OfpError};
 use crate::wire::{round_up_8, wire_numbers, Reader, Writer};
 use serde::Serialize;
-use std::borrow::Cow;
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
@@ -456,6 +455,23 @@ impl Oxm {
     }
 }
 
+/// Appends the `OFPXMC_OPENFLOW_BASIC` TLV of `field` with `value` and,
+/// when given, `mask`, each as the field's width of big-endian bytes (the
+/// low bytes of the numbers): the bytes [`Oxm::encode`] writes for
+/// `Oxm::Basic` with [`OxmValue::from_u128`] of the same numbers, without
+/// building it.
+pub fn encode_basic(w: &mut Vec<u8>, field: OxmField, value: u128, mask: Option<u128>) {
+    let n = field.kind().len();
+    w.put_u16(OXM_CLASS_OPENFLOW_BASIC);
+    w.put_u8(((field as u8) << 1) | u8::from(mask.is_some()));
+    let len = if mask.is_some() { 2 * n } else { n };
+    w.put_u8(len as u8);
+    w.extend_from_slice(value.to_be_bytes().get(16 - n..).unwrap_or_default());
+    if let Some(m) = mask {
+        w.extend_from_slice(m.to_be_bytes().get(16 - n..).unwrap_or_default());
+    }
+}
+
 crate::wire::codec_field!(Match);
 
 impl Match {
@@ -524,19 +540,22 @@ impl Match {
 
     /// Encodes an `ofp_match` with its padding (zeros).
     pub fn encode(&self, w: &mut Vec<u8>) {
-        Match::encode_fields(w, self.fields.iter().map(Cow::Borrowed));
+        Match::encode_with(w, |w| {
+            for f in &self.fields {
+                f.encode(w);
+            }
+        });
     }
 
-    /// Encodes an `ofp_match` of `fields`, in order, with its padding: the
-    /// bytes [`Match::encode`] writes for a match of those fields, without
-    /// building the match.
-    pub fn encode_fields<'a>(w: &mut Vec<u8>, fields: impl IntoIterator<Item = Cow<'a, Oxm>>) {
+    /// Encodes an `ofp_match` whose OXM TLVs `write_fields` appends (e.g.
+    /// with [`Oxm::encode`] or [`encode_basic`]), with its length and
+    /// padding: the bytes [`Match::encode`] writes for a match of those
+    /// fields, without building the match.
+    pub fn encode_with(w: &mut Vec<u8>, write_fields: impl FnOnce(&mut Vec<u8>)) {
         let start = w.len();
         w.put_u16(OFPMT_OXM);
         w.put_u16(0);
-        for f in fields {
-            f.encode(w);
-        }
+        write_fields(w);
         let len = w.len() - start;
         w.patch_u16(start + 2, u16::try_from(len).unwrap_or(u16::MAX));
         w.pad_to_8(start);
@@ -681,6 +700,39 @@ mod tests {
 
     fn decode_match(bytes: &[u8]) -> Result<Match, DecodeError> {
         Match::decode(&mut Reader::new(bytes))
+    }
+
+    #[test]
+    fn encode_basic_writes_what_a_built_basic_oxm_writes() {
+        let numbers = [
+            0u128,
+            1,
+            0xff,
+            0x1234_5678,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_0011_2233_4455_6677,
+        ];
+        for &field in OxmField::ALL {
+            let kind = field.kind();
+            for &v in &numbers {
+                for mask in [
+                    None,
+                    Some(0xf0f0_f0f0_f0f0_f0f0_f0f0_f0f0_f0f0_f0f0u128),
+                    Some(1),
+                ] {
+                    let built = Oxm::Basic {
+                        field,
+                        value: OxmValue::from_u128(kind, v),
+                        mask: mask.map(|m| OxmValue::from_u128(kind, m)),
+                    };
+                    let mut want = Vec::new();
+                    built.encode(&mut want);
+                    let mut got = Vec::new();
+                    encode_basic(&mut got, field, v, mask);
+                    assert_eq!(got, want, "{field:?} {v:#x} {mask:?}");
+                }
+            }
+        }
     }
 
     fn encoded(m: &Match) -> Vec<u8> {

@@ -311,11 +311,16 @@ mod tests {
                 packet_count: s.packet_count,
                 byte_count: s.byte_count,
             };
-            let fields = s.match_.fields.iter().map(std::borrow::Cow::Borrowed);
             encode_flow_stats(
                 &mut w,
                 &head,
-                |w| crate::oxm::Match::encode_fields(w, fields),
+                |w| {
+                    crate::oxm::Match::encode_with(w, |w| {
+                        for f in &s.match_.fields {
+                            f.encode(w);
+                        }
+                    })
+                },
                 &s.instructions,
             );
         }

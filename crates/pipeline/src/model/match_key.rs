@@ -45,6 +45,13 @@ impl KeyField {
             mask,
         }
     }
+
+    /// Appends the field's OXM TLV, the bytes [`KeyField::to_oxm`]'s
+    /// encoding gives, without building it.
+    pub fn encode_oxm(&self, w: &mut Vec<u8>) {
+        let mask = (self.mask != full_mask(self.field)).then_some(self.mask);
+        ofp::oxm::encode_basic(w, self.field, self.value, mask);
+    }
 }
 
 /// All of a field's meaningful bits set.
