@@ -87,6 +87,105 @@ pub fn set_thread_cpus(set: &libc::cpu_set_t) -> io::Result<()> {
     }
 }
 
+/// While it lives, the calling thread runs at nice value `nice` (when
+/// that is lower in priority than its own), so that bulk control work
+/// (a statistics reply over a million flows) yields the CPU to dataplane
+/// threads that share it: the kernel's fair scheduler gives a thread at
+/// nice 10 about a tenth of a CPU a thread at nice 0 wants too, and all of
+/// it when that thread sleeps. Dropping it restores the thread's nice
+/// value. It does nothing where the thread could not be given its value
+/// back (neither root nor an `RLIMIT_NICE` that allows it): lowering a
+/// nice value needs that privilege, and a thread left niced would slow
+/// every later request.
+pub struct Yielding {
+    restore: Option<i32>,
+    /// Not `Send`: the nice value is the calling thread's, and is restored
+    /// on the thread that lowered it.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Yielding {
+    /// Lowers the calling thread's priority to nice `nice` (clamped to
+    /// 0..=19) until the value is dropped; `nice` 0 does nothing.
+    pub fn enter(nice: i32) -> Yielding {
+        let nice = nice.clamp(0, 19);
+        if nice == 0 {
+            return Yielding::none();
+        }
+        let tid = thread_id();
+        let Some(prev) = thread_nice(tid) else {
+            return Yielding::none();
+        };
+        if prev >= nice || !may_lower_nice_to(prev) {
+            return Yielding::none();
+        }
+        // SAFETY: setpriority reads its three integer arguments only.
+        let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
+        Yielding {
+            restore: (r == 0).then_some(prev),
+            _thread: std::marker::PhantomData,
+        }
+    }
+
+    fn none() -> Yielding {
+        Yielding {
+            restore: None,
+            _thread: std::marker::PhantomData,
+        }
+    }
+
+    /// Whether the thread's priority was lowered (and will be restored).
+    pub fn is_active(&self) -> bool {
+        self.restore.is_some()
+    }
+}
+
+impl Drop for Yielding {
+    fn drop(&mut self) {
+        if let Some(prev) = self.restore {
+            // SAFETY: as in `enter`; the same thread (the value is !Send).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, thread_id(), prev) };
+        }
+    }
+}
+
+/// The calling thread's kernel id (what `PRIO_PROCESS` takes for one
+/// thread on Linux).
+fn thread_id() -> libc::id_t {
+    // SAFETY: gettid has no arguments and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    libc::id_t::try_from(tid).unwrap_or(0)
+}
+
+/// Thread `tid`'s nice value; `None` when the kernel does not say.
+fn thread_nice(tid: libc::id_t) -> Option<i32> {
+    // getpriority may return -1 as a value: errno tells an error apart.
+    // SAFETY: errno is thread-local; the calls read integers only.
+    unsafe {
+        *libc::__errno_location() = 0;
+        let n = libc::getpriority(libc::PRIO_PROCESS, tid);
+        (*libc::__errno_location() == 0).then_some(n)
+    }
+}
+
+/// Whether the calling thread may set its nice value back down to `nice`:
+/// root may, others as far as `RLIMIT_NICE` allows (20 − limit).
+fn may_lower_nice_to(nice: i32) -> bool {
+    // SAFETY: geteuid has no arguments.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NICE, &mut lim) } != 0 {
+        return false;
+    }
+    i64::from(nice) >= 20 - i64::try_from(lim.rlim_cur).unwrap_or(i64::MAX).min(40)
+}
+
 /// Parses a kernel CPU list (`0-3,8,10-11`).
 pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
     let mut out = Vec::new();
@@ -188,6 +287,41 @@ pub fn assign(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On a thread of its own (nice values are per thread): the value is
+    /// lowered while a `Yielding` lives and given back when it drops; a
+    /// thread already at or past the value, and nice 0, are left alone.
+    #[test]
+    fn yielding_lowers_the_thread_priority_and_gives_it_back() {
+        std::thread::spawn(|| {
+            let tid = thread_id();
+            let before = thread_nice(tid).unwrap();
+            {
+                let y = Yielding::enter(10);
+                if before < 10 && may_lower_nice_to(before) {
+                    assert!(y.is_active());
+                    assert_eq!(thread_nice(tid), Some(10));
+                    // Nested, at a value the thread is already past: no change.
+                    let inner = Yielding::enter(5);
+                    assert!(!inner.is_active());
+                    drop(inner);
+                    assert_eq!(thread_nice(tid), Some(10));
+                } else {
+                    // Could not be given back: never lowered.
+                    assert!(!y.is_active());
+                    assert_eq!(thread_nice(tid), Some(before));
+                }
+            }
+            assert_eq!(thread_nice(tid), Some(before));
+            assert!(!Yielding::enter(0).is_active());
+            assert_eq!(thread_nice(tid), Some(before));
+            // Out of range clamps.
+            drop(Yielding::enter(99));
+            assert_eq!(thread_nice(tid), Some(before));
+        })
+        .join()
+        .unwrap();
+    }
 
     /// Eight CPUs, siblings i and i+4.
     fn ht(c: usize) -> Vec<usize> {

@@ -391,5 +391,8 @@ fn dataplane_fields(a: &Dataplane, b: &Dataplane) -> Vec<&'static str> {
     if a.max_queue_delay_us != b.max_queue_delay_us {
         out.push("max_queue_delay_us");
     }
+    if a.bulk_reply_nice != b.bulk_reply_nice {
+        out.push("bulk_reply_nice");
+    }
     out
 }

@@ -664,7 +664,16 @@ pub struct Dataplane {
     /// worker, in µs at the rate they drain (0..=1000000, default
     /// [`DEFAULT_MAX_QUEUE_DELAY_US`]); 0: deep, byte-sized queues.
     pub max_queue_delay_us: u32,
+    /// The nice value the pages of a controller's FLOW statistics replies
+    /// are built at, so that a reply over many flows yields a CPU it
+    /// shares with busy dataplane threads (0..=19, default
+    /// [`DEFAULT_BULK_REPLY_NICE`]; 0: at the control side's own priority).
+    pub bulk_reply_nice: u8,
 }
+
+/// The default of `bulk_reply_nice`: a reply gets about a tenth of a CPU
+/// that a busy worker shares, and all of it when the worker is idle.
+pub const DEFAULT_BULK_REPLY_NICE: u8 = 10;
 
 /// The default of `max_queue_delay_us`: the dataplane's own default
 /// bound, in µs (one definition: `dataplane::delay::DEFAULT_QUEUE_DELAY`).
@@ -695,6 +704,7 @@ impl Default for Dataplane {
             dispatch: Dispatch::default(),
             core_assign: None,
             max_queue_delay_us: DEFAULT_MAX_QUEUE_DELAY_US,
+            bulk_reply_nice: DEFAULT_BULK_REPLY_NICE,
         }
     }
 }

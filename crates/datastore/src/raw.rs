@@ -265,6 +265,8 @@ pub(crate) struct RawDataplane {
     pub core_assign: Option<S<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_queue_delay_us: Option<S<i64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bulk_reply_nice: Option<S<i64>>,
 }
 
 /// `[dataplane.burst]`.
@@ -547,6 +549,7 @@ pub(crate) fn from_model(c: &crate::Config) -> RawConfig {
             },
             core_assign: d.core_assign.map(|a| s(a.to_string())),
             max_queue_delay_us: Some(int(d.max_queue_delay_us)),
+            bulk_reply_nice: Some(int(d.bulk_reply_nice)),
         })),
         tls: c.tls.as_ref().map(|t| {
             s(RawTls {

@@ -206,7 +206,7 @@ fn unknown_keys_name_the_key_and_where() {
     );
     assert_eq!(
         error("[dataplane]\nworkers = 2\n"),
-        "fulmar.toml:2:1: dataplane.workers: unknown field `workers`, expected one of `mode`, `rx_threads`, `worker_threads`, `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores`, `burst`, `flush_idle_us`, `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`, `dispatch`, `dispatch_fallback`, `priority_class`, `core_assign`, `max_queue_delay_us`"
+        "fulmar.toml:2:1: dataplane.workers: unknown field `workers`, expected one of `mode`, `rx_threads`, `worker_threads`, `tx_threads`, `rx_cores`, `worker_cores`, `tx_cores`, `burst`, `flush_idle_us`, `max_batch_wait_us`, `rx_ring_size`, `tx_ring_size`, `dispatch`, `dispatch_fallback`, `priority_class`, `core_assign`, `max_queue_delay_us`, `bulk_reply_nice`"
     );
     assert_eq!(
         error("[[bridges]]\nname = \"b\"\ncontrollers = [{ target = \"tcp:1.2.3.4\", echo = 5 }]\n"),
@@ -1786,4 +1786,33 @@ fn max_queue_delay_is_parsed_checked_and_written_back() {
         vec!["fulmar.toml:2:22: dataplane.max_queue_delay_us: max_queue_delay_us -1 is not valid (0..=1000000)"]
     );
     assert_eq!(dp("max_queue_delay_us = \"fast\"").len(), 1);
+}
+
+#[test]
+fn bulk_reply_nice_is_parsed_checked_and_written_back() {
+    let dp = |body: &str| errors(&format!("[dataplane]\n{body}\n"));
+    assert_eq!(
+        load("").unwrap().dataplane.bulk_reply_nice,
+        crate::model::DEFAULT_BULK_REPLY_NICE
+    );
+    for n in [0u8, 1, 19] {
+        let c = load(&format!("[dataplane]\nbulk_reply_nice = {n}\n")).unwrap();
+        assert_eq!(c.dataplane.bulk_reply_nice, n);
+        let toml = c.to_toml_string();
+        assert!(toml.contains(&format!("bulk_reply_nice = {n}")), "{toml}");
+        assert_eq!(load(&toml).unwrap().dataplane.bulk_reply_nice, n);
+    }
+    assert_eq!(
+        dp("bulk_reply_nice = 20"),
+        vec![
+            "fulmar.toml:2:19: dataplane.bulk_reply_nice: bulk_reply_nice 20 is not valid (0..=19)"
+        ]
+    );
+    assert_eq!(
+        dp("bulk_reply_nice = -1"),
+        vec![
+            "fulmar.toml:2:19: dataplane.bulk_reply_nice: bulk_reply_nice -1 is not valid (0..=19)"
+        ]
+    );
+    assert_eq!(dp("bulk_reply_nice = \"low\"").len(), 1);
 }

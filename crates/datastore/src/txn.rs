@@ -1225,7 +1225,7 @@ fn parse_fail_mode(v: &str) -> Result<FailMode, String> {
     v.parse()
 }
 
-const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size, max_queue_delay_us";
+const DATAPLANE_KEYS: &str = "mode, worker_threads, rx_threads, tx_threads, rx_cores, worker_cores, tx_cores, dispatch, dispatch_fallback, burst.rx_read, burst.rx_write, burst.worker_read, burst.worker_write, burst.tx_read, burst.tx_write, flush_idle_us, max_batch_wait_us, rx_ring_size, tx_ring_size, max_queue_delay_us, bulk_reply_nice";
 
 fn dispatch_key(field: &FieldPath, v: &str) -> Result<DispatchKey, Fail> {
     v.parse().map_err(|m| fail(field, m))
@@ -1334,6 +1334,7 @@ fn set_dataplane(d: &mut Dataplane, key: &str, value: &str) -> Result<(), Fail> 
         "rx_ring_size" => d.rings.rx_ring = num(&f, key, value)?,
         "tx_ring_size" => d.rings.tx_ring = num(&f, key, value)?,
         "max_queue_delay_us" => d.max_queue_delay_us = num(&f, key, value)?,
+        "bulk_reply_nice" => d.bulk_reply_nice = num(&f, key, value)?,
         _ => {
             let name = key.strip_prefix("burst.").unwrap_or(key);
             let b = &mut d.burst;

@@ -120,6 +120,9 @@ pub(crate) struct BridgeRt {
     /// Ports with egress queues: the queue ids configured and the
     /// scheduler's counters (copied into the port table by `collect`).
     pub(crate) qos: Mutex<BTreeMap<u32, (Vec<u32>, dataplane::threads::QueueStatsHandle)>>,
+    /// The nice value bulk statistics replies are built at
+    /// (`[dataplane] bulk_reply_nice`; see `dataplane::placement::Yielding`).
+    pub(crate) bulk_reply_nice: i32,
 }
 
 /// The dataplane's scheduler settings for a port's configured queues
@@ -489,6 +492,7 @@ impl BridgeRt {
             mode: mode_name(&tcfg),
             tcfg,
             qos: Mutex::new(BTreeMap::new()),
+            bulk_reply_nice: i32::from(config.dataplane.bulk_reply_nice),
         };
         // Egress queues of the ports it starts with.
         for (port, q) in &br.qos {

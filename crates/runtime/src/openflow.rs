@@ -190,6 +190,9 @@ impl Switch for BridgeSwitch {
             self.b.request_counters(COUNTER_SYNC_TIMEOUT);
         }
         let now = self.b.now();
+        // A page over many entries is bulk work: it yields a CPU it
+        // shares with busy workers ([dataplane] bulk_reply_nice).
+        let _yield = dataplane::placement::Yielding::enter(self.b.bulk_reply_nice);
         let mut c = self.b.control();
         self.b.collect(&mut c);
         let after = after.map(|p| ((p.0 >> 64) as u8, pipeline::FlowId(p.0 as u64)));

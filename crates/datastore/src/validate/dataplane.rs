@@ -100,6 +100,12 @@ impl Checker<'_> {
             0..=1_000_000,
             i64::from(crate::model::DEFAULT_MAX_QUEUE_DELAY_US),
         );
+        let bulk_reply_nice = self.int_or(
+            &r.bulk_reply_nice,
+            &top("dataplane.bulk_reply_nice"),
+            0..=19,
+            i64::from(crate::model::DEFAULT_BULK_REPLY_NICE),
+        );
         let dispatch = self.dispatch(r, workers, pipelined);
         let core_assign = match &r.core_assign {
             None => Some(None),
@@ -144,6 +150,7 @@ impl Checker<'_> {
             dispatch: dispatch?,
             core_assign: core_assign?,
             max_queue_delay_us: max_queue_delay? as u32,
+            bulk_reply_nice: bulk_reply_nice? as u8,
         })
     }
 
