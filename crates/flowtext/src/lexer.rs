@@ -63,6 +63,62 @@ fn is_separator(c: char) -> bool {
 /// Splits `t` at commas and white space outside parentheses. Empty pieces
 /// are dropped. Unbalanced parentheses are an error.
 pub(crate) fn split_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
+    if t.text.is_ascii() {
+        return split_ascii_list(t);
+    }
+    split_any_list(t)
+}
+
+/// [`split_list`] of ASCII text, byte by byte (a flows file of a million
+/// lines spent a tenth of its loading time splitting by `char`): the same
+/// pieces and errors, with a depth count instead of a stack of positions
+/// (the outermost unclosed parenthesis is the last one opened at depth 0).
+fn split_ascii_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
+    let mut out = Vec::with_capacity(8);
+    let mut depth = 0usize;
+    let mut outermost = 0usize;
+    let mut start: Option<usize> = None;
+    for (i, &b) in t.text.as_bytes().iter().enumerate() {
+        match b {
+            b'(' => {
+                if depth == 0 {
+                    outermost = i;
+                }
+                depth += 1;
+            }
+            b')' if depth == 0 => {
+                return Err(ParseError::new(
+                    "unbalanced parentheses: \")\" without \"(\"",
+                    ")",
+                    t.pos + i,
+                ));
+            }
+            b')' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 && (b == b',' || b.is_ascii_whitespace() || b == 0x0b) {
+            if let Some(s) = start.take() {
+                out.push(t.range(s, i));
+            }
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if depth > 0 {
+        return Err(ParseError::new(
+            "unbalanced parentheses: \"(\" without \")\"",
+            "(",
+            t.pos + outermost,
+        ));
+    }
+    if let Some(s) = start {
+        out.push(t.from(s));
+    }
+    Ok(out)
+}
+
+/// [`split_list`] of any text, `char` by `char`.
+fn split_any_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
     let mut out = Vec::new();
     let mut open: Vec<usize> = Vec::new();
     let mut start: Option<usize> = None;
@@ -194,6 +250,17 @@ pub(crate) fn refused<T: std::fmt::Debug>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The byte splitter gives exactly the pieces, positions and
+        /// errors of the char splitter, on text made of the characters
+        /// that matter (separators of every kind, parentheses, letters).
+        #[test]
+        fn ascii_split_is_the_char_split(s in "[a-c=(),: \t\n\x0b\x0c\r]{0,40}") {
+            prop_assert_eq!(split_ascii_list(Tok::whole(&s)), split_any_list(Tok::whole(&s)));
+        }
+    }
 
     fn texts(s: &str) -> Vec<(String, usize)> {
         split_list(Tok::whole(s))
