@@ -190,10 +190,14 @@ pub struct Connection<S: Switch> {
     lane: Option<mpsc::UnboundedReceiver<Arc<SwitchEvent>>>,
     /// Lets a barrier wait for the events sent before it to reach `lane`.
     lane_sync: Option<EventSync>,
+    /// A FLOW reply of several pages is being written
+    /// ([`Switch::bulk_reply`]).
+    bulk: bool,
 }
 
 impl<S: Switch> Drop for Connection<S> {
     fn drop(&mut self) {
+        self.set_bulk(false);
         self.controllers.unregister(self.id);
     }
 }
@@ -271,6 +275,7 @@ impl<S: Switch> Connection<S> {
             unflushed_since: None,
             lane: None,
             lane_sync: None,
+            bulk: false,
         };
         c.send(0, &Message::Hello(Hello::default()));
         c
@@ -318,10 +323,20 @@ impl<S: Switch> Connection<S> {
         if self.unflushed_since.is_some() {
             self.flush();
         }
+        self.set_bulk(false);
         if self.closed.is_none() {
             self.closed = Some(reason);
         }
         self.controllers.unregister(self.id);
+    }
+
+    /// Tells the switch when a FLOW reply of several pages begins and
+    /// ends ([`Switch::bulk_reply`]), once per change.
+    fn set_bulk(&mut self, on: bool) {
+        if self.bulk != on {
+            self.bulk = on;
+            self.switch.bulk_reply(on);
+        }
     }
 
     fn send(&mut self, xid: u32, msg: &Message) {
@@ -507,6 +522,7 @@ impl<S: Switch> Connection<S> {
             let xid = parts.xid();
             let Some((filter, pos)) = self.reply_next.take() else {
                 self.reply = None;
+                self.set_bulk(false);
                 return true;
             };
             // The page is written: the next one, read only now.
@@ -522,6 +538,7 @@ impl<S: Switch> Connection<S> {
                     // Parts already went out flagged "more": the error
                     // ends the reply.
                     self.reply = None;
+                    self.set_bulk(false);
                     self.send_error(xid, e, &[]);
                     return true;
                 }
@@ -819,6 +836,7 @@ impl<S: Switch> Connection<S> {
             Ok(mut parts) => {
                 // Written part by part as the output drains (write_reply).
                 parts.continues = self.reply_next.is_some();
+                self.set_bulk(parts.continues);
                 self.reply = Some(parts);
                 self.write_reply();
             }

@@ -106,6 +106,14 @@ pub trait Switch: Send + Sync + 'static {
     /// than one per message — as long as [`Switch::barrier`] also makes
     /// them visible when called directly.
     fn flush(&self) {}
+    /// A FLOW statistics reply of more than one page began (`true`) or
+    /// ended (`false`) on a channel; a channel's calls alternate, starting
+    /// with `true`. Bulk work: a switch may run its control side at a
+    /// lower priority while any such reply lasts, so that it yields a CPU
+    /// it shares with forwarding.
+    fn bulk_reply(&self, active: bool) {
+        let _ = active;
+    }
     /// Housekeeping the agent calls about once a second (flow timeouts).
     fn tick(&self) {}
 }

@@ -87,21 +87,19 @@ pub fn set_thread_cpus(set: &libc::cpu_set_t) -> io::Result<()> {
     }
 }
 
-/// While it lives, the calling thread runs at nice value `nice` (when
-/// that is lower in priority than its own), so that bulk control work
-/// (a statistics reply over a million flows) yields the CPU to dataplane
-/// threads that share it: the kernel's fair scheduler gives a thread at
-/// nice 10 about a tenth of a CPU a thread at nice 0 wants too, and all of
-/// it when that thread sleeps. Dropping it restores the thread's nice
-/// value. It does nothing where the thread could not be given its value
-/// back (neither root nor an `RLIMIT_NICE` that allows it): lowering a
-/// nice value needs that privilege, and a thread left niced would slow
-/// every later request.
+/// While it lives, the thread that made it runs at nice value `nice`
+/// (when that is lower in priority than its own), so that bulk control
+/// work (a statistics reply over a million flows) yields the CPU to
+/// dataplane threads that share it: the kernel's fair scheduler gives a
+/// thread at nice 10 about a tenth of a CPU a thread at nice 0 wants too,
+/// and all of it when that thread sleeps. Dropping it (on any thread)
+/// restores that thread's nice value. It does nothing where the thread
+/// could not be given its value back (neither root nor an `RLIMIT_NICE`
+/// that allows it): lowering a nice value needs that privilege, and a
+/// thread left niced would slow every later request.
 pub struct Yielding {
-    restore: Option<i32>,
-    /// Not `Send`: the nice value is the calling thread's, and is restored
-    /// on the thread that lowered it.
-    _thread: std::marker::PhantomData<*const ()>,
+    /// The thread lowered and its nice value before.
+    restore: Option<(libc::id_t, i32)>,
 }
 
 impl Yielding {
@@ -122,16 +120,12 @@ impl Yielding {
         // SAFETY: setpriority reads its three integer arguments only.
         let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, nice) };
         Yielding {
-            restore: (r == 0).then_some(prev),
-            _thread: std::marker::PhantomData,
+            restore: (r == 0).then_some((tid, prev)),
         }
     }
 
     fn none() -> Yielding {
-        Yielding {
-            restore: None,
-            _thread: std::marker::PhantomData,
-        }
+        Yielding { restore: None }
     }
 
     /// Whether the thread's priority was lowered (and will be restored).
@@ -142,9 +136,11 @@ impl Yielding {
 
 impl Drop for Yielding {
     fn drop(&mut self) {
-        if let Some(prev) = self.restore {
-            // SAFETY: as in `enter`; the same thread (the value is !Send).
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, thread_id(), prev) };
+        if let Some((tid, prev)) = self.restore {
+            // SAFETY: as in `enter`. The thread lowered, whichever thread
+            // drops this (one of this process: PRIO_PROCESS takes a thread
+            // id on Linux; an id that has ended fails harmlessly).
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, prev) };
         }
     }
 }
@@ -318,6 +314,13 @@ mod tests {
             // Out of range clamps.
             drop(Yielding::enter(99));
             assert_eq!(thread_nice(tid), Some(before));
+            // Dropped on another thread: this one gets its value back.
+            let y = Yielding::enter(12);
+            let active = y.is_active();
+            std::thread::spawn(move || drop(y)).join().unwrap();
+            if active {
+                assert_eq!(thread_nice(tid), Some(before));
+            }
         })
         .join()
         .unwrap();

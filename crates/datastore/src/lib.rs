@@ -26,7 +26,7 @@
 //! # dispatch = "5tuple"           # port | l2 | 5tuple | priority-class
 //! # dispatch_fallback = "5tuple"  # for priority-class
 //! max_queue_delay_us = 100        # 0..=1000000 (0: deep, byte-sized queues)
-//! bulk_reply_nice = 10            # 0..=19: flow stats replies yield a shared CPU to workers (0: off)
+//! bulk_reply_nice = 5             # 0..=19: long flow stats replies yield a shared CPU to workers (0: off)
 //! [dataplane.burst]               # powers of two, 1..=1024
 //! rx_read = 32
 //! rx_write = 32

@@ -664,16 +664,19 @@ pub struct Dataplane {
     /// worker, in µs at the rate they drain (0..=1000000, default
     /// [`DEFAULT_MAX_QUEUE_DELAY_US`]); 0: deep, byte-sized queues.
     pub max_queue_delay_us: u32,
-    /// The nice value the pages of a controller's FLOW statistics replies
-    /// are built at, so that a reply over many flows yields a CPU it
-    /// shares with busy dataplane threads (0..=19, default
+    /// The nice value the control side runs at while a controller's FLOW
+    /// statistics reply of several pages is written, so that a reply over
+    /// many flows yields a CPU it shares with busy dataplane threads (0..=19, default
     /// [`DEFAULT_BULK_REPLY_NICE`]; 0: at the control side's own priority).
     pub bulk_reply_nice: u8,
 }
 
-/// The default of `bulk_reply_nice`: a reply gets about a tenth of a CPU
-/// that a busy worker shares, and all of it when the worker is idle.
-pub const DEFAULT_BULK_REPLY_NICE: u8 = 10;
+/// The default of `bulk_reply_nice`: while a worker sharing its CPU is
+/// busy, a reply gets about a quarter of that CPU (the fair scheduler's
+/// weights: 335 at nice 5 against 1024 at nice 0), and all of it when the
+/// worker sleeps. Nice 10 (a tenth) kept more forwarding but stretched a
+/// 1M-flow reply to 3–4 s here, beyond Open vSwitch's time.
+pub const DEFAULT_BULK_REPLY_NICE: u8 = 5;
 
 /// The default of `max_queue_delay_us`: the dataplane's own default
 /// bound, in µs (one definition: `dataplane::delay::DEFAULT_QUEUE_DELAY`).

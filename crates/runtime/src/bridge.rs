@@ -120,9 +120,12 @@ pub(crate) struct BridgeRt {
     /// Ports with egress queues: the queue ids configured and the
     /// scheduler's counters (copied into the port table by `collect`).
     pub(crate) qos: Mutex<BTreeMap<u32, (Vec<u32>, dataplane::threads::QueueStatsHandle)>>,
-    /// The nice value bulk statistics replies are built at
-    /// (`[dataplane] bulk_reply_nice`; see `dataplane::placement::Yielding`).
+    /// The nice value the control side runs at while FLOW replies of
+    /// several pages are written (`[dataplane] bulk_reply_nice`): how many
+    /// are, and the priority lowered while any is (see
+    /// `dataplane::placement::Yielding`).
     pub(crate) bulk_reply_nice: i32,
+    pub(crate) bulk_replies: Mutex<(usize, Option<dataplane::placement::Yielding>)>,
 }
 
 /// The dataplane's scheduler settings for a port's configured queues
@@ -493,6 +496,7 @@ impl BridgeRt {
             tcfg,
             qos: Mutex::new(BTreeMap::new()),
             bulk_reply_nice: i32::from(config.dataplane.bulk_reply_nice),
+            bulk_replies: Mutex::new((0, None)),
         };
         // Egress queues of the ports it starts with.
         for (port, q) in &br.qos {

@@ -190,9 +190,6 @@ impl Switch for BridgeSwitch {
             self.b.request_counters(COUNTER_SYNC_TIMEOUT);
         }
         let now = self.b.now();
-        // A page over many entries is bulk work: it yields a CPU it
-        // shares with busy workers ([dataplane] bulk_reply_nice).
-        let _yield = dataplane::placement::Yielding::enter(self.b.bulk_reply_nice);
         let mut c = self.b.control();
         self.b.collect(&mut c);
         let after = after.map(|p| ((p.0 >> 64) as u8, pipeline::FlowId(p.0 as u64)));
@@ -217,6 +214,29 @@ impl Switch for BridgeSwitch {
 
     fn ports(&self) -> Vec<Port> {
         self.b.control().dp.state.port_table.port_desc()
+    }
+
+    fn bulk_reply(&self, active: bool) {
+        // The first reply lowers the priority of the thread that writes it
+        // (the agent's), the last one to end gives it back.
+        let mut g = self
+            .b
+            .bulk_replies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if active {
+            g.0 += 1;
+            if g.0 == 1 {
+                g.1 = Some(dataplane::placement::Yielding::enter(
+                    self.b.bulk_reply_nice,
+                ));
+            }
+        } else {
+            g.0 = g.0.saturating_sub(1);
+            if g.0 == 0 {
+                g.1 = None;
+            }
+        }
     }
 
     fn flush(&self) {

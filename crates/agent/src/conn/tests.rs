@@ -1198,6 +1198,77 @@ impl Switch for Logged {
     fn flush(&self) {
         self.note("flush");
     }
+    fn flow_stats_page(
+        &self,
+        filter: &ofp::stats::FlowStatsRequest,
+        after: Option<crate::FlowStatsPos>,
+        limit: usize,
+    ) -> Result<crate::FlowStatsPage, OfpError> {
+        self.inner.flow_stats_page(filter, after, limit)
+    }
+    fn bulk_reply(&self, active: bool) {
+        self.note(if active { "bulk on" } else { "bulk off" });
+    }
+}
+
+/// A FLOW reply of several pages is bulk work the switch hears about: on
+/// when it begins, off when its last part is written or the channel
+/// closes before that; a reply of one page is not.
+#[tokio::test]
+async fn a_reply_of_several_pages_is_announced_as_bulk_work() {
+    let sw = Arc::new(Logged {
+        inner: MemorySwitch::new(MemorySwitchConfig::default(), None),
+        log: std::sync::Mutex::new(Vec::new()),
+    });
+    let config = ConnConfig {
+        max_pending_output: 64 * 1024,
+        ..ConnConfig::default()
+    };
+    let open = || async {
+        let mut c = Connection::new(
+            Arc::clone(&sw),
+            Arc::new(Controllers::new()),
+            config.clone(),
+            Instant::now(),
+        );
+        c.receive(&Message::Hello(Hello::default()).encode(1), Instant::now())
+            .await;
+        c.take_output();
+        c
+    };
+    let mut c = open().await;
+    let dump = mp(0, MultipartRequestBody::Flow(pipeline::any_flow())).encode(42);
+    // One page: nothing announced.
+    for i in 0..10 {
+        sw.inner.flow_mod(&flow(i, 7)).unwrap();
+    }
+    c.receive(&dump, Instant::now()).await;
+    assert!(!c.is_paused());
+    c.take_output();
+    assert!(!sw.take().contains(&"bulk on"));
+    // Several pages: on at the first, off after the last part.
+    for i in 10..2 * crate::conn::FLOW_STATS_PAGE as u32 {
+        sw.inner.flow_mod(&flow(i, 7)).unwrap();
+    }
+    c.receive(&dump, Instant::now()).await;
+    assert!(c.is_paused());
+    assert_eq!(sw.take(), ["bulk on"]);
+    while c.is_paused() {
+        c.take_output();
+        c.resume().await;
+    }
+    assert_eq!(sw.take(), ["bulk off"]);
+    // Closed half-way: off once, and not again when it is dropped.
+    c.receive(&dump, Instant::now()).await;
+    assert_eq!(sw.take(), ["bulk on"]);
+    c.close(CloseReason::PeerClosed);
+    drop(c);
+    assert_eq!(sw.take(), ["bulk off"]);
+    // Dropped half-way without a close: off.
+    let mut c = open().await;
+    c.receive(&dump, Instant::now()).await;
+    drop(c);
+    assert_eq!(sw.take(), ["bulk on", "bulk off"]);
 }
 
 #[tokio::test]
