@@ -66,7 +66,11 @@
 //! changes word 1 alone (a removal, a reclaim, a settle) with one store and
 //! no `seq` bump: each of those stores leaves the line's visibility at
 //! every version a reader may hold unchanged, so either value is
-//! consistent. Every shared word is an atomic; readers write nothing but
+//! consistent. With this writer the `seq` check is a second guard: the
+//! only lines it rewrites whole are empty, dead or added at the pending
+//! version, and a mix of such a line is invisible by its word 1 either
+//! way. It is what keeps lookups whole once lines are rewritten in place
+//! (a group's best changing), and loom checks it on its own. Every shared word is an atomic; readers write nothing but
 //! their acknowledgement and the counters of the lines they own.
 //!
 //! A reader waits for nothing but a line the writer is rewriting (the
@@ -1134,3 +1138,5 @@ impl Table {
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod loom;
