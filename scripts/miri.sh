@@ -3,7 +3,9 @@
 # that can run without system calls: the SPSC ring, the port layer's
 # counters and the AF_PACKET ring's slot lending (dataplane),
 # the packet buffer with its lent storage and pool (packet), and the
-# classifier's prefetching subtable. The port
+# classifier's prefetching subtable and in-place table (`versioned`: the
+# array pointer's dereference and the retire/free path, with threads, so
+# the data-race detector checks that every shared word is atomic). The port
 # backends (packet sockets, AF_XDP, TAP, netlink, eventfd) are system
 # calls through libc and cannot run under Miri; their invariants are
 # stated at each `unsafe` block and exercised by the end-to-end tests.
@@ -13,7 +15,7 @@
 # Needs a nightly toolchain with the miri and rust-src components: the
 # dated one below (a nightly known to ship Miri), installed here if
 # missing; MIRI_TOOLCHAIN picks another. Tests that exchange many packets
-# between threads, and the classifier's model test, run shorter under
+# between threads, and the classifier's model tests, run shorter under
 # Miri (cfg!(miri)). The test command runs this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +27,5 @@ export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 export PROPTEST_CASES="${PROPTEST_CASES:-8}"
 cargo +"$tc" miri test -p dataplane --lib -- spsc:: port:: afpacket::lend::
 cargo +"$tc" miri test -p packet --lib -- buffer::
-cargo +"$tc" miri test -p classifier --lib -- subtable::
+cargo +"$tc" miri test -p classifier --lib -- subtable:: versioned::
 echo "miri: no undefined behaviour found"

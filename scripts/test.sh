@@ -19,7 +19,8 @@
 # faults under traffic, restarts and `bench/seeds/run.sh --smoke` among
 # them; os-ken's simple_switch_13, Faucet, a three-switch Faucet fabric
 # and a smoke subset of Faucet's own integration suite (mininet from apt)
-# driving fulmar in tests/controllers), Miri over the unsafe code, the
+# driving fulmar in tests/controllers), Miri over the unsafe code, loom
+# over the in-place table protocol (classifier::versioned), the
 # os-ken OpenFlow 1.3 conformance run (a fixed quarter of match and
 # action; the full run is tests/conformance/ryu-of13.sh), and a compile
 # check of the fuzz targets. Each step prints the time since the start; a
@@ -147,10 +148,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --workspace --locked
 
-step "Miri over the unsafe code that runs without system calls (SPSC ring, lent buffers, prefetching subtable)"
+step "Miri over the unsafe code that runs without system calls (SPSC ring, lent buffers, prefetching subtable, in-place table)"
 # A dated nightly with Miri, installed by rustup from static.rust-lang.org
 # (a few minutes; see scripts/miri.sh).
 scripts/miri.sh
+
+step "loom over the in-place table protocol"
+# classifier::versioned's writer against one or two readers, every
+# interleaving up to each model's preemption bound (about a minute; a
+# target directory of its own, see scripts/loom.sh).
+scripts/loom.sh
 
 step "fulmar ofp decode --roundtrip on the os-ken OpenFlow 1.3 vectors"
 cargo build --locked -p fulmar -p packet -p flowtext --example packet_tool --example flowtext_tool

@@ -18,6 +18,10 @@
 //!   as it changes.
 //! - [`cache`]: [`FlowCache`], a bounded per-worker exact-match cache
 //!   invalidated by table generations.
+//! - [`versioned`]: a table one writer changes in place while readers
+//!   look it up at the version they acknowledged, with one-cache-line
+//!   hits and quiescent-state reclamation (issue #35's protocol; not yet
+//!   used by the pipeline).
 //!
 //! # Semantics
 //!
@@ -57,7 +61,9 @@ pub mod lpm;
 pub mod merged;
 pub mod rule;
 pub mod subtable;
+mod sync;
 pub mod table;
+pub mod versioned;
 
 pub use cache::{CacheStats, Deps, FlowCache, MAX_DEPS};
 pub use fast_hash::{FastBuild, FastHasher, FastMap, FastSet};

@@ -1,0 +1,1142 @@
+//! An open-addressing hash table that one writer changes in place while
+//! many readers look it up, each reader seeing exactly the entries of the
+//! version it acknowledged: the line, version and reclamation protocol of
+//! issue #35 ("Planned: in-place tables" in docs/design.md), standalone.
+//! The pipeline does not use it yet.
+//!
+//! # Structure
+//!
+//! A table is a power-of-two array of 64-byte, 64-byte-aligned lines, each
+//! eight `AtomicU64` words, probed linearly from `hash(key) & (capacity -
+//! 1)` until the key is found or an empty line is met:
+//!
+//! ```text
+//!   word 0  seq (bits 0..16, odd while the writer rewrites the line)
+//!           flags (bits 16..24: bit 16 occupied; the rest reserved)
+//!           priority (bits 24..40), entry slot (bits 40..64, 24 bits)
+//!   word 1  added (bits 0..32), removed (bits 32..64): versions
+//!   word 2  key word 0
+//!   word 3  key word 1 (0 for one-word keys)
+//!   word 4  action word 0 (opaque to the table)
+//!   word 5  action word 1
+//!   word 6  owner (bits 56..64: reader id, 0 unclaimed), packets (0..56)
+//!   word 7  bytes
+//! ```
+//!
+//! The entry slot is the caller's (the control side's `FlowEntry`); the
+//! action words are whatever the caller compiles the entry's actions to.
+//!
+//! # Versions
+//!
+//! Versions are `u32` serial numbers ([`serial_le`]): `a` is at or before
+//! `b` when `b - a`, wrapping, is below 2^31. [`Versions::publish`] moves
+//! the published version `V` to the next one, skipping 0, which is
+//! reserved: `added` = 0 means "settled, visible at every version a reader
+//! may hold", `removed` = 0 means "never". A line is visible at version
+//! `v` when `added` is 0 or at or before `v`, and `removed` is 0 or after
+//! `v`. A line whose `added` equals its nonzero `removed` is *dead*:
+//! visible at no version whatever the wrap, free for reuse.
+//!
+//! The writer's changes are made at the pending version `V+1`:
+//!
+//! - [`Table::insert`]: a free line of the probe run (an empty one, or a
+//!   dead one) gets the entry with `added = V+1`, `removed = 0`.
+//! - [`Table::modify`]: `removed = V+1` on the key's live line and a new
+//!   line with `added = V+1`, so that a reader at `V` finds the old line
+//!   and one at `V+1` the new: at most one line of a key is visible at any
+//!   version, and a lookup takes the first visible one of the probe run.
+//! - [`Table::remove`]: `removed = V+1` (a tombstone). The probe run is not
+//!   shifted, so a reader at `V` still finds the line.
+//!
+//! A line added at the pending version and removed at it again (a modify
+//! or remove in the batch that added it) is dead at once: no reader ever
+//! saw it.
+//!
+//! # Readers and the seqlock
+//!
+//! A reader ([`Reader`]) loads the published version and stores it in its
+//! acknowledgement word ([`Reader::refresh`], between bursts); every lookup
+//! of the burst ([`View::lookup`]) is at that version. A lookup reads a
+//! line's words 0–5 between two loads of word 0 (acquire load, relaxed
+//! loads, acquire fence, relaxed load) and takes them only when the `seq`
+//! was even and did not move; otherwise it reads the line again. The
+//! writer rewrites a whole line as: `seq` odd (relaxed), release fence, the
+//! words (relaxed), `seq` even with the other fields of word 0 (release).
+//! So a lookup never returns a line mixed from two writes. The writer
+//! changes word 1 alone (a removal, a reclaim, a settle) with one store and
+//! no `seq` bump: each of those stores leaves the line's visibility at
+//! every version a reader may hold unchanged, so either value is
+//! consistent. With this writer the `seq` check is a second guard: the
+//! only lines it rewrites whole are empty, dead or added at the pending
+//! version, and a mix of such a line is invisible by its word 1 either
+//! way. It is what keeps lookups whole once lines are rewritten in place
+//! (a group's best changing), and loom checks it on its own. Every shared word is an atomic; readers write nothing but
+//! their acknowledgement and the counters of the lines they own.
+//!
+//! A reader waits for nothing but a line the writer is rewriting (the
+//! length of eight stores); it never takes a lock and never frees
+//! anything.
+//!
+//! # Reclaiming (quiescent-state-based)
+//!
+//! A tombstone and a retired array are still reachable by a reader whose
+//! version is before the removal or retirement. [`Versions::oldest_in_use`]
+//! is the oldest version a live, unparked reader acknowledges (the
+//! published version when there is none); [`Table::reclaim`] then
+//!
+//! - makes dead every tombstone removed at or before it (its counts folded
+//!   into the writer's per-slot totals first), so that a later insert may
+//!   reuse the line;
+//! - frees every array retired at or before it.
+//!
+//! A reader at or past a removal cannot find the removed line, and one at
+//! or past a retirement cannot load the retired array (the array pointer
+//! was swapped before that version was published, and a reader loads the
+//! pointer after the version), so neither is freed while a reader can
+//! reach it. A parked reader ([`Reader::park`]) holds nothing; on waking
+//! it first marks its word "unparking" (and [`Versions::oldest_in_use`]
+//! then answers `None`: reclaim nothing now), then loads the version, then
+//! acknowledges it, all sequentially consistent, so it cannot load a
+//! version older than one the writer counted it past. The cost is the one
+//! of every epoch scheme: a stalled reader holds back reclamation.
+//!
+//! [`Table::rebuild`] (growth, or clean-up of dead lines) copies every line
+//! that is not dead into a new array, swaps the array pointer, and retires
+//! the old array at the pending version. Growth happens inside an insert
+//! when the probe run has no dead line and occupancy would pass 3/4.
+//!
+//! # Wrap
+//!
+//! Serial comparison is exact only within 2^31 versions. Dead lines are
+//! immune (`added` = `removed`); tombstones are reclaimed once readers pass
+//! them; live lines are settled: [`Table::reclaim`] sweeps the array every
+//! 2^29 versions and sets `added` = 0 on every line added at or before the
+//! oldest version in use (unchanged visibility for every reader, one store
+//! of word 1). The requirement, stated once: every live reader acknowledges
+//! or parks within 2^30 versions of the published one
+//! ([`Reclaimed::lagging`] says when one does not). Then every nonzero
+//! `added` and `removed` a reader compares is within 2^31 of its version.
+//!
+//! # Counters
+//!
+//! The first reader to count a hit on a line ([`Reader::count`]) claims it
+//! with one compare-and-swap of word 6 (owner 0 → its id with the
+//! packets); from then on it adds with a relaxed load and store, no locked
+//! instruction. Any other reader is told `false` and counts elsewhere (its
+//! own per-worker array, as all do today). A count is accepted only for a
+//! hit of the reader's current burst (same version, not parked): that is
+//! what makes the line's memory and its entry stable during the count. The
+//! writer reads the sum of what owners wrote ([`Table::counters`]): the
+//! key's lines with that slot in the current and retired arrays, plus the
+//! counts folded from tombstones and freed arrays.
+//!
+//! # Why
+//!
+//! A hit costs one cache line: key, visibility, priority, entry slot, the
+//! compiled action and, for the owning worker, the counters. Today's hit
+//! costs three (the subtable slot, the `FastEntry` and the counter array),
+//! and a second copy of every written table lives beside the published one
+//! (`tables/cow.rs`), cold in the workers' caches after each publish.
+
+use crate::key::hash_words;
+use crate::sync::{fence, spin, Arc, AtomicPtr, AtomicU32, AtomicU64, Mutex, Ordering};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+const SEQ_MASK: u64 = 0xffff;
+const OCCUPIED: u64 = 1 << 16;
+const PRIO_SHIFT: u32 = 24;
+const SLOT_SHIFT: u32 = 40;
+/// Width of the entry slot a line holds.
+pub const SLOT_BITS: u32 = 24;
+const OWNER_SHIFT: u32 = 56;
+const COUNT_MASK: u64 = (1 << OWNER_SHIFT) - 1;
+
+/// Acknowledgement of a parked reader.
+const IDLE: u64 = 1 << 63;
+/// Acknowledgement of a reader leaving the parked state.
+const UNPARKING: u64 = 1 << 62;
+/// Acknowledgement of a reader that is gone.
+const GONE: u64 = u64::MAX;
+
+/// The fewest lines of an array (fewer under loom, whose models stay
+/// small).
+const MIN_CAP: usize = if cfg!(loom) { 2 } else { 8 };
+
+/// Versions between settle sweeps (see the module comment, "Wrap").
+pub const SETTLE_EVERY: u32 = 1 << 29;
+/// The most a reader may lag behind the published version.
+pub const MAX_LAG: u32 = 1 << 30;
+
+/// `a` is at or before `b` in serial order (exact when they are less than
+/// 2^31 apart).
+#[inline]
+pub fn serial_le(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) >= 0
+}
+
+/// `a` is strictly before `b` in serial order.
+#[inline]
+pub fn serial_lt(a: u32, b: u32) -> bool {
+    a != b && serial_le(a, b)
+}
+
+/// The version after `v` (0 is reserved and skipped).
+#[inline]
+pub fn next_version(v: u32) -> u32 {
+    match v.wrapping_add(1) {
+        0 => 1,
+        n => n,
+    }
+}
+
+/// Whether word 1 (`added`, `removed`) makes a line visible at `v`.
+#[inline]
+fn visible(w1: u64, v: u32) -> bool {
+    let added = w1 as u32;
+    let removed = (w1 >> 32) as u32;
+    (added == 0 || serial_le(added, v)) && (removed == 0 || serial_lt(v, removed))
+}
+
+/// Whether word 1 marks a dead line (visible at no version).
+#[inline]
+fn dead(w1: u64) -> bool {
+    let added = w1 as u32;
+    added != 0 && added == (w1 >> 32) as u32
+}
+
+#[inline]
+fn versions_word(added: u32, removed: u32) -> u64 {
+    added as u64 | (removed as u64) << 32
+}
+
+// ---------------------------------------------------------------------------
+// Versions and readers
+
+struct Ack {
+    word: AtomicU64,
+    id: u8,
+}
+
+struct Registry {
+    version: AtomicU32,
+    acks: Mutex<Vec<Arc<Ack>>>,
+}
+
+/// The writer's side of the versions: publishes them and knows which ones
+/// readers still use. One per writer; the tables it versions take it at
+/// creation. The writer (this and its tables) is one thread at a time.
+pub struct Versions {
+    reg: Arc<Registry>,
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Versions {
+    /// Versions starting at 1.
+    pub fn new() -> Versions {
+        Self::starting_at(1)
+    }
+
+    /// Versions starting at `v` (not 0): tests start near the wrap.
+    pub fn starting_at(v: u32) -> Versions {
+        assert!(v != 0, "version 0 is reserved");
+        Versions {
+            reg: Arc::new(Registry {
+                version: AtomicU32::new(v),
+                acks: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The published version.
+    pub fn version(&self) -> u32 {
+        self.reg.version.load(Ordering::SeqCst)
+    }
+
+    /// The version the writer's changes are made at: the next one.
+    pub fn pending(&self) -> u32 {
+        next_version(self.version())
+    }
+
+    /// Publishes the pending version (one sequentially consistent store)
+    /// and returns it.
+    pub fn publish(&mut self) -> u32 {
+        let v = self.pending();
+        self.reg.version.store(v, Ordering::SeqCst);
+        v
+    }
+
+    /// A new reader at the published version, with the smallest free id
+    /// (1..=255; panics when 255 readers live).
+    pub fn reader(&mut self) -> Reader {
+        let mut acks = self.reg.acks.lock().unwrap_or_else(|e| e.into_inner());
+        acks.retain(|a| a.word.load(Ordering::SeqCst) != GONE);
+        let id = (1..=u8::MAX)
+            .find(|i| acks.iter().all(|a| a.id != *i))
+            .expect("at most 255 readers");
+        let seen = self.version();
+        let ack = Arc::new(Ack {
+            word: AtomicU64::new(seen as u64),
+            id,
+        });
+        acks.push(ack.clone());
+        Reader {
+            reg: self.reg.clone(),
+            ack,
+            seen,
+            parked: false,
+            not_sync: PhantomData,
+        }
+    }
+
+    /// The oldest version a live, unparked reader acknowledges (the
+    /// published version when there is none); `None` while a reader is
+    /// leaving the parked state (nothing may be reclaimed at that moment).
+    pub fn oldest_in_use(&self) -> Option<u32> {
+        oldest_in_use(&self.reg)
+    }
+
+    /// Live readers, and how many of them are parked.
+    pub fn readers(&self) -> (usize, usize) {
+        let mut acks = self.reg.acks.lock().unwrap_or_else(|e| e.into_inner());
+        acks.retain(|a| a.word.load(Ordering::SeqCst) != GONE);
+        let parked = acks
+            .iter()
+            .filter(|a| a.word.load(Ordering::SeqCst) & IDLE != 0)
+            .count();
+        (acks.len(), parked)
+    }
+}
+
+fn oldest_in_use(reg: &Registry) -> Option<u32> {
+    // The version first: only the writer (this thread) publishes, so no
+    // acknowledgement read below is of a newer one.
+    let cur = reg.version.load(Ordering::SeqCst);
+    let mut acks = reg.acks.lock().unwrap_or_else(|e| e.into_inner());
+    acks.retain(|a| a.word.load(Ordering::SeqCst) != GONE);
+    let mut lag = 0u32;
+    for a in acks.iter() {
+        let w = a.word.load(Ordering::SeqCst);
+        if w == GONE || w & IDLE != 0 {
+            continue;
+        }
+        if w & UNPARKING != 0 {
+            return None;
+        }
+        lag = lag.max(cur.wrapping_sub(w as u32));
+    }
+    Some(cur.wrapping_sub(lag))
+}
+
+/// A reader's acknowledgement and identity: one per dataplane thread. Not
+/// `Sync`: the counters it owns are written by one thread.
+pub struct Reader {
+    reg: Arc<Registry>,
+    ack: Arc<Ack>,
+    seen: u32,
+    parked: bool,
+    not_sync: PhantomData<Cell<()>>,
+}
+
+impl Reader {
+    /// Moves to the published version and acknowledges it (between
+    /// bursts); leaves the parked state first if parked. One load when
+    /// nothing changed. Returns the version.
+    pub fn refresh(&mut self) -> u32 {
+        let was_parked = self.parked;
+        if was_parked {
+            // Before the version load: see the module comment, "Reclaiming".
+            self.ack.word.store(UNPARKING, Ordering::SeqCst);
+            self.parked = false;
+        }
+        let v = self.reg.version.load(Ordering::SeqCst);
+        if was_parked || v != self.seen {
+            self.ack.word.store(v as u64, Ordering::SeqCst);
+            self.seen = v;
+        }
+        v
+    }
+
+    /// Parks the reader (its thread is about to sleep): it holds no
+    /// version, and lookups panic until the next [`Reader::refresh`].
+    pub fn park(&mut self) {
+        self.ack.word.store(IDLE, Ordering::SeqCst);
+        self.parked = true;
+    }
+
+    /// True while parked.
+    pub fn is_parked(&self) -> bool {
+        self.parked
+    }
+
+    /// The acknowledged version, which lookups are made at.
+    pub fn version(&self) -> u32 {
+        self.seen
+    }
+
+    /// The reader's id (1..=255), the owner id of the lines it counts on.
+    pub fn id(&self) -> u8 {
+        self.ack.id
+    }
+
+    /// Counts `packets` and `bytes` on `hit`'s line if this reader owns it
+    /// or claims it now; false when another reader owns it, or when `hit`
+    /// is not of this reader's current burst (then the caller counts
+    /// elsewhere).
+    pub fn count(&self, hit: &Hit<'_>, packets: u64, bytes: u64) -> bool {
+        if self.parked || hit.version != self.seen || hit.reg != Arc::as_ptr(&self.reg) {
+            return false;
+        }
+        // SAFETY: `hit` was found by a lookup at version `self.seen` of
+        // this registry, so its line was visible at that version in an
+        // array a reader at that version could load. This reader
+        // acknowledges that version and is not parked (checked above), so
+        // `Versions::oldest_in_use` is at or before it: the line is not
+        // reclaimed (its `removed` is after the version) and its array is
+        // not freed (retired after the version), and `Hit<'v>` borrows the
+        // `View` whose `Arc` keeps the table's arrays from being dropped.
+        let line = unsafe { hit.ptr.as_ref() };
+        let me = (self.ack.id as u64) << OWNER_SHIFT;
+        let w6 = line.w[6].load(Ordering::Relaxed);
+        if w6 >> OWNER_SHIFT == 0 {
+            // Unclaimed lines have no counts: the writer zeroes both words
+            // when it writes a line, and only an owner adds.
+            if line.w[6]
+                .compare_exchange(
+                    w6,
+                    me | (packets & COUNT_MASK),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                return false;
+            }
+        } else if w6 & !COUNT_MASK == me {
+            line.w[6].store(
+                me | (w6.wrapping_add(packets) & COUNT_MASK),
+                Ordering::Relaxed,
+            );
+        } else {
+            return false;
+        }
+        let b = line.w[7].load(Ordering::Relaxed);
+        line.w[7].store(b.wrapping_add(bytes), Ordering::Relaxed);
+        true
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        self.ack.word.store(GONE, Ordering::SeqCst);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Lines and arrays
+
+#[repr(C, align(64))]
+struct Line {
+    w: [AtomicU64; 8],
+}
+
+impl Line {
+    fn new() -> Line {
+        Line {
+            w: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    /// Rewrites the whole line under its `seq` (writer only).
+    fn write(&self, w0: u64, w1: u64, key: [u64; 2], actions: [u64; 2]) {
+        let old = self.w[0].load(Ordering::Relaxed);
+        let odd = (old.wrapping_add(1)) & SEQ_MASK;
+        debug_assert!(odd & 1 == 1);
+        self.w[0].store((old & !SEQ_MASK) | odd, Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.w[1].store(w1, Ordering::Relaxed);
+        self.w[2].store(key[0], Ordering::Relaxed);
+        self.w[3].store(key[1], Ordering::Relaxed);
+        self.w[4].store(actions[0], Ordering::Relaxed);
+        self.w[5].store(actions[1], Ordering::Relaxed);
+        self.w[6].store(0, Ordering::Relaxed);
+        self.w[7].store(0, Ordering::Relaxed);
+        let even = (odd + 1) & SEQ_MASK;
+        self.w[0].store((w0 & !SEQ_MASK) | OCCUPIED | even, Ordering::Release);
+    }
+
+    /// A consistent copy of words 0–5, `None` when the line is empty.
+    #[inline]
+    fn read(&self) -> Option<[u64; 6]> {
+        loop {
+            let s0 = self.w[0].load(Ordering::Acquire);
+            // A line never goes back to empty, and the writer fills an
+            // empty one only at the pending version, which no reader holds.
+            if s0 & OCCUPIED == 0 {
+                return None;
+            }
+            if s0 & 1 != 0 {
+                spin();
+                continue;
+            }
+            let w = [
+                s0,
+                self.w[1].load(Ordering::Relaxed),
+                self.w[2].load(Ordering::Relaxed),
+                self.w[3].load(Ordering::Relaxed),
+                self.w[4].load(Ordering::Relaxed),
+                self.w[5].load(Ordering::Relaxed),
+            ];
+            fence(Ordering::Acquire);
+            let s1 = self.w[0].load(Ordering::Relaxed);
+            if s1 & SEQ_MASK == s0 & SEQ_MASK {
+                return Some(w);
+            }
+            spin();
+        }
+    }
+
+    /// The writer's plain reads (it is the only one that writes words
+    /// 0–5, so they need no `seq` check).
+    fn word(&self, i: usize) -> u64 {
+        self.w[i].load(Ordering::Relaxed)
+    }
+
+    fn counts(&self) -> (u64, u64) {
+        (
+            self.w[6].load(Ordering::Relaxed) & COUNT_MASK,
+            self.w[7].load(Ordering::Relaxed),
+        )
+    }
+}
+
+struct Array {
+    lines: Box<[Line]>,
+    mask: usize,
+    /// Set instead of freeing under loom, and asserted clear on every read
+    /// of a line, so the model checks that nothing freed is reachable.
+    #[cfg(loom)]
+    freed: crate::sync::AtomicBool,
+}
+
+impl Array {
+    fn new(cap: usize) -> Box<Array> {
+        debug_assert!(cap.is_power_of_two());
+        Box::new(Array {
+            lines: (0..cap).map(|_| Line::new()).collect(),
+            mask: cap - 1,
+            #[cfg(loom)]
+            freed: crate::sync::AtomicBool::new(false),
+        })
+    }
+
+    #[inline]
+    fn line(&self, i: usize) -> &Line {
+        &self.lines[i & self.mask]
+    }
+
+    /// A reader's (or the writer's) search for the line of `key` visible
+    /// at `v`: its index and words 0–5.
+    fn find(&self, key: [u64; 2], home: usize, v: u32) -> Option<(usize, [u64; 6])> {
+        let mut i = home & self.mask;
+        for _ in 0..=self.mask {
+            let w = self.line(i).read()?;
+            #[cfg(loom)]
+            assert!(
+                !self.freed.load(Ordering::SeqCst),
+                "a line of a freed array was read"
+            );
+            if w[2] == key[0] && w[3] == key[1] && visible(w[1], v) {
+                return Some((i, w));
+            }
+            i = (i + 1) & self.mask;
+        }
+        None
+    }
+}
+
+/// An owned array pointer kept by the table until it is freed.
+struct ArrayPtr(NonNull<Array>);
+
+// SAFETY: an `Array` is made of atomics (it is `Send` and `Sync`); the
+// pointer is owned (made by `Box::into_raw`, freed once by `Box::from_raw`
+// in `free_array`), so sending or sharing it is sending or sharing a
+// `Box<Array>`.
+unsafe impl Send for ArrayPtr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ArrayPtr {}
+
+/// Frees an array the table no longer reaches (under loom: poisons it and
+/// keeps it, freed with the table).
+fn free_array(p: ArrayPtr, graveyard: &mut Vec<ArrayPtr>) {
+    #[cfg(loom)]
+    {
+        // SAFETY: `p` is owned and not freed yet (see `ArrayPtr`).
+        unsafe { p.0.as_ref() }.freed.store(true, Ordering::SeqCst);
+        graveyard.push(p);
+    }
+    #[cfg(not(loom))]
+    {
+        let _ = graveyard;
+        // SAFETY: `p` came from `Box::into_raw`, is freed only here, once,
+        // and no reader can reach it any more: the caller frees only
+        // arrays retired at or before the oldest version in use (see the
+        // module comment, "Reclaiming"), or everything when the last `Arc`
+        // of the table goes (no `View`, so no reader, and no writer).
+        drop(unsafe { Box::from_raw(p.0.as_ptr()) });
+    }
+}
+
+struct Shared {
+    reg: Arc<Registry>,
+    current: AtomicPtr<Array>,
+    key_words: usize,
+    seed: u64,
+    /// Arrays replaced by a rebuild, with the version that retired them.
+    retired: Mutex<Vec<(u32, ArrayPtr)>>,
+    /// Poisoned arrays (loom only; empty otherwise).
+    graveyard: Mutex<Vec<ArrayPtr>>,
+}
+
+impl Shared {
+    #[inline]
+    fn home(&self, key: [u64; 2]) -> usize {
+        hash_words(&key[..self.key_words], self.seed) as usize
+    }
+
+    fn key(&self, key: &[u64]) -> [u64; 2] {
+        assert_eq!(key.len(), self.key_words, "key of the wrong width");
+        [key[0], key.get(1).copied().unwrap_or(0)]
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let mut grave = std::mem::take(self.graveyard.get_mut().unwrap_or_else(|e| e.into_inner()));
+        if let Some(p) = NonNull::new(self.current.load(Ordering::Acquire)) {
+            grave.push(ArrayPtr(p));
+        }
+        let retired = std::mem::take(self.retired.get_mut().unwrap_or_else(|e| e.into_inner()));
+        grave.extend(retired.into_iter().map(|(_, p)| p));
+        for p in grave {
+            // SAFETY: the last `Arc` of the table is going: no `View`
+            // (hence no lookup, and no `Hit`, which borrows a `View`) and
+            // no `Table` remains, so nothing reaches these arrays; each was
+            // made by `Box::into_raw` and is listed once.
+            drop(unsafe { Box::from_raw(p.0.as_ptr()) });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The table
+
+/// What a lookup found: a consistent copy of a line visible at the
+/// reader's version, and where to count it ([`Reader::count`]). Valid for
+/// the reader's current burst only; it borrows the [`View`] it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hit<'v> {
+    /// The entry's priority.
+    pub priority: u16,
+    /// The entry's slot (the caller's entry number).
+    pub slot: u32,
+    /// The two action words.
+    pub actions: [u64; 2],
+    /// The line's index in the array it was found in.
+    pub line: usize,
+    version: u32,
+    ptr: NonNull<Line>,
+    reg: *const Registry,
+    view: PhantomData<&'v View>,
+}
+
+/// What the writer's own lookup ([`Table::lookup_at`]) found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The entry's priority.
+    pub priority: u16,
+    /// The entry's slot.
+    pub slot: u32,
+    /// The two action words.
+    pub actions: [u64; 2],
+}
+
+fn entry_of(w: &[u64; 6]) -> Entry {
+    Entry {
+        priority: (w[0] >> PRIO_SHIFT) as u16,
+        slot: (w[0] >> SLOT_SHIFT) as u32,
+        actions: [w[4], w[5]],
+    }
+}
+
+/// A reader's handle on a table: lookups at a [`Reader`]'s version.
+#[derive(Clone)]
+pub struct View {
+    sh: Arc<Shared>,
+}
+
+impl View {
+    /// The line of `key` (as many words as the table's keys) visible at
+    /// `r`'s version. Panics when `r` is parked or of other versions than
+    /// the table's.
+    #[inline]
+    pub fn lookup<'v>(&'v self, r: &Reader, key: &[u64]) -> Option<Hit<'v>> {
+        assert!(!r.parked, "lookup by a parked reader");
+        assert!(
+            Arc::ptr_eq(&r.reg, &self.sh.reg),
+            "a reader of other versions than the table's"
+        );
+        let k = self.sh.key(key);
+        let ptr = self.sh.current.load(Ordering::Acquire);
+        // SAFETY: `r` acknowledges `r.seen` and is not parked (asserted
+        // above), and this load comes after the version load that
+        // acknowledgement was made from, so the array is the current one
+        // at `r.seen` or a newer one; it is retired, if ever, at a version
+        // after `r.seen`, and freed only once every unparked reader
+        // acknowledges that version or a later one (`Table::reclaim`).
+        // The reference does not outlive this call (`Hit` keeps a raw
+        // pointer, used under the same condition in `Reader::count`).
+        let a = unsafe { &*ptr };
+        let (i, w) = a.find(k, self.sh.home(k), r.seen)?;
+        let e = entry_of(&w);
+        Some(Hit {
+            priority: e.priority,
+            slot: e.slot,
+            actions: e.actions,
+            line: i,
+            version: r.seen,
+            ptr: NonNull::from(a.line(i)),
+            reg: Arc::as_ptr(&r.reg),
+            view: PhantomData,
+        })
+    }
+}
+
+/// What [`Table::reclaim`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reclaimed {
+    /// The oldest version in use it reclaimed up to (`None`: a reader was
+    /// leaving the parked state, nothing was reclaimed).
+    pub oldest: Option<u32>,
+    /// Tombstones made dead (reusable).
+    pub lines: usize,
+    /// Retired arrays freed.
+    pub arrays: usize,
+    /// Lines settled (`added` = 0) by a settle sweep.
+    pub settled: usize,
+    /// A reader lags the published version by [`MAX_LAG`] or more: the
+    /// serial comparison's premise is broken (see the module comment).
+    pub lagging: bool,
+}
+
+/// The writer's side of one table (single writer; the same thread as its
+/// [`Versions`]).
+pub struct Table {
+    sh: Arc<Shared>,
+    /// Occupied lines of the current array (live, tombstones, dead).
+    used: usize,
+    /// Live lines (`removed` = 0).
+    live: usize,
+    /// Tombstones of the current array not yet made dead: (removed, line).
+    tombs: Vec<(u32, usize)>,
+    /// Counts of lines the table no longer holds, per entry slot.
+    folded: HashMap<u32, (u64, u64)>,
+    last_settle: u32,
+    settle_every: u32,
+}
+
+struct Probe {
+    /// The key's live line.
+    live: Option<usize>,
+    /// The first dead line of the run.
+    dead: Option<usize>,
+    /// The empty line that ends the run.
+    empty: usize,
+}
+
+impl Table {
+    /// An empty table of keys of `key_words` words (1 or 2), versioned by
+    /// `versions`.
+    pub fn new(versions: &Versions, key_words: usize) -> Table {
+        Self::with_capacity(versions, key_words, 0)
+    }
+
+    /// An empty table sized for `n` entries without growing.
+    pub fn with_capacity(versions: &Versions, key_words: usize, n: usize) -> Table {
+        assert!((1..=2).contains(&key_words), "keys of 1 or 2 words");
+        let cap = (n.saturating_mul(4) / 3 + 1)
+            .next_power_of_two()
+            .max(MIN_CAP);
+        let array = Box::into_raw(Array::new(cap));
+        Table {
+            sh: Arc::new(Shared {
+                reg: versions.reg.clone(),
+                current: AtomicPtr::new(array),
+                key_words,
+                seed: 0x9d_2c_5f_11_7a_e4_03_b9 ^ key_words as u64,
+                retired: Mutex::new(Vec::new()),
+                graveyard: Mutex::new(Vec::new()),
+            }),
+            used: 0,
+            live: 0,
+            tombs: Vec::new(),
+            folded: HashMap::new(),
+            last_settle: versions.version(),
+            settle_every: SETTLE_EVERY,
+        }
+    }
+
+    /// A reader's handle on this table.
+    pub fn view(&self) -> View {
+        View {
+            sh: self.sh.clone(),
+        }
+    }
+
+    /// Sets the settle sweep's period (tests use a short one).
+    pub fn set_settle_every(&mut self, versions: u32) {
+        assert!(versions > 0 && versions <= SETTLE_EVERY);
+        self.settle_every = versions;
+    }
+
+    /// The current array.
+    fn array(&self) -> &Array {
+        // SAFETY: the writer frees an array only after retiring it (it is
+        // then no longer `current`) or when the table is dropped, in both
+        // cases with `&mut self`, so the current array lives at least as
+        // long as this borrow of `self`.
+        unsafe { &*self.sh.current.load(Ordering::Acquire) }
+    }
+
+    fn pending(&self) -> u32 {
+        next_version(self.sh.reg.version.load(Ordering::SeqCst))
+    }
+
+    /// Live entries (visible at the pending version).
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// True when no entry is live.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Lines of the current array.
+    pub fn capacity(&self) -> usize {
+        self.array().mask + 1
+    }
+
+    /// Tombstones not yet reclaimed.
+    pub fn tombstones(&self) -> usize {
+        self.tombs.len()
+    }
+
+    /// Retired arrays not yet freed.
+    pub fn retired(&self) -> usize {
+        self.sh
+            .retired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
+    fn probe(&self, key: [u64; 2]) -> Probe {
+        let a = self.array();
+        let mut i = self.sh.home(key) & a.mask;
+        let mut p = Probe {
+            live: None,
+            dead: None,
+            empty: 0,
+        };
+        loop {
+            let l = a.line(i);
+            let w0 = l.word(0);
+            if w0 & OCCUPIED == 0 {
+                p.empty = i;
+                return p;
+            }
+            let w1 = l.word(1);
+            if dead(w1) {
+                p.dead = p.dead.or(Some(i));
+            } else if w1 >> 32 == 0 && l.word(2) == key[0] && l.word(3) == key[1] {
+                p.live = Some(i);
+            }
+            i = (i + 1) & a.mask;
+        }
+    }
+
+    /// Writes a new live line for `key` at the pending version in a free
+    /// line of its probe run, growing the array first when needed.
+    fn place(&mut self, key: [u64; 2], priority: u16, slot: u32, actions: [u64; 2]) {
+        assert!(
+            slot < 1 << SLOT_BITS,
+            "entry slot wider than {SLOT_BITS} bits"
+        );
+        let mut p = self.probe(key);
+        if p.dead.is_none() && (self.used + 1) * 4 > self.capacity() * 3 {
+            self.rebuild();
+            p = self.probe(key);
+        }
+        let i = match p.dead {
+            Some(i) => i,
+            None => {
+                self.used += 1;
+                p.empty
+            }
+        };
+        let w0 = (priority as u64) << PRIO_SHIFT | (slot as u64) << SLOT_SHIFT;
+        let w1 = versions_word(self.pending(), 0);
+        self.array().line(i).write(w0, w1, key, actions);
+    }
+
+    /// Adds `key` at the pending version; false (and nothing done) when
+    /// the key has a live line.
+    pub fn insert(&mut self, key: &[u64], priority: u16, slot: u32, actions: [u64; 2]) -> bool {
+        let k = self.sh.key(key);
+        if self.probe(k).live.is_some() {
+            return false;
+        }
+        self.place(k, priority, slot, actions);
+        self.live += 1;
+        true
+    }
+
+    /// Ends the key's live line at the pending version: a tombstone, or
+    /// dead at once when it was added at the pending version.
+    fn end(&mut self, i: usize) {
+        let v = self.pending();
+        let l = self.array().line(i);
+        let added = l.word(1) as u32;
+        l.w[1].store(versions_word(added, v), Ordering::Release);
+        if added != v {
+            self.tombs.push((v, i));
+        }
+    }
+
+    /// Replaces the key's live line from the pending version on: readers
+    /// at the published version keep the old line, readers at the next
+    /// one get the new. False when the key has no live line.
+    pub fn modify(&mut self, key: &[u64], priority: u16, slot: u32, actions: [u64; 2]) -> bool {
+        let k = self.sh.key(key);
+        let Some(i) = self.probe(k).live else {
+            return false;
+        };
+        self.end(i);
+        self.place(k, priority, slot, actions);
+        true
+    }
+
+    /// Removes the key at the pending version (a tombstone: readers at the
+    /// published version still find it). False when it has no live line.
+    pub fn remove(&mut self, key: &[u64]) -> bool {
+        let k = self.sh.key(key);
+        let Some(i) = self.probe(k).live else {
+            return false;
+        };
+        self.end(i);
+        self.live -= 1;
+        true
+    }
+
+    /// The entry of `key` visible at `version`, by the writer. Exact for
+    /// versions from the oldest in use at the last reclaim to the pending
+    /// one (older tombstones may be dead by then).
+    pub fn lookup_at(&self, key: &[u64], version: u32) -> Option<Entry> {
+        let k = self.sh.key(key);
+        let a = self.array();
+        a.find(k, self.sh.home(k), version)
+            .map(|(_, w)| entry_of(&w))
+    }
+
+    /// Packets and bytes counted on `key`'s lines of entry `slot`: the
+    /// lines of the current and retired arrays, plus what was folded from
+    /// lines and arrays no longer held. Counts a reader is adding at this
+    /// moment may be seen in part (packets before bytes).
+    pub fn counters(&self, key: &[u64], slot: u32) -> (u64, u64) {
+        let k = self.sh.key(key);
+        let (mut p, mut b) = self.folded.get(&slot).copied().unwrap_or((0, 0));
+        let mut add = |a: &Array| {
+            let mut i = self.sh.home(k) & a.mask;
+            for _ in 0..=a.mask {
+                let l = a.line(i);
+                let w0 = l.word(0);
+                if w0 & OCCUPIED == 0 {
+                    break;
+                }
+                if l.word(2) == k[0] && l.word(3) == k[1] && (w0 >> SLOT_SHIFT) as u32 == slot {
+                    let (lp, lb) = l.counts();
+                    p += lp;
+                    b += lb;
+                }
+                i = (i + 1) & a.mask;
+            }
+        };
+        add(self.array());
+        for (_, r) in self
+            .sh
+            .retired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            // SAFETY: a retired array is freed only by `reclaim`, which
+            // takes `&mut self`; it is alive during this `&self` call.
+            add(unsafe { r.0.as_ref() });
+        }
+        (p, b)
+    }
+
+    /// Takes (and forgets) the counts folded for entry `slot`: call it once
+    /// the entry is removed and reclaimed, before the slot number is used
+    /// for another entry.
+    pub fn take_counters(&mut self, slot: u32) -> (u64, u64) {
+        self.folded.remove(&slot).unwrap_or((0, 0))
+    }
+
+    fn fold(folded: &mut HashMap<u32, (u64, u64)>, l: &Line) {
+        let (p, b) = l.counts();
+        if p != 0 || b != 0 {
+            let slot = (l.word(0) >> SLOT_SHIFT) as u32;
+            let e = folded.entry(slot).or_insert((0, 0));
+            e.0 += p;
+            e.1 += b;
+        }
+    }
+
+    /// Reclaims what no reader can reach any more: tombstones removed at or
+    /// before the oldest version in use become dead (reusable), their
+    /// counts folded; arrays retired at or before it are freed, theirs
+    /// folded. Runs the settle sweep when it is due.
+    pub fn reclaim(&mut self) -> Reclaimed {
+        let Some(oldest) = oldest_in_use(&self.sh.reg) else {
+            return Reclaimed::default();
+        };
+        let pending = self.pending();
+        let mut r = Reclaimed {
+            oldest: Some(oldest),
+            lagging: pending.wrapping_sub(oldest) >= MAX_LAG,
+            ..Reclaimed::default()
+        };
+        // Tombstones.
+        let sh = self.sh.clone();
+        // SAFETY: as in `Table::array`: the current array is freed only
+        // with `&mut self`, which this function holds and does not use to
+        // free the current array.
+        let a = unsafe { &*sh.current.load(Ordering::Acquire) };
+        let folded = &mut self.folded;
+        self.tombs.retain(|&(removed, i)| {
+            if !serial_le(removed, oldest) {
+                return true;
+            }
+            let l = a.line(i);
+            // No reader can count on the line any more: a count needs a
+            // hit at the counting reader's version, every such version is
+            // at or past `removed`, and the line is invisible there.
+            Self::fold(folded, l);
+            l.w[6].store(0, Ordering::Relaxed);
+            l.w[7].store(0, Ordering::Relaxed);
+            l.w[1].store(versions_word(removed, removed), Ordering::Release);
+            r.lines += 1;
+            false
+        });
+        // Retired arrays.
+        let mut retired = sh.retired.lock().unwrap_or_else(|e| e.into_inner());
+        let mut grave = sh.graveyard.lock().unwrap_or_else(|e| e.into_inner());
+        let mut keep = Vec::with_capacity(retired.len());
+        for (v, p) in retired.drain(..) {
+            if serial_le(v, oldest) {
+                // SAFETY: `p` is owned and not freed yet; readers no longer
+                // write its counters (every reader is at or past `v`, so
+                // none holds a hit in it), and reads are all atomic.
+                let old = unsafe { p.0.as_ref() };
+                for l in old.lines.iter() {
+                    if l.word(0) & OCCUPIED != 0 {
+                        Self::fold(folded, l);
+                    }
+                }
+                free_array(p, &mut grave);
+                r.arrays += 1;
+            } else {
+                keep.push((v, p));
+            }
+        }
+        *retired = keep;
+        drop(grave);
+        drop(retired);
+        // Settle.
+        if pending.wrapping_sub(self.last_settle) >= self.settle_every {
+            for l in a.lines.iter() {
+                if l.word(0) & OCCUPIED == 0 {
+                    continue;
+                }
+                let w1 = l.word(1);
+                let added = w1 as u32;
+                if added != 0 && !dead(w1) && serial_le(added, oldest) {
+                    l.w[1].store(w1 & !0xffff_ffff, Ordering::Release);
+                    r.settled += 1;
+                }
+            }
+            self.last_settle = pending;
+        }
+        r
+    }
+
+    /// Copies every line that is not dead into a new array (of at least
+    /// twice as many lines as it copies), swaps the array pointer, and
+    /// retires the old array at the pending version (freed by a later
+    /// [`Table::reclaim`]). Reclaims first, so that what can be dropped is.
+    pub fn rebuild(&mut self) {
+        self.reclaim();
+        let keep: Vec<&Line> = self
+            .array()
+            .lines
+            .iter()
+            .filter(|l| l.word(0) & OCCUPIED != 0 && !dead(l.word(1)))
+            .collect();
+        let n = keep.len();
+        let cap = ((n + 1) * 2).next_power_of_two().max(MIN_CAP);
+        let new = Array::new(cap);
+        let mut tombs = Vec::new();
+        for l in &keep {
+            let key = [l.word(2), l.word(3)];
+            let mut i = self.sh.home(key) & new.mask;
+            while new.line(i).word(0) & OCCUPIED != 0 {
+                i = (i + 1) & new.mask;
+            }
+            let w1 = l.word(1);
+            new.line(i)
+                .write(l.word(0), w1, key, [l.word(4), l.word(5)]);
+            if w1 >> 32 != 0 {
+                tombs.push(((w1 >> 32) as u32, i));
+            }
+        }
+        let v = self.pending();
+        tombs.sort_by_key(|&(r, _)| r.wrapping_sub(v));
+        self.used = n;
+        self.tombs = tombs;
+        let new = Box::into_raw(new);
+        // The swap comes before the publish of `v`, so a reader at `v` or
+        // later loads the new array.
+        let old = self.sh.current.swap(new, Ordering::AcqRel);
+        let old = ArrayPtr(NonNull::new(old).expect("the current array is never null"));
+        self.sh
+            .retired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((v, old));
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod loom;
