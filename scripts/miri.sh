@@ -27,5 +27,9 @@ export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 export PROPTEST_CASES="${PROPTEST_CASES:-8}"
 cargo +"$tc" miri test -p dataplane --lib -- spsc:: port:: afpacket::lend::
 cargo +"$tc" miri test -p packet --lib -- buffer::
-cargo +"$tc" miri test -p classifier --lib -- subtable:: versioned::
+# The in-place table's differential property test is left to the normal
+# run: under Miri it took a minute for a few cases, and the unit tests
+# already take every unsafe path of the module (array pointer, rebuild,
+# retire and free) with threads.
+cargo +"$tc" miri test -p classifier --lib -- subtable:: versioned:: --skip versioned::tests::agrees_with_a_model
 echo "miri: no undefined behaviour found"

@@ -487,7 +487,7 @@ fn key_of(words: usize, k: u64) -> Vec<u64> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 8 } else { 256 },
+        cases: if cfg!(miri) { 3 } else { 256 },
         ..ProptestConfig::default()
     })]
 
@@ -498,7 +498,7 @@ proptest! {
     /// the settle sweep runs every few versions.
     #[test]
     fn agrees_with_a_model_of_versioned_lines(
-        ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 300 }),
+        ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 20 } else { 300 }),
         words in 1usize..=2,
         near_wrap in any::<bool>(),
         settle in 1u32..6,
