@@ -283,7 +283,7 @@ impl Checker<'_> {
                     self.warn_at(
                         &at,
                         field,
-                        format!("in_port={port}: the bridge has no port {port}"),
+                        || format!("in_port={port}: the bridge has no port {port}"),
                     );
                 }
             }
@@ -315,7 +315,7 @@ impl Checker<'_> {
                     self.warn_at(
                         &at,
                         field,
-                        format!("meter {meter_id} is not defined in this file (a controller must add it)"),
+                        || format!("meter {meter_id} is not defined in this file (a controller must add it)"),
                     );
                 }
                 Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
@@ -328,7 +328,7 @@ impl Checker<'_> {
             self.warn_at(
                 &at,
                 field,
-                format!("this flow has the same table, priority and match as the one at {prev}, and replaces it"),
+                || format!("this flow has the same table, priority and match as the one at {prev}, and replaces it"),
             );
         }
         fc.out.push(StaticFlow {
@@ -353,7 +353,7 @@ impl Checker<'_> {
                     self.warn_at(
                         at,
                         field,
-                        format!("group {group_id} is not defined in this file (a controller must add it)"),
+                        || format!("group {group_id} is not defined in this file (a controller must add it)"),
                     );
                 }
                 Action::Output { port, .. }
@@ -362,7 +362,7 @@ impl Checker<'_> {
                     self.warn_at(
                         at,
                         field,
-                        format!("output:{port}: the bridge has no port {port}"),
+                        || format!("output:{port}: the bridge has no port {port}"),
                     );
                 }
                 _ => {}

@@ -178,9 +178,12 @@ impl<'a> Checker<'a> {
         self.errors.push(d);
     }
 
-    fn warn_at(&mut self, at: &At, field: &FieldPath, message: impl Into<String>) {
+    /// A warning whose message is made only when it is kept (a flows file
+    /// of a million lines can warn twice a line; only the first
+    /// [`MAX_WARNINGS`] are kept).
+    fn warn_at(&mut self, at: &At, field: &FieldPath, message: impl FnOnce() -> String) {
         if self.room_for_warning() {
-            let d = self.diag(at, field, message.into());
+            let d = self.diag(at, field, message());
             self.warnings.push(d);
         }
     }
