@@ -951,7 +951,7 @@ fn flow_semantic_errors_and_warnings() {
 fn a_long_flows_file_keeps_order_lines_duplicates_and_counts_warnings() {
     let scratch = tmpdir("long-flows");
     let dir = scratch.path();
-    let n = 70_000; // more than one parse block (65,536 lines)
+    let n = 70_000; // several parse blocks (16,384 lines)
     let mut text = String::from("# generated\n");
     for i in 0..n {
         // Port 7 is not on the bridge: one warning per flow.

@@ -210,10 +210,10 @@ impl Checker<'_> {
                             !t.is_empty() && !t.starts_with('#')
                         })
                         .collect();
-                    // Block by block, so that only one block's FLOW_MODs
-                    // exist at a time (the model keeps the text).
-                    for block in lines.chunks(PARSE_BLOCK) {
-                        let parsed = parse_in_parallel(block, flowtext::parse_flow);
+                    // Block by block, so that only a few blocks' FLOW_MODs
+                    // exist at a time (the model keeps the text); the next
+                    // block is parsed while this one is checked.
+                    for_each_parsed_block(&lines, flowtext::parse_flow, |block, parsed| {
                         for (&(li, line), r) in block.iter().zip(parsed) {
                             match r {
                                 Ok(fm) => {
@@ -234,7 +234,7 @@ impl Checker<'_> {
                                 Err(e) => self.push_line_error(&path, li, line, &file_field, e),
                             }
                         }
-                    }
+                    });
                     Some(Some(path))
                 }
             },
@@ -280,11 +280,9 @@ impl Checker<'_> {
             } = oxm
             {
                 if *port <= port_no::MAX && !ctx.ports.contains(port) {
-                    self.warn_at(
-                        &at,
-                        field,
-                        || format!("in_port={port}: the bridge has no port {port}"),
-                    );
+                    self.warn_at(&at, field, || {
+                        format!("in_port={port}: the bridge has no port {port}")
+                    });
                 }
             }
         }
@@ -359,11 +357,9 @@ impl Checker<'_> {
                 Action::Output { port, .. }
                     if *port <= port_no::MAX && !ctx.ports.contains(port) =>
                 {
-                    self.warn_at(
-                        at,
-                        field,
-                        || format!("output:{port}: the bridge has no port {port}"),
-                    );
+                    self.warn_at(at, field, || {
+                        format!("output:{port}: the bridge has no port {port}")
+                    });
                 }
                 _ => {}
             }
@@ -482,7 +478,7 @@ pub(super) fn source_at(source: &Source, span: Range<usize>) -> At {
 }
 
 /// Flow-file lines parsed per block ([`parse_in_parallel`]).
-pub(super) const PARSE_BLOCK: usize = 1 << 16;
+pub(super) const PARSE_BLOCK: usize = 1 << 14;
 
 /// Parses `lines` in order, split over the machine's cores when there
 /// are enough of them to be worth a thread (a million-line flows file
@@ -506,6 +502,37 @@ pub(super) fn parse_in_parallel<T: Send>(
             .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
             .collect()
     })
+}
+
+/// Calls `check` with each block of [`PARSE_BLOCK`] lines and their
+/// parses, in order, the next block being parsed ([`parse_in_parallel`])
+/// on other threads while `check` works on this one: a million-line file
+/// no longer leaves a core idle while its flows are checked. One block is
+/// checked while the next is parsed (the channel holds none), so the
+/// parsed FLOW_MODs of at most two blocks exist at a time.
+pub(super) fn for_each_parsed_block<'l, T: Send>(
+    lines: &'l [(usize, &'l str)],
+    parse: fn(&str) -> Result<T, flowtext::ParseError>,
+    mut check: impl FnMut(&'l [(usize, &'l str)], Vec<Result<T, flowtext::ParseError>>),
+) {
+    if lines.len() <= PARSE_BLOCK {
+        check(lines, parse_in_parallel(lines, parse));
+        return;
+    }
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        s.spawn(move || {
+            for block in lines.chunks(PARSE_BLOCK) {
+                // The checking side has stopped only if it panicked.
+                if tx.send(parse_in_parallel(block, parse)).is_err() {
+                    return;
+                }
+            }
+        });
+        for (block, parsed) in lines.chunks(PARSE_BLOCK).zip(rx) {
+            check(block, parsed);
+        }
+    });
 }
 
 /// What the flow checks of one bridge carry from flow to flow.
