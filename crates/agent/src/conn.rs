@@ -511,9 +511,8 @@ impl<S: Switch> Connection<S> {
                 return true;
             };
             while self.out.len() < self.config.max_pending_output {
-                match parts.next() {
-                    Some(part) => self.out.extend_from_slice(&part),
-                    None => break,
+                if !parts.next_into(&mut self.out) {
+                    break;
                 }
             }
             if !parts.is_done() {

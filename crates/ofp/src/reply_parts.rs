@@ -14,8 +14,14 @@ use crate::Message;
 const MP_REPLY_OVERHEAD: usize = 16;
 
 fn mp_message(xid: u32, mp_type: u16, flags: u16, body: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(MP_REPLY_OVERHEAD + body.len());
+    put_mp_message(&mut m, xid, mp_type, flags, body);
+    m
+}
+
+/// Appends the multipart reply message of `body` to `m`.
+fn put_mp_message(m: &mut Vec<u8>, xid: u32, mp_type: u16, flags: u16, body: &[u8]) {
     let len = MP_REPLY_OVERHEAD + body.len();
-    let mut m = Vec::with_capacity(len);
     m.extend_from_slice(&[OFP_VERSION, msg_type::MULTIPART_REPLY]);
     m.extend_from_slice(&u16::try_from(len).unwrap_or(u16::MAX).to_be_bytes());
     m.extend_from_slice(&xid.to_be_bytes());
@@ -23,7 +29,6 @@ fn mp_message(xid: u32, mp_type: u16, flags: u16, body: &[u8]) -> Vec<u8> {
     m.extend_from_slice(&flags.to_be_bytes());
     m.extend_from_slice(&[0; 4]);
     m.extend_from_slice(body);
-    m
 }
 
 /// Encodes record `i` of a list-shaped reply body into `w`; `false` when
@@ -139,6 +144,68 @@ impl ReplyParts {
     }
 }
 
+impl ReplyParts {
+    /// Appends the next part to `out` (what [`Iterator::next`] gives,
+    /// without a message of its own: encoded records are copied once, from
+    /// the page into `out`); `false` when every part has been produced.
+    pub fn next_into(&mut self, out: &mut Vec<u8>) -> bool {
+        if self.done {
+            return false;
+        }
+        if self.records.is_some() {
+            return self.next_records(Some(out)).is_some();
+        }
+        match self.next() {
+            Some(m) => {
+                out.extend_from_slice(&m);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The next part of encoded records: appended to `out` when given
+    /// (`Some(vec![])` back), else returned as a message.
+    fn next_records(&mut self, out: Option<&mut Vec<u8>>) -> Option<Vec<u8>> {
+        let (records, at) = self.records.as_mut()?;
+        // Whole records while they fit (at least one a part); a record
+        // whose length is too short or runs past the end takes the rest,
+        // so a bad length can neither loop nor lose bytes.
+        let start = *at;
+        while *at < records.len() {
+            let rest = records.len() - *at;
+            let len = match records.get(*at..*at + 2) {
+                Some(&[hi, lo]) => usize::from(u16::from_be_bytes([hi, lo])),
+                _ => rest,
+            };
+            let len = if len < 4 || len > rest { rest } else { len };
+            if *at > start && *at + len - start > self.budget {
+                break;
+            }
+            *at += len;
+        }
+        let more = *at < records.len();
+        let part = records.get(start..*at).unwrap_or_default();
+        let flags = if more || self.continues {
+            OFPMPF_REPLY_MORE
+        } else {
+            0
+        };
+        let msg = match out {
+            Some(out) => {
+                put_mp_message(out, self.xid, self.mp_type, flags, part);
+                Vec::new()
+            }
+            None => mp_message(self.xid, self.mp_type, flags, part),
+        };
+        if !more {
+            self.done = true;
+            self.records = None;
+        }
+        Some(msg)
+    }
+}
+
 impl Iterator for ReplyParts {
     type Item = Vec<u8>;
 
@@ -146,36 +213,8 @@ impl Iterator for ReplyParts {
         if self.done {
             return None;
         }
-        if let Some((records, at)) = self.records.as_mut() {
-            // Whole records while they fit (at least one a part); a record
-            // whose length is too short or runs past the end takes the rest,
-            // so a bad length can neither loop nor lose bytes.
-            let start = *at;
-            while *at < records.len() {
-                let rest = records.len() - *at;
-                let len = match records.get(*at..*at + 2) {
-                    Some(&[hi, lo]) => usize::from(u16::from_be_bytes([hi, lo])),
-                    _ => rest,
-                };
-                let len = if len < 4 || len > rest { rest } else { len };
-                if *at > start && *at + len - start > self.budget {
-                    break;
-                }
-                *at += len;
-            }
-            let more = *at < records.len();
-            let part = records.get(start..*at).unwrap_or_default();
-            let flags = if more || self.continues {
-                OFPMPF_REPLY_MORE
-            } else {
-                0
-            };
-            let msg = mp_message(self.xid, self.mp_type, flags, part);
-            if !more {
-                self.done = true;
-                self.records = None;
-            }
-            return Some(msg);
+        if self.records.is_some() {
+            return self.next_records(None);
         }
         let body = self.body.as_ref()?;
         let mut part = std::mem::take(&mut self.carry);
@@ -351,6 +390,17 @@ mod tests {
                     ReplyParts::new_records(9, multipart_type::FLOW, records.clone(), max)
                         .collect();
                 assert_eq!(by_records, by_body, "{n} records, max {max}");
+                // Appended part by part: the same bytes, one part a call.
+                let mut parts =
+                    ReplyParts::new_records(9, multipart_type::FLOW, records.clone(), max);
+                let mut out = Vec::new();
+                let mut calls = 0;
+                while parts.next_into(&mut out) {
+                    calls += 1;
+                }
+                assert_eq!(out, by_body.concat(), "{n} records, max {max}");
+                assert_eq!(calls, by_body.len());
+                assert!(parts.is_done() && !parts.next_into(&mut out));
             }
         }
     }
