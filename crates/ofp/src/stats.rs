@@ -130,8 +130,8 @@ pub struct FlowStatsHead {
 
 /// Appends one `ofp_flow_stats` record to `w` from borrowed parts, the
 /// bytes [`FlowStats::encode`] writes for the same values: `write_match`
-/// appends the `ofp_match` (padding included, e.g.
-/// [`Match::encode_fields`]). A switch answering a FLOW request over a
+/// appends the `ofp_match` (padding included, e.g. with
+/// [`Match::encode_with`]). A switch answering a FLOW request over a
 /// million entries writes each record straight from its table this way,
 /// without building (and freeing) a [`FlowStats`] per entry.
 pub fn encode_flow_stats(

@@ -177,9 +177,30 @@ impl FlowEntry {
 
     /// The statistics of this entry with counters `c` at `now`.
     pub fn flow_stats(&self, c: &EntryCounter, now: Time) -> ofp::stats::FlowStats {
+        let h = self.stats_head(c, now);
+        ofp::stats::FlowStats {
+            table_id: h.table_id,
+            duration_sec: h.duration_sec,
+            duration_nsec: h.duration_nsec,
+            priority: h.priority,
+            idle_timeout: h.idle_timeout,
+            hard_timeout: h.hard_timeout,
+            flags: h.flags,
+            cookie: h.cookie,
+            packet_count: h.packet_count,
+            byte_count: h.byte_count,
+            match_: self.match_().into_owned(),
+            instructions: self.instructions.clone(),
+        }
+    }
+
+    /// The fixed fields of this entry's statistics with counters `c` at
+    /// `now` (what [`FlowEntry::flow_stats`] and
+    /// [`FlowEntry::encode_flow_stats`] both report).
+    fn stats_head(&self, c: &EntryCounter, now: Time) -> ofp::stats::FlowStatsHead {
         let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);
         let (packet_count, byte_count) = self.reported(c);
-        ofp::stats::FlowStats {
+        ofp::stats::FlowStatsHead {
             table_id: self.table_id,
             duration_sec,
             duration_nsec,
@@ -190,8 +211,6 @@ impl FlowEntry {
             cookie: self.cookie,
             packet_count,
             byte_count,
-            match_: self.match_().into_owned(),
-            instructions: self.instructions.clone(),
         }
     }
 
@@ -199,35 +218,16 @@ impl FlowEntry {
     /// `now`, to `w`: the bytes [`FlowEntry::flow_stats`] would encode,
     /// written straight from the entry (no match or instructions copied).
     pub fn encode_flow_stats(&self, c: &EntryCounter, now: Time, w: &mut Vec<u8>) {
-        let (duration_sec, duration_nsec) = now.duration_since(self.installed_at);
-        let (packet_count, byte_count) = self.reported(c);
-        let head = ofp::stats::FlowStatsHead {
-            table_id: self.table_id,
-            duration_sec,
-            duration_nsec,
-            priority: self.priority,
-            idle_timeout: self.idle_timeout,
-            hard_timeout: self.hard_timeout,
-            flags: self.flags,
-            cookie: self.cookie,
-            packet_count,
-            byte_count,
+        let write_match = |w: &mut Vec<u8>| match &self.sent {
+            Some(m) => m.encode(w),
+            None => Match::encode_with(w, |w| {
+                for f in self.key.fields() {
+                    f.encode_oxm(w);
+                }
+            }),
         };
-        match &self.sent {
-            Some(m) => ofp::stats::encode_flow_stats(w, &head, |w| m.encode(w), &self.instructions),
-            None => ofp::stats::encode_flow_stats(
-                w,
-                &head,
-                |w| {
-                    Match::encode_with(w, |w| {
-                        for f in self.key.fields() {
-                            f.encode_oxm(w);
-                        }
-                    })
-                },
-                &self.instructions,
-            ),
-        }
+        let head = self.stats_head(c, now);
+        ofp::stats::encode_flow_stats(w, &head, write_match, &self.instructions);
     }
 
     /// Prefetches what [`FlowEntry::encode_flow_stats`] reads beyond the
