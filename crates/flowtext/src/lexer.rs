@@ -70,33 +70,46 @@ pub(crate) fn split_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
 }
 
 /// [`split_list`] of ASCII text, byte by byte (a flows file of a million
-/// lines spent a tenth of its loading time splitting by `char`): the same
-/// pieces and errors, with a depth count instead of a stack of positions
-/// (the outermost unclosed parenthesis is the last one opened at depth 0).
+/// lines spent a tenth of its loading time splitting by `char`).
 fn split_ascii_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
+    split_chars(t, t.text.bytes().map(char::from).enumerate())
+}
+
+/// [`split_list`] of any text, `char` by `char`.
+fn split_any_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
+    split_chars(t, t.text.char_indices())
+}
+
+/// Splits `t`, read as `chars` (each with its byte offset), as
+/// [`split_list`] says, with a depth count for the parentheses (the
+/// outermost unclosed one is the last one opened at depth 0).
+fn split_chars(
+    t: Tok<'_>,
+    chars: impl Iterator<Item = (usize, char)>,
+) -> Result<Vec<Tok<'_>>, ParseError> {
     let mut out = Vec::with_capacity(8);
     let mut depth = 0usize;
     let mut outermost = 0usize;
     let mut start: Option<usize> = None;
-    for (i, &b) in t.text.as_bytes().iter().enumerate() {
-        match b {
-            b'(' => {
+    for (i, c) in chars {
+        match c {
+            '(' => {
                 if depth == 0 {
                     outermost = i;
                 }
                 depth += 1;
             }
-            b')' if depth == 0 => {
+            ')' if depth == 0 => {
                 return Err(ParseError::new(
                     "unbalanced parentheses: \")\" without \"(\"",
                     ")",
                     t.pos + i,
                 ));
             }
-            b')' => depth -= 1,
+            ')' => depth -= 1,
             _ => {}
         }
-        if depth == 0 && (b == b',' || b.is_ascii_whitespace() || b == 0x0b) {
+        if depth == 0 && is_separator(c) {
             if let Some(s) = start.take() {
                 out.push(t.range(s, i));
             }
@@ -109,44 +122,6 @@ fn split_ascii_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
             "unbalanced parentheses: \"(\" without \")\"",
             "(",
             t.pos + outermost,
-        ));
-    }
-    if let Some(s) = start {
-        out.push(t.from(s));
-    }
-    Ok(out)
-}
-
-/// [`split_list`] of any text, `char` by `char`.
-fn split_any_list(t: Tok<'_>) -> Result<Vec<Tok<'_>>, ParseError> {
-    let mut out = Vec::new();
-    let mut open: Vec<usize> = Vec::new();
-    let mut start: Option<usize> = None;
-    for (i, c) in t.text.char_indices() {
-        match c {
-            '(' => open.push(i),
-            ')' if open.pop().is_none() => {
-                return Err(ParseError::new(
-                    "unbalanced parentheses: \")\" without \"(\"",
-                    ")",
-                    t.pos + i,
-                ));
-            }
-            _ => {}
-        }
-        if open.is_empty() && is_separator(c) {
-            if let Some(s) = start.take() {
-                out.push(t.range(s, i));
-            }
-        } else if start.is_none() {
-            start = Some(i);
-        }
-    }
-    if let Some(&i) = open.first() {
-        return Err(ParseError::new(
-            "unbalanced parentheses: \"(\" without \")\"",
-            "(",
-            t.pos + i,
         ));
     }
     if let Some(s) = start {
