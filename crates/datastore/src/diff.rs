@@ -195,7 +195,8 @@ pub fn diff(old: &Config, new: &Config) -> Vec<Change> {
         .filter_map(|(name, changed)| changed.then_some(name))
         .collect();
         let mut statics = Vec::new();
-        if texts(&ob.flows, |f| &f.text) != texts(&nb.flows, |f| &f.text) {
+        let file = |b: &Bridge| b.flows_file.as_ref().map(|f| (f.sha256, f.flows));
+        if texts(&ob.flows, |f| &f.text) != texts(&nb.flows, |f| &f.text) || file(ob) != file(nb) {
             statics.push("flows");
         }
         if texts(&ob.groups, |g| &g.text) != texts(&nb.groups, |g| &g.text) {

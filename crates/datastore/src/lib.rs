@@ -84,6 +84,7 @@
 
 mod diff;
 mod error;
+mod flows_file;
 mod model;
 mod path;
 mod persist;
@@ -96,6 +97,7 @@ mod validate;
 
 pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
+pub use flows_file::FlowsFileError;
 pub use model::*;
 pub use path::{FieldPath, Seg};
 pub use persist::write_atomic;

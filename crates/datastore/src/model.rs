@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::Diagnostic;
+pub use crate::flows_file::FlowsFile;
 pub use dataplane::dispatch::{ClassRule, DispatchKey};
 pub use dataplane::flush::FlushPolicy;
 pub use dataplane::placement::CoreAssign;
@@ -57,14 +58,17 @@ pub struct Bridge {
     pub ports: Vec<Port>,
     /// Controllers (active connections and passive listeners).
     pub controllers: Vec<Controller>,
-    /// Static flows: the inline ones first, then those of `flows_file`.
+    /// Static flows written inline (`flows = [..]`), installed before
+    /// those of `flows_file`.
     pub flows: Vec<StaticFlow>,
     /// Static groups: inline, then `groups_file`.
     pub groups: Vec<StaticGroup>,
     /// Static meters: inline, then `meters_file`.
     pub meters: Vec<StaticMeter>,
-    /// The flows file as resolved against the config file's directory.
-    pub flows_file: Option<PathBuf>,
+    /// The flows file as checked: where it is (resolved against the
+    /// config file's directory), its digest and its flow count; its flows
+    /// are read again when they are installed.
+    pub flows_file: Option<FlowsFile>,
     /// The groups file, resolved.
     pub groups_file: Option<PathBuf>,
     /// The meters file, resolved.
@@ -531,12 +535,11 @@ pub struct TlsFiles {
     pub ca_cert: PathBuf,
 }
 
-/// A flow installed when the bridge starts.
+/// A flow written inline in the configuration, installed when the bridge
+/// starts (a flows file's flows are not kept: [`FlowsFile`]).
 ///
-/// Only the text is kept, not its parse: a bridge may have a million of
-/// them, and their FLOW_MODs (about 600 bytes each) would double what the
-/// running switch holds once its tables have them. The text was parsed
-/// and checked when the configuration was validated;
+/// Only the text is kept, not its parse (a FLOW_MOD is about 600 bytes).
+/// The text was parsed and checked when the configuration was validated;
 /// [`StaticFlow::flow_mod`] parses it again for whoever installs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StaticFlow {

@@ -91,9 +91,13 @@ impl Config {
         let mut c = self.clone();
         let fix = |p: &mut PathBuf| *p = relocate(p, dir, cwd);
         for b in &mut c.bridges {
-            for f in [&mut b.flows_file, &mut b.groups_file, &mut b.meters_file]
-                .into_iter()
-                .flatten()
+            for f in [
+                b.flows_file.as_mut().map(|f| &mut f.path),
+                b.groups_file.as_mut(),
+                b.meters_file.as_mut(),
+            ]
+            .into_iter()
+            .flatten()
             {
                 fix(f);
             }

@@ -461,14 +461,8 @@ pub(crate) fn from_model(c: &crate::Config) -> RawConfig {
                     })
                 })
                 .collect(),
-            flows: inline(
-                b.flows
-                    .iter()
-                    .filter(|f| f.source.inline)
-                    .map(|f| &f.text)
-                    .collect(),
-            ),
-            flows_file: b.flows_file.as_deref().map(text),
+            flows: inline(b.flows.iter().map(|f| &f.text).collect()),
+            flows_file: b.flows_file.as_ref().map(|f| text(&f.path)),
             groups: inline(
                 b.groups
                     .iter()

@@ -342,7 +342,11 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
         tracing::warn!("{w}");
     }
     if args.check {
-        let flows: usize = cfg.bridges.iter().map(|b| b.flows.len()).sum();
+        let flows: usize = cfg
+            .bridges
+            .iter()
+            .map(|b| b.flows.len() + b.flows_file.as_ref().map_or(0, |f| f.flows))
+            .sum();
         println!(
             "configuration valid: {} bridge(s), {} port(s), {flows} static flow(s), {} warning(s)",
             cfg.bridges.len(),

@@ -32,6 +32,16 @@ pub enum RuntimeError {
         /// The parser's message.
         error: String,
     },
+    /// A flows file that could not be read again to install its flows,
+    /// or that changed after it was checked.
+    FlowsFile {
+        /// Bridge name.
+        bridge: String,
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        error: String,
+    },
     /// Threads could not be started.
     Threads {
         /// Bridge name.
@@ -65,6 +75,11 @@ impl fmt::Display for RuntimeError {
                 what,
                 error,
             } => write!(f, "bridge {bridge}: {what}: does not parse: {error}"),
+            RuntimeError::FlowsFile {
+                bridge,
+                path,
+                error,
+            } => write!(f, "bridge {bridge}: flows file {}: {error}", path.display()),
             RuntimeError::Threads { bridge, error } => {
                 write!(f, "bridge {bridge}: cannot start threads: {error}")
             }

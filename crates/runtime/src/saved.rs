@@ -64,9 +64,10 @@ pub struct SavedTables {
     pub flows: Vec<FlowMod>,
 }
 
-/// A digest of what a bridge's tables start from: its table count and
-/// the text of its static meters, groups and flows (FNV-1a, 64 bits:
-/// not a security measure, a change detector).
+/// A digest of what a bridge's tables start from: its table count, the
+/// text of its static meters, groups and inline flows, and its flows
+/// file's SHA-256 (FNV-1a, 64 bits: not a security measure, a change
+/// detector).
 pub fn static_digest(br: &datastore::Bridge) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
@@ -89,6 +90,10 @@ pub fn static_digest(br: &datastore::Bridge) -> u64 {
     eat(b"flows");
     for f in &br.flows {
         eat(f.text.as_bytes());
+    }
+    if let Some(file) = &br.flows_file {
+        eat(b"flows_file");
+        eat(&file.sha256);
     }
     h
 }

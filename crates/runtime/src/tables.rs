@@ -93,23 +93,20 @@ fn fill<'a>(
     Ok(state)
 }
 
-/// Static flows parsed per block, a block ahead of their installation.
-const FLOW_BLOCK: usize = 8192;
-
-/// Installs `br`'s static flows in order. The model keeps only their text,
-/// so each is parsed again: on a second thread, a few blocks ahead of the
-/// installation, when there are more than a block of them (a million
-/// flows take about 2 s to parse and 3 s to install on one core here).
+/// Installs `br`'s static flows in order: the inline ones, then those of
+/// its flows file, which the model does not keep: the file is read again,
+/// parsed a block ahead of the installation on other threads, and must be
+/// the file that was checked (its digest, known at its end; the tables
+/// are not yet in use, so a changed file is refused whole).
 fn install_static_flows(
     state: &mut SwitchState,
     br: &datastore::Bridge,
     now: Time,
 ) -> Result<(), RuntimeError> {
     let install = |state: &mut SwitchState,
-                   f: &datastore::StaticFlow,
+                   what: &dyn Fn() -> String,
                    parsed: Result<ofp::FlowMod, flowtext::ParseError>|
      -> Result<(), RuntimeError> {
-        let what = || format!("{}: {}", f.source, f.text);
         let fm = parsed.map_err(|e| RuntimeError::Unparsable {
             bridge: br.name.clone(),
             what: what(),
@@ -124,29 +121,22 @@ fn install_static_flows(
             })?;
         Ok(())
     };
-    if br.flows.len() <= FLOW_BLOCK {
-        for f in &br.flows {
-            install(state, f, f.flow_mod())?;
-        }
-        return Ok(());
+    for f in &br.flows {
+        install(state, &|| format!("{}: {}", f.source, f.text), f.flow_mod())?;
     }
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        s.spawn(move || {
-            for block in br.flows.chunks(FLOW_BLOCK) {
-                let parsed: Vec<_> = block.iter().map(|f| f.flow_mod()).collect();
-                // The installing side stopped at a refused flow.
-                if tx.send(parsed).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut flows = br.flows.iter();
-        for parsed in rx {
-            for (r, f) in parsed.into_iter().zip(flows.by_ref()) {
-                install(state, f, r)?;
-            }
-        }
-        Ok(())
+    let Some(file) = &br.flows_file else {
+        return Ok(());
+    };
+    let path = file.path.display();
+    file.for_each_flow(|line, text, parsed| {
+        install(state, &|| format!("{path}:{line}: {text}"), parsed)
+    })
+    .map_err(|e| match e {
+        datastore::FlowsFileError::Stopped(e) => e,
+        e => RuntimeError::FlowsFile {
+            bridge: br.name.clone(),
+            path: file.path.clone(),
+            error: e.to_string(),
+        },
     })
 }

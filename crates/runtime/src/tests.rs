@@ -296,6 +296,65 @@ fn refused_static_flow_names_its_source() {
     }
 }
 
+/// A flows file's flows are read again at the start, after the inline
+/// ones: installed in order, a refused one named by its file and line,
+/// and a file changed after the check refused whole.
+#[test]
+fn flows_file_is_read_again_at_the_start_and_must_be_the_one_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("br0.flows");
+    let conf = |lines: &str| {
+        std::fs::write(&file, lines).unwrap();
+        config(&format!(
+            "[[bridges]]\nname = \"br0\"\nflows = [\"priority=9,actions=drop\"]\nflows_file = {:?}\n{}",
+            file.display().to_string(),
+            bridge_port(1, Some("m1"), Some("memory"))
+        ))
+    };
+    let cfg = conf("# two\npriority=2,in_port=1,actions=drop\n\npriority=1,actions=drop\n");
+    let rt = Runtime::start(&cfg, &RuntimeOptions::default()).unwrap();
+    let flows: Vec<String> = rt
+        .flows("br0")
+        .unwrap()
+        .into_iter()
+        .map(|f| f.text)
+        .collect();
+    assert_eq!(flows.len(), 3, "{flows:?}");
+    for p in ["priority=9", "priority=2,in_port=1", "priority=1"] {
+        assert!(flows.iter().any(|f| f.contains(p)), "{p}: {flows:?}");
+    }
+    drop(rt);
+
+    // Checked, then refused by the pipeline: its file and line.
+    let cfg = conf("priority=2,actions=drop\ntable=0,actions=group:77\n");
+    let e = Runtime::start(&cfg, &RuntimeOptions::default())
+        .err()
+        .expect("a flow to a missing group was accepted")
+        .to_string();
+    assert!(
+        e.contains(&format!("{}:2: table=0,actions=group:77", file.display())),
+        "{e}"
+    );
+
+    // Checked, then changed: nothing starts.
+    let cfg = conf("priority=2,actions=drop\n");
+    std::fs::write(&file, "priority=2,actions=drop\npriority=3,actions=drop\n").unwrap();
+    let e = Runtime::start(&cfg, &RuntimeOptions::default())
+        .err()
+        .expect("a changed flows file was installed")
+        .to_string();
+    assert!(
+        e.contains("changed after the configuration was checked"),
+        "{e}"
+    );
+    std::fs::remove_file(&file).unwrap();
+    let e = Runtime::start(&cfg, &RuntimeOptions::default())
+        .err()
+        .expect("a missing flows file was accepted")
+        .to_string();
+    assert!(e.contains("cannot read it"), "{e}");
+}
+
 #[test]
 fn openflow_switch_packet_out_packet_in_barrier_and_stats() {
     use agent::{Switch, SwitchEvent};

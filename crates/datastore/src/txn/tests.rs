@@ -820,6 +820,25 @@ fn diff_of_static_flows_tls_and_links() {
             fields: vec!["dpid", "flows"]
         }]
     );
+    // A flows file whose digest or flow count differs is a change of the
+    // flows; its path alone is not.
+    let file = |c: &Config, sha: u8, n: usize, path: &str| {
+        let mut c = c.clone();
+        c.bridges[0].flows_file = Some(FlowsFile {
+            path: path.into(),
+            sha256: [sha; 32],
+            flows: n,
+        });
+        c
+    };
+    let one = file(&c, 1, 5, "/a.flows");
+    let change = vec![Change::ChangeFlows {
+        bridge: "br0".into(),
+    }];
+    assert_eq!(diff(&c, &one), change);
+    assert_eq!(diff(&one, &file(&c, 2, 5, "/a.flows")), change);
+    assert_eq!(diff(&one, &file(&c, 1, 6, "/a.flows")), change);
+    assert!(diff(&one, &file(&c, 1, 5, "/b.flows")).is_empty());
     // Where a flow was written is no difference.
     let mut moved = c.clone();
     moved.bridges[0].flows[0].source.line = 99;

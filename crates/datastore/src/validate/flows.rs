@@ -3,6 +3,7 @@
 //! groups, meters it names; a later flow that replaces an earlier one).
 
 use super::*;
+use crate::flows_file::{for_each_parsed_block, FlowsFileError};
 
 impl Checker<'_> {
     /// Reads a `*_file`; an error names the file and the config field.
@@ -160,21 +161,22 @@ impl Checker<'_> {
         (out, file)
     }
 
-    #[allow(clippy::type_complexity)]
+    /// The static flows of a bridge: the inline ones (kept) and those of
+    /// its flows file (checked, then counted and digested, not kept).
     pub(super) fn flows(
         &mut self,
         ctx: &FlowCtx,
         rb: &RawBridge,
         groups: &HashSet<u32>,
         meters: &HashSet<u32>,
-    ) -> (Vec<StaticFlow>, Option<Option<PathBuf>>) {
+    ) -> (Vec<StaticFlow>, Option<Option<FlowsFile>>) {
         let base = ctx.bridge_path.at("flows");
         let mut fc = FlowChecks {
             ctx,
             groups,
             meters,
             seen: SeenFlows::default(),
-            out: Vec::new(),
+            inline: Vec::new(),
         };
         let inline_file: Arc<Path> = Arc::from(self.src.name.as_path());
         for (i, s) in rb.flows.iter().enumerate() {
@@ -187,7 +189,12 @@ impl Checker<'_> {
                         line: self.src.line_of(&s.span()),
                         inline: true,
                     };
-                    self.check_flow(&mut fc, fm, text.trim(), source, s.span(), &field);
+                    let at = source_at(&source, s.span());
+                    self.check_flow(&mut fc, fm, &at, source.line, &field);
+                    fc.inline.push(StaticFlow {
+                        text: text.trim().to_string(),
+                        source,
+                    });
                 }
                 Err(e) => {
                     let d = self.inline_parse_error(s, &field, &e);
@@ -198,73 +205,75 @@ impl Checker<'_> {
         let file_field = ctx.bridge_path.at("flows_file");
         let resolved = match &rb.flows_file {
             None => Some(None),
-            Some(f) => match self.read_list_file(f, &file_field) {
+            Some(f) => match self.path_value(f, &file_field) {
                 None => None,
-                Some((path, text)) => {
-                    let file: Arc<Path> = Arc::from(path.as_path());
-                    let lines: Vec<(usize, &str)> = text
-                        .lines()
-                        .enumerate()
-                        .filter(|(_, l)| {
-                            let t = l.trim();
-                            !t.is_empty() && !t.starts_with('#')
-                        })
-                        .collect();
-                    // Block by block, so that only a few blocks' FLOW_MODs
-                    // exist at a time (the model keeps the text); the next
-                    // block is parsed while this one is checked.
-                    for_each_parsed_block(&lines, flowtext::parse_flow, |block, parsed| {
-                        for (&(li, line), r) in block.iter().zip(parsed) {
-                            match r {
-                                Ok(fm) => {
-                                    let source = Source {
-                                        file: file.clone(),
-                                        line: li + 1,
-                                        inline: false,
-                                    };
-                                    self.check_flow(
-                                        &mut fc,
-                                        fm,
-                                        line.trim(),
-                                        source,
-                                        f.span(),
-                                        &file_field,
-                                    );
+                Some(path) => {
+                    // One place for every line's messages (an `Arc` cloned
+                    // and dropped per line cost more than the checks).
+                    let mut at = At::Line {
+                        file: Arc::from(path.as_path()),
+                        line: 0,
+                        column: None,
+                    };
+                    let read =
+                        for_each_parsed_block(&path, flowtext::parse_flow, |block, parsed| {
+                            for (&(li, line), r) in block.iter().zip(parsed) {
+                                match r {
+                                    Ok(fm) => {
+                                        if let At::Line { line, .. } = &mut at {
+                                            *line = li + 1;
+                                        }
+                                        self.check_flow(&mut fc, fm, &at, li + 1, &file_field);
+                                    }
+                                    Err(e) => self.push_line_error(&path, li, line, &file_field, e),
                                 }
-                                Err(e) => self.push_line_error(&path, li, line, &file_field, e),
                             }
+                            Ok::<(), std::convert::Infallible>(())
+                        });
+                    match read {
+                        Ok(read) => Some(Some(FlowsFile {
+                            path,
+                            sha256: read.sha256,
+                            flows: read.lines,
+                        })),
+                        Err(FlowsFileError::Read(e)) => {
+                            self.err(
+                                &f.span(),
+                                &file_field,
+                                format!("cannot read {}: {e}", path.display()),
+                            );
+                            None
                         }
-                    });
-                    Some(Some(path))
+                        Err(FlowsFileError::Changed) => None,
+                        Err(FlowsFileError::Stopped(never)) => match never {},
+                    }
                 }
             },
         };
-        let mut out = fc.out;
+        let mut out = fc.inline;
         out.shrink_to_fit();
         (out, resolved)
     }
 
-    /// Checks one parsed static flow against its bridge and the flows
-    /// before it; keeps its text and source when it is an add.
+    /// Checks one parsed static flow, written at `at` (its `line`),
+    /// against its bridge and the flows before it.
     pub(super) fn check_flow(
         &mut self,
         fc: &mut FlowChecks,
         fm: FlowMod,
-        text: &str,
-        source: Source,
-        span: Range<usize>,
+        at: &At,
+        line: usize,
         field: &FieldPath,
     ) {
         let (ctx, groups, meters) = (fc.ctx, fc.groups, fc.meters);
-        let at = source_at(&source, span);
         let fm = &fm;
         if fm.command != FlowModCommand::Add {
-            self.err_at(&at, field, "a static flow must be an add");
+            self.err_at(at, field, "a static flow must be an add");
             return;
         }
         if fm.table_id >= ctx.n_tables {
             self.err_at(
-                &at,
+                at,
                 field,
                 format!(
                     "table {} does not exist (n_tables = {})",
@@ -280,7 +289,7 @@ impl Checker<'_> {
             } = oxm
             {
                 if *port <= port_no::MAX && !ctx.ports.contains(port) {
-                    self.warn_at(&at, field, || {
+                    self.warn_at(at, field, || {
                         format!("in_port={port}: the bridge has no port {port}")
                     });
                 }
@@ -291,7 +300,7 @@ impl Checker<'_> {
                 Instruction::GotoTable { table_id } => {
                     if *table_id <= fm.table_id {
                         self.err_at(
-                            &at,
+                            at,
                             field,
                             format!(
                                 "goto_table:{table_id} must go to a table after {}",
@@ -300,7 +309,7 @@ impl Checker<'_> {
                         );
                     } else if *table_id >= ctx.n_tables {
                         self.err_at(
-                            &at,
+                            at,
                             field,
                             format!(
                                 "goto_table:{table_id}: table {table_id} does not exist (n_tables = {})",
@@ -311,28 +320,35 @@ impl Checker<'_> {
                 }
                 Instruction::Meter { meter_id } if !meters.contains(meter_id) => {
                     self.warn_at(
-                        &at,
+                        at,
                         field,
                         || format!("meter {meter_id} is not defined in this file (a controller must add it)"),
                     );
                 }
                 Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
-                    self.check_actions(ctx, &at, field, actions, groups);
+                    self.check_actions(ctx, at, field, actions, groups);
                 }
                 _ => {}
             }
         }
-        if let Some(prev) = fc.seen.first(&fc.out, fm) {
+        let here = SeenAt {
+            line,
+            inline: matches!(at, At::Span(_)),
+        };
+        if let Some(prev) = fc.seen.first(fm, here) {
+            // Inline flows come first: an earlier flow of the flows file
+            // is seen only from a later one of that file.
+            let file: Arc<Path> = match at {
+                At::Line { file, .. } if !prev.inline => file.clone(),
+                _ => Arc::from(self.src.name.as_path()),
+            };
+            let file = file.display();
             self.warn_at(
-                &at,
+                at,
                 field,
-                || format!("this flow has the same table, priority and match as the one at {prev}, and replaces it"),
+                || format!("this flow has the same table, priority and match as the one at {file}:{}, and replaces it", prev.line),
             );
         }
-        fc.out.push(StaticFlow {
-            text: text.to_string(),
-            source,
-        });
     }
 
     /// Warnings for actions that name groups not defined here or ports the
@@ -477,114 +493,75 @@ pub(super) fn source_at(source: &Source, span: Range<usize>) -> At {
     }
 }
 
-/// Flow-file lines parsed per block ([`parse_in_parallel`]).
-pub(super) const PARSE_BLOCK: usize = 1 << 14;
-
-/// Parses `lines` in order, split over the machine's cores when there
-/// are enough of them to be worth a thread (a million-line flows file
-/// takes about 2 s on one core here).
-pub(super) fn parse_in_parallel<T: Send>(
-    lines: &[(usize, &str)],
-    parse: fn(&str) -> Result<T, flowtext::ParseError>,
-) -> Vec<Result<T, flowtext::ParseError>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if threads <= 1 || lines.len() < 4096 {
-        return lines.iter().map(|(_, l)| parse(l)).collect();
-    }
-    let per = lines.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let parts: Vec<_> = lines
-            .chunks(per)
-            .map(|part| s.spawn(move || part.iter().map(|(_, l)| parse(l)).collect::<Vec<_>>()))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
-}
-
-/// Calls `check` with each block of [`PARSE_BLOCK`] lines and their
-/// parses, in order, the next block being parsed ([`parse_in_parallel`])
-/// on other threads while `check` works on this one: a million-line file
-/// no longer leaves a core idle while its flows are checked. One block is
-/// checked while the next is parsed (the channel holds none), so the
-/// parsed FLOW_MODs of at most two blocks exist at a time.
-pub(super) fn for_each_parsed_block<'l, T: Send>(
-    lines: &'l [(usize, &'l str)],
-    parse: fn(&str) -> Result<T, flowtext::ParseError>,
-    mut check: impl FnMut(&'l [(usize, &'l str)], Vec<Result<T, flowtext::ParseError>>),
-) {
-    if lines.len() <= PARSE_BLOCK {
-        check(lines, parse_in_parallel(lines, parse));
-        return;
-    }
-    std::thread::scope(|s| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        s.spawn(move || {
-            for block in lines.chunks(PARSE_BLOCK) {
-                // The checking side has stopped only if it panicked.
-                if tx.send(parse_in_parallel(block, parse)).is_err() {
-                    return;
-                }
-            }
-        });
-        for (block, parsed) in lines.chunks(PARSE_BLOCK).zip(rx) {
-            check(block, parsed);
-        }
-    });
-}
-
 /// What the flow checks of one bridge carry from flow to flow.
 pub(super) struct FlowChecks<'c> {
     ctx: &'c FlowCtx,
     groups: &'c HashSet<u32>,
     meters: &'c HashSet<u32>,
     seen: SeenFlows,
-    out: Vec<StaticFlow>,
+    /// The inline flows so far.
+    inline: Vec<StaticFlow>,
+}
+
+/// Where a flow was first seen: its line, and whether inline.
+#[derive(Clone, Copy)]
+pub(super) struct SeenAt {
+    line: usize,
+    inline: bool,
 }
 
 /// The (table, priority, match) keys of the flows so far, to find one
-/// that replaces an earlier one. Keyed by a 64-bit hash, not by the
-/// match itself (a copy of a million matches would cost more than the
-/// flows' text); a hash that is already there is confirmed by parsing
-/// the earlier flow again, and keys whose hashes collide go to `exact`.
+/// that replaces an earlier one. Keyed by a 128-bit hash of the key's
+/// wire form, not by the key (a copy of a million matches would cost more
+/// than the flows' text, and a flows file's earlier lines are no longer
+/// held to parse again); two different keys with one hash would make a
+/// wrong "replaces" warning, at odds of about 2^-128 for each pair.
 #[derive(Default)]
 pub(super) struct SeenFlows {
-    by_hash: HashMap<u64, usize>,
-    exact: HashMap<(u8, u16, ofp::Match), usize>,
+    first: HashMap<u128, SeenAt, std::hash::BuildHasherDefault<TakeLow>>,
+    /// The key's bytes (reused).
+    wire: Vec<u8>,
+}
+
+/// The hasher of a map whose keys are already hashes: their low bits.
+#[derive(Default)]
+pub(super) struct TakeLow(u64);
+
+impl std::hash::Hasher for TakeLow {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u128(&mut self, v: u128) {
+        self.0 = v as u64;
+    }
 }
 
 impl SeenFlows {
     /// Where the first flow with `fm`'s key was written, if one was; else
-    /// records `fm` as the first, at index `out.len()` (it is pushed next).
-    fn first(&mut self, out: &[StaticFlow], fm: &FlowMod) -> Option<String> {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
-        (fm.table_id, fm.priority, &fm.match_).hash(&mut h);
-        let next = out.len();
-        let same = |i: usize| {
-            out[i].flow_mod().is_ok_and(|o| {
-                (o.table_id, o.priority, &o.match_) == (fm.table_id, fm.priority, &fm.match_)
-            })
-        };
-        match self.by_hash.entry(h.finish()) {
+    /// records `fm`'s (`here`) as the first.
+    fn first(&mut self, fm: &FlowMod, here: SeenAt) -> Option<SeenAt> {
+        use std::hash::Hasher;
+        self.wire.clear();
+        self.wire.push(fm.table_id);
+        self.wire.extend_from_slice(&fm.priority.to_be_bytes());
+        fm.match_.encode(&mut self.wire);
+        let mut lo = std::hash::DefaultHasher::new();
+        lo.write(&self.wire);
+        // A second, independent 64 bits: the same hash after a tag.
+        let mut hi = std::hash::DefaultHasher::new();
+        hi.write_u8(0x5a);
+        hi.write(&self.wire);
+        let h = (u128::from(hi.finish()) << 64) | u128::from(lo.finish());
+        match self.first.entry(h) {
+            std::collections::hash_map::Entry::Occupied(o) => Some(*o.get()),
             std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(next);
+                v.insert(here);
                 None
-            }
-            std::collections::hash_map::Entry::Occupied(o) if same(*o.get()) => {
-                Some(out[*o.get()].source.to_string())
-            }
-            std::collections::hash_map::Entry::Occupied(_) => {
-                let key = (fm.table_id, fm.priority, fm.match_.clone());
-                match self.exact.get(&key) {
-                    Some(&i) => Some(out[i].source.to_string()),
-                    None => {
-                        self.exact.insert(key, next);
-                        None
-                    }
-                }
             }
         }
     }
