@@ -30,6 +30,59 @@ pub struct FlowsFile {
     pub flows: usize,
 }
 
+/// What a bridge's tables hold before its flows file's flows: its sizes,
+/// its static meters and groups, and its inline flows (installed in that
+/// order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TablesHead {
+    /// The bridge.
+    pub bridge: String,
+    /// [`Bridge::n_tables`](crate::Bridge::n_tables).
+    pub n_tables: u8,
+    /// [`Bridge::flow_table_capacity`](crate::Bridge::flow_table_capacity).
+    pub flow_table_capacity: u32,
+    /// [`Bridge::flow_memory_limit_mib`](crate::Bridge::flow_memory_limit_mib).
+    pub flow_memory_limit_mib: u32,
+    /// Static meters.
+    pub meters: Vec<crate::StaticMeter>,
+    /// Static groups.
+    pub groups: Vec<crate::StaticGroup>,
+    /// Inline static flows.
+    pub flows: Vec<crate::StaticFlow>,
+}
+
+impl crate::Bridge {
+    /// What the bridge's tables hold before its flows file's flows.
+    pub fn tables_head(&self) -> TablesHead {
+        TablesHead {
+            bridge: self.name.clone(),
+            n_tables: self.n_tables,
+            flow_table_capacity: self.flow_table_capacity,
+            flow_memory_limit_mib: self.flow_memory_limit_mib,
+            meters: self.meters.clone(),
+            groups: self.groups.clone(),
+            flows: self.flows.clone(),
+        }
+    }
+}
+
+/// Takes each bridge's flows-file flows as the configuration check reads
+/// them ([`Config::load_handing_over`](crate::Config::load_handing_over)),
+/// so that a bridge's tables can be built while the check goes on and the
+/// file is read and parsed once. Only flows that checked without error
+/// are handed over, and only while the configuration has no error.
+pub trait FlowHandover {
+    /// The check reached `head`'s bridge's flows file (`file`) with no
+    /// error so far; true to be handed its flows.
+    fn start(&mut self, head: &TablesHead, file: &Path) -> bool;
+    /// The next flow of that file (its 1-based line), checked.
+    fn flow(&mut self, line: usize, fm: FlowMod);
+    /// The file was read to its end: `Some` as the model will hold it
+    /// when every flow was handed over, `None` when the check found an
+    /// error (what was handed over is not the bridge's tables).
+    fn end(&mut self, file: Option<&FlowsFile>);
+}
+
 /// Why a flows file's flows could not all be given again.
 #[derive(Debug)]
 pub enum FlowsFileError<E> {

@@ -97,7 +97,7 @@ mod validate;
 
 pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
-pub use flows_file::FlowsFileError;
+pub use flows_file::{FlowHandover, FlowsFileError, TablesHead};
 pub use model::*;
 pub use path::{FieldPath, Seg};
 pub use persist::write_atomic;
@@ -157,7 +157,23 @@ impl Config {
 
     /// As [`load`](Self::load), checking against `host`.
     pub fn load_for(path: impl AsRef<Path>, host: Host) -> Result<Config, ConfigError> {
-        let path = path.as_ref();
+        Config::load_with(path.as_ref(), host, None)
+    }
+
+    /// As [`load`](Self::load), handing each bridge's flows-file flows to
+    /// `handover` as they are checked (see [`FlowHandover`]).
+    pub fn load_handing_over(
+        path: impl AsRef<Path>,
+        handover: &mut dyn FlowHandover,
+    ) -> Result<Config, ConfigError> {
+        Config::load_with(path.as_ref(), Host::detect(), Some(handover))
+    }
+
+    fn load_with(
+        path: &Path,
+        host: Host,
+        handover: Option<&mut dyn FlowHandover>,
+    ) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ConfigError::one(Diagnostic {
                 file: path.to_path_buf(),
@@ -168,7 +184,7 @@ impl Config {
                 ..Diagnostic::default()
             })
         })?;
-        Config::from_str_for(&text, path, host)
+        Config::check_text(&text, path, host, handover)
     }
 
     /// Parses and validates configuration text. `origin` names the file
@@ -184,7 +200,15 @@ impl Config {
         origin: impl AsRef<Path>,
         host: Host,
     ) -> Result<Config, ConfigError> {
-        let origin = origin.as_ref();
+        Config::check_text(text, origin.as_ref(), host, None)
+    }
+
+    fn check_text(
+        text: &str,
+        origin: &Path,
+        host: Host,
+        handover: Option<&mut dyn FlowHandover>,
+    ) -> Result<Config, ConfigError> {
         let src = SourceText::new(origin, Some(text));
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
@@ -193,6 +217,9 @@ impl Config {
             ConfigError::one(src.diag(&span, &field, message))
         })?;
         let mut checker = validate::Checker::new(src, validate::config_dir(origin), host);
+        if let Some(h) = handover {
+            checker = checker.handing_over(h);
+        }
         match checker.config(&raw) {
             Some(c) => Ok(c),
             None => Err(ConfigError {

@@ -1816,3 +1816,88 @@ fn bulk_reply_nice_is_parsed_checked_and_written_back() {
     );
     assert_eq!(dp("bulk_reply_nice = \"low\"").len(), 1);
 }
+
+/// A recording [`FlowHandover`].
+#[derive(Default)]
+struct Recorder {
+    events: Vec<String>,
+    take: bool,
+}
+
+impl FlowHandover for Recorder {
+    fn start(&mut self, head: &TablesHead, file: &Path) -> bool {
+        self.events.push(format!(
+            "start {} {} inline={} {}",
+            head.bridge,
+            head.n_tables,
+            head.flows.len(),
+            file.file_name().unwrap().to_string_lossy()
+        ));
+        self.take
+    }
+    fn flow(&mut self, line: usize, fm: ofp::FlowMod) {
+        self.events.push(format!("{line} {}", fm.priority));
+    }
+    fn end(&mut self, file: Option<&FlowsFile>) {
+        self.events.push(format!("end {:?}", file.map(|f| f.flows)));
+    }
+}
+
+/// A check hands over each flows-file flow as it is checked, in order,
+/// after a start with what comes before them; an error stops the
+/// handing over (the end says so), and a configuration with an error
+/// before the file hands nothing over.
+#[test]
+fn a_check_hands_over_the_flows_file_as_it_reads_it() {
+    let scratch = tmpdir("handover");
+    let dir = scratch.path();
+    let conf = dir.join("fulmar.toml");
+    let write = |flows: &str, extra: &str| {
+        std::fs::write(dir.join("h.flows"), flows).unwrap();
+        std::fs::write(
+            &conf,
+            one_bridge(&format!(
+                "n_tables = 4\nflows = [\"priority=9,actions=drop\"]\nflows_file = \"h.flows\"\n{extra}"
+            )),
+        )
+        .unwrap();
+    };
+    let run = |take: bool| {
+        let mut r = Recorder {
+            take,
+            ..Recorder::default()
+        };
+        let c = Config::load_handing_over(&conf, &mut r);
+        (c, r.events)
+    };
+    write(
+        "# c\npriority=2,actions=drop\n\npriority=3,in_port=1,actions=drop\n",
+        "",
+    );
+    let (c, events) = run(true);
+    c.unwrap();
+    assert_eq!(
+        events,
+        vec!["start br0 4 inline=1 h.flows", "2 2", "4 3", "end Some(2)"]
+    );
+    // Not taken: no flows, no end.
+    assert_eq!(run(false).1, vec!["start br0 4 inline=1 h.flows"]);
+
+    // An error in the file: handed over up to it, then an end of none.
+    write(
+        "priority=2,actions=drop\ntable=7,actions=drop\npriority=3,actions=drop\n",
+        "",
+    );
+    let (c, events) = run(true);
+    assert!(c.is_err());
+    assert_eq!(
+        events,
+        vec!["start br0 4 inline=1 h.flows", "1 2", "end None"]
+    );
+
+    // An error before the file: nothing handed over.
+    write("priority=2,actions=drop\n", "miss_send_len = -1");
+    let (c, events) = run(true);
+    assert!(c.is_err());
+    assert!(events.is_empty(), "{events:?}");
+}

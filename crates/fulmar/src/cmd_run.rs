@@ -20,6 +20,7 @@ use clap::{Args, ValueEnum};
 use datastore::{Backend, Config, FlagArgs, ThreadMode, COMMAND_LINE};
 use runtime::daemon::{Daemon, DaemonOptions};
 use runtime::signals::Shutdown;
+use runtime::{Prebuild, Prebuilt};
 
 /// Packet I/O backend for `--interface` ports.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -227,10 +228,23 @@ fn parse_poll(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("{s:?}: expected microseconds or \"busy\""))
 }
 
-fn load(args: &RunArgs) -> anyhow::Result<Config> {
+/// The configuration, and (when `prebuild` is given, from a file) the
+/// bridges' tables built from their flows files as the check read them.
+fn load(args: &RunArgs, prebuild: Option<Prebuild>) -> anyhow::Result<(Config, Prebuilt)> {
     if let Some(path) = &args.config {
-        return Config::load(path).map_err(|e| anyhow::anyhow!("{e}"));
+        let Some(mut pre) = prebuild else {
+            let cfg = Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            return Ok((cfg, Prebuilt::default()));
+        };
+        let cfg = Config::load_handing_over(path, &mut pre);
+        let built = pre.finish();
+        return Ok((cfg.map_err(|e| anyhow::anyhow!("{e}"))?, built));
     }
+    load_flags(args).map(|c| (c, Prebuilt::default()))
+}
+
+/// The configuration from the command line's flags.
+fn load_flags(args: &RunArgs) -> anyhow::Result<Config> {
     if args.interface.is_empty() {
         // A switch configured entirely through a management protocol
         // starts with no bridges, as ovs-vswitchd does on an empty
@@ -330,7 +344,19 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
     if let Some(l) = &args.log_level {
         logs.set(l).map_err(anyhow::Error::msg)?;
     }
-    let cfg = match load(args) {
+    let state_file = args.state.clone().or_else(|| args.config.clone());
+    let saved_tables = match &args.saved_tables {
+        Some(d) if none(d) => None,
+        Some(d) => Some(d.clone()),
+        None => state_file.as_ref().map(|f| {
+            let mut d = f.as_os_str().to_owned();
+            d.push(".saved");
+            PathBuf::from(d)
+        }),
+    };
+    // A start builds the tables as the check reads the flows files.
+    let prebuild = (!args.check).then(|| Prebuild::new(saved_tables.clone()));
+    let (cfg, prebuilt) = match load(args, prebuild) {
         Ok(c) => c,
         Err(e) if args.check => {
             eprintln!("{e}");
@@ -378,16 +404,9 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
         burst: args.packet_in_burst,
         ..agent::PacketInConfig::default()
     };
-    opts.state_file = args.state.clone().or_else(|| args.config.clone());
-    opts.runtime.saved_tables = match &args.saved_tables {
-        Some(d) if none(d) => None,
-        Some(d) => Some(d.clone()),
-        None => opts.state_file.as_ref().map(|f| {
-            let mut d = f.as_os_str().to_owned();
-            d.push(".saved");
-            PathBuf::from(d)
-        }),
-    };
+    opts.state_file = state_file;
+    opts.runtime.saved_tables = saved_tables;
+    opts.runtime.prebuilt = prebuilt;
     let daemon = Arc::new(Daemon::start(cfg, opts).map_err(|e| anyhow::anyhow!("{e}"))?);
     let handle = daemon.controllers().handle();
     let mut tasks = Vec::new();

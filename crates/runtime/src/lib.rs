@@ -38,6 +38,7 @@ mod tables;
 
 pub use error::RuntimeError;
 pub use options::{PortStatusEvent, RuntimeOptions, INJECT_PORT};
+pub use tables::{Prebuild, Prebuilt};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -153,12 +154,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Bridge `br`'s tables: its saved ones if `pending` holds them for its
 /// static configuration (with the file to remove once the bridge runs),
-/// else its static meters, groups and flows. Saved tables the pipeline
-/// refuses are set aside and the bridge starts from its configuration.
+/// else its static meters, groups and flows (built while the
+/// configuration was checked if `prebuilt` has them). Saved tables the
+/// pipeline refuses are set aside and the bridge starts from its
+/// configuration.
 #[allow(clippy::type_complexity)]
 fn build_or_restore(
     br: &datastore::Bridge,
     pending: &mut saved::Pending,
+    prebuilt: &Prebuilt,
 ) -> Result<
     (
         pipeline::SwitchState,
@@ -171,6 +175,9 @@ fn build_or_restore(
             Ok(state) => return Ok((state, Some((path, br.name.clone(), tables)))),
             Err(e) => saved::set_aside(&path, &e.to_string()),
         }
+    }
+    if let Some(state) = prebuilt.take(br) {
+        return Ok((state?, None));
     }
     Ok((build_state(br, Time(0))?, None))
 }
@@ -189,10 +196,12 @@ impl Runtime {
         let mut states = Vec::new();
         let mut restored = Vec::new();
         for br in &config.bridges {
-            let (state, from) = build_or_restore(br, &mut pending)?;
+            let (state, from) = build_or_restore(br, &mut pending, &opts.prebuilt)?;
             states.push(state);
             restored.extend(from);
         }
+        // Tables built for bridges that started otherwise are not kept.
+        opts.prebuilt.clear();
         let opened = ports::open_all(config, &opts.backends).map_err(RuntimeError::Ports)?;
         let (tx_events, rx_events) = mpsc::channel();
         let links = Arc::new(LinkRegistry::default());
@@ -290,7 +299,8 @@ impl Runtime {
             return Err(already_runs(&br.name));
         }
         let mut ports = self.open_ports(&br.name, &br.ports)?;
-        let (state, restored) = build_or_restore(br, &mut lock(&self.pending))?;
+        let (state, restored) =
+            build_or_restore(br, &mut lock(&self.pending), &Prebuilt::default())?;
         if let Some((path, bridge, tables)) = restored {
             saved::consumed(&path, &bridge, &tables);
         }

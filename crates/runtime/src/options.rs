@@ -39,6 +39,9 @@ pub struct RuntimeOptions {
     /// Where tables saved at the last graceful stop are restored from
     /// ([`crate::saved`]); `None`: nothing is restored.
     pub saved_tables: Option<std::path::PathBuf>,
+    /// Bridges' first tables built while the configuration was checked
+    /// ([`crate::Prebuild`]); a bridge without is built at the start.
+    pub prebuilt: crate::Prebuilt,
 }
 
 impl Default for RuntimeOptions {
@@ -49,6 +52,7 @@ impl Default for RuntimeOptions {
             poll_window: None,
             flow_cache: None,
             saved_tables: None,
+            prebuilt: crate::Prebuilt::default(),
         }
     }
 }

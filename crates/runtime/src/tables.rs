@@ -8,17 +8,26 @@ use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 use crate::saved::SavedTables;
 use crate::RuntimeError;
 
-/// A bridge's empty tables, sized as configured.
-fn empty_state(br: &datastore::Bridge) -> SwitchState {
+/// A bridge's empty tables, sized as configured (`n_tables`,
+/// `flow_table_capacity`, `flow_memory_limit_mib`).
+fn empty_state((n_tables, capacity, memory_mib): (u8, u32, u32)) -> SwitchState {
     SwitchState::new(
         TablesConfig {
-            n_tables: br.n_tables,
-            max_entries: br.flow_table_capacity as usize,
-            max_bytes: (br.flow_memory_limit_mib as usize) << 20,
+            n_tables,
+            max_entries: capacity as usize,
+            max_bytes: (memory_mib as usize) << 20,
             ..TablesConfig::default()
         },
         GroupsConfig::default(),
         MetersConfig::default(),
+    )
+}
+
+fn sizes_of(br: &datastore::Bridge) -> (u8, u32, u32) {
+    (
+        br.n_tables,
+        br.flow_table_capacity,
+        br.flow_memory_limit_mib,
     )
 }
 
@@ -30,7 +39,8 @@ pub(crate) fn restore_state(
     now: Time,
 ) -> Result<SwitchState, RuntimeError> {
     let mut state = fill(
-        br,
+        &br.name,
+        sizes_of(br),
         now,
         saved
             .meters
@@ -55,32 +65,60 @@ pub(crate) fn restore_state(
 
 /// A bridge's tables with its static meters, groups and flows.
 pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchState, RuntimeError> {
-    let mut state = fill(
-        br,
-        now,
-        br.meters
-            .iter()
-            .map(|m| (&m.meter_mod, move || format!("{}: {}", m.source, m.text))),
-        br.groups
-            .iter()
-            .map(|g| (&g.group_mod, move || format!("{}: {}", g.source, g.text))),
-    )?;
-    install_static_flows(&mut state, br, now)?;
+    let mut state = head_state(&br.tables_head(), now)?;
+    install_file_flows(&mut state, br, now)?;
     Ok(state)
 }
 
-/// Empty tables sized for `br` with the meters, then the groups
-/// installed; the first one refused is named by its description (made
-/// only then).
+/// A bridge's tables with what comes before its flows file's flows: its
+/// static meters, groups and inline flows.
+fn head_state(head: &datastore::TablesHead, now: Time) -> Result<SwitchState, RuntimeError> {
+    let sizes = (
+        head.n_tables,
+        head.flow_table_capacity,
+        head.flow_memory_limit_mib,
+    );
+    let mut state = fill(
+        &head.bridge,
+        sizes,
+        now,
+        head.meters
+            .iter()
+            .map(|m| (&m.meter_mod, move || format!("{}: {}", m.source, m.text))),
+        head.groups
+            .iter()
+            .map(|g| (&g.group_mod, move || format!("{}: {}", g.source, g.text))),
+    )?;
+    for f in &head.flows {
+        let what = || format!("{}: {}", f.source, f.text);
+        let fm = f.flow_mod().map_err(|e| RuntimeError::Unparsable {
+            bridge: head.bridge.clone(),
+            what: what(),
+            error: e.message,
+        })?;
+        state
+            .flow_mod(&fm, now)
+            .map_err(|error| RuntimeError::Refused {
+                bridge: head.bridge.clone(),
+                what: what(),
+                error,
+            })?;
+    }
+    Ok(state)
+}
+
+/// Empty tables of `sizes` with the meters, then the groups installed;
+/// the first one refused is named by its description (made only then).
 fn fill<'a>(
-    br: &datastore::Bridge,
+    bridge: &str,
+    sizes: (u8, u32, u32),
     now: Time,
     meters: impl Iterator<Item = (&'a ofp::MeterMod, impl Fn() -> String)>,
     groups: impl Iterator<Item = (&'a ofp::GroupMod, impl Fn() -> String)>,
 ) -> Result<SwitchState, RuntimeError> {
-    let mut state = empty_state(br);
+    let mut state = empty_state(sizes);
     let refused = |what: &dyn Fn() -> String, error| RuntimeError::Refused {
-        bridge: br.name.clone(),
+        bridge: bridge.to_string(),
         what: what(),
         error,
     };
@@ -93,20 +131,22 @@ fn fill<'a>(
     Ok(state)
 }
 
-/// Installs `br`'s static flows in order: the inline ones, then those of
-/// its flows file, which the model does not keep: the file is read again,
-/// parsed a block ahead of the installation on other threads, and must be
-/// the file that was checked (its digest, known at its end; the tables
-/// are not yet in use, so a changed file is refused whole).
-fn install_static_flows(
+/// Installs the flows of `br`'s flows file in order. The model does not
+/// keep them: the file is read again, parsed a block ahead of the
+/// installation on other threads, and must be the file that was checked
+/// (its digest, known at its end; the tables are not yet in use, so a
+/// changed file is refused whole).
+fn install_file_flows(
     state: &mut SwitchState,
     br: &datastore::Bridge,
     now: Time,
 ) -> Result<(), RuntimeError> {
-    let install = |state: &mut SwitchState,
-                   what: &dyn Fn() -> String,
-                   parsed: Result<ofp::FlowMod, flowtext::ParseError>|
-     -> Result<(), RuntimeError> {
+    let Some(file) = &br.flows_file else {
+        return Ok(());
+    };
+    let path = file.path.display();
+    file.for_each_flow(|line, text, parsed| {
+        let what = || format!("{path}:{line}: {text}");
         let fm = parsed.map_err(|e| RuntimeError::Unparsable {
             bridge: br.name.clone(),
             what: what(),
@@ -120,16 +160,6 @@ fn install_static_flows(
                 error,
             })?;
         Ok(())
-    };
-    for f in &br.flows {
-        install(state, &|| format!("{}: {}", f.source, f.text), f.flow_mod())?;
-    }
-    let Some(file) = &br.flows_file else {
-        return Ok(());
-    };
-    let path = file.path.display();
-    file.for_each_flow(|line, text, parsed| {
-        install(state, &|| format!("{path}:{line}: {text}"), parsed)
     })
     .map_err(|e| match e {
         datastore::FlowsFileError::Stopped(e) => e,
@@ -139,4 +169,192 @@ fn install_static_flows(
             error: e.to_string(),
         },
     })
+}
+
+/// Flows sent to a bridge's builder thread at a time.
+const HANDOVER_BATCH: usize = 4096;
+
+/// Builds bridges' first tables from the flows a configuration check
+/// hands over ([`datastore::FlowHandover`], `Config::load_handing_over`):
+/// each bridge's on a thread of its own that installs while the check
+/// reads on, so that at a start a flows file is read and parsed once and
+/// its check and installation overlap. [`Prebuild::finish`] gives what
+/// [`RuntimeOptions::prebuilt`](crate::RuntimeOptions::prebuilt) takes.
+pub struct Prebuild {
+    /// Where saved tables would be: a bridge that has a saved file starts
+    /// from it, so it is not built here.
+    saved_tables: Option<std::path::PathBuf>,
+    building: Option<Building>,
+    built: Vec<Built>,
+}
+
+/// The bridge being handed its flows.
+struct Building {
+    head: datastore::TablesHead,
+    batch: Vec<(usize, ofp::FlowMod)>,
+    tx: std::sync::mpsc::SyncSender<Vec<(usize, ofp::FlowMod)>>,
+    thread: std::thread::JoinHandle<Result<SwitchState, RuntimeError>>,
+}
+
+/// A bridge's tables as built from a check, for the model it was
+/// checked as.
+type Built = (
+    datastore::TablesHead,
+    datastore::FlowsFile,
+    std::thread::JoinHandle<Result<SwitchState, RuntimeError>>,
+);
+
+impl Prebuild {
+    /// A builder; `saved_tables` as `RuntimeOptions::saved_tables`.
+    pub fn new(saved_tables: Option<std::path::PathBuf>) -> Prebuild {
+        Prebuild {
+            saved_tables,
+            building: None,
+            built: Vec::new(),
+        }
+    }
+
+    /// Waits for the builds; their tables, for `Runtime::start`.
+    pub fn finish(mut self) -> Prebuilt {
+        self.abandon();
+        let built = self
+            .built
+            .into_iter()
+            .map(|(head, file, thread)| {
+                let state = thread
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e));
+                (head, file, state)
+            })
+            .collect();
+        Prebuilt(std::sync::Arc::new(std::sync::Mutex::new(built)))
+    }
+
+    /// Stops the build in progress, if any, and discards it.
+    fn abandon(&mut self) {
+        if let Some(b) = self.building.take() {
+            drop(b.tx);
+            let _ = b.thread.join();
+        }
+    }
+}
+
+impl datastore::FlowHandover for Prebuild {
+    fn start(&mut self, head: &datastore::TablesHead, file: &std::path::Path) -> bool {
+        self.abandon();
+        let saved = self
+            .saved_tables
+            .as_deref()
+            .is_some_and(|d| crate::saved::file_of(d, &head.bridge).exists());
+        if saved {
+            return false;
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, ofp::FlowMod)>>(4);
+        let for_thread = head.clone();
+        let path = file.display().to_string();
+        let thread = std::thread::Builder::new()
+            .name(format!("{}-load", head.bridge))
+            .spawn(move || {
+                let head = for_thread;
+                let now = Time(0);
+                let mut state = head_state(&head, now)?;
+                for batch in rx.iter() {
+                    for (line, fm) in batch {
+                        if let Err(error) = state.flow_mod(&fm, now) {
+                            // What the check goes on handing over is
+                            // dropped as it comes.
+                            rx.iter().for_each(drop);
+                            return Err(RuntimeError::Refused {
+                                bridge: head.bridge.clone(),
+                                what: format!("{path}:{line}: {}", flowtext::format_flow(&fm)),
+                                error,
+                            });
+                        }
+                    }
+                }
+                Ok(state)
+            });
+        match thread {
+            Ok(thread) => {
+                self.building = Some(Building {
+                    head: head.clone(),
+                    batch: Vec::with_capacity(HANDOVER_BATCH),
+                    tx,
+                    thread,
+                });
+                true
+            }
+            // No thread: the bridge is built the usual way.
+            Err(_) => false,
+        }
+    }
+
+    fn flow(&mut self, line: usize, fm: ofp::FlowMod) {
+        let Some(b) = &mut self.building else {
+            return;
+        };
+        b.batch.push((line, fm));
+        if b.batch.len() == HANDOVER_BATCH {
+            let batch = std::mem::replace(&mut b.batch, Vec::with_capacity(HANDOVER_BATCH));
+            // A builder that stopped (refused a flow) takes no more.
+            let _ = b.tx.send(batch);
+        }
+    }
+
+    fn end(&mut self, file: Option<&datastore::FlowsFile>) {
+        let Some(file) = file else {
+            self.abandon();
+            return;
+        };
+        let Some(b) = self.building.take() else {
+            return;
+        };
+        if !b.batch.is_empty() {
+            let _ = b.tx.send(b.batch);
+        }
+        drop(b.tx);
+        self.built.push((b.head, file.clone(), b.thread));
+    }
+}
+
+/// Bridges' first tables built while the configuration was checked
+/// ([`Prebuild`]), each for the model it was checked as; taken once.
+#[derive(Clone, Default)]
+pub struct Prebuilt(
+    #[allow(clippy::type_complexity)]
+    std::sync::Arc<
+        std::sync::Mutex<
+            Vec<(
+                datastore::TablesHead,
+                datastore::FlowsFile,
+                Result<SwitchState, RuntimeError>,
+            )>,
+        >,
+    >,
+);
+
+impl std::fmt::Debug for Prebuilt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = crate::lock(&self.0).len();
+        write!(f, "Prebuilt({n} bridge(s))")
+    }
+}
+
+impl Prebuilt {
+    /// Drops what was not taken.
+    pub(crate) fn clear(&self) {
+        crate::lock(&self.0).clear();
+    }
+
+    /// `br`'s tables if they were built for it as it is (its sizes,
+    /// meters, groups, inline flows and flows file), taken.
+    pub(crate) fn take(&self, br: &datastore::Bridge) -> Option<Result<SwitchState, RuntimeError>> {
+        let file = br.flows_file.as_ref()?;
+        let mut built = crate::lock(&self.0);
+        let i = built
+            .iter()
+            .position(|(head, f, _)| head.bridge == br.name && f == file)?;
+        let (head, _, state) = built.swap_remove(i);
+        (head == br.tables_head()).then_some(state)
+    }
 }

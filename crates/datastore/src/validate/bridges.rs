@@ -110,9 +110,24 @@ impl Checker<'_> {
                 self.check_actions(&ctx, &at, &g.field, &b.actions, &group_ids);
             }
         }
-        let (flows, flows_file) = self.flows(&ctx, rb, &group_ids, &meter_ids);
+        let meters: Vec<StaticMeter> = meters.into_iter().map(|m| m.item).collect();
+        let groups: Vec<StaticGroup> = groups.into_iter().map(|g| g.item).collect();
+        let head = match (n_tables, capacity, memory_limit) {
+            (Some(n), Some(c), Some(m)) => Some(TablesHead {
+                bridge: name.clone(),
+                n_tables: n as u8,
+                flow_table_capacity: c as u32,
+                flow_memory_limit_mib: m as u32,
+                meters,
+                groups,
+                flows: Vec::new(),
+            }),
+            _ => None,
+        };
+        let (flows, flows_file, head) = self.flows(&ctx, rb, &group_ids, &meter_ids, head);
 
         let bridge = (|| {
+            let head = head?;
             Some(Bridge {
                 name,
                 dpid: dpid?,
@@ -124,8 +139,8 @@ impl Checker<'_> {
                 ports: Vec::new(),
                 controllers: controllers.into_iter().collect::<Option<Vec<_>>>()?,
                 flows,
-                groups: groups.into_iter().map(|g| g.item).collect(),
-                meters: meters.into_iter().map(|m| m.item).collect(),
+                groups: head.groups,
+                meters: head.meters,
                 flows_file: flows_file?,
                 groups_file: groups_file?,
                 meters_file: meters_file?,

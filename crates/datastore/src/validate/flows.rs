@@ -162,14 +162,23 @@ impl Checker<'_> {
     }
 
     /// The static flows of a bridge: the inline ones (kept) and those of
-    /// its flows file (checked, then counted and digested, not kept).
+    /// its flows file (checked, then counted and digested, not kept;
+    /// handed over as they are checked when the checker has a
+    /// [`FlowHandover`](crate::FlowHandover), after `head`, which comes
+    /// back).
+    #[allow(clippy::type_complexity)]
     pub(super) fn flows(
         &mut self,
         ctx: &FlowCtx,
         rb: &RawBridge,
         groups: &HashSet<u32>,
         meters: &HashSet<u32>,
-    ) -> (Vec<StaticFlow>, Option<Option<FlowsFile>>) {
+        mut head: Option<TablesHead>,
+    ) -> (
+        Vec<StaticFlow>,
+        Option<Option<FlowsFile>>,
+        Option<TablesHead>,
+    ) {
         let base = ctx.bridge_path.at("flows");
         let mut fc = FlowChecks {
             ctx,
@@ -190,7 +199,7 @@ impl Checker<'_> {
                         inline: true,
                     };
                     let at = source_at(&source, s.span());
-                    self.check_flow(&mut fc, fm, &at, source.line, &field);
+                    self.check_flow(&mut fc, &fm, &at, source.line, &field);
                     fc.inline.push(StaticFlow {
                         text: text.trim().to_string(),
                         source,
@@ -208,6 +217,16 @@ impl Checker<'_> {
             Some(f) => match self.path_value(f, &file_field) {
                 None => None,
                 Some(path) => {
+                    // Handed over from the start of the file to its end
+                    // while the configuration has no error.
+                    let mut started = false;
+                    if let (Some(h), Some(head), true) =
+                        (&mut self.handover, &mut head, self.errors.is_empty())
+                    {
+                        head.flows = fc.inline.clone();
+                        started = h.start(head, &path);
+                    }
+                    let mut handing = started;
                     // One place for every line's messages (an `Arc` cloned
                     // and dropped per line cost more than the checks).
                     let mut at = At::Line {
@@ -218,24 +237,34 @@ impl Checker<'_> {
                     let read =
                         for_each_parsed_block(&path, flowtext::parse_flow, |block, parsed| {
                             for (&(li, line), r) in block.iter().zip(parsed) {
-                                match r {
-                                    Ok(fm) => {
-                                        if let At::Line { line, .. } = &mut at {
-                                            *line = li + 1;
-                                        }
-                                        self.check_flow(&mut fc, fm, &at, li + 1, &file_field);
-                                    }
-                                    Err(e) => self.push_line_error(&path, li, line, &file_field, e),
+                                let Ok(fm) = r.map_err(|e| {
+                                    handing = false;
+                                    self.push_line_error(&path, li, line, &file_field, e)
+                                }) else {
+                                    continue;
+                                };
+                                if let At::Line { line, .. } = &mut at {
+                                    *line = li + 1;
+                                }
+                                let errors = self.errors.len();
+                                self.check_flow(&mut fc, &fm, &at, li + 1, &file_field);
+                                handing &= self.errors.len() == errors;
+                                if let (true, Some(h)) = (handing, &mut self.handover) {
+                                    h.flow(li + 1, fm);
                                 }
                             }
                             Ok::<(), std::convert::Infallible>(())
                         });
+                    let file = read.as_ref().ok().map(|read| FlowsFile {
+                        path: path.clone(),
+                        sha256: read.sha256,
+                        flows: read.lines,
+                    });
+                    if let (true, Some(h)) = (started, &mut self.handover) {
+                        h.end(file.as_ref().filter(|_| handing));
+                    }
                     match read {
-                        Ok(read) => Some(Some(FlowsFile {
-                            path,
-                            sha256: read.sha256,
-                            flows: read.lines,
-                        })),
+                        Ok(_) => Some(file),
                         Err(FlowsFileError::Read(e)) => {
                             self.err(
                                 &f.span(),
@@ -252,7 +281,7 @@ impl Checker<'_> {
         };
         let mut out = fc.inline;
         out.shrink_to_fit();
-        (out, resolved)
+        (out, resolved, head)
     }
 
     /// Checks one parsed static flow, written at `at` (its `line`),
@@ -260,13 +289,12 @@ impl Checker<'_> {
     pub(super) fn check_flow(
         &mut self,
         fc: &mut FlowChecks,
-        fm: FlowMod,
+        fm: &FlowMod,
         at: &At,
         line: usize,
         field: &FieldPath,
     ) {
         let (ctx, groups, meters) = (fc.ctx, fc.groups, fc.meters);
-        let fm = &fm;
         if fm.command != FlowModCommand::Add {
             self.err_at(at, field, "a static flow must be an add");
             return;

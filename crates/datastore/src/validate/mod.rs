@@ -33,6 +33,7 @@ use ofp::{
 use toml::Spanned;
 
 use crate::error::{Diagnostic, SourceText};
+use crate::flows_file::TablesHead;
 use crate::model::*;
 use crate::path::FieldPath;
 use crate::raw::*;
@@ -76,6 +77,8 @@ pub(crate) struct Checker<'a> {
     /// rather than by position in the file (`bridges[0].ports[1]`); the
     /// typed path each diagnostic carries is the same either way.
     by_name: bool,
+    /// Who takes the flows-file flows as they are checked.
+    handover: Option<&'a mut dyn crate::FlowHandover>,
 }
 
 /// The most warnings a configuration keeps and reports one by one.
@@ -103,7 +106,14 @@ impl<'a> Checker<'a> {
             warnings: Vec::new(),
             warnings_not_kept: 0,
             by_name: false,
+            handover: None,
         }
+    }
+
+    /// Hands each bridge's flows-file flows to `h` as they are checked.
+    pub fn handing_over(mut self, h: &'a mut dyn crate::FlowHandover) -> Checker<'a> {
+        self.handover = Some(h);
+        self
     }
 
     /// Field paths by name: bridges by their names, ports by their
