@@ -133,11 +133,11 @@ impl FlowsFile {
 
 /// What [`for_each_parsed_block`] read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FileRead {
+pub struct FileRead {
     /// SHA-256 of every byte.
-    pub(crate) sha256: [u8; 32],
+    pub sha256: [u8; 32],
     /// Lines given (neither blank nor comments).
-    pub(crate) lines: usize,
+    pub lines: usize,
 }
 
 /// Bytes read per block: about 19,000 lines of a gateway flows file.
@@ -177,12 +177,14 @@ impl Block {
     }
 }
 
-/// Reads `path` in blocks of whole lines, hashing every byte; `each` is
-/// called with each block's lines (numbered from 0, blank lines and
-/// comments left out) and their parses, in order. Reading and parsing
-/// (on every core, [`parse_in_parallel`]) run on another thread a block
-/// ahead of `each`. An error from `each` stops the reading.
-pub(crate) fn for_each_parsed_block<T: Send, E>(
+/// Reads `path` (a flows file, or any file of one item a line with `#`
+/// comments: the runtime's saved tables) in blocks of whole lines,
+/// hashing every byte; `each` is called with each block's lines
+/// (numbered from 0, blank lines and comments left out) and their
+/// parses, in order. Reading and parsing (on every core,
+/// [`parse_in_parallel`]) run on another thread a block ahead of `each`.
+/// An error from `each` stops the reading.
+pub fn for_each_parsed_block<T: Send, E>(
     path: &Path,
     parse: fn(&str) -> Result<T, flowtext::ParseError>,
     mut each: impl FnMut(&[(usize, &str)], Vec<Result<T, flowtext::ParseError>>) -> Result<(), E>,

@@ -166,14 +166,14 @@ fn build_or_restore(
 ) -> Result<
     (
         pipeline::SwitchState,
-        Option<(std::path::PathBuf, String, saved::SavedTables)>,
+        Option<(std::path::PathBuf, String, saved::Restored)>,
     ),
     RuntimeError,
 > {
-    if let Some((tables, path)) = pending.take(br) {
-        match tables::restore_state(br, &tables, Time(0)) {
-            Ok(state) => return Ok((state, Some((path, br.name.clone(), tables)))),
-            Err(e) => saved::set_aside(&path, &e.to_string()),
+    if let Some(path) = pending.take(br) {
+        match tables::restore_state(br, &path, Time(0)) {
+            Ok((state, n)) => return Ok((state, Some((path, br.name.clone(), n)))),
+            Err(e) => saved::set_aside(&path, &e),
         }
     }
     if let Some(state) = prebuilt.take(br) {

@@ -182,8 +182,46 @@ fn message_of(hex: &str) -> Result<ofp::Message, String> {
         .map_err(|e| format!("{e:?}"))
 }
 
+/// One line of a saved file (neither blank nor a comment).
+#[derive(Debug)]
+pub(crate) enum SavedLine {
+    Digest(u64),
+    Meter(MeterMod),
+    Group(GroupMod),
+    Flow(FlowMod),
+}
+
+/// Reads one line of what [`render`] wrote; the error's message is the
+/// whole of what is wrong (a text parser's with its column).
+pub(crate) fn parse_line(line: &str) -> Result<SavedLine, flowtext::ParseError> {
+    let line = line.trim();
+    let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let wrong = |message: String| flowtext::ParseError {
+        message,
+        token: String::new(),
+        position: 0,
+    };
+    let text = |e: flowtext::ParseError| wrong(e.to_string());
+    Ok(match kind {
+        "static-digest" => SavedLine::Digest(
+            u64::from_str_radix(rest.trim(), 16).map_err(|e| wrong(e.to_string()))?,
+        ),
+        "meter" => SavedLine::Meter(flowtext::parse_meter(rest).map_err(text)?),
+        "group" => SavedLine::Group(flowtext::parse_group(rest).map_err(text)?),
+        "flow" => SavedLine::Flow(flowtext::parse_flow(rest).map_err(text)?),
+        "meter-msg" | "group-msg" | "flow-msg" => match message_of(rest).map_err(wrong)? {
+            ofp::Message::MeterMod(m) if kind == "meter-msg" => SavedLine::Meter(m),
+            ofp::Message::GroupMod(g) if kind == "group-msg" => SavedLine::Group(g),
+            ofp::Message::FlowMod(f) if kind == "flow-msg" => SavedLine::Flow(f),
+            _ => return Err(wrong(format!("{kind} holds another message"))),
+        },
+        other => return Err(wrong(format!("unknown line kind {other:?}"))),
+    })
+}
+
 /// Reads what [`render`] wrote: the digest and the tables, or the first
-/// line that is wrong.
+/// error with its line. (A start reads a saved file block by block
+/// instead, installing as it reads: `tables::restore_state`.)
 pub fn parse(text: &str) -> Result<(u64, SavedTables), String> {
     let mut digest = None;
     let mut t = SavedTables::default();
@@ -192,32 +230,35 @@ pub fn parse(text: &str) -> Result<(u64, SavedTables), String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let at = |e: &dyn std::fmt::Display| format!("line {}: {e}", n + 1);
-        match kind {
-            "static-digest" => {
-                digest = Some(u64::from_str_radix(rest.trim(), 16).map_err(|e| at(&e))?);
-            }
-            "meter" => t
-                .meters
-                .push(flowtext::parse_meter(rest).map_err(|e| at(&e))?),
-            "group" => t
-                .groups
-                .push(flowtext::parse_group(rest).map_err(|e| at(&e))?),
-            "flow" => t
-                .flows
-                .push(flowtext::parse_flow(rest).map_err(|e| at(&e))?),
-            "meter-msg" | "group-msg" | "flow-msg" => match message_of(rest).map_err(|e| at(&e))? {
-                ofp::Message::MeterMod(m) if kind == "meter-msg" => t.meters.push(m),
-                ofp::Message::GroupMod(g) if kind == "group-msg" => t.groups.push(g),
-                ofp::Message::FlowMod(f) if kind == "flow-msg" => t.flows.push(f),
-                _ => return Err(at(&format!("{kind} holds another message"))),
-            },
-            other => return Err(at(&format!("unknown line kind {other:?}"))),
+        match parse_line(line).map_err(|e| format!("line {}: {}", n + 1, e.message))? {
+            SavedLine::Digest(d) => digest = Some(d),
+            SavedLine::Meter(m) => t.meters.push(m),
+            SavedLine::Group(g) => t.groups.push(g),
+            SavedLine::Flow(f) => t.flows.push(f),
         }
     }
     let digest = digest.ok_or("no static-digest line")?;
     Ok((digest, t))
+}
+
+/// The digest a saved file was written for: its first line that is
+/// neither blank nor a comment, read without reading the rest.
+fn digest_of(path: &Path) -> Result<u64, String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    for line in io::BufReader::new(file).lines() {
+        let line = line.map_err(|e| e.to_string())?;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        return match parse_line(line) {
+            Ok(SavedLine::Digest(d)) => Ok(d),
+            Ok(_) => Err("no static-digest line".into()),
+            Err(e) => Err(format!("static-digest: {}", e.message)),
+        };
+    }
+    Err("no static-digest line".into())
 }
 
 /// The FLOW stats request for every entry of every table.
@@ -263,17 +304,20 @@ pub(crate) fn read(sw: &impl agent::Switch) -> Result<SavedTables, String> {
     })
 }
 
-/// Saved tables read at start, waiting for their bridges.
+/// Saved tables found at start, waiting for their bridges (only their
+/// digests are read then: a bridge that takes its tables reads the file
+/// as it installs them).
 #[derive(Default)]
 pub(crate) struct Pending {
-    /// Bridge → (digest, tables, file).
-    by_bridge: HashMap<String, (u64, SavedTables, PathBuf)>,
+    /// Bridge → (digest, file).
+    by_bridge: HashMap<String, (u64, PathBuf)>,
     since: Option<Instant>,
 }
 
 impl Pending {
-    /// Reads every `*.tables` file of `dir` (a missing directory is none;
-    /// a file that does not parse is set aside with a warning).
+    /// Finds every `*.tables` file of `dir` and reads its digest (a
+    /// missing directory is none; a file without one is set aside with a
+    /// warning).
     pub(crate) fn load(dir: &Path) -> Pending {
         let mut p = Pending {
             since: Some(Instant::now()),
@@ -297,12 +341,9 @@ impl Pending {
             else {
                 continue;
             };
-            let parsed = std::fs::read_to_string(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|t| parse(&t));
-            match parsed {
-                Ok((digest, tables)) => {
-                    p.by_bridge.insert(bridge, (digest, tables, path));
+            match digest_of(&path) {
+                Ok(digest) => {
+                    p.by_bridge.insert(bridge, (digest, path));
                 }
                 Err(e) => set_aside(&path, &format!("cannot be read: {e}")),
             }
@@ -310,14 +351,14 @@ impl Pending {
         p
     }
 
-    /// The saved tables of `br` if they were saved from the same static
-    /// configuration (and still wait); taken, so at most once.
-    pub(crate) fn take(&mut self, br: &datastore::Bridge) -> Option<(SavedTables, PathBuf)> {
+    /// The saved file of `br` if it was saved from the same static
+    /// configuration (and still waits); taken, so at most once.
+    pub(crate) fn take(&mut self, br: &datastore::Bridge) -> Option<PathBuf> {
         if self.since.is_some_and(|s| s.elapsed() > PENDING_FOR) {
             self.expire();
             return None;
         }
-        let (digest, tables, path) = self.by_bridge.remove(&br.name)?;
+        let (digest, path) = self.by_bridge.remove(&br.name)?;
         if digest != static_digest(br) {
             set_aside(
                 &path,
@@ -326,7 +367,7 @@ impl Pending {
             );
             return None;
         }
-        Some((tables, path))
+        Some(path)
     }
 
     /// True once the saved tables have waited [`PENDING_FOR`] (and some
@@ -337,7 +378,7 @@ impl Pending {
 
     /// Forgets (and sets aside) what no bridge took in time.
     pub(crate) fn expire(&mut self) {
-        for (bridge, (_, _, path)) in self.by_bridge.drain() {
+        for (bridge, (_, path)) in self.by_bridge.drain() {
             set_aside(
                 &path,
                 &format!("no bridge {bridge} came within {PENDING_FOR:?} of the start"),
@@ -361,14 +402,22 @@ pub(crate) fn set_aside(path: &Path, why: &str) {
     }
 }
 
+/// How many entries of each kind a restore installed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Restored {
+    pub(crate) meters: usize,
+    pub(crate) groups: usize,
+    pub(crate) flows: usize,
+}
+
 /// Removes a saved file once its tables are in force.
-pub(crate) fn consumed(path: &Path, bridge: &str, t: &SavedTables) {
+pub(crate) fn consumed(path: &Path, bridge: &str, n: &Restored) {
     tracing::info!(
         bridge,
         "restored {} flows, {} groups and {} meters saved at the last stop ({})",
-        t.flows.len(),
-        t.groups.len(),
-        t.meters.len(),
+        n.flows,
+        n.groups,
+        n.meters,
         path.display()
     );
     if let Err(e) = std::fs::remove_file(path) {

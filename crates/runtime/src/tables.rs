@@ -5,7 +5,7 @@
 
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 
-use crate::saved::SavedTables;
+use crate::saved::{self, Restored, SavedLine};
 use crate::RuntimeError;
 
 /// A bridge's empty tables, sized as configured (`n_tables`,
@@ -32,35 +32,57 @@ fn sizes_of(br: &datastore::Bridge) -> (u8, u32, u32) {
 }
 
 /// A bridge's tables with what was saved at the last stop
-/// ([`crate::saved`]) instead of its static meters, groups and flows.
+/// ([`crate::saved`]) instead of its static meters, groups and flows: the
+/// file is read block by block, parsed a block ahead on other threads
+/// and installed in its order (meters, groups, flows) as it is read.
+/// The error says what was wrong (the tables are not yet in use, so the
+/// bridge then starts from its configuration).
 pub(crate) fn restore_state(
     br: &datastore::Bridge,
-    saved: &SavedTables,
+    path: &std::path::Path,
     now: Time,
-) -> Result<SwitchState, RuntimeError> {
-    let mut state = fill(
-        &br.name,
-        sizes_of(br),
-        now,
-        saved
-            .meters
-            .iter()
-            .map(|m| (m, move || format!("saved {}", flowtext::format_meter(m)))),
-        saved
-            .groups
-            .iter()
-            .map(|g| (g, move || format!("saved {}", flowtext::format_group(g)))),
-    )?;
-    for f in &saved.flows {
-        state
-            .flow_mod(f, now)
-            .map_err(|error| RuntimeError::Refused {
-                bridge: br.name.clone(),
-                what: format!("saved {}", flowtext::format_flow(f)),
-                error,
-            })?;
-    }
-    Ok(state)
+) -> Result<(SwitchState, Restored), String> {
+    let mut state = empty_state(sizes_of(br));
+    let mut n = Restored::default();
+    let refused = |what: String, error| {
+        RuntimeError::Refused {
+            bridge: br.name.clone(),
+            what,
+            error,
+        }
+        .to_string()
+    };
+    datastore::for_each_parsed_block(path, saved::parse_line, |block, parsed| {
+        for (&(li, _), item) in block.iter().zip(parsed) {
+            match item.map_err(|e| format!("line {}: {}", li + 1, e.message))? {
+                SavedLine::Digest(_) => {}
+                SavedLine::Meter(m) => {
+                    state
+                        .meter_mod(&m, now)
+                        .map_err(|e| refused(format!("saved {}", flowtext::format_meter(&m)), e))?;
+                    n.meters += 1;
+                }
+                SavedLine::Group(g) => {
+                    state
+                        .group_mod(&g, now)
+                        .map_err(|e| refused(format!("saved {}", flowtext::format_group(&g)), e))?;
+                    n.groups += 1;
+                }
+                SavedLine::Flow(f) => {
+                    state
+                        .flow_mod(&f, now)
+                        .map_err(|e| refused(format!("saved {}", flowtext::format_flow(&f)), e))?;
+                    n.flows += 1;
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        datastore::FlowsFileError::Stopped(e) => e,
+        e => format!("cannot be read: {e}"),
+    })?;
+    Ok((state, n))
 }
 
 /// A bridge's tables with its static meters, groups and flows.
