@@ -14,57 +14,12 @@
 
 use std::io::Read;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ofp::FlowMod;
+
+use crate::model::{FlowsFile, TablesHead};
 use sha2::{Digest, Sha256};
-
-/// A bridge's flows file as checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FlowsFile {
-    /// The file, resolved against the config file's directory.
-    pub path: PathBuf,
-    /// SHA-256 of its bytes when it was checked.
-    pub sha256: [u8; 32],
-    /// How many flows it held (lines neither blank nor comments).
-    pub flows: usize,
-}
-
-/// What a bridge's tables hold before its flows file's flows: its sizes,
-/// its static meters and groups, and its inline flows (installed in that
-/// order).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TablesHead {
-    /// The bridge.
-    pub bridge: String,
-    /// [`Bridge::n_tables`](crate::Bridge::n_tables).
-    pub n_tables: u8,
-    /// [`Bridge::flow_table_capacity`](crate::Bridge::flow_table_capacity).
-    pub flow_table_capacity: u32,
-    /// [`Bridge::flow_memory_limit_mib`](crate::Bridge::flow_memory_limit_mib).
-    pub flow_memory_limit_mib: u32,
-    /// Static meters.
-    pub meters: Vec<crate::StaticMeter>,
-    /// Static groups.
-    pub groups: Vec<crate::StaticGroup>,
-    /// Inline static flows.
-    pub flows: Vec<crate::StaticFlow>,
-}
-
-impl crate::Bridge {
-    /// What the bridge's tables hold before its flows file's flows.
-    pub fn tables_head(&self) -> TablesHead {
-        TablesHead {
-            bridge: self.name.clone(),
-            n_tables: self.n_tables,
-            flow_table_capacity: self.flow_table_capacity,
-            flow_memory_limit_mib: self.flow_memory_limit_mib,
-            meters: self.meters.clone(),
-            groups: self.groups.clone(),
-            flows: self.flows.clone(),
-        }
-    }
-}
 
 /// Takes each bridge's flows-file flows as the configuration check reads
 /// them ([`Config::load_handing_over`](crate::Config::load_handing_over)),

@@ -97,7 +97,7 @@ mod validate;
 
 pub use diff::{diff, Change};
 pub use error::{ConfigError, Diagnostic};
-pub use flows_file::{for_each_parsed_block, FileRead, FlowHandover, FlowsFileError, TablesHead};
+pub use flows_file::{for_each_parsed_block, FileRead, FlowHandover, FlowsFileError};
 pub use model::*;
 pub use path::{FieldPath, Seg};
 pub use persist::write_atomic;

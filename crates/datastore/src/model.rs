@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::Diagnostic;
-pub use crate::flows_file::FlowsFile;
 pub use dataplane::dispatch::{ClassRule, DispatchKey};
 pub use dataplane::flush::FlushPolicy;
 pub use dataplane::placement::CoreAssign;
@@ -533,6 +532,53 @@ pub struct TlsFiles {
     pub certificate: PathBuf,
     /// PEM CA certificate that controllers' certificates must chain to.
     pub ca_cert: PathBuf,
+}
+
+/// A bridge's flows file as checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowsFile {
+    /// The file, resolved against the config file's directory.
+    pub path: PathBuf,
+    /// SHA-256 of its bytes when it was checked.
+    pub sha256: [u8; 32],
+    /// How many flows it held (lines neither blank nor comments).
+    pub flows: usize,
+}
+
+/// What a bridge's tables hold before its flows file's flows: its sizes,
+/// its static meters and groups, and its inline flows (installed in that
+/// order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TablesHead {
+    /// The bridge.
+    pub bridge: String,
+    /// [`Bridge::n_tables`](Bridge::n_tables).
+    pub n_tables: u8,
+    /// [`Bridge::flow_table_capacity`](Bridge::flow_table_capacity).
+    pub flow_table_capacity: u32,
+    /// [`Bridge::flow_memory_limit_mib`](Bridge::flow_memory_limit_mib).
+    pub flow_memory_limit_mib: u32,
+    /// Static meters.
+    pub meters: Vec<StaticMeter>,
+    /// Static groups.
+    pub groups: Vec<StaticGroup>,
+    /// Inline static flows.
+    pub flows: Vec<StaticFlow>,
+}
+
+impl Bridge {
+    /// What the bridge's tables hold before its flows file's flows.
+    pub fn tables_head(&self) -> TablesHead {
+        TablesHead {
+            bridge: self.name.clone(),
+            n_tables: self.n_tables,
+            flow_table_capacity: self.flow_table_capacity,
+            flow_memory_limit_mib: self.flow_memory_limit_mib,
+            meters: self.meters.clone(),
+            groups: self.groups.clone(),
+            flows: self.flows.clone(),
+        }
+    }
 }
 
 /// A flow written inline in the configuration, installed when the bridge

@@ -37,8 +37,9 @@ mod running;
 mod tables;
 
 pub use error::RuntimeError;
+pub use options::Prebuilt;
 pub use options::{PortStatusEvent, RuntimeOptions, INJECT_PORT};
-pub use tables::{Prebuild, Prebuilt};
+pub use tables::Prebuild;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -5,6 +5,7 @@
 
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 
+use crate::options::Prebuilt;
 use crate::saved::{self, Restored, SavedLine};
 use crate::RuntimeError;
 
@@ -249,7 +250,7 @@ impl Prebuild {
                 (head, file, state)
             })
             .collect();
-        Prebuilt(std::sync::Arc::new(std::sync::Mutex::new(built)))
+        Prebuilt::of(built)
     }
 
     /// Stops the build in progress, if any, and discards it.
@@ -336,47 +337,5 @@ impl datastore::FlowHandover for Prebuild {
         }
         drop(b.tx);
         self.built.push((b.head, file.clone(), b.thread));
-    }
-}
-
-/// Bridges' first tables built while the configuration was checked
-/// ([`Prebuild`]), each for the model it was checked as; taken once.
-#[derive(Clone, Default)]
-pub struct Prebuilt(
-    #[allow(clippy::type_complexity)]
-    std::sync::Arc<
-        std::sync::Mutex<
-            Vec<(
-                datastore::TablesHead,
-                datastore::FlowsFile,
-                Result<SwitchState, RuntimeError>,
-            )>,
-        >,
-    >,
-);
-
-impl std::fmt::Debug for Prebuilt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = crate::lock(&self.0).len();
-        write!(f, "Prebuilt({n} bridge(s))")
-    }
-}
-
-impl Prebuilt {
-    /// Drops what was not taken.
-    pub(crate) fn clear(&self) {
-        crate::lock(&self.0).clear();
-    }
-
-    /// `br`'s tables if they were built for it as it is (its sizes,
-    /// meters, groups, inline flows and flows file), taken.
-    pub(crate) fn take(&self, br: &datastore::Bridge) -> Option<Result<SwitchState, RuntimeError>> {
-        let file = br.flows_file.as_ref()?;
-        let mut built = crate::lock(&self.0);
-        let i = built
-            .iter()
-            .position(|(head, f, _)| head.bridge == br.name && f == file)?;
-        let (head, _, state) = built.swap_remove(i);
-        (head == br.tables_head()).then_some(state)
     }
 }

@@ -33,7 +33,6 @@ use ofp::{
 use toml::Spanned;
 
 use crate::error::{Diagnostic, SourceText};
-use crate::flows_file::TablesHead;
 use crate::model::*;
 use crate::path::FieldPath;
 use crate::raw::*;
