@@ -239,6 +239,23 @@ impl Config {
 
     /// As [`from_flags`](Self::from_flags), checking against `host`.
     pub fn from_flags_for(args: FlagArgs, host: Host) -> Result<Config, ConfigError> {
+        Config::flags_with(args, host, None)
+    }
+
+    /// As [`from_flags`](Self::from_flags), handing the flows file's flows
+    /// to `handover` as they are checked (see [`FlowHandover`]).
+    pub fn from_flags_handing_over(
+        args: FlagArgs,
+        handover: &mut dyn FlowHandover,
+    ) -> Result<Config, ConfigError> {
+        Config::flags_with(args, Host::detect(), Some(handover))
+    }
+
+    fn flags_with(
+        args: FlagArgs,
+        host: Host,
+        handover: Option<&mut dyn FlowHandover>,
+    ) -> Result<Config, ConfigError> {
         fn s<T>(v: T) -> Spanned<T> {
             Spanned::new(0..0, v)
         }
@@ -335,6 +352,9 @@ impl Config {
         };
         let src = SourceText::new(Path::new(COMMAND_LINE), None);
         let mut checker = validate::Checker::new(src, PathBuf::new(), host);
+        if let Some(h) = handover {
+            checker = checker.handing_over(h);
+        }
         match checker.config(&raw) {
             Some(c) => Ok(c),
             None => Err(ConfigError {

@@ -228,23 +228,30 @@ fn parse_poll(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("{s:?}: expected microseconds or \"busy\""))
 }
 
-/// The configuration, and (when `prebuild` is given, from a file) the
-/// bridges' tables built from their flows files as the check read them.
+/// The configuration, and (when `prebuild` is given) the bridges' tables
+/// built from their flows files as the check read them.
 fn load(args: &RunArgs, prebuild: Option<Prebuild>) -> anyhow::Result<(Config, Prebuilt)> {
-    if let Some(path) = &args.config {
-        let Some(mut pre) = prebuild else {
-            let cfg = Config::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
-            return Ok((cfg, Prebuilt::default()));
-        };
-        let cfg = Config::load_handing_over(path, &mut pre);
-        let built = pre.finish();
-        return Ok((cfg.map_err(|e| anyhow::anyhow!("{e}"))?, built));
-    }
-    load_flags(args).map(|c| (c, Prebuilt::default()))
+    let Some(mut pre) = prebuild else {
+        return Ok((load_with(args, None)?, Prebuilt::default()));
+    };
+    let cfg = load_with(args, Some(&mut pre));
+    let built = pre.finish();
+    Ok((cfg?, built))
 }
 
-/// The configuration from the command line's flags.
-fn load_flags(args: &RunArgs) -> anyhow::Result<Config> {
+/// The configuration from `--config` or from the flags, its flows files'
+/// flows handed to `handover` as they are checked.
+fn load_with(
+    args: &RunArgs,
+    handover: Option<&mut dyn datastore::FlowHandover>,
+) -> anyhow::Result<Config> {
+    if let Some(path) = &args.config {
+        return match handover {
+            Some(h) => Config::load_handing_over(path, h),
+            None => Config::load(path),
+        }
+        .map_err(|e| anyhow::anyhow!("{e}"));
+    }
     if args.interface.is_empty() {
         // A switch configured entirely through a management protocol
         // starts with no bridges, as ovs-vswitchd does on an empty
@@ -254,7 +261,7 @@ fn load_flags(args: &RunArgs) -> anyhow::Result<Config> {
         }
         anyhow::bail!("give --config FILE, at least one --interface IF, --ovsdb or --netconf");
     }
-    let mut cfg = Config::from_flags(FlagArgs {
+    let flags = FlagArgs {
         interfaces: args.interface.clone(),
         flows_file: args.flows.clone(),
         listen: args.listen.clone(),
@@ -265,7 +272,11 @@ fn load_flags(args: &RunArgs) -> anyhow::Result<Config> {
             Some(Io::Afpacket) | None => Backend::AfPacket,
         },
         workers: args.workers.unwrap_or(1),
-    })
+    };
+    let mut cfg = match handover {
+        Some(h) => Config::from_flags_handing_over(flags, h),
+        None => Config::from_flags(flags),
+    }
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Some(FailModeArg::Standalone) = args.fail_mode {
         for b in &mut cfg.bridges {

@@ -178,6 +178,10 @@ fn build_or_restore(
         }
     }
     if let Some(state) = prebuilt.take(br) {
+        tracing::debug!(
+            bridge = br.name,
+            "tables built while the configuration was checked"
+        );
         return Ok((state?, None));
     }
     Ok((build_state(br, Time(0))?, None))
