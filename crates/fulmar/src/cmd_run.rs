@@ -417,7 +417,7 @@ pub fn run(args: &RunArgs, logs: crate::logging::Logs) -> anyhow::Result<ExitCod
     };
     opts.state_file = state_file;
     opts.runtime.saved_tables = saved_tables;
-    opts.runtime.prebuilt = prebuilt;
+    opts.prebuilt = prebuilt;
     let daemon = Arc::new(Daemon::start(cfg, opts).map_err(|e| anyhow::anyhow!("{e}"))?);
     let handle = daemon.controllers().handle();
     let mut tasks = Vec::new();

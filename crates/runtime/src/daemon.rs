@@ -198,6 +198,9 @@ pub struct DaemonOptions {
     /// Where the model is written after each transaction (`None`: not
     /// persisted).
     pub state_file: Option<PathBuf>,
+    /// Bridges' first tables built while the configuration was checked
+    /// ([`crate::Prebuild`]); a bridge without is built at the start.
+    pub prebuilt: crate::Prebuilt,
 }
 
 struct Store {
@@ -260,7 +263,7 @@ fn refuse(s: String) -> TxnError {
 impl Daemon {
     /// Starts the bridges of `config`, then their controller sides.
     pub fn start(config: Config, opts: DaemonOptions) -> Result<Daemon, RuntimeError> {
-        let runtime = Runtime::start(&config, &opts.runtime)?;
+        let runtime = Runtime::start_with(&config, &opts.runtime, &opts.prebuilt)?;
         let controllers =
             Controllers::new(opts.controllers.clone()).map_err(|error| RuntimeError::Threads {
                 bridge: "*".into(),

@@ -37,9 +37,8 @@ mod running;
 mod tables;
 
 pub use error::RuntimeError;
-pub use options::Prebuilt;
 pub use options::{PortStatusEvent, RuntimeOptions, INJECT_PORT};
-pub use tables::Prebuild;
+pub use tables::{Prebuild, Prebuilt};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -155,8 +154,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Bridge `br`'s tables: its saved ones if `pending` holds them for its
 /// static configuration (with the file to remove once the bridge runs),
-/// else its static meters, groups and flows (built while the
-/// configuration was checked if `prebuilt` has them). Saved tables the
+/// else its static meters, groups and flows; either may have been built
+/// while the configuration was checked (`prebuilt`). Saved tables the
 /// pipeline refuses are set aside and the bridge starts from its
 /// configuration.
 #[allow(clippy::type_complexity)]
@@ -171,18 +170,34 @@ fn build_or_restore(
     ),
     RuntimeError,
 > {
-    if let Some(path) = pending.take(br) {
-        match tables::restore_state(br, &path, Time(0)) {
-            Ok((state, n)) => return Ok((state, Some((path, br.name.clone(), n)))),
-            Err(e) => saved::set_aside(&path, &e),
+    let restored = |path: std::path::PathBuf, r: Result<(_, _), String>| match r {
+        Ok((state, n)) => Some((state, Some((path, br.name.clone(), n)))),
+        Err(e) => {
+            saved::set_aside(&path, &e);
+            None
         }
-    }
-    if let Some(state) = prebuilt.take(br) {
-        tracing::debug!(
-            bridge = br.name,
-            "tables built while the configuration was checked"
-        );
-        return Ok((state?, None));
+    };
+    match prebuilt.take(br) {
+        Some(tables::Outcome::Built(state)) => {
+            tracing::debug!(bridge = br.name, "tables built during the check");
+            return Ok((state?, None));
+        }
+        Some(tables::Outcome::Restored(path, r)) => {
+            tracing::debug!(bridge = br.name, "saved tables restored during the check");
+            pending.forget(&br.name);
+            if let Some(done) = restored(path, r) {
+                return Ok(done);
+            }
+        }
+        None => {
+            if let Some(path) = pending.take(br) {
+                if let Some(done) =
+                    restored(path.clone(), tables::restore_state(br, &path, Time(0)))
+                {
+                    return Ok(done);
+                }
+            }
+        }
     }
     Ok((build_state(br, Time(0))?, None))
 }
@@ -190,6 +205,17 @@ fn build_or_restore(
 impl Runtime {
     /// Opens every port, builds every bridge and starts the threads.
     pub fn start(config: &Config, opts: &RuntimeOptions) -> Result<Runtime, RuntimeError> {
+        Runtime::start_with(config, opts, &Prebuilt::default())
+    }
+
+    /// As [`start`](Self::start), taking the bridges' tables from
+    /// `prebuilt` where they were built for the bridge as `config` has it
+    /// ([`Prebuild`]).
+    pub fn start_with(
+        config: &Config,
+        opts: &RuntimeOptions,
+        prebuilt: &Prebuilt,
+    ) -> Result<Runtime, RuntimeError> {
         let mut opts = opts.clone();
         opts.backends.dpdk = DpdkOptions::of(config);
         let opts = &opts;
@@ -201,12 +227,12 @@ impl Runtime {
         let mut states = Vec::new();
         let mut restored = Vec::new();
         for br in &config.bridges {
-            let (state, from) = build_or_restore(br, &mut pending, &opts.prebuilt)?;
+            let (state, from) = build_or_restore(br, &mut pending, prebuilt)?;
             states.push(state);
             restored.extend(from);
         }
         // Tables built for bridges that started otherwise are not kept.
-        opts.prebuilt.clear();
+        prebuilt.clear();
         let opened = ports::open_all(config, &opts.backends).map_err(RuntimeError::Ports)?;
         let (tx_events, rx_events) = mpsc::channel();
         let links = Arc::new(LinkRegistry::default());

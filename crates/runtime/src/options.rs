@@ -39,9 +39,6 @@ pub struct RuntimeOptions {
     /// Where tables saved at the last graceful stop are restored from
     /// ([`crate::saved`]); `None`: nothing is restored.
     pub saved_tables: Option<std::path::PathBuf>,
-    /// Bridges' first tables built while the configuration was checked
-    /// ([`crate::Prebuild`]); a bridge without is built at the start.
-    pub prebuilt: Prebuilt,
 }
 
 impl Default for RuntimeOptions {
@@ -52,58 +49,6 @@ impl Default for RuntimeOptions {
             poll_window: None,
             flow_cache: None,
             saved_tables: None,
-            prebuilt: Prebuilt::default(),
         }
-    }
-}
-
-/// Bridges' first tables built while the configuration was checked
-/// ([`crate::Prebuild`]), each with the model it was checked as: what
-/// came before its flows file, the file, and the tables or why the
-/// pipeline refused them.
-pub(crate) type BuiltTables = Vec<(
-    datastore::TablesHead,
-    datastore::FlowsFile,
-    Result<pipeline::SwitchState, crate::RuntimeError>,
-)>;
-
-/// [`BuiltTables`] for [`RuntimeOptions::prebuilt`]; taken once.
-#[derive(Clone, Default)]
-pub struct Prebuilt(std::sync::Arc<std::sync::Mutex<BuiltTables>>);
-
-impl std::fmt::Debug for Prebuilt {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.lock().len();
-        write!(f, "Prebuilt({n} bridge(s))")
-    }
-}
-
-impl Prebuilt {
-    pub(crate) fn of(built: BuiltTables) -> Prebuilt {
-        Prebuilt(std::sync::Arc::new(std::sync::Mutex::new(built)))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BuiltTables> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Drops what was not taken.
-    pub(crate) fn clear(&self) {
-        self.lock().clear();
-    }
-
-    /// `br`'s tables if they were built for it as it is (its sizes,
-    /// meters, groups, inline flows and flows file), taken.
-    pub(crate) fn take(
-        &self,
-        br: &datastore::Bridge,
-    ) -> Option<Result<pipeline::SwitchState, crate::RuntimeError>> {
-        let file = br.flows_file.as_ref()?;
-        let mut built = self.lock();
-        let i = built
-            .iter()
-            .position(|(head, f, _)| head.bridge == br.name && f == file)?;
-        let (head, _, state) = built.swap_remove(i);
-        (head == br.tables_head()).then_some(state)
     }
 }

@@ -69,6 +69,31 @@ pub struct SavedTables {
 /// file's SHA-256 (FNV-1a, 64 bits: not a security measure, a change
 /// detector).
 pub fn static_digest(br: &datastore::Bridge) -> u64 {
+    static_digest_of(
+        br.n_tables,
+        &br.meters,
+        &br.groups,
+        &br.flows,
+        br.flows_file.as_ref(),
+    )
+}
+
+/// [`static_digest`] of a bridge whose tables start from `head` and
+/// `file`.
+pub(crate) fn head_digest(
+    head: &datastore::TablesHead,
+    file: Option<&datastore::FlowsFile>,
+) -> u64 {
+    static_digest_of(head.n_tables, &head.meters, &head.groups, &head.flows, file)
+}
+
+fn static_digest_of(
+    n_tables: u8,
+    meters: &[datastore::StaticMeter],
+    groups: &[datastore::StaticGroup],
+    flows: &[datastore::StaticFlow],
+    flows_file: Option<&datastore::FlowsFile>,
+) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
         for &b in bytes {
@@ -79,19 +104,19 @@ pub fn static_digest(br: &datastore::Bridge) -> u64 {
         h ^= 0xff;
         h = h.wrapping_mul(0x0100_0000_01b3);
     };
-    eat(&br.n_tables.to_le_bytes());
-    for m in &br.meters {
+    eat(&n_tables.to_le_bytes());
+    for m in meters {
         eat(m.text.as_bytes());
     }
     eat(b"groups");
-    for g in &br.groups {
+    for g in groups {
         eat(g.text.as_bytes());
     }
     eat(b"flows");
-    for f in &br.flows {
+    for f in flows {
         eat(f.text.as_bytes());
     }
-    if let Some(file) = &br.flows_file {
+    if let Some(file) = flows_file {
         eat(b"flows_file");
         eat(&file.sha256);
     }
@@ -243,7 +268,7 @@ pub fn parse(text: &str) -> Result<(u64, SavedTables), String> {
 
 /// The digest a saved file was written for: its first line that is
 /// neither blank nor a comment, read without reading the rest.
-fn digest_of(path: &Path) -> Result<u64, String> {
+pub(crate) fn digest_of(path: &Path) -> Result<u64, String> {
     use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     for line in io::BufReader::new(file).lines() {
@@ -368,6 +393,12 @@ impl Pending {
             return None;
         }
         Some(path)
+    }
+
+    /// Forgets `bridge`'s saved file (it was read while the
+    /// configuration was checked: `tables::Prebuild`).
+    pub(crate) fn forget(&mut self, bridge: &str) {
+        self.by_bridge.remove(bridge);
     }
 
     /// True once the saved tables have waited [`PENDING_FOR`] (and some

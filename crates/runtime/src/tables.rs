@@ -5,7 +5,6 @@
 
 use pipeline::{GroupsConfig, MetersConfig, SwitchState, TablesConfig, Time};
 
-use crate::options::Prebuilt;
 use crate::saved::{self, Restored, SavedLine};
 use crate::RuntimeError;
 
@@ -43,17 +42,32 @@ pub(crate) fn restore_state(
     path: &std::path::Path,
     now: Time,
 ) -> Result<(SwitchState, Restored), String> {
-    let mut state = empty_state(sizes_of(br));
+    restore(&br.name, sizes_of(br), path, now, &|| false)
+}
+
+/// [`restore_state`] of bridge `bridge` sized `sizes`, giving up between
+/// blocks once `stop` says so.
+fn restore(
+    bridge: &str,
+    sizes: (u8, u32, u32),
+    path: &std::path::Path,
+    now: Time,
+    stop: &dyn Fn() -> bool,
+) -> Result<(SwitchState, Restored), String> {
+    let mut state = empty_state(sizes);
     let mut n = Restored::default();
     let refused = |what: String, error| {
         RuntimeError::Refused {
-            bridge: br.name.clone(),
+            bridge: bridge.to_string(),
             what,
             error,
         }
         .to_string()
     };
     datastore::for_each_parsed_block(path, saved::parse_line, |block, parsed| {
+        if stop() {
+            return Err("not needed".to_string());
+        }
         for (&(li, _), item) in block.iter().zip(parsed) {
             match item.map_err(|e| format!("line {}: {}", li + 1, e.message))? {
                 SavedLine::Digest(_) => {}
@@ -197,35 +211,45 @@ fn install_file_flows(
 /// Flows sent to a bridge's builder thread at a time.
 const HANDOVER_BATCH: usize = 4096;
 
-/// Builds bridges' first tables from the flows a configuration check
-/// hands over ([`datastore::FlowHandover`], `Config::load_handing_over`):
-/// each bridge's on a thread of its own that installs while the check
-/// reads on, so that at a start a flows file is read and parsed once and
-/// its check and installation overlap. [`Prebuild::finish`] gives what
-/// [`RuntimeOptions::prebuilt`](crate::RuntimeOptions::prebuilt) takes.
+/// Handed-over flows with their lines, as sent to a builder thread.
+type Batch = Vec<(usize, ofp::FlowMod)>;
+
+/// Builds bridges' first tables while the configuration is checked
+/// ([`datastore::FlowHandover`], `Config::load_handing_over`), each on a
+/// thread of its own (`<bridge>-load`) that works while the check reads
+/// on:
+/// - a bridge without saved tables: from the flows the check hands over
+///   (after its meters, groups and inline flows), so that a flows file is
+///   read and parsed once at a start;
+/// - a bridge with saved tables (`saved_tables`/`BRIDGE.tables`): from
+///   that file, kept if at the end of the check its digest is the one of
+///   the bridge's static configuration (as `Runtime::start` would
+///   decide), given up otherwise.
+///
+/// [`Prebuild::finish`] gives what
+/// [`Runtime::start_with`](crate::Runtime::start_with) takes.
 pub struct Prebuild {
-    /// Where saved tables would be: a bridge that has a saved file starts
-    /// from it, so it is not built here.
     saved_tables: Option<std::path::PathBuf>,
     building: Option<Building>,
-    built: Vec<Built>,
+    built: Vec<(
+        datastore::TablesHead,
+        datastore::FlowsFile,
+        std::thread::JoinHandle<Outcome>,
+    )>,
 }
 
-/// The bridge being handed its flows.
+/// The bridge whose flows file the check is reading.
 struct Building {
     head: datastore::TablesHead,
-    batch: Vec<(usize, ofp::FlowMod)>,
-    tx: std::sync::mpsc::SyncSender<Vec<(usize, ofp::FlowMod)>>,
-    thread: std::thread::JoinHandle<Result<SwitchState, RuntimeError>>,
+    /// Handed-over flows not yet sent (none when restoring).
+    batch: Batch,
+    /// To the thread building from the handed-over flows.
+    tx: Option<std::sync::mpsc::SyncSender<Batch>>,
+    /// Restoring saved tables: their file's digest, and the flag that
+    /// tells the thread to give up.
+    saved: Option<(u64, std::sync::Arc<std::sync::atomic::AtomicBool>)>,
+    thread: std::thread::JoinHandle<Outcome>,
 }
-
-/// A bridge's tables as built from a check, for the model it was
-/// checked as.
-type Built = (
-    datastore::TablesHead,
-    datastore::FlowsFile,
-    std::thread::JoinHandle<Result<SwitchState, RuntimeError>>,
-);
 
 impl Prebuild {
     /// A builder; `saved_tables` as `RuntimeOptions::saved_tables`.
@@ -244,10 +268,10 @@ impl Prebuild {
             .built
             .into_iter()
             .map(|(head, file, thread)| {
-                let state = thread
+                let outcome = thread
                     .join()
                     .unwrap_or_else(|e| std::panic::resume_unwind(e));
-                (head, file, state)
+                (head, file, outcome)
             })
             .collect();
         Prebuilt::of(built)
@@ -256,9 +280,73 @@ impl Prebuild {
     /// Stops the build in progress, if any, and discards it.
     fn abandon(&mut self) {
         if let Some(b) = self.building.take() {
+            if let Some((_, stop)) = &b.saved {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             drop(b.tx);
             let _ = b.thread.join();
         }
+    }
+
+    /// A thread that builds `head`'s tables from the flows sent on the
+    /// channel it returns.
+    fn from_flows(
+        head: &datastore::TablesHead,
+        file: &std::path::Path,
+    ) -> std::io::Result<(
+        std::sync::mpsc::SyncSender<Batch>,
+        std::thread::JoinHandle<Outcome>,
+    )> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let head = head.clone();
+        let path = file.display().to_string();
+        let thread = std::thread::Builder::new()
+            .name(format!("{}-load", head.bridge))
+            .spawn(move || {
+                let build = || {
+                    let now = Time(0);
+                    let mut state = head_state(&head, now)?;
+                    for batch in rx.iter() {
+                        for (line, fm) in batch {
+                            if let Err(error) = state.flow_mod(&fm, now) {
+                                // What the check goes on handing over is
+                                // dropped as it comes.
+                                rx.iter().for_each(drop);
+                                return Err(RuntimeError::Refused {
+                                    bridge: head.bridge.clone(),
+                                    what: format!("{path}:{line}: {}", flowtext::format_flow(&fm)),
+                                    error,
+                                });
+                            }
+                        }
+                    }
+                    Ok(state)
+                };
+                Outcome::Built(build())
+            })?;
+        Ok((tx, thread))
+    }
+
+    /// A thread that restores `head`'s bridge's saved tables from
+    /// `saved`, giving up when `stop` is set.
+    fn from_saved(
+        head: &datastore::TablesHead,
+        saved: std::path::PathBuf,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> std::io::Result<std::thread::JoinHandle<Outcome>> {
+        let bridge = head.bridge.clone();
+        let sizes = (
+            head.n_tables,
+            head.flow_table_capacity,
+            head.flow_memory_limit_mib,
+        );
+        std::thread::Builder::new()
+            .name(format!("{bridge}-load"))
+            .spawn(move || {
+                let given_up = || stop.load(std::sync::atomic::Ordering::Relaxed);
+                let r = restore(&bridge, sizes, &saved, Time(0), &given_up);
+                Outcome::Restored(saved, r)
+            })
     }
 }
 
@@ -268,59 +356,56 @@ impl datastore::FlowHandover for Prebuild {
         let saved = self
             .saved_tables
             .as_deref()
-            .is_some_and(|d| crate::saved::file_of(d, &head.bridge).exists());
-        if saved {
-            return false;
-        }
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, ofp::FlowMod)>>(4);
-        let for_thread = head.clone();
-        let path = file.display().to_string();
-        let thread = std::thread::Builder::new()
-            .name(format!("{}-load", head.bridge))
-            .spawn(move || {
-                let head = for_thread;
-                let now = Time(0);
-                let mut state = head_state(&head, now)?;
-                for batch in rx.iter() {
-                    for (line, fm) in batch {
-                        if let Err(error) = state.flow_mod(&fm, now) {
-                            // What the check goes on handing over is
-                            // dropped as it comes.
-                            rx.iter().for_each(drop);
-                            return Err(RuntimeError::Refused {
-                                bridge: head.bridge.clone(),
-                                what: format!("{path}:{line}: {}", flowtext::format_flow(&fm)),
-                                error,
-                            });
-                        }
-                    }
-                }
-                Ok(state)
-            });
-        match thread {
-            Ok(thread) => {
-                self.building = Some(Building {
+            .map(|d| crate::saved::file_of(d, &head.bridge))
+            .filter(|f| f.exists());
+        let building = match saved {
+            // Restored if the digest is the bridge's at the end (one that
+            // cannot be read is left to the start, which sets it aside).
+            Some(saved) => {
+                let Ok(digest) = crate::saved::digest_of(&saved) else {
+                    return false;
+                };
+                let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                Prebuild::from_saved(head, saved, stop.clone()).map(|thread| Building {
                     head: head.clone(),
-                    batch: Vec::with_capacity(HANDOVER_BATCH),
-                    tx,
+                    batch: Vec::new(),
+                    tx: None,
+                    saved: Some((digest, stop)),
                     thread,
-                });
+                })
+            }
+            None => Prebuild::from_flows(head, file).map(|(tx, thread)| Building {
+                head: head.clone(),
+                batch: Vec::with_capacity(HANDOVER_BATCH),
+                tx: Some(tx),
+                saved: None,
+                thread,
+            }),
+        };
+        // No thread: the bridge is built at the start the usual way.
+        match building {
+            Ok(b) => {
+                self.building = Some(b);
                 true
             }
-            // No thread: the bridge is built the usual way.
             Err(_) => false,
         }
     }
 
     fn flow(&mut self, line: usize, fm: ofp::FlowMod) {
-        let Some(b) = &mut self.building else {
+        let Some(Building {
+            tx: Some(tx),
+            batch,
+            ..
+        }) = &mut self.building
+        else {
             return;
         };
-        b.batch.push((line, fm));
-        if b.batch.len() == HANDOVER_BATCH {
-            let batch = std::mem::replace(&mut b.batch, Vec::with_capacity(HANDOVER_BATCH));
+        batch.push((line, fm));
+        if batch.len() == HANDOVER_BATCH {
+            let full = std::mem::replace(batch, Vec::with_capacity(HANDOVER_BATCH));
             // A builder that stopped (refused a flow) takes no more.
-            let _ = b.tx.send(batch);
+            let _ = tx.send(full);
         }
     }
 
@@ -329,13 +414,82 @@ impl datastore::FlowHandover for Prebuild {
             self.abandon();
             return;
         };
+        if let Some(Building {
+            head,
+            saved: Some((digest, _)),
+            ..
+        }) = &self.building
+        {
+            if *digest != crate::saved::head_digest(head, Some(file)) {
+                // The start sets the file aside and builds from the
+                // configuration.
+                self.abandon();
+                return;
+            }
+        }
         let Some(b) = self.building.take() else {
             return;
         };
-        if !b.batch.is_empty() {
-            let _ = b.tx.send(b.batch);
+        if let Some(tx) = b.tx {
+            if !b.batch.is_empty() {
+                let _ = tx.send(b.batch);
+            }
         }
-        drop(b.tx);
         self.built.push((b.head, file.clone(), b.thread));
+    }
+}
+
+/// Bridges' first tables built while the configuration was checked
+/// ([`crate::Prebuild`]), each with the model it was checked as: what
+/// came before its flows file, the file, and the tables or why the
+/// pipeline refused them.
+pub(crate) type BuiltTables = Vec<(datastore::TablesHead, datastore::FlowsFile, Outcome)>;
+
+/// How a bridge's first tables were built while the configuration was
+/// checked.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// From its static configuration (or the pipeline's refusal).
+    Built(Result<SwitchState, RuntimeError>),
+    /// From its saved tables in this file, with what they held (or why
+    /// they were not restored).
+    Restored(std::path::PathBuf, Result<(SwitchState, Restored), String>),
+}
+
+/// [`BuiltTables`] for [`Runtime::start_with`](crate::Runtime::start_with); taken once.
+#[derive(Clone, Default)]
+pub struct Prebuilt(std::sync::Arc<std::sync::Mutex<BuiltTables>>);
+
+impl std::fmt::Debug for Prebuilt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.lock().len();
+        write!(f, "Prebuilt({n} bridge(s))")
+    }
+}
+
+impl Prebuilt {
+    pub(crate) fn of(built: BuiltTables) -> Prebuilt {
+        Prebuilt(std::sync::Arc::new(std::sync::Mutex::new(built)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BuiltTables> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Drops what was not taken.
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// `br`'s tables if they were built for it as it is (its sizes,
+    /// meters, groups, inline flows and flows file), taken.
+    pub(crate) fn take(&self, br: &datastore::Bridge) -> Option<Outcome> {
+        let file = br.flows_file.as_ref()?;
+        let mut built = self.lock();
+        let i = built
+            .iter()
+            .position(|(head, f, _)| head.bridge == br.name && f == file)?;
+        let (head, _, state) = built.swap_remove(i);
+        (head == br.tables_head()).then_some(state)
     }
 }

@@ -356,8 +356,9 @@ fn flows_file_is_read_again_at_the_start_and_must_be_the_one_checked() {
 }
 
 /// Tables built while the check reads the flows file (`Prebuild`) are
-/// the tables a start builds; a refusal there names the file and line
-/// and stops the start; a bridge with saved tables is not built there.
+/// the tables a start builds; saved tables are restored there when their
+/// digest is the bridge's and left to the start otherwise; a refusal
+/// names the file and line and stops the start.
 #[test]
 fn tables_built_during_the_check_are_the_tables_a_start_builds() {
     let dir = tempfile::tempdir().unwrap();
@@ -399,20 +400,75 @@ fn tables_built_during_the_check_are_the_tables_a_start_builds() {
     let (cfg, built) = prebuilt(None);
     let cfg = cfg.unwrap();
     assert_eq!(format!("{built:?}"), "Prebuilt(1 bridge(s))");
-    let opts = RuntimeOptions {
-        prebuilt: built.clone(),
-        ..RuntimeOptions::default()
-    };
-    let rt = Runtime::start(&cfg, &opts).unwrap();
+    let opts = RuntimeOptions::default();
+    let rt = Runtime::start_with(&cfg, &opts, &built).unwrap();
     assert_eq!(format!("{built:?}"), "Prebuilt(0 bridge(s))", "taken");
     let from_check = sorted(&rt);
     drop(rt);
-    let rt = Runtime::start(&cfg, &RuntimeOptions::default()).unwrap();
+    let rt = Runtime::start(&cfg, &opts).unwrap();
     let from_start = sorted(&rt);
     drop(rt);
     // (priority, vlan) pairs repeat only after 12,000 lines: all kept.
     assert_eq!(from_check.len(), 1 + 10_000);
     assert_eq!(from_check, from_start);
+
+    // Saved tables whose digest is the bridge's: restored during the
+    // check, and the file used once.
+    let saved = dir.path().join("saved");
+    std::fs::create_dir(&saved).unwrap();
+    let saved_file = crate::saved::file_of(&saved, "br0");
+    let digest = crate::saved::static_digest(&cfg.bridges[0]);
+    let mut text =
+        format!("static-digest {digest:016x}\ngroup group_id=5,type=all,bucket=output:1\n");
+    for i in 0..5000 {
+        text += &format!(
+            "flow table=2,priority={},in_port=1,dl_vlan={},actions=drop\n",
+            i / 4000,
+            i % 4000 + 1
+        );
+    }
+    std::fs::write(&saved_file, &text).unwrap();
+    let (cfg2, built) = prebuilt(Some(saved.clone()));
+    assert_eq!(cfg2.unwrap(), cfg);
+    assert_eq!(format!("{built:?}"), "Prebuilt(1 bridge(s))");
+    let opts = RuntimeOptions {
+        saved_tables: Some(saved.clone()),
+        ..RuntimeOptions::default()
+    };
+    let rt = Runtime::start_with(&cfg, &opts, &built).unwrap();
+    let restored = sorted(&rt);
+    drop(rt);
+    assert_eq!(restored.len(), 5000);
+    assert!(
+        restored.iter().all(|f| f.contains("table=2")),
+        "{:?}",
+        &restored[..2]
+    );
+    assert!(!saved_file.exists(), "used once");
+
+    // Saved for another static configuration: not restored during the
+    // check; the start sets the file aside and builds from the
+    // configuration.
+    std::fs::write(
+        &saved_file,
+        text.replace(&format!("{digest:016x}"), "0123456789abcdef"),
+    )
+    .unwrap();
+    let (_, built) = prebuilt(Some(saved.clone()));
+    assert_eq!(format!("{built:?}"), "Prebuilt(0 bridge(s))");
+    let rt = Runtime::start_with(&cfg, &opts, &built).unwrap();
+    assert_eq!(sorted(&rt), from_start);
+    drop(rt);
+    assert!(!saved_file.exists());
+    let mut unused = saved_file.as_os_str().to_owned();
+    unused.push(".unused");
+    assert!(std::path::Path::new(&unused).exists());
+
+    // A saved file that cannot be read is left to the start (set aside).
+    std::fs::write(&saved_file, "").unwrap();
+    let (_, built) = prebuilt(Some(saved.clone()));
+    assert_eq!(format!("{built:?}"), "Prebuilt(0 bridge(s))");
+    std::fs::remove_file(&saved_file).unwrap();
 
     // A group the flows file names, removed: checked with a warning,
     // refused while building; the start fails naming the line.
@@ -425,11 +481,7 @@ fn tables_built_during_the_check_are_the_tables_a_start_builds() {
     .unwrap();
     let (cfg, built) = prebuilt(None);
     let cfg = cfg.unwrap();
-    let opts = RuntimeOptions {
-        prebuilt: built,
-        ..RuntimeOptions::default()
-    };
-    let e = Runtime::start(&cfg, &opts)
+    let e = Runtime::start_with(&cfg, &RuntimeOptions::default(), &built)
         .err()
         .expect("refused")
         .to_string();
@@ -437,14 +489,6 @@ fn tables_built_during_the_check_are_the_tables_a_start_builds() {
         e.contains(&format!("{}:1:", file.display())) && e.contains("group:5"),
         "{e}"
     );
-
-    // Saved tables for the bridge: not built during the check.
-    let saved = dir.path().join("saved");
-    std::fs::create_dir(&saved).unwrap();
-    std::fs::write(crate::saved::file_of(&saved, "br0"), "").unwrap();
-    let (cfg, built) = prebuilt(Some(saved));
-    cfg.unwrap();
-    assert_eq!(format!("{built:?}"), "Prebuilt(0 bridge(s))");
 }
 
 #[test]
