@@ -16,6 +16,9 @@
 #    "bridge started" log line with the flow count), then its resident
 #    memory after 3 s of running (a housekeeping tick and a counter fold
 #    included) and its peak (VmHWM).
+# 4. SIGINT (the tables are saved to <config>.saved/) and the same start
+#    again: the restart's time until the bridge runs with its saved
+#    tables, its RSS and its peak.
 #
 # Prints both, the targets of issue 35 (load within 1.5x of bench's
 # install, run RSS within 1.15x of bench's) and of issue 15 (RSS within
@@ -55,26 +58,41 @@ name = "br0"
 flows_file = "$work/gw.flows"
 $(ports_toml --backend memory m1 m2)
 EOF
-t0=$(date +%s.%N)
-"$fulmar" run --config "$work/run.toml" --ctl "$work/fulmar.ctl" --mgmt-dir "$work" \
-    > "$work/run.out" 2> "$work/run.err" &
-fpid=$!
-for _ in $(seq 600); do
-    grep -q "bridge started" "$work/run.err" 2>/dev/null && break
-    kill -0 "$fpid" 2>/dev/null || { cat "$work/run.err" >&2; exit 1; }
-    sleep 0.05
-done
-t1=$(date +%s.%N)
-grep -q "bridge started" "$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
+# start LOG: starts `fulmar run` (pid in fpid) and waits for its bridge;
+# sets t0 and t1 (before the start, once the bridge runs), then its RSS
+# and peak 3 s later (rss, hwm).
+start() {
+    t0=$(date +%s.%N)
+    "$fulmar" run --config "$work/run.toml" --ctl "$work/fulmar.ctl" --mgmt-dir "$work" \
+        > "$work/run.out" 2> "$1" &
+    fpid=$!
+    for _ in $(seq 600); do
+        grep -q "bridge started" "$1" 2>/dev/null && break
+        kill -0 "$fpid" 2>/dev/null || { cat "$1" >&2; exit 1; }
+        sleep 0.05
+    done
+    t1=$(date +%s.%N)
+    grep -q "bridge started" "$1" || { cat "$1" >&2; exit 1; }
+    sleep 3
+    rss=$(awk '/VmRSS/ {printf "%.0f", $2 * 1024}' "/proc/$fpid/status")
+    hwm=$(awk '/VmHWM/ {printf "%.0f", $2 * 1024}' "/proc/$fpid/status")
+}
+start "$work/run.err"
 flows=$(sed -nE 's/.*bridge started.*flows=([0-9]+).*/\1/p' "$work/run.err" | head -1)
-sleep 3
-r_rss=$(awk '/VmRSS/ {printf "%.0f", $2 * 1024}' "/proc/$fpid/status")
-r_hwm=$(awk '/VmHWM/ {printf "%.0f", $2 * 1024}' "/proc/$fpid/status")
+r_rss=$rss r_hwm=$hwm
+load=$(python3 -c "print($t1 - $t0)")
+# 4. A restart: SIGINT saves the tables (<config>.saved/), the next start
+#    restores them (read while the configuration is checked).
+kill -INT "$fpid" && wait "$fpid" || true
+fpid=
+start "$work/restart.err"
+grep -q "restored $flows flows" "$work/restart.err" || { echo "the restart did not restore the saved tables" >&2; cat "$work/restart.err" >&2; exit 1; }
+restart=$(python3 -c "print($t1 - $t0)")
 
-python3 - "$rules" "$flows" "$t0" "$t1" "$r_rss" "$r_hwm" "$b_rss" "$b_tpl" "$b_mpps" "$b_install" <<'PY'
+python3 - "$rules" "$flows" "$load" "$r_rss" "$r_hwm" "$b_rss" "$b_tpl" "$b_mpps" "$b_install" <<'PY'
 import sys
-rules, flows, t0, t1, r_rss, r_hwm, b_rss, b_tpl, b_mpps, b_install = sys.argv[1:]
-load = float(t1) - float(t0)
+rules, flows, load, r_rss, r_hwm, b_rss, b_tpl, b_mpps, b_install = sys.argv[1:]
+load = float(load)
 mib = lambda b: int(b) / 2**20
 b_rules = int(b_rss) - int(b_tpl)
 ratio = int(r_rss) / b_rules
@@ -92,3 +110,4 @@ print(f"  issue 15: RSS ratio <= 1.30 {met(ratio <= 1.3)}; load <= 5 s {met(load
 with open("/proc/loadavg") as f:
     print(f"  load average: {' '.join(f.read().split()[:3])}")
 PY
+echo "  fulmar run restarted with its saved tables in $(printf '%.2f' "$restart") s ($(python3 -c "print(f'{$restart / $load:.2f}')")x the first start); RSS $((rss / 1048576)) MiB after 3 s, peak $((hwm / 1048576)) MiB"
