@@ -1296,6 +1296,9 @@ mod tests {
     }
 
     #[test]
+    // Owned storage only: no unsafe code on this path for Miri to check
+    // (it spent 45 of the test command's seconds here).
+    #[cfg_attr(miri, ignore)]
     fn truncated_prefixes_never_panic() {
         type Act = fn(&mut PacketBuf) -> Result<(), ActionError>;
         let acts: [Act; 6] = [
@@ -1306,11 +1309,8 @@ mod tests {
             |b| b.push_pbb(0x88e7),
             |b| b.pop_pbb(),
         ];
-        // Every prefix in `cargo test`; under Miri (owned storage only, no
-        // unsafe code on this path) every ninth, the short ones included.
-        let stride = if cfg!(miri) { 9 } else { 1 };
         for (name, p) in samples() {
-            for n in (0..=p.len()).filter(|n| *n < 20 || n % stride == 0) {
+            for n in 0..=p.len() {
                 for (i, act) in acts.iter().enumerate() {
                     let mut b = PacketBuf::from_slice(&p[..n]);
                     match act(&mut b) {
