@@ -127,21 +127,35 @@ fn head_state(head: &datastore::TablesHead, now: Time) -> Result<SwitchState, Ru
             .map(|g| (&g.group_mod, move || format!("{}: {}", g.source, g.text))),
     )?;
     for f in &head.flows {
-        let what = || format!("{}: {}", f.source, f.text);
-        let fm = f.flow_mod().map_err(|e| RuntimeError::Unparsable {
-            bridge: head.bridge.clone(),
-            what: what(),
-            error: e.message,
+        install_flow(&mut state, &head.bridge, now, f.flow_mod(), &|| {
+            format!("{}: {}", f.source, f.text)
         })?;
-        state
-            .flow_mod(&fm, now)
-            .map_err(|error| RuntimeError::Refused {
-                bridge: head.bridge.clone(),
-                what: what(),
-                error,
-            })?;
     }
     Ok(state)
+}
+
+/// Installs one static flow, `parsed` from the text `what` names (made
+/// only for an error).
+fn install_flow(
+    state: &mut SwitchState,
+    bridge: &str,
+    now: Time,
+    parsed: Result<ofp::FlowMod, flowtext::ParseError>,
+    what: &dyn Fn() -> String,
+) -> Result<(), RuntimeError> {
+    let fm = parsed.map_err(|e| RuntimeError::Unparsable {
+        bridge: bridge.to_string(),
+        what: what(),
+        error: e.message,
+    })?;
+    state
+        .flow_mod(&fm, now)
+        .map_err(|error| RuntimeError::Refused {
+            bridge: bridge.to_string(),
+            what: what(),
+            error,
+        })?;
+    Ok(())
 }
 
 /// Empty tables of `sizes` with the meters, then the groups installed;
@@ -183,20 +197,9 @@ fn install_file_flows(
     };
     let path = file.path.display();
     file.for_each_flow(|line, text, parsed| {
-        let what = || format!("{path}:{line}: {text}");
-        let fm = parsed.map_err(|e| RuntimeError::Unparsable {
-            bridge: br.name.clone(),
-            what: what(),
-            error: e.message,
-        })?;
-        state
-            .flow_mod(&fm, now)
-            .map_err(|error| RuntimeError::Refused {
-                bridge: br.name.clone(),
-                what: what(),
-                error,
-            })?;
-        Ok(())
+        install_flow(state, &br.name, now, parsed, &|| {
+            format!("{path}:{line}: {text}")
+        })
     })
     .map_err(|e| match e {
         datastore::FlowsFileError::Stopped(e) => e,
