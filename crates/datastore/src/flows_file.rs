@@ -137,7 +137,7 @@ impl Block {
 /// hashing every byte; `each` is called with each block's lines
 /// (numbered from 0, blank lines and comments left out) and their
 /// parses, in order. Reading and parsing (on every core,
-/// [`parse_in_parallel`]) run on another thread a block ahead of `each`.
+/// `parse_in_parallel`) run on another thread a block ahead of `each`.
 /// An error from `each` stops the reading.
 pub fn for_each_parsed_block<T: Send, E>(
     path: &Path,

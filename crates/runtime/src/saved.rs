@@ -30,9 +30,11 @@
 //! starts from the new configuration, and the saved file is set aside
 //! with a warning: what the operator wrote wins over what was running.
 //!
-//! The files are read once, when the runtime starts, and removed once the
-//! bridges started (a crash later cannot bring back tables older than
-//! what ran since). A bridge that is not in the configuration at start
+//! When the runtime starts, only each file's digest is read; the bridge
+//! that takes a file reads it as it installs it (`tables::restore_state`,
+//! or at `fulmar run` while the configuration is checked,
+//! `tables::Prebuild`). The files are removed once the bridges started (a
+//! crash later cannot bring back tables older than what ran since). A bridge that is not in the configuration at start
 //! (an OVSDB-managed switch adds its bridges a moment later) finds its
 //! saved tables for [`PENDING_FOR`] after the start.
 //!
@@ -245,9 +247,11 @@ pub(crate) fn parse_line(line: &str) -> Result<SavedLine, flowtext::ParseError> 
 }
 
 /// Reads what [`render`] wrote: the digest and the tables, or the first
-/// error with its line. (A start reads a saved file block by block
-/// instead, installing as it reads: `tables::restore_state`.)
-pub fn parse(text: &str) -> Result<(u64, SavedTables), String> {
+/// error with its line: the tests' round trip. (A start reads a saved
+/// file block by block instead, installing as it reads:
+/// `tables::restore_state`.)
+#[cfg(test)]
+fn parse(text: &str) -> Result<(u64, SavedTables), String> {
     let mut digest = None;
     let mut t = SavedTables::default();
     for (n, line) in text.lines().enumerate() {

@@ -31,6 +31,15 @@ fn sizes_of(br: &datastore::Bridge) -> (u8, u32, u32) {
     )
 }
 
+/// [`sizes_of`] for a bridge's [`datastore::TablesHead`].
+fn head_sizes(head: &datastore::TablesHead) -> (u8, u32, u32) {
+    (
+        head.n_tables,
+        head.flow_table_capacity,
+        head.flow_memory_limit_mib,
+    )
+}
+
 /// A bridge's tables with what was saved at the last stop
 /// ([`crate::saved`]) instead of its static meters, groups and flows: the
 /// file is read block by block, parsed a block ahead on other threads
@@ -110,14 +119,9 @@ pub(crate) fn build_state(br: &datastore::Bridge, now: Time) -> Result<SwitchSta
 /// A bridge's tables with what comes before its flows file's flows: its
 /// static meters, groups and inline flows.
 fn head_state(head: &datastore::TablesHead, now: Time) -> Result<SwitchState, RuntimeError> {
-    let sizes = (
-        head.n_tables,
-        head.flow_table_capacity,
-        head.flow_memory_limit_mib,
-    );
     let mut state = fill(
         &head.bridge,
-        sizes,
+        head_sizes(head),
         now,
         head.meters
             .iter()
@@ -338,11 +342,7 @@ impl Prebuild {
         stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> std::io::Result<std::thread::JoinHandle<Outcome>> {
         let bridge = head.bridge.clone();
-        let sizes = (
-            head.n_tables,
-            head.flow_table_capacity,
-            head.flow_memory_limit_mib,
-        );
+        let sizes = head_sizes(head);
         std::thread::Builder::new()
             .name(format!("{bridge}-load"))
             .spawn(move || {
@@ -459,7 +459,7 @@ pub(crate) enum Outcome {
     Restored(std::path::PathBuf, Result<(SwitchState, Restored), String>),
 }
 
-/// [`BuiltTables`] for [`Runtime::start_with`](crate::Runtime::start_with); taken once.
+/// The `BuiltTables` for [`Runtime::start_with`](crate::Runtime::start_with); taken once.
 #[derive(Clone, Default)]
 pub struct Prebuilt(std::sync::Arc<std::sync::Mutex<BuiltTables>>);
 
