@@ -13,12 +13,11 @@ replies with `perf record -g` into /tmp/stats.perf.data.
 import os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from seedlib.core import Ctx
-from seedlib.exp_004 import install, delivered
+from seedlib.exp_004 import install, delivered, load_and_rate
 from seedlib.common import udp_frames, check_alive
 from seedlib.ofclient import Client
 from seedlib.switches import Fulmar, port_flows
 from seedlib.topo import Topo
-from seedlib.traffic import Generator
 
 binp, n, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 import resource
@@ -59,11 +58,7 @@ try:
     for load in ("idle", "load"):
         g = None
         if load == "load":
-            g = Generator(ctx, topo.host_ns(1), topo.host_dev(1), frames).start()
-            time.sleep(1.0)
-            a, t0 = delivered(topo, 2), time.monotonic()
-            time.sleep(1.0)
-            before = (delivered(topo, 2) - a) / (time.monotonic() - t0)
+            g, before = load_and_rate(ctx, topo, frames)
         a, t0 = delivered(topo, 2), time.monotonic()
         perf = None
         if os.environ.get("PERF") and load == "idle":

@@ -348,13 +348,9 @@ def stats(ctx, res):
                     g = None
                     fwd_before = fwd_during = None
                     if load == "load":
-                        g = Generator(ctx, topo.host_ns(1), topo.host_dev(1), frames).start()
-                        time.sleep(1.0)
                         # What host 2 receives per second without a
                         # request, then during the flow-stats replies.
-                        a, t0 = delivered(topo, 2), time.monotonic()
-                        time.sleep(1.0)
-                        fwd_before = (delivered(topo, 2) - a) / (time.monotonic() - t0)
+                        g, fwd_before = load_and_rate(ctx, topo, frames)
                     try:
                         a, t0 = delivered(topo, 2), time.monotonic()
                         ft = [c.flow_stats() for _ in range(nflow)]
@@ -405,6 +401,16 @@ def stats(ctx, res):
             res.findings.append(f"{system}, forwarding, {r['flows']:,} flows: the reply takes "
                                 f"{r['flow_stats_ms']:.0f} ms; {b:.0f} kpps forwarded before it, {d:.0f} during it"
                                 + (f" ({d / b:.2f})." if b > 0 else "."))
+
+
+def load_and_rate(ctx, topo, frames):
+    """Starts the generator on host 1 and, after a second to settle, what
+    host 2 receives per second over the next one: (generator, rate)."""
+    g = Generator(ctx, topo.host_ns(1), topo.host_dev(1), frames).start()
+    time.sleep(1.0)
+    a, t0 = delivered(topo, 2), time.monotonic()
+    time.sleep(1.0)
+    return g, (delivered(topo, 2) - a) / (time.monotonic() - t0)
 
 
 def delivered(topo, host):
