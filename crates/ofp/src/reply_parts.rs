@@ -360,7 +360,11 @@ mod tests {
                         }
                     })
                 },
-                &s.instructions,
+                |w| {
+                    for i in &s.instructions {
+                        i.encode(w);
+                    }
+                },
             );
         }
         w

@@ -131,14 +131,15 @@ pub struct FlowStatsHead {
 /// Appends one `ofp_flow_stats` record to `w` from borrowed parts, the
 /// bytes [`FlowStats::encode`] writes for the same values: `write_match`
 /// appends the `ofp_match` (padding included, e.g. with
-/// [`Match::encode_with`]). A switch answering a FLOW request over a
+/// [`Match::encode_with`]) and `write_instructions` the instruction
+/// TLVs (a switch that keeps them encoded copies them). A switch answering a FLOW request over a
 /// million entries writes each record straight from its table this way,
 /// without building (and freeing) a [`FlowStats`] per entry.
 pub fn encode_flow_stats(
     w: &mut Vec<u8>,
     head: &FlowStatsHead,
     write_match: impl FnOnce(&mut Vec<u8>),
-    instructions: &[Instruction],
+    write_instructions: impl FnOnce(&mut Vec<u8>),
 ) {
     use crate::wire::Writer;
     let start = w.len();
@@ -156,9 +157,7 @@ pub fn encode_flow_stats(
     w.put_u64(head.packet_count);
     w.put_u64(head.byte_count);
     write_match(w);
-    for i in instructions {
-        i.encode(w);
-    }
+    write_instructions(w);
     patch_len(w, start, start);
 }
 

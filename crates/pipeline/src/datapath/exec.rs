@@ -332,7 +332,11 @@ impl<'a> Exec<'a> {
                 cookie: e.cookie,
                 miss: e.priority == 0 && e.key.fields().is_empty(),
             };
-            let inst = &e.instructions;
+            // Borrowed: entries that reach here are decoded, except under
+            // tracing or the reference lookup (packed entries otherwise run
+            // compiled, above).
+            let listed = e.instructions.list();
+            let inst: &[Instruction] = &listed;
             for i in inst {
                 if let Instruction::Meter { meter_id } = i {
                     if self.meter(pkt, *meter_id).is_err() {

@@ -4,6 +4,7 @@
 //! the control side), and the FLOW_REMOVED event it produces when it
 //! leaves its table.
 
+use crate::model::instructions::{EntryInstructions, Item};
 use crate::model::match_key::MatchKey;
 use crate::{Time, COUNTER_UNAVAILABLE};
 use ofp::flow_mod::flow_mod_flags;
@@ -103,7 +104,9 @@ pub struct FlowEntry {
     /// their fields in order, and a second copy of every match was about
     /// 180 bytes an entry at a million entries.
     pub(crate) sent: Option<Match>,
-    pub instructions: Vec<Instruction>,
+    /// Decoded, or packed when only the compiled entry runs them (see
+    /// [`EntryInstructions`]).
+    pub instructions: EntryInstructions,
     pub cookie: u64,
     pub idle_timeout: u16,
     pub hard_timeout: u16,
@@ -190,7 +193,7 @@ impl FlowEntry {
             packet_count: h.packet_count,
             byte_count: h.byte_count,
             match_: self.match_().into_owned(),
-            instructions: self.instructions.clone(),
+            instructions: self.instructions.to_vec(),
         }
     }
 
@@ -227,7 +230,7 @@ impl FlowEntry {
             }),
         };
         let head = self.stats_head(c, now);
-        ofp::stats::encode_flow_stats(w, &head, write_match, &self.instructions);
+        ofp::stats::encode_flow_stats(w, &head, write_match, |w| self.instructions.encode(w));
     }
 
     /// Prefetches what [`FlowEntry::encode_flow_stats`] reads beyond the
@@ -250,11 +253,9 @@ impl FlowEntry {
                     }
                 }
             }
-            if let Some(i) = self.instructions.first() {
-                prefetch(i);
-            }
-        } else {
-            for i in &self.instructions {
+            self.instructions.prefetch();
+        } else if let Some(list) = self.instructions.as_decoded() {
+            for i in list {
                 if let Instruction::ApplyActions { actions }
                 | Instruction::WriteActions { actions } = i
                 {
@@ -294,43 +295,34 @@ impl FlowEntry {
 
     /// Every action in the entry's apply-actions and write-actions
     /// instructions.
-    pub fn actions(&self) -> impl Iterator<Item = &Action> {
-        instruction_actions(&self.instructions)
+    pub fn actions(&self) -> impl Iterator<Item = Cow<'_, Action>> {
+        self.instructions.actions()
     }
 
     /// True when an output action of the entry sends to `port`
     /// (`OFPP_ANY` always true): the `out_port` filter of delete and stats
     /// requests (spec 1.3.5 §6.4).
     pub fn outputs_to(&self, port: u32) -> bool {
-        port == ofp::consts::port_no::ANY
-            || self
-                .actions()
-                .any(|a| matches!(a, Action::Output { port: p, .. } if *p == port))
+        port == ofp::consts::port_no::ANY || self.instructions.output_ports().contains(&port)
     }
 
     /// True when a group action of the entry forwards to `group`
     /// (`OFPG_ANY` always true): the `out_group` filter.
     pub fn forwards_to_group(&self, group: u32) -> bool {
-        group == ofp::consts::group_no::ANY
-            || self
-                .actions()
-                .any(|a| matches!(a, Action::Group { group_id } if *group_id == group))
+        group == ofp::consts::group_no::ANY || self.groups().any(|g| g == group)
     }
 
     /// The meter of the entry's meter instruction, if any.
     pub fn meter(&self) -> Option<u32> {
-        self.instructions.iter().find_map(|i| match i {
-            Instruction::Meter { meter_id } => Some(*meter_id),
+        self.instructions.items().find_map(|i| match i {
+            Item::Meter(meter_id) => Some(meter_id),
             _ => None,
         })
     }
 
     /// The groups its group actions forward to (may repeat).
-    pub fn groups(&self) -> impl Iterator<Item = u32> + '_ {
-        self.actions().filter_map(|a| match a {
-            Action::Group { group_id } => Some(*group_id),
-            _ => None,
-        })
+    pub fn groups(&self) -> impl Iterator<Item = u32> {
+        self.instructions.group_ids().into_iter()
     }
 
     /// True when `(cookie & mask) == (self.cookie & mask)`.

@@ -52,6 +52,7 @@
 //! docs/results.md ("What the datapath's structure bought").
 
 use crate::model::flow_entry::{FlowEntry, FlowId};
+use crate::model::instructions::{self, EntryInstructions, Item};
 use ofp::{Action, Instruction, Oxm, OxmField};
 use packet::flow_key::field;
 use packet::set_field::FieldValue;
@@ -227,6 +228,58 @@ impl Default for FastEntry {
     }
 }
 
+/// The ops, their number and the goto-table (0: none) of a list that
+/// compiles: at most one apply-actions of at most [`MAX_OPS`] actions
+/// [`FastOp::of`] takes, and at most one goto-table to a later table
+/// (never table 0); `None` for any other list. Unfused.
+fn compile_ops<'a>(items: impl Iterator<Item = Item<'a>>) -> Option<([FastOp; MAX_OPS], u8, u8)> {
+    let mut ops = [FastOp::SetQueue(0); MAX_OPS];
+    let (mut n, mut goto) = (0usize, 0u8);
+    let (mut applies, mut gotos) = (0, 0);
+    for i in items {
+        match i {
+            Item::Actions {
+                write: false,
+                actions,
+            } => {
+                applies += 1;
+                if applies > 1 {
+                    return None;
+                }
+                for a in actions {
+                    *ops.get_mut(n)? = FastOp::of(&a)?;
+                    n += 1;
+                }
+            }
+            Item::GotoTable(t) if t > 0 => {
+                gotos += 1;
+                if gotos > 1 {
+                    return None;
+                }
+                goto = t;
+            }
+            _ => return None,
+        }
+    }
+    Some((ops, n as u8, goto))
+}
+
+/// True when an entry with instructions `list` compiles (runs as a
+/// [`FastEntry`]'s ops).
+pub fn compiles(list: &[Instruction]) -> bool {
+    compile_ops(instructions::items_of(list)).is_some()
+}
+
+/// How an entry keeps `list`: packed when it compiles (the general
+/// executor never reads it per packet), decoded otherwise.
+pub fn entry_instructions(list: &[Instruction]) -> EntryInstructions {
+    if compiles(list) {
+        EntryInstructions::packed(list)
+    } else {
+        EntryInstructions::Decoded(list.to_vec())
+    }
+}
+
 impl FastEntry {
     /// The compiled form of `e`.
     pub fn compile(e: &FlowEntry) -> FastEntry {
@@ -236,35 +289,13 @@ impl FastEntry {
             miss: e.priority == 0 && e.key.fields().is_empty(),
             ..FastEntry::default()
         };
-        let mut actions: &[Action] = &[];
-        let mut goto = 0;
-        let (mut applies, mut gotos) = (0, 0);
-        for i in &e.instructions {
-            match i {
-                Instruction::ApplyActions { actions: a } => {
-                    actions = a;
-                    applies += 1;
-                }
-                Instruction::GotoTable { table_id } if *table_id > 0 => {
-                    goto = *table_id;
-                    gotos += 1;
-                }
-                _ => return f,
-            }
+        if let Some((ops, n, goto)) = compile_ops(e.instructions.items()) {
+            f.ops = ops;
+            f.n = n;
+            // Only a compiled entry has a goto: nothing reads a stale one.
+            f.goto = goto;
+            f.fuse();
         }
-        if applies > 1 || gotos > 1 || actions.len() > MAX_OPS {
-            return f;
-        }
-        for (slot, a) in f.ops.iter_mut().zip(actions) {
-            match FastOp::of(a) {
-                Some(op) => *slot = op,
-                None => return f,
-            }
-        }
-        // Only a compiled entry has a goto: nothing reads a stale one.
-        f.goto = goto;
-        f.n = actions.len() as u8;
-        f.fuse();
         f
     }
 
@@ -424,20 +455,35 @@ mod tests {
     use crate::Time;
     use ofp::{Match, OxmValue};
 
+    /// An entry with `instructions` decoded. Every test's list is also
+    /// packed here, and must compile the same both ways, and be packed by
+    /// [`entry_instructions`] exactly when it compiles.
     fn entry(instructions: Vec<Instruction>) -> FlowEntry {
-        FlowEntry {
+        let e = FlowEntry {
             id: FlowId(7),
             table_id: 0,
             priority: 5,
             key: MatchKey::new(&Match::default()).unwrap(),
             sent: None,
-            instructions,
+            instructions: EntryInstructions::Decoded(instructions.clone()),
             cookie: 0xc0,
             idle_timeout: 0,
             hard_timeout: 0,
             flags: 0,
             installed_at: Time(0),
-        }
+        };
+        let packed = FlowEntry {
+            instructions: EntryInstructions::packed(&instructions),
+            ..e.clone()
+        };
+        let f = FastEntry::compile(&e);
+        assert_eq!(FastEntry::compile(&packed), f, "{instructions:?}");
+        assert_eq!(
+            entry_instructions(&instructions).is_packed(),
+            f.ops().is_some(),
+            "{instructions:?}"
+        );
+        e
     }
 
     fn set(field: OxmField, value: OxmValue) -> Action {

@@ -4,7 +4,9 @@
 use super::set::{entry_bytes, fm_failed, Tables, KNOWN_FLAGS, MAX_TABLE_ENTRIES};
 use super::stats::passes;
 use crate::model::flow_entry::{EntryCounter, FlowEntry, FlowId, FlowRemoved, RemovalReason};
+use crate::model::instructions;
 use crate::model::match_key::MatchKey;
+use crate::tables::compiled;
 use crate::tables::groups::Groups;
 use crate::tables::meters::Meters;
 use crate::tables::validate::{validate_instructions, InstructionContext};
@@ -121,8 +123,9 @@ impl Tables {
         if config.max_bytes > 0 {
             let freed = existing
                 .and_then(|id| self.entry(id))
-                .map_or(0, |e| entry_bytes(&e.key, &e.instructions));
-            let after = self.bytes - freed.min(self.bytes) + entry_bytes(&key, &fm.instructions);
+                .map_or(0, |e| entry_bytes(&e.key, e.instructions.counts()));
+            let after = self.bytes - freed.min(self.bytes)
+                + entry_bytes(&key, instructions::counts_of(&fm.instructions));
             if after > config.max_bytes {
                 return Err(fm_failed(FlowModFailedCode::TableFull));
             }
@@ -153,7 +156,7 @@ impl Tables {
             priority: fm.priority,
             sent: FlowEntry::sent_match(&fm.match_, &key),
             key,
-            instructions: fm.instructions.clone(),
+            instructions: compiled::entry_instructions(&fm.instructions),
             cookie: fm.cookie,
             idle_timeout: fm.idle_timeout,
             hard_timeout: fm.hard_timeout,
@@ -184,7 +187,7 @@ impl Tables {
         for id in &ids {
             if let Some((e, mut c)) = self.detach(*id) {
                 let mut e = FlowEntry::clone(&e);
-                e.instructions = fm.instructions.clone();
+                e.instructions = compiled::entry_instructions(&fm.instructions);
                 if reset {
                     c.packets = 0;
                     c.bytes = 0;

@@ -49,21 +49,16 @@ pub const MAX_TABLE_ENTRIES: usize = 1 << 24;
 /// What one entry costs besides its match fields and instructions, for
 /// [`Tables::memory_estimate`]: the entry record, its compiled form, the
 /// strict and id indexes and the classifier's slot. The `bytes_per_rule`
-/// test measures 713 bytes an entry for a million three-field entries with
-/// one output each; [`entry_bytes`] estimates 704 for them.
+/// test measures 674 bytes an entry for a million three-field entries with
+/// one output each (their instructions packed, see
+/// [`crate::model::instructions`]); [`entry_bytes`] estimates 704 for
+/// them, counting instructions and actions as if decoded.
 pub const ENTRY_BYTES: usize = 480;
 
-/// The estimated memory of an entry with match `key` and `instructions`.
-pub(super) fn entry_bytes(key: &MatchKey, instructions: &[ofp::Instruction]) -> usize {
-    use ofp::Instruction as I;
-    let actions: usize = instructions
-        .iter()
-        .map(|i| match i {
-            I::ApplyActions { actions } | I::WriteActions { actions } => actions.len(),
-            _ => 0,
-        })
-        .sum();
-    ENTRY_BYTES + 48 * key.fields().len() + 40 * instructions.len() + 40 * actions
+/// The estimated memory of an entry with match `key` and a number of
+/// instructions and of actions in them.
+pub(super) fn entry_bytes(key: &MatchKey, (instructions, actions): (usize, usize)) -> usize {
+    ENTRY_BYTES + 48 * key.fields().len() + 40 * instructions + 40 * actions
 }
 
 impl Default for TablesConfig {
@@ -429,7 +424,7 @@ impl Tables {
             }
         }
         book.order.insert(id, slot);
-        self.bytes += entry_bytes(&e.key, &e.instructions);
+        self.bytes += entry_bytes(&e.key, e.instructions.counts());
         for g in e.groups() {
             self.group_refs.entry(g).or_default().insert(id);
         }
@@ -475,7 +470,7 @@ impl Tables {
         book.free.push(slot);
         self.bytes = self
             .bytes
-            .saturating_sub(entry_bytes(&e.key, &e.instructions));
+            .saturating_sub(entry_bytes(&e.key, e.instructions.counts()));
         for g in e.groups() {
             unref(&mut self.group_refs, g, id);
         }

@@ -412,7 +412,7 @@ fn a_memory_budget_refuses_new_entries_past_it_and_counts_replacements() {
             fields: vec![in_port(1)],
         })
         .unwrap(),
-        &output(2),
+        crate::model::instructions::counts_of(&output(2)),
     );
     sw.tables.set.config.max_bytes = 3 * one + one / 2;
     for p in 1..=3 {
@@ -609,11 +609,11 @@ fn modify_changes_instructions_of_selected_entries_only() {
     let out = sw.ok(&m, Time::from_secs(3));
     assert_eq!(out.modified, vec![a, b]);
     let e = sw.tables.entry(a).unwrap();
-    assert_eq!(e.instructions, output(9));
+    assert_eq!(e.instructions.to_vec(), output(9));
     assert_eq!((e.cookie, e.idle_timeout, e.flags), (0x10, 30, SEND));
     assert_eq!(sw.tables.counter(a).unwrap().packets, 1, "counters kept");
     assert_eq!(e.installed_at, Time::from_secs(1), "duration kept");
-    assert_eq!(sw.tables.entry(c).unwrap().instructions, output(1));
+    assert_eq!(sw.tables.entry(c).unwrap().instructions.to_vec(), output(1));
 
     // Cookie filter.
     m.cookie = 0x20;
@@ -1131,7 +1131,7 @@ proptest! {
                             prop_assert_eq!(here(&sw), 1);
                             let e = sw.tables.entry(out.installed.unwrap()).unwrap();
                             prop_assert_eq!(&*e.match_(), &fm.match_);
-                            prop_assert_eq!(&e.instructions, &fm.instructions);
+                            prop_assert_eq!(&e.instructions.to_vec(), &fm.instructions);
                         }
                         FlowModCommand::DeleteStrict | FlowModCommand::Delete
                             if fm.out_port == port_no::ANY && fm.cookie_mask == 0 =>
@@ -1270,7 +1270,7 @@ proptest! {
                     priority: e.priority,
                     key: e.key.clone(),
                     cookie: e.cookie,
-                    port: first_output(&e.instructions),
+                    port: first_output(&e.instructions.to_vec()),
                 })
                 .collect();
             have.sort();

@@ -140,11 +140,14 @@ impl WorkerState {
         }
         for s in slots().filter(|s| general(*s)) {
             if let Some(e) = t0.slot(s) {
-                classifier::prefetch_all(e.instructions.as_slice());
+                if let Some(list) = e.instructions.as_decoded() {
+                    classifier::prefetch_all(list);
+                }
             }
         }
         for s in slots().filter(|s| general(*s)) {
-            for i in t0.slot(s).map(|e| e.instructions.as_slice()).unwrap_or(&[]) {
+            let list = t0.slot(s).and_then(|e| e.instructions.as_decoded());
+            for i in list.unwrap_or(&[]) {
                 if let Instruction::ApplyActions { actions }
                 | Instruction::WriteActions { actions } = i
                 {
