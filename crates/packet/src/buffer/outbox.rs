@@ -32,6 +32,22 @@ impl Outbox {
         self.pkts.push(pkt);
     }
 
+    /// Sends every packet of `pkts`, the `i`-th by `ports[i]`, leaving
+    /// `pkts` empty; with fewer ports than packets, the packets past the
+    /// last port are dropped. One block copy where the lengths agree: a
+    /// 64-byte buffer moved field by field stalls its next move on store
+    /// forwarding (a load spanning two narrower stores).
+    pub fn append(&mut self, pkts: &mut Vec<PacketBuf>, ports: &[u32]) {
+        if pkts.len() == ports.len() {
+            self.ports.extend_from_slice(ports);
+            self.pkts.append(pkts);
+        } else {
+            for (pkt, &port) in pkts.drain(..).zip(ports) {
+                self.push(port, pkt);
+            }
+        }
+    }
+
     /// Packets held.
     #[inline]
     pub fn len(&self) -> usize {
@@ -135,5 +151,38 @@ impl<'a> IntoIterator for &'a Outbox {
 
     fn into_iter(self) -> Self::IntoIter {
         self.ports.iter().copied().zip(self.pkts.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(tags: &[u8]) -> Vec<PacketBuf> {
+        tags.iter().map(|&t| PacketBuf::from_slice(&[t; 64])).collect()
+    }
+
+    fn sent(o: &Outbox) -> Vec<(u32, u8)> {
+        o.iter().map(|(p, b)| (p, b.as_slice()[0])).collect()
+    }
+
+    #[test]
+    fn append_sends_each_packet_by_its_port_after_what_was_there() {
+        let mut o = Outbox::default();
+        o.push(9, PacketBuf::from_slice(&[0; 64]));
+        let mut pkts = frames(&[1, 2, 3]);
+        o.append(&mut pkts, &[4, 5, 6]);
+        assert!(pkts.is_empty());
+        assert_eq!(sent(&o), [(9, 0), (4, 1), (5, 2), (6, 3)]);
+    }
+
+    #[test]
+    fn append_with_fewer_ports_sends_only_the_packets_that_have_one() {
+        let mut o = Outbox::default();
+        let mut pkts = frames(&[1, 2, 3]);
+        o.append(&mut pkts, &[7]);
+        assert!(pkts.is_empty());
+        assert_eq!(sent(&o), [(7, 1)]);
+        assert_eq!(o.ports().len(), o.pkts().len());
     }
 }

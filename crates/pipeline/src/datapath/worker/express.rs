@@ -119,26 +119,41 @@ impl WorkerState {
         let mut ex = self.exec(view, out, now);
         let mut done = 0;
         let mut tx = CanSend::default();
-        let mut drain = packets.drain(..).enumerate();
-        for (i, buf) in drain.by_ref() {
+        // Each frame is rewritten where it lies and its output port kept
+        // in its slot's place; the forwarded frames then move to the
+        // output in one block copy. Moving each 64-byte buffer out of the
+        // burst, into `express_one` and on into the output, field by
+        // field, made each copy's loads wait on the narrower stores of the
+        // one before (store forwarding: 16-18 % of the samples on one
+        // load, `perf annotate`, gateway 1K rules).
+        for i in 0..packets.len() {
             if let Some(&s) = first.get(i + AHEAD).filter(|s| **s != NO_SLOT) {
                 prefetch_hit(t0, ex.hot, 0, s);
             }
-            let buf = match first.get(i).copied().filter(|s| *s != NO_SLOT) {
-                Some(slot) => match express_one(&mut ex, t0, in_port, slot, buf, &mut tx) {
-                    Ok(()) => {
-                        done += 1;
-                        continue;
-                    }
-                    Err(buf) => buf,
-                },
-                None => buf,
+            let Some(slot) = first.get(i).copied().filter(|s| *s != NO_SLOT) else {
+                break;
             };
-            rest.push(buf);
-            break;
+            let Some(buf) = packets.get_mut(i) else {
+                break;
+            };
+            match express_one(&mut ex, t0, in_port, slot, buf, &mut tx) {
+                Some(port) => {
+                    if let Some(f) = first.get_mut(i) {
+                        *f = port;
+                    }
+                    done += 1;
+                }
+                None => break,
+            }
         }
         ex.hot.table_lookups(0, done, done);
-        rest.extend(drain.map(|(_, b)| b));
+        let forwarded = usize::try_from(done)
+            .unwrap_or(usize::MAX)
+            .min(packets.len());
+        rest.extend(packets.drain(forwarded..));
+        ex.out
+            .tx
+            .append(packets, first.get(..forwarded).unwrap_or(&[]));
         first.clear();
         self.scratch.express = first;
         if !rest.is_empty() {
@@ -259,44 +274,34 @@ impl CanSend {
 /// Forwards one frame that hit entry slot `slot` of table 0 when the
 /// slot's compiled entry ends the pipeline with rewrites the express
 /// path does in place for this frame ([`rewrite_in_place`]) and an output
-/// to another standard port that can send; else gives the frame back
-/// untouched.
+/// to another standard port that can send, and gives that port (the
+/// caller moves the frame there); else `None`, the frame untouched.
 #[inline]
 fn express_one(
     ex: &mut Exec<'_>,
     t0: &FlowTable,
     in_port: u32,
     slot: u32,
-    buf: PacketBuf,
+    buf: &mut PacketBuf,
     tx: &mut CanSend,
-) -> Result<(), PacketBuf> {
-    let Some(fe) = t0.fast(slot) else {
-        return Err(buf);
-    };
-    let Some((&FastOp::Output { port, .. }, body)) =
-        fe.final_ops().and_then(<[FastOp]>::split_last)
+) -> Option<u32> {
+    let fe = t0.fast(slot)?;
+    let (&FastOp::Output { port, .. }, body) = fe.final_ops().and_then(<[FastOp]>::split_last)?
     else {
-        return Err(buf);
+        return None;
     };
     if port > port_no::MAX || port == in_port || !tx.sendable(ex, port) {
-        return Err(buf);
+        return None;
     }
-    // The queue (none) written before the frame is rewritten and counted:
-    // the copy into the output then reads stores that have long left the
-    // store buffer. Written just before the push, the copy's 16-byte
-    // loads stalled on store forwarding (11-13 % of the express path's
-    // samples, `perf annotate`).
-    let mut buf = buf;
-    buf.meta.queue_id = 0;
     if !rewrite_in_place(buf.as_mut_slice(), body) {
-        return Err(buf);
+        return None;
     }
+    buf.meta.queue_id = 0;
     let len = buf.len();
     ex.hot
         .flow_hit(ex.counters, 0, slot, fe.id, len as u64, ex.now);
     // What `Exec::queue_frame` does, the length read once.
     let sent = buf.pad_to_floor_from(len) as u64;
-    ex.out.tx.push(port, buf);
     // Counted frame by frame: the counts of a run of frames by one port,
     // bumped when the port changed, cost an out-of-line call per frame
     // where consecutive frames leave by different ports (54 instructions
@@ -304,7 +309,7 @@ fn express_one(
     if !ex.hot.tx_one(port, sent) {
         ex.count_tx(port, 0, 1, sent);
     }
-    Ok(())
+    Some(port)
 }
 
 /// Applies `ops` (a compiled entry's actions before its output) to
