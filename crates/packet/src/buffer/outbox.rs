@@ -159,7 +159,9 @@ mod tests {
     use super::*;
 
     fn frames(tags: &[u8]) -> Vec<PacketBuf> {
-        tags.iter().map(|&t| PacketBuf::from_slice(&[t; 64])).collect()
+        tags.iter()
+            .map(|&t| PacketBuf::from_slice(&[t; 64]))
+            .collect()
     }
 
     fn sent(o: &Outbox) -> Vec<(u32, u8)> {
