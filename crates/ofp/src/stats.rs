@@ -132,9 +132,10 @@ pub struct FlowStatsHead {
 /// bytes [`FlowStats::encode`] writes for the same values: `write_match`
 /// appends the `ofp_match` (padding included, e.g. with
 /// [`Match::encode_with`]) and `write_instructions` the instruction
-/// TLVs (a switch that keeps them encoded copies them). A switch answering a FLOW request over a
-/// million entries writes each record straight from its table this way,
-/// without building (and freeing) a [`FlowStats`] per entry.
+/// TLVs (a switch that keeps them encoded copies them). A switch
+/// answering a FLOW request over a million entries writes each record
+/// straight from its table this way, without building (and freeing) a
+/// [`FlowStats`] per entry.
 pub fn encode_flow_stats(
     w: &mut Vec<u8>,
     head: &FlowStatsHead,

@@ -34,9 +34,10 @@
 //! that takes a file reads it as it installs it (`tables::restore_state`,
 //! or at `fulmar run` while the configuration is checked,
 //! `tables::Prebuild`). The files are removed once the bridges started (a
-//! crash later cannot bring back tables older than what ran since). A bridge that is not in the configuration at start
-//! (an OVSDB-managed switch adds its bridges a moment later) finds its
-//! saved tables for [`PENDING_FOR`] after the start.
+//! crash later cannot bring back tables older than what ran since). A
+//! bridge that is not in the configuration at start (an OVSDB-managed
+//! switch adds its bridges a moment later) finds its saved tables for
+//! [`PENDING_FOR`] after the start.
 //!
 //! What is not restored: counters and entry ages (they start again from
 //! zero, and timeouts count from the restart), and the learning switch's

@@ -331,17 +331,6 @@ impl FlowEntry {
     }
 }
 
-/// Every action inside the apply-actions and write-actions instructions of
-/// a list.
-pub fn instruction_actions(instructions: &[Instruction]) -> impl Iterator<Item = &Action> {
-    instructions.iter().flat_map(|i| match i {
-        Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
-            actions.as_slice()
-        }
-        _ => &[],
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

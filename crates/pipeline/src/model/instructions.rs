@@ -157,11 +157,7 @@ impl EntryInstructions {
         let mut out = Vec::new();
         match self {
             EntryInstructions::Decoded(l) => {
-                for a in l.iter().flat_map(|i| match i {
-                    Instruction::ApplyActions { actions }
-                    | Instruction::WriteActions { actions } => actions.as_slice(),
-                    _ => &[],
-                }) {
+                for a in instruction_actions(l) {
                     match *a {
                         Action::Output { port, .. } if typ == action_type::OUTPUT => out.push(port),
                         Action::Group { group_id } if typ == action_type::GROUP => {
@@ -269,18 +265,20 @@ pub fn items_of(list: &[Instruction]) -> Items<'_> {
     Items::Slice(list.iter())
 }
 
+/// Every action inside the apply-actions and write-actions instructions of
+/// a decoded list.
+pub fn instruction_actions(list: &[Instruction]) -> impl Iterator<Item = &Action> {
+    list.iter().flat_map(|i| match i {
+        Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
+            actions.as_slice()
+        }
+        _ => &[],
+    })
+}
+
 /// The number of instructions in `list` and of actions in them.
 pub fn counts_of(list: &[Instruction]) -> (usize, usize) {
-    let actions = list
-        .iter()
-        .map(|i| match i {
-            Instruction::ApplyActions { actions } | Instruction::WriteActions { actions } => {
-                actions.len()
-            }
-            _ => 0,
-        })
-        .sum();
-    (list.len(), actions)
+    (list.len(), instruction_actions(list).count())
 }
 
 /// One instruction as [`Items`] gives it.

@@ -266,7 +266,7 @@ fn compile_ops<'a>(items: impl Iterator<Item = Item<'a>>) -> Option<([FastOp; MA
 
 /// True when an entry with instructions `list` compiles (runs as a
 /// [`FastEntry`]'s ops).
-pub fn compiles(list: &[Instruction]) -> bool {
+fn compiles(list: &[Instruction]) -> bool {
     compile_ops(instructions::items_of(list)).is_some()
 }
 

@@ -1159,7 +1159,7 @@ struct ModelEntry {
 }
 
 fn first_output(instructions: &[Instruction]) -> u32 {
-    crate::model::flow_entry::instruction_actions(instructions)
+    crate::model::instructions::instruction_actions(instructions)
         .find_map(|a| match a {
             Action::Output { port, .. } => Some(*port),
             _ => None,

@@ -117,7 +117,7 @@ impl WorkerState {
             prefetch_hit(t0, &self.hot, 0, s);
         }
         let mut ex = self.exec(view, out, now);
-        let mut done = 0;
+        let mut done: usize = 0;
         let mut tx = CanSend::default();
         // Each frame is rewritten where it lies and its output port kept
         // in its slot's place; the forwarded frames then move to the
@@ -126,34 +126,24 @@ impl WorkerState {
         // field, made each copy's loads wait on the narrower stores of the
         // one before (store forwarding: 16-18 % of the samples on one
         // load, `perf annotate`, gateway 1K rules).
-        for i in 0..packets.len() {
+        for (i, buf) in packets.iter_mut().enumerate() {
             if let Some(&s) = first.get(i + AHEAD).filter(|s| **s != NO_SLOT) {
                 prefetch_hit(t0, ex.hot, 0, s);
             }
             let Some(slot) = first.get(i).copied().filter(|s| *s != NO_SLOT) else {
                 break;
             };
-            let Some(buf) = packets.get_mut(i) else {
+            let Some(port) = express_one(&mut ex, t0, in_port, slot, buf, &mut tx) else {
                 break;
             };
-            match express_one(&mut ex, t0, in_port, slot, buf, &mut tx) {
-                Some(port) => {
-                    if let Some(f) = first.get_mut(i) {
-                        *f = port;
-                    }
-                    done += 1;
-                }
-                None => break,
+            if let Some(f) = first.get_mut(i) {
+                *f = port;
             }
+            done += 1;
         }
-        ex.hot.table_lookups(0, done, done);
-        let forwarded = usize::try_from(done)
-            .unwrap_or(usize::MAX)
-            .min(packets.len());
-        rest.extend(packets.drain(forwarded..));
-        ex.out
-            .tx
-            .append(packets, first.get(..forwarded).unwrap_or(&[]));
+        ex.hot.table_lookups(0, done as u64, done as u64);
+        rest.extend(packets.drain(done..));
+        ex.out.tx.append(packets, first.get(..done).unwrap_or(&[]));
         first.clear();
         self.scratch.express = first;
         if !rest.is_empty() {
