@@ -405,10 +405,16 @@ pub(crate) fn worker(
             b = 0;
         }
         if hand_overs == 50 {
+            // The control side's collection: take the slot, give the
+            // flow list's room back (as `collect` does; folding is the
+            // control side's time, not the worker's).
             hand_overs = 0;
-            drop(std::mem::take(
-                &mut *slot.lock().unwrap_or_else(|e| e.into_inner()),
-            ));
+            let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
+            let mut taken = std::mem::take(&mut *s);
+            taken.by_slot.clear();
+            s.by_slot = std::mem::take(&mut taken.by_slot);
+            drop(s);
+            drop(taken);
         }
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {

@@ -63,6 +63,16 @@ impl SwitchState {
     /// bulk add per flow, table, group and meter, whatever the number of
     /// packets counted.
     pub fn fold(&mut self, c: &Counters) {
+        // By slot, each fetched a few records ahead: at 1M entries the
+        // slots hit are scattered over 32 MB of counters.
+        const AHEAD: usize = 8;
+        for (i, h) in c.by_slot.iter().enumerate() {
+            if let Some(n) = c.by_slot.get(i + AHEAD) {
+                self.tables.prefetch_counter(n.table, n.slot);
+            }
+            self.tables
+                .add_hits_at(h.table, h.slot, h.id, h.packets, h.bytes, h.last_hit);
+        }
         for (id, f) in &c.flows {
             self.tables.add_hits(*id, f.packets, f.bytes, f.last_hit);
         }
@@ -83,7 +93,7 @@ impl SwitchState {
     /// against.
     #[cfg(test)]
     pub(crate) fn fold_per_packet(&mut self, c: &Counters) {
-        for (id, f) in &c.flows {
+        for (id, f) in &c.by_flow() {
             for i in 0..f.packets {
                 let bytes = if i == 0 { f.bytes } else { 0 };
                 if !self.tables.note_hit(*id, f.last_hit, bytes) {
@@ -1081,5 +1091,54 @@ mod wire_tests {
         assert!(!s.tables.add_hits(FlowId(999), 1, 1, Time(1)));
         assert!(!s.groups.add_counts(5, 1, 1, &[]));
         assert!(!s.meters.add_counts(5, 1, 1, &[]));
+    }
+
+    /// A worker's hits by slot go to the entry the slot holds only when it
+    /// is the entry the worker counted for: a slot freed and taken by a
+    /// new entry meanwhile does not get the old entry's hits.
+    #[test]
+    fn hits_by_slot_go_only_to_the_entry_counted() {
+        use crate::model::counters::SlotHits;
+        let mut s = SwitchState::new(
+            TablesConfig::default(),
+            GroupsConfig::default(),
+            MetersConfig::default(),
+        );
+        let add = |s: &mut SwitchState, f: &str| {
+            let fm = flowtext::parse_flow(f).unwrap();
+            s.flow_mod(&fm, Time(0)).unwrap().installed.unwrap()
+        };
+        let a = add(&mut s, "priority=5,in_port=1,actions=drop");
+        let hits = |id, packets| SlotHits {
+            id,
+            packets,
+            bytes: packets * 60,
+            last_hit: Time(3),
+            slot: 0,
+            table: 0,
+        };
+        let mut c = Counters::default();
+        c.by_slot.push(hits(a, 2));
+        c.by_slot.push(hits(a, 1));
+        s.fold(&c);
+        assert_eq!(s.tables.counter(a).unwrap().packets, 3);
+        let del =
+            flowtext::parse_flow_command("priority=5,in_port=1", ofp::FlowModCommand::DeleteStrict)
+                .unwrap();
+        s.flow_mod(&del, Time(4)).unwrap();
+        let b = add(&mut s, "priority=6,in_port=2,actions=drop");
+        let in_slot_0 = s.tables.table(0).and_then(|t| t.slot(0)).map(|e| e.id);
+        assert_eq!(in_slot_0, Some(b));
+        // Late hits of `a`, counted in the slot `b` now holds.
+        s.fold(&c);
+        assert_eq!(s.tables.counter(b).unwrap().packets, 0);
+        let mut c = Counters::default();
+        c.by_slot.push(hits(b, 4));
+        s.fold(&c);
+        assert_eq!(s.tables.counter(b).unwrap().packets, 4);
+        assert!(!s.tables.add_hits_at(0, 0, a, 1, 1, Time(5)));
+        // A slot that does not hold the entry: found by its id instead.
+        assert!(s.tables.add_hits_at(0, 7, b, 1, 1, Time(5)));
+        assert_eq!(s.tables.counter(b).unwrap().packets, 5);
     }
 }

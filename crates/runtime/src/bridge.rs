@@ -260,14 +260,26 @@ pub(crate) fn threads_config(name: &str, cfg: &Config) -> Result<ThreadsConfig, 
 
 /// Adds what `taken` counted for entries already removed to their
 /// FLOW_REMOVED reports.
+/// One pass over the taken list, whatever the number of reports.
 fn count_late(removing: &mut [(u64, pipeline::FlowRemoved)], taken: &Counters) {
-    if taken.flows.is_empty() {
+    if removing.is_empty() || (taken.flows.is_empty() && taken.by_slot.is_empty()) {
         return;
     }
-    for (_, r) in removing.iter_mut() {
-        if let Some(f) = taken.flows.get(&r.id) {
-            r.add_late_hits(f.packets, f.bytes);
+    let index: pipeline::datapath::FlowMap<usize> = removing
+        .iter()
+        .enumerate()
+        .map(|(i, (_, r))| (r.id, i))
+        .collect();
+    let mut add = |id, packets, bytes| {
+        if let Some((_, r)) = index.get(&id).and_then(|&i| removing.get_mut(i)) {
+            r.add_late_hits(packets, bytes);
         }
+    };
+    for (id, f) in &taken.flows {
+        add(*id, f.packets, f.bytes);
+    }
+    for h in &taken.by_slot {
+        add(h.id, h.packets, h.bytes);
     }
 }
 
@@ -669,16 +681,24 @@ impl BridgeRt {
     /// reports in [`Control::removing`] (folding drops them).
     pub(crate) fn collect(&self, c: &mut Control) {
         for w in &self.workers {
-            let taken = std::mem::take(&mut *w.counters.lock().unwrap_or_else(|e| e.into_inner()));
+            let lock = || w.counters.lock().unwrap_or_else(|e| e.into_inner());
+            let mut taken = std::mem::take(&mut *lock());
             count_late(&mut c.removing, &taken);
             c.dp.state.fold(&taken);
-            c.totals.merge(&taken);
+            c.totals.merge_without_flows(&taken);
+            // The list's room goes back, so that the worker's next
+            // hand-overs append without growing it.
+            taken.by_slot.clear();
+            let mut slot = lock();
+            if slot.by_slot.is_empty() && slot.by_slot.capacity() < taken.by_slot.capacity() {
+                std::mem::swap(&mut slot.by_slot, &mut taken.by_slot);
+            }
         }
         // The control side's own: packet-outs through OUTPUT:TABLE.
         let own = c.dp.take_counters();
         count_late(&mut c.removing, &own);
         c.dp.state.fold(&own);
-        c.totals.merge(&own);
+        c.totals.merge_without_flows(&own);
         // Egress queues: what their scheduler sent and dropped.
         for (port, (ids, h)) in lock_map(&self.qos).iter() {
             for q in h.counters().iter().filter(|q| ids.contains(&q.id)) {

@@ -118,13 +118,16 @@ pub struct PipelineWorker {
 /// and, when the control side holds it, hands nothing over and returns
 /// `false` (the counts stay in `ws`, exact, for the next hand-over).
 ///
-/// The slot's maps are added to in place ([`WorkerState::settle_into`]):
-/// one add per flow hit since the last hand-over, into a map that keeps
-/// its room until the control side takes it (about once a second), and
-/// no map built in between (what that saves: docs/results.md, "The
-/// counter hand-over"). The slot is held while the worker settles:
-/// O(flows hit) (`bench/hand-over.sh` times it), which a
-/// collection may wait for; the control side holds it only to take it.
+/// The slot is added to in place ([`WorkerState::settle_into_up_to`]):
+/// one record appended to its flat list per flow hit since the last
+/// hand-over (no hashing; the control side applies them by slot), into
+/// room the control side gives back when it takes the slot (about once a
+/// second); without `force`, at most
+/// [`pipeline::datapath::HAND_OVER_LIMIT`] records wait there, the rest
+/// staying in `ws` (what this saves: docs/results.md, "The counter
+/// hand-over"). The slot is held while the worker settles: O(flows hit)
+/// (`bench/hand-over.sh` times it), which a collection may wait for; the
+/// control side holds it only to take it.
 /// Its own function so that `fulmar bench --hand-over-ms` runs the same
 /// code as a worker.
 pub fn hand_over(ws: &mut WorkerState, slot: &Mutex<Counters>, force: bool) -> bool {
@@ -135,7 +138,12 @@ pub fn hand_over(ws: &mut WorkerState, slot: &Mutex<Counters>, force: bool) -> b
     };
     match slot {
         Some(mut s) => {
-            ws.settle_into(&mut s);
+            let limit = if force {
+                usize::MAX
+            } else {
+                pipeline::datapath::HAND_OVER_LIMIT
+            };
+            ws.settle_into_up_to(&mut s, limit);
             true
         }
         None => false,

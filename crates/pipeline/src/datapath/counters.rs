@@ -71,6 +71,13 @@ pub struct HotCounters {
     queues0: Vec<QueueCounter>,
 }
 
+/// How many flow records ([`Counters::by_slot`]) a worker's hand-over
+/// slot may hold before the worker keeps further flow hits to itself
+/// until the control side takes the slot: 40 MiB, a second of hand-overs
+/// at 50K flows hit every 20 ms. The control side takes it about once a
+/// second, and whenever it needs the counters it asks for everything.
+pub const HAND_OVER_LIMIT: usize = 1 << 20;
+
 /// Ports numbered below this are counted in [`HotCounters`]' arrays;
 /// others (LOCAL, huge numbers) in [`Counters`]' maps directly.
 pub const HOT_PORTS: u32 = 4096;
@@ -102,7 +109,14 @@ impl HotCounters {
         } else if sc.id != id {
             // The slot was reused: settle the old entry's count.
             let old = std::mem::take(sc);
-            c.add_flow(old.id, old.packets, old.bytes, old.last_hit);
+            c.by_slot.push(SlotHits {
+                id: old.id,
+                packets: old.packets,
+                bytes: old.bytes,
+                last_hit: old.last_hit,
+                slot,
+                table,
+            });
             sc.id = id;
         }
         sc.packets += 1;
@@ -209,36 +223,56 @@ impl HotCounters {
     }
 
     /// Moves everything counted here into `c` (adding to what it holds),
-    /// leaving zeros (the vectors keep their size). O(slots hit since the
-    /// last settle): each is one read of its slot, fetched a few entries
-    /// ahead, and one add to `c.flows` (see [`FlowIdHasher`]), which is
-    /// sized once for all of them when it starts empty.
+    /// leaving zeros (the vectors keep their size).
     pub fn settle(&mut self, c: &mut Counters) {
-        if c.flows.is_empty() {
-            c.flows.reserve(self.touched.len());
-        }
+        self.settle_up_to(c, usize::MAX);
+    }
+
+    /// [`HotCounters::settle`], except that flow hits go over only while
+    /// `c.by_slot` holds fewer than `limit` records; the rest stay here,
+    /// exact, for a later call. O(slots hit since the last call): each is
+    /// one read of its slot, fetched a few entries ahead, and one record
+    /// appended to `c.by_slot` (no hashing: the control side applies the
+    /// records by slot).
+    pub fn settle_up_to(&mut self, c: &mut Counters, limit: usize) {
+        let n = self
+            .touched
+            .len()
+            .min(limit.saturating_sub(c.by_slot.len()));
+        c.by_slot.reserve(n);
         // How far ahead slots are fetched: the slots hit are scattered
         // over the table's (100K entries: 3 MB of them).
         const AHEAD: usize = 8;
-        for i in 0..self.touched.len() {
+        for i in 0..n {
             if let Some((t, s)) = self.touched.get(i + AHEAD) {
                 self.prefetch(*t, *s);
             }
-            let Some((t, s)) = self.touched.get(i).copied() else {
+            let Some((table, slot)) = self.touched.get(i).copied() else {
                 break;
             };
             let sc = self
                 .flows
-                .get_mut(usize::from(t))
-                .and_then(|v| v.get_mut(s as usize));
+                .get_mut(usize::from(table))
+                .and_then(|v| v.get_mut(slot as usize));
             if let Some(sc) = sc {
                 let old = std::mem::take(sc);
                 if old.packets > 0 {
-                    c.add_flow(old.id, old.packets, old.bytes, old.last_hit);
+                    c.by_slot.push(SlotHits {
+                        id: old.id,
+                        packets: old.packets,
+                        bytes: old.bytes,
+                        last_hit: old.last_hit,
+                        slot,
+                        table,
+                    });
                 }
             }
         }
-        self.touched.clear();
+        if n == self.touched.len() {
+            self.touched.clear();
+        } else {
+            self.touched.drain(..n);
+        }
         for (p, pc) in self.ports.iter_mut().enumerate() {
             if *pc != PortCounter::default() {
                 c.port(p as u32).add(&std::mem::take(pc));
@@ -280,7 +314,7 @@ mod tests {
         h.table_lookup(0, false);
         h.table_lookup(3, true);
         h.settle(&mut c);
-        let f = |c: &Counters, id| c.flows.get(&FlowId(id)).copied();
+        let f = |c: &Counters, id| c.flow(FlowId(id));
         assert_eq!(
             f(&c, 1),
             Some(FlowCounter {
@@ -300,6 +334,39 @@ mod tests {
         h.flow_hit(&mut c, 0, 5, FlowId(9), 5, Time(8));
         h.settle(&mut c);
         assert_eq!(f(&c, 9).map(|x| (x.packets, x.bytes)), Some((2, 75)));
+    }
+
+    #[test]
+    fn a_full_slot_keeps_flow_hits_waiting_exactly() {
+        let mut h = HotCounters::default();
+        let mut scratch = Counters::default();
+        for s in 0..10u32 {
+            h.flow_hit(&mut scratch, 1, s, FlowId(u64::from(s) + 1), 10, Time(5));
+        }
+        h.table_lookups(1, 10, 10);
+        let mut slot = Counters::default();
+        h.settle_up_to(&mut slot, 4);
+        // Four records went over; tables and the rest did regardless.
+        assert_eq!(slot.by_slot.len(), 4);
+        assert_eq!(slot.tables[&1].lookups, 10);
+        // A full slot takes no more flows...
+        h.flow_hit(&mut scratch, 1, 0, FlowId(1), 10, Time(6));
+        h.settle_up_to(&mut slot, 4);
+        assert_eq!(slot.by_slot.len(), 4);
+        // ...until it is taken: then the rest, the new hit included.
+        let first = std::mem::take(&mut slot);
+        h.settle_up_to(&mut slot, 100);
+        assert_eq!(slot.by_slot.len(), 7);
+        let mut all = first;
+        all.merge(&slot);
+        let by_id = all.by_flow();
+        assert_eq!(by_id.len(), 10);
+        assert_eq!(by_id[&FlowId(1)].packets, 2);
+        assert_eq!(by_id[&FlowId(1)].last_hit, Time(6));
+        assert!((2..=10).all(|i| by_id[&FlowId(i)].packets == 1));
+        assert!(scratch.is_empty());
+        let r = all.by_slot.iter().find(|r| r.id == FlowId(7)).copied();
+        assert_eq!(r.map(|r| (r.table, r.slot)), Some((1, 6)));
     }
 
     /// Every packet is counted once, by flow id, table and port, across
@@ -330,7 +397,7 @@ mod tests {
             for s in slots.iter_mut() {
                 let taken = std::mem::take(s);
                 for r in removed.iter_mut() {
-                    if let Some(f) = taken.flows.get(&r.id) {
+                    if let Some(f) = taken.flow(r.id) {
                         r.add_late_hits(f.packets, f.bytes);
                     }
                 }
@@ -443,10 +510,13 @@ mod tests {
         assert!(removed.len() > 100, "{}", removed.len());
 
         // By flow id: every packet, once.
-        let got: HashMap<FlowId, u64> =
-            total.flows.iter().map(|(id, f)| (*id, f.packets)).collect();
+        let got: HashMap<FlowId, u64> = total
+            .by_flow()
+            .iter()
+            .map(|(id, f)| (*id, f.packets))
+            .collect();
         assert_eq!(got, sent);
-        for (id, f) in &total.flows {
+        for (id, f) in &total.by_flow() {
             assert_eq!(f.bytes, f.packets * LEN, "{id:?}");
         }
         assert_eq!(

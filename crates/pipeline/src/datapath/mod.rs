@@ -64,7 +64,7 @@ pub use crate::model::ports::{PortInfo, Ports};
 pub use action_set::ActionSet;
 pub use buffers::BufferPool;
 pub use classifier::CacheStats;
-pub use counters::{Counters, DropCounters, DropReason};
+pub use counters::{Counters, DropCounters, DropReason, FlowMap, SlotHits, HAND_OVER_LIMIT};
 pub use exec::remark_dscp;
 pub use worker::{
     PipelineView, Snapshot, WorkerState, CACHE_BYPASS, CACHE_MIN_HIT_DIV, CACHE_WINDOW,

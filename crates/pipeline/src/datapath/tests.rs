@@ -1111,7 +1111,8 @@ fn two_workers_sum_to_the_total() {
     send(&mut b, 1, &udp4(64));
     let total = Counters::sum([a.counters(), b.counters()]);
     assert_eq!(total.ports[&2].tx_packets, 3);
-    let (id, f) = total.flows.iter().next().unwrap();
+    let by_id = total.by_flow();
+    let (id, f) = by_id.iter().next().unwrap();
     assert_eq!(f.packets, 3);
     let mut control = state(flows, "", "");
     control.fold(&total);
@@ -1996,7 +1997,7 @@ mod express_props {
         assert_eq!(c.ports[&1].rx_packets, 40);
         assert_eq!(c.ports[&3].tx_packets, 40);
         assert_eq!((c.tables[&0].lookups, c.tables[&0].matched), (40, 40));
-        assert_eq!(c.flows.values().map(|f| f.packets).sum::<u64>(), 40);
+        assert_eq!(c.by_flow().values().map(|f| f.packets).sum::<u64>(), 40);
         out
     }
 

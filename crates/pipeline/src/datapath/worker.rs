@@ -369,7 +369,15 @@ impl WorkerState {
     /// Adds this worker's counters to `into`, leaving zeros here with
     /// every map's room kept: the hand-over without a map built per call.
     pub fn settle_into(&mut self, into: &mut Counters) {
-        self.hot.settle(into);
+        self.settle_into_up_to(into, usize::MAX);
+    }
+
+    /// [`WorkerState::settle_into`], except that flow hits counted by
+    /// slot go over only while `into.by_slot` holds fewer than `limit`
+    /// records (see [`HotCounters::settle_up_to`]): a slot nobody empties
+    /// stops growing there, and the counts wait here, exact.
+    pub fn settle_into_up_to(&mut self, into: &mut Counters, limit: usize) {
+        self.hot.settle_up_to(into, limit);
         if !self.counters.is_empty() {
             into.merge(&self.counters);
             self.counters.clear();

@@ -10,10 +10,12 @@
 //! exists when folded (the flow was deleted meanwhile) is ignored.
 //!
 //! A worker hands its counters over every 20 ms (the runtime's
-//! `SYNC_EVERY`), tens of thousands of flows at a time on a busy gateway,
-//! so the flow map is keyed with [`FlowIdHasher`] (one multiply, not
-//! SipHash) and kept, capacity and all, across hand-overs
-//! ([`Counters::clear`]); see `pipeline::datapath::counters` for the
+//! `SYNC_EVERY`), up to hundreds of thousands of flows at a time on a busy
+//! gateway. Flow hits counted by slot go over as a flat list
+//! ([`Counters::by_slot`]: one sequential write per entry hit, no hashing
+//! on the worker), which the control side applies by slot; the few hits
+//! counted without a slot go into a map keyed with [`FlowIdHasher`] (one
+//! multiply, not SipHash). See `pipeline::datapath::counters` for the
 //! worker's side.
 
 use crate::model::drops::DropCounters;
@@ -86,6 +88,28 @@ pub struct FlowCounter {
     pub last_hit: Time,
 }
 
+/// What a worker counted for one entry since it last handed its counters
+/// over, with where it counted it: the entry's table and its slot there
+/// (the slot the control side keeps the entry's counters in too, see
+/// `Tables::add_hits_at`). The id says which entry: a slot is reused
+/// once its entry is removed, and a worker may still count for the old
+/// one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotHits {
+    /// The entry.
+    pub id: FlowId,
+    /// Packets that hit it.
+    pub packets: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// The latest hit.
+    pub last_hit: Time,
+    /// Its slot in its table.
+    pub slot: u32,
+    /// Its table.
+    pub table: u8,
+}
+
 /// Counters of one flow table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TableCounter {
@@ -155,10 +179,15 @@ pub struct MeterCounter {
     pub bands: Vec<(u64, u64)>,
 }
 
-/// One worker's counters. See the module comment.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One worker's counters. See the module comment. Two are equal when
+/// they count the same: flow hits compare by flow id, however they were
+/// handed over (by slot or not, in one record or several).
+#[derive(Clone, Debug, Default)]
 pub struct Counters {
-    /// By flow id.
+    /// Flow hits counted by slot, one record per entry and hand-over (an
+    /// entry may appear more than once: its counts are the sum).
+    pub by_slot: Vec<SlotHits>,
+    /// Flow hits counted without a slot, by flow id.
     pub flows: FlowMap<FlowCounter>,
     /// By table number.
     pub tables: HashMap<u8, TableCounter>,
@@ -173,6 +202,20 @@ pub struct Counters {
     /// Drops by cause.
     pub drops: DropCounters,
 }
+
+impl PartialEq for Counters {
+    fn eq(&self, o: &Counters) -> bool {
+        self.tables == o.tables
+            && self.ports == o.ports
+            && self.queues == o.queues
+            && self.groups == o.groups
+            && self.meters == o.meters
+            && self.drops == o.drops
+            && self.by_flow() == o.by_flow()
+    }
+}
+
+impl Eq for Counters {}
 
 fn add_pairs(into: &mut Vec<(u64, u64)>, from: &[(u64, u64)]) {
     if into.len() < from.len() {
@@ -257,9 +300,38 @@ impl Counters {
         }
     }
 
+    /// Every flow's counts, by flow id: [`Counters::flows`] and
+    /// [`Counters::by_slot`] added up (for tests and reports; the control
+    /// side folds the list by slot instead).
+    pub fn by_flow(&self) -> FlowMap<FlowCounter> {
+        let mut m = self.flows.clone();
+        for h in &self.by_slot {
+            let c = m.entry(h.id).or_default();
+            c.packets += h.packets;
+            c.bytes += h.bytes;
+            c.last_hit = c.last_hit.max(h.last_hit);
+        }
+        m
+    }
+
+    /// What these counters hold for entry `id` (both forms added up).
+    /// O(flows counted): for a few ids, such as removed entries' late
+    /// hits.
+    pub fn flow(&self, id: FlowId) -> Option<FlowCounter> {
+        let mut found = self.flows.get(&id).copied();
+        for h in self.by_slot.iter().filter(|h| h.id == id) {
+            let c = found.get_or_insert_with(FlowCounter::default);
+            c.packets += h.packets;
+            c.bytes += h.bytes;
+            c.last_hit = c.last_hit.max(h.last_hit);
+        }
+        found
+    }
+
     /// Nothing counted (every map empty, every drop zero).
     pub fn is_empty(&self) -> bool {
-        self.flows.is_empty()
+        self.by_slot.is_empty()
+            && self.flows.is_empty()
             && self.tables.is_empty()
             && self.ports.is_empty()
             && self.queues.is_empty()
@@ -271,6 +343,7 @@ impl Counters {
     /// Forgets everything counted, keeping each map's room, so that the
     /// next hand-over fills them again without growing them.
     pub fn clear(&mut self) {
+        self.by_slot.clear();
         self.flows.clear();
         self.tables.clear();
         self.ports.clear();
@@ -282,6 +355,7 @@ impl Counters {
 
     /// Adds another worker's counters to these.
     pub fn merge(&mut self, o: &Counters) {
+        self.by_slot.extend_from_slice(&o.by_slot);
         if self.flows.is_empty() {
             // A copy of the table (no hashing), reusing this one's room.
             self.flows.clone_from(&o.flows);
@@ -290,6 +364,13 @@ impl Counters {
                 self.add_flow(*id, f.packets, f.bytes, f.last_hit);
             }
         }
+        self.merge_without_flows(o);
+    }
+
+    /// Adds another worker's counters to these, except its flow hits: for
+    /// running totals (by table, port, group, meter, drop cause) that
+    /// would otherwise keep a record of every flow ever hit.
+    pub fn merge_without_flows(&mut self, o: &Counters) {
         for (t, f) in &o.tables {
             let c = self.tables.entry(*t).or_default();
             c.lookups += f.lookups;

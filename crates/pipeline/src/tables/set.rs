@@ -183,11 +183,29 @@ pub(super) struct Book {
     pub(super) free: Vec<u32>,
     /// Slots ever used.
     pub(super) next_slot: u32,
-    /// Each slot's entry's counters.
-    pub(super) counters: Vec<EntryCounter>,
+    /// Each slot's entry and its counters (a worker's hand-over names the
+    /// slot, see [`Tables::add_hits_at`]).
+    pub(super) counters: Vec<SlotCount>,
     /// Lookups folded from the workers, and those that hit.
     pub(super) lookups: u64,
     pub(super) matched: u64,
+}
+
+/// A slot's entry (`FlowId(0)`, which no entry has, when empty) and its
+/// counters, side by side: folding a worker's hit by slot reads one.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SlotCount {
+    pub(super) id: FlowId,
+    pub(super) c: EntryCounter,
+}
+
+impl Default for SlotCount {
+    fn default() -> Self {
+        SlotCount {
+            id: FlowId(0),
+            c: EntryCounter::default(),
+        }
+    }
 }
 
 /// Where an entry is: its table and its slot there.
@@ -306,7 +324,7 @@ impl Tables {
     pub fn counter(&self, id: FlowId) -> Option<EntryCounter> {
         let p = *self.location.get(&id)?;
         let book = self.books.get(usize::from(p.table))?;
-        book.counters.get(p.slot as usize).copied()
+        book.counters.get(p.slot as usize).map(|s| s.c)
     }
 
     /// The entries of table `t` in installation order.
@@ -410,10 +428,10 @@ impl Tables {
         });
         let i = slot as usize;
         if book.counters.len() <= i {
-            book.counters.resize(i + 1, EntryCounter::default());
+            book.counters.resize(i + 1, SlotCount::default());
         }
         if let Some(x) = book.counters.get_mut(i) {
-            *x = c;
+            *x = SlotCount { id, c };
         }
         match book.by_key.entry(key_hash(e.priority, &e.key)) {
             std::collections::hash_map::Entry::Vacant(v) => {
@@ -465,7 +483,7 @@ impl Tables {
         let c = book
             .counters
             .get_mut(slot as usize)
-            .map(std::mem::take)
+            .map(|s| std::mem::take(s).c)
             .unwrap_or_default();
         book.free.push(slot);
         self.bytes = self

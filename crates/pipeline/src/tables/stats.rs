@@ -48,6 +48,16 @@ pub fn any_flow() -> FlowFilter {
     }
 }
 
+/// Adds `packets` hits of `bytes` bytes in all, the latest at `last_hit`,
+/// to `c`.
+fn add_to(c: &mut EntryCounter, packets: u64, bytes: u64, last_hit: Time) {
+    c.packets = c.packets.wrapping_add(packets);
+    c.bytes = c.bytes.wrapping_add(bytes);
+    if packets > 0 && last_hit > c.last_used {
+        c.last_used = last_hit;
+    }
+}
+
 impl Tables {
     /// Records that a packet of `bytes` bytes matched entry `id` at `now`:
     /// counters grow and the idle timeout restarts. False if no such entry.
@@ -63,19 +73,53 @@ impl Tables {
         let Some(&p) = self.location.get(&id) else {
             return false;
         };
-        let Some(c) = self
+        let Some(s) = self
             .books
             .get_mut(usize::from(p.table))
             .and_then(|b| b.counters.get_mut(p.slot as usize))
         else {
             return false;
         };
-        c.packets = c.packets.wrapping_add(packets);
-        c.bytes = c.bytes.wrapping_add(bytes);
-        if packets > 0 && last_hit > c.last_used {
-            c.last_used = last_hit;
-        }
+        add_to(&mut s.c, packets, bytes, last_hit);
         true
+    }
+
+    /// [`Tables::add_hits`] for hits a worker counted in slot `slot` of
+    /// table `table`: applied there when that slot still holds entry
+    /// `id` (one read, no lookup by id), else by id (the entry moved or
+    /// was removed while the worker counted: false if it is gone).
+    pub fn add_hits_at(
+        &mut self,
+        table: u8,
+        slot: u32,
+        id: FlowId,
+        packets: u64,
+        bytes: u64,
+        last_hit: Time,
+    ) -> bool {
+        let s = self
+            .books
+            .get_mut(usize::from(table))
+            .and_then(|b| b.counters.get_mut(slot as usize))
+            .filter(|s| s.id == id);
+        match s {
+            Some(s) => {
+                add_to(&mut s.c, packets, bytes, last_hit);
+                true
+            }
+            None => self.add_hits(id, packets, bytes, last_hit),
+        }
+    }
+
+    /// Hints the CPU to load slot `slot`'s counters of table `table`.
+    pub fn prefetch_counter(&self, table: u8, slot: u32) {
+        if let Some(s) = self
+            .books
+            .get(usize::from(table))
+            .and_then(|b| b.counters.get(slot as usize))
+        {
+            classifier::prefetch(s);
+        }
     }
 
     /// Records `lookups` lookups in `table_id`, `matched` of which hit an
@@ -141,7 +185,7 @@ impl Tables {
             })
             // Counters only of the entries selected.
             .map(|(e, slot, book)| {
-                let c = book.counters.get(slot as usize).copied();
+                let c = book.counters.get(slot as usize).map(|s| s.c);
                 (e, c.unwrap_or_default())
             }))
     }

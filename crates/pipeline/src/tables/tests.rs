@@ -65,6 +65,12 @@ impl Tables {
             for &slot in &book.free {
                 assert!(table.slot(slot).is_none(), "9: a free slot is empty");
                 assert!(!table.is_general(slot), "9: general bit of a free slot");
+                assert!(
+                    book.counters
+                        .get(slot as usize)
+                        .is_none_or(|s| s.id == FlowId(0)),
+                    "10: a free slot counts for no entry"
+                );
             }
             assert!(
                 table.slot_count() <= book.next_slot as usize,
@@ -78,7 +84,11 @@ impl Tables {
                 assert_eq!(table.fast(slot), Some(&FastEntry::compile(e)), "9: fast");
                 let compiled = FastEntry::compile(e).ops().is_some();
                 assert_eq!(table.is_general(slot), !compiled, "9: general bit");
-                assert!(book.counters.get(slot as usize).is_some(), "10: counters");
+                assert_eq!(
+                    book.counters.get(slot as usize).map(|s| s.id),
+                    Some(*id),
+                    "10: counters"
+                );
                 total += 1;
                 assert_eq!(*id, e.id, "1: id");
                 assert_eq!(usize::from(e.table_id), t, "1: table id");
