@@ -37,7 +37,7 @@ use crate::options::Options;
 use crate::pool::Pool;
 use crate::progress::Progress;
 use crate::switch::{add_ports, check, default_state, install, snapshot_of};
-use crate::traffic::{totals, traffic, Control, WorkerOpts};
+use crate::traffic::{totals, traffic, warm_up, worker_states, Control, WorkerOpts};
 use crate::workload::Workload;
 use anyhow::{ensure, Context};
 use dataplane::snapshot::Publisher;
@@ -286,13 +286,16 @@ pub fn coupling(opts: &Options, c: &CouplingOptions) -> anyhow::Result<CouplingR
     let mut steps: Vec<CouplingStep> = Vec::with_capacity(rates.len());
     let mut notes = Vec::new();
     let mut idle_mpps = None;
+    // The workers last from step to step, as the runtime's do.
+    let mut states = worker_states(opts.workers, wopts);
+    warm_up(&publisher, &pool, &mut states, wopts)?;
     for &rate in &rates {
         let (issued0, added0) = (churn.issued, churn.added);
         let mut apply = |s: &mut SwitchState| churn.next(s);
         let (res, wall, inst) = traffic(
             &publisher,
             &pool,
-            opts.workers,
+            &mut states,
             wopts,
             seconds,
             Control::Paced {

@@ -7,7 +7,7 @@ use crate::progress::Progress;
 use crate::reference;
 use crate::report::{median, rss_bytes, target_of, FlowModFigures, ReferenceFigures, Report};
 use crate::switch::{add_ports, check, default_state, install, snapshot_of};
-use crate::traffic::{totals, traffic, Control, WorkerOpts, WorkerResult};
+use crate::traffic::{totals, traffic, warm_up, worker_states, Control, WorkerOpts, WorkerResult};
 use crate::workload::Workload;
 use anyhow::{bail, ensure, Context};
 use dataplane::snapshot::Publisher;
@@ -73,6 +73,9 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
         let mut ref_all = WorkerResult::default();
         let (mut f_rounds, mut r_rounds, mut ratios, mut r_ns) = (vec![], vec![], vec![], vec![]);
         let mut wall = 0.0;
+        // Fulmar's workers last from round to round, as the runtime's do.
+        let mut states = worker_states(opts.workers, wopts);
+        warm_up(&publisher, &pool, &mut states, wopts)?;
         for round in 0..opts.rounds {
             // Alternate which goes first, so a trend in the machine's
             // load does not favour one side.
@@ -83,7 +86,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
                     let (res, w_s, _) = traffic(
                         &publisher,
                         &pool,
-                        opts.workers,
+                        &mut states,
                         wopts,
                         each,
                         Control::Idle,
@@ -136,7 +139,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
         let (results, wall, _) = traffic(
             &publisher,
             &pool,
-            opts.workers,
+            &mut worker_states(opts.workers, wopts),
             wopts,
             seconds,
             Control::Idle,
@@ -181,7 +184,7 @@ pub fn bench(opts: &Options) -> anyhow::Result<Report> {
         let (res, phase, inst) = traffic(
             &publisher,
             &pool,
-            opts.workers,
+            &mut worker_states(opts.workers, wopts),
             wopts,
             seconds,
             Control::Install {
