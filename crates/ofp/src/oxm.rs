@@ -105,6 +105,7 @@ pub enum ValueKind {
 
 impl ValueKind {
     /// Bytes on the wire.
+    #[inline]
     pub fn len(self) -> usize {
         match self {
             ValueKind::U8 => 1,
@@ -142,6 +143,7 @@ macro_rules! oxm_fields {
                 match name { $($name => Some(OxmField::$variant),)* _ => None }
             }
             /// The shape of the value.
+            #[inline]
             pub fn kind(self) -> ValueKind {
                 match self { $(OxmField::$variant => ValueKind::$kind,)* }
             }
@@ -460,6 +462,7 @@ impl Oxm {
 /// low bytes of the numbers): the bytes [`Oxm::encode`] writes for
 /// `Oxm::Basic` with [`OxmValue::from_u128`] of the same numbers, without
 /// building it.
+#[inline]
 pub fn encode_basic(w: &mut Vec<u8>, field: OxmField, value: u128, mask: Option<u128>) {
     let n = field.kind().len();
     w.put_u16(OXM_CLASS_OPENFLOW_BASIC);
@@ -551,6 +554,7 @@ impl Match {
     /// with [`Oxm::encode`] or [`encode_basic`]), with its length and
     /// padding: the bytes [`Match::encode`] writes for a match of those
     /// fields, without building the match.
+    #[inline]
     pub fn encode_with(w: &mut Vec<u8>, write_fields: impl FnOnce(&mut Vec<u8>)) {
         let start = w.len();
         w.put_u16(OFPMT_OXM);

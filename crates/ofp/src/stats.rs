@@ -142,21 +142,20 @@ pub fn encode_flow_stats(
     write_match: impl FnOnce(&mut Vec<u8>),
     write_instructions: impl FnOnce(&mut Vec<u8>),
 ) {
-    use crate::wire::Writer;
     let start = w.len();
-    w.put_u16(0);
-    w.put_u8(head.table_id);
-    w.put_u8(0);
-    w.put_u32(head.duration_sec);
-    w.put_u32(head.duration_nsec);
-    w.put_u16(head.priority);
-    w.put_u16(head.idle_timeout);
-    w.put_u16(head.hard_timeout);
-    w.put_u16(head.flags);
-    w.put_zeros(4);
-    w.put_u64(head.cookie);
-    w.put_u64(head.packet_count);
-    w.put_u64(head.byte_count);
+    // The fixed part (its length patched below) in one copy.
+    let mut fixed = [0u8; 48];
+    fixed[2] = head.table_id;
+    fixed[4..8].copy_from_slice(&head.duration_sec.to_be_bytes());
+    fixed[8..12].copy_from_slice(&head.duration_nsec.to_be_bytes());
+    fixed[12..14].copy_from_slice(&head.priority.to_be_bytes());
+    fixed[14..16].copy_from_slice(&head.idle_timeout.to_be_bytes());
+    fixed[16..18].copy_from_slice(&head.hard_timeout.to_be_bytes());
+    fixed[18..20].copy_from_slice(&head.flags.to_be_bytes());
+    fixed[24..32].copy_from_slice(&head.cookie.to_be_bytes());
+    fixed[32..40].copy_from_slice(&head.packet_count.to_be_bytes());
+    fixed[40..48].copy_from_slice(&head.byte_count.to_be_bytes());
+    w.extend_from_slice(&fixed);
     write_match(w);
     write_instructions(w);
     patch_len(w, start, start);

@@ -48,6 +48,7 @@ impl KeyField {
 
     /// Appends the field's OXM TLV, the bytes [`KeyField::to_oxm`]'s
     /// encoding gives, without building it.
+    #[inline]
     pub fn encode_oxm(&self, w: &mut Vec<u8>) {
         let mask = (self.mask != full_mask(self.field)).then_some(self.mask);
         ofp::oxm::encode_basic(w, self.field, self.value, mask);

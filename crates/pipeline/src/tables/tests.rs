@@ -1958,3 +1958,51 @@ fn any_send_flow_rem_follows_adds_replacements_and_deletes() {
     assert_eq!(gone.flow_removed.len(), 1);
     assert!(!sw.tables.any_send_flow_rem(), "the last asker was deleted");
 }
+
+/// What encoding a FLOW reply over 1M entries costs the control side
+/// (the records of every page, as the agent asks for them: 4,096 entries
+/// a page; in_port + VLAN entries, one output each). Figures, not
+/// assertions: `cargo test -p pipeline --release flow_stats_reply_cost
+/// -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn flow_stats_reply_cost() {
+    use std::time::Instant;
+    let n = 1_000_000u32;
+    let mut sw = Switch::new(2, 2_000_000);
+    for i in 0..n {
+        let vlan = exact(
+            OxmField::VlanVid,
+            OxmValue::U16(0x1000 | (i % 4094 + 1) as u16),
+        );
+        let fm = add(0, 1, vec![in_port(i / 4094 + 1), vlan], 1);
+        sw.tables
+            .apply_flow_mod(&fm, Time(0), &sw.groups, &sw.meters)
+            .unwrap();
+    }
+    let filter = crate::any_flow();
+    let mut best = f64::MAX;
+    for _ in 0..7 {
+        let t = Instant::now();
+        let (mut at, mut bytes) = (None, 0);
+        loop {
+            let (records, next) = sw
+                .tables
+                .flow_stats_records(&filter, Time(5), at, 4096)
+                .unwrap();
+            bytes += records.len();
+            match next {
+                Some(p) => at = Some(p),
+                None => break,
+            }
+        }
+        let s = t.elapsed().as_secs_f64();
+        assert!(bytes > n as usize * 80);
+        best = best.min(s);
+    }
+    println!(
+        "flow_stats_records over {n} entries: best of 7 {:.1} ms ({:.1} ns an entry)",
+        best * 1e3,
+        best * 1e9 / f64::from(n)
+    );
+}
