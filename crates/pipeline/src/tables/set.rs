@@ -1,6 +1,7 @@
 //! [`Tables`]: every flow table of a switch as the control side keeps
 //! them, and [`TableSet`], the part the workers read (published).
 
+use super::compiled::FastEntry;
 use super::cow::Dual;
 use super::table::{FlowTable, TableOp};
 use crate::model::flow_entry::{EntryCounter, FlowEntry, FlowId};
@@ -458,7 +459,8 @@ impl Tables {
         self.location.insert(id, Place { table: t, slot });
         if let Some(cur) = self.set.shared_mut(t) {
             if let Some(d) = self.cow.get_mut(usize::from(t)) {
-                d.write(cur, TableOp::Put(slot, Arc::new(e)));
+                let fast = FastEntry::compile(&e);
+                d.write(cur, TableOp::Put(slot, Arc::new(e), fast));
             }
         }
     }

@@ -168,8 +168,10 @@ impl Clone for FlowTable {
 #[derive(Clone, Debug)]
 pub(super) enum TableOp {
     /// Puts an entry in an empty slot (a reference count: every copy
-    /// shares the entry).
-    Put(u32, Arc<FlowEntry>),
+    /// shares the entry), with its compiled form, compiled once for every
+    /// copy that replays the op (compiling was half of what the copy-on-
+    /// write tables spent a second time per flow-mod).
+    Put(u32, Arc<FlowEntry>, FastEntry),
     /// Empties a slot.
     Take(u32),
 }
@@ -185,8 +187,8 @@ impl Replay for FlowTable {
 
     fn apply(&mut self, op: &TableOp) -> Option<Arc<FlowEntry>> {
         match op {
-            TableOp::Put(slot, e) => {
-                self.put(*slot, e.clone());
+            TableOp::Put(slot, e, f) => {
+                self.put(*slot, e.clone(), f);
                 None
             }
             TableOp::Take(slot) => self.take(*slot),
@@ -234,7 +236,7 @@ fn field_match(f: &KeyField) -> classifier::FieldMatch {
 
 impl FlowTable {
     /// Puts an entry into `slot` (empty), its compiled form and its rule.
-    fn put(&mut self, slot: u32, e: Arc<FlowEntry>) {
+    fn put(&mut self, slot: u32, e: Arc<FlowEntry>, fast: &FastEntry) {
         self.generation += 1;
         if self.slot(slot).is_some() {
             // Never done (the control side frees a slot first); kept
@@ -247,7 +249,7 @@ impl FlowTable {
             self.fast.grow(i + 1, FastEntry::default());
         }
         if let Some(f) = self.fast.get_mut(i) {
-            *f = FastEntry::compile(&e);
+            *f = *fast;
             let compiled = f.ops().is_some();
             self.leaving += usize::from(f.leaves_by_port());
             self.set_general(slot, !compiled);
