@@ -444,10 +444,7 @@ pub(crate) fn worker(
             hand_overs = 0;
             let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
             let mut taken = std::mem::take(&mut *s);
-            taken.by_slot.clear();
-            s.by_slot = std::mem::take(&mut taken.by_slot);
-            drop(s);
-            drop(taken);
+            s.give_room_back(&mut taken);
         }
         let t3 = Instant::now();
         if measuring.load(Ordering::Relaxed) {

@@ -686,13 +686,7 @@ impl BridgeRt {
             count_late(&mut c.removing, &taken);
             c.dp.state.fold(&taken);
             c.totals.merge_without_flows(&taken);
-            // The list's room goes back, so that the worker's next
-            // hand-overs append without growing it.
-            taken.by_slot.clear();
-            let mut slot = lock();
-            if slot.by_slot.is_empty() && slot.by_slot.capacity() < taken.by_slot.capacity() {
-                std::mem::swap(&mut slot.by_slot, &mut taken.by_slot);
-            }
+            lock().give_room_back(&mut taken);
         }
         // The control side's own: packet-outs through OUTPUT:TABLE.
         let own = c.dp.take_counters();

@@ -28,6 +28,21 @@ impl Default for SlotCounter {
     }
 }
 
+impl SlotCounter {
+    /// What this counter holds, as the record a hand-over carries for
+    /// slot `slot` of table `table`.
+    fn hits(self, table: u8, slot: u32) -> SlotHits {
+        SlotHits {
+            id: self.id,
+            packets: self.packets,
+            bytes: self.bytes,
+            last_hit: self.last_hit,
+            slot,
+            table,
+        }
+    }
+}
+
 /// Grows table `t`'s flow counters (`flows`, by table) so that slot
 /// `s` has one.
 #[cold]
@@ -108,15 +123,7 @@ impl HotCounters {
             self.touched.push((table, slot));
         } else if sc.id != id {
             // The slot was reused: settle the old entry's count.
-            let old = std::mem::take(sc);
-            c.by_slot.push(SlotHits {
-                id: old.id,
-                packets: old.packets,
-                bytes: old.bytes,
-                last_hit: old.last_hit,
-                slot,
-                table,
-            });
+            c.by_slot.push(std::mem::take(sc).hits(table, slot));
             sc.id = id;
         }
         sc.packets += 1;
@@ -257,22 +264,11 @@ impl HotCounters {
             if let Some(sc) = sc {
                 let old = std::mem::take(sc);
                 if old.packets > 0 {
-                    c.by_slot.push(SlotHits {
-                        id: old.id,
-                        packets: old.packets,
-                        bytes: old.bytes,
-                        last_hit: old.last_hit,
-                        slot,
-                        table,
-                    });
+                    c.by_slot.push(old.hits(table, slot));
                 }
             }
         }
-        if n == self.touched.len() {
-            self.touched.clear();
-        } else {
-            self.touched.drain(..n);
-        }
+        self.touched.drain(..n);
         for (p, pc) in self.ports.iter_mut().enumerate() {
             if *pc != PortCounter::default() {
                 c.port(p as u32).add(&std::mem::take(pc));

@@ -88,6 +88,16 @@ pub struct FlowCounter {
     pub last_hit: Time,
 }
 
+impl FlowCounter {
+    /// Adds `packets` hits of `bytes` bytes in all, the latest at
+    /// `last_hit`.
+    pub fn add(&mut self, packets: u64, bytes: u64, last_hit: Time) {
+        self.packets += packets;
+        self.bytes += bytes;
+        self.last_hit = self.last_hit.max(last_hit);
+    }
+}
+
 /// What a worker counted for one entry since it last handed its counters
 /// over, with where it counted it: the entry's table and its slot there
 /// (the slot the control side keeps the entry's counters in too, see
@@ -246,10 +256,10 @@ impl Counters {
     /// Flow entry `id` was hit by `packets` packets of `bytes` bytes in
     /// all, the latest at `last_hit`.
     pub fn add_flow(&mut self, id: FlowId, packets: u64, bytes: u64, last_hit: Time) {
-        let c = self.flows.entry(id).or_default();
-        c.packets += packets;
-        c.bytes += bytes;
-        c.last_hit = c.last_hit.max(last_hit);
+        self.flows
+            .entry(id)
+            .or_default()
+            .add(packets, bytes, last_hit);
     }
 
     /// A lookup in table `t`.
@@ -306,10 +316,9 @@ impl Counters {
     pub fn by_flow(&self) -> FlowMap<FlowCounter> {
         let mut m = self.flows.clone();
         for h in &self.by_slot {
-            let c = m.entry(h.id).or_default();
-            c.packets += h.packets;
-            c.bytes += h.bytes;
-            c.last_hit = c.last_hit.max(h.last_hit);
+            m.entry(h.id)
+                .or_default()
+                .add(h.packets, h.bytes, h.last_hit);
         }
         m
     }
@@ -320,10 +329,9 @@ impl Counters {
     pub fn flow(&self, id: FlowId) -> Option<FlowCounter> {
         let mut found = self.flows.get(&id).copied();
         for h in self.by_slot.iter().filter(|h| h.id == id) {
-            let c = found.get_or_insert_with(FlowCounter::default);
-            c.packets += h.packets;
-            c.bytes += h.bytes;
-            c.last_hit = c.last_hit.max(h.last_hit);
+            found
+                .get_or_insert_with(FlowCounter::default)
+                .add(h.packets, h.bytes, h.last_hit);
         }
         found
     }
@@ -351,6 +359,18 @@ impl Counters {
         self.groups.clear();
         self.meters.clear();
         self.drops = DropCounters::default();
+    }
+
+    /// Gives the room of `used`'s flow list (a slot's counters the
+    /// control side took and folded) back to `self`, the slot the worker
+    /// hands over into next, unless that has started a list of its own
+    /// meanwhile: the worker's next hand-overs then append without
+    /// growing it.
+    pub fn give_room_back(&mut self, used: &mut Counters) {
+        used.by_slot.clear();
+        if self.by_slot.is_empty() && self.by_slot.capacity() < used.by_slot.capacity() {
+            std::mem::swap(&mut self.by_slot, &mut used.by_slot);
+        }
     }
 
     /// Adds another worker's counters to these.
@@ -452,6 +472,34 @@ impl Counters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_goes_back_only_to_a_slot_without_records() {
+        let hit = SlotHits {
+            id: FlowId(1),
+            packets: 1,
+            bytes: 60,
+            last_hit: Time(1),
+            slot: 0,
+            table: 0,
+        };
+        let mut used = Counters {
+            by_slot: vec![hit; 100],
+            ..Counters::default()
+        };
+        let mut slot = Counters::default();
+        slot.give_room_back(&mut used);
+        assert!(slot.by_slot.is_empty() && slot.by_slot.capacity() >= 100);
+        // A slot the worker has handed over into meanwhile keeps its list.
+        let mut used = Counters {
+            by_slot: vec![hit; 1000],
+            ..Counters::default()
+        };
+        slot.by_slot.push(hit);
+        slot.give_room_back(&mut used);
+        assert_eq!(slot.by_slot, vec![hit]);
+        assert!(used.by_slot.is_empty());
+    }
 
     #[test]
     fn merge_adds_everything_and_keeps_latest_hit() {
