@@ -113,7 +113,7 @@ pub(crate) struct InstallResult {
 pub(crate) fn traffic(
     publisher: &Publisher<Snapshot>,
     pool: &Arc<Pool>,
-    states: &mut [WorkerState],
+    states: &mut [BenchWorker],
     opts: WorkerOpts,
     seconds: f64,
     control: Control<'_>,
@@ -341,19 +341,37 @@ impl WorkerOpts {
     }
 }
 
+/// What a runtime worker keeps for its whole life: its pipeline state,
+/// its counter slot (where it hands its counters over, and the control
+/// side takes them from), and when its next hand-over and the next
+/// collection are due.
+pub(crate) struct BenchWorker {
+    ws: WorkerState,
+    slot: std::sync::Mutex<pipeline::datapath::Counters>,
+    next_hand_over: Option<Instant>,
+    hand_overs: u32,
+}
+
 /// The state of each of `workers` workers, as a run starts them. A caller
 /// that runs traffic several times (`--reference`'s rounds, the coupling
 /// steps) keeps them from one run to the next, as the runtime keeps its
 /// workers: what a worker warms (its flow counters' memory, its flow
-/// cache) is then warm, as it is in a switch that has been running.
-pub(crate) fn worker_states(workers: usize, opts: WorkerOpts) -> Vec<WorkerState> {
+/// cache, its counter slot's hand-over list) is then warm, and the
+/// hand-over and collection keep their cadence across runs, as they do
+/// in a switch that has been running.
+pub(crate) fn worker_states(workers: usize, opts: WorkerOpts) -> Vec<BenchWorker> {
     (0..workers)
         .map(|index| {
             let mut ws = WorkerState::new(index as u32, workers as u32, 256);
             if let Some(n) = opts.flow_cache {
                 ws.set_flow_cache(n);
             }
-            ws
+            BenchWorker {
+                ws,
+                slot: Default::default(),
+                next_hand_over: None,
+                hand_overs: 0,
+            }
         })
         .collect()
 }
@@ -365,7 +383,7 @@ pub(crate) fn worker_states(workers: usize, opts: WorkerOpts) -> Vec<WorkerState
 pub(crate) fn warm_up(
     publisher: &Publisher<Snapshot>,
     pool: &Arc<Pool>,
-    states: &mut [WorkerState],
+    states: &mut [BenchWorker],
     opts: WorkerOpts,
 ) -> anyhow::Result<()> {
     let quiet = Progress { on: false };
@@ -376,7 +394,7 @@ pub(crate) fn warm_up(
 pub(crate) fn worker(
     index: usize,
     workers: usize,
-    ws: &mut WorkerState,
+    bw: &mut BenchWorker,
     mut reader: Reader<Snapshot>,
     pool: &Pool,
     opts: WorkerOpts,
@@ -385,6 +403,12 @@ pub(crate) fn worker(
     count: &AtomicU64,
     epoch: Instant,
 ) -> WorkerResult {
+    let BenchWorker {
+        ws,
+        slot,
+        next_hand_over,
+        hand_overs,
+    } = bw;
     let mut snap = reader.get().clone();
     let cs0 = ws.cache_stats();
     let bypassed0 = ws.cache_bypassed();
@@ -403,10 +427,7 @@ pub(crate) fn worker(
     out.tx.reserve(burst * 2);
     let mut b = index * n_bursts / workers.max(1);
     let mut t0 = Instant::now();
-    // The runtime's counter slot for this worker, and when the next
-    // hand-over is due.
-    let slot = std::sync::Mutex::new(pipeline::datapath::Counters::default());
-    let (mut next_hand_over, mut hand_overs) = (t0, 0);
+    let next_hand_over = next_hand_over.get_or_insert(t0);
     while !stop.load(Ordering::Relaxed) {
         // Between bursts, as the runtime's workers do: one atomic load
         // unless a new snapshot was published.
@@ -419,10 +440,10 @@ pub(crate) fn worker(
         let t1 = Instant::now();
         let now = Time(t1.duration_since(epoch).as_nanos() as u64);
         ws.process_burst_into(&snap.view(), span.in_port, &mut batch, now, &mut out);
-        if opts.hand_over_ms > 0 && t1 >= next_hand_over {
-            next_hand_over = t1 + Duration::from_millis(opts.hand_over_ms);
-            runtime::worker::hand_over(ws, &slot, false);
-            hand_overs += 1;
+        if opts.hand_over_ms > 0 && t1 >= *next_hand_over {
+            *next_hand_over = t1 + Duration::from_millis(opts.hand_over_ms);
+            runtime::worker::hand_over(ws, slot, false);
+            *hand_overs += 1;
         }
         let t2 = Instant::now();
         let tx = out.tx.len() as u64;
@@ -437,13 +458,13 @@ pub(crate) fn worker(
         if b == n_bursts {
             b = 0;
         }
-        if hand_overs == 50 {
+        if *hand_overs == 50 {
             // The control side's collection: take the slot, give the
             // flow list's room back (as `collect` does; folding is the
             // control side's time, not the worker's).
-            hand_overs = 0;
-            let mut s = slot.lock().unwrap_or_else(|e| e.into_inner());
-            let mut taken = std::mem::take(&mut *s);
+            *hand_overs = 0;
+            let s = slot.get_mut().unwrap_or_else(|e| e.into_inner());
+            let mut taken = std::mem::take(s);
             s.give_room_back(&mut taken);
         }
         let t3 = Instant::now();
