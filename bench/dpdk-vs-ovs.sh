@@ -280,14 +280,19 @@ in_devargs() {
 }
 
 # gen_start PCAP: with --input nic, starts the generator (the memif server)
-# on CPU 2, or on CPU 0 (beside the control threads) where there are only
-# two, and waits for its socket. gen_stop stops it; it is stopped before
+# on CPU 2, or on CPU 0 (beside the control threads, at nice 19) where
+# there are only two, and waits for its socket. gen_stop stops it; it is stopped before
 # its client goes (DPDK 22.11's memif server has been seen to crash when the
 # client leaves while it sends).
 gen_start() {
     [ "$input" = nic ] || return 0
     rm -f "$work/memif.sock"
-    "$work/nicgen" -l "$gen_cpu" --file-prefix fddgen "${aux_mem[@]}" --no-pci --no-telemetry \
+    # Beside the control threads (two CPUs), the generator yields to them:
+    # OVS's handlers and revalidators fill its megaflow cache from CPU 0,
+    # and a busy generator at the same priority would starve them.
+    local nice=()
+    [ "$gen_cpu" -ne 0 ] || nice=(nice -n 19)
+    "${nice[@]}" "$work/nicgen" -l "$gen_cpu" --file-prefix fddgen "${aux_mem[@]}" --no-pci --no-telemetry \
         --vdev "net_memif0,role=server,socket=$work/memif.sock,socket-abstract=no" \
         -- "$1" > "$work/nicgen.log" 2>&1 &
     gen_pid=$!
