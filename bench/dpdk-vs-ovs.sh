@@ -82,9 +82,9 @@
 #   socket path, not an abstract socket) and fulmar can all open; a net_ring
 #   belongs to one process, and an in-process generator vdev would need
 #   DPDK's driver headers, which Debian does not ship. The generator runs
-#   on CPU 2 (on CPU 0 beside the control threads where there are only two
-#   CPUs) and must stay ahead of the switch for the figures to be the
-#   switch's; every packet then crosses from its
+#   on CPU 2 (on CPU 0 beside the control threads, at nice 19, where there
+#   are only two CPUs) and must stay ahead of the switch for the figures to
+#   be the switch's (the floor's rate shows whether it did); every packet then crosses from its
 #   core to the switch's through the shared ring (a NIC writes to memory or
 #   the last-level cache instead), which the floor includes. With this
 #   input the forwarding threads may poll an empty ring, so cycles per
@@ -582,7 +582,7 @@ PY
     echo "# fulmar $("$fulmar" --version | head -1), OVS: $ovs_version, fulmar's EAL: ${eal_mem[*]}, input $input, flows $flows, OVS warm-up until its megaflows stop growing (at most ${warmup} s), ${seconds} s each, autogroup nice ${agnice:-unchanged}, load $(cut -d' ' -f1-3 /proc/loadavg)"
     if [ "$input" = nic ]; then
         echo "# input nic: rates are wall-clock, cycles per packet over the bursts that carried packets"
-        [ "$cpus" -ge 3 ] || echo "# (only $cpus CPUs: the generator shares CPU 0 and sets the pace; a slow one leaves part-filled bursts, whose cycles per packet are higher, the floor's most of all)"
+        [ "$cpus" -ge 3 ] || echo "# (only $cpus CPUs: the generator shares CPU 0 at nice 19; a row is the switch's only where the floor's rate is well above the switch's, else the generator set the pace and left part-filled bursts)"
     else
         echo "# input pcap: rates per second the forwarding thread was on a CPU, cycles per packet over that time"
     fi
