@@ -84,9 +84,10 @@
 #   DPDK's driver headers, which Debian does not ship. The generator runs
 #   on CPU 2 (on CPU 0 beside the control threads, at nice 19, where there
 #   are only two CPUs) and must stay ahead of the switch for the figures to
-#   be the switch's (the floor's rate shows whether it did); every packet then crosses from its
-#   core to the switch's through the shared ring (a NIC writes to memory or
-#   the last-level cache instead), which the floor includes. With this
+#   be the switch's (the floor's rate shows whether it did); every packet
+#   then crosses from its core to the switch's through the shared ring (a
+#   NIC writes to memory or the last-level cache instead), which the floor
+#   includes. With this
 #   input the forwarding threads may poll an empty ring, so cycles per
 #   packet are taken over the bursts that carried packets (OVS's processing
 #   cycles, testpmd's busy cycles, fulmar's worker busy time) rather than
@@ -281,9 +282,9 @@ in_devargs() {
 
 # gen_start PCAP: with --input nic, starts the generator (the memif server)
 # on CPU 2, or on CPU 0 (beside the control threads, at nice 19) where
-# there are only two, and waits for its socket. gen_stop stops it; it is stopped before
-# its client goes (DPDK 22.11's memif server has been seen to crash when the
-# client leaves while it sends).
+# there are only two, and waits for its socket. gen_stop stops it; it is
+# stopped before its client goes (DPDK 22.11's memif server has been seen
+# to crash when the client leaves while it sends).
 gen_start() {
     [ "$input" = nic ] || return 0
     rm -f "$work/memif.sock"

@@ -348,7 +348,7 @@ impl WorkerOpts {
 pub(crate) struct BenchWorker {
     ws: WorkerState,
     slot: std::sync::Mutex<pipeline::datapath::Counters>,
-    next_hand_over: Option<Instant>,
+    next_hand_over: Instant,
     hand_overs: u32,
 }
 
@@ -369,7 +369,7 @@ pub(crate) fn worker_states(workers: usize, opts: WorkerOpts) -> Vec<BenchWorker
             BenchWorker {
                 ws,
                 slot: Default::default(),
-                next_hand_over: None,
+                next_hand_over: Instant::now(),
                 hand_overs: 0,
             }
         })
@@ -427,7 +427,6 @@ pub(crate) fn worker(
     out.tx.reserve(burst * 2);
     let mut b = index * n_bursts / workers.max(1);
     let mut t0 = Instant::now();
-    let next_hand_over = next_hand_over.get_or_insert(t0);
     while !stop.load(Ordering::Relaxed) {
         // Between bursts, as the runtime's workers do: one atomic load
         // unless a new snapshot was published.
