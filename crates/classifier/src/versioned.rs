@@ -2,7 +2,10 @@
 //! many readers look it up, each reader seeing exactly the entries of the
 //! version it acknowledged: the line, version and reclamation protocol of
 //! issue #35 ("Planned: in-place tables" in docs/design.md), standalone.
-//! The pipeline does not use it yet.
+//! The pipeline does not use the table yet; its registry of versions and
+//! readers ([`Versions`], [`Reader`], [`Watch`]: `readers.rs`, which
+//! states that part of the protocol) is what `dataplane::snapshot`'s
+//! publishing and barriers run on.
 //!
 //! # Structure
 //!
@@ -139,11 +142,16 @@
 //! (`tables/cow.rs`), cold in the workers' caches after each publish.
 
 use crate::key::hash_words;
-use crate::sync::{fence, spin, Arc, AtomicPtr, AtomicU32, AtomicU64, Mutex, Ordering};
-use std::cell::Cell;
+use crate::sync::{fence, spin, Arc, AtomicPtr, AtomicU64, Mutex, Ordering};
+use readers::Registry;
+#[cfg(all(test, not(loom)))]
+use readers::UNPARKING;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
+
+mod readers;
+pub use readers::{Reader, Versions, Watch, IDLE};
 
 const SEQ_MASK: u64 = 0xffff;
 const OCCUPIED: u64 = 1 << 16;
@@ -153,13 +161,6 @@ const SLOT_SHIFT: u32 = 40;
 pub const SLOT_BITS: u32 = 24;
 const OWNER_SHIFT: u32 = 56;
 const COUNT_MASK: u64 = (1 << OWNER_SHIFT) - 1;
-
-/// Acknowledgement of a parked reader.
-const IDLE: u64 = 1 << 63;
-/// Acknowledgement of a reader leaving the parked state.
-const UNPARKING: u64 = 1 << 62;
-/// Acknowledgement of a reader that is gone.
-const GONE: u64 = u64::MAX;
 
 /// The fewest lines of an array (fewer under loom, whose models stay
 /// small).
@@ -213,185 +214,19 @@ fn versions_word(added: u32, removed: u32) -> u64 {
 }
 
 // ---------------------------------------------------------------------------
-// Versions and readers
-
-struct Ack {
-    word: AtomicU64,
-    id: u8,
-}
-
-struct Registry {
-    version: AtomicU32,
-    acks: Mutex<Vec<Arc<Ack>>>,
-}
-
-/// The writer's side of the versions: publishes them and knows which ones
-/// readers still use. One per writer; the tables it versions take it at
-/// creation. The writer (this and its tables) is one thread at a time.
-pub struct Versions {
-    reg: Arc<Registry>,
-}
-
-impl Default for Versions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Versions {
-    /// Versions starting at 1.
-    pub fn new() -> Versions {
-        Self::starting_at(1)
-    }
-
-    /// Versions starting at `v` (not 0): tests start near the wrap.
-    pub fn starting_at(v: u32) -> Versions {
-        assert!(v != 0, "version 0 is reserved");
-        Versions {
-            reg: Arc::new(Registry {
-                version: AtomicU32::new(v),
-                acks: Mutex::new(Vec::new()),
-            }),
-        }
-    }
-
-    /// The published version.
-    pub fn version(&self) -> u32 {
-        self.reg.version.load(Ordering::SeqCst)
-    }
-
-    /// The version the writer's changes are made at: the next one.
-    pub fn pending(&self) -> u32 {
-        next_version(self.version())
-    }
-
-    /// Publishes the pending version (one sequentially consistent store)
-    /// and returns it.
-    pub fn publish(&mut self) -> u32 {
-        let v = self.pending();
-        self.reg.version.store(v, Ordering::SeqCst);
-        v
-    }
-
-    /// A new reader at the published version, with the smallest free id
-    /// (1..=255; panics when 255 readers live).
-    pub fn reader(&mut self) -> Reader {
-        let mut acks = self.reg.acks.lock().unwrap_or_else(|e| e.into_inner());
-        acks.retain(|a| a.word.load(Ordering::SeqCst) != GONE);
-        let id = (1..=u8::MAX)
-            .find(|i| acks.iter().all(|a| a.id != *i))
-            .expect("at most 255 readers");
-        let seen = self.version();
-        let ack = Arc::new(Ack {
-            word: AtomicU64::new(seen as u64),
-            id,
-        });
-        acks.push(ack.clone());
-        Reader {
-            reg: self.reg.clone(),
-            ack,
-            seen,
-            parked: false,
-            not_sync: PhantomData,
-        }
-    }
-
-    /// The oldest version a live, unparked reader acknowledges (the
-    /// published version when there is none); `None` while a reader is
-    /// leaving the parked state (nothing may be reclaimed at that moment).
-    pub fn oldest_in_use(&self) -> Option<u32> {
-        oldest_in_use(&self.reg)
-    }
-
-    /// Live readers, and how many of them are parked.
-    pub fn readers(&self) -> (usize, usize) {
-        let mut acks = self.reg.acks.lock().unwrap_or_else(|e| e.into_inner());
-        acks.retain(|a| a.word.load(Ordering::SeqCst) != GONE);
-        let parked = acks
-            .iter()
-            .filter(|a| a.word.load(Ordering::SeqCst) & IDLE != 0)
-            .count();
-        (acks.len(), parked)
-    }
-}
-
-fn oldest_in_use(reg: &Registry) -> Option<u32> {
-    // The version first: only the writer (this thread) publishes, so no
-    // acknowledgement read below is of a newer one.
-    let cur = reg.version.load(Ordering::SeqCst);
-    let mut acks = reg.acks.lock().unwrap_or_else(|e| e.into_inner());
-    acks.retain(|a| a.word.load(Ordering::SeqCst) != GONE);
-    let mut lag = 0u32;
-    for a in acks.iter() {
-        let w = a.word.load(Ordering::SeqCst);
-        if w == GONE || w & IDLE != 0 {
-            continue;
-        }
-        if w & UNPARKING != 0 {
-            return None;
-        }
-        lag = lag.max(cur.wrapping_sub(w as u32));
-    }
-    Some(cur.wrapping_sub(lag))
-}
-
-/// A reader's acknowledgement and identity: one per dataplane thread. Not
-/// `Sync`: the counters it owns are written by one thread.
-pub struct Reader {
-    reg: Arc<Registry>,
-    ack: Arc<Ack>,
-    seen: u32,
-    parked: bool,
-    not_sync: PhantomData<Cell<()>>,
-}
+// Versions and readers (`readers.rs`), and what a reader counts
 
 impl Reader {
-    /// Moves to the published version and acknowledges it (between
-    /// bursts); leaves the parked state first if parked. One load when
-    /// nothing changed. Returns the version.
-    pub fn refresh(&mut self) -> u32 {
-        let was_parked = self.parked;
-        if was_parked {
-            // Before the version load: see the module comment, "Reclaiming".
-            self.ack.word.store(UNPARKING, Ordering::SeqCst);
-            self.parked = false;
-        }
-        let v = self.reg.version.load(Ordering::SeqCst);
-        if was_parked || v != self.seen {
-            self.ack.word.store(v as u64, Ordering::SeqCst);
-            self.seen = v;
-        }
-        v
-    }
-
-    /// Parks the reader (its thread is about to sleep): it holds no
-    /// version, and lookups panic until the next [`Reader::refresh`].
-    pub fn park(&mut self) {
-        self.ack.word.store(IDLE, Ordering::SeqCst);
-        self.parked = true;
-    }
-
-    /// True while parked.
-    pub fn is_parked(&self) -> bool {
-        self.parked
-    }
-
-    /// The acknowledged version, which lookups are made at.
-    pub fn version(&self) -> u32 {
-        self.seen
-    }
-
-    /// The reader's id (1..=255), the owner id of the lines it counts on.
-    pub fn id(&self) -> u8 {
-        self.ack.id
-    }
-
     /// Counts `packets` and `bytes` on `hit`'s line if this reader owns it
-    /// or claims it now; false when another reader owns it, or when `hit`
-    /// is not of this reader's current burst (then the caller counts
-    /// elsewhere).
+    /// or claims it now; false when another reader owns it, when this
+    /// reader has id 0 (it owns none), or when `hit` is not of this
+    /// reader's current burst (then the caller counts elsewhere).
     pub fn count(&self, hit: &Hit<'_>, packets: u64, bytes: u64) -> bool {
-        if self.parked || hit.version != self.seen || hit.reg != Arc::as_ptr(&self.reg) {
+        if self.parked
+            || self.ack.id == 0
+            || hit.version != self.seen
+            || hit.reg != Arc::as_ptr(&self.reg)
+        {
             return false;
         }
         // SAFETY: `hit` was found by a lookup at version `self.seen` of
@@ -430,12 +265,6 @@ impl Reader {
         let b = line.w[7].load(Ordering::Relaxed);
         line.w[7].store(b.wrapping_add(bytes), Ordering::Relaxed);
         true
-    }
-}
-
-impl Drop for Reader {
-    fn drop(&mut self) {
-        self.ack.word.store(GONE, Ordering::SeqCst);
     }
 }
 
@@ -816,7 +645,7 @@ impl Table {
     }
 
     fn pending(&self) -> u32 {
-        next_version(self.sh.reg.version.load(Ordering::SeqCst))
+        next_version(self.sh.reg.version32())
     }
 
     /// Live entries (visible at the pending version).
@@ -1016,7 +845,7 @@ impl Table {
     /// counts folded; arrays retired at or before it are freed, theirs
     /// folded. Runs the settle sweep when it is due.
     pub fn reclaim(&mut self) -> Reclaimed {
-        let Some(oldest) = oldest_in_use(&self.sh.reg) else {
+        let Some(oldest) = self.sh.reg.oldest_in_use().map(|v| v as u32) else {
             return Reclaimed::default();
         };
         let pending = self.pending();

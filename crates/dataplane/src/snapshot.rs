@@ -4,23 +4,28 @@
 //! # Versions
 //!
 //! The control side builds a complete new value, wraps it in an `Arc` and
-//! [`Publisher::publish`]es it: the `Arc` is swapped into a slot and a
-//! version counter goes up. A worker holds its own [`Reader`] with the
-//! `Arc` it is using; between bursts it calls [`Reader::refresh`], which
-//! costs one atomic load when nothing changed. When the version moved it
-//! takes the slot's lock with `try_lock` — never `lock` — so a busy worker
-//! never blocks on the control side: if the publisher happens to hold the
-//! lock (for the few nanoseconds of an `Arc` swap) the worker keeps the old
-//! version for one more burst. The old version is freed by plain `Arc`
-//! reference counting when the last reader drops it; no new dependency
-//! and no `unsafe`.
+//! [`Publisher::publish`]es it: the `Arc` is swapped into a slot and the
+//! version moves, both under the slot's lock. A worker holds its own
+//! [`Reader`] with the `Arc` it is using; between bursts it calls
+//! [`Reader::refresh`], which costs one atomic load when nothing changed.
+//! When the version moved it takes the slot's lock with `try_lock` —
+//! never `lock` — so a busy worker never blocks on the control side: if
+//! the publisher happens to hold the lock (for the few nanoseconds of an
+//! `Arc` swap) the worker keeps the old version for one more burst. Under
+//! the lock the version cannot move, so the version a reader acknowledges
+//! is always the one of the value it took. The old version is freed by
+//! plain `Arc` reference counting when the last reader drops it.
 //!
 //! # Acknowledgements and barriers
 //!
-//! Each reader publishes an acknowledgement word: the version it uses, or
-//! [`IDLE`] when it is parked. [`Publisher::barrier`] returns once every
-//! live reader is caught up: it acknowledges the version or a newer one,
-//! it is parked, or it is gone (dropped).
+//! The versions and the readers' acknowledgement words are
+//! `classifier::versioned`'s registry (its `readers` module states the
+//! protocol and its invariants, and its loom models check them): the same
+//! words the in-place tables of issue #35 reclaim by, so a snapshot and a
+//! table version are one number. Each [`Reader`] holds one of its
+//! readers; [`Publisher::barrier`] returns once every live reader is
+//! caught up: it acknowledges the version or a newer one, it is parked,
+//! or it is gone (dropped).
 //!
 //! A reader whose thread is about to sleep [`Reader::park`]s: it drops the
 //! snapshot it held (so an idle worker pins no old version, and the
@@ -29,45 +34,26 @@
 //! ([`Reader::get`] or [`Reader::refresh`] do, blocking on the slot's lock
 //! for the length of an `Arc` clone if they have to), so counting a parked
 //! reader as caught up is exact: it processes nothing older than what was
-//! published before the barrier looked. The parked flag and the version
-//! are both sequentially consistent, so a barrier that sees the flag and a
-//! reader that clears it cannot both miss the other's write. A barrier
-//! therefore costs microseconds when the workers sleep (no wake-up), and
-//! about one burst when they are busy (each acknowledges between bursts).
-//!
-//! A waiting barrier sleeps on a condition variable; a reader that moves
-//! its acknowledgement while a barrier waits (one atomic load tells it)
-//! takes the condition's lock and wakes it. No polling.
+//! published before the barrier looked. A barrier therefore costs
+//! microseconds when the workers sleep (no wake-up), and about one burst
+//! when they are busy (each acknowledges between bursts). A waiting
+//! barrier sleeps on a condition variable that readers ring when their
+//! acknowledgement moves; no polling.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use classifier::versioned::{self, Versions, Watch};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-/// Acknowledgement value of a reader that is gone.
-const GONE: u64 = u64::MAX;
-
-/// Acknowledgement bit of a parked reader (see the module comment).
-pub const IDLE: u64 = 1 << 63;
-
-struct Slot<T> {
-    version: AtomicU64,
-    current: Mutex<(u64, Arc<T>)>,
-    acks: Mutex<Vec<Arc<AtomicU64>>>,
-    /// Barriers waiting now.
-    waiting: AtomicUsize,
-    /// Held by a waiting barrier while it checks; readers take it to wake.
-    bell: Mutex<()>,
-    rung: Condvar,
+/// The value in force and the versions (which only the holder of the
+/// slot's lock moves).
+struct Current<T> {
+    versions: Versions,
+    value: Arc<T>,
 }
 
-impl<T> Slot<T> {
-    /// Wakes waiting barriers, if any (after an acknowledgement moved).
-    fn ring(&self) {
-        if self.waiting.load(Ordering::SeqCst) > 0 {
-            let _g = self.bell.lock().unwrap_or_else(|e| e.into_inner());
-            self.rung.notify_all();
-        }
-    }
+struct Slot<T> {
+    current: Mutex<Current<T>>,
+    watch: Watch,
 }
 
 /// The control side: publishes new versions.
@@ -86,39 +72,37 @@ impl<T> Clone for Publisher<T> {
 /// A dataplane thread's view: the version it is using now.
 pub struct Reader<T> {
     slot: Arc<Slot<T>>,
-    seen: u64,
     /// `None` while parked.
     current: Option<Arc<T>>,
-    ack: Arc<AtomicU64>,
-}
-
-/// Whether acknowledgement `a` is caught up with `version`.
-fn caught_up(a: u64, version: u64) -> bool {
-    a & IDLE != 0 || a >= version
+    ack: versioned::Reader,
 }
 
 impl<T> Publisher<T> {
     /// A publisher whose version 1 is `initial`.
     pub fn new(initial: T) -> Publisher<T> {
+        let versions = Versions::new();
+        let watch = versions.watch();
         Publisher {
             slot: Arc::new(Slot {
-                version: AtomicU64::new(1),
-                current: Mutex::new((1, Arc::new(initial))),
-                acks: Mutex::new(Vec::new()),
-                waiting: AtomicUsize::new(0),
-                bell: Mutex::new(()),
-                rung: Condvar::new(),
+                current: Mutex::new(Current {
+                    versions,
+                    value: Arc::new(initial),
+                }),
+                watch,
             }),
         }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Current<T>> {
+        self.slot.current.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Publishes `value` as the next version and returns its number.
     pub fn publish(&self, value: T) -> u64 {
         let value = Arc::new(value);
-        let mut cur = self.slot.current.lock().unwrap_or_else(|e| e.into_inner());
-        let v = cur.0 + 1;
-        let old = std::mem::replace(&mut *cur, (v, value));
-        self.slot.version.store(v, Ordering::SeqCst);
+        let mut cur = self.lock();
+        let v = cur.versions.publish_full();
+        let old = std::mem::replace(&mut cur.value, value);
         drop(cur);
         // The old version is freed (if no reader holds it) outside the lock.
         drop(old);
@@ -127,91 +111,51 @@ impl<T> Publisher<T> {
 
     /// The newest version and its value.
     pub fn current(&self) -> (u64, Arc<T>) {
-        let cur = self.slot.current.lock().unwrap_or_else(|e| e.into_inner());
-        (cur.0, cur.1.clone())
+        let cur = self.lock();
+        (cur.versions.full_version(), cur.value.clone())
     }
 
     /// The newest version's number.
     pub fn version(&self) -> u64 {
-        self.slot.version.load(Ordering::SeqCst)
+        self.slot.watch.version()
     }
 
     /// A reader starting at the current version.
     pub fn reader(&self) -> Reader<T> {
-        let (seen, current) = self.current();
-        let ack = Arc::new(AtomicU64::new(seen));
-        self.slot
-            .acks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(ack.clone());
+        let mut cur = self.lock();
+        let ack = cur.versions.reader();
+        let current = Some(cur.value.clone());
+        drop(cur);
         Reader {
             slot: self.slot.clone(),
-            seen,
-            current: Some(current),
+            current,
             ack,
         }
     }
 
     /// The oldest version any live reader that is not parked still uses
-    /// (`u64::MAX` when there is none).
-    pub fn oldest_in_use(&self) -> u64 {
-        let mut acks = self.slot.acks.lock().unwrap_or_else(|e| e.into_inner());
-        acks.retain(|a| a.load(Ordering::SeqCst) != GONE);
-        acks.iter()
-            .map(|a| a.load(Ordering::SeqCst))
-            .filter(|a| a & IDLE == 0)
-            .min()
-            .unwrap_or(GONE)
+    /// (the newest when there is none); `None` while a reader is leaving
+    /// the parked state.
+    pub fn oldest_in_use(&self) -> Option<u64> {
+        self.slot.watch.oldest_in_use()
     }
 
     /// Live readers, and how many of them are parked now.
     pub fn readers(&self) -> (usize, usize) {
-        let mut acks = self.slot.acks.lock().unwrap_or_else(|e| e.into_inner());
-        acks.retain(|a| a.load(Ordering::SeqCst) != GONE);
-        let parked = acks
-            .iter()
-            .filter(|a| a.load(Ordering::SeqCst) & IDLE != 0)
-            .count();
-        (acks.len(), parked)
+        self.slot.watch.readers()
     }
 
     /// True when every live reader is caught up with `version` now: it
     /// uses it or a newer one, or it is parked (see the module comment).
     pub fn caught_up(&self, version: u64) -> bool {
-        let acks = self.slot.acks.lock().unwrap_or_else(|e| e.into_inner());
-        acks.iter()
-            .all(|a| caught_up(a.load(Ordering::SeqCst), version))
+        self.slot.watch.caught_up(version)
     }
 
     /// Waits until every live reader is caught up with `version` (see
     /// [`Publisher::caught_up`]); false if `timeout` passed first. Sleeps
     /// until a reader moves, no polling.
     pub fn barrier(&self, version: u64, timeout: Duration) -> bool {
-        if self.caught_up(version) {
-            return true;
-        }
-        let deadline = Instant::now() + timeout;
-        self.slot.waiting.fetch_add(1, Ordering::SeqCst);
-        let mut bell = self.slot.bell.lock().unwrap_or_else(|e| e.into_inner());
-        let done = loop {
-            // Checked under the bell: a reader that moves after this
-            // check rings it only once this thread waits.
-            if self.caught_up(version) {
-                break true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                break false;
-            }
-            bell = match self.slot.rung.wait_timeout(bell, deadline - now) {
-                Ok((g, _)) => g,
-                Err(e) => e.into_inner().0,
-            };
-        };
-        drop(bell);
-        self.slot.waiting.fetch_sub(1, Ordering::SeqCst);
-        done
+        self.slot.watch.barrier(version, timeout)
     }
 }
 
@@ -220,37 +164,32 @@ impl<T> Reader<T> {
     /// right now; never blocks unless the reader is parked (then it takes
     /// the newest version whatever it costs, see the module comment).
     /// Returns true when the version changed.
+    #[inline]
     pub fn refresh(&mut self) -> bool {
         if self.current.is_none() {
             return self.unpark();
         }
-        if self.slot.version.load(Ordering::SeqCst) == self.seen {
+        if !self.ack.stale() {
             return false;
         }
         let Ok(cur) = self.slot.current.try_lock() else {
             return false;
         };
-        self.seen = cur.0;
-        self.current = Some(cur.1.clone());
-        drop(cur);
-        self.ack.store(self.seen, Ordering::SeqCst);
-        self.slot.ring();
+        // The version cannot move while the lock is held: the one
+        // acknowledged is the value's.
+        self.ack.refresh();
+        self.current = Some(cur.value.clone());
         true
     }
 
-    /// Leaves the parked state: clears the flag, then takes the newest
-    /// version (waiting for the slot's lock if the publisher holds it).
+    /// Leaves the parked state: takes the newest version (waiting for the
+    /// slot's lock if the publisher holds it) and acknowledges it.
     fn unpark(&mut self) -> bool {
-        // Flag first, then the version: see the module comment.
-        self.ack.store(self.seen, Ordering::SeqCst);
         let cur = self.slot.current.lock().unwrap_or_else(|e| e.into_inner());
-        let changed = cur.0 != self.seen;
-        self.seen = cur.0;
-        self.current = Some(cur.1.clone());
-        drop(cur);
-        self.ack.store(self.seen, Ordering::SeqCst);
-        self.slot.ring();
-        changed
+        let before = self.ack.full_version();
+        self.ack.refresh();
+        self.current = Some(cur.value.clone());
+        self.ack.full_version() != before
     }
 
     /// Parks the reader: its thread processes nothing until it calls
@@ -260,9 +199,8 @@ impl<T> Reader<T> {
         if self.current.is_none() {
             return;
         }
-        self.ack.store(IDLE | self.seen, Ordering::SeqCst);
+        self.ack.park();
         self.current = None;
-        self.slot.ring();
     }
 
     /// True while parked.
@@ -280,28 +218,22 @@ impl<T> Reader<T> {
             slot.current
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .1
+                .value
                 .clone()
         })
     }
 
     /// The version in use (the last one taken, if parked).
     pub fn version(&self) -> u64 {
-        self.seen
-    }
-}
-
-impl<T> Drop for Reader<T> {
-    fn drop(&mut self) {
-        self.ack.store(GONE, Ordering::SeqCst);
-        self.slot.ring();
+        self.ack.full_version()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Instant;
 
     #[test]
     fn readers_see_new_versions_between_bursts() {
@@ -328,7 +260,7 @@ mod tests {
         assert!(!p.barrier(v, Duration::from_millis(5)), "b still at 1");
         drop(b);
         assert!(p.barrier(v, Duration::from_millis(5)));
-        assert_eq!(p.oldest_in_use(), v);
+        assert_eq!(p.oldest_in_use(), Some(v));
     }
 
     #[test]

@@ -184,3 +184,42 @@ fn seqlock_reads_whole_lines() {
         reader.join().unwrap();
     });
 }
+
+/// The barrier a BARRIER_REPLY waits for (`readers.rs`): the writer adds
+/// an entry, publishes, waits for the barrier and then "replies"; a reader
+/// that refreshes, parks and wakes must never start a burst after the
+/// reply that misses the entry. A lost ring would leave the barrier asleep
+/// with the reader done, which loom reports as a deadlock.
+#[test]
+fn barrier_reply_means_every_later_burst_sees_the_change() {
+    model(3, || {
+        let mut vs = Versions::new();
+        let mut t = Table::new(&vs, 1);
+        let watch = vs.watch();
+        let replied = Arc::new(crate::sync::AtomicBool::new(false));
+        let mut r = vs.reader();
+        let view = t.view();
+        let rep = replied.clone();
+        let reader = thread::spawn(move || {
+            for round in 0..2 {
+                if round == 1 {
+                    r.park();
+                }
+                r.refresh();
+                // A packet read in this burst, after or before the reply.
+                let after_reply = rep.load(Ordering::SeqCst);
+                let hit = view.lookup(&r, &[1]);
+                assert!(
+                    hit.is_some() || !after_reply,
+                    "a burst after the reply missed the change (at {})",
+                    r.version()
+                );
+            }
+        });
+        t.insert(&[1], 1, 1, [1, 1]);
+        let v = vs.publish_full();
+        assert!(watch.barrier(v, std::time::Duration::from_secs(60)));
+        replied.store(true, Ordering::SeqCst);
+        reader.join().unwrap();
+    });
+}
