@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # loom over the in-place table protocol (classifier::versioned): a writer
 # inserting, modifying, removing, rebuilding and reclaiming against one or
-# two readers refreshing, parking and looking up, every interleaving up to
+# two readers refreshing, parking and looking up, and the barrier a
+# BARRIER_REPLY waits for (readers.rs), every interleaving up to
 # a preemption bound (LOOM_MAX_PREEMPTIONS, or each model's own).
 #
 #   scripts/loom.sh            # well under two minutes on 2 cores
