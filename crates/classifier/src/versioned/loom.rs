@@ -117,6 +117,42 @@ fn rebuild_retire_free_with_park() {
     });
 }
 
+/// Reclaiming against a reader that wakes (`readers.rs`): the writer
+/// frees the array a rebuild retired as soon as no unparked reader can
+/// be before it; a reader parked at that moment that wakes meanwhile must
+/// never reach the freed array (`Array::find` asserts that). It fails
+/// when `reclaim` frees a retired array whatever the readers hold; it
+/// does not find a missing fence between a waking reader's `UNPARKING`
+/// store and its load of the version (the barrier model below does).
+#[test]
+fn reclaim_against_a_waking_reader() {
+    model(4, || {
+        let mut vs = Versions::new();
+        let mut t = Table::new(&vs, 1);
+        let v1 = vs.pending();
+        t.insert(&[1], v1 as u16, 1, [1, v1 as u64]);
+        vs.publish();
+        let v2 = v1 + 1;
+        let expect = move |v: u32| match v {
+            v if v == v1 => Some(v1),
+            v if v == v2 => Some(v2),
+            _ => unreachable!("version {v}"),
+        };
+        let mut r = vs.reader();
+        r.park();
+        let view = t.view();
+        let reader = thread::spawn(move || {
+            r.refresh();
+            check(&view, &r, &expect);
+        });
+        t.modify(&[1], v2 as u16, 1, [1, v2 as u64]);
+        t.rebuild();
+        vs.publish();
+        t.reclaim();
+        reader.join().unwrap();
+    });
+}
+
 /// Two readers, each refreshing once and looking up, while the writer
 /// modifies, rebuilds, publishes and reclaims; then each counts on its hit
 /// (one owner per line).
