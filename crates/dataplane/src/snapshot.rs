@@ -120,6 +120,13 @@ impl<T> Publisher<T> {
         self.slot.watch.version()
     }
 
+    /// Calls `f` with the versions this publisher moves, under the slot's
+    /// lock: an in-place table (`versioned::Table::new`) made from them
+    /// is read at the version of the snapshot its reader holds.
+    pub fn versions<R>(&self, f: impl FnOnce(&Versions) -> R) -> R {
+        f(&self.lock().versions)
+    }
+
     /// A reader starting at the current version.
     pub fn reader(&self) -> Reader<T> {
         let mut cur = self.lock();
@@ -227,6 +234,13 @@ impl<T> Reader<T> {
     pub fn version(&self) -> u64 {
         self.ack.full_version()
     }
+
+    /// The acknowledgement this reader's lookups in an in-place table of
+    /// this publisher's versions are made with: at the version of the
+    /// snapshot it holds ([`Reader::get`]).
+    pub fn versioned(&self) -> &versioned::Reader {
+        &self.ack
+    }
 }
 
 #[cfg(test)]
@@ -321,6 +335,94 @@ mod tests {
         assert_eq!(Arc::strong_count(&first), 2, "reader still holds v1");
         r.refresh();
         assert_eq!(Arc::strong_count(&first), 1);
+    }
+
+    /// A snapshot and an in-place table published through one
+    /// publisher are read at one version: readers that refresh, park and
+    /// wake find in the table exactly what the snapshot they hold says,
+    /// while the writer changes both in batches, rebuilds the table and
+    /// reclaims behind them.
+    #[test]
+    fn a_snapshot_and_an_in_place_table_are_read_at_one_version() {
+        use classifier::versioned::Table;
+        use std::collections::BTreeMap;
+        const KEYS: u64 = 48;
+        let p = Publisher::new(BTreeMap::<u64, u64>::new());
+        let mut t = p.versions(|v| Table::new(v, 1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..3u64)
+            .map(|i| {
+                let mut r = p.reader();
+                let view = t.view();
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut checked = 0u64;
+                    let mut round = i;
+                    while !stop.load(Ordering::Relaxed) {
+                        if round % 5 == 4 {
+                            r.park();
+                        }
+                        r.refresh();
+                        let snap = r.get().clone();
+                        for k in 0..KEYS {
+                            let got = view.lookup(r.versioned(), &[k]).map(|h| h.actions[0]);
+                            assert_eq!(
+                                got,
+                                snap.get(&k).copied(),
+                                "key {k} at version {}",
+                                r.version()
+                            );
+                        }
+                        checked += 1;
+                        round += 1;
+                        std::thread::yield_now();
+                    }
+                    checked
+                })
+            })
+            .collect();
+        let mut model = BTreeMap::new();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for step in 0..3000u64 {
+            for _ in 0..next() % 6 {
+                let k = next() % KEYS;
+                if next() % 3 == 0 {
+                    if model.remove(&k).is_some() {
+                        assert!(t.remove(&[k]));
+                    }
+                } else {
+                    let val = step << 8 | k;
+                    let fresh = model.insert(k, val).is_none();
+                    let done = if fresh {
+                        t.insert(&[k], 1, 0, [val, 0])
+                    } else {
+                        t.modify(&[k], 1, 0, [val, 0])
+                    };
+                    assert!(done);
+                }
+            }
+            if step % 101 == 50 {
+                t.rebuild();
+            }
+            p.publish(model.clone());
+            if step % 7 == 0 {
+                t.reclaim();
+            }
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+        for h in readers {
+            assert!(h.join().unwrap() > 0, "every reader checked some version");
+        }
+        // Every reader gone: everything removed can be reclaimed.
+        t.reclaim();
+        assert_eq!((t.tombstones(), t.retired()), (0, 0));
     }
 
     #[test]
