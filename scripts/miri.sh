@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Miri over the tests of the modules with `unsafe` or lock-free handshakes
 # that can run without system calls: the SPSC ring, the port layer's
-# counters and the AF_PACKET ring's slot lending (dataplane),
+# counters, the AF_PACKET ring's slot lending and the snapshots with an
+# in-place table read at their versions, by threads (dataplane),
 # the packet buffer with its lent storage and pool (packet), and the
 # classifier's prefetching subtable and in-place table (`versioned`: the
 # array pointer's dereference and the retire/free path, with threads, so
@@ -25,7 +26,7 @@ rustup toolchain install --profile minimal --component miri,rust-src "$tc" >/dev
 # cases by default, slow when every step is interpreted.
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-disable-isolation}"
 export PROPTEST_CASES="${PROPTEST_CASES:-8}"
-cargo +"$tc" miri test -p dataplane --lib -- spsc:: port:: afpacket::lend::
+cargo +"$tc" miri test -p dataplane --lib -- spsc:: port:: afpacket::lend:: snapshot::
 cargo +"$tc" miri test -p packet --lib -- buffer::
 # The in-place table's differential property test is left to the normal
 # run: under Miri it took a minute for a few cases, and the unit tests
