@@ -31,10 +31,11 @@
 //!
 //! # Versions
 //!
-//! Versions are `u32` serial numbers ([`serial_le`]): `a` is at or before
-//! `b` when `b - a`, wrapping, is below 2^31. [`Versions::publish`] moves
-//! the published version `V` to the next one, skipping 0, which is
-//! reserved: `added` = 0 means "settled, visible at every version a reader
+//! Lines compare versions as `u32` serial numbers ([`serial_le`]), the
+//! low 32 bits of the registry's `u64` version (`readers.rs`): `a` is at
+//! or before `b` when `b - a`, wrapping, is below 2^31.
+//! [`Versions::publish`] moves the published version `V` to the next one
+//! whose low 32 bits are not 0, which lines reserve: `added` = 0 means "settled, visible at every version a reader
 //! may hold", `removed` = 0 means "never". A line is visible at version
 //! `v` when `added` is 0 or at or before `v`, and `removed` is 0 or after
 //! `v`. A line whose `added` equals its nonzero `removed` is *dead*:
@@ -99,8 +100,9 @@
 //! reach it. A parked reader ([`Reader::park`]) holds nothing; on waking
 //! it first marks its word "unparking" (and [`Versions::oldest_in_use`]
 //! then answers `None`: reclaim nothing now), then loads the version, then
-//! acknowledges it, all sequentially consistent, so it cannot load a
-//! version older than one the writer counted it past. The cost is the one
+//! acknowledges it, all sequentially consistent and the mark fenced from
+//! the load (`readers.rs`, "Fences"), so it cannot load a version older
+//! than one the writer counted it past. The cost is the one
 //! of every epoch scheme: a stalled reader holds back reclamation.
 //!
 //! [`Table::rebuild`] (growth, or clean-up of dead lines) copies every line
