@@ -59,3 +59,25 @@ fn a_barrier_sleeps_until_a_reader_moves() {
     // for a loaded machine).
     assert!(waited < Duration::from_secs(30), "{waited:?}");
 }
+
+#[test]
+// 256 registrations, each searching the ids in use: minutes under Miri,
+// and no unsafe code of its own.
+#[cfg_attr(miri, ignore)]
+fn readers_past_the_255th_get_id_0_and_own_no_line() {
+    let mut vs = Versions::new();
+    let mut t = super::super::Table::new(&vs, 1);
+    t.insert(&[1], 1, 1, [1, 1]);
+    vs.publish();
+    let mut readers: Vec<Reader> = (0..256).map(|_| vs.reader()).collect();
+    assert_eq!(readers[254].id(), 255);
+    let last = readers.last_mut().unwrap();
+    assert_eq!(last.id(), 0, "no panic, no id");
+    last.refresh();
+    let view = t.view();
+    let hit = view.lookup(last, &[1]).unwrap();
+    assert!(!last.count(&hit, 1, 64), "id 0 counts elsewhere");
+    // An id freed by a reader that goes is given again.
+    readers.remove(3);
+    assert_eq!(vs.reader().id(), 4);
+}
