@@ -45,6 +45,37 @@ fn check(view: &View, r: &Reader, expect: &dyn Fn(u32) -> Option<u32>) {
     }
 }
 
+/// The start of the models that change key 1 once: the key added at the
+/// first pending version `v1` and published, and what a lookup finds
+/// at `v1` and at `v1 + 1` (after [`modify_rebuild_publish`]).
+fn key_added() -> (
+    Versions,
+    Table,
+    impl Fn(u32) -> Option<u32> + Copy + Send + 'static,
+) {
+    let mut vs = Versions::new();
+    let mut t = Table::new(&vs, 1);
+    let v1 = vs.pending();
+    t.insert(&[1], v1 as u16, 1, [1, v1 as u64]);
+    vs.publish();
+    let v2 = v1 + 1;
+    let expect = move |v: u32| match v {
+        v if v == v1 => Some(v1),
+        v if v == v2 => Some(v2),
+        _ => unreachable!("version {v}"),
+    };
+    (vs, t, expect)
+}
+
+/// The writer's change of those models: key 1 modified at the pending
+/// version, the array rebuilt (the old one retired at it), published.
+fn modify_rebuild_publish(vs: &mut Versions, t: &mut Table) {
+    let v = vs.pending();
+    t.modify(&[1], v as u16, 1, [1, v as u64]);
+    t.rebuild();
+    vs.publish();
+}
+
 /// Insert, modify, remove, reclaim and reuse of the dead line, against a
 /// reader refreshing and looking up twice.
 #[test]
@@ -88,17 +119,7 @@ fn modify_remove_reuse() {
 #[test]
 fn rebuild_retire_free_with_park() {
     model(4, || {
-        let mut vs = Versions::new();
-        let mut t = Table::new(&vs, 1);
-        let v1 = vs.pending();
-        t.insert(&[1], v1 as u16, 1, [1, v1 as u64]);
-        vs.publish();
-        let v2 = v1 + 1;
-        let expect = move |v: u32| match v {
-            v if v == v1 => Some(v1),
-            v if v == v2 => Some(v2),
-            _ => unreachable!("version {v}"),
-        };
+        let (mut vs, mut t, expect) = key_added();
         let mut r = vs.reader();
         let view = t.view();
         let reader = thread::spawn(move || {
@@ -108,9 +129,7 @@ fn rebuild_retire_free_with_park() {
             r.refresh();
             check(&view, &r, &expect);
         });
-        t.modify(&[1], v2 as u16, 1, [1, v2 as u64]);
-        t.rebuild();
-        vs.publish();
+        modify_rebuild_publish(&mut vs, &mut t);
         t.reclaim();
         t.reclaim();
         reader.join().unwrap();
@@ -127,17 +146,7 @@ fn rebuild_retire_free_with_park() {
 #[test]
 fn reclaim_against_a_waking_reader() {
     model(4, || {
-        let mut vs = Versions::new();
-        let mut t = Table::new(&vs, 1);
-        let v1 = vs.pending();
-        t.insert(&[1], v1 as u16, 1, [1, v1 as u64]);
-        vs.publish();
-        let v2 = v1 + 1;
-        let expect = move |v: u32| match v {
-            v if v == v1 => Some(v1),
-            v if v == v2 => Some(v2),
-            _ => unreachable!("version {v}"),
-        };
+        let (mut vs, mut t, expect) = key_added();
         let mut r = vs.reader();
         r.park();
         let view = t.view();
@@ -145,9 +154,7 @@ fn reclaim_against_a_waking_reader() {
             r.refresh();
             check(&view, &r, &expect);
         });
-        t.modify(&[1], v2 as u16, 1, [1, v2 as u64]);
-        t.rebuild();
-        vs.publish();
+        modify_rebuild_publish(&mut vs, &mut t);
         t.reclaim();
         reader.join().unwrap();
     });
@@ -159,17 +166,7 @@ fn reclaim_against_a_waking_reader() {
 #[test]
 fn two_readers_and_counters() {
     model(2, || {
-        let mut vs = Versions::new();
-        let mut t = Table::new(&vs, 1);
-        let v1 = vs.pending();
-        t.insert(&[1], v1 as u16, 1, [1, v1 as u64]);
-        vs.publish();
-        let v2 = v1 + 1;
-        let expect = move |v: u32| match v {
-            v if v == v1 => Some(v1),
-            v if v == v2 => Some(v2),
-            _ => unreachable!("version {v}"),
-        };
+        let (mut vs, mut t, expect) = key_added();
         let readers: Vec<_> = (0..2)
             .map(|_| {
                 let mut r = vs.reader();
@@ -182,9 +179,7 @@ fn two_readers_and_counters() {
                 })
             })
             .collect();
-        t.modify(&[1], v2 as u16, 1, [1, v2 as u64]);
-        t.rebuild();
-        vs.publish();
+        modify_rebuild_publish(&mut vs, &mut t);
         t.reclaim();
         let owned: usize = readers
             .into_iter()
