@@ -44,6 +44,10 @@ pub struct Options {
     pub reference: bool,
     /// With `reference`: rounds of each.
     pub rounds: usize,
+    /// With `reference`: the exact scenarios' reference looks its keys
+    /// up in the in-place table's lines (`classifier::versioned`) instead
+    /// of its own 16-byte slots.
+    pub reference_lines: bool,
     /// Show a progress line on stderr (every second) while traffic runs.
     pub progress: bool,
 }

@@ -211,8 +211,19 @@ struct AclRef {
     keys: Vec<FlowKey>,
 }
 
+/// `--reference-lines`: the exact scenarios' keys in the in-place
+/// table's 64-byte lines ([`classifier::versioned`]), each worker a
+/// registered reader that counts its hits in the lines it owns.
+struct LinesRef {
+    table: classifier::versioned::Table,
+    view: classifier::versioned::View,
+    /// Handed out to the workers' scratch as they start.
+    versions: std::sync::Mutex<classifier::versioned::Versions>,
+}
+
 enum Engine {
     Exact(ExactKind, ExactTable),
+    Lines(ExactKind, Box<LinesRef>),
     Lpm(Dir24),
     Acl(Box<AclRef>),
 }
@@ -238,12 +249,28 @@ pub struct RefScratch {
     /// Parsed key (or [`EMPTY`]) and its home slot or first-level index.
     keys: Vec<(u64, usize)>,
     hits: Vec<Option<classifier::Hit>>,
+    /// `--reference-lines`: this worker's reader of the lines' versions.
+    reader: Option<classifier::versioned::Reader>,
+    /// `--reference-lines`: packets and bytes of hits on lines another
+    /// worker owns, by entry slot.
+    elsewhere: Vec<(u64, u64)>,
 }
 
 impl Reference {
     /// Builds the reference for `w`'s installed rules; for acl, also the
     /// keys of `pool`'s templates.
     pub fn new(w: &Workload, pool: &Pool) -> anyhow::Result<Reference> {
+        Self::build(w, pool, false)
+    }
+
+    /// [`Reference::new`], with the exact scenarios' rules in the
+    /// in-place table's lines instead of the reference's own slots
+    /// (`--reference-lines`; refused for the other scenarios).
+    pub fn with_lines(w: &Workload, pool: &Pool) -> anyhow::Result<Reference> {
+        Self::build(w, pool, true)
+    }
+
+    fn build(w: &Workload, pool: &Pool, lines: bool) -> anyhow::Result<Reference> {
         let n = w.installed;
         let engine = match w.scenario {
             Scenario::GatewayVlan2Mpls | Scenario::GatewayMpls2Vlan | Scenario::L2 => {
@@ -259,7 +286,14 @@ impl Reference {
                         r => anyhow::bail!("not an exact rule: {r:?}"),
                     }
                 }
-                Engine::Exact(kind, t)
+                if lines {
+                    Engine::Lines(kind, Box::new(lines_of(&t, n)?))
+                } else {
+                    Engine::Exact(kind, t)
+                }
+            }
+            _ if lines => {
+                anyhow::bail!("--reference-lines is for the exact-match scenarios (gateway, l2)")
             }
             Scenario::L3 => {
                 let routes = (0..n)
@@ -335,6 +369,9 @@ impl Reference {
             Engine::Exact(ExactKind::L2, _) => {
                 "parse eth_dst, hash probe (burst prefetched), move to output"
             }
+            Engine::Lines(..) => {
+                "the exact loop, its keys in the in-place table's 64-byte lines (versioned lookup, hit counted in the line)"
+            }
             Engine::Lpm(_) => {
                 "parse IPv4 dst, DIR-24-8 probe (burst prefetched), set eth_dst + dec_ttl with incremental checksum, move to output"
             }
@@ -346,6 +383,7 @@ impl Reference {
     pub fn table_bytes(&self) -> usize {
         match &self.engine {
             Engine::Exact(_, t) => t.slots.len() * std::mem::size_of::<Slot>(),
+            Engine::Lines(_, l) => l.table.capacity() * 64,
             Engine::Lpm(t) => (t.tbl24.len() + t.tbl8.len()) * 4 + t.nexthops.len() * 8,
             Engine::Acl(a) => a.table.lookup_heap_bytes(),
         }
@@ -438,7 +476,90 @@ impl Reference {
                     }
                 }
             }
+            Engine::Lines(kind, l) => l.process(*kind, in_port, batch, sc, out),
             Engine::Acl(_) => out.dropped.append(batch),
+        }
+    }
+}
+
+/// The lines of `t`'s `n` keys, published (value in action word 0, the
+/// slot numbering the keys in table order).
+fn lines_of(t: &ExactTable, n: usize) -> anyhow::Result<LinesRef> {
+    use classifier::versioned::{Table, Versions};
+    let mut versions = Versions::new();
+    let mut table = Table::with_capacity(&versions, 1, n);
+    for (slot, s) in t.slots.iter().filter(|s| s.key != EMPTY).enumerate() {
+        let slot = u32::try_from(slot).context("too many rules for the lines")?;
+        ensure!(
+            table.insert(&[s.key], 1, slot, [s.val, 0]),
+            "key {:#x} twice",
+            s.key
+        );
+    }
+    versions.publish();
+    let view = table.view();
+    Ok(LinesRef {
+        table,
+        view,
+        versions: std::sync::Mutex::new(versions),
+    })
+}
+
+impl LinesRef {
+    /// [`Reference::process`] on the lines: keys hashed and home lines
+    /// prefetched for the whole burst, then probed, counted, rewritten
+    /// and moved.
+    #[inline]
+    fn process(
+        &self,
+        kind: ExactKind,
+        in_port: u32,
+        batch: &mut Vec<PacketBuf>,
+        sc: &mut RefScratch,
+        out: &mut RefOutput,
+    ) {
+        let r = sc.reader.get_or_insert_with(|| {
+            self.versions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .reader()
+        });
+        if r.stale() {
+            r.refresh();
+        }
+        sc.keys.clear();
+        for buf in batch.iter() {
+            let k = exact_key(kind, in_port, buf.as_slice());
+            let h = if k == EMPTY {
+                0
+            } else {
+                self.view.prefetch(r, &[k])
+            };
+            sc.keys.push((k, h));
+        }
+        for (mut buf, &(k, h)) in batch.drain(..).zip(&sc.keys) {
+            let hit = (k != EMPTY)
+                .then(|| self.view.lookup_hashed(r, &[k], h))
+                .flatten();
+            match hit {
+                Some(hit) => {
+                    let len = buf.len() as u64;
+                    if !r.count(&hit, 1, len) {
+                        let i = hit.slot as usize;
+                        if sc.elsewhere.len() <= i {
+                            sc.elsewhere.resize(i + 1, (0, 0));
+                        }
+                        if let Some(c) = sc.elsewhere.get_mut(i) {
+                            c.0 += 1;
+                            c.1 += len;
+                        }
+                    }
+                    let v = hit.actions[0];
+                    rewrite_exact(kind, buf.as_mut_slice(), v & 0xffff_ffff_ffff);
+                    out.tx.push(((v >> 48) as u32, buf));
+                }
+                None => out.dropped.push(buf),
+            }
         }
     }
 }
@@ -682,7 +803,12 @@ mod tests {
         let w = Workload::new(s, rules, 7).unwrap();
         let pool = Pool::new(&w, flows, rules, 64, 32, 7);
         let r = Reference::new(&w, &pool).unwrap();
-        let (n, bad) = check(&r, &w, &pool, flows, 1);
+        forwards_as_expected(&r, &w, &pool, s, flows);
+    }
+
+    fn forwards_as_expected(r: &Reference, w: &Workload, pool: &Pool, s: Scenario, flows: usize) {
+        let (r, w, pool) = (r, w, pool);
+        let (n, bad) = check(r, w, pool, flows, 1);
         assert_eq!(n, flows);
         assert!(
             bad.is_empty(),
@@ -711,7 +837,7 @@ mod tests {
             assert!(batch.is_empty() && out.dropped.is_empty());
             assert_eq!(out.tx.len(), span.len);
             for (k, (port, buf)) in (span.start..).zip(&out.tx) {
-                let (p, f) = sample_flow(&w, &pool, k);
+                let (p, f) = sample_flow(w, pool, k);
                 let e = w.expected(p, &f).unwrap();
                 assert_eq!(
                     (*port, buf.as_slice()),
@@ -729,6 +855,57 @@ mod tests {
         // Several ingress ports (4094 VLANs each) and a table with
         // collisions.
         every_template_forwards_as_expected(Scenario::GatewayVlan2Mpls, 9000, 9000);
+    }
+
+    /// `--reference-lines` forwards as the reference does, and counts
+    /// every hit in the lines its reader owns; the other scenarios are
+    /// refused with a reason.
+    #[test]
+    fn the_lines_reference_forwards_like_the_reference_and_counts_in_its_lines() {
+        for s in Scenario::ALL.into_iter().filter(|s| s.has_reference()) {
+            let w = Workload::new(s, 9000, 7).unwrap();
+            let pool = Pool::new(&w, 9000, 9000, 64, 32, 7);
+            let r = match Reference::with_lines(&w, &pool) {
+                Ok(r) => r,
+                Err(e) => {
+                    assert!(matches!(s, Scenario::L3 | Scenario::Acl), "{s:?}: {e}");
+                    assert!(e.to_string().contains("exact-match"), "{e}");
+                    continue;
+                }
+            };
+            let Engine::Lines(kind, l) = &r.engine else {
+                panic!("{s:?}: not the lines engine");
+            };
+            // One reader forwards every template once and owns every
+            // line it hits: the lines count each packet once.
+            let (mut sc, mut out, mut batch) =
+                (RefScratch::default(), RefOutput::default(), vec![]);
+            let (mut keys, mut sent) = (vec![], 0u64);
+            for span in &pool.bursts {
+                for k in span.start..span.start + span.len {
+                    let t = pool.template(k);
+                    keys.push(exact_key(*kind, span.in_port, t));
+                    sent += t.len() as u64;
+                    batch.push(PacketBuf::from_slice(t));
+                }
+                r.process(span.in_port, &mut batch, &mut sc, &mut out);
+            }
+            assert_eq!((out.tx.len(), out.dropped.len()), (keys.len(), 0), "{s:?}");
+            assert!(sc.elsewhere.is_empty(), "{s:?}");
+            keys.sort_unstable();
+            keys.dedup();
+            let v = l.versions.lock().unwrap().version();
+            let (mut packets, mut bytes) = (0, 0);
+            for k in keys {
+                let e = l.table.lookup_at(&[k], v).expect("every key has a line");
+                let (p, b) = l.table.counters(&[k], e.slot);
+                packets += p;
+                bytes += b;
+            }
+            assert_eq!((packets, bytes), (out.tx.len() as u64, sent), "{s:?}");
+            drop(sc);
+            forwards_as_expected(&r, &w, &pool, s, 9000);
+        }
     }
 
     #[test]

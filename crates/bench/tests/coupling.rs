@@ -22,6 +22,7 @@ fn options() -> Options {
         smoke: true,
         reference: false,
         rounds: 1,
+        reference_lines: false,
         progress: false,
     }
 }

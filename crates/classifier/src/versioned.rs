@@ -145,6 +145,7 @@
 
 use crate::key::hash_words;
 use crate::sync::{fence, spin, Arc, AtomicPtr, AtomicU64, Mutex, Ordering};
+use packet::huge::HugeVec;
 use readers::Registry;
 #[cfg(all(test, not(loom)))]
 use readers::UNPARKING;
@@ -349,7 +350,9 @@ impl Line {
 }
 
 struct Array {
-    lines: Box<[Line]>,
+    /// Huge-page backed (`packet::huge`): a burst's lookups hit random
+    /// lines of an array of up to hundreds of MiB.
+    lines: HugeVec<Line>,
     mask: usize,
     /// Set instead of freeing under loom, and asserted clear on every read
     /// of a line, so the model checks that nothing freed is reachable.
@@ -361,7 +364,11 @@ impl Array {
     fn new(cap: usize) -> Box<Array> {
         debug_assert!(cap.is_power_of_two());
         Box::new(Array {
-            lines: (0..cap).map(|_| Line::new()).collect(),
+            lines: {
+                let mut v = HugeVec::with_capacity(cap);
+                v.extend((0..cap).map(|_| Line::new()));
+                v
+            },
             mask: cap - 1,
             #[cfg(loom)]
             freed: crate::sync::AtomicBool::new(false),
@@ -375,6 +382,7 @@ impl Array {
 
     /// A reader's (or the writer's) search for the line of `key` visible
     /// at `v`: its index and words 0–5.
+    #[inline]
     fn find(&self, key: [u64; 2], home: usize, v: u32) -> Option<(usize, [u64; 6])> {
         let mut i = home & self.mask;
         for _ in 0..=self.mask {
@@ -519,12 +527,46 @@ impl View {
     /// the table's.
     #[inline]
     pub fn lookup<'v>(&'v self, r: &Reader, key: &[u64]) -> Option<Hit<'v>> {
+        let k = self.sh.key(key);
+        self.find(r, k, self.sh.home(k))
+    }
+
+    /// The first half of a lookup, for a burst whose lookups should
+    /// overlap: `key`'s hash, its home line and the next prefetched (at
+    /// the load the table keeps, a quarter of the hits are past the home
+    /// line, and each line the probe reads that was not prefetched is a
+    /// whole miss: with both prefetched, `fulmar bench gateway-vlan2mpls
+    /// --reference --reference-lines` at 1M rules took 55-58 ns a packet
+    /// against 65-67 with the home line alone). Give the hash to
+    /// [`View::lookup_hashed`] with the same key and reader (the array may
+    /// change in between: the prefetch is only a hint). Panics as
+    /// [`View::lookup`] does.
+    #[inline]
+    pub fn prefetch(&self, r: &Reader, key: &[u64]) -> usize {
+        let k = self.sh.key(key);
+        let home = self.sh.home(k);
+        let a = self.array(r);
+        crate::subtable::prefetch(a.line(home));
+        crate::subtable::prefetch(a.line(home.wrapping_add(1)));
+        home
+    }
+
+    /// The second half of a lookup: what [`View::lookup`] answers, given
+    /// the hash [`View::prefetch`] gave for `key`.
+    #[inline]
+    pub fn lookup_hashed<'v>(&'v self, r: &Reader, key: &[u64], hash: usize) -> Option<Hit<'v>> {
+        self.find(r, self.sh.key(key), hash)
+    }
+
+    /// The array a lookup by `r` reads. Panics when `r` is parked or of
+    /// other versions than the table's.
+    #[inline]
+    fn array(&self, r: &Reader) -> &Array {
         assert!(!r.parked, "lookup by a parked reader");
         assert!(
             Arc::ptr_eq(&r.reg, &self.sh.reg),
             "a reader of other versions than the table's"
         );
-        let k = self.sh.key(key);
         let ptr = self.sh.current.load(Ordering::Acquire);
         // SAFETY: `r` acknowledges `r.seen` and is not parked (asserted
         // above), and this load comes after the version load that
@@ -532,10 +574,17 @@ impl View {
         // at `r.seen` or a newer one; it is retired, if ever, at a version
         // after `r.seen`, and freed only once every unparked reader
         // acknowledges that version or a later one (`Table::reclaim`).
-        // The reference does not outlive this call (`Hit` keeps a raw
-        // pointer, used under the same condition in `Reader::count`).
-        let a = unsafe { &*ptr };
-        let (i, w) = a.find(k, self.sh.home(k), r.seen)?;
+        // `r` is borrowed for as long as the reference is used (within
+        // the calling lookup; `Hit` keeps a raw pointer, used under the
+        // same condition in `Reader::count`), so it cannot refresh or park
+        // meanwhile.
+        unsafe { &*ptr }
+    }
+
+    #[inline]
+    fn find<'v>(&'v self, r: &Reader, k: [u64; 2], home: usize) -> Option<Hit<'v>> {
+        let a = self.array(r);
+        let (i, w) = a.find(k, home, r.seen)?;
         let e = entry_of(&w);
         Some(Hit {
             priority: e.priority,

@@ -83,6 +83,13 @@ pub struct BenchArgs {
     /// turn; --seconds is shared between all of them; medians reported).
     #[arg(long, default_value_t = 5, requires = "reference")]
     pub rounds: usize,
+    /// With --reference, for the exact-match scenarios (gateway, l2): the
+    /// reference looks its keys up in the in-place tables' 64-byte lines
+    /// (versioned lookup, each worker a registered reader counting its
+    /// hits in the line) instead of its own 16-byte slots: what one line
+    /// per hit costs at this table size.
+    #[arg(long, requires = "reference")]
+    pub reference_lines: bool,
     /// Write the scenario's rules (flow text, one per line, as
     /// `fulmar run --flows` or a config's `flows_file` reads them) to
     /// this file and exit, without running: the same rules for a
@@ -161,6 +168,7 @@ impl BenchArgs {
             smoke: self.smoke,
             reference: self.reference,
             rounds: self.rounds,
+            reference_lines: self.reference_lines,
             progress: std::io::stderr().is_terminal(),
         }
     }

@@ -208,4 +208,31 @@ fn reference_smoke_prints_a_ratio() {
         "{}",
         text(&out.stderr)
     );
+    // --reference-lines: the gateway's keys in the in-place table's lines,
+    // checked like the reference, with no target printed; refused for a
+    // scenario without exact keys and without --reference.
+    let out = fulmar(&[
+        "bench",
+        "gateway-vlan2mpls",
+        "--reference",
+        "--reference-lines",
+        "--smoke",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let r = &v["reference"];
+    assert!(r["what"].as_str().unwrap().contains("64-byte lines"), "{v}");
+    assert_eq!(r["reference_mismatches"], 0, "{v}");
+    assert_eq!(r["reference_tx_packets"], r["reference_packets"], "{v}");
+    assert!(r["target"].is_null(), "{v}");
+    let out = fulmar(&["bench", "l3", "--reference", "--reference-lines", "--smoke"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("exact-match"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fulmar(&["bench", "l2", "--reference-lines", "--smoke"]);
+    assert!(!out.status.success());
 }

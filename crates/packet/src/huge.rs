@@ -1,6 +1,6 @@
 //! Transparent huge pages for the large arrays the packet path reads at
 //! random (classifier slots, the IPv4 route table, compiled entries, flow
-//! counters).
+//! counters, the in-place table's lines).
 //!
 //! Each packet touches a few random lines of such arrays. With 4 KiB
 //! pages every one of those lines is also a TLB miss, and in a VM a
@@ -95,6 +95,12 @@ fn grow<T: Clone>(v: &mut Vec<T>, n: usize, x: T) {
 pub struct HugeVec<T>(Vec<T>);
 
 impl<T> HugeVec<T> {
+    /// An empty vector with room for `n` elements, its buffer advised
+    /// (fill it with `extend` or `push` up to `n`: the buffer stays).
+    pub fn with_capacity(n: usize) -> HugeVec<T> {
+        HugeVec(with_capacity(n))
+    }
+
     /// Advises `v`'s buffer and wraps it. For a vector from `vec![0; n]`
     /// (memory the allocator got zeroed from the kernel and nothing has
     /// touched yet) every page is then mapped huge on first use.

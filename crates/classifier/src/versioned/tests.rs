@@ -564,6 +564,9 @@ proptest! {
                 let at = |h: Option<Hit<'_>>| h.map(|h| Entry { priority: h.priority, slot: h.slot, actions: h.actions });
                 prop_assert_eq!(at(view.lookup(&cur, &key)), model_at(&m, k, n), "key {} at the published version", k);
                 prop_assert_eq!(at(view.lookup(&prev, &key)), model_at(&m, k, n_prev), "key {} at the previous version", k);
+                // A burst's two halves answer what one lookup does.
+                let home = view.prefetch(&cur, &key);
+                prop_assert_eq!(at(view.lookup_hashed(&cur, &key, home)), model_at(&m, k, n), "key {} in two halves", k);
                 prop_assert_eq!(t.lookup_at(&key, pending), model_at(&m, k, n + 1), "key {} at the pending version", k);
             }
             prop_assert_eq!(t.len(), m.values().filter(|v| v.iter().any(|l| l.removed.is_none())).count());
