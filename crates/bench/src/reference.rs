@@ -506,9 +506,9 @@ fn lines_of(t: &ExactTable, n: usize) -> anyhow::Result<LinesRef> {
 }
 
 impl LinesRef {
-    /// [`Reference::process`] on the lines: keys hashed and home lines
-    /// prefetched for the whole burst, then probed, counted, rewritten
-    /// and moved.
+    /// [`Reference::process`] on the lines: keys hashed and their home
+    /// and next lines prefetched for the whole burst, then probed,
+    /// counted, rewritten and moved.
     #[inline]
     fn process(
         &self,
@@ -807,7 +807,6 @@ mod tests {
     }
 
     fn forwards_as_expected(r: &Reference, w: &Workload, pool: &Pool, s: Scenario, flows: usize) {
-        let (r, w, pool) = (r, w, pool);
         let (n, bad) = check(r, w, pool, flows, 1);
         assert_eq!(n, flows);
         assert!(
