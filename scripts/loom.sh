@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # loom over the in-place table protocol (classifier::versioned): a writer
 # inserting, modifying, removing, rebuilding and reclaiming against one or
-# two readers refreshing, parking and looking up, and the barrier a
+# two readers refreshing, parking and looking up, a key in the overflow
+# run with its candidates' spill bits, and the barrier a
 # BARRIER_REPLY waits for (readers.rs), every interleaving up to
 # a preemption bound (LOOM_MAX_PREEMPTIONS, or each model's own).
 #

@@ -237,7 +237,9 @@ pub struct Reference {
 /// Where the buffers of a burst went.
 #[derive(Default)]
 pub struct RefOutput {
-    /// (output port, packet), in input order.
+    /// (output port, packet), in input order (the lines loop sends the
+    /// packets of its last pass after the others; a flow's packets keep
+    /// their order).
     pub tx: Vec<(u32, PacketBuf)>,
     /// Dropped buffers (no rule, wrong shape, TTL expired).
     pub dropped: Vec<PacketBuf>,
@@ -248,6 +250,11 @@ pub struct RefOutput {
 pub struct RefScratch {
     /// Parsed key (or [`EMPTY`]) and its home slot or first-level index.
     keys: Vec<(u64, usize)>,
+    /// `--reference-lines`: parsed key (or [`EMPTY`]) and its hash.
+    hashed: Vec<(u64, u64)>,
+    /// `--reference-lines`: packets whose key was not in its first
+    /// candidate line, with the key and hash, for the burst's last pass.
+    later: Vec<(PacketBuf, u64, u64)>,
     hits: Vec<Option<classifier::Hit>>,
     /// `--reference-lines`: this worker's reader of the lines' versions.
     reader: Option<classifier::versioned::Reader>,
@@ -506,9 +513,11 @@ fn lines_of(t: &ExactTable, n: usize) -> anyhow::Result<LinesRef> {
 }
 
 impl LinesRef {
-    /// [`Reference::process`] on the lines: keys hashed and their home
-    /// and next lines prefetched for the whole burst, then probed,
-    /// counted, rewritten and moved.
+    /// [`Reference::process`] on the lines: keys hashed and their first
+    /// candidate lines prefetched for the whole burst; then each looked up
+    /// there, and the packets whose key was not there wait, their second
+    /// line prefetched, for a last pass (`versioned::View::prefetch`).
+    /// Packets of one flow take the same path, so they keep their order.
     #[inline]
     fn process(
         &self,
@@ -518,6 +527,7 @@ impl LinesRef {
         sc: &mut RefScratch,
         out: &mut RefOutput,
     ) {
+        use classifier::versioned::First;
         let r = sc.reader.get_or_insert_with(|| {
             self.versions
                 .lock()
@@ -527,7 +537,7 @@ impl LinesRef {
         if r.stale() {
             r.refresh();
         }
-        sc.keys.clear();
+        sc.hashed.clear();
         for buf in batch.iter() {
             let k = exact_key(kind, in_port, buf.as_slice());
             let h = if k == EMPTY {
@@ -535,32 +545,54 @@ impl LinesRef {
             } else {
                 self.view.prefetch(r, &[k])
             };
-            sc.keys.push((k, h));
+            sc.hashed.push((k, h));
         }
-        for (mut buf, &(k, h)) in batch.drain(..).zip(&sc.keys) {
-            let hit = (k != EMPTY)
-                .then(|| self.view.lookup_hashed(r, &[k], h))
-                .flatten();
-            match hit {
-                Some(hit) => {
-                    let len = buf.len() as u64;
-                    if !r.count(&hit, 1, len) {
-                        let i = hit.slot as usize;
-                        if sc.elsewhere.len() <= i {
-                            sc.elsewhere.resize(i + 1, (0, 0));
-                        }
-                        if let Some(c) = sc.elsewhere.get_mut(i) {
-                            c.0 += 1;
-                            c.1 += len;
-                        }
-                    }
-                    let v = hit.actions[0];
-                    rewrite_exact(kind, buf.as_mut_slice(), v & 0xffff_ffff_ffff);
-                    out.tx.push(((v >> 48) as u32, buf));
-                }
+        let mut later = std::mem::take(&mut sc.later);
+        for (buf, &(k, h)) in batch.drain(..).zip(&sc.hashed) {
+            if k == EMPTY {
+                out.dropped.push(buf);
+                continue;
+            }
+            match self.view.lookup_first(r, &[k], h) {
+                First::Hit(hit) => Self::forward(kind, r, &hit, buf, &mut sc.elsewhere, out),
+                First::Absent => out.dropped.push(buf),
+                First::Later => later.push((buf, k, h)),
+            }
+        }
+        for (buf, k, h) in later.drain(..) {
+            match self.view.lookup_hashed(r, &[k], h) {
+                Some(hit) => Self::forward(kind, r, &hit, buf, &mut sc.elsewhere, out),
                 None => out.dropped.push(buf),
             }
         }
+        sc.later = later;
+    }
+
+    /// Counts a hit (in its line, or in `elsewhere` when another reader
+    /// owns the line), applies its rewrite and queues the packet.
+    #[inline(always)]
+    fn forward(
+        kind: ExactKind,
+        r: &classifier::versioned::Reader,
+        hit: &classifier::versioned::Hit<'_>,
+        mut buf: PacketBuf,
+        elsewhere: &mut Vec<(u64, u64)>,
+        out: &mut RefOutput,
+    ) {
+        let len = buf.len() as u64;
+        if !r.count(hit, 1, len) {
+            let i = hit.slot as usize;
+            if elsewhere.len() <= i {
+                elsewhere.resize(i + 1, (0, 0));
+            }
+            if let Some(c) = elsewhere.get_mut(i) {
+                c.0 += 1;
+                c.1 += len;
+            }
+        }
+        let v = hit.actions[0];
+        rewrite_exact(kind, buf.as_mut_slice(), v & 0xffff_ffff_ffff);
+        out.tx.push(((v >> 48) as u32, buf));
     }
 }
 
@@ -834,15 +866,23 @@ mod tests {
             out.tx.clear();
             r.process(span.in_port, &mut batch, &mut sc, &mut out);
             assert!(batch.is_empty() && out.dropped.is_empty());
-            assert_eq!(out.tx.len(), span.len);
-            for (k, (port, buf)) in (span.start..).zip(&out.tx) {
-                let (p, f) = sample_flow(w, pool, k);
-                let e = w.expected(p, &f).unwrap();
-                assert_eq!(
-                    (*port, buf.as_slice()),
-                    (e.port, e.frame.build(64).as_slice())
-                );
-            }
+            // The lines loop sends what its last pass finished after the
+            // rest of the burst: compare the burst's packets as a set.
+            let mut got: Vec<(u32, Vec<u8>)> = out
+                .tx
+                .iter()
+                .map(|(port, buf)| (*port, buf.as_slice().to_vec()))
+                .collect();
+            let mut want: Vec<(u32, Vec<u8>)> = (span.start..span.start + span.len)
+                .map(|k| {
+                    let (p, f) = sample_flow(w, pool, k);
+                    let e = w.expected(p, &f).unwrap();
+                    (e.port, e.frame.build(64))
+                })
+                .collect();
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want);
         }
     }
 

@@ -193,6 +193,77 @@ fn two_readers_and_counters() {
     });
 }
 
+/// Three one-word keys for a table of 8 lines: the first two, inserted
+/// into the empty table in order, take both candidate lines of the third.
+fn overflow_triple(t: &Table) -> [u64; 3] {
+    let mask = t.capacity() - 1;
+    let cand = |k: u64| candidates(t.sh.hash([k, 0]), mask);
+    for c in 1..64u64 {
+        let (c0, c1) = cand(c);
+        for a in (1..64u64).filter(|&a| a != c) {
+            // `a` goes to its first candidate.
+            if cand(a).0 != c0 {
+                continue;
+            }
+            for b in (1..64u64).filter(|&b| b != a && b != c) {
+                let (b0, b1) = cand(b);
+                // `b` goes to its first candidate unless `a` has it.
+                let at = if b0 == c0 { b1 } else { b0 };
+                if at == c1 {
+                    return [a, b, c];
+                }
+            }
+        }
+    }
+    unreachable!("no three keys overflow a table of {} lines", mask + 1)
+}
+
+/// The overflow run and its bits: keys `a` and `b` take both candidate
+/// lines of `c`, so the writer puts `c` in the overflow run and sets the
+/// bits of its candidates before publishing it, then removes it and, once
+/// the reader has moved past, reclaims its line and clears the bits. A
+/// reader refreshing and looking up twice must find `c` exactly at the
+/// version it was live at, and `a` and `b` always. It fails when the bits
+/// are set after the publish, or cleared before reclaim may.
+#[test]
+fn overflow_bits_publish_and_clear_with_the_key() {
+    model(3, || {
+        let mut vs = Versions::new();
+        let mut t = Table::with_capacity(&vs, 1, 3);
+        assert_eq!(t.capacity(), 8);
+        let [a, b, c] = overflow_triple(&t);
+        t.insert(&[a], 1, 1, [a, 0]);
+        t.insert(&[b], 1, 2, [b, 0]);
+        let v1 = vs.publish();
+        let (v2, v3) = (v1 + 1, v1 + 2);
+        let mut r = vs.reader();
+        let view = t.view();
+        let reader = thread::spawn(move || {
+            for _ in 0..2 {
+                r.refresh();
+                let v = r.version();
+                for k in [a, b] {
+                    assert_eq!(view.lookup(&r, &[k]).map(|h| h.actions), Some([k, 0]));
+                }
+                let want = (v == v2).then_some([c, v2 as u64]);
+                assert_eq!(
+                    view.lookup(&r, &[c]).map(|h| h.actions),
+                    want,
+                    "key {c} at {v}"
+                );
+            }
+        });
+        t.insert(&[c], 1, 3, [c, v2 as u64]);
+        assert_eq!(t.spilled(), 1);
+        vs.publish();
+        t.remove(&[c]);
+        assert_eq!(vs.publish(), v3);
+        t.reclaim();
+        reader.join().unwrap();
+        t.reclaim();
+    });
+}
+
 /// The seqlock alone: a writer rewriting one line twice against a reader
 /// reading it. The table's writer never rewrites a line a reader could
 /// take (see the module comment), so the models above cannot tell whether
@@ -210,7 +281,12 @@ fn seqlock_reads_whole_lines() {
             }
         });
         for x in 1..=2u64 {
-            line.write(x << PRIO_SHIFT, x, [x, x], [x, x]);
+            line.write(&LineData {
+                w0: x << PRIO_SHIFT,
+                w1: x,
+                key: [x, x],
+                actions: [x, x],
+            });
         }
         reader.join().unwrap();
     });
