@@ -594,13 +594,19 @@ impl Array {
     ) -> (usize, Option<usize>) {
         let mut filled = 0;
         let mut from = usize::MAX;
-        for _ in 0..MAX_KICKS {
+        for kicks in 0..=MAX_KICKS {
             let (c0, c1) = candidates(sh.hash(d.key), self.mask);
             if let Some(i) = [c0, c1].into_iter().find(|&i| self.line(i).free()) {
                 let l = self.line(i);
                 filled += usize::from(l.word(0) & OCCUPIED == 0);
                 l.write(&d);
                 return (filled, None);
+            }
+            // The key in hand now has both candidates taken: what goes to
+            // the overflow run never has a free candidate, so the run
+            // never reaches one of them.
+            if kicks == MAX_KICKS {
+                break;
             }
             let victim = [c0, c1].into_iter().find(|&i| {
                 i != from
@@ -615,11 +621,12 @@ impl Array {
             d = old;
             from = i;
         }
-        let (_, c1) = candidates(sh.hash(d.key), self.mask);
+        let (c0, c1) = candidates(sh.hash(d.key), self.mask);
         let mut i = (c1 + 1) & self.mask;
         while !self.line(i).free() {
             i = (i + 1) & self.mask;
         }
+        debug_assert!(i != c0 && i != c1, "an overflow line at a candidate");
         let l = self.line(i);
         filled += usize::from(l.word(0) & OCCUPIED == 0);
         l.write(&d);

@@ -709,3 +709,27 @@ fn one_batch_moves_its_own_lines_and_overflows_less() {
         "one batch: {batch} overflow, one a publish: {each}"
     );
 }
+
+/// One batch filling a table to just under half, where the moves are
+/// longest: the overflow record stays exact (`check_spill`; `place`
+/// also asserts that no overflow line is a candidate of its key) and
+/// every key is found.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_batch_up_to_half_full_keeps_the_overflow_record() {
+    let mut vs = Versions::new();
+    let mut t = Table::with_capacity(&vs, 1, 2000);
+    let cap = t.capacity();
+    let n = (cap / 2 - 1) as u64;
+    for k in 0..n {
+        assert!(t.insert(&[k * 7919], 1, k as u32, acts(k)));
+    }
+    assert_eq!(t.capacity(), cap, "no growth");
+    t.check_spill();
+    vs.publish();
+    let r = vs.reader();
+    let view = t.view();
+    for k in 0..n {
+        assert_eq!(view.lookup(&r, &[k * 7919]).unwrap().slot, k as u32);
+    }
+}
