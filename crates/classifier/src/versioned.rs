@@ -570,11 +570,16 @@ impl Array {
         }
     }
 
+    /// The candidate lines of the key line `i` holds, by the writer.
+    fn candidates_of(&self, sh: &Shared, i: usize) -> (usize, usize) {
+        let l = self.line(i);
+        candidates(sh.hash([l.word(2), l.word(3)]), self.mask)
+    }
+
     /// Whether line `i` holds a key that has it as a candidate (not an
     /// overflow placement), by the writer.
     fn at_candidate(&self, sh: &Shared, i: usize) -> bool {
-        let l = self.line(i);
-        let (c0, c1) = candidates(sh.hash([l.word(2), l.word(3)]), self.mask);
+        let (c0, c1) = self.candidates_of(sh, i);
         i == c0 || i == c1
     }
 
@@ -646,8 +651,7 @@ struct Spill {
 impl Spill {
     /// Records overflow line `o` and sets the bits of its key's candidates.
     fn add(&mut self, a: &Array, sh: &Shared, o: usize) {
-        let l = a.line(o);
-        let (c0, c1) = candidates(sh.hash([l.word(2), l.word(3)]), a.mask);
+        let (c0, c1) = a.candidates_of(sh, o);
         for c in [c0, c1] {
             self.waiting.entry(c).or_default().push(o);
             a.line(c).set_spill(true);
@@ -655,11 +659,13 @@ impl Spill {
         self.lines += 1;
     }
 
-    /// Forgets overflow line `o` (now dead), clearing the bits that no
-    /// other overflow line needs.
-    fn remove(&mut self, a: &Array, sh: &Shared, o: usize) {
-        let l = a.line(o);
-        let (c0, c1) = candidates(sh.hash([l.word(2), l.word(3)]), a.mask);
+    /// Line `o` is dead now: when it was an overflow line, forgets it and
+    /// clears the bits that no other overflow line needs.
+    fn dead(&mut self, a: &Array, sh: &Shared, o: usize) {
+        let (c0, c1) = a.candidates_of(sh, o);
+        if o == c0 || o == c1 {
+            return;
+        }
         for c in [c0, c1] {
             if let Some(v) = self.waiting.get_mut(&c) {
                 v.retain(|&x| x != o);
@@ -1067,7 +1073,7 @@ impl Table {
                 continue;
             }
             over += 1;
-            let (c0, c1) = candidates(self.sh.hash([l.word(2), l.word(3)]), a.mask);
+            let (c0, c1) = a.candidates_of(&self.sh, i);
             for c in [c0, c1] {
                 assert!(
                     self.spill.waiting.get(&c).is_some_and(|v| v.contains(&i)),
@@ -1099,12 +1105,9 @@ impl Table {
             slot < 1 << SLOT_BITS,
             "entry slot wider than {SLOT_BITS} bits"
         );
-        let hash = self.sh.hash(key);
-        let free = |a: &Array| {
-            let (c0, c1) = candidates(hash, a.mask);
-            a.line(c0).free() || a.line(c1).free()
-        };
-        if !free(self.array()) && (self.used + 1) * 2 > self.capacity() {
+        let (c0, c1) = candidates(self.sh.hash(key), self.array().mask);
+        let free = self.array().line(c0).free() || self.array().line(c1).free();
+        if !free && (self.used + 1) * 2 > self.capacity() {
             self.rebuild();
         }
         let pending = self.pending();
@@ -1151,8 +1154,8 @@ impl Table {
         l.w[1].store(versions_word(added, v), Ordering::Release);
         if added != v {
             self.tombs.push((v, i));
-        } else if !a.at_candidate(&sh, i) {
-            self.spill.remove(a, &sh, i);
+        } else {
+            self.spill.dead(a, &sh, i);
         }
     }
 
@@ -1282,9 +1285,7 @@ impl Table {
             l.w[6].store(0, Ordering::Relaxed);
             l.w[7].store(0, Ordering::Relaxed);
             l.w[1].store(versions_word(removed, removed), Ordering::Release);
-            if !a.at_candidate(&sh, i) {
-                spill.remove(a, &sh, i);
-            }
+            spill.dead(a, &sh, i);
             freed.push(i);
             r.lines += 1;
             false
@@ -1394,6 +1395,7 @@ impl Table {
             .push((v, old));
     }
 }
+
 #[cfg(test)]
 mod tests;
 
