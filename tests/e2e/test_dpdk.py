@@ -195,7 +195,11 @@ def test_gateway_through_net_pcap_matches_fulmar_trace(dpdk_bin, tmp_path, mode)
         while time.time() < deadline:
             report = json.loads(ctl(dpdk_bin, sock, "stats", "--json"))[0]
             ports = {p["port"]: p for p in report["ports"]}
-            if ports[2]["tx_packets"] + ports[3]["tx_packets"] >= 120:
+            # Each thread publishes its own counters every few
+            # milliseconds: the sender's may show the last burst before
+            # the reader's does, so wait for both.
+            sent = ports[2]["tx_packets"] + ports[3]["tx_packets"]
+            if sent >= 120 and ports[1]["rx_packets"] >= len(frames):
                 break
             time.sleep(0.2)
     finally:
