@@ -429,6 +429,7 @@ impl<S: Switch> Agent<S> {
                     Ok(_) => {}
                     Err(reason) => conn.close(reason),
                 }
+                conn.give_output_back(out);
                 spin.replied();
             }
             if let Some(reason) = conn.closed() {

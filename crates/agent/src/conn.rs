@@ -317,6 +317,23 @@ impl<S: Switch> Connection<S> {
         std::mem::take(&mut self.out)
     }
 
+    /// Hands back a buffer [`Connection::take_output`] gave, once its bytes
+    /// are written, so that the next output is written into its room
+    /// rather than a new buffer grown from empty (a flow-stats reply of
+    /// 1M entries went through a hundred 1 MiB buffers, each grown by
+    /// doubling: 7.5 % of the agent's time in `realloc`'s copies). Kept
+    /// only when nothing was written meanwhile and it is at most twice
+    /// `max_pending_output`.
+    pub fn give_output_back(&mut self, mut buf: Vec<u8>) {
+        if self.out.is_empty()
+            && buf.capacity() > self.out.capacity()
+            && buf.capacity() <= 2 * self.config.max_pending_output.max(4096)
+        {
+            buf.clear();
+            self.out = buf;
+        }
+    }
+
     /// Marks the channel closed from outside (EOF or I/O error); a batch
     /// not yet flushed is flushed.
     pub fn close(&mut self, reason: CloseReason) {

@@ -1456,6 +1456,54 @@ async fn a_flow_dump_is_read_page_by_page() {
     assert!(ports == want, "every entry once, in installation order");
 }
 
+/// The agent hands each written output buffer back
+/// (`give_output_back`): the next parts of a long reply are written into
+/// its room, none of its old bytes go out again, and a buffer far larger
+/// than the output limit is not kept.
+#[tokio::test]
+async fn a_written_output_buffer_is_written_into_again() {
+    let (_sw, _ctl, mut c) = opened_with(|c| c.max_pending_output = 64 * 1024).await;
+    let n = 2 * crate::conn::FLOW_STATS_PAGE as u32;
+    let mut stream = Vec::new();
+    for i in 0..n {
+        stream.extend(Message::FlowMod(flow(i, 7)).encode(i));
+    }
+    c.receive(&stream, Instant::now()).await;
+    assert!(c.take_output().is_empty());
+    let req = mp(0, MultipartRequestBody::Flow(pipeline::any_flow())).encode(42);
+    c.receive(&req, Instant::now()).await;
+    let mut got = Vec::new();
+    let mut takes = 0;
+    loop {
+        let out = c.take_output();
+        takes += 1;
+        got.extend(decode_all(&out));
+        let room = out.capacity();
+        c.give_output_back(out);
+        // Nothing written since: the buffer given back, empty.
+        let kept = c.take_output();
+        assert!(
+            kept.is_empty() && kept.capacity() == room,
+            "{} of {room}",
+            kept.capacity()
+        );
+        c.give_output_back(kept);
+        if !c.is_paused() {
+            break;
+        }
+        c.resume().await;
+    }
+    let (ports, flags_ok) = dumped_ports(&got);
+    assert!(flags_ok, "\"more\" on every part but the last");
+    assert!(
+        ports == (0..n).collect::<Vec<_>>(),
+        "every entry once, in order"
+    );
+    assert!(takes > 2, "the reply took {takes} outputs");
+    c.give_output_back(Vec::with_capacity(1 << 20));
+    assert!(c.take_output().capacity() < 1 << 20);
+}
+
 /// `req` (a whole multipart request) cut into REQ_MORE parts whose bodies
 /// end at `cuts` (byte offsets into the body).
 fn split_request(req: &[u8], cuts: &[usize]) -> Vec<u8> {
