@@ -101,15 +101,39 @@ def flood(count, pps):
     return int(m.group(1)), float(m.group(3))
 
 
-def settle(target, sent):
-    """Port stats once port 1 has accounted for every frame (or 5 s)."""
-    deadline = time.time() + 5
+def settle(target, sent, before):
+    """Port stats and kernel counter deltas once they account for every
+    frame (see `balanced`), or after 10 s. The kernel counts at once; the
+    switch's threads publish their counts every few milliseconds, each
+    its own, so they are read until they agree."""
+    deadline = time.time() + 10
     while True:
-        s = port_stats(target)
-        if s[1]["rx"]["pkts"] + s[1]["rx"]["drop"] >= sent or time.time() > deadline:
-            time.sleep(0.2)
-            return port_stats(target)
+        stats, d = port_stats(target), delta(ends(), before)
+        if balanced(sent, stats, d) or time.time() > deadline:
+            return stats, d
         time.sleep(0.1)
+
+
+def balances(sent, stats, d):
+    """What every frame A sent must add up to, as (what, count, expected):
+    into the switch, every frame A's veth sent is one the switch read into
+    its pipeline, one it counts as dropped on port 1, or one the kernel
+    counts as dropped between va and the switch's socket; through it,
+    every frame read was sent out of port 2 or counted there; out of it,
+    what port 2 sent reached B, or the kernel counted it."""
+    p1, p2 = stats[1], stats[2]
+    lost_in_kernel = d["va"]["tx_dropped"] + d["sa"]["rx_dropped"]
+    lost_out = d["sb"]["tx_dropped"] + d["vb"]["rx_dropped"]
+    return [
+        ("sent by A's veth", d["va"]["tx_packets"], sent),
+        ("into the switch", p1["rx"]["pkts"] + p1["rx"]["drop"] + lost_in_kernel, sent),
+        ("through it", p2["tx"]["pkts"] + p2["tx"]["drop"], p1["rx"]["pkts"]),
+        ("out of it", d["vb"]["rx_packets"] + lost_out, p2["tx"]["pkts"]),
+    ]
+
+
+def balanced(sent, stats, d):
+    return all(count == expected for _, count, expected in balances(sent, stats, d))
 
 
 def named_drops(report):
@@ -124,8 +148,7 @@ def flood_through(sw, target, count, pps):
     try:
         before = ends()
         sent, secs = flood(count, pps)
-        stats = settle(target, sent)
-        d = delta(ends(), before)
+        stats, d = settle(target, sent, before)
     finally:
         rc, out, err = sw.stop()
     assert rc == 0, err
@@ -152,21 +175,11 @@ def test_at_a_sustainable_rate_every_frame_is_forwarded_or_counted(net, fulmar_b
 
 def assert_every_frame_accounted(sent, stats, d, out):
     """Asserts that every frame A sent reached B, or was counted dropped by
-    the switch or the kernel; the switch's report names every drop it
-    counted. Returns how many the switch dropped."""
-    p1, p2 = stats[1], stats[2]
-    # Into the switch: every frame A's veth sent is one the switch read into
-    # its pipeline, one it counts as dropped on port 1, or one the kernel
-    # counts as dropped between va and the switch's socket.
-    assert d["va"]["tx_packets"] == sent
-    lost_in_kernel = d["va"]["tx_dropped"] + d["sa"]["rx_dropped"]
-    assert p1["rx"]["pkts"] + p1["rx"]["drop"] + lost_in_kernel == sent, (stats, d)
-    # Through it: every frame read was sent out of port 2 or counted there.
-    assert p2["tx"]["pkts"] + p2["tx"]["drop"] == p1["rx"]["pkts"], stats
-    # Out of it: what port 2 sent reached B, or the kernel counted it.
-    lost_out = d["sb"]["tx_dropped"] + d["vb"]["rx_dropped"]
-    assert d["vb"]["rx_packets"] + lost_out == p2["tx"]["pkts"], (stats, d)
-    dropped = p1["rx"]["drop"] + p2["tx"]["drop"]
+    the switch or the kernel (`balances`); the switch's report names every
+    drop it counted. Returns how many the switch dropped."""
+    for what, count, expected in balances(sent, stats, d):
+        assert count == expected, (what, stats, d)
+    dropped = stats[1]["rx"]["drop"] + stats[2]["tx"]["drop"]
     assert sum(named_drops(out).values()) == dropped, out
     return dropped
 

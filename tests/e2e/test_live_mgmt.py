@@ -321,25 +321,38 @@ def test_metrics_pass_promtool_and_match_openflow_port_stats(net, fulmar_bin, tm
         assert r.returncode == 0, r.stdout + r.stderr
         out, _ = pinger.communicate(timeout=60)
         assert " 0% packet loss" in out, out
-        time.sleep(0.5)
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-        ports = ofctl("dump-ports", live.mgmt())
-        assert ports.returncode == 0, ports.stderr
-        for no, iface in ((1, SW_A), (2, SW_B)):
-            m = re.search(rf"port\s+{no}: rx pkts=(\d+), bytes=(\d+).*?\n\s+tx pkts=(\d+), bytes=(\d+)", ports.stdout)
-            assert m, ports.stdout
-            rx, rxb, tx, txb = map(int, m.groups())
-            assert rx >= 300, ports.stdout
+        # The two are read at two moments: read them again until they
+        # agree (a late frame, an ARP refresh), then compare.
 
-            def metric(name):
-                mm = re.search(rf'^{name}\{{[^}}]*port="{iface}"[^}}]*\}} (\d+)', body, re.M)
-                assert mm, f"{name} for {iface} not in:\n{body}"
-                return int(mm.group(1))
+        def read_both():
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+            ports = ofctl("dump-ports", live.mgmt())
+            assert ports.returncode == 0, ports.stderr
+            seen = {}
+            for no, iface in ((1, SW_A), (2, SW_B)):
+                m = re.search(rf"port\s+{no}: rx pkts=(\d+), bytes=(\d+).*?\n\s+tx pkts=(\d+), bytes=(\d+)",
+                              ports.stdout)
+                assert m, ports.stdout
 
-            assert metric("fulmar_port_rx_packets_total") == rx
-            assert metric("fulmar_port_rx_bytes_total") == rxb
-            assert metric("fulmar_port_tx_packets_total") == tx
-            assert metric("fulmar_port_tx_bytes_total") == txb
+                def metric(name):
+                    mm = re.search(rf'^{name}\{{[^}}]*port="{iface}"[^}}]*\}} (\d+)', body, re.M)
+                    assert mm, f"{name} for {iface} not in:\n{body}"
+                    return int(mm.group(1))
+
+                seen[iface] = (tuple(map(int, m.groups())),
+                               tuple(metric(f"fulmar_port_{n}_total") for n in
+                                     ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes")))
+            return seen
+
+        deadline = time.time() + 10
+        while True:
+            seen = read_both()
+            if all(a == b for a, b in seen.values()) or time.time() > deadline:
+                break
+            time.sleep(0.2)
+        for iface, (openflow, metrics) in seen.items():
+            assert openflow[0] >= 300, seen
+            assert metrics == openflow, (iface, seen)
     finally:
         rc, out, err = live.stop()
     assert rc == 0, err

@@ -103,8 +103,16 @@ def test_reactive_packet_ins_answered_by_packet_outs_reach_b(fulmar, fulmar_bin,
     assert len(frames) == packet_outs
     assert all(f == FRAME for f in frames), frames[:3]
     # Every frame port 1 received is a packet-in answered, one that came
-    # after the window, or a packet-in drop counted by name.
-    p, drops = ports(fulmar_bin, tmp_path)
+    # after the window, or a packet-in drop counted by name. Each thread
+    # publishes its own counters every few milliseconds: B may have the
+    # last packet-out before port 2's count says so.
+
+    def settled():
+        p, drops = ports(fulmar_bin, tmp_path)
+        done = p[2]["tx_packets"] >= packet_outs and p[1]["rx_packets"] + p[1]["rx_dropped"] >= FRAMES
+        return done and (p, drops)
+
+    p, drops = wait_for(settled, timeout=30, what="ports 1 and 2 to count every frame")
     pin_drops = sum(v for k, v in drops.items() if k.startswith("packet_in") or k == "controller_event_queue_full")
     assert p[1]["rx_packets"] + p[1]["rx_dropped"] == FRAMES, p
     assert packet_ins + int(res["late_packet_ins"]) + pin_drops == p[1]["rx_packets"], (res, drops)

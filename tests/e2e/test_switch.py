@@ -13,7 +13,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.contrib.mpls import MPLS
 from scapy.layers.l2 import Dot1AH
 
-from e2e_support import MAC_A, MAC_B, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, capture, in_ns, ports_toml, send
+from e2e_support import MAC_A, MAC_B, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, capture, in_ns, ports_toml, send, wait_for
 
 FORWARD = (
     "table=0,priority=10,in_port=1,actions=output:2\n"
@@ -196,14 +196,17 @@ def test_link_down_shows_in_port_state(net, switch):
     time.sleep(0.3)
     subprocess_ip = __import__("subprocess").run
     subprocess_ip(["ip", "link", "set", SW_B, "down"], check=True)
-    time.sleep(0.5)
+    # The switch prints port changes as its main loop sees them (every
+    # 100 ms); a stop drops what it has not printed yet.
+    down, up = f"port 2 ({SW_B}) link down", f"port 2 ({SW_B}) link up"
+    wait_for(lambda: down in "".join(sw.err_lines), timeout=30, what="the link-down line")
     r = ping(NS_A, "10.9.0.2", count=2)
     assert r.returncode != 0, "no forwarding to a down port"
     subprocess_ip(["ip", "link", "set", SW_B, "up"], check=True)
-    time.sleep(0.5)
+    wait_for(lambda: up in "".join(sw.err_lines), timeout=30, what="the link-up line")
     rc, out, err = sw.stop()
-    assert f"port 2 ({SW_B}) link down" in err, err
-    assert f"port 2 ({SW_B}) link up" in err, err
+    assert down in err, err
+    assert up in err, err
 
 
 def test_rtt_through_the_switch_vs_a_direct_veth(fulmar_bin, capsys):
