@@ -11,8 +11,9 @@ send raw frames on an interface, or capture frames from one.
                                   four bytes; with "sleep", paced by
                                   sleeping instead of spinning: a CPU free
                                   for the switch, timing within ~0.1 ms)
-    seqs IFACE SECONDS ETHERTYPE_HEX (prints the last four bytes, as a
-                                  number, of each frame of that type)
+    seqs IFACE SECONDS ETHERTYPE_HEX [UNTIL] (prints the last four bytes,
+                                  as a number, of each frame of that type;
+                                  ends at frame UNTIL or a line on stdin)
 
 Frames are read with PACKET_AUXDATA so an outer VLAN tag the kernel
 stripped into metadata is put back, as it was on the wire.
@@ -92,21 +93,28 @@ def capture(iface, seconds, limit, types):
         n += 1
 
 
-def seqs(iface, seconds, ethertype):
+def seqs(iface, seconds, ethertype, until=None):
+    """Captures for at most `seconds`, and ends early when a frame numbered
+    `until` arrives or when a line (or EOF) comes on stdin."""
+    import select
+
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
-    s.settimeout(0.05)
     want = bytes.fromhex(ethertype)
     print("ready", flush=True)
     got = []
     end = time.time() + seconds
     while time.time() < end:
-        try:
-            data, addr = s.recvfrom(65536)
-        except socket.timeout:
+        ready, _, _ = select.select([s, sys.stdin], [], [], 0.05)
+        if sys.stdin in ready:
+            break
+        if s not in ready:
             continue
+        data, addr = s.recvfrom(65536)
         if addr[2] != socket.PACKET_OUTGOING and data[12:14] == want:
             got.append(struct.unpack("!I", data[-4:])[0])
+            if got[-1] == until:
+                break
     print(" ".join(map(str, got)), flush=True)
 
 
@@ -117,6 +125,6 @@ if __name__ == "__main__":
         flood(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[1] == "seqflood",
               sys.argv[6:7] == ["sleep"])
     elif sys.argv[1] == "seqs":
-        seqs(sys.argv[2], float(sys.argv[3]), sys.argv[4])
+        seqs(sys.argv[2], float(sys.argv[3]), sys.argv[4], int(sys.argv[5]) if sys.argv[5:] else None)
     else:
         capture(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
