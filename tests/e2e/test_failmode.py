@@ -109,14 +109,22 @@ def test_standalone_goes_back_to_the_flow_tables_while_a_controller_is_connected
             stderr=subprocess.DEVNULL,
             env={**os.environ, "OVS_RUNDIR": str(tmp_path)},
         )
-        time.sleep(1)
+        # The switch says when it goes back to the flow tables, and when
+        # it is a learning switch again (after it has switched).
+        def log():
+            return "".join(sw.err_lines)
+
+        wait_for(lambda: "a controller is connected: back to the flow tables" in log(), 30,
+                 "the switch to take the controller")
         assert monitor.poll() is None, "ovs-ofctl monitor exited"
         r = ping(count=2)
         assert r.returncode != 0, "no flows while a controller is connected: " + r.stdout
         # The controller leaves: a learning switch again.
+        learning = log().count("acting as a learning switch")
         monitor.terminate()
         monitor.wait(timeout=10)
-        time.sleep(1)
+        wait_for(lambda: log().count("acting as a learning switch") > learning, 30,
+                 "the switch to act as a learning switch again")
         r = ping()
         assert r.returncode == 0, "standalone after the controller left: " + r.stdout
     finally:
