@@ -1420,14 +1420,9 @@ fn dumped_ports(dump: &[(u32, Message)]) -> (Vec<u32>, bool) {
     (ports, flags_ok)
 }
 
-/// A FLOW dump of several pages (FLOW_STATS_PAGE entries each, read one
-/// at a time as the output drains) gives every entry once, in order, with
-/// "more" on every part but the last; an entry removed before its page is
-/// read is left out and one added meanwhile comes at the end.
-#[tokio::test]
-async fn a_flow_dump_is_read_page_by_page() {
-    let (sw, _ctl, mut c) = opened_with(|c| c.max_pending_output = 64 * 1024).await;
-    let n = 2 * crate::conn::FLOW_STATS_PAGE as u32 + 100;
+/// Installs flows 0..n (out port 7) on `c` and asks for a FLOW dump of
+/// every flow (xid 42); nothing but the dump is left to read.
+async fn install_and_ask_for_a_dump(c: &mut Conn, n: u32) {
     let mut stream = Vec::new();
     for i in 0..n {
         stream.extend(Message::FlowMod(flow(i, 7)).encode(i));
@@ -1436,6 +1431,17 @@ async fn a_flow_dump_is_read_page_by_page() {
     assert!(c.take_output().is_empty());
     let req = mp(0, MultipartRequestBody::Flow(pipeline::any_flow())).encode(42);
     c.receive(&req, Instant::now()).await;
+}
+
+/// A FLOW dump of several pages (FLOW_STATS_PAGE entries each, read one
+/// at a time as the output drains) gives every entry once, in order, with
+/// "more" on every part but the last; an entry removed before its page is
+/// read is left out and one added meanwhile comes at the end.
+#[tokio::test]
+async fn a_flow_dump_is_read_page_by_page() {
+    let (sw, _ctl, mut c) = opened_with(|c| c.max_pending_output = 64 * 1024).await;
+    let n = 2 * crate::conn::FLOW_STATS_PAGE as u32 + 100;
+    install_and_ask_for_a_dump(&mut c, n).await;
     let mut got = decode_all(&c.take_output());
     assert!(c.is_paused(), "a page is more than the output limit");
     // Meanwhile (another channel, say): the last entry goes, one comes.
@@ -1464,14 +1470,7 @@ async fn a_flow_dump_is_read_page_by_page() {
 async fn a_written_output_buffer_is_written_into_again() {
     let (_sw, _ctl, mut c) = opened_with(|c| c.max_pending_output = 64 * 1024).await;
     let n = 2 * crate::conn::FLOW_STATS_PAGE as u32;
-    let mut stream = Vec::new();
-    for i in 0..n {
-        stream.extend(Message::FlowMod(flow(i, 7)).encode(i));
-    }
-    c.receive(&stream, Instant::now()).await;
-    assert!(c.take_output().is_empty());
-    let req = mp(0, MultipartRequestBody::Flow(pipeline::any_flow())).encode(42);
-    c.receive(&req, Instant::now()).await;
+    install_and_ask_for_a_dump(&mut c, n).await;
     let mut got = Vec::new();
     let mut takes = 0;
     loop {
