@@ -153,8 +153,9 @@ step "cargo test"
 cargo test --workspace --locked
 
 step "Miri over the unsafe code that runs without system calls (SPSC ring, lent buffers, prefetching subtable, in-place table)"
-# A dated nightly with Miri, installed by rustup from static.rust-lang.org
-# (a few minutes; see scripts/miri.sh).
+# A dated nightly with Miri, installed by rustup from static.rust-lang.org;
+# its two groups of tests run side by side (about 4 minutes with the
+# install; see scripts/miri.sh).
 scripts/miri.sh
 
 step "loom over the in-place table protocol"
