@@ -152,20 +152,41 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test"
 cargo test --workspace --locked
 
-step "Miri over the unsafe code that runs without system calls (SPSC ring, lent buffers, prefetching subtable, in-place table)"
-# A dated nightly with Miri, installed by rustup from static.rust-lang.org;
-# its two groups of tests run side by side (about 4 minutes with the
-# install; see scripts/miri.sh).
-scripts/miri.sh
-
-step "loom over the in-place table protocol"
+step "Miri over the unsafe code that runs without system calls (SPSC ring, lent buffers, prefetching subtable, in-place table), and loom over the in-place table protocol beside it"
+# Miri: a dated nightly with Miri, installed by rustup from
+# static.rust-lang.org; its two groups of tests run side by side (about 4
+# minutes with the install; see scripts/miri.sh). loom:
 # classifier::versioned's writer against one or two readers, every
-# interleaving up to each model's preemption bound (about a minute; a
-# target directory of its own, see scripts/loom.sh).
-scripts/loom.sh
+# interleaving up to each model's preemption bound (about a minute and a
+# half with its build, in a target directory of its own; see
+# scripts/loom.sh). Neither depends on time, so loom runs beside Miri's
+# two groups and its output is printed after theirs.
+loom_log=$(mktemp)
+scripts/loom.sh >"$loom_log" 2>&1 &
+loom_pid=$!
+scripts/miri.sh
+if wait "$loom_pid"; then
+    cat "$loom_log"
+    rm -f "$loom_log"
+else
+    cat "$loom_log"
+    echo "loom failed (output above)" >&2
+    exit 1
+fi
+
+step "debug binaries the later steps run: fulmar, and the packet, flow text, flow-mod, packet-in and reference forwarder tools"
+# One build, so the examples share fulmar's build of their crates; a test
+# that built its own (cargo build -p agent --example ...) compiled those
+# crates again for that package's features, 30-40 s each inside the
+# Python step. The variables below name them to the tests.
+cargo build --locked -p fulmar -p packet -p flowtext -p agent -p dataplane \
+    --example packet_tool --example flowtext_tool --example flowmod_rate --example packetio_rate \
+    --example reference_forwarder
+export FLOWMOD_RATE="$root/target/debug/examples/flowmod_rate"
+export PACKETIO_RATE="$root/target/debug/examples/packetio_rate"
+export FULMAR_REFERENCE="$root/target/debug/examples/reference_forwarder"
 
 step "fulmar ofp decode --roundtrip on the os-ken OpenFlow 1.3 vectors"
-cargo build --locked -p fulmar -p packet -p flowtext --example packet_tool --example flowtext_tool
 vectors=()
 for f in "$OSKEN_DIR"/tests/packet_data/of13/4-*.packet "$OSKEN_DIR"/tests/packet_data/of13/libofproto-OFP13-*.packet; do
     vectors+=("$f")
