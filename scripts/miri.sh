@@ -11,7 +11,7 @@
 # calls through libc and cannot run under Miri; their invariants are
 # stated at each `unsafe` block and exercised by the end-to-end tests.
 #
-#   scripts/miri.sh            # about five minutes on 2 cores
+#   scripts/miri.sh            # about four minutes on 2 cores
 #
 # Needs a nightly toolchain with the miri and rust-src components: the
 # dated one below (a nightly known to ship Miri), installed here if

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# tests/: cargo_binary, shared with the other suites.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from e2e_support import *  # noqa: E402,F401,F403  (also offered to tests/controllers)
 from e2e_support import MAC_A, MAC_B, NS_A, NS_B, ROOT, SW_A, SW_B, Switch, cleanup, host_veth, sh, switch_starter  # noqa: E402
 

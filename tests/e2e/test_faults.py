@@ -38,7 +38,8 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from e2e_support import HELPER, MAC_A, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, in_ns, sh, wait_for
+from cargo_binary import cargo_binary
+from e2e_support import HELPER, MAC_A, NS_A, NS_B, P, SW_A, SW_B, Switch, in_ns, sh, wait_for
 from of_client import DP, OfClient, listen_port, ofp, parser
 
 SECONDS = int(os.environ.get("FULMAR_FAULT_SECONDS", "12"))
@@ -347,10 +348,7 @@ def test_flow_mods_while_forwarding_lose_no_traffic(net, fulmar_bin, tmp_path):
     flows, as fast as the switch takes them, while A pings B every 5 ms
     through two other flows: no ping is lost, and every flow is in."""
     need("ping")
-    client = os.environ.get("FLOWMOD_RATE")
-    if not client:
-        subprocess.run(["cargo", "build", "-q", "-p", "agent", "--example", "flowmod_rate"], cwd=ROOT, check=True)
-        client = ROOT / "target" / "debug" / "examples" / "flowmod_rate"
+    client = cargo_binary("FLOWMOD_RATE", "agent", "flowmod_rate")
     flows = tmp_path / "flows"
     flows.write_text(FORWARD)
     sw = start(fulmar_bin, tmp_path, "--flows", str(flows))

@@ -13,7 +13,6 @@ Topology: the `net` fixture's hosts A (port 1) and B (port 2).
 """
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +21,8 @@ import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from e2e_support import HELPER, MAC_A, NS_A, NS_B, ROOT, SW_A, SW_B, Switch, capture, in_ns, wait_for
+from cargo_binary import cargo_binary
+from e2e_support import HELPER, MAC_A, NS_A, NS_B, SW_A, SW_B, Switch, capture, in_ns, wait_for
 from of_client import listen_port
 
 # To a MAC address nobody has: B's kernel counts the frame and ignores it.
@@ -33,11 +33,7 @@ FRAMES = 300
 
 @pytest.fixture(scope="session")
 def packetio_bin(fulmar_bin):
-    env = os.environ.get("PACKETIO_RATE")
-    if env:
-        return env
-    subprocess.run(["cargo", "build", "-q", "-p", "agent", "--example", "packetio_rate"], cwd=ROOT, check=True)
-    return str(ROOT / "target" / "debug" / "examples" / "packetio_rate")
+    return cargo_binary("PACKETIO_RATE", "agent", "packetio_rate")
 
 
 @pytest.fixture

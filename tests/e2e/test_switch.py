@@ -13,6 +13,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.contrib.mpls import MPLS
 from scapy.layers.l2 import Dot1AH
 
+from cargo_binary import cargo_binary
 from e2e_support import MAC_A, MAC_B, NS_A, NS_B, P, ROOT, SW_A, SW_B, Switch, capture, in_ns, ports_toml, send, wait_for
 
 FORWARD = (
@@ -217,14 +218,10 @@ def test_rtt_through_the_switch_vs_a_direct_veth(fulmar_bin, capsys):
     while the switch waits for a CPU on a busy machine is printed, not
     asserted: it says how busy the machine is)."""
     import json
-    import os
     import subprocess
     import sys
 
-    reference = os.environ.get("FULMAR_REFERENCE")
-    if not reference:
-        subprocess.run(["cargo", "build", "-q", "-p", "dataplane", "--example", "reference_forwarder"], cwd=ROOT, check=True)
-        reference = str(ROOT / "target" / "debug" / "examples" / "reference_forwarder")
+    reference = cargo_binary("FULMAR_REFERENCE", "dataplane", "reference_forwarder")
     count = 20
     r = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "rtt.py"), "--prefix", f"{P[:3]}r-", "--rounds", "1", "--count", str(count),
