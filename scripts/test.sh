@@ -4,27 +4,28 @@
 # It installs what the tests need on a fresh Debian 12 machine — the Rust
 # toolchain components, Debian packages (openvswitch-switch for ovs-ofctl and
 # ovs-appctl, iputils-ping, prometheus for promtool; netsniff-ng, tcpreplay,
-# iperf3, ethtool and nftables for the seed experiments' smoke run),
-# and a Python venv (.venv) from PyPI with os-ken 3.1.0
-# (its OpenFlow 1.3 test vectors), scapy (an independent packet encoder and
-# decoder), pytest and matplotlib (the seed experiments' plots) — then
-# runs, in order: formatting and lint checks, the Rust tests, the OpenFlow
-# vector round trip through the `fulmar` binary, the DPDK backend
-# (libdpdk-dev, pkg-config and libclang from apt; the `dpdk` feature's Rust
-# tests and lints over virtual devices without huge pages, and a `fulmar`
-# built with it for the Python tests), the Python tests (scapy as the
-# independent decoder; ovs-ofctl parse-flow / parse-group / add-meter and
-# ofp-print as the reference for the flow, group and meter text in
-# tests/flowtext_ovs; end-to-end tests in network namespaces, DPDK ports,
-# faults under traffic, restarts and `bench/seeds/run.sh --smoke` among
-# them; os-ken's simple_switch_13, Faucet, a three-switch Faucet fabric
-# and a smoke subset of Faucet's own integration suite (mininet from apt)
-# driving fulmar in tests/controllers), Miri over the unsafe code, loom
-# over the in-place table protocol (classifier::versioned), the
-# os-ken OpenFlow 1.3 conformance run (a fixed quarter of match and
-# action; the full run is tests/conformance/ryu-of13.sh), and a compile
-# check of the fuzz targets. Each step prints the time since the start; a
-# table of each step's time ends the output.
+# iperf3, ethtool and nftables for the seed experiments' smoke run; mininet
+# and the tools Faucet's suite checks for; libdpdk-dev, pkg-config and
+# libclang for the DPDK backend), and a Python venv (.venv) from PyPI with
+# os-ken 3.1.0 (its OpenFlow 1.3 test vectors), scapy (an independent
+# packet encoder and decoder), pytest and matplotlib (the seed
+# experiments' plots), in the background while the first checks compile —
+# then runs, in order: formatting, layer and lint checks, a compile check
+# of the fuzz targets, the Rust tests, Miri over the unsafe code with loom
+# over the in-place table protocol (classifier::versioned) beside it, the
+# OpenFlow vector round trip through the `fulmar` binary, the DPDK backend
+# (the `dpdk` feature's Rust tests and lints over virtual devices without
+# huge pages, and a `fulmar` built with it for the Python tests), the
+# Python tests (scapy as the independent decoder; ovs-ofctl parse-flow /
+# parse-group / add-meter and ofp-print as the reference for the flow,
+# group and meter text in tests/flowtext_ovs; end-to-end tests in network
+# namespaces, DPDK ports, faults under traffic, restarts and
+# `bench/seeds/run.sh --smoke` among them; os-ken's simple_switch_13,
+# Faucet, a three-switch Faucet fabric and a smoke subset of Faucet's own
+# integration suite driving fulmar in tests/controllers), and the os-ken
+# OpenFlow 1.3 conformance run (a fixed quarter of match and action; the
+# full run is tests/conformance/ryu-of13.sh). Each step prints the time
+# since the start; a table of each step's time ends the output.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -50,7 +51,12 @@ step_times() {
     done
     printf '  %s  in all\n' "$(clock "$SECONDS")"
 }
-trap step_times EXIT
+# Jobs started in the background (see `background` below); a failure
+# before they are joined leaves none of them running behind the script.
+bg_pids=()
+bg_logs=()
+bg_names=()
+trap 'step_times; for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 
 # A full run builds debug, the DPDK feature, Miri's build and the fuzz check,
 # and the tests write to /tmp. One CI run failed with "No space left on
@@ -72,48 +78,99 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 cargo --version
 
-step "system packages (apt): ovs-ofctl, ovs-appctl, ovs-vsctl and ovsdb-server (real OpenFlow, unixctl and OVSDB peers), ping, promtool, snmpd and snmpget/snmpwalk, trafgen, tcpreplay, iperf3, ethtool, nft"
-need=()
-command -v ovs-ofctl >/dev/null 2>&1 || need+=(openvswitch-switch)
-command -v snmpd >/dev/null 2>&1 || need+=(snmpd)
-command -v snmpget >/dev/null 2>&1 || need+=(snmp)
-command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
-command -v promtool >/dev/null 2>&1 || need+=(prometheus)
-command -v trafgen >/dev/null 2>&1 || need+=(netsniff-ng)
-command -v tcpreplay >/dev/null 2>&1 || need+=(tcpreplay)
-command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
-command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
-command -v nft >/dev/null 2>&1 || need+=(nftables)
-if [ ${#need[@]} -gt 0 ]; then
-    if [ "$(id -u)" -eq 0 ]; then
+# The installs (apt, the venvs, Faucet's sdist) wait on the network and on
+# dpkg rather than on the CPU, so they run in the background while the
+# formatting, layer, lint and fuzz-target checks compile, and are joined
+# before the first step that needs them (cargo test runs ovs-ofctl,
+# promtool and tshark where installed, so none may be half-installed when
+# it starts). On a fresh machine they took about four minutes in the
+# foreground. Their output is printed when they are joined.
+background() {
+    local name=$1 log
+    shift
+    log=$(mktemp)
+    ("$@") >"$log" 2>&1 &
+    bg_pids+=($!)
+    bg_logs+=("$log")
+    bg_names+=("$name")
+    echo "started in the background: $name"
+}
+# Joins every background job, prints each one's output, fails if any failed.
+join_background() {
+    local i failed=0
+    for i in "${!bg_pids[@]}"; do
+        if wait "${bg_pids[i]}"; then
+            echo "-- ${bg_names[i]}: done"
+        else
+            echo "-- ${bg_names[i]}: FAILED" >&2
+            failed=1
+        fi
+        cat "${bg_logs[i]}"
+        rm -f "${bg_logs[i]}"
+    done
+    bg_pids=()
+    bg_logs=()
+    bg_names=()
+    return "$failed"
+}
+
+# System packages, one apt transaction: ovs-ofctl, ovs-appctl, ovs-vsctl
+# and ovsdb-server (real OpenFlow, unixctl and OVSDB peers), ping,
+# promtool, snmpd and snmpget/snmpwalk, trafgen, tcpreplay, iperf3,
+# ethtool, nft; as root also mininet and the tools Faucet's integration
+# suite checks for (tests/controllers), and libdpdk-dev, pkg-config and
+# libclang (bindgen) for the DPDK step.
+install_apt() {
+    set -euo pipefail
+    local need=() t
+    for t in ovs-ofctl:openvswitch-switch snmpd:snmpd snmpget:snmp ping:iputils-ping promtool:prometheus \
+             trafgen:netsniff-ng tcpreplay:tcpreplay iperf3:iperf3 ethtool:ethtool nft:nftables; do
+        command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+    done
+    if [ "$(id -u)" -ne 0 ]; then
+        [ ${#need[@]} -eq 0 ] || echo "not root: cannot install ${need[*]}; the tests that need them will say so" >&2
+        return 0
+    fi
+    for t in mn:mininet ebtables-nft:iptables tshark:tshark fping:fping rdisc6:ndisc6 ladvd:ladvd \
+             exabgp:exabgp nc:netcat-openbsd lsof:lsof fuser:psmisc tcpdump:tcpdump scapy:python3-scapy \
+             freeradius:freeradius wpa_supplicant:wpasupplicant; do
+        command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
+    done
+    pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
+    command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+    dpkg -s libclang1-14 >/dev/null 2>&1 || need+=(libclang1-14)
+    dpkg -s libclang-common-14-dev >/dev/null 2>&1 || need+=(libclang-common-14-dev)
+    if [ ${#need[@]} -gt 0 ]; then
+        echo "apt: ${need[*]}"
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
         apt-get clean
-    else
-        echo "not root: cannot install ${need[*]}; the tests that need them will say so" >&2
     fi
-fi
+}
 
-step "python venv (.venv: os-ken==3.1.0, scapy, pytest, pytest-timeout, ncclient, matplotlib)"
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest, ncclient, pytest_timeout, matplotlib' 2>/dev/null; then
-    python3 -m venv .venv
-    .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
-fi
-OSKEN_DIR=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
-export OSKEN_DIR
-echo "os-ken vectors: $OSKEN_DIR/tests/packet_data/of13"
-
-step "controllers for tests/controllers (root only: the tests need namespaces)"
-# Faucet in its own venv (it pins its own os-ken); os-ken's simple_switch_13
-# app, which os-ken 3.x no longer ships, taken unchanged from the os-ken
-# 1.4.1 source distribution on PyPI.
+# The Python venv (.venv: os-ken==3.1.0, scapy, pytest, pytest-timeout,
+# ncclient, matplotlib); as root also the controllers for
+# tests/controllers: Faucet in its own venv (it pins its own os-ken),
+# os-ken's simple_switch_13 app, which os-ken 3.x no longer ships, taken
+# unchanged from the os-ken 1.4.1 source distribution on PyPI, and the
+# faucet sdist (clib/, tests/integration/) for Faucet's own integration
+# suite (tests/controllers/test_faucet_suite.py, bench/faucet-suite.sh).
 FAUCET_VERSION=1.10.12
-if [ "$(id -u)" -eq 0 ]; then
+install_python() {
+    set -euo pipefail
+    if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import os_ken, scapy, pytest, ncclient, pytest_timeout, matplotlib' 2>/dev/null; then
+        python3 -m venv .venv
+        .venv/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "skipped: the controller tests need root" >&2
+        return 0
+    fi
     if ! .venv-faucet/bin/python -c "import importlib.metadata as m, sys; sys.exit(m.version('faucet') != '$FAUCET_VERSION')" 2>/dev/null; then
         python3 -m venv .venv-faucet
         .venv-faucet/bin/pip install --quiet --disable-pip-version-check "faucet==$FAUCET_VERSION"
     fi
-    app=target/controller-apps/simple_switch_13.py
+    local app=target/controller-apps/simple_switch_13.py sdist
     if [ ! -s "$app" ]; then
         mkdir -p "$(dirname "$app")"
         sdist=$(mktemp -d)
@@ -122,23 +179,12 @@ if [ "$(id -u)" -eq 0 ]; then
         mv "$app.tmp" "$app"
         rm -rf "$sdist"
     fi
-    # Faucet's own integration suite (tests/controllers/test_faucet_suite.py,
-    # bench/faucet-suite.sh): mininet and the tools the suite checks for,
-    # then the faucet sdist (clib/, tests/integration/) and its venv.
-    need=()
-    for t in mn:mininet ebtables-nft:iptables tshark:tshark fping:fping rdisc6:ndisc6 ladvd:ladvd \
-             exabgp:exabgp nc:netcat-openbsd lsof:lsof fuser:psmisc tcpdump:tcpdump scapy:python3-scapy \
-             freeradius:freeradius wpa_supplicant:wpasupplicant ethtool:ethtool; do
-        command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}")
-    done
-    if [ ${#need[@]} -gt 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-    fi
     bench/faucet-suite.sh --prepare
-else
-    echo "skipped: the controller tests need root" >&2
-fi
+}
+
+step "installs, in the background: system packages (apt) and the Python venvs with os-ken, Faucet and its suite's sdist"
+background "system packages (apt)" install_apt
+background "python venvs and controllers" install_python
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -148,6 +194,20 @@ python3 scripts/check-layers.py
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "fuzz targets compile"
+# In the workspace's target directory rather than fuzz/target: the fuzz
+# crate's dependencies are the workspace's, already checked by clippy
+# above, so only the few units that differ (the fuzz crate, libfuzzer-sys,
+# the path crates outside clippy's wrapper) are checked here instead of
+# all of them again.
+CARGO_TARGET_DIR="$root/target" cargo check --quiet --manifest-path fuzz/Cargo.toml --bins
+
+step "join the installs"
+join_background
+OSKEN_DIR=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
+export OSKEN_DIR
+echo "os-ken vectors: $OSKEN_DIR/tests/packet_data/of13"
 
 step "cargo test"
 cargo test --workspace --locked
@@ -161,18 +221,9 @@ step "Miri over the unsafe code that runs without system calls (SPSC ring, lent 
 # half with its build, in a target directory of its own; see
 # scripts/loom.sh). Neither depends on time, so loom runs beside Miri's
 # two groups and its output is printed after theirs.
-loom_log=$(mktemp)
-scripts/loom.sh >"$loom_log" 2>&1 &
-loom_pid=$!
+background "loom over classifier::versioned" scripts/loom.sh
 scripts/miri.sh
-if wait "$loom_pid"; then
-    cat "$loom_log"
-    rm -f "$loom_log"
-else
-    cat "$loom_log"
-    echo "loom failed (output above)" >&2
-    exit 1
-fi
+join_background
 
 step "debug binaries the later steps run: fulmar, and the packet, flow text, flow-mod, packet-in and reference forwarder tools"
 # One build, so the examples share fulmar's build of their crates; a test
@@ -195,22 +246,13 @@ echo "${#vectors[@]} vector files"
 target/debug/fulmar ofp decode --roundtrip "${vectors[@]}" > /dev/null
 echo "all ${#vectors[@]} round-trip byte-exactly"
 
-step "DPDK ports (cargo feature dpdk): libdpdk-dev, pkg-config and libclang (bindgen) from apt; tests over vdevs, --no-huge"
+step "DPDK ports (cargo feature dpdk; libdpdk-dev installed above): tests over vdevs, --no-huge"
 # DPDK 22.11 from Debian; the EAL runs without huge pages, PCI scan or
 # shared files in every test, so CI needs none of them. The fulmar built
 # here (a superset of the default one) is the one the Python tests run, so
 # tests/e2e/test_dpdk.py pings through DPDK ports and checks the gateway
 # rewrites through net_pcap against `fulmar trace`.
 if [ "$(id -u)" -eq 0 ]; then
-    need=()
-    pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev)
-    command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
-    dpkg -s libclang1-14 >/dev/null 2>&1 || need+=(libclang1-14)
-    dpkg -s libclang-common-14-dev >/dev/null 2>&1 || need+=(libclang-common-14-dev)
-    if [ ${#need[@]} -gt 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-    fi
     cargo clippy --locked -p dpdk-sys -p dataplane -p runtime -p fulmar --all-targets --features fulmar/dpdk -- -D warnings
     cargo test --locked -p dpdk-sys -p dataplane -p runtime --features dataplane/dpdk,runtime/dpdk
     cargo build --locked -p fulmar --features dpdk
@@ -245,14 +287,6 @@ if [ "$(id -u)" -eq 0 ]; then
 else
     echo "skipped: the conformance run needs root (veths, Open vSwitch)" >&2
 fi
-
-step "fuzz targets compile"
-# In the workspace's target directory rather than fuzz/target: the fuzz
-# crate's dependencies are the workspace's, already checked by clippy
-# above, so only the few units that differ (the fuzz crate, libfuzzer-sys,
-# the path crates outside clippy's wrapper) are checked here instead of
-# all of them again.
-CARGO_TARGET_DIR="$root/target" cargo check --quiet --manifest-path fuzz/Cargo.toml --bins
 
 echo
 echo "all checks passed"
