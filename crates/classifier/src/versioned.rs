@@ -65,13 +65,18 @@
 //! reads `c0`, then `c1`; a burst reads the `c0` of all its keys first,
 //! then `c1` of those not found ([`View::prefetch`],
 //! [`View::lookup_first`]). An insert writes the first free candidate, so
-//! a key whose `c0` is empty is in no line. When both are taken, it moves the
-//! occupant of one to that occupant's other candidate, and so on (cuckoo
-//! placement, at most `MAX_KICKS` moves), but only occupants added at
-//! the pending version: no reader sees them yet, so rewriting them
-//! elsewhere changes nothing a reader finds. A line a reader may see
-//! cannot move within one version (its old place must stay visible until
-//! reclaimed). When the moves find no free candidate, the key goes to the
+//! a key whose `c0` is empty is in no line. When both are taken, it looks
+//! for a chain of moves that ends in a free line: the occupant of `c0`
+//! to its other candidate, that one's occupant to its own other
+//! candidate, and so on (cuckoo placement, at most `MAX_KICKS` moves);
+//! when that chain meets a line it cannot move or comes back on itself,
+//! the chain from `c1`. It makes the moves from the free end back. Only
+//! occupants added at the pending version move: no reader sees them
+//! yet, so rewriting them elsewhere changes nothing a reader finds. A
+//! line a reader may see cannot move within one version (its old place
+//! must stay visible until reclaimed); nor, in effect, can the new line
+//! of a key modified in this version, whose other candidate holds its
+//! earlier line. When neither chain ends free, the key goes to the
 //! *overflow run*: the first free line after `c1`, going forward, and the
 //! writer sets the spill bit of both its candidates before the version is
 //! published. A lookup that finds the key in neither candidate reads the
@@ -92,8 +97,12 @@
 //! lines are occupied; a rebuild places every line afresh (any line may
 //! move in an array no reader has loaded). Inserting 3,000 keys into
 //! 8,192 lines one publish at a time, 138 (4.6 %) overflow; inserted in
-//! one batch, where the moves apply, none do (13 of the 1M gateway keys
-//! of `fulmar bench --reference-lines` in 2M lines).
+//! one batch, where the moves apply, none do; nor do any of 1M keys in 2M
+//! lines, or of 131,071 in 262,144 (one chain, from `c0` only, left 4
+//! and 9 there). A batch that modifies each of 1,000 keys in 4,096
+//! lines while a reader sees their earlier lines overflows 447 of them:
+//! transient, as reclaim moves them back once the earlier lines die
+//! (`a_batch_of_modifies_overflows_until_the_old_lines_go`).
 //!
 //! # Readers and the seqlock
 //!
@@ -215,12 +224,12 @@ const COUNT_MASK: u64 = (1 << OWNER_SHIFT) - 1;
 /// small).
 const MIN_CAP: usize = if cfg!(loom) { 2 } else { 8 };
 
-/// The most occupants an insert moves before it puts the key in the
-/// overflow run. Fewer under Miri: a move interprets in about 20 ms
-/// there, and a walk that ends in the overflow run anyway (a small array
-/// at half load, two live lines of a modified key on both candidates)
-/// took 1.3 s of its threaded tests' minutes; how far a walk goes does
-/// not change which paths run.
+/// The most occupants one chain of moves may move before the insert
+/// tries the other candidate's chain or the overflow run. Fewer under
+/// Miri, where each step interprets slowly and a chain that ends in the
+/// overflow run anyway (a small array near half load) took seconds of its
+/// threaded tests' minutes; how long a chain may be does not change
+/// which paths run.
 const MAX_KICKS: usize = if cfg!(miri) { 8 } else { 64 };
 
 /// The two candidate lines of a key hashing to `hash`, in an array of
@@ -581,65 +590,105 @@ impl Array {
     }
 
     /// Whether line `i` holds a key that has it as a candidate (not an
-    /// overflow placement), by the writer.
+    /// overflow placement), by the writer (the tests' `check_spill`).
+    #[cfg(all(test, not(loom)))]
     fn at_candidate(&self, sh: &Shared, i: usize) -> bool {
         let (c0, c1) = self.candidates_of(sh, i);
         i == c0 || i == c1
     }
 
-    /// Writes `d` into the array: into a free candidate line; else by
-    /// moving the occupant of a candidate that `movable` allows (and that
-    /// holds a key at one of its candidates) to that key's other
-    /// candidate, and so on, at most [`MAX_KICKS`] times; else into the
-    /// first free line of the overflow run after the second candidate.
-    /// Returns how many empty lines it filled and the overflow line, if
-    /// one was taken (the caller sets the [`SPILL`] bits). The array must
-    /// have an empty line.
+    /// Writes `d` into the array: into a free candidate line; else along
+    /// a chain of moves that ends in a free line (see [`Array::chain`]),
+    /// tried from the first candidate and then from the second; else into
+    /// the first free line of the overflow run after the second
+    /// candidate. Returns how many empty lines it filled and the overflow
+    /// line, if one was taken (the caller sets the [`SPILL`] bits). The
+    /// array must have an empty line.
     fn place(
         &self,
         sh: &Shared,
-        mut d: LineData,
+        d: LineData,
         movable: impl Fn(&Line) -> bool,
     ) -> (usize, Option<usize>) {
-        let mut filled = 0;
-        let mut from = usize::MAX;
-        for kicks in 0..=MAX_KICKS {
-            let (c0, c1) = candidates(sh.hash(d.key), self.mask);
-            if let Some(i) = [c0, c1].into_iter().find(|&i| self.line(i).free()) {
-                let l = self.line(i);
-                filled += usize::from(l.word(0) & OCCUPIED == 0);
-                l.write(&d);
+        let (c0, c1) = candidates(sh.hash(d.key), self.mask);
+        if let Some(i) = [c0, c1].into_iter().find(|&i| self.line(i).free()) {
+            return (self.fill(i, &d), None);
+        }
+        let mut chain = Vec::new();
+        for start in [c0, c1] {
+            if self.chain(sh, start, &movable, &mut chain) {
+                // From the free end back: each occupant is written at its
+                // other candidate before its own line is overwritten.
+                let filled = self.fill(
+                    chain[chain.len() - 1],
+                    &LineData::of(self.line(chain[chain.len() - 2])),
+                );
+                for w in chain.windows(2).rev().skip(1) {
+                    self.line(w[1]).write(&LineData::of(self.line(w[0])));
+                }
+                self.line(start).write(&d);
                 return (filled, None);
             }
-            // The key in hand now has both candidates taken: what goes to
-            // the overflow run never has a free candidate, so the run
-            // never reaches one of them.
-            if kicks == MAX_KICKS {
-                break;
-            }
-            let victim = [c0, c1].into_iter().find(|&i| {
-                i != from
-                    && !dead(self.line(i).word(1))
-                    && movable(self.line(i))
-                    && self.at_candidate(sh, i)
-            });
-            let Some(i) = victim else { break };
-            let l = self.line(i);
-            let old = LineData::of(l);
-            l.write(&d);
-            d = old;
-            from = i;
         }
-        let (c0, c1) = candidates(sh.hash(d.key), self.mask);
         let mut i = (c1 + 1) & self.mask;
         while !self.line(i).free() {
             i = (i + 1) & self.mask;
         }
         debug_assert!(i != c0 && i != c1, "an overflow line at a candidate");
+        (self.fill(i, &d), Some(i))
+    }
+
+    /// Writes `d` into free line `i`: 1 when the line was empty, else 0.
+    fn fill(&self, i: usize, d: &LineData) -> usize {
         let l = self.line(i);
-        filled += usize::from(l.word(0) & OCCUPIED == 0);
-        l.write(&d);
-        (filled, Some(i))
+        let empty = usize::from(l.word(0) & OCCUPIED == 0);
+        l.write(d);
+        empty
+    }
+
+    /// Finds, in `chain`, lines `start = p0, p1, ..., pk` where each `pj`
+    /// before the last holds a live key at one of its candidates that
+    /// `movable` allows, `pj+1` is that key's other candidate, and `pk`
+    /// is free: moving each occupant one step along frees `start`. At
+    /// most [`MAX_KICKS`] moves, and no line twice (with one line a key's
+    /// place, a chain that comes back to a line has met a cycle). An
+    /// occupant that cannot move ends the chain; so does one whose other
+    /// candidate holds another line of its own key that cannot move (a
+    /// key modified while readers see its earlier line), which the chain
+    /// from the key's other candidate then goes around.
+    fn chain(
+        &self,
+        sh: &Shared,
+        start: usize,
+        movable: &impl Fn(&Line) -> bool,
+        chain: &mut Vec<usize>,
+    ) -> bool {
+        chain.clear();
+        let mut at = start;
+        while chain.len() <= MAX_KICKS {
+            chain.push(at);
+            let l = self.line(at);
+            if !movable(l) || dead(l.word(1)) {
+                return false;
+            }
+            let (a, b) = self.candidates_of(sh, at);
+            let next = if at == a {
+                b
+            } else if at == b {
+                a
+            } else {
+                return false;
+            };
+            if self.line(next).free() {
+                chain.push(next);
+                return true;
+            }
+            if chain.contains(&next) {
+                return false;
+            }
+            at = next;
+        }
+        false
     }
 }
 
@@ -1056,7 +1105,7 @@ impl Table {
     /// that is not dead and not at one of its key's candidates is recorded
     /// under both candidates, which have the [`SPILL`] bit, and every line
     /// with the bit has a record; `used` counts the occupied lines.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn check_spill(&self) {
         let a = self.array();
         let mut over = 0;

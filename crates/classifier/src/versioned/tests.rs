@@ -733,3 +733,70 @@ fn a_batch_up_to_half_full_keeps_the_overflow_record() {
         assert_eq!(view.lookup(&r, &[k * 7919]).unwrap().slot, k as u32);
     }
 }
+
+/// Every key of a table modified in one batch while a reader still sees
+/// the earlier lines: each new line has one candidate left (the other
+/// holds the key's earlier line), and a new line already there cannot
+/// move either (its own earlier line holds its other candidate), so many
+/// go to the overflow run, and every key is found at both versions. Once
+/// the reader moves on, reclaim kills the earlier lines and the overflow
+/// keys move back into the candidates they free, until none overflows.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_batch_of_modifies_overflows_until_the_old_lines_go() {
+    let n = 1000u64;
+    let mut vs = Versions::new();
+    let mut t = Table::with_capacity(&vs, 1, 2 * n as usize);
+    let cap = t.capacity();
+    for k in 0..n {
+        assert!(t.insert(&[k * 7919], 1, k as u32, acts(k)));
+    }
+    vs.publish();
+    assert_eq!(t.spilled(), 0);
+    let mut old = vs.reader();
+    for k in 0..n {
+        assert!(t.modify(&[k * 7919], 2, k as u32, acts(k + n)));
+    }
+    assert_eq!(t.capacity(), cap, "no growth");
+    t.check_spill();
+    assert!(t.spilled() > 0, "no modified key overflowed");
+    vs.publish();
+    let mut r = vs.reader();
+    let view = t.view();
+    for k in 0..n {
+        assert_eq!(view.lookup(&r, &[k * 7919]).unwrap().actions, acts(k + n));
+        assert_eq!(view.lookup(&old, &[k * 7919]).unwrap().actions, acts(k));
+    }
+    old.refresh();
+    for _ in 0..10 {
+        t.reclaim();
+        t.check_spill();
+        vs.publish();
+        for rd in [&mut r, &mut old] {
+            rd.refresh();
+        }
+        if t.spilled() == 0 && t.tombstones() == 0 {
+            break;
+        }
+    }
+    assert_eq!(t.spilled(), 0);
+    for k in 0..n {
+        assert_eq!(view.lookup(&r, &[k * 7919]).unwrap().actions, acts(k + n));
+    }
+}
+
+/// A batch loaded to just under half of its lines places every key at a
+/// candidate: where the chain of moves from the first candidate meets a
+/// line it cannot move or a cycle, the chain from the second goes round.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_batch_to_just_under_half_overflows_nothing() {
+    let vs = Versions::new();
+    let mut t = Table::with_capacity(&vs, 1, 100_000);
+    let n = (t.capacity() / 2 - 1) as u64;
+    for k in 0..n {
+        assert!(t.insert(&[k * 7919], 1, k as u32, acts(k)));
+    }
+    t.check_spill();
+    assert_eq!(t.spilled(), 0);
+}
