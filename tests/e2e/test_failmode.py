@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -100,7 +99,33 @@ def test_standalone_goes_back_to_the_flow_tables_while_a_controller_is_connected
             tx = re.search(r"port\s+" + port + r": rx pkts=\d+.*?\n\s+tx pkts=(\d+)", d.stdout)
             assert rx and tx, d.stdout
             assert int(rx.group(1)) >= 3 and int(tx.group(1)) >= 3, d.stdout
-        time.sleep(1)
+        # That dump-ports was a controller too, for a moment: the switch
+        # may have gone back to the flow tables (unless its task missed so
+        # short a connection) and then to learning again. Those lines
+        # come from the switch's own tasks, maybe after dump-ports has
+        # returned, so wait until its channel is closed and the state
+        # lines (which alternate, from "learning" at start-up) end with
+        # "learning" before counting; otherwise dump-ports' "back to the
+        # flow tables" could pass for the monitor's below, and the ping
+        # would run before the monitor is connected. (With no channel
+        # left, a state line not logged yet when this looks can only be
+        # logged once a controller is connected: the monitor's.)
+        def log():
+            return "".join(sw.err_lines)
+
+        back_line = "a controller is connected: back to the flow tables"
+        learning_line = "acting as a learning switch"
+
+        def settled():
+            text = log()
+            return (
+                text.count("channel closed") == text.count("controller connected")
+                and text.count(learning_line) == text.count(back_line) + 1
+            )
+
+        wait_for(settled, 30,
+                 "the switch to be a learning switch again after dump-ports")
+        back = log().count(back_line)
         # A controller that stays connected: the flow tables (empty) rule.
         # (Its control socket goes to a private run directory.)
         monitor = subprocess.Popen(
@@ -111,19 +136,15 @@ def test_standalone_goes_back_to_the_flow_tables_while_a_controller_is_connected
         )
         # The switch says when it goes back to the flow tables, and when
         # it is a learning switch again (after it has switched).
-        def log():
-            return "".join(sw.err_lines)
-
-        wait_for(lambda: "a controller is connected: back to the flow tables" in log(), 30,
-                 "the switch to take the controller")
+        wait_for(lambda: log().count(back_line) > back, 30, "the switch to take the controller")
         assert monitor.poll() is None, "ovs-ofctl monitor exited"
         r = ping(count=2)
         assert r.returncode != 0, "no flows while a controller is connected: " + r.stdout
         # The controller leaves: a learning switch again.
-        learning = log().count("acting as a learning switch")
+        learning = log().count(learning_line)
         monitor.terminate()
         monitor.wait(timeout=10)
-        wait_for(lambda: log().count("acting as a learning switch") > learning, 30,
+        wait_for(lambda: log().count(learning_line) > learning, 30,
                  "the switch to act as a learning switch again")
         r = ping()
         assert r.returncode == 0, "standalone after the controller left: " + r.stdout
