@@ -10,22 +10,24 @@
 # os-ken 3.1.0 (its OpenFlow 1.3 test vectors), scapy (an independent
 # packet encoder and decoder), pytest and matplotlib (the seed
 # experiments' plots), in the background while the first checks compile —
-# then runs, in order: formatting, layer and lint checks, a compile check
-# of the fuzz targets, the Rust tests, Miri over the unsafe code with loom
-# over the in-place table protocol (classifier::versioned) beside it, the
-# OpenFlow vector round trip through the `fulmar` binary, the DPDK backend
-# (the `dpdk` feature's Rust tests and lints over virtual devices without
-# huge pages, and a `fulmar` built with it for the Python tests), the
-# Python tests (scapy as the independent decoder; ovs-ofctl parse-flow /
-# parse-group / add-meter and ofp-print as the reference for the flow,
-# group and meter text in tests/flowtext_ovs; end-to-end tests in network
-# namespaces, DPDK ports, faults under traffic, restarts and
+# then runs, in order: formatting, layer and lint checks, the Rust tests,
+# the OpenFlow vector round trip through the `fulmar` binary, the DPDK
+# backend (the `dpdk` feature's Rust tests and lints over virtual devices
+# without huge pages, and a `fulmar` built with it for the Python tests),
+# the Python tests (scapy as the independent decoder; ovs-ofctl
+# parse-flow / parse-group / add-meter and ofp-print as the reference for
+# the flow, group and meter text in tests/flowtext_ovs; end-to-end tests
+# in network namespaces, DPDK ports, faults under traffic, restarts and
 # `bench/seeds/run.sh --smoke` among them; os-ken's simple_switch_13,
 # Faucet, a three-switch Faucet fabric and a smoke subset of Faucet's own
 # integration suite driving fulmar in tests/controllers), and the os-ken
 # OpenFlow 1.3 conformance run (a fixed quarter of match and action; the
-# full run is tests/conformance/ryu-of13.sh). Each step prints the time
-# since the start; a table of each step's time ends the output.
+# full run is tests/conformance/ryu-of13.sh); beside those last two, at
+# nice 19, Miri over the unsafe code, loom over the in-place table
+# protocol (classifier::versioned) and a compile check of the fuzz
+# targets. Each step prints the time since the start; a table of each
+# step's time ends the output, and each background job's output ends
+# with when it started and ended.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -56,7 +58,12 @@ step_times() {
 bg_pids=()
 bg_logs=()
 bg_names=()
-trap 'step_times; for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+kill_tree() {
+    local c
+    for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+    kill "$1" 2>/dev/null || true
+}
+trap 'step_times; for p in "${bg_pids[@]}"; do kill_tree "$p"; done' EXIT
 
 # A full run builds debug, the DPDK feature, Miri's build and the fuzz check,
 # and the tests write to /tmp. One CI run failed with "No space left on
@@ -89,7 +96,11 @@ background() {
     local name=$1 log
     shift
     log=$(mktemp)
-    ("$@") >"$log" 2>&1 &
+    (
+        start=$SECONDS
+        trap 'echo "[$name: $(clock $((SECONDS - start))), from $(clock "$start") to $(clock "$SECONDS")]"' EXIT
+        "$@"
+    ) >"$log" 2>&1 &
     bg_pids+=($!)
     bg_logs+=("$log")
     bg_names+=("$name")
@@ -195,14 +206,6 @@ python3 scripts/check-layers.py
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "fuzz targets compile"
-# In the workspace's target directory rather than fuzz/target: the fuzz
-# crate's dependencies are the workspace's, already checked by clippy
-# above, so only the few units that differ (the fuzz crate, libfuzzer-sys,
-# the path crates outside clippy's wrapper) are checked here instead of
-# all of them again.
-CARGO_TARGET_DIR="$root/target" cargo check --quiet --manifest-path fuzz/Cargo.toml --bins
-
 step "join the installs"
 join_background
 OSKEN_DIR=$(.venv/bin/python -c 'import os, os_ken; print(os.path.dirname(os_ken.__file__))')
@@ -211,19 +214,6 @@ echo "os-ken vectors: $OSKEN_DIR/tests/packet_data/of13"
 
 step "cargo test"
 cargo test --workspace --locked
-
-step "Miri over the unsafe code that runs without system calls (SPSC ring, lent buffers, prefetching subtable, in-place table), and loom over the in-place table protocol beside it"
-# Miri: a dated nightly with Miri, installed by rustup from
-# static.rust-lang.org; its two groups of tests run side by side (about 4
-# minutes with the install; see scripts/miri.sh). loom:
-# classifier::versioned's writer against one or two readers, every
-# interleaving up to each model's preemption bound (about a minute and a
-# half with its build, in a target directory of its own; see
-# scripts/loom.sh). Neither depends on time, so loom runs beside Miri's
-# two groups and its output is printed after theirs.
-background "loom over classifier::versioned" scripts/loom.sh
-scripts/miri.sh
-join_background
 
 step "debug binaries the later steps run: fulmar, and the packet, flow text, flow-mod, packet-in and reference forwarder tools"
 # One build, so the examples share fulmar's build of their crates; a test
@@ -263,6 +253,29 @@ else
     echo "skipped: DPDK's EAL needs root" >&2
 fi
 
+step "in the background, niced, beside the Python tests and the conformance run: Miri over the unsafe code, loom over the in-place table protocol, the fuzz targets' compile check"
+# The Python tests and the conformance run wait on namespaces, veths,
+# controllers and timeouts (a load average near 0.5 on 2 cores), while
+# these three are pure CPU and depend on no time, so they run beside
+# them at nice 19: a test's processes take the CPU first. Their output is
+# printed at the end.
+# Miri (scripts/miri.sh): a dated nightly with Miri, installed by rustup
+# from static.rust-lang.org; two groups of tests side by side, about four
+# minutes alone on 2 cores, over the SPSC ring, lent buffers, the
+# prefetching subtable and the in-place table. loom (scripts/loom.sh):
+# classifier::versioned's writer against one or two readers, every
+# interleaving up to each model's preemption bound, in a target
+# directory of its own. The fuzz targets: checked in the workspace's
+# target directory rather than fuzz/target, so the dependencies clippy
+# checked above are not checked again (only the fuzz crate, libfuzzer-sys
+# and the path crates outside clippy's wrapper are); nothing else runs
+# cargo on that directory until the join (the tests get their binaries
+# from the variables above).
+background "Miri" nice -n 19 scripts/miri.sh
+background "loom over classifier::versioned" nice -n 19 scripts/loom.sh
+background "fuzz targets compile" nice -n 19 env CARGO_TARGET_DIR="$root/target" \
+    cargo check --quiet --manifest-path fuzz/Cargo.toml --bins
+
 step "python tests (scapy as the independent decoder; ovs-ofctl as the reference for the flow, group and meter text)"
 export PACKET_TOOL="$root/target/debug/examples/packet_tool"
 export FLOWTEXT_TOOL="$root/target/debug/examples/flowtext_tool"
@@ -287,6 +300,9 @@ if [ "$(id -u)" -eq 0 ]; then
 else
     echo "skipped: the conformance run needs root (veths, Open vSwitch)" >&2
 fi
+
+step "join Miri, loom and the fuzz targets' check"
+join_background
 
 echo
 echo "all checks passed"
