@@ -618,14 +618,13 @@ impl Array {
         for start in [c0, c1] {
             if self.chain(sh, start, &movable, &mut chain) {
                 // From the free end back: each occupant is written at its
-                // other candidate before its own line is overwritten.
-                let filled = self.fill(
-                    chain[chain.len() - 1],
-                    &LineData::of(self.line(chain[chain.len() - 2])),
-                );
-                for w in chain.windows(2).rev().skip(1) {
-                    self.line(w[1]).write(&LineData::of(self.line(w[0])));
-                }
+                // other candidate before its own line is overwritten (only
+                // the free end can be empty).
+                let filled = chain
+                    .windows(2)
+                    .rev()
+                    .map(|w| self.fill(w[1], &LineData::of(self.line(w[0]))))
+                    .sum();
                 self.line(start).write(&d);
                 return (filled, None);
             }
@@ -638,7 +637,7 @@ impl Array {
         (self.fill(i, &d), Some(i))
     }
 
-    /// Writes `d` into free line `i`: 1 when the line was empty, else 0.
+    /// Writes `d` into line `i`: 1 when the line was empty, else 0.
     fn fill(&self, i: usize, d: &LineData) -> usize {
         let l = self.line(i);
         let empty = usize::from(l.word(0) & OCCUPIED == 0);
@@ -666,9 +665,10 @@ impl Array {
         chain.clear();
         let mut at = start;
         while chain.len() <= MAX_KICKS {
+            // `at` is not free (a candidate of a key with none free, or a
+            // `next` found taken): occupied, and not dead.
             chain.push(at);
-            let l = self.line(at);
-            if !movable(l) || dead(l.word(1)) {
+            if !movable(self.line(at)) {
                 return false;
             }
             let (a, b) = self.candidates_of(sh, at);
